@@ -1,0 +1,204 @@
+// Package memstore is an in-memory implementation of the petstore store
+// interfaces: fast, safe for concurrent use, and gone when the process
+// exits. It is the default store of tests and of petstoretest.
+package memstore
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/petstorekit/petstore"
+)
+
+// Store keeps pets and keys in memory. The zero value is not usable; call New.
+type Store struct {
+	mu     sync.RWMutex
+	pets   []petstore.Pet // ascending id order: ids only grow
+	nextID int64
+
+	keys     map[string]storedKey // by hash
+	keyByID  map[string]string    // id -> hash
+	keyOrder []string             // ids, creation order
+}
+
+type storedKey struct {
+	key  petstore.APIKey
+	hash string
+}
+
+var _ petstore.Store = (*Store)(nil)
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{nextID: 1, keys: map[string]storedKey{}, keyByID: map[string]string{}}
+}
+
+// CreatePet implements petstore.PetStore.
+func (s *Store) CreatePet(ctx context.Context, p petstore.NewPet) (petstore.Pet, error) {
+	if err := ctx.Err(); err != nil {
+		return petstore.Pet{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pet := petstore.Pet{ID: s.nextID, Name: p.Name, CategoryID: p.CategoryID, Status: p.Status}
+	s.nextID++
+	s.pets = append(s.pets, pet)
+	return pet, nil
+}
+
+// GetPet implements petstore.PetStore.
+func (s *Store) GetPet(ctx context.Context, id int64) (petstore.Pet, error) {
+	if err := ctx.Err(); err != nil {
+		return petstore.Pet{}, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if i, ok := s.find(id); ok {
+		return s.pets[i], nil
+	}
+	return petstore.Pet{}, petstore.Errorf(petstore.CodeNotFound, "pet %d not found", id)
+}
+
+func (s *Store) find(id int64) (int, bool) {
+	i := sort.Search(len(s.pets), func(i int) bool { return s.pets[i].ID >= id })
+	return i, i < len(s.pets) && s.pets[i].ID == id
+}
+
+// ListPets implements petstore.PetStore.
+func (s *Store) ListPets(ctx context.Context, q petstore.PetQuery) ([]petstore.Pet, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]petstore.Pet, 0, min(q.Limit, 128))
+	start := sort.Search(len(s.pets), func(i int) bool { return s.pets[i].ID > q.AfterID })
+	for _, p := range s.pets[start:] {
+		if len(out) >= q.Limit {
+			break
+		}
+		if q.Status == "" || p.Status == q.Status {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// Pets returns a copy of every pet, in ascending id order.
+func (s *Store) Pets() []petstore.Pet {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return slices.Clone(s.pets)
+}
+
+// Reset removes every pet and restarts ids at 1. Keys are kept.
+func (s *Store) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pets = nil
+	s.nextID = 1
+}
+
+// CreateKey implements petstore.KeyStore.
+func (s *Store) CreateKey(ctx context.Context, key petstore.APIKey, hash string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.keys[hash]; ok {
+		return petstore.Errorf(petstore.CodeConflict, "key already exists")
+	}
+	if _, ok := s.keyByID[key.ID]; ok {
+		return petstore.Errorf(petstore.CodeConflict, "key %s already exists", key.ID)
+	}
+	s.keys[hash] = storedKey{key: key, hash: hash}
+	s.keyByID[key.ID] = hash
+	s.keyOrder = append(s.keyOrder, key.ID)
+	return nil
+}
+
+// UpsertKey implements petstore.KeyStore.
+func (s *Store) UpsertKey(ctx context.Context, key petstore.APIKey, hash string) (petstore.APIKey, error) {
+	if err := ctx.Err(); err != nil {
+		return petstore.APIKey{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sk, ok := s.keys[hash]; ok {
+		sk.key.Plan, sk.key.Limits = key.Plan, key.Limits
+		s.keys[hash] = sk
+		return sk.key, nil
+	}
+	if _, ok := s.keyByID[key.ID]; ok {
+		return petstore.APIKey{}, petstore.Errorf(petstore.CodeConflict, "key %s already exists", key.ID)
+	}
+	s.keys[hash] = storedKey{key: key, hash: hash}
+	s.keyByID[key.ID] = hash
+	s.keyOrder = append(s.keyOrder, key.ID)
+	return key, nil
+}
+
+// KeyByHash implements petstore.KeyStore.
+func (s *Store) KeyByHash(ctx context.Context, hash string) (petstore.APIKey, string, error) {
+	if err := ctx.Err(); err != nil {
+		return petstore.APIKey{}, "", err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	sk, ok := s.keys[hash]
+	if !ok {
+		return petstore.APIKey{}, "", petstore.Errorf(petstore.CodeNotFound, "key not found")
+	}
+	return sk.key, sk.hash, nil
+}
+
+// ListKeys implements petstore.KeyStore.
+func (s *Store) ListKeys(ctx context.Context) ([]petstore.APIKey, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]petstore.APIKey, 0, len(s.keyOrder))
+	for _, id := range s.keyOrder {
+		out = append(out, s.keys[s.keyByID[id]].key)
+	}
+	return out, nil
+}
+
+// SetKeyPlan implements petstore.KeyStore.
+func (s *Store) SetKeyPlan(ctx context.Context, id string, plan petstore.Plan, limits petstore.Limits) (petstore.APIKey, error) {
+	if err := ctx.Err(); err != nil {
+		return petstore.APIKey{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	hash, ok := s.keyByID[id]
+	if !ok {
+		return petstore.APIKey{}, petstore.Errorf(petstore.CodeNotFound, "key %s not found", id)
+	}
+	sk := s.keys[hash]
+	sk.key.Plan, sk.key.Limits = plan, limits
+	s.keys[hash] = sk
+	return sk.key, nil
+}
+
+// DeleteKey implements petstore.KeyStore.
+func (s *Store) DeleteKey(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	hash, ok := s.keyByID[id]
+	if !ok {
+		return petstore.Errorf(petstore.CodeNotFound, "key %s not found", id)
+	}
+	delete(s.keys, hash)
+	delete(s.keyByID, id)
+	s.keyOrder = slices.DeleteFunc(s.keyOrder, func(k string) bool { return k == id })
+	return nil
+}

@@ -1,0 +1,253 @@
+package petstore
+
+import (
+	"context"
+	"time"
+)
+
+// PetService is the pets API of the spec. The local Service and the HTTP
+// client both implement it, so code written against it runs against a
+// local store or a remote petstore alike.
+type PetService interface {
+	// ListPets returns one page of pets in ascending id order.
+	// Returns invalid_request for a limit outside 1..100 (0 means 20), an
+	// unknown status or a malformed cursor.
+	ListPets(ctx context.Context, filter PetFilter) (PetPage, error)
+
+	// CreatePet validates and stores a new pet, returning it with its id.
+	// Returns invalid_request naming the offending field.
+	CreatePet(ctx context.Context, pet NewPet) (Pet, error)
+
+	// GetPet returns the pet with the given id.
+	// Returns not_found if no such pet exists (any id <= 0 included).
+	GetPet(ctx context.Context, id int64) (Pet, error)
+}
+
+// PetStore persists pets. Implementations must be safe for concurrent use,
+// honour context cancellation, and report an unreachable backend as
+// unavailable rather than with driver text. storetest checks all of this.
+type PetStore interface {
+	// CreatePet stores a valid pet and assigns it a new, unique id greater
+	// than every id assigned before.
+	CreatePet(ctx context.Context, pet NewPet) (Pet, error)
+
+	// GetPet returns the pet with the given id, or not_found.
+	GetPet(ctx context.Context, id int64) (Pet, error)
+
+	// ListPets returns at most q.Limit pets with id > q.AfterID in
+	// ascending id order, filtered by q.Status when it is set. It never
+	// returns nil for an empty result.
+	ListPets(ctx context.Context, q PetQuery) ([]Pet, error)
+}
+
+// KeyStore persists API keys by the SHA-256 hash of their secret.
+// Implementations must be safe for concurrent use.
+type KeyStore interface {
+	// CreateKey stores a key under the hash of its secret.
+	// Returns conflict if the id or the hash is already stored.
+	CreateKey(ctx context.Context, key APIKey, hash string) error
+
+	// UpsertKey stores the key under hash, or, when hash is already
+	// stored, updates that key's plan and limits and returns it with its
+	// existing id, project and creation time.
+	UpsertKey(ctx context.Context, key APIKey, hash string) (APIKey, error)
+
+	// KeyByHash returns the key stored under hash and the stored hash
+	// itself, or not_found. Callers compare the two in constant time.
+	KeyByHash(ctx context.Context, hash string) (key APIKey, storedHash string, err error)
+
+	// ListKeys returns every key, oldest first.
+	ListKeys(ctx context.Context) ([]APIKey, error)
+
+	// SetKeyPlan changes a key's plan and custom limits. Returns not_found.
+	SetKeyPlan(ctx context.Context, id string, plan Plan, limits Limits) (APIKey, error)
+
+	// DeleteKey revokes a key: it no longer authenticates. Returns not_found.
+	DeleteKey(ctx context.Context, id string) error
+}
+
+// Store is a complete storage backend: pets and keys. Later features add
+// their own store interfaces, which the same adapters implement.
+type Store interface {
+	PetStore
+	KeyStore
+}
+
+// Service implements PetService over a PetStore: it validates input and
+// turns pages of the store into cursors.
+type Service struct {
+	store         PetStore
+	defaultStatus PetStatus
+}
+
+var _ PetService = (*Service)(nil)
+
+// ServiceOption configures a Service.
+type ServiceOption func(*Service)
+
+// WithDefaultStatus sets the status stored for a pet created without one.
+// The spec states no default, so by default none is stored.
+func WithDefaultStatus(s PetStatus) ServiceOption {
+	return func(svc *Service) { svc.defaultStatus = s }
+}
+
+// NewService returns a Service over store.
+func NewService(store PetStore, opts ...ServiceOption) *Service {
+	s := &Service{store: store}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// ListPets implements PetService.
+func (s *Service) ListPets(ctx context.Context, f PetFilter) (PetPage, error) {
+	limit := f.Limit
+	switch {
+	case limit == 0:
+		limit = DefaultLimit
+	case limit < 1 || limit > MaxLimit:
+		return PetPage{}, Errorf(CodeInvalidRequest, "limit must be an integer from 1 to 100")
+	}
+	if f.Status != "" && !f.Status.Valid() {
+		return PetPage{}, Errorf(CodeInvalidRequest, "status must be one of available, pending, sold")
+	}
+	var after int64
+	if f.Cursor != "" {
+		id, err := DecodeCursor(f.Cursor)
+		if err != nil {
+			return PetPage{}, err
+		}
+		after = id
+	}
+	// One row more than asked tells whether a next page exists without a
+	// second query.
+	pets, err := s.store.ListPets(ctx, PetQuery{Status: f.Status, AfterID: after, Limit: limit + 1})
+	if err != nil {
+		return PetPage{}, err
+	}
+	page := PetPage{Pets: pets}
+	if len(pets) > limit {
+		page.Pets = pets[:limit]
+		page.NextCursor = EncodeCursor(pets[limit-1].ID)
+	}
+	if page.Pets == nil {
+		page.Pets = []Pet{}
+	}
+	return page, nil
+}
+
+// CreatePet implements PetService.
+func (s *Service) CreatePet(ctx context.Context, p NewPet) (Pet, error) {
+	if p.Status == "" {
+		p.Status = s.defaultStatus
+	}
+	if err := p.Validate(); err != nil {
+		return Pet{}, err
+	}
+	return s.store.CreatePet(ctx, p)
+}
+
+// GetPet implements PetService.
+func (s *Service) GetPet(ctx context.Context, id int64) (Pet, error) {
+	if id <= 0 {
+		return Pet{}, Errorf(CodeNotFound, "pet %d not found", id)
+	}
+	return s.store.GetPet(ctx, id)
+}
+
+// Authenticator turns a presented bearer token into the APIKey it belongs
+// to. httpx calls it on every request.
+type Authenticator interface {
+	// Authenticate returns the key for token, or unauthorized.
+	Authenticate(ctx context.Context, token string) (APIKey, error)
+}
+
+// Keys manages API keys over a KeyStore: it creates secrets, stores only
+// their hashes, and authenticates presented tokens.
+type Keys struct {
+	store KeyStore
+	now   func() time.Time
+}
+
+var _ Authenticator = (*Keys)(nil)
+
+// NewKeys returns a key manager over store.
+func NewKeys(store KeyStore) *Keys { return &Keys{store: store, now: time.Now} }
+
+// Authenticate implements Authenticator. The store looks keys up by hash;
+// the hash is compared again in constant time so that no store, whatever its
+// index does, turns the lookup into a timing oracle.
+func (k *Keys) Authenticate(ctx context.Context, token string) (APIKey, error) {
+	if token == "" || len(token) > 512 {
+		return APIKey{}, Errorf(CodeUnauthorized, "missing or invalid API key")
+	}
+	hash := HashAPIKey(token)
+	key, stored, err := k.store.KeyByHash(ctx, hash)
+	if err != nil {
+		if ErrorCode(err) == CodeNotFound {
+			return APIKey{}, Errorf(CodeUnauthorized, "missing or invalid API key")
+		}
+		return APIKey{}, err
+	}
+	if !HashesEqual(stored, hash) {
+		return APIKey{}, Errorf(CodeUnauthorized, "missing or invalid API key")
+	}
+	return key, nil
+}
+
+// Create makes a new key for project on plan (limits are used for
+// Enterprise), stores its hash and returns the key with its secret. The
+// secret is not stored and cannot be shown again.
+func (k *Keys) Create(ctx context.Context, projectID string, plan Plan, limits Limits) (APIKey, string, error) {
+	secret := GenerateAPIKey()
+	key := APIKey{ID: NewKeyID(), ProjectID: projectID, Plan: plan, CreatedAt: k.now().UTC().Truncate(time.Second)}
+	if plan == PlanEnterprise {
+		key.Limits = limits
+	}
+	if key.ProjectID == "" {
+		key.ProjectID = NewProjectID()
+	}
+	if err := key.Validate(); err != nil {
+		return APIKey{}, "", err
+	}
+	if err := k.store.CreateKey(ctx, key, HashAPIKey(secret)); err != nil {
+		return APIKey{}, "", err
+	}
+	return key, secret, nil
+}
+
+// Ensure stores a key whose secret the operator chose (the -keys flag),
+// or updates its plan when it is stored already, and returns it.
+func (k *Keys) Ensure(ctx context.Context, secret string, plan Plan, limits Limits) (APIKey, error) {
+	if secret == "" {
+		return APIKey{}, Errorf(CodeInvalidRequest, "key must not be empty")
+	}
+	key := APIKey{ID: NewKeyID(), ProjectID: NewProjectID(), Plan: plan, CreatedAt: k.now().UTC().Truncate(time.Second)}
+	if plan == PlanEnterprise {
+		key.Limits = limits
+	}
+	if err := key.Validate(); err != nil {
+		return APIKey{}, err
+	}
+	return k.store.UpsertKey(ctx, key, HashAPIKey(secret))
+}
+
+// SetPlan changes a key's plan; the new limits apply from its next request.
+func (k *Keys) SetPlan(ctx context.Context, id string, plan Plan, limits Limits) (APIKey, error) {
+	if !plan.Valid() {
+		return APIKey{}, Errorf(CodeInvalidRequest, "plan must be one of free, pro, business, enterprise")
+	}
+	if plan != PlanEnterprise {
+		limits = Limits{}
+	} else if !limits.Valid() {
+		return APIKey{}, Errorf(CodeInvalidRequest, "enterprise limits must be positive, with per day >= per minute")
+	}
+	return k.store.SetKeyPlan(ctx, id, plan, limits)
+}
+
+// List returns every key, oldest first, without secrets.
+func (k *Keys) List(ctx context.Context) ([]APIKey, error) { return k.store.ListKeys(ctx) }
+
+// Revoke deletes a key so it no longer authenticates.
+func (k *Keys) Revoke(ctx context.Context, id string) error { return k.store.DeleteKey(ctx, id) }

@@ -1,0 +1,36 @@
+package ratelimit
+
+import "time"
+
+// Window is the state of one fixed window after a decision: what the
+// X-RateLimit-* and the IETF RateLimit headers report.
+type Window struct {
+	Name      string        // "minute" or "day"
+	Quota     int64         // requests allowed in the window
+	Length    time.Duration // the window's length: 60 s or 86 400 s
+	Remaining int64         // requests left in the window, never negative
+	Reset     time.Time     // when the window ends and its count starts over
+}
+
+// Decision is the verdict on one request.
+type Decision struct {
+	// Allowed reports whether the request may proceed.
+	Allowed bool
+	// Code is "" when allowed, else petstore.CodeRateLimited or
+	// petstore.CodeAPIKeyBanned.
+	Code string
+	// Binding is the window the X-RateLimit-* headers report: the one
+	// with the fewest requests remaining (the shorter on a tie), or, on a
+	// refusal, the window that refused. For a ban its Remaining is 0 and
+	// its Reset is the ban's end.
+	Binding Window
+	// Windows lists every window, shortest first, for the IETF headers.
+	Windows []Window
+	// RetryAfter is how long a refused client must wait: at least one
+	// second, and never before the refusing window or ban really ends.
+	RetryAfter time.Duration
+	// Degraded is true when the counter store failed and the limiter,
+	// configured to fail open, admitted the request without counting it.
+	// There are no true figures then, so no headers are sent.
+	Degraded bool
+}

@@ -1,0 +1,379 @@
+// Package storetest is the conformance suite for petstore store
+// implementations. Every store in this module runs it, and so can a store
+// written outside it:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t testing.TB) petstore.Store { return mystore.New(...) })
+//	}
+//
+// open must return a new, empty store each time it is called; the suite
+// runs its subtests in parallel.
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/petstorekit/petstore"
+)
+
+// Opener returns a new, empty store for one subtest and arranges its
+// cleanup with t.Cleanup.
+type Opener func(t testing.TB) petstore.Store
+
+// Run runs the whole suite against stores from open.
+func Run(t *testing.T, open Opener) {
+	t.Run("Pets", func(t *testing.T) { RunPets(t, open) })
+	t.Run("Keys", func(t *testing.T) { RunKeys(t, open) })
+	for _, ext := range extensions {
+		t.Run(ext.name, func(t *testing.T) { ext.run(t, open) })
+	}
+}
+
+// extensions are suites for the optional store interfaces of later
+// features; each skips when the store does not implement its interface.
+var extensions []struct {
+	name string
+	run  func(*testing.T, Opener)
+}
+
+func register(name string, run func(*testing.T, Opener)) {
+	extensions = append(extensions, struct {
+		name string
+		run  func(*testing.T, Opener)
+	}{name, run})
+}
+
+func wantCode(t testing.TB, err error, code string) {
+	t.Helper()
+	if got := petstore.ErrorCode(err); got != code {
+		t.Fatalf("error code = %q (%v), want %q", got, err, code)
+	}
+}
+
+func mustCreate(t testing.TB, s petstore.PetStore, p petstore.NewPet) petstore.Pet {
+	t.Helper()
+	pet, err := s.CreatePet(context.Background(), p)
+	if err != nil {
+		t.Fatalf("CreatePet(%+v): %v", p, err)
+	}
+	return pet
+}
+
+// RunPets checks the petstore.PetStore contract.
+func RunPets(t *testing.T, open Opener) {
+	ctx := context.Background()
+	t.Run("CreateThenGet", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		for _, np := range []petstore.NewPet{
+			{Name: "Rex", CategoryID: 1, Status: petstore.StatusAvailable},
+			{Name: "Ünïcødé 🐈 猫", CategoryID: 9223372036854775807},
+			{Name: strings.Repeat("🐕", petstore.MaxNameLength), CategoryID: 3, Status: petstore.StatusSold},
+			{Name: `quote ' " \ ; -- drop`, CategoryID: 4, Status: petstore.StatusPending},
+		} {
+			pet := mustCreate(t, s, np)
+			if pet.ID <= 0 {
+				t.Fatalf("id = %d, want > 0", pet.ID)
+			}
+			want := petstore.Pet{ID: pet.ID, Name: np.Name, CategoryID: np.CategoryID, Status: np.Status}
+			if pet != want {
+				t.Fatalf("created %+v, want %+v", pet, want)
+			}
+			got, err := s.GetPet(ctx, pet.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Fatalf("GetPet = %+v, want %+v", got, want)
+			}
+		}
+	})
+	t.Run("GetMissing", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		_, err := s.GetPet(ctx, 12345)
+		wantCode(t, err, petstore.CodeNotFound)
+	})
+	t.Run("IDsAscend", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		var last int64
+		for i := range 10 {
+			p := mustCreate(t, s, petstore.NewPet{Name: fmt.Sprint("p", i), CategoryID: 1})
+			if p.ID <= last {
+				t.Fatalf("id %d after %d: ids must ascend", p.ID, last)
+			}
+			last = p.ID
+		}
+	})
+	t.Run("ListEmpty", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		pets, err := s.ListPets(ctx, petstore.PetQuery{Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pets == nil || len(pets) != 0 {
+			t.Fatalf("ListPets on empty store = %#v, want empty non-nil", pets)
+		}
+	})
+	t.Run("ListFiltersAndPages", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		statuses := []petstore.PetStatus{petstore.StatusAvailable, petstore.StatusPending, petstore.StatusSold, ""}
+		var all []petstore.Pet
+		for i := range 23 {
+			all = append(all, mustCreate(t, s, petstore.NewPet{Name: fmt.Sprint("pet", i), CategoryID: int64(i + 1), Status: statuses[i%4]}))
+		}
+		for _, st := range statuses {
+			var want []petstore.Pet
+			for _, p := range all {
+				if st == "" || p.Status == st {
+					want = append(want, p)
+				}
+			}
+			var got []petstore.Pet
+			var after int64
+			for {
+				page, err := s.ListPets(ctx, petstore.PetQuery{Status: st, AfterID: after, Limit: 4})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(page) > 4 {
+					t.Fatalf("page of %d pets, limit 4", len(page))
+				}
+				got = append(got, page...)
+				if len(page) < 4 {
+					break
+				}
+				after = page[len(page)-1].ID
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("status %q: listed\n%v\nwant\n%v", st, got, want)
+			}
+		}
+	})
+	t.Run("ServicePagesCoverEachPetOnce", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		svc := petstore.NewService(s)
+		// 20 pets with limit 5 ends on an exact-multiple page: the last
+		// full page must carry no next cursor.
+		for i := range 20 {
+			mustCreate(t, s, petstore.NewPet{Name: fmt.Sprint("p", i), CategoryID: 1, Status: petstore.StatusPending})
+		}
+		seen := map[int64]bool{}
+		cursor, pages := "", 0
+		for {
+			page, err := svc.ListPets(ctx, petstore.PetFilter{Limit: 5, Status: petstore.StatusPending, Cursor: cursor})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages++
+			for _, p := range page.Pets {
+				if seen[p.ID] {
+					t.Fatalf("pet %d listed twice", p.ID)
+				}
+				seen[p.ID] = true
+			}
+			if page.NextCursor == "" {
+				break
+			}
+			cursor = page.NextCursor
+		}
+		if len(seen) != 20 || pages != 4 {
+			t.Fatalf("saw %d pets on %d pages, want 20 on 4", len(seen), pages)
+		}
+	})
+	t.Run("ConcurrentCreates", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		const n = 64
+		var wg sync.WaitGroup
+		ids := make([]int64, n)
+		errs := make([]error, n)
+		for i := range n {
+			wg.Go(func() {
+				p, err := s.CreatePet(ctx, petstore.NewPet{Name: fmt.Sprint("c", i), CategoryID: int64(i + 1), Status: petstore.StatusAvailable})
+				ids[i], errs[i] = p.ID, err
+			})
+		}
+		wg.Wait()
+		seen := map[int64]bool{}
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("create %d: %v", i, err)
+			}
+			if seen[ids[i]] {
+				t.Fatalf("id %d assigned twice", ids[i])
+			}
+			seen[ids[i]] = true
+			p, err := s.GetPet(ctx, ids[i])
+			if err != nil || p.Name != fmt.Sprint("c", i) {
+				t.Fatalf("GetPet(%d) = %+v, %v", ids[i], p, err)
+			}
+		}
+		listed := map[int64]int{}
+		var after int64
+		for {
+			page, err := s.ListPets(ctx, petstore.PetQuery{AfterID: after, Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range page {
+				listed[p.ID]++
+			}
+			if len(page) < 10 {
+				break
+			}
+			after = page[len(page)-1].ID
+		}
+		if len(listed) != n {
+			t.Fatalf("listed %d distinct pets, want %d", len(listed), n)
+		}
+		for id, c := range listed {
+			if c != 1 || !seen[id] {
+				t.Fatalf("pet %d listed %d times", id, c)
+			}
+		}
+	})
+	t.Run("CanceledContext", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if _, err := s.CreatePet(cctx, petstore.NewPet{Name: "x", CategoryID: 1}); err == nil {
+			t.Fatal("CreatePet with a canceled context succeeded")
+		}
+		if _, err := s.ListPets(cctx, petstore.PetQuery{Limit: 1}); err == nil {
+			t.Fatal("ListPets with a canceled context succeeded")
+		}
+		pets, err := s.ListPets(ctx, petstore.PetQuery{Limit: 10})
+		if err != nil || len(pets) != 0 {
+			t.Fatalf("after a canceled create: %v, %v; want nothing written", pets, err)
+		}
+	})
+}
+
+// RunKeys checks the petstore.KeyStore contract, through petstore.Keys
+// where it adds behaviour (hashing, constant-time comparison).
+func RunKeys(t *testing.T, open Opener) {
+	ctx := context.Background()
+	t.Run("CreateAuthenticate", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		keys := petstore.NewKeys(s)
+		k, secret, err := keys.Create(ctx, "prj_one", petstore.PlanFree, petstore.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(secret, petstore.APIKeyPrefix) || strings.Contains(k.ID, secret) {
+			t.Fatalf("secret %q, id %q", secret, k.ID)
+		}
+		got, err := keys.Authenticate(ctx, secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.ID != k.ID || got.ProjectID != "prj_one" || got.Plan != petstore.PlanFree || !got.CreatedAt.Equal(k.CreatedAt) {
+			t.Fatalf("Authenticate = %+v, want %+v", got, k)
+		}
+		_, err = keys.Authenticate(ctx, secret+"x")
+		wantCode(t, err, petstore.CodeUnauthorized)
+		_, err = keys.Authenticate(ctx, "")
+		wantCode(t, err, petstore.CodeUnauthorized)
+	})
+	t.Run("StoresOnlyHashes", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		secret := petstore.GenerateAPIKey()
+		key := petstore.APIKey{ID: petstore.NewKeyID(), ProjectID: "p", Plan: petstore.PlanPro, CreatedAt: time.Now().UTC().Truncate(time.Second)}
+		if err := s.CreateKey(ctx, key, petstore.HashAPIKey(secret)); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.KeyByHash(ctx, secret); petstore.ErrorCode(err) != petstore.CodeNotFound {
+			t.Fatalf("lookup by the raw secret: %v, want not_found", err)
+		}
+		got, stored, err := s.KeyByHash(ctx, petstore.HashAPIKey(secret))
+		if err != nil || got.ID != key.ID || stored != petstore.HashAPIKey(secret) {
+			t.Fatalf("KeyByHash = %+v, %q, %v", got, stored, err)
+		}
+		err = s.CreateKey(ctx, petstore.APIKey{ID: petstore.NewKeyID(), ProjectID: "p", Plan: petstore.PlanPro}, petstore.HashAPIKey(secret))
+		wantCode(t, err, petstore.CodeConflict)
+		err = s.CreateKey(ctx, key, petstore.HashAPIKey("another"))
+		wantCode(t, err, petstore.CodeConflict)
+	})
+	t.Run("EnsureUpserts", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		keys := petstore.NewKeys(s)
+		first, err := keys.Ensure(ctx, "operator-chosen", petstore.PlanFree, petstore.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		second, err := keys.Ensure(ctx, "operator-chosen", petstore.PlanEnterprise, petstore.Limits{PerMinute: 5, PerDay: 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if second.ID != first.ID || second.ProjectID != first.ProjectID || second.Plan != petstore.PlanEnterprise {
+			t.Fatalf("second Ensure = %+v, want same id/project as %+v on enterprise", second, first)
+		}
+		got, err := keys.Authenticate(ctx, "operator-chosen")
+		if err != nil || got.EffectiveLimits() != (petstore.Limits{PerMinute: 5, PerDay: 50}) {
+			t.Fatalf("Authenticate = %+v, %v", got, err)
+		}
+		all, err := keys.List(ctx)
+		if err != nil || len(all) != 1 {
+			t.Fatalf("List = %v, %v; want one key", all, err)
+		}
+	})
+	t.Run("ListSetPlanRevoke", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		keys := petstore.NewKeys(s)
+		var ids []string
+		secrets := map[string]string{}
+		for _, p := range []petstore.Plan{petstore.PlanFree, petstore.PlanPro, petstore.PlanBusiness} {
+			k, secret, err := keys.Create(ctx, "", p, petstore.Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, k.ID)
+			secrets[k.ID] = secret
+			time.Sleep(2 * time.Millisecond) // distinct UUID v7 timestamps
+		}
+		all, err := keys.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, k := range all {
+			got = append(got, k.ID)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(ids) {
+			t.Fatalf("List ids = %v, want %v (oldest first)", got, ids)
+		}
+		k, err := keys.SetPlan(ctx, ids[0], petstore.PlanBusiness, petstore.Limits{})
+		if err != nil || k.Plan != petstore.PlanBusiness {
+			t.Fatalf("SetPlan = %+v, %v", k, err)
+		}
+		if k, _ := keys.Authenticate(ctx, secrets[ids[0]]); k.Plan != petstore.PlanBusiness {
+			t.Fatalf("plan after SetPlan = %q", k.Plan)
+		}
+		_, err = keys.SetPlan(ctx, "key_missing", petstore.PlanPro, petstore.Limits{})
+		wantCode(t, err, petstore.CodeNotFound)
+		if err := keys.Revoke(ctx, ids[1]); err != nil {
+			t.Fatal(err)
+		}
+		_, err = keys.Authenticate(ctx, secrets[ids[1]])
+		wantCode(t, err, petstore.CodeUnauthorized)
+		wantCode(t, keys.Revoke(ctx, ids[1]), petstore.CodeNotFound)
+		if all, _ := keys.List(ctx); len(all) != 2 {
+			t.Fatalf("%d keys after revoke, want 2", len(all))
+		}
+	})
+}
