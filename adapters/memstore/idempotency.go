@@ -1,0 +1,131 @@
+package memstore
+
+import (
+	"context"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+	"weak"
+
+	"github.com/petstorekit/petstore"
+)
+
+var _ petstore.IdempotencyStore = (*Store)(nil)
+
+// idemTable holds one store's Idempotency-Key records.
+type idemTable struct {
+	mu   sync.Mutex
+	recs map[idemID]petstore.IdempotencyRecord
+}
+
+type idemID struct{ scope, key string }
+
+// idemTables attaches an idemTable to each Store without a field in the
+// Store struct (this feature lives in its own file). Entries are keyed by a
+// weak pointer and removed when their store is garbage collected, so
+// discarded stores leak nothing.
+var idemTables sync.Map // weak.Pointer[Store] -> *idemTable
+
+func (s *Store) idem() *idemTable {
+	wp := weak.Make(s)
+	if t, ok := idemTables.Load(wp); ok {
+		return t.(*idemTable)
+	}
+	t, loaded := idemTables.LoadOrStore(wp, &idemTable{recs: map[idemID]petstore.IdempotencyRecord{}})
+	if !loaded {
+		runtime.AddCleanup(s, func(wp weak.Pointer[Store]) { idemTables.Delete(wp) }, wp)
+	}
+	return t.(*idemTable)
+}
+
+// copyRecord returns rec with its own copy of Body, so neither the caller
+// nor the store can change the other's bytes.
+func copyRecord(rec petstore.IdempotencyRecord) petstore.IdempotencyRecord {
+	rec.Body = slices.Clone(rec.Body)
+	return rec
+}
+
+// ClaimIdempotencyKey implements petstore.IdempotencyStore.
+func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec petstore.IdempotencyRecord) (petstore.IdempotencyRecord, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return petstore.IdempotencyRecord{}, false, err
+	}
+	t := s.idem()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	id := idemID{rec.Scope, rec.Key}
+	if old, ok := t.recs[id]; ok {
+		return copyRecord(old), false, nil
+	}
+	rec.Completed, rec.Status, rec.ContentType, rec.Location, rec.Body = false, 0, "", "", nil
+	t.recs[id] = rec
+	return rec, true, nil
+}
+
+// CompleteIdempotencyKey implements petstore.IdempotencyStore.
+func (s *Store) CompleteIdempotencyKey(ctx context.Context, rec petstore.IdempotencyRecord) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t := s.idem()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	id := idemID{rec.Scope, rec.Key}
+	old, ok := t.recs[id]
+	if !ok {
+		return petstore.Errorf(petstore.CodeNotFound, "idempotency key not found")
+	}
+	old.Completed = true
+	old.Status, old.ContentType, old.Location, old.Body = rec.Status, rec.ContentType, rec.Location, slices.Clone(rec.Body)
+	t.recs[id] = old
+	return nil
+}
+
+// GetIdempotencyKey implements petstore.IdempotencyStore.
+func (s *Store) GetIdempotencyKey(ctx context.Context, scope, key string) (petstore.IdempotencyRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return petstore.IdempotencyRecord{}, err
+	}
+	t := s.idem()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	rec, ok := t.recs[idemID{scope, key}]
+	if !ok {
+		return petstore.IdempotencyRecord{}, petstore.Errorf(petstore.CodeNotFound, "idempotency key not found")
+	}
+	return copyRecord(rec), nil
+}
+
+// ReleaseIdempotencyKey implements petstore.IdempotencyStore.
+func (s *Store) ReleaseIdempotencyKey(ctx context.Context, scope, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t := s.idem()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	id := idemID{scope, key}
+	if rec, ok := t.recs[id]; ok && !rec.Completed {
+		delete(t.recs, id)
+	}
+	return nil
+}
+
+// PurgeIdempotencyKeys implements petstore.IdempotencyStore.
+func (s *Store) PurgeIdempotencyKeys(ctx context.Context, before time.Time) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	t := s.idem()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var n int64
+	for id, rec := range t.recs {
+		if rec.CreatedAt.Before(before) {
+			delete(t.recs, id)
+			n++
+		}
+	}
+	return n, nil
+}
