@@ -1,0 +1,147 @@
+package memstore
+
+import (
+	"context"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"weak"
+
+	"github.com/petstorekit/petstore"
+)
+
+var _ petstore.BlobStore = (*Store)(nil)
+
+// blobState is the BlobStore half of a Store.
+type blobState struct {
+	mu    sync.Mutex
+	blobs map[string]blob
+	locks map[string]blobLock
+}
+
+type blob struct {
+	value    []byte
+	modified time.Time
+}
+
+type blobLock struct {
+	owner   string
+	expires time.Time
+}
+
+// blobTables holds each Store's blob state. It lives beside Store rather
+// than in it so that the blob feature stays in this file; the weak key and
+// the cleanup drop a Store's blobs when the Store itself is collected.
+var blobTables sync.Map // weak.Pointer[Store] -> *blobState
+
+func (s *Store) blobState() *blobState {
+	key := weak.Make(s)
+	if st, ok := blobTables.Load(key); ok {
+		return st.(*blobState)
+	}
+	st, loaded := blobTables.LoadOrStore(key, &blobState{blobs: map[string]blob{}, locks: map[string]blobLock{}})
+	if !loaded {
+		runtime.AddCleanup(s, func(k weak.Pointer[Store]) { blobTables.Delete(k) }, key)
+	}
+	return st.(*blobState)
+}
+
+// PutBlob implements petstore.BlobStore.
+func (s *Store) PutBlob(ctx context.Context, key string, value []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if key == "" {
+		return petstore.Errorf(petstore.CodeInvalidRequest, "blob key must not be empty")
+	}
+	st := s.blobState()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	// Copy so that a caller reusing its slice cannot change what is stored.
+	st.blobs[key] = blob{value: append([]byte{}, value...), modified: time.Now()}
+	return nil
+}
+
+// GetBlob implements petstore.BlobStore.
+func (s *Store) GetBlob(ctx context.Context, key string) ([]byte, petstore.BlobInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, petstore.BlobInfo{}, err
+	}
+	st := s.blobState()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	b, ok := st.blobs[key]
+	if !ok {
+		return nil, petstore.BlobInfo{}, petstore.Errorf(petstore.CodeNotFound, "blob %q not found", key)
+	}
+	return slices.Clone(b.value), petstore.BlobInfo{Key: key, Size: int64(len(b.value)), Modified: b.modified}, nil
+}
+
+// DeleteBlob implements petstore.BlobStore.
+func (s *Store) DeleteBlob(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	st := s.blobState()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	delete(st.blobs, key)
+	for k := range st.blobs {
+		if strings.HasPrefix(k, key+"/") {
+			delete(st.blobs, k)
+		}
+	}
+	return nil
+}
+
+// ListBlobs implements petstore.BlobStore.
+func (s *Store) ListBlobs(ctx context.Context, prefix string) ([]petstore.BlobInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	st := s.blobState()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	out := []petstore.BlobInfo{}
+	for k, b := range st.blobs {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, petstore.BlobInfo{Key: k, Size: int64(len(b.value)), Modified: b.modified})
+		}
+	}
+	slices.SortFunc(out, func(a, b petstore.BlobInfo) int { return strings.Compare(a.Key, b.Key) })
+	return out, nil
+}
+
+// TryLock implements petstore.BlobStore.
+func (s *Store) TryLock(ctx context.Context, name, owner string, now, expires time.Time) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if name == "" || owner == "" {
+		return false, petstore.Errorf(petstore.CodeInvalidRequest, "lock name and owner must not be empty")
+	}
+	st := s.blobState()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if l, ok := st.locks[name]; ok && l.owner != owner && l.expires.After(now) {
+		return false, nil
+	}
+	st.locks[name] = blobLock{owner: owner, expires: expires}
+	return true, nil
+}
+
+// Unlock implements petstore.BlobStore.
+func (s *Store) Unlock(ctx context.Context, name, owner string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	st := s.blobState()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if l, ok := st.locks[name]; ok && l.owner == owner {
+		delete(st.locks, name)
+	}
+	return nil
+}

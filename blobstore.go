@@ -1,0 +1,60 @@
+package petstore
+
+import (
+	"context"
+	"time"
+)
+
+// BlobInfo describes one stored blob.
+type BlobInfo struct {
+	Key      string
+	Size     int64     // length of the value in bytes
+	Modified time.Time // when the value was last put, by the store's clock
+}
+
+// BlobStore keeps small binary values by key, plus named locks with an
+// owner and an expiry. Certificates, their keys and ACME account data live
+// here (adapters/acme turns it into certmagic's Storage), so that every
+// process sharing one database shares one certificate per name, and a
+// removal reaches all of them.
+//
+// Keys are opaque, non-empty strings; callers use "/" to build
+// hierarchies, but the store gives "/" no meaning except in DeleteBlob.
+// Lock names are a namespace of their own, separate from keys.
+//
+// Implementations must be safe for concurrent use, across processes when
+// the backend is shared, and honour context cancellation. storetest's
+// "Blobs" suite checks all of this.
+type BlobStore interface {
+	// PutBlob stores value under key, replacing any value stored there,
+	// and sets its modification time to now.
+	PutBlob(ctx context.Context, key string, value []byte) error
+
+	// GetBlob returns the value stored under key and its info.
+	// Returns not_found if key holds no value.
+	GetBlob(ctx context.Context, key string) ([]byte, BlobInfo, error)
+
+	// DeleteBlob deletes key and every key that starts with key+"/", so a
+	// whole hierarchy goes at once. Deleting what does not exist is not an
+	// error.
+	DeleteBlob(ctx context.Context, key string) error
+
+	// ListBlobs returns the info of every key that starts with prefix (a
+	// plain string prefix; "" lists everything), in ascending byte order
+	// of keys. It never returns nil.
+	ListBlobs(ctx context.Context, prefix string) ([]BlobInfo, error)
+
+	// TryLock takes the lock name for owner until expires and reports
+	// whether it did. It succeeds when nobody holds the lock, when the
+	// holder's expiry is not after now (a stale lock of a crashed process
+	// is taken over), or when owner already holds it, which moves its
+	// expiry to expires. now comes from the caller's clock so that expiry
+	// can be tested without sleeping; processes sharing a store need
+	// roughly synchronised clocks.
+	TryLock(ctx context.Context, name, owner string, now, expires time.Time) (bool, error)
+
+	// Unlock releases the lock name if owner holds it. Releasing a lock
+	// that owner does not hold (never taken, expired and taken over, or
+	// released already) is not an error and changes nothing.
+	Unlock(ctx context.Context, name, owner string) error
+}
