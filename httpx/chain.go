@@ -1,0 +1,353 @@
+package httpx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/netip"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/ratelimit"
+)
+
+// RateLimiter decides on each request. subject is "key:<APIKey.ID>" for an
+// authenticated request (limits = key.EffectiveLimits()), or
+// "ip:<client address>" for a request without a valid key and for the
+// public OpenAPI document (limits = the Free plan's). Implementations must
+// be safe for concurrent use and honour context cancellation. An error
+// answers the request 503 unavailable: failing open or closed when the
+// counter store is down is the limiter's decision, not httpx's.
+type RateLimiter interface {
+	Decide(ctx context.Context, subject string, limits petstore.Limits) (ratelimit.Decision, error)
+}
+
+// requestInfo is what the chain learns about one request. Inner handlers
+// fill in the route; the chain logs it when the request ends.
+type requestInfo struct {
+	id     string
+	logger *slog.Logger
+	key    petstore.APIKey
+	hasKey bool
+	route  string
+}
+
+type infoKey struct{}
+
+func infoFrom(ctx context.Context) *requestInfo {
+	info, _ := ctx.Value(infoKey{}).(*requestInfo)
+	return info
+}
+
+// KeyFromContext returns the API key that authenticated the request, as
+// set by the chain of New or Wrap. It reports false for a public path.
+func KeyFromContext(ctx context.Context) (petstore.APIKey, bool) {
+	if info := infoFrom(ctx); info != nil && info.hasKey {
+		return info.key, true
+	}
+	return petstore.APIKey{}, false
+}
+
+// RequestIDFromContext returns the request's id, the value of its
+// X-Request-Id response header, or "" outside the chain.
+func RequestIDFromContext(ctx context.Context) string {
+	if info := infoFrom(ctx); info != nil {
+		return info.id
+	}
+	return ""
+}
+
+// chain is the shared front of every API: request id, logging, recovery,
+// authentication and rate limiting, in that order.
+type chain struct {
+	auth    petstore.Authenticator
+	logger  *slog.Logger
+	limiter RateLimiter
+	proxies []netip.Prefix
+	now     func() time.Time
+	public  func(r *http.Request) bool
+	next    http.Handler
+}
+
+func newChain(cfg Config, next http.Handler, public func(*http.Request) bool) (*chain, error) {
+	if cfg.Auth == nil {
+		return nil, errors.New("httpx: Config.Auth is required")
+	}
+	c := &chain{auth: cfg.Auth, logger: cfg.Logger, limiter: cfg.Limiter, proxies: cfg.TrustedProxies, now: cfg.Now, public: public, next: next}
+	if c.logger == nil {
+		c.logger = slog.New(slog.DiscardHandler)
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.public == nil {
+		c.public = func(*http.Request) bool { return false }
+	}
+	return c, nil
+}
+
+// Wrap puts next behind the same chain as the /v1 API: X-Request-Id,
+// request logging, panic recovery (500 Error body), bearer authentication
+// (401) and rate limiting (429, 503), with JSON Error bodies throughout.
+// Requests whose URL path is one of publicPaths skip authentication but are
+// still rate limited by client address. cfg.Service and cfg.BasePath are
+// not used. Inside next, KeyFromContext returns the authenticated key.
+// When next is an http.ServeMux its matched pattern is logged as the route.
+func Wrap(cfg Config, next http.Handler, publicPaths ...string) (http.Handler, error) {
+	public := make(map[string]bool, len(publicPaths))
+	for _, p := range publicPaths {
+		public[p] = true
+	}
+	return newChain(cfg, next, func(r *http.Request) bool { return public[r.URL.Path] })
+}
+
+// statusWriter remembers the status for the request log and whether a
+// response was started, so recovery knows if it can still answer.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (c *chain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	info := &requestInfo{id: requestID(r.Header.Get("X-Request-Id")), logger: c.logger}
+	w.Header().Set("X-Request-Id", info.id)
+	sw := &statusWriter{ResponseWriter: w}
+	r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
+
+	defer func() {
+		route := info.route
+		if route == "" {
+			route = r.Pattern // set in place by an inner http.ServeMux
+		}
+		attrs := []slog.Attr{
+			slog.String("method", r.Method),
+			slog.String("route", route),
+			slog.Int("status", sw.status),
+			slog.Duration("duration", time.Since(start)),
+			slog.String("request_id", info.id),
+		}
+		if info.hasKey {
+			attrs = append(attrs, slog.String("key_id", info.key.ID)) // the public id, never the secret
+		}
+		c.logger.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+	}()
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		if v == http.ErrAbortHandler {
+			panic(v)
+		}
+		c.logger.LogAttrs(r.Context(), slog.LevelError, "panic",
+			slog.String("request_id", info.id),
+			slog.String("panic", fmt.Sprint(v)),
+			slog.String("stack", string(debug.Stack())))
+		if sw.status == 0 {
+			WriteError(sw, r, petstore.Errorf(petstore.CodeInternal, "Internal error."))
+		} else {
+			sw.status = http.StatusInternalServerError // what the log should say
+		}
+	}()
+
+	limits, _ := petstore.PlanFree.Limits()
+	subject := ""
+	var authErr error
+	if c.public(r) {
+		subject = "ip:" + c.clientAddr(r).String()
+	} else {
+		key, err := c.authenticate(r)
+		if err == nil {
+			info.key, info.hasKey = key, true
+			subject, limits = "key:"+key.ID, key.EffectiveLimits()
+		} else {
+			subject, authErr = "ip:"+c.clientAddr(r).String(), err
+		}
+	}
+	if c.limiter != nil && !c.limit(sw, r, subject, limits) {
+		return
+	}
+	if authErr != nil {
+		WriteError(sw, r, authErr)
+		return
+	}
+	c.next.ServeHTTP(sw, r)
+}
+
+// authenticate reads the bearer token. The scheme is case-insensitive
+// (RFC 7235); anything else is unauthorized, with error="invalid_token" in
+// the challenge when a bearer token was presented (RFC 6750 §3).
+func (c *chain) authenticate(r *http.Request) (petstore.APIKey, error) {
+	unauthorized := petstore.Errorf(petstore.CodeUnauthorized, "missing or invalid API key")
+	h := r.Header.Get("Authorization")
+	scheme, token, _ := strings.Cut(strings.TrimSpace(h), " ")
+	token = strings.TrimSpace(token)
+	if !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return petstore.APIKey{}, unauthorized
+	}
+	key, err := c.auth.Authenticate(r.Context(), token)
+	if err != nil {
+		if petstore.ErrorCode(err) == petstore.CodeUnauthorized {
+			return petstore.APIKey{}, &invalidToken{err: unauthorized}
+		}
+		return petstore.APIKey{}, err
+	}
+	return key, nil
+}
+
+// invalidToken marks an unauthorized error for a presented token, whose
+// challenge names the error.
+type invalidToken struct{ err *petstore.Error }
+
+func (e *invalidToken) Error() string { return e.err.Error() }
+func (e *invalidToken) Unwrap() error { return e.err }
+
+// limit asks the limiter, writes the rate-limit headers, and answers the
+// request itself (429 or 503) when it may not proceed.
+func (c *chain) limit(w http.ResponseWriter, r *http.Request, subject string, limits petstore.Limits) bool {
+	d, err := c.limiter.Decide(r.Context(), subject, limits)
+	if err != nil {
+		if petstore.ErrorCode(err) != petstore.CodeUnavailable {
+			c.logger.LogAttrs(r.Context(), slog.LevelError, "rate limiter failed",
+				slog.String("request_id", RequestIDFromContext(r.Context())),
+				slog.String("error", err.Error()))
+			err = petstore.Errorf(petstore.CodeUnavailable, "rate limiting is unavailable; try again later")
+		}
+		WriteError(w, r, err)
+		return false
+	}
+	now := c.now()
+	if !d.Degraded {
+		setRateLimitHeaders(w.Header(), d, now)
+	}
+	if d.Allowed {
+		return true
+	}
+	secs := max(int64(math.Ceil(d.RetryAfter.Seconds())), 1)
+	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+	code, msg := d.Code, fmt.Sprintf("rate limit exceeded; retry after %d seconds", secs)
+	switch code {
+	case petstore.CodeAPIKeyBanned:
+		msg = fmt.Sprintf("API key temporarily banned for sending after being rate limited; retry after %d seconds", secs)
+	case petstore.CodeRateLimited:
+	default:
+		code = petstore.CodeRateLimited
+	}
+	WriteError(w, r, petstore.Errorf(code, "%s", msg))
+	return false
+}
+
+// setRateLimitHeaders writes the GitHub-style X-RateLimit-* headers for
+// the binding window and the IETF draft headers for every window.
+func setRateLimitHeaders(h http.Header, d ratelimit.Decision, now time.Time) {
+	b := d.Binding
+	h.Set("X-RateLimit-Limit", strconv.FormatInt(b.Quota, 10))
+	h.Set("X-RateLimit-Remaining", strconv.FormatInt(max(b.Remaining, 0), 10))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(b.Reset.Unix(), 10))
+	if len(d.Windows) == 0 {
+		return
+	}
+	var policy, state strings.Builder
+	for i, win := range d.Windows {
+		if i > 0 {
+			policy.WriteString(", ")
+			state.WriteString(", ")
+		}
+		t := max(int64(math.Ceil(win.Reset.Sub(now).Seconds())), 0)
+		fmt.Fprintf(&policy, "%q;q=%d;w=%d", win.Name, win.Quota, int64(win.Length/time.Second))
+		fmt.Fprintf(&state, "%q;r=%d;t=%d", win.Name, max(win.Remaining, 0), t)
+	}
+	h.Set("RateLimit-Policy", policy.String())
+	h.Set("RateLimit", state.String())
+}
+
+// clientAddr is the TCP peer, or, when the peer is a trusted proxy, the
+// right-most X-Forwarded-For entry that is not itself a trusted proxy.
+// Entries left of an untrusted hop could be forged by the client.
+func (c *chain) clientAddr(r *http.Request) netip.Addr {
+	peer := parseAddr(r.RemoteAddr)
+	if !c.trusted(peer) {
+		return peer
+	}
+	var hops []string
+	for _, v := range r.Header.Values("X-Forwarded-For") {
+		hops = append(hops, strings.Split(v, ",")...)
+	}
+	for i := len(hops) - 1; i >= 0; i-- {
+		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			break
+		}
+		a = a.Unmap()
+		if !c.trusted(a) {
+			return a
+		}
+	}
+	return peer
+}
+
+func (c *chain) trusted(a netip.Addr) bool {
+	if !a.IsValid() {
+		return false
+	}
+	for _, p := range c.proxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// parseAddr reads the host of a RemoteAddr ("ip:port", "[ip]:port" or a
+// bare ip). An unparsable peer becomes the invalid address, which all such
+// peers share as one rate-limit subject.
+func parseAddr(s string) netip.Addr {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().Unmap()
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.Unmap()
+	}
+	return netip.Addr{}
+}
+
+// requestID keeps a client's own id when it is a sane token, so a caller
+// can correlate its logs with ours, and otherwise makes a UUID v7.
+func requestID(client string) string {
+	if n := len(client); n > 0 && n <= 128 {
+		ok := true
+		for i := 0; i < n && ok; i++ {
+			ch := client[i]
+			ok = ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '.' || ch == '_' || ch == '-'
+		}
+		if ok {
+			return client
+		}
+	}
+	return uuid.Must(uuid.NewV7()).String()
+}

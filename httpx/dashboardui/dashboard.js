@@ -1,0 +1,305 @@
+// The Domains page: a thin client of the dashboard JSON API next to it.
+// Every request is relative to this page, so the dashboard works under any
+// mount prefix. The key lives in a variable only: reloading asks again.
+"use strict";
+(function () {
+  const api = new URL("api/", document.baseURI);
+  const pollMs = Number(document.documentElement.dataset.pollMs || 4000);
+  let key = "";
+  let state = { domains: [], config: { primary: "", redirects: [] } };
+  let pollTimer = null;
+  let removing = null;
+
+  const $ = (sel, root) => (root || document).querySelector(sel);
+  const el = (tag, attrs, ...kids) => {
+    const n = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === "class") n.className = v; else if (k === "text") n.textContent = v; else n.setAttribute(k, v);
+    }
+    for (const k of kids) n.append(k);
+    return n;
+  };
+
+  const STATUS = {
+    pending: "Waiting for DNS", verified: "Verified", issuing: "Issuing certificate",
+    active: "Active", failed: "Failed", removed: "Removed",
+  };
+  const NEXT = {
+    wait: "DNS changes can take up to 48 hours to propagate, usually minutes. We keep checking; you can also click Re-verify.",
+    fix_dns: "The DNS records are not right yet. Fix them as described below, then click Re-verify.",
+    reverify: "Click Re-verify to check again.",
+  };
+  // Statuses that change without the user doing anything: the page polls
+  // while any domain is in one of them.
+  const MOVING = new Set(["pending", "verified", "issuing"]);
+
+  async function call(method, path, body) {
+    const opts = { method, headers: { Authorization: "Bearer " + key, Accept: "application/json" } };
+    if (body !== undefined) {
+      opts.headers["Content-Type"] = "application/json";
+      opts.body = JSON.stringify(body);
+    }
+    const res = await fetch(new URL(path, api), opts);
+    if (res.status === 204) return null;
+    let data = null;
+    try { data = await res.json(); } catch (_) { /* non-JSON body: handled below */ }
+    if (!res.ok) {
+      const err = new Error((data && data.message) || ("Request failed with status " + res.status));
+      err.code = data && data.code;
+      err.status = res.status;
+      throw err;
+    }
+    return data;
+  }
+
+  function showError(err) {
+    const box = $("#alert");
+    if (!err) { box.hidden = true; box.textContent = ""; return; }
+    box.textContent = err.message + (err.code ? " (" + err.code + ")" : "");
+    box.hidden = false;
+  }
+
+  const seg = (name) => "domains/" + encodeURIComponent(name);
+
+  async function refresh() {
+    const data = await call("GET", "domains");
+    state.domains = data.domains || [];
+    state.config = data.config || { primary: "", redirects: [] };
+    render();
+    renderConfig();
+    schedulePoll();
+  }
+
+  function schedulePoll() {
+    clearTimeout(pollTimer);
+    if (state.domains.some((d) => MOVING.has(d.status))) {
+      pollTimer = setTimeout(() => refresh().catch(showError), pollMs);
+    }
+  }
+
+  function copyButton(text, what) {
+    const b = el("button", { type: "button", class: "copy", "aria-label": "Copy " + what, text: "Copy" });
+    b.addEventListener("click", async () => {
+      try {
+        await navigator.clipboard.writeText(text);
+      } catch (_) {
+        // Older browsers or an insecure origin: copy through a selection.
+        const t = el("textarea", {}); t.value = text; document.body.append(t); t.select();
+        document.execCommand("copy"); t.remove();
+      }
+      b.textContent = "Copied";
+      setTimeout(() => { b.textContent = "Copy"; }, 1500);
+    });
+    return b;
+  }
+
+  function renderDomain(d) {
+    const li = $("#domain-tpl").content.firstElementChild.cloneNode(true);
+    const shown = d.unicodeName || d.name;
+    li.dataset.name = d.name;
+    $(".domain-name", li).textContent = shown;
+    if (d.unicodeName && d.unicodeName !== d.name) {
+      const a = $(".ascii", li); a.textContent = "ASCII: " + d.name; a.hidden = false;
+    }
+    const badge = $(".badge", li);
+    badge.textContent = STATUS[d.status] || d.status;
+    badge.classList.add(d.status);
+    badge.setAttribute("aria-label", "Status: " + (STATUS[d.status] || d.status));
+
+    const diag = d.diagnosis || {};
+    let next = "";
+    if (d.status === "active") next = "Live: this domain serves your project.";
+    else if (d.status === "failed") next = "Verification failed" + (d.reason ? ": " + d.reason : "") + ". Fix the records and click Re-verify.";
+    else if (d.status === "issuing") next = "DNS is verified. The certificate is being issued; this usually takes a couple of minutes.";
+    else next = NEXT[diag.nextAction] || "Create the DNS records below, then click Verify.";
+    $(".next", li).textContent = next;
+
+    const records = d.records || diag.expected || [];
+    const tbody = $(".records tbody", li);
+    for (const r of records) {
+      tbody.append(el("tr", {},
+        el("td", {}, el("code", { text: r.type })),
+        el("td", {}, el("code", { text: r.name }), copyButton(r.name, r.type + " name")),
+        el("td", {}, el("code", { text: r.value }), copyButton(r.value, r.type + " value")),
+        el("td", { text: r.ttl ? String(r.ttl) : "" })));
+    }
+    $(".records-note", li).textContent = d.kind === "apex"
+      ? "This is an apex domain: use an ALIAS or ANAME record (not every DNS provider supports them), or the A/AAAA records instead."
+      : "Create this record at your DNS provider. The Name is the part before your registered domain.";
+    if (d.status === "active") $(".records-box", li).hidden = true;
+
+    const findings = diag.findings || [];
+    if (findings.length) {
+      $(".findings-box", li).hidden = false;
+      const ul = $(".findings", li);
+      for (const f of findings) {
+        ul.append(el("li", { "data-code": f.code }, el("span", { text: f.message }), el("span", { class: "fix", text: f.fix || "" })));
+      }
+    }
+    const obs = diag.observed;
+    if (obs && d.status !== "active") {
+      const parts = [];
+      if (obs.cname) parts.push("CNAME " + obs.cname);
+      if (obs.addresses && obs.addresses.length) parts.push("addresses " + obs.addresses.join(", "));
+      $(".observed", li).textContent = "DNS shows now: " + (parts.length ? parts.join("; ") : "no records");
+    }
+    const cert = d.certificate || {};
+    if (cert.status && cert.status !== "none") {
+      $(".cert", li).textContent = "Certificate: " + cert.status + (cert.reason ? " (" + cert.reason + ")" : "");
+    }
+    const hist = $(".history ol", li);
+    for (const h of d.history || []) {
+      const at = h.at ? new Date(h.at) : null;
+      hist.append(el("li", { text: (STATUS[h.status] || h.status) + (at ? " · " + at.toLocaleString() : "") + (h.reason ? " · " + h.reason : "") }));
+    }
+    const verify = $(".verify", li);
+    const tried = (d.history || []).length > 1 || d.status !== "pending" || diag.findings;
+    verify.textContent = tried ? "Re-verify" : "Verify";
+    verify.setAttribute("aria-label", verify.textContent + " " + shown);
+    verify.addEventListener("click", () => verifyDomain(d, verify));
+    const rm = $(".remove", li);
+    rm.setAttribute("aria-label", "Remove " + shown);
+    rm.addEventListener("click", () => askRemove(d));
+    return li;
+  }
+
+  function render() {
+    const ul = $("#domains");
+    // Keep focus on the button a keyboard user pressed across re-renders.
+    const focused = document.activeElement;
+    const focusKey = focused && focused.closest && focused.closest(".domain")
+      ? [focused.closest(".domain").dataset.name, focused.className] : null;
+    ul.replaceChildren(...state.domains.map(renderDomain));
+    $("#empty").hidden = state.domains.length > 0;
+    if (focusKey) {
+      const li = [...ul.children].find((n) => n.dataset.name === focusKey[0]);
+      const b = li && li.querySelector("button." + focusKey[1].split(" ").join("."));
+      if (b) b.focus();
+    }
+  }
+
+  function options(select, values, selected, blank) {
+    select.replaceChildren();
+    if (blank) select.append(el("option", { value: "", text: blank }));
+    for (const d of values) {
+      const o = el("option", { value: d.name, text: d.unicodeName || d.name });
+      if (d.name === selected) o.selected = true;
+      select.append(o);
+    }
+  }
+
+  function redirectRow(r) {
+    const i = $("#redirects").children.length;
+    const from = el("select", { id: "rd-from-" + i, class: "rd-from" });
+    const to = el("select", { id: "rd-to-" + i, class: "rd-to" });
+    const status = el("select", { id: "rd-status-" + i, class: "rd-status" });
+    options(from, state.domains, r.from);
+    options(to, state.domains, r.to);
+    for (const s of [301, 302, 307, 308]) {
+      const o = el("option", { value: String(s), text: String(s) + (s === 301 ? " (permanent)" : s === 302 ? " (temporary)" : "") });
+      if (s === (r.status || 301)) o.selected = true;
+      status.append(o);
+    }
+    const del = el("button", { type: "button", class: "secondary", text: "Delete", "aria-label": "Delete redirect " + (i + 1) });
+    const li = el("li", {},
+      el("div", { class: "field" }, el("label", { for: from.id, text: "From" }), from),
+      el("div", { class: "field" }, el("label", { for: to.id, text: "To" }), to),
+      el("div", { class: "field" }, el("label", { for: status.id, text: "Status" }), status),
+      del);
+    del.addEventListener("click", () => { li.remove(); });
+    $("#redirects").append(li);
+  }
+
+  function renderConfig() {
+    const cfg = state.config;
+    options($("#primary"), state.domains, cfg.primary, "(none)");
+    $("#redirects").replaceChildren();
+    for (const r of cfg.redirects || []) redirectRow(r);
+  }
+
+  async function verifyDomain(d, button) {
+    button.disabled = true; button.textContent = "Checking…";
+    try {
+      showError(null);
+      await call("POST", seg(d.name) + "/verify");
+      await refresh();
+    } catch (err) { showError(err); button.disabled = false; button.textContent = "Re-verify"; }
+  }
+
+  function askRemove(d) {
+    removing = d;
+    $("#remove-name").textContent = d.unicodeName || d.name;
+    const dlg = $("#remove-dialog");
+    dlg.returnValue = "";
+    dlg.showModal();
+    $("#remove-cancel").focus();
+  }
+
+  $("#remove-dialog").addEventListener("close", async () => {
+    const dlg = $("#remove-dialog");
+    const d = removing; removing = null;
+    if (dlg.returnValue !== "remove" || !d) return;
+    try {
+      showError(null);
+      await call("DELETE", seg(d.name));
+      await refresh();
+      $("#domain-name").focus();
+    } catch (err) { showError(err); }
+  });
+
+  $("#key-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    key = $("#key").value.trim();
+    showError(null);
+    $("#key-status").textContent = "Checking key…";
+    try {
+      await refresh();
+      $("#key-status").textContent = "Signed in.";
+      $("#signed-in").hidden = false;
+      $("#domain-name").focus();
+    } catch (err) {
+      $("#signed-in").hidden = true;
+      $("#key-status").textContent = "";
+      showError(err);
+    }
+  });
+
+  $("#add-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const b = $("#add-button");
+    b.disabled = true;
+    try {
+      showError(null);
+      const d = await call("POST", "domains", { name: $("#domain-name").value.trim() });
+      $("#domain-name").value = "";
+      await refresh();
+      const li = [...$("#domains").children].find((n) => n.dataset.name === d.name);
+      if (li) li.querySelector(".verify").focus();
+    } catch (err) { showError(err); } finally { b.disabled = false; }
+  });
+
+  $("#add-redirect").addEventListener("click", () => {
+    redirectRow({ status: 301 });
+    const sel = $("#redirects").lastElementChild.querySelector("select");
+    if (sel) sel.focus();
+  });
+
+  $("#config-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const cfg = { primary: $("#primary").value, redirects: [] };
+    for (const li of $("#redirects").children) {
+      cfg.redirects.push({
+        from: li.querySelector(".rd-from").value,
+        to: li.querySelector(".rd-to").value,
+        status: Number(li.querySelector(".rd-status").value),
+      });
+    }
+    $("#config-status").textContent = "Saving…";
+    try {
+      showError(null);
+      state.config = await call("PUT", "domains/config", cfg);
+      renderConfig();
+      $("#config-status").textContent = "Saved.";
+    } catch (err) { $("#config-status").textContent = ""; showError(err); }
+  });
+})();

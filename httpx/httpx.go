@@ -1,0 +1,194 @@
+package httpx
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/petstorekit/petstore"
+)
+
+// Config configures the /v1 API handler.
+type Config struct {
+	Service        petstore.PetService    // required
+	Auth           petstore.Authenticator // required
+	Logger         *slog.Logger           // nil: discard
+	BasePath       string                 // where the API is mounted; default "/v1" (e.g. "/api/v1")
+	Limiter        RateLimiter            // nil: no rate limiting
+	TrustedProxies []netip.Prefix         // X-Forwarded-For is honoured only from these peers
+	DeprecatedAt   time.Time              // getPet's Deprecation date; zero: 2026-01-01T00:00:00Z
+	Now            func() time.Time       // nil: time.Now
+}
+
+// MaxBodyBytes is the largest request body accepted; larger ones are 413.
+const MaxBodyBytes = 1 << 20
+
+// DefaultDeprecatedAt is the default Deprecation date of getPet.
+var DefaultDeprecatedAt = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Sunset is when getPet is removed, from the spec (RFC 8594 Sunset header).
+var Sunset = time.Date(2030, 12, 5, 0, 0, 0, 0, time.UTC)
+
+// api is the /v1 handler behind the chain: the router and the operations.
+type api struct {
+	svc     petstore.PetService
+	base    string
+	openapi []byte
+	deprec  string // Deprecation header value
+
+	// createPet answers POST /pets after the body passed the media type
+	// and size checks (r.Body then holds at most MaxBodyBytes in memory, so
+	// it can be read more than once). It is a field so that later features,
+	// such as Idempotency-Key replay, can wrap it in New.
+	createPet http.Handler
+}
+
+// New returns the handler of the whole API under cfg.BasePath. Mount it
+// without stripping the prefix, e.g. mux.Handle("/v1/", h) on a ServeMux,
+// mux.Handle("/api/v1/", h) with BasePath "/api/v1", or r.Mount("/v1", h)
+// on chi: it routes on the full request path.
+func New(cfg Config) (http.Handler, error) {
+	if cfg.Service == nil {
+		return nil, errors.New("httpx: Config.Service is required")
+	}
+	base, err := cleanBase(cfg.BasePath)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := openAPIDocument(base)
+	if err != nil {
+		return nil, err
+	}
+	at := cfg.DeprecatedAt
+	if at.IsZero() {
+		at = DefaultDeprecatedAt
+	}
+	a := &api{svc: cfg.Service, base: base, openapi: doc, deprec: "@" + itoa(at.Unix())}
+	a.createPet = http.HandlerFunc(a.handleCreatePet)
+	openapiPath := base + "/openapi.json"
+	c, err := newChain(cfg, a, func(r *http.Request) bool { return r.URL.Path == openapiPath })
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// cleanBase normalises the base path: "" is "/v1", a trailing slash is
+// dropped, and "/" mounts the API at the root.
+func cleanBase(p string) (string, error) {
+	if p == "" {
+		return "/v1", nil
+	}
+	if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "?#{} ") || strings.Contains(p, "//") {
+		return "", errors.New(`httpx: BasePath must be an absolute path such as "/v1"`)
+	}
+	return strings.TrimSuffix(p, "/"), nil
+}
+
+// route is one operation: its pattern for the logs, its handler, and
+// whether it takes a JSON body.
+type route struct {
+	pattern string
+	handle  http.HandlerFunc
+	body    bool
+}
+
+// match finds the operation for a request. ok is false when the path is
+// unknown (404); a known path with another method returns allow (405).
+func (a *api) match(r *http.Request) (rt route, allow string, ok bool) {
+	rest, found := strings.CutPrefix(r.URL.Path, a.base)
+	if !found {
+		return route{}, "", false
+	}
+	get := r.Method == http.MethodGet
+	switch {
+	case rest == "/pets":
+		switch r.Method {
+		case http.MethodGet:
+			return route{pattern: "GET " + a.base + "/pets", handle: a.handleListPets}, "", true
+		case http.MethodPost:
+			return route{pattern: "POST " + a.base + "/pets", handle: a.createPet.ServeHTTP, body: true}, "", true
+		}
+		return route{}, "GET, POST", true
+	case rest == "/openapi.json":
+		if get {
+			return route{pattern: "GET " + a.base + "/openapi.json", handle: a.handleOpenAPI}, "", true
+		}
+		return route{}, "GET", true
+	case strings.HasPrefix(rest, "/pets/"):
+		id := rest[len("/pets/"):]
+		if id == "" || strings.Contains(id, "/") {
+			return route{}, "", false
+		}
+		if get {
+			r.SetPathValue("petId", id)
+			return route{pattern: "GET " + a.base + "/pets/{petId}", handle: a.handleGetPet}, "", true
+		}
+		return route{}, "GET", true
+	}
+	return route{}, "", false
+}
+
+// ServeHTTP routes a request that already passed authentication and rate
+// limiting, then checks the media type and size of bodies.
+func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rt, allow, ok := a.match(r)
+	switch {
+	case !ok:
+		WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no such path: %s", r.URL.Path))
+		return
+	case allow != "":
+		w.Header().Set("Allow", allow)
+		WriteError(w, r, petstore.Errorf(petstore.CodeMethodNotAllowed, "method %s is not allowed here; use %s", r.Method, allow))
+		return
+	}
+	if info := infoFrom(r.Context()); info != nil {
+		info.route = rt.pattern
+	}
+	if rt.body {
+		if err := readBody(w, r); err != nil {
+			WriteError(w, r, err)
+			return
+		}
+	}
+	rt.handle(w, r)
+}
+
+// readBody enforces the JSON media type (415) and the size limit (413),
+// then replaces r.Body with the bytes read, so the operation and any
+// wrapper around it can read them.
+func readBody(w http.ResponseWriter, r *http.Request) error {
+	if !isJSON(r.Header.Get("Content-Type")) {
+		return petstore.Errorf(petstore.CodeUnsupportedMediaType, "Content-Type must be application/json")
+	}
+	tooLarge := petstore.Errorf(petstore.CodePayloadTooLarge, "body must be at most 1 MiB")
+	if r.ContentLength > MaxBodyBytes {
+		return tooLarge
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return tooLarge
+		}
+		return petstore.Errorf(petstore.CodeInvalidRequest, "could not read the body")
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	return nil
+}
+
+// isJSON accepts application/json with no charset or with UTF-8, the only
+// encoding JSON allows (RFC 8259 §8.1).
+func isJSON(ct string) bool {
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return false
+	}
+	cs, ok := params["charset"]
+	return !ok || strings.EqualFold(cs, "utf-8")
+}

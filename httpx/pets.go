@@ -1,0 +1,220 @@
+package httpx
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/petstorekit/petstore"
+)
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// handleListPets answers GET /pets: one page, and a Link to the next.
+func (a *api) handleListPets(w http.ResponseWriter, r *http.Request) {
+	f, err := parseListQuery(r.URL.Query())
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	page, err := a.svc.ListPets(r.Context(), f)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	w.Header().Set("Access-Control-Expose-Headers", "Link")
+	if page.NextCursor != "" {
+		q := url.Values{}
+		limit := f.Limit
+		if limit == 0 {
+			limit = petstore.DefaultLimit
+		}
+		q.Set("limit", strconv.Itoa(limit))
+		if f.Status != "" {
+			q.Set("status", string(f.Status))
+		}
+		q.Set("cursor", page.NextCursor)
+		w.Header().Set("Link", "<"+a.base+"/pets?"+q.Encode()+`>; rel="next"`)
+	}
+	pets := page.Pets
+	if pets == nil {
+		pets = []petstore.Pet{}
+	}
+	WriteJSON(w, http.StatusOK, pets)
+}
+
+// handleCreatePet answers POST /pets. It is kept to decode, create,
+// respond, so a wrapper can replay its stored response.
+func (a *api) handleCreatePet(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		WriteError(w, r, petstore.Errorf(petstore.CodeInvalidRequest, "could not read the body"))
+		return
+	}
+	np, err := decodeNewPet(body)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	pet, err := a.svc.CreatePet(r.Context(), np)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", a.base+"/pets/"+itoa(pet.ID))
+	WriteJSON(w, http.StatusCreated, pet)
+}
+
+// handleGetPet answers the deprecated GET /pets/{petId}; every answer,
+// errors included, carries the deprecation headers.
+func (a *api) handleGetPet(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Deprecation", a.deprec)
+	h.Set("Sunset", Sunset.Format(http.TimeFormat))
+	h.Set("Link", "<"+a.base+`/pets>; rel="successor-version"`)
+	id, err := parsePetID(r.PathValue("petId"))
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	pet, err := a.svc.GetPet(r.Context(), id)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, pet)
+}
+
+// handleOpenAPI serves the OpenAPI document with this mount's base path.
+func (a *api) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(a.openapi))
+}
+
+// parseListQuery reads limit, status and cursor. It is stricter than the
+// spec, which lists no error for GET /pets: a limit that is not an integer
+// from 1 to 100, an unknown or wrong-case status, an empty cursor, or a
+// repeated parameter is 400 rather than silently ignored. Other
+// parameters are ignored.
+func parseListQuery(q url.Values) (petstore.PetFilter, error) {
+	var f petstore.PetFilter
+	one := func(name string) (string, bool, error) {
+		vs, ok := q[name]
+		if !ok {
+			return "", false, nil
+		}
+		if len(vs) != 1 {
+			return "", true, petstore.Errorf(petstore.CodeInvalidRequest, "%s must be given at most once", name)
+		}
+		return vs[0], true, nil
+	}
+	if v, ok, err := one("limit"); err != nil {
+		return f, err
+	} else if ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > petstore.MaxLimit || v[0] == '+' {
+			return f, petstore.Errorf(petstore.CodeInvalidRequest, "limit must be an integer from 1 to 100")
+		}
+		f.Limit = n
+	}
+	if v, ok, err := one("status"); err != nil {
+		return f, err
+	} else if ok {
+		st, err := petstore.ParsePetStatus(v)
+		if err != nil {
+			return f, err
+		}
+		f.Status = st
+	}
+	if v, ok, err := one("cursor"); err != nil {
+		return f, err
+	} else if ok {
+		if v == "" {
+			return f, petstore.Errorf(petstore.CodeInvalidRequest, "cursor must not be empty; omit it for the first page")
+		}
+		f.Cursor = v
+	}
+	return f, nil
+}
+
+// parsePetID reads a decimal int64 path id. A non-integer or an id outside
+// int64 is 400 (an extension of the spec); any integer, even <= 0, is left
+// for the service to report as not found.
+func parsePetID(s string) (int64, error) {
+	bad := petstore.Errorf(petstore.CodeInvalidRequest, "petId must be a 64-bit integer")
+	if s == "" || s[0] == '+' {
+		return 0, bad
+	}
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, bad
+	}
+	return id, nil
+}
+
+// decodeNewPet reads a creation body: exactly one JSON object and nothing
+// after it. Fields are matched exactly; unknown fields (a client's "id"
+// among them) are ignored. Type errors, overflow and null name the field.
+func decodeNewPet(body []byte) (petstore.NewPet, error) {
+	invalid := func(format string, args ...any) (petstore.NewPet, error) {
+		return petstore.NewPet{}, petstore.Errorf(petstore.CodeInvalidRequest, format, args...)
+	}
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) == 0 {
+		return invalid("body must be a JSON object")
+	}
+	if trimmed[0] != '{' {
+		return invalid("body must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var fields map[string]json.RawMessage
+	if err := dec.Decode(&fields); err != nil {
+		return invalid("body is not valid JSON")
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return invalid("body must contain exactly one JSON object and nothing after it")
+	}
+	var np petstore.NewPet
+	raw, ok := fields["name"]
+	if !ok {
+		return invalid("name is required")
+	}
+	if err := decodeString(raw, &np.Name); err != nil {
+		return invalid("name must be a string")
+	}
+	raw, ok = fields["categoryId"]
+	if !ok {
+		return invalid("categoryId is required")
+	}
+	id, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil {
+		if ne, ok := err.(*strconv.NumError); ok && errors.Is(ne.Err, strconv.ErrRange) {
+			return invalid("categoryId must be an integer >= 1 that fits in 64 bits")
+		}
+		return invalid("categoryId must be an integer >= 1")
+	}
+	np.CategoryID = id
+	if raw, ok := fields["status"]; ok {
+		var s string
+		if err := decodeString(raw, &s); err != nil {
+			return invalid("status must be one of available, pending, sold")
+		}
+		np.Status = petstore.PetStatus(s)
+	}
+	return np, nil
+}
+
+// decodeString decodes a JSON string, refusing null (which encoding/json
+// would accept as "leave unchanged").
+func decodeString(raw json.RawMessage, dst *string) error {
+	if len(raw) == 0 || raw[0] != '"' {
+		return errors.New("not a string")
+	}
+	return json.Unmarshal(raw, dst)
+}
