@@ -33,4 +33,28 @@ type Decision struct {
 	// configured to fail open, admitted the request without counting it.
 	// There are no true figures then, so no headers are sent.
 	Degraded bool
+	// At is the instant of the decision, from the limiter's clock: the
+	// "now" against which Reset times turn into seconds (Window.ResetIn).
+	At time.Time
+}
+
+// ResetUnix returns Reset as Unix seconds, rounded up so that a client
+// waiting until then never comes back before the window really ends: the
+// X-RateLimit-Reset header.
+func (w Window) ResetUnix() int64 {
+	s := w.Reset.Unix()
+	if w.Reset.Nanosecond() > 0 {
+		s++
+	}
+	return s
+}
+
+// ResetIn returns the whole seconds from now until Reset, rounded up and
+// never negative: the t parameter of the IETF RateLimit header.
+func (w Window) ResetIn(now time.Time) int64 {
+	d := w.Reset.Sub(now)
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
 }
