@@ -1,0 +1,450 @@
+// Package client is a Go client for the Petstore /v1 API. *Client
+// implements petstore.PetService, so code written against that interface
+// runs against a local petstore.Service or a remote petstore alike.
+//
+// The client does what the spec asks of well-behaved clients: on 429 it
+// waits for Retry-After (or X-RateLimit-Reset), on 5xx and network errors it
+// backs off exponentially with full jitter, and it stops after a bounded
+// number of attempts and a bounded total time. It never retries a request
+// answered with api_key_banned, and it retries a POST only because every
+// CreatePet carries an Idempotency-Key, reused across that call's attempts,
+// so a retry never creates a second pet.
+//
+// Error responses come back as *petstore.Error (use errors.As) with the
+// HTTP status in Status.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/petstorekit/petstore"
+)
+
+// Defaults of the retry policy; see the With* options.
+const (
+	DefaultMaxAttempts = 4
+	DefaultMaxWait     = 2 * time.Minute
+	DefaultBaseDelay   = 200 * time.Millisecond
+	DefaultMaxDelay    = 10 * time.Second
+	DefaultUserAgent   = "petstore-go-client/1"
+)
+
+// maxResponse bounds a response body read into memory. A page of 100 pets
+// is a few KB; anything near this is not a petstore answering.
+const maxResponse = 4 << 20
+
+// Client calls a Petstore /v1 API. It is safe for concurrent use.
+type Client struct {
+	base      *url.URL // ends with the API's base path, without a trailing slash
+	apiKey    string
+	hc        *http.Client
+	attempts  int
+	maxWait   time.Duration
+	baseDelay time.Duration
+	maxDelay  time.Duration
+	now       func() time.Time
+	sleep     func(ctx context.Context, d time.Duration) error
+	userAgent string
+
+	mu   sync.Mutex
+	rl   RateLimit
+	rlOK bool
+}
+
+var _ petstore.PetService = (*Client)(nil)
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient sets the HTTP client used for every attempt, for example
+// petstoretest's in-memory one. Its Timeout bounds each attempt.
+func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// WithMaxAttempts sets how many times one call may be tried in all
+// (default 4). 1 disables retries.
+func WithMaxAttempts(n int) Option {
+	return func(c *Client) { c.attempts = max(n, 1) }
+}
+
+// WithMaxWait bounds the total time of one call, attempts and waits
+// together (default 2 minutes). The client gives up at once, returning the
+// last error, when a wait would take it past the bound.
+func WithMaxWait(d time.Duration) Option { return func(c *Client) { c.maxWait = d } }
+
+// WithBackoff sets the exponential backoff after 5xx and network errors:
+// the n-th retry waits a random time in [0, min(maxDelay, base·2ⁿ⁻¹)]
+// ("full jitter"), so many clients failing together do not retry together.
+func WithBackoff(base, maxDelay time.Duration) Option {
+	return func(c *Client) { c.baseDelay, c.maxDelay = base, maxDelay }
+}
+
+// WithClock replaces the clock and the wait between attempts, so tests can
+// run retries without waiting. sleep must return ctx.Err() as soon as ctx
+// is done. Either may be nil to keep the default.
+func WithClock(now func() time.Time, sleep func(ctx context.Context, d time.Duration) error) Option {
+	return func(c *Client) {
+		if now != nil {
+			c.now = now
+		}
+		if sleep != nil {
+			c.sleep = sleep
+		}
+	}
+}
+
+// WithUserAgent sets the User-Agent header of every request.
+func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
+
+// New returns a client for the API at baseURL (such as
+// "https://api.example.com/v1"), authenticating with apiKey.
+func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("petstore client: base URL %q must be an absolute http or https URL", baseURL)
+	}
+	u.RawQuery, u.Fragment = "", ""
+	c := &Client{
+		base:      u,
+		apiKey:    apiKey,
+		hc:        &http.Client{Timeout: 30 * time.Second},
+		attempts:  DefaultMaxAttempts,
+		maxWait:   DefaultMaxWait,
+		baseDelay: DefaultBaseDelay,
+		maxDelay:  DefaultMaxDelay,
+		now:       time.Now,
+		sleep:     sleepContext,
+		userAgent: DefaultUserAgent,
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
+}
+
+func sleepContext(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// RateLimit returns the rate-limit figures of the latest response that
+// carried them; ok is false before any did.
+func (c *Client) RateLimit() (rl RateLimit, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rl, c.rlOK
+}
+
+type idemKeyCtx struct{}
+
+// WithIdempotencyKey returns a context under which CreatePet sends key as
+// its Idempotency-Key instead of a fresh random one, so that a caller
+// retrying a whole operation later (after a crash, say) still creates the
+// pet only once. The server keeps keys for 24 hours.
+func WithIdempotencyKey(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, idemKeyCtx{}, key)
+}
+
+// ListPets implements petstore.PetService: it fetches one page. The next
+// page's cursor comes from the response's Link rel="next".
+func (c *Client) ListPets(ctx context.Context, f petstore.PetFilter) (petstore.PetPage, error) {
+	pets, next, err := c.listPage(ctx, c.listURL(f))
+	if err != nil {
+		return petstore.PetPage{}, err
+	}
+	page := petstore.PetPage{Pets: pets}
+	if next != nil {
+		page.NextCursor = next.Query().Get("cursor")
+	}
+	return page, nil
+}
+
+// All iterates over every pet matching f, page by page, following the
+// Link rel="next" of each response. f.Limit sets the page size. Iteration
+// stops after the first error, which is yielded with a zero Pet.
+func (c *Client) All(ctx context.Context, f petstore.PetFilter) iter.Seq2[petstore.Pet, error] {
+	return func(yield func(petstore.Pet, error) bool) {
+		u := c.listURL(f)
+		for u != nil {
+			pets, next, err := c.listPage(ctx, u)
+			if err != nil {
+				yield(petstore.Pet{}, err)
+				return
+			}
+			for _, p := range pets {
+				if !yield(p, nil) {
+					return
+				}
+			}
+			if next != nil && next.String() == u.String() {
+				yield(petstore.Pet{}, fmt.Errorf("petstore client: next link %s repeats the current page", next))
+				return
+			}
+			u = next
+		}
+	}
+}
+
+func (c *Client) listURL(f petstore.PetFilter) *url.URL {
+	u := c.endpoint("/pets")
+	q := url.Values{}
+	if f.Limit != 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	if f.Status != "" {
+		q.Set("status", string(f.Status))
+	}
+	if f.Cursor != "" {
+		q.Set("cursor", f.Cursor)
+	}
+	u.RawQuery = q.Encode()
+	return u
+}
+
+// listPage fetches one page at u and returns its pets and the resolved
+// next link, nil on the last page.
+func (c *Client) listPage(ctx context.Context, u *url.URL) ([]petstore.Pet, *url.URL, error) {
+	resp, body, err := c.do(ctx, http.MethodGet, u, nil, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	pets := []petstore.Pet{}
+	if err := json.Unmarshal(body, &pets); err != nil {
+		return nil, nil, fmt.Errorf("petstore client: decoding pets: %w", err)
+	}
+	link := parseLinkNext(resp.Header.Values("Link"))
+	if link == "" {
+		return pets, nil, nil
+	}
+	next, err := u.Parse(link) // RFC 8288: relative to the request's URL
+	if err != nil {
+		return nil, nil, fmt.Errorf("petstore client: malformed next link %q", link)
+	}
+	// The key goes with every request: never follow a link elsewhere.
+	if next.Scheme != c.base.Scheme || next.Host != c.base.Host {
+		return nil, nil, fmt.Errorf("petstore client: next link %q leaves %s://%s", link, c.base.Scheme, c.base.Host)
+	}
+	return pets, next, nil
+}
+
+// CreatePet implements petstore.PetService. It sends an Idempotency-Key
+// (random, or the one from WithIdempotencyKey) and reuses it on every
+// retry, so the pet is created once however many attempts it takes.
+func (c *Client) CreatePet(ctx context.Context, p petstore.NewPet) (petstore.Pet, error) {
+	body, err := json.Marshal(p)
+	if err != nil {
+		return petstore.Pet{}, err
+	}
+	key, _ := ctx.Value(idemKeyCtx{}).(string)
+	if key == "" {
+		key = uuid.NewString()
+	}
+	_, data, err := c.do(ctx, http.MethodPost, c.endpoint("/pets"), body, key)
+	if err != nil {
+		return petstore.Pet{}, err
+	}
+	var pet petstore.Pet
+	if err := json.Unmarshal(data, &pet); err != nil {
+		return petstore.Pet{}, fmt.Errorf("petstore client: decoding pet: %w", err)
+	}
+	return pet, nil
+}
+
+// GetPet implements petstore.PetService.
+func (c *Client) GetPet(ctx context.Context, id int64) (petstore.Pet, error) {
+	_, data, err := c.do(ctx, http.MethodGet, c.endpoint("/pets/"+strconv.FormatInt(id, 10)), nil, "")
+	if err != nil {
+		return petstore.Pet{}, err
+	}
+	var pet petstore.Pet
+	if err := json.Unmarshal(data, &pet); err != nil {
+		return petstore.Pet{}, fmt.Errorf("petstore client: decoding pet: %w", err)
+	}
+	return pet, nil
+}
+
+func (c *Client) endpoint(path string) *url.URL {
+	u := *c.base
+	u.Path += path
+	u.RawPath = ""
+	return &u
+}
+
+// do runs one call with retries and returns the successful (2xx) response
+// and its body, or the last error.
+func (c *Client) do(ctx context.Context, method string, u *url.URL, body []byte, idemKey string) (*http.Response, []byte, error) {
+	// A GET changes nothing; a POST is safe to repeat only under an
+	// Idempotency-Key, which makes the server answer a repeat with the
+	// first response.
+	retriable := method == http.MethodGet || idemKey != ""
+	start := c.now()
+	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		resp, data, err := c.attempt(ctx, method, u, body, idemKey)
+		if err == nil && resp.StatusCode/100 == 2 {
+			return resp, data, nil
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, nil, ctxErr
+		}
+		var wait time.Duration
+		if err != nil { // no answer: network error, or the body broke off
+			wait = c.backoff(attempt)
+		} else {
+			perr := decodeError(resp, data)
+			err = perr
+			switch {
+			case perr.Code == petstore.CodeAPIKeyBanned:
+				// Retrying while banned only prolongs the ban.
+				return nil, nil, perr
+			case resp.StatusCode == http.StatusTooManyRequests:
+				wait = c.rateLimitWait(resp.Header, attempt)
+			case perr.Code == petstore.CodeIdempotencyKeyInUse:
+				// Our own earlier attempt is still running on the server.
+				wait = c.backoff(attempt)
+			case resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented:
+				wait = c.backoff(attempt)
+				if ra, ok := parseRetryAfter(resp.Header.Get("Retry-After"), c.now()); ok {
+					wait = max(wait, ra)
+				}
+			default:
+				return nil, nil, perr
+			}
+		}
+		if !retriable || attempt >= c.attempts || c.now().Sub(start)+wait > c.maxWait {
+			return nil, nil, err
+		}
+		if serr := c.sleep(ctx, wait); serr != nil {
+			return nil, nil, serr
+		}
+	}
+}
+
+// attempt sends one request and reads its whole response.
+func (c *Client) attempt(ctx context.Context, method string, u *url.URL, body []byte, idemKey string) (*http.Response, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", c.userAgent)
+	if c.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if idemKey != "" {
+		req.Header.Set("Idempotency-Key", idemKey)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("petstore client: %s %s: %w", method, u.Path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	if rl, ok := parseRateLimit(resp.Header); ok {
+		c.mu.Lock()
+		c.rl, c.rlOK = rl, true
+		c.mu.Unlock()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("petstore client: %s %s: reading response: %w", method, u.Path, err)
+	}
+	return resp, data, nil
+}
+
+// rateLimitWait is how long to wait after a 429: Retry-After, else until
+// X-RateLimit-Reset, else the backoff.
+func (c *Client) rateLimitWait(h http.Header, attempt int) time.Duration {
+	now := c.now()
+	if d, ok := parseRetryAfter(h.Get("Retry-After"), now); ok {
+		return d
+	}
+	if rl, ok := parseRateLimit(h); ok {
+		if d := rl.Reset.Sub(now); d > 0 {
+			return min(d, maxRetryAfter)
+		}
+	}
+	return c.backoff(attempt)
+}
+
+// backoff returns the full-jitter wait before attempt+1.
+func (c *Client) backoff(attempt int) time.Duration {
+	ceil := c.maxDelay
+	if attempt < 32 {
+		ceil = min(ceil, c.baseDelay<<(attempt-1))
+	}
+	if ceil <= 0 {
+		return 0
+	}
+	return rand.N(ceil + 1)
+}
+
+// decodeError turns an error response into a *petstore.Error carrying the
+// response's status. A body that is not a petstore Error (a proxy's HTML
+// page, say) gets the code its status maps to and a generic message.
+func decodeError(resp *http.Response, data []byte) *petstore.Error {
+	var e petstore.Error
+	if json.Unmarshal(data, &e) == nil && e.Code != "" {
+		e.Status = resp.StatusCode
+		return &e
+	}
+	return &petstore.Error{Code: codeForStatus(resp.StatusCode), Message: "unexpected response: " + resp.Status, Status: resp.StatusCode}
+}
+
+func codeForStatus(status int) string {
+	for _, code := range petstore.Codes() {
+		if petstore.StatusOf(code) == status {
+			return code // the first code of a status is its general one
+		}
+	}
+	if status >= 500 {
+		return petstore.CodeInternal
+	}
+	return petstore.CodeInvalidRequest
+}
+
+// IsRetryable reports whether err is one the client would have retried
+// had it attempts and time left: a network error, 5xx, rate_limited or
+// idempotency_key_in_use. It is false for api_key_banned and context errors.
+func IsRetryable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var e *petstore.Error
+	if !errors.As(err, &e) {
+		return true
+	}
+	switch e.Code {
+	case petstore.CodeRateLimited, petstore.CodeIdempotencyKeyInUse:
+		return true
+	}
+	return e.Status >= 500 && e.Status != http.StatusNotImplemented
+}
