@@ -522,12 +522,12 @@ func TestRateLimitHook(t *testing.T) {
 		"RateLimit":        `"minute";r=59;t=60, "day";r=999;t=86400`,
 	}
 	tests := []struct {
-		name     string
-		setup    func(*fakeLimiter, *env) *http.Request
-		want     int
-		code     string
-		headers  map[string]string // "" means absent
-		subject  string            // "key" means the env's key
+		name    string
+		setup   func(*fakeLimiter, *env) *http.Request
+		want    int
+		code    string
+		headers map[string]string // "" means absent
+		subject string            // "key" means the env's key
 	}{
 		{"allowed", func(f *fakeLimiter, e *env) *http.Request { return e.req("GET", "/v1/pets", "") }, 200, "", free, "key"},
 		{"created", func(f *fakeLimiter, e *env) *http.Request {
