@@ -1,0 +1,254 @@
+package memstore
+
+import (
+	"context"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"weak"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/domain"
+)
+
+var _ domain.Store = (*Store)(nil)
+
+// domainTables holds one Store's domains and configs. It lives beside the
+// Store (keyed by a weak pointer, dropped when the Store is collected) so
+// that this feature stays in this one file.
+type domainTables struct {
+	mu      sync.Mutex
+	byID    map[string]domain.Entry
+	holder  map[string]string // name -> ID of the entry that is not removed
+	configs map[string]domain.Config
+}
+
+var domainsOf sync.Map // weak.Pointer[Store] -> *domainTables
+
+func (s *Store) domains() *domainTables {
+	key := weak.Make(s)
+	if t, ok := domainsOf.Load(key); ok {
+		return t.(*domainTables)
+	}
+	t, loaded := domainsOf.LoadOrStore(key, &domainTables{
+		byID: map[string]domain.Entry{}, holder: map[string]string{}, configs: map[string]domain.Config{},
+	})
+	if !loaded {
+		runtime.AddCleanup(s, func(k weak.Pointer[Store]) { domainsOf.Delete(k) }, key)
+	}
+	return t.(*domainTables)
+}
+
+// cloneEntry deep-copies an entry so callers never share slices with the
+// store.
+func cloneEntry(e domain.Entry) domain.Entry {
+	e.Findings = slices.Clone(e.Findings)
+	if e.Findings == nil {
+		e.Findings = []domain.Finding{}
+	}
+	for i := range e.Findings {
+		e.Findings[i].Records = slices.Clone(e.Findings[i].Records)
+	}
+	e.Observed.Addresses = slices.Clone(e.Observed.Addresses)
+	if e.Observed.Addresses == nil {
+		e.Observed.Addresses = []string{}
+	}
+	e.History = slices.Clone(e.History)
+	if e.History == nil {
+		e.History = []domain.Transition{}
+	}
+	for i := range e.History {
+		e.History[i].At = e.History[i].At.UTC()
+	}
+	for _, t := range []*time.Time{&e.CheckedAt, &e.PendingSince, &e.VerifiedAt, &e.NextCheckAt, &e.CreatedAt, &e.UpdatedAt} {
+		if !t.IsZero() {
+			*t = t.UTC()
+		}
+	}
+	return e
+}
+
+// CreateDomain implements domain.Store.
+func (s *Store) CreateDomain(ctx context.Context, e domain.Entry) (domain.Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return domain.Entry{}, err
+	}
+	t := s.domains()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.holder[e.Name]; ok {
+		return domain.Entry{}, petstore.Errorf(petstore.CodeConflict, "%s is already attached to a project", e.Name)
+	}
+	if _, ok := t.byID[e.ID]; ok || e.ID == "" {
+		return domain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain id %q already used", e.ID)
+	}
+	e = cloneEntry(e)
+	e.Version = 1
+	t.byID[e.ID] = e
+	if e.Status != domain.StatusRemoved {
+		t.holder[e.Name] = e.ID
+	}
+	return cloneEntry(e), nil
+}
+
+// DomainByName implements domain.Store.
+func (s *Store) DomainByName(ctx context.Context, name string) (domain.Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return domain.Entry{}, err
+	}
+	t := s.domains()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	id, ok := t.holder[name]
+	if !ok {
+		return domain.Entry{}, petstore.Errorf(petstore.CodeNotFound, "domain %s not found", name)
+	}
+	return cloneEntry(t.byID[id]), nil
+}
+
+// UpdateDomain implements domain.Store.
+func (s *Store) UpdateDomain(ctx context.Context, e domain.Entry) (domain.Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return domain.Entry{}, err
+	}
+	t := s.domains()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cur, ok := t.byID[e.ID]
+	switch {
+	case !ok:
+		return domain.Entry{}, petstore.Errorf(petstore.CodeNotFound, "domain %s not found", e.ID)
+	case cur.Status == domain.StatusRemoved:
+		return domain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain %s was removed", cur.Name)
+	case cur.Version != e.Version:
+		return domain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain %s changed meanwhile", cur.Name)
+	}
+	// The name and owner are fixed at creation: they are the claim.
+	e.Name, e.ProjectID, e.CreatedAt = cur.Name, cur.ProjectID, cur.CreatedAt
+	e = cloneEntry(e)
+	e.Version = cur.Version + 1
+	t.byID[e.ID] = e
+	if e.Status == domain.StatusRemoved {
+		delete(t.holder, e.Name)
+	}
+	return cloneEntry(e), nil
+}
+
+// ListDomains implements domain.Store.
+func (s *Store) ListDomains(ctx context.Context, q domain.DomainQuery) ([]domain.Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	t := s.domains()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := []domain.Entry{}
+	for _, e := range t.byID {
+		if q.ProjectID != "" && e.ProjectID != q.ProjectID {
+			continue
+		}
+		if q.Status == "" && e.Status == domain.StatusRemoved || q.Status != "" && e.Status != q.Status {
+			continue
+		}
+		out = append(out, cloneEntry(e))
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+// DueDomains implements domain.Store.
+func (s *Store) DueDomains(ctx context.Context, now time.Time, limit int) ([]domain.Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	t := s.domains()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := []domain.Entry{}
+	for _, id := range t.holder {
+		e := t.byID[id]
+		if !e.NextCheckAt.IsZero() && !e.NextCheckAt.After(now) {
+			out = append(out, e)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].NextCheckAt.Equal(out[j].NextCheckAt) {
+			return out[i].NextCheckAt.Before(out[j].NextCheckAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	if limit >= 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	for i := range out {
+		out[i] = cloneEntry(out[i])
+	}
+	return out, nil
+}
+
+// DomainConfig implements domain.Store.
+func (s *Store) DomainConfig(ctx context.Context, projectID string) (domain.Config, error) {
+	if err := ctx.Err(); err != nil {
+		return domain.Config{}, err
+	}
+	t := s.domains()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := t.configs[projectID]
+	c.ProjectID = projectID
+	c.Redirects = slices.Clone(c.Redirects)
+	if c.Redirects == nil {
+		c.Redirects = []domain.Redirect{}
+	}
+	return c, nil
+}
+
+// PutDomainConfig implements domain.Store.
+func (s *Store) PutDomainConfig(ctx context.Context, c domain.Config) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if c.ProjectID == "" {
+		return petstore.Errorf(petstore.CodeInvalidRequest, "config needs a project")
+	}
+	t := s.domains()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c.Redirects = slices.Clone(c.Redirects)
+	t.configs[c.ProjectID] = c
+	return nil
+}
+
+// ListDomainConfigs implements domain.Store.
+func (s *Store) ListDomainConfigs(ctx context.Context) ([]domain.Config, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	t := s.domains()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := []domain.Config{}
+	for _, c := range t.configs {
+		if c.Primary == "" && len(c.Redirects) == 0 {
+			continue
+		}
+		c.Redirects = slices.Clone(c.Redirects)
+		if c.Redirects == nil {
+			c.Redirects = []domain.Redirect{}
+		}
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return strings.Compare(out[i].ProjectID, out[j].ProjectID) < 0 })
+	return out, nil
+}

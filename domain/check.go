@@ -1,0 +1,157 @@
+package domain
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+)
+
+// checkResult is the outcome of one DNS check of a name.
+type checkResult struct {
+	ok           bool
+	lookupFailed bool
+	observed     Observed
+	findings     []Finding // never nil
+}
+
+// check reads the records at name and compares them with what the domain
+// needs: a subdomain passes when its CNAME is the target (or, flattened, it
+// resolves only to edge addresses); an apex passes when its A/AAAA set is
+// non-empty and all edge addresses, which is what a flattened ALIAS looks
+// like.
+func (e *Engine) check(ctx context.Context, name string, _ time.Time) checkResult {
+	n, err := ParseName(name)
+	if err != nil {
+		n = Name{ASCII: name, Unicode: name, Kind: KindSubdomain, Label: name}
+	}
+	res := checkResult{observed: Observed{Addresses: []string{}}, findings: []Finding{}}
+	failed := func(err error) checkResult {
+		return checkResult{
+			lookupFailed: true,
+			observed:     Observed{Addresses: []string{}},
+			findings: []Finding{{
+				Code:    FindingLookupFailed,
+				Message: fmt.Sprintf("Could not check the DNS records of %s: the DNS servers did not answer in time or reported an error. This is not a verification failure; the check will be retried.", n.Unicode),
+				Fix:     "Nothing to do now: the check is repeated automatically. If this keeps happening, make sure the nameservers of " + n.Registered + " are working.",
+			}},
+		}
+	}
+	cnames, err := e.cfg.Resolver.Lookup(ctx, n.ASCII, "CNAME")
+	if err != nil {
+		return failed(err)
+	}
+	if len(cnames) > 0 {
+		res.observed.CNAME = dnsName(cnames[0].Value)
+		if res.observed.CNAME == e.target {
+			res.ok = true
+			return res
+		}
+		fix := "Change the CNAME value to " + e.target
+		if n.Kind == KindApex {
+			fix = "Replace the record at @ with an ALIAS (or ANAME) record pointing to " + e.target
+		}
+		res.findings = append(res.findings, Finding{
+			Code:    FindingCNAMEMismatch,
+			Message: fmt.Sprintf("%s points to %s", n.Unicode, res.observed.CNAME),
+			Fix:     fix,
+			Records: []Record{{Type: "CNAME", Name: n.ASCII, Value: res.observed.CNAME}},
+		})
+		return res
+	}
+	var addrs []netip.Addr
+	var recs []Record
+	for _, typ := range []string{"A", "AAAA"} {
+		got, err := e.cfg.Resolver.Lookup(ctx, n.ASCII, typ)
+		if err != nil {
+			return failed(err)
+		}
+		for _, r := range got {
+			if ip, err := netip.ParseAddr(r.Value); err == nil {
+				addrs = append(addrs, ip.Unmap())
+				recs = append(recs, Record{Type: r.Type, Name: n.ASCII, Value: ip.Unmap().String(), TTL: r.TTL})
+				res.observed.Addresses = append(res.observed.Addresses, ip.Unmap().String())
+			}
+		}
+	}
+	if len(addrs) == 0 {
+		res.findings = append(res.findings, e.noRecords(ctx, n))
+		return res
+	}
+	if e.isEdge(ctx, addrs) {
+		res.ok = true
+		return res
+	}
+	foreign := e.foreign(ctx, addrs)
+	if n.Kind == KindSubdomain {
+		res.findings = append(res.findings, Finding{
+			Code: FindingConflictingRecord,
+			Message: fmt.Sprintf("%s has %s (%s), which blocks the CNAME record: a name with a CNAME can have no other records",
+				n.Unicode, recordWords(recs), strings.Join(foreign, ", ")),
+			Fix:     fmt.Sprintf("Delete the A and AAAA records for %s at your DNS provider, then create the CNAME record %s → %s", n.Label, n.Label, e.target),
+			Records: recs,
+		})
+		return res
+	}
+	res.findings = append(res.findings, Finding{
+		Code:    FindingApexForeignIPs,
+		Message: fmt.Sprintf("%s resolves to %s, which is not an address of this platform", n.Unicode, strings.Join(foreign, ", ")),
+		Fix:     fmt.Sprintf("Delete the A/AAAA records at @ that point to %s, then %s", strings.Join(foreign, ", "), e.apexInstruction(ctx)),
+		Records: recs,
+	})
+	return res
+}
+
+func (e *Engine) noRecords(ctx context.Context, n Name) Finding {
+	f := Finding{
+		Code:    FindingNoRecords,
+		Message: fmt.Sprintf("No DNS records were found for %s yet. DNS changes can take up to 48 hours to propagate, though usually only minutes.", n.Unicode),
+	}
+	if n.Kind == KindSubdomain {
+		f.Fix = fmt.Sprintf("Create a CNAME record with name %s and value %s (TTL 3600). If you already did, wait: it is checked again automatically.", n.Label, e.target)
+	} else {
+		f.Fix = strings.ToUpper(e.apexInstruction(ctx)[:1]) + e.apexInstruction(ctx)[1:] + ". If you already did, wait: it is checked again automatically."
+	}
+	return f
+}
+
+func (e *Engine) apexInstruction(ctx context.Context) string {
+	s := "create an ALIAS (or ANAME) record at @ pointing to " + e.target
+	if ips := e.edgeList(ctx); len(ips) > 0 {
+		words := make([]string, len(ips))
+		for i, ip := range ips {
+			words[i] = ip.String()
+		}
+		s += ", or, if your DNS provider has no ALIAS records, A/AAAA records at @ with " + strings.Join(words, " and ")
+	}
+	return s
+}
+
+func (e *Engine) foreign(ctx context.Context, addrs []netip.Addr) []string {
+	var out []string
+	for _, a := range addrs {
+		if !e.isEdge(ctx, []netip.Addr{a}) {
+			out = append(out, a.String())
+		}
+	}
+	return out
+}
+
+func recordWords(recs []Record) string {
+	hasA, hasAAAA := false, false
+	for _, r := range recs {
+		if r.Type == "AAAA" {
+			hasAAAA = true
+		} else {
+			hasA = true
+		}
+	}
+	switch {
+	case hasA && hasAAAA:
+		return "A and AAAA records"
+	case hasAAAA:
+		return "an AAAA record"
+	}
+	return "an A record"
+}

@@ -1,0 +1,92 @@
+package domain
+
+import (
+	"context"
+	"maps"
+	"strings"
+)
+
+// Route tells the edge what to do with a request for host (a Host header:
+// any case, with or without port and trailing dot): serve a project, send a
+// redirect, or nothing (RouteNone) for a name that is not an active custom
+// domain. It reads an in-memory table and does no I/O.
+func (e *Engine) Route(host string) RouteAnswer {
+	name := hostName(host)
+	if r, ok := (*e.routes.Load())[name]; ok {
+		return r
+	}
+	return RouteAnswer{Kind: RouteNone, Name: name}
+}
+
+// hostName normalises a Host header to a stored name without allocating
+// for the common, already-normal case.
+func hostName(host string) string {
+	if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.Contains(host[i:], "]") {
+		host = host[:i]
+	}
+	host = strings.TrimSuffix(host, ".")
+	for i := 0; i < len(host); i++ {
+		c := host[i]
+		if c >= 0x80 {
+			if n, err := ParseName(host); err == nil {
+				return n.ASCII
+			}
+			return strings.ToLower(host)
+		}
+		if 'A' <= c && c <= 'Z' {
+			return strings.ToLower(host)
+		}
+	}
+	return host
+}
+
+// Refresh reloads the routing table from the store, picking up changes
+// other processes made. Run calls it every RefreshEvery; changes made
+// through this engine take effect at once without it.
+func (e *Engine) Refresh(ctx context.Context) error {
+	e.routeMu.Lock()
+	defer e.routeMu.Unlock()
+	return e.reloadLocked(ctx)
+}
+
+// reload refreshes after a local change; a failure only delays the change
+// until the next Refresh, so it is logged, not returned.
+func (e *Engine) reload(ctx context.Context) {
+	if err := e.Refresh(ctx); err != nil {
+		e.cfg.Logger.Warn("routing table reload failed; the next refresh retries", "err", err)
+	}
+}
+
+func (e *Engine) reloadLocked(ctx context.Context) error {
+	active, err := e.cfg.Store.ListDomains(ctx, DomainQuery{Status: StatusActive})
+	if err != nil {
+		return err
+	}
+	configs, err := e.cfg.Store.ListDomainConfigs(ctx)
+	if err != nil {
+		return err
+	}
+	m := make(map[string]RouteAnswer, len(active))
+	for _, en := range active {
+		m[en.Name] = RouteAnswer{Kind: RouteServe, Name: en.Name, ProjectID: en.ProjectID}
+	}
+	for _, c := range configs {
+		for _, r := range c.Redirects {
+			// Only a live name redirects: one whose DNS the customer proved
+			// is theirs, and only within the project that holds it.
+			if cur, ok := m[r.From]; ok && cur.ProjectID == c.ProjectID {
+				m[r.From] = RouteAnswer{Kind: RouteRedirect, Name: r.From, ProjectID: c.ProjectID, RedirectTo: r.To, Status: r.Status}
+			}
+		}
+	}
+	e.routes.Store(&m)
+	return nil
+}
+
+// patchRoutes applies a change to a copy of the table and publishes it;
+// the caller holds routeMu.
+func (e *Engine) patchRoutes(change func(map[string]RouteAnswer)) {
+	m := maps.Clone(*e.routes.Load())
+	change(m)
+	e.routes.Store(&m)
+}

@@ -1,0 +1,142 @@
+package domain
+
+import (
+	"context"
+	"time"
+
+	"github.com/petstorekit/petstore"
+)
+
+// Status is where a domain is in its life.
+type Status string
+
+// Domain statuses. A domain moves pending → verified → issuing → active;
+// it may end failed (with a reason) or removed.
+const (
+	StatusPending  Status = "pending"  // waiting for DNS
+	StatusVerified Status = "verified" // DNS is right; certificate not yet requested
+	StatusIssuing  Status = "issuing"  // certificate being obtained
+	StatusActive   Status = "active"   // live: the edge serves it
+	StatusFailed   Status = "failed"   // gave up; Reason says why; Verify tries again
+	StatusRemoved  Status = "removed"  // detached; the name is free again
+)
+
+// Transition is one entry of a domain's history.
+type Transition struct {
+	Status Status    `json:"status"`
+	At     time.Time `json:"at"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// Observed is what DNS showed for a name at the last check.
+type Observed struct {
+	CNAME     string   `json:"cname"`     // the CNAME target, "" when there is none
+	Addresses []string `json:"addresses"` // A and AAAA values, never nil
+}
+
+// Entry is what a Store keeps about one domain. The engine reads an entry,
+// changes it and writes it back; Version makes that write fail instead of
+// overwriting a change another process made meanwhile.
+type Entry struct {
+	ID           string       // "dom_" + UUID v7; a re-added name gets a new ID
+	ProjectID    string       // the owner
+	Name         string       // ASCII (punycode) form, as ParseName returns it
+	Status       Status       // current status
+	Reason       string       // why it failed; "" otherwise
+	Attempts     int          // DNS checks made, by Verify and in the background
+	Findings     []Finding    // the last check's findings, never nil
+	Observed     Observed     // the last check's DNS answers
+	CheckedAt    time.Time    // time of the last check; zero before the first
+	PendingSince time.Time    // start of the current 48-hour propagation window
+	VerifiedAt   time.Time    // when DNS last verified; zero if never
+	NextCheckAt  time.Time    // when the background loop looks at it next; zero: never
+	History      []Transition // every status change, oldest first
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	Version      int64 // set by the store: 1 on create, +1 on each update
+}
+
+// Redirect sends requests for From to To with an HTTP status.
+type Redirect struct {
+	From   string `json:"from"`
+	To     string `json:"to"`
+	Status int    `json:"status"` // 301 (default), 302, 307 or 308
+}
+
+// Config is a project's primary domain and redirects, in the shape the
+// dashboard shows and accepts.
+type Config struct {
+	ProjectID string     `json:"-"`
+	Primary   string     `json:"primary"`
+	Redirects []Redirect `json:"redirects"` // never nil
+}
+
+// DomainQuery selects entries for ListDomains.
+type DomainQuery struct {
+	ProjectID string // "" means every project
+	Status    Status // "" means every status except removed
+}
+
+// Store persists domains and per-project configs. Implementations must be
+// safe for concurrent use, also across processes sharing one database, and
+// must honour context cancellation. storetest's Domains suite checks all of
+// this.
+//
+// Times are stored with at least millisecond precision and read back in UTC.
+type Store interface {
+	// CreateDomain stores a new entry (its ID, name and project set) and
+	// returns it with Version 1. The name is claimed atomically: returns
+	// conflict if any entry that is not removed holds the name, whichever
+	// project owns it, so that of two concurrent creates exactly one wins.
+	CreateDomain(ctx context.Context, e Entry) (Entry, error)
+
+	// DomainByName returns the entry that holds name (not removed), or
+	// not_found.
+	DomainByName(ctx context.Context, name string) (Entry, error)
+
+	// UpdateDomain replaces the stored entry with e.ID if its stored Version
+	// equals e.Version, and returns e with the next Version. Returns
+	// not_found for an unknown ID and conflict when the entry changed since
+	// it was read or was already removed. Writing Status removed frees the
+	// name for a new CreateDomain.
+	UpdateDomain(ctx context.Context, e Entry) (Entry, error)
+
+	// ListDomains returns the entries q selects, ordered by name, then by
+	// creation. It never returns nil.
+	ListDomains(ctx context.Context, q DomainQuery) ([]Entry, error)
+
+	// DueDomains returns at most limit entries that are not removed and
+	// whose NextCheckAt is set and not after now, earliest first.
+	DueDomains(ctx context.Context, now time.Time, limit int) ([]Entry, error)
+
+	// DomainConfig returns a project's config; a project that never stored
+	// one gets an empty config (ProjectID set, no primary, no redirects).
+	DomainConfig(ctx context.Context, projectID string) (Config, error)
+
+	// PutDomainConfig replaces the config of c.ProjectID.
+	PutDomainConfig(ctx context.Context, c Config) error
+
+	// ListDomainConfigs returns every stored config that has a primary or a
+	// redirect, ordered by project ID. It never returns nil.
+	ListDomainConfigs(ctx context.Context) ([]Config, error)
+}
+
+// Project is what the engine needs to know about a project before it
+// accepts a domain for it.
+type Project struct {
+	ID       string
+	Plan     petstore.Plan
+	Deployed bool // the project has at least one successful deploy
+}
+
+// Projects is implemented by the platform: it knows plans and deploys.
+type Projects interface {
+	// Project returns the project with id, or not_found.
+	Project(ctx context.Context, id string) (Project, error)
+}
+
+// ProjectsFunc adapts a function to Projects.
+type ProjectsFunc func(ctx context.Context, id string) (Project, error)
+
+// Project implements Projects.
+func (f ProjectsFunc) Project(ctx context.Context, id string) (Project, error) { return f(ctx, id) }

@@ -1,0 +1,86 @@
+package domain
+
+import (
+	"context"
+	"time"
+)
+
+// Finding codes the engine raises. The certificate layer adds its own
+// (CAA_BLOCKS_CA, CERT_PENDING_TOO_LONG) through CertStatus.Findings or a
+// Diagnoser.
+const (
+	FindingConflictingRecord  = "CONFLICTING_RECORD" // an A/AAAA record blocks the CNAME
+	FindingCNAMEMismatch      = "CNAME_MISMATCH"     // the CNAME points elsewhere
+	FindingNoRecords          = "NO_RECORDS"         // nothing at the name yet
+	FindingApexForeignIPs     = "APEX_FOREIGN_IPS"   // the apex resolves to addresses that are not ours
+	FindingLookupFailed       = "LOOKUP_FAILED"      // DNS could not be asked; will retry
+	FindingCAABlocksCA        = "CAA_BLOCKS_CA"      // raised by the certificate layer
+	FindingCertPendingTooLong = "CERT_PENDING_TOO_LONG"
+)
+
+// Action is what the customer should do next.
+type Action string
+
+// Next actions.
+const (
+	ActionNone     Action = "none"     // nothing: the domain is live (or removed)
+	ActionWait     Action = "wait"     // DNS is propagating or could not be checked; the engine retries
+	ActionFixDNS   Action = "fix_dns"  // change DNS records as the findings say
+	ActionReverify Action = "reverify" // DNS looks right now: click Re-verify
+)
+
+// Diagnosis is the outcome of a DNS check, in the shape a dashboard shows.
+type Diagnosis struct {
+	OK         bool      `json:"ok"`
+	NextAction Action    `json:"nextAction"`
+	Observed   Observed  `json:"observed"`
+	Findings   []Finding `json:"findings"` // never nil
+	CheckedAt  time.Time `json:"checkedAt,omitzero"`
+}
+
+// Domain is everything a dashboard shows about one domain. Its JSON
+// encoding is the dashboard API's Domain object.
+type Domain struct {
+	Name         string       `json:"name"`        // ASCII (punycode) form
+	UnicodeName  string       `json:"unicodeName"` // the form people read
+	Kind         Kind         `json:"kind"`
+	ProjectID    string       `json:"-"`
+	Status       Status       `json:"status"`
+	Reason       string       `json:"reason,omitempty"`
+	Records      []Record     `json:"records"`                // what to create at the DNS provider
+	Alternatives []Record     `json:"alternatives,omitempty"` // apex: A/AAAA records instead of ALIAS
+	Note         string       `json:"note,omitempty"`
+	Diagnosis    Diagnosis    `json:"diagnosis"`
+	Certificate  CertStatus   `json:"certificate"`
+	Attempts     int          `json:"attempts"`
+	History      []Transition `json:"history"`
+	CreatedAt    time.Time    `json:"createdAt"`
+	VerifiedAt   time.Time    `json:"verifiedAt,omitzero"` // start of the certificate's 30-minute budget
+}
+
+// Diagnoser adds findings to a domain's diagnosis, for example a
+// certificate layer raising CERT_PENDING_TOO_LONG 30 minutes after
+// d.VerifiedAt. A CertIssuer that also implements Diagnoser is consulted
+// without being listed in EngineConfig.Diagnosers.
+type Diagnoser interface {
+	Diagnose(ctx context.Context, d Domain) []Finding
+}
+
+// RouteKind is the kind of a routing answer.
+type RouteKind int
+
+// Routing answers.
+const (
+	RouteNone     RouteKind = iota // not ours: answer 404
+	RouteServe                     // serve ProjectID's content
+	RouteRedirect                  // redirect to RedirectTo with Status
+)
+
+// RouteAnswer tells the edge what to do with a request's Host.
+type RouteAnswer struct {
+	Kind       RouteKind
+	Name       string // the normalised host
+	ProjectID  string // set for RouteServe and RouteRedirect
+	RedirectTo string // RouteRedirect: the host to send the client to
+	Status     int    // RouteRedirect: 301, 302, 307 or 308
+}

@@ -1,0 +1,383 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/domain"
+)
+
+func init() { register("Domains", RunDomains) }
+
+// openDomains opens a store and skips the test when it does not implement
+// domain.Store.
+func openDomains(t *testing.T, open Opener) domain.Store {
+	t.Helper()
+	s, ok := open(t).(domain.Store)
+	if !ok {
+		t.Skip("store does not implement domain.Store")
+	}
+	return s
+}
+
+// domainTime is a fixed instant with millisecond precision, the least a
+// store must keep.
+var domainTime = time.Date(2026, 11, 22, 10, 0, 0, 123_000_000, time.UTC)
+
+func newEntry(id, project, name string) domain.Entry {
+	t := domainTime
+	return domain.Entry{
+		ID: id, ProjectID: project, Name: name, Status: domain.StatusPending,
+		Findings:     []domain.Finding{},
+		Observed:     domain.Observed{Addresses: []string{}},
+		PendingSince: t, NextCheckAt: t.Add(time.Minute),
+		History:   []domain.Transition{{Status: domain.StatusPending, At: t}},
+		CreatedAt: t, UpdatedAt: t,
+	}
+}
+
+// entryJSON is an entry's comparable form: times in UTC, nil and empty
+// slices alike.
+func entryJSON(t testing.TB, e domain.Entry) string {
+	t.Helper()
+	if e.Findings == nil {
+		e.Findings = []domain.Finding{}
+	}
+	if e.Observed.Addresses == nil {
+		e.Observed.Addresses = []string{}
+	}
+	if e.History == nil {
+		e.History = []domain.Transition{}
+	}
+	for i := range e.History {
+		e.History[i].At = e.History[i].At.UTC()
+	}
+	for _, p := range []*time.Time{&e.CheckedAt, &e.PendingSince, &e.VerifiedAt, &e.NextCheckAt, &e.CreatedAt, &e.UpdatedAt} {
+		*p = p.UTC()
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func mustCreateDomain(t testing.TB, s domain.Store, e domain.Entry) domain.Entry {
+	t.Helper()
+	got, err := s.CreateDomain(context.Background(), e)
+	if err != nil {
+		t.Fatalf("CreateDomain(%s): %v", e.Name, err)
+	}
+	return got
+}
+
+// RunDomains checks the domain.Store contract. Stores that do not
+// implement it are skipped.
+func RunDomains(t *testing.T, open Opener) {
+	ctx := context.Background()
+	t.Run("CreateThenReadBack", func(t *testing.T) {
+		t.Parallel()
+		s := openDomains(t, open)
+		e := newEntry("dom_1", "prj_a", "xn--bcher-kva.example")
+		e.Attempts = 3
+		e.Reason = `quote ' " \ ; --`
+		e.Findings = []domain.Finding{{Code: "CNAME_MISMATCH", Message: "points to x", Fix: "change it",
+			Records: []domain.Record{{Type: "CNAME", Name: "xn--bcher-kva.example", Value: "x.example.net"}}}}
+		e.Observed = domain.Observed{CNAME: "x.example.net", Addresses: []string{"203.0.113.9", "2001:db8::1"}}
+		e.CheckedAt = domainTime.Add(time.Second)
+		e.VerifiedAt = domainTime.Add(2 * time.Second)
+		created := mustCreateDomain(t, s, e)
+		if created.Version != 1 {
+			t.Fatalf("created Version = %d, want 1", created.Version)
+		}
+		e.Version = 1
+		got, err := s.DomainByName(ctx, e.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, b := entryJSON(t, got), entryJSON(t, e); a != b {
+			t.Fatalf("read back\n%s\nwant\n%s", a, b)
+		}
+		if a, b := entryJSON(t, created), entryJSON(t, e); a != b {
+			t.Fatalf("CreateDomain returned\n%s\nwant\n%s", a, b)
+		}
+	})
+	t.Run("MissingName", func(t *testing.T) {
+		t.Parallel()
+		s := openDomains(t, open)
+		_, err := s.DomainByName(ctx, "nothing.example.com")
+		wantCode(t, err, petstore.CodeNotFound)
+		_, err = s.UpdateDomain(ctx, newEntry("dom_missing", "prj_a", "nothing.example.com"))
+		wantCode(t, err, petstore.CodeNotFound)
+	})
+	t.Run("NameHeldOnce", func(t *testing.T) {
+		t.Parallel()
+		s := openDomains(t, open)
+		mustCreateDomain(t, s, newEntry("dom_1", "prj_a", "shop.example.com"))
+		for _, tc := range []struct{ id, project string }{{"dom_2", "prj_b"}, {"dom_3", "prj_a"}} {
+			_, err := s.CreateDomain(ctx, newEntry(tc.id, tc.project, "shop.example.com"))
+			wantCode(t, err, petstore.CodeConflict)
+		}
+		got, err := s.DomainByName(ctx, "shop.example.com")
+		if err != nil || got.ProjectID != "prj_a" || got.ID != "dom_1" {
+			t.Fatalf("holder = %s/%s (%v), want prj_a/dom_1", got.ProjectID, got.ID, err)
+		}
+	})
+	t.Run("TwoProjectsRace", func(t *testing.T) {
+		t.Parallel()
+		s := openDomains(t, open)
+		const n = 8
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i := range n {
+			wg.Go(func() {
+				_, errs[i] = s.CreateDomain(ctx, newEntry(fmt.Sprint("dom_", i), fmt.Sprint("prj_", i), "race.example.com"))
+			})
+		}
+		wg.Wait()
+		winner := -1
+		for i, err := range errs {
+			switch petstore.ErrorCode(err) {
+			case "":
+				if winner >= 0 {
+					t.Fatalf("projects %d and %d both got race.example.com", winner, i)
+				}
+				winner = i
+			case petstore.CodeConflict:
+			default:
+				t.Fatalf("create %d: %v, want success or conflict", i, err)
+			}
+		}
+		if winner < 0 {
+			t.Fatal("no project got race.example.com")
+		}
+		got, err := s.DomainByName(ctx, "race.example.com")
+		if err != nil || got.ProjectID != fmt.Sprint("prj_", winner) {
+			t.Fatalf("holder = %q (%v), want prj_%d", got.ProjectID, err, winner)
+		}
+	})
+	t.Run("UpdateIsOptimistic", func(t *testing.T) {
+		t.Parallel()
+		s := openDomains(t, open)
+		e := mustCreateDomain(t, s, newEntry("dom_1", "prj_a", "shop.example.com"))
+		e.Status = domain.StatusActive
+		e.Attempts = 2
+		e.History = append(e.History, domain.Transition{Status: domain.StatusActive, At: domainTime.Add(time.Hour), Reason: "ok"})
+		e.NextCheckAt = time.Time{}
+		updated, err := s.UpdateDomain(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if updated.Version != 2 {
+			t.Fatalf("Version after update = %d, want 2", updated.Version)
+		}
+		got, err := s.DomainByName(ctx, "shop.example.com")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Version = 2
+		if a, b := entryJSON(t, got), entryJSON(t, e); a != b {
+			t.Fatalf("read back\n%s\nwant\n%s", a, b)
+		}
+		e.Version = 1 // stale
+		_, err = s.UpdateDomain(ctx, e)
+		wantCode(t, err, petstore.CodeConflict)
+	})
+	t.Run("ConcurrentUpdatesOneWins", func(t *testing.T) {
+		t.Parallel()
+		s := openDomains(t, open)
+		e := mustCreateDomain(t, s, newEntry("dom_1", "prj_a", "shop.example.com"))
+		const n = 6
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i := range n {
+			wg.Go(func() {
+				c := e
+				c.Attempts = i + 1
+				_, errs[i] = s.UpdateDomain(ctx, c)
+			})
+		}
+		wg.Wait()
+		wins := 0
+		for _, err := range errs {
+			if err == nil {
+				wins++
+			} else {
+				wantCode(t, err, petstore.CodeConflict)
+			}
+		}
+		if wins != 1 {
+			t.Fatalf("%d concurrent updates of one version succeeded, want 1", wins)
+		}
+	})
+	t.Run("RemovalFreesName", func(t *testing.T) {
+		t.Parallel()
+		s := openDomains(t, open)
+		e := mustCreateDomain(t, s, newEntry("dom_1", "prj_a", "shop.example.com"))
+		e.Status = domain.StatusRemoved
+		e.NextCheckAt = time.Time{}
+		e.History = append(e.History, domain.Transition{Status: domain.StatusRemoved, At: domainTime.Add(time.Hour)})
+		removed, err := s.UpdateDomain(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.DomainByName(ctx, "shop.example.com")
+		wantCode(t, err, petstore.CodeNotFound)
+		_, err = s.UpdateDomain(ctx, removed)
+		wantCode(t, err, petstore.CodeConflict) // a removed entry stays removed
+		mustCreateDomain(t, s, newEntry("dom_2", "prj_b", "shop.example.com"))
+		got, err := s.DomainByName(ctx, "shop.example.com")
+		if err != nil || got.ID != "dom_2" {
+			t.Fatalf("holder = %q (%v), want dom_2", got.ID, err)
+		}
+		old, err := s.ListDomains(ctx, domain.DomainQuery{ProjectID: "prj_a", Status: domain.StatusRemoved})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(old) != 1 || old[0].ID != "dom_1" || len(old[0].History) != 2 {
+			t.Fatalf("removed entries of prj_a = %+v, want dom_1 with its 2 transitions", old)
+		}
+	})
+	t.Run("ListFiltersAndOrders", func(t *testing.T) {
+		t.Parallel()
+		s := openDomains(t, open)
+		empty, err := s.ListDomains(ctx, domain.DomainQuery{ProjectID: "prj_none"})
+		if err != nil || empty == nil || len(empty) != 0 {
+			t.Fatalf("ListDomains on nothing = %#v, %v; want empty non-nil", empty, err)
+		}
+		for i, n := range []string{"c.example.com", "a.example.com", "b.example.com", "d.example.com"} {
+			project := "prj_a"
+			if i == 3 {
+				project = "prj_b"
+			}
+			e := mustCreateDomain(t, s, newEntry(fmt.Sprint("dom_", i), project, n))
+			if n == "b.example.com" {
+				e.Status = domain.StatusActive
+				if _, err := s.UpdateDomain(ctx, e); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for _, tc := range []struct {
+			q    domain.DomainQuery
+			want string
+		}{
+			{domain.DomainQuery{ProjectID: "prj_a"}, "[a.example.com b.example.com c.example.com]"},
+			{domain.DomainQuery{}, "[a.example.com b.example.com c.example.com d.example.com]"},
+			{domain.DomainQuery{Status: domain.StatusActive}, "[b.example.com]"},
+			{domain.DomainQuery{ProjectID: "prj_b", Status: domain.StatusActive}, "[]"},
+		} {
+			got, err := s.ListDomains(ctx, tc.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, e := range got {
+				names = append(names, e.Name)
+			}
+			if fmt.Sprint(names) != tc.want && !(tc.want == "[]" && len(names) == 0) {
+				t.Fatalf("ListDomains(%+v) = %v, want %s", tc.q, names, tc.want)
+			}
+		}
+	})
+	t.Run("DueDomains", func(t *testing.T) {
+		t.Parallel()
+		s := openDomains(t, open)
+		at := func(m int) time.Time { return domainTime.Add(time.Duration(m) * time.Minute) }
+		for i, tc := range []struct {
+			next   time.Time
+			status domain.Status
+		}{
+			{at(5), domain.StatusPending},
+			{at(1), domain.StatusIssuing},
+			{time.Time{}, domain.StatusActive},
+			{at(3), domain.StatusPending},
+			{at(60), domain.StatusPending},
+			{at(2), domain.StatusRemoved},
+		} {
+			e := newEntry(fmt.Sprint("dom_", i), "prj_a", fmt.Sprintf("n%d.example.com", i))
+			e = mustCreateDomain(t, s, e)
+			e.NextCheckAt, e.Status = tc.next, tc.status
+			if _, err := s.UpdateDomain(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, tc := range []struct {
+			now   time.Time
+			limit int
+			want  string
+		}{
+			{at(10), 10, "[n1.example.com n3.example.com n0.example.com]"},
+			{at(10), 2, "[n1.example.com n3.example.com]"},
+			{at(3), 10, "[n1.example.com n3.example.com]"},
+			{at(0), 10, "[]"},
+		} {
+			got, err := s.DueDomains(ctx, tc.now, tc.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			names := []string{}
+			for _, e := range got {
+				names = append(names, e.Name)
+			}
+			if fmt.Sprint(names) != tc.want {
+				t.Fatalf("DueDomains(+%s, %d) = %v, want %s", tc.now.Sub(domainTime), tc.limit, names, tc.want)
+			}
+		}
+	})
+	t.Run("Configs", func(t *testing.T) {
+		t.Parallel()
+		s := openDomains(t, open)
+		c, err := s.DomainConfig(ctx, "prj_a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.ProjectID != "prj_a" || c.Primary != "" || len(c.Redirects) != 0 {
+			t.Fatalf("config never stored = %+v, want empty for prj_a", c)
+		}
+		list, err := s.ListDomainConfigs(ctx)
+		if err != nil || list == nil || len(list) != 0 {
+			t.Fatalf("ListDomainConfigs on nothing = %#v, %v; want empty non-nil", list, err)
+		}
+		want := domain.Config{ProjectID: "prj_b", Primary: "shop.example.com", Redirects: []domain.Redirect{
+			{From: "www.example.com", To: "shop.example.com", Status: 301},
+			{From: "old.example.com", To: "shop.example.com", Status: 308},
+		}}
+		for _, c := range []domain.Config{want, {ProjectID: "prj_a", Primary: "a.example.com", Redirects: []domain.Redirect{}}, {ProjectID: "prj_c"}} {
+			if err := s.PutDomainConfig(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := s.DomainConfig(ctx, "prj_b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("config = %+v, want %+v", got, want)
+		}
+		list, err = s.ListDomainConfigs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var projects []string
+		for _, c := range list {
+			projects = append(projects, c.ProjectID)
+		}
+		if fmt.Sprint(projects) != "[prj_a prj_b]" {
+			t.Fatalf("ListDomainConfigs projects = %v, want [prj_a prj_b] (empty configs left out)", projects)
+		}
+		want.Redirects = want.Redirects[:1]
+		want.Primary = ""
+		if err := s.PutDomainConfig(ctx, want); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := s.DomainConfig(ctx, "prj_b"); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("replaced config = %+v, want %+v", got, want)
+		}
+	})
+}
