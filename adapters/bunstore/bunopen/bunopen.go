@@ -1,0 +1,160 @@
+// Package bunopen opens the *bun.DB that bunstore.New needs from one DSN
+// string, the form of a server's -db flag. Unlike bunstore, it imports every
+// driver (PostgreSQL through pgx, MySQL/MariaDB through go-sql-driver), so
+// only programs that want to choose a database at run time pay for them.
+//
+// Accepted forms:
+//
+//	sqlite:PATH                      a SQLite file (bunstore.OpenSQLite)
+//	memory                           a private in-memory SQLite database
+//	postgres://user:pass@host:5432/db?sslmode=disable   (or postgresql://)
+//	mysql://user:pass@host:3306/db   MySQL or MariaDB
+package bunopen
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	"github.com/petstorekit/petstore/adapters/bunstore"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/mysqldialect"
+	"github.com/uptrace/bun/dialect/pgdialect"
+)
+
+// Kinds of database a DSN names.
+const (
+	KindSQLite   = "sqlite"
+	KindMemory   = "memory"
+	KindPostgres = "postgres"
+	KindMySQL    = "mysql"
+)
+
+// Target is a parsed DSN: which database, and what to hand its driver.
+type Target struct {
+	Kind string
+	// DriverDSN is the driver's own connection string: the SQLite path,
+	// the pgx URL, or go-sql-driver's DSN. It may contain a password.
+	DriverDSN string
+}
+
+// Parse checks a DSN and maps it to its driver's form without connecting.
+// PostgreSQL gets the simple query protocol unless the DSN chooses another
+// mode (bun interpolates arguments itself; pgx's default would prepare a
+// server-side statement for every distinct query). MySQL gets parseTime and
+// clientFoundRows, which bunstore relies on.
+func Parse(dsn string) (Target, error) {
+	switch {
+	case dsn == "memory":
+		return Target{Kind: KindMemory}, nil
+	case strings.HasPrefix(dsn, "sqlite:"):
+		path := strings.TrimPrefix(dsn, "sqlite:")
+		if path == "" || strings.ContainsAny(path, "?#\x00") {
+			return Target{}, errors.New("bunopen: sqlite DSN needs a file path without '?' or '#': sqlite:PATH")
+		}
+		return Target{Kind: KindSQLite, DriverDSN: path}, nil
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		return parsePostgres(dsn)
+	case strings.HasPrefix(dsn, "mysql://"):
+		return parseMySQL(dsn)
+	}
+	return Target{}, fmt.Errorf("bunopen: unsupported DSN %q: use sqlite:PATH, memory, postgres://… or mysql://…", Redact(dsn))
+}
+
+func parsePostgres(dsn string) (Target, error) {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Host == "" {
+		return Target{}, fmt.Errorf("bunopen: malformed postgres DSN %q", Redact(dsn))
+	}
+	q := u.Query()
+	if q.Get("default_query_exec_mode") == "" {
+		q.Set("default_query_exec_mode", "simple_protocol")
+	}
+	u.RawQuery = q.Encode()
+	return Target{Kind: KindPostgres, DriverDSN: u.String()}, nil
+}
+
+func parseMySQL(dsn string) (Target, error) {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Host == "" || u.Opaque != "" {
+		return Target{}, fmt.Errorf("bunopen: malformed mysql DSN %q: use mysql://user[:pass]@host:port/db", Redact(dsn))
+	}
+	// Driver parameters (tls, timeout, charset...) pass through in the
+	// query; go-sql-driver parses and validates them.
+	cfg, err := mysql.ParseDSN("/?" + u.RawQuery)
+	if err != nil {
+		return Target{}, fmt.Errorf("bunopen: mysql DSN parameters: %v", err)
+	}
+	host, port := u.Hostname(), u.Port()
+	if port == "" {
+		port = "3306"
+	}
+	db := strings.TrimPrefix(u.Path, "/")
+	if host == "" || db == "" || strings.Contains(db, "/") {
+		return Target{}, fmt.Errorf("bunopen: mysql DSN %q needs a host and a database: mysql://user[:pass]@host:port/db", Redact(dsn))
+	}
+	if u.User != nil {
+		cfg.User = u.User.Username()
+		cfg.Passwd, _ = u.User.Password()
+	}
+	cfg.Net = "tcp"
+	cfg.Addr = net.JoinHostPort(host, port)
+	cfg.DBName = db
+	cfg.ParseTime = true
+	cfg.ClientFoundRows = true
+	return Target{Kind: KindMySQL, DriverDSN: cfg.FormatDSN()}, nil
+}
+
+// Redact returns dsn with any password replaced, for logs.
+func Redact(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.User == nil {
+		return dsn
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
+
+// Open parses dsn, opens the database and checks that it answers within
+// ctx. It does not run migrations: call bunstore.Migrate for that.
+func Open(ctx context.Context, dsn string) (*bun.DB, error) {
+	t, err := Parse(dsn)
+	if err != nil {
+		return nil, err
+	}
+	var db *bun.DB
+	switch t.Kind {
+	case KindMemory:
+		return bunstore.OpenMemory()
+	case KindSQLite:
+		return bunstore.OpenSQLite(t.DriverDSN)
+	case KindPostgres:
+		sqldb, err := sql.Open("pgx", t.DriverDSN)
+		if err != nil {
+			return nil, fmt.Errorf("bunopen: %v", err)
+		}
+		db = bun.NewDB(sqldb, pgdialect.New())
+	case KindMySQL:
+		sqldb, err := sql.Open("mysql", t.DriverDSN)
+		if err != nil {
+			return nil, fmt.Errorf("bunopen: %v", err)
+		}
+		// Close idle connections before a server's wait_timeout does.
+		sqldb.SetConnMaxLifetime(3 * time.Minute)
+		db = bun.NewDB(sqldb, mysqldialect.New())
+	}
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("bunopen: cannot reach %s database %s: %w", t.Kind, Redact(dsn), err)
+	}
+	return db, nil
+}

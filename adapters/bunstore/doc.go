@@ -1,0 +1,44 @@
+// Package bunstore stores pets and API keys in SQL databases through bun:
+// SQLite (the embedded default, pure Go through modernc.org/sqlite),
+// PostgreSQL and MySQL/MariaDB. New works with any of the three dialects and
+// implements every store interface of the root package.
+//
+// A deployment opens a *bun.DB, runs Migrate once (a separate step, so that
+// many replicas over one database do not race to change the schema), and
+// builds the store with New:
+//
+//	db, err := bunstore.OpenSQLite("petstore.db")
+//	...
+//	if err := bunstore.Migrate(ctx, db); err != nil { ... }
+//	store := bunstore.New(db)
+//	svc := petstore.NewService(store)
+//
+// OpenSQLite and OpenMemory open SQLite correctly (WAL, immediate
+// transactions, a private in-memory database); PostgreSQL and MySQL handles
+// are opened by the caller, or by the bunopen subpackage from a DSN. This
+// package imports no PostgreSQL or MySQL driver, only bun's dialects.
+//
+// # Why one Go module
+//
+// bunstore lives in the main module rather than in a module of its own. The
+// root package, memstore and httpx never import bunstore, so a program that
+// uses only them links no database driver; Go's module graph pruning means
+// such an importer downloads only the go.mod files of the driver modules,
+// not their code. A single module also keeps "go test ./..." covering every
+// test without a go.work file.
+//
+// # Errors
+//
+// Every method maps database errors onto the root package's codes: a
+// canceled or expired context returns the context's error; a database that
+// is down, refuses connections or stays busy returns unavailable with no
+// driver text; a unique violation returns conflict; a missing row returns
+// not_found. Anything else is returned wrapped, which petstore.ErrorCode
+// reports as internal, so driver text reaches logs, never clients.
+//
+// # Schema
+//
+// Migrate applies the Go migrations registered in this package with
+// bun/migrate, marking each applied only when it succeeded; running it
+// again is a no-op. See Migrate for how a feature adds its own tables.
+package bunstore
