@@ -1,0 +1,549 @@
+package httpx
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"path"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/domain"
+)
+
+// DomainEngine is what the dashboard needs of the custom-domain engine.
+// *domain.Engine implements it; a platform may wrap it, for example to
+// audit changes. Every method acts for one project and returns the
+// engine's application errors (invalid_request, not_found, plan_required,
+// deploy_required, conflict).
+type DomainEngine interface {
+	Add(ctx context.Context, projectID, name string) (d domain.Domain, created bool, err error)
+	Get(ctx context.Context, projectID, name string) (domain.Domain, error)
+	List(ctx context.Context, projectID string) ([]domain.Domain, error)
+	Verify(ctx context.Context, projectID, name string) (domain.Domain, error)
+	Remove(ctx context.Context, projectID, name string) error
+	Config(ctx context.Context, projectID string) (domain.Config, error)
+	SetConfig(ctx context.Context, projectID string, c domain.Config) (domain.Config, error)
+}
+
+var _ DomainEngine = (*domain.Engine)(nil)
+
+// DashboardConfig configures NewDashboard.
+type DashboardConfig struct {
+	Engine         DomainEngine           // required
+	Auth           petstore.Authenticator // required: the same keys as /v1
+	Logger         *slog.Logger           // nil: discard
+	Limiter        RateLimiter            // nil: no rate limiting; share /v1's to count both together
+	TrustedProxies []netip.Prefix         // X-Forwarded-For is honoured only from these peers
+	BasePath       string                 // where the dashboard is mounted; default "/dashboard"
+	Now            func() time.Time       // nil: time.Now
+}
+
+// StabilityHeader and StabilityBeta mark every dashboard response: the
+// dashboard API is beta, as its OpenAPI document says with x-stability.
+const (
+	StabilityHeader = "X-API-Stability"
+	StabilityBeta   = "beta"
+)
+
+// dashboardOpenAPIJSON is the dashboard API's OpenAPI 3.0.3 document.
+//
+//go:embed dashboard_openapi.json
+var dashboardOpenAPIJSON []byte
+
+// DashboardOpenAPI returns the dashboard API's OpenAPI document as
+// written, with the server "/dashboard/api".
+func DashboardOpenAPI() []byte { return append([]byte(nil), dashboardOpenAPIJSON...) }
+
+//go:embed dashboardui
+var dashboardUI embed.FS
+
+// asset is one embedded file of the page, served with an ETag so browsers
+// revalidate instead of downloading it again.
+type asset struct {
+	body  []byte
+	ctype string
+	etag  string
+}
+
+// dashboard serves the page and the JSON API under base.
+type dashboard struct {
+	engine  DomainEngine
+	base    string
+	api     string // base + "/api"
+	openapi []byte
+	assets  map[string]asset // by path under base, "/" for the page
+}
+
+// NewDashboard returns the handler of the dashboard: the Domains page at
+// <base>/ (with its CSS and JS, embedded) and the JSON API under
+// <base>/api/ (default base "/dashboard"). Mount it without stripping the
+// prefix: mux.Handle("/dashboard/", h).
+//
+// The API uses the same chain as /v1 (request id, logging, recovery,
+// bearer authentication, rate limiting) and the same Error bodies; a key
+// acts for its project. The page, its assets and <base>/api/openapi.json
+// need no key. Every response carries X-API-Stability: beta.
+//
+// Endpoints (see DashboardOpenAPI):
+//
+//	GET    <base>/api/domains                  {"domains": [Domain], "config": Config}
+//	POST   <base>/api/domains                  {"name": ...} → 201 Domain (200 if already there)
+//	GET    <base>/api/domains/config           Config
+//	PUT    <base>/api/domains/config           Config → Config
+//	GET    <base>/api/domains/{name}           Domain
+//	POST   <base>/api/domains/{name}/verify    Domain after checking DNS now
+//	DELETE <base>/api/domains/{name}           204; traffic stopped before the response
+//	GET    <base>/api/openapi.json             the OpenAPI document
+func NewDashboard(cfg DashboardConfig) (http.Handler, error) {
+	if cfg.Engine == nil {
+		return nil, errors.New("httpx: DashboardConfig.Engine is required")
+	}
+	base := cfg.BasePath
+	if base == "" {
+		base = "/dashboard"
+	}
+	base, err := cleanBase(base)
+	if err != nil {
+		return nil, err
+	}
+	if base == "" || base == "/" {
+		return nil, errors.New(`httpx: DashboardConfig.BasePath must not be the root; use e.g. "/dashboard"`)
+	}
+	d := &dashboard{engine: cfg.Engine, base: base, api: base + "/api", assets: map[string]asset{}}
+	if d.openapi, err = dashboardOpenAPIDocument(d.api); err != nil {
+		return nil, err
+	}
+	public := []string{base, d.api + "/openapi.json"}
+	err = fs.WalkDir(dashboardUI, "dashboardui", func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		b, err := dashboardUI.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		name := strings.TrimPrefix(p, "dashboardui")
+		if name == "/index.html" {
+			name = "/"
+		}
+		sum := sha256.Sum256(b)
+		ctype := mime.TypeByExtension(path.Ext(p))
+		if name == "/" {
+			ctype = "text/html; charset=utf-8"
+		}
+		d.assets[name] = asset{body: b, ctype: ctype, etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
+		public = append(public, base+name)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("httpx: embedded dashboard page: %w", err)
+	}
+	chained, err := Wrap(Config{
+		Auth: cfg.Auth, Logger: cfg.Logger, Limiter: cfg.Limiter,
+		TrustedProxies: cfg.TrustedProxies, Now: cfg.Now,
+	}, d, public...)
+	if err != nil {
+		return nil, err
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Set before the chain, so that 401 and 429 carry it too.
+		w.Header().Set(StabilityHeader, StabilityBeta)
+		chained.ServeHTTP(w, r)
+	}), nil
+}
+
+// dashboardOpenAPIDocument returns the document with its server set to
+// where this handler serves the API, so tools call this server.
+func dashboardOpenAPIDocument(api string) ([]byte, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(dashboardOpenAPIJSON, &doc); err != nil {
+		return nil, fmt.Errorf("httpx: embedded dashboard_openapi.json: %w", err)
+	}
+	doc["servers"] = []any{map[string]any{"url": api, "description": "The dashboard API of this server"}}
+	return json.MarshalIndent(doc, "", "  ")
+}
+
+// dashRoute is one matched operation.
+type dashRoute struct {
+	pattern string // for the request log
+	handle  func(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string)
+	name    string // the {name} path value, decoded
+}
+
+// match routes a request under base. ok is false for an unknown path; a
+// known path with another method returns allow (405).
+func (d *dashboard) match(r *http.Request) (rt dashRoute, allow string, ok bool) {
+	p := r.URL.Path
+	m := r.Method
+	pick := func(allowed string, byMethod map[string]dashRoute) (dashRoute, string, bool) {
+		if rt, ok := byMethod[m]; ok {
+			return rt, "", true
+		}
+		return dashRoute{}, allowed, true
+	}
+	rest, inAPI := strings.CutPrefix(p, d.api+"/")
+	if !inAPI {
+		if p == d.base {
+			return dashRoute{pattern: "GET " + d.base, handle: d.handleToPage}, "", true
+		}
+		if _, ok := d.assets[strings.TrimPrefix(p, d.base)]; ok && strings.HasPrefix(p, d.base+"/") {
+			if m == http.MethodGet || m == http.MethodHead {
+				return dashRoute{pattern: "GET " + p, handle: d.handleAsset}, "", true
+			}
+			return dashRoute{}, "GET, HEAD", true
+		}
+		return dashRoute{}, "", false
+	}
+	api := "/api/"
+	switch {
+	case rest == "openapi.json":
+		return pick("GET", map[string]dashRoute{http.MethodGet: {pattern: "GET " + d.api + "/openapi.json", handle: d.handleOpenAPI}})
+	case rest == "domains":
+		return pick("GET, POST", map[string]dashRoute{
+			http.MethodGet:  {pattern: "GET " + d.base + api + "domains", handle: d.handleList},
+			http.MethodPost: {pattern: "POST " + d.base + api + "domains", handle: d.handleAdd},
+		})
+	case rest == "domains/config":
+		return pick("GET, PUT", map[string]dashRoute{
+			http.MethodGet: {pattern: "GET " + d.base + api + "domains/config", handle: d.handleGetConfig},
+			http.MethodPut: {pattern: "PUT " + d.base + api + "domains/config", handle: d.handlePutConfig},
+		})
+	case strings.HasPrefix(rest, "domains/"):
+		seg := strings.Split(rest[len("domains/"):], "/")
+		if seg[0] == "" {
+			return dashRoute{}, "", false
+		}
+		var rt dashRoute
+		var allowed string
+		var ok bool
+		switch {
+		case len(seg) == 1:
+			rt, allowed, ok = pick("GET, DELETE", map[string]dashRoute{
+				http.MethodGet:    {pattern: "GET " + d.base + api + "domains/{name}", handle: d.handleGet},
+				http.MethodDelete: {pattern: "DELETE " + d.base + api + "domains/{name}", handle: d.handleRemove},
+			})
+		case len(seg) == 2 && seg[1] == "verify":
+			rt, allowed, ok = pick("POST", map[string]dashRoute{
+				http.MethodPost: {pattern: "POST " + d.base + api + "domains/{name}/verify", handle: d.handleVerify},
+			})
+		default:
+			return dashRoute{}, "", false
+		}
+		rt.name = seg[0]
+		return rt, allowed, ok
+	}
+	return dashRoute{}, "", false
+}
+
+// ServeHTTP routes a request that passed the chain.
+func (d *dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rt, allow, ok := d.match(r)
+	switch {
+	case !ok:
+		WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no such path: %s", r.URL.Path))
+		return
+	case allow != "":
+		w.Header().Set("Allow", allow)
+		WriteError(w, r, petstore.Errorf(petstore.CodeMethodNotAllowed, "method %s is not allowed here; use %s", r.Method, allow))
+		return
+	}
+	// The chain logs r.Pattern as the route, as it does behind a ServeMux.
+	r.Pattern = rt.pattern
+	key, _ := KeyFromContext(r.Context())
+	rt.handle(w, r, key, rt.name)
+}
+
+func (d *dashboard) handleToPage(w http.ResponseWriter, r *http.Request, _ petstore.APIKey, _ string) {
+	http.Redirect(w, r, d.base+"/", http.StatusMovedPermanently)
+}
+
+// handleAsset serves the page and its files. The page is strict about
+// what it may load: only its own script, style and API, never a frame.
+func (d *dashboard) handleAsset(w http.ResponseWriter, r *http.Request, _ petstore.APIKey, _ string) {
+	a := d.assets[strings.TrimPrefix(r.URL.Path, d.base)]
+	h := w.Header()
+	h.Set("Content-Type", a.ctype)
+	h.Set("ETag", a.etag)
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(a.body))
+}
+
+func (d *dashboard) handleOpenAPI(w http.ResponseWriter, r *http.Request, _ petstore.APIKey, _ string) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(d.openapi)
+}
+
+// domainList is the body of GET <base>/api/domains.
+type domainList struct {
+	Domains []domain.Domain `json:"domains"`
+	Config  domain.Config   `json:"config"`
+}
+
+func (d *dashboard) handleList(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
+	list, err := d.engine.List(r.Context(), key.ProjectID)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	cfg, err := d.engine.Config(r.Context(), key.ProjectID)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	out := domainList{Domains: make([]domain.Domain, 0, len(list)), Config: tidyConfig(cfg)}
+	for _, dm := range list {
+		out.Domains = append(out.Domains, tidyDomain(dm))
+	}
+	WriteJSON(w, http.StatusOK, out)
+}
+
+func (d *dashboard) handleAdd(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
+	body, err := readDashboardBody(w, r)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	name, err := decodeNewDomain(body)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	dm, created, err := d.engine.Add(r.Context(), key.ProjectID, name)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+		w.Header().Set("Location", d.api+"/domains/"+url.PathEscape(dm.Name))
+	}
+	WriteJSON(w, status, tidyDomain(dm))
+}
+
+func (d *dashboard) handleGet(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) {
+	dm, err := d.engine.Get(r.Context(), key.ProjectID, name)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, tidyDomain(dm))
+}
+
+func (d *dashboard) handleVerify(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) {
+	dm, err := d.engine.Verify(r.Context(), key.ProjectID, name)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, tidyDomain(dm))
+}
+
+func (d *dashboard) handleRemove(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) {
+	if err := d.engine.Remove(r.Context(), key.ProjectID, name); err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (d *dashboard) handleGetConfig(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
+	cfg, err := d.engine.Config(r.Context(), key.ProjectID)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, tidyConfig(cfg))
+}
+
+func (d *dashboard) handlePutConfig(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
+	body, err := readDashboardBody(w, r)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	in, err := decodeDomainConfig(body)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	in.ProjectID = key.ProjectID
+	cfg, err := d.engine.SetConfig(r.Context(), key.ProjectID, in)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, tidyConfig(cfg))
+}
+
+// tidyDomain makes sure every list in a Domain encodes as [] rather than
+// null and the certificate has a status, whatever the engine left empty:
+// clients iterate over them without checks.
+func tidyDomain(d domain.Domain) domain.Domain {
+	if d.Records == nil {
+		d.Records = []domain.Record{}
+	}
+	if d.History == nil {
+		d.History = []domain.Transition{}
+	}
+	if d.Diagnosis.Findings == nil {
+		d.Diagnosis.Findings = []domain.Finding{}
+	}
+	if d.Diagnosis.Observed.Addresses == nil {
+		d.Diagnosis.Observed.Addresses = []string{}
+	}
+	if d.Diagnosis.NextAction == "" {
+		d.Diagnosis.NextAction = domain.ActionNone
+	}
+	if d.Certificate.State == "" {
+		d.Certificate.State = domain.CertNone
+	}
+	return d
+}
+
+func tidyConfig(c domain.Config) domain.Config {
+	if c.Redirects == nil {
+		c.Redirects = []domain.Redirect{}
+	}
+	return c
+}
+
+// readDashboardBody enforces the JSON media type (415) and the 1 MiB limit
+// (413), as the /v1 API does, and returns the body.
+func readDashboardBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if !dashboardIsJSON(r.Header.Get("Content-Type")) {
+		return nil, petstore.Errorf(petstore.CodeUnsupportedMediaType, "Content-Type must be application/json")
+	}
+	tooLarge := petstore.Errorf(petstore.CodePayloadTooLarge, "body must be at most 1 MiB")
+	if r.ContentLength > MaxBodyBytes {
+		return nil, tooLarge
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return nil, tooLarge
+		}
+		return nil, petstore.Errorf(petstore.CodeInvalidRequest, "could not read the body")
+	}
+	return b, nil
+}
+
+// dashboardIsJSON accepts application/json without a charset or with
+// UTF-8, the only encoding JSON allows (RFC 8259 §8.1).
+func dashboardIsJSON(ct string) bool {
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return false
+	}
+	cs, ok := params["charset"]
+	return !ok || strings.EqualFold(cs, "utf-8")
+}
+
+// decodeOneObject decodes exactly one JSON object from body into v and
+// turns every failure into invalid_request with a message a person can act
+// on. Unknown fields are ignored, as in /v1.
+func decodeOneObject(body []byte, v any) error {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return petstore.Errorf(petstore.CodeInvalidRequest, "body must be a JSON object")
+	}
+	if trimmed[0] != '{' {
+		return petstore.Errorf(petstore.CodeInvalidRequest, "body must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			t := te.Type
+			for t.Kind() == reflect.Pointer {
+				t = t.Elem()
+			}
+			return petstore.Errorf(petstore.CodeInvalidRequest, "%s must be a %s", te.Field, jsonKind(t.Kind()))
+		}
+		return petstore.Errorf(petstore.CodeInvalidRequest, "body is not valid JSON")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return petstore.Errorf(petstore.CodeInvalidRequest, "body must be exactly one JSON object, with nothing after it")
+	}
+	return nil
+}
+
+// jsonKind names a Go kind the way a JSON client thinks of it.
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.Slice, reflect.Array:
+		return "list"
+	case reflect.Struct, reflect.Map:
+		return "object"
+	case reflect.Int, reflect.Int64:
+		return "whole number"
+	}
+	return k.String()
+}
+
+// decodeNewDomain reads {"name": "shop.example.com"}. The name itself is
+// validated by the engine, which knows the rules.
+func decodeNewDomain(body []byte) (string, error) {
+	var in struct {
+		Name *string `json:"name"`
+	}
+	if err := decodeOneObject(body, &in); err != nil {
+		return "", err
+	}
+	if in.Name == nil || strings.TrimSpace(*in.Name) == "" {
+		return "", petstore.Errorf(petstore.CodeInvalidRequest, "name is required: the domain or subdomain to add, like shop.example.com")
+	}
+	return *in.Name, nil
+}
+
+// decodeDomainConfig reads {"primary": ..., "redirects": [{from, to,
+// status}]}. The engine validates names, statuses, chains and loops.
+func decodeDomainConfig(body []byte) (domain.Config, error) {
+	var in struct {
+		Primary   *string `json:"primary"`
+		Redirects []*struct {
+			From   string `json:"from"`
+			To     string `json:"to"`
+			Status int    `json:"status"`
+		} `json:"redirects"`
+	}
+	if err := decodeOneObject(body, &in); err != nil {
+		return domain.Config{}, err
+	}
+	out := domain.Config{Redirects: make([]domain.Redirect, 0, len(in.Redirects))}
+	if in.Primary != nil {
+		out.Primary = strings.TrimSpace(*in.Primary)
+	}
+	for i, rd := range in.Redirects {
+		if rd == nil {
+			return domain.Config{}, petstore.Errorf(petstore.CodeInvalidRequest, "redirects[%d] must be an object with from, to and status", i)
+		}
+		if strings.TrimSpace(rd.From) == "" || strings.TrimSpace(rd.To) == "" {
+			return domain.Config{}, petstore.Errorf(petstore.CodeInvalidRequest, "redirects[%d] needs both from and to", i)
+		}
+		out.Redirects = append(out.Redirects, domain.Redirect{From: rd.From, To: rd.To, Status: rd.Status})
+	}
+	return out, nil
+}

@@ -1,0 +1,214 @@
+package httpx
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/domain"
+)
+
+// Router answers the edge's question for one request: which project, if
+// any, serves this Host. The domain engine implements it from an in-memory
+// table, so it is fast and reflects an add, verify, remove or config change
+// at once. Implementations must be safe for concurrent use.
+type Router interface {
+	// Route returns RouteServe with the project for an active custom
+	// domain, RouteRedirect with the target and status for a redirect
+	// domain, and RouteNone for anything else. host is lower-case, without
+	// port or trailing dot.
+	Route(host string) domain.RouteAnswer
+}
+
+// RouterFunc adapts a function to Router.
+type RouterFunc func(host string) domain.RouteAnswer
+
+// Route implements Router.
+func (f RouterFunc) Route(host string) domain.RouteAnswer { return f(host) }
+
+// EdgeConfig configures NewEdge.
+type EdgeConfig struct {
+	// PlatformHosts are the platform's own host names: requests for them
+	// go to Platform. An entry "*.example.net" matches every name below
+	// example.net. nil means just "localhost". IP literals are always
+	// platform hosts: no custom domain can be an IP address.
+	PlatformHosts []string
+
+	// Platform serves the platform's own hosts: /v1, /dashboard/ and the
+	// dashboard API. Required.
+	Platform http.Handler
+
+	// Router says which project a custom domain belongs to. Required.
+	Router Router
+
+	// Site returns the handler that serves a project's content on its
+	// custom domains. It is called on every request, so it should return
+	// a cached handler. A nil handler answers 404. Required.
+	Site func(projectID string) http.Handler
+
+	// RedirectScheme is the scheme of redirect Locations: "https" when
+	// the platform serves custom domains over TLS. "" means the scheme of
+	// the request.
+	RedirectScheme string
+
+	// Logger receives the edge's errors. nil: discard.
+	Logger *slog.Logger
+}
+
+// edge routes requests by Host; see NewEdge.
+type edge struct {
+	exact    map[string]bool
+	suffixes []string // ".example.net" for "*.example.net"
+	platform http.Handler
+	router   Router
+	site     func(string) http.Handler
+	scheme   string
+}
+
+// NewEdge returns the handler in front of everything a platform serves,
+// routing each request by its Host header:
+//
+//   - a platform host (PlatformHosts, or any IP literal) goes to Platform;
+//   - an active custom domain goes to Site(projectID) of its project;
+//   - a redirect domain answers the configured status (301 by default)
+//     with Location set to the same path and query on the target;
+//   - any other Host (unknown, pending, failed or removed) is 404 with an
+//     Error body: never another project's content.
+//
+// The answer is asked of Router on every request, so changes made through
+// the engine take effect at once.
+func NewEdge(cfg EdgeConfig) (http.Handler, error) {
+	switch {
+	case cfg.Platform == nil:
+		return nil, errors.New("httpx: EdgeConfig.Platform is required")
+	case cfg.Router == nil:
+		return nil, errors.New("httpx: EdgeConfig.Router is required")
+	case cfg.Site == nil:
+		return nil, errors.New("httpx: EdgeConfig.Site is required")
+	}
+	switch cfg.RedirectScheme {
+	case "", "http", "https":
+	default:
+		return nil, errors.New(`httpx: EdgeConfig.RedirectScheme must be "", "http" or "https"`)
+	}
+	hosts := cfg.PlatformHosts
+	if hosts == nil {
+		hosts = []string{"localhost"}
+	}
+	e := &edge{exact: map[string]bool{}, platform: cfg.Platform, router: cfg.Router, site: cfg.Site, scheme: cfg.RedirectScheme}
+	for _, h := range hosts {
+		h = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
+		switch {
+		case h == "":
+		case strings.HasPrefix(h, "*."):
+			e.suffixes = append(e.suffixes, h[1:])
+		default:
+			e.exact[h] = true
+		}
+	}
+	return e, nil
+}
+
+// ParsePlatformHosts splits a comma-separated -platform-hosts value. An
+// empty value gives nil, which NewEdge reads as the default ("localhost";
+// IP literals always count).
+func ParsePlatformHosts(s string) []string {
+	var out []string
+	for _, h := range strings.Split(s, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// RequestHost returns the host of r without port or trailing dot, in lower
+// case: the form the edge routes on. It reads r.Host (the Host header, or
+// the authority of an HTTP/2 request).
+func RequestHost(r *http.Request) string {
+	h := r.Host
+	if host, _, err := net.SplitHostPort(h); err == nil {
+		h = host
+	}
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	return strings.TrimSuffix(strings.ToLower(h), ".")
+}
+
+func (e *edge) isPlatform(host string) bool {
+	if host == "" || e.exact[host] {
+		return true
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return true
+	}
+	for _, s := range e.suffixes {
+		if strings.HasSuffix(host, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	host := RequestHost(r)
+	if e.isPlatform(host) {
+		e.platform.ServeHTTP(w, r)
+		return
+	}
+	ans := e.router.Route(host)
+	switch ans.Kind {
+	case domain.RouteServe:
+		if h := e.site(ans.ProjectID); h != nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+	case domain.RouteRedirect:
+		e.redirect(w, r, ans)
+		return
+	}
+	// The message names only the host the client sent, so it reveals
+	// nothing about which names other projects hold.
+	WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no site is served at %s", clipHost(host)))
+}
+
+// redirect sends the client to the same path and query on the target
+// host. A port the client used is kept, so a local server on :8080
+// redirects to :8080.
+func (e *edge) redirect(w http.ResponseWriter, r *http.Request, ans domain.RouteAnswer) {
+	scheme := e.scheme
+	if scheme == "" {
+		scheme = "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+	}
+	target := ans.RedirectTo
+	if _, port, err := net.SplitHostPort(r.Host); err == nil && port != "" && e.scheme == "" {
+		target = net.JoinHostPort(target, port)
+	}
+	status := ans.Status
+	switch status {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+	default:
+		status = http.StatusMovedPermanently
+	}
+	loc := scheme + "://" + target + r.URL.EscapedPath()
+	if r.URL.RawQuery != "" {
+		loc += "?" + r.URL.RawQuery
+	}
+	w.Header().Set("Location", loc)
+	w.Header().Set("Cache-Control", "no-store") // a changed config must not stay cached in browsers
+	w.WriteHeader(status)
+}
+
+// clipHost keeps error messages short whatever Host a client sends.
+func clipHost(h string) string {
+	if len(h) > 100 {
+		return h[:97] + "..."
+	}
+	return h
+}
