@@ -1,0 +1,153 @@
+// Package dnsresolver is a domain.Resolver that asks configured nameservers
+// directly with github.com/miekg/dns. A platform points it at the
+// authoritative servers (or a resolver it trusts) to skip caches, so a
+// customer's fix shows at the next check; a test points it at its own
+// server on 127.0.0.1.
+package dnsresolver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/petstorekit/petstore/domain"
+)
+
+// DefaultTimeout bounds one query to one server when the context has no
+// earlier deadline.
+const DefaultTimeout = 3 * time.Second
+
+// Resolver asks its servers in order until one answers. It is safe for
+// concurrent use.
+type Resolver struct {
+	servers []string
+	udp     *dns.Client
+	tcp     *dns.Client
+	// Timeout bounds one query to one server; DefaultTimeout when zero.
+	Timeout time.Duration
+}
+
+var _ domain.Resolver = (*Resolver)(nil)
+
+// New returns a resolver asking servers ("host:port" each; a bare host
+// gets port 53). With none, it asks the nameservers of /etc/resolv.conf,
+// or 127.0.0.1:53 when that cannot be read.
+func New(servers ...string) *Resolver {
+	var list []string
+	for _, s := range servers {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			s = net.JoinHostPort(strings.Trim(s, "[]"), "53")
+		}
+		list = append(list, s)
+	}
+	if len(list) == 0 {
+		if conf, err := dns.ClientConfigFromFile("/etc/resolv.conf"); err == nil {
+			for _, s := range conf.Servers {
+				list = append(list, net.JoinHostPort(s, conf.Port))
+			}
+		}
+	}
+	if len(list) == 0 {
+		list = []string{"127.0.0.1:53"}
+	}
+	return &Resolver{servers: list, udp: &dns.Client{Net: "udp", UDPSize: dns.DefaultMsgSize}, tcp: &dns.Client{Net: "tcp"}}
+}
+
+// Servers returns the nameservers the resolver asks, in order.
+func (r *Resolver) Servers() []string { return append([]string(nil), r.servers...) }
+
+// Lookup implements domain.Resolver: the records of type rrtype owned by
+// exactly name, without following CNAMEs. NXDOMAIN and NODATA give an empty
+// slice; a timeout, SERVFAIL, REFUSED or any other failure of every server
+// gives an error wrapping domain.ErrLookupFailed.
+func (r *Resolver) Lookup(ctx context.Context, name, rrtype string) ([]domain.Record, error) {
+	qtype, ok := dns.StringToType[strings.ToUpper(rrtype)]
+	if !ok {
+		return nil, fmt.Errorf("dnsresolver: unknown record type %q", rrtype)
+	}
+	fqdn := dns.Fqdn(strings.ToLower(strings.TrimSpace(name)))
+	if _, ok := dns.IsDomainName(fqdn); !ok {
+		return nil, fmt.Errorf("dnsresolver: %q is not a domain name", name)
+	}
+	q := new(dns.Msg)
+	q.SetQuestion(fqdn, qtype)
+	q.RecursionDesired = true
+	q.SetEdns0(dns.DefaultMsgSize, false)
+
+	var errs []error
+	for _, server := range r.servers {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%w: %s %s: %w", domain.ErrLookupFailed, name, rrtype, err)
+		}
+		resp, err := r.exchange(ctx, q, server)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", server, err))
+			continue
+		}
+		switch resp.Rcode {
+		case dns.RcodeSuccess, dns.RcodeNameError:
+			return records(resp, fqdn, qtype), nil
+		default:
+			errs = append(errs, fmt.Errorf("%s answered %s", server, dns.RcodeToString[resp.Rcode]))
+		}
+	}
+	return nil, fmt.Errorf("%w: %s %s: %w", domain.ErrLookupFailed, name, rrtype, errors.Join(errs...))
+}
+
+// exchange asks one server over UDP and again over TCP when the answer was
+// truncated.
+func (r *Resolver) exchange(ctx context.Context, q *dns.Msg, server string) (*dns.Msg, error) {
+	timeout := r.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp, _, err := r.udp.ExchangeContext(ctx, q, server)
+	if err == nil && resp.Truncated {
+		resp, _, err = r.tcp.ExchangeContext(ctx, q, server)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if resp.Id != q.Id {
+		return nil, errors.New("answer does not match the query")
+	}
+	return resp, nil
+}
+
+// records picks the answers of qtype owned by exactly fqdn: a server that
+// chases a CNAME also returns the target's records, which are not ours.
+func records(resp *dns.Msg, fqdn string, qtype uint16) []domain.Record {
+	out := []domain.Record{}
+	for _, rr := range resp.Answer {
+		h := rr.Header()
+		if h.Rrtype != qtype || !strings.EqualFold(h.Name, fqdn) {
+			continue
+		}
+		rec := domain.Record{Type: dns.TypeToString[qtype], Name: strings.TrimSuffix(strings.ToLower(h.Name), "."), TTL: int(h.Ttl)}
+		switch v := rr.(type) {
+		case *dns.A:
+			rec.Value = v.A.String()
+		case *dns.AAAA:
+			rec.Value = v.AAAA.String()
+		case *dns.CNAME:
+			rec.Value = strings.TrimSuffix(strings.ToLower(v.Target), ".")
+		case *dns.CAA:
+			rec.Value = fmt.Sprintf("%d %s %q", v.Flag, v.Tag, v.Value)
+		case *dns.TXT:
+			rec.Value = strings.Join(v.Txt, "")
+		default:
+			rec.Value = strings.TrimPrefix(rr.String(), h.String())
+		}
+		out = append(out, rec)
+	}
+	return out
+}

@@ -1,0 +1,164 @@
+package dnsresolver_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/libdns/libdns"
+	"github.com/miekg/dns"
+	"github.com/petstorekit/petstore/adapters/dnsresolver"
+	"github.com/petstorekit/petstore/adapters/memzone"
+	"github.com/petstorekit/petstore/domain"
+)
+
+func TestLookup(t *testing.T) {
+	ctx := context.Background()
+	zone, srv := memzone.NewTestServer(t, "example.com.")
+	var big []libdns.Record
+	for i := range 300 { // well over 4096 octets: only TCP carries it
+		big = append(big, libdns.Address{Name: "big", TTL: time.Hour, IP: netip.AddrFrom4([4]byte{10, 0, byte(i / 256), byte(i % 256)})})
+	}
+	recs := append([]libdns.Record{
+		libdns.CNAME{Name: "shop", TTL: time.Hour, Target: "Edge.Petstore.Example."},
+		libdns.Address{Name: "apex-ish", TTL: 300 * time.Second, IP: netip.MustParseAddr("203.0.113.9")},
+		libdns.Address{Name: "apex-ish", TTL: 300 * time.Second, IP: netip.MustParseAddr("2001:db8::1")},
+		libdns.CNAME{Name: "chain", TTL: time.Hour, Target: "apex-ish.example.com."},
+		libdns.TXT{Name: "txt", TTL: time.Hour, Text: "hello"},
+	}, big...)
+	if _, err := zone.AppendRecords(ctx, "example.com.", recs); err != nil {
+		t.Fatal(err)
+	}
+	srv.FailWith("broken.example.com.", dns.RcodeServerFailure)
+	r := dnsresolver.New(srv.Addr())
+
+	for _, tc := range []struct {
+		name, typ string
+		want      string
+		failed    bool
+	}{
+		{"shop.example.com", "CNAME", "[CNAME shop.example.com edge.petstore.example 3600]", false},
+		{"SHOP.example.com.", "cname", "[CNAME shop.example.com edge.petstore.example 3600]", false},
+		{"shop.example.com", "A", "[]", false}, // the CNAME is not followed
+		{"chain.example.com", "A", "[]", false},
+		{"apex-ish.example.com", "A", "[A apex-ish.example.com 203.0.113.9 300]", false},
+		{"apex-ish.example.com", "AAAA", "[AAAA apex-ish.example.com 2001:db8::1 300]", false},
+		{"apex-ish.example.com", "CNAME", "[]", false}, // NODATA
+		{"missing.example.com", "A", "[]", false},      // NXDOMAIN
+		{"txt.example.com", "TXT", "[TXT txt.example.com hello 3600]", false},
+		{"broken.example.com", "CNAME", "", true}, // SERVFAIL
+		{"elsewhere.example.net", "A", "", true},  // REFUSED
+	} {
+		t.Run(tc.name+"/"+tc.typ, func(t *testing.T) {
+			got, err := r.Lookup(ctx, tc.name, tc.typ)
+			if tc.failed {
+				if !errors.Is(err, domain.ErrLookupFailed) {
+					t.Fatalf("Lookup = %v, %v; want an error wrapping ErrLookupFailed", got, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got == nil {
+				t.Fatal("Lookup returned nil, want an empty slice")
+			}
+			var s []string
+			for _, r := range got {
+				s = append(s, fmt.Sprintf("%s %s %s %d", r.Type, r.Name, r.Value, r.TTL))
+			}
+			if fmt.Sprint(s) != tc.want && !(tc.want == "[]" && len(s) == 0) {
+				t.Fatalf("Lookup = %v, want %s", s, tc.want)
+			}
+		})
+	}
+	t.Run("TruncatedFallsBackToTCP", func(t *testing.T) {
+		got, err := r.Lookup(ctx, "big.example.com", "A")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 300 {
+			t.Fatalf("got %d A records, want all 300 (over TCP)", len(got))
+		}
+	})
+	t.Run("FirstServerDownSecondAnswers", func(t *testing.T) {
+		r := dnsresolver.New(silentServer(t), srv.Addr())
+		r.Timeout = 200 * time.Millisecond
+		got, err := r.Lookup(ctx, "shop.example.com", "CNAME")
+		if err != nil || len(got) != 1 {
+			t.Fatalf("Lookup = %v, %v; want the second server's answer", got, err)
+		}
+	})
+	t.Run("TimeoutIsLookupFailed", func(t *testing.T) {
+		r := dnsresolver.New(silentServer(t))
+		r.Timeout = 100 * time.Millisecond
+		_, err := r.Lookup(ctx, "shop.example.com", "CNAME")
+		if !errors.Is(err, domain.ErrLookupFailed) {
+			t.Fatalf("Lookup against a silent server = %v, want ErrLookupFailed", err)
+		}
+	})
+	t.Run("CancelledContext", func(t *testing.T) {
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		_, err := r.Lookup(cctx, "shop.example.com", "CNAME")
+		if !errors.Is(err, domain.ErrLookupFailed) || !errors.Is(err, context.Canceled) {
+			t.Fatalf("Lookup with a cancelled context = %v, want ErrLookupFailed and context.Canceled", err)
+		}
+	})
+	t.Run("BadInput", func(t *testing.T) {
+		for _, tc := range [][2]string{{"shop.example.com", "NOPE"}, {"a..b", "A"}} {
+			if _, err := r.Lookup(ctx, tc[0], tc[1]); err == nil || errors.Is(err, domain.ErrLookupFailed) {
+				t.Fatalf("Lookup(%q, %q) = %v, want an input error", tc[0], tc[1], err)
+			}
+		}
+	})
+}
+
+// silentServer returns the address of a UDP socket that never answers.
+func silentServer(t *testing.T) string {
+	t.Helper()
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c.LocalAddr().String()
+}
+
+func TestNewDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		in   []string
+		want string
+	}{
+		{[]string{"127.0.0.1:5353"}, "[127.0.0.1:5353]"},
+		{[]string{"127.0.0.1", " ::1 ", ""}, "[127.0.0.1:53 [::1]:53]"},
+		{[]string{"[::1]:5300"}, "[[::1]:5300]"},
+	} {
+		t.Run(fmt.Sprint(tc.in), func(t *testing.T) {
+			if got := fmt.Sprint(dnsresolver.New(tc.in...).Servers()); got != tc.want {
+				t.Fatalf("Servers() = %s, want %s", got, tc.want)
+			}
+		})
+	}
+	if len(dnsresolver.New().Servers()) == 0 {
+		t.Fatal("New() has no servers")
+	}
+}
+
+func BenchmarkLookup(b *testing.B) {
+	zone, srv := memzone.NewTestServer(b, "example.com.")
+	if _, err := zone.AppendRecords(context.Background(), "example.com.", []libdns.Record{libdns.CNAME{Name: "shop", TTL: time.Hour, Target: "edge.petstore.example."}}); err != nil {
+		b.Fatal(err)
+	}
+	r := dnsresolver.New(srv.Addr())
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := r.Lookup(context.Background(), "shop.example.com", "CNAME"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
