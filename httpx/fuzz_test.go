@@ -1,0 +1,102 @@
+package httpx
+
+import (
+	"encoding/json"
+	"net/url"
+	"strconv"
+	"testing"
+
+	"github.com/petstorekit/petstore"
+)
+
+// FuzzDecodeNewPet: the body decoder never panics, fails only with
+// invalid_request, and what it accepts is what encoding/json reads from
+// the same object.
+func FuzzDecodeNewPet(f *testing.F) {
+	for _, s := range []string{
+		`{"name":"Rex","categoryId":1}`, `{"name":"Rex","categoryId":1,"status":"sold","id":9}`,
+		`{"name":null,"categoryId":1}`, `{"categoryId":9223372036854775808}`, `[]`, `null`, ``, `{}{}`,
+		`{"name":"\u00e9","categoryId":-0}`, `{"name":"x","categoryId":1e3}`, ` {"name":"x","categoryId":1} `,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		np, err := decodeNewPet(body)
+		if err != nil {
+			if petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
+				t.Fatalf("error %v is not invalid_request", err)
+			}
+			return
+		}
+		var want petstore.NewPet
+		if err := json.Unmarshal(body, &want); err != nil {
+			t.Fatalf("accepted %q that encoding/json rejects: %v", body, err)
+		}
+		if np.CategoryID != want.CategoryID || np.Status != want.Status {
+			t.Fatalf("decoded %+v, encoding/json %+v", np, want)
+		}
+	})
+}
+
+// FuzzParseListQuery: any query string either parses into a filter the
+// service accepts the bounds of, or is invalid_request.
+func FuzzParseListQuery(f *testing.F) {
+	for _, s := range []string{"", "limit=20", "limit=0", "limit=abc", "status=sold&limit=100", "status=Sold", "cursor=", "limit=1&limit=2", "limit=%2B5"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		q, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		flt, err := parseListQuery(q)
+		if err != nil {
+			if petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
+				t.Fatalf("error %v is not invalid_request", err)
+			}
+			return
+		}
+		if flt.Limit < 0 || flt.Limit > petstore.MaxLimit || flt.Status != "" && !flt.Status.Valid() {
+			t.Fatalf("accepted %q as %+v", raw, flt)
+		}
+	})
+}
+
+// FuzzParsePetID: accepted ids print back to the same text.
+func FuzzParsePetID(f *testing.F) {
+	for _, s := range []string{"1", "0", "-1", "+1", "abc", "1.5", "9223372036854775807", "9223372036854775808", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		id, err := parsePetID(s)
+		if err != nil {
+			if petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
+				t.Fatalf("error %v is not invalid_request", err)
+			}
+			return
+		}
+		if got := strconv.FormatInt(id, 10); got != s && "-"+got != s && !(s == "-0" && id == 0) {
+			if n, _ := strconv.ParseInt(s, 10, 64); n != id {
+				t.Fatalf("%q parsed as %d", s, id)
+			}
+		}
+	})
+}
+
+// FuzzRequestID: the id is always a safe header and log value.
+func FuzzRequestID(f *testing.F) {
+	for _, s := range []string{"", "abc", "a b", "x\nInjected: 1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		id := requestID(s)
+		if len(id) == 0 || len(id) > 128 {
+			t.Fatalf("id %q", id)
+		}
+		for _, c := range []byte(id) {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+				t.Fatalf("id %q has %q", id, c)
+			}
+		}
+	})
+}
