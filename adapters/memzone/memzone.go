@@ -193,9 +193,9 @@ func (p *Provider) DeleteRecords(ctx context.Context, zoneName string, recs []li
 	}
 	matchers := make([]func(dns.RR) bool, 0, len(recs))
 	for _, rec := range recs {
-		m, err := matcher(z.name, rec)
+		m, err := rfc2136.Matcher(z.name, rec)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("memzone: %w", err)
 		}
 		matchers = append(matchers, m)
 	}
@@ -227,47 +227,6 @@ func (p *Provider) zone(name string) (*zone, error) {
 func (z *zone) commit(records []dns.RR) {
 	z.records = records
 	z.soa.Serial++
-}
-
-// matcher builds the DeleteRecords predicate for one input record.
-func matcher(zoneName string, rec libdns.Record) (func(dns.RR) bool, error) {
-	r := rec.RR()
-	if r.Name == "" {
-		return nil, fmt.Errorf("memzone: delete needs a record name")
-	}
-	owner, err := rfc2136.OwnerName(zoneName, r.Name)
-	if err != nil {
-		return nil, fmt.Errorf("memzone: %w", err)
-	}
-	var rtype uint16
-	if r.Type != "" {
-		t, ok := dns.StringToType[strings.ToUpper(r.Type)]
-		if !ok {
-			return nil, fmt.Errorf("memzone: unknown record type %q", r.Type)
-		}
-		rtype = t
-	}
-	var want dns.RR
-	if r.Data != "" {
-		if r.Type == "" {
-			return nil, fmt.Errorf("memzone: delete of %q gives data without a type", r.Name)
-		}
-		if want, err = canonical(zoneName, r); err != nil {
-			return nil, err
-		}
-	}
-	ttl := uint32(r.TTL.Seconds())
-	return func(rr dns.RR) bool {
-		h := rr.Header()
-		switch {
-		case h.Name != owner,
-			rtype != 0 && h.Rrtype != rtype,
-			r.TTL != 0 && h.Ttl != ttl,
-			want != nil && !dns.IsDuplicate(rr, want):
-			return false
-		}
-		return true
-	}, nil
 }
 
 // toWire converts and canonicalises libdns records for zoneName.

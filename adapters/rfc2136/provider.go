@@ -1,0 +1,370 @@
+package rfc2136
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/libdns/libdns"
+	"github.com/miekg/dns"
+)
+
+// Provider reads and writes zones on an authoritative server with RFC 2136
+// dynamic updates and AXFR, both signed with TSIG. Fill in the fields and
+// use it; it is safe for concurrent use. The server must allow the key to
+// update and transfer the zone (BIND: allow-update/allow-transfer; Knot: an
+// ACL with action [update, transfer]; PowerDNS: ALLOW-DNSUPDATE-FROM,
+// TSIG-ALLOW-DNSUPDATE and TSIG-ALLOW-AXFR metadata).
+//
+// Names in data (CNAME, MX, NS targets) are fully qualified whether or not
+// they end in a dot. The SOA and DNSSEC records are left out of GetRecords
+// and cannot be written.
+type Provider struct {
+	// Server is the primary's "host:port", e.g. "127.0.0.1:53".
+	Server string `json:"server"`
+	// KeyName is the TSIG key's name, e.g. "petstore-update.".
+	KeyName string `json:"key_name"`
+	// KeyAlgorithm is the TSIG algorithm: "hmac-sha256" (the default),
+	// "hmac-sha512", "hmac-sha384", "hmac-sha224" or "hmac-sha1".
+	KeyAlgorithm string `json:"key_algorithm,omitempty"`
+	// KeySecret is the TSIG secret, base64 encoded as in BIND and Knot
+	// configuration files. Keep it out of logs.
+	KeySecret string `json:"key_secret"`
+	// Timeout bounds each exchange with the server when ctx has no earlier
+	// deadline; zero means 10 seconds.
+	Timeout time.Duration `json:"timeout,omitempty"`
+
+	// mu serialises the read-modify-write of DeleteRecords within this
+	// provider so two deletions do not race on a stale transfer.
+	mu sync.Mutex
+}
+
+var (
+	_ libdns.RecordGetter   = (*Provider)(nil)
+	_ libdns.RecordAppender = (*Provider)(nil)
+	_ libdns.RecordSetter   = (*Provider)(nil)
+	_ libdns.RecordDeleter  = (*Provider)(nil)
+)
+
+// ErrRcode is wrapped by errors for an UPDATE or transfer the server
+// answered with an error code (REFUSED, NOTAUTH, SERVFAIL ...).
+var ErrRcode = errors.New("rfc2136: server refused")
+
+// GetRecords implements libdns.RecordGetter with a TSIG-signed AXFR.
+func (p *Provider) GetRecords(ctx context.Context, zone string) ([]libdns.Record, error) {
+	rrs, err := p.transfer(ctx, zone)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]libdns.Record, 0, len(rrs))
+	for _, rr := range rrs {
+		rec, err := FromDNS(zone, rr)
+		if err != nil {
+			return nil, fmt.Errorf("rfc2136: %w", err)
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+// AppendRecords implements libdns.RecordAppender with one UPDATE that adds
+// the records. Servers ignore an added record identical to an existing one,
+// and some (Knot) silently ignore a CNAME added next to other data: read
+// the zone back when that matters.
+func (p *Provider) AppendRecords(ctx context.Context, zone string, recs []libdns.Record) ([]libdns.Record, error) {
+	rrs, err := toRRs(zone, recs)
+	if err != nil {
+		return nil, err
+	}
+	m := newUpdate(zone)
+	m.Insert(rrs)
+	if err := p.update(ctx, m); err != nil {
+		return nil, err
+	}
+	return fromRRs(zone, rrs)
+}
+
+// SetRecords implements libdns.RecordSetter with one UPDATE that deletes
+// each input (name, type) RRset and adds the given records. RFC 2136 applies
+// an UPDATE all or nothing, so an error from the server (wrapping ErrRcode)
+// is a libdns.AtomicErr: the zone is unchanged.
+func (p *Provider) SetRecords(ctx context.Context, zone string, recs []libdns.Record) ([]libdns.Record, error) {
+	rrs, err := toRRs(zone, recs)
+	if err != nil {
+		return nil, err
+	}
+	m := newUpdate(zone)
+	var sets []dns.RR
+	for _, rr := range rrs {
+		h := rr.Header()
+		if !slices.ContainsFunc(sets, func(s dns.RR) bool { return s.Header().Name == h.Name && s.Header().Rrtype == h.Rrtype }) {
+			sets = append(sets, rr)
+		}
+	}
+	m.RemoveRRset(sets)
+	m.Insert(rrs)
+	if err := p.update(ctx, m); err != nil {
+		if errors.Is(err, ErrRcode) {
+			return nil, libdns.AtomicErr(err)
+		}
+		return nil, err
+	}
+	return fromRRs(zone, rrs)
+}
+
+// DeleteRecords implements libdns.RecordDeleter: it transfers the zone to
+// find the matching records (empty Type, zero TTL or empty data match any)
+// and removes exactly those in one UPDATE.
+func (p *Provider) DeleteRecords(ctx context.Context, zone string, recs []libdns.Record) ([]libdns.Record, error) {
+	matches := make([]func(dns.RR) bool, 0, len(recs))
+	for _, rec := range recs {
+		m, err := Matcher(zone, rec)
+		if err != nil {
+			return nil, fmt.Errorf("rfc2136: %w", err)
+		}
+		matches = append(matches, m)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	all, err := p.transfer(ctx, zone)
+	if err != nil {
+		return nil, err
+	}
+	var doomed []dns.RR
+	for _, rr := range all {
+		if slices.ContainsFunc(matches, func(m func(dns.RR) bool) bool { return m(rr) }) {
+			doomed = append(doomed, rr)
+		}
+	}
+	if len(doomed) == 0 {
+		return []libdns.Record{}, nil
+	}
+	deleted, err := fromRRs(zone, doomed)
+	if err != nil {
+		return nil, err
+	}
+	m := newUpdate(zone)
+	m.Remove(doomed) // rewrites class and TTL in place: convert first
+	if err := p.update(ctx, m); err != nil {
+		return nil, err
+	}
+	return deleted, nil
+}
+
+// Matcher returns the libdns DeleteRecords predicate for pattern in zone:
+// the owner name must match; an empty Type, zero TTL or empty data matches
+// any value. Data is compared as DNS data, so "2001:DB8::1" matches
+// "2001:db8::1".
+func Matcher(zone string, pattern libdns.Record) (func(dns.RR) bool, error) {
+	r := pattern.RR()
+	if r.Name == "" {
+		return nil, errors.New("delete needs a record name")
+	}
+	owner, err := OwnerName(zone, r.Name)
+	if err != nil {
+		return nil, err
+	}
+	var rtype uint16
+	if r.Type != "" {
+		t, ok := dns.StringToType[strings.ToUpper(r.Type)]
+		if !ok {
+			return nil, fmt.Errorf("unknown record type %q", r.Type)
+		}
+		rtype = t
+	}
+	var want dns.RR
+	if r.Data != "" {
+		if r.Type == "" {
+			return nil, fmt.Errorf("delete of %q gives data without a type", r.Name)
+		}
+		if want, err = ToDNS(zone, r); err != nil {
+			return nil, err
+		}
+		want = roundTrip(want)
+	}
+	ttl := uint32(r.TTL / time.Second)
+	return func(rr dns.RR) bool {
+		h := rr.Header()
+		switch {
+		case !strings.EqualFold(h.Name, owner),
+			h.Rrtype == dns.TypeSOA,
+			rtype != 0 && h.Rrtype != rtype,
+			r.TTL != 0 && h.Ttl != ttl,
+			want != nil && !dns.IsDuplicate(rr, want):
+			return false
+		}
+		return true
+	}, nil
+}
+
+// roundTrip passes rr through the wire format so that it compares equal to
+// records received from a server (escapes resolved, case as sent).
+func roundTrip(rr dns.RR) dns.RR {
+	buf := make([]byte, dns.Len(rr)+64)
+	n, err := dns.PackRR(rr, buf, 0, nil, false)
+	if err != nil {
+		return rr
+	}
+	out, _, err := dns.UnpackRR(buf[:n], 0)
+	if err != nil {
+		return rr
+	}
+	return out
+}
+
+func newUpdate(zone string) *dns.Msg {
+	m := new(dns.Msg)
+	m.SetUpdate(dns.CanonicalName(zone))
+	return m
+}
+
+func toRRs(zone string, recs []libdns.Record) ([]dns.RR, error) {
+	out := make([]dns.RR, 0, len(recs))
+	for _, rec := range recs {
+		rr, err := ToDNS(zone, rec)
+		if err != nil {
+			return nil, fmt.Errorf("rfc2136: %w", err)
+		}
+		out = append(out, rr)
+	}
+	return out, nil
+}
+
+func fromRRs(zone string, rrs []dns.RR) ([]libdns.Record, error) {
+	out := make([]libdns.Record, 0, len(rrs))
+	for _, rr := range rrs {
+		rec, err := FromDNS(zone, roundTrip(rr))
+		if err != nil {
+			return nil, fmt.Errorf("rfc2136: %w", err)
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+func (p *Provider) algorithm() (string, error) {
+	alg := strings.ToLower(strings.TrimSuffix(p.KeyAlgorithm, "."))
+	switch alg {
+	case "", "hmac-sha256":
+		return dns.HmacSHA256, nil
+	case "hmac-sha512":
+		return dns.HmacSHA512, nil
+	case "hmac-sha384":
+		return dns.HmacSHA384, nil
+	case "hmac-sha224":
+		return dns.HmacSHA224, nil
+	case "hmac-sha1":
+		return dns.HmacSHA1, nil
+	}
+	return "", fmt.Errorf("rfc2136: unsupported TSIG algorithm %q", p.KeyAlgorithm)
+}
+
+// sign adds a TSIG record to m and returns the secrets map miekg/dns needs
+// to sign and verify it. Without a key, messages go unsigned.
+func (p *Provider) sign(m *dns.Msg) (map[string]string, error) {
+	if p.KeyName == "" {
+		return nil, nil
+	}
+	alg, err := p.algorithm()
+	if err != nil {
+		return nil, err
+	}
+	name := dns.CanonicalName(p.KeyName)
+	m.SetTsig(name, alg, 300, time.Now().Unix())
+	return map[string]string{name: p.KeySecret}, nil
+}
+
+func (p *Provider) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	timeout := p.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	return context.WithTimeout(ctx, timeout)
+}
+
+// update sends m over TCP (updates can be large, and TCP avoids resending
+// a non-idempotent message on a lost UDP reply) and checks the answer.
+func (p *Provider) update(ctx context.Context, m *dns.Msg) error {
+	ctx, cancel := p.deadline(ctx)
+	defer cancel()
+	secrets, err := p.sign(m)
+	if err != nil {
+		return err
+	}
+	c := &dns.Client{Net: "tcp", TsigSecret: secrets}
+	resp, _, err := c.ExchangeContext(ctx, m, p.Server)
+	if err != nil {
+		return fmt.Errorf("rfc2136: update %s at %s: %w", m.Question[0].Name, p.Server, err)
+	}
+	if resp.Rcode != dns.RcodeSuccess {
+		return fmt.Errorf("%w update of %s: %s", ErrRcode, m.Question[0].Name, dns.RcodeToString[resp.Rcode])
+	}
+	return nil
+}
+
+// transfer returns the zone's records without the SOA and DNSSEC records.
+func (p *Provider) transfer(ctx context.Context, zone string) ([]dns.RR, error) {
+	zone = dns.CanonicalName(zone)
+	ctx, cancel := p.deadline(ctx)
+	defer cancel()
+	m := new(dns.Msg)
+	m.SetAxfr(zone)
+	secrets, err := p.sign(m)
+	if err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", p.Server)
+	if err != nil {
+		return nil, fmt.Errorf("rfc2136: transfer %s from %s: %w", zone, p.Server, err)
+	}
+	// miekg/dns transfers take no context: closing the connection is what
+	// stops one when ctx ends.
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	t := &dns.Transfer{Conn: &dns.Conn{Conn: conn}, TsigSecret: secrets}
+	if dl, ok := ctx.Deadline(); ok {
+		t.ReadTimeout = time.Until(dl)
+	}
+	envs, err := t.In(m, p.Server)
+	if err != nil {
+		conn.Close()
+		return nil, p.transferErr(ctx, zone, err)
+	}
+	var out []dns.RR
+	var failed error
+	for env := range envs {
+		if env.Error != nil {
+			failed = env.Error
+			continue // drain: In's goroutine closes the channel
+		}
+		for _, rr := range env.RR {
+			switch rr.Header().Rrtype {
+			case dns.TypeSOA, dns.TypeRRSIG, dns.TypeNSEC, dns.TypeNSEC3, dns.TypeNSEC3PARAM,
+				dns.TypeDNSKEY, dns.TypeCDS, dns.TypeCDNSKEY, dns.TypeTSIG:
+				continue
+			}
+			out = append(out, rr)
+		}
+	}
+	if failed != nil {
+		return nil, p.transferErr(ctx, zone, failed)
+	}
+	return out, nil
+}
+
+func (p *Provider) transferErr(ctx context.Context, zone string, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("rfc2136: transfer %s from %s: %w", zone, p.Server, ctxErr)
+	}
+	var dnsErr *dns.Error
+	if errors.As(err, &dnsErr) && strings.Contains(err.Error(), "xfr") {
+		return fmt.Errorf("%w transfer of %s: %v", ErrRcode, zone, err)
+	}
+	return fmt.Errorf("rfc2136: transfer %s from %s: %w", zone, p.Server, err)
+}
