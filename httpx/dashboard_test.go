@@ -1,0 +1,362 @@
+package httpx_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/domain"
+)
+
+const api = "/dashboard/api"
+
+// TestDashboardDomainLifecycle walks one domain through what a customer
+// does in the dashboard: add it, read the instructions, verify before and
+// after fixing DNS, see it live on the edge, configure a redirect, remove
+// it and see traffic stop at once.
+func TestDashboardDomainLifecycle(t *testing.T) {
+	for name, open := range dashStores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			w := newDashWorld(t, open(t), newFakeClock().Now)
+
+			res := w.call(t, w.pro, http.MethodGet, api+"/domains", nil)
+			if res.Status != http.StatusOK || !strings.Contains(string(res.Body), `"domains":[]`) {
+				t.Fatalf("empty list: %d %s", res.Status, res.Body)
+			}
+
+			res = w.call(t, w.pro, http.MethodPost, api+"/domains", map[string]string{"name": "Shop.Example.com."})
+			if res.Status != http.StatusCreated {
+				t.Fatalf("add: %d %s", res.Status, res.Body)
+			}
+			if got, want := res.Header.Get("Location"), api+"/domains/shop.example.com"; got != want {
+				t.Fatalf("Location = %q, want %q", got, want)
+			}
+			d := res.domain(t)
+			if d.Name != "shop.example.com" || d.Status != domain.StatusPending || d.Kind != domain.KindSubdomain {
+				t.Fatalf("added domain = %+v", d)
+			}
+			want := domain.Record{Type: "CNAME", Name: "shop", Value: testTarget, TTL: 3600}
+			if len(d.Records) != 1 || d.Records[0] != want {
+				t.Fatalf("records = %+v, want [%+v]", d.Records, want)
+			}
+
+			res = w.call(t, w.pro, http.MethodPost, api+"/domains", map[string]string{"name": "shop.example.com"})
+			if res.Status != http.StatusOK || res.domain(t).Name != "shop.example.com" {
+				t.Fatalf("add again: %d %s", res.Status, res.Body)
+			}
+
+			verify := func(wantStatus domain.Status, wantFinding string) domain.Domain {
+				t.Helper()
+				res := w.call(t, w.pro, http.MethodPost, api+"/domains/shop.example.com/verify", nil)
+				if res.Status != http.StatusOK {
+					t.Fatalf("verify: %d %s", res.Status, res.Body)
+				}
+				d := res.domain(t)
+				if d.Status != wantStatus {
+					t.Fatalf("status after verify = %s, want %s (%s)", d.Status, wantStatus, res.Body)
+				}
+				codes := []string{}
+				for _, f := range d.Diagnosis.Findings {
+					codes = append(codes, f.Code)
+				}
+				if wantFinding != "" && !slices.Contains(codes, wantFinding) {
+					t.Fatalf("findings = %v, want %s", codes, wantFinding)
+				}
+				return d
+			}
+			verify(domain.StatusPending, domain.FindingNoRecords)
+			if got := w.get(t, "shop.example.com", "/", "").Code; got != http.StatusNotFound {
+				t.Fatalf("pending domain served: %d", got)
+			}
+
+			w.setCNAME(t, "shop", "elsewhere.example.net")
+			d = verify(domain.StatusPending, domain.FindingCNAMEMismatch)
+			if d.Diagnosis.NextAction != domain.ActionFixDNS || d.Diagnosis.Observed.CNAME != "elsewhere.example.net" {
+				t.Fatalf("diagnosis = %+v", d.Diagnosis)
+			}
+
+			w.setCNAME(t, "shop", testTarget)
+			verify(domain.StatusActive, "")
+			page := w.get(t, "shop.example.com", "/", "")
+			if page.Code != http.StatusOK || !strings.Contains(page.Body.String(), w.proKey.ProjectID) {
+				t.Fatalf("live domain: %d %s", page.Code, page.Body)
+			}
+
+			res = w.call(t, w.pro, http.MethodGet, api+"/domains/shop.example.com", nil)
+			if d := res.domain(t); res.Status != http.StatusOK || len(d.History) < 2 || d.History[0].Status != domain.StatusPending {
+				t.Fatalf("get: %d %s", res.Status, res.Body)
+			}
+
+			// A second domain redirecting to the first.
+			w.call(t, w.pro, http.MethodPost, api+"/domains", map[string]string{"name": "www.example.com"})
+			w.setCNAME(t, "www", testTarget)
+			w.call(t, w.pro, http.MethodPost, api+"/domains/www.example.com/verify", nil)
+			cfg := domain.Config{Primary: "shop.example.com", Redirects: []domain.Redirect{{From: "www.example.com", To: "shop.example.com"}}}
+			res = w.call(t, w.pro, http.MethodPut, api+"/domains/config", cfg)
+			if res.Status != http.StatusOK || !strings.Contains(string(res.Body), `"status":301`) {
+				t.Fatalf("put config: %d %s", res.Status, res.Body)
+			}
+			res = w.call(t, w.pro, http.MethodGet, api+"/domains/config", nil)
+			var got domain.Config
+			if err := json.Unmarshal(res.Body, &got); err != nil || got.Primary != "shop.example.com" || len(got.Redirects) != 1 {
+				t.Fatalf("get config: %d %s", res.Status, res.Body)
+			}
+			rd := w.get(t, "www.example.com", "/pets?x=1", "")
+			if rd.Code != http.StatusMovedPermanently || rd.Header().Get("Location") != "http://shop.example.com/pets?x=1" {
+				t.Fatalf("redirect: %d %q", rd.Code, rd.Header().Get("Location"))
+			}
+
+			res = w.call(t, w.pro, http.MethodGet, api+"/domains", nil)
+			var list struct {
+				Domains []domain.Domain `json:"domains"`
+				Config  domain.Config   `json:"config"`
+			}
+			if err := json.Unmarshal(res.Body, &list); err != nil || len(list.Domains) != 2 || list.Config.Primary != "shop.example.com" {
+				t.Fatalf("list: %d %s", res.Status, res.Body)
+			}
+
+			res = w.call(t, w.pro, http.MethodDelete, api+"/domains/shop.example.com", nil)
+			if res.Status != http.StatusNoContent || len(res.Body) != 0 {
+				t.Fatalf("remove: %d %s", res.Status, res.Body)
+			}
+			// Traffic stopped before the response: no refresh, no wait.
+			if got := w.get(t, "shop.example.com", "/", ""); got.Code != http.StatusNotFound {
+				t.Fatalf("removed domain still served: %d %s", got.Code, got.Body)
+			}
+			if got := w.get(t, "www.example.com", "/", ""); got.Code != http.StatusOK && got.Code != http.StatusNotFound {
+				t.Fatalf("redirect to a removed domain: %d", got.Code)
+			} else if got.Header().Get("Location") != "" {
+				t.Fatalf("redirect to a removed domain still answered: %q", got.Header().Get("Location"))
+			}
+			res = w.call(t, w.pro, http.MethodGet, api+"/domains/config", nil)
+			if strings.Contains(string(res.Body), "shop.example.com") {
+				t.Fatalf("config still mentions the removed domain: %s", res.Body)
+			}
+			if res := w.call(t, w.pro, http.MethodGet, api+"/domains/shop.example.com", nil); res.Status != http.StatusNotFound {
+				t.Fatalf("get removed: %d", res.Status)
+			}
+		})
+	}
+}
+
+// TestDashboardUnicodeNames: {name} is accepted in either form and both
+// forms come back.
+func TestDashboardUnicodeNames(t *testing.T) {
+	t.Parallel()
+	w := newDashWorld(t, dashStores(t)["memstore"](t), newFakeClock().Now)
+	res := w.call(t, w.pro, http.MethodPost, api+"/domains", map[string]string{"name": "Bücher.example.com"})
+	d := res.domain(t)
+	if res.Status != http.StatusCreated || d.Name != "xn--bcher-kva.example.com" || d.UnicodeName != "bücher.example.com" {
+		t.Fatalf("add: %d %s", res.Status, res.Body)
+	}
+	for _, path := range []string{
+		api + "/domains/xn--bcher-kva.example.com",
+		api + "/domains/b%C3%BCcher.example.com",
+		api + "/domains/B%C3%9Ccher.Example.com",
+	} {
+		t.Run(path, func(t *testing.T) {
+			res := w.call(t, w.pro, http.MethodGet, path, nil)
+			if res.Status != http.StatusOK || res.domain(t).Name != "xn--bcher-kva.example.com" {
+				t.Fatalf("%d %s", res.Status, res.Body)
+			}
+		})
+	}
+}
+
+// TestDashboardErrors: every refusal is an Error body with the code of the
+// binding table, and is in the OpenAPI document.
+func TestDashboardErrors(t *testing.T) {
+	t.Parallel()
+	w := newDashWorld(t, dashStores(t)["memstore"](t), newFakeClock().Now)
+	// Held by the second project, attached to the first.
+	if res := w.call(t, w.pro2, http.MethodPost, api+"/domains", map[string]string{"name": "taken.example.com"}); res.Status != http.StatusCreated {
+		t.Fatalf("setup: %d %s", res.Status, res.Body)
+	}
+	if res := w.call(t, w.pro, http.MethodPost, api+"/domains", map[string]string{"name": "mine.example.com"}); res.Status != http.StatusCreated {
+		t.Fatalf("setup: %d %s", res.Status, res.Body)
+	}
+	w.call(t, w.pro, http.MethodPost, api+"/domains", map[string]string{"name": "other.example.com"})
+
+	long := strings.Repeat("a", 64) + ".example.com"
+	cases := []struct {
+		name         string
+		key          string
+		method, path string
+		body         any
+		ctype        string // overrides application/json
+		status       int
+		code         string
+		message      string // a part of the message, when it matters
+	}{
+		{"no key", "", http.MethodGet, api + "/domains", nil, "", 401, petstore.CodeUnauthorized, ""},
+		{"unknown key", "psk_nope", http.MethodGet, api + "/domains", nil, "", 401, petstore.CodeUnauthorized, ""},
+		{"no key unknown path", "", http.MethodGet, api + "/nothing", nil, "", 401, petstore.CodeUnauthorized, ""},
+		{"free plan", "free", http.MethodPost, api + "/domains", map[string]string{"name": "free.example.com"}, "", 403, petstore.CodePlanRequired, "Pro"},
+		{"no deploy", "undeployed", http.MethodPost, api + "/domains", map[string]string{"name": "nodeploy.example.com"}, "", 409, petstore.CodeDeployRequired, "deploy"},
+		{"held by another project", "pro", http.MethodPost, api + "/domains", map[string]string{"name": "taken.example.com"}, "", 409, petstore.CodeConflict, "another project"},
+		{"held by another project, unicode form", "pro", http.MethodPost, api + "/domains", map[string]string{"name": "TAKEN.example.com."}, "", 409, petstore.CodeConflict, ""},
+		{"ip address", "pro", http.MethodPost, api + "/domains", map[string]string{"name": "192.0.2.1"}, "", 400, petstore.CodeInvalidRequest, "IP address"},
+		{"ipv6 address", "pro", http.MethodPost, api + "/domains", map[string]string{"name": "[2001:db8::1]"}, "", 400, petstore.CodeInvalidRequest, "IP address"},
+		{"wildcard", "pro", http.MethodPost, api + "/domains", map[string]string{"name": "*.example.com"}, "", 400, petstore.CodeInvalidRequest, "wildcard"},
+		{"single label", "pro", http.MethodPost, api + "/domains", map[string]string{"name": "localhost"}, "", 400, petstore.CodeInvalidRequest, "single label"},
+		{"empty label", "pro", http.MethodPost, api + "/domains", map[string]string{"name": "shop..example.com"}, "", 400, petstore.CodeInvalidRequest, "empty label"},
+		{"label over 63", "pro", http.MethodPost, api + "/domains", map[string]string{"name": long}, "", 400, petstore.CodeInvalidRequest, "63"},
+		{"public suffix", "pro", http.MethodPost, api + "/domains", map[string]string{"name": "co.uk"}, "", 400, petstore.CodeInvalidRequest, "public suffix"},
+		{"platform's own", "pro", http.MethodPost, api + "/domains", map[string]string{"name": "x." + testTarget}, "", 400, petstore.CodeInvalidRequest, "platform"},
+		{"url not name", "pro", http.MethodPost, api + "/domains", map[string]string{"name": "https://shop.example.com/"}, "", 400, petstore.CodeInvalidRequest, ""},
+		{"missing name", "pro", http.MethodPost, api + "/domains", map[string]string{}, "", 400, petstore.CodeInvalidRequest, "name is required"},
+		{"name not a string", "pro", http.MethodPost, api + "/domains", `{"name": 42}`, "", 400, petstore.CodeInvalidRequest, "name must be a string"},
+		{"body not json", "pro", http.MethodPost, api + "/domains", `name=shop`, "", 400, petstore.CodeInvalidRequest, "JSON object"},
+		{"body an array", "pro", http.MethodPost, api + "/domains", `[{"name":"a.example.com"}]`, "", 400, petstore.CodeInvalidRequest, "JSON object"},
+		{"two objects", "pro", http.MethodPost, api + "/domains", `{"name":"a.example.com"}{}`, "", 400, petstore.CodeInvalidRequest, "exactly one"},
+		{"wrong media type", "pro", http.MethodPost, api + "/domains", `{"name":"a.example.com"}`, "text/plain", 415, petstore.CodeUnsupportedMediaType, ""},
+		{"too large", "pro", http.MethodPost, api + "/domains", `{"name":"` + strings.Repeat("a", 1<<20) + `"}`, "", 413, petstore.CodePayloadTooLarge, ""},
+		{"unknown domain", "pro", http.MethodGet, api + "/domains/nope.example.com", nil, "", 404, petstore.CodeNotFound, ""},
+		{"another project's domain", "pro", http.MethodGet, api + "/domains/taken.example.com", nil, "", 404, petstore.CodeNotFound, ""},
+		{"verify another project's domain", "pro", http.MethodPost, api + "/domains/taken.example.com/verify", nil, "", 404, petstore.CodeNotFound, ""},
+		{"remove another project's domain", "pro", http.MethodDelete, api + "/domains/taken.example.com", nil, "", 404, petstore.CodeNotFound, ""},
+		{"invalid name in path", "pro", http.MethodGet, api + "/domains/a..b", nil, "", 400, petstore.CodeInvalidRequest, ""},
+		{"config: primary not attached", "pro", http.MethodPut, api + "/domains/config", map[string]any{"primary": "taken.example.com"}, "", 400, petstore.CodeInvalidRequest, "not a domain of this project"},
+		{"config: bad status", "pro", http.MethodPut, api + "/domains/config", map[string]any{"redirects": []map[string]any{{"from": "mine.example.com", "to": "other.example.com", "status": 303}}}, "", 400, petstore.CodeInvalidRequest, "301, 302, 307 or 308"},
+		{"config: redirect from primary", "pro", http.MethodPut, api + "/domains/config", map[string]any{"primary": "mine.example.com", "redirects": []map[string]any{{"from": "mine.example.com", "to": "other.example.com"}}}, "", 400, petstore.CodeInvalidRequest, "primary"},
+		{"config: loop", "pro", http.MethodPut, api + "/domains/config", map[string]any{"redirects": []map[string]any{{"from": "mine.example.com", "to": "other.example.com"}, {"from": "other.example.com", "to": "mine.example.com"}}}, "", 400, petstore.CodeInvalidRequest, "chain or a loop"},
+		{"config: missing to", "pro", http.MethodPut, api + "/domains/config", map[string]any{"redirects": []map[string]any{{"from": "mine.example.com"}}}, "", 400, petstore.CodeInvalidRequest, "from and to"},
+		{"config: redirects not a list", "pro", http.MethodPut, api + "/domains/config", `{"redirects": {}}`, "", 400, petstore.CodeInvalidRequest, "redirects must be a list"},
+		{"unknown api path", "pro", http.MethodGet, api + "/nothing", nil, "", 404, petstore.CodeNotFound, ""},
+		{"unknown sub path", "pro", http.MethodGet, api + "/domains/mine.example.com/extra", nil, "", 404, petstore.CodeNotFound, ""},
+		{"wrong method on list", "pro", http.MethodDelete, api + "/domains", nil, "", 405, petstore.CodeMethodNotAllowed, ""},
+		{"wrong method on verify", "pro", http.MethodGet, api + "/domains/mine.example.com/verify", nil, "", 405, petstore.CodeMethodNotAllowed, ""},
+		{"wrong method on config", "pro", http.MethodPost, api + "/domains/config", nil, "", 405, petstore.CodeMethodNotAllowed, ""},
+	}
+	secrets := map[string]string{"pro": w.pro, "free": w.free, "undeployed": w.undeployed, "psk_nope": "psk_nope"}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var res dashRes
+			if c.ctype != "" {
+				req := httptest.NewRequest(c.method, c.path, strings.NewReader(c.body.(string)))
+				req.Header.Set("Content-Type", c.ctype)
+				req.Header.Set("Authorization", "Bearer "+secrets[c.key])
+				res = dashDo(t, w.dash, req)
+			} else {
+				res = w.call(t, secrets[c.key], c.method, c.path, c.body)
+			}
+			if res.Status != c.status {
+				t.Fatalf("status = %d, want %d: %s", res.Status, c.status, res.Body)
+			}
+			e := res.errorBody(t)
+			if e.Code != c.code || !strings.Contains(e.Message, c.message) {
+				t.Fatalf("error = %+v, want code %s with %q", e, c.code, c.message)
+			}
+			switch c.status {
+			case 401:
+				if res.Header.Get("WWW-Authenticate") == "" {
+					t.Fatal("401 without WWW-Authenticate")
+				}
+			case 405:
+				if res.Header.Get("Allow") == "" {
+					t.Fatal("405 without Allow")
+				}
+			}
+		})
+	}
+	// Nothing was attached by the refused requests.
+	res := w.call(t, w.pro, http.MethodGet, api+"/domains", nil)
+	for _, bad := range []string{"free.example.com", "nodeploy.example.com", "taken.example.com"} {
+		if strings.Contains(string(res.Body), bad) {
+			t.Fatalf("refused name %s is attached: %s", bad, res.Body)
+		}
+	}
+}
+
+// TestDashboardPage: the page and its assets need no key, carry a strict
+// Content-Security-Policy and are revalidated with ETags; the OpenAPI
+// document is public and marked beta throughout.
+func TestDashboardPage(t *testing.T) {
+	t.Parallel()
+	w := newDashWorld(t, dashStores(t)["memstore"](t), newFakeClock().Now)
+	cases := []struct {
+		path, ctype, contains string
+	}{
+		{"/dashboard/", "text/html; charset=utf-8", "Project settings"},
+		{"/dashboard/dashboard.css", "text/css; charset=utf-8", ".badge"},
+		{"/dashboard/dashboard.js", "text/javascript; charset=utf-8", "api/"},
+	}
+	for _, c := range cases {
+		t.Run(c.path, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			w.dash.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, c.path, nil))
+			if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != c.ctype || !strings.Contains(rec.Body.String(), c.contains) {
+				t.Fatalf("%d %q %.80s", rec.Code, rec.Header().Get("Content-Type"), rec.Body)
+			}
+			if csp := rec.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") {
+				t.Fatalf("CSP = %q", csp)
+			}
+			etag := rec.Header().Get("ETag")
+			req := httptest.NewRequest(http.MethodGet, c.path, nil)
+			req.Header.Set("If-None-Match", etag)
+			rec = httptest.NewRecorder()
+			w.dash.ServeHTTP(rec, req)
+			if etag == "" || rec.Code != http.StatusNotModified {
+				t.Fatalf("revalidation with ETag %q: %d", etag, rec.Code)
+			}
+		})
+	}
+	t.Run("no trailing slash", func(t *testing.T) {
+		rec := httptest.NewRecorder()
+		w.dash.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/dashboard", nil))
+		if rec.Code != http.StatusMovedPermanently || rec.Header().Get("Location") != "/dashboard/" {
+			t.Fatalf("%d %q", rec.Code, rec.Header().Get("Location"))
+		}
+	})
+	t.Run("no CDN", func(t *testing.T) {
+		for _, p := range []string{"/dashboard/", "/dashboard/dashboard.js", "/dashboard/dashboard.css"} {
+			rec := httptest.NewRecorder()
+			w.dash.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, p, nil))
+			if strings.Contains(rec.Body.String(), "http://") || strings.Contains(rec.Body.String(), "https://") {
+				t.Fatalf("%s loads something from another origin", p)
+			}
+		}
+	})
+	t.Run("openapi", func(t *testing.T) {
+		res := dashDo(t, w.dash, httptest.NewRequest(http.MethodGet, api+"/openapi.json", nil))
+		var doc struct {
+			OpenAPI string `json:"openapi"`
+			Info    struct {
+				Stability string `json:"x-stability"`
+			} `json:"info"`
+			Servers []struct {
+				URL string `json:"url"`
+			} `json:"servers"`
+			Paths map[string]map[string]json.RawMessage `json:"paths"`
+		}
+		if err := json.Unmarshal(res.Body, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != 200 || doc.OpenAPI != "3.0.3" || doc.Info.Stability != "beta" || doc.Servers[0].URL != api {
+			t.Fatalf("document: %d %+v", res.Status, doc)
+		}
+		ops := 0
+		for path, item := range doc.Paths {
+			for method, raw := range item {
+				if method == "parameters" {
+					continue
+				}
+				ops++
+				var op struct {
+					Stability string `json:"x-stability"`
+				}
+				if err := json.Unmarshal(raw, &op); err != nil || op.Stability != "beta" {
+					t.Errorf("%s %s is not marked x-stability: beta", method, path)
+				}
+			}
+		}
+		if ops != 8 {
+			t.Fatalf("document has %d operations, want 8", ops)
+		}
+	})
+}
