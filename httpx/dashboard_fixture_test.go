@@ -57,7 +57,7 @@ type dashWorld struct {
 	edge   http.Handler // everything, routed by Host
 
 	pro, pro2, free, undeployed string // key secrets
-	proKey, pro2Key               petstore.APIKey
+	proKey, pro2Key             petstore.APIKey
 }
 
 // dashStores lists the stores the dashboard tests run on: the memory store
