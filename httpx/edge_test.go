@@ -1,0 +1,264 @@
+package httpx_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/httpx"
+)
+
+// activate adds name for the key's project, points it at the platform in
+// DNS and verifies it, failing unless it goes active.
+func (w *dashWorld) activate(t testing.TB, key, label string) {
+	t.Helper()
+	name := label + "." + testZone
+	if res := w.call(t, key, http.MethodPost, api+"/domains", map[string]string{"name": name}); res.Status/100 != 2 {
+		t.Fatalf("add %s: %d %s", name, res.Status, res.Body)
+	}
+	w.setCNAME(t, label, testTarget)
+	res := w.call(t, key, http.MethodPost, api+"/domains/"+name+"/verify", nil)
+	if d := res.domain(t); d.Status != domain.StatusActive {
+		t.Fatalf("verify %s: %d %s", name, res.Status, res.Body)
+	}
+}
+
+// TestEdgeRoutesByHost: platform hosts reach the platform, each active
+// domain its own project's site, redirects their target, and every other
+// Host a 404 that shows no project's content.
+func TestEdgeRoutesByHost(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	w := newDashWorld(t, dashStores(t)["memstore"](t), clock.Now)
+	a, b := w.proKey.ProjectID, w.pro2Key.ProjectID
+	w.activate(t, w.pro, "shop")
+	w.activate(t, w.pro, "www")
+	w.activate(t, w.pro, "old")
+	w.activate(t, w.pro, "tmp")
+	w.activate(t, w.pro, "perm")
+	w.activate(t, w.pro2, "other")
+	w.call(t, w.pro2, http.MethodPost, api+"/domains", map[string]string{"name": "pending.example.com"})
+	cfg := map[string]any{"primary": "shop.example.com", "redirects": []map[string]any{
+		{"from": "www.example.com", "to": "shop.example.com"},
+		{"from": "old.example.com", "to": "shop.example.com", "status": 302},
+		{"from": "tmp.example.com", "to": "shop.example.com", "status": 307},
+		{"from": "perm.example.com", "to": "shop.example.com", "status": 308},
+	}}
+	if res := w.call(t, w.pro, http.MethodPut, api+"/domains/config", cfg); res.Status != http.StatusOK {
+		t.Fatalf("config: %d %s", res.Status, res.Body)
+	}
+
+	cases := []struct {
+		name, host, path string
+		key              string
+		status           int
+		contains         string // in the body
+		absent           string // never in the body
+		location         string
+	}{
+		{"localhost", "localhost", "/dashboard/", "", 200, "Project settings", "", ""},
+		{"localhost with port", "localhost:8080", "/dashboard/", "", 200, "Project settings", "", ""},
+		{"ipv4 literal", "127.0.0.1:8080", "/dashboard/", "", 200, "Project settings", "", ""},
+		{"ipv6 literal", "[::1]:8080", "/dashboard/", "", 200, "Project settings", "", ""},
+		{"platform wildcard", "app.petstore.test", "/dashboard/", "", 200, "Project settings", "", ""},
+		{"platform v1", "LOCALHOST", "/v1/pets", w.pro, 200, "[", "", ""},
+		{"active domain page", "shop.example.com", "/", "", 200, a, b, ""},
+		{"active domain, other case, port, dot", "Shop.Example.COM.:8080", "/", "", 200, a, b, ""},
+		{"active domain api", "shop.example.com", "/v1/pets", w.pro, 200, "[", "", ""},
+		{"active domain api needs a key", "shop.example.com", "/v1/pets", "", 401, "unauthorized", "", ""},
+		{"active domain hides the dashboard", "shop.example.com", "/dashboard/", "", 404, "not_found", "Project settings", ""},
+		{"second project's domain", "other.example.com", "/", "", 200, b, a, ""},
+		{"redirect default 301", "www.example.com", "/a/b?c=d&e", "", 301, "", a, "http://shop.example.com/a/b?c=d&e"},
+		{"redirect keeps the port", "www.example.com:8080", "/", "", 301, "", a, "http://shop.example.com:8080/"},
+		{"redirect 302", "old.example.com", "/x", "", 302, "", a, "http://shop.example.com/x"},
+		{"redirect 307", "tmp.example.com", "/x", "", 307, "", a, "http://shop.example.com/x"},
+		{"redirect 308", "perm.example.com", "/x", "", 308, "", a, "http://shop.example.com/x"},
+		{"pending domain", "pending.example.com", "/", "", 404, "not_found", b, ""},
+		{"unknown host", "nobody.example.org", "/", "", 404, "not_found", a, ""},
+		{"unknown host api", "nobody.example.org", "/v1/pets", w.pro, 404, "not_found", "[]", ""},
+		{"lookalike of an active domain", "shop.example.com.evil.example", "/", "", 404, "not_found", a, ""},
+		{"sub-name of an active domain", "x.shop.example.com", "/", "", 404, "not_found", a, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rec := w.get(t, c.host, c.path, c.key)
+			body := rec.Body.String()
+			if rec.Code != c.status {
+				t.Fatalf("status = %d, want %d: %s", rec.Code, c.status, body)
+			}
+			if !strings.Contains(body, c.contains) || (c.absent != "" && strings.Contains(body, c.absent)) {
+				t.Fatalf("body %q: want %q, never %q", body, c.contains, c.absent)
+			}
+			if got := rec.Header().Get("Location"); got != c.location {
+				t.Fatalf("Location = %q, want %q", got, c.location)
+			}
+			if c.status == 404 {
+				var e petstore.Error
+				if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Code != petstore.CodeNotFound || e.Status != 404 {
+					t.Fatalf("404 body is not an Error: %s", body)
+				}
+			}
+		})
+	}
+
+	t.Run("removed stops at once", func(t *testing.T) {
+		if got := w.get(t, "other.example.com", "/", "").Code; got != 200 {
+			t.Fatalf("before removal: %d", got)
+		}
+		if res := w.call(t, w.pro2, http.MethodDelete, api+"/domains/other.example.com", nil); res.Status != 204 {
+			t.Fatalf("remove: %d %s", res.Status, res.Body)
+		}
+		rec := w.get(t, "other.example.com", "/", "")
+		if rec.Code != 404 || strings.Contains(rec.Body.String(), b) {
+			t.Fatalf("after removal: %d %s", rec.Code, rec.Body)
+		}
+	})
+
+	t.Run("re-added by another project serves only the new owner", func(t *testing.T) {
+		w.activate(t, w.pro, "other")
+		rec := w.get(t, "other.example.com", "/", "")
+		if rec.Code != 200 || !strings.Contains(rec.Body.String(), a) || strings.Contains(rec.Body.String(), b) {
+			t.Fatalf("%d %s", rec.Code, rec.Body)
+		}
+	})
+
+	t.Run("failed after 48 hours is 404", func(t *testing.T) {
+		w.call(t, w.pro, http.MethodPost, api+"/domains", map[string]string{"name": "late.example.com"})
+		clock.Add(49 * time.Hour)
+		if _, err := w.engine.RunDue(context.Background(), clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+		res := w.call(t, w.pro, http.MethodGet, api+"/domains/late.example.com", nil)
+		if d := res.domain(t); d.Status != domain.StatusFailed {
+			t.Fatalf("after 49 hours: %s", res.Body)
+		}
+		if got := w.get(t, "late.example.com", "/", "").Code; got != 404 {
+			t.Fatalf("failed domain: %d", got)
+		}
+	})
+}
+
+// TestNewEdgeConfig: the edge refuses an incomplete configuration.
+func TestNewEdgeConfig(t *testing.T) {
+	ok := http.NotFoundHandler()
+	router := httpx.RouterFunc(func(string) domain.RouteAnswer { return domain.RouteAnswer{} })
+	site := func(string) http.Handler { return ok }
+	cases := []struct {
+		name string
+		cfg  httpx.EdgeConfig
+	}{
+		{"no platform", httpx.EdgeConfig{Router: router, Site: site}},
+		{"no router", httpx.EdgeConfig{Platform: ok, Site: site}},
+		{"no site", httpx.EdgeConfig{Platform: ok, Router: router}},
+		{"bad scheme", httpx.EdgeConfig{Platform: ok, Router: router, Site: site, RedirectScheme: "ftp"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := httpx.NewEdge(c.cfg); err == nil {
+				t.Fatal("NewEdge accepted it")
+			}
+		})
+	}
+}
+
+// TestEdgeRedirectScheme: behind TLS the Location says https, and a fixed
+// scheme drops the client's port (the TLS listener has its own).
+func TestEdgeRedirectScheme(t *testing.T) {
+	router := httpx.RouterFunc(func(host string) domain.RouteAnswer {
+		return domain.RouteAnswer{Kind: domain.RouteRedirect, Name: host, RedirectTo: "shop.example.com", Status: 0}
+	})
+	for _, c := range []struct {
+		scheme, host, want string
+	}{
+		{"", "www.example.com", "http://shop.example.com/p?q=1"},
+		{"https", "www.example.com:8080", "https://shop.example.com/p?q=1"},
+	} {
+		t.Run(c.scheme, func(t *testing.T) {
+			h, err := httpx.NewEdge(httpx.EdgeConfig{Platform: http.NotFoundHandler(), Router: router, RedirectScheme: c.scheme,
+				Site: func(string) http.Handler { return nil }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := httptest.NewRequest(http.MethodGet, "/p?q=1", nil)
+			req.Host = c.host
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != http.StatusMovedPermanently || rec.Header().Get("Location") != c.want {
+				t.Fatalf("%d %q, want 301 %q", rec.Code, rec.Header().Get("Location"), c.want)
+			}
+		})
+	}
+}
+
+// TestEdgeSiteMissing: a routing answer for a project that has no site is
+// a 404, not a panic or another project's site.
+func TestEdgeSiteMissing(t *testing.T) {
+	router := httpx.RouterFunc(func(host string) domain.RouteAnswer {
+		return domain.RouteAnswer{Kind: domain.RouteServe, Name: host, ProjectID: "prj_gone"}
+	})
+	h, err := httpx.NewEdge(httpx.EdgeConfig{Platform: http.NotFoundHandler(), Router: router, Site: func(string) http.Handler { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.Host = "shop.example.com"
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != 404 || !strings.Contains(rec.Body.String(), `"code":"not_found"`) {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestProjectSite: the example site escapes the project name and answers
+// only its own paths.
+func TestProjectSite(t *testing.T) {
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("api")) })
+	h := httpx.ProjectSite(`<script>alert(1)</script>`, api)
+	cases := []struct {
+		method, path string
+		status       int
+		contains     string
+	}{
+		{"GET", "/", 200, "&lt;script&gt;"},
+		{"HEAD", "/", 200, ""},
+		{"POST", "/", 405, "method_not_allowed"},
+		{"GET", "/v1/pets", 200, "api"},
+		{"GET", "/elsewhere", 404, "not_found"},
+	}
+	for _, c := range cases {
+		t.Run(c.method+" "+c.path, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(c.method, c.path, nil))
+			if rec.Code != c.status || !strings.Contains(rec.Body.String(), c.contains) || strings.Contains(rec.Body.String(), "<script>") {
+				t.Fatalf("%d %s", rec.Code, rec.Body)
+			}
+		})
+	}
+}
+
+// TestRequestHost: the form the edge routes on.
+func TestRequestHost(t *testing.T) {
+	for in, want := range map[string]string{
+		"Shop.Example.com":      "shop.example.com",
+		"shop.example.com:8080": "shop.example.com",
+		"shop.example.com.":     "shop.example.com",
+		"[::1]:8080":            "::1",
+		"[::1]":                 "::1",
+		"127.0.0.1:80":          "127.0.0.1",
+		"":                      "",
+	} {
+		t.Run(in, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			r.Host = in
+			if got := httpx.RequestHost(r); got != want {
+				t.Fatalf("RequestHost(%q) = %q, want %q", in, got, want)
+			}
+		})
+	}
+}
