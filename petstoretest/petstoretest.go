@@ -89,7 +89,9 @@ func WithPets(pets ...petstore.NewPet) Option {
 
 // WithPlan sets the plan of the server's key and so its rate limits
 // (default Pro: 300 a minute, 10,000 a day).
-func WithPlan(p petstore.Plan) Option { return func(c *config) { c.plan, c.limits = p, petstore.Limits{} } }
+func WithPlan(p petstore.Plan) Option {
+	return func(c *config) { c.plan, c.limits = p, petstore.Limits{} }
+}
 
 // WithLimits gives the server's key custom limits (an Enterprise key), so
 // a test can reach 429 in a few requests: WithLimits(petstore.Limits{PerMinute: 2, PerDay: 100}).
@@ -263,7 +265,9 @@ func (s *Server) seed() {
 
 // swapLimiter lets Reset replace the limiter, and its counters, under a
 // handler that is already built.
-type swapLimiter struct{ p atomic.Pointer[ratelimit.Limiter] }
+type swapLimiter struct {
+	p atomic.Pointer[ratelimit.Limiter]
+}
 
 func (l *swapLimiter) reset(cfg config) {
 	l.p.Store(ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{Clock: cfg.now, BanPolicy: cfg.ban}))
