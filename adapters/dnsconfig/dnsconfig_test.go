@@ -1,0 +1,294 @@
+package dnsconfig_test
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/libdns/libdns"
+	"github.com/petstorekit/petstore/adapters/dnsconfig"
+	"github.com/petstorekit/petstore/adapters/memzone"
+	"github.com/petstorekit/petstore/adapters/rfc2136/rfc2136test"
+	"github.com/petstorekit/petstore/domain"
+)
+
+// backend is a provider holding the zones of every case.
+type backend struct {
+	name string
+	p    dnsconfig.Provider
+}
+
+func zoneFor(i int) string { return fmt.Sprintf("c%d.example.", i) }
+
+// backends returns memzone and, when knotd is installed, Knot, each with
+// n fresh zones.
+func backends(t *testing.T, n int) []backend {
+	var zones []string
+	for i := range n {
+		zones = append(zones, zoneFor(i))
+	}
+	mem := memzone.New()
+	for _, z := range zones {
+		mem.AddZone(z)
+	}
+	out := []backend{{"memzone", mem}}
+	if !rfc2136test.Installed() && os.Getenv("PETSTORE_TEST_REQUIRE_SERVICES") != "1" {
+		t.Log("knotd is not installed (Debian package knot): running against memzone only")
+		return out
+	}
+	k := rfc2136test.StartKnot(t, zones...) // fails when required and missing
+	return append(out, backend{"knot", k.Provider()})
+}
+
+func ip(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+// zoneAt lists "TYPE data" of the records at name, sorted.
+func zoneAt(t *testing.T, p dnsconfig.Provider, zone, name string) []string {
+	t.Helper()
+	recs, err := p.GetRecords(context.Background(), zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []string{}
+	for _, r := range recs {
+		if rr := r.RR(); rr.Name == name {
+			out = append(out, rr.Type+" "+rr.Data)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func codes(fs []domain.Finding) []string {
+	out := []string{}
+	for _, f := range fs {
+		out = append(out, f.Code)
+	}
+	return out
+}
+
+func TestConfigure(t *testing.T) {
+	tests := []struct {
+		name      string
+		existing  []libdns.Record
+		want      []domain.Record
+		codes     []string
+		at        string   // name to inspect afterwards
+		zoneAfter []string // records at `at` after Configure
+	}{
+		{
+			name:      "subdomain CNAME written",
+			want:      []domain.Record{{Type: "CNAME", Name: "shop", Value: "stores.petstore.example", TTL: 300}},
+			codes:     []string{},
+			at:        "shop",
+			zoneAfter: []string{"CNAME stores.petstore.example."},
+		},
+		{
+			name:      "A where the CNAME must go",
+			existing:  []libdns.Record{libdns.Address{Name: "shop", TTL: time.Hour, IP: ip("203.0.113.5")}},
+			want:      []domain.Record{{Type: "CNAME", Name: "shop", Value: "stores.petstore.example", TTL: 300}},
+			codes:     []string{dnsconfig.CodeConflictingRecord},
+			at:        "shop",
+			zoneAfter: []string{"A 203.0.113.5"},
+		},
+		{
+			name:      "other CNAME",
+			existing:  []libdns.Record{libdns.CNAME{Name: "shop", TTL: time.Hour, Target: "old-host.example.net."}},
+			want:      []domain.Record{{Type: "CNAME", Name: "shop", Value: "stores.petstore.example", TTL: 300}},
+			codes:     []string{dnsconfig.CodeCNAMEMismatch},
+			at:        "shop",
+			zoneAfter: []string{"CNAME old-host.example.net."},
+		},
+		{
+			name:      "same CNAME already there",
+			existing:  []libdns.Record{libdns.CNAME{Name: "shop", TTL: time.Hour, Target: "Stores.Petstore.Example."}},
+			want:      []domain.Record{{Type: "CNAME", Name: "shop", Value: "stores.petstore.example.", TTL: 300}},
+			codes:     []string{},
+			at:        "shop",
+			zoneAfter: []string{"CNAME stores.petstore.example."},
+		},
+		{
+			name: "apex addresses next to NS",
+			want: []domain.Record{
+				{Type: "A", Name: "@", Value: "192.0.2.10", TTL: 300},
+				{Type: "AAAA", Name: "@", Value: "2001:db8::10", TTL: 300},
+			},
+			codes:     []string{},
+			at:        "@",
+			zoneAfter: []string{"A 192.0.2.10", "AAAA 2001:db8::10", "NS ns1.%z"},
+		},
+		{
+			name:     "apex has another host's address",
+			existing: []libdns.Record{libdns.Address{Name: "@", TTL: time.Hour, IP: ip("203.0.113.5")}},
+			want: []domain.Record{
+				{Type: "A", Name: "@", Value: "192.0.2.10", TTL: 300},
+				{Type: "AAAA", Name: "@", Value: "2001:db8::10", TTL: 300},
+			},
+			codes:     []string{dnsconfig.CodeConflictingRecord},
+			at:        "@",
+			zoneAfter: []string{"A 203.0.113.5", "AAAA 2001:db8::10", "NS ns1.%z"},
+		},
+		{
+			name:      "TXT next to a CNAME",
+			existing:  []libdns.Record{libdns.CNAME{Name: "shop", TTL: time.Hour, Target: "elsewhere.example.net."}},
+			want:      []domain.Record{{Type: "TXT", Name: "shop", Value: "verify=1"}},
+			codes:     []string{dnsconfig.CodeConflictingRecord},
+			at:        "shop",
+			zoneAfter: []string{"CNAME elsewhere.example.net."},
+		},
+		{
+			name:      "TXT and CAA added beside the customer's",
+			existing:  []libdns.Record{libdns.TXT{Name: "@", TTL: time.Hour, Text: "v=spf1 -all"}},
+			want:      []domain.Record{{Type: "TXT", Name: "@", Value: "petstore-verify=abc"}, {Type: "CAA", Name: "@", Value: `0 issue "letsencrypt.org"`}},
+			codes:     []string{},
+			at:        "@",
+			zoneAfter: []string{`CAA 0 issue "letsencrypt.org"`, "NS ns1.%z", "TXT petstore-verify=abc", "TXT v=spf1 -all"},
+		},
+		{
+			name:      "ALIAS cannot be written",
+			want:      []domain.Record{{Type: "ALIAS", Name: "@", Value: "stores.petstore.example"}},
+			codes:     []string{dnsconfig.CodeUnsupportedRecord},
+			at:        "@",
+			zoneAfter: []string{"NS ns1.%z"},
+		},
+		{
+			name:      "fully qualified name",
+			want:      []domain.Record{{Type: "CNAME", Name: "www.%z", Value: "stores.petstore.example"}},
+			codes:     []string{},
+			at:        "www",
+			zoneAfter: []string{"CNAME stores.petstore.example."},
+		},
+	}
+	for _, b := range backends(t, len(tests)) {
+		t.Run(b.name, func(t *testing.T) {
+			c := dnsconfig.New(b.p)
+			for i, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					ctx := context.Background()
+					zone := zoneFor(i)
+					if len(tt.existing) > 0 {
+						if _, err := b.p.AppendRecords(ctx, zone, tt.existing); err != nil {
+							t.Fatal(err)
+						}
+					}
+					want := slices.Clone(tt.want)
+					for j := range want {
+						want[j].Name = strings.ReplaceAll(want[j].Name, "%z", zone)
+					}
+					before := map[string][]string{}
+					for _, n := range []string{"@", "shop", "www"} {
+						before[n] = zoneAt(t, b.p, zone, n)
+					}
+					findings, err := c.Configure(ctx, strings.TrimSuffix(zone, "."), want)
+					if err != nil {
+						t.Fatalf("Configure: %v", err)
+					}
+					if got := codes(findings); !slices.Equal(got, tt.codes) {
+						t.Fatalf("findings = %v (%+v), want %v", got, findings, tt.codes)
+					}
+					for _, f := range findings {
+						if f.Message == "" || f.Fix == "" || len(f.Records) == 0 {
+							t.Fatalf("finding %+v lacks message, fix or records", f)
+						}
+					}
+					wantAfter := []string{}
+					for _, s := range tt.zoneAfter {
+						wantAfter = append(wantAfter, strings.ReplaceAll(s, "%z", zone))
+					}
+					if got := zoneAt(t, b.p, zone, tt.at); !slices.Equal(got, wantAfter) {
+						t.Fatalf("zone at %s = %q, want %q", tt.at, got, wantAfter)
+					}
+
+					// Again: nothing new to write, same findings.
+					again, err := c.Configure(ctx, zone, want)
+					if err != nil || !slices.Equal(codes(again), tt.codes) {
+						t.Fatalf("second Configure = %v, %v; want %v", codes(again), err, tt.codes)
+					}
+					if got := zoneAt(t, b.p, zone, tt.at); !slices.Equal(got, wantAfter) {
+						t.Fatalf("after second Configure zone at %s = %q, want %q", tt.at, got, wantAfter)
+					}
+
+					// Unconfigure removes what matches exactly: the zone is as before,
+					// except for a record that was already identical before.
+					if err := c.Unconfigure(ctx, zone, want); err != nil {
+						t.Fatalf("Unconfigure: %v", err)
+					}
+					if tt.name == "same CNAME already there" {
+						before["shop"] = []string{}
+					}
+					for n, recs := range before {
+						if got := zoneAt(t, b.p, zone, n); !slices.Equal(got, recs) {
+							t.Fatalf("after Unconfigure zone at %s = %q, want %q as before", n, got, recs)
+						}
+					}
+					if err := c.Unconfigure(ctx, zone, want); err != nil {
+						t.Fatalf("second Unconfigure: %v", err)
+					}
+				})
+			}
+		})
+	}
+}
+
+// racing is a real provider whose zone changes between the configurator's
+// read and its write, as when the customer edits the zone at that moment.
+type racing struct {
+	dnsconfig.Provider
+	once   sync.Once
+	change func()
+}
+
+func (r *racing) GetRecords(ctx context.Context, zone string) ([]libdns.Record, error) {
+	recs, err := r.Provider.GetRecords(ctx, zone)
+	r.once.Do(r.change)
+	return recs, err
+}
+
+func TestConfigureReadBack(t *testing.T) {
+	for _, b := range backends(t, 1) {
+		t.Run(b.name, func(t *testing.T) {
+			zone := zoneFor(0)
+			p := &racing{Provider: b.p, change: func() {
+				if _, err := b.p.AppendRecords(context.Background(), zone, []libdns.Record{libdns.Address{Name: "shop", TTL: time.Hour, IP: ip("203.0.113.5")}}); err != nil {
+					t.Error(err)
+				}
+			}}
+			findings, err := dnsconfig.New(p).Configure(context.Background(), zone,
+				[]domain.Record{{Type: "CNAME", Name: "shop", Value: "stores.petstore.example"}})
+			switch b.name {
+			case "knot":
+				// Knot accepts the CNAME next to the new A and ignores it.
+				if err != nil {
+					t.Fatalf("Configure: %v", err)
+				}
+				if got, want := codes(findings), []string{dnsconfig.CodeWriteNotApplied}; !slices.Equal(got, want) {
+					t.Fatalf("findings = %v, want %v", got, want)
+				}
+			case "memzone":
+				// memzone refuses the write outright.
+				if err == nil || !strings.Contains(err.Error(), "CNAME cannot share") {
+					t.Fatalf("Configure = %v, %v; want the provider's refusal", findings, err)
+				}
+			}
+			if got, want := zoneAt(t, b.p, zone, "shop"), []string{"A 203.0.113.5"}; !slices.Equal(got, want) {
+				t.Fatalf("zone at shop = %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+func TestConfigureProviderDown(t *testing.T) {
+	c := dnsconfig.New(memzone.New()) // no zones: every call fails
+	if _, err := c.Configure(context.Background(), "example.com", []domain.Record{{Type: "CNAME", Name: "shop", Value: "x.example"}}); err == nil {
+		t.Fatal("Configure on a zone the provider does not have: no error")
+	}
+	if err := c.Unconfigure(context.Background(), "example.com", []domain.Record{{Type: "CNAME", Name: "shop", Value: "x.example"}}); err == nil {
+		t.Fatal("Unconfigure on a zone the provider does not have: no error")
+	}
+}
