@@ -1,0 +1,477 @@
+// Package acme obtains, renews, serves and removes the TLS certificates of
+// customers' custom domains through ACME, with github.com/caddyserver/certmagic.
+// It is the domain engine's domain.CertIssuer.
+//
+// When a name verifies, Request starts obtaining its certificate at once in
+// the background (with certmagic's retries), after checking that the
+// name's CAA records allow the CA: Pebble and other test CAs do not check
+// CAA, and a real CA refuses late and vaguely, so a block is reported here
+// as the finding CAA_BLOCKS_CA with the record to add, and the CA is never
+// asked. Certificates, account keys and locks live in a petstore.BlobStore,
+// so processes sharing a database share one certificate per name.
+//
+// A server answers HTTP-01 challenges with HTTPHandler on its plain-HTTP
+// listener and TLS-ALPN-01 challenges, and serves the certificates, with
+// TLSConfig on its TLS listener.
+package acme
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/certmagic"
+	"github.com/mholt/acmez/v3/acme"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/domain"
+)
+
+// DefaultPendingTimeout is how long a certificate may stay pending before
+// Status adds the finding CERT_PENDING_TOO_LONG (the spec's 30 minutes).
+const DefaultPendingTimeout = 30 * time.Minute
+
+// Config configures an Issuer. CA and Storage are required.
+type Config struct {
+	// CA is the ACME directory URL, e.g.
+	// https://acme-v02.api.letsencrypt.org/directory.
+	CA string
+	// RootCAs is PEM of extra root certificates to trust when talking to
+	// the CA (a test or private CA); the system roots are trusted too.
+	RootCAs []byte
+	// Email is the ACME account's contact address; it may be empty.
+	Email string
+	// Storage keeps certificates, keys, ACME accounts and locks.
+	Storage petstore.BlobStore
+	// Resolver reads CAA records. Nil skips the CAA check.
+	Resolver domain.Resolver
+	// CAAIdentities are the CA's domain names as CAA issue records name
+	// it. Empty means the ACME directory's meta.caaIdentities.
+	CAAIdentities []string
+	// OnChange is called, outside any lock, when a name's certificate
+	// status changes: obtained, renewed or failed.
+	OnChange func(name string)
+	// Allowed, when set, is asked during TLS handshakes whether a name
+	// may be served: it enables on-demand issuance as a fallback for
+	// names it allows, and a name it denies is evicted from the cache
+	// and refused, so a removal in one process reaches all of them. It
+	// runs on every handshake and must be fast.
+	Allowed func(ctx context.Context, name string) bool
+	// DNSProvider, when set, solves DNS-01 challenges by writing TXT
+	// records through libdns, instead of HTTP-01 and TLS-ALPN-01.
+	DNSProvider certmagic.DNSProvider
+	// DNSResolvers are the nameservers ("host:port") used to find the
+	// zone of a DNS-01 record; empty means the system's.
+	DNSResolvers []string
+	// HTTPPort and TLSPort are the ports of the server's plain-HTTP and
+	// TLS listeners, where the CA sends HTTP-01 and TLS-ALPN-01
+	// validation (80 and 443 unless a test CA is told otherwise).
+	HTTPPort, TLSPort int
+	// ListenHost is the host of those listeners ("" for all addresses).
+	ListenHost string
+	// PendingTimeout overrides DefaultPendingTimeout.
+	PendingTimeout time.Duration
+	// RenewCheckInterval and RenewalWindowRatio override certmagic's
+	// renewal schedule (every 10 minutes; the last third of a
+	// certificate's lifetime). Tests use them with short-lived
+	// certificates.
+	RenewCheckInterval time.Duration
+	RenewalWindowRatio float64
+	// Logger receives certmagic's and the issuer's logs; nil discards.
+	Logger *slog.Logger
+	// Now is the clock for pending timeouts and locks; nil is time.Now.
+	Now func() time.Time
+}
+
+// Issuer is a domain.CertIssuer on certmagic.
+type Issuer struct {
+	cfg     Config
+	log     *slog.Logger
+	now     func() time.Time
+	storage *Storage
+	cache   *certmagic.Cache
+	magic   *certmagic.Config
+	acme    *certmagic.ACMEIssuer
+	httpc   *http.Client
+
+	ctx    context.Context // ends with Close: stops every attempt
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	attempts map[string]*attempt
+	ids      []string // CA identities, once known
+}
+
+// attempt is one Request's try at obtaining a certificate.
+type attempt struct {
+	started time.Time
+	cancel  context.CancelFunc
+	done    bool
+	failed  *domain.CertStatus // set when the attempt ended without a certificate
+	lastErr string             // the latest error while certmagic retries
+	blocked *domain.Finding    // CAA block seen at a later renewal
+}
+
+var _ domain.CertIssuer = (*Issuer)(nil)
+
+// New returns an Issuer. It contacts nobody until a name is requested.
+func New(cfg Config) (*Issuer, error) {
+	if cfg.CA == "" || cfg.Storage == nil {
+		return nil, errors.New("acme: Config.CA and Config.Storage are required")
+	}
+	if cfg.PendingTimeout <= 0 {
+		cfg.PendingTimeout = DefaultPendingTimeout
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	roots, err := x509.SystemCertPool()
+	if err != nil {
+		roots = x509.NewCertPool()
+	}
+	if len(cfg.RootCAs) > 0 && !roots.AppendCertsFromPEM(cfg.RootCAs) {
+		return nil, errors.New("acme: Config.RootCAs holds no PEM certificate")
+	}
+	is := &Issuer{
+		cfg: cfg, log: log, now: cfg.Now,
+		storage:  NewStorage(cfg.Storage, cfg.Now, log),
+		attempts: map[string]*attempt{},
+		ids:      cfg.CAAIdentities,
+		httpc: &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: roots}, Proxy: http.ProxyFromEnvironment,
+		}},
+	}
+	is.ctx, is.cancel = context.WithCancel(context.Background())
+	zl := zapToSlog(log)
+	is.cache = certmagic.NewCache(certmagic.CacheOptions{
+		GetConfigForCert:   func(certmagic.Certificate) (*certmagic.Config, error) { return is.magic, nil },
+		RenewCheckInterval: cfg.RenewCheckInterval,
+		Logger:             zl,
+	})
+	mc := certmagic.Config{
+		Storage:            is.storage,
+		Logger:             zl,
+		RenewalWindowRatio: cfg.RenewalWindowRatio,
+		OnEvent:            is.onEvent,
+	}
+	if cfg.Allowed != nil {
+		mc.OnDemand = &certmagic.OnDemandConfig{DecisionFunc: func(ctx context.Context, name string) error {
+			if !cfg.Allowed(ctx, name) {
+				return fmt.Errorf("%s is not a verified custom domain", name)
+			}
+			return nil
+		}}
+	}
+	is.magic = certmagic.New(is.cache, mc)
+	tmpl := certmagic.ACMEIssuer{
+		CA: cfg.CA, TestCA: cfg.CA, Email: cfg.Email, Agreed: true,
+		TrustedRoots:   roots,
+		ListenHost:     cfg.ListenHost,
+		AltHTTPPort:    cfg.HTTPPort,
+		AltTLSALPNPort: cfg.TLSPort,
+		Logger:         zl,
+	}
+	if cfg.DNSProvider != nil {
+		tmpl.DNS01Solver = &certmagic.DNS01Solver{DNSManager: certmagic.DNSManager{
+			DNSProvider: cfg.DNSProvider,
+			Resolvers:   cfg.DNSResolvers,
+			// The record is read by the CA from the provider's own
+			// servers; checking propagation from here would need the
+			// zone's NS names to resolve, which test zones' do not.
+			PropagationTimeout: -1,
+			Logger:             zl,
+		}}
+	}
+	is.acme = certmagic.NewACMEIssuer(is.magic, tmpl)
+	is.magic.Issuers = []certmagic.Issuer{is.acme}
+	return is, nil
+}
+
+// Close stops every attempt and certificate maintenance. Certificates
+// stay in storage.
+func (is *Issuer) Close() error {
+	is.cancel()
+	is.cache.Stop()
+	return nil
+}
+
+func normalize(name string) string {
+	return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(name)), ".")
+}
+
+// Request implements domain.CertIssuer: it starts a new attempt for name,
+// replacing any attempt still running, and returns at once.
+func (is *Issuer) Request(ctx context.Context, name string) error {
+	name = normalize(name)
+	if name == "" {
+		return petstore.Errorf(petstore.CodeInvalidRequest, "domain name must not be empty")
+	}
+	actx, cancel := context.WithCancel(is.ctx)
+	a := &attempt{started: is.now(), cancel: cancel}
+	is.mu.Lock()
+	if old := is.attempts[name]; old != nil {
+		old.cancel()
+	}
+	is.attempts[name] = a
+	is.mu.Unlock()
+	go is.obtain(actx, name, a)
+	return nil
+}
+
+// obtain loads name's certificate from storage or obtains one (certmagic
+// retries with backoff; its cert_obtaining event runs the CAA check), then
+// caches it so handshakes are served and maintenance renews it.
+func (is *Issuer) obtain(ctx context.Context, name string, a *attempt) {
+	_, err := is.magic.CacheManagedCertificate(ctx, name)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = is.magic.ObtainCertAsync(ctx, name); err == nil && ctx.Err() == nil {
+			_, err = is.magic.CacheManagedCertificate(ctx, name)
+		}
+	}
+	if ctx.Err() != nil {
+		return // replaced by a newer attempt, removed, or closed
+	}
+	is.mu.Lock()
+	a.done = true
+	if err != nil {
+		st := domain.CertStatus{State: domain.CertFailed, Reason: reason(err)}
+		var blocked *caaBlocked
+		if errors.As(err, &blocked) {
+			st.Findings = []domain.Finding{blocked.finding}
+		}
+		a.failed = &st
+	}
+	is.mu.Unlock()
+	is.changed(name)
+}
+
+// reason turns an obtain error into the CA's words when it has them.
+func reason(err error) string {
+	var p acme.Problem
+	if errors.As(err, &p) && p.Detail != "" {
+		return p.Detail
+	}
+	var blocked *caaBlocked
+	if errors.As(err, &blocked) {
+		return blocked.Error()
+	}
+	return err.Error()
+}
+
+func (is *Issuer) changed(name string) {
+	if is.cfg.OnChange != nil {
+		is.cfg.OnChange(name)
+	}
+}
+
+// onEvent hooks certmagic: the CAA check before every order (first and
+// renewal), and status notes for failures and successes.
+func (is *Issuer) onEvent(ctx context.Context, event string, data map[string]any) error {
+	name, _ := data["identifier"].(string)
+	name = normalize(name)
+	switch event {
+	case "cert_obtaining":
+		ids, err := is.identities(ctx)
+		if err != nil {
+			return err // retried: the CA's directory was unreachable
+		}
+		err = checkCAA(ctx, is.cfg.Resolver, name, ids)
+		var blocked *caaBlocked
+		if errors.As(err, &blocked) {
+			is.note(name, func(a *attempt) { a.blocked = &blocked.finding })
+			// No retry: the records will not change by themselves soon,
+			// and the customer's Re-verify starts a new attempt.
+			return certmagic.ErrNoRetry{Err: err}
+		}
+		if err == nil {
+			is.note(name, func(a *attempt) { a.blocked = nil })
+		}
+		return err
+	case "cert_failed":
+		if err, ok := data["error"].(error); ok {
+			is.note(name, func(a *attempt) { a.lastErr = reason(err) })
+		}
+	case "cert_obtained":
+		is.note(name, func(a *attempt) { a.lastErr, a.blocked = "", nil })
+		if renewal, _ := data["renewal"].(bool); renewal {
+			is.changed(name)
+		}
+	}
+	return nil
+}
+
+func (is *Issuer) note(name string, f func(*attempt)) {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	if a := is.attempts[name]; a != nil {
+		f(a)
+	}
+}
+
+// identities returns the CA's CAA identities, from the configuration or,
+// once, from the ACME directory's meta.caaIdentities.
+func (is *Issuer) identities(ctx context.Context) ([]string, error) {
+	is.mu.Lock()
+	ids := is.ids
+	is.mu.Unlock()
+	if ids != nil {
+		return ids, nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, is.cfg.CA, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := is.httpc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reading the ACME directory: %w", err)
+	}
+	defer resp.Body.Close()
+	var dir struct {
+		Meta struct {
+			CAAIdentities []string `json:"caaIdentities"`
+		} `json:"meta"`
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("reading the ACME directory: %s", resp.Status)
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(nil, resp.Body, 1<<20)).Decode(&dir); err != nil {
+		return nil, fmt.Errorf("reading the ACME directory: %w", err)
+	}
+	ids = append([]string{}, dir.Meta.CAAIdentities...)
+	if len(ids) == 0 {
+		// Without identities no issue record can be matched; the CA
+		// must then enforce CAA itself, as public CAs do.
+		is.log.Warn("the ACME directory names no CAA identities; CAA is left to the CA")
+	}
+	is.mu.Lock()
+	is.ids = ids
+	is.mu.Unlock()
+	return ids, nil
+}
+
+// Status implements domain.CertIssuer. A certificate another process
+// obtained into the shared storage is loaded and served from then on.
+func (is *Issuer) Status(ctx context.Context, name string) (domain.CertStatus, error) {
+	name = normalize(name)
+	cert, ok := is.cached(name)
+	is.mu.Lock()
+	a := is.attempts[name]
+	var snap attempt
+	if a != nil {
+		snap = *a
+	}
+	is.mu.Unlock()
+	if !ok && (a == nil || snap.failed == nil) {
+		if c, err := is.magic.CacheManagedCertificate(ctx, name); err == nil {
+			cert, ok = c, true
+		}
+	}
+	if ok && cert.Leaf != nil {
+		st := domain.CertStatus{State: domain.CertIssued, Issuer: cert.Leaf.Issuer.CommonName, NotAfter: cert.Leaf.NotAfter}
+		if snap.blocked != nil {
+			st.Findings = []domain.Finding{*snap.blocked}
+		}
+		return st, nil
+	}
+	switch {
+	case a == nil:
+		return domain.CertStatus{State: domain.CertNone}, nil
+	case snap.failed != nil:
+		return *snap.failed, nil
+	}
+	st := domain.CertStatus{State: domain.CertIssuing, Reason: snap.lastErr}
+	if is.now().Sub(snap.started) >= is.cfg.PendingTimeout {
+		st.Findings = []domain.Finding{pendingTooLong(name, is.cfg.PendingTimeout, snap.lastErr)}
+	}
+	return st, nil
+}
+
+func pendingTooLong(name string, after time.Duration, lastErr string) domain.Finding {
+	msg := fmt.Sprintf("No certificate has been issued for %s %v after verification.", name, after)
+	if lastErr != "" {
+		msg += " The last attempt failed: " + lastErr
+	}
+	return domain.Finding{
+		Code:    "CERT_PENDING_TOO_LONG",
+		Message: msg,
+		Fix: "1. Confirm the domain still verifies: its DNS records must still be as shown. " +
+			"2. Check that CAA records on " + name + " or its parent domains do not block the certificate authority. " +
+			"3. Use Re-verify to trigger a new attempt.",
+	}
+}
+
+func (is *Issuer) cached(name string) (certmagic.Certificate, bool) {
+	for _, c := range is.cache.AllMatchingCertificates(name) {
+		if !c.Empty() {
+			return c, true
+		}
+	}
+	return certmagic.Certificate{}, false
+}
+
+// Remove implements domain.CertIssuer: it stops any attempt, evicts the
+// certificate from the cache so the next handshake fails, and deletes it
+// from storage.
+func (is *Issuer) Remove(ctx context.Context, name string) error {
+	name = normalize(name)
+	is.mu.Lock()
+	if a := is.attempts[name]; a != nil {
+		a.cancel()
+		delete(is.attempts, name)
+	}
+	is.mu.Unlock()
+	is.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: name}})
+	return is.storage.Delete(ctx, certmagic.StorageKeys.CertsSitePrefix(is.acme.IssuerKey(), name))
+}
+
+// HTTPHandler answers the CA's HTTP-01 challenge requests
+// (/.well-known/acme-challenge/...) for any process sharing the storage,
+// and passes every other request to next. Mount it at the root of the
+// plain-HTTP listener.
+func (is *Issuer) HTTPHandler(next http.Handler) http.Handler {
+	return is.acme.HTTPChallengeHandler(next)
+}
+
+// GetCertificate serves a custom domain's certificate during a TLS
+// handshake, and answers TLS-ALPN-01 challenges. With Config.Allowed set, a
+// name it denies is evicted and refused, and an allowed name without a
+// certificate gets one on demand.
+func (is *Issuer) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	if is.cfg.Allowed != nil && !isALPNChallenge(hello) {
+		name := normalize(hello.ServerName)
+		if !is.cfg.Allowed(hello.Context(), name) {
+			is.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: name}})
+			return nil, fmt.Errorf("no certificate for %q", hello.ServerName)
+		}
+	}
+	return is.magic.GetCertificate(hello)
+}
+
+func isALPNChallenge(hello *tls.ClientHelloInfo) bool {
+	return len(hello.SupportedProtos) == 1 && hello.SupportedProtos[0] == acmeTLS1
+}
+
+const acmeTLS1 = "acme-tls/1"
+
+// TLSConfig returns a tls.Config for the TLS listener: certificates from
+// GetCertificate, HTTP/2 and HTTP/1.1, and the TLS-ALPN-01 protocol.
+func (is *Issuer) TLSConfig() *tls.Config {
+	return &tls.Config{
+		GetCertificate: is.GetCertificate,
+		NextProtos:     []string{"h2", "http/1.1", acmeTLS1},
+		MinVersion:     tls.VersionTLS12,
+	}
+}

@@ -1,0 +1,239 @@
+package acme_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/libdns/libdns"
+
+	"github.com/petstorekit/petstore/adapters/acme"
+	"github.com/petstorekit/petstore/domain"
+)
+
+func status(t *testing.T, is *acme.Issuer, name string) domain.CertStatus {
+	t.Helper()
+	st, err := is.Status(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// A verified name gets a certificate chaining to the CA's root, over
+// HTTP-01/TLS-ALPN-01 for a subdomain and DNS-01 for an apex.
+func TestIssue(t *testing.T) {
+	for _, tc := range []struct {
+		desc, name string
+		dns01      bool
+	}{
+		{"subdomain over HTTP-01 or TLS-ALPN-01", "shop.example.com", false},
+		{"apex over DNS-01", "example.com", true},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, 0)
+			e.point(strings.TrimSuffix(strings.TrimSuffix(tc.name, "example.com"), ".") + map[bool]string{true: "@", false: ""}[tc.name == "example.com"])
+			is := e.issuer(func(c *acme.Config) {
+				if tc.dns01 {
+					c.DNSProvider = e.zone
+					c.DNSResolvers = []string{e.dns.Addr()}
+				}
+			})
+			// Not verified yet: the on-demand fallback must not issue.
+			e.deny(tc.name, true)
+			if _, err := e.handshake(tc.name); err == nil {
+				t.Fatal("handshake succeeded for a name the engine does not allow")
+			}
+			e.deny(tc.name, false)
+			if err := is.Request(context.Background(), tc.name); err != nil {
+				t.Fatal(err)
+			}
+			if st := status(t, is, tc.name); st.State != domain.CertIssuing && st.State != domain.CertIssued {
+				t.Fatalf("status right after Request = %+v, want issuing", st)
+			}
+			e.waitChange(tc.name)
+			st := status(t, is, tc.name)
+			if st.State != domain.CertIssued || st.NotAfter.Before(time.Now()) || st.Issuer == "" {
+				t.Fatalf("status = %+v, want issued with a future notAfter and an issuer", st)
+			}
+			leaf, err := e.handshake(tc.name)
+			if err != nil {
+				t.Fatalf("handshake verified against the CA's root: %v", err)
+			}
+			if leaf.VerifyHostname(tc.name) != nil || !leaf.NotAfter.Equal(st.NotAfter) {
+				t.Fatalf("served certificate for %v until %v; status says until %v", leaf.DNSNames, leaf.NotAfter, st.NotAfter)
+			}
+		})
+	}
+}
+
+// CAA naming another CA blocks with a finding, and the CA is never asked.
+func TestCAABlocksWithoutAskingTheCA(t *testing.T) {
+	for _, tc := range []struct {
+		desc       string
+		configured bool // CA identities configured, so not even the directory is read
+	}{
+		{"identities from the directory", false},
+		{"identities configured", true},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, 0)
+			e.point("shop")
+			if _, err := e.zone.AppendRecords(context.Background(), "example.com.", []libdns.Record{
+				libdns.CAA{Name: "@", TTL: time.Minute, Tag: "issue", Value: "digicert.com"},
+			}); err != nil {
+				t.Fatal(err)
+			}
+			is := e.issuer(func(c *acme.Config) {
+				if tc.configured {
+					c.CAAIdentities = []string{"pebble.letsencrypt.org"}
+				}
+			})
+			if err := is.Request(context.Background(), "shop.example.com"); err != nil {
+				t.Fatal(err)
+			}
+			e.waitChange("shop.example.com")
+			st := status(t, is, "shop.example.com")
+			if st.State != domain.CertFailed || len(st.Findings) != 1 || st.Findings[0].Code != "CAA_BLOCKS_CA" {
+				t.Fatalf("status = %+v, want failed with CAA_BLOCKS_CA", st)
+			}
+			f := st.Findings[0]
+			if len(f.Records) != 1 || f.Records[0].Name != "example.com" || !strings.Contains(f.Records[0].Value, "digicert.com") ||
+				!strings.Contains(f.Fix, `example.com CAA 0 issue "pebble.letsencrypt.org"`) {
+				t.Fatalf("finding = %+v, want the record found and the record to add", f)
+			}
+			for _, path := range []string{"/sign-me-up", "/order-plz", "/nonce-plz"} {
+				if n := e.ca.Requests(path); n != 0 {
+					t.Fatalf("%d requests to %s: the CA was asked", n, path)
+				}
+			}
+			if n := e.ca.Requests("/"); tc.configured && n != 0 {
+				t.Fatalf("%d requests to the CA, want none", n)
+			}
+		})
+	}
+}
+
+// Removal stops serving at once and deletes from storage; two issuers on
+// one store obtain one certificate; a process that was told nothing stops
+// serving a removed name once the engine denies it.
+func TestSharedStoreRemove(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t, 0)
+	e.point("shop")
+	a := e.issuer(nil)
+	b := e.issuer(nil)
+	var wg sync.WaitGroup
+	for _, is := range []*acme.Issuer{a, b} {
+		wg.Go(func() {
+			if err := is.Request(ctx, "shop.example.com"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	e.waitChange("shop.example.com")
+	e.waitChange("shop.example.com")
+	if n := e.ca.Requests("/finalize-order/"); n != 1 {
+		t.Fatalf("%d certificates ordered for one name by two issuers sharing a store, want 1", n)
+	}
+	sa, sb := status(t, a, "shop.example.com"), status(t, b, "shop.example.com")
+	if sa.State != domain.CertIssued || sb.State != domain.CertIssued || !sa.NotAfter.Equal(sb.NotAfter) {
+		t.Fatalf("statuses %+v and %+v, want the same issued certificate", sa, sb)
+	}
+	if _, err := e.handshake("shop.example.com"); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := a.Remove(ctx, "shop.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if blobs, _ := e.store.ListBlobs(ctx, "certificates/"); len(blobs) != 0 {
+		t.Fatalf("after Remove, storage still holds %v", blobs)
+	}
+	// a serves the listeners and lost the certificate from its cache, even
+	// though on-demand issuance would still allow the name.
+	e.deny("shop.example.com", true)
+	if _, err := e.handshake("shop.example.com"); err == nil {
+		t.Fatal("handshake succeeded right after Remove")
+	}
+	if st := status(t, a, "shop.example.com"); st.State != domain.CertNone {
+		t.Fatalf("status after Remove = %+v, want none", st)
+	}
+	e.mux.mu.Lock()
+	e.mux.is = b // b still has it cached; the engine now denies the name
+	e.mux.mu.Unlock()
+	if _, err := e.handshake("shop.example.com"); err == nil {
+		t.Fatal("another process served a removed name")
+	}
+}
+
+// A certificate that is still pending 30 minutes after Request gets the
+// finding with the spec's three steps; a new Request starts over.
+func TestPendingTooLong(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 0)
+	// No address for the name: validation fails and certmagic retries.
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	is := e.issuer(func(c *acme.Config) { c.Now = clock })
+	ctx := context.Background()
+	if err := is.Request(ctx, "nowhere.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	advance(29 * time.Minute)
+	if st := status(t, is, "nowhere.example.com"); st.State != domain.CertIssuing || len(st.Findings) != 0 {
+		t.Fatalf("after 29 minutes: %+v, want issuing without findings", st)
+	}
+	advance(time.Minute)
+	st := status(t, is, "nowhere.example.com")
+	if st.State != domain.CertIssuing || len(st.Findings) != 1 || st.Findings[0].Code != "CERT_PENDING_TOO_LONG" {
+		t.Fatalf("after 30 minutes: %+v, want CERT_PENDING_TOO_LONG", st)
+	}
+	for _, step := range []string{"still verifies", "CAA", "Re-verify"} {
+		if !strings.Contains(st.Findings[0].Fix, step) {
+			t.Fatalf("fix %q does not mention %q", st.Findings[0].Fix, step)
+		}
+	}
+	if err := is.Request(ctx, "nowhere.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if st := status(t, is, "nowhere.example.com"); len(st.Findings) != 0 {
+		t.Fatalf("after a new Request: %+v, want a fresh attempt without findings", st)
+	}
+}
+
+// Certificates are renewed before they expire, with no call from the
+// engine: Pebble issues 20-second certificates here.
+func TestRenewal(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 20*time.Second)
+	e.point("shop")
+	is := e.issuer(func(c *acme.Config) {
+		c.RenewCheckInterval = 500 * time.Millisecond
+		c.RenewalWindowRatio = 0.85 // renew 3 s into a 20 s lifetime
+	})
+	if err := is.Request(context.Background(), "shop.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	e.waitChange("shop.example.com")
+	first, err := e.handshake("shop.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitChange("shop.example.com") // the renewal
+	second, err := e.handshake("shop.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.SerialNumber.Cmp(first.SerialNumber) == 0 || !second.NotAfter.After(first.NotAfter) {
+		t.Fatalf("after renewal the served certificate is serial %v until %v; before: %v until %v", second.SerialNumber, second.NotAfter, first.SerialNumber, first.NotAfter)
+	}
+}

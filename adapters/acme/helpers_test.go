@@ -1,0 +1,211 @@
+package acme_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/libdns/libdns"
+	"github.com/miekg/dns"
+
+	"github.com/petstorekit/petstore/adapters/acme"
+	"github.com/petstorekit/petstore/adapters/acme/acmetest"
+	"github.com/petstorekit/petstore/adapters/memstore"
+	"github.com/petstorekit/petstore/adapters/memzone"
+	"github.com/petstorekit/petstore/domain"
+)
+
+// dnsResolver is a domain.Resolver asking one nameserver directly. It
+// stands in for adapters/dnsresolver, which is written at the same time
+// as this package; it returns CAA data in presentation form the same way.
+type dnsResolver struct{ server string }
+
+func (r dnsResolver) Lookup(ctx context.Context, name, rrtype string) ([]domain.Record, error) {
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), dns.StringToType[rrtype])
+	c := &dns.Client{Timeout: 2 * time.Second}
+	in, _, err := c.ExchangeContext(ctx, m, r.server)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", domain.ErrLookupFailed, err)
+	}
+	if in.Rcode != dns.RcodeSuccess && in.Rcode != dns.RcodeNameError {
+		return nil, fmt.Errorf("%w: %s", domain.ErrLookupFailed, dns.RcodeToString[in.Rcode])
+	}
+	out := []domain.Record{}
+	for _, rr := range in.Answer {
+		if !strings.EqualFold(rr.Header().Name, dns.Fqdn(name)) {
+			continue
+		}
+		rec := domain.Record{Type: rrtype, Name: strings.TrimSuffix(rr.Header().Name, "."), TTL: int(rr.Header().Ttl)}
+		switch v := rr.(type) {
+		case *dns.CAA:
+			if rrtype != "CAA" {
+				continue
+			}
+			rec.Value = fmt.Sprintf("%d %s %q", v.Flag, v.Tag, v.Value)
+		case *dns.CNAME:
+			if rrtype != "CNAME" {
+				continue
+			}
+			rec.Value = strings.TrimSuffix(v.Target, ".")
+		case *dns.A:
+			if rrtype != "A" {
+				continue
+			}
+			rec.Value = v.A.String()
+		default:
+			continue
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+// env is a complete local ACME setup: a DNS server for example.com whose
+// names point at 127.0.0.1, Pebble validating against it, and plain-HTTP
+// and TLS listeners on loopback where the issuers answer challenges and
+// serve certificates.
+type env struct {
+	t        *testing.T
+	zone     *memzone.Provider
+	dns      *memzone.Server
+	ca       *acmetest.Pebble
+	store    *memstore.Store
+	httpAddr string
+	tlsAddr  string
+	httpPort int
+	tlsPort  int
+	changes  chan string
+	mu       sync.Mutex
+	denied   map[string]bool
+	mux      *switchHandler
+}
+
+// switchHandler lets a test swap the issuer behind the listeners.
+type switchHandler struct {
+	mu sync.Mutex
+	is *acme.Issuer
+}
+
+func (s *switchHandler) get() *acme.Issuer { s.mu.Lock(); defer s.mu.Unlock(); return s.is }
+
+func newEnv(t *testing.T, validity time.Duration, caaIDs ...string) *env {
+	t.Helper()
+	e := &env{t: t, store: memstore.New(), changes: make(chan string, 16), denied: map[string]bool{}, mux: &switchHandler{}}
+	e.zone, e.dns = memzone.NewTestServer(t, "example.com.")
+	httpLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.httpAddr, e.tlsAddr = httpLn.Addr().String(), tlsLn.Addr().String()
+	e.httpPort, e.tlsPort = httpLn.Addr().(*net.TCPAddr).Port, tlsLn.Addr().(*net.TCPAddr).Port
+	e.ca = acmetest.Start(t, acmetest.Options{DNSServer: e.dns.Addr(), HTTPPort: e.httpPort, TLSPort: e.tlsPort, Validity: validity, CAAIdentities: caaIDs})
+
+	quiet := log.New(io.Discard, "", 0)
+	hs := &http.Server{ErrorLog: quiet, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.mux.get().HTTPHandler(http.NotFoundHandler()).ServeHTTP(w, r)
+	})}
+	go hs.Serve(httpLn)
+	ts := &http.Server{
+		ErrorLog: quiet,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hello from ", r.Host) }),
+		TLSConfig: &tls.Config{
+			NextProtos: []string{"http/1.1", "acme-tls/1"},
+			GetCertificate: func(h *tls.ClientHelloInfo) (*tls.Certificate, error) {
+				return e.mux.get().GetCertificate(h)
+			},
+		},
+	}
+	go ts.ServeTLS(tlsLn, "", "")
+	t.Cleanup(func() { hs.Close(); ts.Close() })
+	return e
+}
+
+// point makes name (relative to example.com) resolve to 127.0.0.1.
+func (e *env) point(name string) {
+	e.t.Helper()
+	_, err := e.zone.AppendRecords(context.Background(), "example.com.", []libdns.Record{
+		libdns.Address{Name: name, TTL: time.Minute, IP: netip.MustParseAddr("127.0.0.1")},
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) deny(name string, denied bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.denied[name] = denied
+}
+
+// issuer returns a new issuer on the env's store and CA; the first one
+// made also serves the listeners.
+func (e *env) issuer(mod func(*acme.Config)) *acme.Issuer {
+	e.t.Helper()
+	cfg := acme.Config{
+		CA: e.ca.DirectoryURL(), RootCAs: e.ca.ServerRootPEM(), Email: "ops@example.com",
+		Storage:  e.store,
+		Resolver: dnsResolver{e.dns.Addr()},
+		OnChange: func(name string) { e.changes <- name },
+		Allowed: func(_ context.Context, name string) bool {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			return !e.denied[name]
+		},
+		HTTPPort: e.httpPort, TLSPort: e.tlsPort, ListenHost: "127.0.0.1",
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	is, err := acme.New(cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { is.Close() })
+	e.mux.mu.Lock()
+	if e.mux.is == nil {
+		e.mux.is = is
+	}
+	e.mux.mu.Unlock()
+	return is
+}
+
+// waitChange waits for OnChange(name); obtaining takes seconds.
+func (e *env) waitChange(name string) {
+	e.t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case got := <-e.changes:
+			if got == name {
+				return
+			}
+		case <-timeout:
+			e.t.Fatalf("no certificate change for %s within 30s", name)
+		}
+	}
+}
+
+// handshake dials the TLS listener for name and returns the verified leaf.
+func (e *env) handshake(name string) (*x509.Certificate, error) {
+	conn, err := tls.Dial("tcp", e.tlsAddr, &tls.Config{ServerName: name, RootCAs: e.ca.IssuedRoots()})
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0], nil
+}
