@@ -3,6 +3,7 @@ package domain
 import (
 	"net/netip"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/petstorekit/petstore"
 	"golang.org/x/net/idna"
@@ -58,6 +59,9 @@ func ParseName(s string) (Name, error) {
 	if s == "" {
 		return Name{}, invalidName("domain name must not be empty")
 	}
+	if !utf8.ValidString(s) {
+		return Name{}, invalidName("the domain name is not valid UTF-8 text")
+	}
 	if isIP(s) {
 		return Name{}, invalidName("%q is an IP address; enter a domain name like shop.example.com", clip(s))
 	}
@@ -78,6 +82,10 @@ func ParseName(s string) (Name, error) {
 	ascii = strings.TrimSuffix(ascii, ".")
 	if err := checkLengths(ascii); err != nil {
 		return Name{}, err
+	}
+	// The stored form must itself be a valid input: people paste it back.
+	if again, err := strict.ToASCII(ascii); err != nil || again != ascii {
+		return Name{}, invalidName("%q is not a valid domain name: its labels do not survive IDNA conversion", clip(s))
 	}
 	if isIP(ascii) {
 		return Name{}, invalidName("%q is an IP address; enter a domain name like shop.example.com", clip(s))

@@ -1,0 +1,554 @@
+package domain_test
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/libdns/libdns"
+	"github.com/miekg/dns"
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/dnsresolver"
+	"github.com/petstorekit/petstore/adapters/memstore"
+	"github.com/petstorekit/petstore/adapters/memzone"
+	"github.com/petstorekit/petstore/domain"
+)
+
+const target = "edge.petstore.example"
+
+var start = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+// clock is a fake clock the tests move by hand.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.now = t }
+func (c *clock) Add(d time.Duration) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	return c.now
+}
+
+// projects is the platform's side: plans and deploys.
+var projects = domain.ProjectsFunc(func(_ context.Context, id string) (domain.Project, error) {
+	p, ok := map[string]domain.Project{
+		"prj_pro":      {ID: "prj_pro", Plan: petstore.PlanPro, Deployed: true},
+		"prj_business": {ID: "prj_business", Plan: petstore.PlanBusiness, Deployed: true},
+		"prj_free":     {ID: "prj_free", Plan: petstore.PlanFree, Deployed: true},
+		"prj_new":      {ID: "prj_new", Plan: petstore.PlanEnterprise, Deployed: false},
+	}[id]
+	if !ok {
+		return domain.Project{}, petstore.Errorf(petstore.CodeNotFound, "project %s not found", id)
+	}
+	return p, nil
+})
+
+// issuer stands in for the certificate layer (a later issue): it records
+// calls and reports what the test sets.
+type issuer struct {
+	mu       sync.Mutex
+	state    map[string]domain.CertStatus
+	requests []string
+	removed  []string
+}
+
+func (i *issuer) Request(_ context.Context, name string) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.requests = append(i.requests, name)
+	i.state[name] = domain.CertStatus{State: domain.CertIssuing}
+	return nil
+}
+
+func (i *issuer) Status(_ context.Context, name string) (domain.CertStatus, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if st, ok := i.state[name]; ok {
+		return st, nil
+	}
+	return domain.CertStatus{State: domain.CertNone}, nil
+}
+
+func (i *issuer) Remove(_ context.Context, name string) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.removed = append(i.removed, name)
+	delete(i.state, name)
+	return nil
+}
+
+func (i *issuer) set(name string, st domain.CertStatus) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.state[name] = st
+}
+
+type fixture struct {
+	engine *domain.Engine
+	store  *memstore.Store
+	zone   *memzone.Provider
+	dns    *memzone.Server
+	clock  *clock
+}
+
+// newFixture starts a DNS server on 127.0.0.1 for example.com and
+// example.org and an engine that asks it. certs may be nil.
+func newFixture(t *testing.T, certs domain.CertIssuer) *fixture {
+	t.Helper()
+	zone, srv := memzone.NewTestServer(t, "example.com.", "example.org.", "xn--bcher-kva.example.")
+	f := &fixture{store: memstore.New(), zone: zone, dns: srv, clock: &clock{now: start}}
+	e, err := domain.New(domain.EngineConfig{
+		Store: f.store, Projects: projects, Resolver: dnsresolver.New(srv.Addr()), CertIssuer: certs,
+		CNAMETarget: target + ".", PlatformDomains: []string{"petstore.example", "localhost"},
+		EdgeIPs: []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")},
+		Now:     f.clock.Now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.engine = e
+	return f
+}
+
+// set replaces the records of one name and type in the test zone.
+func (f *fixture) set(t *testing.T, zone string, recs ...libdns.Record) {
+	t.Helper()
+	if _, err := f.zone.SetRecords(context.Background(), zone, recs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fixture) add(t *testing.T, project, name string) domain.Domain {
+	t.Helper()
+	d, created, err := f.engine.Add(context.Background(), project, name)
+	if err != nil {
+		t.Fatalf("Add(%s, %s): %v", project, name, err)
+	}
+	if !created {
+		t.Fatalf("Add(%s, %s): not created", project, name)
+	}
+	return d
+}
+
+func (f *fixture) verify(t *testing.T, project, name string) domain.Domain {
+	t.Helper()
+	d, err := f.engine.Verify(context.Background(), project, name)
+	if err != nil {
+		t.Fatalf("Verify(%s): %v", name, err)
+	}
+	return d
+}
+
+func cname(name, to string) libdns.Record {
+	return libdns.CNAME{Name: name, TTL: time.Hour, Target: to + "."}
+}
+
+func addr(name, ip string) libdns.Record {
+	return libdns.Address{Name: name, TTL: time.Hour, IP: netip.MustParseAddr(ip)}
+}
+
+func codes(fs []domain.Finding) string {
+	var c []string
+	for _, f := range fs {
+		c = append(c, f.Code)
+	}
+	return strings.Join(c, ",")
+}
+
+func wantCode(t *testing.T, err error, code string) {
+	t.Helper()
+	if got := petstore.ErrorCode(err); got != code {
+		t.Fatalf("error = %v (code %q), want code %q", err, got, code)
+	}
+}
+
+func TestAddRules(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil)
+	f.add(t, "prj_pro", "shop.example.com")
+	for _, tc := range []struct {
+		name, project, domain, code string
+	}{
+		{"free plan", "prj_free", "free.example.com", petstore.CodePlanRequired},
+		{"no deploy", "prj_new", "new.example.com", petstore.CodeDeployRequired},
+		{"unknown project", "prj_nobody", "x.example.com", petstore.CodeNotFound},
+		{"taken by another project", "prj_business", "shop.example.com", petstore.CodeConflict},
+		{"taken, other form and case", "prj_business", "SHOP.example.com.", petstore.CodeConflict},
+		{"platform's cname target", "prj_pro", target, petstore.CodeInvalidRequest},
+		{"under a platform domain", "prj_pro", "x.petstore.example", petstore.CodeInvalidRequest},
+		{"platform localhost", "prj_pro", "shop.localhost", petstore.CodeInvalidRequest},
+		{"invalid name", "prj_pro", "*.example.com", petstore.CodeInvalidRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := f.engine.Add(ctx, tc.project, tc.domain)
+			wantCode(t, err, tc.code)
+		})
+	}
+	t.Run("adding again returns the existing domain", func(t *testing.T) {
+		d, created, err := f.engine.Add(ctx, "prj_pro", "Shop.Example.com")
+		if err != nil || created || d.Name != "shop.example.com" || d.Status != domain.StatusPending {
+			t.Fatalf("Add again = %+v, created %v, %v; want the pending domain, not created", d, created, err)
+		}
+	})
+	t.Run("conflict message does not name the owner", func(t *testing.T) {
+		_, _, err := f.engine.Add(ctx, "prj_business", "shop.example.com")
+		if strings.Contains(err.Error(), "prj_pro") {
+			t.Fatalf("conflict %q leaks the other project", err)
+		}
+	})
+	t.Run("another project cannot see it", func(t *testing.T) {
+		_, err := f.engine.Get(ctx, "prj_business", "shop.example.com")
+		wantCode(t, err, petstore.CodeNotFound)
+		_, err = f.engine.Verify(ctx, "prj_business", "shop.example.com")
+		wantCode(t, err, petstore.CodeNotFound)
+		wantCode(t, f.engine.Remove(ctx, "prj_business", "shop.example.com"), petstore.CodeNotFound)
+	})
+}
+
+func TestRacingProjectsOneWins(t *testing.T) {
+	f := newFixture(t, nil)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, p := range []string{"prj_pro", "prj_business"} {
+		wg.Go(func() { _, _, errs[i] = f.engine.Add(context.Background(), p, "race.example.com") })
+	}
+	wg.Wait()
+	if (errs[0] == nil) == (errs[1] == nil) {
+		t.Fatalf("both or neither won: %v / %v", errs[0], errs[1])
+	}
+	for _, err := range errs {
+		if err != nil {
+			wantCode(t, err, petstore.CodeConflict)
+		}
+	}
+}
+
+func TestInstructions(t *testing.T) {
+	f := newFixture(t, nil)
+	sub := f.add(t, "prj_pro", "shop.example.com")
+	if got, want := sub.Records, []domain.Record{{Type: "CNAME", Name: "shop", Value: target, TTL: 3600}}; len(got) != 1 || got[0] != want[0] {
+		t.Fatalf("subdomain records = %+v, want %+v", got, want)
+	}
+	if sub.Kind != domain.KindSubdomain || len(sub.Alternatives) != 0 {
+		t.Fatalf("subdomain = %+v", sub)
+	}
+	apex := f.add(t, "prj_pro", "example.org")
+	if got := apex.Records; len(got) != 1 || got[0] != (domain.Record{Type: "ALIAS", Name: "@", Value: target, TTL: 3600}) {
+		t.Fatalf("apex records = %+v, want one ALIAS at @", got)
+	}
+	want := []domain.Record{{Type: "A", Name: "@", Value: "127.0.0.1", TTL: 3600}, {Type: "AAAA", Name: "@", Value: "::1", TTL: 3600}}
+	if len(apex.Alternatives) != 2 || apex.Alternatives[0] != want[0] || apex.Alternatives[1] != want[1] {
+		t.Fatalf("apex alternatives = %+v, want %+v", apex.Alternatives, want)
+	}
+	if !strings.Contains(apex.Note, "Not every DNS provider supports") {
+		t.Fatalf("apex note = %q", apex.Note)
+	}
+	idn := f.add(t, "prj_pro", "laden.Bücher.example")
+	if idn.Name != "laden.xn--bcher-kva.example" || idn.UnicodeName != "laden.bücher.example" || idn.Records[0].Name != "laden" {
+		t.Fatalf("IDN domain = %+v", idn)
+	}
+	if h := sub.History; len(h) != 1 || h[0].Status != domain.StatusPending || !h[0].At.Equal(start) {
+		t.Fatalf("history = %+v, want pending at %s", h, start)
+	}
+}
+
+func TestVerify(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		domain   string
+		records  []libdns.Record // in zone example.com. or example.org.
+		zone     string
+		status   domain.Status
+		findings string
+		action   domain.Action
+		says     []string // in the first finding's message and fix
+		observed domain.Observed
+	}{
+		{
+			name: "CNAME subdomain verifies", domain: "shop.example.com", zone: "example.com.",
+			records: []libdns.Record{cname("shop", target)}, status: domain.StatusActive, action: domain.ActionNone,
+			observed: domain.Observed{CNAME: target, Addresses: []string{}},
+		},
+		{
+			name: "apex with edge addresses verifies", domain: "example.org", zone: "example.org.",
+			records: []libdns.Record{addr("@", "127.0.0.1"), addr("@", "::1")}, status: domain.StatusActive, action: domain.ActionNone,
+			observed: domain.Observed{Addresses: []string{"127.0.0.1", "::1"}},
+		},
+		{
+			name: "an A record blocks the CNAME", domain: "shop.example.com", zone: "example.com.",
+			records: []libdns.Record{addr("shop", "203.0.113.9")}, status: domain.StatusPending,
+			findings: "CONFLICTING_RECORD", action: domain.ActionFixDNS,
+			says:     []string{"shop.example.com has an A record (203.0.113.9), which blocks the CNAME", "Delete the A and AAAA records for shop", "shop → " + target},
+			observed: domain.Observed{Addresses: []string{"203.0.113.9"}},
+		},
+		{
+			name: "wrong CNAME names the current target", domain: "shop.example.com", zone: "example.com.",
+			records: []libdns.Record{cname("shop", "elsewhere.example.net")}, status: domain.StatusPending,
+			findings: "CNAME_MISMATCH", action: domain.ActionFixDNS,
+			says:     []string{"shop.example.com points to elsewhere.example.net", "Change the CNAME value to " + target},
+			observed: domain.Observed{CNAME: "elsewhere.example.net", Addresses: []string{}},
+		},
+		{
+			name: "apex with foreign addresses", domain: "example.org", zone: "example.org.",
+			records: []libdns.Record{addr("@", "127.0.0.1"), addr("@", "198.51.100.7")}, status: domain.StatusPending,
+			findings: "APEX_FOREIGN_IPS", action: domain.ActionFixDNS,
+			says:     []string{"example.org resolves to 198.51.100.7, which is not an address of this platform", "ALIAS", "127.0.0.1"},
+			observed: domain.Observed{Addresses: []string{"127.0.0.1", "198.51.100.7"}},
+		},
+		{
+			name: "no records yet", domain: "shop.example.com", zone: "example.com.",
+			status: domain.StatusPending, findings: "NO_RECORDS", action: domain.ActionWait,
+			says:     []string{"up to 48 hours", "Create a CNAME record with name shop and value " + target},
+			observed: domain.Observed{Addresses: []string{}},
+		},
+		{
+			name: "IDN subdomain verifies", domain: "laden.bücher.example", zone: "xn--bcher-kva.example.",
+			records: []libdns.Record{cname("laden", target)}, status: domain.StatusActive, action: domain.ActionNone,
+			observed: domain.Observed{CNAME: target, Addresses: []string{}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			if len(tc.records) > 0 {
+				f.set(t, tc.zone, tc.records...)
+			}
+			added := f.add(t, "prj_pro", tc.domain)
+			f.clock.Add(5 * time.Second)
+			d := f.verify(t, "prj_pro", tc.domain)
+			if d.Status != tc.status || codes(d.Diagnosis.Findings) != tc.findings || d.Diagnosis.NextAction != tc.action {
+				t.Fatalf("after Verify: status %s, findings %q, next %s; want %s, %q, %s (%+v)",
+					d.Status, codes(d.Diagnosis.Findings), d.Diagnosis.NextAction, tc.status, tc.findings, tc.action, d.Diagnosis)
+			}
+			if d.Diagnosis.OK != (tc.findings == "") {
+				t.Fatalf("Diagnosis.OK = %v with findings %q", d.Diagnosis.OK, tc.findings)
+			}
+			if d.Diagnosis.Observed.CNAME != tc.observed.CNAME || strings.Join(d.Diagnosis.Observed.Addresses, " ") != strings.Join(tc.observed.Addresses, " ") {
+				t.Fatalf("observed %+v, want %+v", d.Diagnosis.Observed, tc.observed)
+			}
+			for _, s := range tc.says {
+				fd := d.Diagnosis.Findings[0]
+				if !strings.Contains(fd.Message+" / "+fd.Fix, s) {
+					t.Fatalf("finding %+v does not say %q", fd, s)
+				}
+			}
+			if d.Attempts != 1 {
+				t.Fatalf("attempts = %d, want 1", d.Attempts)
+			}
+			route := f.engine.Route(added.Name)
+			if live := tc.status == domain.StatusActive; (route.Kind == domain.RouteServe) != live || live && route.ProjectID != "prj_pro" {
+				t.Fatalf("Route(%s) = %+v with status %s", added.Name, route, d.Status)
+			}
+			if tc.status == domain.StatusActive {
+				var got []domain.Status
+				for _, h := range d.History {
+					got = append(got, h.Status)
+				}
+				if strings.Join(statusStrings(got), " ") != "pending verified active" {
+					t.Fatalf("history = %v, want pending verified active", got)
+				}
+				if !d.History[2].At.Equal(start.Add(5*time.Second)) || !d.VerifiedAt.Equal(start.Add(5*time.Second)) {
+					t.Fatalf("history times %+v, verifiedAt %s", d.History, d.VerifiedAt)
+				}
+			}
+		})
+	}
+}
+
+func statusStrings(s []domain.Status) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = string(v)
+	}
+	return out
+}
+
+func TestLookupFailureIsNotAFailure(t *testing.T) {
+	f := newFixture(t, nil)
+	f.set(t, "example.com.", cname("shop", target))
+	f.add(t, "prj_pro", "shop.example.com")
+	f.dns.FailWith("shop.example.com.", dns.RcodeServerFailure)
+	d := f.verify(t, "prj_pro", "shop.example.com")
+	if d.Status != domain.StatusPending || codes(d.Diagnosis.Findings) != "LOOKUP_FAILED" || d.Diagnosis.NextAction != domain.ActionWait {
+		t.Fatalf("SERVFAIL gave %s %q %s, want pending LOOKUP_FAILED wait", d.Status, codes(d.Diagnosis.Findings), d.Diagnosis.NextAction)
+	}
+	if msg := d.Diagnosis.Findings[0].Message; !strings.Contains(msg, "will be retried") || !strings.Contains(msg, "not a verification failure") {
+		t.Fatalf("message %q does not say it will retry", msg)
+	}
+	// Even past the 48-hour window, "could not check" never fails a domain.
+	f.clock.Set(start.Add(49 * time.Hour))
+	if _, err := f.engine.RunDue(context.Background(), f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := f.engine.Get(context.Background(), "prj_pro", "shop.example.com"); d.Status != domain.StatusPending {
+		t.Fatalf("after 49 h of SERVFAIL status = %s, want pending", d.Status)
+	}
+	f.dns.FailWith("shop.example.com.", dns.RcodeSuccess)
+	if d := f.verify(t, "prj_pro", "shop.example.com"); d.Status != domain.StatusActive {
+		t.Fatalf("after DNS recovered status = %s, want active", d.Status)
+	}
+}
+
+// runUntil runs the background loop at each due time until the domain's
+// status is want or the clock passes limit, and returns the number of
+// checks made.
+func (f *fixture) runUntil(t *testing.T, name string, want domain.Status, limit time.Time) (domain.Domain, int) {
+	t.Helper()
+	ctx := context.Background()
+	runs := 0
+	for {
+		d, err := f.engine.Find(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Status == want || f.clock.Now().After(limit) {
+			return d, runs
+		}
+		due, err := f.store.DueDomains(ctx, start.Add(1000*time.Hour), 1)
+		if err != nil || len(due) == 0 {
+			t.Fatalf("nothing scheduled while %s is %s (%v)", name, d.Status, err)
+		}
+		f.clock.Set(due[0].NextCheckAt)
+		n, err := f.engine.RunDue(ctx, f.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs += n
+	}
+}
+
+func TestBackgroundRecheckPicksUpRecord(t *testing.T) {
+	f := newFixture(t, nil)
+	f.add(t, "prj_pro", "shop.example.com")
+	ctx := context.Background()
+	if n, _ := f.engine.RunDue(ctx, start.Add(59*time.Second)); n != 0 {
+		t.Fatalf("RunDue before the first minute checked %d domains", n)
+	}
+	d, runs := f.runUntil(t, "shop.example.com", domain.StatusActive, start.Add(10*time.Minute))
+	if d.Status != domain.StatusPending || runs < 9 || codes(d.Diagnosis.Findings) != "NO_RECORDS" {
+		t.Fatalf("after 10 minutes without records: %s after %d checks, findings %q", d.Status, runs, codes(d.Diagnosis.Findings))
+	}
+	if route := f.engine.Route("shop.example.com"); route.Kind != domain.RouteNone {
+		t.Fatalf("pending domain routed: %+v", route)
+	}
+	f.set(t, "example.com.", cname("shop", target))
+	appeared := f.clock.Now()
+	d, _ = f.runUntil(t, "shop.example.com", domain.StatusActive, appeared.Add(2*time.Minute))
+	if d.Status != domain.StatusActive {
+		t.Fatalf("record appeared but status is %s", d.Status)
+	}
+	if at := d.History[len(d.History)-1].At; at.Sub(appeared) > time.Minute {
+		t.Fatalf("activated %s after the record appeared, want within a minute", at.Sub(appeared))
+	}
+	if route := f.engine.Route("shop.example.com"); route.Kind != domain.RouteServe || route.ProjectID != "prj_pro" {
+		t.Fatalf("Route = %+v, want served by prj_pro", route)
+	}
+}
+
+func TestPendingFailsAfter48Hours(t *testing.T) {
+	f := newFixture(t, nil)
+	f.add(t, "prj_pro", "shop.example.com")
+	d, runs := f.runUntil(t, "shop.example.com", domain.StatusFailed, start.Add(50*time.Hour))
+	if d.Status != domain.StatusFailed {
+		t.Fatalf("after 50 h status = %s, want failed", d.Status)
+	}
+	last := d.History[len(d.History)-1]
+	if !last.At.Equal(start.Add(48*time.Hour)) || !strings.Contains(d.Reason, "48 hours") || last.Reason != d.Reason {
+		t.Fatalf("failed at %s with reason %q, want at +48h saying 48 hours", last.At.Sub(start), d.Reason)
+	}
+	// Every minute for the first hour, then backing off: far fewer than
+	// one check a minute over two days, but at least the first hour's.
+	if runs < 60 || runs > 200 || d.Attempts != runs {
+		t.Fatalf("%d checks (%d attempts) over 48 h, want 60..200", runs, d.Attempts)
+	}
+	if d.Diagnosis.NextAction != domain.ActionFixDNS {
+		t.Fatalf("failed with NO_RECORDS: next action %s, want fix_dns", d.Diagnosis.NextAction)
+	}
+	// Re-verify of a failed domain starts a new window; with the record
+	// in place it goes live.
+	f.set(t, "example.com.", cname("shop", target))
+	if d := f.verify(t, "prj_pro", "shop.example.com"); d.Status != domain.StatusActive {
+		t.Fatalf("Re-verify after fixing DNS: %s, want active", d.Status)
+	}
+}
+
+func TestRecheckInterval(t *testing.T) {
+	for _, tc := range []struct{ pending, want time.Duration }{
+		{0, time.Minute}, {59 * time.Minute, time.Minute}, {time.Hour, 5 * time.Minute},
+		{5 * time.Hour, 15 * time.Minute}, {40 * time.Hour, 30 * time.Minute},
+	} {
+		if got := domain.RecheckInterval(tc.pending); got != tc.want {
+			t.Errorf("RecheckInterval(%s) = %s, want %s", tc.pending, got, tc.want)
+		}
+	}
+}
+
+func TestCertificateFlow(t *testing.T) {
+	ctx := context.Background()
+	certs := &issuer{state: map[string]domain.CertStatus{}}
+	f := newFixture(t, certs)
+	f.set(t, "example.com.", cname("shop", target), cname("blog", target))
+
+	f.add(t, "prj_pro", "shop.example.com")
+	d := f.verify(t, "prj_pro", "shop.example.com")
+	if d.Status != domain.StatusIssuing || d.Certificate.State != domain.CertIssuing || d.Diagnosis.NextAction != domain.ActionWait {
+		t.Fatalf("after Verify with an issuer: %s, cert %s, next %s; want issuing", d.Status, d.Certificate.State, d.Diagnosis.NextAction)
+	}
+	if route := f.engine.Route("shop.example.com"); route.Kind != domain.RouteNone {
+		t.Fatalf("issuing domain routed: %+v", route)
+	}
+	certs.set("shop.example.com", domain.CertStatus{State: domain.CertIssued})
+	if err := f.engine.CertificateChanged(ctx, "shop.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if route := f.engine.Route("shop.example.com"); route.Kind != domain.RouteServe {
+		t.Fatalf("issued domain not routed: %+v", route)
+	}
+
+	// The background loop also asks the issuer, and a refusal fails the
+	// domain with the CA's reason; Re-verify starts a new attempt.
+	f.add(t, "prj_pro", "blog.example.com")
+	f.verify(t, "prj_pro", "blog.example.com")
+	certs.set("blog.example.com", domain.CertStatus{State: domain.CertFailed, Reason: "CAA records forbid the CA",
+		Findings: []domain.Finding{{Code: domain.FindingCAABlocksCA, Message: "CAA blocks", Fix: "add a CAA record"}}})
+	f.clock.Add(time.Minute)
+	if _, err := f.engine.RunDue(ctx, f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	d, _ = f.engine.Get(ctx, "prj_pro", "blog.example.com")
+	if d.Status != domain.StatusFailed || d.Reason != "CAA records forbid the CA" || d.Diagnosis.NextAction != domain.ActionFixDNS || codes(d.Diagnosis.Findings) != "CAA_BLOCKS_CA" {
+		t.Fatalf("refused certificate: %s %q next %s findings %q", d.Status, d.Reason, d.Diagnosis.NextAction, codes(d.Diagnosis.Findings))
+	}
+	d = f.verify(t, "prj_pro", "blog.example.com")
+	if d.Status != domain.StatusIssuing || len(certs.requests) != 3 {
+		t.Fatalf("Re-verify: %s after %d requests, want issuing after 3", d.Status, len(certs.requests))
+	}
+	if !d.VerifiedAt.Equal(f.clock.Now()) {
+		t.Fatalf("VerifiedAt = %s, want the Re-verify time %s (the certificate layer times 30 minutes from it)", d.VerifiedAt, f.clock.Now())
+	}
+}
+
+func TestDiagnose(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil)
+	f.set(t, "example.com.", cname("shop", "elsewhere.example.net"))
+	f.add(t, "prj_pro", "shop.example.com")
+	d, err := f.engine.Diagnose(ctx, "prj_pro", "shop.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Status != domain.StatusPending || d.Attempts != 0 || d.Diagnosis.Observed.CNAME != "elsewhere.example.net" || d.Diagnosis.NextAction != domain.ActionFixDNS {
+		t.Fatalf("Diagnose = %+v", d)
+	}
+	f.set(t, "example.com.", cname("shop", target))
+	d, _ = f.engine.Diagnose(ctx, "prj_pro", "shop.example.com")
+	if !d.Diagnosis.OK || d.Diagnosis.NextAction != domain.ActionReverify || d.Status != domain.StatusPending {
+		t.Fatalf("Diagnose after fixing: ok %v next %s status %s; want ok, reverify, still pending", d.Diagnosis.OK, d.Diagnosis.NextAction, d.Status)
+	}
+}

@@ -1,0 +1,122 @@
+package domain_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/domain"
+)
+
+func TestParseName(t *testing.T) {
+	for _, tc := range []struct {
+		in                         string
+		ascii, unicode, reg, label string
+		kind                       domain.Kind
+	}{
+		{"shop.example.com", "shop.example.com", "shop.example.com", "example.com", "shop", domain.KindSubdomain},
+		{"  SHOP.Example.COM. ", "shop.example.com", "shop.example.com", "example.com", "shop", domain.KindSubdomain},
+		{"example.com", "example.com", "example.com", "example.com", "@", domain.KindApex},
+		{"a.b.example.com", "a.b.example.com", "a.b.example.com", "example.com", "a.b", domain.KindSubdomain},
+		{"www.example.co.uk", "www.example.co.uk", "www.example.co.uk", "example.co.uk", "www", domain.KindSubdomain},
+		{"Bücher.example", "xn--bcher-kva.example", "bücher.example", "xn--bcher-kva.example", "@", domain.KindApex},
+		{"xn--bcher-kva.example", "xn--bcher-kva.example", "bücher.example", "xn--bcher-kva.example", "@", domain.KindApex},
+		{"laden.bücher.example", "laden.xn--bcher-kva.example", "laden.bücher.example", "xn--bcher-kva.example", "laden", domain.KindSubdomain},
+		{"faß.de", "xn--fa-hia.de", "faß.de", "xn--fa-hia.de", "@", domain.KindApex}, // non-transitional: ß stays
+		{"ＳＨＯＰ．example．com", "shop.example.com", "shop.example.com", "example.com", "shop", domain.KindSubdomain},
+		{"店.例え.jp", "xn--hxt.xn--r8jz45g.jp", "店.例え.jp", "xn--r8jz45g.jp", "xn--hxt", domain.KindSubdomain},
+		// The public suffix list's private section counts: each github.io
+		// site is its own registered domain.
+		{"alice.github.io", "alice.github.io", "alice.github.io", "alice.github.io", "@", domain.KindApex},
+		{"www.alice.github.io", "www.alice.github.io", "www.alice.github.io", "alice.github.io", "www", domain.KindSubdomain},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			n, err := domain.ParseName(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := domain.Name{ASCII: tc.ascii, Unicode: tc.unicode, Registered: tc.reg, Label: tc.label, Kind: tc.kind}
+			if n != want {
+				t.Fatalf("ParseName(%q) = %+v, want %+v", tc.in, n, want)
+			}
+		})
+	}
+}
+
+func TestParseNameRejects(t *testing.T) {
+	for _, tc := range []struct {
+		class, in, says string
+	}{
+		{"empty", "", "empty"},
+		{"blank", "   ", "empty"},
+		{"IPv4", "192.0.2.1", "IP address"},
+		{"IPv4 dotted", "192.0.2.1.", "IP address"},
+		{"IPv6", "2001:db8::1", "IP address"},
+		{"IPv6 bracketed", "[2001:db8::1]", "IP address"},
+		{"wildcard", "*.example.com", "wildcard"},
+		{"wildcard inside", "shop.*.example.com", "wildcard"},
+		{"single label", "localhost", "single label"},
+		{"single label unicode", "bücher", "single label"},
+		{"empty label", "shop..example.com", "empty label"},
+		{"leading dot", ".example.com", "empty label"},
+		{"only a dot", ".", "empty label"},
+		{"label over 63", strings.Repeat("a", 64) + ".example.com", "at most 63"},
+		{"name over 253", strings.Repeat(strings.Repeat("a", 60)+".", 5) + "com", "at most 253"},
+		{"public suffix", "co.uk", "public suffix"},
+		{"public suffix tld", "com.", "single label"},
+		{"private public suffix", "github.io", "public suffix"},
+		{"URL", "https://shop.example.com/", "not a domain name"},
+		{"with port", "shop.example.com:443", "not a domain name"},
+		{"underscore", "my_shop.example.com", "not a valid domain name"},
+		{"leading hyphen", "-shop.example.com", "not a valid domain name"},
+		{"space inside", "my shop.example.com", "not a valid domain name"},
+		{"bidi mix", "a\u05d0.example.com", "not a valid domain name"},
+		{"bad punycode", "xn--zz.example.com", "not a valid domain name"},
+	} {
+		t.Run(tc.class, func(t *testing.T) {
+			n, err := domain.ParseName(tc.in)
+			if got := petstore.ErrorCode(err); got != petstore.CodeInvalidRequest {
+				t.Fatalf("ParseName(%q) = %+v, %v; want invalid_request", tc.in, n, err)
+			}
+			if msg := petstore.ErrorMessage(err); !strings.Contains(msg, tc.says) {
+				t.Fatalf("message %q does not say %q", msg, tc.says)
+			}
+		})
+	}
+}
+
+func FuzzParseName(f *testing.F) {
+	for _, s := range []string{
+		"shop.example.com", "Bücher.example", "xn--bcher-kva.example", "co.uk", "*.a.b", "1.2.3.4",
+		"a..b", "ＳＨＯＰ．example．com", "alice.github.io", "faß.de", "[::1]", "a\u05d0.com", "-a.b.c",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := domain.ParseName(s)
+		if err != nil {
+			if petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
+				t.Fatalf("ParseName(%q) error %v is not invalid_request", s, err)
+			}
+			return
+		}
+		if len(n.ASCII) > 253 || n.ASCII != strings.ToLower(n.ASCII) || strings.HasSuffix(n.ASCII, ".") || !strings.Contains(n.ASCII, ".") {
+			t.Fatalf("ParseName(%q).ASCII = %q is not a normal name", s, n.ASCII)
+		}
+		for _, r := range n.ASCII {
+			if r >= 0x80 {
+				t.Fatalf("ParseName(%q).ASCII = %q is not ASCII", s, n.ASCII)
+			}
+		}
+		// Either form parses back to the same name.
+		for _, form := range []string{n.ASCII, n.Unicode} {
+			again, err := domain.ParseName(form)
+			if err != nil || again != n {
+				t.Fatalf("ParseName(%q) = %+v, %v; want %+v (from %q)", form, again, err, n, s)
+			}
+		}
+		if (n.Kind == domain.KindApex) != (n.ASCII == n.Registered) || !strings.HasSuffix(n.ASCII, n.Registered) {
+			t.Fatalf("ParseName(%q) = %+v: kind and registered domain disagree", s, n)
+		}
+	})
+}
