@@ -66,7 +66,7 @@ func New(store Store, cfg Config) *Limiter {
 		l.now = time.Now
 	}
 	if !l.ban.Disabled {
-		l.ban = l.ban.withDefaults()
+		l.ban = l.ban.WithDefaults()
 	}
 	if l.timeout <= 0 {
 		l.timeout = 100 * time.Millisecond

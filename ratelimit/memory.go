@@ -121,7 +121,7 @@ func (s *MemoryStore) Take(ctx context.Context, req Request) (Result, error) {
 			w.used++
 		}
 	case !req.Ban.Disabled:
-		p := req.Ban.withDefaults()
+		p := req.Ban.WithDefaults()
 		if e.strikesEnd <= now {
 			e.strikes, e.strikesEnd = 0, now+int64(p.Within)
 		}

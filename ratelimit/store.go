@@ -101,8 +101,10 @@ func DefaultBanPolicy() BanPolicy {
 	return BanPolicy{Strikes: 30, Within: time.Minute, Duration: 15 * time.Minute, Memory: 24 * time.Hour, Max: 24 * time.Hour}
 }
 
-// withDefaults fills the zero fields of p from DefaultBanPolicy.
-func (p BanPolicy) withDefaults() BanPolicy {
+// WithDefaults returns p with its zero fields taken from DefaultBanPolicy
+// (and Max raised to Duration if it is shorter). Stores apply it to the
+// policy of a request, so a zero policy means the default one.
+func (p BanPolicy) WithDefaults() BanPolicy {
 	d := DefaultBanPolicy()
 	if p.Strikes <= 0 {
 		p.Strikes = d.Strikes

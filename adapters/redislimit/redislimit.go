@@ -1,0 +1,231 @@
+// Package redislimit is a ratelimit.Store on Redis (go-redis v9) for
+// limiters in many processes: each decision is one Lua script, run with
+// EVALSHA in one round trip, that checks the ban, both windows and records
+// the strike atomically on the server. Processes sharing one Redis therefore
+// admit, together, exactly what the plan allows, and bans hold across them.
+//
+// Each subject is one hash under the store's prefix (prefix + subject), so
+// a decision touches one key and works on Redis Cluster too. Its fields:
+// c:<period ms> and e:<period ms> (a window's count and end), sc and se (the
+// strikes and the strike window's end), be (the ban's end), bl and ble (the
+// ban level, for doubling, and when it is forgotten). The time comes from Go
+// (Request.Now, in milliseconds), so the limiter's clock is injectable; ends
+// are stored as values and compared with that time, while the key's TTL
+// (relative, so independent of the clock) only reclaims memory once
+// everything in it has ended.
+package redislimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/petstorekit/petstore/ratelimit"
+)
+
+// script is the whole decision. ARGV: now (ms), bans disabled (0/1),
+// strikes tolerated, strike window, first ban, longest ban, ban memory (all
+// ms), then quota and period (ms) per window. It returns {status, refused
+// window index (0-based, -1 for none), ban end, then used and end per
+// window}; status 0 admitted, 1 refused by a window, 2 banned.
+var script = redis.NewScript(`
+local key = KEYS[1]
+local now = tonumber(ARGV[1])
+local nobans = ARGV[2] == "1"
+local strikes, within = tonumber(ARGV[3]), tonumber(ARGV[4])
+local banBase, banMax, banMemory = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local n = (#ARGV - 7) / 2
+
+local f = {}
+local raw = redis.call("HGETALL", key)
+for i = 1, #raw, 2 do f[raw[i]] = tonumber(raw[i + 1]) end
+
+local used, ends, live, periods = {}, {}, {}, {}
+local refused = -1
+for i = 1, n do
+  local quota, p = tonumber(ARGV[6 + 2 * i]), ARGV[7 + 2 * i]
+  periods[i] = p
+  local c, e = f["c:" .. p] or 0, f["e:" .. p] or 0
+  live[i] = e > now
+  if not live[i] then c = 0; e = now + tonumber(p) end
+  used[i], ends[i] = c, e
+  if refused < 0 and c + 1 > quota then refused = i - 1 end
+end
+
+local function reply(status, banEnd)
+  local r = {status, refused, banEnd}
+  for i = 1, n do r[#r + 1] = used[i]; r[#r + 1] = ends[i] end
+  return r
+end
+
+local banEnd = f["be"] or 0
+if banEnd > now then
+  refused = -1
+  return reply(2, banEnd)
+end
+
+local keep = now
+local set = {}
+if refused < 0 then
+  for i = 1, n do
+    used[i] = used[i] + 1
+    set[#set + 1] = "c:" .. periods[i]; set[#set + 1] = used[i]
+    set[#set + 1] = "e:" .. periods[i]; set[#set + 1] = ends[i]
+    if ends[i] > keep then keep = ends[i] end
+  end
+  redis.call("HSET", key, unpack(set))
+else
+  if nobans then return reply(1, 0) end
+  local sc, se = f["sc"] or 0, f["se"] or 0
+  if se <= now then sc = 0; se = now + within end
+  sc = sc + 1
+  if sc <= strikes then
+    redis.call("HSET", key, "sc", sc, "se", se)
+    keep = se
+  else
+    local level, levelEnd = f["bl"] or 0, f["ble"] or 0
+    if levelEnd <= now then level = 0 end
+    level = level + 1
+    local length = banBase
+    for _ = 2, level do
+      if length >= banMax then break end
+      length = length * 2
+    end
+    if length > banMax then length = banMax end
+    banEnd = now + length
+    redis.call("HSET", key, "be", banEnd, "bl", level, "ble", banEnd + banMemory, "sc", 0, "se", 0)
+    keep = banEnd + banMemory
+    redis.call("PEXPIRE", key, keep - now)
+    return reply(2, banEnd)
+  end
+end
+-- The TTL covers everything still running in the hash, so nothing ends
+-- early, whatever was written last.
+for _, k in ipairs({"se", "be", "ble"}) do
+  local v = f[k] or 0
+  if v > keep then keep = v end
+end
+for i = 1, n do
+  if live[i] and ends[i] > keep then keep = ends[i] end
+end
+if keep > now then redis.call("PEXPIRE", key, keep - now) end
+return reply(refused < 0 and 0 or 1, 0)
+`)
+
+// Store is a ratelimit.Store in Redis. It is safe for concurrent use.
+type Store struct {
+	client redis.UniversalClient
+	prefix string
+}
+
+var _ ratelimit.Store = (*Store)(nil)
+
+// New returns a Store that keeps its hashes in client under prefix (for
+// example "petstore:rl:"). For Decide's timeout to bound every call, the
+// client should have ContextTimeoutEnabled set (see NewClient).
+func New(client redis.UniversalClient, prefix string) *Store {
+	return &Store{client: client, prefix: prefix}
+}
+
+// Take implements ratelimit.Store in one round trip: EVALSHA, or, the first
+// time a server sees the script (or after SCRIPT FLUSH), EVAL with its text.
+func (s *Store) Take(ctx context.Context, req ratelimit.Request) (ratelimit.Result, error) {
+	p := req.Ban
+	if !p.Disabled {
+		p = p.WithDefaults()
+	}
+	args := make([]any, 0, 7+2*len(req.Rates))
+	args = append(args, req.Now.UnixMilli(), boolArg(p.Disabled), p.Strikes,
+		p.Within.Milliseconds(), p.Duration.Milliseconds(), p.Max.Milliseconds(), p.Memory.Milliseconds())
+	for _, r := range req.Rates {
+		args = append(args, r.Quota, r.Period.Milliseconds())
+	}
+	v, err := script.Run(ctx, s.client, []string{s.prefix + req.Subject}, args...).Result()
+	if err != nil {
+		return ratelimit.Result{}, fmt.Errorf("redislimit: %w", err)
+	}
+	return parseReply(v, len(req.Rates))
+}
+
+func boolArg(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// parseReply decodes the script's reply for n windows.
+func parseReply(v any, n int) (ratelimit.Result, error) {
+	a, ok := v.([]any)
+	if !ok || len(a) != 3+2*n {
+		return ratelimit.Result{}, errors.New("redislimit: malformed script reply")
+	}
+	ints := make([]int64, len(a))
+	for i, x := range a {
+		if ints[i], ok = x.(int64); !ok {
+			return ratelimit.Result{}, errors.New("redislimit: malformed script reply")
+		}
+	}
+	status, refused := ints[0], ints[1]
+	if status < 0 || status > 2 || refused < -1 || refused >= int64(n) || (status == 0 && refused != -1) || (status == 1 && refused < 0) {
+		return ratelimit.Result{}, errors.New("redislimit: malformed script reply")
+	}
+	res := ratelimit.Result{
+		Allowed: status == 0,
+		Refused: int(refused),
+		Banned:  status == 2,
+		Windows: make([]ratelimit.WindowCount, n),
+	}
+	if res.Banned {
+		res.BanEnd = time.UnixMilli(ints[2])
+		res.Refused = -1
+	}
+	for i := range n {
+		used := ints[3+2*i]
+		if used < 0 {
+			return ratelimit.Result{}, errors.New("redislimit: malformed script reply")
+		}
+		res.Windows[i] = ratelimit.WindowCount{Used: used, Reset: time.UnixMilli(ints[4+2*i])}
+	}
+	return res, nil
+}
+
+// ParseOptions turns the -redis flag into client options: "host:port" or a
+// redis:// (rediss:// for TLS) URL with an optional password and database
+// number. The options bound every call by its context's deadline and keep
+// dial and I/O timeouts short, so a Redis that is down costs a request
+// little and never hangs it.
+func ParseOptions(addr string) (*redis.Options, error) {
+	var o *redis.Options
+	switch {
+	case addr == "":
+		return nil, errors.New("redislimit: empty Redis address")
+	case strings.Contains(addr, "://"):
+		var err error
+		if o, err = redis.ParseURL(addr); err != nil {
+			return nil, fmt.Errorf("redislimit: %w", err)
+		}
+	default:
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil || port == "" {
+			return nil, fmt.Errorf("redislimit: Redis address %q is neither host:port nor a redis:// URL", addr)
+		}
+		if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+			return nil, fmt.Errorf("redislimit: bad port in Redis address %q", addr)
+		}
+		o = &redis.Options{Addr: net.JoinHostPort(host, port)}
+	}
+	o.ContextTimeoutEnabled = true
+	o.DialTimeout = 500 * time.Millisecond
+	o.ReadTimeout = 500 * time.Millisecond
+	o.WriteTimeout = 500 * time.Millisecond
+	o.MaxRetries = -1 // a retry would only double the wait on a dead server
+	o.DialerRetries = 1
+	return o, nil
+}

@@ -1,0 +1,349 @@
+package redislimit_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	petstore "github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/redislimit"
+	"github.com/petstorekit/petstore/ratelimit"
+	"github.com/petstorekit/petstore/ratelimit/ratelimittest"
+)
+
+// redisAddr returns the test Redis from PETSTORE_TEST_REDIS, or skips.
+func redisAddr(t testing.TB) string {
+	t.Helper()
+	addr := os.Getenv("PETSTORE_TEST_REDIS")
+	if addr == "" {
+		if os.Getenv("PETSTORE_TEST_REQUIRE_SERVICES") == "1" {
+			t.Fatal("PETSTORE_TEST_REDIS is not set and PETSTORE_TEST_REQUIRE_SERVICES=1")
+		}
+		t.Skip("PETSTORE_TEST_REDIS is not set (e.g. redis://127.0.0.1:6379/0); skipping Redis tests")
+	}
+	return addr
+}
+
+// newClient returns a client of the test Redis, closed at cleanup. Each
+// call is a separate connection pool, as a separate process would have.
+func newClient(t testing.TB, hooks ...redis.Hook) *redis.Client {
+	t.Helper()
+	o, err := redislimit.ParseOptions(redisAddr(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(o)
+	for _, h := range hooks {
+		c.AddHook(h)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// newPrefix returns a fresh key prefix and deletes its keys at cleanup, so
+// tests run in parallel and twice in a row.
+func newPrefix(t testing.TB, c *redis.Client) string {
+	t.Helper()
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	prefix := "petstore-test:rl:" + hex.EncodeToString(b) + ":"
+	t.Cleanup(func() {
+		ctx := context.Background()
+		iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			c.Del(ctx, iter.Val())
+		}
+	})
+	return prefix
+}
+
+func TestStore(t *testing.T) {
+	redisAddr(t)
+	ratelimittest.Run(t, func(t testing.TB) ratelimit.Store {
+		c := newClient(t)
+		return redislimit.New(c, newPrefix(t, c))
+	})
+}
+
+func TestKeysHaveTTL(t *testing.T) {
+	c := newClient(t)
+	prefix := newPrefix(t, c)
+	lim := ratelimit.New(redislimit.New(c, prefix), ratelimit.Config{})
+	for range 100 { // admissions, strikes and a ban
+		if _, err := lim.Decide(context.Background(), "key:ttl", ratelimittest.Free); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys, err := c.Keys(context.Background(), prefix+"*").Result()
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("keys = %v, %v; want exactly one hash", keys, err)
+	}
+	ttl := c.PTTL(context.Background(), keys[0]).Val()
+	// The ban level is remembered for 24 h after the 15 min ban.
+	if ttl <= 24*time.Hour || ttl > 24*time.Hour+15*time.Minute {
+		t.Fatalf("TTL = %v, want just under 24 h 15 min", ttl)
+	}
+}
+
+// TestTwoProcessesShareOneRedis runs two limiters, each with its own client,
+// against one subject: together they admit exactly the plan's minute.
+func TestTwoProcessesShareOneRedis(t *testing.T) {
+	a, b := newClient(t), newClient(t)
+	prefix := newPrefix(t, a)
+	clock := func() time.Time { return time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC) }
+	limiters := []*ratelimit.Limiter{
+		ratelimit.New(redislimit.New(a, prefix), ratelimit.Config{Clock: clock, StoreTimeout: 5 * time.Second}),
+		ratelimit.New(redislimit.New(b, prefix), ratelimit.Config{Clock: clock, StoreTimeout: 5 * time.Second}),
+	}
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 32 {
+		lim := limiters[i%2]
+		wg.Go(func() {
+			for range 20 {
+				d, err := lim.Decide(context.Background(), "key:shared", ratelimittest.Free)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if d.Allowed {
+					admitted.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got, want := admitted.Load(), int64(60); got != want {
+		t.Fatalf("two limiters admitted %d, want exactly %d", got, want)
+	}
+}
+
+// commandCounter is a go-redis hook that counts the commands sent.
+type commandCounter struct{ n atomic.Int64 }
+
+func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+func TestOneRoundTripPerDecision(t *testing.T) {
+	var count commandCounter
+	c := newClient(t, &count)
+	lim := ratelimit.New(redislimit.New(c, newPrefix(t, c)), ratelimit.Config{})
+	ctx := context.Background()
+	// The first call may load the script (EVALSHA, then EVAL).
+	if _, err := lim.Decide(ctx, "key:warm", ratelimittest.Free); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		n    int
+	}{{"admitted", 60}, {"refused and banned", 40}} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := count.n.Load()
+			for range tc.n {
+				if _, err := lim.Decide(ctx, "key:rt", ratelimittest.Free); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := count.n.Load() - before; got != int64(tc.n) {
+				t.Fatalf("%d decisions sent %d commands, want %d (one each)", tc.n, got, tc.n)
+			}
+		})
+	}
+}
+
+// freePort returns a loopback port nothing listens on.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	return port
+}
+
+// privateRedis starts a throwaway redis-server on a free loopback port. The
+// test may kill it; the shared server is never touched.
+func privateRedis(t *testing.T) (addr string, kill func()) {
+	t.Helper()
+	redisAddr(t) // the same opt-in as the other Redis tests
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server not installed")
+	}
+	port := freePort(t)
+	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	kill = func() { once.Do(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }) }
+	t.Cleanup(kill)
+	addr = "127.0.0.1:" + strconv.Itoa(port)
+	for i := 0; ; i++ {
+		conn, err := net.Dial("tcp", addr)
+		if err == nil {
+			_ = conn.Close()
+			break
+		}
+		if i == 200 {
+			t.Fatalf("private redis-server did not start: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return addr, kill
+}
+
+func TestScriptFlushedIsReloaded(t *testing.T) {
+	addr, _ := privateRedis(t)
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	lim := ratelimit.New(redislimit.New(c, "t:"), ratelimit.Config{})
+	ctx := context.Background()
+	for i := range 3 {
+		if err := c.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		d, err := lim.Decide(ctx, "key:flush", ratelimittest.Free)
+		if err != nil || !d.Allowed || d.Binding.Remaining != int64(59-i) {
+			t.Fatalf("after SCRIPT FLUSH: %+v, %v; want admitted with %d remaining", d, err, 59-i)
+		}
+	}
+}
+
+func TestRedisDown(t *testing.T) {
+	tests := []struct {
+		name     string
+		kill     bool // a private server, up first then killed; else a closed port
+		failOpen bool
+	}{
+		{"killed server, fail open", true, true},
+		{"killed server, fail closed", true, false},
+		{"closed port, fail open", false, true},
+		{"closed port, fail closed", false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, kill := "127.0.0.1:"+strconv.Itoa(freePort(t)), func() {}
+			if tc.kill {
+				addr, kill = privateRedis(t)
+			}
+			o, err := redislimit.ParseOptions(addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := redis.NewClient(o)
+			defer c.Close()
+			var logs bytes.Buffer
+			lim := ratelimit.New(redislimit.New(c, "t:"), ratelimit.Config{
+				FailOpen: tc.failOpen, StoreTimeout: 200 * time.Millisecond,
+				Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+			})
+			ctx := context.Background()
+			if tc.kill {
+				// Up first, then killed under the limiter's pooled connection.
+				if d, err := lim.Decide(ctx, "key:down", ratelimittest.Free); err != nil || !d.Allowed || d.Degraded {
+					t.Fatalf("while up: %+v, %v", d, err)
+				}
+				kill()
+			}
+			start := time.Now()
+			for range 5 {
+				d, err := lim.Decide(ctx, "key:down", ratelimittest.Free)
+				if tc.failOpen {
+					if err != nil || !d.Allowed || !d.Degraded {
+						t.Fatalf("fail open: %+v, %v; want admitted and degraded", d, err)
+					}
+				} else if got := petstore.ErrorCode(err); got != petstore.CodeUnavailable {
+					t.Fatalf("fail closed: error %v (code %q), want unavailable", err, got)
+				}
+			}
+			if took := time.Since(start); took > 5*time.Second {
+				t.Fatalf("5 decisions took %v with Redis down: the timeout does not bound them", took)
+			}
+			if !lim.Degraded() || lim.Failures() != 5 {
+				t.Fatalf("Degraded = %v, Failures = %d; want true, 5", lim.Degraded(), lim.Failures())
+			}
+			if n := strings.Count(logs.String(), "rate limit store failed"); n != 1 {
+				t.Fatalf("logged %d failures, want 1 per interval:\n%s", n, logs.String())
+			}
+			if strings.Contains(logs.String(), "key:down") {
+				t.Fatal("the log names the subject")
+			}
+		})
+	}
+}
+
+func TestParseOptions(t *testing.T) {
+	tests := []struct {
+		in      string
+		addr    string
+		db      int
+		wantErr bool
+	}{
+		{in: "127.0.0.1:6379", addr: "127.0.0.1:6379"},
+		{in: "localhost:6380", addr: "localhost:6380"},
+		{in: "[::1]:6379", addr: "[::1]:6379"},
+		{in: "redis://127.0.0.1:6379/2", addr: "127.0.0.1:6379", db: 2},
+		{in: "redis://:secret@127.0.0.1:6379/0", addr: "127.0.0.1:6379"},
+		{in: "", wantErr: true},
+		{in: "127.0.0.1", wantErr: true},
+		{in: "127.0.0.1:notaport", wantErr: true},
+		{in: "127.0.0.1:70000", wantErr: true},
+		{in: "http://127.0.0.1:6379", wantErr: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			o, err := redislimit.ParseOptions(tc.in)
+			if tc.wantErr {
+				if err == nil {
+					t.Fatalf("ParseOptions(%q) = %+v, want an error", tc.in, o)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Addr != tc.addr || o.DB != tc.db || !o.ContextTimeoutEnabled {
+				t.Fatalf("got addr %q db %d ctx timeouts %v; want %q %d true", o.Addr, o.DB, o.ContextTimeoutEnabled, tc.addr, tc.db)
+			}
+		})
+	}
+}
+
+func FuzzParseOptions(f *testing.F) {
+	for _, s := range []string{"127.0.0.1:6379", "redis://u:p@h:1/3", "rediss://h", "[::1]:0", ":", "redis://%zz"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		o, err := redislimit.ParseOptions(s)
+		if err == nil && (o == nil || o.Addr == "" || !o.ContextTimeoutEnabled) {
+			t.Fatalf("ParseOptions(%q) = %+v without error", s, o)
+		}
+	})
+}
