@@ -1,0 +1,344 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/client"
+	"github.com/petstorekit/petstore/petstoretest"
+)
+
+// clock is a virtual clock shared by a fake server and a client: the
+// client's waits advance it instead of sleeping.
+type clock struct {
+	mu     sync.Mutex
+	now    time.Time
+	sleeps []time.Duration
+}
+
+func newClock() *clock { return &clock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	c.sleeps = append(c.sleeps, d)
+	return nil
+}
+
+func (c *clock) Sleeps() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.sleeps)
+}
+
+func statuses(srv *petstoretest.Server) []int {
+	var out []int
+	for _, r := range srv.Requests() {
+		out = append(out, r.Status)
+	}
+	return out
+}
+
+func asError(t *testing.T, err error) *petstore.Error {
+	t.Helper()
+	var e *petstore.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %v (%T) is not a *petstore.Error", err, err)
+	}
+	return e
+}
+
+func TestPagination(t *testing.T) {
+	t.Parallel()
+	var seeds []petstore.NewPet
+	for i := range 95 {
+		st := petstore.StatusAvailable
+		if i%3 == 0 {
+			st = petstore.StatusSold
+		}
+		seeds = append(seeds, petstore.NewPet{Name: fmt.Sprint("pet", i), CategoryID: 1, Status: st})
+	}
+	srv := petstoretest.NewServer(t, petstoretest.WithPets(seeds...), petstoretest.WithoutListener())
+	c := srv.Client()
+	ctx := context.Background()
+
+	tests := []struct {
+		name      string
+		filter    petstore.PetFilter
+		wantPets  int
+		wantPages int
+	}{
+		{"all, pages of 10", petstore.PetFilter{Limit: 10}, 95, 10},
+		{"all, default page", petstore.PetFilter{}, 95, 5},
+		{"sold, pages of 7", petstore.PetFilter{Limit: 7, Status: petstore.StatusSold}, 32, 5},
+		{"one page of 100", petstore.PetFilter{Limit: 100}, 95, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv.Reset()
+			var ids []int64
+			for p, err := range c.All(ctx, tt.filter) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tt.filter.Status != "" && p.Status != tt.filter.Status {
+					t.Fatalf("pet %+v does not match status %s", p, tt.filter.Status)
+				}
+				ids = append(ids, p.ID)
+			}
+			if len(ids) != tt.wantPets || !slices.IsSorted(ids) || len(slices.Compact(slices.Clone(ids))) != len(ids) {
+				t.Fatalf("All yielded %d ids %v, want %d distinct ascending", len(ids), ids, tt.wantPets)
+			}
+			if n := len(srv.Requests()); n != tt.wantPages {
+				t.Fatalf("%d requests, want %d pages", n, tt.wantPages)
+			}
+		})
+	}
+
+	t.Run("ListPets cursor", func(t *testing.T) {
+		page, err := c.ListPets(ctx, petstore.PetFilter{Limit: 50})
+		if err != nil || len(page.Pets) != 50 || page.NextCursor == "" {
+			t.Fatalf("first page: %d pets, cursor %q, %v", len(page.Pets), page.NextCursor, err)
+		}
+		page, err = c.ListPets(ctx, petstore.PetFilter{Limit: 50, Cursor: page.NextCursor})
+		if err != nil || len(page.Pets) != 45 || page.NextCursor != "" || page.Pets[0].ID != 51 {
+			t.Fatalf("last page: %d pets from %+v, cursor %q, %v", len(page.Pets), page.Pets[0], page.NextCursor, err)
+		}
+	})
+	t.Run("break stops fetching", func(t *testing.T) {
+		srv.Reset()
+		for range c.All(ctx, petstore.PetFilter{Limit: 10}) {
+			break
+		}
+		if n := len(srv.Requests()); n != 1 {
+			t.Fatalf("%d requests after breaking on the first pet, want 1", n)
+		}
+	})
+}
+
+func TestRateLimitedThenRetryAfter(t *testing.T) {
+	t.Parallel()
+	clk := newClock()
+	srv := petstoretest.NewServer(t, petstoretest.WithLimits(petstore.Limits{PerMinute: 2, PerDay: 100}), petstoretest.WithClock(clk.Now))
+	c := srv.Client(client.WithClock(clk.Now, clk.Sleep))
+	ctx := context.Background()
+	for range 3 {
+		if _, err := c.ListPets(ctx, petstore.PetFilter{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := statuses(srv), []int{200, 200, 429, 200}; !slices.Equal(got, want) {
+		t.Fatalf("statuses %v, want %v", got, want)
+	}
+	sleeps := clk.Sleeps()
+	if len(sleeps) != 1 || sleeps[0] < time.Second || sleeps[0] > time.Minute {
+		t.Fatalf("waits %v, want one wait of Retry-After (1s..60s)", sleeps)
+	}
+	rl, ok := c.RateLimit()
+	if !ok || rl.Limit != 2 || rl.Remaining != 1 {
+		t.Fatalf("RateLimit() = %+v, %v; want limit 2, remaining 1 in the new window", rl, ok)
+	}
+}
+
+func TestRateLimitWaitBeyondBudgetFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	clk := newClock()
+	srv := petstoretest.NewServer(t, petstoretest.WithoutListener())
+	srv.Inject(petstoretest.Fault{Times: 1, Status: 429, Header: http.Header{"Retry-After": {"600"}}})
+	c := srv.Client(client.WithClock(clk.Now, clk.Sleep), client.WithMaxWait(time.Minute))
+	_, err := c.ListPets(context.Background(), petstore.PetFilter{})
+	if e := asError(t, err); e.Code != petstore.CodeRateLimited || e.Status != 429 {
+		t.Fatalf("error %+v, want rate_limited 429", e)
+	}
+	if len(clk.Sleeps()) != 0 {
+		t.Fatalf("waited %v although the wait exceeded the budget", clk.Sleeps())
+	}
+}
+
+func TestBanIsNotRetried(t *testing.T) {
+	t.Parallel()
+	t.Run("injected", func(t *testing.T) {
+		t.Parallel()
+		clk := newClock()
+		srv := petstoretest.NewServer(t, petstoretest.WithoutListener())
+		srv.Inject(petstoretest.Fault{Error: &petstore.Error{Code: petstore.CodeAPIKeyBanned, Message: "banned"}, Header: http.Header{"Retry-After": {"5"}}})
+		c := srv.Client(client.WithClock(clk.Now, clk.Sleep))
+		_, err := c.ListPets(context.Background(), petstore.PetFilter{})
+		if e := asError(t, err); e.Code != petstore.CodeAPIKeyBanned || e.Status != 429 {
+			t.Fatalf("error %+v, want api_key_banned 429", e)
+		}
+		if n := len(srv.Requests()); n != 1 || len(clk.Sleeps()) != 0 {
+			t.Fatalf("%d requests and waits %v, want one request and no wait", n, clk.Sleeps())
+		}
+	})
+	t.Run("real ban", func(t *testing.T) {
+		t.Parallel()
+		clk := newClock()
+		srv := petstoretest.NewServer(t, petstoretest.WithoutListener(), petstoretest.WithClock(clk.Now),
+			petstoretest.WithLimits(petstore.Limits{PerMinute: 1, PerDay: 100}))
+		// A client that ignores Retry-After: each call tries once.
+		rude := srv.Client(client.WithMaxAttempts(1))
+		var err error
+		for range 40 {
+			if _, err = rude.ListPets(context.Background(), petstore.PetFilter{}); petstore.ErrorCode(err) == petstore.CodeAPIKeyBanned {
+				break
+			}
+		}
+		if petstore.ErrorCode(err) != petstore.CodeAPIKeyBanned {
+			t.Fatalf("no ban after 40 rapid requests: %v", err)
+		}
+		before := len(srv.Requests())
+		c := srv.Client(client.WithClock(clk.Now, clk.Sleep))
+		_, err = c.ListPets(context.Background(), petstore.PetFilter{})
+		if petstore.ErrorCode(err) != petstore.CodeAPIKeyBanned || len(srv.Requests()) != before+1 || len(clk.Sleeps()) != 0 {
+			t.Fatalf("banned call: %v after %d requests, waits %v; want the ban error after one request", err, len(srv.Requests())-before, clk.Sleeps())
+		}
+	})
+}
+
+func TestServerErrorsBackOff(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		fault     petstoretest.Fault
+		attempts  int
+		wantErr   string
+		wantCalls int
+	}{
+		{"503 twice then ok", petstoretest.Fault{Times: 2, Status: 503}, 4, "", 3},
+		{"dropped connection then ok", petstoretest.Fault{Times: 1, Drop: true}, 4, "", 2},
+		{"500 until attempts run out", petstoretest.Fault{Status: 500}, 3, petstore.CodeInternal, 3},
+		{"400 is not retried", petstoretest.Fault{Status: 400}, 4, petstore.CodeInvalidRequest, 1},
+		{"404 is not retried", petstoretest.Fault{Error: &petstore.Error{Code: petstore.CodeNotFound, Message: "gone"}}, 4, petstore.CodeNotFound, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			clk := newClock()
+			srv := petstoretest.NewServer(t, petstoretest.WithoutListener())
+			srv.Inject(tt.fault)
+			c := srv.Client(client.WithClock(clk.Now, clk.Sleep), client.WithMaxAttempts(tt.attempts), client.WithBackoff(100*time.Millisecond, 150*time.Millisecond))
+			_, err := c.ListPets(context.Background(), petstore.PetFilter{})
+			if got := petstore.ErrorCode(err); got != tt.wantErr {
+				t.Fatalf("error %v, want code %q", err, tt.wantErr)
+			}
+			if n := len(srv.Requests()); n != tt.wantCalls {
+				t.Fatalf("%d requests, want %d", n, tt.wantCalls)
+			}
+			sleeps := clk.Sleeps()
+			if len(sleeps) != tt.wantCalls-1 {
+				t.Fatalf("waits %v, want %d", sleeps, tt.wantCalls-1)
+			}
+			for i, d := range sleeps {
+				// Full jitter: within [0, min(max, base·2ⁱ)].
+				if ceil := min(150*time.Millisecond, 100*time.Millisecond<<i); d < 0 || d > ceil {
+					t.Fatalf("wait %d = %v, outside [0, %v]", i, d, ceil)
+				}
+			}
+		})
+	}
+}
+
+func TestErrorsCarryStatus(t *testing.T) {
+	t.Parallel()
+	srv := petstoretest.NewServer(t, petstoretest.WithoutListener())
+	_, err := srv.Client().CreatePet(context.Background(), petstore.NewPet{Name: "", CategoryID: 1})
+	if e := asError(t, err); e.Code != petstore.CodeInvalidRequest || e.Status != 400 || e.Message != "name is required" {
+		t.Fatalf("error %+v", e)
+	}
+	_, err = srv.Client().GetPet(context.Background(), 404)
+	if !errors.Is(err, &petstore.Error{Code: petstore.CodeNotFound}) {
+		t.Fatalf("GetPet(404) = %v, want not_found", err)
+	}
+	bad, _ := client.New(srv.URL, "psk_wrong", client.WithHTTPClient(srv.HTTPClient()))
+	if _, err := bad.ListPets(context.Background(), petstore.PetFilter{}); asError(t, err).Status != 401 {
+		t.Fatalf("wrong key: %v", err)
+	}
+}
+
+func TestCancelStopsAtOnce(t *testing.T) {
+	t.Parallel()
+	t.Run("while waiting for Retry-After", func(t *testing.T) {
+		t.Parallel()
+		srv := petstoretest.NewServer(t)
+		srv.Inject(petstoretest.Fault{Status: 429, Header: http.Header{"Retry-After": {"3600"}}})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := srv.Client(client.WithMaxWait(2*time.Hour)).ListPets(ctx, petstore.PetFilter{})
+			done <- err
+		}()
+		for len(srv.Requests()) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("error %v, want context.Canceled", err)
+		}
+		if n := len(srv.Requests()); n != 1 {
+			t.Fatalf("%d requests, want 1", n)
+		}
+	})
+	t.Run("during a slow response", func(t *testing.T) {
+		t.Parallel()
+		srv := petstoretest.NewServer(t)
+		srv.Inject(petstoretest.Fault{Latency: time.Hour})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := srv.Client().CreatePet(ctx, petstore.NewPet{Name: "Rex", CategoryID: 1})
+			done <- err
+		}()
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("error %v, want context.Canceled", err)
+		}
+	})
+}
+
+func TestNotAcceptedBaseURL(t *testing.T) {
+	for _, u := range []string{"", "localhost:8080", "ftp://x/v1", "http:///v1", "::"} {
+		t.Run(u, func(t *testing.T) {
+			if _, err := client.New(u, "k"); err == nil {
+				t.Fatalf("New(%q) succeeded", u)
+			}
+		})
+	}
+}
+
+func TestSendsUserAgentAndIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	srv := petstoretest.NewServer(t, petstoretest.WithoutListener())
+	c := srv.Client(client.WithUserAgent("myapp/2"))
+	ctx := client.WithIdempotencyKey(context.Background(), "order-42")
+	if _, err := c.CreatePet(ctx, petstore.NewPet{Name: "Rex", CategoryID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreatePet(context.Background(), petstore.NewPet{Name: "Tom", CategoryID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if reqs[0].Header.Get("User-Agent") != "myapp/2" || reqs[0].Header.Get("Idempotency-Key") != "order-42" {
+		t.Fatalf("headers %v", reqs[0].Header)
+	}
+	if k := reqs[1].Header.Get("Idempotency-Key"); len(k) != 36 {
+		t.Fatalf("automatic Idempotency-Key %q, want a UUID", k)
+	}
+}

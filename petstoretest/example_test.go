@@ -1,0 +1,56 @@
+package petstoretest_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/petstoretest"
+)
+
+func ExampleNewServer() {
+	t := newExampleT() // in a test: the *testing.T
+	defer t.cleanup()
+
+	srv := petstoretest.NewServer(t, petstoretest.WithPets(
+		petstore.NewPet{Name: "Rex", CategoryID: 1, Status: petstore.StatusAvailable},
+	))
+	ctx := context.Background()
+	c := srv.Client() // a *client.Client with the server's key
+
+	// The next request fails; the client retries it.
+	srv.FailNext(1, 503)
+	page, err := c.ListPets(ctx, petstore.PetFilter{})
+	fmt.Println(len(page.Pets), err)
+
+	_, _ = c.CreatePet(ctx, petstore.NewPet{Name: "Tom", CategoryID: 2})
+	fmt.Println(len(srv.Pets()))
+	for _, r := range srv.Requests() {
+		fmt.Println(r.Method, r.Path, r.Status)
+	}
+	// Output:
+	// 1 <nil>
+	// 2
+	// GET /v1/pets 503
+	// GET /v1/pets 200
+	// POST /v1/pets 201
+}
+
+// exampleT stands in for a *testing.T in examples, which have none.
+// Embedding testing.TB supplies the interface's unexported method.
+type exampleT struct {
+	testing.TB
+	cleanups []func()
+}
+
+func newExampleT() *exampleT                          { return &exampleT{} }
+func (t *exampleT) Helper()                           {}
+func (t *exampleT) Cleanup(f func())                  { t.cleanups = append(t.cleanups, f) }
+func (t *exampleT) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
+func (t *exampleT) Errorf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
+func (t *exampleT) cleanup() {
+	for i := len(t.cleanups) - 1; i >= 0; i-- {
+		t.cleanups[i]()
+	}
+}
