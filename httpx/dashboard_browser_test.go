@@ -1,0 +1,223 @@
+package httpx_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+// findChromium returns the path of a Chromium or Chrome binary, or "".
+// PETSTORE_CHROMIUM overrides the search.
+func findChromium() string {
+	if p := os.Getenv("PETSTORE_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// newBrowser starts headless Chromium for one test and returns its tab's
+// context, bounded by timeout. It skips the test when no Chromium is
+// installed, unless PETSTORE_TEST_REQUIRE_SERVICES=1.
+func newBrowser(t *testing.T, timeout time.Duration) context.Context {
+	t.Helper()
+	path := findChromium()
+	if path == "" {
+		if os.Getenv("PETSTORE_TEST_REQUIRE_SERVICES") == "1" {
+			t.Fatal("no Chromium found (install Debian's chromium package, or set PETSTORE_CHROMIUM) and PETSTORE_TEST_REQUIRE_SERVICES=1")
+		}
+		t.Skip("no Chromium found: install Debian's chromium package (apt-get install -y chromium) or set PETSTORE_CHROMIUM to run the browser test")
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		// The sandbox needs privileges that containers and root lack; the
+		// browser only ever opens this test's own loopback server.
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1000, 900),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(cancelAlloc)
+	tab, cancelTab := chromedp.NewContext(actx)
+	t.Cleanup(cancelTab)
+	return tab
+}
+
+// TestDashboardInBrowser drives the Domains page in headless Chromium
+// against the whole platform on a real listener and a test DNS server: the
+// way a customer uses it, at a phone's width.
+func TestDashboardInBrowser(t *testing.T) {
+	ctx := newBrowser(t, 45*time.Second)
+	w := newDashWorld(t, dashStores(t)["memstore"](t), time.Now)
+	srv := httptest.NewServer(w.edge)
+	t.Cleanup(srv.Close)
+
+	// Any uncaught exception in the page fails the test.
+	var (
+		mu         sync.Mutex
+		exceptions []string
+	)
+	events := chromedp.Events(ctx, runtime.ExceptionThrown)
+	go func() {
+		for ev, err := range events {
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			exceptions = append(exceptions, fmt.Sprintf("%s %v", ev.ExceptionDetails.Text, ev.ExceptionDetails.Exception))
+			mu.Unlock()
+		}
+	}()
+
+	shots := t.TempDir()
+	if dir := os.Getenv("PETSTORE_SCREENSHOT_DIR"); dir != "" {
+		shots = dir
+	}
+	screenshot := func(name string) {
+		t.Helper()
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100 means PNG
+		if err != nil {
+			t.Fatalf("screenshot: %v", err)
+		}
+		p := filepath.Join(shots, name)
+		if err := os.WriteFile(p, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot: %s", p)
+	}
+	step := func(what string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, actions...); err != nil {
+			screenshot("failed.png")
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("read %s: %v", sel, err)
+		}
+		return strings.TrimSpace(s)
+	}
+	card := `.domain[data-name="shop.example.com"]`
+
+	step("open the page at 360 px",
+		chromedp.EmulateViewport(360, 740),
+		chromedp.Navigate(srv.URL+"/dashboard/"),
+		chromedp.WaitVisible(chromedp.CSS("#key")),
+	)
+	step("paste the key",
+		chromedp.SendKeys(chromedp.CSS("#key"), w.pro),
+		chromedp.Click(chromedp.CSS(`#key-form button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#domain-name")),
+	)
+	step("add a domain",
+		chromedp.SendKeys(chromedp.CSS("#domain-name"), "shop.example.com"),
+		chromedp.Click(chromedp.CSS("#add-button")),
+		chromedp.WaitVisible(chromedp.CSS(card+" .records tbody tr")),
+	)
+
+	// Read the instruction the way a customer would, from the page.
+	rtype := text(card + " .records tbody tr td:nth-child(1)")
+	label := text(card + " .records tbody tr td:nth-child(2) code")
+	value := text(card + " .records tbody tr td:nth-child(3) code")
+	if rtype != "CNAME" || label != "shop" || value != testTarget {
+		t.Fatalf("instruction on the page: %s %s %s, want CNAME shop %s", rtype, label, value, testTarget)
+	}
+	if got := text(card + " .badge"); got != "Waiting for DNS" {
+		t.Fatalf("badge = %q", got)
+	}
+
+	step("verify before DNS is set",
+		chromedp.Click(chromedp.CSS(card+" .verify")),
+		chromedp.WaitVisible(chromedp.CSS(card+` .findings li[data-code="NO_RECORDS"]`)),
+	)
+	if got := text(card + " .verify"); got != "Re-verify" {
+		t.Fatalf("button after a check = %q, want Re-verify", got)
+	}
+	overflow, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`))
+	if err != nil || overflow {
+		t.Fatalf("the page scrolls sideways at 360 px (%v)", err)
+	}
+	screenshot("pending-360.png")
+
+	w.setCNAME(t, label, value)
+	step("re-verify",
+		chromedp.Click(chromedp.CSS(card+" .verify")),
+		chromedp.WaitVisible(chromedp.CSS(card+" .badge.active")),
+	)
+	if got := text(card + " .next"); !strings.Contains(got, "Live") {
+		t.Fatalf("active domain says %q", got)
+	}
+	if code, body := hostGet(t, srv.URL, "shop.example.com"); code != http.StatusOK || !strings.Contains(body, w.proKey.ProjectID) {
+		t.Fatalf("live domain over the edge: %d %s", code, body)
+	}
+	step("wide view", chromedp.EmulateViewport(1000, 900))
+	screenshot("active.png")
+
+	step("remove with confirmation",
+		chromedp.Click(chromedp.CSS(card+" .remove")),
+		chromedp.WaitVisible(chromedp.CSS("#remove-dialog")),
+		chromedp.Click(chromedp.CSS("#remove-confirm")),
+		chromedp.WaitNotPresent(chromedp.CSS(card)),
+		chromedp.WaitVisible(chromedp.CSS("#empty")),
+	)
+	if code, _ := hostGet(t, srv.URL, "shop.example.com"); code != http.StatusNotFound {
+		t.Fatalf("removed domain over the edge: %d", code)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(exceptions) > 0 {
+		t.Fatalf("the page threw: %v", exceptions)
+	}
+}
+
+// hostGet asks the server for / with a custom Host header, as curl -H
+// 'Host: ...' does.
+func hostGet(t *testing.T, base, host string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, base+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = host
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.StatusCode, string(b)
+}
