@@ -332,9 +332,12 @@ func (e *Engine) Remove(ctx context.Context, projectID, name string) error {
 			// Stop serving first: even if the store fails below, this
 			// process no longer answers for the name.
 			e.patchRoutes(func(m map[string]RouteAnswer) {
+				delete(m, entry.Name)
 				for host, r := range m {
-					if host == entry.Name || r.RedirectTo == entry.Name {
-						delete(m, host)
+					if r.RedirectTo == entry.Name {
+						// Its redirect is dropped below; the source is
+						// live, so it serves its project again.
+						m[host] = RouteAnswer{Kind: RouteServe, Name: host, ProjectID: r.ProjectID}
 					}
 				}
 			})
@@ -345,14 +348,22 @@ func (e *Engine) Remove(ctx context.Context, projectID, name string) error {
 			if petstore.ErrorCode(err) == petstore.CodeConflict {
 				continue
 			}
-			return err
+			if err != nil {
+				return err
+			}
+			// Still under routeMu, so no reload sees the removal without
+			// the redirects being dropped too.
+			if err := e.dropFromConfig(ctx, removed.ProjectID, removed.Name); err != nil {
+				return err
+			}
+			if err := e.reloadLocked(ctx); err != nil {
+				e.cfg.Logger.Warn("routing table reload failed; the next refresh retries", "err", err)
+			}
+			return nil
 		}
 		return petstore.Errorf(petstore.CodeConflict, "the domain is changing right now; try again")
 	}()
 	if err != nil {
-		return err
-	}
-	if err := e.dropFromConfig(ctx, removed.ProjectID, removed.Name); err != nil {
 		return err
 	}
 	if e.cfg.CertIssuer != nil {

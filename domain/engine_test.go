@@ -100,7 +100,7 @@ type fixture struct {
 
 // newFixture starts a DNS server on 127.0.0.1 for example.com and
 // example.org and an engine that asks it. certs may be nil.
-func newFixture(t *testing.T, certs domain.CertIssuer) *fixture {
+func newFixture(t testing.TB, certs domain.CertIssuer) *fixture {
 	t.Helper()
 	zone, srv := memzone.NewTestServer(t, "example.com.", "example.org.", "xn--bcher-kva.example.")
 	f := &fixture{store: memstore.New(), zone: zone, dns: srv, clock: &clock{now: start}}

@@ -25,6 +25,7 @@ func hostName(host string) string {
 		host = host[:i]
 	}
 	host = strings.TrimSuffix(host, ".")
+	upper := false
 	for i := 0; i < len(host); i++ {
 		c := host[i]
 		if c >= 0x80 {
@@ -33,9 +34,10 @@ func hostName(host string) string {
 			}
 			return strings.ToLower(host)
 		}
-		if 'A' <= c && c <= 'Z' {
-			return strings.ToLower(host)
-		}
+		upper = upper || 'A' <= c && c <= 'Z'
+	}
+	if upper {
+		return strings.ToLower(host)
 	}
 	return host
 }

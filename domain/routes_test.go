@@ -1,0 +1,258 @@
+package domain_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/dnsresolver"
+	"github.com/petstorekit/petstore/domain"
+)
+
+// liveFixture has three active domains of prj_pro, one pending, and one
+// active domain of prj_business.
+func liveFixture(t *testing.T, certs domain.CertIssuer) *fixture {
+	t.Helper()
+	f := newFixture(t, certs)
+	f.set(t, "example.com.", cname("shop", target), cname("www", target), cname("old", target), cname("other", target))
+	for _, n := range []string{"shop.example.com", "www.example.com", "old.example.com"} {
+		f.add(t, "prj_pro", n)
+		f.verify(t, "prj_pro", n)
+	}
+	f.add(t, "prj_pro", "later.example.com")
+	f.add(t, "prj_business", "other.example.com")
+	f.verify(t, "prj_business", "other.example.com")
+	return f
+}
+
+func TestSetConfig(t *testing.T) {
+	ctx := context.Background()
+	f := liveFixture(t, nil)
+	r := func(from, to string, status int) domain.Redirect {
+		return domain.Redirect{From: from, To: to, Status: status}
+	}
+	for _, tc := range []struct {
+		name string
+		in   domain.Config
+		says string // "" means valid
+	}{
+		{"valid, status defaults to 301", domain.Config{Primary: "shop.example.com", Redirects: []domain.Redirect{r("www.example.com", "shop.example.com", 0), r("old.example.com", "shop.example.com", 308)}}, ""},
+		{"empty", domain.Config{}, ""},
+		{"to a pending domain", domain.Config{Redirects: []domain.Redirect{r("www.example.com", "later.example.com", 302)}}, ""},
+		{"status 307", domain.Config{Redirects: []domain.Redirect{r("www.example.com", "shop.example.com", 307)}}, ""},
+		{"status 303", domain.Config{Redirects: []domain.Redirect{r("www.example.com", "shop.example.com", 303)}}, "redirects[0].status must be 301, 302, 307 or 308"},
+		{"status 200", domain.Config{Redirects: []domain.Redirect{r("www.example.com", "shop.example.com", 200)}}, "must be 301, 302, 307 or 308"},
+		{"from not attached", domain.Config{Redirects: []domain.Redirect{r("nope.example.com", "shop.example.com", 0)}}, "redirects[0].from: nope.example.com is not a domain of this project"},
+		{"to another project's", domain.Config{Redirects: []domain.Redirect{r("www.example.com", "other.example.com", 0)}}, "redirects[0].to: other.example.com is not a domain of this project"},
+		{"primary not attached", domain.Config{Primary: "other.example.com"}, "primary: other.example.com is not a domain of this project"},
+		{"invalid name", domain.Config{Redirects: []domain.Redirect{r("*.example.com", "shop.example.com", 0)}}, "redirects[0].from: wildcard"},
+		{"from the primary", domain.Config{Primary: "www.example.com", Redirects: []domain.Redirect{r("www.example.com", "shop.example.com", 0)}}, "primary domain, which cannot redirect"},
+		{"to itself", domain.Config{Redirects: []domain.Redirect{r("www.example.com", "WWW.example.com", 0)}}, "cannot redirect to itself"},
+		{"chain", domain.Config{Redirects: []domain.Redirect{r("old.example.com", "www.example.com", 0), r("www.example.com", "shop.example.com", 0)}}, "redirects[0].to: www.example.com redirects too"},
+		{"loop", domain.Config{Redirects: []domain.Redirect{r("old.example.com", "www.example.com", 0), r("www.example.com", "old.example.com", 0)}}, "chain or a loop"},
+		{"twice from one name", domain.Config{Redirects: []domain.Redirect{r("www.example.com", "shop.example.com", 0), r("www.example.com", "old.example.com", 0)}}, "already redirects"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := f.engine.SetConfig(ctx, "prj_pro", tc.in)
+			if tc.says != "" {
+				wantCode(t, err, petstore.CodeInvalidRequest)
+				if !strings.Contains(petstore.ErrorMessage(err), tc.says) {
+					t.Fatalf("message %q does not say %q", petstore.ErrorMessage(err), tc.says)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, rd := range got.Redirects {
+				if rd.Status == 0 {
+					t.Fatalf("stored status 0 in %+v", got)
+				}
+			}
+			stored, err := f.engine.Config(ctx, "prj_pro")
+			if err != nil || fmt.Sprint(stored) != fmt.Sprint(got) || stored.Redirects == nil {
+				t.Fatalf("Config = %+v (%v), want %+v", stored, err, got)
+			}
+		})
+	}
+}
+
+func TestRoutingFollowsConfig(t *testing.T) {
+	ctx := context.Background()
+	f := liveFixture(t, nil)
+	if _, err := f.engine.SetConfig(ctx, "prj_pro", domain.Config{Primary: "shop.example.com", Redirects: []domain.Redirect{
+		{From: "www.example.com", To: "shop.example.com"},
+		{From: "old.example.com", To: "shop.example.com", Status: 308},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		host string
+		want domain.RouteAnswer
+	}{
+		{"shop.example.com", domain.RouteAnswer{Kind: domain.RouteServe, Name: "shop.example.com", ProjectID: "prj_pro"}},
+		{"SHOP.Example.COM:8080", domain.RouteAnswer{Kind: domain.RouteServe, Name: "shop.example.com", ProjectID: "prj_pro"}},
+		{"shop.example.com.", domain.RouteAnswer{Kind: domain.RouteServe, Name: "shop.example.com", ProjectID: "prj_pro"}},
+		{"www.example.com", domain.RouteAnswer{Kind: domain.RouteRedirect, Name: "www.example.com", ProjectID: "prj_pro", RedirectTo: "shop.example.com", Status: 301}},
+		{"old.example.com:443", domain.RouteAnswer{Kind: domain.RouteRedirect, Name: "old.example.com", ProjectID: "prj_pro", RedirectTo: "shop.example.com", Status: 308}},
+		{"other.example.com", domain.RouteAnswer{Kind: domain.RouteServe, Name: "other.example.com", ProjectID: "prj_business"}},
+		{"later.example.com", domain.RouteAnswer{Kind: domain.RouteNone, Name: "later.example.com"}},
+		{"unknown.example.com", domain.RouteAnswer{Kind: domain.RouteNone, Name: "unknown.example.com"}},
+		{"localhost:8080", domain.RouteAnswer{Kind: domain.RouteNone, Name: "localhost"}},
+		{"[::1]:8080", domain.RouteAnswer{Kind: domain.RouteNone, Name: "[::1]"}},
+		{"", domain.RouteAnswer{Kind: domain.RouteNone}},
+	} {
+		t.Run(tc.host, func(t *testing.T) {
+			if got := f.engine.Route(tc.host); got != tc.want {
+				t.Fatalf("Route(%q) = %+v, want %+v", tc.host, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRouteUnicodeHost(t *testing.T) {
+	f := newFixture(t, nil)
+	f.set(t, "xn--bcher-kva.example.", cname("laden", target))
+	f.add(t, "prj_pro", "laden.bücher.example")
+	f.verify(t, "prj_pro", "laden.xn--bcher-kva.example")
+	for _, host := range []string{"laden.xn--bcher-kva.example", "laden.bücher.example", "LADEN.BÜCHER.example:80"} {
+		if got := f.engine.Route(host); got.Kind != domain.RouteServe || got.Name != "laden.xn--bcher-kva.example" {
+			t.Fatalf("Route(%q) = %+v, want served", host, got)
+		}
+	}
+}
+
+func TestRemove(t *testing.T) {
+	ctx := context.Background()
+	certs := &issuer{state: map[string]domain.CertStatus{}}
+	f := newFixture(t, certs)
+	f.set(t, "example.com.", cname("shop", target), cname("www", target))
+	for _, n := range []string{"shop.example.com", "www.example.com"} {
+		f.add(t, "prj_pro", n)
+		f.verify(t, "prj_pro", n)
+		certs.set(n, domain.CertStatus{State: domain.CertIssued})
+		if err := f.engine.CertificateChanged(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.engine.SetConfig(ctx, "prj_pro", domain.Config{Primary: "shop.example.com", Redirects: []domain.Redirect{{From: "www.example.com", To: "shop.example.com"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.engine.Route("www.example.com"); got.Kind != domain.RouteRedirect {
+		t.Fatalf("before removal Route(www) = %+v", got)
+	}
+	f.clock.Add(time.Hour)
+	if err := f.engine.Remove(ctx, "prj_pro", "shop.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	// Stops at once: no Refresh, no waiting.
+	for _, host := range []string{"shop.example.com", "www.example.com"} {
+		if got := f.engine.Route(host); got.Kind == domain.RouteRedirect || host == "shop.example.com" && got.Kind != domain.RouteNone {
+			t.Fatalf("after removal Route(%s) = %+v", host, got)
+		}
+	}
+	if got := f.engine.Route("www.example.com"); got.Kind != domain.RouteServe {
+		t.Fatalf("www (redirect dropped) should serve itself, got %+v", got)
+	}
+	if fmt.Sprint(certs.removed) != "[shop.example.com]" {
+		t.Fatalf("issuer removed %v, want [shop.example.com]", certs.removed)
+	}
+	c, _ := f.engine.Config(ctx, "prj_pro")
+	if c.Primary != "" || len(c.Redirects) != 0 {
+		t.Fatalf("config after removal = %+v, want no primary and no redirects", c)
+	}
+	_, err := f.engine.Get(ctx, "prj_pro", "shop.example.com")
+	wantCode(t, err, petstore.CodeNotFound)
+	wantCode(t, f.engine.Remove(ctx, "prj_pro", "shop.example.com"), petstore.CodeNotFound)
+	// History is kept; the name is free for another project.
+	old, _ := f.store.ListDomains(ctx, domain.DomainQuery{ProjectID: "prj_pro", Status: domain.StatusRemoved})
+	if len(old) != 1 || old[0].History[len(old[0].History)-1].Status != domain.StatusRemoved || !old[0].History[len(old[0].History)-1].At.Equal(f.clock.Now()) {
+		t.Fatalf("removed entries = %+v", old)
+	}
+	if d := f.add(t, "prj_business", "shop.example.com"); d.Status != domain.StatusPending {
+		t.Fatalf("re-added by another project: %+v", d)
+	}
+}
+
+// TestOtherProcessSeesChanges runs two engines on one store, as two
+// processes sharing a database would.
+func TestOtherProcessSeesChanges(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil)
+	f.set(t, "example.com.", cname("shop", target))
+	other, err := domain.New(domain.EngineConfig{Store: f.store, Projects: projects, Resolver: dnsresolver.New(f.dns.Addr()), CNAMETarget: target, Now: f.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.add(t, "prj_pro", "shop.example.com")
+	f.verify(t, "prj_pro", "shop.example.com")
+	if got := other.Route("shop.example.com"); got.Kind != domain.RouteNone {
+		t.Fatalf("other process before Refresh: %+v", got)
+	}
+	if err := other.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := other.Route("shop.example.com"); got.Kind != domain.RouteServe {
+		t.Fatalf("other process after Refresh: %+v", got)
+	}
+	if err := other.Remove(ctx, "prj_pro", "shop.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.engine.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.engine.Route("shop.example.com"); got.Kind != domain.RouteNone {
+		t.Fatalf("first process after the other removed it and Refresh: %+v", got)
+	}
+}
+
+func TestRunRefreshesUntilCancelled(t *testing.T) {
+	f := newFixture(t, nil)
+	f.set(t, "example.com.", cname("shop", target))
+	f.add(t, "prj_pro", "shop.example.com")
+	other, err := domain.New(domain.EngineConfig{Store: f.store, Projects: projects, Resolver: dnsresolver.New(f.dns.Addr()),
+		CNAMETarget: target, Now: f.clock.Now, RefreshEvery: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- other.Run(ctx) }()
+	f.verify(t, "prj_pro", "shop.example.com")
+	deadline := time.After(10 * time.Second) // a hang guard, not a timing assertion
+	for other.Route("shop.example.com").Kind != domain.RouteServe {
+		select {
+		case <-deadline:
+			t.Fatal("Run never picked up the change")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	cancel()
+	if err := <-done; err != context.Canceled {
+		t.Fatalf("Run returned %v, want context.Canceled", err)
+	}
+}
+
+func BenchmarkRoute(b *testing.B) {
+	ctx := context.Background()
+	f := newFixture(b, nil)
+	for i := range 10000 {
+		if _, err := f.store.CreateDomain(ctx, domain.Entry{ID: fmt.Sprint("dom_", i), ProjectID: "prj_pro", Name: fmt.Sprintf("site%d.example.com", i), Status: domain.StatusActive}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := f.engine.Refresh(ctx); err != nil {
+		b.Fatal(err)
+	}
+	for _, host := range []string{"site42.example.com", "Site42.Example.com:8443", "unknown.example.com"} {
+		b.Run(host, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				f.engine.Route(host)
+			}
+		})
+	}
+}
