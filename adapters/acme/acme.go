@@ -94,14 +94,16 @@ type Config struct {
 
 // Issuer is a domain.CertIssuer on certmagic.
 type Issuer struct {
-	cfg     Config
-	log     *slog.Logger
-	now     func() time.Time
-	storage *Storage
-	cache   *certmagic.Cache
-	magic   *certmagic.Config
-	acme    *certmagic.ACMEIssuer
-	httpc   *http.Client
+	cfg      Config
+	log      *slog.Logger
+	now      func() time.Time
+	storage  *Storage
+	cache    *certmagic.Cache
+	roots    *x509.CertPool
+	magic    *certmagic.Config // obtains and renews
+	onDemand *certmagic.Config // serves handshakes, with the on-demand fallback
+	acme     *certmagic.ACMEIssuer
+	httpc    *http.Client
 
 	ctx    context.Context // ends with Close: stops every attempt
 	cancel context.CancelFunc
@@ -150,6 +152,7 @@ func New(cfg Config) (*Issuer, error) {
 		storage:  NewStorage(cfg.Storage, cfg.Now, log),
 		attempts: map[string]*attempt{},
 		ids:      cfg.CAAIdentities,
+		roots:    roots,
 		httpc: &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{
 			TLSClientConfig: &tls.Config{RootCAs: roots}, Proxy: http.ProxyFromEnvironment,
 		}},
@@ -161,24 +164,37 @@ func New(cfg Config) (*Issuer, error) {
 		RenewCheckInterval: cfg.RenewCheckInterval,
 		Logger:             zl,
 	})
-	mc := certmagic.Config{
-		Storage:            is.storage,
-		Logger:             zl,
-		RenewalWindowRatio: cfg.RenewalWindowRatio,
-		OnEvent:            is.onEvent,
-	}
+	// Two configs on one cache: maintenance renews only certificates whose
+	// config has no OnDemand, so the managed config (returned for every
+	// cached certificate) obtains and renews, and the on-demand one only
+	// serves handshakes, with the fallback.
+	is.magic = is.newConfig(nil)
+	is.acme = is.magic.Issuers[0].(*certmagic.ACMEIssuer)
+	is.onDemand = is.magic
 	if cfg.Allowed != nil {
-		mc.OnDemand = &certmagic.OnDemandConfig{DecisionFunc: func(ctx context.Context, name string) error {
+		is.onDemand = is.newConfig(&certmagic.OnDemandConfig{DecisionFunc: func(ctx context.Context, name string) error {
 			if !cfg.Allowed(ctx, name) {
 				return fmt.Errorf("%s is not a verified custom domain", name)
 			}
 			return nil
-		}}
+		}})
 	}
-	is.magic = certmagic.New(is.cache, mc)
+	return is, nil
+}
+
+func (is *Issuer) newConfig(onDemand *certmagic.OnDemandConfig) *certmagic.Config {
+	cfg := is.cfg
+	zl := zapToSlog(is.log)
+	magic := certmagic.New(is.cache, certmagic.Config{
+		Storage:            is.storage,
+		Logger:             zl,
+		RenewalWindowRatio: cfg.RenewalWindowRatio,
+		OnEvent:            is.onEvent,
+		OnDemand:           onDemand,
+	})
 	tmpl := certmagic.ACMEIssuer{
 		CA: cfg.CA, TestCA: cfg.CA, Email: cfg.Email, Agreed: true,
-		TrustedRoots:   roots,
+		TrustedRoots:   is.roots,
 		ListenHost:     cfg.ListenHost,
 		AltHTTPPort:    cfg.HTTPPort,
 		AltTLSALPNPort: cfg.TLSPort,
@@ -188,16 +204,15 @@ func New(cfg Config) (*Issuer, error) {
 		tmpl.DNS01Solver = &certmagic.DNS01Solver{DNSManager: certmagic.DNSManager{
 			DNSProvider: cfg.DNSProvider,
 			Resolvers:   cfg.DNSResolvers,
-			// The record is read by the CA from the provider's own
-			// servers; checking propagation from here would need the
-			// zone's NS names to resolve, which test zones' do not.
+			// The CA reads the record from the provider's own servers;
+			// checking propagation from here would need the zone's NS
+			// names to resolve, which test zones' do not.
 			PropagationTimeout: -1,
 			Logger:             zl,
 		}}
 	}
-	is.acme = certmagic.NewACMEIssuer(is.magic, tmpl)
-	is.magic.Issuers = []certmagic.Issuer{is.acme}
-	return is, nil
+	magic.Issuers = []certmagic.Issuer{certmagic.NewACMEIssuer(magic, tmpl)}
+	return magic
 }
 
 // Close stops every attempt and certificate maintenance. Certificates
@@ -457,7 +472,7 @@ func (is *Issuer) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, 
 			return nil, fmt.Errorf("no certificate for %q", hello.ServerName)
 		}
 	}
-	return is.magic.GetCertificate(hello)
+	return is.onDemand.GetCertificate(hello)
 }
 
 func isALPNChallenge(hello *tls.ClientHelloInfo) bool {

@@ -2,6 +2,8 @@ package acme_test
 
 import (
 	"context"
+	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -219,6 +221,9 @@ func TestRenewal(t *testing.T) {
 	is := e.issuer(func(c *acme.Config) {
 		c.RenewCheckInterval = 500 * time.Millisecond
 		c.RenewalWindowRatio = 0.85 // renew 3 s into a 20 s lifetime
+		if testing.Verbose() {
+			c.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		}
 	})
 	if err := is.Request(context.Background(), "shop.example.com"); err != nil {
 		t.Fatal(err)

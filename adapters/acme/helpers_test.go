@@ -122,7 +122,7 @@ func newEnv(t *testing.T, validity time.Duration, caaIDs ...string) *env {
 	go hs.Serve(httpLn)
 	ts := &http.Server{
 		ErrorLog: quiet,
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hello from ", r.Host) }),
+		Handler:  http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hello from ", r.Host) }),
 		TLSConfig: &tls.Config{
 			NextProtos: []string{"http/1.1", "acme-tls/1"},
 			GetCertificate: func(h *tls.ClientHelloInfo) (*tls.Certificate, error) {
