@@ -333,4 +333,3 @@ func describe(recs []libdns.Record) string {
 	}
 	return strings.Join(parts, ", ")
 }
-

@@ -76,6 +76,10 @@ func ToDNS(zone string, rec libdns.Record) (dns.RR, error) {
 	case dns.TypeSOA:
 		return nil, fmt.Errorf("record %s: SOA records are managed by the server", owner)
 	}
+	if strings.ContainsAny(r.Data, "\n\r;$") {
+		// One record's data is one line: no comments, directives or more records.
+		return nil, fmt.Errorf("record %s %s: data %q spans lines or holds zone-file syntax", owner, typ, r.Data)
+	}
 	// Other types go through the zone-file parser. Origin "." makes names in
 	// the data fully qualified, as for CNAME targets above.
 	zp := dns.NewZoneParser(strings.NewReader(fmt.Sprintf("%s %d IN %s %s\n", owner, hdr.Ttl, typ, r.Data)), ".", "")

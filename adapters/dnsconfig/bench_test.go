@@ -1,0 +1,29 @@
+package dnsconfig_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/petstorekit/petstore/adapters/dnsconfig"
+	"github.com/petstorekit/petstore/adapters/memzone"
+	"github.com/petstorekit/petstore/domain"
+)
+
+// BenchmarkConfigureUnconfigure measures a full write, read-back and removal
+// of a subdomain's CNAME on memzone (the configurator's own cost).
+func BenchmarkConfigureUnconfigure(b *testing.B) {
+	z := memzone.New()
+	z.AddZone("example.com.")
+	c := dnsconfig.New(z)
+	ctx := context.Background()
+	recs := []domain.Record{{Type: "CNAME", Name: "shop", Value: "stores.petstore.example", TTL: 300}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if f, err := c.Configure(ctx, "example.com", recs); err != nil || len(f) != 0 {
+			b.Fatal(f, err)
+		}
+		if err := c.Unconfigure(ctx, "example.com", recs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
