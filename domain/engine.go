@@ -489,12 +489,9 @@ func (e *Engine) schedule(entry *Entry, now time.Time, res checkResult) {
 		return
 	}
 	if !now.Before(deadline) {
-		reason := "the DNS records were not found within 48 hours"
-		if e.cfg.PropagationWindow != DefaultPropagationWindow {
-			reason = fmt.Sprintf("the DNS records were not right within %s", e.cfg.PropagationWindow)
-		}
-		if len(res.findings) > 0 && !res.lookupFailed {
-			reason = fmt.Sprintf("the DNS records were not right within %s: %s", windowWords(e.cfg.PropagationWindow), res.findings[0].Message)
+		reason := "the DNS records were not right within " + windowWords(e.cfg.PropagationWindow)
+		if len(res.findings) > 0 {
+			reason += ": " + res.findings[0].Message
 		}
 		e.transition(entry, StatusFailed, now, reason)
 		entry.NextCheckAt = time.Time{}

@@ -2,6 +2,7 @@ package domain_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/netip"
 	"strings"
 	"sync"
@@ -550,5 +551,33 @@ func TestDiagnose(t *testing.T) {
 	d, _ = f.engine.Diagnose(ctx, "prj_pro", "shop.example.com")
 	if !d.Diagnosis.OK || d.Diagnosis.NextAction != domain.ActionReverify || d.Status != domain.StatusPending {
 		t.Fatalf("Diagnose after fixing: ok %v next %s status %s; want ok, reverify, still pending", d.Diagnosis.OK, d.Diagnosis.NextAction, d.Status)
+	}
+}
+
+// TestDomainJSON checks that a Domain encodes as the dashboard API's
+// Domain object (issue 7's example).
+func TestDomainJSON(t *testing.T) {
+	f := newFixture(t, nil)
+	f.set(t, "example.com.", cname("shop", "elsewhere.example.net"))
+	f.add(t, "prj_pro", "shop.example.com")
+	d := f.verify(t, "prj_pro", "shop.example.com")
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`"name":"shop.example.com","unicodeName":"shop.example.com","kind":"subdomain"`,
+		`"status":"pending"`,
+		`"records":[{"type":"CNAME","name":"shop","value":"edge.petstore.example","ttl":3600}]`,
+		`"diagnosis":{"ok":false,"nextAction":"fix_dns","observed":{"cname":"elsewhere.example.net","addresses":[]},"findings":[{"code":"CNAME_MISMATCH","message":"shop.example.com points to elsewhere.example.net","fix":"Change the CNAME value to edge.petstore.example"`,
+		`"certificate":{"status":"none"}`,
+		`"history":[{"status":"pending","at":"2026-11-22T10:00:00Z"}]`,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Fatalf("JSON\n%s\ndoes not contain\n%s", b, want)
+		}
+	}
+	if strings.Contains(string(b), "prj_pro") {
+		t.Fatalf("JSON leaks the project id: %s", b)
 	}
 }
