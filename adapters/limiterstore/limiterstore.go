@@ -1,0 +1,197 @@
+// Package limiterstore is a ratelimit.Store over any ulule/limiter/v3
+// limiter.Store: its memory store for one process, its Redis store for
+// many. It exists for deployments that already run ulule's stores; the
+// ratelimit package's own MemoryStore and the redislimit adapter are
+// faster (one step, one round trip) and take the clock from the limiter.
+//
+// # How the step maps onto ulule's keys
+//
+// ulule counts one key at one rate per call, so a step is several calls,
+// ordered so that the limiter stays exact under concurrency:
+//
+//   - "b:<subject>" holds a ban: its count is the ban's end in Unix
+//     milliseconds, its expiry the ban's length. It is read first (Peek);
+//     a ban in force writes nothing, so it cannot extend itself.
+//   - "w:<period ms>:<subject>" is a window. Windows are incremented
+//     shortest first (Get); when one is over its quota, it and every window
+//     incremented before it are refunded (Increment by -1) and the request
+//     is refused. So only admitted requests keep their counts, a minute
+//     refusal costs no day quota, and, because a request is admitted only
+//     when its own increment fits, concurrent requests never over-admit.
+//     ulule starts a window's expiry at the first increment after the last
+//     one expired: a fixed window from the subject's first request, as the
+//     ratelimit package wants.
+//   - "s:<subject>" counts strikes in a fixed window of the policy's Within.
+//     The strike that exceeds the policy (exactly one request sees that
+//     count) starts the ban and resets the strikes.
+//   - "l:<subject>" is the ban level, for doubling: its count is the level,
+//     its expiry the ban's length plus the policy's Memory.
+//
+// # Where the injected clock cannot reach
+//
+// ulule reads the wall clock itself (time.Now, and Redis's own clock for
+// expiries), so Request.Now only dates the ban's end; windows and strikes
+// run on the wall clock. Use this store with a Limiter on the wall clock
+// (Config.Clock nil). Tests can travel in time with the memory store inside
+// a testing/synctest bubble (its clean-up goroutine disabled), but not with
+// the Redis store, whose expiries follow the server's clock: there the
+// suite's time-travel tests are skipped.
+//
+// ulule reports a window's reset in whole seconds, rounded down; this store
+// rounds it up, so a Reset or Retry-After may be up to a second late, never
+// early. A refund that lands after its window expired is undone at once,
+// since ulule would start the next window at -1.
+package limiterstore
+
+import (
+	"context"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/ulule/limiter/v3"
+
+	"github.com/petstorekit/petstore/ratelimit"
+)
+
+// Store is a ratelimit.Store over a ulule limiter.Store. It is safe for
+// concurrent use when the ulule store is.
+type Store struct {
+	st limiter.Store
+}
+
+var _ ratelimit.Store = (*Store)(nil)
+
+// New returns a Store over st, for example memory.NewStore() or the
+// ulule Redis store.
+func New(st limiter.Store) *Store { return &Store{st: st} }
+
+// big is the "limit" of keys whose count is a value (a time, a level), not
+// a quota: their Remaining gives the count back as big - count.
+var big = limiter.Rate{Limit: math.MaxInt64, Period: time.Hour}
+
+// value returns the count of a value key, 0 when it is absent.
+func value(c limiter.Context) int64 { return math.MaxInt64 - c.Remaining }
+
+// Take implements ratelimit.Store: 1 + len(Rates) calls to admit (three
+// round trips on Redis), more to refuse or ban.
+func (s *Store) Take(ctx context.Context, req ratelimit.Request) (ratelimit.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return ratelimit.Result{}, err
+	}
+	now := req.Now.UnixMilli()
+	res := ratelimit.Result{Refused: -1, Windows: make([]ratelimit.WindowCount, len(req.Rates))}
+
+	b, err := s.st.Peek(ctx, "b:"+req.Subject, big)
+	if err != nil {
+		return res, err
+	}
+	if end := value(b); end > now {
+		res.Banned, res.BanEnd = true, time.UnixMilli(end)
+		return res, s.peekFrom(ctx, req, &res, 0)
+	}
+
+	for i, r := range req.Rates {
+		c, err := s.st.Get(ctx, windowKey(r, req.Subject), limiter.Rate{Limit: r.Quota, Period: r.Period})
+		if err != nil {
+			return res, err
+		}
+		res.Windows[i] = ratelimit.WindowCount{Used: r.Quota - c.Remaining, Reset: resetOf(c)}
+		if !c.Reached {
+			continue
+		}
+		res.Refused = i
+		for j := i; j >= 0; j-- {
+			if err := s.refund(ctx, req.Rates[j], req.Subject); err != nil {
+				return res, err
+			}
+			if j < i {
+				res.Windows[j].Used--
+			}
+		}
+		if err := s.peekFrom(ctx, req, &res, i+1); err != nil {
+			return res, err
+		}
+		return res, s.strike(ctx, req, &res)
+	}
+	res.Allowed = true
+	return res, nil
+}
+
+func windowKey(r ratelimit.Rate, subject string) string {
+	return "w:" + strconv.FormatInt(r.Period.Milliseconds(), 10) + ":" + subject
+}
+
+// refund takes a refused request's count back from a window.
+func (s *Store) refund(ctx context.Context, r ratelimit.Rate, subject string) error {
+	rate := limiter.Rate{Limit: r.Quota, Period: r.Period}
+	c, err := s.st.Increment(ctx, windowKey(r, subject), -1, rate)
+	if err != nil {
+		return err
+	}
+	if c.Remaining > r.Quota {
+		// The window expired in between and ulule started a new one at -1.
+		_, err = s.st.Increment(ctx, windowKey(r, subject), 1, rate)
+	}
+	return err
+}
+
+// peekFrom fills res.Windows[from:] without counting.
+func (s *Store) peekFrom(ctx context.Context, req ratelimit.Request, res *ratelimit.Result, from int) error {
+	for i := from; i < len(req.Rates); i++ {
+		r := req.Rates[i]
+		c, err := s.st.Peek(ctx, windowKey(r, req.Subject), limiter.Rate{Limit: r.Quota, Period: r.Period})
+		if err != nil {
+			return err
+		}
+		res.Windows[i] = ratelimit.WindowCount{Used: r.Quota - c.Remaining, Reset: resetOf(c)}
+	}
+	return nil
+}
+
+// strike records a quota refusal and, when it exceeds the policy, bans.
+func (s *Store) strike(ctx context.Context, req ratelimit.Request, res *ratelimit.Result) error {
+	if req.Ban.Disabled {
+		return nil
+	}
+	p := req.Ban.WithDefaults()
+	// With a limit of Strikes+1, exactly one request sees Remaining 0
+	// unreached: the strike that exceeds the policy.
+	c, err := s.st.Get(ctx, "s:"+req.Subject, limiter.Rate{Limit: p.Strikes + 1, Period: p.Within})
+	if err != nil || c.Reached || c.Remaining != 0 {
+		return err
+	}
+	l, err := s.st.Peek(ctx, "l:"+req.Subject, big)
+	if err != nil {
+		return err
+	}
+	level := value(l) + 1
+	length := p.BanLength(level)
+	end := req.Now.Add(length)
+	steps := []struct {
+		key   string
+		count int64
+		ttl   time.Duration
+	}{
+		{"l:" + req.Subject, level, length + p.Memory},
+		{"b:" + req.Subject, end.UnixMilli(), length},
+	}
+	for _, st := range steps {
+		rate := limiter.Rate{Limit: math.MaxInt64, Period: st.ttl}
+		if _, err := s.st.Reset(ctx, st.key, rate); err != nil {
+			return err
+		}
+		if _, err := s.st.Increment(ctx, st.key, st.count, rate); err != nil {
+			return err
+		}
+	}
+	if _, err := s.st.Reset(ctx, "s:"+req.Subject, limiter.Rate{Limit: p.Strikes + 1, Period: p.Within}); err != nil {
+		return err
+	}
+	res.Banned, res.BanEnd = true, time.UnixMilli(end.UnixMilli())
+	return nil
+}
+
+// resetOf turns ulule's reset, Unix seconds rounded down, into a time
+// rounded up, so nobody is told to come back before the window ends.
+func resetOf(c limiter.Context) time.Time { return time.Unix(c.Reset+1, 0) }

@@ -1,0 +1,168 @@
+package limiterstore_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/ulule/limiter/v3"
+	"github.com/ulule/limiter/v3/drivers/store/memory"
+	uredis "github.com/ulule/limiter/v3/drivers/store/redis"
+
+	"github.com/petstorekit/petstore/adapters/limiterstore"
+	"github.com/petstorekit/petstore/adapters/redislimit"
+	"github.com/petstorekit/petstore/ratelimit"
+	"github.com/petstorekit/petstore/ratelimit/ratelimittest"
+)
+
+// newMemory returns a ulule memory store without its clean-up goroutine,
+// which a synctest bubble would wait for forever.
+func newMemory() limiter.Store {
+	return memory.NewStoreWithOptions(limiter.StoreOptions{Prefix: "t", CleanUpInterval: 0})
+}
+
+// TestOverMemory runs the whole suite: inside a synctest bubble, ulule's
+// time.Now is the bubble's fake clock, so the suite travels in time.
+func TestOverMemory(t *testing.T) {
+	ratelimittest.RunHarness(t, ratelimittest.Harness{
+		NewStore:  func(testing.TB) ratelimit.Store { return limiterstore.New(newMemory()) },
+		WallClock: true,
+		Bubble:    synctest.Test,
+	})
+}
+
+func redisAddr(t testing.TB) string {
+	t.Helper()
+	addr := os.Getenv("PETSTORE_TEST_REDIS")
+	if addr == "" {
+		if os.Getenv("PETSTORE_TEST_REQUIRE_SERVICES") == "1" {
+			t.Fatal("PETSTORE_TEST_REDIS is not set and PETSTORE_TEST_REQUIRE_SERVICES=1")
+		}
+		t.Skip("PETSTORE_TEST_REDIS is not set (e.g. redis://127.0.0.1:6379/0); skipping Redis tests")
+	}
+	return addr
+}
+
+func newClient(t testing.TB, hooks ...redis.Hook) *redis.Client {
+	t.Helper()
+	o, err := redislimit.ParseOptions(redisAddr(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(o)
+	for _, h := range hooks {
+		c.AddHook(h)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// newUluleRedis returns a ulule Redis store under a fresh prefix whose keys
+// are deleted at cleanup.
+func newUluleRedis(t testing.TB, c *redis.Client, prefix string) limiter.Store {
+	t.Helper()
+	st, err := uredis.NewStoreWithOptions(c, limiter.StoreOptions{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func newPrefix(t testing.TB, c *redis.Client) string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	prefix := "petstore-test:ulule:" + hex.EncodeToString(b)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		iter := c.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+		for iter.Next(ctx) {
+			c.Del(ctx, iter.Val())
+		}
+	})
+	return prefix
+}
+
+// TestOverRedis runs the suite as far as ulule's Redis store allows: its
+// expiries follow the server's clock, so the tests that travel in time
+// (minute reset, day exhaustion, ban lifting and doubling, the honouring
+// client) are skipped; exactness, refunds, plan changes and bans run.
+func TestOverRedis(t *testing.T) {
+	redisAddr(t)
+	ratelimittest.RunHarness(t, ratelimittest.Harness{
+		NewStore: func(t testing.TB) ratelimit.Store {
+			c := newClient(t)
+			return limiterstore.New(newUluleRedis(t, c, newPrefix(t, c)))
+		},
+		WallClock: true,
+	})
+}
+
+func TestTwoProcessesShareOneRedis(t *testing.T) {
+	a, b := newClient(t), newClient(t)
+	prefix := newPrefix(t, a)
+	limiters := []*ratelimit.Limiter{
+		ratelimit.New(limiterstore.New(newUluleRedis(t, a, prefix)), ratelimit.Config{StoreTimeout: 5 * time.Second}),
+		ratelimit.New(limiterstore.New(newUluleRedis(t, b, prefix)), ratelimit.Config{StoreTimeout: 5 * time.Second}),
+	}
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 32 {
+		lim := limiters[i%2]
+		wg.Go(func() {
+			for range 20 {
+				d, err := lim.Decide(context.Background(), "key:shared", ratelimittest.Free)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if d.Allowed {
+					admitted.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got, want := admitted.Load(), int64(60); got != want {
+		t.Fatalf("two limiters admitted %d, want exactly %d", got, want)
+	}
+}
+
+type commandCounter struct{ n atomic.Int64 }
+
+func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// TestRoundTrips documents the cost of building on ulule: three round trips
+// per admitted request (ban, minute, day), where redislimit needs one.
+func TestRoundTrips(t *testing.T) {
+	var count commandCounter
+	c := newClient(t, &count)
+	lim := ratelimit.New(limiterstore.New(newUluleRedis(t, c, newPrefix(t, c))), ratelimit.Config{})
+	before := count.n.Load()
+	for range 60 {
+		if d, err := lim.Decide(context.Background(), "key:rt", ratelimittest.Free); err != nil || !d.Allowed {
+			t.Fatalf("%+v, %v", d, err)
+		}
+	}
+	if got, want := count.n.Load()-before, int64(3*60); got != want {
+		t.Fatalf("60 admitted requests sent %d commands, want %d (3 each)", got, want)
+	}
+}
