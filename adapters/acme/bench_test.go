@@ -1,0 +1,22 @@
+package acme_test
+
+import (
+	"testing"
+
+	"github.com/petstorekit/petstore/adapters/acme"
+	"github.com/petstorekit/petstore/domain"
+)
+
+// EvaluateCAA runs before every order and renewal.
+func BenchmarkEvaluateCAA(b *testing.B) {
+	recs := []domain.Record{
+		{Type: "CAA", Value: `0 issue "digicert.com"`},
+		{Type: "CAA", Value: `0 issue "pebble.letsencrypt.org; validationmethods=http-01"`},
+		{Type: "CAA", Value: `0 iodef "mailto:sec@example.com"`},
+	}
+	for b.Loop() {
+		if !acme.EvaluateCAA("shop.example.com", []string{"pebble.letsencrypt.org"}, "example.com", recs).Allowed {
+			b.Fatal("blocked")
+		}
+	}
+}
