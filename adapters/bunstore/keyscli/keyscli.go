@@ -1,0 +1,153 @@
+// Package keyscli is the logic of a server's "keys" subcommand: create,
+// list, revoke and re-plan API keys in whatever petstore.KeyStore the
+// server is configured with. A server only dispatches to Run; this package
+// owns the flags, the output and the rule that a secret is printed once and
+// never listed.
+package keyscli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/petstorekit/petstore"
+)
+
+// Usage describes the subcommands, for a server's help text.
+const Usage = `usage:
+  keys create [-plan free|pro|business|enterprise] [-project ID] [-per-minute N -per-day N]
+  keys list
+  keys revoke ID
+  keys set-plan ID PLAN [-per-minute N -per-day N]
+-per-minute and -per-day set the custom limits of the enterprise plan.`
+
+// ErrUsage is wrapped by the errors Run returns for a malformed command
+// line; a server prints Usage and exits with status 2 for them.
+var ErrUsage = errors.New("keys: bad usage")
+
+func usagef(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrUsage}, args...)...)
+}
+
+// Run executes the keys subcommand in args (args[0] is create, list, revoke
+// or set-plan) against store, writing its output to w. Secrets appear in
+// the output of create only.
+func Run(ctx context.Context, store petstore.KeyStore, args []string, w io.Writer) error {
+	if len(args) == 0 {
+		return usagef("missing subcommand")
+	}
+	keys := petstore.NewKeys(store)
+	cmd, rest := args[0], args[1:]
+	fs := flag.NewFlagSet("keys "+cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var (
+		plan      = "free"
+		project   string
+		perMinute int64
+		perDay    int64
+	)
+	switch cmd {
+	case "create":
+		fs.StringVar(&plan, "plan", plan, "plan of the new key")
+		fs.StringVar(&project, "project", "", "project the key acts for (default: a new project)")
+		fallthrough
+	case "set-plan":
+		fs.Int64Var(&perMinute, "per-minute", 0, "enterprise requests per minute")
+		fs.Int64Var(&perDay, "per-day", 0, "enterprise requests per day")
+	case "list", "revoke":
+	default:
+		return usagef("unknown subcommand %q", cmd)
+	}
+	pos, err := parseInterleaved(fs, rest)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	limits := petstore.Limits{PerMinute: perMinute, PerDay: perDay}
+
+	switch cmd {
+	case "create":
+		if len(pos) != 0 {
+			return usagef("create takes no arguments, got %q", pos)
+		}
+		p, err := petstore.ParsePlan(plan)
+		if err != nil {
+			return err
+		}
+		key, secret, err := keys.Create(ctx, project, p, limits)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "id:      %s\nproject: %s\nplan:    %s\nkey:     %s\n", key.ID, key.ProjectID, key.Plan, secret)
+		fmt.Fprintln(w, "The key is shown once and cannot be shown again: store it now.")
+		return nil
+	case "list":
+		if len(pos) != 0 {
+			return usagef("list takes no arguments")
+		}
+		all, err := keys.List(ctx)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tPROJECT\tPLAN\tPER MINUTE\tPER DAY\tCREATED")
+		for _, k := range all {
+			l := k.EffectiveLimits()
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", k.ID, k.ProjectID, k.Plan, l.PerMinute, l.PerDay, created(k.CreatedAt))
+		}
+		return tw.Flush()
+	case "revoke":
+		if len(pos) != 1 {
+			return usagef("revoke takes one key id")
+		}
+		if err := keys.Revoke(ctx, pos[0]); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "revoked %s\n", pos[0])
+		return nil
+	default: // set-plan
+		if len(pos) != 2 {
+			return usagef("set-plan takes a key id and a plan")
+		}
+		p, err := petstore.ParsePlan(pos[1])
+		if err != nil {
+			return err
+		}
+		k, err := keys.SetPlan(ctx, pos[0], p, limits)
+		if err != nil {
+			return err
+		}
+		l := k.EffectiveLimits()
+		fmt.Fprintf(w, "%s is now on plan %s (%d per minute, %d per day); the limits apply from its next request\n",
+			k.ID, k.Plan, l.PerMinute, l.PerDay)
+		return nil
+	}
+}
+
+// parseInterleaved parses flags wherever they appear among the positional
+// arguments ("set-plan ID enterprise -per-minute 5"), which the flag
+// package alone stops at.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func created(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}

@@ -1,0 +1,144 @@
+package keyscli_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/bunstore"
+	"github.com/petstorekit/petstore/adapters/bunstore/keyscli"
+)
+
+func newStore(t *testing.T) *bunstore.Store {
+	t.Helper()
+	db, err := bunstore.OpenMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if err := bunstore.Migrate(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	return bunstore.New(db)
+}
+
+func run(t *testing.T, s petstore.KeyStore, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	err := keyscli.Run(context.Background(), s, args, &out)
+	return out.String(), err
+}
+
+// TestLifecycle walks one key through every subcommand, as an operator
+// would, and checks what each prints and what the key then does.
+func TestLifecycle(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	keys := petstore.NewKeys(s)
+
+	out, err := run(t, s, "create", "-plan", "pro", "-project", "prj_demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := regexp.MustCompile(`key:\s+(psk_\S+)`).FindStringSubmatch(out)
+	id := regexp.MustCompile(`id:\s+(key_\S+)`).FindStringSubmatch(out)
+	if secret == nil || id == nil {
+		t.Fatalf("create printed %q; want the id and the key", out)
+	}
+	k, err := keys.Authenticate(ctx, secret[1])
+	if err != nil || k.ID != id[1] || k.Plan != petstore.PlanPro || k.ProjectID != "prj_demo" {
+		t.Fatalf("created key authenticates as %+v, %v", k, err)
+	}
+
+	out, err = run(t, s, "list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, id[1]) || !strings.Contains(out, "prj_demo") || !strings.Contains(out, "pro") {
+		t.Fatalf("list printed %q; want the key's id, project and plan", out)
+	}
+	if strings.Contains(out, secret[1]) || strings.Contains(out, petstore.HashAPIKey(secret[1])) {
+		t.Fatalf("list printed a secret or its hash: %q", out)
+	}
+
+	if _, err := run(t, s, "set-plan", id[1], "enterprise", "-per-minute", "5", "-per-day", "50"); err != nil {
+		t.Fatal(err)
+	}
+	if k, _ := keys.Authenticate(ctx, secret[1]); k.EffectiveLimits() != (petstore.Limits{PerMinute: 5, PerDay: 50}) {
+		t.Fatalf("after set-plan the key has limits %+v", k.EffectiveLimits())
+	}
+
+	if _, err := run(t, s, "revoke", id[1]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := keys.Authenticate(ctx, secret[1]); petstore.ErrorCode(err) != petstore.CodeUnauthorized {
+		t.Fatalf("revoked key authenticates: %v", err)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	s := newStore(t)
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		usage bool
+		code  string
+	}{
+		{"no subcommand", nil, true, ""},
+		{"unknown subcommand", []string{"rotate"}, true, ""},
+		{"unknown flag", []string{"create", "-colour", "red"}, true, ""},
+		{"revoke without id", []string{"revoke"}, true, ""},
+		{"set-plan without plan", []string{"set-plan", "key_x"}, true, ""},
+		{"bad plan", []string{"create", "-plan", "gold"}, false, petstore.CodeInvalidRequest},
+		{"enterprise without limits", []string{"create", "-plan", "enterprise"}, false, petstore.CodeInvalidRequest},
+		{"revoke unknown", []string{"revoke", "key_missing"}, false, petstore.CodeNotFound},
+		{"set-plan unknown", []string{"set-plan", "key_missing", "pro"}, false, petstore.CodeNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := run(t, s, tc.args...)
+			if err == nil {
+				t.Fatal("succeeded, want an error")
+			}
+			if got := errors.Is(err, keyscli.ErrUsage); got != tc.usage {
+				t.Fatalf("usage error = %v (%v), want %v", got, err, tc.usage)
+			}
+			if tc.code != "" && petstore.ErrorCode(err) != tc.code {
+				t.Fatalf("code = %q (%v), want %q", petstore.ErrorCode(err), err, tc.code)
+			}
+		})
+	}
+}
+
+func ExampleRun() {
+	db, err := bunstore.OpenMemory()
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	if err := bunstore.Migrate(ctx, db); err != nil {
+		panic(err)
+	}
+	store := bunstore.New(db)
+	// An operator's key, as the server's -keys flag would store it.
+	if _, err := petstore.NewKeys(store).Ensure(ctx, "psk_operator", petstore.PlanBusiness, petstore.Limits{}); err != nil {
+		panic(err)
+	}
+
+	// What "server keys list" prints: ids, projects, plans; no secrets.
+	var out bytes.Buffer
+	if err := keyscli.Run(ctx, store, []string{"list"}, &out); err != nil {
+		panic(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	fmt.Println(strings.Fields(lines[0]))
+	fmt.Println(len(lines)-1, "key on plan", strings.Fields(lines[1])[2])
+	// Output:
+	// [ID PROJECT PLAN PER MINUTE PER DAY CREATED]
+	// 1 key on plan business
+}
