@@ -1,0 +1,119 @@
+package bunstore_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/bunstore"
+	"github.com/petstorekit/petstore/httpx"
+)
+
+// newAPI builds the full /v1 handler over store, as one server process
+// would.
+func newAPI(t testing.TB, store *bunstore.Store) http.Handler {
+	t.Helper()
+	h, err := httpx.New(httpx.Config{Service: petstore.NewService(store), Auth: petstore.NewKeys(store)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func do(t testing.TB, h http.Handler, method, target, secret, body string) *httptest.ResponseRecorder {
+	t.Helper()
+	r := httptest.NewRequest(method, target, strings.NewReader(body))
+	r.Header.Set("Authorization", "Bearer "+secret)
+	if body != "" {
+		r.Header.Set("Content-Type", "application/json")
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+var nextLink = regexp.MustCompile(`<([^>]+)>; rel="next"`)
+
+// TestTwoProcessesShareOnePostgreSQL runs two API handlers, each with its
+// own connection pool, over one PostgreSQL schema: a key created through
+// one authenticates on the other, and pets written through either are
+// listed, page by page following Link, by both.
+func TestTwoProcessesShareOnePostgreSQL(t *testing.T) {
+	dsn := openPostgresDSN(t)
+	a, b := bunstore.New(openDSN(t, dsn)), bunstore.New(openDSN(t, dsn))
+	apiA, apiB := newAPI(t, a), newAPI(t, b)
+	_, secret, err := petstore.NewKeys(a).Create(context.Background(), "", petstore.PlanBusiness, petstore.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created []int64
+	for i, h := range []http.Handler{apiA, apiB, apiA, apiB, apiB} {
+		w := do(t, h, "POST", "/v1/pets", secret, fmt.Sprintf(`{"name":"pet %d","categoryId":1,"status":"pending"}`, i))
+		if w.Code != http.StatusCreated {
+			t.Fatalf("POST through handler %d: %d %s", i%2, w.Code, w.Body)
+		}
+		var p petstore.Pet
+		if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
+			t.Fatal(err)
+		}
+		created = append(created, p.ID)
+	}
+	for name, h := range map[string]http.Handler{"A": apiA, "B": apiB} {
+		t.Run(name, func(t *testing.T) {
+			var listed []int64
+			target := "/v1/pets?limit=2&status=pending"
+			for target != "" {
+				w := do(t, h, "GET", target, secret, "")
+				if w.Code != http.StatusOK {
+					t.Fatalf("GET %s: %d %s", target, w.Code, w.Body)
+				}
+				var pets []petstore.Pet
+				if err := json.Unmarshal(w.Body.Bytes(), &pets); err != nil {
+					t.Fatal(err)
+				}
+				for _, p := range pets {
+					listed = append(listed, p.ID)
+				}
+				target = ""
+				if m := nextLink.FindStringSubmatch(w.Header().Get("Link")); m != nil {
+					target = m[1]
+				}
+			}
+			if fmt.Sprint(listed) != fmt.Sprint(created) {
+				t.Fatalf("handler %s listed %v, want %v", name, listed, created)
+			}
+		})
+	}
+}
+
+// TestDownDatabaseGives503 checks the whole path a client sees: with the
+// database gone the API answers 503 unavailable, with no driver text, and
+// keeps serving.
+func TestDownDatabaseGives503(t *testing.T) {
+	db := openMemory(t)
+	store := bunstore.New(db)
+	_, secret, err := petstore.NewKeys(store).Create(context.Background(), "", petstore.PlanPro, petstore.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := newAPI(t, store)
+	if w := do(t, api, "GET", "/v1/pets", secret, ""); w.Code != http.StatusOK {
+		t.Fatalf("before: %d %s", w.Code, w.Body)
+	}
+	_ = db.Close()
+	for range 2 {
+		w := do(t, api, "GET", "/v1/pets", secret, "")
+		if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), `"unavailable"`) {
+			t.Fatalf("with the database closed: %d %s, want 503 unavailable", w.Code, w.Body)
+		}
+		if strings.Contains(strings.ToLower(w.Body.String()), "sql") {
+			t.Fatalf("body leaks driver text: %s", w.Body)
+		}
+	}
+}
