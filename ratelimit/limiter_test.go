@@ -1,0 +1,231 @@
+package ratelimit_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	petstore "github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/ratelimit"
+	"github.com/petstorekit/petstore/ratelimit/ratelimittest"
+)
+
+// brokenStore fails the way a counter store can fail: with an error, by
+// hanging until the deadline, or by panicking. The real unreachable-Redis
+// cases run in adapters/redislimit.
+type brokenStore struct{ mode string }
+
+func (s brokenStore) Take(ctx context.Context, _ ratelimit.Request) (ratelimit.Result, error) {
+	switch s.mode {
+	case "hang":
+		<-ctx.Done()
+		return ratelimit.Result{}, ctx.Err()
+	case "panic":
+		panic("store bug")
+	case "short":
+		return ratelimit.Result{Allowed: true}, nil // no windows
+	}
+	return ratelimit.Result{}, errors.New("connection refused")
+}
+
+func TestStoreFailure(t *testing.T) {
+	for _, mode := range []string{"error", "hang", "panic", "short"} {
+		for _, open := range []bool{true, false} {
+			name := mode + "/closed"
+			if open {
+				name = mode + "/open"
+			}
+			t.Run(name, func(t *testing.T) {
+				var logs bytes.Buffer
+				now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+				lim := ratelimit.New(brokenStore{mode}, ratelimit.Config{
+					FailOpen: open, StoreTimeout: 20 * time.Millisecond, Clock: func() time.Time { return now },
+					Logger: slog.New(slog.NewTextHandler(&logs, nil)), LogInterval: time.Minute,
+				})
+				for i := range 3 {
+					d, err := lim.Decide(context.Background(), "key:secret-id", ratelimittest.Free)
+					if open {
+						if err != nil || !d.Allowed || !d.Degraded || len(d.Windows) != 0 {
+							t.Fatalf("fail open: %+v, %v; want admitted, degraded, no figures", d, err)
+						}
+					} else if got := petstore.ErrorCode(err); got != petstore.CodeUnavailable {
+						t.Fatalf("fail closed: %v (code %q), want unavailable", err, got)
+					}
+					if i == 1 {
+						now = now.Add(2 * time.Minute) // the next failure logs again
+					}
+				}
+				if got := strings.Count(logs.String(), "rate limit store failed"); got != 2 {
+					t.Fatalf("logged %d times over 3 failures in two intervals, want 2:\n%s", got, logs.String())
+				}
+				if strings.Contains(logs.String(), "secret-id") {
+					t.Fatal("the log names the subject")
+				}
+				if !lim.Degraded() || lim.Failures() != 3 {
+					t.Fatalf("Degraded %v Failures %d, want true 3", lim.Degraded(), lim.Failures())
+				}
+			})
+		}
+	}
+}
+
+func TestDegradedClearsWhenStoreRecovers(t *testing.T) {
+	lim := ratelimit.New(brokenStore{"error"}, ratelimit.Config{FailOpen: true})
+	if _, err := lim.Decide(context.Background(), "ip:127.0.0.1", ratelimittest.Free); err != nil || !lim.Degraded() {
+		t.Fatalf("err %v degraded %v", err, lim.Degraded())
+	}
+	lim = ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{FailOpen: true})
+	if d, err := lim.Decide(context.Background(), "ip:127.0.0.1", ratelimittest.Free); err != nil || d.Degraded || lim.Degraded() {
+		t.Fatalf("healthy store: %+v %v degraded %v", d, err, lim.Degraded())
+	}
+}
+
+func TestDecideRejectsInvalidLimits(t *testing.T) {
+	lim := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{})
+	for _, l := range []petstore.Limits{{}, {PerMinute: 0, PerDay: 10}, {PerMinute: 10, PerDay: 5}} {
+		if _, err := lim.Decide(context.Background(), "key:k", l); petstore.ErrorCode(err) != petstore.CodeInternal {
+			t.Fatalf("limits %+v: err %v, want internal", l, err)
+		}
+	}
+}
+
+func TestCanceledCallerIsNotAStoreFailure(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	lim := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{FailOpen: true})
+	if _, err := lim.Decide(ctx, "key:k", ratelimittest.Free); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if lim.Degraded() || lim.Failures() != 0 {
+		t.Fatal("a canceled caller counted as a store failure")
+	}
+}
+
+// TestBinding checks which window the X-RateLimit-* headers report.
+func TestBinding(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	tests := []struct {
+		name     string
+		limits   petstore.Limits
+		requests int
+		want     string
+		quota    int64
+		left     int64
+	}{
+		{"fresh Free key: the minute", ratelimittest.Free, 1, "minute", 60, 59},
+		{"tie: the shorter window", petstore.Limits{PerMinute: 5, PerDay: 5}, 2, "minute", 5, 3},
+		{"day has fewer left, a minute later", petstore.Limits{PerMinute: 10, PerDay: 15}, 11, "day", 15, 4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			lim := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{Clock: clock})
+			var d ratelimit.Decision
+			for i := range tc.requests {
+				if i == 10 {
+					now = now.Add(time.Minute)
+				}
+				var err error
+				if d, err = lim.Decide(context.Background(), "key:b", tc.limits); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if d.Binding.Name != tc.want || d.Binding.Quota != tc.quota || d.Binding.Remaining != tc.left {
+				t.Fatalf("binding = %+v, want %s %d/%d", d.Binding, tc.want, tc.left, tc.quota)
+			}
+		})
+	}
+}
+
+func TestWindowSeconds(t *testing.T) {
+	now := time.Unix(1000, 0)
+	tests := []struct {
+		reset      time.Time
+		unix, secs int64
+	}{
+		{time.Unix(1060, 0), 1060, 60},
+		{time.Unix(1060, 1), 1061, 61},
+		{time.Unix(999, 0), 999, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.reset.String(), func(t *testing.T) {
+			w := ratelimit.Window{Reset: tc.reset}
+			if got := w.ResetUnix(); got != tc.unix {
+				t.Fatalf("ResetUnix = %d, want %d", got, tc.unix)
+			}
+			if got := w.ResetIn(now); got != tc.secs {
+				t.Fatalf("ResetIn = %d, want %d", got, tc.secs)
+			}
+		})
+	}
+}
+
+func TestBanLength(t *testing.T) {
+	p := ratelimit.DefaultBanPolicy()
+	for level, want := range map[int64]time.Duration{1: 15 * time.Minute, 2: 30 * time.Minute, 3: time.Hour, 7: 16 * time.Hour, 8: 24 * time.Hour, 100: 24 * time.Hour} {
+		if got := p.BanLength(level); got != want {
+			t.Errorf("BanLength(%d) = %v, want %v", level, got, want)
+		}
+	}
+}
+
+// FuzzMemoryStore drives one subject through arbitrary sequences of
+// requests and clock steps and checks that no window ever admits more than
+// its quota and that refusals come with a Retry-After.
+func FuzzMemoryStore(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 0, 200, 255, 1, 2, 3}, int64(3), int64(5))
+	f.Add([]byte{255, 255, 255}, int64(1), int64(1))
+	f.Fuzz(func(t *testing.T, steps []byte, perMinute, perDay int64) {
+		limits := petstore.Limits{PerMinute: 1 + abs(perMinute)%20, PerDay: 0}
+		limits.PerDay = limits.PerMinute + abs(perDay)%50
+		now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+		lim := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{Clock: func() time.Time { return now }})
+		var admitted []time.Time
+		for _, s := range steps {
+			// Steps below 200 send a request; above, they move the clock.
+			if s >= 200 {
+				now = now.Add(time.Duration(s-199) * 7 * time.Second)
+				continue
+			}
+			d, err := lim.Decide(context.Background(), "key:f", limits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !d.Allowed {
+				if d.RetryAfter < time.Second {
+					t.Fatalf("refused with RetryAfter %v", d.RetryAfter)
+				}
+				continue
+			}
+			admitted = append(admitted, now)
+			// Fixed windows never hold more than the quota, so no
+			// sliding minute can hold more than twice the quota.
+			n := 0
+			for _, a := range admitted {
+				if now.Sub(a) < time.Minute {
+					n++
+				}
+			}
+			if int64(n) > 2*limits.PerMinute {
+				t.Fatalf("%d admitted within a minute, quota %d", n, limits.PerMinute)
+			}
+			if d.Binding.Remaining < 0 || d.Binding.Remaining >= d.Binding.Quota {
+				t.Fatalf("binding after an admission: %+v", d.Binding)
+			}
+		}
+		if int64(len(admitted)) > limits.PerDay*(1+int64(now.Sub(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))/(24*time.Hour))) {
+			t.Fatalf("admitted %d, day quota %d", len(admitted), limits.PerDay)
+		}
+	})
+}
+
+func abs(n int64) int64 {
+	if n < 0 {
+		return -(n + 1) // never overflows
+	}
+	return n
+}
