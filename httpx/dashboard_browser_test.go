@@ -149,8 +149,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	rtype := text(card + " .records tbody tr td:nth-child(1)")
 	label := text(card + " .records tbody tr td:nth-child(2) code")
 	value := text(card + " .records tbody tr td:nth-child(3) code")
-	if rtype != "CNAME" || label != "shop" || value != testTarget {
-		t.Fatalf("instruction on the page: %s %s %s, want CNAME shop %s", rtype, label, value, testTarget)
+	if rtype != "CNAME" || label != "shop" || value != dashTarget {
+		t.Fatalf("instruction on the page: %s %s %s, want CNAME shop %s", rtype, label, value, dashTarget)
 	}
 	if got := text(card + " .badge"); got != "Waiting for DNS" {
 		t.Fatalf("badge = %q", got)
@@ -177,7 +177,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	if got := text(card + " .next"); !strings.Contains(got, "Live") {
 		t.Fatalf("active domain says %q", got)
 	}
-	if code, body := hostGet(t, srv.URL, "shop.example.com"); code != http.StatusOK || !strings.Contains(body, w.proKey.ProjectID) {
+	if code, body := dashHostGet(t, srv.URL, "shop.example.com"); code != http.StatusOK || !strings.Contains(body, w.proKey.ProjectID) {
 		t.Fatalf("live domain over the edge: %d %s", code, body)
 	}
 	step("wide view", chromedp.EmulateViewport(1000, 900))
@@ -190,7 +190,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.WaitNotPresent(chromedp.CSS(card)),
 		chromedp.WaitVisible(chromedp.CSS("#empty")),
 	)
-	if code, _ := hostGet(t, srv.URL, "shop.example.com"); code != http.StatusNotFound {
+	if code, _ := dashHostGet(t, srv.URL, "shop.example.com"); code != http.StatusNotFound {
 		t.Fatalf("removed domain over the edge: %d", code)
 	}
 
@@ -201,9 +201,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 }
 
-// hostGet asks the server for / with a custom Host header, as curl -H
+// dashHostGet asks the server for / with a custom Host header, as curl -H
 // 'Host: ...' does.
-func hostGet(t *testing.T, base, host string) (int, string) {
+func dashHostGet(t *testing.T, base, host string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, base+"/", nil)
 	if err != nil {

@@ -32,15 +32,15 @@ import (
 // edge address. Everything resolves through a memzone DNS server on
 // 127.0.0.1, never the real DNS.
 const (
-	testZone   = "example.com"
-	testTarget = "edge.petstore.test"
+	dashZone   = "example.com"
+	dashTarget = "edge.petstore.test"
 )
 
-var testEdgeIP = netip.MustParseAddr("127.0.0.1")
+var dashEdgeIP = netip.MustParseAddr("127.0.0.1")
 
-// domainStore is what a store must offer for the whole server: pets, keys
+// dashStore is what a store must offer for the whole server: pets, keys
 // and domains.
-type domainStore interface {
+type dashStore interface {
 	petstore.Store
 	domain.Store
 }
@@ -49,7 +49,7 @@ type domainStore interface {
 // store, keys that are each their own project, the domain engine reading a
 // test DNS server, the dashboard, /v1 and the edge in front of them.
 type dashWorld struct {
-	store  domainStore
+	store  dashStore
 	engine *domain.Engine
 	zone   *memzone.Provider
 	dns    *memzone.Server
@@ -62,9 +62,9 @@ type dashWorld struct {
 
 // dashStores lists the stores the dashboard tests run on: the memory store
 // and, once bunstore implements domain.Store, bunstore on SQLite.
-func dashStores(t *testing.T) map[string]func(t *testing.T) domainStore {
-	out := map[string]func(t *testing.T) domainStore{
-		"memstore": func(*testing.T) domainStore { return memstore.New() },
+func dashStores(t *testing.T) map[string]func(t *testing.T) dashStore {
+	out := map[string]func(t *testing.T) dashStore{
+		"memstore": func(*testing.T) dashStore { return memstore.New() },
 	}
 	db, err := bunstore.OpenMemory()
 	if err != nil {
@@ -72,7 +72,7 @@ func dashStores(t *testing.T) map[string]func(t *testing.T) domainStore {
 	}
 	db.Close()
 	if _, ok := any(bunstore.New(db)).(domain.Store); ok {
-		out["bunstore-sqlite"] = func(t *testing.T) domainStore {
+		out["bunstore-sqlite"] = func(t *testing.T) dashStore {
 			db, err := bunstore.OpenMemory()
 			if err != nil {
 				t.Fatalf("bunstore.OpenMemory: %v", err)
@@ -81,18 +81,18 @@ func dashStores(t *testing.T) map[string]func(t *testing.T) domainStore {
 			if err := bunstore.Migrate(context.Background(), db); err != nil {
 				t.Fatalf("bunstore.Migrate: %v", err)
 			}
-			return any(bunstore.New(db)).(domainStore)
+			return any(bunstore.New(db)).(dashStore)
 		}
 	}
 	return out
 }
 
 // newDashWorld builds a platform over store. now is the engine's clock.
-func newDashWorld(t testing.TB, store domainStore, now func() time.Time) *dashWorld {
+func newDashWorld(t testing.TB, store dashStore, now func() time.Time) *dashWorld {
 	t.Helper()
 	ctx := context.Background()
 	w := &dashWorld{store: store}
-	w.zone, w.dns = memzone.NewTestServer(t, testZone, "example.org")
+	w.zone, w.dns = memzone.NewTestServer(t, dashZone, "example.org")
 
 	keys := petstore.NewKeys(store)
 	projects := map[string]domain.Project{}
@@ -118,8 +118,8 @@ func newDashWorld(t testing.TB, store domainStore, now func() time.Time) *dashWo
 			return domain.Project{}, petstore.Errorf(petstore.CodeNotFound, "project %s not found", id)
 		}),
 		Resolver:    dnsresolver.New(w.dns.Addr()),
-		CNAMETarget: testTarget,
-		EdgeIPs:     []netip.Addr{testEdgeIP},
+		CNAMETarget: dashTarget,
+		EdgeIPs:     []netip.Addr{dashEdgeIP},
 		Now:         now,
 	})
 	if err != nil {
@@ -170,7 +170,7 @@ func newDashWorld(t testing.TB, store domainStore, now func() time.Time) *dashWo
 func (w *dashWorld) setCNAME(t testing.TB, label, target string) {
 	t.Helper()
 	ctx := context.Background()
-	old, err := w.zone.GetRecords(ctx, testZone)
+	old, err := w.zone.GetRecords(ctx, dashZone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,14 +181,14 @@ func (w *dashWorld) setCNAME(t testing.TB, label, target string) {
 		}
 	}
 	if len(del) > 0 {
-		if _, err := w.zone.DeleteRecords(ctx, testZone, del); err != nil {
+		if _, err := w.zone.DeleteRecords(ctx, dashZone, del); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if target == "" {
 		return
 	}
-	if _, err := w.zone.AppendRecords(ctx, testZone, []libdns.Record{
+	if _, err := w.zone.AppendRecords(ctx, dashZone, []libdns.Record{
 		libdns.CNAME{Name: label, TTL: time.Minute, Target: target + "."},
 	}); err != nil {
 		t.Fatal(err)
@@ -198,7 +198,7 @@ func (w *dashWorld) setCNAME(t testing.TB, label, target string) {
 // addA puts an A record at label.example.com.
 func (w *dashWorld) addA(t testing.TB, label, ip string) {
 	t.Helper()
-	if _, err := w.zone.AppendRecords(context.Background(), testZone, []libdns.Record{
+	if _, err := w.zone.AppendRecords(context.Background(), dashZone, []libdns.Record{
 		libdns.Address{Name: label, TTL: time.Minute, IP: netip.MustParseAddr(ip)},
 	}); err != nil {
 		t.Fatal(err)
@@ -363,23 +363,23 @@ func (w *dashWorld) get(t testing.TB, host, path, key string) *httptest.Response
 	return rec
 }
 
-// fakeClock is a clock tests move by hand.
-type fakeClock struct {
+// dashClock is a clock tests move by hand.
+type dashClock struct {
 	mu  sync.Mutex
 	now time.Time
 }
 
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+func newDashClock() *dashClock {
+	return &dashClock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
 }
 
-func (c *fakeClock) Now() time.Time {
+func (c *dashClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.now
 }
 
-func (c *fakeClock) Add(d time.Duration) {
+func (c *dashClock) Add(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)

@@ -12,7 +12,7 @@ import (
 	"github.com/petstorekit/petstore/domain"
 )
 
-const api = "/dashboard/api"
+const dashAPI = "/dashboard/api"
 
 // TestDashboardDomainLifecycle walks one domain through what a customer
 // does in the dashboard: add it, read the instructions, verify before and
@@ -22,37 +22,37 @@ func TestDashboardDomainLifecycle(t *testing.T) {
 	for name, open := range dashStores(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			w := newDashWorld(t, open(t), newFakeClock().Now)
+			w := newDashWorld(t, open(t), newDashClock().Now)
 
-			res := w.call(t, w.pro, http.MethodGet, api+"/domains", nil)
+			res := w.call(t, w.pro, http.MethodGet, dashAPI+"/domains", nil)
 			if res.Status != http.StatusOK || !strings.Contains(string(res.Body), `"domains":[]`) {
 				t.Fatalf("empty list: %d %s", res.Status, res.Body)
 			}
 
-			res = w.call(t, w.pro, http.MethodPost, api+"/domains", map[string]string{"name": "Shop.Example.com."})
+			res = w.call(t, w.pro, http.MethodPost, dashAPI+"/domains", map[string]string{"name": "Shop.Example.com."})
 			if res.Status != http.StatusCreated {
 				t.Fatalf("add: %d %s", res.Status, res.Body)
 			}
-			if got, want := res.Header.Get("Location"), api+"/domains/shop.example.com"; got != want {
+			if got, want := res.Header.Get("Location"), dashAPI+"/domains/shop.example.com"; got != want {
 				t.Fatalf("Location = %q, want %q", got, want)
 			}
 			d := res.domain(t)
 			if d.Name != "shop.example.com" || d.Status != domain.StatusPending || d.Kind != domain.KindSubdomain {
 				t.Fatalf("added domain = %+v", d)
 			}
-			want := domain.Record{Type: "CNAME", Name: "shop", Value: testTarget, TTL: 3600}
+			want := domain.Record{Type: "CNAME", Name: "shop", Value: dashTarget, TTL: 3600}
 			if len(d.Records) != 1 || d.Records[0] != want {
 				t.Fatalf("records = %+v, want [%+v]", d.Records, want)
 			}
 
-			res = w.call(t, w.pro, http.MethodPost, api+"/domains", map[string]string{"name": "shop.example.com"})
+			res = w.call(t, w.pro, http.MethodPost, dashAPI+"/domains", map[string]string{"name": "shop.example.com"})
 			if res.Status != http.StatusOK || res.domain(t).Name != "shop.example.com" {
 				t.Fatalf("add again: %d %s", res.Status, res.Body)
 			}
 
 			verify := func(wantStatus domain.Status, wantFinding string) domain.Domain {
 				t.Helper()
-				res := w.call(t, w.pro, http.MethodPost, api+"/domains/shop.example.com/verify", nil)
+				res := w.call(t, w.pro, http.MethodPost, dashAPI+"/domains/shop.example.com/verify", nil)
 				if res.Status != http.StatusOK {
 					t.Fatalf("verify: %d %s", res.Status, res.Body)
 				}
@@ -80,28 +80,28 @@ func TestDashboardDomainLifecycle(t *testing.T) {
 				t.Fatalf("diagnosis = %+v", d.Diagnosis)
 			}
 
-			w.setCNAME(t, "shop", testTarget)
+			w.setCNAME(t, "shop", dashTarget)
 			verify(domain.StatusActive, "")
 			page := w.get(t, "shop.example.com", "/", "")
 			if page.Code != http.StatusOK || !strings.Contains(page.Body.String(), w.proKey.ProjectID) {
 				t.Fatalf("live domain: %d %s", page.Code, page.Body)
 			}
 
-			res = w.call(t, w.pro, http.MethodGet, api+"/domains/shop.example.com", nil)
+			res = w.call(t, w.pro, http.MethodGet, dashAPI+"/domains/shop.example.com", nil)
 			if d := res.domain(t); res.Status != http.StatusOK || len(d.History) < 2 || d.History[0].Status != domain.StatusPending {
 				t.Fatalf("get: %d %s", res.Status, res.Body)
 			}
 
 			// A second domain redirecting to the first.
-			w.call(t, w.pro, http.MethodPost, api+"/domains", map[string]string{"name": "www.example.com"})
-			w.setCNAME(t, "www", testTarget)
-			w.call(t, w.pro, http.MethodPost, api+"/domains/www.example.com/verify", nil)
+			w.call(t, w.pro, http.MethodPost, dashAPI+"/domains", map[string]string{"name": "www.example.com"})
+			w.setCNAME(t, "www", dashTarget)
+			w.call(t, w.pro, http.MethodPost, dashAPI+"/domains/www.example.com/verify", nil)
 			cfg := domain.Config{Primary: "shop.example.com", Redirects: []domain.Redirect{{From: "www.example.com", To: "shop.example.com"}}}
-			res = w.call(t, w.pro, http.MethodPut, api+"/domains/config", cfg)
+			res = w.call(t, w.pro, http.MethodPut, dashAPI+"/domains/config", cfg)
 			if res.Status != http.StatusOK || !strings.Contains(string(res.Body), `"status":301`) {
 				t.Fatalf("put config: %d %s", res.Status, res.Body)
 			}
-			res = w.call(t, w.pro, http.MethodGet, api+"/domains/config", nil)
+			res = w.call(t, w.pro, http.MethodGet, dashAPI+"/domains/config", nil)
 			var got domain.Config
 			if err := json.Unmarshal(res.Body, &got); err != nil || got.Primary != "shop.example.com" || len(got.Redirects) != 1 {
 				t.Fatalf("get config: %d %s", res.Status, res.Body)
@@ -111,7 +111,7 @@ func TestDashboardDomainLifecycle(t *testing.T) {
 				t.Fatalf("redirect: %d %q", rd.Code, rd.Header().Get("Location"))
 			}
 
-			res = w.call(t, w.pro, http.MethodGet, api+"/domains", nil)
+			res = w.call(t, w.pro, http.MethodGet, dashAPI+"/domains", nil)
 			var list struct {
 				Domains []domain.Domain `json:"domains"`
 				Config  domain.Config   `json:"config"`
@@ -120,7 +120,7 @@ func TestDashboardDomainLifecycle(t *testing.T) {
 				t.Fatalf("list: %d %s", res.Status, res.Body)
 			}
 
-			res = w.call(t, w.pro, http.MethodDelete, api+"/domains/shop.example.com", nil)
+			res = w.call(t, w.pro, http.MethodDelete, dashAPI+"/domains/shop.example.com", nil)
 			if res.Status != http.StatusNoContent || len(res.Body) != 0 {
 				t.Fatalf("remove: %d %s", res.Status, res.Body)
 			}
@@ -133,11 +133,11 @@ func TestDashboardDomainLifecycle(t *testing.T) {
 			} else if got.Header().Get("Location") != "" {
 				t.Fatalf("redirect to a removed domain still answered: %q", got.Header().Get("Location"))
 			}
-			res = w.call(t, w.pro, http.MethodGet, api+"/domains/config", nil)
+			res = w.call(t, w.pro, http.MethodGet, dashAPI+"/domains/config", nil)
 			if strings.Contains(string(res.Body), "shop.example.com") {
 				t.Fatalf("config still mentions the removed domain: %s", res.Body)
 			}
-			if res := w.call(t, w.pro, http.MethodGet, api+"/domains/shop.example.com", nil); res.Status != http.StatusNotFound {
+			if res := w.call(t, w.pro, http.MethodGet, dashAPI+"/domains/shop.example.com", nil); res.Status != http.StatusNotFound {
 				t.Fatalf("get removed: %d", res.Status)
 			}
 		})
@@ -148,16 +148,16 @@ func TestDashboardDomainLifecycle(t *testing.T) {
 // forms come back.
 func TestDashboardUnicodeNames(t *testing.T) {
 	t.Parallel()
-	w := newDashWorld(t, dashStores(t)["memstore"](t), newFakeClock().Now)
-	res := w.call(t, w.pro, http.MethodPost, api+"/domains", map[string]string{"name": "Bücher.example.com"})
+	w := newDashWorld(t, dashStores(t)["memstore"](t), newDashClock().Now)
+	res := w.call(t, w.pro, http.MethodPost, dashAPI+"/domains", map[string]string{"name": "Bücher.example.com"})
 	d := res.domain(t)
 	if res.Status != http.StatusCreated || d.Name != "xn--bcher-kva.example.com" || d.UnicodeName != "bücher.example.com" {
 		t.Fatalf("add: %d %s", res.Status, res.Body)
 	}
 	for _, path := range []string{
-		api + "/domains/xn--bcher-kva.example.com",
-		api + "/domains/b%C3%BCcher.example.com",
-		api + "/domains/B%C3%9Ccher.Example.com",
+		dashAPI + "/domains/xn--bcher-kva.example.com",
+		dashAPI + "/domains/b%C3%BCcher.example.com",
+		dashAPI + "/domains/B%C3%9Ccher.Example.com",
 	} {
 		t.Run(path, func(t *testing.T) {
 			res := w.call(t, w.pro, http.MethodGet, path, nil)
@@ -172,15 +172,15 @@ func TestDashboardUnicodeNames(t *testing.T) {
 // binding table, and is in the OpenAPI document.
 func TestDashboardErrors(t *testing.T) {
 	t.Parallel()
-	w := newDashWorld(t, dashStores(t)["memstore"](t), newFakeClock().Now)
+	w := newDashWorld(t, dashStores(t)["memstore"](t), newDashClock().Now)
 	// Held by the second project, attached to the first.
-	if res := w.call(t, w.pro2, http.MethodPost, api+"/domains", map[string]string{"name": "taken.example.com"}); res.Status != http.StatusCreated {
+	if res := w.call(t, w.pro2, http.MethodPost, dashAPI+"/domains", map[string]string{"name": "taken.example.com"}); res.Status != http.StatusCreated {
 		t.Fatalf("setup: %d %s", res.Status, res.Body)
 	}
-	if res := w.call(t, w.pro, http.MethodPost, api+"/domains", map[string]string{"name": "mine.example.com"}); res.Status != http.StatusCreated {
+	if res := w.call(t, w.pro, http.MethodPost, dashAPI+"/domains", map[string]string{"name": "mine.example.com"}); res.Status != http.StatusCreated {
 		t.Fatalf("setup: %d %s", res.Status, res.Body)
 	}
-	w.call(t, w.pro, http.MethodPost, api+"/domains", map[string]string{"name": "other.example.com"})
+	w.call(t, w.pro, http.MethodPost, dashAPI+"/domains", map[string]string{"name": "other.example.com"})
 
 	long := strings.Repeat("a", 64) + ".example.com"
 	cases := []struct {
@@ -193,45 +193,45 @@ func TestDashboardErrors(t *testing.T) {
 		code         string
 		message      string // a part of the message, when it matters
 	}{
-		{"no key", "", http.MethodGet, api + "/domains", nil, "", 401, petstore.CodeUnauthorized, ""},
-		{"unknown key", "psk_nope", http.MethodGet, api + "/domains", nil, "", 401, petstore.CodeUnauthorized, ""},
-		{"no key unknown path", "", http.MethodGet, api + "/nothing", nil, "", 401, petstore.CodeUnauthorized, ""},
-		{"free plan", "free", http.MethodPost, api + "/domains", map[string]string{"name": "free.example.com"}, "", 403, petstore.CodePlanRequired, "Pro"},
-		{"no deploy", "undeployed", http.MethodPost, api + "/domains", map[string]string{"name": "nodeploy.example.com"}, "", 409, petstore.CodeDeployRequired, "deploy"},
-		{"held by another project", "pro", http.MethodPost, api + "/domains", map[string]string{"name": "taken.example.com"}, "", 409, petstore.CodeConflict, "another project"},
-		{"held by another project, unicode form", "pro", http.MethodPost, api + "/domains", map[string]string{"name": "TAKEN.example.com."}, "", 409, petstore.CodeConflict, ""},
-		{"ip address", "pro", http.MethodPost, api + "/domains", map[string]string{"name": "192.0.2.1"}, "", 400, petstore.CodeInvalidRequest, "IP address"},
-		{"ipv6 address", "pro", http.MethodPost, api + "/domains", map[string]string{"name": "[2001:db8::1]"}, "", 400, petstore.CodeInvalidRequest, "IP address"},
-		{"wildcard", "pro", http.MethodPost, api + "/domains", map[string]string{"name": "*.example.com"}, "", 400, petstore.CodeInvalidRequest, "wildcard"},
-		{"single label", "pro", http.MethodPost, api + "/domains", map[string]string{"name": "localhost"}, "", 400, petstore.CodeInvalidRequest, "single label"},
-		{"empty label", "pro", http.MethodPost, api + "/domains", map[string]string{"name": "shop..example.com"}, "", 400, petstore.CodeInvalidRequest, "empty label"},
-		{"label over 63", "pro", http.MethodPost, api + "/domains", map[string]string{"name": long}, "", 400, petstore.CodeInvalidRequest, "63"},
-		{"public suffix", "pro", http.MethodPost, api + "/domains", map[string]string{"name": "co.uk"}, "", 400, petstore.CodeInvalidRequest, "public suffix"},
-		{"platform's own", "pro", http.MethodPost, api + "/domains", map[string]string{"name": "x." + testTarget}, "", 400, petstore.CodeInvalidRequest, "platform"},
-		{"url not name", "pro", http.MethodPost, api + "/domains", map[string]string{"name": "https://shop.example.com/"}, "", 400, petstore.CodeInvalidRequest, ""},
-		{"missing name", "pro", http.MethodPost, api + "/domains", map[string]string{}, "", 400, petstore.CodeInvalidRequest, "name is required"},
-		{"name not a string", "pro", http.MethodPost, api + "/domains", `{"name": 42}`, "", 400, petstore.CodeInvalidRequest, "name must be a string"},
-		{"body not json", "pro", http.MethodPost, api + "/domains", `name=shop`, "", 400, petstore.CodeInvalidRequest, "JSON object"},
-		{"body an array", "pro", http.MethodPost, api + "/domains", `[{"name":"a.example.com"}]`, "", 400, petstore.CodeInvalidRequest, "JSON object"},
-		{"two objects", "pro", http.MethodPost, api + "/domains", `{"name":"a.example.com"}{}`, "", 400, petstore.CodeInvalidRequest, "exactly one"},
-		{"wrong media type", "pro", http.MethodPost, api + "/domains", `{"name":"a.example.com"}`, "text/plain", 415, petstore.CodeUnsupportedMediaType, ""},
-		{"too large", "pro", http.MethodPost, api + "/domains", `{"name":"` + strings.Repeat("a", 1<<20) + `"}`, "", 413, petstore.CodePayloadTooLarge, ""},
-		{"unknown domain", "pro", http.MethodGet, api + "/domains/nope.example.com", nil, "", 404, petstore.CodeNotFound, ""},
-		{"another project's domain", "pro", http.MethodGet, api + "/domains/taken.example.com", nil, "", 404, petstore.CodeNotFound, ""},
-		{"verify another project's domain", "pro", http.MethodPost, api + "/domains/taken.example.com/verify", nil, "", 404, petstore.CodeNotFound, ""},
-		{"remove another project's domain", "pro", http.MethodDelete, api + "/domains/taken.example.com", nil, "", 404, petstore.CodeNotFound, ""},
-		{"invalid name in path", "pro", http.MethodGet, api + "/domains/a..b", nil, "", 400, petstore.CodeInvalidRequest, ""},
-		{"config: primary not attached", "pro", http.MethodPut, api + "/domains/config", map[string]any{"primary": "taken.example.com"}, "", 400, petstore.CodeInvalidRequest, "not a domain of this project"},
-		{"config: bad status", "pro", http.MethodPut, api + "/domains/config", map[string]any{"redirects": []map[string]any{{"from": "mine.example.com", "to": "other.example.com", "status": 303}}}, "", 400, petstore.CodeInvalidRequest, "301, 302, 307 or 308"},
-		{"config: redirect from primary", "pro", http.MethodPut, api + "/domains/config", map[string]any{"primary": "mine.example.com", "redirects": []map[string]any{{"from": "mine.example.com", "to": "other.example.com"}}}, "", 400, petstore.CodeInvalidRequest, "primary"},
-		{"config: loop", "pro", http.MethodPut, api + "/domains/config", map[string]any{"redirects": []map[string]any{{"from": "mine.example.com", "to": "other.example.com"}, {"from": "other.example.com", "to": "mine.example.com"}}}, "", 400, petstore.CodeInvalidRequest, "chain or a loop"},
-		{"config: missing to", "pro", http.MethodPut, api + "/domains/config", map[string]any{"redirects": []map[string]any{{"from": "mine.example.com"}}}, "", 400, petstore.CodeInvalidRequest, "from and to"},
-		{"config: redirects not a list", "pro", http.MethodPut, api + "/domains/config", `{"redirects": {}}`, "", 400, petstore.CodeInvalidRequest, "redirects must be a list"},
-		{"unknown api path", "pro", http.MethodGet, api + "/nothing", nil, "", 404, petstore.CodeNotFound, ""},
-		{"unknown sub path", "pro", http.MethodGet, api + "/domains/mine.example.com/extra", nil, "", 404, petstore.CodeNotFound, ""},
-		{"wrong method on list", "pro", http.MethodDelete, api + "/domains", nil, "", 405, petstore.CodeMethodNotAllowed, ""},
-		{"wrong method on verify", "pro", http.MethodGet, api + "/domains/mine.example.com/verify", nil, "", 405, petstore.CodeMethodNotAllowed, ""},
-		{"wrong method on config", "pro", http.MethodPost, api + "/domains/config", nil, "", 405, petstore.CodeMethodNotAllowed, ""},
+		{"no key", "", http.MethodGet, dashAPI + "/domains", nil, "", 401, petstore.CodeUnauthorized, ""},
+		{"unknown key", "psk_nope", http.MethodGet, dashAPI + "/domains", nil, "", 401, petstore.CodeUnauthorized, ""},
+		{"no key unknown path", "", http.MethodGet, dashAPI + "/nothing", nil, "", 401, petstore.CodeUnauthorized, ""},
+		{"free plan", "free", http.MethodPost, dashAPI + "/domains", map[string]string{"name": "free.example.com"}, "", 403, petstore.CodePlanRequired, "Pro"},
+		{"no deploy", "undeployed", http.MethodPost, dashAPI + "/domains", map[string]string{"name": "nodeploy.example.com"}, "", 409, petstore.CodeDeployRequired, "deploy"},
+		{"held by another project", "pro", http.MethodPost, dashAPI + "/domains", map[string]string{"name": "taken.example.com"}, "", 409, petstore.CodeConflict, "another project"},
+		{"held by another project, unicode form", "pro", http.MethodPost, dashAPI + "/domains", map[string]string{"name": "TAKEN.example.com."}, "", 409, petstore.CodeConflict, ""},
+		{"ip address", "pro", http.MethodPost, dashAPI + "/domains", map[string]string{"name": "192.0.2.1"}, "", 400, petstore.CodeInvalidRequest, "IP address"},
+		{"ipv6 address", "pro", http.MethodPost, dashAPI + "/domains", map[string]string{"name": "[2001:db8::1]"}, "", 400, petstore.CodeInvalidRequest, "IP address"},
+		{"wildcard", "pro", http.MethodPost, dashAPI + "/domains", map[string]string{"name": "*.example.com"}, "", 400, petstore.CodeInvalidRequest, "wildcard"},
+		{"single label", "pro", http.MethodPost, dashAPI + "/domains", map[string]string{"name": "localhost"}, "", 400, petstore.CodeInvalidRequest, "single label"},
+		{"empty label", "pro", http.MethodPost, dashAPI + "/domains", map[string]string{"name": "shop..example.com"}, "", 400, petstore.CodeInvalidRequest, "empty label"},
+		{"label over 63", "pro", http.MethodPost, dashAPI + "/domains", map[string]string{"name": long}, "", 400, petstore.CodeInvalidRequest, "63"},
+		{"public suffix", "pro", http.MethodPost, dashAPI + "/domains", map[string]string{"name": "co.uk"}, "", 400, petstore.CodeInvalidRequest, "public suffix"},
+		{"platform's own", "pro", http.MethodPost, dashAPI + "/domains", map[string]string{"name": "x." + dashTarget}, "", 400, petstore.CodeInvalidRequest, "platform"},
+		{"url not name", "pro", http.MethodPost, dashAPI + "/domains", map[string]string{"name": "https://shop.example.com/"}, "", 400, petstore.CodeInvalidRequest, ""},
+		{"missing name", "pro", http.MethodPost, dashAPI + "/domains", map[string]string{}, "", 400, petstore.CodeInvalidRequest, "name is required"},
+		{"name not a string", "pro", http.MethodPost, dashAPI + "/domains", `{"name": 42}`, "", 400, petstore.CodeInvalidRequest, "name must be a string"},
+		{"body not json", "pro", http.MethodPost, dashAPI + "/domains", `name=shop`, "", 400, petstore.CodeInvalidRequest, "JSON object"},
+		{"body an array", "pro", http.MethodPost, dashAPI + "/domains", `[{"name":"a.example.com"}]`, "", 400, petstore.CodeInvalidRequest, "JSON object"},
+		{"two objects", "pro", http.MethodPost, dashAPI + "/domains", `{"name":"a.example.com"}{}`, "", 400, petstore.CodeInvalidRequest, "exactly one"},
+		{"wrong media type", "pro", http.MethodPost, dashAPI + "/domains", `{"name":"a.example.com"}`, "text/plain", 415, petstore.CodeUnsupportedMediaType, ""},
+		{"too large", "pro", http.MethodPost, dashAPI + "/domains", `{"name":"` + strings.Repeat("a", 1<<20) + `"}`, "", 413, petstore.CodePayloadTooLarge, ""},
+		{"unknown domain", "pro", http.MethodGet, dashAPI + "/domains/nope.example.com", nil, "", 404, petstore.CodeNotFound, ""},
+		{"another project's domain", "pro", http.MethodGet, dashAPI + "/domains/taken.example.com", nil, "", 404, petstore.CodeNotFound, ""},
+		{"verify another project's domain", "pro", http.MethodPost, dashAPI + "/domains/taken.example.com/verify", nil, "", 404, petstore.CodeNotFound, ""},
+		{"remove another project's domain", "pro", http.MethodDelete, dashAPI + "/domains/taken.example.com", nil, "", 404, petstore.CodeNotFound, ""},
+		{"invalid name in path", "pro", http.MethodGet, dashAPI + "/domains/a..b", nil, "", 400, petstore.CodeInvalidRequest, ""},
+		{"config: primary not attached", "pro", http.MethodPut, dashAPI + "/domains/config", map[string]any{"primary": "taken.example.com"}, "", 400, petstore.CodeInvalidRequest, "not a domain of this project"},
+		{"config: bad status", "pro", http.MethodPut, dashAPI + "/domains/config", map[string]any{"redirects": []map[string]any{{"from": "mine.example.com", "to": "other.example.com", "status": 303}}}, "", 400, petstore.CodeInvalidRequest, "301, 302, 307 or 308"},
+		{"config: redirect from primary", "pro", http.MethodPut, dashAPI + "/domains/config", map[string]any{"primary": "mine.example.com", "redirects": []map[string]any{{"from": "mine.example.com", "to": "other.example.com"}}}, "", 400, petstore.CodeInvalidRequest, "primary"},
+		{"config: loop", "pro", http.MethodPut, dashAPI + "/domains/config", map[string]any{"redirects": []map[string]any{{"from": "mine.example.com", "to": "other.example.com"}, {"from": "other.example.com", "to": "mine.example.com"}}}, "", 400, petstore.CodeInvalidRequest, "chain or a loop"},
+		{"config: missing to", "pro", http.MethodPut, dashAPI + "/domains/config", map[string]any{"redirects": []map[string]any{{"from": "mine.example.com"}}}, "", 400, petstore.CodeInvalidRequest, "from and to"},
+		{"config: redirects not a list", "pro", http.MethodPut, dashAPI + "/domains/config", `{"redirects": {}}`, "", 400, petstore.CodeInvalidRequest, "redirects must be a list"},
+		{"unknown api path", "pro", http.MethodGet, dashAPI + "/nothing", nil, "", 404, petstore.CodeNotFound, ""},
+		{"unknown sub path", "pro", http.MethodGet, dashAPI + "/domains/mine.example.com/extra", nil, "", 404, petstore.CodeNotFound, ""},
+		{"wrong method on list", "pro", http.MethodDelete, dashAPI + "/domains", nil, "", 405, petstore.CodeMethodNotAllowed, ""},
+		{"wrong method on verify", "pro", http.MethodGet, dashAPI + "/domains/mine.example.com/verify", nil, "", 405, petstore.CodeMethodNotAllowed, ""},
+		{"wrong method on config", "pro", http.MethodPost, dashAPI + "/domains/config", nil, "", 405, petstore.CodeMethodNotAllowed, ""},
 	}
 	secrets := map[string]string{"pro": w.pro, "free": w.free, "undeployed": w.undeployed, "psk_nope": "psk_nope"}
 	for _, c := range cases {
@@ -265,7 +265,7 @@ func TestDashboardErrors(t *testing.T) {
 		})
 	}
 	// Nothing was attached by the refused requests.
-	res := w.call(t, w.pro, http.MethodGet, api+"/domains", nil)
+	res := w.call(t, w.pro, http.MethodGet, dashAPI+"/domains", nil)
 	for _, bad := range []string{"free.example.com", "nodeploy.example.com", "taken.example.com"} {
 		if strings.Contains(string(res.Body), bad) {
 			t.Fatalf("refused name %s is attached: %s", bad, res.Body)
@@ -278,7 +278,7 @@ func TestDashboardErrors(t *testing.T) {
 // document is public and marked beta throughout.
 func TestDashboardPage(t *testing.T) {
 	t.Parallel()
-	w := newDashWorld(t, dashStores(t)["memstore"](t), newFakeClock().Now)
+	w := newDashWorld(t, dashStores(t)["memstore"](t), newDashClock().Now)
 	cases := []struct {
 		path, ctype, contains string
 	}{
@@ -323,7 +323,7 @@ func TestDashboardPage(t *testing.T) {
 		}
 	})
 	t.Run("openapi", func(t *testing.T) {
-		res := dashDo(t, w.dash, httptest.NewRequest(http.MethodGet, api+"/openapi.json", nil))
+		res := dashDo(t, w.dash, httptest.NewRequest(http.MethodGet, dashAPI+"/openapi.json", nil))
 		var doc struct {
 			OpenAPI string `json:"openapi"`
 			Info    struct {
@@ -337,7 +337,7 @@ func TestDashboardPage(t *testing.T) {
 		if err := json.Unmarshal(res.Body, &doc); err != nil {
 			t.Fatal(err)
 		}
-		if res.Status != 200 || doc.OpenAPI != "3.0.3" || doc.Info.Stability != "beta" || doc.Servers[0].URL != api {
+		if res.Status != 200 || doc.OpenAPI != "3.0.3" || doc.Info.Stability != "beta" || doc.Servers[0].URL != dashAPI {
 			t.Fatalf("document: %d %+v", res.Status, doc)
 		}
 		ops := 0

@@ -18,12 +18,12 @@ import (
 // DNS and verifies it, failing unless it goes active.
 func (w *dashWorld) activate(t testing.TB, key, label string) {
 	t.Helper()
-	name := label + "." + testZone
-	if res := w.call(t, key, http.MethodPost, api+"/domains", map[string]string{"name": name}); res.Status/100 != 2 {
+	name := label + "." + dashZone
+	if res := w.call(t, key, http.MethodPost, dashAPI+"/domains", map[string]string{"name": name}); res.Status/100 != 2 {
 		t.Fatalf("add %s: %d %s", name, res.Status, res.Body)
 	}
-	w.setCNAME(t, label, testTarget)
-	res := w.call(t, key, http.MethodPost, api+"/domains/"+name+"/verify", nil)
+	w.setCNAME(t, label, dashTarget)
+	res := w.call(t, key, http.MethodPost, dashAPI+"/domains/"+name+"/verify", nil)
 	if d := res.domain(t); d.Status != domain.StatusActive {
 		t.Fatalf("verify %s: %d %s", name, res.Status, res.Body)
 	}
@@ -34,7 +34,7 @@ func (w *dashWorld) activate(t testing.TB, key, label string) {
 // Host a 404 that shows no project's content.
 func TestEdgeRoutesByHost(t *testing.T) {
 	t.Parallel()
-	clock := newFakeClock()
+	clock := newDashClock()
 	w := newDashWorld(t, dashStores(t)["memstore"](t), clock.Now)
 	a, b := w.proKey.ProjectID, w.pro2Key.ProjectID
 	w.activate(t, w.pro, "shop")
@@ -43,14 +43,14 @@ func TestEdgeRoutesByHost(t *testing.T) {
 	w.activate(t, w.pro, "tmp")
 	w.activate(t, w.pro, "perm")
 	w.activate(t, w.pro2, "other")
-	w.call(t, w.pro2, http.MethodPost, api+"/domains", map[string]string{"name": "pending.example.com"})
+	w.call(t, w.pro2, http.MethodPost, dashAPI+"/domains", map[string]string{"name": "pending.example.com"})
 	cfg := map[string]any{"primary": "shop.example.com", "redirects": []map[string]any{
 		{"from": "www.example.com", "to": "shop.example.com"},
 		{"from": "old.example.com", "to": "shop.example.com", "status": 302},
 		{"from": "tmp.example.com", "to": "shop.example.com", "status": 307},
 		{"from": "perm.example.com", "to": "shop.example.com", "status": 308},
 	}}
-	if res := w.call(t, w.pro, http.MethodPut, api+"/domains/config", cfg); res.Status != http.StatusOK {
+	if res := w.call(t, w.pro, http.MethodPut, dashAPI+"/domains/config", cfg); res.Status != http.StatusOK {
 		t.Fatalf("config: %d %s", res.Status, res.Body)
 	}
 
@@ -111,7 +111,7 @@ func TestEdgeRoutesByHost(t *testing.T) {
 		if got := w.get(t, "other.example.com", "/", "").Code; got != 200 {
 			t.Fatalf("before removal: %d", got)
 		}
-		if res := w.call(t, w.pro2, http.MethodDelete, api+"/domains/other.example.com", nil); res.Status != 204 {
+		if res := w.call(t, w.pro2, http.MethodDelete, dashAPI+"/domains/other.example.com", nil); res.Status != 204 {
 			t.Fatalf("remove: %d %s", res.Status, res.Body)
 		}
 		rec := w.get(t, "other.example.com", "/", "")
@@ -129,12 +129,12 @@ func TestEdgeRoutesByHost(t *testing.T) {
 	})
 
 	t.Run("failed after 48 hours is 404", func(t *testing.T) {
-		w.call(t, w.pro, http.MethodPost, api+"/domains", map[string]string{"name": "late.example.com"})
+		w.call(t, w.pro, http.MethodPost, dashAPI+"/domains", map[string]string{"name": "late.example.com"})
 		clock.Add(49 * time.Hour)
 		if _, err := w.engine.RunDue(context.Background(), clock.Now()); err != nil {
 			t.Fatal(err)
 		}
-		res := w.call(t, w.pro, http.MethodGet, api+"/domains/late.example.com", nil)
+		res := w.call(t, w.pro, http.MethodGet, dashAPI+"/domains/late.example.com", nil)
 		if d := res.domain(t); d.Status != domain.StatusFailed {
 			t.Fatalf("after 49 hours: %s", res.Body)
 		}

@@ -1,0 +1,138 @@
+package httpx_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/memstore"
+	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/httpx"
+)
+
+// dashFuzzResponse checks what every dashboard answer must be: never a 5xx,
+// a 2xx with a JSON body of the right shape, anything else an Error body
+// that agrees with its status.
+func dashFuzzResponse(t *testing.T, rec *httptest.ResponseRecorder, ok func(body []byte) bool) {
+	t.Helper()
+	if rec.Code >= 500 {
+		t.Fatalf("server error %d: %s", rec.Code, rec.Body)
+	}
+	if rec.Code/100 == 2 {
+		if !ok(rec.Body.Bytes()) {
+			t.Fatalf("%d with an unexpected body: %s", rec.Code, rec.Body)
+		}
+		return
+	}
+	var e petstore.Error
+	if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Status != rec.Code || petstore.StatusOf(e.Code) != rec.Code || e.Message == "" {
+		t.Fatalf("%d without a matching Error body: %s", rec.Code, rec.Body)
+	}
+}
+
+// FuzzDashboardAddDomain: whatever body is posted, the answer is a Domain
+// with a normalised ASCII name, or an Error.
+func FuzzDashboardAddDomain(f *testing.F) {
+	for _, s := range []string{
+		`{"name":"shop.example.com"}`, `{"name":"Bücher.example.com."}`, `{"name":"xn--bcher-kva.example.com"}`,
+		`{"name":"192.0.2.1"}`, `{"name":"*.example.com"}`, `{"name":"co.uk"}`, `{"name":""}`, `{"name":null}`,
+		`{"name":42}`, `{}`, `[]`, `null`, ``, `{"name":"a.example.com"} x`, `{"name":"\u0000.example.com"}`,
+		`{"name":"` + strings.Repeat("a.", 130) + `com"}`,
+	} {
+		f.Add(s)
+	}
+	w := newDashWorld(f, memstore.New(), newDashClock().Now)
+	f.Fuzz(func(t *testing.T, body string) {
+		req := httptest.NewRequest(http.MethodPost, dashAPI+"/domains", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+w.pro)
+		rec := httptest.NewRecorder()
+		w.dash.ServeHTTP(rec, req)
+		dashFuzzResponse(t, rec, func(b []byte) bool {
+			var d domain.Domain
+			return json.Unmarshal(b, &d) == nil && d.Name != "" && d.Name == strings.ToLower(d.Name) &&
+				!strings.HasSuffix(d.Name, ".") && dashIsASCII(d.Name) && len(d.Records) > 0
+		})
+	})
+}
+
+// FuzzDashboardConfig: whatever config is put, it is stored as given
+// names of the project or refused with 400; never a 5xx.
+func FuzzDashboardConfig(f *testing.F) {
+	for _, s := range []string{
+		`{"primary":"a.example.com","redirects":[{"from":"b.example.com","to":"a.example.com"}]}`,
+		`{"primary":"","redirects":[]}`, `{"redirects":[{"from":"a.example.com","to":"b.example.com","status":308}]}`,
+		`{"redirects":[{"from":"a.example.com","to":"b.example.com"},{"from":"b.example.com","to":"a.example.com"}]}`,
+		`{"redirects":[null]}`, `{"redirects":{}}`, `{"primary":7}`, `{"redirects":[{"from":"a.example.com","to":"b.example.com","status":1e400}]}`,
+	} {
+		f.Add(s)
+	}
+	w := newDashWorld(f, memstore.New(), newDashClock().Now)
+	for _, n := range []string{"a.example.com", "b.example.com", "c.example.com"} {
+		w.call(f, w.pro, http.MethodPost, dashAPI+"/domains", map[string]string{"name": n})
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		req := httptest.NewRequest(http.MethodPut, dashAPI+"/domains/config", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+w.pro)
+		rec := httptest.NewRecorder()
+		w.dash.ServeHTTP(rec, req)
+		dashFuzzResponse(t, rec, func(b []byte) bool {
+			var c domain.Config
+			if json.Unmarshal(b, &c) != nil || c.Redirects == nil {
+				return false
+			}
+			mine := map[string]bool{"": true, "a.example.com": true, "b.example.com": true, "c.example.com": true}
+			for _, r := range c.Redirects {
+				if !mine[r.From] || !mine[r.To] || r.From == "" || r.To == "" || r.Status < 301 {
+					return false
+				}
+			}
+			return mine[c.Primary]
+		})
+	})
+}
+
+// FuzzEdgeHost: whatever Host a client sends, the edge never answers with a
+// 5xx, and only a Host that names the active domain gets its project's
+// content.
+func FuzzEdgeHost(f *testing.F) {
+	for _, s := range []string{
+		"shop.example.com", "SHOP.example.com.:80", "shop.example.com:99999", "shop.example.com.evil.example",
+		"x.shop.example.com", "[::1]", "127.0.0.1", "localhost", "", ":", "ｓhop.example.com", "shop.example.com\x00",
+		"[shop.example.com]", "shop..example.com",
+	} {
+		f.Add(s)
+	}
+	w := newDashWorld(f, memstore.New(), newDashClock().Now)
+	w.activate(f, w.pro, "shop")
+	project := w.proKey.ProjectID
+	f.Fuzz(func(t *testing.T, host string) {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Host = host
+		rec := httptest.NewRecorder()
+		w.edge.ServeHTTP(rec, req)
+		if rec.Code >= 500 {
+			t.Fatalf("Host %q: %d %s", host, rec.Code, rec.Body)
+		}
+		if strings.Contains(rec.Body.String(), project) {
+			h := httpx.RequestHost(req)
+			n, err := domain.ParseName(h)
+			if h != "shop.example.com" && (err != nil || n.ASCII != "shop.example.com") {
+				t.Fatalf("Host %q (%q) got the project's site", host, h)
+			}
+		}
+	})
+}
+
+func dashIsASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
