@@ -322,10 +322,30 @@ func (is *Issuer) onEvent(ctx context.Context, event string, data map[string]any
 	case "cert_obtained":
 		is.note(name, func(a *attempt) { a.lastErr, a.blocked = "", nil })
 		if renewal, _ := data["renewal"].(bool); renewal {
-			is.changed(name)
+			// certmagic emits this once the renewed certificate is stored,
+			// and swaps it into the cache only after: tell the engine when
+			// the new one is being served.
+			old, _ := is.cached(name)
+			go is.changedAfterSwap(name, old)
 		}
 	}
 	return nil
+}
+
+func (is *Issuer) changedAfterSwap(name string, old certmagic.Certificate) {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for range 500 { // 10 s at most; then report anyway
+		if cur, ok := is.cached(name); !ok || cur.Hash() != old.Hash() {
+			break
+		}
+		select {
+		case <-is.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+	is.changed(name)
 }
 
 func (is *Issuer) note(name string, f func(*attempt)) {

@@ -17,7 +17,7 @@ func ExampleNew() {
 	is, err := acme.New(acme.Config{
 		CA:      "https://acme-staging-v02.api.letsencrypt.org/directory",
 		Email:   "ops@example.com",
-		Storage: memstore.New(), // bunstore in production: shared by every process
+		Storage: memstore.New(),                                               // bunstore in production: shared by every process
 		Allowed: func(ctx context.Context, name string) bool { return false }, // engine: verified or active?
 	})
 	if err != nil {
