@@ -24,6 +24,10 @@ type Config struct {
 	TrustedProxies []netip.Prefix         // X-Forwarded-For is honoured only from these peers
 	DeprecatedAt   time.Time              // getPet's Deprecation date; zero: 2026-01-01T00:00:00Z
 	Now            func() time.Time       // nil: time.Now
+
+	// Idempotency keeps Idempotency-Key records, making POST /pets safe
+	// to retry; nil: the header is ignored.
+	Idempotency petstore.IdempotencyStore
 }
 
 // MaxBodyBytes is the largest request body accepted; larger ones are 413.
@@ -71,6 +75,9 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	a := &api{svc: cfg.Service, base: base, openapi: doc, deprec: "@" + itoa(at.Unix())}
 	a.createPet = http.HandlerFunc(a.handleCreatePet)
+	if cfg.Idempotency != nil {
+		a.createPet = newIdempotent(cfg.Idempotency, cfg.Now, a.createPet)
+	}
 	openapiPath := base + "/openapi.json"
 	c, err := newChain(cfg, a, func(r *http.Request) bool { return r.URL.Path == openapiPath })
 	if err != nil {

@@ -6,5 +6,9 @@ import (
 )
 
 // configureIdempotency turns on Idempotency-Key replay when the store
-// keeps idempotency records.
-func configureIdempotency(cfg *httpx.Config, store petstore.Store) {}
+// keeps idempotency records, as production does.
+func configureIdempotency(cfg *httpx.Config, store petstore.Store) {
+	if is, ok := store.(petstore.IdempotencyStore); ok {
+		cfg.Idempotency = is
+	}
+}

@@ -1,0 +1,171 @@
+package httpx
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/petstorekit/petstore"
+)
+
+// idempotencyPurgeEvery is how often expired Idempotency-Key records are
+// purged, by the request that notices. Once an hour keeps the table at
+// about a day of keys without a background goroutine.
+const idempotencyPurgeEvery = time.Hour
+
+// idempotent makes POST /pets safe to retry (the IETF httpapi
+// Idempotency-Key draft, Stripe's model). A request without the header
+// passes through. With it, the first request claims the key in the store,
+// runs, and its response is stored; a repeat with the same key and body
+// within 24 hours gets that response again with Idempotent-Replayed: true,
+// a repeat with another body is 422 idempotency_key_reused, and a repeat
+// while the first is still running is 409 idempotency_key_in_use. Keys are
+// scoped to the API key, so two clients never see each other's responses.
+//
+// A 5xx answer is not stored: the key is released so the client's retry
+// runs again. A process that dies mid-request leaves its key in flight
+// (409) until the record is purged 24 hours later.
+type idempotent struct {
+	store     petstore.IdempotencyStore
+	now       func() time.Time
+	next      http.Handler
+	lastPurge atomic.Int64 // unix nanoseconds of the last purge
+}
+
+func newIdempotent(store petstore.IdempotencyStore, now func() time.Time, next http.Handler) *idempotent {
+	if now == nil {
+		now = time.Now
+	}
+	return &idempotent{store: store, now: now, next: next}
+}
+
+func (m *idempotent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	vals := r.Header.Values("Idempotency-Key")
+	if len(vals) == 0 {
+		m.next.ServeHTTP(w, r)
+		return
+	}
+	if len(vals) > 1 || !petstore.ValidIdempotencyKey(vals[0]) {
+		WriteError(w, r, petstore.Errorf(petstore.CodeInvalidRequest, "Idempotency-Key must be sent once, as 1 to 255 printable ASCII characters"))
+		return
+	}
+	ctx := r.Context()
+	key, _ := KeyFromContext(ctx)
+	// The chain has already read the body into memory (at most
+	// MaxBodyBytes), so reading it again is cheap.
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		WriteError(w, r, petstore.Errorf(petstore.CodeInvalidRequest, "could not read the body"))
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	sum := sha256.New()
+	io.WriteString(sum, r.Method+" "+r.URL.Path+"\n")
+	sum.Write(body)
+
+	now := m.now().UTC()
+	m.purge(ctx, now)
+	rec := petstore.IdempotencyRecord{Scope: key.ID, Key: vals[0], RequestHash: hex.EncodeToString(sum.Sum(nil)), CreatedAt: now}
+	stored, claimed, err := m.store.ClaimIdempotencyKey(ctx, rec)
+	if err == nil && !claimed && now.Sub(stored.CreatedAt) > petstore.IdempotencyTTL {
+		// Expired but not purged yet: purge now and claim afresh.
+		if _, err = m.store.PurgeIdempotencyKeys(ctx, now.Add(-petstore.IdempotencyTTL)); err == nil {
+			stored, claimed, err = m.store.ClaimIdempotencyKey(ctx, rec)
+		}
+	}
+	switch {
+	case err != nil:
+		WriteError(w, r, err)
+		return
+	case !claimed && stored.RequestHash != rec.RequestHash:
+		WriteError(w, r, petstore.Errorf(petstore.CodeIdempotencyKeyReused, "this Idempotency-Key was used with a different request; use a new key for a new request"))
+		return
+	case !claimed && !stored.Completed:
+		w.Header().Set("Retry-After", "1")
+		WriteError(w, r, petstore.Errorf(petstore.CodeIdempotencyKeyInUse, "a request with this Idempotency-Key is still being processed; retry later"))
+		return
+	case !claimed:
+		replay(w, stored)
+		return
+	}
+
+	// The claim is ours. Whatever happens below, the key must not stay in
+	// flight, and the store must be told even if the client has gone.
+	bg := context.WithoutCancel(ctx)
+	done := false
+	defer func() {
+		if !done {
+			_ = m.store.ReleaseIdempotencyKey(bg, rec.Scope, rec.Key)
+		}
+	}()
+	cw := &captureWriter{ResponseWriter: w}
+	m.next.ServeHTTP(cw, r)
+	if cw.status == 0 || cw.status >= 500 {
+		return // released by the deferred call: the retry runs again
+	}
+	rec.Status = cw.status
+	rec.ContentType = cw.Header().Get("Content-Type")
+	rec.Location = cw.Header().Get("Location")
+	rec.Body = cw.body.Bytes()
+	if err := m.store.CompleteIdempotencyKey(bg, rec); err != nil {
+		if info := infoFrom(ctx); info != nil {
+			info.logger.Error("storing the Idempotency-Key response", "request_id", info.id, "error", err)
+		}
+		return
+	}
+	done = true
+}
+
+// purge deletes expired records at most once per idempotencyPurgeEvery.
+// A failed purge is retried by the next period's first request.
+func (m *idempotent) purge(ctx context.Context, now time.Time) {
+	last := m.lastPurge.Load()
+	if now.UnixNano()-last < int64(idempotencyPurgeEvery) || !m.lastPurge.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	_, _ = m.store.PurgeIdempotencyKeys(ctx, now.Add(-petstore.IdempotencyTTL))
+}
+
+// replay writes a stored response again.
+func replay(w http.ResponseWriter, rec petstore.IdempotencyRecord) {
+	h := w.Header()
+	if rec.ContentType != "" {
+		h.Set("Content-Type", rec.ContentType)
+	}
+	if rec.Location != "" {
+		h.Set("Location", rec.Location)
+	}
+	h.Set("Idempotent-Replayed", "true")
+	w.WriteHeader(rec.Status)
+	_, _ = w.Write(rec.Body)
+}
+
+// captureWriter passes a response through and keeps a copy of it.
+type captureWriter struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+}
+
+func (w *captureWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *captureWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	w.body.Write(b)
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *captureWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,338 @@
+package httpx_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/memstore"
+	"github.com/petstorekit/petstore/httpx"
+)
+
+// idemEnv is an API with Idempotency-Key support over memory stores, a
+// controllable clock, and a service that can be held or made to fail.
+type idemEnv struct {
+	*env
+	svc *gatedService
+	now *fakeNow
+}
+
+type fakeNow struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (f *fakeNow) Now() time.Time { f.mu.Lock(); defer f.mu.Unlock(); return f.t }
+func (f *fakeNow) Advance(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.t = f.t.Add(d)
+}
+
+// gatedService wraps a real service: CreatePet can be held until released
+// (to catch a request in flight) or fail a number of times.
+type gatedService struct {
+	petstore.PetService
+	mu      sync.Mutex
+	gate    chan struct{} // nil: no hold
+	entered chan struct{}
+	fails   int
+}
+
+func (g *gatedService) CreatePet(ctx context.Context, p petstore.NewPet) (petstore.Pet, error) {
+	g.mu.Lock()
+	gate, entered := g.gate, g.entered
+	fail := g.fails > 0
+	if fail {
+		g.fails--
+	}
+	g.mu.Unlock()
+	if gate != nil {
+		entered <- struct{}{}
+		<-gate
+	}
+	if fail {
+		return petstore.Pet{}, fmt.Errorf("database on fire")
+	}
+	return g.PetService.CreatePet(ctx, p)
+}
+
+func newIdemEnv(t testing.TB) *idemEnv {
+	t.Helper()
+	clock := &fakeNow{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	var svc *gatedService
+	e := newEnv(t, func(c *httpx.Config) {
+		svc = &gatedService{PetService: c.Service}
+		c.Service = svc
+		c.Idempotency = memstore.New()
+		c.Now = clock.Now
+	})
+	return &idemEnv{env: e, svc: svc, now: clock}
+}
+
+func (e *idemEnv) post(t *testing.T, key, body string) response {
+	t.Helper()
+	r := e.req("POST", "/v1/pets", body)
+	if key != "" {
+		r.Header.Set("Idempotency-Key", key)
+	}
+	return e.do(t, r)
+}
+
+func (e *idemEnv) petCount(t *testing.T) int {
+	t.Helper()
+	return len(e.store.Pets())
+}
+
+func TestIdempotentCreate(t *testing.T) {
+	t.Parallel()
+	const body = `{"name":"Rex","categoryId":1}`
+	t.Run("replay", func(t *testing.T) {
+		t.Parallel()
+		e := newIdemEnv(t)
+		first := e.post(t, "k-1", body)
+		second := e.post(t, "k-1", body)
+		if first.Status != 201 || second.Status != 201 {
+			t.Fatalf("statuses %d, %d; want 201 twice", first.Status, second.Status)
+		}
+		if string(first.Body) != string(second.Body) || first.Header.Get("Location") != second.Header.Get("Location") {
+			t.Fatalf("replay differs: %s %q vs %s %q", first.Body, first.Header.Get("Location"), second.Body, second.Header.Get("Location"))
+		}
+		if first.Header.Get("Idempotent-Replayed") != "" || second.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("Idempotent-Replayed = %q then %q, want none then true", first.Header.Get("Idempotent-Replayed"), second.Header.Get("Idempotent-Replayed"))
+		}
+		if n := e.petCount(t); n != 1 {
+			t.Fatalf("%d pets, want 1", n)
+		}
+	})
+	t.Run("different body", func(t *testing.T) {
+		t.Parallel()
+		e := newIdemEnv(t)
+		e.post(t, "k-1", body)
+		got := e.post(t, "k-1", `{"name":"Tom","categoryId":1}`)
+		if got.Status != 422 || got.errorBody(t).Code != petstore.CodeIdempotencyKeyReused {
+			t.Fatalf("status %d %s, want 422 idempotency_key_reused", got.Status, got.Body)
+		}
+		if n := e.petCount(t); n != 1 {
+			t.Fatalf("%d pets, want 1", n)
+		}
+	})
+	t.Run("in flight", func(t *testing.T) {
+		t.Parallel()
+		e := newIdemEnv(t)
+		e.svc.gate, e.svc.entered = make(chan struct{}), make(chan struct{}, 1)
+		done := make(chan response, 1)
+		go func() { done <- e.post(t, "k-1", body) }()
+		<-e.svc.entered
+		e.svc.mu.Lock()
+		gate := e.svc.gate
+		e.svc.gate = nil
+		e.svc.mu.Unlock()
+		got := e.post(t, "k-1", body)
+		if got.Status != 409 || got.errorBody(t).Code != petstore.CodeIdempotencyKeyInUse || got.Header.Get("Retry-After") == "" {
+			t.Fatalf("while in flight: %d %s, want 409 idempotency_key_in_use with Retry-After", got.Status, got.Body)
+		}
+		close(gate)
+		if first := <-done; first.Status != 201 {
+			t.Fatalf("first request: %d", first.Status)
+		}
+		if got := e.post(t, "k-1", body); got.Status != 201 || got.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("after completion: %d, replayed %q", got.Status, got.Header.Get("Idempotent-Replayed"))
+		}
+	})
+	t.Run("concurrent creates one pet", func(t *testing.T) {
+		t.Parallel()
+		e := newIdemEnv(t)
+		var wg sync.WaitGroup
+		statuses := make([]int, 16)
+		for i := range statuses {
+			wg.Go(func() {
+				rec := e.req("POST", "/v1/pets", body)
+				rec.Header.Set("Idempotency-Key", "race")
+				w := &statusRecorder{header: http.Header{}}
+				e.h.ServeHTTP(w, rec)
+				statuses[i] = w.status
+			})
+		}
+		wg.Wait()
+		for _, s := range statuses {
+			if s != 201 && s != 409 {
+				t.Fatalf("statuses %v, want only 201 and 409", statuses)
+			}
+		}
+		if n := e.petCount(t); n != 1 {
+			t.Fatalf("%d pets after 16 concurrent requests with one key, want 1", n)
+		}
+	})
+	t.Run("scoped per API key", func(t *testing.T) {
+		t.Parallel()
+		e := newIdemEnv(t)
+		_, other, err := petstore.NewKeys(e.store).Create(context.Background(), "", petstore.PlanFree, petstore.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.post(t, "shared", body)
+		r := e.req("POST", "/v1/pets", body)
+		r.Header.Set("Authorization", "Bearer "+other)
+		r.Header.Set("Idempotency-Key", "shared")
+		if got := e.do(t, r); got.Status != 201 || got.Header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("other key: %d, replayed %q; want a fresh 201", got.Status, got.Header.Get("Idempotent-Replayed"))
+		}
+		if n := e.petCount(t); n != 2 {
+			t.Fatalf("%d pets, want 2", n)
+		}
+	})
+	t.Run("expires after 24 hours", func(t *testing.T) {
+		t.Parallel()
+		e := newIdemEnv(t)
+		e.post(t, "k-1", body)
+		e.now.Advance(petstore.IdempotencyTTL)
+		if got := e.post(t, "k-1", body); got.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("at 24 h: not replayed (%d)", got.Status)
+		}
+		e.now.Advance(time.Second)
+		if got := e.post(t, "k-1", `{"name":"Tom","categoryId":1}`); got.Status != 201 || got.Header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("after 24 h: %d %s, replayed %q; want a fresh 201", got.Status, got.Body, got.Header.Get("Idempotent-Replayed"))
+		}
+		if n := e.petCount(t); n != 2 {
+			t.Fatalf("%d pets, want 2", n)
+		}
+	})
+	t.Run("5xx is not stored", func(t *testing.T) {
+		t.Parallel()
+		e := newIdemEnv(t)
+		e.svc.fails = 1
+		if got := e.post(t, "k-1", body); got.Status != 500 {
+			t.Fatalf("first: %d, want 500", got.Status)
+		}
+		if got := e.post(t, "k-1", body); got.Status != 201 || got.Header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("retry: %d, replayed %q; want a fresh 201", got.Status, got.Header.Get("Idempotent-Replayed"))
+		}
+	})
+	t.Run("4xx is stored", func(t *testing.T) {
+		t.Parallel()
+		e := newIdemEnv(t)
+		bad := `{"name":"","categoryId":1}`
+		e.post(t, "k-1", bad)
+		if got := e.post(t, "k-1", bad); got.Status != 400 || got.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("repeat: %d, replayed %q; want the stored 400", got.Status, got.Header.Get("Idempotent-Replayed"))
+		}
+	})
+	t.Run("no key, no replay", func(t *testing.T) {
+		t.Parallel()
+		e := newIdemEnv(t)
+		e.post(t, "", body)
+		e.post(t, "", body)
+		if n := e.petCount(t); n != 2 {
+			t.Fatalf("%d pets, want 2", n)
+		}
+	})
+	t.Run("not configured: header ignored", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, nil)
+		for range 2 {
+			r := e.req("POST", "/v1/pets", body)
+			r.Header.Set("Idempotency-Key", "k-1")
+			if got := e.do(t, r); got.Status != 201 {
+				t.Fatalf("status %d", got.Status)
+			}
+		}
+		if n := len(e.store.Pets()); n != 2 {
+			t.Fatalf("%d pets, want 2", n)
+		}
+	})
+}
+
+func TestIdempotencyKeyValidation(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		values []string
+		want   int
+	}{
+		{"uuid", []string{"8e03978e-40d5-43e8-bc93-6894a57f9324"}, 201},
+		{"one char", []string{"x"}, 201},
+		{"255 chars", []string{strings.Repeat("k", 255)}, 201},
+		{"quoted sf-string form", []string{`"abc"`}, 201},
+		{"256 chars", []string{strings.Repeat("k", 256)}, 400},
+		{"empty", []string{""}, 400},
+		{"non-ASCII", []string{"clé"}, 400},
+		{"control character", []string{"a\x01b"}, 400},
+		{"sent twice", []string{"a", "b"}, 400},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newIdemEnv(t)
+			r := e.req("POST", "/v1/pets", `{"name":"Rex","categoryId":1}`)
+			r.Header["Idempotency-Key"] = tt.values
+			got := e.do(t, r)
+			if got.Status != tt.want {
+				t.Fatalf("status %d, want %d: %s", got.Status, tt.want, got.Body)
+			}
+			if tt.want == 400 && got.errorBody(t).Code != petstore.CodeInvalidRequest {
+				t.Fatalf("body %s", got.Body)
+			}
+		})
+	}
+}
+
+// FuzzIdempotencyKey sends arbitrary header values: each is accepted
+// (201, or 422 when an earlier input used the same key with another body)
+// or refused with 400, and an accepted key is replayed; never a 5xx.
+func FuzzIdempotencyKey(f *testing.F) {
+	for _, s := range []string{"k", "", strings.Repeat("x", 256), "a\x00b", "é", `"quoted"`, " spaced ", "\x7f"} {
+		f.Add(s)
+	}
+	e := newIdemEnv(f)
+	var n atomic.Int64
+	f.Fuzz(func(t *testing.T, key string) {
+		body := fmt.Sprintf(`{"name":"pet %d","categoryId":1}`, n.Add(1))
+		send := func() *statusRecorder {
+			r := e.req("POST", "/v1/pets", body)
+			r.Header["Idempotency-Key"] = []string{key}
+			w := &statusRecorder{header: http.Header{}}
+			e.h.ServeHTTP(w, r)
+			return w
+		}
+		first := send()
+		switch first.status {
+		case 201:
+			if again := send(); again.status != 201 || again.header.Get("Idempotent-Replayed") != "true" {
+				t.Fatalf("key %q: repeat got %d, replayed %q", key, again.status, again.header.Get("Idempotent-Replayed"))
+			}
+		case 400, 422:
+		default:
+			t.Fatalf("key %q: status %d", key, first.status)
+		}
+		if valid := petstore.ValidIdempotencyKey(key); valid == (first.status == 400) {
+			t.Fatalf("key %q: valid %v but status %d", key, valid, first.status)
+		}
+	})
+}
+
+// statusRecorder is a minimal ResponseWriter for concurrent requests,
+// where the contract-checking helper is not needed.
+type statusRecorder struct {
+	header http.Header
+	status int
+}
+
+func (w *statusRecorder) Header() http.Header { return w.header }
+func (w *statusRecorder) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+}
+func (w *statusRecorder) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = 200
+	}
+	return len(b), nil
+}
