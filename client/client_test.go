@@ -342,3 +342,67 @@ func TestSendsUserAgentAndIdempotencyKey(t *testing.T) {
 		t.Fatalf("automatic Idempotency-Key %q, want a UUID", k)
 	}
 }
+
+func TestCreateRetriedWithSameKeyCreatesOnePet(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		fault petstoretest.Fault
+	}{
+		{"response lost as 502", petstoretest.Fault{Route: "POST /pets", Times: 1, Status: 502, After: true}},
+		{"connection dropped after create", petstoretest.Fault{Route: "POST /pets", Times: 1, Drop: true, After: true}},
+		{"two losses", petstoretest.Fault{Route: "POST /pets", Times: 2, Status: 504, After: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			clk := newClock()
+			srv := petstoretest.NewServer(t, petstoretest.WithoutListener())
+			srv.Inject(tt.fault)
+			c := srv.Client(client.WithClock(clk.Now, clk.Sleep))
+			pet, err := c.CreatePet(context.Background(), petstore.NewPet{Name: "Rex", CategoryID: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pets := srv.Pets(); len(pets) != 1 || pets[0] != pet {
+				t.Fatalf("store holds %+v, want exactly %+v", pets, pet)
+			}
+			reqs := srv.Requests()
+			key := reqs[0].Header.Get("Idempotency-Key")
+			if len(reqs) < 2 || key == "" {
+				t.Fatalf("%d requests, key %q: the create was not retried", len(reqs), key)
+			}
+			for _, r := range reqs {
+				if r.Header.Get("Idempotency-Key") != key {
+					t.Fatalf("retry used key %q, first used %q", r.Header.Get("Idempotency-Key"), key)
+				}
+			}
+		})
+	}
+}
+
+func TestIsRetryable(t *testing.T) {
+	tests := []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{context.Canceled, false},
+		{fmt.Errorf("wrapped: %w", context.DeadlineExceeded), false},
+		{errors.New("connection reset"), true},
+		{&petstore.Error{Code: petstore.CodeUnavailable, Status: 503}, true},
+		{&petstore.Error{Code: petstore.CodeInternal, Status: 500}, true},
+		{&petstore.Error{Code: petstore.CodeRateLimited, Status: 429}, true},
+		{&petstore.Error{Code: petstore.CodeIdempotencyKeyInUse, Status: 409}, true},
+		{&petstore.Error{Code: petstore.CodeAPIKeyBanned, Status: 429}, false},
+		{&petstore.Error{Code: petstore.CodeInvalidRequest, Status: 400}, false},
+		{&petstore.Error{Code: petstore.CodeIdempotencyKeyReused, Status: 422}, false},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.err), func(t *testing.T) {
+			if got := client.IsRetryable(tt.err); got != tt.want {
+				t.Fatalf("IsRetryable(%v) = %v, want %v", tt.err, got, tt.want)
+			}
+		})
+	}
+}
