@@ -3,4 +3,58 @@
 // for clients that keep sending after a 429. It holds no HTTP and no Redis:
 // counters live behind a small Store interface with in-memory and Redis
 // adapters, and httpx turns a Decision into headers.
+//
+// # Plans
+//
+//	Plan        per minute   per day
+//	Free                60     1,000
+//	Pro                300    10,000
+//	Business         1,000   100,000
+//	Enterprise      custom    custom (the key's own Limits)
+//
+// Requests without a valid key are limited per client address with the Free
+// plan's figures. Limits are passed to every Limiter.Decide call, so a plan
+// change applies from the next request; the counts carry over.
+//
+// # Windows
+//
+// Each window is fixed and starts at the subject's first admitted request
+// after the previous window ended, not at the top of the clock's minute or
+// day: clients whose windows are aligned to the clock all come back at the
+// same instant, and such a stampede is what a limiter is for preventing.
+// Only admitted requests consume quota: a request refused by the minute
+// costs no day quota, and one refused by the day costs no minute quota. A
+// Store does the whole step (ban check, both windows, strike) atomically,
+// so concurrent requests, in one process or many sharing Redis, never
+// admit more than the quota.
+//
+// # Bans
+//
+// Each quota refusal is a strike. More than 30 strikes within a minute (a
+// fixed strike window from the first strike) ban the subject for 15
+// minutes; a ban that starts within 24 hours after the previous one ended
+// lasts twice as long as that one, up to 24 hours. While banned, every
+// request is refused with api_key_banned and a Retry-After until the ban's
+// end, and touches no counter, so a ban cannot extend itself. A client that
+// waits for Retry-After gets at most one strike per window and is never
+// banned. Bans live in the store, so they hold across processes. See
+// BanPolicy to change the figures.
+//
+// # When the store fails
+//
+// Every store call is bounded by Config.StoreTimeout (100 ms by default).
+// When a call fails, times out or panics, the limiter does what the operator
+// chose: fail open (Config.FailOpen) admits the request uncounted with
+// Decision.Degraded set (no rate-limit headers then, as there are no true
+// figures), fail closed returns an unavailable error (503). Failures are
+// logged at most once per Config.LogInterval, without the subject, and
+// exposed by Limiter.Degraded and Limiter.Failures.
+//
+// # Stores
+//
+// MemoryStore (this package) serves one process. adapters/redislimit shares
+// counters and bans between processes in one Lua script per decision (one
+// round trip). adapters/limiterstore builds the same step on any
+// ulule/limiter/v3 store, at one call per window plus the ban check. All
+// of them pass the ratelimittest suite.
 package ratelimit

@@ -1,0 +1,29 @@
+package redislimit_test
+
+import (
+	"context"
+	"testing"
+
+	petstore "github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/redislimit"
+	"github.com/petstorekit/petstore/ratelimit"
+)
+
+// BenchmarkDecide is a whole decision on Redis: one EVALSHA. It reports
+// the commands sent per decision next to the time.
+func BenchmarkDecide(b *testing.B) {
+	var count commandCounter
+	c := newClient(b, &count)
+	lim := ratelimit.New(redislimit.New(c, newPrefix(b, c)), ratelimit.Config{})
+	limits := petstore.Limits{PerMinute: 1 << 40, PerDay: 1 << 41}
+	ctx := context.Background()
+	_, _ = lim.Decide(ctx, "key:bench", limits) // load the script
+	count.n.Store(0)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := lim.Decide(ctx, "key:bench", limits); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(count.n.Load())/float64(b.N), "roundtrips/op")
+}
