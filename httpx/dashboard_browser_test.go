@@ -155,6 +155,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	if got := text(card + " .badge"); got != "Waiting for DNS" {
 		t.Fatalf("badge = %q", got)
 	}
+	if got := text(card + " .verify"); got != "Verify" {
+		t.Fatalf("button before any check = %q, want Verify", got)
+	}
 
 	step("verify before DNS is set",
 		chromedp.Click(chromedp.CSS(card+" .verify")),
@@ -180,6 +183,33 @@ func TestDashboardInBrowser(t *testing.T) {
 	if code, body := dashHostGet(t, srv.URL, "shop.example.com"); code != http.StatusOK || !strings.Contains(body, w.proKey.ProjectID) {
 		t.Fatalf("live domain over the edge: %d %s", code, body)
 	}
+
+	// A second domain, redirected to the first from the config form.
+	www := `.domain[data-name="www.example.com"]`
+	step("add www",
+		chromedp.SendKeys(chromedp.CSS("#domain-name"), "www.example.com"),
+		chromedp.Click(chromedp.CSS("#add-button")),
+		chromedp.WaitVisible(chromedp.CSS(www+" .records tbody tr")),
+	)
+	w.setCNAME(t, "www", dashTarget)
+	step("verify www",
+		chromedp.Click(chromedp.CSS(www+" .verify")),
+		chromedp.WaitVisible(chromedp.CSS(www+" .badge.active")),
+	)
+	step("set primary and redirect",
+		chromedp.SetValue(chromedp.CSS("#primary"), "shop.example.com"),
+		chromedp.Click(chromedp.CSS("#add-redirect")),
+		chromedp.SetValue(chromedp.CSS("#rd-from-0"), "www.example.com"),
+		chromedp.SetValue(chromedp.CSS("#rd-to-0"), "shop.example.com"),
+		chromedp.Click(chromedp.CSS("#save-config")),
+		chromedp.Poll[chromedp.Void](`document.querySelector("#config-status").textContent === "Saved."`),
+	)
+	if got := text(www + " .next"); !strings.Contains(got, "redirects visitors to shop.example.com (301)") {
+		t.Fatalf("redirecting domain says %q", got)
+	}
+	if loc := dashRedirect(t, srv.URL, "www.example.com"); loc != "http://shop.example.com/" {
+		t.Fatalf("redirect set on the page: Location %q", loc)
+	}
 	step("wide view", chromedp.EmulateViewport(1000, 900))
 	screenshot("active.png")
 
@@ -188,10 +218,15 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("#remove-dialog")),
 		chromedp.Click(chromedp.CSS("#remove-confirm")),
 		chromedp.WaitNotPresent(chromedp.CSS(card)),
-		chromedp.WaitVisible(chromedp.CSS("#empty")),
 	)
 	if code, _ := dashHostGet(t, srv.URL, "shop.example.com"); code != http.StatusNotFound {
 		t.Fatalf("removed domain over the edge: %d", code)
+	}
+	if loc := dashRedirect(t, srv.URL, "www.example.com"); loc != "" {
+		t.Fatalf("redirect to the removed domain still answered: %q", loc)
+	}
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#redirects li").length`)); err != nil || n != 0 {
+		t.Fatalf("the page still shows %d redirects (%v)", n, err)
 	}
 
 	mu.Lock()
@@ -220,4 +255,22 @@ func dashHostGet(t *testing.T, base, host string) (int, string) {
 		t.Fatal(err)
 	}
 	return res.StatusCode, string(b)
+}
+
+// dashRedirect asks the server for / with a custom Host header, without
+// following redirects, and returns the Location it answered.
+func dashRedirect(t *testing.T, base, host string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, base+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = host
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.Header.Get("Location")
 }

@@ -93,6 +93,12 @@
     return b;
   }
 
+  // shownName gives the Unicode form of an attached name, for people.
+  function shownName(name) {
+    const d = state.domains.find((x) => x.name === name);
+    return (d && d.unicodeName) || name;
+  }
+
   function renderDomain(d) {
     const li = $("#domain-tpl").content.firstElementChild.cloneNode(true);
     const shown = d.unicodeName || d.name;
@@ -108,9 +114,14 @@
 
     const diag = d.diagnosis || {};
     let next = "";
-    if (d.status === "active") next = "Live: this domain serves your project.";
+    const cfg = state.config || {};
+    const rd = (cfg.redirects || []).find((r) => r.from === d.name);
+    if (d.status === "active" && rd) next = "Live: redirects visitors to " + shownName(rd.to) + " (" + rd.status + ").";
+    else if (d.status === "active" && cfg.primary === d.name) next = "Live: the primary domain of your project.";
+    else if (d.status === "active") next = "Live: this domain serves your project.";
     else if (d.status === "failed") next = "Verification failed" + (d.reason ? ": " + d.reason : "") + ". Fix the records and click Re-verify.";
     else if (d.status === "issuing") next = "DNS is verified. The certificate is being issued; this usually takes a couple of minutes.";
+    else if (!d.attempts && d.status === "pending") next = "Create the DNS record below at your DNS provider, then click Verify.";
     else next = NEXT[diag.nextAction] || "Create the DNS records below, then click Verify.";
     $(".next", li).textContent = next;
 
@@ -153,7 +164,8 @@
       hist.append(el("li", { text: (STATUS[h.status] || h.status) + (at ? " · " + at.toLocaleString() : "") + (h.reason ? " · " + h.reason : "") }));
     }
     const verify = $(".verify", li);
-    const tried = (d.history || []).length > 1 || d.status !== "pending" || diag.findings;
+    // "Verify" until DNS was checked once; "Re-verify" afterwards, as the spec names them.
+    const tried = d.attempts > 0 || d.status !== "pending";
     verify.textContent = tried ? "Re-verify" : "Verify";
     verify.setAttribute("aria-label", verify.textContent + " " + shown);
     verify.addEventListener("click", () => verifyDomain(d, verify));
@@ -298,6 +310,7 @@
     try {
       showError(null);
       state.config = await call("PUT", "domains/config", cfg);
+      render();
       renderConfig();
       $("#config-status").textContent = "Saved.";
     } catch (err) { $("#config-status").textContent = ""; showError(err); }
