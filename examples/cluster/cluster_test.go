@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
+	"github.com/petstorekit/petstore/adapters/redislimit"
+	"github.com/petstorekit/petstore/client"
+)
+
+// service returns the address of a service the test needs, from its
+// environment variable, skipping the test when it is unset (failing under
+// PETSTORE_TEST_REQUIRE_SERVICES=1).
+func service(t *testing.T, name string) string {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		if os.Getenv("PETSTORE_TEST_REQUIRE_SERVICES") == "1" {
+			t.Fatalf("%s is not set, and PETSTORE_TEST_REQUIRE_SERVICES=1", name)
+		}
+		t.Skipf("%s is not set: skipping the cluster test (see DEVELOPERS.md for the services)", name)
+	}
+	return v
+}
+
+func random(t *testing.T) string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// freshSchema creates a PostgreSQL schema for this test only and returns a
+// DSN selecting it; the schema is dropped when the test ends.
+func freshSchema(t *testing.T, base string) string {
+	t.Helper()
+	ctx := context.Background()
+	admin, err := bunopen.Open(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close() })
+	schema := "petstore_cluster_" + random(t)
+	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// freshPrefix returns a Redis key prefix for this test only and deletes
+// its keys when the test ends.
+func freshPrefix(t *testing.T, addr string) string {
+	t.Helper()
+	prefix := "petstore:cluster-test:" + random(t) + ":"
+	opts, err := redislimit.ParseOptions(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		rdb := redis.NewClient(opts)
+		defer rdb.Close()
+		ctx := context.Background()
+		iter := rdb.Scan(ctx, 0, prefix+"*", 100).Iterator()
+		for iter.Next(ctx) {
+			rdb.Del(ctx, iter.Val())
+		}
+	})
+	return prefix
+}
+
+// buildBinary compiles this program once per test run.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "cluster")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// start runs one API process and returns its base URL once it listens.
+func start(t *testing.T, bin string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), "PETSTORE_DB=", "PETSTORE_REDIS=", "PETSTORE_API_KEYS=")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if addr, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+				lines <- addr
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+		close(lines)
+	}()
+	select {
+	case addr, ok := <-lines:
+		if !ok {
+			_ = cmd.Wait()
+			t.Fatalf("process exited before listening: %s", stderr.String())
+		}
+		return addr + "/v1"
+	case <-time.After(60 * time.Second):
+		t.Fatalf("process did not listen within 60s: %s", stderr.String())
+	}
+	return ""
+}
+
+func TestTwoProcessesShareStateAndLimits(t *testing.T) {
+	pg := service(t, "PETSTORE_TEST_POSTGRES")
+	rd := service(t, "PETSTORE_TEST_REDIS")
+	dsn := freshSchema(t, pg)
+	prefix := freshPrefix(t, rd)
+	bin := buildBinary(t)
+
+	writer := "psk_cluster_writer_" + random(t)
+	free := "psk_cluster_free_" + random(t)
+	common := []string{"-db", dsn, "-redis", rd, "-redis-prefix", prefix, "-keys", writer + ":pro," + free + ":free"}
+	// Migrations run once, in the first process, before the second starts.
+	a := start(t, bin, append(common, "-migrate")...)
+	b := start(t, bin, common...)
+	ctx := context.Background()
+
+	t.Run("a pet written through one is read through the other", func(t *testing.T) {
+		ca, _ := client.New(a, writer)
+		cb, _ := client.New(b, writer)
+		pet, err := ca.CreatePet(ctx, petstore.NewPet{Name: "Rex", CategoryID: 1, Status: petstore.StatusAvailable})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := cb.GetPet(ctx, pet.ID)
+		if err != nil || got != pet {
+			t.Fatalf("GetPet through B = %+v, %v; want %+v", got, err, pet)
+		}
+		page, err := cb.ListPets(ctx, petstore.PetFilter{Status: petstore.StatusAvailable})
+		if err != nil || len(page.Pets) != 1 || page.Pets[0] != pet {
+			t.Fatalf("ListPets through B = %+v, %v", page, err)
+		}
+	})
+
+	t.Run("a free key's 60 a minute are shared, not doubled", func(t *testing.T) {
+		// No retries: every 429 must be seen.
+		clients := []*client.Client{}
+		for _, u := range []string{a, b} {
+			c, _ := client.New(u, free, client.WithMaxAttempts(1))
+			clients = append(clients, c)
+		}
+		admitted := [2]int{}
+		for i := range 120 {
+			_, err := clients[i%2].ListPets(ctx, petstore.PetFilter{Limit: 1})
+			var perr *petstore.Error
+			switch {
+			case err == nil:
+				admitted[i%2]++
+			case errors.As(err, &perr) && (perr.Code == petstore.CodeRateLimited || perr.Code == petstore.CodeAPIKeyBanned):
+				// Refused; after 30 refusals the key is banned, on both
+				// processes alike.
+			default:
+				t.Fatalf("request %d: %v", i, err)
+			}
+		}
+		if total := admitted[0] + admitted[1]; total != 60 {
+			t.Fatalf("admitted %d (A %d, B %d) of 120 alternating requests, want exactly 60 in all", total, admitted[0], admitted[1])
+		}
+		if admitted[0] == 0 || admitted[1] == 0 {
+			t.Fatalf("admitted A %d, B %d: both processes should have served", admitted[0], admitted[1])
+		}
+		for i, c := range clients {
+			rl, ok := c.RateLimit()
+			if !ok || rl.Limit != 60 || rl.Remaining != 0 {
+				t.Fatalf("process %d reports %+v (%v), want limit 60 and none remaining", i, rl, ok)
+			}
+		}
+	})
+}
+
+func TestParseConfig(t *testing.T) {
+	env := func(string) string { return "" }
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"ok", []string{"-db", "postgres://x/y", "-redis", "127.0.0.1:6379", "-keys", "a:free,b:enterprise:5/50"}, ""},
+		{"no db", []string{"-redis", "r:1"}, "-db is required"},
+		{"no redis", []string{"-db", "postgres://x/y"}, "-redis is required"},
+		{"bad plan", []string{"-db", "d", "-redis", "r", "-keys", "a:gold"}, "key plan"},
+		{"bad limits", []string{"-db", "d", "-redis", "r", "-keys", "a:enterprise:50/5"}, "enterprise limits"},
+		{"bad fail mode", []string{"-db", "d", "-redis", "r", "-ratelimit-fail", "maybe"}, "open or closed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := parseConfig(tt.args, env)
+			if tt.wantErr == "" {
+				if err != nil || len(cfg.keys) != 2 || cfg.keys[1].limits.PerMinute != 5 || !cfg.failOpen {
+					t.Fatalf("parseConfig = %+v, %v", cfg, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}

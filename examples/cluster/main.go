@@ -1,0 +1,208 @@
+// Command cluster is one API process of a custom deployment: many such
+// processes serve the Petstore /v1 API behind a load balancer, sharing
+// pets and keys in PostgreSQL (or MySQL/MariaDB) and rate-limit counters in
+// Redis, so that a key's limits hold across all of them together.
+//
+//	go run ./examples/cluster -migrate -db postgres://... -redis 127.0.0.1:6379 -keys KEY:free -addr :8081
+//	go run ./examples/cluster          -db postgres://... -redis 127.0.0.1:6379 -keys KEY:free -addr :8082
+//
+// See README.md for the whole deployment.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/bunstore"
+	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
+	"github.com/petstorekit/petstore/adapters/redislimit"
+	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/ratelimit"
+)
+
+type config struct {
+	addr, db, redis, prefix string
+	keys                    []keySpec
+	migrate, failOpen       bool
+}
+
+type keySpec struct {
+	secret string
+	plan   petstore.Plan
+	limits petstore.Limits
+}
+
+func parseConfig(args []string, getenv func(string) string) (config, error) {
+	env := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
+	var c config
+	var keys, fail string
+	fs.StringVar(&c.addr, "addr", env("PETSTORE_ADDR", ":8080"), "listen address (env PETSTORE_ADDR)")
+	fs.StringVar(&c.db, "db", env("PETSTORE_DB", ""), "shared database: postgres://… or mysql://… (env PETSTORE_DB)")
+	fs.StringVar(&c.redis, "redis", env("PETSTORE_REDIS", ""), "shared Redis for rate limits: host:port or redis://… (env PETSTORE_REDIS)")
+	fs.StringVar(&c.prefix, "redis-prefix", env("PETSTORE_REDIS_PREFIX", "petstore:rl:"), "prefix of the rate-limit keys in Redis (env PETSTORE_REDIS_PREFIX)")
+	fs.StringVar(&keys, "keys", env("PETSTORE_API_KEYS", ""), "API keys, KEY:PLAN or KEY:enterprise:PERMIN/PERDAY, comma-separated (env PETSTORE_API_KEYS)")
+	fs.BoolVar(&c.migrate, "migrate", env("PETSTORE_MIGRATE", "false") == "true", "apply database migrations before serving; run it in one process only (env PETSTORE_MIGRATE)")
+	fs.StringVar(&fail, "ratelimit-fail", env("PETSTORE_RATELIMIT_FAIL", "open"), "when Redis is down: open (admit, uncounted) or closed (503) (env PETSTORE_RATELIMIT_FAIL)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	switch {
+	case c.db == "":
+		return c, errors.New("-db is required: the processes of a cluster share one database")
+	case c.redis == "":
+		return c, errors.New("-redis is required: the processes of a cluster share their rate limits through it")
+	case fail != "open" && fail != "closed":
+		return c, errors.New("-ratelimit-fail must be open or closed")
+	}
+	c.failOpen = fail == "open"
+	var err error
+	c.keys, err = parseKeys(keys)
+	return c, err
+}
+
+func parseKeys(s string) ([]keySpec, error) {
+	var out []keySpec
+	for item := range strings.SplitSeq(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		parts := strings.Split(item, ":")
+		spec := keySpec{secret: parts[0]}
+		switch {
+		case len(parts) == 2:
+			plan, err := petstore.ParsePlan(parts[1])
+			if err != nil || plan == petstore.PlanEnterprise {
+				return nil, fmt.Errorf("key plan %q: use free, pro, business or enterprise:PERMIN/PERDAY", parts[1])
+			}
+			spec.plan = plan
+		case len(parts) == 3 && strings.EqualFold(parts[1], "enterprise"):
+			m, d, _ := strings.Cut(parts[2], "/")
+			pm, err1 := strconv.ParseInt(m, 10, 64)
+			pd, err2 := strconv.ParseInt(d, 10, 64)
+			spec.plan, spec.limits = petstore.PlanEnterprise, petstore.Limits{PerMinute: pm, PerDay: pd}
+			if err1 != nil || err2 != nil || !spec.limits.Valid() {
+				return nil, errors.New("enterprise limits must be PERMIN/PERDAY, positive, with PERDAY >= PERMIN")
+			}
+		default:
+			return nil, errors.New("each key must be KEY:PLAN or KEY:enterprise:PERMIN/PERDAY")
+		}
+		if spec.secret == "" {
+			return nil, errors.New("a key must not be empty")
+		}
+		out = append(out, spec)
+	}
+	return out, nil
+}
+
+// run serves until ctx is done. It writes "listening on http://ADDR" to
+// stdout once it accepts connections, so scripts (and the test) can wait
+// for it and learn a port chosen with -addr 127.0.0.1:0.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	cfg, err := parseConfig(args, getenv)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	db, err := bunopen.Open(openCtx, cfg.db)
+	if err != nil {
+		return fmt.Errorf("database %s: %w", bunopen.Redact(cfg.db), err)
+	}
+	defer db.Close()
+	if cfg.migrate {
+		if err := bunstore.Migrate(openCtx, db); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+	}
+	store := bunstore.New(db)
+	keys := petstore.NewKeys(store)
+	for _, k := range cfg.keys {
+		if _, err := keys.Ensure(openCtx, k.secret, k.plan, k.limits); err != nil {
+			return fmt.Errorf("store key: %w", err)
+		}
+	}
+
+	ropts, err := redislimit.ParseOptions(cfg.redis)
+	if err != nil {
+		return err
+	}
+	rdb := redis.NewClient(ropts)
+	defer rdb.Close()
+	limiter := ratelimit.New(redislimit.New(rdb, cfg.prefix), ratelimit.Config{FailOpen: cfg.failOpen, Logger: logger})
+
+	hcfg := httpx.Config{
+		Service: petstore.NewService(store),
+		Auth:    keys,
+		Logger:  logger,
+		Limiter: limiter,
+	}
+	// Idempotency-Key replay needs the records shared too: it is on when
+	// the store keeps them.
+	if is, ok := any(store).(petstore.IdempotencyStore); ok {
+		hcfg.Idempotency = is
+	}
+	api, err := httpx.New(hcfg)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", api)
+
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancelShutdown := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancelShutdown()
+	return srv.Shutdown(shutdown)
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "cluster:", err)
+		os.Exit(1)
+	}
+}
