@@ -25,7 +25,11 @@ func serviceDSN(t testing.TB, env string) string {
 		if os.Getenv("PETSTORE_TEST_REQUIRE_SERVICES") == "1" {
 			t.Fatalf("%s is unset and PETSTORE_TEST_REQUIRE_SERVICES=1", env)
 		}
-		t.Skipf("%s is unset; set it (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable or mysql://root@127.0.0.1:3306/test) to run this test", env)
+		example := map[string]string{
+			"PETSTORE_TEST_POSTGRES": "postgres://postgres@127.0.0.1:5432/test?sslmode=disable",
+			"PETSTORE_TEST_MYSQL":    "mysql://root@127.0.0.1:3306/test",
+		}[env]
+		t.Skipf("%s is unset; set it (e.g. %s) to run this test", env, example)
 	}
 	return dsn
 }

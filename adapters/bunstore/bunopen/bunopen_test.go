@@ -80,6 +80,7 @@ func TestOpen(t *testing.T) {
 	}{
 		{"Memory", func(*testing.T) string { return "memory" }},
 		{"SQLite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "p.db") }},
+		{"SQLiteRelative", func(t *testing.T) string { t.Chdir(t.TempDir()); return "sqlite:petstore.db" }},
 		{"PostgreSQL", func(t *testing.T) string { return serviceDSN(t, "PETSTORE_TEST_POSTGRES") }},
 		{"MariaDB", func(t *testing.T) string { return serviceDSN(t, "PETSTORE_TEST_MYSQL") }},
 	} {
