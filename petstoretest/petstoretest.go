@@ -203,9 +203,10 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // loopback port, or in memory in no-listener mode.
 func (s *Server) HTTPClient() *http.Client { return &http.Client{Transport: s.rt} }
 
-// Client returns a petstore client for the fake, authenticated with Key.
-// opts come after the fake's own (its HTTP client and clock), so they can
-// override them.
+// Client returns a petstore client for the fake, authenticated with Key,
+// that reaches it through HTTPClient. opts are applied after that, so they
+// can override it; a test using WithClock passes the same clock with
+// client.WithClock so that the client's waits advance it.
 func (s *Server) Client(opts ...client.Option) *client.Client {
 	all := append([]client.Option{client.WithHTTPClient(s.HTTPClient())}, opts...)
 	c, err := client.New(s.URL, s.secret, all...)

@@ -1,0 +1,116 @@
+package client_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/client"
+)
+
+// startExampleServer builds and starts examples/server, the production
+// program, on a loopback port with key as a Pro key, and returns its base
+// URL. It runs in a temporary directory, so any database file it creates
+// is removed with it.
+func startExampleServer(t *testing.T, key string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs examples/server; skipped with -short")
+	}
+	bin := filepath.Join(t.TempDir(), "server")
+	if out, err := exec.Command("go", "build", "-o", bin, "../examples/server").CombinedOutput(); err != nil {
+		t.Fatalf("building examples/server: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-keys", key+":pro")
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "PETSTORE_API_KEYS=", "PETSTORE_ADDR=", "PETSTORE_DB=", "PETSTORE_REDIS=")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	urls := make(chan string, 1)
+	go func() {
+		defer close(urls)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if _, rest, ok := strings.Cut(sc.Text(), "listening on "); ok {
+				urls <- strings.Fields(rest)[0]
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case u, ok := <-urls:
+		if !ok {
+			t.Fatal("examples/server exited without listening")
+		}
+		return u
+	case <-time.After(60 * time.Second):
+		t.Fatal("examples/server did not listen within 60s")
+	}
+	return ""
+}
+
+// TestAgainstExampleServer runs the client against the real server
+// process, not the fake: what users deploy.
+func TestAgainstExampleServer(t *testing.T) {
+	t.Parallel()
+	key := "psk_client_test_" + fmt.Sprint(time.Now().UnixNano())
+	base := startExampleServer(t, key)
+	c, err := client.New(base, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var created []petstore.Pet
+	for i := range 45 {
+		p, err := c.CreatePet(ctx, petstore.NewPet{Name: fmt.Sprint("pet", i), CategoryID: int64(i + 1), Status: petstore.StatusPending})
+		if err != nil {
+			t.Fatal(err)
+		}
+		created = append(created, p)
+	}
+	var listed []petstore.Pet
+	for p, err := range c.All(ctx, petstore.PetFilter{Limit: 10, Status: petstore.StatusPending}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed = append(listed, p)
+	}
+	if fmt.Sprint(listed) != fmt.Sprint(created) {
+		t.Fatalf("listed %d pets, created %d; they differ", len(listed), len(created))
+	}
+	if rl, ok := c.RateLimit(); ok && (rl.Limit != 300 || rl.Remaining >= 300) {
+		t.Fatalf("rate limit figures %+v on a Pro key", rl)
+	}
+	_, err = c.GetPet(ctx, created[0].ID+1000)
+	var perr *petstore.Error
+	if !errors.As(err, &perr) || perr.Status != 404 || perr.Code != petstore.CodeNotFound {
+		t.Fatalf("GetPet of a missing pet = %v, want a 404 not_found *petstore.Error", err)
+	}
+}
