@@ -2,6 +2,8 @@ package bunstore
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -37,20 +39,83 @@ const (
 // Migrate creates or updates the schema: it applies every migration not
 // applied yet, in name order, and records each only after it succeeded.
 // Running it again is a no-op. Multi-replica deployments run it once, as a
-// separate step, before starting the API processes.
-func Migrate(ctx context.Context, db *bun.DB) error {
+// separate step, before starting the API processes; should two replicas
+// run it at once anyway, on PostgreSQL and MySQL a database lock makes the
+// second wait for the first and then find nothing to do.
+func Migrate(ctx context.Context, db *bun.DB) (err error) {
+	unlock, err := lockMigrations(ctx, db)
+	if err != nil {
+		return migrateErr(ctx, "migrate: lock", err)
+	}
+	defer func() {
+		if uerr := unlock(); err == nil && uerr != nil {
+			err = migrateErr(ctx, "migrate: unlock", uerr)
+		}
+	}()
 	m := migrate.NewMigrator(db, migrations,
 		migrate.WithTableName(migrationsTable),
 		migrate.WithLocksTableName(migrationLocksTable),
 		migrate.WithMarkAppliedOnSuccess(true),
 	)
 	if err := m.Init(ctx); err != nil {
-		return mapErr(ctx, "migrate: init", err)
+		return migrateErr(ctx, "migrate: init", err)
 	}
 	if _, err := m.Migrate(ctx); err != nil {
-		return mapErr(ctx, "migrate", err)
+		return migrateErr(ctx, "migrate", err)
 	}
 	return nil
+}
+
+// migrateErr is mapErr for Migrate, an operator's step: a down database is
+// still unavailable, but any other failure keeps the database's own words
+// (which constraint, which statement) because an operator must act on them.
+func migrateErr(ctx context.Context, op string, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	if isUnavailable(err) {
+		return mapErr(ctx, op, err)
+	}
+	return fmt.Errorf("bunstore: %s: %w", op, err)
+}
+
+// lockMigrations takes a lock that only one Migrate on the same schema can
+// hold, and returns the function that releases it. It holds a connection
+// of its own for the lock's lifetime because both locks belong to a
+// session; bun/migrate's own lock table would stay locked forever after a
+// crash. SQLite needs none: its migrations are idempotent DDL and a
+// migration recorded twice is harmless (records are matched by name).
+func lockMigrations(ctx context.Context, db *bun.DB) (func() error, error) {
+	var lock, unlock string
+	switch db.Dialect().Name() {
+	case dialect.PG:
+		lock = "SELECT pg_advisory_lock(hashtext(current_schema() || '.petstore_migrate'))::text"
+		unlock = "SELECT pg_advisory_unlock(hashtext(current_schema() || '.petstore_migrate'))::text"
+	case dialect.MySQL:
+		lock = "SELECT GET_LOCK(CONCAT('petstore_migrate:', DATABASE()), 300)"
+		unlock = "SELECT RELEASE_LOCK(CONCAT('petstore_migrate:', DATABASE()))"
+	default:
+		return func() error { return nil }, nil
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var got sql.NullString
+	if err := conn.QueryRowContext(ctx, lock).Scan(&got); err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	if db.Dialect().Name() == dialect.MySQL && got.String != "1" {
+		_ = conn.Close()
+		return nil, errors.New("timed out waiting for another Migrate to finish")
+	}
+	return func() error {
+		// The lock must be released even when ctx is done, or the next
+		// Migrate through this connection's session would wait on it.
+		_, err := conn.ExecContext(context.WithoutCancel(ctx), unlock)
+		return errors.Join(err, conn.Close())
+	}, nil
 }
 
 // createIndex creates an index unless it exists. PostgreSQL and SQLite
