@@ -1,6 +1,7 @@
 package client
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -116,4 +117,38 @@ func FuzzParseLinkNext(f *testing.F) {
 			t.Fatalf("a second header's next link was lost after %q: %q", s, got2)
 		}
 	})
+}
+
+func TestRateLimitWait(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	c, err := New("http://127.0.0.1/v1", "k", WithClock(func() time.Time { return now }, nil), WithBackoff(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reset := func(d time.Duration) http.Header {
+		h := http.Header{}
+		h.Set("X-RateLimit-Limit", "60")
+		h.Set("X-RateLimit-Remaining", "0")
+		h.Set("X-RateLimit-Reset", fmt.Sprint(now.Add(d).Unix()))
+		return h
+	}
+	withRetryAfter := reset(40 * time.Second)
+	withRetryAfter.Set("Retry-After", "7")
+	tests := []struct {
+		name string
+		h    http.Header
+		want time.Duration
+	}{
+		{"Retry-After wins", withRetryAfter, 7 * time.Second},
+		{"reset without Retry-After", reset(40 * time.Second), 40 * time.Second},
+		{"reset in the past falls back to backoff", reset(-time.Minute), 0},
+		{"nothing falls back to backoff", http.Header{}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := c.rateLimitWait(tt.h, 1); got != tt.want {
+				t.Fatalf("rateLimitWait = %v, want %v", got, tt.want)
+			}
+		})
+	}
 }
