@@ -117,3 +117,47 @@ func TestDownDatabaseGives503(t *testing.T) {
 		}
 	}
 }
+
+// TestIdempotentRetryAcrossProcesses sends a POST through one handler and
+// its retry, with the same Idempotency-Key, through another over the same
+// PostgreSQL schema: the retry replays the first response and no second
+// pet is created.
+func TestIdempotentRetryAcrossProcesses(t *testing.T) {
+	dsn := openPostgresDSN(t)
+	var apis []http.Handler
+	var store *bunstore.Store
+	for range 2 {
+		store = bunstore.New(openDSN(t, dsn))
+		h, err := httpx.New(httpx.Config{Service: petstore.NewService(store), Auth: petstore.NewKeys(store), Idempotency: store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		apis = append(apis, h)
+	}
+	_, secret, err := petstore.NewKeys(store).Create(context.Background(), "", petstore.PlanPro, petstore.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const body = `{"name":"Rex","categoryId":1}`
+	var responses []*httptest.ResponseRecorder
+	for _, h := range apis {
+		r := httptest.NewRequest("POST", "/v1/pets", strings.NewReader(body))
+		r.Header.Set("Authorization", "Bearer "+secret)
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Idempotency-Key", "order-42")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		responses = append(responses, w)
+	}
+	first, retry := responses[0], responses[1]
+	if first.Code != http.StatusCreated || retry.Code != http.StatusCreated || retry.Body.String() != first.Body.String() {
+		t.Fatalf("first %d %s, retry %d %s; want the same 201", first.Code, first.Body, retry.Code, retry.Body)
+	}
+	if retry.Header().Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("retry headers %v; want Idempotent-Replayed: true", retry.Header())
+	}
+	pets, err := store.ListPets(context.Background(), petstore.PetQuery{Limit: 10})
+	if err != nil || len(pets) != 1 {
+		t.Fatalf("%d pets stored, %v; want 1", len(pets), err)
+	}
+}
