@@ -1,7 +1,8 @@
-// Package bunstore stores pets and API keys in SQL databases through bun:
-// SQLite (the embedded default, pure Go through modernc.org/sqlite),
-// PostgreSQL and MySQL/MariaDB. New works with any of the three dialects and
-// implements every store interface of the root package.
+// Package bunstore stores pets, API keys and Idempotency-Key records in SQL
+// databases through bun: SQLite (the embedded default, pure Go through
+// modernc.org/sqlite), PostgreSQL and MySQL/MariaDB. New works with any of
+// the three dialects; the store implements petstore.Store and
+// petstore.IdempotencyStore.
 //
 // A deployment opens a *bun.DB, runs Migrate once (a separate step, so that
 // many replicas over one database do not race to change the schema), and
@@ -40,5 +41,20 @@
 //
 // Migrate applies the Go migrations registered in this package with
 // bun/migrate, marking each applied only when it succeeded; running it
-// again is a no-op. See Migrate for how a feature adds its own tables.
+// again is a no-op. The tables: pets (status limited to the three values by
+// a CHECK, an index on (status, id) for keyset pages), api_keys (only the
+// SHA-256 of each secret, unique), idempotency_keys.
+//
+// A feature adds its tables in a NEW file of this package named after a
+// 14-digit UTC timestamp and a lower-case comment, for example
+// 20261123090000_domains.go, which registers its migration in init:
+//
+//	func init() { migrations.MustRegister(upDomains, downDomains) }
+//
+// bun/migrate takes the migration's name from the file name, so files sort
+// in the order they were written and no two features edit one file. Up
+// functions must survive a retry after a partial failure (CREATE TABLE IF
+// NOT EXISTS; createIndex, which tolerates an existing index because bun
+// drops IF NOT EXISTS on MySQL, bun issue #1332), and write DDL per dialect
+// where types differ: 20261122000001_pets_and_keys.go is the model.
 package bunstore
