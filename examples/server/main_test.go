@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/petstorekit/petstore"
+)
+
+// start runs the server on a free loopback port and returns its base URL
+// and everything it printed before listening.
+func start(t *testing.T, args []string, env map[string]string) (base string, printed []string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, args, func(k string) string { return env[k] }, pw)
+		pw.Close()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("run: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("run did not return after cancel")
+		}
+	})
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	listening := regexp.MustCompile(`listening on (http://\S+)/v1 `)
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("server exited: %v", <-done)
+			}
+			printed = append(printed, l)
+			if m := listening.FindStringSubmatch(l); m != nil {
+				go func() { // keep draining so logging never blocks the server
+					for range lines {
+					}
+				}()
+				return m[1], printed
+			}
+		case <-timeout:
+			t.Fatal("server did not start")
+		}
+	}
+}
+
+func get(t *testing.T, url, key string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res
+}
+
+func TestRunDemoKey(t *testing.T) {
+	base, printed := start(t, []string{"-addr", "127.0.0.1:0"}, nil)
+	m := regexp.MustCompile(`curl -H 'Authorization: Bearer (psk_\S+)' (\S+)`).FindStringSubmatch(strings.Join(printed, "\n"))
+	if m == nil {
+		t.Fatalf("no curl line in:\n%s", strings.Join(printed, "\n"))
+	}
+	if m[2] != base+"/v1/pets" {
+		t.Fatalf("curl URL %q, want %s/v1/pets", m[2], base)
+	}
+	if res := get(t, m[2], m[1]); res.StatusCode != 200 {
+		t.Fatalf("demo key: %d", res.StatusCode)
+	}
+	if res := get(t, base+"/v1/pets", "psk_wrong"); res.StatusCode != 401 {
+		t.Fatalf("wrong key: %d", res.StatusCode)
+	}
+}
+
+func TestRunConfiguredKeys(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+	}{
+		{"flag", []string{"-addr", "127.0.0.1:0", "-keys", "k1:free,k2:enterprise:5/50"}, nil},
+		{"environment", nil, map[string]string{"PETSTORE_ADDR": "127.0.0.1:0", "PETSTORE_API_KEYS": "k1:free,k2:enterprise:5/50"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base, printed := start(t, tt.args, tt.env)
+			if strings.Contains(strings.Join(printed, "\n"), "demo") {
+				t.Fatal("a demo key was made although keys were configured")
+			}
+			for _, k := range []string{"k1", "k2"} {
+				if res := get(t, base+"/v1/pets", k); res.StatusCode != 200 {
+					t.Fatalf("key %s: %d", k, res.StatusCode)
+				}
+			}
+		})
+	}
+}
+
+func TestParseKeys(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []keySpec
+		bad  bool
+	}{
+		{in: "", want: nil},
+		{in: "a:free, b:PRO,c:business", want: []keySpec{{"a", petstore.PlanFree, petstore.Limits{}}, {"b", petstore.PlanPro, petstore.Limits{}}, {"c", petstore.PlanBusiness, petstore.Limits{}}}},
+		{in: "x:y:pro", want: []keySpec{{"x:y", petstore.PlanPro, petstore.Limits{}}}},
+		{in: "e:enterprise:100/5000", want: []keySpec{{"e", petstore.PlanEnterprise, petstore.Limits{PerMinute: 100, PerDay: 5000}}}},
+		{in: "nokey", bad: true},
+		{in: ":pro", bad: true},
+		{in: "a:gold", bad: true},
+		{in: "a:enterprise", bad: true},
+		{in: "a:pro:1/2", bad: true},
+		{in: "a:enterprise:10/5", bad: true},
+		{in: "a:enterprise:0/5", bad: true},
+		{in: "a:enterprise:x/5", bad: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := parseKeys(tt.in)
+			if (err != nil) != tt.bad {
+				t.Fatalf("err = %v, want error %v", err, tt.bad)
+			}
+			if !tt.bad && len(got) != len(tt.want) {
+				t.Fatalf("got %+v, want %+v", got, tt.want)
+			}
+			for i := range tt.want {
+				if got[i] != tt.want[i] {
+					t.Fatalf("got %+v, want %+v", got[i], tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+func FuzzParseKeys(f *testing.F) {
+	for _, s := range []string{"a:free", "a:enterprise:1/2,b:pro", "x:y:z", ":::", "a:enterprise:9999999999999999999/1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		specs, err := parseKeys(s)
+		if err != nil {
+			return
+		}
+		for _, k := range specs {
+			key := petstore.APIKey{ID: "id", ProjectID: "p", Plan: k.plan, Limits: k.limits}
+			if k.secret == "" || key.Validate() != nil {
+				t.Fatalf("%q accepted as %+v", s, k)
+			}
+		}
+	})
+}
