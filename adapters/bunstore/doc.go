@@ -1,9 +1,9 @@
-// Package bunstore stores pets, API keys, Idempotency-Key records and blobs
-// (certificates, with cross-process locks) in SQL databases through bun:
-// SQLite (the embedded default, pure Go through modernc.org/sqlite),
-// PostgreSQL and MySQL/MariaDB. New works with any of the three dialects;
-// the store implements petstore.Store, petstore.IdempotencyStore and
-// petstore.BlobStore.
+// Package bunstore stores pets, API keys, Idempotency-Key records, custom
+// domains and blobs (certificates, with cross-process locks) in SQL
+// databases through bun: SQLite (the embedded default, pure Go through
+// modernc.org/sqlite), PostgreSQL and MySQL/MariaDB. New works with any of
+// the three dialects; the store implements petstore.Store,
+// petstore.IdempotencyStore, petstore.BlobStore and domain.Store.
 //
 // A deployment opens a *bun.DB, runs Migrate once (a separate step, so that
 // many replicas over one database do not race to change the schema), and
@@ -44,7 +44,8 @@
 // bun/migrate, marking each applied only when it succeeded; running it
 // again is a no-op. The tables: pets (status limited to the three values by
 // a CHECK, an index on (status, id) for keyset pages), api_keys (only the
-// SHA-256 of each secret, unique), idempotency_keys, blobs and blob_locks.
+// SHA-256 of each secret, unique), idempotency_keys, blobs, blob_locks,
+// domains and domain_configs.
 //
 // A feature adds its tables in a NEW file of this package named after a
 // 14-digit UTC timestamp and a lower-case comment, for example

@@ -1,0 +1,282 @@
+package bunstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/domain"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
+)
+
+var _ domain.Store = (*Store)(nil)
+
+type domainRow struct {
+	bun.BaseModel `bun:"table:domains"`
+
+	ID          string `bun:"id,pk"`
+	ProjectID   string `bun:"project_id,notnull"`
+	Name        string `bun:"name,notnull"`
+	HeldName    string `bun:"held_name,nullzero"` // NULL once removed: frees the name
+	Status      string `bun:"status,notnull"`
+	NextCheckNS int64  `bun:"next_check_ns,nullzero"` // NULL: never checked again
+	CreatedNS   int64  `bun:"created_ns,notnull"`
+	Version     int64  `bun:"version,notnull"`
+	Data        string `bun:"data,notnull"` // the whole entry as JSON
+}
+
+// normalizeEntry puts times in UTC and empty slices where the contract
+// promises non-nil ones, the form every read returns.
+func normalizeEntry(e domain.Entry) domain.Entry {
+	if e.Findings == nil {
+		e.Findings = []domain.Finding{}
+	}
+	if e.Observed.Addresses == nil {
+		e.Observed.Addresses = []string{}
+	}
+	if e.History == nil {
+		e.History = []domain.Transition{}
+	}
+	for i := range e.History {
+		e.History[i].At = e.History[i].At.UTC()
+	}
+	for _, t := range []*time.Time{&e.CheckedAt, &e.PendingSince, &e.VerifiedAt, &e.NextCheckAt, &e.CreatedAt, &e.UpdatedAt} {
+		*t = t.UTC()
+	}
+	return e
+}
+
+func newDomainRow(e domain.Entry) (domainRow, error) {
+	e = normalizeEntry(e)
+	data, err := json.Marshal(e)
+	if err != nil {
+		return domainRow{}, err
+	}
+	r := domainRow{ID: e.ID, ProjectID: e.ProjectID, Name: e.Name, Status: string(e.Status),
+		CreatedNS: e.CreatedAt.UnixNano(), Version: e.Version, Data: string(data)}
+	if e.Status != domain.StatusRemoved {
+		r.HeldName = e.Name
+	}
+	if !e.NextCheckAt.IsZero() {
+		r.NextCheckNS = e.NextCheckAt.UnixNano()
+	}
+	return r, nil
+}
+
+func (r domainRow) entry() (domain.Entry, error) {
+	var e domain.Entry
+	if err := json.Unmarshal([]byte(r.Data), &e); err != nil {
+		return domain.Entry{}, err
+	}
+	e.Version = r.Version // the column is the truth; the JSON may lag by design
+	return normalizeEntry(e), nil
+}
+
+func (s *Store) scanDomains(ctx context.Context, op string, q *bun.SelectQuery) ([]domain.Entry, error) {
+	var rows []domainRow
+	if err := q.Scan(ctx, &rows); err != nil {
+		return nil, mapErr(ctx, op, err)
+	}
+	out := make([]domain.Entry, 0, len(rows))
+	for _, r := range rows {
+		e, err := r.entry()
+		if err != nil {
+			return nil, mapErr(ctx, op, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// CreateDomain implements domain.Store.
+func (s *Store) CreateDomain(ctx context.Context, e domain.Entry) (domain.Entry, error) {
+	if e.ID == "" {
+		return domain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain id %q already used", e.ID)
+	}
+	e.Version = 1
+	row, err := newDomainRow(e)
+	if err != nil {
+		return domain.Entry{}, mapErr(ctx, "create domain", err)
+	}
+	if _, err := s.db.NewInsert().Model(&row).Exec(ctx); err != nil {
+		err = mapErr(ctx, "create domain", err)
+		if petstore.ErrorCode(err) == petstore.CodeConflict {
+			return domain.Entry{}, petstore.Errorf(petstore.CodeConflict, "%s is already attached to a project", e.Name)
+		}
+		return domain.Entry{}, err
+	}
+	return normalizeEntry(e), nil
+}
+
+// DomainByName implements domain.Store.
+func (s *Store) DomainByName(ctx context.Context, name string) (domain.Entry, error) {
+	var row domainRow
+	err := s.db.NewSelect().Model(&row).Where("held_name = ?", name).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return domain.Entry{}, petstore.Errorf(petstore.CodeNotFound, "domain %s not found", name)
+	}
+	if err != nil {
+		return domain.Entry{}, mapErr(ctx, "domain by name", err)
+	}
+	e, err := row.entry()
+	if err != nil {
+		return domain.Entry{}, mapErr(ctx, "domain by name", err)
+	}
+	return e, nil
+}
+
+// UpdateDomain implements domain.Store. The UPDATE is guarded by the
+// version read: of two processes writing one version, exactly one matches
+// a row and the other gets conflict.
+func (s *Store) UpdateDomain(ctx context.Context, e domain.Entry) (domain.Entry, error) {
+	var cur domainRow
+	err := s.db.NewSelect().Model(&cur).Where("id = ?", e.ID).Scan(ctx)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return domain.Entry{}, petstore.Errorf(petstore.CodeNotFound, "domain %s not found", e.ID)
+	case err != nil:
+		return domain.Entry{}, mapErr(ctx, "update domain", err)
+	case cur.Status == string(domain.StatusRemoved):
+		return domain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain %s was removed", cur.Name)
+	case cur.Version != e.Version:
+		return domain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain %s changed meanwhile", cur.Name)
+	}
+	curEntry, err := cur.entry()
+	if err != nil {
+		return domain.Entry{}, mapErr(ctx, "update domain", err)
+	}
+	// The name and owner are fixed at creation: they are the claim.
+	e.Name, e.ProjectID, e.CreatedAt = cur.Name, cur.ProjectID, curEntry.CreatedAt
+	e.Version = cur.Version + 1
+	row, err := newDomainRow(e)
+	if err != nil {
+		return domain.Entry{}, mapErr(ctx, "update domain", err)
+	}
+	res, err := s.db.NewUpdate().Model(&row).
+		Column("held_name", "status", "next_check_ns", "version", "data").
+		Where("id = ? AND version = ?", e.ID, cur.Version).Exec(ctx)
+	if err != nil {
+		return domain.Entry{}, mapErr(ctx, "update domain", err)
+	}
+	// The version always changes, so MySQL counts the row whether or not
+	// the connection sets clientFoundRows.
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return domain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain %s changed meanwhile", cur.Name)
+	}
+	return normalizeEntry(e), nil
+}
+
+// ListDomains implements domain.Store.
+func (s *Store) ListDomains(ctx context.Context, q domain.DomainQuery) ([]domain.Entry, error) {
+	sel := s.db.NewSelect().Model((*domainRow)(nil))
+	if q.ProjectID != "" {
+		sel = sel.Where("project_id = ?", q.ProjectID)
+	}
+	if q.Status == "" {
+		sel = sel.Where("status <> ?", string(domain.StatusRemoved))
+	} else {
+		sel = sel.Where("status = ?", string(q.Status))
+	}
+	return s.scanDomains(ctx, "list domains", sel.Order("name ASC", "created_ns ASC", "id ASC"))
+}
+
+// DueDomains implements domain.Store.
+func (s *Store) DueDomains(ctx context.Context, now time.Time, limit int) ([]domain.Entry, error) {
+	if limit == 0 {
+		return []domain.Entry{}, ctx.Err()
+	}
+	sel := s.db.NewSelect().Model((*domainRow)(nil)).
+		Where("held_name IS NOT NULL").
+		Where("next_check_ns IS NOT NULL").
+		Where("next_check_ns <= ?", now.UnixNano()).
+		Order("next_check_ns ASC", "id ASC")
+	if limit > 0 {
+		sel = sel.Limit(int64(limit))
+	}
+	return s.scanDomains(ctx, "due domains", sel)
+}
+
+type domainConfigRow struct {
+	bun.BaseModel `bun:"table:domain_configs"`
+
+	ProjectID string `bun:"project_id,pk"`
+	Data      string `bun:"data,notnull"` // primary and redirects as JSON
+}
+
+func (r domainConfigRow) config() (domain.Config, error) {
+	var c domain.Config
+	if err := json.Unmarshal([]byte(r.Data), &c); err != nil {
+		return domain.Config{}, err
+	}
+	c.ProjectID = r.ProjectID
+	if c.Redirects == nil {
+		c.Redirects = []domain.Redirect{}
+	}
+	return c, nil
+}
+
+// DomainConfig implements domain.Store.
+func (s *Store) DomainConfig(ctx context.Context, projectID string) (domain.Config, error) {
+	var row domainConfigRow
+	err := s.db.NewSelect().Model(&row).Where("project_id = ?", projectID).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return domain.Config{ProjectID: projectID, Redirects: []domain.Redirect{}}, nil
+	}
+	if err != nil {
+		return domain.Config{}, mapErr(ctx, "domain config", err)
+	}
+	c, err := row.config()
+	if err != nil {
+		return domain.Config{}, mapErr(ctx, "domain config", err)
+	}
+	return c, nil
+}
+
+// PutDomainConfig implements domain.Store with one upsert statement.
+func (s *Store) PutDomainConfig(ctx context.Context, c domain.Config) error {
+	if c.ProjectID == "" {
+		return petstore.Errorf(petstore.CodeInvalidRequest, "config needs a project")
+	}
+	if c.Redirects == nil {
+		c.Redirects = []domain.Redirect{}
+	}
+	data, err := json.Marshal(c)
+	if err != nil {
+		return mapErr(ctx, "put domain config", err)
+	}
+	row := domainConfigRow{ProjectID: c.ProjectID, Data: string(data)}
+	q := s.db.NewInsert().Model(&row)
+	if s.db.Dialect().Name() == dialect.MySQL {
+		q = q.On("DUPLICATE KEY UPDATE").Set("data = VALUES(data)")
+	} else {
+		q = q.On("CONFLICT (project_id) DO UPDATE").Set("data = EXCLUDED.data")
+	}
+	if _, err := q.Exec(ctx); err != nil {
+		return mapErr(ctx, "put domain config", err)
+	}
+	return nil
+}
+
+// ListDomainConfigs implements domain.Store.
+func (s *Store) ListDomainConfigs(ctx context.Context) ([]domain.Config, error) {
+	var rows []domainConfigRow
+	if err := s.db.NewSelect().Model(&rows).Order("project_id ASC").Scan(ctx); err != nil {
+		return nil, mapErr(ctx, "list domain configs", err)
+	}
+	out := []domain.Config{}
+	for _, r := range rows {
+		c, err := r.config()
+		if err != nil {
+			return nil, mapErr(ctx, "list domain configs", err)
+		}
+		if c.Primary == "" && len(c.Redirects) == 0 {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
