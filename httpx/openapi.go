@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"sync"
 )
 
 // openAPIJSON is the API's OpenAPI 3.0.3 document as written, with the
@@ -17,10 +18,33 @@ var openAPIJSON []byte
 // added as the first server.
 func OpenAPI() []byte { return append([]byte(nil), openAPIJSON...) }
 
+// renderedDocs caches openAPIDocument per base path. Rendering (decoding
+// and re-encoding the whole document) was nearly all of New's cost, and a
+// server or a test suite builds many handlers over few bases. The entries
+// are immutable byte slices shared by every handler on that base, which
+// only ever write them out. The set of bases a process uses is small and
+// fixed by its configuration, so the cache is never pruned.
+var renderedDocs sync.Map // base path -> []byte
+
 // openAPIDocument returns the document served under base: the same, with
 // a first server whose URL is the base path, so tools pointed at
-// <base>/openapi.json call this server.
+// <base>/openapi.json call this server. Callers must not modify the
+// returned bytes.
 func openAPIDocument(base string) ([]byte, error) {
+	if doc, ok := renderedDocs.Load(base); ok {
+		return doc.([]byte), nil
+	}
+	doc, err := renderOpenAPI(base)
+	if err != nil {
+		return nil, err
+	}
+	// Two concurrent first calls render the same bytes; whichever is stored
+	// first is the one every handler shares.
+	stored, _ := renderedDocs.LoadOrStore(base, doc)
+	return stored.([]byte), nil
+}
+
+func renderOpenAPI(base string) ([]byte, error) {
 	var doc map[string]any
 	if err := json.Unmarshal(openAPIJSON, &doc); err != nil {
 		return nil, fmt.Errorf("httpx: embedded openapi.json: %w", err)

@@ -1,0 +1,85 @@
+package httpx_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/memstore"
+	"github.com/petstorekit/petstore/httpx"
+)
+
+// TestOpenAPIServerPerBase builds handlers on several bases at once, twice
+// each, and checks that each serves the document with its own base as the
+// first server: the rendered documents are cached per base, and the cache
+// must not hand one base's document to another.
+func TestOpenAPIServerPerBase(t *testing.T) {
+	store := memstore.New()
+	bases := []struct{ base, path, server string }{
+		{"", "/v1/openapi.json", "/v1"},
+		{"/v1", "/v1/openapi.json", "/v1"},
+		{"/api/v1/", "/api/v1/openapi.json", "/api/v1"},
+		{"/", "/openapi.json", "/"},
+		{"/cache-test/β", "/cache-test/β/openapi.json", "/cache-test/β"},
+	}
+	type built struct {
+		h                  http.Handler
+		base, path, server string
+	}
+	var (
+		mu sync.Mutex
+		hs []built
+		wg sync.WaitGroup
+	)
+	for range 2 {
+		for _, b := range bases {
+			wg.Go(func() {
+				h, err := httpx.New(httpx.Config{Service: petstore.NewService(store), Auth: petstore.NewKeys(store), BasePath: b.base})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				hs = append(hs, built{h, b.base, b.path, b.server})
+				mu.Unlock()
+			})
+		}
+	}
+	wg.Wait()
+	for _, b := range hs {
+		t.Run(fmt.Sprintf("base %q", b.base), func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			b.h.ServeHTTP(rec, httptest.NewRequest("GET", b.path, nil))
+			if rec.Code != 200 {
+				t.Fatalf("GET %s: %d %s", b.path, rec.Code, rec.Body)
+			}
+			var doc struct {
+				Servers []struct{ URL string } `json:"servers"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
+				t.Fatal(err)
+			}
+			if len(doc.Servers) != 3 || doc.Servers[0].URL != b.server {
+				t.Fatalf("servers = %+v, want %q first, then production and staging", doc.Servers, b.server)
+			}
+		})
+	}
+}
+
+// BenchmarkNew measures building the /v1 handler, which servers and test
+// helpers (petstoretest) do once per server or per test:
+//
+//	go test -run x -bench New -benchmem ./httpx
+func BenchmarkNew(b *testing.B) {
+	store := memstore.New()
+	cfg := httpx.Config{Service: petstore.NewService(store), Auth: petstore.NewKeys(store)}
+	for b.Loop() {
+		if _, err := httpx.New(cfg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
