@@ -5,10 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"strconv"
 	"strings"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/httpx"
 )
 
 // config is the server's configuration. Every flag can also be set by its
@@ -16,6 +18,25 @@ import (
 type config struct {
 	addr string
 	keys []keySpec
+
+	db      string // storage DSN, see bunopen
+	migrate bool   // run schema migrations at start
+
+	redis          string         // rate-limit counters; empty: in memory
+	failOpen       bool           // admit when the counter store is down
+	trustedProxies []netip.Prefix // peers whose X-Forwarded-For is believed
+
+	platformHosts []string     // hosts that serve the platform itself
+	cnameTarget   string       // what customers point their CNAME at
+	edgeIPs       []netip.Addr // the edge's addresses, for apex domains
+	dnsResolvers  []string     // nameservers verification asks; empty: the system's
+
+	acmeCA    string // ACME directory; empty: no certificates
+	acmeRoot  string // PEM file of extra roots to trust for the CA
+	acmeEmail string
+	tlsAddr   string // HTTPS listener; empty: none
+
+	command []string // a subcommand ("keys ...") instead of serving
 }
 
 // keySpec is one operator-chosen key from -keys.
@@ -38,17 +59,91 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	}
 	addr := fs.String("addr", env("PETSTORE_ADDR", ":8080"), "listen address (PETSTORE_ADDR)")
 	keys := fs.String("keys", env("PETSTORE_API_KEYS", ""), "comma-separated KEY:PLAN (free|pro|business) or KEY:enterprise:PERMIN/PERDAY; none: a Pro demo key (PETSTORE_API_KEYS)")
+	db := fs.String("db", env("PETSTORE_DB", "sqlite:petstore.db"), "storage: sqlite:PATH, memory, postgres://... or mysql://user@host:port/db (PETSTORE_DB)")
+	migrate := fs.String("migrate", env("PETSTORE_MIGRATE", "true"), "run schema migrations at start; false when a separate step runs them (PETSTORE_MIGRATE)")
+	redis := fs.String("redis", env("PETSTORE_REDIS", ""), "Redis for rate-limit counters shared by processes: host:port or redis:// URL; empty: in memory (PETSTORE_REDIS)")
+	rlFail := fs.String("ratelimit-fail", env("PETSTORE_RATELIMIT_FAIL", "open"), "when the counter store is down: open (admit) or closed (503) (PETSTORE_RATELIMIT_FAIL)")
+	proxies := fs.String("trusted-proxies", env("PETSTORE_TRUSTED_PROXIES", ""), "comma-separated addresses or CIDRs whose X-Forwarded-For is trusted (PETSTORE_TRUSTED_PROXIES)")
+	platform := fs.String("platform-hosts", env("PETSTORE_PLATFORM_HOSTS", "localhost"), "comma-separated hosts serving the platform itself; IP literals always do (PETSTORE_PLATFORM_HOSTS)")
+	cname := fs.String("cname-target", env("PETSTORE_CNAME_TARGET", "edge.petstore.localhost"), "the name customers point their CNAME or ALIAS at (PETSTORE_CNAME_TARGET)")
+	edgeIPs := fs.String("edge-ips", env("PETSTORE_EDGE_IPS", "127.0.0.1"), "comma-separated addresses of the edge, for apex domains (PETSTORE_EDGE_IPS)")
+	resolvers := fs.String("dns-resolvers", env("PETSTORE_DNS_RESOLVERS", ""), "comma-separated nameservers (host[:port]) that verification asks; empty: the system's (PETSTORE_DNS_RESOLVERS)")
+	acmeCA := fs.String("acme-ca", env("PETSTORE_ACME_CA", ""), "ACME directory URL; empty: no certificates (PETSTORE_ACME_CA)")
+	acmeRoot := fs.String("acme-root", env("PETSTORE_ACME_ROOT", ""), "PEM file of extra roots to trust when talking to the CA (PETSTORE_ACME_ROOT)")
+	acmeEmail := fs.String("acme-email", env("PETSTORE_ACME_EMAIL", ""), "ACME account contact address (PETSTORE_ACME_EMAIL)")
+	tlsAddr := fs.String("tls-addr", env("PETSTORE_TLS_ADDR", ""), "HTTPS listen address; empty: no HTTPS listener (PETSTORE_TLS_ADDR)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
+	cfg := config{addr: *addr, db: *db, redis: *redis, cnameTarget: *cname,
+		acmeCA: *acmeCA, acmeRoot: *acmeRoot, acmeEmail: *acmeEmail, tlsAddr: *tlsAddr}
 	if fs.NArg() > 0 {
-		return config{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
+		if fs.Arg(0) != "keys" {
+			return config{}, fmt.Errorf("unexpected arguments: %q (the only subcommand is keys)", fs.Args())
+		}
+		cfg.command = fs.Args()
 	}
-	specs, err := parseKeys(*keys)
-	if err != nil {
+	var err error
+	if cfg.keys, err = parseKeys(*keys); err != nil {
 		return config{}, fmt.Errorf("-keys: %w", err)
 	}
-	return config{addr: *addr, keys: specs}, nil
+	if cfg.migrate, err = strconv.ParseBool(*migrate); err != nil {
+		return config{}, fmt.Errorf("-migrate: want true or false, got %q", *migrate)
+	}
+	switch *rlFail {
+	case "open":
+		cfg.failOpen = true
+	case "closed":
+	default:
+		return config{}, fmt.Errorf("-ratelimit-fail: want open or closed, got %q", *rlFail)
+	}
+	if cfg.trustedProxies, err = parsePrefixes(*proxies); err != nil {
+		return config{}, fmt.Errorf("-trusted-proxies: %w", err)
+	}
+	cfg.platformHosts = httpx.ParsePlatformHosts(*platform)
+	for s := range strings.SplitSeq(*edgeIPs, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		ip, err := netip.ParseAddr(s)
+		if err != nil {
+			return config{}, fmt.Errorf("-edge-ips: %q is not an IP address", s)
+		}
+		cfg.edgeIPs = append(cfg.edgeIPs, ip)
+	}
+	cfg.dnsResolvers = splitList(*resolvers)
+	if cfg.acmeCA == "" && (cfg.tlsAddr != "" || cfg.acmeRoot != "") {
+		return config{}, errors.New("-tls-addr and -acme-root need -acme-ca: certificates come from an ACME CA")
+	}
+	return cfg, nil
+}
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// parsePrefixes reads comma-separated CIDRs or single addresses.
+func parsePrefixes(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, item := range splitList(s) {
+		if p, err := netip.ParsePrefix(item); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		ip, err := netip.ParseAddr(item)
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither an address nor a CIDR", item)
+		}
+		out = append(out, netip.PrefixFrom(ip, ip.BitLen()))
+	}
+	return out, nil
 }
 
 // parseKeys reads "KEY:PLAN,KEY:enterprise:PERMIN/PERDAY". The plan is

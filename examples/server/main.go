@@ -1,8 +1,14 @@
-// Command server serves the Petstore /v1 API: go run ./examples/server.
+// Command server serves the Petstore /v1 API, the custom-domains dashboard
+// and the edge that serves customers' domains: go run ./examples/server.
 //
-// With no -keys it creates one demo key on the Pro plan and prints it once
+// It keeps pets and keys in a SQLite file by default (-db), counts rate
+// limits in memory or in Redis (-redis), verifies custom domains over DNS
+// and, with -acme-ca, obtains their certificates. With no keys stored and
+// none given, it creates one demo key on the Pro plan and prints it once
 // with a ready curl line. It drains in-flight requests on SIGINT or SIGTERM.
-// Storage is in memory for now; see the README for the flags to come.
+//
+// "server [flags] keys create|list|revoke|set-plan ..." manages the keys
+// of the configured database instead of serving.
 package main
 
 import (
@@ -18,9 +24,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/petstorekit/petstore"
-	"github.com/petstorekit/petstore/adapters/memstore"
-	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/adapters/bunstore/keyscli"
 )
 
 func main() {
@@ -35,7 +39,8 @@ func main() {
 // shutdownGrace bounds how long in-flight requests may take to finish.
 const shutdownGrace = 15 * time.Second
 
-// run serves until ctx is done, then shuts down gracefully.
+// run serves until ctx is done, then shuts down gracefully; or, given the
+// keys subcommand, runs it and returns.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	cfg, err := parseConfig(args, getenv, stdout)
 	if err != nil {
@@ -43,35 +48,88 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	logger := slog.New(slog.NewTextHandler(stdout, nil))
 
-	store := memstore.New()
-	keys := petstore.NewKeys(store)
-	for _, k := range cfg.keys {
-		if _, err := keys.Ensure(ctx, k.secret, k.plan, k.limits); err != nil {
-			return fmt.Errorf("store key: %w", err)
-		}
-	}
-	demo := ""
-	if len(cfg.keys) == 0 {
-		_, secret, err := keys.Create(ctx, "", petstore.PlanPro, petstore.Limits{})
-		if err != nil {
-			return fmt.Errorf("create demo key: %w", err)
-		}
-		demo = secret
-	}
-
-	api, err := httpx.New(httpx.Config{Service: petstore.NewService(store), Auth: keys, Logger: logger})
+	store, closeStore, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/v1/", api)
+	defer closeStore()
+	if len(cfg.command) > 0 {
+		return keyscli.Run(ctx, store, cfg.command[1:], stdout)
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	app, err := build(ctx, cfg, store, logger)
+	if err != nil {
+		return err
+	}
+	defer app.close()
 
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{
-		Handler:           mux,
+	servers := []*http.Server{newServer(app.httpHandler, logger)}
+	listeners := []net.Listener{ln}
+	if cfg.tlsAddr != "" {
+		tln, err := net.Listen("tcp", cfg.tlsAddr)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		srv := newServer(app.edge, logger)
+		srv.TLSConfig = app.tlsConfig
+		servers = append(servers, srv)
+		listeners = append(listeners, tln)
+	}
+
+	base := "http://" + displayAddr(ln.Addr())
+	if app.demoKey != "" {
+		// Shown once, on purpose: the store keeps only its hash.
+		fmt.Fprintf(stdout, "petstore: demo API key (Pro plan), shown only now: %s\n", app.demoKey)
+		fmt.Fprintf(stdout, "try: curl -H 'Authorization: Bearer %s' %s/v1/pets\n", app.demoKey, base)
+	}
+	fmt.Fprintf(stdout, "petstore: custom domains dashboard at %s/dashboard/ (paste a key); customers point CNAMEs at %s\n", base, cfg.cnameTarget)
+	if cfg.tlsAddr != "" {
+		fmt.Fprintf(stdout, "petstore: HTTPS for custom domains on %s\n", listeners[1].Addr())
+	}
+	// Printed last: it tells scripts and tests that startup is complete.
+	fmt.Fprintf(stdout, "petstore: listening on %s/v1 (OpenAPI document: %s/v1/openapi.json)\n", base, base)
+
+	errc := make(chan error, len(servers))
+	for i, srv := range servers {
+		go func() {
+			if srv.TLSConfig != nil {
+				errc <- srv.ServeTLS(listeners[i], "", "")
+				return
+			}
+			errc <- srv.Serve(listeners[i])
+		}()
+	}
+	var serveErr error
+	select {
+	case serveErr = <-errc:
+	case <-ctx.Done():
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer scancel()
+	for _, srv := range servers {
+		if err := srv.Shutdown(sctx); err != nil {
+			return fmt.Errorf("shutdown: %w", err)
+		}
+	}
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return serveErr
+	}
+	fmt.Fprintln(stdout, "petstore: stopped")
+	return nil
+}
+
+// newServer returns an http.Server with timeouts that keep slow or idle
+// clients from holding connections forever.
+func newServer(h http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -79,32 +137,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	base := "http://" + displayAddr(ln.Addr())
-	if demo != "" {
-		// Shown once, on purpose: the store keeps only its hash.
-		fmt.Fprintf(stdout, "petstore: demo API key (Pro plan), shown only now: %s\n", demo)
-		fmt.Fprintf(stdout, "try: curl -H 'Authorization: Bearer %s' %s/v1/pets\n", demo, base)
-	}
-	// Printed last: it tells scripts and tests that startup is complete.
-	fmt.Fprintf(stdout, "petstore: listening on %s/v1 (OpenAPI document: %s/v1/openapi.json)\n", base, base)
-
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	fmt.Fprintln(stdout, "petstore: stopped")
-	return nil
 }
 
 // displayAddr turns a wildcard listen address into one a curl can reach.

@@ -6,7 +6,9 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,9 +16,21 @@ import (
 )
 
 // start runs the server on a free loopback port and returns its base URL
-// and everything it printed before listening.
+// and everything it printed before listening. Unless the test chooses a
+// database, it gets a private in-memory one.
 func start(t *testing.T, args []string, env map[string]string) (base string, printed []string) {
 	t.Helper()
+	base, printed, _ = startStoppable(t, args, env)
+	return base, printed
+}
+
+// startStoppable is start with a stop function that shuts the server down
+// and waits for run to return.
+func startStoppable(t *testing.T, args []string, env map[string]string) (base string, printed []string, stop func()) {
+	t.Helper()
+	if !slices.Contains(args, "-db") && env["PETSTORE_DB"] == "" {
+		args = append([]string{"-db", "memory"}, args...)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
@@ -24,17 +38,21 @@ func start(t *testing.T, args []string, env map[string]string) (base string, pri
 		done <- run(ctx, args, func(k string) string { return env[k] }, pw)
 		pw.Close()
 	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("run: %v", err)
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("run: %v", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Error("run did not return after cancel")
 			}
-		case <-time.After(20 * time.Second):
-			t.Error("run did not return after cancel")
-		}
-	})
+		})
+	}
+	t.Cleanup(stop)
 	lines := make(chan string)
 	go func() {
 		sc := bufio.NewScanner(pr)
@@ -57,7 +75,7 @@ func start(t *testing.T, args []string, env map[string]string) (base string, pri
 					for range lines {
 					}
 				}()
-				return m[1], printed
+				return m[1], printed, stop
 			}
 		case <-timeout:
 			t.Fatal("server did not start")

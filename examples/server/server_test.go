@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/libdns/libdns"
+
+	"github.com/petstorekit/petstore/adapters/memzone"
+)
+
+// call makes one request and returns the status, headers and body.
+func call(t *testing.T, method, url, key, host, body string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if host != "" {
+		req.Host = host
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, res.Header, string(b)
+}
+
+var demoKeyRE = regexp.MustCompile(`Bearer (psk_\S+)'`)
+
+// The default SQLite file keeps pets and keys across restarts: the demo
+// key printed on first start still works, and no second one is printed.
+func TestRestartKeepsPetsAndKeys(t *testing.T) {
+	db := "sqlite:" + filepath.Join(t.TempDir(), "petstore.db")
+	args := []string{"-addr", "127.0.0.1:0", "-db", db}
+
+	base, printed, stop := startStoppable(t, args, nil)
+	m := demoKeyRE.FindStringSubmatch(strings.Join(printed, "\n"))
+	if m == nil {
+		t.Fatalf("no demo key printed on first start:\n%s", strings.Join(printed, "\n"))
+	}
+	key := m[1]
+	status, hdr, body := call(t, "POST", base+"/v1/pets", key, "", `{"name":"Rex","categoryId":7,"status":"available"}`)
+	if status != 201 {
+		t.Fatalf("create: %d %s", status, body)
+	}
+	loc := hdr.Get("Location")
+	stop()
+
+	base, printed, _ = startStoppable(t, args, nil)
+	if out := strings.Join(printed, "\n"); strings.Contains(out, "demo API key") {
+		t.Fatalf("a second demo key was printed after restart:\n%s", out)
+	}
+	status, _, body = call(t, "GET", base+loc, key, "", "")
+	if status != 200 || !strings.Contains(body, `"name":"Rex"`) {
+		t.Fatalf("after restart GET %s: %d %s", loc, status, body)
+	}
+}
+
+// runCmd runs the server binary's logic with a subcommand and returns what
+// it printed.
+func runCmd(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	err := run(context.Background(), args, func(string) string { return "" }, &out)
+	return out.String(), err
+}
+
+func TestKeysSubcommand(t *testing.T) {
+	db := "sqlite:" + filepath.Join(t.TempDir(), "keys.db")
+	out, err := runCmd(t, "-db", db, "keys", "create", "-plan", "free")
+	if err != nil {
+		t.Fatalf("keys create: %v\n%s", err, out)
+	}
+	secret := regexp.MustCompile(`key:\s+(psk_\S+)`).FindStringSubmatch(out)
+	id := regexp.MustCompile(`id:\s+(key_\S+)`).FindStringSubmatch(out)
+	if secret == nil || id == nil {
+		t.Fatalf("keys create printed no id and key:\n%s", out)
+	}
+
+	out, err = runCmd(t, "-db", db, "keys", "list")
+	if err != nil || !strings.Contains(out, id[1]) || !strings.Contains(out, "free") || strings.Contains(out, secret[1]) {
+		t.Fatalf("keys list (err %v) must show the id and plan and never the secret:\n%s", err, out)
+	}
+	if out, err = runCmd(t, "-db", db, "keys", "set-plan", id[1], "business"); err != nil {
+		t.Fatalf("set-plan: %v\n%s", err, out)
+	}
+
+	// The server started on that database authenticates the key, on its
+	// new plan's limits, and prints no demo key.
+	base, printed, stop := startStoppable(t, []string{"-addr", "127.0.0.1:0", "-db", db}, nil)
+	if strings.Contains(strings.Join(printed, "\n"), "demo API key") {
+		t.Fatal("demo key printed although the database has keys")
+	}
+	status, hdr, _ := call(t, "GET", base+"/v1/pets", secret[1], "", "")
+	if status != 200 || hdr.Get("X-RateLimit-Limit") != "1000" {
+		t.Fatalf("created key after set-plan business: %d, X-RateLimit-Limit %q", status, hdr.Get("X-RateLimit-Limit"))
+	}
+	stop()
+
+	if out, err = runCmd(t, "-db", db, "keys", "revoke", id[1]); err != nil {
+		t.Fatalf("revoke: %v\n%s", err, out)
+	}
+	base, _, _ = startStoppable(t, []string{"-addr", "127.0.0.1:0", "-db", db, "-keys", "other:free"}, nil)
+	if status, _, _ := call(t, "GET", base+"/v1/pets", secret[1], "", ""); status != 401 {
+		t.Fatalf("revoked key: %d, want 401", status)
+	}
+}
+
+func TestBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-migrate", "maybe"},
+		{"-ratelimit-fail", "sometimes"},
+		{"-trusted-proxies", "not-an-ip"},
+		{"-edge-ips", "edge.example"},
+		{"-tls-addr", ":8443"},
+		{"-db", "oracle://x"},
+		{"-redis", "http://127.0.0.1:6379"},
+		{"stray"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			if out, err := runCmd(t, append([]string{"-addr", "127.0.0.1:0", "-db", "memory"}, args...)...); err == nil {
+				t.Fatalf("accepted %v:\n%s", args, out)
+			}
+		})
+	}
+}
+
+// The whole custom-domain flow of the spec through the example server:
+// add a domain on the dashboard API, create the CNAME it asks for in a
+// real DNS server, verify, and the edge serves the project on that Host;
+// remove it and the Host is 404 at once.
+func TestCustomDomainFlow(t *testing.T) {
+	zone, dns := memzone.NewTestServer(t, "example.com.")
+	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-keys", "prokey:pro,freekey:free",
+		"-dns-resolvers", dns.Addr(), "-cname-target", "edge.petstore.test"}, nil)
+
+	status, _, body := call(t, "POST", base+"/dashboard/api/domains", "freekey", "", `{"name":"free.example.com"}`)
+	if status != 403 || !strings.Contains(body, "plan_required") {
+		t.Fatalf("Free plan add: %d %s", status, body)
+	}
+	status, _, body = call(t, "POST", base+"/dashboard/api/domains", "prokey", "", `{"name":"Shop.Example.com"}`)
+	if status != 201 {
+		t.Fatalf("add: %d %s", status, body)
+	}
+	var d struct {
+		Name    string `json:"name"`
+		Status  string `json:"status"`
+		Records []struct{ Type, Name, Value string } `json:"records"`
+	}
+	if err := json.Unmarshal([]byte(body), &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Name != "shop.example.com" || d.Status != "pending" || len(d.Records) != 1 ||
+		d.Records[0].Type != "CNAME" || d.Records[0].Name != "shop" || d.Records[0].Value != "edge.petstore.test" {
+		t.Fatalf("added domain: %+v", d)
+	}
+	if status, _, _ := call(t, "GET", base+"/", "", "shop.example.com", ""); status != 404 {
+		t.Fatalf("pending domain served: %d", status)
+	}
+
+	if _, err := zone.AppendRecords(context.Background(), "example.com.", []libdns.Record{
+		libdns.CNAME{Name: "shop", TTL: time.Hour, Target: "edge.petstore.test."},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	status, _, body = call(t, "POST", base+"/dashboard/api/domains/shop.example.com/verify", "prokey", "", "")
+	if status != 200 || !strings.Contains(body, `"status":"active"`) {
+		t.Fatalf("verify: %d %s", status, body)
+	}
+	status, _, body = call(t, "GET", base+"/", "", "shop.example.com:8080", "")
+	if status != 200 {
+		t.Fatalf("live domain /: %d %s", status, body)
+	}
+	if status, _, _ := call(t, "GET", base+"/v1/pets", "prokey", "shop.example.com", ""); status != 200 {
+		t.Fatalf("live domain /v1/pets: %d", status)
+	}
+
+	status, _, body = call(t, "DELETE", base+"/dashboard/api/domains/shop.example.com", "prokey", "", "")
+	if status != 204 {
+		t.Fatalf("remove: %d %s", status, body)
+	}
+	status, _, body = call(t, "GET", base+"/", "", "shop.example.com", "")
+	if status != 404 || !strings.Contains(body, "not_found") {
+		t.Fatalf("removed domain: %d %s", status, body)
+	}
+}

@@ -1,0 +1,315 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/acme"
+	"github.com/petstorekit/petstore/adapters/bunstore"
+	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
+	"github.com/petstorekit/petstore/adapters/dnsresolver"
+	"github.com/petstorekit/petstore/adapters/redislimit"
+	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/ratelimit"
+)
+
+// backend is everything the server keeps: pets, keys, idempotency records,
+// certificates and custom domains. bunstore and memstore implement it all.
+type backend interface {
+	petstore.Store
+	petstore.IdempotencyStore
+	petstore.BlobStore
+	domain.Store
+}
+
+var _ backend = (*bunstore.Store)(nil)
+
+// openStore opens the -db database, migrating it when -migrate is set.
+func openStore(ctx context.Context, cfg config) (backend, func(), error) {
+	db, err := bunopen.Open(ctx, cfg.db)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-db %s: %w", bunopen.Redact(cfg.db), err)
+	}
+	if cfg.migrate {
+		if err := bunstore.Migrate(ctx, db); err != nil {
+			db.Close()
+			return nil, nil, fmt.Errorf("migrate %s: %w", bunopen.Redact(cfg.db), err)
+		}
+	}
+	return bunstore.New(db), func() { db.Close() }, nil
+}
+
+// app is the assembled server: handlers and what must be closed.
+type app struct {
+	httpHandler http.Handler // the -addr listener: edge plus ACME HTTP-01
+	edge        http.Handler // the -tls-addr listener
+	tlsConfig   *tls.Config  // nil without -acme-ca
+	demoKey     string       // set when a demo key was created now
+	closers     []func()
+}
+
+func (a *app) close() {
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		a.closers[i]()
+	}
+}
+
+// build wires keys, limits, the pets API, the domain engine, certificates,
+// the dashboard and the edge. Background work stops when ctx is done.
+func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) (*app, error) {
+	a := &app{}
+	keys := petstore.NewKeys(store)
+	if err := ensureKeys(ctx, cfg, keys, a); err != nil {
+		return nil, err
+	}
+
+	limiter, closeLimiter, err := newLimiter(cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, closeLimiter)
+
+	api, err := httpx.New(httpx.Config{
+		Service:        petstore.NewService(store),
+		Auth:           keys,
+		Logger:         logger,
+		Limiter:        limiter,
+		TrustedProxies: cfg.trustedProxies,
+		Idempotency:    store,
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	// The engine and the issuer know each other: the issuer reports
+	// certificate changes to the engine, the engine asks the issuer for
+	// certificates. eng is set before anything can call back.
+	var eng *domain.Engine
+	resolver := dnsresolver.New(cfg.dnsResolvers...)
+	var issuer *acme.Issuer
+	if cfg.acmeCA != "" {
+		if issuer, err = newIssuer(cfg, store, resolver, logger, func() *domain.Engine { return eng }); err != nil {
+			return nil, err
+		}
+		a.closers = append(a.closers, func() { issuer.Close() })
+		a.tlsConfig = issuer.TLSConfig()
+	}
+	ecfg := domain.EngineConfig{
+		Store:           store,
+		Projects:        projectsOf(keys),
+		Resolver:        resolver,
+		CNAMETarget:     cfg.cnameTarget,
+		EdgeIPs:         cfg.edgeIPs,
+		PlatformDomains: nonIPHosts(cfg.platformHosts),
+		Logger:          logger,
+	}
+	if issuer != nil {
+		ecfg.CertIssuer = issuer
+	}
+	if eng, err = domain.New(ecfg); err != nil {
+		return nil, err
+	}
+	if err := eng.Refresh(ctx); err != nil {
+		return nil, fmt.Errorf("load custom domains: %w", err)
+	}
+	go func() {
+		if err := eng.Run(ctx); err != nil && ctx.Err() == nil {
+			logger.Error("domain engine stopped", "err", err)
+		}
+	}()
+
+	dash, err := httpx.NewDashboard(httpx.DashboardConfig{
+		Engine:         eng,
+		Auth:           keys,
+		Logger:         logger,
+		Limiter:        limiter,
+		TrustedProxies: cfg.trustedProxies,
+	})
+	if err != nil {
+		return nil, err
+	}
+	platform := http.NewServeMux()
+	platform.Handle("/v1/", api)
+	platform.Handle("/dashboard/", dash)
+	platform.Handle("/dashboard", http.RedirectHandler("/dashboard/", http.StatusMovedPermanently))
+
+	var sites sync.Map // projectID -> http.Handler, one site per project
+	ecfgEdge := httpx.EdgeConfig{
+		PlatformHosts: cfg.platformHosts,
+		Platform:      platform,
+		Router:        eng,
+		Site: func(projectID string) http.Handler {
+			if h, ok := sites.Load(projectID); ok {
+				return h.(http.Handler)
+			}
+			h, _ := sites.LoadOrStore(projectID, httpx.ProjectSite(projectID, api))
+			return h.(http.Handler)
+		},
+		Logger: logger,
+	}
+	if cfg.tlsAddr != "" {
+		ecfgEdge.RedirectScheme = "https"
+	}
+	if a.edge, err = httpx.NewEdge(ecfgEdge); err != nil {
+		return nil, err
+	}
+	a.httpHandler = a.edge
+	if issuer != nil {
+		a.httpHandler = issuer.HTTPHandler(a.edge) // answers HTTP-01 challenges
+	}
+	return a, nil
+}
+
+// ensureKeys upserts the -keys keys, or creates a demo key when the store
+// has none, so a restart keeps the key printed on first start.
+func ensureKeys(ctx context.Context, cfg config, keys *petstore.Keys, a *app) error {
+	for _, k := range cfg.keys {
+		if _, err := keys.Ensure(ctx, k.secret, k.plan, k.limits); err != nil {
+			return fmt.Errorf("store key: %w", err)
+		}
+	}
+	if len(cfg.keys) > 0 {
+		return nil
+	}
+	stored, err := keys.List(ctx)
+	if err != nil {
+		return fmt.Errorf("list keys: %w", err)
+	}
+	if len(stored) > 0 {
+		return nil
+	}
+	_, secret, err := keys.Create(ctx, "", petstore.PlanPro, petstore.Limits{})
+	if err != nil {
+		return fmt.Errorf("create demo key: %w", err)
+	}
+	a.demoKey = secret
+	return nil
+}
+
+// newLimiter builds the rate limiter: counters in memory, or in Redis
+// when several processes must share them.
+func newLimiter(cfg config, logger *slog.Logger) (*ratelimit.Limiter, func(), error) {
+	rcfg := ratelimit.Config{FailOpen: cfg.failOpen, Logger: logger}
+	if cfg.redis == "" {
+		return ratelimit.New(ratelimit.NewMemoryStore(), rcfg), func() {}, nil
+	}
+	opts, err := redislimit.ParseOptions(cfg.redis)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-redis: %w", err)
+	}
+	client := redis.NewClient(opts)
+	return ratelimit.New(redislimit.New(client, "petstore:rl:"), rcfg), func() { client.Close() }, nil
+}
+
+// projectsOf makes every key's project a deployed project on the key's
+// plan: in this example each configured key is its own project.
+func projectsOf(keys *petstore.Keys) domain.Projects {
+	return domain.ProjectsFunc(func(ctx context.Context, id string) (domain.Project, error) {
+		all, err := keys.List(ctx)
+		if err != nil {
+			return domain.Project{}, err
+		}
+		for _, k := range all {
+			if k.ProjectID == id {
+				return domain.Project{ID: id, Plan: k.Plan, Deployed: true}, nil
+			}
+		}
+		return domain.Project{}, petstore.Errorf(petstore.CodeNotFound, "project %s not found", id)
+	})
+}
+
+// newIssuer builds the ACME certificate issuer for -acme-ca.
+func newIssuer(cfg config, store backend, resolver domain.Resolver, logger *slog.Logger, engine func() *domain.Engine) (*acme.Issuer, error) {
+	var roots []byte
+	if cfg.acmeRoot != "" {
+		var err error
+		if roots, err = os.ReadFile(cfg.acmeRoot); err != nil {
+			return nil, fmt.Errorf("-acme-root: %w", err)
+		}
+	}
+	httpPort, err := portOf(cfg.addr)
+	if err != nil {
+		return nil, fmt.Errorf("-addr: %w", err)
+	}
+	tlsPort := 0
+	if cfg.tlsAddr != "" {
+		if tlsPort, err = portOf(cfg.tlsAddr); err != nil {
+			return nil, fmt.Errorf("-tls-addr: %w", err)
+		}
+	}
+	return acme.New(acme.Config{
+		CA:           cfg.acmeCA,
+		RootCAs:      roots,
+		Email:        cfg.acmeEmail,
+		Storage:      store,
+		Resolver:     resolver,
+		DNSResolvers: cfg.dnsResolvers,
+		HTTPPort:     httpPort,
+		TLSPort:      tlsPort,
+		Logger:       logger,
+		OnChange: func(name string) {
+			if e := engine(); e != nil {
+				if err := e.CertificateChanged(context.Background(), name); err != nil {
+					logger.Warn("certificate change not recorded", "name", name, "err", err)
+				}
+			}
+		},
+		// The routing table answers active names without I/O; names
+		// still verifying or issuing are looked up, so an unknown SNI
+		// costs one indexed read.
+		Allowed: func(ctx context.Context, name string) bool {
+			e := engine()
+			if e == nil {
+				return false
+			}
+			if e.Route(name).Kind != domain.RouteNone {
+				return true // active, served or redirecting
+			}
+			d, err := e.Find(ctx, name)
+			if err != nil {
+				return false
+			}
+			switch d.Status {
+			case domain.StatusVerified, domain.StatusIssuing, domain.StatusActive:
+				return true
+			}
+			return false
+		},
+	})
+}
+
+// portOf returns the port of a listen address such as ":8080".
+func portOf(addr string) (int, error) {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(p)
+}
+
+// nonIPHosts drops IP literals and wildcards' stars: what remains are the
+// platform's own names, which customers may never claim.
+func nonIPHosts(hosts []string) []string {
+	var out []string
+	for _, h := range hosts {
+		if net.ParseIP(h) != nil {
+			continue
+		}
+		if len(h) > 2 && h[:2] == "*." {
+			h = h[2:]
+		}
+		out = append(out, h)
+	}
+	return out
+}
