@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/petstorekit/petstore"
@@ -30,8 +31,11 @@ type domainRow struct {
 }
 
 // normalizeEntry puts times in UTC and empty slices where the contract
-// promises non-nil ones, the form every read returns.
+// promises non-nil ones, the form every read returns. It copies the
+// history before changing it: the caller's slice may be shared with other
+// goroutines.
 func normalizeEntry(e domain.Entry) domain.Entry {
+	e.History = slices.Clone(e.History)
 	if e.Findings == nil {
 		e.Findings = []domain.Finding{}
 	}
