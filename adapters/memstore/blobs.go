@@ -2,12 +2,10 @@ package memstore
 
 import (
 	"context"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"time"
-	"weak"
 
 	"github.com/petstorekit/petstore"
 )
@@ -31,22 +29,7 @@ type blobLock struct {
 	expires time.Time
 }
 
-// blobTables holds each Store's blob state. It lives beside Store rather
-// than in it so that the blob feature stays in this file; the weak key and
-// the cleanup drop a Store's blobs when the Store itself is collected.
-var blobTables sync.Map // weak.Pointer[Store] -> *blobState
-
-func (s *Store) blobState() *blobState {
-	key := weak.Make(s)
-	if st, ok := blobTables.Load(key); ok {
-		return st.(*blobState)
-	}
-	st, loaded := blobTables.LoadOrStore(key, &blobState{blobs: map[string]blob{}, locks: map[string]blobLock{}})
-	if !loaded {
-		runtime.AddCleanup(s, func(k weak.Pointer[Store]) { blobTables.Delete(k) }, key)
-	}
-	return st.(*blobState)
-}
+func (s *Store) blobState() *blobState { return s.blobs }
 
 // PutBlob implements petstore.BlobStore.
 func (s *Store) PutBlob(ctx context.Context, key string, value []byte) error {

@@ -2,13 +2,11 @@ package memstore
 
 import (
 	"context"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
-	"weak"
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/domain"
@@ -16,9 +14,7 @@ import (
 
 var _ domain.Store = (*Store)(nil)
 
-// domainTables holds one Store's domains and configs. It lives beside the
-// Store (keyed by a weak pointer, dropped when the Store is collected) so
-// that this feature stays in this one file.
+// domainTables holds one Store's domains and configs.
 type domainTables struct {
 	mu      sync.Mutex
 	byID    map[string]domain.Entry
@@ -26,21 +22,7 @@ type domainTables struct {
 	configs map[string]domain.Config
 }
 
-var domainsOf sync.Map // weak.Pointer[Store] -> *domainTables
-
-func (s *Store) domains() *domainTables {
-	key := weak.Make(s)
-	if t, ok := domainsOf.Load(key); ok {
-		return t.(*domainTables)
-	}
-	t, loaded := domainsOf.LoadOrStore(key, &domainTables{
-		byID: map[string]domain.Entry{}, holder: map[string]string{}, configs: map[string]domain.Config{},
-	})
-	if !loaded {
-		runtime.AddCleanup(s, func(k weak.Pointer[Store]) { domainsOf.Delete(k) }, key)
-	}
-	return t.(*domainTables)
-}
+func (s *Store) domains() *domainTables { return s.dom }
 
 // cloneEntry deep-copies an entry so callers never share slices with the
 // store.

@@ -2,11 +2,9 @@ package memstore
 
 import (
 	"context"
-	"runtime"
 	"slices"
 	"sync"
 	"time"
-	"weak"
 
 	"github.com/petstorekit/petstore"
 )
@@ -21,23 +19,7 @@ type idemTable struct {
 
 type idemID struct{ scope, key string }
 
-// idemTables attaches an idemTable to each Store without a field in the
-// Store struct (this feature lives in its own file). Entries are keyed by a
-// weak pointer and removed when their store is garbage collected, so
-// discarded stores leak nothing.
-var idemTables sync.Map // weak.Pointer[Store] -> *idemTable
-
-func (s *Store) idem() *idemTable {
-	wp := weak.Make(s)
-	if t, ok := idemTables.Load(wp); ok {
-		return t.(*idemTable)
-	}
-	t, loaded := idemTables.LoadOrStore(wp, &idemTable{recs: map[idemID]petstore.IdempotencyRecord{}})
-	if !loaded {
-		runtime.AddCleanup(s, func(wp weak.Pointer[Store]) { idemTables.Delete(wp) }, wp)
-	}
-	return t.(*idemTable)
-}
+func (s *Store) idem() *idemTable { return s.idemRecs }
 
 // copyRecord returns rec with its own copy of Body, so neither the caller
 // nor the store can change the other's bytes.

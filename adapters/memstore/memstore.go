@@ -10,9 +10,11 @@ import (
 	"sync"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/domain"
 )
 
-// Store keeps pets and keys in memory. The zero value is not usable; call New.
+// Store keeps pets, keys, idempotency records, certificate blobs and
+// custom domains in memory. The zero value is not usable; call New.
 type Store struct {
 	mu     sync.RWMutex
 	pets   []petstore.Pet // ascending id order: ids only grow
@@ -21,6 +23,12 @@ type Store struct {
 	keys     map[string]storedKey // by hash
 	keyByID  map[string]string    // id -> hash
 	keyOrder []string             // ids, creation order
+
+	// Each later feature's tables have their own lock, so that domain or
+	// certificate traffic never waits behind pet writes.
+	dom      *domainTables
+	blobs    *blobState
+	idemRecs *idemTable
 }
 
 type storedKey struct {
@@ -32,7 +40,14 @@ var _ petstore.Store = (*Store)(nil)
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{nextID: 1, keys: map[string]storedKey{}, keyByID: map[string]string{}}
+	return &Store{
+		nextID:   1,
+		keys:     map[string]storedKey{},
+		keyByID:  map[string]string{},
+		dom:      &domainTables{byID: map[string]domain.Entry{}, holder: map[string]string{}, configs: map[string]domain.Config{}},
+		blobs:    &blobState{blobs: map[string]blob{}, locks: map[string]blobLock{}},
+		idemRecs: &idemTable{recs: map[idemID]petstore.IdempotencyRecord{}},
+	}
 }
 
 // CreatePet implements petstore.PetStore.
