@@ -241,8 +241,14 @@ func (c *chain) limit(w http.ResponseWriter, r *http.Request, subject string, li
 		WriteError(w, r, err)
 		return false
 	}
-	now := c.now()
 	if !d.Degraded {
+		// Seconds to reset are counted from the limiter's own clock, the
+		// one its windows were measured with; a limiter that does not say
+		// (At zero) is read against the handler's.
+		now := d.At
+		if now.IsZero() {
+			now = c.now()
+		}
 		setRateLimitHeaders(w.Header(), d, now)
 	}
 	if d.Allowed {
@@ -268,7 +274,7 @@ func setRateLimitHeaders(h http.Header, d ratelimit.Decision, now time.Time) {
 	b := d.Binding
 	h.Set("X-RateLimit-Limit", strconv.FormatInt(b.Quota, 10))
 	h.Set("X-RateLimit-Remaining", strconv.FormatInt(max(b.Remaining, 0), 10))
-	h.Set("X-RateLimit-Reset", strconv.FormatInt(b.Reset.Unix(), 10))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(b.ResetUnix(), 10)) // rounded up: never early
 	if len(d.Windows) == 0 {
 		return
 	}
@@ -278,7 +284,7 @@ func setRateLimitHeaders(h http.Header, d ratelimit.Decision, now time.Time) {
 			policy.WriteString(", ")
 			state.WriteString(", ")
 		}
-		t := max(int64(math.Ceil(win.Reset.Sub(now).Seconds())), 0)
+		t := win.ResetIn(now)
 		fmt.Fprintf(&policy, "%q;q=%d;w=%d", win.Name, win.Quota, int64(win.Length/time.Second))
 		fmt.Fprintf(&state, "%q;r=%d;t=%d", win.Name, max(win.Remaining, 0), t)
 	}
