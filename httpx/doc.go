@@ -11,10 +11,60 @@
 // path, after being rate limited by client address. The OpenAPI document
 // at <base>/openapi.json needs no key.
 //
-// The building blocks of that chain are exported so that other APIs of
-// the same server (the dashboard API) behave the same way: Wrap puts any
+// # Rate limits
+//
+// Config.Limiter (a *ratelimit.Limiter; nil turns limiting off) decides on
+// every request, so every response, errors included, reports the limits:
+// X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset (Unix
+// seconds, rounded up) for the binding window, the one with the fewest
+// requests left (on a 429, the one that refused), and the IETF draft
+// headers for both windows, for a fresh Free key:
+//
+//	RateLimit-Policy: "minute";q=60;w=60, "day";q=1000;w=86400
+//	RateLimit: "minute";r=59;t=60, "day";r=999;t=86400
+//
+// Seconds are counted from the limiter's clock, the one its windows were
+// measured with. A refused request is 429 with Retry-After in whole
+// seconds and code rate_limited, or api_key_banned while a ban lasts (then
+// X-RateLimit-Remaining is 0 and X-RateLimit-Reset the ban's end).
+// Requests with a valid key are limited by key, at the key's plan as it is
+// now; requests without one, and the OpenAPI document, by client address
+// at the Free plan's figures, so guessing keys is slow. X-Forwarded-For
+// names the client only when the peer is in Config.TrustedProxies. When
+// the limiter's store is down, a limiter that fails open admits the
+// request without rate-limit headers (there are no true figures to give)
+// and one that fails closed gets 503 unavailable.
+//
+// # Retries
+//
+// Config.Idempotency (a petstore.IdempotencyStore; nil ignores the
+// header) makes POST /pets safe to retry: a repeat with the same
+// Idempotency-Key and body within 24 hours gets the first response again,
+// with Idempotent-Replayed: true, instead of creating a second pet; the
+// same key with another body is 422 idempotency_key_reused, and while the
+// first request still runs, 409 idempotency_key_in_use. Keys are scoped to
+// the API key, and 5xx answers are not kept, so a retry after one runs
+// again. With a shared store (bunstore) this holds across processes.
+//
+// # The dashboard and custom domains
+//
+// The package also serves the rest of a platform. NewDashboard is the
+// Domains dashboard: a page at <base>/ (default /dashboard) and a JSON API
+// under <base>/api/ through which a key manages its project's custom
+// domains (add, verify, remove, and the redirect configuration), described
+// by its own OpenAPI document (DashboardOpenAPI). NewEdge sits in front of
+// everything and routes by Host: the platform's own hosts go to the
+// platform handler (/v1 and the dashboard), an active custom domain to its
+// project's site, a redirect domain to its target, and any other Host gets
+// a 404 Error body, never another project's content. ProjectSite is a
+// minimal such site: a page naming the project, with the pets API under
+// /v1/.
+//
+// The building blocks of the chain are exported so that other APIs of the
+// same server (the dashboard API) behave the same way: Wrap puts any
 // handler behind the same request id, logging, panic recovery,
 // authentication and rate limiting; KeyFromContext and
 // RequestIDFromContext read what the chain found; WriteError and WriteJSON
-// write responses in the API's shape.
+// write responses in the API's shape. Give the dashboard the same Limiter
+// as /v1 so that a key's requests to both count together.
 package httpx
