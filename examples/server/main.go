@@ -32,6 +32,10 @@ func main() {
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "server:", err)
+		if errors.Is(err, keyscli.ErrUsage) {
+			fmt.Fprint(os.Stderr, keyscli.Usage)
+			os.Exit(2)
+		}
 		os.Exit(1)
 	}
 }
