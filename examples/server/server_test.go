@@ -161,8 +161,8 @@ func TestCustomDomainFlow(t *testing.T) {
 		t.Fatalf("add: %d %s", status, body)
 	}
 	var d struct {
-		Name    string `json:"name"`
-		Status  string `json:"status"`
+		Name    string                               `json:"name"`
+		Status  string                               `json:"status"`
 		Records []struct{ Type, Name, Value string } `json:"records"`
 	}
 	if err := json.Unmarshal([]byte(body), &d); err != nil {
