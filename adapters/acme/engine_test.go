@@ -1,0 +1,294 @@
+package acme_test
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/libdns/libdns"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/acme"
+	"github.com/petstorekit/petstore/adapters/acme/acmetest"
+	"github.com/petstorekit/petstore/adapters/dnsresolver"
+	"github.com/petstorekit/petstore/adapters/memstore"
+	"github.com/petstorekit/petstore/adapters/memzone"
+	"github.com/petstorekit/petstore/domain"
+)
+
+// edgeTarget is the platform name customers point their CNAMEs at; the
+// test DNS serves it as 127.0.0.1, where the listeners below run.
+const edgeTarget = "edge.petstore.example"
+
+// engineEnv is the whole custom-domain stack of one process, built from
+// the real parts: the domain engine on memstore, asking a real DNS server
+// (memzone) through dnsresolver, with an acme.Issuer as its CertIssuer
+// ordering from an in-process Pebble that validates against the same DNS
+// and reaches the issuer's plain-HTTP and TLS listeners on 127.0.0.1.
+type engineEnv struct {
+	t       *testing.T
+	engine  *domain.Engine
+	issuer  *acme.Issuer
+	zone    *memzone.Provider
+	ca      *acmetest.Pebble
+	tlsAddr string
+}
+
+const project = "prj_pro"
+
+func newEngineEnv(t *testing.T) *engineEnv {
+	t.Helper()
+	zone, dnsSrv := memzone.NewTestServer(t, "example.com.", "example.org.", "petstore.example.")
+	if _, err := zone.AppendRecords(context.Background(), "petstore.example.", []libdns.Record{
+		libdns.Address{Name: "edge", TTL: time.Hour, IP: netip.MustParseAddr("127.0.0.1")},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	httpLn := listen(t)
+	tlsLn := listen(t)
+	ca := acmetest.Start(t, acmetest.Options{
+		DNSServer: dnsSrv.Addr(),
+		HTTPPort:  httpLn.Addr().(*net.TCPAddr).Port,
+		TLSPort:   tlsLn.Addr().(*net.TCPAddr).Port,
+	})
+	resolver := dnsresolver.New(dnsSrv.Addr())
+
+	// The issuer and the engine call each other, as in a server: the
+	// issuer reports certificate changes, and asks during handshakes
+	// whether a name may be served. engine is set before any name is
+	// added, so neither callback can see it nil.
+	var engine *domain.Engine
+	issuer, err := acme.New(acme.Config{
+		CA: ca.DirectoryURL(), RootCAs: ca.ServerRootPEM(), Email: "ops@example.com",
+		Storage:  memstore.New(),
+		Resolver: resolver,
+		HTTPPort: httpLn.Addr().(*net.TCPAddr).Port, TLSPort: tlsLn.Addr().(*net.TCPAddr).Port, ListenHost: "127.0.0.1",
+		OnChange: func(name string) {
+			if err := engine.CertificateChanged(context.Background(), name); err != nil && petstore.ErrorCode(err) != petstore.CodeNotFound {
+				t.Errorf("CertificateChanged(%s): %v", name, err)
+			}
+		},
+		Allowed: func(ctx context.Context, name string) bool {
+			d, err := engine.Find(ctx, name)
+			if err != nil {
+				return false
+			}
+			return slices.Contains([]domain.Status{domain.StatusVerified, domain.StatusIssuing, domain.StatusActive}, d.Status)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { issuer.Close() })
+	engine, err = domain.New(domain.EngineConfig{
+		Store: memstore.New(),
+		Projects: domain.ProjectsFunc(func(_ context.Context, id string) (domain.Project, error) {
+			if id != project {
+				return domain.Project{}, petstore.Errorf(petstore.CodeNotFound, "project %s not found", id)
+			}
+			return domain.Project{ID: id, Plan: petstore.PlanPro, Deployed: true}, nil
+		}),
+		Resolver:    resolver,
+		CertIssuer:  issuer,
+		CNAMETarget: edgeTarget,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The listeners are wired exactly as a server wires them.
+	quiet := log.New(io.Discard, "", 0)
+	plain := &http.Server{ErrorLog: quiet, Handler: issuer.HTTPHandler(http.NotFoundHandler())}
+	secure := &http.Server{ErrorLog: quiet, TLSConfig: issuer.TLSConfig(), Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "hello from "+r.Host)
+	})}
+	go plain.Serve(httpLn)
+	go secure.ServeTLS(tlsLn, "", "")
+	t.Cleanup(func() { plain.Close(); secure.Close() })
+	return &engineEnv{t: t, engine: engine, issuer: issuer, zone: zone, ca: ca, tlsAddr: tlsLn.Addr().String()}
+}
+
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+// add attaches name to the project and creates, in its zone, the CNAME the
+// engine asks for, plus any extra records.
+func (e *engineEnv) add(name, zone string, extra ...libdns.Record) domain.Domain {
+	e.t.Helper()
+	ctx := context.Background()
+	d, created, err := e.engine.Add(ctx, project, name)
+	if err != nil || !created || d.Status != domain.StatusPending {
+		e.t.Fatalf("Add(%s) = %s, created %v, %v; want a new pending domain", name, d.Status, created, err)
+	}
+	if len(d.Records) != 1 || d.Records[0].Type != "CNAME" || d.Records[0].Value != edgeTarget {
+		e.t.Fatalf("Add(%s) asks for %+v, want one CNAME to %s", name, d.Records, edgeTarget)
+	}
+	recs := append([]libdns.Record{libdns.CNAME{Name: d.Records[0].Name, TTL: time.Hour, Target: edgeTarget + "."}}, extra...)
+	if _, err := e.zone.AppendRecords(ctx, zone, recs); err != nil {
+		e.t.Fatal(err)
+	}
+	return d
+}
+
+// verify clicks Verify and checks that the certificate was requested.
+func (e *engineEnv) verify(name string) {
+	e.t.Helper()
+	d, err := e.engine.Verify(context.Background(), project, name)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if d.Status != domain.StatusIssuing {
+		e.t.Fatalf("right after Verify(%s): %s (%+v), want issuing", name, d.Status, d.Diagnosis.Findings)
+	}
+}
+
+// await polls Get until the domain leaves issuing: it must get there by
+// itself, through the issuer's OnChange, as nothing here runs the engine's
+// background loop.
+func (e *engineEnv) await(name string) domain.Domain {
+	e.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		d, err := e.engine.Get(context.Background(), project, name)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if d.Status != domain.StatusIssuing {
+			return d
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%s still issuing after 20 s; certificate %+v", name, d.Certificate)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// handshake connects to the TLS listener with name as SNI, verifying the
+// served chain against the roots Pebble issues from.
+func (e *engineEnv) handshake(name string) error {
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", e.tlsAddr,
+		&tls.Config{ServerName: name, RootCAs: e.ca.IssuedRoots()})
+	if err != nil {
+		return err
+	}
+	return conn.Close()
+}
+
+func history(d domain.Domain) []domain.Status {
+	var out []domain.Status
+	for _, h := range d.History {
+		out = append(out, h.Status)
+	}
+	return out
+}
+
+// A verified subdomain becomes active by itself once its certificate is
+// issued, and is served with a certificate chaining to the CA's root;
+// removing it makes the very next handshake fail.
+func TestEngineIssuesThenRemoves(t *testing.T) {
+	t.Parallel()
+	e := newEngineEnv(t)
+	const name = "shop.example.com"
+	e.add(name, "example.com.")
+	if err := e.handshake(name); err == nil {
+		t.Fatal("handshake succeeded for a pending domain")
+	}
+	e.verify(name)
+	d := e.await(name)
+
+	want := []domain.Status{domain.StatusPending, domain.StatusVerified, domain.StatusIssuing, domain.StatusActive}
+	if got := history(d); !slices.Equal(got, want) {
+		t.Fatalf("history %v, want %v (reason %q, certificate %+v)", got, want, d.Reason, d.Certificate)
+	}
+	if c := d.Certificate; c.State != domain.CertIssued || c.Issuer == "" || !c.NotAfter.After(time.Now()) {
+		t.Fatalf("certificate %+v, want issued by a named issuer, not expired", c)
+	}
+	if !d.Diagnosis.OK || d.Diagnosis.NextAction != domain.ActionNone || len(d.Diagnosis.Findings) != 0 {
+		t.Fatalf("diagnosis of an active domain: %+v", d.Diagnosis)
+	}
+	if err := e.handshake(name); err != nil {
+		t.Fatalf("handshake for the active domain, verified against Pebble's root: %v", err)
+	}
+
+	if err := e.engine.Remove(context.Background(), project, name); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.handshake(name); err == nil {
+		t.Fatal("handshake succeeded right after Remove")
+	}
+	if _, err := e.engine.Get(context.Background(), project, name); petstore.ErrorCode(err) != petstore.CodeNotFound {
+		t.Fatalf("Get after Remove: %v, want not_found", err)
+	}
+}
+
+// CAA records naming another CA fail the domain with CAA_BLOCKS_CA in its
+// certificate status and diagnosis, before the CA is asked for an order.
+func TestEngineCAABlocks(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		desc, name, caaOwner string
+	}{
+		{"CAA at the zone apex", "shop.example.org", "@"},
+		{"CAA at a parent below the apex", "shop.eu.example.org", "eu"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			e := newEngineEnv(t)
+			e.add(tc.name, "example.org.", libdns.CAA{Name: tc.caaOwner, TTL: time.Hour, Tag: "issue", Value: "othe-ca.example"})
+			orders := e.ca.Requests("/order-plz")
+			e.verify(tc.name)
+			d := e.await(tc.name)
+
+			if d.Status != domain.StatusFailed || d.Reason == "" {
+				t.Fatalf("status %s (reason %q), want failed with a reason", d.Status, d.Reason)
+			}
+			want := []domain.Status{domain.StatusPending, domain.StatusVerified, domain.StatusIssuing, domain.StatusFailed}
+			if got := history(d); !slices.Equal(got, want) {
+				t.Fatalf("history %v, want %v", got, want)
+			}
+			if d.Certificate.State != domain.CertFailed || !hasFinding(d.Certificate.Findings, domain.FindingCAABlocksCA) {
+				t.Fatalf("certificate %+v, want failed with %s", d.Certificate, domain.FindingCAABlocksCA)
+			}
+			if !hasFinding(d.Diagnosis.Findings, domain.FindingCAABlocksCA) || d.Diagnosis.NextAction != domain.ActionFixDNS {
+				t.Fatalf("diagnosis %+v, want %s and next action %s", d.Diagnosis, domain.FindingCAABlocksCA, domain.ActionFixDNS)
+			}
+			i := slices.IndexFunc(d.Certificate.Findings, func(f domain.Finding) bool { return f.Code == domain.FindingCAABlocksCA })
+			if f := d.Certificate.Findings[i]; !strings.Contains(f.Message+f.Fix+recordsText(f.Records), "othe-ca.example") ||
+				!strings.Contains(f.Fix, "pebble.letsencrypt.org") {
+				t.Fatalf("finding %+v must show the blocking record and the record to add", f)
+			}
+			if n := e.ca.Requests("/order-plz"); n != orders {
+				t.Fatalf("Pebble got %d new orders for a CAA-blocked name, want none", n-orders)
+			}
+			if err := e.handshake(tc.name); err == nil {
+				t.Fatal("handshake succeeded for a failed domain")
+			}
+		})
+	}
+}
+
+func hasFinding(fs []domain.Finding, code string) bool {
+	return slices.ContainsFunc(fs, func(f domain.Finding) bool { return f.Code == code })
+}
+
+func recordsText(rs []domain.Record) string {
+	var b strings.Builder
+	for _, r := range rs {
+		b.WriteString(r.Name + " " + r.Type + " " + r.Value + "\n")
+	}
+	return b.String()
+}
