@@ -2,6 +2,7 @@ package httpx_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -458,6 +459,73 @@ func TestRateLimitStoreDown(t *testing.T) {
 					"X-RateLimit-Limit": "", "X-RateLimit-Remaining": "", "X-RateLimit-Reset": "",
 					"RateLimit-Policy": "", "RateLimit": "", "Retry-After": "",
 				})
+			}
+		})
+	}
+}
+
+// A handler with the in-memory rate limiter: every response reports the
+// key's limits, and the 61st request within a minute on the Free plan is
+// refused with Retry-After. With several processes, give each a limiter
+// over redislimit.New(client, prefix) on one Redis instead.
+func ExampleNew_rateLimited() {
+	store := memstore.New()
+	keys := petstore.NewKeys(store)
+	_, secret, _ := keys.Create(context.Background(), "", petstore.PlanFree, petstore.Limits{})
+	h, _ := httpx.New(httpx.Config{
+		Service: petstore.NewService(store),
+		Auth:    keys,
+		Limiter: ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{FailOpen: true}),
+	})
+	var last *httptest.ResponseRecorder
+	for i := 1; i <= 61; i++ {
+		r := httptest.NewRequest("GET", "/v1/pets", nil)
+		r.Header.Set("Authorization", "Bearer "+secret)
+		last = httptest.NewRecorder()
+		h.ServeHTTP(last, r)
+		if i == 1 {
+			fmt.Println(last.Code, last.Header().Get("RateLimit-Policy"))
+			fmt.Println(last.Header().Get("X-RateLimit-Limit"), last.Header().Get("X-RateLimit-Remaining"))
+		}
+	}
+	fmt.Println(last.Code, last.Header().Get("X-RateLimit-Remaining"), last.Header().Get("Retry-After") != "")
+	// Output:
+	// 200 "minute";q=60;w=60, "day";q=1000;w=86400
+	// 60 59
+	// 429 0 true
+}
+
+// BenchmarkRateLimitedHandler measures GET /v1/pets (an empty page) with
+// and without the in-memory limiter in one run, so the difference is what
+// limiting and its five headers cost a request:
+//
+//	go test -run x -bench RateLimitedHandler -benchmem ./httpx
+func BenchmarkRateLimitedHandler(b *testing.B) {
+	for _, limited := range []bool{false, true} {
+		b.Run(fmt.Sprintf("limiter=%v", limited), func(b *testing.B) {
+			pets := memstore.New()
+			keys := petstore.NewKeys(pets)
+			// Enterprise limits no benchmark reaches, so every request is a 200.
+			_, secret, err := keys.Create(context.Background(), "", petstore.PlanEnterprise, petstore.Limits{PerMinute: 1 << 40, PerDay: 1 << 40})
+			if err != nil {
+				b.Fatal(err)
+			}
+			cfg := httpx.Config{Service: petstore.NewService(pets), Auth: keys}
+			if limited {
+				cfg.Limiter = ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{})
+			}
+			h, err := httpx.New(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := httptest.NewRequest("GET", "/v1/pets", nil)
+			r.Header.Set("Authorization", "Bearer "+secret)
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, r)
+				if w.Code != 200 {
+					b.Fatal(w.Code, w.Body)
+				}
 			}
 		})
 	}
