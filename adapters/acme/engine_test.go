@@ -42,6 +42,7 @@ type engineEnv struct {
 	tlsAddr string
 }
 
+// project is the deployed Pro project every test domain belongs to.
 const project = "prj_pro"
 
 func newEngineEnv(t *testing.T) *engineEnv {
