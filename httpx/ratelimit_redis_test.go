@@ -94,7 +94,6 @@ func TestRateLimitTwoHandlersShareRedis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	warmContract(t, httpx.Config{Service: petstore.NewService(pets), Auth: keys})
 	clk := newClock()
 	var handlers []http.Handler
 	for _, c := range []*redis.Client{first, redisClient(t)} {

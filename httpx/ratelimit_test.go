@@ -72,7 +72,6 @@ func newRLEnv(t testing.TB, store ratelimit.Store, mutate func(*httpx.Config, *r
 		t.Fatal(err)
 	}
 	cfg := httpx.Config{Service: petstore.NewService(pets), Auth: keys}
-	warmContract(t, cfg)
 	clk := newClock()
 	lcfg := ratelimit.Config{Clock: clk.Now, FailOpen: false}
 	if mutate != nil {
@@ -84,20 +83,6 @@ func newRLEnv(t testing.TB, store ratelimit.Store, mutate func(*httpx.Config, *r
 		t.Fatal(err)
 	}
 	return &rlEnv{h: h, keys: keys, key: key, secret: secret, clock: clk}
-}
-
-// warmContract loads the contract test's copy of the document from a
-// handler without a limiter. do loads it on first use from the handler
-// under test, and that request, keyless from 192.0.2.1, would otherwise
-// take quota (or a 503) from whichever test happens to run first.
-func warmContract(t testing.TB, cfg httpx.Config) {
-	t.Helper()
-	cfg.Limiter = nil
-	h, err := httpx.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	contractRouter(t, h, "/v1")
 }
 
 func (e *rlEnv) req(method, target, body string) *http.Request {
