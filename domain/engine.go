@@ -293,6 +293,7 @@ func (e *Engine) Verify(ctx context.Context, projectID, name string) (Domain, er
 		if before != stored.Status {
 			e.reload(ctx)
 		}
+		stored = e.recheckCert(ctx, stored)
 		d := e.view(ctx, stored)
 		d.Diagnosis = e.diagnosis(ctx, d, res.observed, res.findings, now)
 		return d, nil
@@ -632,11 +633,33 @@ func (e *Engine) runOne(ctx context.Context, entry Entry, now time.Time) (bool, 
 	default:
 		entry.NextCheckAt = time.Time{}
 	}
-	_, err = e.cfg.Store.UpdateDomain(ctx, entry)
+	stored, err := e.cfg.Store.UpdateDomain(ctx, entry)
 	if petstore.ErrorCode(err) == petstore.CodeConflict {
 		return false, nil
 	}
-	return before != entry.Status, err
+	if err != nil {
+		return false, err
+	}
+	stored = e.recheckCert(ctx, stored)
+	return before != stored.Status, nil
+}
+
+// recheckCert asks the issuer once more about a domain that has just been
+// stored as issuing. Request starts obtaining in the background, and when
+// the certificate already exists (another process obtained it into shared
+// storage) the issuer can report it before the issuing state was written;
+// CertificateChanged then saw a verified domain and did nothing.
+func (e *Engine) recheckCert(ctx context.Context, entry Entry) Entry {
+	if entry.Status != StatusIssuing || e.cfg.CertIssuer == nil {
+		return entry
+	}
+	if err := e.CertificateChanged(ctx, entry.Name); err != nil {
+		return entry
+	}
+	if again, err := e.cfg.Store.DomainByName(ctx, entry.Name); err == nil {
+		return again
+	}
+	return entry
 }
 
 // Run does the background work until ctx ends: every RefreshEvery it runs

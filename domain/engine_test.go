@@ -58,6 +58,7 @@ type issuer struct {
 	state    map[string]domain.CertStatus
 	requests []string
 	removed  []string
+	stored   bool // certificates already exist in shared storage: Request finds them at once
 }
 
 func (i *issuer) Request(_ context.Context, name string) error {
@@ -65,6 +66,9 @@ func (i *issuer) Request(_ context.Context, name string) error {
 	defer i.mu.Unlock()
 	i.requests = append(i.requests, name)
 	i.state[name] = domain.CertStatus{State: domain.CertIssuing}
+	if i.stored {
+		i.state[name] = domain.CertStatus{State: domain.CertIssued}
+	}
 	return nil
 }
 
@@ -532,6 +536,23 @@ func TestCertificateFlow(t *testing.T) {
 	}
 	if !d.VerifiedAt.Equal(f.clock.Now()) {
 		t.Fatalf("VerifiedAt = %s, want the Re-verify time %s (the certificate layer times 30 minutes from it)", d.VerifiedAt, f.clock.Now())
+	}
+}
+
+// A certificate another process already obtained into shared storage is
+// found by Request at once, before Verify has stored the issuing state:
+// Verify must still end active, not wait for the next background check.
+func TestVerifyFindsStoredCertificate(t *testing.T) {
+	certs := &issuer{state: map[string]domain.CertStatus{}, stored: true}
+	f := newFixture(t, certs)
+	f.set(t, "example.com.", cname("shop", target))
+	f.add(t, "prj_pro", "shop.example.com")
+	d := f.verify(t, "prj_pro", "shop.example.com")
+	if d.Status != domain.StatusActive {
+		t.Fatalf("Verify with a stored certificate: %s, want active", d.Status)
+	}
+	if route := f.engine.Route("shop.example.com"); route.Kind != domain.RouteServe {
+		t.Fatalf("not routed after Verify: %+v", route)
 	}
 }
 
