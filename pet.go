@@ -99,7 +99,7 @@ func EncodeCursor(lastID int64) string {
 // cursor is an invalid_request error.
 func DecodeCursor(cursor string) (int64, error) {
 	bad := Errorf(CodeInvalidRequest, "cursor is malformed; use the cursor of a previous page's next link")
-	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(cursor)
 	if err != nil || len(cursor) > 64 {
 		return 0, bad
 	}
