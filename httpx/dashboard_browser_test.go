@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,33 +15,22 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/petstorekit/petstore/internal/testenv"
 )
 
-// findChromium returns the path of a Chromium or Chrome binary, or "".
-// PETSTORE_CHROMIUM overrides the search.
-func findChromium() string {
-	if p := os.Getenv("PETSTORE_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
-
 // newBrowser starts headless Chromium for one test and returns its tab's
-// context, bounded by timeout. It skips the test when no Chromium is
-// installed, unless PETSTORE_TEST_REQUIRE_SERVICES=1.
+// context, bounded by timeout. PETSTORE_CHROMIUM names the binary;
+// otherwise the usual names are looked up. It skips the test when no
+// Chromium is installed, unless PETSTORE_TEST_REQUIRE_SERVICES=1.
 func newBrowser(t *testing.T, timeout time.Duration) context.Context {
 	t.Helper()
-	path := findChromium()
+	path := os.Getenv("PETSTORE_CHROMIUM")
 	if path == "" {
-		if os.Getenv("PETSTORE_TEST_REQUIRE_SERVICES") == "1" {
-			t.Fatal("no Chromium found (install Debian's chromium package, or set PETSTORE_CHROMIUM) and PETSTORE_TEST_REQUIRE_SERVICES=1")
-		}
-		t.Skip("no Chromium found: install Debian's chromium package (apt-get install -y chromium) or set PETSTORE_CHROMIUM to run the browser test")
+		path = testenv.LookPath("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+	}
+	if path == "" {
+		testenv.Require(t, "no Chromium found", "install Debian's chromium package (apt-get install -y chromium) or set PETSTORE_CHROMIUM to run the browser test")
 	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),

@@ -2,12 +2,9 @@ package httpx_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -18,50 +15,13 @@ import (
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/adapters/redislimit"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/internal/testenv"
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
-// redisClient returns a new client of the test Redis (PETSTORE_TEST_REDIS),
-// closed at cleanup, or skips. Each call is its own connection pool, as a
-// separate process would have.
-func redisClient(t testing.TB) *redis.Client {
-	t.Helper()
-	addr := os.Getenv("PETSTORE_TEST_REDIS")
-	if addr == "" {
-		if os.Getenv("PETSTORE_TEST_REQUIRE_SERVICES") == "1" {
-			t.Fatal("PETSTORE_TEST_REDIS is not set and PETSTORE_TEST_REQUIRE_SERVICES=1")
-		}
-		t.Skip("PETSTORE_TEST_REDIS is not set (e.g. redis://127.0.0.1:6379/0); skipping Redis tests")
-	}
-	o, err := redislimit.ParseOptions(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := redis.NewClient(o)
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-// redisPrefix returns a fresh key prefix whose keys are deleted at cleanup,
-// so tests run in parallel and twice in a row.
-func redisPrefix(t testing.TB, c *redis.Client) string {
-	t.Helper()
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	prefix := "petstore-test:httpx:" + hex.EncodeToString(b) + ":"
-	t.Cleanup(func() {
-		ctx := context.Background()
-		iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			c.Del(ctx, iter.Val())
-		}
-	})
-	return prefix
-}
-
 func TestRateLimitRedis(t *testing.T) {
-	c := redisClient(t)
-	e := newRLEnv(t, redislimit.New(c, redisPrefix(t, c)), nil)
+	c := testenv.RedisClient(t)
+	e := newRLEnv(t, redislimit.New(c, testenv.RedisPrefix(t, c, "httpx")), nil)
 	res := e.get(t)
 	wantStatus(t, res, 200, "")
 	wantHeaders(t, res, freshFree)
@@ -86,8 +46,8 @@ func TestRateLimitRedis(t *testing.T) {
 // and Redis prefix. 64 concurrent requests on one Free key, spread over
 // both, must admit exactly the minute's 60.
 func TestRateLimitTwoHandlersShareRedis(t *testing.T) {
-	first := redisClient(t)
-	prefix := redisPrefix(t, first)
+	first := testenv.RedisClient(t)
+	prefix := testenv.RedisPrefix(t, first, "httpx")
 	pets := memstore.New()
 	keys := petstore.NewKeys(pets)
 	_, secret, err := keys.Create(context.Background(), "", petstore.PlanFree, petstore.Limits{})
@@ -96,7 +56,7 @@ func TestRateLimitTwoHandlersShareRedis(t *testing.T) {
 	}
 	clk := newClock()
 	var handlers []http.Handler
-	for _, c := range []*redis.Client{first, redisClient(t)} {
+	for _, c := range []*redis.Client{first, testenv.RedisClient(t)} {
 		lim := ratelimit.New(redislimit.New(c, prefix), ratelimit.Config{Clock: clk.Now, StoreTimeout: 5 * time.Second})
 		h, err := httpx.New(httpx.Config{Service: petstore.NewService(pets), Auth: keys, Limiter: lim})
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/bunstore"
 	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
+	"github.com/petstorekit/petstore/internal/testenv"
 	"github.com/petstorekit/petstore/storetest"
 	"github.com/uptrace/bun"
 )
@@ -199,8 +200,8 @@ func TestConcurrentMigrate(t *testing.T) {
 		once bool
 	}{
 		{"SQLiteFile", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "m.db") }, false},
-		{"PostgreSQL", func(t *testing.T) string { return openPostgresDSN(t) }, true},
-		{"MariaDB", func(t *testing.T) string { return openMySQLDSN(t) }, true},
+		{"PostgreSQL", func(t *testing.T) string { return testenv.PostgresSchema(t) }, true},
+		{"MariaDB", func(t *testing.T) string { return testenv.MySQLDatabase(t) }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

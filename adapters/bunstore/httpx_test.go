@@ -13,6 +13,7 @@ import (
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/bunstore"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/internal/testenv"
 )
 
 // newAPI builds the full /v1 handler over store, as one server process
@@ -45,7 +46,7 @@ var nextLink = regexp.MustCompile(`<([^>]+)>; rel="next"`)
 // one authenticates on the other, and pets written through either are
 // listed, page by page following Link, by both.
 func TestTwoProcessesShareOnePostgreSQL(t *testing.T) {
-	dsn := openPostgresDSN(t)
+	dsn := testenv.PostgresSchema(t)
 	a, b := bunstore.New(openDSN(t, dsn)), bunstore.New(openDSN(t, dsn))
 	apiA, apiB := newAPI(t, a), newAPI(t, b)
 	_, secret, err := petstore.NewKeys(a).Create(context.Background(), "", petstore.PlanBusiness, petstore.Limits{})
@@ -123,7 +124,7 @@ func TestDownDatabaseGives503(t *testing.T) {
 // PostgreSQL schema: the retry replays the first response and no second
 // pet is created.
 func TestIdempotentRetryAcrossProcesses(t *testing.T) {
-	dsn := openPostgresDSN(t)
+	dsn := testenv.PostgresSchema(t)
 	var apis []http.Handler
 	var store *bunstore.Store
 	for range 2 {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"os"
+
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +16,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/memzone"
 	"github.com/petstorekit/petstore/adapters/rfc2136/rfc2136test"
 	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/internal/testenv"
 )
 
 // backend is a provider holding the zones of every case.
@@ -38,7 +39,7 @@ func backends(t *testing.T, n int) []backend {
 		mem.AddZone(z)
 	}
 	out := []backend{{"memzone", mem}}
-	if !rfc2136test.Installed() && os.Getenv("PETSTORE_TEST_REQUIRE_SERVICES") != "1" {
+	if !rfc2136test.Installed() && !testenv.Required() {
 		t.Log("knotd is not installed (Debian package knot): running against memzone only")
 		return out
 	}

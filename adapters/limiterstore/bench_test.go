@@ -8,6 +8,7 @@ import (
 
 	petstore "github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/limiterstore"
+	"github.com/petstorekit/petstore/internal/testenv"
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
@@ -29,8 +30,9 @@ func BenchmarkDecideOverUluleMemory(b *testing.B) {
 // store: three round trips (ban, minute, day).
 func BenchmarkDecideOverUluleRedis(b *testing.B) {
 	var count commandCounter
-	c := newClient(b, &count)
-	lim := ratelimit.New(limiterstore.New(newUluleRedis(b, c, newPrefix(b, c))), ratelimit.Config{})
+	c := testenv.RedisClient(b)
+	c.AddHook(&count)
+	lim := ratelimit.New(limiterstore.New(newUluleRedis(b, c, testenv.RedisPrefix(b, c, "ulule"))), ratelimit.Config{})
 	limits := petstore.Limits{PerMinute: 1 << 40, PerDay: 1 << 41}
 	ctx := context.Background()
 	count.n.Store(0)

@@ -2,9 +2,7 @@ package limiterstore_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,7 +15,7 @@ import (
 	uredis "github.com/ulule/limiter/v3/drivers/store/redis"
 
 	"github.com/petstorekit/petstore/adapters/limiterstore"
-	"github.com/petstorekit/petstore/adapters/redislimit"
+	"github.com/petstorekit/petstore/internal/testenv"
 	"github.com/petstorekit/petstore/ratelimit"
 	"github.com/petstorekit/petstore/ratelimit/ratelimittest"
 )
@@ -38,55 +36,16 @@ func TestOverMemory(t *testing.T) {
 	})
 }
 
-func redisAddr(t testing.TB) string {
-	t.Helper()
-	addr := os.Getenv("PETSTORE_TEST_REDIS")
-	if addr == "" {
-		if os.Getenv("PETSTORE_TEST_REQUIRE_SERVICES") == "1" {
-			t.Fatal("PETSTORE_TEST_REDIS is not set and PETSTORE_TEST_REQUIRE_SERVICES=1")
-		}
-		t.Skip("PETSTORE_TEST_REDIS is not set (e.g. redis://127.0.0.1:6379/0); skipping Redis tests")
-	}
-	return addr
-}
-
-func newClient(t testing.TB, hooks ...redis.Hook) *redis.Client {
-	t.Helper()
-	o, err := redislimit.ParseOptions(redisAddr(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := redis.NewClient(o)
-	for _, h := range hooks {
-		c.AddHook(h)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
-// newUluleRedis returns a ulule Redis store under a fresh prefix whose keys
-// are deleted at cleanup.
+// newUluleRedis returns a ulule Redis store whose keys all start with
+// prefix, a testenv.RedisPrefix: ulule adds its own ":" after the prefix,
+// so the one that ends the prefix is left to it.
 func newUluleRedis(t testing.TB, c *redis.Client, prefix string) limiter.Store {
 	t.Helper()
-	st, err := uredis.NewStoreWithOptions(c, limiter.StoreOptions{Prefix: prefix})
+	st, err := uredis.NewStoreWithOptions(c, limiter.StoreOptions{Prefix: strings.TrimSuffix(prefix, ":")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return st
-}
-
-func newPrefix(t testing.TB, c *redis.Client) string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	prefix := "petstore-test:ulule:" + hex.EncodeToString(b)
-	t.Cleanup(func() {
-		ctx := context.Background()
-		iter := c.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-		for iter.Next(ctx) {
-			c.Del(ctx, iter.Val())
-		}
-	})
-	return prefix
 }
 
 // TestOverRedis runs the suite as far as ulule's Redis store allows: its
@@ -94,19 +53,19 @@ func newPrefix(t testing.TB, c *redis.Client) string {
 // (minute reset, day exhaustion, ban lifting and doubling, the honouring
 // client) are skipped; exactness, refunds, plan changes and bans run.
 func TestOverRedis(t *testing.T) {
-	redisAddr(t)
+	testenv.RedisURL(t)
 	ratelimittest.RunHarness(t, ratelimittest.Harness{
 		NewStore: func(t testing.TB) ratelimit.Store {
-			c := newClient(t)
-			return limiterstore.New(newUluleRedis(t, c, newPrefix(t, c)))
+			c := testenv.RedisClient(t)
+			return limiterstore.New(newUluleRedis(t, c, testenv.RedisPrefix(t, c, "ulule")))
 		},
 		WallClock: true,
 	})
 }
 
 func TestTwoProcessesShareOneRedis(t *testing.T) {
-	a, b := newClient(t), newClient(t)
-	prefix := newPrefix(t, a)
+	a, b := testenv.RedisClient(t), testenv.RedisClient(t)
+	prefix := testenv.RedisPrefix(t, a, "ulule")
 	limiters := []*ratelimit.Limiter{
 		ratelimit.New(limiterstore.New(newUluleRedis(t, a, prefix)), ratelimit.Config{StoreTimeout: 5 * time.Second}),
 		ratelimit.New(limiterstore.New(newUluleRedis(t, b, prefix)), ratelimit.Config{StoreTimeout: 5 * time.Second}),
@@ -154,8 +113,9 @@ func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 // per admitted request (ban, minute, day), where redislimit needs one.
 func TestRoundTrips(t *testing.T) {
 	var count commandCounter
-	c := newClient(t, &count)
-	lim := ratelimit.New(limiterstore.New(newUluleRedis(t, c, newPrefix(t, c))), ratelimit.Config{})
+	c := testenv.RedisClient(t)
+	c.AddHook(&count)
+	lim := ratelimit.New(limiterstore.New(newUluleRedis(t, c, testenv.RedisPrefix(t, c, "ulule"))), ratelimit.Config{})
 	before := count.n.Load()
 	for range 60 {
 		if d, err := lim.Decide(context.Background(), "key:rt", ratelimittest.Free); err != nil || !d.Allowed {

@@ -6,6 +6,7 @@ import (
 
 	petstore "github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/redislimit"
+	"github.com/petstorekit/petstore/internal/testenv"
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
@@ -13,8 +14,9 @@ import (
 // the commands sent per decision next to the time.
 func BenchmarkDecide(b *testing.B) {
 	var count commandCounter
-	c := newClient(b, &count)
-	lim := ratelimit.New(redislimit.New(c, newPrefix(b, c)), ratelimit.Config{})
+	c := testenv.RedisClient(b)
+	c.AddHook(&count)
+	lim := ratelimit.New(redislimit.New(c, testenv.RedisPrefix(b, c, "rl")), ratelimit.Config{})
 	limits := petstore.Limits{PerMinute: 1 << 40, PerDay: 1 << 41}
 	ctx := context.Background()
 	_, _ = lim.Decide(ctx, "key:bench", limits) // load the script

@@ -3,11 +3,8 @@ package redislimit_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"log/slog"
 	"net"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -20,67 +17,22 @@ import (
 
 	petstore "github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/redislimit"
+	"github.com/petstorekit/petstore/internal/testenv"
 	"github.com/petstorekit/petstore/ratelimit"
 	"github.com/petstorekit/petstore/ratelimit/ratelimittest"
 )
 
-// redisAddr returns the test Redis from PETSTORE_TEST_REDIS, or skips.
-func redisAddr(t testing.TB) string {
-	t.Helper()
-	addr := os.Getenv("PETSTORE_TEST_REDIS")
-	if addr == "" {
-		if os.Getenv("PETSTORE_TEST_REQUIRE_SERVICES") == "1" {
-			t.Fatal("PETSTORE_TEST_REDIS is not set and PETSTORE_TEST_REQUIRE_SERVICES=1")
-		}
-		t.Skip("PETSTORE_TEST_REDIS is not set (e.g. redis://127.0.0.1:6379/0); skipping Redis tests")
-	}
-	return addr
-}
-
-// newClient returns a client of the test Redis, closed at cleanup. Each
-// call is a separate connection pool, as a separate process would have.
-func newClient(t testing.TB, hooks ...redis.Hook) *redis.Client {
-	t.Helper()
-	o, err := redislimit.ParseOptions(redisAddr(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := redis.NewClient(o)
-	for _, h := range hooks {
-		c.AddHook(h)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
-// newPrefix returns a fresh key prefix and deletes its keys at cleanup, so
-// tests run in parallel and twice in a row.
-func newPrefix(t testing.TB, c *redis.Client) string {
-	t.Helper()
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	prefix := "petstore-test:rl:" + hex.EncodeToString(b) + ":"
-	t.Cleanup(func() {
-		ctx := context.Background()
-		iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			c.Del(ctx, iter.Val())
-		}
-	})
-	return prefix
-}
-
 func TestStore(t *testing.T) {
-	redisAddr(t)
+	testenv.RedisURL(t)
 	ratelimittest.Run(t, func(t testing.TB) ratelimit.Store {
-		c := newClient(t)
-		return redislimit.New(c, newPrefix(t, c))
+		c := testenv.RedisClient(t)
+		return redislimit.New(c, testenv.RedisPrefix(t, c, "rl"))
 	})
 }
 
 func TestKeysHaveTTL(t *testing.T) {
-	c := newClient(t)
-	prefix := newPrefix(t, c)
+	c := testenv.RedisClient(t)
+	prefix := testenv.RedisPrefix(t, c, "rl")
 	lim := ratelimit.New(redislimit.New(c, prefix), ratelimit.Config{})
 	for range 100 { // admissions, strikes and a ban
 		if _, err := lim.Decide(context.Background(), "key:ttl", ratelimittest.Free); err != nil {
@@ -101,8 +53,8 @@ func TestKeysHaveTTL(t *testing.T) {
 // TestTwoProcessesShareOneRedis runs two limiters, each with its own client,
 // against one subject: together they admit exactly the plan's minute.
 func TestTwoProcessesShareOneRedis(t *testing.T) {
-	a, b := newClient(t), newClient(t)
-	prefix := newPrefix(t, a)
+	a, b := testenv.RedisClient(t), testenv.RedisClient(t)
+	prefix := testenv.RedisPrefix(t, a, "rl")
 	clock := func() time.Time { return time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC) }
 	limiters := []*ratelimit.Limiter{
 		ratelimit.New(redislimit.New(a, prefix), ratelimit.Config{Clock: clock, StoreTimeout: 5 * time.Second}),
@@ -155,8 +107,9 @@ func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 
 func TestOneRoundTripPerDecision(t *testing.T) {
 	var count commandCounter
-	c := newClient(t, &count)
-	lim := ratelimit.New(redislimit.New(c, newPrefix(t, c)), ratelimit.Config{})
+	c := testenv.RedisClient(t)
+	c.AddHook(&count)
+	lim := ratelimit.New(redislimit.New(c, testenv.RedisPrefix(t, c, "rl")), ratelimit.Config{})
 	ctx := context.Background()
 	// The first call may load the script (EVALSHA, then EVAL).
 	if _, err := lim.Decide(ctx, "key:warm", ratelimittest.Free); err != nil {
@@ -196,7 +149,7 @@ func freePort(t *testing.T) int {
 // test may kill it; the shared server is never touched.
 func privateRedis(t *testing.T) (addr string, kill func()) {
 	t.Helper()
-	redisAddr(t) // the same opt-in as the other Redis tests
+	testenv.RedisURL(t) // the same opt-in as the other Redis tests
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Skip("redis-server not installed")

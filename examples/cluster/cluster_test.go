@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,79 +15,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/petstorekit/petstore"
-	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
-	"github.com/petstorekit/petstore/adapters/redislimit"
 	"github.com/petstorekit/petstore/client"
+	"github.com/petstorekit/petstore/internal/testenv"
 )
 
-// service returns the address of a service the test needs, from its
-// environment variable, skipping the test when it is unset (failing under
-// PETSTORE_TEST_REQUIRE_SERVICES=1).
-func service(t *testing.T, name string) string {
-	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		if os.Getenv("PETSTORE_TEST_REQUIRE_SERVICES") == "1" {
-			t.Fatalf("%s is not set, and PETSTORE_TEST_REQUIRE_SERVICES=1", name)
-		}
-		t.Skipf("%s is not set: skipping the cluster test (see DEVELOPERS.md for the services)", name)
-	}
-	return v
-}
-
+// random returns 12 random hex digits, so that each run's keys are new.
 func random(t *testing.T) string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// freshSchema creates a PostgreSQL schema for this test only and returns a
-// DSN selecting it; the schema is dropped when the test ends.
-func freshSchema(t *testing.T, base string) string {
-	t.Helper()
-	ctx := context.Background()
-	admin, err := bunopen.Open(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.Close() })
-	schema := "petstore_cluster_" + random(t)
-	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
-// freshPrefix returns a Redis key prefix for this test only and deletes
-// its keys when the test ends.
-func freshPrefix(t *testing.T, addr string) string {
-	t.Helper()
-	prefix := "petstore:cluster-test:" + random(t) + ":"
-	opts, err := redislimit.ParseOptions(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		rdb := redis.NewClient(opts)
-		defer rdb.Close()
-		ctx := context.Background()
-		iter := rdb.Scan(ctx, 0, prefix+"*", 100).Iterator()
-		for iter.Next(ctx) {
-			rdb.Del(ctx, iter.Val())
-		}
-	})
-	return prefix
 }
 
 // buildBinary compiles this program once per test run.
@@ -153,10 +89,9 @@ func start(t *testing.T, bin string, args ...string) string {
 }
 
 func TestTwoProcessesShareStateAndLimits(t *testing.T) {
-	pg := service(t, "PETSTORE_TEST_POSTGRES")
-	rd := service(t, "PETSTORE_TEST_REDIS")
-	dsn := freshSchema(t, pg)
-	prefix := freshPrefix(t, rd)
+	dsn := testenv.PostgresSchema(t)
+	rd := testenv.RedisURL(t)
+	prefix := testenv.RedisPrefix(t, testenv.RedisClient(t), "cluster")
 	bin := buildBinary(t)
 
 	writer := "psk_cluster_writer_" + random(t)

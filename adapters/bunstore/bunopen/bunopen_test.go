@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/bunstore"
 	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
+	"github.com/petstorekit/petstore/internal/testenv"
 )
 
 func TestParse(t *testing.T) {
@@ -81,8 +81,8 @@ func TestOpen(t *testing.T) {
 		{"Memory", func(*testing.T) string { return "memory" }},
 		{"SQLite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "p.db") }},
 		{"SQLiteRelative", func(t *testing.T) string { t.Chdir(t.TempDir()); return "sqlite:petstore.db" }},
-		{"PostgreSQL", func(t *testing.T) string { return serviceDSN(t, "PETSTORE_TEST_POSTGRES") }},
-		{"MariaDB", func(t *testing.T) string { return serviceDSN(t, "PETSTORE_TEST_MYSQL") }},
+		{"PostgreSQL", func(t *testing.T) string { return testenv.PostgresDSN(t) }},
+		{"MariaDB", func(t *testing.T) string { return testenv.MySQLDSN(t) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -107,18 +107,6 @@ func TestOpenUnreachable(t *testing.T) {
 	if strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("error %q shows the password", err)
 	}
-}
-
-func serviceDSN(t *testing.T, env string) string {
-	t.Helper()
-	dsn := os.Getenv(env)
-	if dsn == "" {
-		if os.Getenv("PETSTORE_TEST_REQUIRE_SERVICES") == "1" {
-			t.Fatalf("%s is unset and PETSTORE_TEST_REQUIRE_SERVICES=1", env)
-		}
-		t.Skipf("%s is unset; set it to run this test against a real server", env)
-	}
-	return dsn
 }
 
 func FuzzParse(f *testing.F) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/petstorekit/petstore/adapters/rfc2136"
+	"github.com/petstorekit/petstore/internal/testenv"
 )
 
 // KeyName is the TSIG key name the started server trusts.
@@ -44,14 +45,7 @@ func (k *Knot) Provider() *rfc2136.Provider {
 // PETSTORE_TEST_REQUIRE_SERVICES=1.
 func StartKnot(tb testing.TB, zones ...string) *Knot {
 	tb.Helper()
-	bin := knotd()
-	if bin == "" {
-		msg := "knotd is not installed (Debian package knot): skipping the RFC 2136 tests against Knot"
-		if os.Getenv("PETSTORE_TEST_REQUIRE_SERVICES") == "1" {
-			tb.Fatal(msg + ", but PETSTORE_TEST_REQUIRE_SERVICES=1")
-		}
-		tb.Skip(msg)
-	}
+	bin := testenv.Program(tb, "knotd", "knot")
 	secretBytes := make([]byte, 32)
 	rand.Read(secretBytes)
 	k := &Knot{Secret: base64.StdEncoding.EncodeToString(secretBytes), Dir: tb.TempDir()}
@@ -73,19 +67,7 @@ func StartKnot(tb testing.TB, zones ...string) *Knot {
 
 // Installed reports whether knotd can be found, so a test that also runs
 // other backends can leave Knot out instead of skipping altogether.
-func Installed() bool { return knotd() != "" }
-
-func knotd() string {
-	if p, err := exec.LookPath("knotd"); err == nil {
-		return p
-	}
-	for _, p := range []string{"/usr/sbin/knotd", "/usr/local/sbin/knotd"} {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	return ""
-}
+func Installed() bool { return testenv.LookPath("knotd") != "" }
 
 func (k *Knot) start(tb testing.TB, bin string, port int, zones []string) error {
 	dir, err := os.MkdirTemp(k.Dir, "knot")
