@@ -253,13 +253,7 @@ func (d *dashboard) match(r *http.Request) (rt dashRoute, allow string, ok bool)
 // ServeHTTP routes a request that passed the chain.
 func (d *dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt, allow, ok := d.match(r)
-	switch {
-	case !ok:
-		WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no such path: %s", r.URL.Path))
-		return
-	case allow != "":
-		w.Header().Set("Allow", allow)
-		WriteError(w, r, petstore.Errorf(petstore.CodeMethodNotAllowed, "method %s is not allowed here; use %s", r.Method, allow))
+	if refuseUnrouted(w, r, ok, allow) {
 		return
 	}
 	// The chain logs r.Pattern as the route, as it does behind a ServeMux.
@@ -320,7 +314,7 @@ func (d *dashboard) handleList(w http.ResponseWriter, r *http.Request, key petst
 }
 
 func (d *dashboard) handleAdd(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
-	body, err := readDashboardBody(w, r)
+	body, err := readBody(w, r)
 	if err != nil {
 		WriteError(w, r, err)
 		return
@@ -379,7 +373,7 @@ func (d *dashboard) handleGetConfig(w http.ResponseWriter, r *http.Request, key 
 }
 
 func (d *dashboard) handlePutConfig(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
-	body, err := readDashboardBody(w, r)
+	body, err := readBody(w, r)
 	if err != nil {
 		WriteError(w, r, err)
 		return
@@ -428,37 +422,6 @@ func tidyConfig(c domain.Config) domain.Config {
 		c.Redirects = []domain.Redirect{}
 	}
 	return c
-}
-
-// readDashboardBody enforces the JSON media type (415) and the 1 MiB limit
-// (413), as the /v1 API does, and returns the body.
-func readDashboardBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	if !dashboardIsJSON(r.Header.Get("Content-Type")) {
-		return nil, petstore.Errorf(petstore.CodeUnsupportedMediaType, "Content-Type must be application/json")
-	}
-	tooLarge := petstore.Errorf(petstore.CodePayloadTooLarge, "body must be at most 1 MiB")
-	if r.ContentLength > MaxBodyBytes {
-		return nil, tooLarge
-	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return nil, tooLarge
-		}
-		return nil, petstore.Errorf(petstore.CodeInvalidRequest, "could not read the body")
-	}
-	return b, nil
-}
-
-// dashboardIsJSON accepts application/json without a charset or with
-// UTF-8, the only encoding JSON allows (RFC 8259 §8.1).
-func dashboardIsJSON(ct string) bool {
-	mt, params, err := mime.ParseMediaType(ct)
-	if err != nil || mt != "application/json" {
-		return false
-	}
-	cs, ok := params["charset"]
-	return !ok || strings.EqualFold(cs, "utf-8")
 }
 
 // decodeOneObject decodes exactly one JSON object from body into v and

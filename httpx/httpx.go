@@ -146,20 +146,14 @@ func (a *api) match(r *http.Request) (rt route, allow string, ok bool) {
 // limiting, then checks the media type and size of bodies.
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt, allow, ok := a.match(r)
-	switch {
-	case !ok:
-		WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no such path: %s", r.URL.Path))
-		return
-	case allow != "":
-		w.Header().Set("Allow", allow)
-		WriteError(w, r, petstore.Errorf(petstore.CodeMethodNotAllowed, "method %s is not allowed here; use %s", r.Method, allow))
+	if refuseUnrouted(w, r, ok, allow) {
 		return
 	}
 	if info := infoFrom(r.Context()); info != nil {
 		info.route = rt.pattern
 	}
 	if rt.body {
-		if err := readBody(w, r); err != nil {
+		if _, err := readBody(w, r); err != nil {
 			WriteError(w, r, err)
 			return
 		}
@@ -167,26 +161,43 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt.handle(w, r)
 }
 
+// refuseUnrouted answers a request that match did not route, in JSON as
+// every answer under the base is: 404 when no route has the path, 405 with
+// Allow when the path's routes lack the method. It reports whether it
+// answered.
+func refuseUnrouted(w http.ResponseWriter, r *http.Request, ok bool, allow string) bool {
+	switch {
+	case !ok:
+		WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no such path: %s", r.URL.Path))
+		return true
+	case allow != "":
+		w.Header().Set("Allow", allow)
+		WriteError(w, r, petstore.Errorf(petstore.CodeMethodNotAllowed, "method %s is not allowed here; use %s", r.Method, allow))
+		return true
+	}
+	return false
+}
+
 // readBody enforces the JSON media type (415) and the size limit (413),
-// then replaces r.Body with the bytes read, so the operation and any
-// wrapper around it can read them.
-func readBody(w http.ResponseWriter, r *http.Request) error {
+// then returns the bytes read and replaces r.Body with them, so the
+// operation and any wrapper around it can read them again.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if !isJSON(r.Header.Get("Content-Type")) {
-		return petstore.Errorf(petstore.CodeUnsupportedMediaType, "Content-Type must be application/json")
+		return nil, petstore.Errorf(petstore.CodeUnsupportedMediaType, "Content-Type must be application/json")
 	}
 	tooLarge := petstore.Errorf(petstore.CodePayloadTooLarge, "body must be at most 1 MiB")
 	if r.ContentLength > MaxBodyBytes {
-		return tooLarge
+		return nil, tooLarge
 	}
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return tooLarge
+			return nil, tooLarge
 		}
-		return petstore.Errorf(petstore.CodeInvalidRequest, "could not read the body")
+		return nil, petstore.Errorf(petstore.CodeInvalidRequest, "could not read the body")
 	}
 	r.Body = io.NopCloser(bytes.NewReader(b))
-	return nil
+	return b, nil
 }
 
 // isJSON accepts application/json with no charset or with UTF-8, the only
