@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/memstore"
+	"github.com/petstorekit/petstore/domain"
 	"github.com/petstorekit/petstore/httpx"
 )
 
@@ -25,7 +27,35 @@ import (
 // goes through do, which validates it against the OpenAPI document the
 // handler itself serves. Document and server therefore cannot drift.
 
-var routersByBase sync.Map // base path -> routers.Router
+var documentRouters sync.Map // document path -> routers.Router
+
+// documentRouter returns a router over the OpenAPI document that the
+// handler from newHandler serves at path, loading and validating it once
+// per path.
+func documentRouter(t testing.TB, path string, newHandler func() http.Handler) routers.Router {
+	t.Helper()
+	if r, ok := documentRouters.Load(path); ok {
+		return r.(routers.Router)
+	}
+	rec := httptest.NewRecorder()
+	newHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, rec.Code, rec.Body)
+	}
+	doc, err := openapi3.NewLoader().LoadFromData(rec.Body.Bytes())
+	if err != nil {
+		t.Fatalf("load served OpenAPI document %s: %v", path, err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatalf("served OpenAPI document %s is invalid: %v", path, err)
+	}
+	r, err := legacy.NewRouter(doc)
+	if err != nil {
+		t.Fatalf("router: %v", err)
+	}
+	documentRouters.Store(path, r)
+	return r
+}
 
 // contractRouter loads the document served at base+"/openapi.json". It
 // asks a handler of its own, without a limiter, so that loading the
@@ -34,32 +64,14 @@ var routersByBase sync.Map // base path -> routers.Router
 // serves the same bytes (httpx renders the document once per base).
 func contractRouter(t testing.TB, base string) routers.Router {
 	t.Helper()
-	if r, ok := routersByBase.Load(base); ok {
-		return r.(routers.Router)
-	}
-	store := memstore.New()
-	h, err := httpx.New(httpx.Config{Service: petstore.NewService(store), Auth: petstore.NewKeys(store), BasePath: base})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, base+"/openapi.json", nil))
-	if rec.Code != http.StatusOK {
-		t.Fatalf("GET %s/openapi.json: %d %s", base, rec.Code, rec.Body)
-	}
-	doc, err := openapi3.NewLoader().LoadFromData(rec.Body.Bytes())
-	if err != nil {
-		t.Fatalf("load served OpenAPI document: %v", err)
-	}
-	if err := doc.Validate(context.Background()); err != nil {
-		t.Fatalf("served OpenAPI document is invalid: %v", err)
-	}
-	r, err := legacy.NewRouter(doc)
-	if err != nil {
-		t.Fatalf("router: %v", err)
-	}
-	routersByBase.Store(base, r)
-	return r
+	return documentRouter(t, base+"/openapi.json", func() http.Handler {
+		store := memstore.New()
+		h, err := httpx.New(httpx.Config{Service: petstore.NewService(store), Auth: petstore.NewKeys(store), BasePath: base})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	})
 }
 
 // response is a recorded response with its body read.
@@ -86,13 +98,19 @@ func (r response) errorBody(t testing.TB) petstore.Error {
 	return e
 }
 
-// do serves req on h and checks the pair against the document of base.
-// A 2xx response requires a request the document accepts; every response
-// must match the document, status, headers and body included. Requests
-// that match no operation (404 and 405 on unknown paths or methods) must
-// still answer an Error body.
-func do(t testing.TB, h http.Handler, base string, req *http.Request) response {
+// domain decodes a Domain body.
+func (r response) domain(t testing.TB) domain.Domain {
 	t.Helper()
+	var d domain.Domain
+	if err := json.Unmarshal(r.Body, &d); err != nil {
+		t.Fatalf("body is not a Domain: %q (%v)", r.Body, err)
+	}
+	return d
+}
+
+// serve serves req on h and records the response; it also returns the
+// request's body, which serving consumed.
+func serve(h http.Handler, req *http.Request) (response, []byte) {
 	var reqBody []byte
 	if req.Body != nil {
 		reqBody, _ = io.ReadAll(req.Body)
@@ -100,15 +118,33 @@ func do(t testing.TB, h http.Handler, base string, req *http.Request) response {
 	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
-	res := response{Status: rec.Code, Header: rec.Result().Header, Body: rec.Body.Bytes()}
+	return response{Status: rec.Code, Header: rec.Result().Header, Body: rec.Body.Bytes()}, reqBody
+}
 
-	router := contractRouter(t, base)
+// do serves req on h and checks the pair against the document of base.
+// Requests outside the document may also meet authentication and the
+// rate limit first.
+func do(t testing.TB, h http.Handler, base string, req *http.Request) response {
+	t.Helper()
+	res, reqBody := serve(h, req)
+	checkContract(t, contractRouter(t, base), req, reqBody, res,
+		http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusUnauthorized, http.StatusTooManyRequests)
+	return res
+}
+
+// checkContract checks a served pair against router's document. A 2xx
+// response requires a request the document accepts; every response must
+// match the document, status, headers and body included. Requests that
+// match no operation must answer one of the statuses offDocument (404 and
+// 405 on unknown paths or methods, ...) with an Error body.
+func checkContract(t testing.TB, router routers.Router, req *http.Request, reqBody []byte, res response, offDocument ...int) {
+	t.Helper()
 	creq := req.Clone(context.Background())
 	creq.Body = io.NopCloser(bytes.NewReader(reqBody))
 	route, params, err := router.FindRoute(creq)
 	if err == nil && strings.HasSuffix(creq.URL.Path, "/") {
-		// kin-openapi's router forgives a trailing slash; the document
-		// (and the server) do not.
+		// kin-openapi's router forgives a trailing slash; the documents
+		// (and the servers) do not.
 		err = &routers.RouteError{Reason: routers.ErrPathNotFound.Error()}
 	}
 	if err != nil {
@@ -116,11 +152,11 @@ func do(t testing.TB, h http.Handler, base string, req *http.Request) response {
 		if !errors.As(err, &re) {
 			t.Fatalf("contract: find route: %v", err)
 		}
-		if res.Status != http.StatusNotFound && res.Status != http.StatusMethodNotAllowed && res.Status != http.StatusUnauthorized && res.Status != http.StatusTooManyRequests {
+		if !slices.Contains(offDocument, res.Status) {
 			t.Fatalf("contract: %s %s is not in the document but answered %d", req.Method, req.URL, res.Status)
 		}
 		res.errorBody(t)
-		return res
+		return
 	}
 	in := &openapi3filter.RequestValidationInput{
 		Request: creq, PathParams: params, Route: route,
@@ -139,5 +175,4 @@ func do(t testing.TB, h http.Handler, base string, req *http.Request) response {
 	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
 		t.Fatalf("contract: %s %s -> %d %s: %v", req.Method, req.URL, res.Status, res.Body, err)
 	}
-	return res
 }

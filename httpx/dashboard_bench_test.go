@@ -12,7 +12,7 @@ import (
 // domain served by its project's site, a redirect, an unknown Host (404)
 // and a platform host, against a bare handler writing the same page.
 func BenchmarkEdge(b *testing.B) {
-	w := newDashWorld(b, memstore.New(), newDashClock().Now)
+	w := newDashWorld(b, memstore.New(), newClock().Now)
 	w.activate(b, w.pro, "shop")
 	w.activate(b, w.pro, "www")
 	w.call(b, w.pro, http.MethodPut, dashAPI+"/domains/config", map[string]any{
@@ -53,7 +53,7 @@ func BenchmarkEdge(b *testing.B) {
 // BenchmarkDashboardList measures GET /dashboard/api/domains with ten
 // domains: authentication, the engine's List and Config, and encoding.
 func BenchmarkDashboardList(b *testing.B) {
-	w := newDashWorld(b, memstore.New(), newDashClock().Now)
+	w := newDashWorld(b, memstore.New(), newClock().Now)
 	for _, l := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"} {
 		w.call(b, w.pro, http.MethodPost, dashAPI+"/domains", map[string]string{"name": l + ".example.com"})
 	}

@@ -1,10 +1,8 @@
 package httpx_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,10 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/libdns/libdns"
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/bunstore"
@@ -205,41 +199,10 @@ func (w *dashWorld) addA(t testing.TB, label, ip string) {
 	}
 }
 
-// dashRes is a recorded response with its body read.
-type dashRes struct {
-	Status int
-	Header http.Header
-	Body   []byte
-}
-
-// errorBody decodes an Error body, failing when it is not one that agrees
-// with the status.
-func (r dashRes) errorBody(t testing.TB) petstore.Error {
-	t.Helper()
-	var e petstore.Error
-	if err := json.Unmarshal(r.Body, &e); err != nil || e.Code == "" || e.Message == "" {
-		t.Fatalf("body is not an Error: %q (%v)", r.Body, err)
-	}
-	if e.Status != r.Status || petstore.StatusOf(e.Code) != r.Status {
-		t.Fatalf("Error %+v does not match status %d", e, r.Status)
-	}
-	return e
-}
-
-// domain decodes a Domain body.
-func (r dashRes) domain(t testing.TB) domain.Domain {
-	t.Helper()
-	var d domain.Domain
-	if err := json.Unmarshal(r.Body, &d); err != nil {
-		t.Fatalf("body is not a Domain: %q (%v)", r.Body, err)
-	}
-	return d
-}
-
 // call sends one dashboard API request with key (none when "") and a JSON
 // body (none when nil; a string is sent as it is), and checks the pair
 // against the dashboard's OpenAPI document.
-func (w *dashWorld) call(t testing.TB, key, method, path string, body any) dashRes {
+func (w *dashWorld) call(t testing.TB, key, method, path string, body any) response {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -263,90 +226,18 @@ func (w *dashWorld) call(t testing.TB, key, method, path string, body any) dashR
 	return dashDo(t, w.dash, req)
 }
 
-var (
-	dashRouterOnce sync.Once
-	dashRouter     routers.Router
-	dashRouterErr  error
-)
-
-// dashContractRouter loads the document the dashboard serves, once.
-func dashContractRouter(t testing.TB, h http.Handler) routers.Router {
+// dashDo serves req on the dashboard and checks the pair against the
+// dashboard's OpenAPI document (see checkContract), and that it says the
+// API is in beta. Requests outside the document may meet authentication
+// first.
+func dashDo(t testing.TB, h http.Handler, req *http.Request) response {
 	t.Helper()
-	dashRouterOnce.Do(func() {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/dashboard/api/openapi.json", nil))
-		if rec.Code != http.StatusOK {
-			dashRouterErr = errors.New("GET /dashboard/api/openapi.json: " + rec.Result().Status)
-			return
-		}
-		doc, err := openapi3.NewLoader().LoadFromData(rec.Body.Bytes())
-		if err == nil {
-			err = doc.Validate(context.Background())
-		}
-		if err == nil {
-			dashRouter, err = legacy.NewRouter(doc)
-		}
-		dashRouterErr = err
-	})
-	if dashRouterErr != nil {
-		t.Fatalf("dashboard OpenAPI document: %v", dashRouterErr)
-	}
-	return dashRouter
-}
-
-// dashDo serves req on the dashboard and validates the pair against the
-// dashboard's OpenAPI document: a 2xx answer needs a request the document
-// accepts, and every response must match it, status, headers and body.
-// Requests outside the document (unknown paths and methods) must still get
-// an Error body.
-func dashDo(t testing.TB, h http.Handler, req *http.Request) dashRes {
-	t.Helper()
-	var reqBody []byte
-	if req.Body != nil {
-		reqBody, _ = io.ReadAll(req.Body)
-		req.Body = io.NopCloser(bytes.NewReader(reqBody))
-	}
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	res := dashRes{Status: rec.Code, Header: rec.Result().Header, Body: rec.Body.Bytes()}
+	res, reqBody := serve(h, req)
 	if got := res.Header.Get(httpx.StabilityHeader); got != "beta" {
 		t.Fatalf("%s %s: X-API-Stability = %q, want beta", req.Method, req.URL, got)
 	}
-
-	router := dashContractRouter(t, h)
-	creq := req.Clone(context.Background())
-	creq.Body = io.NopCloser(bytes.NewReader(reqBody))
-	route, params, err := router.FindRoute(creq)
-	if err != nil {
-		var re *routers.RouteError
-		if !errors.As(err, &re) {
-			t.Fatalf("contract: find route: %v", err)
-		}
-		switch res.Status {
-		case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusUnauthorized:
-		default:
-			t.Fatalf("contract: %s %s is not in the document but answered %d", req.Method, req.URL, res.Status)
-		}
-		res.errorBody(t)
-		return res
-	}
-	in := &openapi3filter.RequestValidationInput{
-		Request: creq, PathParams: params, Route: route,
-		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
-	}
-	if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil && res.Status/100 == 2 {
-		t.Fatalf("contract: %s %s answered %d but the document rejects the request: %v", req.Method, req.URL, res.Status, err)
-	}
-	out := &openapi3filter.ResponseValidationInput{
-		RequestValidationInput: in,
-		Status:                 res.Status,
-		Header:                 res.Header,
-		Body:                   io.NopCloser(bytes.NewReader(res.Body)),
-		Options:                &openapi3filter.Options{IncludeResponseStatus: true},
-	}
-	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
-		t.Fatalf("contract: %s %s -> %d %s: %v", req.Method, req.URL, res.Status, res.Body, err)
-	}
+	router := documentRouter(t, "/dashboard/api/openapi.json", func() http.Handler { return h })
+	checkContract(t, router, req, reqBody, res, http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusUnauthorized)
 	return res
 }
 
@@ -361,26 +252,4 @@ func (w *dashWorld) get(t testing.TB, host, path, key string) *httptest.Response
 	rec := httptest.NewRecorder()
 	w.edge.ServeHTTP(rec, req)
 	return rec
-}
-
-// dashClock is a clock tests move by hand.
-type dashClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newDashClock() *dashClock {
-	return &dashClock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
-}
-
-func (c *dashClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *dashClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
 }

@@ -44,7 +44,7 @@ func FuzzDashboardAddDomain(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	w := newDashWorld(f, memstore.New(), newDashClock().Now)
+	w := newDashWorld(f, memstore.New(), newClock().Now)
 	f.Fuzz(func(t *testing.T, body string) {
 		req := httptest.NewRequest(http.MethodPost, dashAPI+"/domains", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
@@ -70,7 +70,7 @@ func FuzzDashboardConfig(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	w := newDashWorld(f, memstore.New(), newDashClock().Now)
+	w := newDashWorld(f, memstore.New(), newClock().Now)
 	for _, n := range []string{"a.example.com", "b.example.com", "c.example.com"} {
 		w.call(f, w.pro, http.MethodPost, dashAPI+"/domains", map[string]string{"name": n})
 	}
@@ -107,7 +107,7 @@ func FuzzEdgeHost(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	w := newDashWorld(f, memstore.New(), newDashClock().Now)
+	w := newDashWorld(f, memstore.New(), newClock().Now)
 	w.activate(f, w.pro, "shop")
 	project := w.proKey.ProjectID
 	f.Fuzz(func(t *testing.T, host string) {

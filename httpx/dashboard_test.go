@@ -22,7 +22,7 @@ func TestDashboardDomainLifecycle(t *testing.T) {
 	for name, open := range dashStores(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			w := newDashWorld(t, open(t), newDashClock().Now)
+			w := newDashWorld(t, open(t), newClock().Now)
 
 			res := w.call(t, w.pro, http.MethodGet, dashAPI+"/domains", nil)
 			if res.Status != http.StatusOK || !strings.Contains(string(res.Body), `"domains":[]`) {
@@ -148,7 +148,7 @@ func TestDashboardDomainLifecycle(t *testing.T) {
 // forms come back.
 func TestDashboardUnicodeNames(t *testing.T) {
 	t.Parallel()
-	w := newDashWorld(t, dashStores(t)["memstore"](t), newDashClock().Now)
+	w := newDashWorld(t, dashStores(t)["memstore"](t), newClock().Now)
 	res := w.call(t, w.pro, http.MethodPost, dashAPI+"/domains", map[string]string{"name": "Bücher.example.com"})
 	d := res.domain(t)
 	if res.Status != http.StatusCreated || d.Name != "xn--bcher-kva.example.com" || d.UnicodeName != "bücher.example.com" {
@@ -172,7 +172,7 @@ func TestDashboardUnicodeNames(t *testing.T) {
 // binding table, and is in the OpenAPI document.
 func TestDashboardErrors(t *testing.T) {
 	t.Parallel()
-	w := newDashWorld(t, dashStores(t)["memstore"](t), newDashClock().Now)
+	w := newDashWorld(t, dashStores(t)["memstore"](t), newClock().Now)
 	// Held by the second project, attached to the first.
 	if res := w.call(t, w.pro2, http.MethodPost, dashAPI+"/domains", map[string]string{"name": "taken.example.com"}); res.Status != http.StatusCreated {
 		t.Fatalf("setup: %d %s", res.Status, res.Body)
@@ -236,7 +236,7 @@ func TestDashboardErrors(t *testing.T) {
 	secrets := map[string]string{"pro": w.pro, "free": w.free, "undeployed": w.undeployed, "psk_nope": "psk_nope"}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var res dashRes
+			var res response
 			if c.ctype != "" {
 				req := httptest.NewRequest(c.method, c.path, strings.NewReader(c.body.(string)))
 				req.Header.Set("Content-Type", c.ctype)
@@ -278,7 +278,7 @@ func TestDashboardErrors(t *testing.T) {
 // document is public and marked beta throughout.
 func TestDashboardPage(t *testing.T) {
 	t.Parallel()
-	w := newDashWorld(t, dashStores(t)["memstore"](t), newDashClock().Now)
+	w := newDashWorld(t, dashStores(t)["memstore"](t), newClock().Now)
 	cases := []struct {
 		path, ctype, contains string
 	}{

@@ -34,7 +34,7 @@ func (w *dashWorld) activate(t testing.TB, key, label string) {
 // Host a 404 that shows no project's content.
 func TestEdgeRoutesByHost(t *testing.T) {
 	t.Parallel()
-	clock := newDashClock()
+	clock := newClock()
 	w := newDashWorld(t, dashStores(t)["memstore"](t), clock.Now)
 	a, b := w.proKey.ProjectID, w.pro2Key.ProjectID
 	w.activate(t, w.pro, "shop")
@@ -130,7 +130,7 @@ func TestEdgeRoutesByHost(t *testing.T) {
 
 	t.Run("failed after 48 hours is 404", func(t *testing.T) {
 		w.call(t, w.pro, http.MethodPost, dashAPI+"/domains", map[string]string{"name": "late.example.com"})
-		clock.Add(49 * time.Hour)
+		clock.Advance(49 * time.Hour)
 		if _, err := w.engine.RunDue(context.Background(), clock.Now()); err != nil {
 			t.Fatal(err)
 		}

@@ -72,8 +72,14 @@ func newEnv(t testing.TB, mutate func(*httpx.Config)) *env {
 	return &env{h: h, store: store, secret: secret, key: key, logs: logs}
 }
 
-// req builds an authenticated request; body "" means none.
+// req builds a request authenticated with e's key; body "" means none.
 func (e *env) req(method, target, body string) *http.Request {
+	return authedReq(e.secret, method, target, body)
+}
+
+// authedReq builds a request authenticated with the key secret, with a
+// JSON body; body "" means none.
+func authedReq(secret, method, target, body string) *http.Request {
 	var r *http.Request
 	if body == "" {
 		r = httptest.NewRequest(method, target, nil)
@@ -81,7 +87,7 @@ func (e *env) req(method, target, body string) *http.Request {
 		r = httptest.NewRequest(method, target, strings.NewReader(body))
 		r.Header.Set("Content-Type", "application/json")
 	}
-	r.Header.Set("Authorization", "Bearer "+e.secret)
+	r.Header.Set("Authorization", "Bearer "+secret)
 	return r
 }
 

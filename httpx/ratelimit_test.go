@@ -31,7 +31,8 @@ import (
 // t0 is a whole second, so that "now + 60 s" is exact in Unix seconds.
 var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
-// clock is the injected time of a limiter.
+// clock is an injected time the test moves by hand: a limiter's, or the
+// domain engine's in the dashboard and edge tests.
 type clock struct {
 	mu  sync.Mutex
 	now time.Time
@@ -86,15 +87,7 @@ func newRLEnv(t testing.TB, store ratelimit.Store, mutate func(*httpx.Config, *r
 }
 
 func (e *rlEnv) req(method, target, body string) *http.Request {
-	var r *http.Request
-	if body == "" {
-		r = httptest.NewRequest(method, target, nil)
-	} else {
-		r = httptest.NewRequest(method, target, strings.NewReader(body))
-		r.Header.Set("Content-Type", "application/json")
-	}
-	r.Header.Set("Authorization", "Bearer "+e.secret)
-	return r
+	return authedReq(e.secret, method, target, body)
 }
 
 func (e *rlEnv) get(t testing.TB) response {
