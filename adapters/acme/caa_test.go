@@ -9,6 +9,7 @@ import (
 	"github.com/libdns/libdns"
 
 	"github.com/petstorekit/petstore/adapters/acme"
+	"github.com/petstorekit/petstore/adapters/dnsresolver"
 	"github.com/petstorekit/petstore/adapters/memzone"
 	"github.com/petstorekit/petstore/domain"
 )
@@ -125,7 +126,7 @@ func TestCheckCAAWalksUpAndFollowsCNAMEs(t *testing.T) {
 		{"example.com", "example.com", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v, err := acme.CheckCAA(ctx, dnsResolver{srv.Addr()}, tc.name, []string{"pebble.letsencrypt.org"})
+			v, err := acme.CheckCAA(ctx, dnsresolver.New(srv.Addr()), tc.name, []string{"pebble.letsencrypt.org"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,9 +137,45 @@ func TestCheckCAAWalksUpAndFollowsCNAMEs(t *testing.T) {
 	}
 	t.Run("a failing lookup is not a verdict", func(t *testing.T) {
 		srv.FailWith("broken.example.com.", 2)
-		_, err := acme.CheckCAA(ctx, dnsResolver{srv.Addr()}, "broken.example.com", nil)
+		_, err := acme.CheckCAA(ctx, dnsresolver.New(srv.Addr()), "broken.example.com", nil)
 		if err == nil {
 			t.Fatal("SERVFAIL gave a verdict")
 		}
 	})
+}
+
+// TestParseCAAReadsDNSResolver reads CAA records served by a real DNS
+// server through dnsresolver, the resolver production wires in, and
+// parses what it renders: flags, tag and value come back as they were
+// published, quotes included.
+func TestParseCAAReadsDNSResolver(t *testing.T) {
+	ctx := context.Background()
+	zone, srv := memzone.NewTestServer(t, "example.com.")
+	for _, tc := range []struct {
+		label string
+		rec   libdns.CAA
+		want  acme.CAA
+	}{
+		{"plain", libdns.CAA{Tag: "issue", Value: "ca.example"}, acme.CAA{Tag: "issue", Value: "ca.example"}},
+		{"params", libdns.CAA{Tag: "issue", Value: "ca.example; validationmethods=dns-01"}, acme.CAA{Tag: "issue", Value: "ca.example; validationmethods=dns-01"}},
+		{"critical", libdns.CAA{Flags: 128, Tag: "issuewild", Value: ";"}, acme.CAA{Flags: 128, Tag: "issuewild", Value: ";"}},
+		{"quotes", libdns.CAA{Tag: "tbs", Value: `say "hi"`}, acme.CAA{Tag: "tbs", Value: `say "hi"`}},
+		{"empty", libdns.CAA{Tag: "issue", Value: ""}, acme.CAA{Tag: "issue"}},
+	} {
+		t.Run(tc.label, func(t *testing.T) {
+			rec := tc.rec
+			rec.Name, rec.TTL = tc.label, time.Minute
+			if _, err := zone.AppendRecords(ctx, "example.com.", []libdns.Record{rec}); err != nil {
+				t.Fatal(err)
+			}
+			recs, err := dnsresolver.New(srv.Addr()).Lookup(ctx, tc.label+".example.com", "CAA")
+			if err != nil || len(recs) != 1 {
+				t.Fatalf("Lookup = %+v, %v; want one record", recs, err)
+			}
+			got, err := acme.ParseCAA(recs[0].Value)
+			if err != nil || got != tc.want {
+				t.Fatalf("ParseCAA(%q) = %+v, %v; want %+v", recs[0].Value, got, err, tc.want)
+			}
+		})
+	}
 }

@@ -10,66 +10,18 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/libdns/libdns"
-	"github.com/miekg/dns"
 
 	"github.com/petstorekit/petstore/adapters/acme"
 	"github.com/petstorekit/petstore/adapters/acme/acmetest"
+	"github.com/petstorekit/petstore/adapters/dnsresolver"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/adapters/memzone"
-	"github.com/petstorekit/petstore/domain"
 )
-
-// dnsResolver is a domain.Resolver asking one nameserver directly. It
-// stands in for adapters/dnsresolver, which is written at the same time
-// as this package; it returns CAA data in presentation form the same way.
-type dnsResolver struct{ server string }
-
-func (r dnsResolver) Lookup(ctx context.Context, name, rrtype string) ([]domain.Record, error) {
-	m := new(dns.Msg)
-	m.SetQuestion(dns.Fqdn(name), dns.StringToType[rrtype])
-	c := &dns.Client{Timeout: 2 * time.Second}
-	in, _, err := c.ExchangeContext(ctx, m, r.server)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", domain.ErrLookupFailed, err)
-	}
-	if in.Rcode != dns.RcodeSuccess && in.Rcode != dns.RcodeNameError {
-		return nil, fmt.Errorf("%w: %s", domain.ErrLookupFailed, dns.RcodeToString[in.Rcode])
-	}
-	out := []domain.Record{}
-	for _, rr := range in.Answer {
-		if !strings.EqualFold(rr.Header().Name, dns.Fqdn(name)) {
-			continue
-		}
-		rec := domain.Record{Type: rrtype, Name: strings.TrimSuffix(rr.Header().Name, "."), TTL: int(rr.Header().Ttl)}
-		switch v := rr.(type) {
-		case *dns.CAA:
-			if rrtype != "CAA" {
-				continue
-			}
-			rec.Value = fmt.Sprintf("%d %s %q", v.Flag, v.Tag, v.Value)
-		case *dns.CNAME:
-			if rrtype != "CNAME" {
-				continue
-			}
-			rec.Value = strings.TrimSuffix(v.Target, ".")
-		case *dns.A:
-			if rrtype != "A" {
-				continue
-			}
-			rec.Value = v.A.String()
-		default:
-			continue
-		}
-		out = append(out, rec)
-	}
-	return out, nil
-}
 
 // env is a complete local ACME setup: a DNS server for example.com whose
 // names point at 127.0.0.1, Pebble validating against it, and plain-HTTP
@@ -159,7 +111,7 @@ func (e *env) issuer(mod func(*acme.Config)) *acme.Issuer {
 	cfg := acme.Config{
 		CA: e.ca.DirectoryURL(), RootCAs: e.ca.ServerRootPEM(), Email: "ops@example.com",
 		Storage:  e.store,
-		Resolver: dnsResolver{e.dns.Addr()},
+		Resolver: dnsresolver.New(e.dns.Addr()),
 		OnChange: func(name string) { e.changes <- name },
 		Allowed: func(_ context.Context, name string) bool {
 			e.mu.Lock()
