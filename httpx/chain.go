@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/internal/statuswriter"
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
@@ -108,35 +109,11 @@ func Wrap(cfg Config, next http.Handler, publicPaths ...string) (http.Handler, e
 	return newChain(cfg, next, func(r *http.Request) bool { return public[r.URL.Path] })
 }
 
-// statusWriter remembers the status for the request log and whether a
-// response was started, so recovery knows if it can still answer.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
 func (c *chain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	info := &requestInfo{id: requestID(r.Header.Get("X-Request-Id")), logger: c.logger}
 	w.Header().Set("X-Request-Id", info.id)
-	sw := &statusWriter{ResponseWriter: w}
+	sw := &statuswriter.Writer{ResponseWriter: w}
 	r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
 
 	defer func() {
@@ -147,7 +124,7 @@ func (c *chain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		attrs := []slog.Attr{
 			slog.String("method", r.Method),
 			slog.String("route", route),
-			slog.Int("status", sw.status),
+			slog.Int("status", sw.Status),
 			slog.Duration("duration", time.Since(start)),
 			slog.String("request_id", info.id),
 		}
@@ -168,10 +145,10 @@ func (c *chain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			slog.String("request_id", info.id),
 			slog.String("panic", fmt.Sprint(v)),
 			slog.String("stack", string(debug.Stack())))
-		if sw.status == 0 {
+		if sw.Status == 0 {
 			WriteError(sw, r, petstore.Errorf(petstore.CodeInternal, "Internal error."))
 		} else {
-			sw.status = http.StatusInternalServerError // what the log should say
+			sw.Status = http.StatusInternalServerError // what the log should say
 		}
 	}()
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/internal/statuswriter"
 )
 
 // idempotencyPurgeEvery is how often expired Idempotency-Key records are
@@ -103,12 +104,12 @@ func (m *idempotent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			_ = m.store.ReleaseIdempotencyKey(bg, rec.Scope, rec.Key)
 		}
 	}()
-	cw := &captureWriter{ResponseWriter: w}
+	cw := &captureWriter{Writer: statuswriter.Writer{ResponseWriter: w}}
 	m.next.ServeHTTP(cw, r)
-	if cw.status == 0 || cw.status >= 500 {
+	if cw.Status == 0 || cw.Status >= 500 {
 		return // released by the deferred call: the retry runs again
 	}
-	rec.Status = cw.status
+	rec.Status = cw.Status
 	rec.ContentType = cw.Header().Get("Content-Type")
 	rec.Location = cw.Header().Get("Location")
 	rec.Body = cw.body.Bytes()
@@ -147,25 +148,11 @@ func replay(w http.ResponseWriter, rec petstore.IdempotencyRecord) {
 
 // captureWriter passes a response through and keeps a copy of it.
 type captureWriter struct {
-	http.ResponseWriter
-	status int
-	body   bytes.Buffer
-}
-
-func (w *captureWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
+	statuswriter.Writer
+	body bytes.Buffer
 }
 
 func (w *captureWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
 	w.body.Write(b)
-	return w.ResponseWriter.Write(b)
+	return w.Writer.Write(b)
 }
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (w *captureWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/internal/statuswriter"
 )
 
 // Request is one request the fake received, as logged for assertions.
@@ -142,9 +143,9 @@ func (s *Server) front(next http.Handler) http.Handler {
 		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
 		entry := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Header: r.Header.Clone(), Body: body[:min(len(body), httpx.MaxBodyBytes)]}
 		entry.Header.Del("Authorization")
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &statuswriter.Writer{ResponseWriter: w}
 		defer func() {
-			entry.Status = sw.status
+			entry.Status = sw.Status
 			s.mu.Lock()
 			s.log = append(s.log, entry)
 			s.mu.Unlock()
@@ -168,14 +169,14 @@ func (s *Server) front(next http.Handler) http.Handler {
 		case !s.applyFault(sw, r, f):
 			next.ServeHTTP(sw, r)
 		}
-		if sw.status == 0 {
-			sw.status = http.StatusOK
+		if sw.Status == 0 {
+			sw.Status = http.StatusOK
 		}
 	})
 }
 
 // applyFault carries out f and reports whether it answered the request.
-func (s *Server) applyFault(w *statusWriter, r *http.Request, f *Fault) bool {
+func (s *Server) applyFault(w *statuswriter.Writer, r *http.Request, f *Fault) bool {
 	if f.Latency > 0 {
 		t := time.NewTimer(f.Latency)
 		select {
@@ -227,29 +228,6 @@ func codeForStatus(status int) string {
 	}
 	return petstore.CodeInvalidRequest
 }
-
-// statusWriter remembers the status written through it.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the connection's writer.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // errDropped is what a dropped connection looks like in no-listener mode.
 var errDropped = fmt.Errorf("petstoretest: connection dropped by a fault: %w", io.ErrUnexpectedEOF)
