@@ -117,10 +117,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	sctx, scancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer scancel()
+	// Every listener is drained even when one fails to shut down in time.
+	var shutdownErrs []error
 	for _, srv := range servers {
 		if err := srv.Shutdown(sctx); err != nil {
-			return fmt.Errorf("shutdown: %w", err)
+			shutdownErrs = append(shutdownErrs, err)
 		}
+	}
+	if err := errors.Join(shutdownErrs...); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
 	}
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return serveErr
