@@ -13,6 +13,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -120,6 +121,17 @@ func RunPets(t *testing.T, open Opener) {
 		}
 		if pets == nil || len(pets) != 0 {
 			t.Fatalf("ListPets on empty store = %#v, want empty non-nil", pets)
+		}
+	})
+	t.Run("ListNonPositiveLimit", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		mustCreate(t, s, petstore.NewPet{Name: "Rex", CategoryID: 1})
+		for _, limit := range []int{0, -1, math.MinInt} {
+			pets, err := s.ListPets(ctx, petstore.PetQuery{Limit: limit})
+			if err != nil || pets == nil || len(pets) != 0 {
+				t.Fatalf("ListPets(Limit: %d) = %#v, %v; want empty non-nil", limit, pets, err)
+			}
 		}
 	})
 	t.Run("ListFiltersAndPages", func(t *testing.T) {

@@ -86,6 +86,11 @@ func (s *Store) ListPets(ctx context.Context, q petstore.PetQuery) ([]petstore.P
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if q.Limit <= 0 {
+		// A non-positive limit asks for nothing; without this guard a
+		// negative one would panic in make below.
+		return []petstore.Pet{}, nil
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := make([]petstore.Pet, 0, min(q.Limit, 128))
