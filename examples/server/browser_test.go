@@ -1,11 +1,8 @@
-package httpx_test
+package main
 
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +12,9 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/libdns/libdns"
 
+	"github.com/petstorekit/petstore/adapters/memzone"
 	"github.com/petstorekit/petstore/internal/testenv"
 )
 
@@ -58,14 +57,26 @@ func newBrowser(t *testing.T, timeout time.Duration) context.Context {
 	return tab
 }
 
-// TestDashboardInBrowser drives the Domains page in headless Chromium
-// against the whole platform on a real listener and a test DNS server: the
-// way a customer uses it, at a phone's width.
+// TestDashboardInBrowser drives the Domains page in headless Chromium the
+// way a customer uses it, at a phone's width, against the example server
+// itself (started through run, so its wiring is what is tested) and a
+// test DNS server it verifies against.
 func TestDashboardInBrowser(t *testing.T) {
+	const target = "edge.petstore.test"
 	ctx := newBrowser(t, 45*time.Second)
-	w := newDashWorld(t, dashStores(t)["memstore"](t), time.Now)
-	srv := httptest.NewServer(w.edge)
-	t.Cleanup(srv.Close)
+	zone, dns := memzone.NewTestServer(t, "example.com.")
+	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", "memory", "-keys", "prokey:pro",
+		"-dns-resolvers", dns.Addr(), "-cname-target", target}, nil)
+
+	// setCNAME creates the record a customer creates at their DNS host.
+	setCNAME := func(label, value string) {
+		t.Helper()
+		if _, err := zone.AppendRecords(context.Background(), "example.com.", []libdns.Record{
+			libdns.CNAME{Name: label, TTL: time.Minute, Target: value + "."},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// Any uncaught exception in the page fails the test.
 	var (
@@ -119,11 +130,11 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	step("open the page at 360 px",
 		chromedp.EmulateViewport(360, 740),
-		chromedp.Navigate(srv.URL+"/dashboard/"),
+		chromedp.Navigate(base+"/dashboard/"),
 		chromedp.WaitVisible(chromedp.CSS("#key")),
 	)
 	step("paste the key",
-		chromedp.SendKeys(chromedp.CSS("#key"), w.pro),
+		chromedp.SendKeys(chromedp.CSS("#key"), "prokey"),
 		chromedp.Click(chromedp.CSS(`#key-form button[type="submit"]`)),
 		chromedp.WaitVisible(chromedp.CSS("#domain-name")),
 	)
@@ -137,8 +148,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	rtype := text(card + " .records tbody tr td:nth-child(1)")
 	label := text(card + " .records tbody tr td:nth-child(2) code")
 	value := text(card + " .records tbody tr td:nth-child(3) code")
-	if rtype != "CNAME" || label != "shop" || value != dashTarget {
-		t.Fatalf("instruction on the page: %s %s %s, want CNAME shop %s", rtype, label, value, dashTarget)
+	if rtype != "CNAME" || label != "shop" || value != target {
+		t.Fatalf("instruction on the page: %s %s %s, want CNAME shop %s", rtype, label, value, target)
 	}
 	if got := text(card + " .badge"); got != "Waiting for DNS" {
 		t.Fatalf("badge = %q", got)
@@ -160,7 +171,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	screenshot("pending-360.png")
 
-	w.setCNAME(t, label, value)
+	setCNAME(label, value)
 	step("re-verify",
 		chromedp.Click(chromedp.CSS(card+" .verify")),
 		chromedp.WaitVisible(chromedp.CSS(card+" .badge.active")),
@@ -168,8 +179,11 @@ func TestDashboardInBrowser(t *testing.T) {
 	if got := text(card + " .next"); !strings.Contains(got, "Live") {
 		t.Fatalf("active domain says %q", got)
 	}
-	if code, body := dashHostGet(t, srv.URL, "shop.example.com"); code != http.StatusOK || !strings.Contains(body, w.proKey.ProjectID) {
+	if code, _, body := call(t, "GET", base+"/", "", "shop.example.com", ""); code != 200 || !strings.Contains(body, "for project <code>prj_") {
 		t.Fatalf("live domain over the edge: %d %s", code, body)
+	}
+	if code, _, body := call(t, "GET", base+"/v1/pets", "prokey", "shop.example.com", ""); code != 200 {
+		t.Fatalf("pets API on the live domain: %d %s", code, body)
 	}
 
 	// A second domain, redirected to the first from the config form.
@@ -179,7 +193,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS("#add-button")),
 		chromedp.WaitVisible(chromedp.CSS(www+" .records tbody tr")),
 	)
-	w.setCNAME(t, "www", dashTarget)
+	setCNAME("www", target)
 	step("verify www",
 		chromedp.Click(chromedp.CSS(www+" .verify")),
 		chromedp.WaitVisible(chromedp.CSS(www+" .badge.active")),
@@ -195,8 +209,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	if got := text(www + " .next"); !strings.Contains(got, "redirects visitors to shop.example.com (301)") {
 		t.Fatalf("redirecting domain says %q", got)
 	}
-	if loc := dashRedirect(t, srv.URL, "www.example.com"); loc != "http://shop.example.com/" {
-		t.Fatalf("redirect set on the page: Location %q", loc)
+	if code, hdr, _ := call(t, "GET", base+"/?utm=x", "", "www.example.com", ""); code != 301 || hdr.Get("Location") != "http://shop.example.com/?utm=x" {
+		t.Fatalf("redirect set on the page: %d, Location %q", code, hdr.Get("Location"))
 	}
 	step("wide view", chromedp.EmulateViewport(1000, 900))
 	screenshot("active.png")
@@ -207,11 +221,11 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS("#remove-confirm")),
 		chromedp.WaitNotPresent(chromedp.CSS(card)),
 	)
-	if code, _ := dashHostGet(t, srv.URL, "shop.example.com"); code != http.StatusNotFound {
-		t.Fatalf("removed domain over the edge: %d", code)
+	if code, _, body := call(t, "GET", base+"/", "", "shop.example.com", ""); code != 404 {
+		t.Fatalf("removed domain over the edge: %d %s", code, body)
 	}
-	if loc := dashRedirect(t, srv.URL, "www.example.com"); loc != "" {
-		t.Fatalf("redirect to the removed domain still answered: %q", loc)
+	if code, hdr, _ := call(t, "GET", base+"/", "", "www.example.com", ""); hdr.Get("Location") != "" {
+		t.Fatalf("redirect to the removed domain still answered: %d, Location %q", code, hdr.Get("Location"))
 	}
 	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#redirects li").length`)); err != nil || n != 0 {
 		t.Fatalf("the page still shows %d redirects (%v)", n, err)
@@ -222,43 +236,4 @@ func TestDashboardInBrowser(t *testing.T) {
 	if len(exceptions) > 0 {
 		t.Fatalf("the page threw: %v", exceptions)
 	}
-}
-
-// dashHostGet asks the server for / with a custom Host header, as curl -H
-// 'Host: ...' does.
-func dashHostGet(t *testing.T, base, host string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, base+"/", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Host = host
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.StatusCode, string(b)
-}
-
-// dashRedirect asks the server for / with a custom Host header, without
-// following redirects, and returns the Location it answered.
-func dashRedirect(t *testing.T, base, host string) string {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, base+"/", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Host = host
-	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	res, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	return res.Header.Get("Location")
 }
