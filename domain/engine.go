@@ -17,6 +17,23 @@ import (
 	"github.com/petstorekit/petstore"
 )
 
+// CertPendingLimit is how long after verification a domain may wait for
+// its certificate before its diagnosis gets CERT_PENDING_TOO_LONG (the
+// spec's 30 minutes).
+const CertPendingLimit = 30 * time.Minute
+
+// certPendingTooLong is the finding for a certificate still missing
+// CertPendingLimit after verification, with the spec's three steps.
+func certPendingTooLong(name string) Finding {
+	return Finding{
+		Code:    FindingCertPendingTooLong,
+		Message: fmt.Sprintf("No certificate has been issued for %s %v after verification.", name, CertPendingLimit),
+		Fix: "1. Confirm the domain still verifies: its DNS records must still be as shown. " +
+			"2. Check that CAA records on " + name + " or its parent domains do not block the certificate authority. " +
+			"3. Use Re-verify to trigger a new attempt.",
+	}
+}
+
 // Defaults of EngineConfig.
 const (
 	DefaultCNAMETarget       = "edge.petstore.localhost"
@@ -420,7 +437,7 @@ func (e *Engine) CertificateChanged(ctx context.Context, name string) error {
 			return nil
 		}
 		before := entry.Status
-		e.advanceCert(ctx, &entry, e.now())
+		e.advanceCert(ctx, &entry, e.now(), false)
 		if entry.Status == before {
 			return nil
 		}
@@ -546,8 +563,12 @@ func (e *Engine) startCert(ctx context.Context, entry *Entry, now time.Time) {
 	entry.NextCheckAt = now.Add(time.Minute)
 }
 
-// advanceCert asks the CertIssuer about an issuing entry.
-func (e *Engine) advanceCert(ctx context.Context, entry *Entry, now time.Time) {
+// advanceCert asks the CertIssuer about an issuing entry. rerequest is
+// true for the background check: an issuer that knows nothing of the name
+// (CertNone: it restarted, or it is another process than the one that
+// verified the name, and no certificate is in shared storage) is asked
+// again, at most once per check, so the domain cannot stay issuing forever.
+func (e *Engine) advanceCert(ctx context.Context, entry *Entry, now time.Time, rerequest bool) {
 	st, err := e.cfg.CertIssuer.Status(ctx, entry.Name)
 	entry.NextCheckAt = now.Add(time.Minute)
 	if err != nil {
@@ -555,6 +576,12 @@ func (e *Engine) advanceCert(ctx context.Context, entry *Entry, now time.Time) {
 		return
 	}
 	switch st.State {
+	case CertNone:
+		if rerequest {
+			if err := e.cfg.CertIssuer.Request(ctx, entry.Name); err != nil {
+				e.cfg.Logger.Warn("certificate request failed; will retry", "domain", entry.Name, "err", err)
+			}
+		}
 	case CertIssued:
 		entry.UpdatedAt = now
 		e.transition(entry, StatusActive, now, "")
@@ -628,7 +655,7 @@ func (e *Engine) runOne(ctx context.Context, entry Entry, now time.Time) (bool, 
 			e.transition(&entry, StatusActive, now, "")
 			entry.NextCheckAt = time.Time{}
 		} else {
-			e.advanceCert(ctx, &entry, now)
+			e.advanceCert(ctx, &entry, now, true)
 		}
 	default:
 		entry.NextCheckAt = time.Time{}
@@ -802,6 +829,14 @@ func (e *Engine) diagnosis(ctx context.Context, d Domain, obs Observed, dnsFindi
 		for _, dg := range ds {
 			findings = append(findings, dg.Diagnose(ctx, d)...)
 		}
+	}
+	// Timed from the stored VerifiedAt, so every process sharing the store
+	// shows it, whatever its issuer remembers. An issuer's own finding
+	// (which may carry the CA's last error) takes precedence.
+	if (d.Status == StatusVerified || d.Status == StatusIssuing) && !d.VerifiedAt.IsZero() &&
+		!e.now().Before(d.VerifiedAt.Add(CertPendingLimit)) &&
+		!slices.ContainsFunc(findings, func(f Finding) bool { return f.Code == FindingCertPendingTooLong }) {
+		findings = append(findings, certPendingTooLong(d.Name))
 	}
 	if findings == nil {
 		findings = []Finding{}

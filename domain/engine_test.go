@@ -602,3 +602,66 @@ func TestDomainJSON(t *testing.T) {
 		t.Fatalf("JSON leaks the project id: %s", b)
 	}
 }
+
+// A process that did not verify the name (a restart, or another process
+// sharing the store) has an issuer that knows nothing about it: the
+// background check asks that issuer again, and the 30-minute finding is
+// timed from the stored verification, not from the issuer's memory.
+func TestIssuingSurvivesRestart(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		issues bool // the fresh issuer obtains the certificate when asked
+		want   domain.Status
+		action domain.Action
+		codes  string
+	}{
+		{"fresh issuer obtains it", true, domain.StatusActive, domain.ActionNone, ""},
+		{"fresh issuer never does", false, domain.StatusIssuing, domain.ActionReverify, domain.FindingCertPendingTooLong},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			f := newFixture(t, &issuer{state: map[string]domain.CertStatus{}})
+			f.set(t, "example.com.", cname("shop", target))
+			f.add(t, "prj_pro", "shop.example.com")
+			if d := f.verify(t, "prj_pro", "shop.example.com"); d.Status != domain.StatusIssuing {
+				t.Fatalf("after Verify: %s, want issuing", d.Status)
+			}
+			fresh := &issuer{state: map[string]domain.CertStatus{}, stored: tc.issues}
+			e2, err := domain.New(domain.EngineConfig{Store: f.store, Projects: projects, Resolver: dnsresolver.New(f.dns.Addr()),
+				CertIssuer: fresh, CNAMETarget: target, EdgeIPs: []netip.Addr{netip.MustParseAddr("127.0.0.1")}, Now: f.clock.Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 31 {
+				f.clock.Add(time.Minute)
+				if _, err := e2.RunDue(ctx, f.clock.Now()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			d, err := e2.Get(ctx, "prj_pro", "shop.example.com")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Status != tc.want || d.Diagnosis.NextAction != tc.action || codes(d.Diagnosis.Findings) != tc.codes {
+				t.Fatalf("31 minutes later: %s, certificate %s, next %s, findings %q; want %s, next %s, findings %q",
+					d.Status, d.Certificate.State, d.Diagnosis.NextAction, codes(d.Diagnosis.Findings), tc.want, tc.action, tc.codes)
+			}
+			fresh.mu.Lock()
+			n := len(fresh.requests)
+			fresh.mu.Unlock()
+			if n == 0 || n > 31 {
+				t.Fatalf("the fresh issuer was asked %d times in 31 checks, want at least once and at most once per check", n)
+			}
+			if tc.codes != "" {
+				// Every process shows it, and the original one too.
+				d, _ := f.engine.Get(ctx, "prj_pro", "shop.example.com")
+				fix := d.Diagnosis.Findings[len(d.Diagnosis.Findings)-1].Fix
+				for _, step := range []string{"still verifies", "CAA", "Re-verify"} {
+					if !strings.Contains(fix, step) {
+						t.Fatalf("fix %q does not mention %q", fix, step)
+					}
+				}
+			}
+		})
+	}
+}
