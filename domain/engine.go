@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -94,6 +95,12 @@ type Engine struct {
 
 	routeMu sync.Mutex // serialises reloads and local patches of routes
 	routes  atomic.Pointer[map[string]RouteAnswer]
+
+	// certsToRemove holds names whose certificate removal failed in
+	// Remove; RunDue retries them. In memory only: after a restart the
+	// issuer's Allowed check still refuses to serve or renew them.
+	pendingMu     sync.Mutex
+	certsToRemove map[string]bool
 }
 
 // New returns an engine. It returns an error when a required part is
@@ -122,7 +129,7 @@ func New(cfg EngineConfig) (*Engine, error) {
 	if !strings.Contains(target, ".") {
 		return nil, fmt.Errorf("domain: CNAMETarget %q is not a fully qualified name", cfg.CNAMETarget)
 	}
-	e := &Engine{cfg: cfg, target: target, platform: []string{target}, edge: map[netip.Addr]bool{}}
+	e := &Engine{cfg: cfg, target: target, platform: []string{target}, edge: map[netip.Addr]bool{}, certsToRemove: map[string]bool{}}
 	for _, p := range cfg.PlatformDomains {
 		if p = dnsName(p); p != "" {
 			e.platform = append(e.platform, p)
@@ -336,7 +343,9 @@ func (e *Engine) Diagnose(ctx context.Context, projectID, name string) (Domain, 
 // Remove detaches the domain: the routing answer for it is gone before
 // Remove returns, redirects that mention it are dropped, the CertIssuer
 // removes its certificate, the history is kept and the name is free for any
-// project. Returns invalid_request / not_found.
+// project. Returns invalid_request / not_found. Once the removal is stored
+// it stands: a certificate that cannot be removed now is logged and
+// retried by RunDue, and Remove returns nil.
 func (e *Engine) Remove(ctx context.Context, projectID, name string) error {
 	e.routeMu.Lock()
 	var removed Entry
@@ -386,11 +395,41 @@ func (e *Engine) Remove(ctx context.Context, projectID, name string) error {
 	}
 	if e.cfg.CertIssuer != nil {
 		if err := e.cfg.CertIssuer.Remove(ctx, removed.Name); err != nil {
-			e.cfg.Logger.Error("domain removed but its certificate was not", "domain", removed.Name, "err", err)
-			return fmt.Errorf("domain %s removed, but removing its certificate failed: %w", removed.Name, err)
+			// The removal stands (it is stored and the name is no longer
+			// routed or admitted): failing the call now would turn a done
+			// removal into an error whose retry finds nothing. The
+			// background loop retries the certificate.
+			e.cfg.Logger.Error("domain removed but its certificate was not; will retry", "domain", removed.Name, "err", err)
+			e.pendingMu.Lock()
+			e.certsToRemove[removed.Name] = true
+			e.pendingMu.Unlock()
 		}
 	}
 	return nil
+}
+
+// removeLeftoverCerts retries certificate removals that failed in Remove.
+// A name attached again meanwhile keeps its certificate.
+func (e *Engine) removeLeftoverCerts(ctx context.Context) {
+	e.pendingMu.Lock()
+	names := slices.Collect(maps.Keys(e.certsToRemove))
+	e.pendingMu.Unlock()
+	for _, name := range names {
+		_, err := e.cfg.Store.DomainByName(ctx, name)
+		switch {
+		case err == nil: // attached again: its certificate is wanted
+		case petstore.ErrorCode(err) != petstore.CodeNotFound:
+			continue // cannot tell now; next time
+		default:
+			if err := e.cfg.CertIssuer.Remove(ctx, name); err != nil {
+				e.cfg.Logger.Warn("removing a removed domain's certificate failed again; will retry", "domain", name, "err", err)
+				continue
+			}
+		}
+		e.pendingMu.Lock()
+		delete(e.certsToRemove, name)
+		e.pendingMu.Unlock()
+	}
 }
 
 func (e *Engine) dropFromConfig(ctx context.Context, projectID, name string) error {
@@ -599,12 +638,15 @@ func (e *Engine) advanceCert(ctx context.Context, entry *Entry, now time.Time, r
 
 // RunDue does the background work due at now: re-checks pending domains
 // whose time has come, fails those past the propagation window, retries
-// certificate requests and asks the CertIssuer about issuing domains. It
-// returns how many domains it looked at. Tests call it with a fake clock;
-// Run calls it in production.
+// certificate requests and removals and asks the CertIssuer about issuing
+// domains. It returns how many domains it looked at. Tests call it with a
+// fake clock; Run calls it in production.
 func (e *Engine) RunDue(ctx context.Context, now time.Time) (int, error) {
 	now = now.UTC()
 	done := 0
+	if e.cfg.CertIssuer != nil {
+		e.removeLeftoverCerts(ctx)
+	}
 	for {
 		due, err := e.cfg.Store.DueDomains(ctx, now, 100)
 		if err != nil {

@@ -3,6 +3,7 @@ package domain_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/netip"
 	"strings"
 	"sync"
@@ -661,6 +662,75 @@ func TestIssuingSurvivesRestart(t *testing.T) {
 						t.Fatalf("fix %q does not mention %q", fix, step)
 					}
 				}
+			}
+		})
+	}
+}
+
+// flakyRemove is an issuer whose Remove fails the first failures times.
+type flakyRemove struct {
+	*issuer
+	failures int
+	calls    int
+}
+
+func (i *flakyRemove) Remove(ctx context.Context, name string) error {
+	i.mu.Lock()
+	i.calls++
+	fail := i.calls <= i.failures
+	i.mu.Unlock()
+	if fail {
+		return errors.New("certificate storage is down")
+	}
+	return i.issuer.Remove(ctx, name)
+}
+
+// A certificate that cannot be removed does not undo or fail a removal:
+// Remove succeeds (a retried DELETE would only find nothing), and the
+// background loop removes the certificate later, unless the name was
+// attached again meanwhile.
+func TestRemoveSurvivesCertificateFailure(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		readd       bool // the name is added and verified again before the retry
+		wantRemoved int  // certificates the issuer removed after the retry
+	}{
+		{"retried in the background", false, 1},
+		{"not retried once the name is back", true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			certs := &flakyRemove{issuer: &issuer{state: map[string]domain.CertStatus{}, stored: true}, failures: 1}
+			f := newFixture(t, certs)
+			f.set(t, "example.com.", cname("shop", target))
+			f.add(t, "prj_pro", "shop.example.com")
+			if d := f.verify(t, "prj_pro", "shop.example.com"); d.Status != domain.StatusActive {
+				t.Fatalf("after Verify: %s, want active", d.Status)
+			}
+			if err := f.engine.Remove(ctx, "prj_pro", "shop.example.com"); err != nil {
+				t.Fatalf("Remove with a failing certificate removal = %v, want nil: the domain is removed", err)
+			}
+			_, err := f.engine.Get(ctx, "prj_pro", "shop.example.com")
+			wantCode(t, err, petstore.CodeNotFound)
+			if r := f.engine.Route("shop.example.com"); r.Kind != domain.RouteNone {
+				t.Fatalf("removed domain still routed: %+v", r)
+			}
+			if tc.readd {
+				f.add(t, "prj_business", "shop.example.com")
+				f.verify(t, "prj_business", "shop.example.com")
+			}
+			f.clock.Add(time.Minute)
+			if _, err := f.engine.RunDue(ctx, f.clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.engine.RunDue(ctx, f.clock.Add(time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+			certs.mu.Lock()
+			removed := len(certs.removed)
+			certs.mu.Unlock()
+			if removed != tc.wantRemoved {
+				t.Fatalf("certificates removed after the background retries: %d, want %d", removed, tc.wantRemoved)
 			}
 		})
 	}
