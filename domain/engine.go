@@ -54,6 +54,13 @@ type EngineConfig struct {
 	// platform serves plain HTTP: verified domains go straight to active.
 	CertIssuer CertIssuer
 
+	// DNS returns the configurator of the DNS provider a project connected,
+	// or nil when it connected none. Nil means no project can connect one.
+	// ConfigureDNS writes a domain's records through it, and Remove deletes
+	// them again through it, so records the platform wrote at a customer's
+	// provider do not outlive the domain.
+	DNS func(projectID string) DNSConfigurator
+
 	// Diagnosers add findings to Get and Diagnose answers.
 	Diagnosers []Diagnoser
 
@@ -341,8 +348,9 @@ func (e *Engine) Diagnose(ctx context.Context, projectID, name string) (Domain, 
 }
 
 // Remove detaches the domain: the routing answer for it is gone before
-// Remove returns, redirects that mention it are dropped, the CertIssuer
-// removes its certificate, the history is kept and the name is free for any
+// Remove returns, redirects that mention it are dropped, the records
+// ConfigureDNS wrote at the project's DNS provider are deleted, the
+// CertIssuer removes its certificate, the history is kept and the name is free for any
 // project. Returns invalid_request / not_found. Once the removal is stored
 // it stands: a certificate that cannot be removed now is logged and
 // retried by RunDue, and Remove returns nil.
@@ -393,6 +401,7 @@ func (e *Engine) Remove(ctx context.Context, projectID, name string) error {
 	if err != nil {
 		return err
 	}
+	e.unconfigureDNS(ctx, removed.ProjectID, removed.Name)
 	if e.cfg.CertIssuer != nil {
 		if err := e.cfg.CertIssuer.Remove(ctx, removed.Name); err != nil {
 			// The removal stands (it is stored and the name is no longer
@@ -752,24 +761,66 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 }
 
-// ConfigureDNS writes the domain's records at the customer's DNS provider
-// through c (the seam the libdns configurator implements) and returns the
-// conflicts it found instead of overwriting them.
-func (e *Engine) ConfigureDNS(ctx context.Context, projectID, name string, c DNSConfigurator) ([]Finding, error) {
+// ConfigureDNS writes the domain's records at the DNS provider the project
+// connected (EngineConfig.DNS) and returns the conflicts it found instead
+// of overwriting them. Remove deletes those records again. Returns
+// invalid_request when the project connected no DNS provider, and
+// invalid_request / not_found for the name.
+func (e *Engine) ConfigureDNS(ctx context.Context, projectID, name string) ([]Finding, error) {
 	entry, err := e.owned(ctx, projectID, name)
 	if err != nil {
 		return nil, err
 	}
-	n, err := ParseName(entry.Name)
+	c := e.dnsOf(projectID)
+	if c == nil {
+		return nil, petstore.Errorf(petstore.CodeInvalidRequest, "this project has not connected a DNS provider; create the records by hand")
+	}
+	zone, recs, err := e.providerRecords(ctx, entry.Name)
 	if err != nil {
 		return nil, err
+	}
+	return c.Configure(ctx, zone, recs)
+}
+
+func (e *Engine) dnsOf(projectID string) DNSConfigurator {
+	if e.cfg.DNS == nil {
+		return nil
+	}
+	return e.cfg.DNS(projectID)
+}
+
+// providerRecords returns the zone and the records ConfigureDNS writes for
+// name. Remove recomputes them to delete them, so nothing extra is stored.
+func (e *Engine) providerRecords(ctx context.Context, name string) (string, []Record, error) {
+	n, err := ParseName(name)
+	if err != nil {
+		return "", nil, err
 	}
 	recs, alts, _ := e.instructions(ctx, n)
 	if n.Kind == KindApex && len(alts) > 0 {
 		// Few providers have ALIAS; the addresses work everywhere.
 		recs = alts
 	}
-	return c.Configure(ctx, n.Registered, recs)
+	return n.Registered, recs, nil
+}
+
+// unconfigureDNS deletes the records ConfigureDNS may have written for a
+// removed domain. The configurator deletes only exact matches, so records
+// the customer made for other purposes stay. A failure leaves records that
+// point at the platform, which no longer answers for the name: logged, not
+// returned, as the removal itself is done.
+func (e *Engine) unconfigureDNS(ctx context.Context, projectID, name string) {
+	c := e.dnsOf(projectID)
+	if c == nil {
+		return
+	}
+	zone, recs, err := e.providerRecords(ctx, name)
+	if err == nil {
+		err = c.Unconfigure(ctx, zone, recs)
+	}
+	if err != nil {
+		e.cfg.Logger.Warn("domain removed but its records at the DNS provider were not", "domain", name, "err", err)
+	}
 }
 
 // instructions returns the records a customer creates for n, the apex

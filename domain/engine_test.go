@@ -13,6 +13,7 @@ import (
 	"github.com/libdns/libdns"
 	"github.com/miekg/dns"
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/dnsconfig"
 	"github.com/petstorekit/petstore/adapters/dnsresolver"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/adapters/memzone"
@@ -734,4 +735,64 @@ func TestRemoveSurvivesCertificateFailure(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Records the engine writes at the customer's DNS provider (memzone through
+// dnsconfig, served by a real DNS server) verify the domain and are deleted
+// again on removal; the customer's other records stay.
+func TestConfigureDNSThenRemove(t *testing.T) {
+	for _, tc := range []struct {
+		name, domain, zone, lookup, rrtype string
+	}{
+		{"subdomain CNAME", "shop.example.com", "example.com.", "shop.example.com", "CNAME"},
+		{"apex addresses", "example.org", "example.org.", "example.org", "A"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			f := newFixture(t, nil)
+			f.set(t, tc.zone, libdns.TXT{Name: "@", TTL: time.Hour, Text: "customer's own"})
+			resolver := dnsresolver.New(f.dns.Addr())
+			e, err := domain.New(domain.EngineConfig{
+				Store: f.store, Projects: projects, Resolver: resolver, CNAMETarget: target,
+				EdgeIPs: []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}, Now: f.clock.Now,
+				DNS: func(projectID string) domain.DNSConfigurator {
+					if projectID != "prj_pro" {
+						return nil
+					}
+					return dnsconfig.New(f.zone)
+				},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := e.Add(ctx, "prj_pro", tc.domain); err != nil {
+				t.Fatal(err)
+			}
+			findings, err := e.ConfigureDNS(ctx, "prj_pro", tc.domain)
+			if err != nil || len(findings) != 0 {
+				t.Fatalf("ConfigureDNS = %+v, %v; want no findings", findings, err)
+			}
+			if recs, err := resolver.Lookup(ctx, tc.lookup, tc.rrtype); err != nil || len(recs) == 0 {
+				t.Fatalf("after ConfigureDNS the DNS server has no %s at %s (%v)", tc.rrtype, tc.lookup, err)
+			}
+			if d, err := e.Verify(ctx, "prj_pro", tc.domain); err != nil || d.Status != domain.StatusActive {
+				t.Fatalf("Verify after ConfigureDNS = %s (%v), findings %q; want active", d.Status, err, codes(d.Diagnosis.Findings))
+			}
+			if err := e.Remove(ctx, "prj_pro", tc.domain); err != nil {
+				t.Fatal(err)
+			}
+			if recs, err := resolver.Lookup(ctx, tc.lookup, tc.rrtype); err != nil || len(recs) != 0 {
+				t.Fatalf("after Remove the DNS server still has %+v (%v)", recs, err)
+			}
+			if recs, err := resolver.Lookup(ctx, strings.TrimSuffix(tc.zone, "."), "TXT"); err != nil || len(recs) != 1 {
+				t.Fatalf("the customer's own TXT record: %+v (%v), want it kept", recs, err)
+			}
+		})
+	}
+	t.Run("project without a provider", func(t *testing.T) {
+		f := newFixture(t, nil)
+		f.add(t, "prj_pro", "shop.example.com")
+		_, err := f.engine.ConfigureDNS(context.Background(), "prj_pro", "shop.example.com")
+		wantCode(t, err, petstore.CodeInvalidRequest)
+	})
 }
