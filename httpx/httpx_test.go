@@ -311,6 +311,59 @@ func TestCreatePet(t *testing.T) {
 	}
 }
 
+// TestCreatePetNameEncoding checks that a name that is not valid UTF-8,
+// as raw bytes or as an unpaired surrogate escape, is refused rather than
+// stored with U+FFFD in place of what the client sent, while valid
+// escapes, pairs among them, keep their meaning.
+func TestCreatePetNameEncoding(t *testing.T) {
+	tests := []struct {
+		name, jsonName string // jsonName is the name's JSON token, quotes included
+		wantName       string // "" means 400 "name must be valid UTF-8"
+	}{
+		{"invalid bytes", "\"a\xff\xfeb\"", ""},
+		{"truncated sequence", "\"caf\xc3\"", ""},
+		{"overlong encoding", "\"\xc0\xaf\"", ""},
+		{"encoded surrogate", "\"\xed\xa0\x80\"", ""},
+		{"lone high surrogate", `"\ud800"`, ""},
+		{"lone low surrogate", `"a\udfffb"`, ""},
+		{"high surrogate then letter", `"\uD83Dx"`, ""},
+		{"high surrogate then other escape", `"\ud83d\u0041"`, ""},
+		{"two high surrogates", `"\ud83d\ud83d"`, ""},
+		{"reversed pair", `"\udc08\ud83d"`, ""},
+		{"high surrogate at the end", `"Rex\ud83d"`, ""},
+		{"valid pair", `"\ud83d\udc08 Tom"`, "🐈 Tom"},
+		{"valid pair upper case", `"\uD83D\uDC08"`, "🐈"},
+		{"raw multibyte", `"Ünïcødé 猫"`, "Ünïcødé 猫"},
+		{"escaped backslash before u", `"a\\ud800"`, `a\ud800`},
+		{"literal replacement character", `"\ufffd"`, "\ufffd"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			res := e.do(t, e.req("POST", "/v1/pets", `{"name":`+tt.jsonName+`,"categoryId":1}`))
+			if tt.wantName == "" {
+				if res.Status != 400 {
+					t.Fatalf("status = %d, want 400: %s", res.Status, res.Body)
+				}
+				if got := res.errorBody(t); got.Message != "name must be valid UTF-8" {
+					t.Fatalf("message = %q", got.Message)
+				}
+				if n := len(e.store.Pets()); n != 0 {
+					t.Fatalf("%d pets stored after a refused create", n)
+				}
+				return
+			}
+			var pet petstore.Pet
+			if err := json.Unmarshal(res.Body, &pet); err != nil || res.Status != 201 {
+				t.Fatalf("%d %s (%v)", res.Status, res.Body, err)
+			}
+			if pet.Name != tt.wantName {
+				t.Fatalf("name = %q, want %q", pet.Name, tt.wantName)
+			}
+		})
+	}
+}
+
 func TestGetPet(t *testing.T) {
 	e := newEnv(t, nil)
 	pets := e.seed(t, petstore.NewPet{Name: "Rex", CategoryID: 2, Status: petstore.StatusSold})

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/petstorekit/petstore"
 )
@@ -188,6 +189,9 @@ func decodeNewPet(body []byte) (petstore.NewPet, error) {
 	if err := decodeString(raw, &np.Name); err != nil {
 		return invalid("name must be a string")
 	}
+	if !validJSONText(raw) {
+		return invalid("name must be valid UTF-8")
+	}
 	raw, ok = fields["categoryId"]
 	if !ok {
 		return invalid("categoryId is required")
@@ -217,4 +221,65 @@ func decodeString(raw json.RawMessage, dst *string) error {
 		return errors.New("not a string")
 	}
 	return json.Unmarshal(raw, dst)
+}
+
+// validJSONText reports whether a raw JSON string token holds only valid
+// UTF-8 and no unpaired surrogate escape. encoding/json replaces both with
+// U+FFFD while decoding, so the decoded string always looks valid: the
+// check has to read the token as the client sent it.
+func validJSONText(raw []byte) bool {
+	if !utf8.Valid(raw) {
+		return false
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		if i+1 >= len(raw) || raw[i+1] != 'u' {
+			i++ // a two-byte escape such as \\ or \"; skip its second byte
+			continue
+		}
+		r, ok := hex4(raw, i+2)
+		switch {
+		case !ok:
+			return false
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return false // a low surrogate with no high one before it
+		case r >= 0xD800 && r <= 0xDBFF:
+			if i+7 >= len(raw) || raw[i+6] != '\\' || raw[i+7] != 'u' {
+				return false
+			}
+			lo, ok := hex4(raw, i+8)
+			if !ok || lo < 0xDC00 || lo > 0xDFFF {
+				return false
+			}
+			i += 11 // both escapes
+		default:
+			i += 5
+		}
+	}
+	return true
+}
+
+// hex4 reads the four hex digits of a \u escape starting at raw[i].
+func hex4(raw []byte, i int) (rune, bool) {
+	if i+4 > len(raw) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range raw[i : i+4] {
+		var d byte
+		switch {
+		case c >= '0' && c <= '9':
+			d = c - '0'
+		case c >= 'a' && c <= 'f':
+			d = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			d = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(d)
+	}
+	return r, true
 }
