@@ -74,7 +74,7 @@ func newRLEnv(t testing.TB, store ratelimit.Store, mutate func(*httpx.Config, *r
 	}
 	cfg := httpx.Config{Service: petstore.NewService(pets), Auth: keys}
 	clk := newClock()
-	lcfg := ratelimit.Config{Clock: clk.Now, FailOpen: false}
+	lcfg := ratelimit.Config{Clock: clk.Now, FailClosed: true}
 	if mutate != nil {
 		mutate(&cfg, &lcfg)
 	}
@@ -413,7 +413,7 @@ func TestRateLimitStoreDown(t *testing.T) {
 			c := redis.NewClient(o)
 			t.Cleanup(func() { c.Close() })
 			e := newRLEnv(t, redislimit.New(c, "down:"), func(_ *httpx.Config, l *ratelimit.Config) {
-				l.FailOpen = tt.failOpen
+				l.FailClosed = !tt.failOpen
 				l.StoreTimeout = 200 * time.Millisecond
 			})
 			// A hang shows up as the context's end, not as a stuck test.
@@ -453,7 +453,7 @@ func ExampleNew_rateLimited() {
 	h, _ := httpx.New(httpx.Config{
 		Service: petstore.NewService(store),
 		Auth:    keys,
-		Limiter: ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{FailOpen: true}),
+		Limiter: ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{}),
 	})
 	var last *httptest.ResponseRecorder
 	for i := 1; i <= 61; i++ {

@@ -25,6 +25,8 @@ type Decision struct {
 	// its Reset is the ban's end.
 	Binding Window
 	// Windows lists every window, shortest first, for the IETF headers.
+	// While a ban lasts every window reports Remaining 0 and Reset = the
+	// ban's end: no window admits a request before then.
 	Windows []Window
 	// RetryAfter is how long a refused client must wait: at least one
 	// second, and never before the refusing window or ban really ends.

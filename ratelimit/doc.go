@@ -44,9 +44,10 @@
 //
 // Every store call is bounded by Config.StoreTimeout (100 ms by default).
 // When a call fails, times out or panics, the limiter does what the operator
-// chose: fail open (Config.FailOpen) admits the request uncounted with
+// chose: fail open (the default) admits the request uncounted with
 // Decision.Degraded set (no rate-limit headers then, as there are no true
-// figures), fail closed returns an unavailable error (503). Failures are
+// figures); fail closed (Config.FailClosed) returns an unavailable error
+// (503). Failures are
 // logged at most once per Config.LogInterval, without the subject, and
 // exposed by Limiter.Degraded and Limiter.Failures.
 //

@@ -13,8 +13,7 @@ import (
 func ExampleLimiter_Decide() {
 	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 	lim := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{
-		Clock:    func() time.Time { return now },
-		FailOpen: true,
+		Clock: func() time.Time { return now },
 	})
 	free, _ := petstore.PlanFree.Limits()
 

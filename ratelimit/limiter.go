@@ -12,7 +12,7 @@ import (
 )
 
 // Config configures a Limiter. The zero value is usable: the wall clock,
-// the default ban policy, fail closed, a 100 ms store timeout, no logging.
+// the default ban policy, fail open, a 100 ms store timeout, no logging.
 type Config struct {
 	// Clock returns the current time; time.Now when nil. Stores that read
 	// the wall clock themselves (limiterstore) need the wall clock here.
@@ -20,11 +20,12 @@ type Config struct {
 	// BanPolicy says when strikes ban a subject. Zero fields take the
 	// values of DefaultBanPolicy; set Disabled to never ban.
 	BanPolicy BanPolicy
-	// FailOpen admits requests, uncounted and marked Degraded, when the
-	// store fails. When false, Decide returns an unavailable error instead.
-	// It is the operator's choice: open keeps the API up when the counter
-	// store is down, closed keeps the limits.
-	FailOpen bool
+	// FailClosed makes Decide return an unavailable error (503) when the
+	// store fails. When false, the default the spec asks for, requests are
+	// admitted uncounted and marked Degraded instead. It is the operator's
+	// choice: open keeps the API up when the counter store is down, closed
+	// keeps the limits.
+	FailClosed bool
 	// StoreTimeout bounds every store call, so a stuck store costs a
 	// request at most this long; 100 ms when zero.
 	StoreTimeout time.Duration
@@ -57,7 +58,7 @@ func New(store Store, cfg Config) *Limiter {
 		store:    store,
 		now:      cfg.Clock,
 		ban:      cfg.BanPolicy,
-		failOpen: cfg.FailOpen,
+		failOpen: !cfg.FailClosed,
 		timeout:  cfg.StoreTimeout,
 		log:      cfg.Logger,
 		interval: cfg.LogInterval,
@@ -132,11 +133,6 @@ func (l *Limiter) take(ctx context.Context, req Request) (res Result, err error)
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("ratelimit: store panicked: %v", p)
-		}
-	}()
 	res, err = l.store.Take(ctx, req)
 	if err == nil && ctx.Err() != nil {
 		// A store that ignored the deadline still failed to meet it.
@@ -190,11 +186,16 @@ func decide(req Request, res Result) Decision {
 	}
 	switch {
 	case res.Banned:
+		// No window admits anything before the ban ends, whatever its own
+		// count says, so every window reports nothing left until then: the
+		// IETF header must not promise requests a 900 s Retry-After denies.
+		for i := range d.Windows {
+			d.Windows[i].Remaining = 0
+			d.Windows[i].Reset = res.BanEnd
+		}
 		d.Allowed = false
 		d.Code = petstore.CodeAPIKeyBanned
 		d.Binding = d.Windows[binding]
-		d.Binding.Remaining = 0
-		d.Binding.Reset = res.BanEnd
 		d.RetryAfter = retryAfter(req.Now, res.BanEnd)
 	case !res.Allowed:
 		if res.Refused >= 0 && res.Refused < len(d.Windows) {

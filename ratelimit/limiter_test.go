@@ -43,7 +43,7 @@ func TestStoreFailure(t *testing.T) {
 				var logs bytes.Buffer
 				now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 				lim := ratelimit.New(brokenStore{mode}, ratelimit.Config{
-					FailOpen: open, StoreTimeout: 20 * time.Millisecond, Clock: func() time.Time { return now },
+					FailClosed: !open, StoreTimeout: 20 * time.Millisecond, Clock: func() time.Time { return now },
 					Logger: slog.New(slog.NewTextHandler(&logs, nil)), LogInterval: time.Minute,
 				})
 				for i := range 3 {
@@ -73,12 +73,69 @@ func TestStoreFailure(t *testing.T) {
 	}
 }
 
+// TestZeroConfigFailsOpen checks the spec's default: a Limiter built with
+// the zero Config admits requests while its store is down.
+func TestZeroConfigFailsOpen(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  ratelimit.Config
+		open bool
+	}{
+		{"zero value", ratelimit.Config{}, true},
+		{"FailClosed", ratelimit.Config{FailClosed: true}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := ratelimit.New(brokenStore{"error"}, tc.cfg).Decide(context.Background(), "ip:127.0.0.1", ratelimittest.Free)
+			if tc.open && (err != nil || !d.Allowed || !d.Degraded) {
+				t.Fatalf("Decide = %+v, %v; want admitted and degraded", d, err)
+			}
+			if !tc.open && petstore.ErrorCode(err) != petstore.CodeUnavailable {
+				t.Fatalf("Decide error = %v; want unavailable", err)
+			}
+		})
+	}
+}
+
+// TestBanReportsEveryWindowEmpty checks the figures of a banned subject:
+// every window, not only the binding one, has nothing left until the ban
+// ends, so the IETF RateLimit header agrees with Retry-After.
+func TestBanReportsEveryWindowEmpty(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	lim := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{Clock: func() time.Time { return now }})
+	limits := petstore.Limits{PerMinute: 1, PerDay: 100}
+	ctx := context.Background()
+	var d ratelimit.Decision
+	for range 1 + 31 { // one admitted, then 31 strikes: banned
+		d, _ = lim.Decide(ctx, "key:k", limits)
+	}
+	if d.Code != petstore.CodeAPIKeyBanned {
+		t.Fatalf("after 31 strikes: %+v, want api_key_banned", d)
+	}
+	banEnd := now.Add(15 * time.Minute)
+	for _, at := range []time.Duration{0, 2 * time.Minute} { // also after the minute window would have reset
+		now = now.Add(at)
+		d, _ = lim.Decide(ctx, "key:k", limits)
+		if d.Allowed || d.Code != petstore.CodeAPIKeyBanned {
+			t.Fatalf("+%v: %+v, want banned", at, d)
+		}
+		for _, w := range d.Windows {
+			if w.Remaining != 0 || !w.Reset.Equal(banEnd) || w.ResetIn(d.At) != int64(d.RetryAfter/time.Second) {
+				t.Fatalf("+%v: window %s = r=%d reset %v (t=%d); want r=0 until the ban's end %v (Retry-After %v)",
+					at, w.Name, w.Remaining, w.Reset, w.ResetIn(d.At), banEnd, d.RetryAfter)
+			}
+		}
+		if d.Binding.Remaining != 0 || !d.Binding.Reset.Equal(banEnd) {
+			t.Fatalf("+%v: binding %+v, want r=0 until %v", at, d.Binding, banEnd)
+		}
+	}
+}
+
 func TestDegradedClearsWhenStoreRecovers(t *testing.T) {
-	lim := ratelimit.New(brokenStore{"error"}, ratelimit.Config{FailOpen: true})
+	lim := ratelimit.New(brokenStore{"error"}, ratelimit.Config{})
 	if _, err := lim.Decide(context.Background(), "ip:127.0.0.1", ratelimittest.Free); err != nil || !lim.Degraded() {
 		t.Fatalf("err %v degraded %v", err, lim.Degraded())
 	}
-	lim = ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{FailOpen: true})
+	lim = ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{})
 	if d, err := lim.Decide(context.Background(), "ip:127.0.0.1", ratelimittest.Free); err != nil || d.Degraded || lim.Degraded() {
 		t.Fatalf("healthy store: %+v %v degraded %v", d, err, lim.Degraded())
 	}
@@ -96,7 +153,7 @@ func TestDecideRejectsInvalidLimits(t *testing.T) {
 func TestCanceledCallerIsNotAStoreFailure(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	lim := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{FailOpen: true})
+	lim := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{})
 	if _, err := lim.Decide(ctx, "key:k", ratelimittest.Free); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}

@@ -219,7 +219,7 @@ func TestRedisDown(t *testing.T) {
 			defer c.Close()
 			var logs bytes.Buffer
 			lim := ratelimit.New(redislimit.New(c, "t:"), ratelimit.Config{
-				FailOpen: tc.failOpen, StoreTimeout: 200 * time.Millisecond,
+				FailClosed: !tc.failOpen, StoreTimeout: 200 * time.Millisecond,
 				Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 			})
 			ctx := context.Background()

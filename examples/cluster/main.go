@@ -152,7 +152,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	rdb := redis.NewClient(ropts)
 	defer rdb.Close()
-	limiter := ratelimit.New(redislimit.New(rdb, cfg.prefix), ratelimit.Config{FailOpen: cfg.failOpen, Logger: logger})
+	limiter := ratelimit.New(redislimit.New(rdb, cfg.prefix), ratelimit.Config{FailClosed: !cfg.failOpen, Logger: logger})
 
 	hcfg := httpx.Config{
 		Service: petstore.NewService(store),

@@ -200,17 +200,25 @@ func testConcurrency(e *env) {
 	if got, want := admitted.Load(), int64(60); got != want {
 		t.Fatalf("admitted %d of 1280 concurrent requests, want exactly %d", got, want)
 	}
-	// The 1,220 refusals struck the subject into a ban; a ban still
-	// reports the windows as they are.
+	// The 1,220 refusals struck the subject into a ban. A Decision then
+	// reports every window empty until the ban's end, so the counts are
+	// read from the store, which still returns the windows as they are.
 	d := e.decide(sub, Free)
 	if d.Allowed {
 		t.Fatal("request after the burst admitted")
 	}
-	if got, want := d.Windows[1].Remaining, int64(940); got != want {
-		t.Fatalf("day remaining = %d, want %d (exactly 60 counted)", got, want)
+	res, err := e.store.Take(context.Background(), ratelimit.Request{Subject: sub, Rates: ratelimit.Rates(Free), Now: e.Now()})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := d.Windows[0].Remaining; got != 0 {
-		t.Fatalf("minute remaining = %d, want 0", got)
+	if !res.Banned || len(res.Windows) != 2 {
+		t.Fatalf("store after the burst: %+v, want banned with 2 windows", res)
+	}
+	if got, want := res.Windows[1].Used, int64(60); got != want {
+		t.Fatalf("day used = %d, want exactly %d counted", got, want)
+	}
+	if got, want := res.Windows[0].Used, int64(60); got != want {
+		t.Fatalf("minute used = %d, want %d", got, want)
 	}
 }
 
