@@ -270,6 +270,8 @@ func TestCreatePet(t *testing.T) {
 		{"zero categoryId", "application/json", `{"name":"Rex","categoryId":0}`, 400, "categoryId must be an integer >= 1"},
 		{"wrong-case status", "application/json", `{"name":"Rex","categoryId":3,"status":"Sold"}`, 400, "status must be one of"},
 		{"null status", "application/json", `{"name":"Rex","categoryId":3,"status":null}`, 400, "status must be one of"},
+		{"empty status", "application/json", `{"name":"Rex","categoryId":3,"status":""}`, 400, "status must be one of"},
+		{"number status", "application/json", `{"name":"Rex","categoryId":3,"status":1}`, 400, "status must be one of"},
 		{"too large", "application/json", `{"name":"Rex","categoryId":3,"pad":"` + strings.Repeat("x", httpx.MaxBodyBytes) + `"}`, 413, "1 MiB"},
 	}
 	for _, tt := range tests {

@@ -205,8 +205,11 @@ func decodeNewPet(body []byte) (petstore.NewPet, error) {
 	}
 	np.CategoryID = id
 	if raw, ok := fields["status"]; ok {
+		// A status that is sent must be one of the three values: "" and
+		// null are refused like a null name, not read as "absent", which
+		// would give the pet the service's default behind the client's back.
 		var s string
-		if err := decodeString(raw, &s); err != nil {
+		if err := decodeString(raw, &s); err != nil || !petstore.PetStatus(s).Valid() {
 			return invalid("status must be one of available, pending, sold")
 		}
 		np.Status = petstore.PetStatus(s)
