@@ -102,6 +102,9 @@ type Engine struct {
 
 	routeMu sync.Mutex // serialises reloads and local patches of routes
 	routes  atomic.Pointer[map[string]RouteAnswer]
+	// admitted holds the verified, issuing and active names, for Admits;
+	// reloaded and patched with routes.
+	admitted atomic.Pointer[map[string]bool]
 
 	// certsToRemove holds names whose certificate removal failed in
 	// Remove; RunDue retries them. In memory only: after a restart the
@@ -147,6 +150,8 @@ func New(cfg EngineConfig) (*Engine, error) {
 	}
 	empty := map[string]RouteAnswer{}
 	e.routes.Store(&empty)
+	none := map[string]bool{}
+	e.admitted.Store(&none)
 	return e, nil
 }
 
@@ -366,6 +371,7 @@ func (e *Engine) Remove(ctx context.Context, projectID, name string) error {
 			}
 			// Stop serving first: even if the store fails below, this
 			// process no longer answers for the name.
+			e.unadmit(entry.Name)
 			e.patchRoutes(func(m map[string]RouteAnswer) {
 				delete(m, entry.Name)
 				for host, r := range m {

@@ -60,7 +60,7 @@ func (e *Engine) reload(ctx context.Context) {
 }
 
 func (e *Engine) reloadLocked(ctx context.Context) error {
-	active, err := e.cfg.Store.ListDomains(ctx, DomainQuery{Status: StatusActive})
+	attached, err := e.cfg.Store.ListDomains(ctx, DomainQuery{})
 	if err != nil {
 		return err
 	}
@@ -68,9 +68,16 @@ func (e *Engine) reloadLocked(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m := make(map[string]RouteAnswer, len(active))
-	for _, en := range active {
-		m[en.Name] = RouteAnswer{Kind: RouteServe, Name: en.Name, ProjectID: en.ProjectID}
+	m := make(map[string]RouteAnswer, len(attached))
+	admitted := make(map[string]bool, len(attached))
+	for _, en := range attached {
+		switch en.Status {
+		case StatusActive:
+			m[en.Name] = RouteAnswer{Kind: RouteServe, Name: en.Name, ProjectID: en.ProjectID}
+			admitted[en.Name] = true
+		case StatusVerified, StatusIssuing:
+			admitted[en.Name] = true
+		}
 	}
 	for _, c := range configs {
 		for _, r := range c.Redirects {
@@ -82,7 +89,18 @@ func (e *Engine) reloadLocked(ctx context.Context) error {
 		}
 	}
 	e.routes.Store(&m)
+	e.admitted.Store(&admitted)
 	return nil
+}
+
+// Admits reports whether host (a TLS handshake's server name, or a Host
+// header) is a custom domain whose DNS verified and that is not removed:
+// verified, issuing or active. A certificate layer asks it on every
+// handshake, for any name anyone sends, so it reads an in-memory set kept
+// with the routing table and does no I/O; other processes' changes reach
+// it within RefreshEvery, and this engine's own at once.
+func (e *Engine) Admits(host string) bool {
+	return (*e.admitted.Load())[hostName(host)]
 }
 
 // patchRoutes applies a change to a copy of the table and publishes it;
@@ -91,4 +109,12 @@ func (e *Engine) patchRoutes(change func(map[string]RouteAnswer)) {
 	m := maps.Clone(*e.routes.Load())
 	change(m)
 	e.routes.Store(&m)
+}
+
+// unadmit drops name from the admitted set at once; the caller holds
+// routeMu.
+func (e *Engine) unadmit(name string) {
+	a := maps.Clone(*e.admitted.Load())
+	delete(a, name)
+	e.admitted.Store(&a)
 }

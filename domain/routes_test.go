@@ -256,3 +256,74 @@ func BenchmarkRoute(b *testing.B) {
 		})
 	}
 }
+
+// Admits answers a TLS handshake's question "may this name be served?"
+// from memory: verified, issuing and active names, in any form, and not
+// removed ones (at once), pending or unknown ones.
+func TestAdmits(t *testing.T) {
+	ctx := context.Background()
+	certs := &issuer{state: map[string]domain.CertStatus{}}
+	f := newFixture(t, certs)
+	f.set(t, "example.com.", cname("shop", target), cname("live", target), cname("gone", target))
+	for _, n := range []string{"shop.example.com", "live.example.com", "gone.example.com", "later.example.com"} {
+		f.add(t, "prj_pro", n)
+	}
+	for _, n := range []string{"shop.example.com", "live.example.com", "gone.example.com"} {
+		f.verify(t, "prj_pro", n) // issuing
+	}
+	certs.set("live.example.com", domain.CertStatus{State: domain.CertIssued})
+	if err := f.engine.CertificateChanged(ctx, "live.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.engine.Remove(ctx, "prj_pro", "gone.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	other, err := domain.New(domain.EngineConfig{Store: f.store, Projects: projects, Resolver: dnsresolver.New(f.dns.Addr()), CNAMETarget: target, Now: f.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		host string
+		want bool
+	}{
+		{"shop.example.com", true},  // issuing: on-demand may still obtain it
+		{"LIVE.Example.com.", true}, // active, any form
+		{"gone.example.com", false}, // removed
+		{"later.example.com", false},
+		{"unknown.example.com", false},
+		{"", false},
+	} {
+		t.Run(tc.host, func(t *testing.T) {
+			if got := f.engine.Admits(tc.host); got != tc.want {
+				t.Fatalf("Admits(%q) = %v, want %v", tc.host, got, tc.want)
+			}
+			if got := other.Admits(tc.host); got != tc.want {
+				t.Fatalf("another process after Refresh: Admits(%q) = %v, want %v", tc.host, got, tc.want)
+			}
+		})
+	}
+}
+
+func BenchmarkAdmits(b *testing.B) {
+	ctx := context.Background()
+	f := newFixture(b, nil)
+	for i := range 10000 {
+		if _, err := f.store.CreateDomain(ctx, domain.Entry{ID: fmt.Sprint("dom_", i), ProjectID: "prj_pro", Name: fmt.Sprintf("site%d.example.com", i), Status: domain.StatusIssuing}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := f.engine.Refresh(ctx); err != nil {
+		b.Fatal(err)
+	}
+	for _, host := range []string{"site42.example.com", "Site42.Example.com", "unknown.example.com"} {
+		b.Run(host, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				f.engine.Admits(host)
+			}
+		})
+	}
+}

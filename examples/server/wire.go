@@ -265,26 +265,12 @@ func newIssuer(cfg config, store backend, resolver domain.Resolver, logger *slog
 				}
 			}
 		},
-		// The routing table answers active names without I/O; names
-		// still verifying or issuing are looked up, so an unknown SNI
-		// costs one indexed read.
-		Allowed: func(ctx context.Context, name string) bool {
+		// Asked on every TLS handshake, for any SNI anyone sends: the
+		// engine answers from memory (verified, issuing and active names,
+		// refreshed with the routing table), never from the database.
+		Allowed: func(_ context.Context, name string) bool {
 			e := engine()
-			if e == nil {
-				return false
-			}
-			if e.Route(name).Kind != domain.RouteNone {
-				return true // active, served or redirecting
-			}
-			d, err := e.Find(ctx, name)
-			if err != nil {
-				return false
-			}
-			switch d.Status {
-			case domain.StatusVerified, domain.StatusIssuing, domain.StatusActive:
-				return true
-			}
-			return false
+			return e != nil && e.Admits(name)
 		},
 	})
 }
