@@ -303,6 +303,9 @@ func (is *Issuer) onEvent(ctx context.Context, event string, data map[string]any
 		if err != nil {
 			return err // retried: the CA's directory was unreachable
 		}
+		if len(ids) == 0 {
+			is.log.Warn("CAA check skipped: the CA's CAA identities are unknown, so CAA is left to the CA", "domain", name)
+		}
 		err = checkCAA(ctx, is.cfg.Resolver, name, ids)
 		var blocked *caaBlocked
 		if errors.As(err, &blocked) {

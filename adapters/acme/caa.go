@@ -98,15 +98,24 @@ type CAAVerdict struct {
 	// critical property or cannot be parsed: adding an issue record
 	// would not help.
 	Unreadable bool
+	// Unchecked is set when no CA identities were given: no issue record
+	// can be matched, so the records are not evaluated and issuance is
+	// allowed, leaving CAA to the CA (public CAs check it themselves).
+	Unchecked bool
 }
 
 // EvaluateCAA decides whether a CA known by identities may issue for name
 // given the relevant CAA record set found at owner (RFC 8659 section 4).
-// An empty set allows every CA.
+// An empty set allows every CA. With no identities nothing can be matched,
+// so the set is not evaluated: the verdict is allowed and Unchecked.
 func EvaluateCAA(name string, identities []string, owner string, records []domain.Record) CAAVerdict {
 	v := CAAVerdict{Allowed: true, Owner: owner, Records: records}
 	if len(records) == 0 {
 		v.Owner = ""
+		return v
+	}
+	if len(identities) == 0 {
+		v.Unchecked = true
 		return v
 	}
 	wildcard := strings.HasPrefix(name, "*.")

@@ -29,27 +29,37 @@ func TestEvaluateCAA(t *testing.T) {
 		name    string
 		records []domain.Record
 		allowed bool
+		noIDs   bool // the CA's identities are unknown
 	}{
-		{"no records allow every CA", "shop.example.com", nil, true},
-		{"issue naming the CA", "shop.example.com", caa("example.com", `0 issue "pebble.letsencrypt.org"`), true},
-		{"issue names the CA in another case, with a trailing dot", "shop.example.com", caa("example.com", `0 issue "Pebble.LetsEncrypt.org."`), true},
-		{"parameters after ; are ignored", "shop.example.com", caa("example.com", `0 issue "pebble.letsencrypt.org; validationmethods=dns-01"`), true},
-		{"one of several issue records", "shop.example.com", caa("example.com", `0 issue "digicert.com"`, `0 issue "pebble.letsencrypt.org"`), true},
-		{"issue naming another CA", "shop.example.com", caa("example.com", `0 issue "digicert.com"`), false},
-		{"empty issue forbids all", "shop.example.com", caa("example.com", `0 issue ";"`), false},
-		{"issuewild does not matter for a non-wildcard", "shop.example.com", caa("example.com", `0 issuewild "digicert.com"`), true},
-		{"issuewild restricts a wildcard", "*.example.com", caa("example.com", `0 issue "pebble.letsencrypt.org"`, `0 issuewild "digicert.com"`), false},
-		{"wildcard falls back to issue", "*.example.com", caa("example.com", `0 issue "pebble.letsencrypt.org"`), true},
-		{"iodef alone does not restrict", "shop.example.com", caa("example.com", `0 iodef "mailto:sec@example.com"`), true},
-		{"unknown non-critical tag is ignored", "shop.example.com", caa("example.com", `0 future "x"`), true},
-		{"unknown critical tag blocks", "shop.example.com", caa("example.com", `128 future "x"`, `0 issue "pebble.letsencrypt.org"`), false},
-		{"known critical tag does not block", "shop.example.com", caa("example.com", `128 issue "pebble.letsencrypt.org"`), true},
-		{"unreadable record blocks", "shop.example.com", caa("example.com", `nonsense`), false},
+		{"no records allow every CA", "shop.example.com", nil, true, false},
+		{"issue naming the CA", "shop.example.com", caa("example.com", `0 issue "pebble.letsencrypt.org"`), true, false},
+		{"issue names the CA in another case, with a trailing dot", "shop.example.com", caa("example.com", `0 issue "Pebble.LetsEncrypt.org."`), true, false},
+		{"parameters after ; are ignored", "shop.example.com", caa("example.com", `0 issue "pebble.letsencrypt.org; validationmethods=dns-01"`), true, false},
+		{"one of several issue records", "shop.example.com", caa("example.com", `0 issue "digicert.com"`, `0 issue "pebble.letsencrypt.org"`), true, false},
+		{"issue naming another CA", "shop.example.com", caa("example.com", `0 issue "digicert.com"`), false, false},
+		{"empty issue forbids all", "shop.example.com", caa("example.com", `0 issue ";"`), false, false},
+		{"issuewild does not matter for a non-wildcard", "shop.example.com", caa("example.com", `0 issuewild "digicert.com"`), true, false},
+		{"issuewild restricts a wildcard", "*.example.com", caa("example.com", `0 issue "pebble.letsencrypt.org"`, `0 issuewild "digicert.com"`), false, false},
+		{"wildcard falls back to issue", "*.example.com", caa("example.com", `0 issue "pebble.letsencrypt.org"`), true, false},
+		{"iodef alone does not restrict", "shop.example.com", caa("example.com", `0 iodef "mailto:sec@example.com"`), true, false},
+		{"unknown non-critical tag is ignored", "shop.example.com", caa("example.com", `0 future "x"`), true, false},
+		{"unknown critical tag blocks", "shop.example.com", caa("example.com", `128 future "x"`, `0 issue "pebble.letsencrypt.org"`), false, false},
+		{"known critical tag does not block", "shop.example.com", caa("example.com", `128 issue "pebble.letsencrypt.org"`), true, false},
+		{"unreadable record blocks", "shop.example.com", caa("example.com", `nonsense`), false, false},
+		// No identities: nothing can match, so CAA is left to the CA.
+		{desc: "unknown CA identities", name: "shop.example.com", records: caa("example.com", `0 issue "digicert.com"`), allowed: true, noIDs: true},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			v := acme.EvaluateCAA(tc.name, ids, "example.com", tc.records)
+			use := ids
+			if tc.noIDs {
+				use = nil
+			}
+			v := acme.EvaluateCAA(tc.name, use, "example.com", tc.records)
 			if v.Allowed != tc.allowed {
 				t.Fatalf("allowed = %v (%s), want %v", v.Allowed, v.Reason, tc.allowed)
+			}
+			if v.Unchecked != tc.noIDs {
+				t.Fatalf("unchecked = %v, want %v", v.Unchecked, tc.noIDs)
 			}
 			if !v.Allowed && v.Reason == "" {
 				t.Fatal("a block without a reason")
