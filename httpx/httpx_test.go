@@ -492,6 +492,66 @@ func TestServiceFailures(t *testing.T) {
 	}
 }
 
+// TestContextErrors checks how context errors from the service reach the
+// client and the logs: a client that went away is no server error, an
+// expired deadline is 503, and a Canceled error while the request is still
+// alive stays an internal error worth logging.
+func TestContextErrors(t *testing.T) {
+	tests := []struct {
+		name      string
+		fail      func(cancel context.CancelFunc) error
+		want      int
+		code      string
+		wantLevel string // level of the line logging the cause; "" means none at Info or above
+	}{
+		{"client disconnected", func(cancel context.CancelFunc) error {
+			cancel()
+			return fmt.Errorf("list pets: %w", context.Canceled)
+		}, 503, petstore.CodeUnavailable, ""},
+		{"deadline exceeded", func(context.CancelFunc) error {
+			return fmt.Errorf("list pets: %w", context.DeadlineExceeded)
+		}, 503, petstore.CodeUnavailable, "WARN"},
+		{"canceled while the request is alive", func(context.CancelFunc) error {
+			return context.Canceled
+		}, 500, petstore.CodeInternal, "ERROR"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			e := newEnv(t, func(c *httpx.Config) {
+				c.Service = faultyService{PetService: c.Service, list: func() (petstore.PetPage, error) {
+					return petstore.PetPage{}, tt.fail(cancel)
+				}}
+			})
+			res := e.do(t, e.req("GET", "/v1/pets", "").WithContext(ctx))
+			if res.Status != tt.want {
+				t.Fatalf("status = %d, want %d: %s", res.Status, tt.want, res.Body)
+			}
+			if got := res.errorBody(t); got.Code != tt.code || strings.Contains(got.Message, "context") {
+				t.Fatalf("error = %+v, want code %q and no internals", got, tt.code)
+			}
+			var causeLevels []string
+			for _, line := range strings.Split(strings.TrimSpace(e.logs.String()), "\n") {
+				var entry map[string]any
+				if err := json.Unmarshal([]byte(line), &entry); err != nil {
+					t.Fatal(err)
+				}
+				if entry["msg"] != "request" {
+					causeLevels = append(causeLevels, fmt.Sprint(entry["level"]))
+				}
+			}
+			want := []string{}
+			if tt.wantLevel != "" {
+				want = append(want, tt.wantLevel)
+			}
+			if fmt.Sprint(causeLevels) != fmt.Sprint(want) {
+				t.Fatalf("cause logged at levels %v, want %v:\n%s", causeLevels, want, e.logs)
+			}
+		})
+	}
+}
+
 func TestRequestIDAndLogs(t *testing.T) {
 	e := newEnv(t, nil)
 	uuidV7 := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)

@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -26,22 +27,40 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // WriteError writes err as an Error body with its status. Application
-// errors (*petstore.Error) are written as they are and not logged; any
-// other error is logged with its cause and the request id, and the client
-// sees only "internal" with a generic message. An unauthorized error also
-// carries the WWW-Authenticate challenge of RFC 6750.
+// errors (*petstore.Error) are written as they are and not logged. A
+// deadline that expired (context.DeadlineExceeded) is 503 unavailable,
+// logged as a warning; the request's own cancellation (the client went
+// away) is 503 too, logged only at debug level, since there is nothing to
+// fix and nobody to answer. Any other error is logged with its cause and
+// the request id, and the client sees only "internal" with a generic
+// message. An unauthorized error also carries the WWW-Authenticate
+// challenge of RFC 6750.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	e := petstore.AsError(err)
-	if e == nil {
-		e = petstore.Errorf(petstore.CodeInternal, "Internal error.")
+	if e == nil { // a caller's bug; still answer something
+		err = errors.New("httpx: WriteError called with a nil error")
+		e = petstore.AsError(err)
 	}
-	if petstore.ErrorCode(err) == petstore.CodeInternal {
+	if e.Code == petstore.CodeInternal {
+		level, msg := slog.LevelError, "internal error"
+		switch {
+		case errors.As(err, new(*petstore.Error)):
+			// An application error that says internal itself.
+		case errors.Is(err, context.DeadlineExceeded):
+			level, msg = slog.LevelWarn, "deadline exceeded"
+			e = petstore.Errorf(petstore.CodeUnavailable, "the request timed out; try again later")
+		case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+			// Only the request's own cancellation: a Canceled error while
+			// the request is still alive is a bug inside the server.
+			level, msg = slog.LevelDebug, "request canceled"
+			e = petstore.Errorf(petstore.CodeUnavailable, "the request was canceled")
+		}
 		logger := slog.Default()
 		id := ""
 		if info := infoFrom(r.Context()); info != nil {
 			logger, id = info.logger, info.id
 		}
-		logger.LogAttrs(r.Context(), slog.LevelError, "internal error",
+		logger.LogAttrs(r.Context(), level, msg,
 			slog.String("method", r.Method),
 			slog.String("request_id", id),
 			slog.String("error", err.Error()))
