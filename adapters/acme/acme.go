@@ -299,6 +299,15 @@ func (is *Issuer) onEvent(ctx context.Context, event string, data map[string]any
 	name = normalize(name)
 	switch event {
 	case "cert_obtaining":
+		if is.denied(ctx, name, data) {
+			// A removed name: another process removed it from the shared
+			// storage, and certmagic, finding the certificate it still
+			// caches due for renewal and the storage empty, would obtain
+			// it back. Stop serving it here too and never retry.
+			is.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: name}})
+			is.log.Info("not renewing a certificate for a name that is no longer a custom domain", "domain", name)
+			return certmagic.ErrNoRetry{Err: fmt.Errorf("%s is no longer a verified custom domain", name)}
+		}
 		ids, err := is.identities(ctx)
 		if err != nil {
 			return err // retried: the CA's directory was unreachable
@@ -333,6 +342,27 @@ func (is *Issuer) onEvent(ctx context.Context, event string, data map[string]any
 		}
 	}
 	return nil
+}
+
+// denied reports whether Config.Allowed refuses an order for name. A
+// Request still running in this process asked for it explicitly (the
+// engine requests before it stores the new state, so Allowed may not know
+// the name yet) and is not checked; renewals, and orders by certmagic for
+// certificates it caches but nobody requested now, are.
+func (is *Issuer) denied(ctx context.Context, name string, data map[string]any) bool {
+	if is.cfg.Allowed == nil {
+		return false
+	}
+	if renewal, _ := data["renewal"].(bool); !renewal {
+		is.mu.Lock()
+		a := is.attempts[name]
+		requested := a != nil && !a.done
+		is.mu.Unlock()
+		if requested {
+			return false
+		}
+	}
+	return !is.cfg.Allowed(ctx, name)
 }
 
 func (is *Issuer) changedAfterSwap(name string, old certmagic.Certificate) {

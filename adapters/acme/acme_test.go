@@ -175,6 +175,65 @@ func TestSharedStoreRemove(t *testing.T) {
 	}
 }
 
+// A removed name stays removed in shared storage: another process that
+// still caches its short-lived certificate reaches the renewal time, finds
+// the storage empty and would order it again; the engine no longer allows
+// the name, so it evicts it instead and orders nothing.
+func TestSharedStoreRemoveNotRenewedElsewhere(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		requested bool // b requested the name too, rather than loading it from storage
+	}{
+		{"b loaded it from storage", false},
+		{"b requested it too", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			e := newEnv(t, 10*time.Second)
+			e.point("shop")
+			short := func(c *acme.Config) {
+				c.RenewCheckInterval = 250 * time.Millisecond
+				c.RenewalWindowRatio = 0.9 // renew 1 s into a 10 s lifetime
+			}
+			a := e.issuer(short)
+			b := e.issuer(short)
+			if err := a.Request(ctx, "shop.example.com"); err != nil {
+				t.Fatal(err)
+			}
+			e.waitChange("shop.example.com")
+			if tc.requested {
+				if err := b.Request(ctx, "shop.example.com"); err != nil {
+					t.Fatal(err)
+				}
+				e.waitChange("shop.example.com")
+			}
+			if st := status(t, b, "shop.example.com"); st.State != domain.CertIssued {
+				t.Fatalf("b's status = %+v, want issued from the shared storage", st)
+			}
+			orders := e.ca.Requests("/finalize-order/")
+			e.deny("shop.example.com", true) // the engine removed it
+			if err := a.Remove(ctx, "shop.example.com"); err != nil {
+				t.Fatal(err)
+			}
+			// Past b's renewal time (1 s into the lifetime), with several
+			// maintenance passes: certmagic runs on the real clock.
+			time.Sleep(3 * time.Second)
+			if blobs, _ := e.store.ListBlobs(ctx, "certificates/"); len(blobs) != 0 {
+				var keys []string
+				for _, bl := range blobs {
+					keys = append(keys, bl.Key)
+				}
+				t.Fatalf("the removed certificate is back in storage: %v", keys)
+			}
+			if n := e.ca.Requests("/finalize-order/"); n != orders {
+				t.Fatalf("%d certificates ordered after the removal, want none", n-orders)
+			}
+		})
+	}
+}
+
 // A certificate that is still pending 30 minutes after Request gets the
 // finding with the spec's three steps; a new Request starts over.
 func TestPendingTooLong(t *testing.T) {
