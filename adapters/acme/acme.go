@@ -74,7 +74,11 @@ type Config struct {
 	DNSResolvers []string
 	// HTTPPort and TLSPort are the ports of the server's plain-HTTP and
 	// TLS listeners, where the CA sends HTTP-01 and TLS-ALPN-01
-	// validation (80 and 443 unless a test CA is told otherwise).
+	// validation (the CA connects to 80 and 443 unless a test CA is told
+	// otherwise). HTTPPort 0 means 80. TLSPort 0 means the server has no
+	// TLS listener serving TLSConfig: TLS-ALPN-01 is then disabled, so
+	// certmagic never opens a listener of its own on :443, and only
+	// HTTP-01 (or DNS-01) is used.
 	HTTPPort, TLSPort int
 	// ListenHost is the host of those listeners ("" for all addresses).
 	ListenHost string
@@ -198,7 +202,10 @@ func (is *Issuer) newConfig(onDemand *certmagic.OnDemandConfig) *certmagic.Confi
 		ListenHost:     cfg.ListenHost,
 		AltHTTPPort:    cfg.HTTPPort,
 		AltTLSALPNPort: cfg.TLSPort,
-		Logger:         zl,
+		// No TLS listener of ours: certmagic would otherwise answer
+		// TLS-ALPN-01 on a listener of its own on :443.
+		DisableTLSALPNChallenge: cfg.TLSPort == 0,
+		Logger:                  zl,
 	}
 	if cfg.DNSProvider != nil {
 		tmpl.DNS01Solver = &certmagic.DNS01Solver{DNSManager: certmagic.DNSManager{
