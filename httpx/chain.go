@@ -11,6 +11,8 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -21,8 +23,10 @@ import (
 
 // RateLimiter decides on each request. subject is "key:<APIKey.ID>" for an
 // authenticated request (limits = key.EffectiveLimits()), or
-// "ip:<client address>" for a request without a valid key and for the
-// public OpenAPI document (limits = the Free plan's). Implementations must
+// "ip:<client address>" (an IPv6 client as its /64, "ip:2001:db8::/64")
+// for a request without a valid key, for the public OpenAPI document, and
+// for any request from an address refused a moment ago (limits = the Free
+// plan's). Implementations must
 // be safe for concurrent use and honour context cancellation. An error
 // answers the request 503 unavailable: failing open or closed when the
 // counter store is down is the limiter's decision, not httpx's.
@@ -75,6 +79,79 @@ type chain struct {
 	now     func() time.Time
 	public  func(r *http.Request) bool
 	next    http.Handler
+	refused refusedAddrs
+}
+
+// maxRefusedAddrs bounds the addresses a chain remembers as refused: a
+// flood from many addresses costs at most this many small entries.
+const maxRefusedAddrs = 1 << 16
+
+// refusedAddrs remembers the "ip:" subjects the limiter refused, until the
+// refusal's Retry-After has passed. A request from such an address is
+// decided by its address before any key is looked at, so a key guesser
+// that has been refused cannot tell a right key (which would otherwise be
+// limited by key, and pass) from a wrong one. The limiter still decides
+// each of those requests, so its strikes and bans, and a window that ended
+// early, hold as they would; the entry only says "ask about the address
+// first". It is per process: another process learns of the refusal from
+// its own first refused request.
+type refusedAddrs struct {
+	n     atomic.Int64 // len(until), read without the lock on every request
+	mu    sync.Mutex
+	until map[string]time.Time
+}
+
+// has reports whether subject was refused and the refusal may still hold.
+func (a *refusedAddrs) has(subject string, now time.Time) bool {
+	if a.n.Load() == 0 {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	until, ok := a.until[subject]
+	if ok && !now.Before(until) {
+		delete(a.until, subject)
+		a.n.Store(int64(len(a.until)))
+		return false
+	}
+	return ok
+}
+
+// add remembers subject as refused until until, pruning expired entries
+// when the map is full and, if it is still full, forgetting an arbitrary
+// one: forgetting costs at most one authenticated request per address.
+func (a *refusedAddrs) add(subject string, now, until time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.until == nil {
+		a.until = make(map[string]time.Time)
+	}
+	if _, ok := a.until[subject]; !ok && len(a.until) >= maxRefusedAddrs {
+		for s, u := range a.until {
+			if !now.Before(u) {
+				delete(a.until, s)
+			}
+		}
+		for s := range a.until {
+			if len(a.until) < maxRefusedAddrs {
+				break
+			}
+			delete(a.until, s)
+		}
+	}
+	a.until[subject] = until
+	a.n.Store(int64(len(a.until)))
+}
+
+// forget drops subject: the limiter admitted it again.
+func (a *refusedAddrs) forget(subject string) {
+	if a.n.Load() == 0 {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.until, subject)
+	a.n.Store(int64(len(a.until)))
 }
 
 func newChain(cfg Config, next http.Handler, public func(*http.Request) bool) (*chain, error) {
@@ -152,21 +229,34 @@ func (c *chain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 
-	limits, _ := petstore.PlanFree.Limits()
+	free, _ := petstore.PlanFree.Limits()
+	limits := free
 	subject := ""
+	addrDecided := false
 	var authErr error
 	if c.public(r) {
-		subject = "ip:" + c.clientAddr(r).String()
+		subject = addrSubject(c.clientAddr(r))
 	} else {
+		if c.limiter != nil {
+			// An address the limiter refused is decided by address before
+			// its key is checked: while refused, a right key gets the same
+			// 429 as a wrong one, so guessing learns nothing.
+			if addr := addrSubject(c.clientAddr(r)); c.refused.has(addr, c.now()) {
+				if !c.limit(sw, r, addr, free) {
+					return
+				}
+				addrDecided = true
+			}
+		}
 		key, err := c.authenticate(r)
 		if err == nil {
 			info.key, info.hasKey = key, true
 			subject, limits = "key:"+key.ID, key.EffectiveLimits()
 		} else {
-			subject, authErr = "ip:"+c.clientAddr(r).String(), err
+			subject, authErr = addrSubject(c.clientAddr(r)), err
 		}
 	}
-	if c.limiter != nil && !c.limit(sw, r, subject, limits) {
+	if c.limiter != nil && !(addrDecided && authErr != nil) && !c.limit(sw, r, subject, limits) {
 		return
 	}
 	if authErr != nil {
@@ -228,16 +318,26 @@ func (c *chain) limit(w http.ResponseWriter, r *http.Request, subject string, li
 		}
 		setRateLimitHeaders(w.Header(), d, now)
 	}
+	byAddr := strings.HasPrefix(subject, "ip:")
 	if d.Allowed {
+		if byAddr {
+			c.refused.forget(subject)
+		}
 		return true
 	}
 	secs := max(int64(math.Ceil(d.RetryAfter.Seconds())), 1)
+	if byAddr {
+		now := c.now()
+		c.refused.add(subject, now, now.Add(time.Duration(secs)*time.Second))
+	}
 	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 	code, msg := d.Code, fmt.Sprintf("rate limit exceeded; retry after %d seconds", secs)
-	switch code {
-	case petstore.CodeAPIKeyBanned:
+	switch {
+	case code == petstore.CodeAPIKeyBanned && byAddr:
+		msg = fmt.Sprintf("too many requests from this address; temporarily blocked; retry after %d seconds", secs)
+	case code == petstore.CodeAPIKeyBanned:
 		msg = fmt.Sprintf("API key temporarily banned for sending after being rate limited; retry after %d seconds", secs)
-	case petstore.CodeRateLimited:
+	case code == petstore.CodeRateLimited:
 	default:
 		code = petstore.CodeRateLimited
 	}
@@ -298,6 +398,18 @@ func setRateLimitHeaders(h http.Header, d ratelimit.Decision, now time.Time) {
 	}
 	h["Ratelimit-Policy"] = vals[3:4:4]
 	h["Ratelimit"] = vals[4:5:5]
+}
+
+// addrSubject is the rate-limit subject of a client address. An IPv6
+// client is counted per /64, the block one subscriber usually gets, so
+// that walking through its own addresses gives it no fresh buckets.
+func addrSubject(a netip.Addr) string {
+	if a.Is6() {
+		if p, err := a.Prefix(64); err == nil {
+			return "ip:" + p.String()
+		}
+	}
+	return "ip:" + a.String()
 }
 
 // clientAddr is the TCP peer, or, when the peer is a trusted proxy, the

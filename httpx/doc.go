@@ -29,7 +29,12 @@
 // X-RateLimit-Remaining is 0 and X-RateLimit-Reset the ban's end).
 // Requests with a valid key are limited by key, at the key's plan as it is
 // now; requests without one, and the OpenAPI document, by client address
-// at the Free plan's figures, so guessing keys is slow. X-Forwarded-For
+// at the Free plan's figures, so guessing keys is slow. Once an address is
+// refused (429, or blocked after repeated 429s), its requests are decided
+// by address before any key is checked, so until the refusal ends a right
+// key gets the same 429 as a wrong one and guessing learns nothing; the
+// key itself, from any other address, is limited by key as usual. IPv6
+// clients are counted per /64. X-Forwarded-For
 // names the client only when the peer is in Config.TrustedProxies. When
 // the limiter's store is down, a limiter that fails open admits the
 // request without rate-limit headers (there are no true figures to give)

@@ -293,17 +293,108 @@ func TestRateLimitKeylessByAddress(t *testing.T) {
 		{"a trusted proxy forwarding that address is refused", keyless("10.1.1.1:80", "203.0.113.9"), 429, petstore.CodeRateLimited, "0"},
 		{"another address has its own bucket", keyless("203.0.113.10:5000"), 401, petstore.CodeUnauthorized, "59"},
 		{"a trusted proxy's client has its own bucket", keyless("10.1.1.1:80", "198.51.100.78"), 401, petstore.CodeUnauthorized, "59"},
-		{"a valid key from that address is limited by key only", func() *http.Request {
+		{"a valid key from another address is limited by key only", func() *http.Request {
+			r := e.req("GET", "/v1/pets", "")
+			r.RemoteAddr = "203.0.113.11:5000"
+			return r
+		}(), 200, "", "59"},
+		// Were it limited by key, the right key would pass where wrong
+		// ones are refused: an oracle for the guesser.
+		{"a valid key from the refused address is refused too", func() *http.Request {
 			r := e.req("GET", "/v1/pets", "")
 			r.RemoteAddr = guesser
 			return r
-		}(), 200, "", "59"},
+		}(), 429, petstore.CodeRateLimited, "0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			res := do(t, e.h, "/v1", tt.req)
 			wantStatus(t, res, tt.status, tt.code)
 			wantHeaders(t, res, map[string]string{"X-RateLimit-Limit": "60", "X-RateLimit-Remaining": tt.remaining})
+		})
+	}
+}
+
+// TestRateLimitRefusedAddressHidesValidKeys checks that once an address
+// is refused, by its window or by a ban, every request from it gets the
+// address's 429 whether its key is right or wrong, until the refusal ends;
+// the key itself, from another address, is unaffected.
+func TestRateLimitRefusedAddressHidesValidKeys(t *testing.T) {
+	from := func(r *http.Request, remote string) *http.Request {
+		r.RemoteAddr = remote
+		return r
+	}
+	badKey := func(remote string) *http.Request {
+		return from(authedReq("psk_wrong_guess", "GET", "/v1/pets", ""), remote)
+	}
+	tests := []struct {
+		name     string
+		guesser  string // the address that guesses
+		sibling  string // another address counted as the same client
+		strikes  int    // wrong guesses after the 60 allowed ones
+		code     string
+		message  string
+		lasts    time.Duration
+		reported string // the RateLimit header during the refusal
+	}{
+		{"window", "198.51.100.20:4000", "", 1, petstore.CodeRateLimited, "rate limit exceeded", time.Minute,
+			`"minute";r=0;t=60, "day";r=940;t=86400`},
+		{"ban", "198.51.100.21:4000", "", 31, petstore.CodeAPIKeyBanned, "from this address", 15 * time.Minute,
+			`"minute";r=0;t=900, "day";r=0;t=900`},
+		{"IPv6 /64", "[2001:db8:1:2::9]:4000", "[2001:db8:1:2:ffff::1]:4000", 1, petstore.CodeRateLimited, "rate limit exceeded", time.Minute,
+			`"minute";r=0;t=60, "day";r=940;t=86400`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newRLEnv(t, ratelimit.NewMemoryStore(), nil)
+			n := 60
+			if tt.sibling != "" {
+				// The sibling shares the /64's bucket.
+				wantStatus(t, do(t, e.h, "/v1", badKey(tt.guesser)), 401, petstore.CodeUnauthorized)
+				res := do(t, e.h, "/v1", badKey(tt.sibling))
+				wantHeaders(t, res, map[string]string{"X-RateLimit-Remaining": "58"})
+				n -= 2
+			}
+			for range n {
+				wantStatus(t, do(t, e.h, "/v1", badKey(tt.guesser)), 401, petstore.CodeUnauthorized)
+			}
+			for range tt.strikes {
+				wantStatus(t, do(t, e.h, "/v1", badKey(tt.guesser)), 429, "")
+			}
+			valid := func(remote string) *http.Request { return from(e.req("GET", "/v1/pets", ""), remote) }
+			for _, remote := range []string{tt.guesser, tt.sibling} {
+				if remote == "" {
+					continue
+				}
+				for _, r := range []*http.Request{valid(remote), badKey(remote)} {
+					res := do(t, e.h, "/v1", r)
+					wantStatus(t, res, 429, tt.code)
+					wantHeaders(t, res, map[string]string{
+						"X-RateLimit-Remaining": "0",
+						"Retry-After":           strconv.FormatInt(int64(tt.lasts/time.Second), 10),
+						"RateLimit":             tt.reported,
+					})
+					if msg := res.errorBody(t).Message; !strings.Contains(msg, tt.message) || strings.Contains(msg, "API key") {
+						t.Fatalf("message %q, want one about the address (%q)", msg, tt.message)
+					}
+				}
+			}
+			// The key is fine from anywhere else.
+			res := do(t, e.h, "/v1", valid("192.0.2.200:1"))
+			wantStatus(t, res, 200, "")
+			wantHeaders(t, res, map[string]string{"X-RateLimit-Remaining": "59"})
+
+			// A second before the end the address is still refused; at the
+			// end the key passes from it again, limited by key (whose own
+			// minute has started over by then).
+			e.clock.Advance(tt.lasts - time.Second)
+			wantStatus(t, do(t, e.h, "/v1", valid(tt.guesser)), 429, tt.code)
+			e.clock.Advance(time.Second)
+			res = do(t, e.h, "/v1", valid(tt.guesser))
+			wantStatus(t, res, 200, "")
+			wantHeaders(t, res, map[string]string{"X-RateLimit-Remaining": "59"})
+			res = do(t, e.h, "/v1", valid(tt.guesser))
+			wantHeaders(t, res, map[string]string{"X-RateLimit-Remaining": "58"})
 		})
 	}
 }
@@ -368,11 +459,17 @@ func TestRateLimitBan(t *testing.T) {
 			e.clock.Advance(banStart.Add(tt.after).Sub(e.clock.Now()))
 			res := e.get(t)
 			wantStatus(t, res, 429, petstore.CodeAPIKeyBanned)
+			left := int64((15*time.Minute - tt.after) / time.Second)
 			wantHeaders(t, res, map[string]string{
 				"X-RateLimit-Remaining": "0",
 				"X-RateLimit-Reset":     strconv.FormatInt(banEnd.Unix(), 10),
-				"Retry-After":           strconv.FormatInt(int64((15*time.Minute-tt.after)/time.Second), 10),
+				"Retry-After":           strconv.FormatInt(left, 10),
+				// No window has room before the ban ends.
+				"RateLimit": fmt.Sprintf(`"minute";r=0;t=%d, "day";r=0;t=%d`, left, left),
 			})
+			if msg := res.errorBody(t).Message; !strings.Contains(msg, "API key temporarily banned") {
+				t.Fatalf("message %q, want it to name the API key", msg)
+			}
 		})
 	}
 	// Requests during the ban did not extend it.
