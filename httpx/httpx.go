@@ -113,21 +113,23 @@ func (a *api) match(r *http.Request) (rt route, allow string, ok bool) {
 	if !found {
 		return route{}, "", false
 	}
-	get := r.Method == http.MethodGet
+	// Every GET route also answers HEAD (RFC 9110 §9.3.2): the same
+	// status and headers, without the body, which ServeHTTP drops.
+	get := r.Method == http.MethodGet || r.Method == http.MethodHead
 	switch {
 	case rest == "/pets":
-		switch r.Method {
-		case http.MethodGet:
-			return route{pattern: "GET " + a.base + "/pets", handle: a.handleListPets}, "", true
-		case http.MethodPost:
+		switch {
+		case get:
+			return route{pattern: r.Method + " " + a.base + "/pets", handle: a.handleListPets}, "", true
+		case r.Method == http.MethodPost:
 			return route{pattern: "POST " + a.base + "/pets", handle: a.createPet.ServeHTTP, body: true}, "", true
 		}
-		return route{}, "GET, POST", true
+		return route{}, "GET, HEAD, POST", true
 	case rest == "/openapi.json":
 		if get {
-			return route{pattern: "GET " + a.base + "/openapi.json", handle: a.handleOpenAPI}, "", true
+			return route{pattern: r.Method + " " + a.base + "/openapi.json", handle: a.handleOpenAPI}, "", true
 		}
-		return route{}, "GET", true
+		return route{}, "GET, HEAD", true
 	case strings.HasPrefix(rest, "/pets/"):
 		id := rest[len("/pets/"):]
 		if id == "" || strings.Contains(id, "/") {
@@ -135,9 +137,9 @@ func (a *api) match(r *http.Request) (rt route, allow string, ok bool) {
 		}
 		if get {
 			r.SetPathValue("petId", id)
-			return route{pattern: "GET " + a.base + "/pets/{petId}", handle: a.handleGetPet}, "", true
+			return route{pattern: r.Method + " " + a.base + "/pets/{petId}", handle: a.handleGetPet}, "", true
 		}
-		return route{}, "GET", true
+		return route{}, "GET, HEAD", true
 	}
 	return route{}, "", false
 }
@@ -145,6 +147,9 @@ func (a *api) match(r *http.Request) (rt route, allow string, ok bool) {
 // ServeHTTP routes a request that already passed authentication and rate
 // limiting, then checks the media type and size of bodies.
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodHead {
+		w = headWriter{w}
+	}
 	rt, allow, ok := a.match(r)
 	if refuseUnrouted(w, r, ok, allow) {
 		return
@@ -160,6 +165,17 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rt.handle(w, r)
 }
+
+// headWriter answers a HEAD request: headers and status pass through,
+// the body is dropped. net/http's server drops it too, but not every
+// ResponseWriter a handler meets (a recorder, a proxy) does. WriteJSON
+// sets Content-Length, so HEAD announces the length GET would send.
+type headWriter struct{ http.ResponseWriter }
+
+func (w headWriter) Write(p []byte) (int, error) { return len(p), nil }
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w headWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // refuseUnrouted answers a request that match did not route, in JSON as
 // every answer under the base is: 404 when no route has the path, 405 with

@@ -428,9 +428,10 @@ func TestRoutingErrors(t *testing.T) {
 		{"GET", "/v1/", 404, ""},
 		{"GET", "/v1/pets/", 404, ""},
 		{"GET", "/v1/pets/1/owner", 404, ""},
-		{"DELETE", "/v1/pets", 405, "GET, POST"},
-		{"PUT", "/v1/pets/1", 405, "GET"},
-		{"POST", "/v1/openapi.json", 405, "GET"},
+		{"DELETE", "/v1/pets", 405, "GET, HEAD, POST"},
+		{"PUT", "/v1/pets/1", 405, "GET, HEAD"},
+		{"POST", "/v1/openapi.json", 405, "GET, HEAD"},
+		{"OPTIONS", "/v1/pets/1", 405, "GET, HEAD"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
@@ -444,6 +445,79 @@ func TestRoutingErrors(t *testing.T) {
 			res.errorBody(t)
 		})
 	}
+}
+
+// TestHead checks that every GET route answers HEAD as RFC 9110 asks:
+// the status and headers of GET, Content-Length included, and no body.
+// HEAD is not in the OpenAPI document; each GET it is compared with goes
+// through the contract check.
+func TestHead(t *testing.T) {
+	e := newEnv(t, nil)
+	e.seed(t, petstore.NewPet{Name: "Rex", CategoryID: 1, Status: petstore.StatusSold}, petstore.NewPet{Name: "Tom", CategoryID: 2})
+	tests := []struct {
+		name, target string
+		want         int
+		auth         bool
+	}{
+		{"openapi document", "/v1/openapi.json", 200, false},
+		{"list with a next link", "/v1/pets?limit=1", 200, true},
+		{"list by status", "/v1/pets?status=sold", 200, true},
+		{"list, bad query", "/v1/pets?limit=0", 400, true},
+		{"pet", "/v1/pets/1", 200, true},
+		{"missing pet", "/v1/pets/3", 404, true},
+		{"bad pet id", "/v1/pets/abc", 400, true},
+		{"unknown path", "/v1/nope", 404, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			build := func(method string) *http.Request {
+				if tt.auth {
+					return e.req(method, tt.target, "")
+				}
+				return httptest.NewRequest(method, tt.target, nil)
+			}
+			get := e.do(t, build("GET"))
+			head, _ := serve(e.h, build("HEAD"))
+			if get.Status != tt.want || head.Status != tt.want {
+				t.Fatalf("GET %d, HEAD %d, want %d", get.Status, head.Status, tt.want)
+			}
+			if len(head.Body) != 0 {
+				t.Fatalf("HEAD sent a body: %q", head.Body)
+			}
+			if got, want := get.Header.Get("Content-Length"), fmt.Sprint(len(get.Body)); got != want {
+				t.Fatalf("GET Content-Length = %q, want %q", got, want)
+			}
+			get.Header.Del("X-Request-Id")
+			head.Header.Del("X-Request-Id")
+			if fmt.Sprint(head.Header) != fmt.Sprint(get.Header) {
+				t.Fatalf("HEAD headers\n%v\nGET headers\n%v", head.Header, get.Header)
+			}
+		})
+	}
+	t.Run("over a real connection", func(t *testing.T) {
+		srv := httptest.NewServer(e.h)
+		defer srv.Close()
+		var lengths []int64
+		for _, method := range []string{"GET", "HEAD"} {
+			r, err := http.NewRequest(method, srv.URL+"/v1/pets", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Header.Set("Authorization", "Bearer "+e.secret)
+			res, err := srv.Client().Do(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = res.Body.Close()
+			if res.StatusCode != 200 {
+				t.Fatalf("%s: %d", method, res.StatusCode)
+			}
+			lengths = append(lengths, res.ContentLength)
+		}
+		if lengths[0] <= 0 || lengths[1] != lengths[0] {
+			t.Fatalf("Content-Length GET %d, HEAD %d; want the same, > 0", lengths[0], lengths[1])
+		}
+	})
 }
 
 // faultyService is the real Service with one operation replaced, to see
