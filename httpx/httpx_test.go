@@ -802,7 +802,7 @@ func TestClientAddress(t *testing.T) {
 		{"trusted proxy", "10.1.2.3:4000", []string{"198.51.100.1"}, "ip:198.51.100.1"},
 		{"right-most untrusted hop", "10.1.2.3:4000", []string{"6.6.6.6, 198.51.100.1, 10.9.9.9"}, "ip:198.51.100.1"},
 		{"several header lines", "10.1.2.3:4000", []string{"6.6.6.6", "198.51.100.1"}, "ip:198.51.100.1"},
-		{"ipv6 proxy", "[::1]:4000", []string{"2001:db8::7"}, "ip:2001:db8::7"},
+		{"ipv6 proxy, counted per /64", "[::1]:4000", []string{"2001:db8::7"}, "ip:2001:db8::/64"},
 		{"garbage stops at the proxy", "10.1.2.3:4000", []string{"198.51.100.1, nonsense"}, "ip:10.1.2.3"},
 		{"only proxies", "10.1.2.3:4000", []string{"10.4.4.4"}, "ip:10.1.2.3"},
 	}
