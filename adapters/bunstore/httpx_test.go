@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -161,4 +162,119 @@ func TestIdempotentRetryAcrossProcesses(t *testing.T) {
 	if err != nil || len(pets) != 1 {
 		t.Fatalf("%d pets stored, %v; want 1", len(pets), err)
 	}
+}
+
+// TestPaginationOverHTTP walks Link rel=next through the full handler on
+// every database, from the first page, for each status filter, with
+// limits that divide the number of matching pets exactly (the full last
+// page must carry no Link) and limits that do not. The pets' statuses take
+// turns, so every filtered page skips rows of other statuses. A malformed
+// cursor is 400 on every database too.
+func TestPaginationOverHTTP(t *testing.T) {
+	// 40 pets: 15 available, 17 pending, 5 sold, 3 without a status.
+	counts := map[petstore.PetStatus]int{petstore.StatusAvailable: 15, petstore.StatusPending: 17, petstore.StatusSold: 5, "": 3}
+	cases := []struct {
+		status petstore.PetStatus
+		limit  int // 0: the default, 20
+	}{
+		{"", 0}, {"", 5}, {"", 7},
+		{petstore.StatusAvailable, 5}, {petstore.StatusAvailable, 4},
+		{petstore.StatusPending, 17}, {petstore.StatusPending, 5},
+		{petstore.StatusSold, 5}, {petstore.StatusSold, 2},
+	}
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			store := bunstore.New(b.open(t))
+			api := newAPI(t, store)
+			_, secret, err := petstore.NewKeys(store).Create(ctx, "", petstore.PlanPro, petstore.Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			order := []petstore.PetStatus{petstore.StatusAvailable, petstore.StatusPending, petstore.StatusSold, ""}
+			var all []petstore.Pet
+			for i := 0; len(all) < 40; i++ {
+				st := order[i%len(order)]
+				if counts[st] <= countStatus(all, st) {
+					continue
+				}
+				p, err := store.CreatePet(ctx, petstore.NewPet{Name: fmt.Sprint("pet ", i), CategoryID: 1, Status: st})
+				if err != nil {
+					t.Fatal(err)
+				}
+				all = append(all, p)
+			}
+			for _, tt := range cases {
+				t.Run(fmt.Sprintf("status=%s&limit=%d", tt.status, tt.limit), func(t *testing.T) {
+					limit := tt.limit
+					if limit == 0 {
+						limit = 20
+					}
+					var want []int64
+					for _, p := range all {
+						if tt.status == "" || p.Status == tt.status {
+							want = append(want, p.ID)
+						}
+					}
+					q := url.Values{}
+					if tt.status != "" {
+						q.Set("status", string(tt.status))
+					}
+					if tt.limit != 0 {
+						q.Set("limit", fmt.Sprint(tt.limit))
+					}
+					var got []int64
+					target, pages := "/v1/pets?"+q.Encode(), 0
+					for target != "" {
+						if pages++; pages > len(want)+1 {
+							t.Fatal("the walk does not end")
+						}
+						w := do(t, api, "GET", target, secret, "")
+						var page []petstore.Pet
+						if err := json.Unmarshal(w.Body.Bytes(), &page); err != nil || w.Code != http.StatusOK {
+							t.Fatalf("GET %s: %d %s (%v)", target, w.Code, w.Body, err)
+						}
+						for _, p := range page {
+							if tt.status != "" && p.Status != tt.status {
+								t.Fatalf("GET %s listed %+v", target, p)
+							}
+							got = append(got, p.ID)
+						}
+						target = ""
+						if m := nextLink.FindStringSubmatch(w.Header().Get("Link")); m != nil {
+							target = m[1]
+							if len(page) != limit {
+								t.Fatalf("page %d has %d pets and a next link; want a full page of %d", pages, len(page), limit)
+							}
+						}
+					}
+					if fmt.Sprint(got) != fmt.Sprint(want) {
+						t.Fatalf("visited\n%v\nwant each matching pet once, in id order\n%v", got, want)
+					}
+					if wantPages := (len(want) + limit - 1) / limit; pages != wantPages {
+						t.Fatalf("%d pages, want %d", pages, wantPages)
+					}
+				})
+			}
+			t.Run("malformed cursor", func(t *testing.T) {
+				for _, c := range []string{"garbage!", petstore.EncodeCursor(3) + "x", "djI6Mw"} { // djI6Mw: "v2:3", an unknown version
+					w := do(t, api, "GET", "/v1/pets?cursor="+url.QueryEscape(c), secret, "")
+					if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), `"invalid_request"`) {
+						t.Fatalf("cursor %q: %d %s, want 400 invalid_request", c, w.Code, w.Body)
+					}
+				}
+			})
+		})
+	}
+}
+
+func countStatus(pets []petstore.Pet, st petstore.PetStatus) int {
+	n := 0
+	for _, p := range pets {
+		if p.Status == st {
+			n++
+		}
+	}
+	return n
 }
