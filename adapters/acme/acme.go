@@ -109,8 +109,9 @@ type Issuer struct {
 	acme     *certmagic.ACMEIssuer
 	httpc    *http.Client
 
-	ctx    context.Context // ends with Close: stops every attempt
-	cancel context.CancelFunc
+	ctx       context.Context // ends with Close: stops every attempt
+	cancel    context.CancelFunc
+	closeOnce sync.Once // certmagic's Cache.Stop panics when called twice
 
 	mu       sync.Mutex
 	attempts map[string]*attempt
@@ -223,10 +224,12 @@ func (is *Issuer) newConfig(onDemand *certmagic.OnDemandConfig) *certmagic.Confi
 }
 
 // Close stops every attempt and certificate maintenance. Certificates
-// stay in storage.
+// stay in storage. Closing again does nothing.
 func (is *Issuer) Close() error {
-	is.cancel()
-	is.cache.Stop()
+	is.closeOnce.Do(func() {
+		is.cancel()
+		is.cache.Stop()
+	})
 	return nil
 }
 

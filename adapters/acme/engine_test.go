@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,12 +35,18 @@ const edgeTarget = "edge.petstore.example"
 // ordering from an in-process Pebble that validates against the same DNS
 // and reaches the issuer's plain-HTTP and TLS listeners on 127.0.0.1.
 type engineEnv struct {
-	t       *testing.T
-	engine  *domain.Engine
-	issuer  *acme.Issuer
-	zone    *memzone.Provider
-	ca      *acmetest.Pebble
-	tlsAddr string
+	t        *testing.T
+	engine   *domain.Engine
+	issuer   *acme.Issuer
+	zone     *memzone.Provider
+	ca       *acmetest.Pebble
+	tlsAddr  string
+	resolver domain.Resolver
+	store    *memstore.Store // the domains: one database shared by restarts
+	certs    *memstore.Store // certmagic's storage, in the same database
+	httpPort int
+	tlsPort  int
+	serving  atomic.Pointer[acme.Issuer] // the issuer behind the listeners
 }
 
 // project is the deployed Pro project every test domain belongs to.
@@ -55,66 +62,78 @@ func newEngineEnv(t *testing.T) *engineEnv {
 	}
 	httpLn := listen(t)
 	tlsLn := listen(t)
-	ca := acmetest.Start(t, acmetest.Options{
-		DNSServer: dnsSrv.Addr(),
-		HTTPPort:  httpLn.Addr().(*net.TCPAddr).Port,
-		TLSPort:   tlsLn.Addr().(*net.TCPAddr).Port,
-	})
-	resolver := dnsresolver.New(dnsSrv.Addr())
+	e := &engineEnv{
+		t: t, zone: zone, tlsAddr: tlsLn.Addr().String(),
+		resolver: dnsresolver.New(dnsSrv.Addr()),
+		store:    memstore.New(), certs: memstore.New(),
+		httpPort: httpLn.Addr().(*net.TCPAddr).Port, tlsPort: tlsLn.Addr().(*net.TCPAddr).Port,
+	}
+	e.ca = acmetest.Start(t, acmetest.Options{DNSServer: dnsSrv.Addr(), HTTPPort: e.httpPort, TLSPort: e.tlsPort})
+	e.start()
 
+	// The listeners are wired as a server wires them, through whichever
+	// issuer is current (a restart replaces it).
+	quiet := log.New(io.Discard, "", 0)
+	plain := &http.Server{ErrorLog: quiet, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.serving.Load().HTTPHandler(http.NotFoundHandler()).ServeHTTP(w, r)
+	})}
+	tlsConfig := e.issuer.TLSConfig()
+	tlsConfig.GetCertificate = func(h *tls.ClientHelloInfo) (*tls.Certificate, error) { return e.serving.Load().GetCertificate(h) }
+	secure := &http.Server{ErrorLog: quiet, TLSConfig: tlsConfig, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "hello from "+r.Host)
+	})}
+	go plain.Serve(httpLn)
+	go secure.ServeTLS(tlsLn, "", "")
+	t.Cleanup(func() { plain.Close(); secure.Close() })
+	return e
+}
+
+// start builds one process's engine and issuer on the shared stores, and
+// makes that issuer answer on the listeners.
+func (e *engineEnv) start() {
+	t := e.t
 	// The issuer and the engine call each other, as in a server: the
 	// issuer reports certificate changes, and asks during handshakes
 	// whether a name may be served. engine is set before any name is
 	// added, so neither callback can see it nil.
 	var engine *domain.Engine
 	issuer, err := acme.New(acme.Config{
-		CA: ca.DirectoryURL(), RootCAs: ca.ServerRootPEM(), Email: "ops@example.com",
-		Storage:  memstore.New(),
-		Resolver: resolver,
-		HTTPPort: httpLn.Addr().(*net.TCPAddr).Port, TLSPort: tlsLn.Addr().(*net.TCPAddr).Port, ListenHost: "127.0.0.1",
+		CA: e.ca.DirectoryURL(), RootCAs: e.ca.ServerRootPEM(), Email: "ops@example.com",
+		Storage:  e.certs,
+		Resolver: e.resolver,
+		HTTPPort: e.httpPort, TLSPort: e.tlsPort, ListenHost: "127.0.0.1",
 		OnChange: func(name string) {
 			if err := engine.CertificateChanged(context.Background(), name); err != nil && petstore.ErrorCode(err) != petstore.CodeNotFound {
 				t.Errorf("CertificateChanged(%s): %v", name, err)
 			}
 		},
-		Allowed: func(ctx context.Context, name string) bool {
-			d, err := engine.Find(ctx, name)
-			if err != nil {
-				return false
-			}
-			return slices.Contains([]domain.Status{domain.StatusVerified, domain.StatusIssuing, domain.StatusActive}, d.Status)
-		},
+		// As examples/server wires it: from memory, no I/O per handshake.
+		Allowed: func(_ context.Context, name string) bool { return engine.Admits(name) },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { issuer.Close() })
 	engine, err = domain.New(domain.EngineConfig{
-		Store: memstore.New(),
+		Store: e.store,
 		Projects: domain.ProjectsFunc(func(_ context.Context, id string) (domain.Project, error) {
 			if id != project {
 				return domain.Project{}, petstore.Errorf(petstore.CodeNotFound, "project %s not found", id)
 			}
 			return domain.Project{ID: id, Plan: petstore.PlanPro, Deployed: true}, nil
 		}),
-		Resolver:    resolver,
+		Resolver:    e.resolver,
 		CertIssuer:  issuer,
 		CNAMETarget: edgeTarget,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-
-	// The listeners are wired exactly as a server wires them.
-	quiet := log.New(io.Discard, "", 0)
-	plain := &http.Server{ErrorLog: quiet, Handler: issuer.HTTPHandler(http.NotFoundHandler())}
-	secure := &http.Server{ErrorLog: quiet, TLSConfig: issuer.TLSConfig(), Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "hello from "+r.Host)
-	})}
-	go plain.Serve(httpLn)
-	go secure.ServeTLS(tlsLn, "", "")
-	t.Cleanup(func() { plain.Close(); secure.Close() })
-	return &engineEnv{t: t, engine: engine, issuer: issuer, zone: zone, ca: ca, tlsAddr: tlsLn.Addr().String()}
+	if err := engine.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.engine, e.issuer = engine, issuer
+	e.serving.Store(issuer)
 }
 
 func listen(t *testing.T) net.Listener {
@@ -233,6 +252,38 @@ func TestEngineIssuesThenRemoves(t *testing.T) {
 	}
 	if _, err := e.engine.Get(context.Background(), project, name); petstore.ErrorCode(err) != petstore.CodeNotFound {
 		t.Fatalf("Get after Remove: %v, want not_found", err)
+	}
+}
+
+// A process that stops while a certificate is being obtained leaves the
+// domain issuing in the database; the next process's issuer knows nothing
+// about it. Its background check asks for the certificate again, and the
+// domain becomes active and is served.
+func TestEngineIssuesAfterRestart(t *testing.T) {
+	t.Parallel()
+	e := newEngineEnv(t)
+	const name = "shop.example.com"
+	e.add(name, "example.com.")
+	e.verify(name)
+	e.issuer.Close() // the process stops before the CA has issued
+	e.start()        // and a new one starts on the same database
+	ctx := context.Background()
+	d, err := e.engine.Get(ctx, project, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Status != domain.StatusIssuing || d.Certificate.State != domain.CertNone {
+		t.Fatalf("after the restart: %s, certificate %s; want issuing with no certificate known", d.Status, d.Certificate.State)
+	}
+	// The background check is due a minute after Verify.
+	if _, err := e.engine.RunDue(ctx, time.Now().Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if d := e.await(name); d.Status != domain.StatusActive {
+		t.Fatalf("after the restart and a background check: %s (%q), certificate %+v; want active", d.Status, d.Reason, d.Certificate)
+	}
+	if err := e.handshake(name); err != nil {
+		t.Fatalf("handshake after the restart: %v", err)
 	}
 }
 
