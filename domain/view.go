@@ -7,15 +7,16 @@ import (
 
 // Finding codes the engine raises. The certificate layer adds its own
 // (CAA_BLOCKS_CA, CERT_PENDING_TOO_LONG) through CertStatus.Findings or a
-// Diagnoser.
+// Diagnoser; the engine raises CERT_PENDING_TOO_LONG itself, from the
+// stored VerifiedAt, when the certificate layer did not.
 const (
-	FindingConflictingRecord  = "CONFLICTING_RECORD" // an A/AAAA record blocks the CNAME
-	FindingCNAMEMismatch      = "CNAME_MISMATCH"     // the CNAME points elsewhere
-	FindingNoRecords          = "NO_RECORDS"         // nothing at the name yet
-	FindingApexForeignIPs     = "APEX_FOREIGN_IPS"   // the apex resolves to addresses that are not ours
-	FindingLookupFailed       = "LOOKUP_FAILED"      // DNS could not be asked; will retry
-	FindingCAABlocksCA        = "CAA_BLOCKS_CA"      // raised by the certificate layer
-	FindingCertPendingTooLong = "CERT_PENDING_TOO_LONG"
+	FindingConflictingRecord  = "CONFLICTING_RECORD"    // an A/AAAA record blocks the CNAME
+	FindingCNAMEMismatch      = "CNAME_MISMATCH"        // the CNAME points elsewhere
+	FindingNoRecords          = "NO_RECORDS"            // nothing at the name yet
+	FindingApexForeignIPs     = "APEX_FOREIGN_IPS"      // the apex resolves to addresses that are not ours
+	FindingLookupFailed       = "LOOKUP_FAILED"         // DNS could not be asked; will retry
+	FindingCAABlocksCA        = "CAA_BLOCKS_CA"         // raised by the certificate layer
+	FindingCertPendingTooLong = "CERT_PENDING_TOO_LONG" // no certificate CertPendingLimit after verification
 )
 
 // Action is what the customer should do next.

@@ -63,8 +63,9 @@ type Config struct {
 	// Allowed, when set, is asked during TLS handshakes whether a name
 	// may be served: it enables on-demand issuance as a fallback for
 	// names it allows, and a name it denies is evicted from the cache
-	// and refused, so a removal in one process reaches all of them. It
-	// runs on every handshake and must be fast.
+	// and refused, at a handshake or when certmagic would renew it, so a
+	// removal in one process reaches all of them. It runs on every
+	// handshake and must be fast: no I/O (domain.Engine.Admits).
 	Allowed func(ctx context.Context, name string) bool
 	// DNSProvider, when set, solves DNS-01 challenges by writing TXT
 	// records through libdns, instead of HTTP-01 and TLS-ALPN-01.
