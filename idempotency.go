@@ -10,6 +10,12 @@ import (
 // purged and the key may be used again.
 const IdempotencyTTL = 24 * time.Hour
 
+// IdempotencyLease is how long a claimed Idempotency-Key may stay in
+// flight before a repeat may take it over: a request still unanswered after
+// two minutes has died with its process (servers time requests out well
+// before that), and its client's retry must not wait for the 24-hour purge.
+const IdempotencyLease = 2 * time.Minute
+
 // MaxIdempotencyKeyLength is the longest Idempotency-Key accepted, in bytes.
 const MaxIdempotencyKeyLength = 255
 
@@ -58,6 +64,15 @@ type IdempotencyStore interface {
 	// false. Of any number of concurrent claims of one key exactly one
 	// wins (insert-if-absent).
 	ClaimIdempotencyKey(ctx context.Context, rec IdempotencyRecord) (stored IdempotencyRecord, claimed bool, err error)
+
+	// TakeOverIdempotencyKey replaces the record (rec.Scope, rec.Key)
+	// with rec, in flight, if that record is still in flight and was
+	// claimed (CreatedAt) before staleBefore: the request that claimed it
+	// died without an answer and its lease has run out. It reports whether
+	// it did. A completed, younger or missing record is left alone (false,
+	// nil). Of any number of concurrent takeovers of one record exactly
+	// one wins (a conditional update).
+	TakeOverIdempotencyKey(ctx context.Context, rec IdempotencyRecord, staleBefore time.Time) (bool, error)
 
 	// CompleteIdempotencyKey stores the response fields of rec (Status,
 	// ContentType, Location, Body) on the record (rec.Scope, rec.Key) and

@@ -49,7 +49,11 @@
 // same key with another body is 422 idempotency_key_reused, and while the
 // first request still runs, 409 idempotency_key_in_use. Keys are scoped to
 // the API key, and 5xx answers are not kept, so a retry after one runs
-// again. With a shared store (bunstore) this holds across processes.
+// again. Bodies are compared as the pet they describe, so a retry that
+// re-serializes its JSON is the same request. A claim left in flight by a
+// process that died is taken over by a retry once it is older than
+// petstore.IdempotencyLease (2 minutes). With a shared store (bunstore)
+// this holds across processes.
 //
 // # The dashboard and custom domains
 //

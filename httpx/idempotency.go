@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"net/http"
 	"sync/atomic"
@@ -29,12 +30,21 @@ const idempotencyPurgeEvery = time.Hour
 // scoped to the API key, so two clients never see each other's responses.
 //
 // A 5xx answer is not stored: the key is released so the client's retry
-// runs again. A process that dies mid-request leaves its key in flight
-// (409) until the record is purged 24 hours later.
+// runs again. A process that dies mid-request leaves its key in flight;
+// once the claim is older than the lease (petstore.IdempotencyLease), a
+// repeat takes it over and runs, so the key is not locked until the purge.
+// If the response cannot be stored after it was sent, the key also stays
+// in flight for the lease to decide: releasing it would let a retry create
+// a second pet.
+//
+// Two bodies are the same request when they decode to the same NewPet, so
+// a retry that re-serializes its JSON (other whitespace or field order) is
+// not refused as a different request.
 type idempotent struct {
 	store     petstore.IdempotencyStore
 	now       func() time.Time
 	next      http.Handler
+	lease     time.Duration
 	lastPurge atomic.Int64 // unix nanoseconds of the last purge
 }
 
@@ -42,7 +52,25 @@ func newIdempotent(store petstore.IdempotencyStore, now func() time.Time, next h
 	if now == nil {
 		now = time.Now
 	}
-	return &idempotent{store: store, now: now, next: next}
+	return &idempotent{store: store, now: now, next: next, lease: petstore.IdempotencyLease}
+}
+
+// requestHash is the hex SHA-256 of the request: method, path and the
+// body as a canonical NewPet (decoded and encoded again). A body that is
+// not a NewPet, which the handler refuses anyway, is hashed as sent.
+func requestHash(method, path string, body []byte) string {
+	sum := sha256.New()
+	io.WriteString(sum, method+" "+path+"\n")
+	var p petstore.NewPet
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if dec.Decode(&p) == nil && !dec.More() {
+		if canon, err := json.Marshal(p); err == nil {
+			body = canon
+		}
+	}
+	sum.Write(body)
+	return hex.EncodeToString(sum.Sum(nil))
 }
 
 func (m *idempotent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -65,19 +93,21 @@ func (m *idempotent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	sum := sha256.New()
-	io.WriteString(sum, r.Method+" "+r.URL.Path+"\n")
-	sum.Write(body)
 
 	now := m.now().UTC()
 	m.purge(ctx, now)
-	rec := petstore.IdempotencyRecord{Scope: key.ID, Key: vals[0], RequestHash: hex.EncodeToString(sum.Sum(nil)), CreatedAt: now}
+	rec := petstore.IdempotencyRecord{Scope: key.ID, Key: vals[0], RequestHash: requestHash(r.Method, r.URL.Path, body), CreatedAt: now}
 	stored, claimed, err := m.store.ClaimIdempotencyKey(ctx, rec)
 	if err == nil && !claimed && now.Sub(stored.CreatedAt) > petstore.IdempotencyTTL {
 		// Expired but not purged yet: purge now and claim afresh.
 		if _, err = m.store.PurgeIdempotencyKeys(ctx, now.Add(-petstore.IdempotencyTTL)); err == nil {
 			stored, claimed, err = m.store.ClaimIdempotencyKey(ctx, rec)
 		}
+	}
+	if err == nil && !claimed && !stored.Completed && stored.RequestHash == rec.RequestHash && now.Sub(stored.CreatedAt) > m.lease {
+		// The first request's process died: its lease is over. Of the
+		// retries that notice, the store lets exactly one take over.
+		claimed, err = m.store.TakeOverIdempotencyKey(ctx, rec, now.Add(-m.lease))
 	}
 	switch {
 	case err != nil:
@@ -113,13 +143,17 @@ func (m *idempotent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec.ContentType = cw.Header().Get("Content-Type")
 	rec.Location = cw.Header().Get("Location")
 	rec.Body = cw.body.Bytes()
+	// The response has been sent: whatever the store says now, the key
+	// must not be released, or a retry would create the pet again. If it
+	// cannot be completed, it stays in flight (409 to retries) until its
+	// lease ends and a retry takes it over.
+	done = true
 	if err := m.store.CompleteIdempotencyKey(bg, rec); err != nil {
 		if info := infoFrom(ctx); info != nil {
-			info.logger.Error("storing the Idempotency-Key response", "request_id", info.id, "error", err)
+			info.logger.Error("storing the Idempotency-Key response; the key stays in flight until its lease ends",
+				"request_id", info.id, "lease", m.lease, "error", err)
 		}
-		return
 	}
-	done = true
 }
 
 // purge deletes expired records at most once per idempotencyPurgeEvery.

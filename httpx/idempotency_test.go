@@ -19,8 +19,23 @@ import (
 // controllable clock, and a service that can be held or made to fail.
 type idemEnv struct {
 	*env
-	svc *gatedService
-	now *fakeNow
+	svc  *gatedService
+	now  *fakeNow
+	idem *failingIdemStore
+}
+
+// failingIdemStore is a real memory store whose CompleteIdempotencyKey
+// can be made to fail, as a database can after the response went out.
+type failingIdemStore struct {
+	*memstore.Store
+	failComplete atomic.Bool
+}
+
+func (s *failingIdemStore) CompleteIdempotencyKey(ctx context.Context, rec petstore.IdempotencyRecord) error {
+	if s.failComplete.Load() {
+		return fmt.Errorf("database went away")
+	}
+	return s.Store.CompleteIdempotencyKey(ctx, rec)
 }
 
 type fakeNow struct {
@@ -67,13 +82,14 @@ func newIdemEnv(t testing.TB) *idemEnv {
 	t.Helper()
 	clock := &fakeNow{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
 	var svc *gatedService
+	idem := &failingIdemStore{Store: memstore.New()}
 	e := newEnv(t, func(c *httpx.Config) {
 		svc = &gatedService{PetService: c.Service}
 		c.Service = svc
-		c.Idempotency = memstore.New()
+		c.Idempotency = idem
 		c.Now = clock.Now
 	})
-	return &idemEnv{env: e, svc: svc, now: clock}
+	return &idemEnv{env: e, svc: svc, now: clock, idem: idem}
 }
 
 func (e *idemEnv) post(t *testing.T, key, body string) response {
@@ -109,6 +125,77 @@ func TestIdempotentCreate(t *testing.T) {
 		}
 		if n := e.petCount(t); n != 1 {
 			t.Fatalf("%d pets, want 1", n)
+		}
+	})
+	t.Run("same JSON, other whitespace and field order", func(t *testing.T) {
+		t.Parallel()
+		e := newIdemEnv(t)
+		first := e.post(t, "k-1", body)
+		second := e.post(t, "k-1", "{\n  \"categoryId\": 1,\n  \"name\": \"Rex\"\n}\n")
+		if first.Status != 201 || second.Status != 201 || second.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("statuses %d, %d (replayed %q); want 201 then a replayed 201: %s",
+				first.Status, second.Status, second.Header.Get("Idempotent-Replayed"), second.Body)
+		}
+		if n := e.petCount(t); n != 1 {
+			t.Fatalf("%d pets, want 1", n)
+		}
+	})
+	t.Run("crashed claim is taken over after the lease", func(t *testing.T) {
+		t.Parallel()
+		e := newIdemEnv(t)
+		// Claims left in flight by a process that died, as the store
+		// holds them: one within its lease, one past it.
+		scopeRec := func(key string, age time.Duration) petstore.IdempotencyRecord {
+			return petstore.IdempotencyRecord{Scope: e.key.ID, Key: key, CreatedAt: e.now.Now().Add(-age)}
+		}
+		// The hash must be the retry's: take it from a claim the handler
+		// makes itself on another key.
+		e.post(t, "probe", body)
+		probe, err := e.idem.GetIdempotencyKey(context.Background(), e.key.ID, "probe")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			key    string
+			age    time.Duration
+			status int
+		}{
+			{"young", petstore.IdempotencyLease, 409},
+			{"stale", petstore.IdempotencyLease + time.Second, 201},
+		} {
+			r := scopeRec(c.key, c.age)
+			r.RequestHash = probe.RequestHash
+			if _, claimed, err := e.idem.ClaimIdempotencyKey(context.Background(), r); err != nil || !claimed {
+				t.Fatalf("seeding %s: %v %v", c.key, claimed, err)
+			}
+			if got := e.post(t, c.key, body); got.Status != c.status {
+				t.Fatalf("%s claim: retry status %d, want %d: %s", c.key, got.Status, c.status, got.Body)
+			}
+		}
+		if n := e.petCount(t); n != 2 {
+			t.Fatalf("%d pets, want 2 (the probe and the takeover)", n)
+		}
+		if got := e.post(t, "stale", body); got.Status != 201 || got.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("after the takeover: %d replayed %q, want the stored 201", got.Status, got.Header.Get("Idempotent-Replayed"))
+		}
+	})
+	t.Run("response sent but not stored keeps the key", func(t *testing.T) {
+		t.Parallel()
+		e := newIdemEnv(t)
+		e.idem.failComplete.Store(true)
+		if got := e.post(t, "k-1", body); got.Status != 201 {
+			t.Fatalf("first: %d %s, want 201", got.Status, got.Body)
+		}
+		// The client got its pet; a retry must not create another one
+		// while the lease lasts.
+		if got := e.post(t, "k-1", body); got.Status != 409 || got.errorBody(t).Code != petstore.CodeIdempotencyKeyInUse {
+			t.Fatalf("retry: %d %s, want 409 idempotency_key_in_use", got.Status, got.Body)
+		}
+		if n := e.petCount(t); n != 1 {
+			t.Fatalf("%d pets, want 1", n)
+		}
+		if !strings.Contains(e.logs.String(), "storing the Idempotency-Key response") {
+			t.Fatalf("the failure was not logged:\n%s", e.logs.String())
 		}
 	})
 	t.Run("different body", func(t *testing.T) {

@@ -185,6 +185,72 @@ func RunIdempotency(t *testing.T, open Opener) {
 			t.Fatalf("%d concurrent claims won, want exactly 1", got)
 		}
 	})
+	t.Run("TakeOverStale", func(t *testing.T) {
+		t.Parallel()
+		s := idem(t)
+		lease := 2 * time.Minute
+		staleBefore := now.Add(-lease)
+		claim := func(key string, age time.Duration, complete bool) {
+			t.Helper()
+			r := rec("key_a", key)
+			r.CreatedAt = now.Add(-age)
+			if _, claimed, err := s.ClaimIdempotencyKey(ctx, r); err != nil || !claimed {
+				t.Fatalf("claim %s = %v, %v", key, claimed, err)
+			}
+			if complete {
+				r.Completed, r.Status = true, 201
+				if err := s.CompleteIdempotencyKey(ctx, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		claim("fresh", time.Minute, false)
+		claim("done", 3*time.Minute, true)
+		for _, key := range []string{"fresh", "done", "missing"} {
+			took, err := s.TakeOverIdempotencyKey(ctx, rec("key_a", key), staleBefore)
+			if err != nil || took {
+				t.Fatalf("take over %s = %v, %v; want left alone", key, took, err)
+			}
+		}
+		if got, err := s.GetIdempotencyKey(ctx, "key_a", "done"); err != nil || !got.Completed || got.Status != 201 {
+			t.Fatalf("completed record after a takeover attempt = %+v, %v", got, err)
+		}
+
+		// Two (and more) retries race to take over a crashed claim:
+		// exactly one may run the request again.
+		claim("crashed", 3*time.Minute, false)
+		const n = 8
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i := range n {
+			wg.Go(func() {
+				r := rec("key_a", "crashed")
+				r.RequestHash = "h-retry"
+				took, err := s.TakeOverIdempotencyKey(ctx, r, staleBefore)
+				if took {
+					wins.Add(1)
+				}
+				errs[i] = err
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("takeover %d: %v", i, err)
+			}
+		}
+		if got := wins.Load(); got != 1 {
+			t.Fatalf("%d concurrent takeovers won, want exactly 1", got)
+		}
+		want := rec("key_a", "crashed")
+		want.RequestHash = "h-retry"
+		got, err := s.GetIdempotencyKey(ctx, "key_a", "crashed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameRecord(t, got, want)
+	})
 	t.Run("CanceledContext", func(t *testing.T) {
 		t.Parallel()
 		s := idem(t)

@@ -55,6 +55,32 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec petstore.Idempotenc
 	}
 }
 
+// TakeOverIdempotencyKey implements petstore.IdempotencyStore. One
+// conditional UPDATE decides concurrent takeovers: the database re-checks
+// the condition on the row it locks, so after the first takeover has set
+// a fresh created_at_ns the others match no row. The new created_at_ns
+// always differs from the stale one, so MySQL's affected rows (changed
+// rows) count it too.
+func (s *Store) TakeOverIdempotencyKey(ctx context.Context, rec petstore.IdempotencyRecord, staleBefore time.Time) (bool, error) {
+	res, err := s.db.NewUpdate().Model((*idemRow)(nil)).
+		Set("request_hash = ?", rec.RequestHash).
+		Set("created_at_ns = ?", rec.CreatedAt.UnixNano()).
+		Set("status = ?", 0).
+		Set("content_type = ?", "").
+		Set("location = ?", "").
+		Set("body = NULL").
+		Where("scope = ? AND idem_key = ? AND completed = ? AND created_at_ns < ?",
+			rec.Scope, rec.Key, false, staleBefore.UnixNano()).Exec(ctx)
+	if err != nil {
+		return false, mapErr(ctx, "take over idempotency key", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, mapErr(ctx, "take over idempotency key", err)
+	}
+	return n == 1, nil
+}
+
 // CompleteIdempotencyKey implements petstore.IdempotencyStore.
 func (s *Store) CompleteIdempotencyKey(ctx context.Context, rec petstore.IdempotencyRecord) error {
 	body := rec.Body

@@ -45,6 +45,24 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec petstore.Idempotenc
 	return rec, true, nil
 }
 
+// TakeOverIdempotencyKey implements petstore.IdempotencyStore.
+func (s *Store) TakeOverIdempotencyKey(ctx context.Context, rec petstore.IdempotencyRecord, staleBefore time.Time) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	t := s.idem()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	id := idemID{rec.Scope, rec.Key}
+	old, ok := t.recs[id]
+	if !ok || old.Completed || !old.CreatedAt.Before(staleBefore) {
+		return false, nil
+	}
+	rec.Completed, rec.Status, rec.ContentType, rec.Location, rec.Body = false, 0, "", "", nil
+	t.recs[id] = rec
+	return true, nil
+}
+
 // CompleteIdempotencyKey implements petstore.IdempotencyStore.
 func (s *Store) CompleteIdempotencyKey(ctx context.Context, rec petstore.IdempotencyRecord) error {
 	if err := ctx.Err(); err != nil {
