@@ -1,22 +1,30 @@
 package httpx
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/petstorekit/petstore"
 )
 
 // FuzzDecodeNewPet: the body decoder never panics, fails only with
 // invalid_request, and what it accepts is what encoding/json reads from
-// the same object.
+// the same object, with nothing replaced: a U+FFFD in an accepted name was
+// sent as one, and a status key that is present holds one of the three
+// values. More seeds (invalid UTF-8, surrogate escapes, empty and null
+// status) are in testdata/fuzz/FuzzDecodeNewPet.
 func FuzzDecodeNewPet(f *testing.F) {
 	for _, s := range []string{
 		`{"name":"Rex","categoryId":1}`, `{"name":"Rex","categoryId":1,"status":"sold","id":9}`,
 		`{"name":null,"categoryId":1}`, `{"categoryId":9223372036854775808}`, `[]`, `null`, ``, `{}{}`,
 		`{"name":"\u00e9","categoryId":-0}`, `{"name":"x","categoryId":1e3}`, ` {"name":"x","categoryId":1} `,
+		"{\"name\":\"a\xff\xfeb\",\"categoryId\":1}", `{"name":"\ud800","categoryId":1}`, `{"name":"\ud83d\udc08","categoryId":1}`,
+		`{"name":"x","categoryId":1,"status":""}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -32,8 +40,19 @@ func FuzzDecodeNewPet(f *testing.F) {
 		if err := json.Unmarshal(body, &want); err != nil {
 			t.Fatalf("accepted %q that encoding/json rejects: %v", body, err)
 		}
-		if np.CategoryID != want.CategoryID || np.Status != want.Status {
+		if np.Name != want.Name || np.CategoryID != want.CategoryID || np.Status != want.Status {
 			t.Fatalf("decoded %+v, encoding/json %+v", np, want)
+		}
+		if strings.ContainsRune(np.Name, utf8.RuneError) &&
+			!bytes.Contains(body, []byte("\uFFFD")) && !bytes.Contains(bytes.ToLower(body), []byte(`\ufffd`)) {
+			t.Fatalf("accepted %q with a name that encoding/json repaired to %q", body, np.Name)
+		}
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(body, &fields); err != nil {
+			t.Fatal(err)
+		}
+		if _, sent := fields["status"]; sent && !np.Status.Valid() {
+			t.Fatalf("accepted %q with status %q", body, np.Status)
 		}
 	})
 }
