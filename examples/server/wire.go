@@ -200,7 +200,7 @@ func ensureKeys(ctx context.Context, cfg config, keys *petstore.Keys, a *app) er
 // newLimiter builds the rate limiter: counters in memory, or in Redis
 // when several processes must share them.
 func newLimiter(cfg config, logger *slog.Logger) (*ratelimit.Limiter, func(), error) {
-	rcfg := ratelimit.Config{FailOpen: cfg.failOpen, Logger: logger}
+	rcfg := ratelimit.Config{FailClosed: !cfg.failOpen, Logger: logger}
 	if cfg.redis == "" {
 		return ratelimit.New(ratelimit.NewMemoryStore(), rcfg), func() {}, nil
 	}
