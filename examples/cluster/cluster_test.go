@@ -7,10 +7,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -38,8 +40,32 @@ func buildBinary(t *testing.T) string {
 	return bin
 }
 
+// lockedBuffer is a process's stderr, readable while it runs.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // start runs one API process and returns its base URL once it listens.
 func start(t *testing.T, bin string, args ...string) string {
+	u, _ := startLogged(t, bin, args...)
+	return u
+}
+
+// startLogged is start, also returning the process's stderr.
+func startLogged(t *testing.T, bin string, args ...string) (string, *lockedBuffer) {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
 	cmd.Env = append(os.Environ(), "PETSTORE_DB=", "PETSTORE_REDIS=", "PETSTORE_API_KEYS=")
@@ -47,8 +73,8 @@ func start(t *testing.T, bin string, args ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -81,11 +107,38 @@ func start(t *testing.T, bin string, args ...string) string {
 			_ = cmd.Wait()
 			t.Fatalf("process exited before listening: %s", stderr.String())
 		}
-		return addr + "/v1"
+		return addr + "/v1", stderr
 	case <-time.After(60 * time.Second):
 		t.Fatalf("process did not listen within 60s: %s", stderr.String())
 	}
-	return ""
+	return "", nil
+}
+
+// TestRedisDownIsQuiet runs a process whose Redis does not answer: it
+// fails open, and go-redis does not print a line of its own per request
+// (the limiter logs the failure once per interval instead).
+func TestRedisDownIsQuiet(t *testing.T) {
+	dsn := testenv.PostgresSchema(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	key := "psk_cluster_down_" + random(t)
+	u, stderr := startLogged(t, buildBinary(t), "-migrate", "-db", dsn, "-redis", closed, "-ratelimit-fail", "open", "-keys", key+":free")
+	c, _ := client.New(u, key, client.WithMaxAttempts(1))
+	for i := range 5 {
+		if _, err := c.ListPets(context.Background(), petstore.PetFilter{}); err != nil {
+			t.Fatalf("request %d with Redis down, failing open: %v", i, err)
+		}
+	}
+	if _, ok := c.RateLimit(); ok {
+		t.Fatal("rate-limit headers sent without true figures")
+	}
+	if got := stderr.String(); strings.Contains(got, "redis:") || strings.Contains(got, "dial") {
+		t.Fatalf("go-redis logged on its own:\n%s", got)
+	}
 }
 
 func TestTwoProcessesShareStateAndLimits(t *testing.T) {
