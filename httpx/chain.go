@@ -299,6 +299,12 @@ func (e *invalidToken) Unwrap() error { return e.err }
 func (c *chain) limit(w http.ResponseWriter, r *http.Request, subject string, limits petstore.Limits) bool {
 	d, err := c.limiter.Decide(r.Context(), subject, limits)
 	if err != nil {
+		if r.Context().Err() != nil {
+			// The client went away: nobody reads the answer, and nothing
+			// failed that an operator should hear about.
+			WriteError(w, r, petstore.Errorf(petstore.CodeUnavailable, "request canceled"))
+			return false
+		}
 		if petstore.ErrorCode(err) != petstore.CodeUnavailable {
 			c.logger.LogAttrs(r.Context(), slog.LevelError, "rate limiter failed",
 				slog.String("request_id", RequestIDFromContext(r.Context())),

@@ -3,6 +3,7 @@ package httpx_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -398,6 +399,33 @@ func TestRateLimitRefusedAddressHidesValidKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestRateLimitCanceledRequestIsNotAnError checks that a client that went
+// away before the limiter decided is not logged as a limiter failure.
+func TestRateLimitCanceledRequestIsNotAnError(t *testing.T) {
+	var logs strings.Builder
+	var mu sync.Mutex
+	e := newRLEnv(t, ratelimit.NewMemoryStore(), func(c *httpx.Config, _ *ratelimit.Config) {
+		c.Logger = slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return logs.Write(p)
+		}), nil))
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	e.h.ServeHTTP(httptest.NewRecorder(), e.req("GET", "/v1/pets", "").WithContext(ctx))
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Fatalf("a canceled request was logged as an error:\n%s", logs.String())
+	}
+}
+
+// writerFunc adapts a function to io.Writer.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 func TestRateLimitPlanChange(t *testing.T) {
 	e := newRLEnv(t, ratelimit.NewMemoryStore(), nil)
