@@ -27,6 +27,7 @@ import (
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/ratelimit"
 )
 
 // APIBase is where this server mounts the pets API.
@@ -80,7 +81,10 @@ func (s *Shop) ChiRouter(api http.Handler) http.Handler {
 }
 
 // NewAPI builds the pets API over an in-memory store and returns it with
-// a new Pro key's secret.
+// a new Pro key's secret. Its rate limiter keeps counters in memory, which
+// is right for one process (give several processes a limiter over
+// adapters/redislimit); with it every API response carries the rate-limit
+// headers the spec requires.
 func NewAPI(ctx context.Context, logger *slog.Logger) (http.Handler, string, error) {
 	store := memstore.New()
 	keys := petstore.NewKeys(store)
@@ -93,6 +97,7 @@ func NewAPI(ctx context.Context, logger *slog.Logger) (http.Handler, string, err
 		Auth:     keys,
 		Logger:   logger,
 		BasePath: APIBase,
+		Limiter:  ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{Logger: logger}),
 	})
 	return api, secret, err
 }

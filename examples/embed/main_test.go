@@ -45,7 +45,7 @@ func TestMountedNextToOwnRoutes(t *testing.T) {
 				}},
 				{"api unknown path is JSON", "GET", APIBase + "/nope", "", true, 404, "application/json", nil},
 				{"api wrong method keeps Allow", "DELETE", APIBase + "/pets", "", true, 405, "application/json", func(t *testing.T, h http.Header, body string) {
-					if h.Get("Allow") != "GET, POST" {
+					if h.Get("Allow") != "GET, HEAD, POST" {
 						t.Fatalf("Allow = %q", h.Get("Allow"))
 					}
 				}},
@@ -76,6 +76,14 @@ func TestMountedNextToOwnRoutes(t *testing.T) {
 					// The owner's middleware wraps the API too.
 					if resp.Header.Get("X-Served-By") != "shop" {
 						t.Fatal("the owner's middleware did not run")
+					}
+					// Every API response reports the limits; the owner's
+					// own routes are not limited by the API.
+					isAPI := strings.HasPrefix(tt.path, APIBase+"/")
+					for _, h := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit-Policy", "RateLimit"} {
+						if got := resp.Header.Get(h) != ""; got != isAPI {
+							t.Fatalf("%s present = %v, want %v", h, got, isAPI)
+						}
 					}
 					if tt.check != nil {
 						tt.check(t, resp.Header, string(b))
