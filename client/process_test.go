@@ -19,10 +19,10 @@ import (
 )
 
 // startExampleServer builds and starts examples/server, the production
-// program, on a loopback port with key as a Pro key, and returns its base
-// URL. It runs in a temporary directory, so any database file it creates
-// is removed with it.
-func startExampleServer(t *testing.T, key string) string {
+// program, on a loopback port with the keys of its -keys flag (KEY:PLAN or
+// KEY:enterprise:PERMIN/PERDAY), and returns its base URL. It runs in a
+// temporary directory, so any database file it creates is removed with it.
+func startExampleServer(t *testing.T, keys string) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and runs examples/server; skipped with -short")
@@ -31,7 +31,7 @@ func startExampleServer(t *testing.T, key string) string {
 	if out, err := exec.Command("go", "build", "-o", bin, "../examples/server").CombinedOutput(); err != nil {
 		t.Fatalf("building examples/server: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-keys", key+":pro")
+	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-keys", keys)
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "PETSTORE_API_KEYS=", "PETSTORE_ADDR=", "PETSTORE_DB=", "PETSTORE_REDIS=")
 	stdout, err := cmd.StdoutPipe()
@@ -81,7 +81,7 @@ func startExampleServer(t *testing.T, key string) string {
 func TestAgainstExampleServer(t *testing.T) {
 	t.Parallel()
 	key := "psk_client_test_" + fmt.Sprint(time.Now().UnixNano())
-	base := startExampleServer(t, key)
+	base := startExampleServer(t, key+":pro")
 	c, err := client.New(base, key)
 	if err != nil {
 		t.Fatal(err)
@@ -105,12 +105,49 @@ func TestAgainstExampleServer(t *testing.T) {
 	if fmt.Sprint(listed) != fmt.Sprint(created) {
 		t.Fatalf("listed %d pets, created %d; they differ", len(listed), len(created))
 	}
-	if rl, ok := c.RateLimit(); ok && (rl.Limit != 300 || rl.Remaining >= 300) {
-		t.Fatalf("rate limit figures %+v on a Pro key", rl)
+	if rl, ok := c.RateLimit(); !ok || rl.Limit != 300 || rl.Remaining >= 300 {
+		t.Fatalf("rate limit figures %+v (reported %v) on a Pro key, want limit 300", rl, ok)
 	}
 	_, err = c.GetPet(ctx, created[0].ID+1000)
 	var perr *petstore.Error
 	if !errors.As(err, &perr) || perr.Status != 404 || perr.Code != petstore.CodeNotFound {
 		t.Fatalf("GetPet of a missing pet = %v, want a 404 not_found *petstore.Error", err)
+	}
+}
+
+// TestAgainstExampleServerHonoursRetryAfter runs the client into a real
+// 429: an Enterprise key allowed one request a minute. The client must
+// schedule the server's Retry-After (a minute at most) before retrying;
+// the wait goes through the sleep hook, so the test does not take it.
+func TestAgainstExampleServerHonoursRetryAfter(t *testing.T) {
+	t.Parallel()
+	key := "psk_client_ent_" + fmt.Sprint(time.Now().UnixNano())
+	base := startExampleServer(t, key+":enterprise:1/100")
+	var waits []time.Duration
+	c, err := client.New(base, key, client.WithMaxAttempts(2), client.WithClock(time.Now,
+		func(ctx context.Context, d time.Duration) error {
+			waits = append(waits, d)
+			return ctx.Err()
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := c.ListPets(ctx, petstore.PetFilter{}); err != nil {
+		t.Fatalf("first request: %v", err)
+	}
+	if rl, ok := c.RateLimit(); !ok || rl.Limit != 1 || rl.Remaining != 0 {
+		t.Fatalf("after the first request: %+v (reported %v), want limit 1, none left", rl, ok)
+	}
+	// The retry, made at once because the hook did not really wait, is
+	// refused again: the window has not ended. What counts is the wait the
+	// client scheduled in between.
+	_, err = c.ListPets(ctx, petstore.PetFilter{})
+	var perr *petstore.Error
+	if !errors.As(err, &perr) || perr.Status != 429 || perr.Code != petstore.CodeRateLimited {
+		t.Fatalf("second request = %v, want a 429 rate_limited *petstore.Error", err)
+	}
+	if len(waits) != 1 || waits[0] < time.Second || waits[0] > time.Minute {
+		t.Fatalf("waits scheduled = %v, want one Retry-After of 1 s to 60 s", waits)
 	}
 }
