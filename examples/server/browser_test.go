@@ -95,26 +95,43 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	}()
 
-	shots := t.TempDir()
-	if dir := os.Getenv("PETSTORE_SCREENSHOT_DIR"); dir != "" {
-		shots = dir
+	// The screenshots go to the test's temp dir, removed when it ends, or
+	// to PETSTORE_SCREENSHOT_DIR to keep them.
+	shots, keep := os.Getenv("PETSTORE_SCREENSHOT_DIR"), " (set PETSTORE_SCREENSHOT_DIR to keep it)"
+	if shots == "" {
+		shots = t.TempDir()
+	} else {
+		keep = ""
+	}
+	save := func(name string) (string, error) {
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100 means PNG
+		if err != nil {
+			return "", err
+		}
+		p := filepath.Join(shots, name)
+		return p, os.WriteFile(p, png, 0o644)
 	}
 	screenshot := func(name string) {
 		t.Helper()
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100 means PNG
+		p, err := save(name)
 		if err != nil {
-			t.Fatalf("screenshot: %v", err)
-		}
-		p := filepath.Join(shots, name)
-		if err := os.WriteFile(p, png, 0o644); err != nil {
-			t.Fatal(err)
+			t.Fatalf("screenshot %s: %v", name, err)
 		}
 		t.Logf("screenshot: %s", p)
 	}
+	// step runs one part of the flow with its own deadline, so that a
+	// page that never reaches the awaited state still leaves the browser
+	// alive for a screenshot of what it shows instead.
 	step := func(what string, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
-		if err := chromedp.Do(ctx, actions...); err != nil {
-			screenshot("failed.png")
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := chromedp.Do(sctx, actions...); err != nil {
+			if p, serr := save("failed.png"); serr != nil {
+				t.Logf("no screenshot of the failure: %v", serr)
+			} else {
+				t.Logf("screenshot of the failure: %s%s", p, keep)
+			}
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
