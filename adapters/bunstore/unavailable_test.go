@@ -77,6 +77,7 @@ func TestDownDatabaseIsUnavailable(t *testing.T) {
 			calls["DeleteKey"] = s.DeleteKey(ctx, "k")
 			_, _, calls["ClaimIdempotencyKey"] = s.ClaimIdempotencyKey(ctx, petstore.IdempotencyRecord{Scope: "k", Key: "i"})
 			_, calls["GetIdempotencyKey"] = s.GetIdempotencyKey(ctx, "k", "i")
+			_, calls["TakeOverIdempotencyKey"] = s.TakeOverIdempotencyKey(ctx, petstore.IdempotencyRecord{Scope: "k", Key: "i"}, time.Now())
 			calls["PutBlob"] = s.PutBlob(ctx, "b", []byte("v"))
 			_, calls["ListBlobs"] = s.ListBlobs(ctx, "")
 			_, calls["TryLock"] = s.TryLock(ctx, "l", "o", time.Now(), time.Now().Add(time.Minute))

@@ -198,15 +198,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	return srv.Shutdown(shutdown)
 }
 
-// quietRedis drops go-redis's own log lines. While Redis is down it
-// prints "failed to dial" on every request, which would drown the
-// limiter's own report, logged once per interval.
-type quietRedis struct{}
-
-func (quietRedis) Printf(context.Context, string, ...any) {}
-
 func main() {
-	redis.SetLogger(quietRedis{})
+	redis.SetLogger(redislimit.QuietLogger{}) // one report per interval, from the limiter
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {

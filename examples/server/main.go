@@ -24,10 +24,16 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/petstorekit/petstore/adapters/bunstore/keyscli"
+	"github.com/petstorekit/petstore/adapters/redislimit"
 )
 
 func main() {
+	// go-redis would log every failed dial while Redis is down; the limiter
+	// reports the outage itself, once per interval.
+	redis.SetLogger(redislimit.QuietLogger{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {

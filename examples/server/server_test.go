@@ -124,6 +124,29 @@ func TestKeysSubcommand(t *testing.T) {
 	}
 }
 
+// /healthz tells an operator that rate limits fail open while Redis is
+// unreachable, and the API keeps answering meanwhile.
+func TestHealthReportsDegradedLimits(t *testing.T) {
+	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-keys", "k:free"}, nil)
+	if status, _, body := call(t, "GET", base+"/healthz", "", "", ""); status != 200 || !strings.Contains(body, `"degraded":false`) {
+		t.Fatalf("healthz with in-memory limits: %d %s", status, body)
+	}
+
+	base, _ = start(t, []string{"-addr", "127.0.0.1:0", "-keys", "k:free", "-redis", "127.0.0.1:1"}, nil)
+	status, hdr, body := call(t, "GET", base+"/v1/pets", "k", "", "")
+	if status != 200 || hdr.Get("X-RateLimit-Limit") != "" {
+		t.Fatalf("fail-open with Redis down: %d, X-RateLimit-Limit %q, %s", status, hdr.Get("X-RateLimit-Limit"), body)
+	}
+	if status, _, body := call(t, "GET", base+"/healthz", "", "", ""); status != 200 || !strings.Contains(body, `"degraded":true`) {
+		t.Fatalf("healthz with Redis down: %d %s", status, body)
+	}
+
+	base, _ = start(t, []string{"-addr", "127.0.0.1:0", "-keys", "k:free", "-redis", "127.0.0.1:1", "-ratelimit-fail", "closed"}, nil)
+	if status, _, body := call(t, "GET", base+"/v1/pets", "k", "", ""); status != 503 || !strings.Contains(body, "unavailable") {
+		t.Fatalf("fail-closed with Redis down: %d %s", status, body)
+	}
+}
+
 func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-migrate", "maybe"},

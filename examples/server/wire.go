@@ -143,6 +143,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	platform.Handle("/v1/", api)
 	platform.Handle("/dashboard/", dash)
 	platform.Handle("/dashboard", http.RedirectHandler("/dashboard/", http.StatusMovedPermanently))
+	platform.Handle("GET /healthz", health(limiter))
 
 	var sites sync.Map // projectID -> http.Handler, one site per project
 	ecfgEdge := httpx.EdgeConfig{
@@ -169,6 +170,22 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		a.httpHandler = issuer.HTTPHandler(a.edge) // answers HTTP-01 challenges
 	}
 	return a, nil
+}
+
+// health answers GET /healthz for load balancers and operators. It stays
+// 200 while the rate limiter fails open (the API is up), but says so:
+// Degraded means requests are admitted uncounted because the counter store
+// is unreachable.
+func health(limiter *ratelimit.Limiter) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteJSON(w, http.StatusOK, map[string]any{
+			"status": "ok",
+			"rateLimit": map[string]any{
+				"degraded":      limiter.Degraded(),
+				"storeFailures": limiter.Failures(),
+			},
+		})
+	})
 }
 
 // ensureKeys upserts the -keys keys, or creates a demo key when the store
