@@ -28,7 +28,11 @@ type PetService interface {
 // unavailable rather than with driver text. storetest checks all of this.
 type PetStore interface {
 	// CreatePet stores a valid pet and assigns it a new, unique id greater
-	// than every id assigned before.
+	// than every id assigned before. On databases with concurrent writers
+	// (PostgreSQL, MySQL) ids are assigned in order but may become visible
+	// out of order: a reader paging at that moment can pass an id whose
+	// transaction commits just after. Keyset pages are therefore exact for
+	// pets that existed when the walk started, as with any cursor API.
 	CreatePet(ctx context.Context, pet NewPet) (Pet, error)
 
 	// GetPet returns the pet with the given id, or not_found.
