@@ -218,7 +218,7 @@ func TestParseConfig(t *testing.T) {
 		{"ok", []string{"-db", "postgres://x/y", "-redis", "127.0.0.1:6379", "-keys", "a:free,b:enterprise:5/50"}, ""},
 		{"no db", []string{"-redis", "r:1"}, "-db is required"},
 		{"no redis", []string{"-db", "postgres://x/y"}, "-redis is required"},
-		{"bad plan", []string{"-db", "d", "-redis", "r", "-keys", "a:gold"}, "key plan"},
+		{"bad plan", []string{"-db", "d", "-redis", "r", "-keys", "a:gold"}, "unknown plan"},
 		{"bad limits", []string{"-db", "d", "-redis", "r", "-keys", "a:enterprise:50/5"}, "enterprise limits"},
 		{"bad fail mode", []string{"-db", "d", "-redis", "r", "-ratelimit-fail", "maybe"}, "open or closed"},
 	}
@@ -226,7 +226,7 @@ func TestParseConfig(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, err := parseConfig(tt.args, env)
 			if tt.wantErr == "" {
-				if err != nil || len(cfg.keys) != 2 || cfg.keys[1].limits.PerMinute != 5 || !cfg.failOpen {
+				if err != nil || len(cfg.keys) != 2 || cfg.keys[1].Limits.PerMinute != 5 || !cfg.failOpen {
 					t.Fatalf("parseConfig = %+v, %v", cfg, err)
 				}
 				return

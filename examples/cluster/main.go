@@ -21,7 +21,6 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -32,19 +31,14 @@ import (
 	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
 	"github.com/petstorekit/petstore/adapters/redislimit"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/keyscli"
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
 type config struct {
 	addr, db, redis, prefix string
-	keys                    []keySpec
+	keys                    []keyscli.Spec
 	migrate, failOpen       bool
-}
-
-type keySpec struct {
-	secret string
-	plan   petstore.Plan
-	limits petstore.Limits
 }
 
 func parseConfig(args []string, getenv func(string) string) (config, error) {
@@ -62,7 +56,11 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs.StringVar(&c.redis, "redis", env("PETSTORE_REDIS", ""), "shared Redis for rate limits: host:port or redis://… (env PETSTORE_REDIS)")
 	fs.StringVar(&c.prefix, "redis-prefix", env("PETSTORE_REDIS_PREFIX", "petstore:rl:"), "prefix of the rate-limit keys in Redis (env PETSTORE_REDIS_PREFIX)")
 	fs.StringVar(&keys, "keys", env("PETSTORE_API_KEYS", ""), "API keys, KEY:PLAN or KEY:enterprise:PERMIN/PERDAY, comma-separated (env PETSTORE_API_KEYS)")
-	fs.BoolVar(&c.migrate, "migrate", env("PETSTORE_MIGRATE", "false") == "true", "apply database migrations before serving; run it in one process only (env PETSTORE_MIGRATE)")
+	migrateDefault, err := strconv.ParseBool(env("PETSTORE_MIGRATE", "false"))
+	if err != nil {
+		return c, fmt.Errorf("PETSTORE_MIGRATE: want true or false, got %q", getenv("PETSTORE_MIGRATE"))
+	}
+	fs.BoolVar(&c.migrate, "migrate", migrateDefault, "apply database migrations before serving; run it in one process only (env PETSTORE_MIGRATE)")
 	fs.StringVar(&fail, "ratelimit-fail", env("PETSTORE_RATELIMIT_FAIL", "open"), "when Redis is down: open (admit, uncounted) or closed (503) (env PETSTORE_RATELIMIT_FAIL)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -76,44 +74,9 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		return c, errors.New("-ratelimit-fail must be open or closed")
 	}
 	c.failOpen = fail == "open"
-	var err error
-	c.keys, err = parseKeys(keys)
-	return c, err
-}
 
-func parseKeys(s string) ([]keySpec, error) {
-	var out []keySpec
-	for item := range strings.SplitSeq(s, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
-		parts := strings.Split(item, ":")
-		spec := keySpec{secret: parts[0]}
-		switch {
-		case len(parts) == 2:
-			plan, err := petstore.ParsePlan(parts[1])
-			if err != nil || plan == petstore.PlanEnterprise {
-				return nil, fmt.Errorf("key plan %q: use free, pro, business or enterprise:PERMIN/PERDAY", parts[1])
-			}
-			spec.plan = plan
-		case len(parts) == 3 && strings.EqualFold(parts[1], "enterprise"):
-			m, d, _ := strings.Cut(parts[2], "/")
-			pm, err1 := strconv.ParseInt(m, 10, 64)
-			pd, err2 := strconv.ParseInt(d, 10, 64)
-			spec.plan, spec.limits = petstore.PlanEnterprise, petstore.Limits{PerMinute: pm, PerDay: pd}
-			if err1 != nil || err2 != nil || !spec.limits.Valid() {
-				return nil, errors.New("enterprise limits must be PERMIN/PERDAY, positive, with PERDAY >= PERMIN")
-			}
-		default:
-			return nil, errors.New("each key must be KEY:PLAN or KEY:enterprise:PERMIN/PERDAY")
-		}
-		if spec.secret == "" {
-			return nil, errors.New("a key must not be empty")
-		}
-		out = append(out, spec)
-	}
-	return out, nil
+	c.keys, err = keyscli.ParseSpecs(keys)
+	return c, err
 }
 
 // run serves until ctx is done. It writes "listening on http://ADDR" to
@@ -140,10 +103,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	store := bunstore.New(db)
 	keys := petstore.NewKeys(store)
-	for _, k := range cfg.keys {
-		if _, err := keys.Ensure(openCtx, k.secret, k.plan, k.limits); err != nil {
-			return fmt.Errorf("store key: %w", err)
-		}
+	if err := keyscli.Ensure(openCtx, keys, cfg.keys); err != nil {
+		return err
 	}
 
 	ropts, err := redislimit.ParseOptions(cfg.redis)

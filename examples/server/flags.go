@@ -9,15 +9,15 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/keyscli"
 )
 
 // config is the server's configuration. Every flag can also be set by its
 // environment variable; a flag on the command line wins.
 type config struct {
 	addr string
-	keys []keySpec
+	keys []keyscli.Spec
 
 	db      string // storage DSN, see bunopen
 	migrate bool   // run schema migrations at start
@@ -39,15 +39,7 @@ type config struct {
 	command []string // a subcommand ("keys ...") instead of serving
 }
 
-// keySpec is one operator-chosen key from -keys.
-type keySpec struct {
-	secret string
-	plan   petstore.Plan
-	limits petstore.Limits
-}
-
 // parseConfig reads flags, defaulting each to its environment variable.
-// Later features add their flags here (see the README's table).
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -84,7 +76,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		cfg.command = fs.Args()
 	}
 	var err error
-	if cfg.keys, err = parseKeys(*keys); err != nil {
+	if cfg.keys, err = keyscli.ParseSpecs(*keys); err != nil {
 		return config{}, fmt.Errorf("-keys: %w", err)
 	}
 	if cfg.migrate, err = strconv.ParseBool(*migrate); err != nil {
@@ -144,55 +136,4 @@ func parsePrefixes(s string) ([]netip.Prefix, error) {
 		out = append(out, netip.PrefixFrom(ip, ip.BitLen()))
 	}
 	return out, nil
-}
-
-// parseKeys reads "KEY:PLAN,KEY:enterprise:PERMIN/PERDAY". The plan is
-// read from the end, so a key may itself contain colons.
-func parseKeys(s string) ([]keySpec, error) {
-	var out []keySpec
-	for item := range strings.SplitSeq(s, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
-		rest, last, ok := cut(item)
-		if !ok {
-			return nil, errors.New("each key must be KEY:PLAN or KEY:enterprise:PERMIN/PERDAY")
-		}
-		spec := keySpec{}
-		if strings.Contains(last, "/") {
-			secret, plan, ok := cut(rest)
-			if !ok || !strings.EqualFold(plan, "enterprise") {
-				return nil, errors.New("custom limits PERMIN/PERDAY need the enterprise plan: KEY:enterprise:PERMIN/PERDAY")
-			}
-			perMin, perDay, _ := strings.Cut(last, "/")
-			m, err1 := strconv.ParseInt(perMin, 10, 64)
-			d, err2 := strconv.ParseInt(perDay, 10, 64)
-			spec.limits = petstore.Limits{PerMinute: m, PerDay: d}
-			if err1 != nil || err2 != nil || !spec.limits.Valid() {
-				return nil, errors.New("enterprise limits must be positive integers PERMIN/PERDAY with PERDAY >= PERMIN")
-			}
-			spec.secret, spec.plan = secret, petstore.PlanEnterprise
-		} else {
-			plan, err := petstore.ParsePlan(last)
-			if err != nil || plan == petstore.PlanEnterprise {
-				return nil, fmt.Errorf("unknown plan %q: use free, pro, business or enterprise:PERMIN/PERDAY", last)
-			}
-			spec.secret, spec.plan = rest, plan
-		}
-		if spec.secret == "" {
-			return nil, errors.New("a key must not be empty")
-		}
-		out = append(out, spec)
-	}
-	return out, nil
-}
-
-// cut splits at the last colon.
-func cut(s string) (before, after string, ok bool) {
-	i := strings.LastIndexByte(s, ':')
-	if i < 0 {
-		return s, "", false
-	}
-	return s[:i], s[i+1:], true
 }

@@ -26,8 +26,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/petstorekit/petstore/adapters/bunstore/keyscli"
 	"github.com/petstorekit/petstore/adapters/redislimit"
+	"github.com/petstorekit/petstore/keyscli"
 )
 
 func main() {

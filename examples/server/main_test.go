@@ -11,8 +11,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/petstorekit/petstore"
 )
 
 // start runs the server on a free loopback port and returns its base URL
@@ -134,59 +132,4 @@ func TestRunConfiguredKeys(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestParseKeys(t *testing.T) {
-	tests := []struct {
-		in   string
-		want []keySpec
-		bad  bool
-	}{
-		{in: "", want: nil},
-		{in: "a:free, b:PRO,c:business", want: []keySpec{{"a", petstore.PlanFree, petstore.Limits{}}, {"b", petstore.PlanPro, petstore.Limits{}}, {"c", petstore.PlanBusiness, petstore.Limits{}}}},
-		{in: "x:y:pro", want: []keySpec{{"x:y", petstore.PlanPro, petstore.Limits{}}}},
-		{in: "e:enterprise:100/5000", want: []keySpec{{"e", petstore.PlanEnterprise, petstore.Limits{PerMinute: 100, PerDay: 5000}}}},
-		{in: "nokey", bad: true},
-		{in: ":pro", bad: true},
-		{in: "a:gold", bad: true},
-		{in: "a:enterprise", bad: true},
-		{in: "a:pro:1/2", bad: true},
-		{in: "a:enterprise:10/5", bad: true},
-		{in: "a:enterprise:0/5", bad: true},
-		{in: "a:enterprise:x/5", bad: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			got, err := parseKeys(tt.in)
-			if (err != nil) != tt.bad {
-				t.Fatalf("err = %v, want error %v", err, tt.bad)
-			}
-			if !tt.bad && len(got) != len(tt.want) {
-				t.Fatalf("got %+v, want %+v", got, tt.want)
-			}
-			for i := range tt.want {
-				if got[i] != tt.want[i] {
-					t.Fatalf("got %+v, want %+v", got[i], tt.want[i])
-				}
-			}
-		})
-	}
-}
-
-func FuzzParseKeys(f *testing.F) {
-	for _, s := range []string{"a:free", "a:enterprise:1/2,b:pro", "x:y:z", ":::", "a:enterprise:9999999999999999999/1"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		specs, err := parseKeys(s)
-		if err != nil {
-			return
-		}
-		for _, k := range specs {
-			key := petstore.APIKey{ID: "id", ProjectID: "p", Plan: k.plan, Limits: k.limits}
-			if k.secret == "" || key.Validate() != nil {
-				t.Fatalf("%q accepted as %+v", s, k)
-			}
-		}
-	})
 }

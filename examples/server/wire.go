@@ -21,6 +21,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/redislimit"
 	"github.com/petstorekit/petstore/domain"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/keyscli"
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
@@ -191,10 +192,8 @@ func health(limiter *ratelimit.Limiter) http.Handler {
 // ensureKeys upserts the -keys keys, or creates a demo key when the store
 // has none, so a restart keeps the key printed on first start.
 func ensureKeys(ctx context.Context, cfg config, keys *petstore.Keys, a *app) error {
-	for _, k := range cfg.keys {
-		if _, err := keys.Ensure(ctx, k.secret, k.plan, k.limits); err != nil {
-			return fmt.Errorf("store key: %w", err)
-		}
+	if err := keyscli.Ensure(ctx, keys, cfg.keys); err != nil {
+		return err
 	}
 	if len(cfg.keys) > 0 {
 		return nil

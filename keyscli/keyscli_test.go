@@ -11,7 +11,7 @@ import (
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/bunstore"
-	"github.com/petstorekit/petstore/adapters/bunstore/keyscli"
+	"github.com/petstorekit/petstore/keyscli"
 )
 
 func newStore(t *testing.T) *bunstore.Store {

@@ -1,0 +1,81 @@
+package keyscli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/petstorekit/petstore"
+)
+
+// Spec is one operator-chosen key, as a server's -keys flag gives it.
+type Spec struct {
+	Secret string
+	Plan   petstore.Plan
+	Limits petstore.Limits // Enterprise only
+}
+
+// ParseSpecs reads the -keys flag: a comma-separated list of KEY:PLAN
+// (free, pro or business) or KEY:enterprise:PERMIN/PERDAY. The plan is read
+// from the end, so a key may itself contain colons.
+func ParseSpecs(s string) ([]Spec, error) {
+	var out []Spec
+	for item := range strings.SplitSeq(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		rest, last, ok := cutLast(item)
+		if !ok {
+			return nil, errors.New("each key must be KEY:PLAN or KEY:enterprise:PERMIN/PERDAY")
+		}
+		var spec Spec
+		if strings.Contains(last, "/") {
+			secret, plan, ok := cutLast(rest)
+			if !ok || !strings.EqualFold(plan, "enterprise") {
+				return nil, errors.New("custom limits PERMIN/PERDAY need the enterprise plan: KEY:enterprise:PERMIN/PERDAY")
+			}
+			perMin, perDay, _ := strings.Cut(last, "/")
+			m, err1 := strconv.ParseInt(perMin, 10, 64)
+			d, err2 := strconv.ParseInt(perDay, 10, 64)
+			spec.Limits = petstore.Limits{PerMinute: m, PerDay: d}
+			if err1 != nil || err2 != nil || !spec.Limits.Valid() {
+				return nil, errors.New("enterprise limits must be positive integers PERMIN/PERDAY with PERDAY >= PERMIN")
+			}
+			spec.Secret, spec.Plan = secret, petstore.PlanEnterprise
+		} else {
+			plan, err := petstore.ParsePlan(last)
+			if err != nil || plan == petstore.PlanEnterprise {
+				return nil, fmt.Errorf("unknown plan %q: use free, pro, business or enterprise:PERMIN/PERDAY", last)
+			}
+			spec.Secret, spec.Plan = rest, plan
+		}
+		if spec.Secret == "" {
+			return nil, errors.New("a key must not be empty")
+		}
+		out = append(out, spec)
+	}
+	return out, nil
+}
+
+// Ensure stores every spec's key, or updates its plan when it is stored
+// already: each new key becomes its own project.
+func Ensure(ctx context.Context, keys *petstore.Keys, specs []Spec) error {
+	for _, s := range specs {
+		if _, err := keys.Ensure(ctx, s.Secret, s.Plan, s.Limits); err != nil {
+			return fmt.Errorf("store key: %w", err)
+		}
+	}
+	return nil
+}
+
+// cutLast splits at the last colon.
+func cutLast(s string) (before, after string, ok bool) {
+	i := strings.LastIndexByte(s, ':')
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+1:], true
+}
