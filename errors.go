@@ -63,6 +63,22 @@ func StatusOf(code string) int {
 	return http.StatusInternalServerError
 }
 
+// CodeOf returns the general code of an HTTP status: the first code in
+// Codes that maps to it ("conflict" for 409), "internal" for another 5xx
+// and "invalid_request" for another 4xx. Clients and fakes use it for
+// responses that carry no Error body.
+func CodeOf(status int) string {
+	for _, code := range Codes() {
+		if StatusOf(code) == status {
+			return code
+		}
+	}
+	if status >= 500 {
+		return CodeInternal
+	}
+	return CodeInvalidRequest
+}
+
 // Error is the application error returned by every service and store, and
 // the JSON body of every error response. Its Message is safe to show to a
 // client; anything that is not an *Error is reported as CodeInternal.

@@ -124,6 +124,11 @@ func TestErrorHelpers(t *testing.T) {
 	if !errors.Is(wrapped, &petstore.Error{Code: petstore.CodeNotFound}) {
 		t.Error("errors.Is does not match by code")
 	}
+	for status, code := range map[int]string{409: petstore.CodeConflict, 429: petstore.CodeRateLimited, 418: petstore.CodeInvalidRequest, 502: petstore.CodeInternal, 503: petstore.CodeUnavailable} {
+		if got := petstore.CodeOf(status); got != code {
+			t.Errorf("CodeOf(%d) = %q, want %q", status, got, code)
+		}
+	}
 	for _, code := range petstore.Codes() {
 		if petstore.StatusOf(code) < 400 {
 			t.Errorf("code %s maps to status %d", code, petstore.StatusOf(code))

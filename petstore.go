@@ -70,8 +70,9 @@ type KeyStore interface {
 	DeleteKey(ctx context.Context, id string) error
 }
 
-// Store is a complete storage backend: pets and keys. Later features add
-// their own store interfaces, which the same adapters implement.
+// Store is the storage every backend provides: pets and keys. Optional
+// features have their own store interfaces (IdempotencyStore, BlobStore,
+// domain.Store), which memstore and bunstore implement too.
 type Store interface {
 	PetStore
 	KeyStore

@@ -416,19 +416,7 @@ func decodeError(resp *http.Response, data []byte) *petstore.Error {
 		e.Status = resp.StatusCode
 		return &e
 	}
-	return &petstore.Error{Code: codeForStatus(resp.StatusCode), Message: "unexpected response: " + resp.Status, Status: resp.StatusCode}
-}
-
-func codeForStatus(status int) string {
-	for _, code := range petstore.Codes() {
-		if petstore.StatusOf(code) == status {
-			return code // the first code of a status is its general one
-		}
-	}
-	if status >= 500 {
-		return petstore.CodeInternal
-	}
-	return petstore.CodeInvalidRequest
+	return &petstore.Error{Code: petstore.CodeOf(resp.StatusCode), Message: "unexpected response: " + resp.Status, Status: resp.StatusCode}
 }
 
 // IsRetryable reports whether err is one the client would have retried

@@ -48,8 +48,8 @@ type api struct {
 
 	// createPet answers POST /pets after the body passed the media type
 	// and size checks (r.Body then holds at most MaxBodyBytes in memory, so
-	// it can be read more than once). It is a field so that later features,
-	// such as Idempotency-Key replay, can wrap it in New.
+	// it can be read more than once). It is a field so that New can wrap it
+	// in Idempotency-Key replay when Config.Idempotency is set.
 	createPet http.Handler
 }
 

@@ -196,7 +196,7 @@ func (s *Server) applyFault(w *statuswriter.Writer, r *http.Request, f *Fault) b
 	}
 	e := f.Error
 	if e == nil {
-		e = &petstore.Error{Code: codeForStatus(f.Status), Message: fmt.Sprintf("fault injected by petstoretest: %d %s", f.Status, http.StatusText(f.Status))}
+		e = &petstore.Error{Code: petstore.CodeOf(f.Status), Message: fmt.Sprintf("fault injected by petstoretest: %d %s", f.Status, http.StatusText(f.Status))}
 	}
 	status := f.Status
 	if status == 0 {
@@ -214,19 +214,6 @@ func (s *Server) applyFault(w *statuswriter.Writer, r *http.Request, f *Fault) b
 	}
 	httpx.WriteJSON(w, status, body)
 	return true
-}
-
-// codeForStatus picks the error code the API uses for status.
-func codeForStatus(status int) string {
-	for _, c := range petstore.Codes() {
-		if petstore.StatusOf(c) == status {
-			return c
-		}
-	}
-	if status >= 500 {
-		return petstore.CodeInternal
-	}
-	return petstore.CodeInvalidRequest
 }
 
 // errDropped is what a dropped connection looks like in no-listener mode.

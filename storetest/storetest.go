@@ -35,8 +35,9 @@ func Run(t *testing.T, open Opener) {
 	}
 }
 
-// extensions are suites for the optional store interfaces of later
-// features; each skips when the store does not implement its interface.
+// extensions are suites for the optional store interfaces (idempotency,
+// blobs, domains); each skips when the store does not implement its
+// interface.
 var extensions []struct {
 	name string
 	run  func(*testing.T, Opener)

@@ -150,10 +150,7 @@ func freePort(t *testing.T) int {
 func privateRedis(t *testing.T) (addr string, kill func()) {
 	t.Helper()
 	testenv.RedisURL(t) // the same opt-in as the other Redis tests
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not installed")
-	}
+	bin := testenv.Program(t, "redis-server", "redis-server")
 	port := freePort(t)
 	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
 	if err := cmd.Start(); err != nil {
