@@ -21,23 +21,48 @@ type checkResult struct {
 // resolves only to edge addresses); an apex passes when its A/AAAA set is
 // non-empty and all edge addresses, which is what a flattened ALIAS looks
 // like.
-func (e *Engine) check(ctx context.Context, name string, _ time.Time) checkResult {
+//
+// A non-empty token also requires the ownership TXT record (see
+// Engine.ownershipToken): the domain passes only when both are right, and
+// a missing or wrong proof is an OWNERSHIP_UNPROVEN finding, a DNS problem
+// like the others, not a lookup failure.
+func (e *Engine) check(ctx context.Context, name, token string, _ time.Time) checkResult {
 	n, err := ParseName(name)
 	if err != nil {
 		n = Name{ASCII: name, Unicode: name, Kind: KindSubdomain, Label: name}
 	}
-	res := checkResult{observed: Observed{Addresses: []string{}}, findings: []Finding{}}
-	failed := func(err error) checkResult {
-		return checkResult{
-			lookupFailed: true,
-			observed:     Observed{Addresses: []string{}},
-			findings: []Finding{{
-				Code:    FindingLookupFailed,
-				Message: fmt.Sprintf("Could not check the DNS records of %s: the DNS servers did not answer in time or reported an error. This is not a verification failure; the check will be retried.", n.Unicode),
-				Fix:     "Nothing to do now: the check is repeated automatically. If this keeps happening, make sure the nameservers of " + n.Registered + " are working.",
-			}},
-		}
+	res := e.checkRouting(ctx, n)
+	if token == "" || res.lookupFailed {
+		return res
 	}
+	f, err := e.checkOwnership(ctx, n, token)
+	if err != nil {
+		return e.lookupFailed(n)
+	}
+	if f != nil {
+		res.ok = false
+		res.findings = append(res.findings, *f)
+	}
+	return res
+}
+
+// lookupFailed is the result of a check whose DNS questions got no answer.
+func (e *Engine) lookupFailed(n Name) checkResult {
+	return checkResult{
+		lookupFailed: true,
+		observed:     Observed{Addresses: []string{}},
+		findings: []Finding{{
+			Code:    FindingLookupFailed,
+			Message: fmt.Sprintf("Could not check the DNS records of %s: the DNS servers did not answer in time or reported an error. This is not a verification failure; the check will be retried.", n.Unicode),
+			Fix:     "Nothing to do now: the check is repeated automatically. If this keeps happening, make sure the nameservers of " + n.Registered + " are working.",
+		}},
+	}
+}
+
+// checkRouting checks the record that routes n to the platform.
+func (e *Engine) checkRouting(ctx context.Context, n Name) checkResult {
+	res := checkResult{observed: Observed{Addresses: []string{}}, findings: []Finding{}}
+	failed := func(error) checkResult { return e.lookupFailed(n) }
 	cnames, err := e.cfg.Resolver.Lookup(ctx, n.ASCII, "CNAME")
 	if err != nil {
 		return failed(err)

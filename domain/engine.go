@@ -170,6 +170,10 @@ func dnsName(s string) string {
 // with the DNS records to create. created is false when the project already
 // had it, in which case the existing domain is returned unchanged.
 //
+// When another project held the name last, the records include an
+// ownership TXT record that Verify requires besides the CNAME (or ALIAS):
+// no domain takeover through a CNAME the customer left behind.
+//
 // Returns invalid_request for an invalid name or one of the platform's own,
 // not_found for an unknown project, plan_required below Pro,
 // deploy_required before a successful deploy, and conflict when another
@@ -199,19 +203,24 @@ func (e *Engine) Add(ctx context.Context, projectID, name string) (d Domain, cre
 	if existing, ok, err := e.existing(ctx, projectID, n); ok || err != nil {
 		return existing, false, err
 	}
+	token, err := e.ownershipToken(ctx, projectID, n)
+	if err != nil {
+		return Domain{}, false, err
+	}
 	now := e.now()
 	entry := Entry{
-		ID:           "dom_" + uuid.Must(uuid.NewV7()).String(),
-		ProjectID:    projectID,
-		Name:         n.ASCII,
-		Status:       StatusPending,
-		Findings:     []Finding{},
-		Observed:     Observed{Addresses: []string{}},
-		PendingSince: now,
-		NextCheckAt:  now.Add(time.Minute),
-		History:      []Transition{{Status: StatusPending, At: now}},
-		CreatedAt:    now,
-		UpdatedAt:    now,
+		OwnershipToken: token,
+		ID:             "dom_" + uuid.Must(uuid.NewV7()).String(),
+		ProjectID:      projectID,
+		Name:           n.ASCII,
+		Status:         StatusPending,
+		Findings:       []Finding{},
+		Observed:       Observed{Addresses: []string{}},
+		PendingSince:   now,
+		NextCheckAt:    now.Add(time.Minute),
+		History:        []Transition{{Status: StatusPending, At: now}},
+		CreatedAt:      now,
+		UpdatedAt:      now,
 	}
 	stored, err := e.cfg.Store.CreateDomain(ctx, entry)
 	if petstore.ErrorCode(err) == petstore.CodeConflict {
@@ -317,7 +326,7 @@ func (e *Engine) Verify(ctx context.Context, projectID, name string) (Domain, er
 		}
 		before := entry.Status
 		now := e.now()
-		res := e.check(ctx, entry.Name, now)
+		res := e.check(ctx, entry.Name, entry.OwnershipToken, now)
 		e.apply(ctx, &entry, res, now, true)
 		stored, err := e.cfg.Store.UpdateDomain(ctx, entry)
 		if petstore.ErrorCode(err) == petstore.CodeConflict {
@@ -346,7 +355,7 @@ func (e *Engine) Diagnose(ctx context.Context, projectID, name string) (Domain, 
 		return Domain{}, err
 	}
 	now := e.now()
-	res := e.check(ctx, entry.Name, now)
+	res := e.check(ctx, entry.Name, entry.OwnershipToken, now)
 	d := e.view(ctx, entry)
 	d.Diagnosis = e.diagnosis(ctx, d, res.observed, res.findings, now)
 	return d, nil
@@ -407,7 +416,7 @@ func (e *Engine) Remove(ctx context.Context, projectID, name string) error {
 	if err != nil {
 		return err
 	}
-	e.unconfigureDNS(ctx, removed.ProjectID, removed.Name)
+	e.unconfigureDNS(ctx, removed.ProjectID, removed.Name, removed.OwnershipToken)
 	if e.cfg.CertIssuer != nil {
 		if err := e.cfg.CertIssuer.Remove(ctx, removed.Name); err != nil {
 			// The removal stands (it is stored and the name is no longer
@@ -703,7 +712,7 @@ func (e *Engine) runOne(ctx context.Context, entry Entry, now time.Time) (bool, 
 	before := entry.Status
 	switch entry.Status {
 	case StatusPending:
-		e.apply(ctx, &entry, e.check(ctx, entry.Name, now), now, false)
+		e.apply(ctx, &entry, e.check(ctx, entry.Name, entry.OwnershipToken, now), now, false)
 	case StatusVerified:
 		entry.UpdatedAt = now
 		e.startCert(ctx, &entry, now)
@@ -781,7 +790,7 @@ func (e *Engine) ConfigureDNS(ctx context.Context, projectID, name string) ([]Fi
 	if c == nil {
 		return nil, petstore.Errorf(petstore.CodeInvalidRequest, "this project has not connected a DNS provider; create the records by hand")
 	}
-	zone, recs, err := e.providerRecords(ctx, entry.Name)
+	zone, recs, err := e.providerRecords(ctx, entry.Name, entry.OwnershipToken)
 	if err != nil {
 		return nil, err
 	}
@@ -797,15 +806,19 @@ func (e *Engine) dnsOf(projectID string) DNSConfigurator {
 
 // providerRecords returns the zone and the records ConfigureDNS writes for
 // name. Remove recomputes them to delete them, so nothing extra is stored.
-func (e *Engine) providerRecords(ctx context.Context, name string) (string, []Record, error) {
+func (e *Engine) providerRecords(ctx context.Context, name, token string) (string, []Record, error) {
 	n, err := ParseName(name)
 	if err != nil {
 		return "", nil, err
 	}
-	recs, alts, _ := e.instructions(ctx, n)
+	recs, alts, _ := e.instructions(ctx, n, token)
 	if n.Kind == KindApex && len(alts) > 0 {
-		// Few providers have ALIAS; the addresses work everywhere.
+		// Few providers have ALIAS; the addresses work everywhere. The
+		// ownership record is still needed beside them.
 		recs = alts
+		if token != "" {
+			recs = append(slices.Clone(alts), ownershipRecord(n, token))
+		}
 	}
 	return n.Registered, recs, nil
 }
@@ -815,12 +828,12 @@ func (e *Engine) providerRecords(ctx context.Context, name string) (string, []Re
 // the customer made for other purposes stay. A failure leaves records that
 // point at the platform, which no longer answers for the name: logged, not
 // returned, as the removal itself is done.
-func (e *Engine) unconfigureDNS(ctx context.Context, projectID, name string) {
+func (e *Engine) unconfigureDNS(ctx context.Context, projectID, name, token string) {
 	c := e.dnsOf(projectID)
 	if c == nil {
 		return
 	}
-	zone, recs, err := e.providerRecords(ctx, name)
+	zone, recs, err := e.providerRecords(ctx, name, token)
 	if err == nil {
 		err = c.Unconfigure(ctx, zone, recs)
 	}
@@ -830,8 +843,19 @@ func (e *Engine) unconfigureDNS(ctx context.Context, projectID, name string) {
 }
 
 // instructions returns the records a customer creates for n, the apex
-// alternatives and the note that goes with them.
-func (e *Engine) instructions(ctx context.Context, n Name) (records, alternatives []Record, note string) {
+// alternatives and the note that goes with them. A non-empty ownership
+// token adds its TXT record to the records, and a note that says why.
+func (e *Engine) instructions(ctx context.Context, n Name, token string) (records, alternatives []Record, note string) {
+	records, alternatives, note = e.routingInstructions(ctx, n)
+	if token != "" {
+		records = append(records, ownershipRecord(n, token))
+		note = strings.TrimSpace(ownershipNote + " " + note)
+	}
+	return records, alternatives, note
+}
+
+// routingInstructions returns the records that route n to the platform.
+func (e *Engine) routingInstructions(ctx context.Context, n Name) (records, alternatives []Record, note string) {
 	if n.Kind == KindSubdomain {
 		return []Record{{Type: "CNAME", Name: n.Label, Value: e.target, TTL: DefaultRecordTTL}}, nil, ""
 	}
@@ -903,7 +927,7 @@ func (e *Engine) view(ctx context.Context, en Entry) Domain {
 	if d.History == nil {
 		d.History = []Transition{}
 	}
-	d.Records, d.Alternatives, d.Note = e.instructions(ctx, n)
+	d.Records, d.Alternatives, d.Note = e.instructions(ctx, n, en.OwnershipToken)
 	if e.cfg.CertIssuer != nil && en.Status != StatusPending && en.Status != StatusRemoved && !en.VerifiedAt.IsZero() {
 		if st, err := e.cfg.CertIssuer.Status(ctx, en.Name); err == nil {
 			d.Certificate = st
@@ -962,7 +986,7 @@ func nextAction(s Status, findings []Finding, dnsOK bool) Action {
 		return slices.ContainsFunc(findings, func(f Finding) bool { return slices.Contains(codes, f.Code) })
 	}
 	switch {
-	case has(FindingConflictingRecord, FindingCNAMEMismatch, FindingApexForeignIPs, FindingCAABlocksCA):
+	case has(FindingConflictingRecord, FindingCNAMEMismatch, FindingApexForeignIPs, FindingOwnershipUnproven, FindingCAABlocksCA):
 		return ActionFixDNS
 	case has(FindingCertPendingTooLong):
 		return ActionReverify

@@ -51,9 +51,16 @@ type Entry struct {
 	VerifiedAt   time.Time    // when DNS last verified; zero if never
 	NextCheckAt  time.Time    // when the background loop looks at it next; zero: never
 	History      []Transition // every status change, oldest first
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
-	Version      int64 // set by the store: 1 on create, +1 on each update
+	// OwnershipToken is the value of the TXT record at
+	// OwnershipChallengeLabel + "." + Name that must prove control of
+	// the name's DNS before it verifies; "" when no proof is needed. Set
+	// on creation when the name was last held by another project (see
+	// Engine.Add), so a CNAME left pointing at the shared target cannot
+	// hand the name to whoever adds it next.
+	OwnershipToken string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	Version        int64 // set by the store: 1 on create, +1 on each update
 }
 
 // Redirect sends requests for From to To with an HTTP status.
@@ -74,6 +81,7 @@ type Config struct {
 // DomainQuery selects entries for ListDomains.
 type DomainQuery struct {
 	ProjectID string // "" means every project
+	Name      string // "" means every name; else the ASCII name, exactly
 	Status    Status // "" means every status except removed
 }
 

@@ -17,6 +17,7 @@ const (
 	FindingLookupFailed       = "LOOKUP_FAILED"         // DNS could not be asked; will retry
 	FindingCAABlocksCA        = "CAA_BLOCKS_CA"         // raised by the certificate layer
 	FindingCertPendingTooLong = "CERT_PENDING_TOO_LONG" // no certificate CertPendingLimit after verification
+	FindingOwnershipUnproven  = "OWNERSHIP_UNPROVEN"    // the ownership TXT record is missing or wrong
 )
 
 // Action is what the customer should do next.

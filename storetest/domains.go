@@ -91,6 +91,7 @@ func RunDomains(t *testing.T, open Opener) {
 		e.Observed = domain.Observed{CNAME: "x.example.net", Addresses: []string{"203.0.113.9", "2001:db8::1"}}
 		e.CheckedAt = domainTime.Add(time.Second)
 		e.VerifiedAt = domainTime.Add(2 * time.Second)
+		e.OwnershipToken = "petstore-verify=AAAAAAAAAAAAAAAAAAAAAA"
 		created := mustCreateDomain(t, s, e)
 		if created.Version != 1 {
 			t.Fatalf("created Version = %d, want 1", created.Version)
@@ -241,6 +242,82 @@ func RunDomains(t *testing.T, open Opener) {
 		}
 		if len(old) != 1 || old[0].ID != "dom_1" || len(old[0].History) != 2 {
 			t.Fatalf("removed entries of prj_a = %+v, want dom_1 with its 2 transitions", old)
+		}
+	})
+	t.Run("OwnershipTokenSurvivesUpdateAndRemoval", func(t *testing.T) {
+		// The engine reads the token of a removed entry to decide whether
+		// the next holder must prove ownership, and of a live one on
+		// every check: it must survive every write, and be absent
+		// (not some default) where none was set.
+		t.Parallel()
+		s := openDomains(t, open)
+		for _, tc := range []struct{ name, token string }{
+			{"proof.example.com", "petstore-verify=abcdefghijklmnopqrstuv"},
+			{"noproof.example.com", ""},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				e := newEntry("dom_"+tc.name, "prj_a", tc.name)
+				e.OwnershipToken = tc.token
+				e = mustCreateDomain(t, s, e)
+				e.Attempts = 1
+				e, err := s.UpdateDomain(ctx, e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := s.DomainByName(ctx, tc.name)
+				if err != nil || got.OwnershipToken != tc.token {
+					t.Fatalf("after update token = %q (%v), want %q", got.OwnershipToken, err, tc.token)
+				}
+				e.Status = domain.StatusRemoved
+				e.NextCheckAt = time.Time{}
+				if _, err := s.UpdateDomain(ctx, e); err != nil {
+					t.Fatal(err)
+				}
+				old, err := s.ListDomains(ctx, domain.DomainQuery{Name: tc.name, Status: domain.StatusRemoved})
+				if err != nil || len(old) != 1 || old[0].OwnershipToken != tc.token {
+					t.Fatalf("removed entries of %s = %+v (%v), want one with token %q", tc.name, old, err, tc.token)
+				}
+			})
+		}
+	})
+	t.Run("ListByNameKeepsHistoryOrder", func(t *testing.T) {
+		// Engine.Add asks for a name's removed entries and takes the
+		// last as the most recent holder.
+		t.Parallel()
+		s := openDomains(t, open)
+		for i, project := range []string{"prj_a", "prj_b", "prj_c"} {
+			e := newEntry(fmt.Sprint("dom_h", i), project, "shop.example.com")
+			e.CreatedAt = domainTime.Add(time.Duration(i) * time.Hour)
+			e = mustCreateDomain(t, s, e)
+			if i == 2 {
+				break // the current holder stays
+			}
+			e.Status = domain.StatusRemoved
+			e.NextCheckAt = time.Time{}
+			if _, err := s.UpdateDomain(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustCreateDomain(t, s, newEntry("dom_other", "prj_a", "other.example.com"))
+		for _, tc := range []struct {
+			q    domain.DomainQuery
+			want string
+		}{
+			{domain.DomainQuery{Name: "shop.example.com", Status: domain.StatusRemoved}, "[prj_a prj_b]"},
+			{domain.DomainQuery{Name: "shop.example.com"}, "[prj_c]"},
+			{domain.DomainQuery{Name: "none.example.com", Status: domain.StatusRemoved}, "[]"},
+		} {
+			got, err := s.ListDomains(ctx, tc.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			owners := []string{}
+			for _, e := range got {
+				owners = append(owners, e.ProjectID)
+			}
+			if fmt.Sprint(owners) != tc.want {
+				t.Fatalf("ListDomains(%+v) owners = %v, want %s", tc.q, owners, tc.want)
+			}
 		}
 	})
 	t.Run("ListFiltersAndOrders", func(t *testing.T) {

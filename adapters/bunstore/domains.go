@@ -28,6 +28,10 @@ type domainRow struct {
 	CreatedNS   int64  `bun:"created_ns,notnull"`
 	Version     int64  `bun:"version,notnull"`
 	Data        string `bun:"data,notnull"` // the whole entry as JSON
+	// OwnershipToken is the entry's TXT proof value, NULL when it needs
+	// none. A column (20261122000005_domain_ownership.go) so an operator
+	// can see which names wait for a proof; the column is the truth.
+	OwnershipToken string `bun:"ownership_token,nullzero"`
 }
 
 // normalizeEntry puts times in UTC and empty slices where the contract
@@ -61,7 +65,7 @@ func newDomainRow(e domain.Entry) (domainRow, error) {
 		return domainRow{}, err
 	}
 	r := domainRow{ID: e.ID, ProjectID: e.ProjectID, Name: e.Name, Status: string(e.Status),
-		CreatedNS: e.CreatedAt.UnixNano(), Version: e.Version, Data: string(data)}
+		CreatedNS: e.CreatedAt.UnixNano(), Version: e.Version, Data: string(data), OwnershipToken: e.OwnershipToken}
 	if e.Status != domain.StatusRemoved {
 		r.HeldName = e.Name
 	}
@@ -77,6 +81,7 @@ func (r domainRow) entry() (domain.Entry, error) {
 		return domain.Entry{}, err
 	}
 	e.Version = r.Version // the column is the truth; the JSON may lag by design
+	e.OwnershipToken = r.OwnershipToken
 	return normalizeEntry(e), nil
 }
 
@@ -161,7 +166,7 @@ func (s *Store) UpdateDomain(ctx context.Context, e domain.Entry) (domain.Entry,
 		return domain.Entry{}, mapErr(ctx, "update domain", err)
 	}
 	res, err := s.db.NewUpdate().Model(&row).
-		Column("held_name", "status", "next_check_ns", "version", "data").
+		Column("held_name", "status", "next_check_ns", "version", "data", "ownership_token").
 		Where("id = ? AND version = ?", e.ID, cur.Version).Exec(ctx)
 	if err != nil {
 		return domain.Entry{}, mapErr(ctx, "update domain", err)
@@ -179,6 +184,9 @@ func (s *Store) ListDomains(ctx context.Context, q domain.DomainQuery) ([]domain
 	sel := s.db.NewSelect().Model((*domainRow)(nil))
 	if q.ProjectID != "" {
 		sel = sel.Where("project_id = ?", q.ProjectID)
+	}
+	if q.Name != "" {
+		sel = sel.Where("name = ?", q.Name)
 	}
 	if q.Status == "" {
 		sel = sel.Where("status <> ?", string(domain.StatusRemoved))

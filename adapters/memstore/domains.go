@@ -132,6 +132,9 @@ func (s *Store) ListDomains(ctx context.Context, q domain.DomainQuery) ([]domain
 		if q.ProjectID != "" && e.ProjectID != q.ProjectID {
 			continue
 		}
+		if q.Name != "" && e.Name != q.Name {
+			continue
+		}
 		if q.Status == "" && e.Status == domain.StatusRemoved || q.Status != "" && e.Status != q.Status {
 			continue
 		}

@@ -1,0 +1,106 @@
+package domain
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"strings"
+)
+
+// OwnershipChallengeLabel is the label below a domain where the ownership
+// TXT record goes: _petstore-challenge.shop.example.com for
+// shop.example.com. The underscore keeps it apart from any host name.
+const OwnershipChallengeLabel = "_petstore-challenge"
+
+// ownershipTokenPrefix starts every token, so a customer (or support)
+// reading the zone can tell what the record is for.
+const ownershipTokenPrefix = "petstore-verify="
+
+// newOwnershipToken returns a fresh token: 128 random bits, base64url,
+// unguessable, so only whoever controls the zone can publish it.
+func newOwnershipToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // never fails (crypto/rand documents it)
+	return ownershipTokenPrefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// ownershipToken decides whether a new entry for n held by projectID needs
+// an ownership proof, and returns its token ("" when not).
+//
+// A name whose latest removed entry belonged to another project needs one:
+// customers point CNAMEs at one shared target and often leave them after
+// the project removes the name, so the CNAME alone proves nothing about
+// who controls the name now. The project's own name back again needs none,
+// unless that entry itself still waited for a proof: removing and
+// re-adding must not skip it. That case keeps the old token, so a TXT
+// record already published stays valid.
+func (e *Engine) ownershipToken(ctx context.Context, projectID string, n Name) (string, error) {
+	old, err := e.cfg.Store.ListDomains(ctx, DomainQuery{Name: n.ASCII, Status: StatusRemoved})
+	if err != nil {
+		return "", err
+	}
+	if len(old) == 0 {
+		return "", nil
+	}
+	last := old[len(old)-1] // ordered by creation: the most recent holder
+	switch {
+	case last.ProjectID != projectID:
+		return newOwnershipToken(), nil
+	case last.OwnershipToken != "" && last.VerifiedAt.IsZero():
+		return last.OwnershipToken, nil
+	}
+	return "", nil
+}
+
+// challengeName is the fully qualified owner of n's ownership TXT record.
+func challengeName(ascii string) string { return OwnershipChallengeLabel + "." + ascii }
+
+// challengeLabel is challengeName relative to the registered domain, the
+// form DNS providers ask for.
+func challengeLabel(n Name) string {
+	if n.Kind == KindApex {
+		return OwnershipChallengeLabel
+	}
+	return OwnershipChallengeLabel + "." + n.Label
+}
+
+// ownershipRecord is the TXT record a customer creates to prove control.
+func ownershipRecord(n Name, token string) Record {
+	return Record{Type: "TXT", Name: challengeLabel(n), Value: token, TTL: DefaultRecordTTL}
+}
+
+// ownershipNote explains the extra record in the DNS instructions.
+const ownershipNote = "This name was recently used by another project; prove you control its DNS by also creating the TXT record shown. It can be deleted once the domain is active."
+
+// checkOwnership looks for the token among the TXT records at n's
+// challenge name. It returns the finding when the proof is missing or
+// wrong, nil when it is right, and the lookup error when DNS could not be
+// asked.
+func (e *Engine) checkOwnership(ctx context.Context, n Name, token string) (*Finding, error) {
+	got, err := e.cfg.Resolver.Lookup(ctx, challengeName(n.ASCII), "TXT")
+	if err != nil {
+		return nil, err
+	}
+	var seen []Record
+	for _, r := range got {
+		if strings.TrimSpace(r.Value) == token {
+			return nil, nil
+		}
+		seen = append(seen, Record{Type: "TXT", Name: challengeName(n.ASCII), Value: r.Value, TTL: r.TTL})
+	}
+	f := &Finding{
+		Code: FindingOwnershipUnproven,
+		Message: fmt.Sprintf("%s was recently used by another project, so its CNAME alone does not prove it is yours: "+
+			"the ownership TXT record at %s is missing.", n.Unicode, challengeName(n.ASCII)),
+		Fix: fmt.Sprintf("Create a TXT record with name %s and value %s (TTL 3600) at your DNS provider, then click Re-verify.",
+			challengeLabel(n), token),
+		Records: seen,
+	}
+	if len(seen) > 0 {
+		f.Message = fmt.Sprintf("%s was recently used by another project, so its CNAME alone does not prove it is yours: "+
+			"the TXT record at %s does not have the expected value.", n.Unicode, challengeName(n.ASCII))
+		f.Fix = fmt.Sprintf("Change the TXT record %s to the value %s (TTL 3600), then click Re-verify.", challengeLabel(n), token)
+	}
+	return f, nil
+}
