@@ -189,6 +189,18 @@ func (w *dashWorld) setCNAME(t testing.TB, label, target string) {
 	}
 }
 
+// addTXT puts a TXT record at label.example.com, such as the ownership
+// proof ("_petstore-challenge.shop") a domain's instructions list when
+// another project held its name last.
+func (w *dashWorld) addTXT(t testing.TB, label, text string) {
+	t.Helper()
+	if _, err := w.zone.AppendRecords(context.Background(), dashZone, []libdns.Record{
+		libdns.TXT{Name: label, TTL: time.Minute, Text: text},
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // addA puts an A record at label.example.com.
 func (w *dashWorld) addA(t testing.TB, label, ip string) {
 	t.Helper()

@@ -360,3 +360,52 @@ func TestDashboardPage(t *testing.T) {
 		}
 	})
 }
+
+// TestDashboardOwnershipProof is the dangling-CNAME takeover seen through
+// the dashboard: after one project removes a name whose CNAME stays, another
+// project adding it is shown a TXT record to create, Verify reports
+// OWNERSHIP_UNPROVEN while only the CNAME is there, the edge does not serve
+// it, and it goes live once the TXT record is published.
+func TestDashboardOwnershipProof(t *testing.T) {
+	for name, open := range dashStores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			w := newDashWorld(t, open(t), newClock().Now)
+			w.setCNAME(t, "shop", dashTarget)
+			w.call(t, w.pro, http.MethodPost, dashAPI+"/domains", map[string]string{"name": "shop.example.com"})
+			if d := w.call(t, w.pro, http.MethodPost, dashAPI+"/domains/shop.example.com/verify", nil).domain(t); d.Status != domain.StatusActive {
+				t.Fatalf("first project: %s", d.Status)
+			}
+			if res := w.call(t, w.pro, http.MethodDelete, dashAPI+"/domains/shop.example.com", nil); res.Status != http.StatusNoContent {
+				t.Fatalf("remove: %d %s", res.Status, res.Body)
+			}
+
+			res := w.call(t, w.pro2, http.MethodPost, dashAPI+"/domains", map[string]string{"name": "shop.example.com"})
+			d := res.domain(t)
+			if res.Status != http.StatusCreated || len(d.Records) != 2 || d.Records[1].Type != "TXT" ||
+				d.Records[1].Name != "_petstore-challenge.shop" || !strings.HasPrefix(d.Records[1].Value, "petstore-verify=") ||
+				!strings.Contains(d.Note, "another project") {
+				t.Fatalf("add by the second project: %d %s", res.Status, res.Body)
+			}
+			token := d.Records[1].Value
+
+			res = w.call(t, w.pro2, http.MethodPost, dashAPI+"/domains/shop.example.com/verify", nil)
+			if d := res.domain(t); d.Status != domain.StatusPending || d.Diagnosis.NextAction != domain.ActionFixDNS ||
+				!strings.Contains(string(res.Body), `"code":"OWNERSHIP_UNPROVEN"`) || !strings.Contains(string(res.Body), token) {
+				t.Fatalf("verify with the CNAME only: %d %s", res.Status, res.Body)
+			}
+			if got := w.get(t, "shop.example.com", "/", ""); got.Code != http.StatusNotFound {
+				t.Fatalf("unproven domain served: %d %s", got.Code, got.Body)
+			}
+
+			w.addTXT(t, "_petstore-challenge.shop", token)
+			res = w.call(t, w.pro2, http.MethodPost, dashAPI+"/domains/shop.example.com/verify", nil)
+			if d := res.domain(t); d.Status != domain.StatusActive {
+				t.Fatalf("verify with the TXT: %d %s", res.Status, res.Body)
+			}
+			if page := w.get(t, "shop.example.com", "/", ""); page.Code != http.StatusOK || !strings.Contains(page.Body.String(), w.pro2Key.ProjectID) {
+				t.Fatalf("proven domain: %d %s", page.Code, page.Body)
+			}
+		})
+	}
+}

@@ -134,9 +134,14 @@
         el("td", {}, el("code", { text: r.value }), copyButton(r.value, r.type + " value")),
         el("td", { text: r.ttl ? String(r.ttl) : "" })));
     }
-    $(".records-note", li).textContent = d.kind === "apex"
+    let recordsNote = d.kind === "apex"
       ? "This is an apex domain: use an ALIAS or ANAME record (not every DNS provider supports them), or the A/AAAA records instead."
       : "Create this record at your DNS provider. The Name is the part before your registered domain.";
+    // A TXT record is the ownership proof: the engine's note says why.
+    if (records.some((r) => r.type === "TXT")) {
+      recordsNote = "Create all these records at your DNS provider. " + (d.note || "");
+    }
+    $(".records-note", li).textContent = recordsNote;
     if (d.status === "active") $(".records-box", li).hidden = true;
 
     const findings = diag.findings || [];
