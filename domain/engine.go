@@ -326,7 +326,7 @@ func (e *Engine) Verify(ctx context.Context, projectID, name string) (Domain, er
 		}
 		before := entry.Status
 		now := e.now()
-		res := e.check(ctx, entry.Name, entry.OwnershipToken, now)
+		res := e.check(ctx, entry.Name, outstandingProof(entry), now)
 		e.apply(ctx, &entry, res, now, true)
 		stored, err := e.cfg.Store.UpdateDomain(ctx, entry)
 		if petstore.ErrorCode(err) == petstore.CodeConflict {
@@ -355,7 +355,7 @@ func (e *Engine) Diagnose(ctx context.Context, projectID, name string) (Domain, 
 		return Domain{}, err
 	}
 	now := e.now()
-	res := e.check(ctx, entry.Name, entry.OwnershipToken, now)
+	res := e.check(ctx, entry.Name, outstandingProof(entry), now)
 	d := e.view(ctx, entry)
 	d.Diagnosis = e.diagnosis(ctx, d, res.observed, res.findings, now)
 	return d, nil
@@ -712,7 +712,7 @@ func (e *Engine) runOne(ctx context.Context, entry Entry, now time.Time) (bool, 
 	before := entry.Status
 	switch entry.Status {
 	case StatusPending:
-		e.apply(ctx, &entry, e.check(ctx, entry.Name, entry.OwnershipToken, now), now, false)
+		e.apply(ctx, &entry, e.check(ctx, entry.Name, outstandingProof(entry), now), now, false)
 	case StatusVerified:
 		entry.UpdatedAt = now
 		e.startCert(ctx, &entry, now)

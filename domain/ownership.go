@@ -53,6 +53,17 @@ func (e *Engine) ownershipToken(ctx context.Context, projectID string, n Name) (
 	return "", nil
 }
 
+// outstandingProof returns the token a check of entry must find, or ""
+// once the entry has verified: the proof is needed once per claim, so a
+// customer who deletes the TXT record afterwards (the note says they may)
+// keeps the domain.
+func outstandingProof(entry Entry) string {
+	if !entry.VerifiedAt.IsZero() {
+		return ""
+	}
+	return entry.OwnershipToken
+}
+
 // challengeName is the fully qualified owner of n's ownership TXT record.
 func challengeName(ascii string) string { return OwnershipChallengeLabel + "." + ascii }
 

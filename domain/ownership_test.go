@@ -2,16 +2,37 @@ package domain_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/libdns/libdns"
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/dnsresolver"
+	"github.com/petstorekit/petstore/adapters/memstore"
+	"github.com/petstorekit/petstore/adapters/memzone"
 	"github.com/petstorekit/petstore/domain"
 )
 
 func txt(name, text string) libdns.Record {
 	return libdns.TXT{Name: name, TTL: time.Hour, Text: text}
+}
+
+// deleteTXT deletes the TXT records at label in zone.
+func deleteTXT(f *fixture, zone, label string) error {
+	recs, err := f.zone.GetRecords(context.Background(), zone)
+	if err != nil {
+		return err
+	}
+	var del []libdns.Record
+	for _, r := range recs {
+		if rr := r.RR(); rr.Type == "TXT" && rr.Name == label {
+			del = append(del, r)
+		}
+	}
+	_, err = f.zone.DeleteRecords(context.Background(), zone, del)
+	return err
 }
 
 // ownershipRecord returns the TXT record among d's instructions, if any.
@@ -120,6 +141,16 @@ func TestTakeoverNeedsOwnershipProof(t *testing.T) {
 			if got := f.engine.Route(host); got.Kind != domain.RouteServe || got.ProjectID != "prj_business" {
 				t.Fatalf("Route(%s) after the proof = %+v, want serve prj_business", host, got)
 			}
+
+			// The proof is needed once: deleting the TXT record afterwards,
+			// as the note allows, does not turn Re-verify against the domain.
+			if err := deleteTXT(f, tc.zone, tc.challenge); err != nil {
+				t.Fatal(err)
+			}
+			d = f.verify(t, "prj_business", host)
+			if d.Status != domain.StatusActive || len(d.Diagnosis.Findings) != 0 {
+				t.Fatalf("Re-verify after deleting the TXT: status %s, findings %s; want active, none", d.Status, codes(d.Diagnosis.Findings))
+			}
 		})
 	}
 }
@@ -205,4 +236,59 @@ func TestOwnershipTokensDiffer(t *testing.T) {
 		}
 		seen[rec.Value] = true
 	}
+}
+
+// Example_ownershipProof shows the takeover defence: prj_old removed its
+// domain but the customer's CNAME stayed, so prj_new must also publish the
+// TXT record its instructions list before the name verifies.
+func Example_ownershipProof() {
+	ctx := context.Background()
+	zone := memzone.New()
+	zone.AddZone("example.com.")
+	srv, err := zone.Serve("127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	engine, err := domain.New(domain.EngineConfig{
+		Store: memstore.New(),
+		Projects: domain.ProjectsFunc(func(_ context.Context, id string) (domain.Project, error) {
+			return domain.Project{ID: id, Plan: petstore.PlanPro, Deployed: true}, nil
+		}),
+		Resolver:    dnsresolver.New(srv.Addr()),
+		CNAMETarget: "edge.petstore.localhost",
+	})
+	if err != nil {
+		panic(err)
+	}
+	// The CNAME prj_old's customer created, and left in place.
+	if _, err := zone.AppendRecords(ctx, "example.com.", []libdns.Record{
+		libdns.CNAME{Name: "shop", TTL: time.Hour, Target: "edge.petstore.localhost."},
+	}); err != nil {
+		panic(err)
+	}
+	_, _, _ = engine.Add(ctx, "prj_old", "shop.example.com")
+	_, _ = engine.Verify(ctx, "prj_old", "shop.example.com")
+	_ = engine.Remove(ctx, "prj_old", "shop.example.com")
+
+	d, _, err := engine.Add(ctx, "prj_new", "shop.example.com")
+	if err != nil {
+		panic(err)
+	}
+	proof := d.Records[1]
+	fmt.Println("records:", d.Records[0].Type, "and", proof.Type, proof.Name)
+	d, _ = engine.Verify(ctx, "prj_new", "shop.example.com")
+	fmt.Println("CNAME only:", d.Status, d.Diagnosis.Findings[0].Code)
+
+	if _, err := zone.AppendRecords(ctx, "example.com.", []libdns.Record{
+		libdns.TXT{Name: proof.Name, TTL: time.Hour, Text: proof.Value},
+	}); err != nil {
+		panic(err)
+	}
+	d, _ = engine.Verify(ctx, "prj_new", "shop.example.com")
+	fmt.Println("with the TXT:", d.Status)
+	// Output:
+	// records: CNAME and TXT _petstore-challenge.shop
+	// CNAME only: pending OWNERSHIP_UNPROVEN
+	// with the TXT: active
 }
