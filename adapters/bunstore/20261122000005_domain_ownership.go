@@ -19,7 +19,10 @@ func init() { migrations.MustRegister(upDomainOwnership, downDomainOwnership) }
 // since SQLite and MySQL have no ADD COLUMN IF NOT EXISTS.
 func upDomainOwnership(ctx context.Context, db *bun.DB) error {
 	if !hasColumn(ctx, db, "domains", "ownership_token") {
-		if err := execAll(ctx, db, "ALTER TABLE domains ADD COLUMN ownership_token VARCHAR(64) NULL"); err != nil {
+		// Two migrators on one SQLite file (which has no advisory lock)
+		// can both see the column missing; the loser's ALTER fails, and
+		// the column it wanted is there: that is success.
+		if err := execAll(ctx, db, "ALTER TABLE domains ADD COLUMN ownership_token VARCHAR(64) NULL"); err != nil && !hasColumn(ctx, db, "domains", "ownership_token") {
 			return err
 		}
 	}
