@@ -1,21 +1,17 @@
 package client_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/client"
+	"github.com/petstorekit/petstore/internal/testenv"
 )
 
 // startExampleServer builds and starts examples/server, the production
@@ -27,53 +23,12 @@ func startExampleServer(t *testing.T, keys string) string {
 	if testing.Short() {
 		t.Skip("builds and runs examples/server; skipped with -short")
 	}
-	bin := filepath.Join(t.TempDir(), "server")
-	if out, err := exec.Command("go", "build", "-o", bin, "../examples/server").CombinedOutput(); err != nil {
-		t.Fatalf("building examples/server: %v\n%s", err, out)
-	}
+	bin := testenv.Build(t, "../examples/server")
 	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-keys", keys)
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "PETSTORE_API_KEYS=", "PETSTORE_ADDR=", "PETSTORE_DB=", "PETSTORE_REDIS=")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	urls := make(chan string, 1)
-	go func() {
-		defer close(urls)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if _, rest, ok := strings.Cut(sc.Text(), "listening on "); ok {
-				urls <- strings.Fields(rest)[0]
-				break
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	select {
-	case u, ok := <-urls:
-		if !ok {
-			t.Fatal("examples/server exited without listening")
-		}
-		return u
-	case <-time.After(60 * time.Second):
-		t.Fatal("examples/server did not listen within 60s")
-	}
-	return ""
+	base, _ := testenv.StartListening(t, cmd)
+	return base
 }
 
 // TestAgainstExampleServer runs the client against the real server

@@ -21,6 +21,7 @@ import (
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/internal/testenv"
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
@@ -30,24 +31,7 @@ type env struct {
 	store  *memstore.Store
 	secret string
 	key    petstore.APIKey
-	logs   *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs   *testenv.Buffer
 }
 
 func newEnv(t testing.TB, mutate func(*httpx.Config)) *env {
@@ -58,7 +42,7 @@ func newEnv(t testing.TB, mutate func(*httpx.Config)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testenv.Buffer{}
 	cfg := httpx.Config{
 		Service: petstore.NewService(store),
 		Auth:    keys,

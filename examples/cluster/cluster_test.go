@@ -1,21 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"io"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/client"
@@ -29,35 +23,6 @@ func random(t *testing.T) string {
 	return hex.EncodeToString(b)
 }
 
-// buildBinary compiles this program once per test run.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "cluster")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// lockedBuffer is a process's stderr, readable while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // start runs one API process and returns its base URL once it listens.
 func start(t *testing.T, bin string, args ...string) string {
 	u, _ := startLogged(t, bin, args...)
@@ -65,53 +30,12 @@ func start(t *testing.T, bin string, args ...string) string {
 }
 
 // startLogged is start, also returning the process's stderr.
-func startLogged(t *testing.T, bin string, args ...string) (string, *lockedBuffer) {
+func startLogged(t *testing.T, bin string, args ...string) (string, *testenv.Buffer) {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
 	cmd.Env = append(os.Environ(), "PETSTORE_DB=", "PETSTORE_REDIS=", "PETSTORE_API_KEYS=")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr := &lockedBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if addr, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
-				lines <- addr
-				break
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-		close(lines)
-	}()
-	select {
-	case addr, ok := <-lines:
-		if !ok {
-			_ = cmd.Wait()
-			t.Fatalf("process exited before listening: %s", stderr.String())
-		}
-		return addr + "/v1", stderr
-	case <-time.After(60 * time.Second):
-		t.Fatalf("process did not listen within 60s: %s", stderr.String())
-	}
-	return "", nil
+	addr, stderr := testenv.StartListening(t, cmd)
+	return addr + "/v1", stderr
 }
 
 // TestRedisDownIsQuiet runs a process whose Redis does not answer: it
@@ -126,7 +50,7 @@ func TestRedisDownIsQuiet(t *testing.T) {
 	closed := ln.Addr().String()
 	ln.Close()
 	key := "psk_cluster_down_" + random(t)
-	u, stderr := startLogged(t, buildBinary(t), "-migrate", "-db", dsn, "-redis", closed, "-ratelimit-fail", "open", "-keys", key+":free")
+	u, stderr := startLogged(t, testenv.Build(t, "."), "-migrate", "-db", dsn, "-redis", closed, "-ratelimit-fail", "open", "-keys", key+":free")
 	c, _ := client.New(u, key, client.WithMaxAttempts(1))
 	for i := range 5 {
 		if _, err := c.ListPets(context.Background(), petstore.PetFilter{}); err != nil {
@@ -145,7 +69,7 @@ func TestTwoProcessesShareStateAndLimits(t *testing.T) {
 	dsn := testenv.PostgresSchema(t)
 	rd := testenv.RedisURL(t)
 	prefix := testenv.RedisPrefix(t, testenv.RedisClient(t), "cluster")
-	bin := buildBinary(t)
+	bin := testenv.Build(t, ".")
 
 	writer := "psk_cluster_writer_" + random(t)
 	free := "psk_cluster_free_" + random(t)

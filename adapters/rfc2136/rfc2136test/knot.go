@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -126,7 +125,7 @@ zone:
 	if err := os.WriteFile(confPath, []byte(conf.String()), 0o600); err != nil {
 		return err
 	}
-	stderr := new(syncBuffer)
+	stderr := new(testenv.Buffer)
 	cmd := exec.Command(bin, "-c", confPath)
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
@@ -194,22 +193,4 @@ func freePort() (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no free port on 127.0.0.1")
-}
-
-// syncBuffer collects knotd's log, written by exec's copying goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
