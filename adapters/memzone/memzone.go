@@ -118,70 +118,83 @@ func (p *Provider) GetRecords(ctx context.Context, zoneName string) ([]libdns.Re
 // set. A CNAME next to other records at the same name, or another record
 // next to a CNAME, is refused (RFC 1034 §3.6.2), and then nothing is added.
 func (p *Provider) AppendRecords(ctx context.Context, zoneName string, recs []libdns.Record) ([]libdns.Record, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	z, err := p.zone(zoneName)
-	if err != nil {
-		return nil, err
-	}
-	rrs, err := toWire(z.name, recs)
-	if err != nil {
-		return nil, err
-	}
-	next, added, err := appendRRs(z.records, rrs)
-	if err != nil {
-		return nil, err
-	}
-	z.commit(next)
-	return toLibdns(z.name, added)
+	return p.edit(ctx, zoneName, func(z *zone) ([]libdns.Record, error) {
+		rrs, err := toWire(z.name, recs)
+		if err != nil {
+			return nil, err
+		}
+		next, added, err := appendRRs(z.records, rrs)
+		if err != nil {
+			return nil, err
+		}
+		z.commit(next)
+		return toLibdns(z.name, added)
+	})
 }
 
 // SetRecords implements libdns.RecordSetter: for each (name, type) in recs
 // the zone ends up holding exactly the given records. It is atomic: on error
 // the zone is unchanged.
 func (p *Provider) SetRecords(ctx context.Context, zoneName string, recs []libdns.Record) ([]libdns.Record, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	z, err := p.zone(zoneName)
-	if err != nil {
-		return nil, err
-	}
-	rrs, err := toWire(z.name, recs)
-	if err != nil {
-		return nil, err
-	}
-	type key struct {
-		name  string
-		rtype uint16
-	}
-	replace := map[key]bool{}
-	for _, rr := range rrs {
-		replace[key{rr.Header().Name, rr.Header().Rrtype}] = true
-	}
-	kept := make([]dns.RR, 0, len(z.records))
-	for _, rr := range z.records {
-		if !replace[key{rr.Header().Name, rr.Header().Rrtype}] {
-			kept = append(kept, rr)
+	return p.edit(ctx, zoneName, func(z *zone) ([]libdns.Record, error) {
+		rrs, err := toWire(z.name, recs)
+		if err != nil {
+			return nil, err
 		}
-	}
-	next, _, err := appendRRs(kept, rrs)
-	if err != nil {
-		return nil, libdns.AtomicErr(err)
-	}
-	z.commit(next)
-	return toLibdns(z.name, dedupe(rrs))
+		type key struct {
+			name  string
+			rtype uint16
+		}
+		replace := map[key]bool{}
+		for _, rr := range rrs {
+			replace[key{rr.Header().Name, rr.Header().Rrtype}] = true
+		}
+		kept := make([]dns.RR, 0, len(z.records))
+		for _, rr := range z.records {
+			if !replace[key{rr.Header().Name, rr.Header().Rrtype}] {
+				kept = append(kept, rr)
+			}
+		}
+		next, _, err := appendRRs(kept, rrs)
+		if err != nil {
+			return nil, libdns.AtomicErr(err)
+		}
+		z.commit(next)
+		return toLibdns(z.name, dedupe(rrs))
+	})
 }
 
 // DeleteRecords implements libdns.RecordDeleter. Name must be given; an
 // empty Type, zero TTL or empty data matches any. Records that do not exist
 // are ignored. The SOA is never deleted.
 func (p *Provider) DeleteRecords(ctx context.Context, zoneName string, recs []libdns.Record) ([]libdns.Record, error) {
+	return p.edit(ctx, zoneName, func(z *zone) ([]libdns.Record, error) {
+		matchers := make([]func(dns.RR) bool, 0, len(recs))
+		for _, rec := range recs {
+			m, err := rfc2136.Matcher(z.name, rec)
+			if err != nil {
+				return nil, fmt.Errorf("memzone: %w", err)
+			}
+			matchers = append(matchers, m)
+		}
+		var kept, deleted []dns.RR
+		for _, rr := range z.records {
+			if slices.ContainsFunc(matchers, func(m func(dns.RR) bool) bool { return m(rr) }) {
+				deleted = append(deleted, rr)
+			} else {
+				kept = append(kept, rr)
+			}
+		}
+		if len(deleted) > 0 {
+			z.commit(kept)
+		}
+		return toLibdns(z.name, deleted)
+	})
+}
+
+// edit runs fn on a zone under the write lock, after the checks every
+// write starts with: a live context and an existing zone.
+func (p *Provider) edit(ctx context.Context, zoneName string, fn func(z *zone) ([]libdns.Record, error)) ([]libdns.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -191,26 +204,7 @@ func (p *Provider) DeleteRecords(ctx context.Context, zoneName string, recs []li
 	if err != nil {
 		return nil, err
 	}
-	matchers := make([]func(dns.RR) bool, 0, len(recs))
-	for _, rec := range recs {
-		m, err := rfc2136.Matcher(z.name, rec)
-		if err != nil {
-			return nil, fmt.Errorf("memzone: %w", err)
-		}
-		matchers = append(matchers, m)
-	}
-	var kept, deleted []dns.RR
-	for _, rr := range z.records {
-		if slices.ContainsFunc(matchers, func(m func(dns.RR) bool) bool { return m(rr) }) {
-			deleted = append(deleted, rr)
-		} else {
-			kept = append(kept, rr)
-		}
-	}
-	if len(deleted) > 0 {
-		z.commit(kept)
-	}
-	return toLibdns(z.name, deleted)
+	return fn(z)
 }
 
 // zone finds a zone by name; the caller holds p.mu.
