@@ -29,8 +29,6 @@ type blobLock struct {
 	expires time.Time
 }
 
-func (s *Store) blobState() *blobState { return s.blobs }
-
 // PutBlob implements petstore.BlobStore.
 func (s *Store) PutBlob(ctx context.Context, key string, value []byte) error {
 	if err := ctx.Err(); err != nil {
@@ -39,7 +37,7 @@ func (s *Store) PutBlob(ctx context.Context, key string, value []byte) error {
 	if key == "" {
 		return petstore.Errorf(petstore.CodeInvalidRequest, "blob key must not be empty")
 	}
-	st := s.blobState()
+	st := s.blobs
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	// Copy so that a caller reusing its slice cannot change what is stored.
@@ -52,7 +50,7 @@ func (s *Store) GetBlob(ctx context.Context, key string) ([]byte, petstore.BlobI
 	if err := ctx.Err(); err != nil {
 		return nil, petstore.BlobInfo{}, err
 	}
-	st := s.blobState()
+	st := s.blobs
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	b, ok := st.blobs[key]
@@ -67,7 +65,7 @@ func (s *Store) DeleteBlob(ctx context.Context, key string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	st := s.blobState()
+	st := s.blobs
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	delete(st.blobs, key)
@@ -84,7 +82,7 @@ func (s *Store) ListBlobs(ctx context.Context, prefix string) ([]petstore.BlobIn
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	st := s.blobState()
+	st := s.blobs
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	out := []petstore.BlobInfo{}
@@ -105,7 +103,7 @@ func (s *Store) TryLock(ctx context.Context, name, owner string, now, expires ti
 	if name == "" || owner == "" {
 		return false, petstore.Errorf(petstore.CodeInvalidRequest, "lock name and owner must not be empty")
 	}
-	st := s.blobState()
+	st := s.blobs
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if l, ok := st.locks[name]; ok && l.owner != owner && l.expires.After(now) {
@@ -120,7 +118,7 @@ func (s *Store) Unlock(ctx context.Context, name, owner string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	st := s.blobState()
+	st := s.blobs
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if l, ok := st.locks[name]; ok && l.owner == owner {

@@ -22,8 +22,6 @@ type domainTables struct {
 	configs map[string]domain.Config
 }
 
-func (s *Store) domains() *domainTables { return s.dom }
-
 // cloneEntry deep-copies an entry so callers never share slices with the
 // store.
 func cloneEntry(e domain.Entry) domain.Entry {
@@ -58,7 +56,7 @@ func (s *Store) CreateDomain(ctx context.Context, e domain.Entry) (domain.Entry,
 	if err := ctx.Err(); err != nil {
 		return domain.Entry{}, err
 	}
-	t := s.domains()
+	t := s.dom
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, ok := t.holder[e.Name]; ok {
@@ -81,7 +79,7 @@ func (s *Store) DomainByName(ctx context.Context, name string) (domain.Entry, er
 	if err := ctx.Err(); err != nil {
 		return domain.Entry{}, err
 	}
-	t := s.domains()
+	t := s.dom
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	id, ok := t.holder[name]
@@ -96,7 +94,7 @@ func (s *Store) UpdateDomain(ctx context.Context, e domain.Entry) (domain.Entry,
 	if err := ctx.Err(); err != nil {
 		return domain.Entry{}, err
 	}
-	t := s.domains()
+	t := s.dom
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	cur, ok := t.byID[e.ID]
@@ -124,7 +122,7 @@ func (s *Store) ListDomains(ctx context.Context, q domain.DomainQuery) ([]domain
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	t := s.domains()
+	t := s.dom
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := []domain.Entry{}
@@ -157,7 +155,7 @@ func (s *Store) DueDomains(ctx context.Context, now time.Time, limit int) ([]dom
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	t := s.domains()
+	t := s.dom
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := []domain.Entry{}
@@ -187,7 +185,7 @@ func (s *Store) DomainConfig(ctx context.Context, projectID string) (domain.Conf
 	if err := ctx.Err(); err != nil {
 		return domain.Config{}, err
 	}
-	t := s.domains()
+	t := s.dom
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c := t.configs[projectID]
@@ -207,7 +205,7 @@ func (s *Store) PutDomainConfig(ctx context.Context, c domain.Config) error {
 	if c.ProjectID == "" {
 		return petstore.Errorf(petstore.CodeInvalidRequest, "config needs a project")
 	}
-	t := s.domains()
+	t := s.dom
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c.Redirects = slices.Clone(c.Redirects)
@@ -220,7 +218,7 @@ func (s *Store) ListDomainConfigs(ctx context.Context) ([]domain.Config, error) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	t := s.domains()
+	t := s.dom
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := []domain.Config{}

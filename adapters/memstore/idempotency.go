@@ -19,8 +19,6 @@ type idemTable struct {
 
 type idemID struct{ scope, key string }
 
-func (s *Store) idem() *idemTable { return s.idemRecs }
-
 // copyRecord returns rec with its own copy of Body, so neither the caller
 // nor the store can change the other's bytes.
 func copyRecord(rec petstore.IdempotencyRecord) petstore.IdempotencyRecord {
@@ -33,7 +31,7 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec petstore.Idempotenc
 	if err := ctx.Err(); err != nil {
 		return petstore.IdempotencyRecord{}, false, err
 	}
-	t := s.idem()
+	t := s.idemRecs
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	id := idemID{rec.Scope, rec.Key}
@@ -50,7 +48,7 @@ func (s *Store) TakeOverIdempotencyKey(ctx context.Context, rec petstore.Idempot
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	t := s.idem()
+	t := s.idemRecs
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	id := idemID{rec.Scope, rec.Key}
@@ -68,7 +66,7 @@ func (s *Store) CompleteIdempotencyKey(ctx context.Context, rec petstore.Idempot
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	t := s.idem()
+	t := s.idemRecs
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	id := idemID{rec.Scope, rec.Key}
@@ -87,7 +85,7 @@ func (s *Store) GetIdempotencyKey(ctx context.Context, scope, key string) (petst
 	if err := ctx.Err(); err != nil {
 		return petstore.IdempotencyRecord{}, err
 	}
-	t := s.idem()
+	t := s.idemRecs
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	rec, ok := t.recs[idemID{scope, key}]
@@ -102,7 +100,7 @@ func (s *Store) ReleaseIdempotencyKey(ctx context.Context, scope, key string) er
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	t := s.idem()
+	t := s.idemRecs
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	id := idemID{scope, key}
@@ -117,7 +115,7 @@ func (s *Store) PurgeIdempotencyKeys(ctx context.Context, before time.Time) (int
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	t := s.idem()
+	t := s.idemRecs
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var n int64
