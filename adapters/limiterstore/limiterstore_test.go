@@ -3,8 +3,6 @@ package limiterstore_test
 import (
 	"context"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -70,59 +68,23 @@ func TestTwoProcessesShareOneRedis(t *testing.T) {
 		ratelimit.New(limiterstore.New(newUluleRedis(t, a, prefix)), ratelimit.Config{StoreTimeout: 5 * time.Second}),
 		ratelimit.New(limiterstore.New(newUluleRedis(t, b, prefix)), ratelimit.Config{StoreTimeout: 5 * time.Second}),
 	}
-	var admitted atomic.Int64
-	var wg sync.WaitGroup
-	for i := range 32 {
-		lim := limiters[i%2]
-		wg.Go(func() {
-			for range 20 {
-				d, err := lim.Decide(context.Background(), "key:shared", ratelimittest.Free)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if d.Allowed {
-					admitted.Add(1)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if got, want := admitted.Load(), int64(60); got != want {
-		t.Fatalf("two limiters admitted %d, want exactly %d", got, want)
-	}
-}
-
-type commandCounter struct{ n atomic.Int64 }
-
-func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.n.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
+	ratelimittest.CheckSharedQuota(t, limiters...)
 }
 
 // TestRoundTrips documents the cost of building on ulule: three round trips
 // per admitted request (ban, minute, day), where redislimit needs one.
 func TestRoundTrips(t *testing.T) {
-	var count commandCounter
+	var count testenv.CommandCounter
 	c := testenv.RedisClient(t)
 	c.AddHook(&count)
 	lim := ratelimit.New(limiterstore.New(newUluleRedis(t, c, testenv.RedisPrefix(t, c, "ulule"))), ratelimit.Config{})
-	before := count.n.Load()
+	before := count.Count()
 	for range 60 {
 		if d, err := lim.Decide(context.Background(), "key:rt", ratelimittest.Free); err != nil || !d.Allowed {
 			t.Fatalf("%+v, %v", d, err)
 		}
 	}
-	if got, want := count.n.Load()-before, int64(3*60); got != want {
+	if got, want := count.Count()-before, int64(3*60); got != want {
 		t.Fatalf("60 admitted requests sent %d commands, want %d (3 each)", got, want)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,53 +59,11 @@ func TestTwoProcessesShareOneRedis(t *testing.T) {
 		ratelimit.New(redislimit.New(a, prefix), ratelimit.Config{Clock: clock, StoreTimeout: 5 * time.Second}),
 		ratelimit.New(redislimit.New(b, prefix), ratelimit.Config{Clock: clock, StoreTimeout: 5 * time.Second}),
 	}
-	var admitted atomic.Int64
-	var wg sync.WaitGroup
-	for i := range 32 {
-		lim := limiters[i%2]
-		wg.Go(func() {
-			for range 20 {
-				d, err := lim.Decide(context.Background(), "key:shared", ratelimittest.Free)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if d.Allowed {
-					admitted.Add(1)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if got, want := admitted.Load(), int64(60); got != want {
-		t.Fatalf("two limiters admitted %d, want exactly %d", got, want)
-	}
-}
-
-// commandCounter is a go-redis hook that counts the commands sent, less
-// those refused with NOSCRIPT: the shared server's script cache may be
-// flushed by someone else's test, and reloading then costs one more.
-type commandCounter struct{ n atomic.Int64 }
-
-func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		if err == nil || !strings.HasPrefix(err.Error(), "NOSCRIPT") {
-			c.n.Add(1)
-		}
-		return err
-	}
-}
-func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.n.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
+	ratelimittest.CheckSharedQuota(t, limiters...)
 }
 
 func TestOneRoundTripPerDecision(t *testing.T) {
-	var count commandCounter
+	var count testenv.CommandCounter
 	c := testenv.RedisClient(t)
 	c.AddHook(&count)
 	lim := ratelimit.New(redislimit.New(c, testenv.RedisPrefix(t, c, "rl")), ratelimit.Config{})
@@ -120,13 +77,13 @@ func TestOneRoundTripPerDecision(t *testing.T) {
 		n    int
 	}{{"admitted", 60}, {"refused and banned", 40}} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := count.n.Load()
+			before := count.Count()
 			for range tc.n {
 				if _, err := lim.Decide(ctx, "key:rt", ratelimittest.Free); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if got := count.n.Load() - before; got != int64(tc.n) {
+			if got := count.Count() - before; got != int64(tc.n) {
 				t.Fatalf("%d decisions sent %d commands, want %d (one each)", tc.n, got, tc.n)
 			}
 		})
