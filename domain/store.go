@@ -2,6 +2,7 @@ package domain
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/petstorekit/petstore"
@@ -61,6 +62,34 @@ type Entry struct {
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 	Version        int64 // set by the store: 1 on create, +1 on each update
+}
+
+// Canonical returns a copy of e that shares no slices with it, with empty
+// rather than nil slices and every time in UTC: the form in which every
+// Store returns entries, so that entries from any store compare alike.
+func (e Entry) Canonical() Entry {
+	e.Findings = slices.Clone(e.Findings)
+	if e.Findings == nil {
+		e.Findings = []Finding{}
+	}
+	for i := range e.Findings {
+		e.Findings[i].Records = slices.Clone(e.Findings[i].Records)
+	}
+	e.Observed.Addresses = slices.Clone(e.Observed.Addresses)
+	if e.Observed.Addresses == nil {
+		e.Observed.Addresses = []string{}
+	}
+	e.History = slices.Clone(e.History)
+	if e.History == nil {
+		e.History = []Transition{}
+	}
+	for i := range e.History {
+		e.History[i].At = e.History[i].At.UTC()
+	}
+	for _, t := range []*time.Time{&e.CheckedAt, &e.PendingSince, &e.VerifiedAt, &e.NextCheckAt, &e.CreatedAt, &e.UpdatedAt} {
+		*t = t.UTC()
+	}
+	return e
 }
 
 // Redirect sends requests for From to To with an HTTP status.

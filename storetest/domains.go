@@ -45,22 +45,7 @@ func newEntry(id, project, name string) domain.Entry {
 // slices alike.
 func entryJSON(t testing.TB, e domain.Entry) string {
 	t.Helper()
-	if e.Findings == nil {
-		e.Findings = []domain.Finding{}
-	}
-	if e.Observed.Addresses == nil {
-		e.Observed.Addresses = []string{}
-	}
-	if e.History == nil {
-		e.History = []domain.Transition{}
-	}
-	for i := range e.History {
-		e.History[i].At = e.History[i].At.UTC()
-	}
-	for _, p := range []*time.Time{&e.CheckedAt, &e.PendingSince, &e.VerifiedAt, &e.NextCheckAt, &e.CreatedAt, &e.UpdatedAt} {
-		*p = p.UTC()
-	}
-	b, err := json.Marshal(e)
+	b, err := json.Marshal(e.Canonical())
 	if err != nil {
 		t.Fatal(err)
 	}

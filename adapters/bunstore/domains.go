@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/petstorekit/petstore"
@@ -34,32 +33,8 @@ type domainRow struct {
 	OwnershipToken string `bun:"ownership_token,nullzero"`
 }
 
-// normalizeEntry puts times in UTC and empty slices where the contract
-// promises non-nil ones, the form every read returns. It copies the
-// history before changing it: the caller's slice may be shared with other
-// goroutines.
-func normalizeEntry(e domain.Entry) domain.Entry {
-	e.History = slices.Clone(e.History)
-	if e.Findings == nil {
-		e.Findings = []domain.Finding{}
-	}
-	if e.Observed.Addresses == nil {
-		e.Observed.Addresses = []string{}
-	}
-	if e.History == nil {
-		e.History = []domain.Transition{}
-	}
-	for i := range e.History {
-		e.History[i].At = e.History[i].At.UTC()
-	}
-	for _, t := range []*time.Time{&e.CheckedAt, &e.PendingSince, &e.VerifiedAt, &e.NextCheckAt, &e.CreatedAt, &e.UpdatedAt} {
-		*t = t.UTC()
-	}
-	return e
-}
-
 func newDomainRow(e domain.Entry) (domainRow, error) {
-	e = normalizeEntry(e)
+	e = e.Canonical()
 	data, err := json.Marshal(e)
 	if err != nil {
 		return domainRow{}, err
@@ -82,7 +57,7 @@ func (r domainRow) entry() (domain.Entry, error) {
 	}
 	e.Version = r.Version // the column is the truth; the JSON may lag by design
 	e.OwnershipToken = r.OwnershipToken
-	return normalizeEntry(e), nil
+	return e.Canonical(), nil
 }
 
 func (s *Store) scanDomains(ctx context.Context, op string, q *bun.SelectQuery) ([]domain.Entry, error) {
@@ -118,7 +93,7 @@ func (s *Store) CreateDomain(ctx context.Context, e domain.Entry) (domain.Entry,
 		}
 		return domain.Entry{}, err
 	}
-	return normalizeEntry(e), nil
+	return e.Canonical(), nil
 }
 
 // DomainByName implements domain.Store.
@@ -176,7 +151,7 @@ func (s *Store) UpdateDomain(ctx context.Context, e domain.Entry) (domain.Entry,
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		return domain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain %s changed meanwhile", cur.Name)
 	}
-	return normalizeEntry(e), nil
+	return e.Canonical(), nil
 }
 
 // ListDomains implements domain.Store.

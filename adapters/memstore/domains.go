@@ -22,35 +22,6 @@ type domainTables struct {
 	configs map[string]domain.Config
 }
 
-// cloneEntry deep-copies an entry so callers never share slices with the
-// store.
-func cloneEntry(e domain.Entry) domain.Entry {
-	e.Findings = slices.Clone(e.Findings)
-	if e.Findings == nil {
-		e.Findings = []domain.Finding{}
-	}
-	for i := range e.Findings {
-		e.Findings[i].Records = slices.Clone(e.Findings[i].Records)
-	}
-	e.Observed.Addresses = slices.Clone(e.Observed.Addresses)
-	if e.Observed.Addresses == nil {
-		e.Observed.Addresses = []string{}
-	}
-	e.History = slices.Clone(e.History)
-	if e.History == nil {
-		e.History = []domain.Transition{}
-	}
-	for i := range e.History {
-		e.History[i].At = e.History[i].At.UTC()
-	}
-	for _, t := range []*time.Time{&e.CheckedAt, &e.PendingSince, &e.VerifiedAt, &e.NextCheckAt, &e.CreatedAt, &e.UpdatedAt} {
-		if !t.IsZero() {
-			*t = t.UTC()
-		}
-	}
-	return e
-}
-
 // CreateDomain implements domain.Store.
 func (s *Store) CreateDomain(ctx context.Context, e domain.Entry) (domain.Entry, error) {
 	if err := ctx.Err(); err != nil {
@@ -65,13 +36,13 @@ func (s *Store) CreateDomain(ctx context.Context, e domain.Entry) (domain.Entry,
 	if _, ok := t.byID[e.ID]; ok || e.ID == "" {
 		return domain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain id %q already used", e.ID)
 	}
-	e = cloneEntry(e)
+	e = e.Canonical()
 	e.Version = 1
 	t.byID[e.ID] = e
 	if e.Status != domain.StatusRemoved {
 		t.holder[e.Name] = e.ID
 	}
-	return cloneEntry(e), nil
+	return e.Canonical(), nil
 }
 
 // DomainByName implements domain.Store.
@@ -86,7 +57,7 @@ func (s *Store) DomainByName(ctx context.Context, name string) (domain.Entry, er
 	if !ok {
 		return domain.Entry{}, petstore.Errorf(petstore.CodeNotFound, "domain %s not found", name)
 	}
-	return cloneEntry(t.byID[id]), nil
+	return t.byID[id].Canonical(), nil
 }
 
 // UpdateDomain implements domain.Store.
@@ -108,13 +79,13 @@ func (s *Store) UpdateDomain(ctx context.Context, e domain.Entry) (domain.Entry,
 	}
 	// The name and owner are fixed at creation: they are the claim.
 	e.Name, e.ProjectID, e.CreatedAt = cur.Name, cur.ProjectID, cur.CreatedAt
-	e = cloneEntry(e)
+	e = e.Canonical()
 	e.Version = cur.Version + 1
 	t.byID[e.ID] = e
 	if e.Status == domain.StatusRemoved {
 		delete(t.holder, e.Name)
 	}
-	return cloneEntry(e), nil
+	return e.Canonical(), nil
 }
 
 // ListDomains implements domain.Store.
@@ -136,7 +107,7 @@ func (s *Store) ListDomains(ctx context.Context, q domain.DomainQuery) ([]domain
 		if q.Status == "" && e.Status == domain.StatusRemoved || q.Status != "" && e.Status != q.Status {
 			continue
 		}
-		out = append(out, cloneEntry(e))
+		out = append(out, e.Canonical())
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Name != out[j].Name {
@@ -175,7 +146,7 @@ func (s *Store) DueDomains(ctx context.Context, now time.Time, limit int) ([]dom
 		out = out[:limit]
 	}
 	for i := range out {
-		out[i] = cloneEntry(out[i])
+		out[i] = out[i].Canonical()
 	}
 	return out, nil
 }
