@@ -2,49 +2,79 @@ package httpx
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"net/netip"
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/internal/statuswriter"
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
-// RateLimiter decides on each request. subject is "key:<APIKey.ID>" for an
-// authenticated request (limits = key.EffectiveLimits()), or
-// "ip:<client address>" (an IPv6 client as its /64, "ip:2001:db8::/64")
-// for a request without a valid key, for the public OpenAPI document, and
-// for any request from an address refused a moment ago (limits = the Free
-// plan's). Implementations must
-// be safe for concurrent use and honour context cancellation. An error
-// answers the request 503 unavailable: failing open or closed when the
-// counter store is down is the limiter's decision, not httpx's.
+// RateLimiter decides on each request. subject says whose budget the
+// request spends:
+//   - "key:<APIKey.ID>" for a request with a valid key (limits =
+//     key.EffectiveLimits()): a valid key is always decided by its own
+//     plan, whoever else shares its address;
+//   - "ip:<client address>" for a request whose key is missing or invalid
+//     (limits = the Free plan's): only such attempts spend it, so one bad
+//     client behind a shared address (a NAT, an office proxy) never locks
+//     out the valid keys behind it;
+//   - "pub:<client address>" for a public path such as the OpenAPI
+//     document (limits = Config.PublicLimits, generous by default).
+//
+// An IPv6 client is counted per /64 ("ip:2001:db8::/64"). Implementations
+// must be safe for concurrent use and honour context cancellation. An
+// error answers the request 503 unavailable: failing open or closed when
+// the counter store is down is the limiter's decision, not httpx's.
 type RateLimiter interface {
 	Decide(ctx context.Context, subject string, limits petstore.Limits) (ratelimit.Decision, error)
 }
 
-// requestInfo is what the chain learns about one request. Inner handlers
-// fill in the route; the chain logs it when the request ends.
+// DefaultPublicLimits are the per-address allowances of public paths (the
+// OpenAPI document, the dashboard page and its assets) when
+// Config.PublicLimits is zero: enough for a person reloading pages all
+// day, small enough to stop a flood.
+var DefaultPublicLimits = petstore.Limits{PerMinute: 600, PerDay: 20_000}
+
+// unavailableRetryAfter is the Retry-After of a 503: a dependency that is
+// down is usually back within seconds, and the key cache serves a key
+// again within one of the store's return.
+const unavailableRetryAfter = "2"
+
+// requestInfo is what the chain learns about one request. It is also the
+// request's context (the parent's, plus itself as a value), and holds the
+// status writer and the backing arrays of the headers the chain sets, so
+// that one allocation serves what used to take eight.
 type requestInfo struct {
+	context.Context
+	sw     statuswriter.Writer
 	id     string
 	logger *slog.Logger
 	key    petstore.APIKey
 	hasKey bool
 	route  string
+	vals   [6]string // header values: X-Request-Id and the five rate-limit headers
 }
 
 type infoKey struct{}
+
+// Value makes requestInfo the context that carries itself.
+func (ri *requestInfo) Value(k any) any {
+	if _, ok := k.(infoKey); ok {
+		return ri
+	}
+	return ri.Context.Value(k)
+}
 
 func infoFrom(ctx context.Context) *requestInfo {
 	info, _ := ctx.Value(infoKey{}).(*requestInfo)
@@ -78,87 +108,15 @@ type chain struct {
 	proxies []netip.Prefix
 	now     func() time.Time
 	public  func(r *http.Request) bool
+	pubLim  petstore.Limits
 	next    http.Handler
-	refused refusedAddrs
-}
-
-// maxRefusedAddrs bounds the addresses a chain remembers as refused: a
-// flood from many addresses costs at most this many small entries.
-const maxRefusedAddrs = 1 << 16
-
-// refusedAddrs remembers the "ip:" subjects the limiter refused, until the
-// refusal's Retry-After has passed. A request from such an address is
-// decided by its address before any key is looked at, so a key guesser
-// that has been refused cannot tell a right key (which would otherwise be
-// limited by key, and pass) from a wrong one. The limiter still decides
-// each of those requests, so its strikes and bans, and a window that ended
-// early, hold as they would; the entry only says "ask about the address
-// first". It is per process: another process learns of the refusal from
-// its own first refused request.
-type refusedAddrs struct {
-	n     atomic.Int64 // len(until), read without the lock on every request
-	mu    sync.Mutex
-	until map[string]time.Time
-}
-
-// has reports whether subject was refused and the refusal may still hold.
-func (a *refusedAddrs) has(subject string, now time.Time) bool {
-	if a.n.Load() == 0 {
-		return false
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	until, ok := a.until[subject]
-	if ok && !now.Before(until) {
-		delete(a.until, subject)
-		a.n.Store(int64(len(a.until)))
-		return false
-	}
-	return ok
-}
-
-// add remembers subject as refused until until, pruning expired entries
-// when the map is full and, if it is still full, forgetting an arbitrary
-// one: forgetting costs at most one authenticated request per address.
-func (a *refusedAddrs) add(subject string, now, until time.Time) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.until == nil {
-		a.until = make(map[string]time.Time)
-	}
-	if _, ok := a.until[subject]; !ok && len(a.until) >= maxRefusedAddrs {
-		for s, u := range a.until {
-			if !now.Before(u) {
-				delete(a.until, s)
-			}
-		}
-		for s := range a.until {
-			if len(a.until) < maxRefusedAddrs {
-				break
-			}
-			delete(a.until, s)
-		}
-	}
-	a.until[subject] = until
-	a.n.Store(int64(len(a.until)))
-}
-
-// forget drops subject: the limiter admitted it again.
-func (a *refusedAddrs) forget(subject string) {
-	if a.n.Load() == 0 {
-		return
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	delete(a.until, subject)
-	a.n.Store(int64(len(a.until)))
 }
 
 func newChain(cfg Config, next http.Handler, public func(*http.Request) bool) (*chain, error) {
 	if cfg.Auth == nil {
 		return nil, errors.New("httpx: Config.Auth is required")
 	}
-	c := &chain{auth: cfg.Auth, logger: cfg.Logger, limiter: cfg.Limiter, proxies: cfg.TrustedProxies, now: cfg.Now, public: public, next: next}
+	c := &chain{auth: cfg.Auth, logger: cfg.Logger, limiter: cfg.Limiter, proxies: cfg.TrustedProxies, now: cfg.Now, public: public, pubLim: cfg.PublicLimits, next: next}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
 	}
@@ -168,16 +126,22 @@ func newChain(cfg Config, next http.Handler, public func(*http.Request) bool) (*
 	if c.public == nil {
 		c.public = func(*http.Request) bool { return false }
 	}
+	if c.pubLim == (petstore.Limits{}) {
+		c.pubLim = DefaultPublicLimits
+	} else if !c.pubLim.Valid() {
+		return nil, errors.New("httpx: Config.PublicLimits must be positive, with per day >= per minute")
+	}
 	return c, nil
 }
 
 // Wrap puts next behind the same chain as the /v1 API: X-Request-Id,
 // request logging, panic recovery (500 Error body), bearer authentication
 // (401) and rate limiting (429, 503), with JSON Error bodies throughout.
-// Requests whose URL path is one of publicPaths skip authentication but are
-// still rate limited by client address. cfg.Service and cfg.BasePath are
-// not used. Inside next, KeyFromContext returns the authenticated key.
-// When next is an http.ServeMux its matched pattern is logged as the route.
+// Requests whose URL path is one of publicPaths skip authentication and
+// spend their address's public budget (Config.PublicLimits). cfg.Service
+// and cfg.BasePath are not used. Inside next, KeyFromContext returns the
+// authenticated key. When next is an http.ServeMux its matched pattern is
+// logged as the route.
 func Wrap(cfg Config, next http.Handler, publicPaths ...string) (http.Handler, error) {
 	public := make(map[string]bool, len(publicPaths))
 	for _, p := range publicPaths {
@@ -186,105 +150,117 @@ func Wrap(cfg Config, next http.Handler, publicPaths ...string) (http.Handler, e
 	return newChain(cfg, next, func(r *http.Request) bool { return public[r.URL.Path] })
 }
 
+var freeLimits, _ = petstore.PlanFree.Limits()
+
 func (c *chain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	info := &requestInfo{id: requestID(r.Header.Get("X-Request-Id")), logger: c.logger}
-	w.Header().Set("X-Request-Id", info.id)
-	sw := &statuswriter.Writer{ResponseWriter: w}
-	r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
+	info := &requestInfo{Context: r.Context(), logger: c.logger}
+	info.id = requestID(r.Header.Get("X-Request-Id"))
+	info.vals[0] = info.id
+	w.Header()["X-Request-Id"] = info.vals[0:1:1]
+	info.sw.ResponseWriter = w
+	sw := &info.sw
+	r = r.WithContext(info)
+	defer c.logRequest(r, info, start)
+	defer c.recover(r, info)
 
-	defer func() {
-		route := info.route
-		if route == "" {
-			route = r.Pattern // set in place by an inner http.ServeMux
-		}
-		attrs := []slog.Attr{
-			slog.String("method", r.Method),
-			slog.String("route", route),
-			slog.Int("status", sw.Status),
-			slog.Duration("duration", time.Since(start)),
-			slog.String("request_id", info.id),
-		}
-		if info.hasKey {
-			attrs = append(attrs, slog.String("key_id", info.key.ID)) // the public id, never the secret
-		}
-		c.logger.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
-	}()
-	defer func() {
-		v := recover()
-		if v == nil {
-			return
-		}
-		if v == http.ErrAbortHandler {
-			panic(v)
-		}
-		c.logger.LogAttrs(r.Context(), slog.LevelError, "panic",
-			slog.String("request_id", info.id),
-			slog.String("panic", fmt.Sprint(v)),
-			slog.String("stack", string(debug.Stack())))
-		if sw.Status == 0 {
-			WriteError(sw, r, petstore.Errorf(petstore.CodeInternal, "Internal error."))
-		} else {
-			sw.Status = http.StatusInternalServerError // what the log should say
-		}
-	}()
-
-	free, _ := petstore.PlanFree.Limits()
-	limits := free
-	subject := ""
-	addrDecided := false
-	var authErr error
 	if c.public(r) {
-		subject = addrSubject(c.clientAddr(r))
+		if c.limiter == nil || c.limit(sw, r, info, addrSubject("pub:", c.clientAddr(r)), c.pubLim) {
+			c.next.ServeHTTP(sw, r)
+		}
+		return
+	}
+	key, err := c.authenticate(r)
+	switch {
+	case err == nil:
+		info.key, info.hasKey = key, true
+		if c.limiter == nil || c.limit(sw, r, info, "key:"+key.ID, key.EffectiveLimits()) {
+			c.next.ServeHTTP(sw, r)
+		}
+	case petstore.ErrorCode(err) == petstore.CodeUnauthorized:
+		// Only a missing or wrong key spends the address's budget of
+		// attempts, and only such attempts are banned by address.
+		if c.limiter == nil || c.limit(sw, r, info, addrSubject("ip:", c.clientAddr(r)), freeLimits) {
+			WriteError(sw, r, err)
+		}
+	default:
+		// The key store could not answer: that says nothing about the key,
+		// so nothing is charged or struck, and the client retries soon.
+		WriteError(sw, r, err)
+	}
+}
+
+// logRequest writes the access log line. Its attributes are built only
+// when the logger takes the line, so a discarding logger costs nothing.
+func (c *chain) logRequest(r *http.Request, info *requestInfo, start time.Time) {
+	ctx := info.Context
+	if !c.logger.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	route := info.route
+	if route == "" {
+		route = r.Pattern // set in place by an inner http.ServeMux
+	}
+	attrs := [6]slog.Attr{
+		slog.String("method", r.Method),
+		slog.String("route", route),
+		slog.Int("status", info.sw.Status),
+		slog.Duration("duration", time.Since(start)),
+		slog.String("request_id", info.id),
+	}
+	n := 5
+	if info.hasKey {
+		attrs[5] = slog.String("key_id", info.key.ID) // the public id, never the secret
+		n = 6
+	}
+	c.logger.LogAttrs(ctx, slog.LevelInfo, "request", attrs[:n]...)
+}
+
+// recover turns a panic into a 500 Error body (or, when the response has
+// started, into a 500 in the log), logging the stack.
+func (c *chain) recover(r *http.Request, info *requestInfo) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	if v == http.ErrAbortHandler {
+		panic(v)
+	}
+	c.logger.LogAttrs(info.Context, slog.LevelError, "panic",
+		slog.String("request_id", info.id),
+		slog.String("panic", fmt.Sprint(v)),
+		slog.String("stack", string(debug.Stack())))
+	if info.sw.Status == 0 {
+		WriteError(&info.sw, r, petstore.Errorf(petstore.CodeInternal, "Internal error."))
 	} else {
-		if c.limiter != nil {
-			// An address the limiter refused is decided by address before
-			// its key is checked: while refused, a right key gets the same
-			// 429 as a wrong one, so guessing learns nothing.
-			if addr := addrSubject(c.clientAddr(r)); c.refused.has(addr, c.now()) {
-				if !c.limit(sw, r, addr, free) {
-					return
-				}
-				addrDecided = true
-			}
-		}
-		key, err := c.authenticate(r)
-		if err == nil {
-			info.key, info.hasKey = key, true
-			subject, limits = "key:"+key.ID, key.EffectiveLimits()
-		} else {
-			subject, authErr = addrSubject(c.clientAddr(r)), err
-		}
+		info.sw.Status = http.StatusInternalServerError // what the log should say
 	}
-	if c.limiter != nil && !(addrDecided && authErr != nil) && !c.limit(sw, r, subject, limits) {
-		return
-	}
-	if authErr != nil {
-		WriteError(sw, r, authErr)
-		return
-	}
-	c.next.ServeHTTP(sw, r)
 }
 
 // authenticate reads the bearer token. The scheme is case-insensitive
 // (RFC 7235); anything else is unauthorized, with error="invalid_token" in
 // the challenge when a bearer token was presented (RFC 6750 §3).
 func (c *chain) authenticate(r *http.Request) (petstore.APIKey, error) {
-	unauthorized := petstore.Errorf(petstore.CodeUnauthorized, "missing or invalid API key")
 	h := r.Header.Get("Authorization")
 	scheme, token, _ := strings.Cut(strings.TrimSpace(h), " ")
 	token = strings.TrimSpace(token)
 	if !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return petstore.APIKey{}, unauthorized
+		return petstore.APIKey{}, errUnauthorized()
 	}
 	key, err := c.auth.Authenticate(r.Context(), token)
 	if err != nil {
 		if petstore.ErrorCode(err) == petstore.CodeUnauthorized {
-			return petstore.APIKey{}, &invalidToken{err: unauthorized}
+			return petstore.APIKey{}, &invalidToken{err: errUnauthorized()}
 		}
 		return petstore.APIKey{}, err
 	}
 	return key, nil
+}
+
+// errUnauthorized is the 401 of a missing or wrong key; a fresh value each
+// time, made only when it is the answer.
+func errUnauthorized() *petstore.Error {
+	return petstore.Errorf(petstore.CodeUnauthorized, "missing or invalid API key")
 }
 
 // invalidToken marks an unauthorized error for a presented token, whose
@@ -296,7 +272,7 @@ func (e *invalidToken) Unwrap() error { return e.err }
 
 // limit asks the limiter, writes the rate-limit headers, and answers the
 // request itself (429 or 503) when it may not proceed.
-func (c *chain) limit(w http.ResponseWriter, r *http.Request, subject string, limits petstore.Limits) bool {
+func (c *chain) limit(w http.ResponseWriter, r *http.Request, info *requestInfo, subject string, limits petstore.Limits) bool {
 	d, err := c.limiter.Decide(r.Context(), subject, limits)
 	if err != nil {
 		if r.Context().Err() != nil {
@@ -307,7 +283,7 @@ func (c *chain) limit(w http.ResponseWriter, r *http.Request, subject string, li
 		}
 		if petstore.ErrorCode(err) != petstore.CodeUnavailable {
 			c.logger.LogAttrs(r.Context(), slog.LevelError, "rate limiter failed",
-				slog.String("request_id", RequestIDFromContext(r.Context())),
+				slog.String("request_id", info.id),
 				slog.String("error", err.Error()))
 			err = petstore.Errorf(petstore.CodeUnavailable, "rate limiting is unavailable; try again later")
 		}
@@ -322,24 +298,16 @@ func (c *chain) limit(w http.ResponseWriter, r *http.Request, subject string, li
 		if now.IsZero() {
 			now = c.now()
 		}
-		setRateLimitHeaders(w.Header(), d, now)
+		setRateLimitHeaders(w.Header(), d, now, &info.vals)
 	}
-	byAddr := strings.HasPrefix(subject, "ip:")
 	if d.Allowed {
-		if byAddr {
-			c.refused.forget(subject)
-		}
 		return true
 	}
 	secs := max(int64(math.Ceil(d.RetryAfter.Seconds())), 1)
-	if byAddr {
-		now := c.now()
-		c.refused.add(subject, now, now.Add(time.Duration(secs)*time.Second))
-	}
 	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 	code, msg := d.Code, fmt.Sprintf("rate limit exceeded; retry after %d seconds", secs)
 	switch {
-	case code == petstore.CodeAPIKeyBanned && byAddr:
+	case code == petstore.CodeAPIKeyBanned && !strings.HasPrefix(subject, "key:"):
 		msg = fmt.Sprintf("too many requests from this address; temporarily blocked; retry after %d seconds", secs)
 	case code == petstore.CodeAPIKeyBanned:
 		msg = fmt.Sprintf("API key temporarily banned for sending after being rate limited; retry after %d seconds", secs)
@@ -356,9 +324,10 @@ func (c *chain) limit(w http.ResponseWriter, r *http.Request, subject string, li
 // on every response, so they are built in one buffer and stored under
 // their canonical keys: fmt and Header.Set made them a third of a small
 // request's cost.
-func setRateLimitHeaders(h http.Header, d ratelimit.Decision, now time.Time) {
+func setRateLimitHeaders(h http.Header, d ratelimit.Decision, now time.Time, vals *[6]string) {
 	b := d.Binding
-	buf := make([]byte, 0, 160)
+	var arr [192]byte // on the stack; one string is made of it
+	buf := arr[:0]
 	var ends [5]int
 	buf = strconv.AppendInt(buf, b.Quota, 10)
 	ends[0] = len(buf)
@@ -389,33 +358,32 @@ func setRateLimitHeaders(h http.Header, d ratelimit.Decision, now time.Time) {
 	}
 	ends[4] = len(buf)
 	all := string(buf)
-	vals := make([]string, 5) // one backing array for the five header values
 	start := 0
 	for i, end := range ends {
-		vals[i] = all[start:end]
+		vals[i+1] = all[start:end]
 		start = end
 	}
 	// The keys are written in canonical form (textproto), as Set would.
-	h["X-Ratelimit-Limit"] = vals[0:1:1]
-	h["X-Ratelimit-Remaining"] = vals[1:2:2]
-	h["X-Ratelimit-Reset"] = vals[2:3:3]
+	h["X-Ratelimit-Limit"] = vals[1:2:2]
+	h["X-Ratelimit-Remaining"] = vals[2:3:3]
+	h["X-Ratelimit-Reset"] = vals[3:4:4]
 	if len(d.Windows) == 0 {
 		return
 	}
-	h["Ratelimit-Policy"] = vals[3:4:4]
-	h["Ratelimit"] = vals[4:5:5]
+	h["Ratelimit-Policy"] = vals[4:5:5]
+	h["Ratelimit"] = vals[5:6:6]
 }
 
 // addrSubject is the rate-limit subject of a client address. An IPv6
 // client is counted per /64, the block one subscriber usually gets, so
 // that walking through its own addresses gives it no fresh buckets.
-func addrSubject(a netip.Addr) string {
+func addrSubject(kind string, a netip.Addr) string {
 	if a.Is6() {
 		if p, err := a.Prefix(64); err == nil {
-			return "ip:" + p.String()
+			return kind + p.String()
 		}
 	}
-	return "ip:" + a.String()
+	return kind + a.String()
 }
 
 // clientAddr is the TCP peer, or, when the peer is a trusted proxy, the
@@ -481,5 +449,29 @@ func requestID(client string) string {
 			return client
 		}
 	}
-	return uuid.Must(uuid.NewV7()).String()
+	return newUUIDv7(time.Now())
+}
+
+// newUUIDv7 makes an RFC 9562 version 7 UUID: 48 bits of Unix
+// milliseconds, then 74 random bits. The random bits come from
+// math/rand/v2's per-thread ChaCha8 rather than crypto/rand, whose
+// getrandom call on every request cost more than the rest of the id: a
+// request id must be unique and hard to predict, not a secret.
+func newUUIDv7(now time.Time) string {
+	var u [16]byte
+	binary.BigEndian.PutUint64(u[0:8], uint64(now.UnixMilli())<<16|rand.Uint64()&0xffff)
+	binary.BigEndian.PutUint64(u[8:16], rand.Uint64())
+	u[6] = 0x70 | u[6]&0x0f // version 7
+	u[8] = 0x80 | u[8]&0x3f // variant 10
+	var s [36]byte
+	j := 0
+	for i, b := range u {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			s[j] = '-'
+			j++
+		}
+		s[j], s[j+1] = hexDigits[b>>4], hexDigits[b&0xf]
+		j += 2
+	}
+	return string(s[:])
 }

@@ -27,14 +27,18 @@
 // measured with. A refused request is 429 with Retry-After in whole
 // seconds and code rate_limited, or api_key_banned while a ban lasts (then
 // X-RateLimit-Remaining is 0 and X-RateLimit-Reset the ban's end).
-// Requests with a valid key are limited by key, at the key's plan as it is
-// now; requests without one, and the OpenAPI document, by client address
-// at the Free plan's figures, so guessing keys is slow. Once an address is
-// refused (429, or blocked after repeated 429s), its requests are decided
-// by address before any key is checked, so until the refusal ends a right
-// key gets the same 429 as a wrong one and guessing learns nothing; the
-// key itself, from any other address, is limited by key as usual. IPv6
-// clients are counted per /64. X-Forwarded-For
+// A request with a valid key is always decided by its key, at the key's
+// plan as it is now, whoever shares its address. A request whose key is
+// missing or wrong spends its client address's budget of attempts, at the
+// Free plan's figures, with strikes and bans of its own: only such
+// attempts consume it, so one bad client behind a NAT or an office proxy
+// never locks out the valid keys behind it (what stops guessing is the
+// key space: 256 random bits). Public paths (the OpenAPI document, and the
+// dashboard page and its assets under Wrap) spend a third, generous
+// per-address budget, Config.PublicLimits. IPv6 clients are counted per
+// /64. When the key store cannot answer (a database outage), the request
+// is 503 unavailable with Retry-After and is charged to nobody: an
+// unavailable store is not an invalid key. X-Forwarded-For
 // names the client only when the peer is in Config.TrustedProxies. When
 // the limiter's store is down, a limiter that fails open admits the
 // request without rate-limit headers (there are no true figures to give)

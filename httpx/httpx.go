@@ -25,6 +25,11 @@ type Config struct {
 	DeprecatedAt   time.Time              // getPet's Deprecation date; zero: 2026-01-01T00:00:00Z
 	Now            func() time.Time       // nil: time.Now
 
+	// PublicLimits are the per-address allowances of the paths that need
+	// no key (the OpenAPI document); zero: DefaultPublicLimits. Requests
+	// with a wrong or missing key have their own budget, the Free plan's.
+	PublicLimits petstore.Limits
+
 	// Idempotency keeps Idempotency-Key records, making POST /pets safe
 	// to retry; nil: the header is ignored.
 	Idempotency petstore.IdempotencyStore
@@ -45,6 +50,10 @@ type api struct {
 	base    string
 	openapi []byte
 	deprec  string // Deprecation header value
+
+	// patterns are the routes' patterns for the log, made once: by method
+	// (GET, HEAD, POST) for /pets, /pets/{petId} and /openapi.json.
+	patterns map[string]string
 
 	// createPet answers POST /pets after the body passed the media type
 	// and size checks (r.Body then holds at most MaxBodyBytes in memory, so
@@ -73,7 +82,12 @@ func New(cfg Config) (http.Handler, error) {
 	if at.IsZero() {
 		at = DefaultDeprecatedAt
 	}
-	a := &api{svc: cfg.Service, base: base, openapi: doc, deprec: "@" + itoa(at.Unix())}
+	a := &api{svc: cfg.Service, base: base, openapi: doc, deprec: "@" + itoa(at.Unix()), patterns: map[string]string{}}
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost} {
+		for _, p := range []string{"/pets", "/pets/{petId}", "/openapi.json"} {
+			a.patterns[m+p] = m + " " + base + p
+		}
+	}
 	a.createPet = http.HandlerFunc(a.handleCreatePet)
 	if cfg.Idempotency != nil {
 		a.createPet = newIdempotent(cfg.Idempotency, cfg.Now, a.createPet)
@@ -120,14 +134,14 @@ func (a *api) match(r *http.Request) (rt route, allow string, ok bool) {
 	case rest == "/pets":
 		switch {
 		case get:
-			return route{pattern: r.Method + " " + a.base + "/pets", handle: a.handleListPets}, "", true
+			return route{pattern: a.patterns[r.Method+"/pets"], handle: a.handleListPets}, "", true
 		case r.Method == http.MethodPost:
-			return route{pattern: "POST " + a.base + "/pets", handle: a.createPet.ServeHTTP, body: true}, "", true
+			return route{pattern: a.patterns["POST/pets"], handle: a.createPet.ServeHTTP, body: true}, "", true
 		}
 		return route{}, "GET, HEAD, POST", true
 	case rest == "/openapi.json":
 		if get {
-			return route{pattern: r.Method + " " + a.base + "/openapi.json", handle: a.handleOpenAPI}, "", true
+			return route{pattern: a.patterns[r.Method+"/openapi.json"], handle: a.handleOpenAPI}, "", true
 		}
 		return route{}, "GET, HEAD", true
 	case strings.HasPrefix(rest, "/pets/"):
@@ -137,7 +151,7 @@ func (a *api) match(r *http.Request) (rt route, allow string, ok bool) {
 		}
 		if get {
 			r.SetPathValue("petId", id)
-			return route{pattern: r.Method + " " + a.base + "/pets/{petId}", handle: a.handleGetPet}, "", true
+			return route{pattern: a.patterns[r.Method+"/pets/{petId}"], handle: a.handleGetPet}, "", true
 		}
 		return route{}, "GET, HEAD", true
 	}

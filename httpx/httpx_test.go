@@ -690,10 +690,10 @@ func TestRateLimitHook(t *testing.T) {
 		{"no key limited by address", func(f *fakeLimiter, e *env) *http.Request {
 			return httptest.NewRequest("GET", "/v1/pets", nil)
 		}, 401, petstore.CodeUnauthorized, free, "ip:192.0.2.1"},
-		{"openapi limited by address", func(f *fakeLimiter, e *env) *http.Request {
+		{"openapi limited by address, on its own budget", func(f *fakeLimiter, e *env) *http.Request {
 			r := e.req("GET", "/v1/openapi.json", "")
 			return r
-		}, 200, "", free, "ip:192.0.2.1"},
+		}, 200, "", map[string]string{"X-RateLimit-Limit": "600", "RateLimit-Policy": `"minute";q=600;w=60, "day";q=20000;w=86400`}, "pub:192.0.2.1"},
 		{"over the limit", func(f *fakeLimiter, e *env) *http.Request {
 			f.counts["key:"+e.key.ID] = 60
 			return e.req("GET", "/v1/pets", "")

@@ -37,7 +37,8 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 // fix and nobody to answer. Any other error is logged with its cause and
 // the request id, and the client sees only "internal" with a generic
 // message. An unauthorized error also carries the WWW-Authenticate
-// challenge of RFC 6750.
+// challenge of RFC 6750, and a 503 a Retry-After of a few seconds unless
+// the handler set one.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	e := petstore.AsError(err)
 	if e == nil { // a caller's bug; still answer something
@@ -75,6 +76,9 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 			challenge += `, error="invalid_token"`
 		}
 		w.Header().Set("WWW-Authenticate", challenge)
+	}
+	if e.Status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", unavailableRetryAfter)
 	}
 	WriteJSON(w, e.Status, e)
 }

@@ -57,7 +57,11 @@ func TestWrap(t *testing.T) {
 			if rec.Code != tt.want || !strings.Contains(rec.Body.String(), tt.body) {
 				t.Fatalf("%d %s, want %d with %s", rec.Code, rec.Body, tt.want, tt.body)
 			}
-			if rec.Header().Get("X-Request-Id") == "" || rec.Header().Get("X-RateLimit-Limit") != "60" {
+			limit := "60" // the key's plan, or a wrong key's address budget
+			if tt.name == "public" {
+				limit = "600" // the address's public budget
+			}
+			if rec.Header().Get("X-Request-Id") == "" || rec.Header().Get("X-RateLimit-Limit") != limit {
 				t.Fatalf("missing chain headers: %v", rec.Header())
 			}
 		})
