@@ -51,7 +51,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	}
 	addr := fs.String("addr", env("PETSTORE_ADDR", ":8080"), "listen address (PETSTORE_ADDR)")
 	keys := fs.String("keys", env("PETSTORE_API_KEYS", ""), "comma-separated KEY:PLAN (free|pro|business) or KEY:enterprise:PERMIN/PERDAY; none: a Pro demo key (PETSTORE_API_KEYS)")
-	db := fs.String("db", env("PETSTORE_DB", "sqlite:petstore.db"), "storage: sqlite:PATH, memory, postgres://... or mysql://user@host:port/db (PETSTORE_DB)")
+	db := fs.String("db", env("PETSTORE_DB", "sqlite:petstore.db"), "storage: sqlite:PATH (a file), memory (adapters/memstore: everything in this process, no SQL, lost at exit), postgres://... or mysql://user@host:port/db (PETSTORE_DB)")
 	migrate := fs.String("migrate", env("PETSTORE_MIGRATE", "true"), "run schema migrations at start; false when a separate step runs them (PETSTORE_MIGRATE)")
 	redis := fs.String("redis", env("PETSTORE_REDIS", ""), "Redis for rate-limit counters shared by processes: host:port or redis:// URL; empty: in memory (PETSTORE_REDIS)")
 	rlFail := fs.String("ratelimit-fail", env("PETSTORE_RATELIMIT_FAIL", "open"), "when the counter store is down: open (admit) or closed (503) (PETSTORE_RATELIMIT_FAIL)")

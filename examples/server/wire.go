@@ -18,6 +18,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/bunstore"
 	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
 	"github.com/petstorekit/petstore/adapters/dnsresolver"
+	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/adapters/redislimit"
 	"github.com/petstorekit/petstore/domain"
 	"github.com/petstorekit/petstore/httpx"
@@ -34,10 +35,18 @@ type backend interface {
 	domain.Store
 }
 
-var _ backend = (*bunstore.Store)(nil)
+var (
+	_ backend = (*bunstore.Store)(nil)
+	_ backend = (*memstore.Store)(nil)
+)
 
 // openStore opens the -db database, migrating it when -migrate is set.
+// "memory" is adapters/memstore: everything in this process, no SQL, gone
+// when it exits.
 func openStore(ctx context.Context, cfg config) (backend, func(), error) {
+	if cfg.db == "memory" {
+		return memstore.New(), func() {}, nil
+	}
 	db, err := bunopen.Open(ctx, cfg.db)
 	if err != nil {
 		return nil, nil, fmt.Errorf("-db %s: %w", bunopen.Redact(cfg.db), err)
