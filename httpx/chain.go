@@ -109,6 +109,7 @@ type chain struct {
 	now     func() time.Time
 	public  func(r *http.Request) bool
 	pubLim  petstore.Limits
+	timeout time.Duration
 	next    http.Handler
 }
 
@@ -116,7 +117,7 @@ func newChain(cfg Config, next http.Handler, public func(*http.Request) bool) (*
 	if cfg.Auth == nil {
 		return nil, errors.New("httpx: Config.Auth is required")
 	}
-	c := &chain{auth: cfg.Auth, logger: cfg.Logger, limiter: cfg.Limiter, proxies: cfg.TrustedProxies, now: cfg.Now, public: public, pubLim: cfg.PublicLimits, next: next}
+	c := &chain{auth: cfg.Auth, logger: cfg.Logger, limiter: cfg.Limiter, proxies: cfg.TrustedProxies, now: cfg.Now, public: public, pubLim: cfg.PublicLimits, timeout: cfg.Timeout, next: next}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
 	}
@@ -154,7 +155,13 @@ var freeLimits, _ = petstore.PlanFree.Limits()
 
 func (c *chain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	info := &requestInfo{Context: r.Context(), logger: c.logger}
+	ctx := r.Context()
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	info := &requestInfo{Context: ctx, logger: c.logger}
 	info.id = requestID(r.Header.Get("X-Request-Id"))
 	info.vals[0] = info.id
 	w.Header()["X-Request-Id"] = info.vals[0:1:1]

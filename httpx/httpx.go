@@ -25,6 +25,13 @@ type Config struct {
 	DeprecatedAt   time.Time              // getPet's Deprecation date; zero: 2026-01-01T00:00:00Z
 	Now            func() time.Time       // nil: time.Now
 
+	// Timeout bounds each request's waits on the stores behind it
+	// (authentication, the operation, Idempotency-Key records): past it
+	// the request is 503 unavailable with Retry-After instead of hanging
+	// on a database that stopped answering. Zero: no bound but the
+	// client's own.
+	Timeout time.Duration
+
 	// PublicLimits are the per-address allowances of the paths that need
 	// no key (the OpenAPI document); zero: DefaultPublicLimits. Requests
 	// with a wrong or missing key have their own budget, the Free plan's.

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/petstorekit/petstore/httpx"
 	"github.com/petstorekit/petstore/keyscli"
@@ -19,8 +20,10 @@ type config struct {
 	addr string
 	keys []keyscli.Spec
 
-	db      string // storage DSN, see bunopen
-	migrate bool   // run schema migrations at start
+	db         string        // storage DSN, see bunopen
+	migrate    bool          // run schema migrations at start
+	dbMaxConns int           // cap of the PostgreSQL/MySQL connection pool
+	dbTimeout  time.Duration // bound of a request's database calls
 
 	redis          string         // rate-limit counters; empty: in memory
 	failOpen       bool           // admit when the counter store is down
@@ -52,6 +55,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	addr := fs.String("addr", env("PETSTORE_ADDR", ":8080"), "listen address (PETSTORE_ADDR)")
 	keys := fs.String("keys", env("PETSTORE_API_KEYS", ""), "comma-separated KEY:PLAN (free|pro|business) or KEY:enterprise:PERMIN/PERDAY; none: a Pro demo key (PETSTORE_API_KEYS)")
 	db := fs.String("db", env("PETSTORE_DB", "sqlite:petstore.db"), "storage: sqlite:PATH (a file), memory (adapters/memstore: everything in this process, no SQL, lost at exit), postgres://... or mysql://user@host:port/db (PETSTORE_DB)")
+	dbMaxConns := fs.String("db-max-conns", env("PETSTORE_DB_MAX_CONNS", "10"), "most connections to PostgreSQL or MySQL; requests beyond it queue in the server, within -db-timeout (PETSTORE_DB_MAX_CONNS)")
+	dbTimeout := fs.String("db-timeout", env("PETSTORE_DB_TIMEOUT", "5s"), "how long a request may wait on the database (a queue for a connection included); past it the answer is 503 with Retry-After (PETSTORE_DB_TIMEOUT)")
 	migrate := fs.String("migrate", env("PETSTORE_MIGRATE", "true"), "run schema migrations at start; false when a separate step runs them (PETSTORE_MIGRATE)")
 	redis := fs.String("redis", env("PETSTORE_REDIS", ""), "Redis for rate-limit counters shared by processes: host:port or redis:// URL; empty: in memory (PETSTORE_REDIS)")
 	rlFail := fs.String("ratelimit-fail", env("PETSTORE_RATELIMIT_FAIL", "open"), "when the counter store is down: open (admit) or closed (503) (PETSTORE_RATELIMIT_FAIL)")
@@ -67,7 +72,15 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
-	cfg := config{addr: *addr, db: *db, redis: *redis, cnameTarget: *cname,
+	maxConns, err := strconv.Atoi(*dbMaxConns)
+	if err != nil || maxConns < 1 {
+		return config{}, fmt.Errorf("-db-max-conns: want a whole number of at least 1, got %q", *dbMaxConns)
+	}
+	timeout, err := time.ParseDuration(*dbTimeout)
+	if err != nil || timeout <= 0 {
+		return config{}, fmt.Errorf("-db-timeout: want a positive duration such as 5s, got %q", *dbTimeout)
+	}
+	cfg := config{addr: *addr, db: *db, redis: *redis, cnameTarget: *cname, dbMaxConns: maxConns, dbTimeout: timeout,
 		acmeCA: *acmeCA, acmeRoot: *acmeRoot, acmeEmail: *acmeEmail, tlsAddr: *tlsAddr}
 	if fs.NArg() > 0 {
 		if fs.Arg(0) != "keys" {
@@ -75,7 +88,6 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		}
 		cfg.command = fs.Args()
 	}
-	var err error
 	if cfg.keys, err = keyscli.ParseSpecs(*keys); err != nil {
 		return config{}, fmt.Errorf("-keys: %w", err)
 	}

@@ -9,9 +9,11 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/uptrace/bun"
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/acme"
@@ -42,7 +44,9 @@ var (
 
 // openStore opens the -db database, migrating it when -migrate is set.
 // "memory" is adapters/memstore: everything in this process, no SQL, gone
-// when it exits.
+// when it exits. The PostgreSQL and MySQL pools are capped at
+// -db-max-conns, so one busy server cannot take every connection the
+// database has: requests beyond the cap queue here, within -db-timeout.
 func openStore(ctx context.Context, cfg config) (backend, func(), error) {
 	if cfg.db == "memory" {
 		return memstore.New(), func() {}, nil
@@ -50,6 +54,10 @@ func openStore(ctx context.Context, cfg config) (backend, func(), error) {
 	db, err := bunopen.Open(ctx, cfg.db)
 	if err != nil {
 		return nil, nil, fmt.Errorf("-db %s: %w", bunopen.Redact(cfg.db), err)
+	}
+	if t, _ := bunopen.Parse(cfg.db); t.Kind == bunopen.KindPostgres || t.Kind == bunopen.KindMySQL {
+		db.SetMaxOpenConns(cfg.dbMaxConns)
+		db.SetMaxIdleConns(cfg.dbMaxConns)
 	}
 	if cfg.migrate {
 		if err := bunstore.Migrate(ctx, db); err != nil {
@@ -97,6 +105,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		Limiter:        limiter,
 		TrustedProxies: cfg.trustedProxies,
 		Idempotency:    store,
+		Timeout:        cfg.dbTimeout,
 	})
 	if err != nil {
 		return nil, err
@@ -154,6 +163,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	platform.Handle("/dashboard/", dash)
 	platform.Handle("/dashboard", http.RedirectHandler("/dashboard/", http.StatusMovedPermanently))
 	platform.Handle("GET /healthz", health(limiter))
+	platform.Handle("GET /readyz", ready(store, limiter, cfg))
 
 	var sites sync.Map // projectID -> http.Handler, one site per project
 	ecfgEdge := httpx.EdgeConfig{
@@ -195,6 +205,49 @@ func health(limiter *ratelimit.Limiter) http.Handler {
 				"storeFailures": limiter.Failures(),
 			},
 		})
+	})
+}
+
+// ready answers GET /readyz for load balancers: 503 while a dependency
+// the API cannot work without is unreachable, naming it, and 200
+// otherwise. /healthz stays a liveness check (the process answers). The
+// database must answer a ping within -db-timeout; Redis counts only when
+// the limiter fails closed, since failing open serves without it.
+func ready(store backend, limiter *ratelimit.Limiter, cfg config) http.Handler {
+	pinger, _ := store.(interface{ DB() *bun.DB })
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		checks := map[string]string{}
+		var failing []string
+		if pinger != nil {
+			ctx, cancel := context.WithTimeout(r.Context(), cfg.dbTimeout)
+			err := pinger.DB().PingContext(ctx)
+			cancel()
+			checks["database"] = "ok"
+			if err != nil {
+				checks["database"] = "unreachable"
+				failing = append(failing, "database")
+			}
+		}
+		if cfg.redis != "" {
+			checks["redis"] = "ok"
+			if limiter.Degraded() {
+				checks["redis"] = "unreachable"
+				if !cfg.failOpen {
+					failing = append(failing, "redis")
+				}
+			}
+		}
+		if len(failing) > 0 {
+			w.Header().Set("Retry-After", "2")
+			httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]any{
+				"code":    petstore.CodeUnavailable,
+				"message": "not ready: " + strings.Join(failing, ", ") + " unreachable",
+				"status":  http.StatusServiceUnavailable,
+				"checks":  checks,
+			})
+			return
+		}
+		httpx.WriteJSON(w, http.StatusOK, map[string]any{"status": "ok", "checks": checks})
 	})
 }
 
