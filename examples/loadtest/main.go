@@ -74,14 +74,22 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	cpu0, _ := processCPU()
+	start := time.Now()
 	results, err := run(ctx, opts, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 		os.Exit(1)
 	}
+	wall := time.Since(start)
+	cpu1, cpuKnown := processCPU()
 	fmt.Println(describeRun(opts))
 	fmt.Println()
 	writeTable(os.Stdout, results)
+	if cpuKnown {
+		fmt.Println()
+		fmt.Println(describeCPU(cpu1-cpu0, wall))
+	}
 	if summary := errorSummary(results); summary != "" {
 		fmt.Fprintln(os.Stderr)
 		fmt.Fprint(os.Stderr, summary)

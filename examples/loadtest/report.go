@@ -26,6 +26,22 @@ func describeRun(opts options) string {
 		opts.conns, opts.rounds, opts.duration)
 }
 
+// describeCPU says how much of the machine the run had: the process's
+// CPU time against what GOMAXPROCS processors offer in the run's wall
+// time. Well under 100% means other programs were busy too: the absolute
+// figures are then low, while the ratios, from alternating rounds, still
+// compare servers under the same conditions.
+func describeCPU(used, wall time.Duration) string {
+	offered := time.Duration(runtime.GOMAXPROCS(0)) * wall
+	share := 100 * used.Seconds() / offered.Seconds()
+	s := fmt.Sprintf("CPU: the run used %.1f s of CPU in %.1f s on %d processors (%.0f%% of what they offer).",
+		used.Seconds(), wall.Seconds(), runtime.GOMAXPROCS(0), share)
+	if share < 80 {
+		s += " Other programs were busy: absolute req/s are low; compare the ratios, and rerun on an idle machine for absolute figures."
+	}
+	return s
+}
+
 // cpuModel is the processor's name on Linux, or "" elsewhere.
 func cpuModel() string {
 	f, err := os.Open("/proc/cpuinfo")
