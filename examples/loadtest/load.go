@@ -183,7 +183,8 @@ func (r result) median() float64 {
 }
 
 // percentile is the latency below or at which a fraction q of all
-// responses of every round came back (nearest rank).
+// responses of every round came back (nearest rank). run sorts the
+// latencies before it returns the result.
 func (r result) percentile(q float64) time.Duration {
 	l := r.all.latencies
 	if len(l) == 0 {

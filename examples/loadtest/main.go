@@ -24,7 +24,9 @@
 // in turn it loads the server for -duration, so the servers alternate and
 // share whatever the machine is doing equally. The result is a Markdown
 // table of the median req/s over rounds, p50 and p99 latency over every
-// request of every round, and the ratio to bare.
+// request of every round, and the ratio to bare, followed by the share of
+// the machine's CPU the run got (on a busy machine, trust the ratios more
+// than the absolute figures).
 //
 // Only responses with the expected status (200 for the GETs, 201 for the
 // POST) count as requests served; any other status or transport error is
