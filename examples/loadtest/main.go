@@ -1,0 +1,199 @@
+// Command loadtest measures the petstore API under load and compares it
+// with a bare net/http handler, in one run on one machine:
+//
+//	go run ./examples/loadtest
+//
+// It starts, each as a real HTTP server on 127.0.0.1:
+//
+//   - bare: a net/http handler writing fixed bodies (20 pets for the list,
+//     one pet for a get, a fixed 201 body for a create after reading the
+//     request body), the floor every other figure is compared with;
+//   - memstore: the full stack (authentication, two-window rate limits,
+//     request ids, a JSON access log that is really formatted) over
+//     adapters/memstore;
+//   - sqlite: the same full stack over adapters/bunstore on a SQLite file
+//     in a temporary directory;
+//   - postgres: the same over PostgreSQL, when PETSTORE_TEST_POSTGRES is
+//     set (a fresh schema, dropped at the end).
+//
+// Each server is seeded with 25 pets and one Enterprise key whose limits
+// are so high that the limiter decides every request but never refuses
+// one. The load generator runs in this process: -conns keep-alive
+// HTTP/1.1 connections, each sending its next request as soon as the
+// previous response has been read. For every round, endpoint and server
+// in turn it loads the server for -duration, so the servers alternate and
+// share whatever the machine is doing equally. The result is a Markdown
+// table of the median req/s over rounds, p50 and p99 latency over every
+// request of every round, and the ratio to bare, followed by the share of
+// the machine's CPU the run got (on a busy machine, trust the ratios more
+// than the absolute figures).
+//
+// Only responses with the expected status (200 for the GETs, 201 for the
+// POST) count as requests served; any other status or transport error is
+// counted and reported, and makes the program exit with status 1.
+//
+// Flags:
+//
+//	-duration 3s      how long each server is loaded per endpoint and round
+//	-rounds 3         how many times the servers alternate
+//	-conns 16         concurrent connections
+//	-only LIST        servers to run, e.g. bare,memstore (default: all available)
+//	-endpoints LIST   list,get,create (default: all three)
+//	-warmup 500ms     unmeasured load per server and endpoint before round 1
+//	-log FILE         append the full stacks' access logs to FILE instead of
+//	                  formatting them into io.Discard
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+)
+
+// options are the knobs of one run.
+type options struct {
+	duration  time.Duration // per server, endpoint and round
+	warmup    time.Duration // unmeasured load before the first round
+	rounds    int
+	conns     int
+	servers   []string // names from serverNames, in run order
+	endpoints []string // names from endpointNames
+	postgres  string   // PostgreSQL DSN; "" leaves the postgres server out
+	accessLog io.Writer
+}
+
+func main() {
+	opts, err := parseFlags(os.Args[1:], os.Getenv("PETSTORE_TEST_POSTGRES"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadtest:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	cpu0, _ := processCPU()
+	start := time.Now()
+	results, err := run(ctx, opts, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadtest:", err)
+		os.Exit(1)
+	}
+	wall := time.Since(start)
+	cpu1, cpuKnown := processCPU()
+	fmt.Println(describeRun(opts))
+	fmt.Println()
+	writeTable(os.Stdout, results)
+	if cpuKnown {
+		fmt.Println()
+		fmt.Println(describeCPU(cpu1-cpu0, wall))
+	}
+	if summary := errorSummary(results); summary != "" {
+		fmt.Fprintln(os.Stderr)
+		fmt.Fprint(os.Stderr, summary)
+		os.Exit(1)
+	}
+}
+
+// parseFlags reads the command line. postgresDSN is the value of
+// PETSTORE_TEST_POSTGRES: the postgres server runs only when it is set.
+func parseFlags(args []string, postgresDSN string) (options, error) {
+	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
+	duration := fs.Duration("duration", 3*time.Second, "how long each server is loaded per endpoint and round")
+	warmup := fs.Duration("warmup", 500*time.Millisecond, "unmeasured load per server and endpoint before the first round (0: none)")
+	rounds := fs.Int("rounds", 3, "how many times the servers alternate; req/s is the median over rounds")
+	conns := fs.Int("conns", 16, "concurrent keep-alive connections")
+	only := fs.String("only", "", "comma-separated servers to run: "+strings.Join(serverNames, ",")+" (default: all; postgres needs PETSTORE_TEST_POSTGRES)")
+	endpoints := fs.String("endpoints", strings.Join(endpointNames(), ","), "comma-separated endpoints: list (GET /v1/pets?limit=20), get (GET /v1/pets/{id}), create (POST /v1/pets)")
+	logFile := fs.String("log", "", "append the full stacks' JSON access logs to this file (default: format them into io.Discard)")
+	if err := fs.Parse(args); err != nil {
+		return options{}, err
+	}
+	if fs.NArg() > 0 {
+		return options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *duration <= 0 || *rounds < 1 || *conns < 1 || *warmup < 0 {
+		return options{}, fmt.Errorf("-duration must be positive, -rounds and -conns at least 1, -warmup not negative")
+	}
+	opts := options{duration: *duration, warmup: *warmup, rounds: *rounds, conns: *conns, postgres: postgresDSN, accessLog: io.Discard}
+
+	var err error
+	if opts.servers, err = pickServers(*only, postgresDSN != ""); err != nil {
+		return options{}, err
+	}
+	if opts.endpoints, err = pickList("-endpoints", *endpoints, endpointNames()); err != nil {
+		return options{}, err
+	}
+	if *logFile != "" {
+		f, err := os.OpenFile(*logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return options{}, fmt.Errorf("-log: %w", err)
+		}
+		opts.accessLog = f // closed when the process exits
+	}
+	return opts, nil
+}
+
+// pickServers resolves -only. Without it every server runs, postgres only
+// when a DSN is configured; naming postgres without one is an error.
+func pickServers(only string, havePostgres bool) ([]string, error) {
+	if only == "" {
+		var all []string
+		for _, s := range serverNames {
+			if s != serverPostgres || havePostgres {
+				all = append(all, s)
+			}
+		}
+		return all, nil
+	}
+	picked, err := pickList("-only", only, serverNames)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range picked {
+		if s == serverPostgres && !havePostgres {
+			return nil, fmt.Errorf("-only postgres needs PETSTORE_TEST_POSTGRES (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
+		}
+	}
+	return picked, nil
+}
+
+// pickList parses a comma-separated list of names from known, returning
+// them in known's order without duplicates.
+func pickList(flagName, list string, known []string) ([]string, error) {
+	want := map[string]bool{}
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		found := false
+		for _, k := range known {
+			found = found || k == s
+		}
+		if !found {
+			return nil, fmt.Errorf("%s: unknown name %q; choose from %s", flagName, s, strings.Join(known, ","))
+		}
+		want[s] = true
+	}
+	var out []string
+	for _, k := range known {
+		if want[k] {
+			out = append(out, k)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: name at least one of %s", flagName, strings.Join(known, ","))
+	}
+	return out, nil
+}
+
+// newAccessLogger is the full stacks' request logger: JSON lines, every
+// one formatted, written to w.
+func newAccessLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, nil))
+}

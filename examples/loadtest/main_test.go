@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lockedBuffer is an access log the test can read after the run.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestRunServesEveryEndpointOnBareAndMemstore(t *testing.T) {
+	logs := &lockedBuffer{}
+	opts := options{
+		duration:  200 * time.Millisecond,
+		rounds:    1,
+		conns:     4,
+		servers:   []string{serverBare, serverMemstore},
+		endpoints: endpointNames(),
+		accessLog: logs,
+	}
+	results, err := run(context.Background(), opts, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(results), len(opts.servers)*len(endpoints); got != want {
+		t.Fatalf("%d results, want %d", got, want)
+	}
+	for _, r := range results {
+		if r.median() <= 0 {
+			t.Errorf("%s on %s: %v req/s, want some", r.endpoint.label, r.server, r.median())
+		}
+		if n := r.all.failed(r.endpoint.want); n != 0 {
+			t.Errorf("%s on %s: %d requests not served: %v (transport: %d, %s)",
+				r.endpoint.label, r.server, n, r.all.statuses, r.all.transport, r.all.firstErr)
+		}
+		if got := r.all.statuses[r.endpoint.want]; got == 0 || got != r.all.served {
+			t.Errorf("%s on %s: statuses %v, want only %d", r.endpoint.label, r.server, r.all.statuses, r.endpoint.want)
+		}
+		if p50, p99 := r.percentile(0.5), r.percentile(0.99); p50 <= 0 || p99 < p50 {
+			t.Errorf("%s on %s: p50 %v, p99 %v", r.endpoint.label, r.server, p50, p99)
+		}
+	}
+	if s := errorSummary(results); s != "" {
+		t.Errorf("error summary of a clean run: %q", s)
+	}
+
+	// The full stack's access log is really written, as JSON lines.
+	sc := bufio.NewScanner(strings.NewReader(logs.String()))
+	lines := 0
+	for sc.Scan() {
+		var line map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatalf("access log line %q: %v", sc.Text(), err)
+		}
+		lines++
+	}
+	if lines == 0 {
+		t.Error("the full stack wrote no access log")
+	}
+
+	var table strings.Builder
+	writeTable(&table, results)
+	for _, want := range []string{"| `GET /v1/pets?limit=20` | memstore |", "| `POST /v1/pets` | bare |", "| 1.00 |"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+}
+
+func TestMeasureCountsWhatIsNotServed(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	u, stop, err := serve(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	tgt := &target{name: "failing", url: u, petIDs: []string{"1"}}
+	create := endpointByName("create")
+	s := measure(context.Background(), tgt, create, 2, 50*time.Millisecond)
+	if s.served != 0 || s.statuses[http.StatusServiceUnavailable] == 0 {
+		t.Fatalf("served %d, statuses %v; want only 503s", s.served, s.statuses)
+	}
+	r := result{server: "failing", endpoint: create, rounds: []float64{s.rate()}, all: s}
+	summary := errorSummary([]result{r})
+	if !strings.HasPrefix(summary, "ERRORS:") || !strings.Contains(summary, "status 503") {
+		t.Errorf("summary %q does not report the 503s", summary)
+	}
+
+	// A server that is gone: every request is a transport error.
+	stop()
+	s = measure(context.Background(), tgt, create, 2, 50*time.Millisecond)
+	if s.served != 0 || s.transport == 0 || s.firstErr == "" {
+		t.Fatalf("served %d, transport errors %d (%q); want only transport errors", s.served, s.transport, s.firstErr)
+	}
+	if summary := errorSummary([]result{{server: "gone", endpoint: create, all: s}}); !strings.Contains(summary, "no response") {
+		t.Errorf("summary %q does not report the transport errors", summary)
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	opts, err := parseFlags([]string{"-only", "memstore,bare", "-endpoints", "get", "-rounds", "2"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(opts.servers, ","), "bare,memstore"; got != want {
+		t.Errorf("servers %s, want %s (run order)", got, want)
+	}
+	if got, want := strings.Join(opts.endpoints, ","), "get"; got != want {
+		t.Errorf("endpoints %s, want %s", got, want)
+	}
+	if opts, _ := parseFlags(nil, ""); strings.Contains(strings.Join(opts.servers, ","), "postgres") {
+		t.Errorf("postgres runs without PETSTORE_TEST_POSTGRES: %v", opts.servers)
+	}
+	if opts, _ := parseFlags(nil, "postgres://x@127.0.0.1/db"); !strings.Contains(strings.Join(opts.servers, ","), "postgres") {
+		t.Errorf("postgres does not run with PETSTORE_TEST_POSTGRES: %v", opts.servers)
+	}
+	for _, args := range [][]string{
+		{"-only", "postgres"},
+		{"-only", "mysql"},
+		{"-endpoints", "delete"},
+		{"-rounds", "0"},
+		{"-conns", "0"},
+		{"extra"},
+	} {
+		if _, err := parseFlags(args, ""); err == nil {
+			t.Errorf("parseFlags(%q) accepted", args)
+		}
+	}
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// describeRun says what the figures were measured on and how, for the
+// line above the table.
+func describeRun(opts options) string {
+	cpu := ""
+	if m := cpuModel(); m != "" {
+		cpu = " (" + m + ")"
+	}
+	return fmt.Sprintf("%s/%s, %d CPUs%s, GOMAXPROCS=%d, %s; client and servers in one process; "+
+		"%d connections, %d rounds × %v per server and endpoint; req/s is the median over rounds, "+
+		"latency percentiles are over every request of every round.",
+		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpu, runtime.GOMAXPROCS(0), runtime.Version(),
+		opts.conns, opts.rounds, opts.duration)
+}
+
+// describeCPU says how much of the machine the run had: the process's
+// CPU time against what GOMAXPROCS processors offer in the run's wall
+// time. Well under 100% means other programs were busy too: the absolute
+// figures are then low, while the ratios, from alternating rounds, still
+// compare servers under the same conditions.
+func describeCPU(used, wall time.Duration) string {
+	offered := time.Duration(runtime.GOMAXPROCS(0)) * wall
+	share := 100 * used.Seconds() / offered.Seconds()
+	s := fmt.Sprintf("CPU: the run used %.1f s of CPU in %.1f s on %d processors (%.0f%% of what they offer).",
+		used.Seconds(), wall.Seconds(), runtime.GOMAXPROCS(0), share)
+	if share < 80 {
+		s += " Other programs were busy: absolute req/s are low; compare the ratios, and rerun on an idle machine for absolute figures."
+	}
+	return s
+}
+
+// cpuModel is the processor's name on Linux, or "" elsewhere.
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// writeTable prints results as a Markdown table, one row per server and
+// endpoint, with each server's ratio to bare on the same endpoint.
+func writeTable(w io.Writer, results []result) {
+	bare := map[string]float64{}
+	for _, r := range results {
+		if r.server == serverBare {
+			bare[r.endpoint.name] = r.median()
+		}
+	}
+	fmt.Fprintln(w, "| endpoint | server | req/s | p50 | p99 | ratio to bare | not served |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|")
+	for _, r := range results {
+		ratio := "–"
+		if b := bare[r.endpoint.name]; b > 0 {
+			ratio = fmt.Sprintf("%.2f", r.median()/b)
+		}
+		fmt.Fprintf(w, "| `%s` | %s | %s | %s | %s | %s | %d |\n",
+			r.endpoint.label, r.server, thousands(r.median()), millis(r.percentile(0.50)), millis(r.percentile(0.99)),
+			ratio, r.all.failed(r.endpoint.want))
+	}
+}
+
+// errorSummary describes every request that was not served, by server,
+// endpoint and status, or returns "" when all were.
+func errorSummary(results []result) string {
+	var b strings.Builder
+	for _, r := range results {
+		if r.all.failed(r.endpoint.want) == 0 {
+			continue
+		}
+		var parts []string
+		codes := make([]int, 0, len(r.all.statuses))
+		for code := range r.all.statuses {
+			if code != r.endpoint.want {
+				codes = append(codes, code)
+			}
+		}
+		sort.Ints(codes)
+		for _, code := range codes {
+			parts = append(parts, fmt.Sprintf("%d× status %d", r.all.statuses[code], code))
+		}
+		if r.all.transport > 0 {
+			parts = append(parts, fmt.Sprintf("%d× no response (first: %s)", r.all.transport, r.all.firstErr))
+		}
+		fmt.Fprintf(&b, "%s on %s: %s (want status %d)\n", r.endpoint.label, r.server, strings.Join(parts, ", "), r.endpoint.want)
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return "ERRORS: some requests were not served, so these figures do not measure successful requests only:\n" + b.String()
+}
+
+// thousands formats a rate as a whole number with comma separators.
+func thousands(v float64) string {
+	s := strconv.FormatInt(int64(v+0.5), 10)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// millis formats a latency in milliseconds with two decimals.
+func millis(d time.Duration) string {
+	return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+}

@@ -1,0 +1,281 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/bunstore"
+	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
+	"github.com/petstorekit/petstore/adapters/memstore"
+	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/ratelimit"
+)
+
+// The servers a run can start, in the order they are loaded.
+const (
+	serverBare     = "bare"
+	serverMemstore = "memstore"
+	serverSQLite   = "sqlite"
+	serverPostgres = "postgres"
+)
+
+var serverNames = []string{serverBare, serverMemstore, serverSQLite, serverPostgres}
+
+// seedPets is how many pets every server holds before the load starts:
+// more than one page of 20, so the list also builds its next-page link.
+const seedPets = 25
+
+// unrefusedLimits are the Enterprise limits of the load's key: the
+// limiter counts and decides every request, and none is ever refused.
+var unrefusedLimits = petstore.Limits{PerMinute: 1_000_000_000, PerDay: 1_000_000_000_000}
+
+// target is a running server the load generator can call.
+type target struct {
+	name   string
+	url    string   // http://127.0.0.1:PORT
+	token  string   // bearer token; the bare server ignores it
+	petIDs []string // ids of the seeded pets, for GET /v1/pets/{id}
+	close  func()   // stops the server and removes what it created
+}
+
+// startServers starts the named servers. On error, the ones already
+// started are closed.
+func startServers(ctx context.Context, opts options) (_ []*target, err error) {
+	var ts []*target
+	defer func() {
+		if err != nil {
+			closeAll(ts)
+		}
+	}()
+	logger := newAccessLogger(opts.accessLog)
+	for _, name := range opts.servers {
+		var t *target
+		switch name {
+		case serverBare:
+			t, err = startBare()
+		case serverMemstore:
+			t, err = startFullStack(ctx, name, memstore.New(), logger, func() {})
+		case serverSQLite:
+			t, err = startSQLite(ctx, logger)
+		case serverPostgres:
+			t, err = startPostgres(ctx, opts.postgres, logger)
+		default:
+			err = fmt.Errorf("unknown server %q", name)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("start %s: %w", name, err)
+		}
+		ts = append(ts, t)
+	}
+	return ts, nil
+}
+
+func closeAll(ts []*target) {
+	for i := len(ts) - 1; i >= 0; i-- {
+		ts[i].close()
+	}
+}
+
+// serve runs h on a new loopback listener until the returned stop is
+// called, with the timeouts a production server sets.
+func serve(h http.Handler) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintln(os.Stderr, "loadtest: serve:", err)
+		}
+	}()
+	stop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	}
+	return "http://" + ln.Addr().String(), stop, nil
+}
+
+// seededPets are the pets every server starts with: ids 1..seedPets.
+func seededPets() []petstore.Pet {
+	pets := make([]petstore.Pet, seedPets)
+	for i := range pets {
+		pets[i] = petstore.Pet{ID: int64(i + 1), Name: "pet " + strconv.Itoa(i+1), CategoryID: 1, Status: petstore.StatusAvailable}
+	}
+	return pets
+}
+
+// startBare serves what a Go user writes first: a ServeMux whose handlers
+// write bodies marshalled once at start. It does no authentication, no
+// limiting, no logging and no storage: it is the ceiling of throughput.
+func startBare() (*target, error) {
+	pets := seededPets()
+	list, err := json.Marshal(pets[:20])
+	if err != nil {
+		return nil, err
+	}
+	one, _ := json.Marshal(pets[0])
+	created, _ := json.Marshal(petstore.Pet{ID: seedPets + 1, Name: "Rex", CategoryID: 1, Status: petstore.StatusAvailable})
+	write := func(w http.ResponseWriter, status int, body []byte) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(body)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/pets", func(w http.ResponseWriter, r *http.Request) { write(w, http.StatusOK, list) })
+	mux.HandleFunc("GET /v1/pets/{petId}", func(w http.ResponseWriter, r *http.Request) { write(w, http.StatusOK, one) })
+	mux.HandleFunc("POST /v1/pets", func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			write(w, http.StatusBadRequest, []byte(`{}`))
+			return
+		}
+		write(w, http.StatusCreated, created)
+	})
+	u, stop, err := serve(mux)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(pets))
+	for i, p := range pets {
+		ids[i] = strconv.FormatInt(p.ID, 10)
+	}
+	return &target{name: serverBare, url: u, petIDs: ids, close: stop}, nil
+}
+
+// backend is what the full stack needs of a store: pets, keys and
+// idempotency records, as in examples/server.
+type backend interface {
+	petstore.Store
+	petstore.IdempotencyStore
+}
+
+// startFullStack assembles the API as examples/server does (keys,
+// in-memory two-window limiter, access log, idempotency store), seeds it
+// and serves it; cleanup runs after the server has stopped.
+func startFullStack(ctx context.Context, name string, store backend, logger *slog.Logger, cleanup func()) (_ *target, err error) {
+	defer func() {
+		if err != nil {
+			cleanup()
+		}
+	}()
+	svc := petstore.NewService(store)
+	var ids []string
+	for _, p := range seededPets() {
+		pet, err := svc.CreatePet(ctx, petstore.NewPet{Name: p.Name, CategoryID: p.CategoryID, Status: p.Status})
+		if err != nil {
+			return nil, fmt.Errorf("seed: %w", err)
+		}
+		ids = append(ids, strconv.FormatInt(pet.ID, 10))
+	}
+	keys := petstore.NewKeys(store)
+	_, secret, err := keys.Create(ctx, "", petstore.PlanEnterprise, unrefusedLimits)
+	if err != nil {
+		return nil, fmt.Errorf("create key: %w", err)
+	}
+	api, err := httpx.New(httpx.Config{
+		Service:     svc,
+		Auth:        keys,
+		Logger:      logger,
+		Limiter:     ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{Logger: logger}),
+		Idempotency: store,
+	})
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", api)
+	u, stop, err := serve(mux)
+	if err != nil {
+		return nil, err
+	}
+	return &target{name: name, url: u, token: secret, petIDs: ids, close: func() { stop(); cleanup() }}, nil
+}
+
+// startSQLite runs the full stack on a SQLite file in a new temporary
+// directory, removed at the end.
+func startSQLite(ctx context.Context, logger *slog.Logger) (*target, error) {
+	dir, err := os.MkdirTemp("", "petstore-loadtest-")
+	if err != nil {
+		return nil, err
+	}
+	db, err := bunopen.Open(ctx, "sqlite:"+filepath.Join(dir, "petstore.db"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	cleanup := func() { db.Close(); os.RemoveAll(dir) }
+	if err := bunstore.Migrate(ctx, db); err != nil {
+		cleanup()
+		return nil, err
+	}
+	return startFullStack(ctx, serverSQLite, bunstore.New(db), logger, cleanup)
+}
+
+// startPostgres runs the full stack on a schema of its own, created now
+// on the server at dsn and dropped with everything in it at the end, so
+// runs never see each other's pets.
+func startPostgres(ctx context.Context, dsn string, logger *slog.Logger) (*target, error) {
+	admin, err := bunopen.Open(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	schema := "petstore_loadtest_" + hex.EncodeToString(b)
+	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
+		admin.Close()
+		return nil, err
+	}
+	drop := func() {
+		// Not ctx: the schema must go even when the run was interrupted.
+		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := admin.ExecContext(dctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			fmt.Fprintf(os.Stderr, "loadtest: drop schema %s: %v\n", schema, err)
+		}
+		admin.Close()
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		drop()
+		return nil, err
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	db, err := bunopen.Open(ctx, u.String())
+	if err != nil {
+		drop()
+		return nil, err
+	}
+	cleanup := func() { db.Close(); drop() }
+	if err := bunstore.Migrate(ctx, db); err != nil {
+		cleanup()
+		return nil, err
+	}
+	return startFullStack(ctx, serverPostgres, bunstore.New(db), logger, cleanup)
+}
