@@ -46,7 +46,12 @@ type idempotent struct {
 	next      http.Handler
 	lease     time.Duration
 	lastPurge atomic.Int64 // unix nanoseconds of the last purge
+	retrying  atomic.Int64 // releases being retried in the background
 }
+
+// maxReleaseRetries bounds the releases retried at once: past it a key
+// waits for its lease, as it would if this process had died.
+const maxReleaseRetries = 1024
 
 func newIdempotent(store petstore.IdempotencyStore, now func() time.Time, next http.Handler) *idempotent {
 	if now == nil {
@@ -131,7 +136,7 @@ func (m *idempotent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	done := false
 	defer func() {
 		if !done {
-			_ = m.store.ReleaseIdempotencyKey(bg, rec.Scope, rec.Key)
+			m.release(bg, rec.Scope, rec.Key, now)
 		}
 	}()
 	cw := &captureWriter{Writer: statuswriter.Writer{ResponseWriter: w}}
@@ -154,6 +159,35 @@ func (m *idempotent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				"request_id", info.id, "lease", m.lease, "error", err)
 		}
 	}
+}
+
+// release gives up a claim whose request wrote nothing, so that the
+// client's retry runs again. When the store cannot be reached (the outage
+// that failed the request usually fails the release too), it is retried
+// in the background with backoff until it succeeds or half the claim's
+// lease has passed, so the key is retryable as soon as the store is back
+// rather than 409 for the whole lease. Half, because after the lease a
+// retry may take the claim over, and a late release must never delete
+// that newer claim, whatever the skew between two processes' clocks.
+func (m *idempotent) release(ctx context.Context, scope, key string, claimedAt time.Time) {
+	if m.store.ReleaseIdempotencyKey(ctx, scope, key) == nil {
+		return
+	}
+	if m.retrying.Add(1) > maxReleaseRetries {
+		m.retrying.Add(-1)
+		return
+	}
+	go func() {
+		defer m.retrying.Add(-1)
+		wait := 50 * time.Millisecond
+		for m.now().Before(claimedAt.Add(m.lease / 2)) {
+			time.Sleep(wait)
+			if m.store.ReleaseIdempotencyKey(ctx, scope, key) == nil {
+				return
+			}
+			wait = min(2*wait, time.Second)
+		}
+	}()
 }
 
 // purge deletes expired records at most once per idempotencyPurgeEvery.
