@@ -81,9 +81,9 @@ type Cache struct {
 	cfg  Config
 
 	mu     sync.Mutex
-	lru    *list.List               // of *entry, most recently used first
+	lru    *list.List                          // of *entry, most recently used first
 	byHash map[[sha256.Size]byte]*list.Element // token hash -> entry
-	byID   map[string]*list.Element // key id -> entry
+	byID   map[string]*list.Element            // key id -> entry
 	// gen counts invalidations. A lookup that started before one may have
 	// read what it invalidated, so its result is not kept.
 	gen   uint64
