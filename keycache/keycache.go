@@ -257,6 +257,19 @@ func (c *Cache) ChangeHook(feed changefeed.Feed, onError func(error)) func(ctx c
 	}
 }
 
+// NewKeys returns a key manager over store and a cache in front of it,
+// wired together: the manager's Revoke, SetPlan and Ensure drop the key
+// from the cache before they return and publish the change on feed (when
+// not nil) for the other processes, as ChangeHook does. Serve with the
+// cache as the petstore.Authenticator; manage keys with the manager; run
+// Follow on the same feed.
+func NewKeys(store petstore.KeyStore, feed changefeed.Feed, cfg Config, onError func(error)) (*petstore.Keys, *Cache) {
+	c := New(nil, cfg)
+	keys := petstore.NewKeys(store, petstore.WithKeyChangeHook(c.ChangeHook(feed, onError)))
+	c.next = keys
+	return keys, c
+}
+
 // Stats returns the cache's counters.
 func (c *Cache) Stats() Stats {
 	c.mu.Lock()
