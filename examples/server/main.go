@@ -64,7 +64,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	defer closeStore()
 	if len(cfg.command) > 0 {
-		return keyscli.Run(ctx, store, cfg.command[1:], stdout)
+		return runKeys(ctx, cfg, store, stdout)
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
