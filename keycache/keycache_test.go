@@ -169,22 +169,14 @@ func TestTwoProcesses(t *testing.T) {
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	for i := range caches {
-		var k *keycache.Cache
-		keys[i] = petstore.NewKeys(store, petstore.WithKeyChangeHook(func(ctx context.Context, id string) {
-			k.ChangeHook(feed, func(err error) { t.Errorf("publish: %v", err) })(ctx, id)
-		}))
-		k = keycache.New(keys[i], keycache.Config{Now: clk.Now})
-		caches[i] = k
+		keys[i], caches[i] = keycache.NewKeys(store, feed, keycache.Config{Now: clk.Now}, func(err error) {
+			t.Errorf("publish: %v", err)
+		})
 		live := make(chan struct{})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = feed.Subscribe(ctx, func(ch changefeed.Change) {
-				k.Apply(ch)
-				if ch.Kind == changefeed.KindLive {
-					close(live)
-				}
-			})
+			_ = caches[i].Follow(ctx, changefeed.Feed(liveSignal{feed, live}))
 		}()
 		<-live
 	}
@@ -206,6 +198,21 @@ func TestTwoProcesses(t *testing.T) {
 	for _, c := range caches {
 		wantCode(t, c, secret, petstore.CodeUnauthorized)
 	}
+}
+
+// liveSignal is a feed that closes live when its subscription is live.
+type liveSignal struct {
+	*changefeed.Local
+	live chan struct{}
+}
+
+func (l liveSignal) Subscribe(ctx context.Context, fn func(changefeed.Change)) error {
+	return l.Local.Subscribe(ctx, func(c changefeed.Change) {
+		fn(c)
+		if c.Kind == changefeed.KindLive {
+			close(l.live)
+		}
+	})
 }
 
 func TestLeastRecentlyUsedGoes(t *testing.T) {

@@ -53,7 +53,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	keys := fs.String("keys", env("PETSTORE_API_KEYS", ""), "comma-separated KEY:PLAN (free|pro|business) or KEY:enterprise:PERMIN/PERDAY; none: a Pro demo key (PETSTORE_API_KEYS)")
 	db := fs.String("db", env("PETSTORE_DB", "sqlite:petstore.db"), "storage: sqlite:PATH, memory, postgres://... or mysql://user@host:port/db (PETSTORE_DB)")
 	migrate := fs.String("migrate", env("PETSTORE_MIGRATE", "true"), "run schema migrations at start; false when a separate step runs them (PETSTORE_MIGRATE)")
-	redis := fs.String("redis", env("PETSTORE_REDIS", ""), "Redis for rate-limit counters shared by processes: host:port or redis:// URL; empty: in memory (PETSTORE_REDIS)")
+	redis := fs.String("redis", env("PETSTORE_REDIS", ""), "Redis for rate-limit counters and key changes shared by processes: host:port or redis:// URL; empty: in memory (PETSTORE_REDIS)")
 	rlFail := fs.String("ratelimit-fail", env("PETSTORE_RATELIMIT_FAIL", "open"), "when the counter store is down: open (admit) or closed (503) (PETSTORE_RATELIMIT_FAIL)")
 	proxies := fs.String("trusted-proxies", env("PETSTORE_TRUSTED_PROXIES", ""), "comma-separated addresses or CIDRs whose X-Forwarded-For is trusted (PETSTORE_TRUSTED_PROXIES)")
 	platform := fs.String("platform-hosts", env("PETSTORE_PLATFORM_HOSTS", "localhost"), "comma-separated hosts serving the platform itself; IP literals always do (PETSTORE_PLATFORM_HOSTS)")

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -117,4 +119,32 @@ func serverEnv() []string {
 		}
 	}
 	return env
+}
+
+// TestKeysSubcommandSaysWhenServersWereNotTold: with Redis unreachable
+// the revoke is stored, but the subcommand fails and says what that means.
+func TestKeysSubcommandSaysWhenServersWereNotTold(t *testing.T) {
+	db := "sqlite:" + t.TempDir() + "/keys.db"
+	var out strings.Builder
+	if err := run(context.Background(), []string{"-db", db, "keys", "create"}, func(string) string { return "" }, &out); err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^id:\s+(\S+)$`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("keys create printed:\n%s", out.String())
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	out.Reset()
+	err = run(context.Background(), []string{"-db", db, "-redis", closed, "keys", "revoke", m[1]}, func(string) string { return "" }, &out)
+	if err == nil || !strings.Contains(err.Error(), "running servers were not told") {
+		t.Fatalf("revoke with Redis down: %v, want an error saying servers were not told", err)
+	}
+	if !strings.Contains(out.String(), "revoked "+m[1]) {
+		t.Fatalf("revoke printed %q, want it to say the key is revoked", out.String())
+	}
 }
