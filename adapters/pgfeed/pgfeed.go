@@ -145,14 +145,14 @@ func (f *Feed) listenOnce(ctx context.Context, fn func(changefeed.Change)) (live
 	if interval <= 0 {
 		interval = DefaultHealthInterval
 	}
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	conn, err := pgx.ConnectConfig(cctx, f.config.Copy())
 	cancel()
 	if err != nil {
 		return false, fmt.Errorf("pgfeed: connect: %w", err)
 	}
 	defer conn.Close(context.Background())
-	cctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+	cctx, cancel = context.WithTimeout(ctx, 5*time.Second)
 	_, err = conn.Exec(cctx, "LISTEN "+pgx.Identifier{f.channel}.Sanitize())
 	cancel()
 	if err != nil {

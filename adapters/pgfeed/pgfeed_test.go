@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -123,4 +124,27 @@ func TestNewRefusesBadInput(t *testing.T) {
 	if err != nil || f.Channel() != pgfeed.DefaultChannel {
 		t.Fatalf("New = %v, %v; want channel %s", f, err, pgfeed.DefaultChannel)
 	}
+}
+
+// TestSilentPartition: when PostgreSQL stops answering without closing
+// the connection, the subscriber's ping times out and it reports
+// KindLost; once the server is reachable again, KindLive.
+func TestSilentPartition(t *testing.T) {
+	u, err := url.Parse(testenv.PostgresDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := testenv.NewProxy(t, u.Host)
+	u.Host = proxy.Addr()
+	f, err := pgfeed.New(u.String(), "petstore_test_"+random())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.HealthInterval = 100 * time.Millisecond
+	r := feedtest.Subscribe(t, f)
+	r.Want(t, changefeed.Change{Kind: changefeed.KindLive})
+	proxy.Freeze()
+	r.Want(t, changefeed.Change{Kind: changefeed.KindLost})
+	proxy.Thaw()
+	r.Want(t, changefeed.Change{Kind: changefeed.KindLive})
 }

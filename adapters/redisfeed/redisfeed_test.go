@@ -116,3 +116,25 @@ func TestRedisDown(t *testing.T) {
 		t.Fatalf("delivered %v without ever being live", <-delivered)
 	}
 }
+
+// TestSilentPartition: when Redis stops answering without closing the
+// connection, the subscriber's pings go unanswered and it reports
+// KindLost; once Redis is reachable again, KindLive.
+func TestSilentPartition(t *testing.T) {
+	o, err := redislimit.ParseOptions(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := testenv.NewProxy(t, o.Addr)
+	o.Addr = proxy.Addr()
+	c := redis.NewClient(o)
+	t.Cleanup(func() { c.Close() })
+	f := redisfeed.New(c, testenv.RedisPrefix(t, testenv.RedisClient(t), "feed"))
+	f.HealthInterval = 100 * time.Millisecond
+	r := feedtest.Subscribe(t, f)
+	r.Want(t, changefeed.Change{Kind: changefeed.KindLive})
+	proxy.Freeze()
+	r.Want(t, changefeed.Change{Kind: changefeed.KindLost})
+	proxy.Thaw()
+	r.Want(t, changefeed.Change{Kind: changefeed.KindLive})
+}
