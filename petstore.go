@@ -171,14 +171,40 @@ type Authenticator interface {
 // Keys manages API keys over a KeyStore: it creates secrets, stores only
 // their hashes, and authenticates presented tokens.
 type Keys struct {
-	store KeyStore
-	now   func() time.Time
+	store    KeyStore
+	now      func() time.Time
+	onChange func(ctx context.Context, id string)
 }
 
 var _ Authenticator = (*Keys)(nil)
 
+// KeysOption configures Keys.
+type KeysOption func(*Keys)
+
+// WithKeyChangeHook has Revoke, SetPlan and Ensure call fn with the key's
+// id once the change is stored, before they return. Processes that keep
+// authenticated keys in memory (keycache) use it to drop their copy at
+// once and to tell the other processes (changefeed). The change is made
+// whatever fn does, so fn reports its own failures.
+func WithKeyChangeHook(fn func(ctx context.Context, id string)) KeysOption {
+	return func(k *Keys) { k.onChange = fn }
+}
+
 // NewKeys returns a key manager over store.
-func NewKeys(store KeyStore) *Keys { return &Keys{store: store, now: time.Now} }
+func NewKeys(store KeyStore, opts ...KeysOption) *Keys {
+	k := &Keys{store: store, now: time.Now}
+	for _, o := range opts {
+		o(k)
+	}
+	return k
+}
+
+// changed runs the change hook, if any, for the key id.
+func (k *Keys) changed(ctx context.Context, id string) {
+	if k.onChange != nil {
+		k.onChange(ctx, id)
+	}
+}
 
 // Authenticate implements Authenticator. The store looks keys up by hash;
 // the hash is compared again in constant time so that no store, whatever its
@@ -235,10 +261,19 @@ func (k *Keys) Ensure(ctx context.Context, secret string, plan Plan, limits Limi
 	if err := key.Validate(); err != nil {
 		return APIKey{}, err
 	}
-	return k.store.UpsertKey(ctx, key, HashAPIKey(secret))
+	stored, err := k.store.UpsertKey(ctx, key, HashAPIKey(secret))
+	if err != nil {
+		return APIKey{}, err
+	}
+	// The key may have existed on another plan.
+	k.changed(ctx, stored.ID)
+	return stored, nil
 }
 
-// SetPlan changes a key's plan; the new limits apply from its next request.
+// SetPlan changes a key's plan; the new limits apply from its next request
+// (with keycache: at once in this process, within its bound elsewhere).
+// Returns invalid_request for an unknown plan or bad enterprise limits,
+// not_found for an unknown id.
 func (k *Keys) SetPlan(ctx context.Context, id string, plan Plan, limits Limits) (APIKey, error) {
 	if !plan.Valid() {
 		return APIKey{}, Errorf(CodeInvalidRequest, "plan must be one of free, pro, business, enterprise")
@@ -248,11 +283,22 @@ func (k *Keys) SetPlan(ctx context.Context, id string, plan Plan, limits Limits)
 	} else if !limits.Valid() {
 		return APIKey{}, Errorf(CodeInvalidRequest, "enterprise limits must be positive, with per day >= per minute")
 	}
-	return k.store.SetKeyPlan(ctx, id, plan, limits)
+	key, err := k.store.SetKeyPlan(ctx, id, plan, limits)
+	if err != nil {
+		return APIKey{}, err
+	}
+	k.changed(ctx, key.ID)
+	return key, nil
 }
 
 // List returns every key, oldest first, without secrets.
 func (k *Keys) List(ctx context.Context) ([]APIKey, error) { return k.store.ListKeys(ctx) }
 
-// Revoke deletes a key so it no longer authenticates.
-func (k *Keys) Revoke(ctx context.Context, id string) error { return k.store.DeleteKey(ctx, id) }
+// Revoke deletes a key so it no longer authenticates. Returns not_found.
+func (k *Keys) Revoke(ctx context.Context, id string) error {
+	if err := k.store.DeleteKey(ctx, id); err != nil {
+		return err
+	}
+	k.changed(ctx, id)
+	return nil
+}

@@ -35,12 +35,14 @@ func usagef(format string, args ...any) error {
 
 // Run executes the keys subcommand in args (args[0] is create, list, revoke
 // or set-plan) against store, writing its output to w. Secrets appear in
-// the output of create only.
-func Run(ctx context.Context, store petstore.KeyStore, args []string, w io.Writer) error {
+// the output of create only. opts configure the key manager; running
+// servers that cache keys (keycache) learn of a revoke or a plan change
+// through the hook of petstore.WithKeyChangeHook.
+func Run(ctx context.Context, store petstore.KeyStore, args []string, w io.Writer, opts ...petstore.KeysOption) error {
 	if len(args) == 0 {
 		return usagef("missing subcommand")
 	}
-	keys := petstore.NewKeys(store)
+	keys := petstore.NewKeys(store, opts...)
 	cmd, rest := args[0], args[1:]
 	fs := flag.NewFlagSet("keys "+cmd, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)

@@ -29,8 +29,10 @@ import (
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/bunstore"
 	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
+	"github.com/petstorekit/petstore/adapters/redisfeed"
 	"github.com/petstorekit/petstore/adapters/redislimit"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/keycache"
 	"github.com/petstorekit/petstore/keyscli"
 	"github.com/petstorekit/petstore/ratelimit"
 )
@@ -102,10 +104,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 	}
 	store := bunstore.New(db)
-	keys := petstore.NewKeys(store)
-	if err := keyscli.Ensure(openCtx, keys, cfg.keys); err != nil {
-		return err
-	}
 
 	ropts, err := redislimit.ParseOptions(cfg.redis)
 	if err != nil {
@@ -113,11 +111,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	rdb := redis.NewClient(ropts)
 	defer rdb.Close()
+
+	// Authenticated keys are cached; a key changed by any process reaches
+	// the others over Redis pub/sub, on the channel examples/server's keys
+	// subcommand publishes on.
+	feed := redisfeed.New(rdb, "petstore:")
+	keys, auth := keycache.NewKeys(store, feed, keycache.Config{}, func(err error) {
+		logger.Warn("key change not published", "err", err)
+	})
+	go func() { _ = auth.Follow(ctx, feed) }()
+	if err := keyscli.Ensure(openCtx, keys, cfg.keys); err != nil {
+		return err
+	}
 	limiter := ratelimit.New(redislimit.New(rdb, cfg.prefix), ratelimit.Config{FailClosed: !cfg.failOpen, Logger: logger})
 
 	hcfg := httpx.Config{
 		Service: petstore.NewService(store),
-		Auth:    keys,
+		Auth:    auth,
 		Logger:  logger,
 		Limiter: limiter,
 	}

@@ -58,7 +58,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	dbMaxConns := fs.String("db-max-conns", env("PETSTORE_DB_MAX_CONNS", "10"), "most connections to PostgreSQL or MySQL; requests beyond it queue in the server, within -db-timeout (PETSTORE_DB_MAX_CONNS)")
 	dbTimeout := fs.String("db-timeout", env("PETSTORE_DB_TIMEOUT", "5s"), "how long a request may wait on the database (a queue for a connection included); past it the answer is 503 with Retry-After (PETSTORE_DB_TIMEOUT)")
 	migrate := fs.String("migrate", env("PETSTORE_MIGRATE", "true"), "run schema migrations at start; false when a separate step runs them (PETSTORE_MIGRATE)")
-	redis := fs.String("redis", env("PETSTORE_REDIS", ""), "Redis for rate-limit counters shared by processes: host:port or redis:// URL; empty: in memory (PETSTORE_REDIS)")
+	redis := fs.String("redis", env("PETSTORE_REDIS", ""), "Redis for rate-limit counters and key changes shared by processes: host:port or redis:// URL; empty: in memory (PETSTORE_REDIS)")
 	rlFail := fs.String("ratelimit-fail", env("PETSTORE_RATELIMIT_FAIL", "open"), "when the counter store is down: open (admit) or closed (503) (PETSTORE_RATELIMIT_FAIL)")
 	proxies := fs.String("trusted-proxies", env("PETSTORE_TRUSTED_PROXIES", ""), "comma-separated addresses or CIDRs whose X-Forwarded-For is trusted (PETSTORE_TRUSTED_PROXIES)")
 	platform := fs.String("platform-hosts", env("PETSTORE_PLATFORM_HOSTS", "localhost"), "comma-separated hosts serving the platform itself; IP literals always do (PETSTORE_PLATFORM_HOSTS)")

@@ -8,7 +8,10 @@
 // with a ready curl line. It drains in-flight requests on SIGINT or SIGTERM.
 //
 // "server [flags] keys create|list|revoke|set-plan ..." manages the keys
-// of the configured database instead of serving.
+// of the configured database instead of serving. Servers cache
+// authenticated keys; a revoke or a plan change reaches running servers
+// within a second over Redis (-redis) or PostgreSQL LISTEN/NOTIFY, so the
+// subcommand needs the servers' -db and -redis.
 package main
 
 import (
@@ -75,7 +78,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	defer closeStore()
 	if len(cfg.command) > 0 {
-		return keyscli.Run(ctx, store, cfg.command[1:], stdout)
+		return runKeys(ctx, cfg, store, stdout)
 	}
 
 	ctx, cancel := context.WithCancel(ctx)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/uptrace/bun"
@@ -21,9 +23,13 @@ import (
 	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
 	"github.com/petstorekit/petstore/adapters/dnsresolver"
 	"github.com/petstorekit/petstore/adapters/memstore"
+	"github.com/petstorekit/petstore/adapters/pgfeed"
+	"github.com/petstorekit/petstore/adapters/redisfeed"
 	"github.com/petstorekit/petstore/adapters/redislimit"
+	"github.com/petstorekit/petstore/changefeed"
 	"github.com/petstorekit/petstore/domain"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/keycache"
 	"github.com/petstorekit/petstore/keyscli"
 	"github.com/petstorekit/petstore/ratelimit"
 )
@@ -87,7 +93,17 @@ func (a *app) close() {
 // the dashboard and the edge. Background work stops when ctx is done.
 func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) (*app, error) {
 	a := &app{}
-	keys := petstore.NewKeys(store)
+	feed, closeFeed, err := openFeed(cfg)
+	if err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, closeFeed)
+	keys, auth := keycache.NewKeys(store, feed, keycache.Config{}, func(err error) {
+		logger.Warn("key change not published: other processes apply it when their cached copy expires", "err", err)
+	})
+	if feed != nil {
+		go followFeed(ctx, feed, auth, logger)
+	}
 	if err := ensureKeys(ctx, cfg, keys, a); err != nil {
 		return nil, err
 	}
@@ -100,7 +116,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 
 	api, err := httpx.New(httpx.Config{
 		Service:        petstore.NewService(store),
-		Auth:           keys,
+		Auth:           auth,
 		Logger:         logger,
 		Limiter:        limiter,
 		TrustedProxies: cfg.trustedProxies,
@@ -150,7 +166,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 
 	dash, err := httpx.NewDashboard(httpx.DashboardConfig{
 		Engine:         eng,
-		Auth:           keys,
+		Auth:           auth,
 		Logger:         logger,
 		Limiter:        limiter,
 		TrustedProxies: cfg.trustedProxies,
@@ -273,6 +289,74 @@ func ensureKeys(ctx context.Context, cfg config, keys *petstore.Keys, a *app) er
 	}
 	a.demoKey = secret
 	return nil
+}
+
+// openFeed returns the change feed that tells this server's processes of
+// key changes: Redis pub/sub with -redis, else PostgreSQL LISTEN/NOTIFY
+// on PostgreSQL, else none (nil), and then cached keys live for
+// keycache.DefaultTTL. The keys subcommand publishes on the same feed, so
+// it needs the same -db and -redis as the servers.
+func openFeed(cfg config) (changefeed.Feed, func(), error) {
+	if cfg.redis != "" {
+		opts, err := redislimit.ParseOptions(cfg.redis)
+		if err != nil {
+			return nil, nil, fmt.Errorf("-redis: %w", err)
+		}
+		client := redis.NewClient(opts)
+		return redisfeed.New(client, "petstore:"), func() { client.Close() }, nil
+	}
+	if t, err := bunopen.Parse(cfg.db); err == nil && t.Kind == bunopen.KindPostgres {
+		f, err := pgfeed.New(t.DriverDSN, "")
+		if err != nil {
+			return nil, nil, fmt.Errorf("-db %s: %w", bunopen.Redact(cfg.db), err)
+		}
+		return f, func() { f.Close() }, nil
+	}
+	return nil, func() {}, nil
+}
+
+// runKeys runs the keys subcommand. A revoke or a plan change is
+// published on the servers' change feed, so running servers apply it
+// within a second; without a feed they do within keycache.DefaultTTL.
+func runKeys(ctx context.Context, cfg config, store backend, stdout io.Writer) error {
+	feed, closeFeed, err := openFeed(cfg)
+	if err != nil {
+		return err
+	}
+	defer closeFeed()
+	var opts []petstore.KeysOption
+	var publishErr error
+	if feed != nil {
+		opts = append(opts, petstore.WithKeyChangeHook(func(ctx context.Context, id string) {
+			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			publishErr = feed.Publish(ctx, changefeed.Change{Kind: changefeed.KindKey, ID: id})
+		}))
+	}
+	if err := keyscli.Run(ctx, store, cfg.command[1:], stdout, opts...); err != nil {
+		return err
+	}
+	if publishErr != nil {
+		return fmt.Errorf("the change is stored, but running servers were not told (%v): they apply it within %v", publishErr, keycache.DefaultLiveTTL)
+	}
+	return nil
+}
+
+// followFeed applies feed's changes to cache until ctx is done, logging
+// when the feed is lost and when it is back.
+func followFeed(ctx context.Context, feed changefeed.Feed, cache *keycache.Cache, logger *slog.Logger) {
+	lost := false
+	_ = feed.Subscribe(ctx, func(c changefeed.Change) {
+		cache.Apply(c)
+		switch {
+		case c.Kind == changefeed.KindLost && ctx.Err() == nil:
+			lost = true
+			logger.Warn("change feed lost: keys are cached for at most " + keycache.DefaultTTL.String() + " until it is back")
+		case c.Kind == changefeed.KindLive && lost:
+			lost = false
+			logger.Info("change feed back")
+		}
+	})
 }
 
 // newLimiter builds the rate limiter: counters in memory, or in Redis

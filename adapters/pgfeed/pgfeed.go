@@ -1,0 +1,200 @@
+// Package pgfeed carries changefeed changes between processes over
+// PostgreSQL's LISTEN/NOTIFY, so that servers sharing a PostgreSQL
+// database hear each other without any other service.
+//
+// A subscription holds one dedicated connection (pgx, outside any pool)
+// that LISTENs on the channel. PostgreSQL queues notifications for a
+// listening session only: a subscriber whose connection drops misses what
+// is published meanwhile. The subscription therefore pings the server
+// whenever nothing arrived for a HealthInterval, reports KindLost when the
+// ping or the connection fails, reconnects with backoff and reports
+// KindLive once it listens again. Publish uses a second connection, opened
+// on first use and kept, reopened when it has failed.
+//
+// Notifications go to every session listening on the channel in the same
+// database, whatever its search_path: deployments that share a database
+// and must not hear each other use different channels.
+package pgfeed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/petstorekit/petstore/changefeed"
+)
+
+// DefaultChannel is the channel servers use unless told otherwise.
+const DefaultChannel = "petstore_changes"
+
+// DefaultHealthInterval is how long a subscription waits for a
+// notification before it pings the server.
+const DefaultHealthInterval = 500 * time.Millisecond
+
+// Feed is a changefeed.Feed over PostgreSQL LISTEN/NOTIFY.
+type Feed struct {
+	config  *pgx.ConnConfig
+	channel string
+	// HealthInterval overrides DefaultHealthInterval when positive. Set it
+	// before Subscribe.
+	HealthInterval time.Duration
+	// OnError, when set, is told why a subscription broke or could not
+	// be made, for logging. Set it before Subscribe.
+	OnError func(error)
+
+	mu  sync.Mutex // guards pub
+	pub *pgx.Conn  // Publish's connection, nil until used or after a failure
+}
+
+var _ changefeed.Feed = (*Feed)(nil)
+
+// New returns a feed on channel (DefaultChannel when empty) of the
+// database at connString, a postgres:// URL or key=value string as pgx
+// takes it. It does not connect; Close closes what Publish opened.
+func New(connString, channel string) (*Feed, error) {
+	cfg, err := pgx.ParseConfig(connString)
+	if err != nil {
+		return nil, fmt.Errorf("pgfeed: %w", err)
+	}
+	if channel == "" {
+		channel = DefaultChannel
+	}
+	if len(channel) > 63 { // NAMEDATALEN-1: PostgreSQL would truncate it
+		return nil, fmt.Errorf("pgfeed: channel name longer than 63 bytes")
+	}
+	return &Feed{config: cfg, channel: channel}, nil
+}
+
+// Channel returns the channel the feed uses.
+func (f *Feed) Channel() string { return f.channel }
+
+// Publish implements changefeed.Feed. The notification is sent outside
+// any transaction, so subscribers hear of it at once.
+func (f *Feed) Publish(ctx context.Context, c changefeed.Change) error {
+	payload, err := changefeed.Encode(c)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	// A kept connection may have died while idle; then one new connection
+	// is tried. A change delivered twice does no harm.
+	for reused := f.pub != nil; ; reused = false {
+		if f.pub == nil {
+			if f.pub, err = pgx.ConnectConfig(ctx, f.config.Copy()); err != nil {
+				f.pub = nil
+				return fmt.Errorf("pgfeed: connect: %w", err)
+			}
+		}
+		_, err = f.pub.Exec(ctx, "SELECT pg_notify($1, $2)", f.channel, payload)
+		if err == nil {
+			return nil
+		}
+		_ = f.pub.Close(context.Background())
+		f.pub = nil
+		if !reused || ctx.Err() != nil {
+			return fmt.Errorf("pgfeed: notify: %w", err)
+		}
+	}
+}
+
+// Close closes Publish's connection. Subscriptions end with their context.
+func (f *Feed) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.pub == nil {
+		return nil
+	}
+	err := f.pub.Close(context.Background())
+	f.pub = nil
+	return err
+}
+
+// Subscribe implements changefeed.Feed.
+func (f *Feed) Subscribe(ctx context.Context, fn func(changefeed.Change)) error {
+	failures := 0
+	for {
+		live, err := f.listenOnce(ctx, fn)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if live {
+			fn(changefeed.Change{Kind: changefeed.KindLost})
+			failures = 0
+		}
+		failures++
+		if f.OnError != nil && err != nil {
+			f.OnError(err)
+		}
+		if err := changefeed.Sleep(ctx, changefeed.Backoff(failures)); err != nil {
+			return err
+		}
+	}
+}
+
+// listenOnce listens on a new connection and delivers changes until the
+// connection fails or ctx is done. live reports whether it got as far as
+// delivering KindLive.
+func (f *Feed) listenOnce(ctx context.Context, fn func(changefeed.Change)) (live bool, err error) {
+	interval := f.HealthInterval
+	if interval <= 0 {
+		interval = DefaultHealthInterval
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	conn, err := pgx.ConnectConfig(cctx, f.config.Copy())
+	cancel()
+	if err != nil {
+		return false, fmt.Errorf("pgfeed: connect: %w", err)
+	}
+	defer conn.Close(context.Background())
+	cctx, cancel = context.WithTimeout(ctx, 5*time.Second)
+	_, err = conn.Exec(cctx, "LISTEN "+pgx.Identifier{f.channel}.Sanitize())
+	cancel()
+	if err != nil {
+		return false, fmt.Errorf("pgfeed: listen: %w", err)
+	}
+	fn(changefeed.Change{Kind: changefeed.KindLive})
+
+	for {
+		wctx, cancel := context.WithTimeout(ctx, interval)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		if ctx.Err() != nil {
+			return true, nil
+		}
+		if err != nil {
+			if !pgconn.Timeout(err) && !errors.Is(err, context.DeadlineExceeded) {
+				return true, fmt.Errorf("pgfeed: wait: %w", err)
+			}
+			// Quiet for an interval: make sure the session still
+			// listens. Notifications arriving meanwhile are kept by pgx
+			// for the next wait.
+			pctx, cancel := context.WithTimeout(ctx, interval)
+			err := conn.Ping(pctx)
+			cancel()
+			if ctx.Err() != nil {
+				return true, nil
+			}
+			if err != nil {
+				return true, fmt.Errorf("pgfeed: ping: %w", err)
+			}
+			continue
+		}
+		if n.Channel != f.channel {
+			continue
+		}
+		c, err := changefeed.Decode(n.Payload)
+		if err != nil {
+			if f.OnError != nil {
+				f.OnError(fmt.Errorf("pgfeed: dropped a notification: %w", err))
+			}
+			continue
+		}
+		fn(c)
+	}
+}

@@ -1,0 +1,150 @@
+package pgfeed_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/petstorekit/petstore/adapters/pgfeed"
+	"github.com/petstorekit/petstore/changefeed"
+	"github.com/petstorekit/petstore/changefeed/feedtest"
+	"github.com/petstorekit/petstore/internal/testenv"
+)
+
+func random() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// open returns a feed on channel of the test server, its sessions named
+// app (application_name) so that a test can find them.
+func open(t *testing.T, channel, app string) *pgfeed.Feed {
+	t.Helper()
+	u, err := url.Parse(testenv.PostgresDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("application_name", app)
+	u.RawQuery = q.Encode()
+	f, err := pgfeed.New(u.String(), channel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+func TestFeed(t *testing.T) {
+	testenv.PostgresDSN(t)
+	feedtest.Run(t, func(t *testing.T) (a, b changefeed.Feed) {
+		// A channel of its own, so that parallel tests do not hear each
+		// other's changes.
+		ch := "petstore_test_" + random()
+		return open(t, ch, "petstore-test"), open(t, ch, "petstore-test")
+	})
+}
+
+// TestLostConnection terminates the listening session on the server: the
+// subscriber hears KindLost, then KindLive once it listens again, and then
+// changes again.
+func TestLostConnection(t *testing.T) {
+	ch := "petstore_test_" + random()
+	app := "petstore-test-" + random()
+	pub := open(t, ch, "petstore-test")
+	r := feedtest.Subscribe(t, open(t, ch, app))
+	r.Want(t, changefeed.Change{Kind: changefeed.KindLive})
+
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, testenv.PostgresDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	var n int
+	if err := admin.QueryRow(ctx, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1", app).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("terminated %d sessions, %v; want the one listening", n, err)
+	}
+	r.Want(t, changefeed.Change{Kind: changefeed.KindLost})
+	r.Want(t, changefeed.Change{Kind: changefeed.KindLive})
+	c := changefeed.Change{Kind: changefeed.KindKey, ID: "key_after"}
+	if err := pub.Publish(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	r.Want(t, c)
+}
+
+// TestPublishReconnects: Publish survives the loss of its connection.
+func TestPublishReconnects(t *testing.T) {
+	ch := "petstore_test_" + random()
+	app := "petstore-test-" + random()
+	pub := open(t, ch, app)
+	r := feedtest.Subscribe(t, open(t, ch, "petstore-test"))
+	r.Want(t, changefeed.Change{Kind: changefeed.KindLive})
+	ctx := context.Background()
+	first := changefeed.Change{Kind: changefeed.KindKey, ID: "first"}
+	if err := pub.Publish(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	r.Want(t, first)
+
+	admin, err := pgx.Connect(ctx, testenv.PostgresDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", app); err != nil {
+		t.Fatal(err)
+	}
+	second := changefeed.Change{Kind: changefeed.KindKey, ID: "second"}
+	if err := pub.Publish(ctx, second); err != nil {
+		t.Fatalf("Publish after its connection was lost: %v", err)
+	}
+	r.Want(t, second)
+}
+
+func TestNewRefusesBadInput(t *testing.T) {
+	if _, err := pgfeed.New("postgres://x/y?sslmode=bogus", ""); err == nil {
+		t.Error("bad DSN accepted")
+	}
+	long := make([]byte, 64)
+	for i := range long {
+		long[i] = 'c'
+	}
+	if _, err := pgfeed.New("postgres://127.0.0.1/x", string(long)); err == nil {
+		t.Error("64-byte channel accepted")
+	}
+	f, err := pgfeed.New("postgres://127.0.0.1/x", "")
+	if err != nil || f.Channel() != pgfeed.DefaultChannel {
+		t.Fatalf("New = %v, %v; want channel %s", f, err, pgfeed.DefaultChannel)
+	}
+}
+
+// TestSilentPartition: when PostgreSQL stops answering without closing
+// the connection, the subscriber's ping times out and it reports
+// KindLost; once the server is reachable again, KindLive.
+func TestSilentPartition(t *testing.T) {
+	u, err := url.Parse(testenv.PostgresDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := testenv.NewProxy(t, u.Host)
+	u.Host = proxy.Addr()
+	f, err := pgfeed.New(u.String(), "petstore_test_"+random())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.HealthInterval = 100 * time.Millisecond
+	r := feedtest.Subscribe(t, f)
+	r.Want(t, changefeed.Change{Kind: changefeed.KindLive})
+	proxy.Freeze()
+	r.Want(t, changefeed.Change{Kind: changefeed.KindLost})
+	proxy.Thaw()
+	r.Want(t, changefeed.Change{Kind: changefeed.KindLive})
+}

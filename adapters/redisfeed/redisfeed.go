@@ -1,0 +1,152 @@
+// Package redisfeed carries changefeed changes between processes over
+// Redis pub/sub, on the channel PREFIX+"changes".
+//
+// Redis delivers a published message to the subscribers connected at that
+// moment, and to no one else. The subscription therefore watches its own
+// connection: it pings Redis whenever nothing arrived for a
+// HealthInterval, and reports KindLost when a ping goes unanswered for
+// another interval or the connection fails, then reconnects with backoff
+// and reports KindLive once subscribed again.
+package redisfeed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/petstorekit/petstore/changefeed"
+)
+
+// DefaultHealthInterval is how long a subscription waits for a message
+// before it checks its connection; a dead connection is noticed within
+// twice that.
+const DefaultHealthInterval = 500 * time.Millisecond
+
+// Feed is a changefeed.Feed over Redis pub/sub.
+type Feed struct {
+	client  redis.UniversalClient
+	channel string
+	// HealthInterval overrides DefaultHealthInterval when positive. Set it
+	// before Subscribe.
+	HealthInterval time.Duration
+	// OnError, when set, is told why a subscription broke or could not
+	// be made, for logging. Set it before Subscribe.
+	OnError func(error)
+}
+
+var _ changefeed.Feed = (*Feed)(nil)
+
+// New returns a feed on the channel prefix+"changes" of client. Processes
+// that must hear each other use the same prefix. The caller closes client.
+func New(client redis.UniversalClient, prefix string) *Feed {
+	return &Feed{client: client, channel: prefix + "changes"}
+}
+
+// Channel returns the Redis channel the feed uses.
+func (f *Feed) Channel() string { return f.channel }
+
+// Publish implements changefeed.Feed.
+func (f *Feed) Publish(ctx context.Context, c changefeed.Change) error {
+	msg, err := changefeed.Encode(c)
+	if err != nil {
+		return err
+	}
+	if err := f.client.Publish(ctx, f.channel, msg).Err(); err != nil {
+		return fmt.Errorf("redisfeed: publish: %w", err)
+	}
+	return nil
+}
+
+// Subscribe implements changefeed.Feed.
+func (f *Feed) Subscribe(ctx context.Context, fn func(changefeed.Change)) error {
+	failures := 0
+	for {
+		live, err := f.subscribeOnce(ctx, fn)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if live {
+			fn(changefeed.Change{Kind: changefeed.KindLost})
+			failures = 0
+		}
+		failures++
+		if f.OnError != nil && err != nil {
+			f.OnError(err)
+		}
+		if err := changefeed.Sleep(ctx, changefeed.Backoff(failures)); err != nil {
+			return err
+		}
+	}
+}
+
+// subscribeOnce subscribes on a new connection and delivers changes until
+// the connection fails or ctx is done. live reports whether it got as far
+// as delivering KindLive.
+func (f *Feed) subscribeOnce(ctx context.Context, fn func(changefeed.Change)) (live bool, err error) {
+	interval := f.HealthInterval
+	if interval <= 0 {
+		interval = DefaultHealthInterval
+	}
+	ps := f.client.Subscribe(ctx)
+	defer ps.Close()
+	// A receive does not notice ctx ending until its timeout; closing the
+	// connection ends it at once.
+	stop := context.AfterFunc(ctx, func() { ps.Close() })
+	defer stop()
+	if err := ps.Subscribe(ctx, f.channel); err != nil {
+		return false, fmt.Errorf("redisfeed: subscribe: %w", err)
+	}
+	// Only once Redis confirms the subscription is every later message
+	// sure to arrive.
+	for {
+		msg, err := ps.ReceiveTimeout(ctx, 2*interval)
+		if err != nil {
+			return false, fmt.Errorf("redisfeed: subscribe: %w", err)
+		}
+		if s, ok := msg.(*redis.Subscription); ok && s.Kind == "subscribe" && s.Channel == f.channel {
+			break
+		}
+	}
+	fn(changefeed.Change{Kind: changefeed.KindLive})
+
+	pinged := false
+	for {
+		msg, err := ps.ReceiveTimeout(ctx, interval)
+		if ctx.Err() != nil {
+			return true, nil
+		}
+		if err != nil {
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() {
+				return true, fmt.Errorf("redisfeed: receive: %w", err)
+			}
+			// Quiet for an interval: ask Redis whether we are still
+			// connected, and give up when the last ask went unanswered.
+			if pinged {
+				return true, errors.New("redisfeed: Redis did not answer a ping")
+			}
+			if err := ps.Ping(ctx); err != nil {
+				return true, fmt.Errorf("redisfeed: ping: %w", err)
+			}
+			pinged = true
+			continue
+		}
+		pinged = false
+		m, ok := msg.(*redis.Message)
+		if !ok || m.Channel != f.channel {
+			continue // a Pong, or a subscription notice
+		}
+		c, err := changefeed.Decode(m.Payload)
+		if err != nil {
+			if f.OnError != nil {
+				f.OnError(fmt.Errorf("redisfeed: dropped a message: %w", err))
+			}
+			continue
+		}
+		fn(c)
+	}
+}

@@ -1,0 +1,140 @@
+package redisfeed_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/petstorekit/petstore/adapters/redisfeed"
+	"github.com/petstorekit/petstore/adapters/redislimit"
+	"github.com/petstorekit/petstore/changefeed"
+	"github.com/petstorekit/petstore/changefeed/feedtest"
+	"github.com/petstorekit/petstore/internal/testenv"
+)
+
+func TestFeed(t *testing.T) {
+	testenv.RedisURL(t)
+	feedtest.Run(t, func(t *testing.T) (a, b changefeed.Feed) {
+		ca, cb := testenv.RedisClient(t), testenv.RedisClient(t)
+		// A channel of its own, so that parallel tests do not hear each
+		// other's changes.
+		prefix := testenv.RedisPrefix(t, ca, "feed")
+		return redisfeed.New(ca, prefix), redisfeed.New(cb, prefix)
+	})
+}
+
+// TestLostConnection kills the subscription's connection on the server:
+// the subscriber hears KindLost, then KindLive once it has subscribed
+// again, and then changes again.
+func TestLostConnection(t *testing.T) {
+	o, err := redislimit.ParseOptions(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	o.ClientName = "petstore-test-feed-" + hex.EncodeToString(b)
+	sub := redis.NewClient(o)
+	t.Cleanup(func() { sub.Close() })
+	admin := testenv.RedisClient(t)
+	prefix := testenv.RedisPrefix(t, admin, "feed")
+	pub := redisfeed.New(admin, prefix)
+
+	r := feedtest.Subscribe(t, redisfeed.New(sub, prefix))
+	r.Want(t, changefeed.Change{Kind: changefeed.KindLive})
+
+	ctx := context.Background()
+	list, err := admin.ClientList(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := 0
+	for _, line := range strings.Split(list, "\n") {
+		if !strings.Contains(" "+line+" ", " name="+o.ClientName+" ") {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			if id, ok := strings.CutPrefix(f, "id="); ok {
+				if err := admin.Do(ctx, "CLIENT", "KILL", "ID", id).Err(); err != nil {
+					t.Fatal(err)
+				}
+				killed++
+			}
+		}
+	}
+	if killed == 0 {
+		t.Fatalf("no connection named %s in CLIENT LIST:\n%s", o.ClientName, list)
+	}
+	r.Want(t, changefeed.Change{Kind: changefeed.KindLost})
+	r.Want(t, changefeed.Change{Kind: changefeed.KindLive})
+	c := changefeed.Change{Kind: changefeed.KindKey, ID: "key_after"}
+	if err := pub.Publish(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	r.Want(t, c)
+}
+
+// TestRedisDown: with nothing listening, Publish fails and Subscribe keeps
+// retrying, quietly, until its context ends.
+func TestRedisDown(t *testing.T) {
+	o, _ := redislimit.ParseOptions("127.0.0.1:1")
+	c := redis.NewClient(o)
+	t.Cleanup(func() { c.Close() })
+	f := redisfeed.New(c, "petstore-test:")
+	ctx := context.Background()
+	if err := f.Publish(ctx, changefeed.Change{Kind: changefeed.KindKey, ID: "k"}); err == nil {
+		t.Fatal("Publish to a closed port succeeded")
+	}
+	errs := make(chan error, 16)
+	f.OnError = func(err error) {
+		select {
+		case errs <- err:
+		default:
+		}
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	delivered := make(chan changefeed.Change, 16)
+	go func() { done <- f.Subscribe(sctx, func(c changefeed.Change) { delivered <- c }) }()
+	for range 2 { // it tries again after the first failure
+		select {
+		case <-errs:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no error reported")
+		}
+	}
+	cancel()
+	if err := <-done; err != context.Canceled {
+		t.Fatalf("Subscribe returned %v", err)
+	}
+	if len(delivered) != 0 {
+		t.Fatalf("delivered %v without ever being live", <-delivered)
+	}
+}
+
+// TestSilentPartition: when Redis stops answering without closing the
+// connection, the subscriber's pings go unanswered and it reports
+// KindLost; once Redis is reachable again, KindLive.
+func TestSilentPartition(t *testing.T) {
+	o, err := redislimit.ParseOptions(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := testenv.NewProxy(t, o.Addr)
+	o.Addr = proxy.Addr()
+	c := redis.NewClient(o)
+	t.Cleanup(func() { c.Close() })
+	f := redisfeed.New(c, testenv.RedisPrefix(t, testenv.RedisClient(t), "feed"))
+	f.HealthInterval = 100 * time.Millisecond
+	r := feedtest.Subscribe(t, f)
+	r.Want(t, changefeed.Change{Kind: changefeed.KindLive})
+	proxy.Freeze()
+	r.Want(t, changefeed.Change{Kind: changefeed.KindLost})
+	proxy.Thaw()
+	r.Want(t, changefeed.Change{Kind: changefeed.KindLive})
+}

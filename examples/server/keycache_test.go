@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/petstorekit/petstore/internal/testenv"
+)
+
+// staleness is the documented bound: a key change made by one process is
+// in effect in every other process within it.
+const staleness = time.Second
+
+// TestKeyChangesReachEveryProcess runs two server processes on one
+// PostgreSQL database, caching keys, and changes a key with the keys
+// subcommand in a third: every request made after the bound sees the new
+// plan, then the revocation, on both servers. Their change feed is
+// PostgreSQL's LISTEN/NOTIFY, or Redis pub/sub with -redis.
+func TestKeyChangesReachEveryProcess(t *testing.T) {
+	testenv.PostgresDSN(t)
+	bin := testenv.Build(t, ".")
+	for _, tc := range []struct {
+		name  string
+		redis bool
+	}{{"PostgreSQL", false}, {"Redis", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			common := []string{"-db", testenv.PostgresSchema(t)}
+			if tc.redis {
+				common = append(common, "-redis", testenv.RedisURL(t))
+			}
+			// The first command migrates the fresh schema; the servers
+			// then need not.
+			out := runServerCmd(t, bin, append(common, "keys", "create", "-plan", "pro")...)
+			m := regexp.MustCompile(`(?m)^id:\s+(\S+)$[\s\S]*^key:\s+(\S+)$`).FindStringSubmatch(out)
+			if m == nil {
+				t.Fatalf("keys create printed:\n%s", out)
+			}
+			id, secret := m[1], m[2]
+			var servers []string
+			for range 2 {
+				cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0", "-migrate=false"}, common...)...)
+				cmd.Env = serverEnv()
+				base, _ := testenv.StartListening(t, cmd)
+				servers = append(servers, base+"/pets")
+			}
+			limit := func(res *http.Response) string {
+				if res.StatusCode != http.StatusOK {
+					return res.Status
+				}
+				return res.Header.Get("X-RateLimit-Limit")
+			}
+			// Each server now holds the key in its cache.
+			for _, u := range servers {
+				if got := limit(get(t, u, secret)); got != "300" {
+					t.Fatalf("%s before any change: %s, want the Pro plan's 300 a minute", u, got)
+				}
+			}
+
+			runServerCmd(t, bin, append(common, "keys", "set-plan", id, "business")...)
+			holdsAfterBound(t, servers, secret, "the Business plan's 1000 a minute",
+				func(res *http.Response) bool { return limit(res) == "1000" })
+
+			runServerCmd(t, bin, append(common, "keys", "revoke", id)...)
+			holdsAfterBound(t, servers, secret, "401",
+				func(res *http.Response) bool { return res.StatusCode == http.StatusUnauthorized })
+		})
+	}
+}
+
+// holdsAfterBound asks each server, until ok holds or the staleness bound
+// (counted from now, just after the change) has passed, and then fails t
+// unless ok holds for a request made after the bound.
+func holdsAfterBound(t *testing.T, servers []string, secret, want string, ok func(*http.Response) bool) {
+	t.Helper()
+	changed := time.Now()
+	deadline := changed.Add(staleness)
+	for _, u := range servers {
+		for !ok(get(t, u, secret)) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Logf("%s: %s after %v", u, want, time.Since(changed).Round(time.Millisecond))
+	}
+	time.Sleep(time.Until(deadline)) // the bound itself, not a synchronisation
+	for _, u := range servers {
+		if res := get(t, u, secret); !ok(res) {
+			t.Fatalf("%s: %s (X-RateLimit-Limit %q) more than %v after the change, want %s",
+				u, res.Status, res.Header.Get("X-RateLimit-Limit"), staleness, want)
+		}
+	}
+}
+
+// runServerCmd runs the server binary to completion (a keys subcommand)
+// and returns what it printed.
+func runServerCmd(t *testing.T, bin string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = serverEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", bin, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// serverEnv is the test's environment without the server's own
+// variables, so that only the flags configure it.
+func serverEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PETSTORE_") || strings.HasPrefix(kv, "PETSTORE_TEST_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// TestKeysSubcommandSaysWhenServersWereNotTold: with Redis unreachable
+// the revoke is stored, but the subcommand fails and says what that means.
+func TestKeysSubcommandSaysWhenServersWereNotTold(t *testing.T) {
+	db := "sqlite:" + t.TempDir() + "/keys.db"
+	var out strings.Builder
+	if err := run(context.Background(), []string{"-db", db, "keys", "create"}, func(string) string { return "" }, &out); err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^id:\s+(\S+)$`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("keys create printed:\n%s", out.String())
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	out.Reset()
+	err = run(context.Background(), []string{"-db", db, "-redis", closed, "keys", "revoke", m[1]}, func(string) string { return "" }, &out)
+	if err == nil || !strings.Contains(err.Error(), "running servers were not told") {
+		t.Fatalf("revoke with Redis down: %v, want an error saying servers were not told", err)
+	}
+	if !strings.Contains(out.String(), "revoked "+m[1]) {
+		t.Fatalf("revoke printed %q, want it to say the key is revoked", out.String())
+	}
+}

@@ -1,0 +1,280 @@
+// Package keycache keeps authenticated API keys in memory, so that a
+// request whose key was seen recently is authenticated without a database
+// round trip.
+//
+// A Cache wraps a petstore.Authenticator (usually *petstore.Keys). It is
+// keyed by the SHA-256 hash of the presented token, never the token
+// itself, and holds only successful authentications: an unknown or
+// revoked token is asked of the store every time, so guessing cannot fill
+// the cache, and a store that is unavailable is never taken for an answer.
+// It holds at most Config.Size keys, dropping the least recently used.
+//
+// # Staleness
+//
+// A cached key may outlive a change made to it in the store. How long is
+// bounded:
+//
+//   - In the process that makes the change, not at all: give its
+//     petstore.Keys the cache's ChangeHook and Revoke and SetPlan drop the
+//     key before they return.
+//   - In other processes, while the cache follows a live changefeed
+//     (Follow), for as long as the feed takes to deliver the change,
+//     normally milliseconds. A feed that breaks reports it, and the cache
+//     then forgets everything and falls back to the next rule. LiveTTL
+//     bounds the rest, should a change be published nowhere (a process
+//     that died between storing and publishing).
+//   - With no live feed (SQLite files shared by processes, MySQL), for at
+//     most Config.TTL, one second by default: each key costs one store
+//     lookup per TTL per process instead of one per request.
+package keycache
+
+import (
+	"container/list"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"sync"
+	"time"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/changefeed"
+)
+
+// Defaults of Config.
+const (
+	DefaultSize    = 10_000
+	DefaultTTL     = time.Second
+	DefaultLiveTTL = time.Minute
+)
+
+// maxToken mirrors petstore.Keys: longer tokens are refused unhashed.
+const maxToken = 512
+
+// Config configures a Cache. The zero value is usable.
+type Config struct {
+	// Size is the most keys kept; the least recently used is dropped
+	// first. Default DefaultSize.
+	Size int
+	// TTL is how long an authentication is reused while the cache follows
+	// no live feed: the staleness bound across processes then. Default
+	// DefaultTTL.
+	TTL time.Duration
+	// LiveTTL is how long an authentication is reused while the cache
+	// follows a live feed, which drops changed keys sooner. Default
+	// DefaultLiveTTL; it is never below TTL.
+	LiveTTL time.Duration
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Stats counts a cache's lookups since it was made.
+type Stats struct {
+	Hits   uint64 // answered from memory
+	Misses uint64 // asked of the wrapped Authenticator
+	Len    int    // keys held now
+}
+
+// Cache is a petstore.Authenticator that remembers successful
+// authentications. It is safe for concurrent use.
+type Cache struct {
+	next petstore.Authenticator
+	cfg  Config
+
+	mu     sync.Mutex
+	lru    *list.List                          // of *entry, most recently used first
+	byHash map[[sha256.Size]byte]*list.Element // token hash -> entry
+	byID   map[string]*list.Element            // key id -> entry
+	// gen counts invalidations. A lookup that started before one may have
+	// read what it invalidated, so its result is not kept.
+	gen   uint64
+	live  bool // following a live feed
+	stats Stats
+}
+
+type entry struct {
+	hash    [sha256.Size]byte // the same hash petstore.HashAPIKey writes in hex
+	key     petstore.APIKey
+	expires time.Time
+}
+
+var _ petstore.Authenticator = (*Cache)(nil)
+
+// New returns a cache in front of next.
+func New(next petstore.Authenticator, cfg Config) *Cache {
+	if cfg.Size <= 0 {
+		cfg.Size = DefaultSize
+	}
+	if cfg.TTL <= 0 {
+		cfg.TTL = DefaultTTL
+	}
+	if cfg.LiveTTL <= 0 {
+		cfg.LiveTTL = DefaultLiveTTL
+	}
+	cfg.LiveTTL = max(cfg.LiveTTL, cfg.TTL)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Cache{
+		next:   next,
+		cfg:    cfg,
+		lru:    list.New(),
+		byHash: map[[sha256.Size]byte]*list.Element{},
+		byID:   map[string]*list.Element{},
+	}
+}
+
+// Authenticate implements petstore.Authenticator. A key held and not
+// expired is returned from memory, after comparing its hash with the
+// token's in constant time as petstore.Keys does; anything else is asked
+// of the wrapped Authenticator, and only a success is kept. Errors pass
+// through unchanged.
+func (c *Cache) Authenticate(ctx context.Context, token string) (petstore.APIKey, error) {
+	if token == "" || len(token) > maxToken {
+		return c.next.Authenticate(ctx, token)
+	}
+	// The raw sum, not its hex form: a hit then allocates nothing.
+	hash := sha256.Sum256([]byte(token))
+	now := c.cfg.Now()
+	c.mu.Lock()
+	if el, ok := c.byHash[hash]; ok {
+		e := el.Value.(*entry)
+		if now.Before(e.expires) && subtle.ConstantTimeCompare(e.hash[:], hash[:]) == 1 {
+			c.lru.MoveToFront(el)
+			c.stats.Hits++
+			key := e.key
+			c.mu.Unlock()
+			return key, nil
+		}
+		c.remove(el)
+	}
+	c.stats.Misses++
+	gen := c.gen
+	c.mu.Unlock()
+
+	key, err := c.next.Authenticate(ctx, token)
+	if err != nil {
+		return key, err
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		return key, nil // invalidated meanwhile: what was read may be stale
+	}
+	if el, ok := c.byID[key.ID]; ok { // another request kept it first
+		c.remove(el)
+	}
+	ttl := c.cfg.TTL
+	if c.live {
+		ttl = c.cfg.LiveTTL
+	}
+	// The lifetime counts from before the lookup, when the store's answer
+	// may already have been read.
+	el := c.lru.PushFront(&entry{hash: hash, key: key, expires: now.Add(ttl)})
+	c.byHash[hash] = el
+	c.byID[key.ID] = el
+	for c.lru.Len() > c.cfg.Size {
+		c.remove(c.lru.Back())
+	}
+	return key, nil
+}
+
+// remove drops el. c.mu is held.
+func (c *Cache) remove(el *list.Element) {
+	e := c.lru.Remove(el).(*entry)
+	delete(c.byHash, e.hash)
+	if c.byID[e.key.ID] == el {
+		delete(c.byID, e.key.ID)
+	}
+}
+
+// Invalidate drops the key with this id, so that its next request asks
+// the store again.
+func (c *Cache) Invalidate(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	if el, ok := c.byID[id]; ok {
+		c.remove(el)
+	}
+}
+
+// Flush drops every key.
+func (c *Cache) Flush() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.flush()
+}
+
+func (c *Cache) flush() {
+	c.gen++
+	c.lru.Init()
+	clear(c.byHash)
+	clear(c.byID)
+}
+
+// Apply acts on one change from a feed: KindKey drops that key; KindLive
+// and KindLost drop every key, since changes may have been missed, and
+// switch between LiveTTL and TTL. Other kinds are for others.
+func (c *Cache) Apply(ch changefeed.Change) {
+	switch ch.Kind {
+	case changefeed.KindKey:
+		c.Invalidate(ch.ID)
+	case changefeed.KindLive, changefeed.KindLost:
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.flush()
+		c.live = ch.Kind == changefeed.KindLive
+	}
+}
+
+// Follow applies the changes of feed until ctx is done, and returns
+// ctx.Err() then. Run it in its own goroutine.
+func (c *Cache) Follow(ctx context.Context, feed changefeed.Feed) error {
+	err := feed.Subscribe(ctx, c.Apply)
+	// Nothing is heard any more: from now on only TTL bounds staleness.
+	c.Apply(changefeed.Change{Kind: changefeed.KindLost})
+	return err
+}
+
+// ChangeHook returns a hook for petstore.WithKeyChangeHook: it drops the
+// changed key from c at once and, when feed is not nil, publishes the
+// change to the other processes, telling onError (when not nil) if that
+// failed. Publishing waits at most 2 s, so that a feed that is down delays
+// a key change only briefly; the other processes then see it when their
+// copies expire.
+func (c *Cache) ChangeHook(feed changefeed.Feed, onError func(error)) func(ctx context.Context, id string) {
+	return func(ctx context.Context, id string) {
+		c.Invalidate(id)
+		if feed == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		if err := feed.Publish(ctx, changefeed.Change{Kind: changefeed.KindKey, ID: id}); err != nil && onError != nil {
+			onError(err)
+		}
+	}
+}
+
+// NewKeys returns a key manager over store and a cache in front of it,
+// wired together: the manager's Revoke, SetPlan and Ensure drop the key
+// from the cache before they return and publish the change on feed (when
+// not nil) for the other processes, as ChangeHook does. Serve with the
+// cache as the petstore.Authenticator; manage keys with the manager; run
+// Follow on the same feed.
+func NewKeys(store petstore.KeyStore, feed changefeed.Feed, cfg Config, onError func(error)) (*petstore.Keys, *Cache) {
+	c := New(nil, cfg)
+	keys := petstore.NewKeys(store, petstore.WithKeyChangeHook(c.ChangeHook(feed, onError)))
+	c.next = keys
+	return keys, c
+}
+
+// Stats returns the cache's counters.
+func (c *Cache) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.stats
+	s.Len = c.lru.Len()
+	return s
+}
