@@ -10,15 +10,20 @@ import (
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/keycache"
 )
 
-// BenchmarkHandler compares the full handler (auth, routing, validation,
-// logging to a discard logger, memory store) with a bare net/http handler
-// writing a fixed 20-pet body, in one run:
+// BenchmarkHandler compares the full handler (keys authenticated through
+// keycache as examples/server does, routing, validation, logging to a
+// discard logger, memory store) with a bare net/http handler writing a
+// fixed 20-pet body, in one run:
 //
 //	go test -run x -bench . -benchmem ./httpx
 func BenchmarkHandler(b *testing.B) {
-	e := newEnv(b, func(c *httpx.Config) { c.Logger = nil })
+	e := newEnv(b, func(c *httpx.Config) {
+		c.Logger = nil
+		c.Auth = keycache.New(c.Auth, keycache.Config{})
+	})
 	for i := range 100 {
 		e.seed(b, petstore.NewPet{Name: fmt.Sprintf("pet %d", i), CategoryID: 1, Status: petstore.StatusAvailable})
 	}

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/internal/statuswriter"
@@ -63,7 +64,53 @@ type requestInfo struct {
 	key    petstore.APIKey
 	hasKey bool
 	route  string
-	vals   [6]string // header values: X-Request-Id and the five rate-limit headers
+
+	// The backing of the values of headers the chain and the pets
+	// handlers set, so that setting them allocates nothing: see slot.
+	vals  [valSlots]string
+	idBuf [36]byte // a generated request id's text
+
+	// text is one header value's text written by a handler (the Link of
+	// a page), see textBuf.
+	text [192]byte
+	clBuf [20]byte // the Content-Length's text
+}
+
+// textBuf returns a buffer for one header value's text: the request's own
+// behind the chain, used once per request, else a new one.
+func textBuf(info *requestInfo) []byte {
+	if info == nil {
+		return make([]byte, 0, 192)
+	}
+	return info.text[:0]
+}
+
+// textValue turns text appended to textBuf(info) into a header's value
+// slice, without copying it when it stayed in the request's buffer.
+func textValue(info *requestInfo, slot int, text []byte) []string {
+	if info == nil || len(text) == 0 {
+		return []string{string(text)}
+	}
+	if &text[0] != &info.text[0] {
+		return info.slot(slot, string(text)) // it outgrew the buffer
+	}
+	return info.slot(slot, unsafe.String(&text[0], len(text)))
+}
+
+// Slots of requestInfo.vals.
+const (
+	slotRequestID     = 0
+	slotRateLimit     = 1 // five: X-RateLimit-Limit, -Remaining, -Reset, RateLimit-Policy, RateLimit
+	slotLink          = 6
+	slotContentLength = 7
+	valSlots          = 8
+)
+
+// slot stores v as the one value of a header and returns the header's
+// value slice, backed by info.
+func (ri *requestInfo) slot(i int, v string) []string {
+	ri.vals[i] = v
+	return ri.vals[i : i+1 : i+1]
 }
 
 type infoKey struct{}
@@ -162,9 +209,8 @@ func (c *chain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 	}
 	info := &requestInfo{Context: ctx, logger: c.logger}
-	info.id = requestID(r.Header.Get("X-Request-Id"))
-	info.vals[0] = info.id
-	w.Header()["X-Request-Id"] = info.vals[0:1:1]
+	info.id = requestID(r.Header.Get("X-Request-Id"), &info.idBuf)
+	w.Header()["X-Request-Id"] = info.slot(slotRequestID, info.id)
 	info.sw.ResponseWriter = w
 	sw := &info.sw
 	r = r.WithContext(info)
@@ -331,7 +377,7 @@ func (c *chain) limit(w http.ResponseWriter, r *http.Request, info *requestInfo,
 // on every response, so they are built in one buffer and stored under
 // their canonical keys: fmt and Header.Set made them a third of a small
 // request's cost.
-func setRateLimitHeaders(h http.Header, d ratelimit.Decision, now time.Time, vals *[6]string) {
+func setRateLimitHeaders(h http.Header, d ratelimit.Decision, now time.Time, vals *[valSlots]string) {
 	b := d.Binding
 	var arr [192]byte // on the stack; one string is made of it
 	buf := arr[:0]
@@ -444,8 +490,8 @@ func parseAddr(s string) netip.Addr {
 }
 
 // requestID keeps a client's own id when it is a sane token, so a caller
-// can correlate its logs with ours, and otherwise makes a UUID v7.
-func requestID(client string) string {
+// can correlate its logs with ours, and otherwise makes a UUID v7 in buf.
+func requestID(client string, buf *[36]byte) string {
 	if n := len(client); n > 0 && n <= 128 {
 		ok := true
 		for i := 0; i < n && ok; i++ {
@@ -456,7 +502,10 @@ func requestID(client string) string {
 			return client
 		}
 	}
-	return newUUIDv7(time.Now())
+	newUUIDv7(buf, time.Now())
+	// The id is the text in buf, which is written once, here, and lives
+	// as long as the requestInfo holding it: no copy is needed.
+	return unsafe.String(&buf[0], len(buf))
 }
 
 // newUUIDv7 makes an RFC 9562 version 7 UUID: 48 bits of Unix
@@ -464,13 +513,12 @@ func requestID(client string) string {
 // math/rand/v2's per-thread ChaCha8 rather than crypto/rand, whose
 // getrandom call on every request cost more than the rest of the id: a
 // request id must be unique and hard to predict, not a secret.
-func newUUIDv7(now time.Time) string {
+func newUUIDv7(s *[36]byte, now time.Time) {
 	var u [16]byte
 	binary.BigEndian.PutUint64(u[0:8], uint64(now.UnixMilli())<<16|rand.Uint64()&0xffff)
 	binary.BigEndian.PutUint64(u[8:16], rand.Uint64())
 	u[6] = 0x70 | u[6]&0x0f // version 7
 	u[8] = 0x80 | u[8]&0x3f // variant 10
-	var s [36]byte
 	j := 0
 	for i, b := range u {
 		if i == 4 || i == 6 || i == 8 || i == 10 {
@@ -480,5 +528,4 @@ func newUUIDv7(now time.Time) string {
 		s[j], s[j+1] = hexDigits[b>>4], hexDigits[b&0xf]
 		j += 2
 	}
-	return string(s[:])
 }

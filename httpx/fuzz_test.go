@@ -3,10 +3,12 @@ package httpx
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/google/uuid"
 	"net/url"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/petstorekit/petstore"
@@ -108,13 +110,24 @@ func FuzzRequestID(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		id := requestID(s)
+		var buf [36]byte
+		id := requestID(s, &buf)
 		if len(id) == 0 || len(id) > 128 {
 			t.Fatalf("id %q", id)
 		}
 		for _, c := range []byte(id) {
 			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
 				t.Fatalf("id %q has %q", id, c)
+			}
+		}
+		if id != s {
+			// A generated id is an RFC 9562 UUID v7: version 7, variant 10.
+			u, err := uuid.Parse(id)
+			if err != nil || u.Version() != 7 || u.Variant() != uuid.RFC4122 {
+				t.Fatalf("generated id %q is not a UUID v7 (%v)", id, err)
+			}
+			if ms := time.Unix(u.Time().UnixTime()).Sub(time.Now()); ms > time.Second || ms < -time.Minute {
+				t.Fatalf("generated id %q carries time %v off now", id, ms)
 			}
 		}
 	})

@@ -58,9 +58,10 @@ type api struct {
 	openapi []byte
 	deprec  string // Deprecation header value
 
-	// patterns are the routes' patterns for the log, made once: by method
-	// (GET, HEAD, POST) for /pets, /pets/{petId} and /openapi.json.
-	patterns map[string]string
+	// Route patterns for the log, made once; GET and HEAD each have their
+	// own (index 0 and 1, see getOrHead).
+	patList, patDoc, patPet [2]string
+	patCreate               string
 
 	// createPet answers POST /pets after the body passed the media type
 	// and size checks (r.Body then holds at most MaxBodyBytes in memory, so
@@ -89,11 +90,11 @@ func New(cfg Config) (http.Handler, error) {
 	if at.IsZero() {
 		at = DefaultDeprecatedAt
 	}
-	a := &api{svc: cfg.Service, base: base, openapi: doc, deprec: "@" + itoa(at.Unix()), patterns: map[string]string{}}
-	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost} {
-		for _, p := range []string{"/pets", "/pets/{petId}", "/openapi.json"} {
-			a.patterns[m+p] = m + " " + base + p
-		}
+	a := &api{svc: cfg.Service, base: base, openapi: doc, deprec: "@" + itoa(at.Unix()), patCreate: "POST " + base + "/pets"}
+	for i, m := range []string{http.MethodGet, http.MethodHead} {
+		a.patList[i] = m + " " + base + "/pets"
+		a.patPet[i] = m + " " + base + "/pets/{petId}"
+		a.patDoc[i] = m + " " + base + "/openapi.json"
 	}
 	a.createPet = http.HandlerFunc(a.handleCreatePet)
 	if cfg.Idempotency != nil {
@@ -137,18 +138,22 @@ func (a *api) match(r *http.Request) (rt route, allow string, ok bool) {
 	// Every GET route also answers HEAD (RFC 9110 §9.3.2): the same
 	// status and headers, without the body, which ServeHTTP drops.
 	get := r.Method == http.MethodGet || r.Method == http.MethodHead
+	m := 0 // GET's pattern; HEAD's is 1
+	if r.Method == http.MethodHead {
+		m = 1
+	}
 	switch {
 	case rest == "/pets":
 		switch {
 		case get:
-			return route{pattern: a.patterns[r.Method+"/pets"], handle: a.handleListPets}, "", true
+			return route{pattern: a.patList[m], handle: a.handleListPets}, "", true
 		case r.Method == http.MethodPost:
-			return route{pattern: a.patterns["POST/pets"], handle: a.createPet.ServeHTTP, body: true}, "", true
+			return route{pattern: a.patCreate, handle: a.createPet.ServeHTTP, body: true}, "", true
 		}
 		return route{}, "GET, HEAD, POST", true
 	case rest == "/openapi.json":
 		if get {
-			return route{pattern: a.patterns[r.Method+"/openapi.json"], handle: a.handleOpenAPI}, "", true
+			return route{pattern: a.patDoc[m], handle: a.handleOpenAPI}, "", true
 		}
 		return route{}, "GET, HEAD", true
 	case strings.HasPrefix(rest, "/pets/"):
@@ -158,7 +163,7 @@ func (a *api) match(r *http.Request) (rt route, allow string, ok bool) {
 		}
 		if get {
 			r.SetPathValue("petId", id)
-			return route{pattern: a.patterns[r.Method+"/pets/{petId}"], handle: a.handleGetPet}, "", true
+			return route{pattern: a.patPet[m], handle: a.handleGetPet}, "", true
 		}
 		return route{}, "GET, HEAD", true
 	}

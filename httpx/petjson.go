@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/petstorekit/petstore"
 )
@@ -24,7 +25,7 @@ var bodyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b
 const maxPooledBody = 64 << 10
 
 // writePets writes pets as a JSON array, "[]" when there are none.
-func writePets(w http.ResponseWriter, status int, pets []petstore.Pet) {
+func writePets(w http.ResponseWriter, r *http.Request, status int, pets []petstore.Pet) {
 	bp := bodyBufs.Get().(*[]byte)
 	b := append((*bp)[:0], '[')
 	for i := range pets {
@@ -34,16 +35,16 @@ func writePets(w http.ResponseWriter, status int, pets []petstore.Pet) {
 		b = appendPetJSON(b, &pets[i])
 	}
 	b = append(b, ']', '\n')
-	writeBody(w, status, b)
+	writeBody(w, r, status, b)
 	putBody(bp, b)
 }
 
 // writePet writes one pet as a JSON object.
-func writePet(w http.ResponseWriter, status int, p petstore.Pet) {
+func writePet(w http.ResponseWriter, r *http.Request, status int, p petstore.Pet) {
 	bp := bodyBufs.Get().(*[]byte)
 	b := appendPetJSON((*bp)[:0], &p)
 	b = append(b, '\n')
-	writeBody(w, status, b)
+	writeBody(w, r, status, b)
 	putBody(bp, b)
 }
 
@@ -57,11 +58,17 @@ func putBody(bp *[]byte, b []byte) {
 
 // writeBody writes a JSON body b (ending in a newline) with the headers
 // WriteJSON sets.
-func writeBody(w http.ResponseWriter, status int, b []byte) {
+func writeBody(w http.ResponseWriter, r *http.Request, status int, b []byte) {
 	h := w.Header()
 	h["Content-Type"] = contentTypeJSON
 	h["X-Content-Type-Options"] = nosniff
-	h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	if info := infoFrom(r.Context()); info != nil {
+		// The length's text lives in the request's info, written once.
+		n := strconv.AppendInt(info.clBuf[:0], int64(len(b)), 10)
+		h["Content-Length"] = info.slot(slotContentLength, unsafe.String(&n[0], len(n)))
+	} else {
+		h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }

@@ -33,7 +33,7 @@ func TestWritePetsMatchesEncodingJSON(t *testing.T) {
 	}{{"none", []petstore.Pet{}}, {"one", pets[:1]}, {"all", pets}} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := httptest.NewRecorder()
-			writePets(w, 200, tc.pets)
+			writePets(w, httptest.NewRequest("GET", "/", nil), 200, tc.pets)
 			if got, want := w.Body.String(), encodingJSON(t, tc.pets); got != want {
 				t.Fatalf("body\n got %q\nwant %q", got, want)
 			}
@@ -43,7 +43,7 @@ func TestWritePetsMatchesEncodingJSON(t *testing.T) {
 		})
 	}
 	w := httptest.NewRecorder()
-	writePet(w, 201, pets[2])
+	writePet(w, httptest.NewRequest("GET", "/", nil), 201, pets[2])
 	if got, want := w.Body.String(), encodingJSON(t, pets[2]); got != want || w.Code != 201 {
 		t.Fatalf("writePet: %d %q, want 201 %q", w.Code, got, want)
 	}

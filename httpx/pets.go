@@ -38,8 +38,8 @@ func (a *api) handleListPets(w http.ResponseWriter, r *http.Request) {
 		// The parameters are sorted, as url.Values.Encode sorts them, and
 		// need no escaping: a cursor is base64url, a status one of three
 		// words.
-		link := make([]byte, 0, 64+len(a.base)+len(page.NextCursor))
-		link = append(link, '<')
+		info := infoFrom(r.Context())
+		link := append(textBuf(info), '<')
 		link = append(link, a.base...)
 		link = append(link, "/pets?cursor="...)
 		link = append(link, page.NextCursor...)
@@ -50,9 +50,9 @@ func (a *api) handleListPets(w http.ResponseWriter, r *http.Request) {
 			link = append(link, f.Status...)
 		}
 		link = append(link, `>; rel="next"`...)
-		h["Link"] = []string{string(link)}
+		h["Link"] = textValue(info, slotLink, link)
 	}
-	writePets(w, http.StatusOK, page.Pets)
+	writePets(w, r, http.StatusOK, page.Pets)
 }
 
 var exposeLink = []string{"Link"}
@@ -76,7 +76,7 @@ func (a *api) handleCreatePet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", a.base+"/pets/"+itoa(pet.ID))
-	writePet(w, http.StatusCreated, pet)
+	writePet(w, r, http.StatusCreated, pet)
 }
 
 // handleGetPet answers the deprecated GET /pets/{petId}; every answer,
@@ -96,7 +96,7 @@ func (a *api) handleGetPet(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, err)
 		return
 	}
-	writePet(w, http.StatusOK, pet)
+	writePet(w, r, http.StatusOK, pet)
 }
 
 // handleOpenAPI serves the OpenAPI document with this mount's base path.
