@@ -72,7 +72,7 @@ type requestInfo struct {
 
 	// text is one header value's text written by a handler (the Link of
 	// a page), see textBuf.
-	text [192]byte
+	text  [192]byte
 	clBuf [20]byte // the Content-Length's text
 }
 
