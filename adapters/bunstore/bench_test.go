@@ -286,6 +286,7 @@ func BenchmarkReads(b *testing.B) {
 			}
 			for _, r := range reads {
 				b.Run(r.name, func(b *testing.B) {
+					reportCPU(b)
 					for b.Loop() {
 						if err := r.do(); err != nil {
 							b.Fatal(err)
@@ -294,6 +295,7 @@ func BenchmarkReads(b *testing.B) {
 				})
 				b.Run(r.name+"/Parallel", func(b *testing.B) {
 					setWriters(b)
+					reportCPU(b)
 					b.RunParallel(func(pb *testing.PB) {
 						for pb.Next() {
 							if err := r.do(); err != nil {
