@@ -8,6 +8,7 @@ import (
 
 	"github.com/petstorekit/petstore"
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
 )
 
 // Store implements the petstore store interfaces over a *bun.DB of any of
@@ -15,29 +16,48 @@ import (
 // processes may share one database.
 type Store struct {
 	db *bun.DB
+	q  *queries
+	pg bool
+	// group commits concurrent hot writes together on SQLite; nil on the
+	// other databases, which have no single write lock.
+	group *groupCommitter
 }
 
 var _ petstore.Store = (*Store)(nil)
 
-// New returns a store over db, whose schema Migrate has created.
-func New(db *bun.DB) *Store { return &Store{db: db} }
+// New returns a store over db, whose schema Migrate has created. The hot
+// queries are prepared on first use (see stmts.go), so New never touches
+// the database.
+func New(db *bun.DB) *Store {
+	d := db.Dialect().Name()
+	s := &Store{db: db, q: newQueries(d), pg: d == dialect.PG}
+	if d == dialect.SQLite {
+		s.group = newGroupCommitter(db.DB)
+	}
+	return s
+}
+
+// write runs fn, a write of the hot path: on SQLite in a transaction
+// shared with concurrent writes (tx is that transaction), elsewhere on its
+// own (tx is nil). It returns once the write has committed.
+func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	if s.group == nil {
+		return fn(ctx, nil)
+	}
+	return s.group.do(ctx, fn)
+}
+
+// onTx is st bound to tx, or st itself when tx is nil.
+func onTx(ctx context.Context, tx *sql.Tx, st *sql.Stmt) *sql.Stmt {
+	if tx == nil {
+		return st
+	}
+	return tx.StmtContext(ctx, st)
+}
 
 // DB returns the database the store uses, for callers that add their own
 // tables or run Migrate.
 func (s *Store) DB() *bun.DB { return s.db }
-
-type petRow struct {
-	bun.BaseModel `bun:"table:pets"`
-
-	ID         int64  `bun:"id,pk,autoincrement"`
-	Name       string `bun:"name,notnull"`
-	CategoryID int64  `bun:"category_id,notnull"`
-	Status     string `bun:"status,nullzero"` // NULL: the pet has no status
-}
-
-func (r petRow) pet() petstore.Pet {
-	return petstore.Pet{ID: r.ID, Name: r.Name, CategoryID: r.CategoryID, Status: petstore.PetStatus(r.Status)}
-}
 
 type keyRow struct {
 	bun.BaseModel `bun:"table:api_keys"`
@@ -74,26 +94,52 @@ func (r keyRow) key() petstore.APIKey {
 
 // CreatePet implements petstore.PetStore.
 func (s *Store) CreatePet(ctx context.Context, p petstore.NewPet) (petstore.Pet, error) {
-	row := petRow{Name: p.Name, CategoryID: p.CategoryID, Status: string(p.Status)}
-	// bun fills row.ID from RETURNING (SQLite, PostgreSQL) or from the
-	// insert id (MySQL).
-	if _, err := s.db.NewInsert().Model(&row).Exec(ctx); err != nil {
+	st, err := s.q.insertPet.get(ctx, s.db.DB)
+	if err != nil {
 		return petstore.Pet{}, mapErr(ctx, "create pet", err)
 	}
-	return row.pet(), nil
+	pet := petstore.Pet{Name: p.Name, CategoryID: p.CategoryID, Status: p.Status}
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		st := onTx(ctx, tx, st)
+		if s.pg { // no LastInsertId: RETURNING id
+			return st.QueryRowContext(ctx, p.Name, p.CategoryID, nullString(string(p.Status))).Scan(&pet.ID)
+		}
+		res, err := st.ExecContext(ctx, p.Name, p.CategoryID, nullString(string(p.Status)))
+		if err != nil {
+			return err
+		}
+		pet.ID, err = res.LastInsertId()
+		return err
+	})
+	if err != nil {
+		return petstore.Pet{}, mapErr(ctx, "create pet", err)
+	}
+	return pet, nil
+}
+
+// scanPet reads the petColumns of one row.
+func scanPet(scan func(dest ...any) error) (petstore.Pet, error) {
+	var p petstore.Pet
+	var status sql.NullString // NULL: the pet has no status
+	err := scan(&p.ID, &p.Name, &p.CategoryID, &status)
+	p.Status = petstore.PetStatus(status.String)
+	return p, err
 }
 
 // GetPet implements petstore.PetStore.
 func (s *Store) GetPet(ctx context.Context, id int64) (petstore.Pet, error) {
-	var row petRow
-	err := s.db.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx)
+	st, err := s.q.getPet.get(ctx, s.db.DB)
+	if err != nil {
+		return petstore.Pet{}, mapErr(ctx, "get pet", err)
+	}
+	p, err := scanPet(st.QueryRowContext(ctx, id).Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		return petstore.Pet{}, petstore.Errorf(petstore.CodeNotFound, "pet %d not found", id)
 	}
 	if err != nil {
 		return petstore.Pet{}, mapErr(ctx, "get pet", err)
 	}
-	return row.pet(), nil
+	return p, nil
 }
 
 // ListPets implements petstore.PetStore. It is a keyset query: the cost of
@@ -102,17 +148,32 @@ func (s *Store) ListPets(ctx context.Context, q petstore.PetQuery) ([]petstore.P
 	if q.Limit <= 0 {
 		return []petstore.Pet{}, ctx.Err()
 	}
-	var rows []petRow
-	sel := s.db.NewSelect().Model(&rows).Where("id > ?", q.AfterID)
+	var rows *sql.Rows
+	st, err := s.q.listPets.get(ctx, s.db.DB)
 	if q.Status != "" {
-		sel = sel.Where("status = ?", string(q.Status))
+		st, err = s.q.listPetsStatus.get(ctx, s.db.DB)
 	}
-	if err := sel.Order("id ASC").Limit(int64(q.Limit)).Scan(ctx); err != nil {
+	if err == nil {
+		if q.Status != "" {
+			rows, err = st.QueryContext(ctx, string(q.Status), q.AfterID, int64(q.Limit))
+		} else {
+			rows, err = st.QueryContext(ctx, q.AfterID, int64(q.Limit))
+		}
+	}
+	if err != nil {
 		return nil, mapErr(ctx, "list pets", err)
 	}
-	pets := make([]petstore.Pet, len(rows))
-	for i, r := range rows {
-		pets[i] = r.pet()
+	defer rows.Close()
+	pets := make([]petstore.Pet, 0, min(q.Limit, 1000))
+	for rows.Next() {
+		p, err := scanPet(rows.Scan)
+		if err != nil {
+			return nil, mapErr(ctx, "list pets", err)
+		}
+		pets = append(pets, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(ctx, "list pets", err)
 	}
 	return pets, nil
 }
@@ -164,8 +225,13 @@ func (s *Store) UpsertKey(ctx context.Context, key petstore.APIKey, hash string)
 
 // KeyByHash implements petstore.KeyStore.
 func (s *Store) KeyByHash(ctx context.Context, hash string) (petstore.APIKey, string, error) {
+	st, err := s.q.keyByHash.get(ctx, s.db.DB)
+	if err != nil {
+		return petstore.APIKey{}, "", mapErr(ctx, "key by hash", err)
+	}
 	var row keyRow
-	err := s.db.NewSelect().Model(&row).Where("hash = ?", hash).Scan(ctx)
+	err = st.QueryRowContext(ctx, hash).Scan(&row.ID, &row.Hash, &row.ProjectID, &row.Plan,
+		&row.PerMinute, &row.PerDay, &row.CreatedAtNS)
 	if errors.Is(err, sql.ErrNoRows) {
 		return petstore.APIKey{}, "", petstore.Errorf(petstore.CodeNotFound, "key not found")
 	}

@@ -31,12 +31,18 @@ func openMemory(t testing.TB) *bun.DB {
 
 func openFile(t testing.TB) *bun.DB {
 	t.Helper()
-	db, err := bunstore.OpenSQLite(filepath.Join(t.TempDir(), "petstore.db"))
+	return migrated(t, openFileAt(t, filepath.Join(t.TempDir(), "petstore.db")))
+}
+
+// openFileAt opens the SQLite file at path, closed when t ends.
+func openFileAt(t testing.TB, path string) *bun.DB {
+	t.Helper()
+	db, err := bunstore.OpenSQLite(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	return migrated(t, db)
+	return db
 }
 
 func openPostgres(t testing.TB) *bun.DB {

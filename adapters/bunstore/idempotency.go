@@ -36,9 +36,16 @@ func (r idemRow) record() petstore.IdempotencyRecord {
 // key on (scope, idem_key) decides concurrent claims, across processes too:
 // one insert wins, the others conflict and read the winner's row.
 func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec petstore.IdempotencyRecord) (petstore.IdempotencyRecord, bool, error) {
+	st, err := s.q.idemClaim.get(ctx, s.db.DB)
+	if err != nil {
+		return petstore.IdempotencyRecord{}, false, mapErr(ctx, "claim idempotency key", err)
+	}
 	row := idemRow{Scope: rec.Scope, Key: rec.Key, RequestHash: rec.RequestHash, CreatedAtNS: rec.CreatedAt.UnixNano()}
 	for attempt := 0; ; attempt++ {
-		_, err := s.db.NewInsert().Model(&row).Exec(ctx)
+		err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			_, err := onTx(ctx, tx, st).ExecContext(ctx, row.Scope, row.Key, row.RequestHash, row.CreatedAtNS)
+			return err
+		})
 		if err == nil {
 			return row.record(), true, nil
 		}
@@ -62,19 +69,20 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec petstore.Idempotenc
 // always differs from the stale one, so MySQL's affected rows (changed
 // rows) count it too.
 func (s *Store) TakeOverIdempotencyKey(ctx context.Context, rec petstore.IdempotencyRecord, staleBefore time.Time) (bool, error) {
-	res, err := s.db.NewUpdate().Model((*idemRow)(nil)).
-		Set("request_hash = ?", rec.RequestHash).
-		Set("created_at_ns = ?", rec.CreatedAt.UnixNano()).
-		Set("status = ?", 0).
-		Set("content_type = ?", "").
-		Set("location = ?", "").
-		Set("body = NULL").
-		Where("scope = ? AND idem_key = ? AND completed = ? AND created_at_ns < ?",
-			rec.Scope, rec.Key, false, staleBefore.UnixNano()).Exec(ctx)
+	st, err := s.q.idemTakeOver.get(ctx, s.db.DB)
 	if err != nil {
 		return false, mapErr(ctx, "take over idempotency key", err)
 	}
-	n, err := res.RowsAffected()
+	var n int64
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := onTx(ctx, tx, st).ExecContext(ctx, rec.RequestHash, rec.CreatedAt.UnixNano(),
+			rec.Scope, rec.Key, staleBefore.UnixNano())
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
 	if err != nil {
 		return false, mapErr(ctx, "take over idempotency key", err)
 	}
@@ -83,17 +91,18 @@ func (s *Store) TakeOverIdempotencyKey(ctx context.Context, rec petstore.Idempot
 
 // CompleteIdempotencyKey implements petstore.IdempotencyStore.
 func (s *Store) CompleteIdempotencyKey(ctx context.Context, rec petstore.IdempotencyRecord) error {
+	st, err := s.q.idemComplete.get(ctx, s.db.DB)
+	if err != nil {
+		return mapErr(ctx, "complete idempotency key", err)
+	}
 	body := rec.Body
 	if body == nil {
 		body = []byte{} // a completed record's body is empty, not absent
 	}
-	_, err := s.db.NewUpdate().Model((*idemRow)(nil)).
-		Set("completed = ?", true).
-		Set("status = ?", rec.Status).
-		Set("content_type = ?", rec.ContentType).
-		Set("location = ?", rec.Location).
-		Set("body = ?", body).
-		Where("scope = ? AND idem_key = ?", rec.Scope, rec.Key).Exec(ctx)
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := onTx(ctx, tx, st).ExecContext(ctx, rec.Status, rec.ContentType, rec.Location, body, rec.Scope, rec.Key)
+		return err
+	})
 	if err != nil {
 		return mapErr(ctx, "complete idempotency key", err)
 	}
@@ -105,21 +114,35 @@ func (s *Store) CompleteIdempotencyKey(ctx context.Context, rec petstore.Idempot
 
 // GetIdempotencyKey implements petstore.IdempotencyStore.
 func (s *Store) GetIdempotencyKey(ctx context.Context, scope, key string) (petstore.IdempotencyRecord, error) {
+	st, err := s.q.idemGet.get(ctx, s.db.DB)
+	if err != nil {
+		return petstore.IdempotencyRecord{}, mapErr(ctx, "get idempotency key", err)
+	}
 	var row idemRow
-	err := s.db.NewSelect().Model(&row).Where("scope = ? AND idem_key = ?", scope, key).Scan(ctx)
+	err = st.QueryRowContext(ctx, scope, key).Scan(&row.Scope, &row.Key, &row.RequestHash, &row.CreatedAtNS,
+		&row.Completed, &row.Status, &row.ContentType, &row.Location, &row.Body)
 	if errors.Is(err, sql.ErrNoRows) {
 		return petstore.IdempotencyRecord{}, petstore.Errorf(petstore.CodeNotFound, "idempotency key not found")
 	}
 	if err != nil {
 		return petstore.IdempotencyRecord{}, mapErr(ctx, "get idempotency key", err)
 	}
+	if row.Completed && row.Body == nil {
+		row.Body = []byte{} // drivers may read an empty BLOB as NULL
+	}
 	return row.record(), nil
 }
 
 // ReleaseIdempotencyKey implements petstore.IdempotencyStore.
 func (s *Store) ReleaseIdempotencyKey(ctx context.Context, scope, key string) error {
-	_, err := s.db.NewDelete().Model((*idemRow)(nil)).
-		Where("scope = ? AND idem_key = ? AND completed = ?", scope, key, false).Exec(ctx)
+	st, err := s.q.idemRelease.get(ctx, s.db.DB)
+	if err != nil {
+		return mapErr(ctx, "release idempotency key", err)
+	}
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := onTx(ctx, tx, st).ExecContext(ctx, scope, key)
+		return err
+	})
 	return mapErr(ctx, "release idempotency key", err)
 }
 

@@ -38,7 +38,11 @@ func OpenSQLite(path string) (*bun.DB, error) {
 		return nil, err
 	}
 	// Writers take turns on one lock anyway; a small pool makes the rest
-	// queue in Go, which is faster than SQLite's sleeping busy handler.
+	// queue in Go, which is faster than SQLite's sleeping busy handler,
+	// and the store's group commit (writes.go) uses one connection at a
+	// time to write. With it, pools of 2, 4, 8 and 16 connections (and so
+	// a separate pool for reads) measured the same within noise for 16
+	// concurrent readers or writers on 2 cores.
 	sqldb.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
 	sqldb.SetMaxIdleConns(max(4, runtime.GOMAXPROCS(0)))
 	if err := sqldb.Ping(); err != nil {

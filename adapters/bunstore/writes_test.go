@@ -1,0 +1,93 @@
+package bunstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/bunstore"
+)
+
+// TestConcurrentWritesStayIndependent runs, at once, creates of valid pets,
+// creates the schema refuses, creates whose context is already canceled,
+// and claims of one Idempotency-Key. On SQLite these share transactions,
+// and the outcome must be what each would get alone: every valid pet is
+// stored and listed, every refused or canceled one fails without taking
+// the others down, and exactly one claim wins.
+func TestConcurrentWritesStayIndependent(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			s := bunstore.New(b.open(t))
+			ctx := context.Background()
+			canceled, cancel := context.WithCancel(ctx)
+			cancel()
+			const each = 24
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			var created []petstore.Pet
+			var wins int
+			hashes := map[string]int{}
+			for i := range each {
+				wg.Go(func() {
+					p, err := s.CreatePet(ctx, petstore.NewPet{Name: fmt.Sprint("pet ", i), CategoryID: 1, Status: petstore.StatusPending})
+					mu.Lock()
+					defer mu.Unlock()
+					if err != nil {
+						t.Errorf("CreatePet %d: %v", i, err)
+						return
+					}
+					created = append(created, p)
+				})
+				wg.Go(func() {
+					if _, err := s.CreatePet(ctx, petstore.NewPet{Name: "lost", CategoryID: 1, Status: "lost"}); err == nil {
+						t.Errorf("a pet with status 'lost' was stored")
+					}
+				})
+				wg.Go(func() {
+					if _, err := s.CreatePet(canceled, petstore.NewPet{Name: "canceled", CategoryID: 1}); !errors.Is(err, context.Canceled) {
+						t.Errorf("CreatePet with a canceled context = %v, want context.Canceled", err)
+					}
+				})
+				wg.Go(func() {
+					rec := petstore.IdempotencyRecord{Scope: "key_1", Key: "order-1", RequestHash: fmt.Sprint("h", i), CreatedAt: time.Now()}
+					stored, claimed, err := s.ClaimIdempotencyKey(ctx, rec)
+					mu.Lock()
+					defer mu.Unlock()
+					if err != nil {
+						t.Errorf("ClaimIdempotencyKey %d: %v", i, err)
+						return
+					}
+					if claimed {
+						wins++
+					}
+					hashes[stored.RequestHash]++
+				})
+			}
+			wg.Wait()
+			if wins != 1 || len(hashes) != 1 {
+				t.Errorf("%d claims won, stored hashes %v; want one winner that every claim sees", wins, hashes)
+			}
+			pets, err := s.ListPets(ctx, petstore.PetQuery{Limit: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pets) != each || len(created) != each {
+				t.Fatalf("listed %d pets, created %d; want %d", len(pets), len(created), each)
+			}
+			ids := map[int64]bool{}
+			for _, p := range pets {
+				ids[p.ID] = true
+			}
+			for _, p := range created {
+				if got, err := s.GetPet(ctx, p.ID); err != nil || got != p || !ids[p.ID] {
+					t.Errorf("created %+v, read back %+v, %v (listed: %t)", p, got, err, ids[p.ID])
+				}
+			}
+		})
+	}
+}
