@@ -30,14 +30,18 @@
 //
 // # Bans
 //
-// Each quota refusal is a strike. More than 30 strikes within a minute (a
-// fixed strike window from the first strike) ban the subject for 15
-// minutes; a ban that starts within 24 hours after the previous one ended
-// lasts twice as long as that one, up to 24 hours. While banned, every
+// Each quota refusal is a strike, except those within a second after the
+// first refusal of a strike window (BanPolicy.Grace): a burst sent before
+// any answer arrived could not have seen its 429, so it is one strike, not
+// a reason to ban. More than 30 strikes within a minute (a fixed strike
+// window from the first refusal) ban the subject for 15 minutes; a ban
+// that starts within 24 hours after the previous one ended lasts twice as
+// long as that one, up to 24 hours. While banned, every
 // request is refused with api_key_banned and a Retry-After until the ban's
 // end, and touches no counter, so a ban cannot extend itself. A client that
 // waits for Retry-After gets at most one strike per window and is never
-// banned. Bans live in the store, so they hold across processes. See
+// banned, and so is one that sent a burst before its first answer and then
+// waits. Bans live in the store, so they hold across processes. See
 // BanPolicy to change the figures.
 //
 // # When the store fails
@@ -53,7 +57,9 @@
 //
 // # Stores
 //
-// MemoryStore (this package) serves one process. adapters/redislimit shares
+// MemoryStore (this package) serves one process; it holds at most
+// MaxSubjects subjects (100,000 by default), evicting the least recently
+// used, so a flood of new addresses costs bounded memory. adapters/redislimit shares
 // counters and bans between processes in one Lua script per decision (one
 // round trip). adapters/limiterstore builds the same step on any
 // ulule/limiter/v3 store, at one call per window plus the ban check. All

@@ -105,7 +105,10 @@ func TestBanReportsEveryWindowEmpty(t *testing.T) {
 	limits := petstore.Limits{PerMinute: 1, PerDay: 100}
 	ctx := context.Background()
 	var d ratelimit.Decision
-	for range 1 + 31 { // one admitted, then 31 strikes: banned
+	for i := range 1 + 31 { // one admitted, then 31 strikes: banned
+		if i == 2 {
+			now = now.Add(time.Second) // past the strike grace
+		}
 		d, _ = lim.Decide(ctx, "key:k", limits)
 	}
 	if d.Code != petstore.CodeAPIKeyBanned {
@@ -285,4 +288,30 @@ func abs(n int64) int64 {
 		return -(n + 1) // never overflows
 	}
 	return n
+}
+
+// TestStrikeGrace checks the rule that keeps a burst from banning: the
+// refusals within BanPolicy.Grace after the first count as no strikes, so
+// 31 refusals at one instant are one strike; with no grace they ban.
+func TestStrikeGrace(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		policy ratelimit.BanPolicy
+		want   string
+	}{
+		{"default grace", ratelimit.BanPolicy{}, petstore.CodeRateLimited},
+		{"no grace", ratelimit.BanPolicy{Grace: -1}, petstore.CodeAPIKeyBanned},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+			lim := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{Clock: func() time.Time { return now }, BanPolicy: tc.policy})
+			var d ratelimit.Decision
+			for range 60 + 31 {
+				d, _ = lim.Decide(context.Background(), "key:burst", ratelimittest.Free)
+			}
+			if d.Code != tc.want {
+				t.Fatalf("91st request at one instant: %q, want %q", d.Code, tc.want)
+			}
+		})
+	}
 }

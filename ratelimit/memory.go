@@ -207,6 +207,8 @@ func (s *MemoryStore) Take(ctx context.Context, req Request) (Result, error) {
 		p := req.Ban.WithDefaults()
 		if e.strikesEnd <= now {
 			e.strikes, e.strikesEnd = 0, now+int64(p.Within)
+		} else if now < e.strikesEnd-int64(p.Within)+int64(p.GraceOrZero()) {
+			break // within the grace: this request may not have seen the first 429
 		}
 		e.strikes++
 		if e.strikes > p.Strikes {
