@@ -284,3 +284,30 @@ func shardOf(s string) int {
 	}
 	return int(h % memShards)
 }
+
+// observe records what a shared store answered to req: the subject's
+// windows as the shared store counts them, and its ban. The Limiter keeps
+// this mirror so that, when the shared store fails, its local decisions
+// start from the last shared figures: a window known to be full stays
+// full and a known ban stays in force, instead of every process starting
+// each subject afresh.
+func (s *MemoryStore) observe(req Request, res Result) {
+	sh := &s.shards[shardOf(req.Subject)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := s.entry(sh, req.Subject, req.Now)
+	for i, r := range req.Rates {
+		if i >= len(res.Windows) {
+			break
+		}
+		w := &e.windows[e.window(r.Period)]
+		used, end := res.Windows[i].Used, res.Windows[i].Reset.UnixNano()
+		if end == w.end {
+			used = max(used, w.used) // local decisions since, in the same window
+		}
+		w.used, w.end = used, end
+	}
+	if res.Banned {
+		e.banEnd = max(e.banEnd, res.BanEnd.UnixNano())
+	}
+}
