@@ -46,14 +46,22 @@
 //
 // # When the store fails
 //
-// Every store call is bounded by Config.StoreTimeout (100 ms by default).
-// When a call fails, times out or panics, the limiter does what the operator
-// chose: fail open (the default) admits the request uncounted with
-// Decision.Degraded set (no rate-limit headers then, as there are no true
-// figures); fail closed (Config.FailClosed) returns an unavailable error
-// (503). Failures are
-// logged at most once per Config.LogInterval, without the subject, and
-// exposed by Limiter.Degraded and Limiter.Failures.
+// Every store call is bounded by Config.StoreTimeout (1 s by default).
+// A Limiter over a shared store keeps a local MemoryStore that mirrors
+// every shared answer. When a call fails, times out or panics, that local
+// store decides with the same limits, starting from the last shared
+// figures: over-admission is bounded by the number of processes, never
+// unlimited, and known bans and full windows stay in force. Such decisions
+// carry Decision.Degraded (no rate-limit headers then: the figures are
+// this process's only). After Config.BreakerFailures failures in a row
+// with no success for a StoreTimeout, the store is taken for down and only
+// probed once per Config.BreakerCooldown. Failing closed
+// (Config.FailClosed) returns an unavailable error (503) only while the
+// store is unreachable: taken for down, or refusing connections; a call
+// that merely timed out is decided locally. An outage is logged when it
+// starts (then at most once per Config.LogInterval) and when it ends,
+// without the subject, and Limiter.Status reports it for a readiness
+// check.
 //
 // # Stores
 //

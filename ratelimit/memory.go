@@ -57,12 +57,14 @@ type memEntry struct {
 	banEnd      int64
 	banLevel    int64
 	banLevelEnd int64 // the ban level is forgotten after this
+	pending     int64 // a Limiter's shared calls in flight (see begin)
 }
 
 type memWindow struct {
 	period time.Duration
 	used   int64
 	end    int64
+	local  int64 // admitted here while mirroring a shared store (see observe)
 }
 
 var _ Store = (*MemoryStore)(nil)
@@ -183,9 +185,10 @@ func (s *MemoryStore) Take(ctx context.Context, req Request) (Result, error) {
 	for i, r := range req.Rates {
 		w := &e.windows[wins[i]]
 		if w.end <= now {
-			w.used, w.end = 0, 0
+			w.used, w.end, w.local = 0, 0, 0
 		}
-		if !res.Allowed && res.Refused < 0 && w.used+1 > r.Quota {
+		// Shared calls still in flight may each be admitted: count them.
+		if !res.Allowed && res.Refused < 0 && w.used+e.pending+1 > r.Quota {
 			res.Refused = i
 		}
 	}
@@ -202,6 +205,7 @@ func (s *MemoryStore) Take(ctx context.Context, req Request) (Result, error) {
 				w.end = now + int64(r.Period)
 			}
 			w.used++
+			w.local++
 		}
 	case !req.Ban.Disabled:
 		p := req.Ban.WithDefaults()
@@ -285,27 +289,41 @@ func shardOf(s string) int {
 	return int(h % memShards)
 }
 
-// observe records what a shared store answered to req: the subject's
-// windows as the shared store counts them, and its ban. The Limiter keeps
-// this mirror so that, when the shared store fails, its local decisions
-// start from the last shared figures: a window known to be full stays
-// full and a known ban stays in force, instead of every process starting
-// each subject afresh.
-func (s *MemoryStore) observe(req Request, res Result) {
+// begin records that a Limiter is asking the shared store about req; end
+// records the answer (res nil when the call failed). Together they make
+// this store a mirror of the shared one, from which the Limiter decides
+// when the shared store fails: a window counts what the shared store last
+// said, plus what this process admitted locally in it, plus the shared
+// calls still in flight (each may be admitted). So a window known to be
+// full stays full, a known ban stays in force, and a call that times out
+// while many others wait never admits what they may already have taken.
+func (s *MemoryStore) begin(req Request) {
+	sh := &s.shards[shardOf(req.Subject)]
+	sh.mu.Lock()
+	s.entry(sh, req.Subject, req.Now).pending++
+	sh.mu.Unlock()
+}
+
+// end: see begin.
+func (s *MemoryStore) end(req Request, res *Result) {
 	sh := &s.shards[shardOf(req.Subject)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	e := s.entry(sh, req.Subject, req.Now)
+	e.pending = max(0, e.pending-1) // an eviction may have reset it
+	if res == nil {
+		return
+	}
 	for i, r := range req.Rates {
 		if i >= len(res.Windows) {
 			break
 		}
 		w := &e.windows[e.window(r.Period)]
-		used, end := res.Windows[i].Used, res.Windows[i].Reset.UnixNano()
-		if end == w.end {
-			used = max(used, w.used) // local decisions since, in the same window
+		end := res.Windows[i].Reset.UnixNano()
+		if end != w.end {
+			w.local = 0 // another window: what was admitted here is past
 		}
-		w.used, w.end = used, end
+		w.used, w.end = res.Windows[i].Used+w.local, end
 	}
 	if res.Banned {
 		e.banEnd = max(e.banEnd, res.BanEnd.UnixNano())

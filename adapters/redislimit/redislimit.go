@@ -230,8 +230,10 @@ func ParseOptions(addr string) (*redis.Options, error) {
 	}
 	o.ContextTimeoutEnabled = true
 	o.DialTimeout = 500 * time.Millisecond
-	o.ReadTimeout = 500 * time.Millisecond
-	o.WriteTimeout = 500 * time.Millisecond
+	// The limiter's StoreTimeout (1 s by default) bounds each call
+	// through its context; these bound calls made without a deadline.
+	o.ReadTimeout = time.Second
+	o.WriteTimeout = time.Second
 	o.MaxRetries = -1 // a retry would only double the wait on a dead server
 	o.DialerRetries = 1
 	return o, nil
