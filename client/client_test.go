@@ -193,16 +193,20 @@ func TestBanIsNotRetried(t *testing.T) {
 		clk := newClock()
 		srv := petstoretest.NewServer(t, petstoretest.WithoutListener(), petstoretest.WithClock(clk.Now),
 			petstoretest.WithLimits(petstore.Limits{PerMinute: 1, PerDay: 100}))
-		// A client that ignores Retry-After: each call tries once.
+		// A client that ignores Retry-After: each call tries once, every
+		// 100 ms, long past the second of grace after its first 429.
 		rude := srv.Client(client.WithMaxAttempts(1))
 		var err error
-		for range 40 {
+		for range 60 {
+			clk.mu.Lock()
+			clk.now = clk.now.Add(100 * time.Millisecond)
+			clk.mu.Unlock()
 			if _, err = rude.ListPets(context.Background(), petstore.PetFilter{}); petstore.ErrorCode(err) == petstore.CodeAPIKeyBanned {
 				break
 			}
 		}
 		if petstore.ErrorCode(err) != petstore.CodeAPIKeyBanned {
-			t.Fatalf("no ban after 40 rapid requests: %v", err)
+			t.Fatalf("no ban after 60 rapid requests: %v", err)
 		}
 		before := len(srv.Requests())
 		c := srv.Client(client.WithClock(clk.Now, clk.Sleep))

@@ -31,9 +31,10 @@ type Decision struct {
 	// RetryAfter is how long a refused client must wait: at least one
 	// second, and never before the refusing window or ban really ends.
 	RetryAfter time.Duration
-	// Degraded is true when the counter store failed and the limiter,
-	// configured to fail open, admitted the request without counting it.
-	// There are no true figures then, so no headers are sent.
+	// Degraded is true when the shared counter store failed and the
+	// limiter's local fallback took the decision. Its figures are this
+	// process's only, not the shared ones, so no rate-limit headers should
+	// be sent; a refusal still carries its RetryAfter.
 	Degraded bool
 	// At is the instant of the decision, from the limiter's clock: the
 	// "now" against which Reset times turn into seconds (Window.ResetIn).

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,11 +47,14 @@ func TestStoreFailure(t *testing.T) {
 					FailClosed: !open, StoreTimeout: 20 * time.Millisecond, Clock: func() time.Time { return now },
 					Logger: slog.New(slog.NewTextHandler(&logs, nil)), LogInterval: time.Minute,
 				})
+				// Failing closed refuses only while the store is unreachable:
+				// a call that merely timed out is decided locally.
+				local := open || mode == "hang"
 				for i := range 3 {
 					d, err := lim.Decide(context.Background(), "key:secret-id", ratelimittest.Free)
-					if open {
-						if err != nil || !d.Allowed || !d.Degraded || len(d.Windows) != 0 {
-							t.Fatalf("fail open: %+v, %v; want admitted, degraded, no figures", d, err)
+					if local {
+						if err != nil || !d.Allowed || !d.Degraded || d.Windows[1].Remaining != int64(999-i) {
+							t.Fatalf("request %d: %+v, %v; want admitted by the local fallback, %d left today", i, d, err, 999-i)
 						}
 					} else if got := petstore.ErrorCode(err); got != petstore.CodeUnavailable {
 						t.Fatalf("fail closed: %v (code %q), want unavailable", err, got)
@@ -65,11 +69,202 @@ func TestStoreFailure(t *testing.T) {
 				if strings.Contains(logs.String(), "secret-id") {
 					t.Fatal("the log names the subject")
 				}
-				if !lim.Degraded() || lim.Failures() != 3 {
-					t.Fatalf("Degraded %v Failures %d, want true 3", lim.Degraded(), lim.Failures())
+				st := lim.Status()
+				if !lim.Degraded() || lim.Failures() != 3 || !st.Degraded || st.Unreachable != (mode != "hang") || st.Since.IsZero() {
+					t.Fatalf("Degraded %v Failures %d Status %+v, want degraded, 3 failures, unreachable unless it hung", lim.Degraded(), lim.Failures(), st)
+				}
+				if st.Ready() != (open || mode == "hang") {
+					t.Fatalf("Ready = %v for %s", st.Ready(), name)
 				}
 			})
 		}
+	}
+}
+
+// switchStore is a shared store that can be made to fail: a MemoryStore
+// behind a switch, counting the calls that reach it. The real unreachable
+// and slow Redis cases run in adapters/redislimit, through a fault proxy.
+type switchStore struct {
+	inner *ratelimit.MemoryStore
+	mu    sync.Mutex
+	mode  string // "" healthy, else a brokenStore mode
+	calls int
+}
+
+func (s *switchStore) set(mode string) {
+	s.mu.Lock()
+	s.mode = mode
+	s.mu.Unlock()
+}
+
+func (s *switchStore) Calls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}
+
+func (s *switchStore) Take(ctx context.Context, req ratelimit.Request) (ratelimit.Result, error) {
+	s.mu.Lock()
+	mode := s.mode
+	s.calls++
+	s.mu.Unlock()
+	if mode != "" {
+		return brokenStore{mode}.Take(ctx, req)
+	}
+	return s.inner.Take(ctx, req)
+}
+
+// TestFallbackKeepsKnownLimits checks that a failing shared store never
+// means unlimited admission: the local fallback starts from what the
+// shared store last said (a full window stays full, a ban stays in force)
+// and limits a subject it has not seen to the plan's quota.
+func TestFallbackKeepsKnownLimits(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	store := &switchStore{inner: ratelimit.NewMemoryStore()}
+	lim := ratelimit.New(store, ratelimit.Config{Clock: func() time.Time { return now }})
+	ctx := context.Background()
+	decide := func(sub string) ratelimit.Decision {
+		t.Helper()
+		d, err := lim.Decide(ctx, sub, ratelimittest.Free)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	for range 60 {
+		decide("key:full")
+	}
+	for i := range 60 + 31 {
+		if i == 61 {
+			now = now.Add(time.Second) // past the strike grace
+		}
+		decide("key:banned")
+	}
+	for range 50 {
+		decide("key:some")
+	}
+	if d := decide("key:banned"); d.Code != petstore.CodeAPIKeyBanned {
+		t.Fatalf("key:banned is %q before the outage, want banned", d.Code)
+	}
+
+	store.set("error")
+	if d := decide("key:full"); d.Allowed || !d.Degraded || d.Code != petstore.CodeRateLimited || d.RetryAfter <= 0 {
+		t.Fatalf("full key during the outage: %+v, want refused locally with a Retry-After", d)
+	}
+	if d := decide("key:banned"); d.Code != petstore.CodeAPIKeyBanned || !d.Degraded || d.RetryAfter < 14*time.Minute {
+		t.Fatalf("banned key during the outage: %+v, want the known ban in force", d)
+	}
+	admitted := 0
+	for range 100 {
+		if decide("key:some").Allowed {
+			admitted++
+		}
+	}
+	if admitted != 10 {
+		t.Fatalf("a key with 50 used admitted %d more during the outage, want the 10 left", admitted)
+	}
+	admitted = 0
+	for range 200 {
+		if decide("key:new").Allowed {
+			admitted++
+		}
+	}
+	if admitted != 60 {
+		t.Fatalf("a new key admitted %d of 200 during the outage, want the plan's 60", admitted)
+	}
+	if st := lim.Status(); !st.Degraded || st.LocalDecisions == 0 {
+		t.Fatalf("Status during the outage = %+v", st)
+	}
+}
+
+// TestBreaker checks that a store failing again and again is taken for
+// down (not called, so no request waits for its timeout), probed once per
+// cool-down, and used again after the first probe that succeeds; the
+// outage is logged once when it starts and once when it ends.
+func TestBreaker(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	var logs bytes.Buffer
+	store := &switchStore{inner: ratelimit.NewMemoryStore()}
+	lim := ratelimit.New(store, ratelimit.Config{
+		Clock: func() time.Time { return now }, FailClosed: true,
+		StoreTimeout: 20 * time.Millisecond, BreakerFailures: 5, BreakerCooldown: time.Second,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	ctx := context.Background()
+	if _, err := lim.Decide(ctx, "key:k", ratelimittest.Free); err != nil {
+		t.Fatal(err)
+	}
+	// Timeouts are a slow store: decided locally, even failing closed.
+	store.set("hang")
+	now = now.Add(time.Second)
+	for i := range 4 {
+		d, err := lim.Decide(ctx, "key:k", ratelimittest.Free)
+		if err != nil || !d.Allowed || !d.Degraded {
+			t.Fatalf("timeout %d: %+v, %v; want decided locally", i+1, d, err)
+		}
+	}
+	// Five in a row with no success: down. Failing closed now refuses,
+	// without calling the store.
+	if _, err := lim.Decide(ctx, "key:k", ratelimittest.Free); petstore.ErrorCode(err) != petstore.CodeUnavailable {
+		t.Fatalf("fifth timeout in a row: %v, want unavailable", err)
+	}
+	st := lim.Status()
+	if !st.Unreachable || st.Ready() {
+		t.Fatalf("after 5 timeouts in a row: %+v, want unreachable and not ready", st)
+	}
+	calls := store.Calls()
+	for range 10 {
+		if _, err := lim.Decide(ctx, "key:k", ratelimittest.Free); petstore.ErrorCode(err) != petstore.CodeUnavailable {
+			t.Fatalf("while down: %v, want unavailable", err)
+		}
+	}
+	if got := store.Calls() - calls; got != 0 {
+		t.Fatalf("while down, %d calls reached the store, want none", got)
+	}
+	// After the cool-down one probe goes; it fails, so down again.
+	now = now.Add(time.Second)
+	_, _ = lim.Decide(ctx, "key:k", ratelimittest.Free)
+	_, _ = lim.Decide(ctx, "key:k", ratelimittest.Free)
+	if got := store.Calls() - calls; got != 1 {
+		t.Fatalf("after the cool-down, %d calls reached the store, want one probe", got)
+	}
+	// The store is back: the next probe succeeds and ends the outage.
+	store.set("")
+	now = now.Add(time.Second)
+	d, err := lim.Decide(ctx, "key:k", ratelimittest.Free)
+	if err != nil || d.Degraded || !d.Allowed {
+		t.Fatalf("probe after recovery: %+v, %v; want a shared decision", d, err)
+	}
+	if st := lim.Status(); st.Degraded || st.Unreachable || !st.Since.IsZero() || !st.Ready() {
+		t.Fatalf("after recovery: %+v, want healthy", st)
+	}
+	if n := strings.Count(logs.String(), "rate limit store failed"); n != 1 {
+		t.Fatalf("logged %d failures for one outage, want 1:\n%s", n, logs.String())
+	}
+	if n := strings.Count(logs.String(), "rate limit store recovered"); n != 1 {
+		t.Fatalf("logged %d recoveries, want 1:\n%s", n, logs.String())
+	}
+}
+
+// TestBusyStoreIsNotDown checks that timeouts among successes, as from a
+// busy store, never open the breaker.
+func TestBusyStoreIsNotDown(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	store := &switchStore{inner: ratelimit.NewMemoryStore()}
+	lim := ratelimit.New(store, ratelimit.Config{Clock: func() time.Time { return now }, FailClosed: true, StoreTimeout: 20 * time.Millisecond})
+	ctx := context.Background()
+	for i := range 40 {
+		store.set("")
+		if i%5 != 0 {
+			store.set("hang")
+		}
+		now = now.Add(10 * time.Millisecond) // four timeouts, then a success, within every 50 ms
+		if _, err := lim.Decide(ctx, "key:k", ratelimittest.Pro); err != nil {
+			t.Fatalf("decision %d: %v, want no refusal from a busy store", i, err)
+		}
+	}
+	if lim.Status().Unreachable {
+		t.Fatal("a busy store was taken for down")
 	}
 }
 
@@ -105,7 +300,10 @@ func TestBanReportsEveryWindowEmpty(t *testing.T) {
 	limits := petstore.Limits{PerMinute: 1, PerDay: 100}
 	ctx := context.Background()
 	var d ratelimit.Decision
-	for range 1 + 31 { // one admitted, then 31 strikes: banned
+	for i := range 1 + 31 { // one admitted, then 31 strikes: banned
+		if i == 2 {
+			now = now.Add(time.Second) // past the strike grace
+		}
 		d, _ = lim.Decide(ctx, "key:k", limits)
 	}
 	if d.Code != petstore.CodeAPIKeyBanned {
@@ -285,4 +483,30 @@ func abs(n int64) int64 {
 		return -(n + 1) // never overflows
 	}
 	return n
+}
+
+// TestStrikeGrace checks the rule that keeps a burst from banning: the
+// refusals within BanPolicy.Grace after the first count as no strikes, so
+// 31 refusals at one instant are one strike; with no grace they ban.
+func TestStrikeGrace(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		policy ratelimit.BanPolicy
+		want   string
+	}{
+		{"default grace", ratelimit.BanPolicy{}, petstore.CodeRateLimited},
+		{"no grace", ratelimit.BanPolicy{Grace: -1}, petstore.CodeAPIKeyBanned},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+			lim := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{Clock: func() time.Time { return now }, BanPolicy: tc.policy})
+			var d ratelimit.Decision
+			for range 60 + 31 {
+				d, _ = lim.Decide(context.Background(), "key:burst", ratelimittest.Free)
+			}
+			if d.Code != tc.want {
+				t.Fatalf("91st request at one instant: %q, want %q", d.Code, tc.want)
+			}
+		})
+	}
 }

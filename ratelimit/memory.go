@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -12,9 +13,19 @@ import (
 // interval, by the requests that reach it; no goroutine runs in the
 // background and no clock is read, so time is only what requests say it is.
 //
+// The store holds at most MaxSubjects subjects (DefaultMaxSubjects unless
+// set): when a shard is full, its least recently used subject is evicted,
+// so a flood of new addresses costs bounded memory (about 250 bytes a
+// subject) instead of growing for as long as the flood lasts. An evicted
+// subject starts over with fresh windows: under such a flood the limiter
+// forgets its quietest subjects first, never the ones still sending. A
+// sweep that leaves a shard much smaller than it was rebuilds its map, so
+// the memory returns once the windows end.
+//
 // The zero value is not usable; call NewMemoryStore.
 type MemoryStore struct {
-	shards [memShards]memShard
+	shards    [memShards]memShard
+	evictions atomic.Uint64
 }
 
 const (
@@ -22,43 +33,77 @@ const (
 	sweepInterval = time.Minute
 )
 
+// DefaultMaxSubjects is how many subjects a MemoryStore holds unless
+// MaxSubjects says otherwise: about 25 MB.
+const DefaultMaxSubjects = 100_000
+
 type memShard struct {
 	mu        sync.Mutex
 	subjects  map[string]*memEntry
+	lru       memEntry // sentinel of the recency list: lru.next is the newest
+	max       int      // subjects this shard holds at most
+	peak      int      // the most subjects since the map was last rebuilt
 	nextSweep time.Time
-	_         [40]byte // keep shards on separate cache lines
 }
 
 // memEntry is everything known about one subject. Times are Unix
 // nanoseconds; an end at or before now means "not running".
 type memEntry struct {
+	key         string
+	prev, next  *memEntry // the shard's recency list
 	windows     []memWindow
 	strikes     int64
 	strikesEnd  int64
 	banEnd      int64
 	banLevel    int64
 	banLevelEnd int64 // the ban level is forgotten after this
+	pending     int64 // a Limiter's shared calls in flight (see begin)
 }
 
 type memWindow struct {
 	period time.Duration
 	used   int64
 	end    int64
+	local  int64 // admitted here while mirroring a shared store (see observe)
 }
 
 var _ Store = (*MemoryStore)(nil)
 
+// MemoryOption configures a MemoryStore.
+type MemoryOption func(*MemoryStore)
+
+// MaxSubjects caps the subjects a MemoryStore holds at n, rounded down to
+// a multiple of its 64 shards (and at least 64); n <= 0 keeps the default.
+func MaxSubjects(n int) MemoryOption {
+	return func(s *MemoryStore) {
+		if n <= 0 {
+			return
+		}
+		per := max(1, n/memShards)
+		for i := range s.shards {
+			s.shards[i].max = per
+		}
+	}
+}
+
 // NewMemoryStore returns an empty in-memory store.
-func NewMemoryStore() *MemoryStore {
+func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
 	s := &MemoryStore{}
 	for i := range s.shards {
-		s.shards[i].subjects = make(map[string]*memEntry)
+		sh := &s.shards[i]
+		sh.subjects = make(map[string]*memEntry)
+		sh.lru.next, sh.lru.prev = &sh.lru, &sh.lru
+		sh.max = DefaultMaxSubjects / memShards
+	}
+	for _, o := range opts {
+		o(s)
 	}
 	return s
 }
 
 // Len returns the number of subjects the store holds, expired or not yet
-// swept ones included. It exists so tests can see the sweep work.
+// swept ones included. It exists so tests can see the sweep and the cap
+// work.
 func (s *MemoryStore) Len() int {
 	n := 0
 	for i := range s.shards {
@@ -68,6 +113,54 @@ func (s *MemoryStore) Len() int {
 		sh.mu.Unlock()
 	}
 	return n
+}
+
+// Cap returns the most subjects the store holds.
+func (s *MemoryStore) Cap() int { return s.shards[0].max * memShards }
+
+// Evictions returns how many subjects were evicted, still live, to make
+// room for new ones since NewMemoryStore: a figure for a metric, and a sign
+// that the cap is too small for the traffic when it grows steadily.
+func (s *MemoryStore) Evictions() uint64 { return s.evictions.Load() }
+
+// entry returns subject's entry, the most recently used from now on,
+// creating it (and evicting the least recently used subject when the
+// shard is full) when there is none. It sweeps the shard when its sweep
+// is due. sh.mu must be held.
+func (s *MemoryStore) entry(sh *memShard, subject string, now time.Time) *memEntry {
+	if now.After(sh.nextSweep) {
+		sh.sweep(now.UnixNano())
+		sh.nextSweep = now.Add(sweepInterval)
+	}
+	if e := sh.subjects[subject]; e != nil {
+		sh.unlink(e)
+		sh.pushFront(e)
+		return e
+	}
+	for len(sh.subjects) >= sh.max {
+		old := sh.lru.prev
+		if old.liveUntil() > now.UnixNano() {
+			s.evictions.Add(1)
+		}
+		sh.unlink(old)
+		delete(sh.subjects, old.key)
+	}
+	e := &memEntry{key: subject}
+	sh.subjects[subject] = e
+	sh.pushFront(e)
+	sh.peak = max(sh.peak, len(sh.subjects))
+	return e
+}
+
+func (sh *memShard) unlink(e *memEntry) {
+	e.prev.next, e.next.prev = e.next, e.prev
+	e.prev, e.next = nil, nil
+}
+
+func (sh *memShard) pushFront(e *memEntry) {
+	e.prev, e.next = &sh.lru, sh.lru.next
+	sh.lru.next.prev = e
+	sh.lru.next = e
 }
 
 // Take implements Store.
@@ -81,15 +174,7 @@ func (s *MemoryStore) Take(ctx context.Context, req Request) (Result, error) {
 
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if req.Now.After(sh.nextSweep) {
-		sh.sweep(now)
-		sh.nextSweep = req.Now.Add(sweepInterval)
-	}
-	e := sh.subjects[req.Subject]
-	if e == nil {
-		e = &memEntry{}
-		sh.subjects[req.Subject] = e
-	}
+	e := s.entry(sh, req.Subject, req.Now)
 
 	// Find each rate's window; expired ones read as empty.
 	var idx [8]int
@@ -100,9 +185,10 @@ func (s *MemoryStore) Take(ctx context.Context, req Request) (Result, error) {
 	for i, r := range req.Rates {
 		w := &e.windows[wins[i]]
 		if w.end <= now {
-			w.used, w.end = 0, 0
+			w.used, w.end, w.local = 0, 0, 0
 		}
-		if !res.Allowed && res.Refused < 0 && w.used+1 > r.Quota {
+		// Shared calls still in flight may each be admitted: count them.
+		if !res.Allowed && res.Refused < 0 && w.used+e.pending+1 > r.Quota {
 			res.Refused = i
 		}
 	}
@@ -119,11 +205,14 @@ func (s *MemoryStore) Take(ctx context.Context, req Request) (Result, error) {
 				w.end = now + int64(r.Period)
 			}
 			w.used++
+			w.local++
 		}
 	case !req.Ban.Disabled:
 		p := req.Ban.WithDefaults()
 		if e.strikesEnd <= now {
 			e.strikes, e.strikesEnd = 0, now+int64(p.Within)
+		} else if now < e.strikesEnd-int64(p.Within)+int64(p.GraceOrZero()) {
+			break // within the grace: this request may not have seen the first 429
 		}
 		e.strikes++
 		if e.strikes > p.Strikes {
@@ -162,12 +251,22 @@ func (e *memEntry) window(period time.Duration) int {
 }
 
 // sweep deletes the subjects whose windows, strikes, ban and ban level have
-// all ended.
+// all ended. A Go map keeps its buckets when entries are deleted, so when
+// the shard has shrunk to a quarter of its peak the map is rebuilt, and
+// the memory a flood took returns.
 func (sh *memShard) sweep(now int64) {
 	for k, e := range sh.subjects {
 		if e.liveUntil() <= now {
+			sh.unlink(e)
 			delete(sh.subjects, k)
 		}
+	}
+	if n := len(sh.subjects); sh.peak >= 64 && n < sh.peak/4 {
+		m := make(map[string]*memEntry, n)
+		for k, e := range sh.subjects {
+			m[k] = e
+		}
+		sh.subjects, sh.peak = m, n
 	}
 }
 
@@ -188,4 +287,45 @@ func shardOf(s string) int {
 		h *= 16777619
 	}
 	return int(h % memShards)
+}
+
+// begin records that a Limiter is asking the shared store about req; end
+// records the answer (res nil when the call failed). Together they make
+// this store a mirror of the shared one, from which the Limiter decides
+// when the shared store fails: a window counts what the shared store last
+// said, plus what this process admitted locally in it, plus the shared
+// calls still in flight (each may be admitted). So a window known to be
+// full stays full, a known ban stays in force, and a call that times out
+// while many others wait never admits what they may already have taken.
+func (s *MemoryStore) begin(req Request) {
+	sh := &s.shards[shardOf(req.Subject)]
+	sh.mu.Lock()
+	s.entry(sh, req.Subject, req.Now).pending++
+	sh.mu.Unlock()
+}
+
+// end: see begin.
+func (s *MemoryStore) end(req Request, res *Result) {
+	sh := &s.shards[shardOf(req.Subject)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := s.entry(sh, req.Subject, req.Now)
+	e.pending = max(0, e.pending-1) // an eviction may have reset it
+	if res == nil {
+		return
+	}
+	for i, r := range req.Rates {
+		if i >= len(res.Windows) {
+			break
+		}
+		w := &e.windows[e.window(r.Period)]
+		end := res.Windows[i].Reset.UnixNano()
+		if end != w.end {
+			w.local = 0 // another window: what was admitted here is past
+		}
+		w.used, w.end = res.Windows[i].Used+w.local, end
+	}
+	if res.Banned {
+		e.banEnd = max(e.banEnd, res.BanEnd.UnixNano())
+	}
 }

@@ -25,9 +25,11 @@ type Store interface {
 	//     and it is admitted. Only admitted requests consume quota, so a
 	//     request refused by one window costs no quota in the others.
 	//   - Otherwise the first window without room (in Rates order) refuses
-	//     it, the subject gets a strike, and if the strikes exceed
-	//     req.Ban.Strikes within req.Ban.Within, a ban starts at req.Now (and
-	//     this request reports it).
+	//     it. Unless a strike window is running, one starts at req.Now with
+	//     this refusal as its first strike; otherwise, unless req.Now is
+	//     within req.Ban.Grace after the strike window's start, the subject
+	//     gets a strike. If the strikes exceed req.Ban.Strikes, a ban starts
+	//     at req.Now (and this request reports it).
 	//
 	// A window is fixed: it starts at the subject's first admitted request
 	// after the previous window ended, and lasts its Rate.Period.
@@ -82,13 +84,22 @@ type Result struct {
 }
 
 // BanPolicy says when repeated quota refusals ban a subject, and for how
-// long. Each quota refusal is a strike; more than Strikes strikes within
-// Within ban the subject for Duration. A ban that starts within Memory after
-// the previous ban ended lasts twice as long as that one, up to Max.
+// long. A quota refusal is a strike. The first one starts a strike window
+// of Within; the refusals that follow it within Grace are no strikes, and
+// more than Strikes strikes in the window ban the subject for Duration. A ban that starts within Memory after the previous ban ended
+// lasts twice as long as that one, up to Max.
+//
+// Grace is what keeps a burst from banning a client that behaves: requests
+// sent together, before the first answer arrived, could not have seen the
+// first 429, so the whole burst is one strike, and only the requests that
+// keep coming Grace after the first 429 count. A second
+// is far more than a round trip on any network a client uses, and far
+// less than the minute an abusive client would need to be banned.
 type BanPolicy struct {
 	Disabled bool          // no strikes are counted and nobody is banned
 	Strikes  int64         // strikes tolerated within Within (default 30)
-	Within   time.Duration // the strike window: fixed, from the first strike (default 1 min)
+	Within   time.Duration // the strike window: fixed, from the first refusal (default 1 min)
+	Grace    time.Duration // refusals this soon after the strike window's first are no strikes (default 1 s; negative: none)
 	Duration time.Duration // the first ban's length (default 15 min)
 	Memory   time.Duration // how long after a ban a new one doubles (default 24 h)
 	Max      time.Duration // the longest ban (default 24 h)
@@ -96,10 +107,15 @@ type BanPolicy struct {
 
 // DefaultBanPolicy returns the spec's policy: more than 30 strikes within a
 // minute ban for 15 minutes, doubling for each further ban within 24 hours,
-// capped at 24 hours.
+// capped at 24 hours; refusals within a second after the first are no
+// strikes.
 func DefaultBanPolicy() BanPolicy {
-	return BanPolicy{Strikes: 30, Within: time.Minute, Duration: 15 * time.Minute, Memory: 24 * time.Hour, Max: 24 * time.Hour}
+	return BanPolicy{Strikes: 30, Within: time.Minute, Grace: time.Second, Duration: 15 * time.Minute, Memory: 24 * time.Hour, Max: 24 * time.Hour}
 }
+
+// GraceOrZero returns Grace, or 0 when it is negative (no grace): what a
+// store compares with after WithDefaults.
+func (p BanPolicy) GraceOrZero() time.Duration { return max(p.Grace, 0) }
 
 // WithDefaults returns p with its zero fields taken from DefaultBanPolicy
 // (and Max raised to Duration if it is shorter). Stores apply it to the
@@ -111,6 +127,9 @@ func (p BanPolicy) WithDefaults() BanPolicy {
 	}
 	if p.Within <= 0 {
 		p.Within = d.Within
+	}
+	if p.Grace == 0 {
+		p.Grace = d.Grace
 	}
 	if p.Duration <= 0 {
 		p.Duration = d.Duration

@@ -21,9 +21,13 @@
 //     ulule starts a window's expiry at the first increment after the last
 //     one expired: a fixed window from the subject's first request, as the
 //     ratelimit package wants.
-//   - "s:<subject>" counts strikes in a fixed window of the policy's Within.
-//     The strike that exceeds the policy (exactly one request sees that
-//     count) starts the ban and resets the strikes.
+//   - "g:<subject>" holds the start of the strike window (Request.Now in
+//     Unix milliseconds, expiring after the policy's Within): the first
+//     refusal writes it (and is a strike), and the refusals within the
+//     policy's Grace after it are no strikes.
+//   - "s:<subject>" counts strikes in a fixed window of the policy's Within,
+//     from the first strike. The strike that exceeds the policy (exactly
+//     one request sees that count) starts the ban and resets the strikes.
 //   - "l:<subject>" is the ban level, for doubling: its count is the level,
 //     its expiry the ban's length plus the policy's Memory.
 //
@@ -155,6 +159,9 @@ func (s *Store) strike(ctx context.Context, req ratelimit.Request, res *ratelimi
 		return nil
 	}
 	p := req.Ban.WithDefaults()
+	if in, err := s.inGrace(ctx, req, p); in || err != nil {
+		return err
+	}
 	// With a limit of Strikes+1, exactly one request sees Remaining 0
 	// unreached: the strike that exceeds the policy.
 	c, err := s.st.Get(ctx, "s:"+req.Subject, limiter.Rate{Limit: p.Strikes + 1, Period: p.Within})
@@ -190,6 +197,32 @@ func (s *Store) strike(ctx context.Context, req ratelimit.Request, res *ratelimi
 	}
 	res.Banned, res.BanEnd = true, time.UnixMilli(end.UnixMilli())
 	return nil
+}
+
+// inGrace reports whether req falls within the grace after the first
+// refusal of its subject's strike window, starting the window (req is then
+// its first refusal, a strike) when none is running. Two first refusals at
+// once may both start it and both be strikes: at most one more than the
+// other stores count.
+func (s *Store) inGrace(ctx context.Context, req ratelimit.Request, p ratelimit.BanPolicy) (bool, error) {
+	grace := p.GraceOrZero()
+	if grace == 0 {
+		return false, nil
+	}
+	key := "g:" + req.Subject
+	g, err := s.st.Peek(ctx, key, big)
+	if err != nil {
+		return false, err
+	}
+	if start := value(g); start != 0 {
+		return req.Now.UnixMilli() < start+grace.Milliseconds(), nil
+	}
+	rate := limiter.Rate{Limit: math.MaxInt64, Period: p.Within}
+	if _, err := s.st.Reset(ctx, key, rate); err != nil {
+		return false, err
+	}
+	_, err = s.st.Increment(ctx, key, req.Now.UnixMilli(), rate)
+	return false, err
 }
 
 // resetOf turns ulule's reset, Unix seconds rounded down, into a time

@@ -30,8 +30,8 @@ import (
 )
 
 // script is the whole decision. ARGV: now (ms), bans disabled (0/1),
-// strikes tolerated, strike window, first ban, longest ban, ban memory (all
-// ms), then quota and period (ms) per window. It returns {status, refused
+// strikes tolerated, strike window, first ban, longest ban, ban memory,
+// strike grace (all ms), then quota and period (ms) per window. It returns {status, refused
 // window index (0-based, -1 for none), ban end, then used and end per
 // window}; status 0 admitted, 1 refused by a window, 2 banned.
 var script = redis.NewScript(`
@@ -40,7 +40,8 @@ local now = tonumber(ARGV[1])
 local nobans = ARGV[2] == "1"
 local strikes, within = tonumber(ARGV[3]), tonumber(ARGV[4])
 local banBase, banMax, banMemory = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local n = (#ARGV - 7) / 2
+local grace = tonumber(ARGV[8])
+local n = (#ARGV - 8) / 2
 
 local f = {}
 local raw = redis.call("HGETALL", key)
@@ -49,7 +50,7 @@ for i = 1, #raw, 2 do f[raw[i]] = tonumber(raw[i + 1]) end
 local used, ends, live, periods = {}, {}, {}, {}
 local refused = -1
 for i = 1, n do
-  local quota, p = tonumber(ARGV[6 + 2 * i]), ARGV[7 + 2 * i]
+  local quota, p = tonumber(ARGV[7 + 2 * i]), ARGV[8 + 2 * i]
   periods[i] = p
   local c, e = f["c:" .. p] or 0, f["e:" .. p] or 0
   live[i] = e > now
@@ -83,8 +84,13 @@ if refused < 0 then
 else
   if nobans then return reply(1, 0) end
   local sc, se = f["sc"] or 0, f["se"] or 0
-  if se <= now then sc = 0; se = now + within end
-  sc = sc + 1
+  -- The first refusal starts the strike window and is a strike; those
+  -- within the grace after it may not have seen its 429 and are not.
+  if se <= now then
+    sc = 1; se = now + within
+  elseif now >= se - within + grace then
+    sc = sc + 1
+  end
   if sc <= strikes then
     redis.call("HSET", key, "sc", sc, "se", se)
     keep = se
@@ -140,9 +146,10 @@ func (s *Store) Take(ctx context.Context, req ratelimit.Request) (ratelimit.Resu
 	if !p.Disabled {
 		p = p.WithDefaults()
 	}
-	args := make([]any, 0, 7+2*len(req.Rates))
+	args := make([]any, 0, 8+2*len(req.Rates))
 	args = append(args, req.Now.UnixMilli(), boolArg(p.Disabled), p.Strikes,
-		p.Within.Milliseconds(), p.Duration.Milliseconds(), p.Max.Milliseconds(), p.Memory.Milliseconds())
+		p.Within.Milliseconds(), p.Duration.Milliseconds(), p.Max.Milliseconds(), p.Memory.Milliseconds(),
+		p.GraceOrZero().Milliseconds())
 	for _, r := range req.Rates {
 		args = append(args, r.Quota, r.Period.Milliseconds())
 	}
@@ -223,8 +230,10 @@ func ParseOptions(addr string) (*redis.Options, error) {
 	}
 	o.ContextTimeoutEnabled = true
 	o.DialTimeout = 500 * time.Millisecond
-	o.ReadTimeout = 500 * time.Millisecond
-	o.WriteTimeout = 500 * time.Millisecond
+	// The limiter's StoreTimeout (1 s by default) bounds each call
+	// through its context; these bound calls made without a deadline.
+	o.ReadTimeout = time.Second
+	o.WriteTimeout = time.Second
 	o.MaxRetries = -1 // a retry would only double the wait on a dead server
 	o.DialerRetries = 1
 	return o, nil

@@ -32,8 +32,12 @@ func TestStore(t *testing.T) {
 func TestKeysHaveTTL(t *testing.T) {
 	c := testenv.RedisClient(t)
 	prefix := testenv.RedisPrefix(t, c, "rl")
-	lim := ratelimit.New(redislimit.New(c, prefix), ratelimit.Config{})
-	for range 100 { // admissions, strikes and a ban
+	now := time.Now()
+	lim := ratelimit.New(redislimit.New(c, prefix), ratelimit.Config{Clock: func() time.Time { return now }})
+	for i := range 100 { // admissions, strikes and a ban
+		if i == 61 {
+			now = now.Add(time.Second) // past the strike grace
+		}
 		if _, err := lim.Decide(context.Background(), "key:ttl", ratelimittest.Free); err != nil {
 			t.Fatal(err)
 		}
