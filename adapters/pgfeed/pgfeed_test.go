@@ -13,6 +13,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/pgfeed"
 	"github.com/petstorekit/petstore/changefeed"
 	"github.com/petstorekit/petstore/changefeed/feedtest"
+	"github.com/petstorekit/petstore/internal/faultproxy"
 	"github.com/petstorekit/petstore/internal/testenv"
 )
 
@@ -134,7 +135,7 @@ func TestSilentPartition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := testenv.NewProxy(t, u.Host)
+	proxy := faultproxy.Start(t, u.Host)
 	u.Host = proxy.Addr()
 	f, err := pgfeed.New(u.String(), "petstore_test_"+random())
 	if err != nil {
@@ -143,8 +144,8 @@ func TestSilentPartition(t *testing.T) {
 	f.HealthInterval = 100 * time.Millisecond
 	r := feedtest.Subscribe(t, f)
 	r.Want(t, changefeed.Change{Kind: changefeed.KindLive})
-	proxy.Freeze()
+	proxy.Pause()
 	r.Want(t, changefeed.Change{Kind: changefeed.KindLost})
-	proxy.Thaw()
+	proxy.Restore()
 	r.Want(t, changefeed.Change{Kind: changefeed.KindLive})
 }

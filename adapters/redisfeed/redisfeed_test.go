@@ -14,6 +14,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/redislimit"
 	"github.com/petstorekit/petstore/changefeed"
 	"github.com/petstorekit/petstore/changefeed/feedtest"
+	"github.com/petstorekit/petstore/internal/faultproxy"
 	"github.com/petstorekit/petstore/internal/testenv"
 )
 
@@ -125,7 +126,7 @@ func TestSilentPartition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := testenv.NewProxy(t, o.Addr)
+	proxy := faultproxy.Start(t, o.Addr)
 	o.Addr = proxy.Addr()
 	c := redis.NewClient(o)
 	t.Cleanup(func() { c.Close() })
@@ -133,8 +134,8 @@ func TestSilentPartition(t *testing.T) {
 	f.HealthInterval = 100 * time.Millisecond
 	r := feedtest.Subscribe(t, f)
 	r.Want(t, changefeed.Change{Kind: changefeed.KindLive})
-	proxy.Freeze()
+	proxy.Pause()
 	r.Want(t, changefeed.Change{Kind: changefeed.KindLost})
-	proxy.Thaw()
+	proxy.Restore()
 	r.Want(t, changefeed.Change{Kind: changefeed.KindLive})
 }
