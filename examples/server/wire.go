@@ -245,12 +245,18 @@ func ready(store backend, limiter *ratelimit.Limiter, cfg config) http.Handler {
 			}
 		}
 		if cfg.redis != "" {
-			checks["redis"] = "ok"
-			if limiter.Degraded() {
-				checks["redis"] = "unreachable"
-				if !cfg.failOpen {
-					failing = append(failing, "redis")
-				}
+			// Failing open (or slow), limits are decided locally: still
+			// serving, so only an unreachable Redis in fail-closed mode
+			// makes the server unready.
+			st := limiter.Status()
+			switch {
+			case !st.Ready():
+				checks["redis"] = "unreachable since " + st.Since.UTC().Format(time.RFC3339)
+				failing = append(failing, "redis")
+			case st.Degraded:
+				checks["redis"] = "degraded since " + st.Since.UTC().Format(time.RFC3339) + ": limits decided in this process"
+			default:
+				checks["redis"] = "ok"
 			}
 		}
 		if len(failing) > 0 {
