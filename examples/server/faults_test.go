@@ -1,0 +1,261 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
+	"github.com/petstorekit/petstore/internal/faultproxy"
+	"github.com/petstorekit/petstore/internal/testenv"
+)
+
+// Each test here puts a real TCP proxy between the example server and
+// PostgreSQL and cuts, pauses or slows it (issue 12). Polling loops are
+// bounded; they wait for the outcome they name, not for time.
+
+// faultKey is an Enterprise key with room for every request a test sends.
+const faultKey = "psk_fault_Vt8xQ2nL5mRz9Kc4Wb7Y"
+
+// proxiedPostgres returns a fresh schema's DSN whose host is a fault proxy
+// in front of PETSTORE_TEST_POSTGRES, and the proxy.
+func proxiedPostgres(t *testing.T) (string, *faultproxy.Proxy) {
+	dsn, _, p := proxiedPostgresDirect(t)
+	return dsn, p
+}
+
+// proxiedPostgresDirect is proxiedPostgres plus a direct connection to
+// the same schema, which the proxy's faults do not touch.
+func proxiedPostgresDirect(t *testing.T) (string, *bun.DB, *faultproxy.Proxy) {
+	t.Helper()
+	direct := testenv.PostgresSchema(t)
+	u, err := url.Parse(direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := faultproxy.Start(t, u.Host)
+	u.Host = p.Addr()
+	db, err := bunopen.Open(context.Background(), direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return u.String(), db, p
+}
+
+// until polls f every 20 ms until it reports true, failing after limit.
+func until(t *testing.T, limit time.Duration, what string, f func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !f() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", limit, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestDatabaseOutageIsNotAnInvalidKey (item 1): while the database is
+// cut, a valid key's requests are 503 with Retry-After, never 401, never
+// charged to the address's budget of wrong keys and never struck; once
+// the database is back the key is served, its own budget untouched by the
+// refused requests.
+func TestDatabaseOutageIsNotAnInvalidKey(t *testing.T) {
+	dsn, proxy := proxiedPostgres(t)
+	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-timeout", "2s",
+		"-keys", faultKey + ":enterprise:100/1000"}, nil)
+	if status, _, body := call(t, "GET", base+"/v1/pets", faultKey, "", ""); status != 200 {
+		t.Fatalf("before the outage: %d %s", status, body)
+	}
+
+	proxy.Cut()
+	// The feed goes with the database, so the key cache stops trusting its
+	// entries within a second; from then on the key must be looked up.
+	until(t, 10*time.Second, "a request needing the database answers 503", func() bool {
+		status, _, _ := call(t, "GET", base+"/v1/pets", faultKey, "", "")
+		return status == 503
+	})
+	for range 40 {
+		status, h, body := call(t, "GET", base+"/v1/pets", faultKey, "", "")
+		if status != 503 || h.Get("Retry-After") == "" || !strings.Contains(body, `"unavailable"`) {
+			t.Fatalf("during the outage: %d Retry-After=%q %s; want 503 unavailable with Retry-After", status, h.Get("Retry-After"), body)
+		}
+	}
+
+	proxy.Restore()
+	until(t, 10*time.Second, "the key is served again", func() bool {
+		status, _, _ := call(t, "GET", base+"/v1/pets", faultKey, "", "")
+		return status == 200
+	})
+	status, h, _ := call(t, "GET", base+"/v1/pets", faultKey, "", "")
+	if status != 200 {
+		t.Fatalf("after the outage: %d", status)
+	}
+	// 100 a minute: the two 200s before and after are charged, and at most
+	// the polls that reached the limiter; none of the 40 refused ones.
+	if rem, _ := strconv.Atoi(h.Get("X-RateLimit-Remaining")); rem < 90 {
+		t.Fatalf("X-RateLimit-Remaining %d after the outage: the refused requests were charged", rem)
+	}
+	// The address's budget of wrong keys was not touched either.
+	status, h, _ = call(t, "GET", base+"/v1/pets", "psk_wrong_key_after_outage_000", "", "")
+	if status != 401 || h.Get("X-RateLimit-Remaining") != "59" {
+		t.Fatalf("a wrong key after the outage: %d, X-RateLimit-Remaining %s; want 401 with 59 left", status, h.Get("X-RateLimit-Remaining"))
+	}
+}
+
+// TestPausedDatabaseIsBounded (item 3): a black-holed database makes a
+// request 503 after -db-timeout instead of hanging, /readyz names the
+// database while /healthz stays 200, and both recover with it.
+func TestPausedDatabaseIsBounded(t *testing.T) {
+	dsn, proxy := proxiedPostgres(t)
+	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-timeout", "500ms",
+		"-keys", faultKey + ":enterprise:1000/10000"}, nil)
+	if status, _, body := call(t, "GET", base+"/readyz", "", "", ""); status != 200 {
+		t.Fatalf("readyz before: %d %s", status, body)
+	}
+	proxy.Pause()
+	// A create always needs the database.
+	status, h, body := call(t, "POST", base+"/v1/pets", faultKey, "", `{"name":"Held","categoryId":1}`)
+	if status != 503 || h.Get("Retry-After") == "" {
+		t.Fatalf("create against a paused database: %d Retry-After=%q %s", status, h.Get("Retry-After"), body)
+	}
+	status, _, body = call(t, "GET", base+"/readyz", "", "", "")
+	if status != 503 || !strings.Contains(body, "database") {
+		t.Fatalf("readyz while paused: %d %s; want 503 naming the database", status, body)
+	}
+	if status, _, body := call(t, "GET", base+"/healthz", "", "", ""); status != 200 {
+		t.Fatalf("healthz while paused: %d %s; liveness does not depend on the database", status, body)
+	}
+	proxy.Restore()
+	until(t, 10*time.Second, "readyz is 200 again", func() bool {
+		status, _, _ := call(t, "GET", base+"/readyz", "", "", "")
+		return status == 200
+	})
+	if status, _, body := call(t, "POST", base+"/v1/pets", faultKey, "", `{"name":"After","categoryId":1}`); status != 201 {
+		t.Fatalf("create after the pause: %d %s", status, body)
+	}
+}
+
+// TestIdempotencyKeyFreeAfterOutage (item 8): a create whose key was
+// claimed and whose insert then failed in a database outage leaves no key
+// in flight once the database is back: the retry with the same
+// Idempotency-Key creates the pet, exactly once. The outage is made to
+// fall between the claim and the insert: the pets table is locked from a
+// direct connection, so the insert waits; once the claim is stored the
+// server's link to the database is cut.
+func TestIdempotencyKeyFreeAfterOutage(t *testing.T) {
+	dsn, direct, proxy := proxiedPostgresDirect(t)
+	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-timeout", "10s",
+		"-keys", faultKey + ":enterprise:1000/10000"}, nil)
+	post := func() (int, string) {
+		req, _ := http.NewRequest("POST", base+"/v1/pets", strings.NewReader(`{"name":"Blip","categoryId":7}`))
+		req.Header.Set("Authorization", "Bearer "+faultKey)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", "create-blip-1")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var e struct{ Code string }
+		_ = json.NewDecoder(res.Body).Decode(&e)
+		return res.StatusCode, e.Code
+	}
+	ctx := context.Background()
+	lock, err := direct.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback()
+	if _, err := lock.ExecContext(ctx, "LOCK TABLE pets IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan int, 1)
+	go func() { status, _ := post(); first <- status }()
+	until(t, 10*time.Second, "the key is claimed", func() bool {
+		var n int
+		err := direct.QueryRowContext(ctx, "SELECT count(*) FROM idempotency_keys").Scan(&n)
+		return err == nil && n == 1
+	})
+	proxy.Cut()
+	if status := <-first; status != 503 {
+		t.Fatalf("create cut under its insert: %d; want 503", status)
+	}
+	if err := lock.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Restore()
+
+	var status int
+	var code string
+	until(t, 10*time.Second, "the retry is not refused as in flight", func() bool {
+		status, code = post()
+		return status != 503 && code != "idempotency_key_in_use"
+	})
+	if status != 201 {
+		t.Fatalf("retry after the outage: %d %s; want 201", status, code)
+	}
+	if status, _ := post(); status != 201 { // the replay
+		t.Fatalf("replay: %d", status)
+	}
+	var n int
+	if err := direct.QueryRowContext(ctx, "SELECT count(*) FROM pets WHERE name = 'Blip'").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%d pets named Blip after the outage and retries (%v), want 1", n, err)
+	}
+}
+
+// TestPoolCappedUnderBurst (item 2): 300 concurrent requests on a slow
+// link to PostgreSQL. Uncapped, each would hold a connection of its own
+// and past max_connections PostgreSQL refuses them ("sorry, too many
+// clients already"), for this server and everyone else on the database.
+// With -db-max-conns the burst queues in the server instead.
+func TestPoolCappedUnderBurst(t *testing.T) {
+	dsn, proxy := proxiedPostgres(t)
+	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-max-conns", "8", "-db-timeout", "60s",
+		"-keys", faultKey + ":enterprise:100000/1000000"}, nil)
+	if status, _, body := call(t, "GET", base+"/v1/pets", faultKey, "", ""); status != 200 {
+		t.Fatalf("warm-up: %d %s", status, body)
+	}
+	proxy.SetLatency(10 * time.Millisecond) // each query now holds its connection for 20 ms or more
+
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 300}}
+	defer client.CloseIdleConnections()
+	const n = 300
+	statuses := make(chan int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			// Creates: each needs the database, whatever is cached.
+			req, _ := http.NewRequest("POST", base+"/v1/pets", strings.NewReader(`{"name":"Burst","categoryId":`+strconv.Itoa(i+1)+`}`))
+			req.Header.Set("Authorization", "Bearer "+faultKey)
+			req.Header.Set("Content-Type", "application/json")
+			res, err := client.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			res.Body.Close()
+			statuses <- res.StatusCode
+		})
+	}
+	wg.Wait()
+	close(statuses)
+	counts := map[int]int{}
+	for s := range statuses {
+		counts[s]++
+	}
+	if counts[201] != n {
+		t.Fatalf("statuses of %d concurrent creates: %v; want all 201", n, counts)
+	}
+	if c := proxy.Conns(); c > 8+2 { // the pool, the feed's listener and its publisher
+		t.Fatalf("%d connections to PostgreSQL, over the cap of 8", c)
+	}
+}
