@@ -27,8 +27,7 @@ func startExampleServer(t *testing.T, keys string) string {
 	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-keys", keys)
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "PETSTORE_API_KEYS=", "PETSTORE_ADDR=", "PETSTORE_DB=", "PETSTORE_REDIS=")
-	base, _ := testenv.StartListening(t, cmd)
-	return base
+	return testenv.StartListening(t, cmd).Addr
 }
 
 // TestAgainstExampleServer runs the client against the real server

@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -160,4 +163,47 @@ func (e *env) handshake(name string) (*x509.Certificate, error) {
 	}
 	defer conn.Close()
 	return conn.ConnectionState().PeerCertificates[0], nil
+}
+
+// labels numbers the names of tests that renew: certmagic keeps renewal
+// jobs and their failure backoff per name in process-wide state, so two
+// tests, or two runs of one test (-count), renewing the same name would
+// share them, and one's cancelled or refused renewal would hold back the
+// other's for a minute.
+var labels atomic.Int64
+
+// uniqueLabel returns label with a number no other call in this process gets.
+func uniqueLabel(label string) string { return fmt.Sprintf("%s%d", label, labels.Add(1)) }
+
+// logWait is a slog.Handler that notes when a message containing msg is
+// logged, for a test to wait for what the issuer did in the background.
+type logWait struct {
+	msg  string
+	once sync.Once
+	seen chan struct{}
+}
+
+func newLogWait(msg string) *logWait { return &logWait{msg: msg, seen: make(chan struct{})} }
+
+func (w *logWait) Enabled(context.Context, slog.Level) bool { return true }
+
+func (w *logWait) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, w.msg) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return nil
+}
+
+func (w *logWait) WithAttrs([]slog.Attr) slog.Handler { return w }
+func (w *logWait) WithGroup(string) slog.Handler      { return w }
+
+// wait waits for the message; 30 s is a guard against a hang, not a
+// timing assertion.
+func (w *logWait) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case <-w.seen:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%q was never logged", w.msg)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -106,38 +107,37 @@ func freePort(t *testing.T) int {
 	return port
 }
 
-// privateRedis starts a throwaway redis-server on a free loopback port. The
-// test may kill it; the shared server is never touched.
+// privateRedis starts a throwaway redis-server listening only on a Unix
+// socket in the test's temporary directory: no port another process could
+// take between choosing it and redis-server binding it, and no other server
+// answering in its place. The test may kill it; the shared server is never
+// touched.
 func privateRedis(t *testing.T) (addr string, kill func()) {
 	t.Helper()
 	testenv.RedisURL(t) // the same opt-in as the other Redis tests
 	bin := testenv.Program(t, "redis-server", "redis-server")
-	port := freePort(t)
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	sock := filepath.Join(t.TempDir(), "redis.sock")
+	cmd := exec.Command(bin, "--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no")
+	out := &testenv.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); out.Close(); close(exited) }()
 	var once sync.Once
-	kill = func() { once.Do(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }) }
+	kill = func() { once.Do(func() { _ = cmd.Process.Kill(); <-exited }) }
 	t.Cleanup(kill)
-	addr = "127.0.0.1:" + strconv.Itoa(port)
-	for i := 0; ; i++ {
-		conn, err := net.Dial("tcp", addr)
-		if err == nil {
-			_ = conn.Close()
-			break
-		}
-		if i == 200 {
-			t.Fatalf("private redis-server did not start: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return addr, kill
+	// Its log says it is ready ("Ready to accept connections" or, on a
+	// socket only, "ready to accept connections at"); if it exits instead,
+	// WaitFor fails with that log.
+	out.WaitFor(t, "to accept connections")
+	return "unix://" + sock, kill
 }
 
 func TestScriptFlushedIsReloaded(t *testing.T) {
 	addr, _ := privateRedis(t)
-	c := redis.NewClient(&redis.Options{Addr: addr})
+	c := redis.NewClient(&redis.Options{Network: "unix", Addr: strings.TrimPrefix(addr, "unix://")})
 	defer c.Close()
 	lim := ratelimit.New(redislimit.New(c, "t:"), ratelimit.Config{})
 	ctx := context.Background()

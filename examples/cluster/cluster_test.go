@@ -25,17 +25,17 @@ func random(t *testing.T) string {
 
 // start runs one API process and returns its base URL once it listens.
 func start(t *testing.T, bin string, args ...string) string {
-	u, _ := startLogged(t, bin, args...)
+	u, _ := startProcess(t, bin, args...)
 	return u
 }
 
-// startLogged is start, also returning the process's stderr.
-func startLogged(t *testing.T, bin string, args ...string) (string, *testenv.Buffer) {
+// startProcess is start, also returning the process, to read its output.
+func startProcess(t *testing.T, bin string, args ...string) (string, *testenv.Process) {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
 	cmd.Env = append(os.Environ(), "PETSTORE_DB=", "PETSTORE_REDIS=", "PETSTORE_API_KEYS=")
-	addr, stderr := testenv.StartListening(t, cmd)
-	return addr + "/v1", stderr
+	p := testenv.StartListening(t, cmd)
+	return p.Addr + "/v1", p
 }
 
 // TestRedisDownIsQuiet runs a process whose Redis does not answer: it
@@ -50,7 +50,7 @@ func TestRedisDownIsQuiet(t *testing.T) {
 	closed := ln.Addr().String()
 	ln.Close()
 	key := "psk_cluster_down_" + random(t)
-	u, stderr := startLogged(t, testenv.Build(t, "."), "-migrate", "-db", dsn, "-redis", closed, "-ratelimit-fail", "open", "-keys", key+":free")
+	u, p := startProcess(t, testenv.Build(t, "."), "-migrate", "-db", dsn, "-redis", closed, "-ratelimit-fail", "open", "-keys", key+":free")
 	c, _ := client.New(u, key, client.WithMaxAttempts(1))
 	for i := range 5 {
 		if _, err := c.ListPets(context.Background(), petstore.PetFilter{}); err != nil {
@@ -60,7 +60,10 @@ func TestRedisDownIsQuiet(t *testing.T) {
 	if _, ok := c.RateLimit(); ok {
 		t.Fatal("rate-limit headers sent without true figures")
 	}
-	if got := stderr.String(); strings.Contains(got, "redis:") || strings.Contains(got, "dial") {
+	// Everything it wrote during those requests is read once it has
+	// exited: only then does the absence of a line mean something.
+	p.Stop()
+	if got := p.Stderr.String(); strings.Contains(got, "redis:") || strings.Contains(got, "dial") {
 		t.Fatalf("go-redis logged on its own:\n%s", got)
 	}
 }

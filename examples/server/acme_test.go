@@ -107,7 +107,10 @@ func TestCustomDomainHTTPS(t *testing.T) {
 	if n := ca.Requests("/order-plz"); n != 0 {
 		t.Fatalf("%d orders before verification, want none", n)
 	}
-	if status, d, body := dashboard("POST", "/"+name+"/verify", ""); status != 200 || d.Status != "issuing" {
+	// The certificate is obtained in the background: the answer is issuing,
+	// or already active if the CA was quicker than the rest of the request
+	// (the history below shows it went through issuing either way).
+	if status, d, body := dashboard("POST", "/"+name+"/verify", ""); status != 200 || (d.Status != "issuing" && d.Status != "active") {
 		t.Fatalf("verify: %d %s, want 200 issuing", status, body)
 	}
 	var d domainView

@@ -2,20 +2,36 @@ package testenv_test
 
 import (
 	"os/exec"
-	"strings"
 	"testing"
 
 	"github.com/petstorekit/petstore/internal/testenv"
 )
 
 func TestStartListening(t *testing.T) {
+	// The note goes to stderr before the listening line goes to stdout,
+	// but the two pipes are read apart: it may arrive after.
 	cmd := exec.Command("sh", "-c", `echo starting; echo "note" >&2; echo "app: listening on http://127.0.0.1:9/v1 (docs)"; exec sleep 60`)
-	addr, stderr := testenv.StartListening(t, cmd)
-	if addr != "http://127.0.0.1:9/v1" {
-		t.Fatalf("address %q, want the first word after 'listening on '", addr)
+	p := testenv.StartListening(t, cmd)
+	if p.Addr != "http://127.0.0.1:9/v1" {
+		t.Fatalf("address %q, want the first word after 'listening on '", p.Addr)
 	}
-	if !strings.Contains(stderr.String(), "note") {
-		t.Fatalf("stderr not collected: %q", stderr.String())
-	}
+	p.Stderr.WaitFor(t, "note")
+	p.Stdout.WaitFor(t, "starting")
 	// Cleanup sends SIGTERM; sleep exits on it, so the test ends at once.
+}
+
+// After Stop, the output is complete, including what the program wrote
+// while shutting down; so a test can assert that something was never
+// written.
+func TestStopCollectsEverything(t *testing.T) {
+	cmd := exec.Command("sh", "-c", `sleep 60 & trap 'kill $!; echo "bye" >&2; exit 0' TERM; echo "listening on 127.0.0.1:9"; wait $!`)
+	p := testenv.StartListening(t, cmd)
+	p.Stop()
+	if got := p.Stderr.String(); got != "bye\n" {
+		t.Fatalf("stderr after Stop = %q, want the line written at SIGTERM", got)
+	}
+	if got := p.Stdout.String(); got != "listening on 127.0.0.1:9\n" {
+		t.Fatalf("stdout after Stop = %q", got)
+	}
+	p.Stop() // again: nothing happens
 }
