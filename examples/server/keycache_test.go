@@ -47,8 +47,7 @@ func TestKeyChangesReachEveryProcess(t *testing.T) {
 			for range 2 {
 				cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0", "-migrate=false"}, common...)...)
 				cmd.Env = serverEnv()
-				base, _ := testenv.StartListening(t, cmd)
-				servers = append(servers, base+"/pets")
+				servers = append(servers, testenv.StartListening(t, cmd).Addr+"/pets")
 			}
 			limit := func(res *http.Response) string {
 				if res.StatusCode != http.StatusOK {
