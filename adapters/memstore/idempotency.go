@@ -11,10 +11,35 @@ import (
 
 var _ petstore.IdempotencyStore = (*Store)(nil)
 
-// idemTable holds one store's Idempotency-Key records.
+// MaxIdempotencyRecords bounds the Idempotency-Key records a Store keeps
+// in memory. Past it, claiming a new key forgets the oldest record first,
+// so a flood of keys costs bounded memory; a retry of a forgotten key runs
+// as a new request. Records are otherwise kept for petstore.IdempotencyTTL.
+const MaxIdempotencyRecords = 100_000
+
+// idemTable holds one store's Idempotency-Key records, and the order they
+// were claimed in for forgetting the oldest at the cap.
 type idemTable struct {
-	mu   sync.Mutex
-	recs map[idemID]petstore.IdempotencyRecord
+	mu    sync.Mutex
+	recs  map[idemID]petstore.IdempotencyRecord
+	order []idemID // claim order; may hold ids deleted since
+	head  int      // order[:head] is already forgotten
+	max   int
+}
+
+// remember records a fresh claim of id, forgetting the oldest records
+// while the table is over its cap. t.mu is held.
+func (t *idemTable) remember(id idemID) {
+	t.order = append(t.order, id)
+	for len(t.recs) > t.max && t.head < len(t.order) {
+		delete(t.recs, t.order[t.head])
+		t.head++
+	}
+	if t.head > len(t.order)/2 && t.head > 1024 {
+		// Keep only what is still queued, so the slice does not grow for ever.
+		t.order = append(t.order[:0:0], t.order[t.head:]...)
+		t.head = 0
+	}
 }
 
 type idemID struct{ scope, key string }
@@ -40,6 +65,7 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec petstore.Idempotenc
 	}
 	rec.Completed, rec.Status, rec.ContentType, rec.Location, rec.Body = false, 0, "", "", nil
 	t.recs[id] = rec
+	t.remember(id)
 	return rec, true, nil
 }
 

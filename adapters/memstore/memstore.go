@@ -46,7 +46,7 @@ func New() *Store {
 		keyByID:  map[string]string{},
 		dom:      &domainTables{byID: map[string]domain.Entry{}, holder: map[string]string{}, configs: map[string]domain.Config{}},
 		blobs:    &blobState{blobs: map[string]blob{}, locks: map[string]blobLock{}},
-		idemRecs: &idemTable{recs: map[idemID]petstore.IdempotencyRecord{}},
+		idemRecs: &idemTable{recs: map[idemID]petstore.IdempotencyRecord{}, max: MaxIdempotencyRecords},
 	}
 }
 
