@@ -3,9 +3,7 @@ package httpx
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -82,11 +80,12 @@ type asset struct {
 
 // dashboard serves the page and the JSON API under base.
 type dashboard struct {
-	engine  DomainEngine
-	base    string
-	api     string // base + "/api"
-	openapi []byte
-	assets  map[string]asset // by path under base, "/" for the page
+	engine      DomainEngine
+	base        string
+	api         string // base + "/api"
+	openapi     []byte
+	openapiETag string
+	assets      map[string]asset // by path under base, "/" for the page
 }
 
 // NewDashboard returns the handler of the dashboard: the Domains page at
@@ -128,6 +127,7 @@ func NewDashboard(cfg DashboardConfig) (http.Handler, error) {
 	if d.openapi, err = dashboardOpenAPIDocument(d.api); err != nil {
 		return nil, err
 	}
+	d.openapiETag = etagOf(d.openapi)
 	public := []string{base, d.api + "/openapi.json"}
 	err = fs.WalkDir(dashboardUI, "dashboardui", func(p string, e fs.DirEntry, err error) error {
 		if err != nil || e.IsDir() {
@@ -141,12 +141,11 @@ func NewDashboard(cfg DashboardConfig) (http.Handler, error) {
 		if name == "/index.html" {
 			name = "/"
 		}
-		sum := sha256.Sum256(b)
 		ctype := mime.TypeByExtension(path.Ext(p))
 		if name == "/" {
 			ctype = "text/html; charset=utf-8"
 		}
-		d.assets[name] = asset{body: b, ctype: ctype, etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
+		d.assets[name] = asset{body: b, ctype: ctype, etag: etagOf(b)}
 		public = append(public, base+name)
 		return nil
 	})
@@ -282,11 +281,7 @@ func (d *dashboard) handleAsset(w http.ResponseWriter, r *http.Request, _ petsto
 }
 
 func (d *dashboard) handleOpenAPI(w http.ResponseWriter, r *http.Request, _ petstore.APIKey, _ string) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(d.openapi)
+	serveDocument(w, r, d.openapi, d.openapiETag)
 }
 
 // domainList is the body of GET <base>/api/domains.

@@ -53,10 +53,11 @@ var Sunset = time.Date(2030, 12, 5, 0, 0, 0, 0, time.UTC)
 
 // api is the /v1 handler behind the chain: the router and the operations.
 type api struct {
-	svc     petstore.PetService
-	base    string
-	openapi []byte
-	deprec  string // Deprecation header value
+	svc         petstore.PetService
+	base        string
+	openapi     []byte
+	openapiETag string
+	deprec      string // Deprecation header value
 
 	// Route patterns for the log, made once; GET and HEAD each have their
 	// own (index 0 and 1, see getOrHead).
@@ -90,7 +91,7 @@ func New(cfg Config) (http.Handler, error) {
 	if at.IsZero() {
 		at = DefaultDeprecatedAt
 	}
-	a := &api{svc: cfg.Service, base: base, openapi: doc, deprec: "@" + itoa(at.Unix()), patCreate: "POST " + base + "/pets"}
+	a := &api{svc: cfg.Service, base: base, openapi: doc, deprec: "@" + itoa(at.Unix()), patCreate: "POST " + base + "/pets", openapiETag: etagOf(doc)}
 	for i, m := range []string{http.MethodGet, http.MethodHead} {
 		a.patList[i] = m + " " + base + "/pets"
 		a.patPet[i] = m + " " + base + "/pets/{petId}"

@@ -1,10 +1,15 @@
 package httpx
 
 import (
+	"bytes"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"sync"
+	"time"
 )
 
 // openAPIJSON is the API's OpenAPI 3.0.3 document as written, with the
@@ -57,4 +62,23 @@ func renderOpenAPI(base string) ([]byte, error) {
 	here := map[string]any{"url": url, "description": "This server"}
 	doc["servers"] = append([]any{here}, servers...)
 	return json.MarshalIndent(doc, "", "  ")
+}
+
+// etagOf is a strong ETag for a fixed body: the first 8 bytes of its
+// SHA-256, quoted.
+func etagOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return `"` + hex.EncodeToString(sum[:8]) + `"`
+}
+
+// serveDocument serves a fixed JSON document (an OpenAPI description):
+// cacheable for five minutes and revalidated by ETag, so a client that
+// reloads it gets 304 Not Modified, and HEAD as GET without the body.
+func serveDocument(w http.ResponseWriter, r *http.Request, doc []byte, etag string) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "public, max-age=300")
+	h.Set("ETag", etag)
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(doc))
 }

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
 	"unicode/utf8"
 
 	"github.com/petstorekit/petstore"
@@ -101,9 +100,7 @@ func (a *api) handleGetPet(w http.ResponseWriter, r *http.Request) {
 
 // handleOpenAPI serves the OpenAPI document with this mount's base path.
 func (a *api) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "public, max-age=300")
-	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(a.openapi))
+	serveDocument(w, r, a.openapi, a.openapiETag)
 }
 
 // parseListQuery reads limit, status and cursor. It is stricter than the

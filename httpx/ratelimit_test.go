@@ -619,3 +619,26 @@ func BenchmarkRateLimitedHandler(b *testing.B) {
 		})
 	}
 }
+
+// TestPublicDocumentsAreCacheableAndOffTheKeyBudget: a person reloading
+// the OpenAPI document gets 304 Not Modified by ETag, and however often
+// it is fetched, the address's budget for key attempts is untouched.
+func TestPublicDocumentsAreCacheableAndOffTheKeyBudget(t *testing.T) {
+	e := newRLEnv(t, ratelimit.NewMemoryStore(), nil)
+	first := do(t, e.h, "/v1", httptest.NewRequest("GET", "/v1/openapi.json", nil))
+	wantStatus(t, first, 200, "")
+	etag := first.Header.Get("ETag")
+	if etag == "" || first.Header.Get("Cache-Control") == "" {
+		t.Fatalf("the document is not cacheable: ETag %q, Cache-Control %q", etag, first.Header.Get("Cache-Control"))
+	}
+	for range 100 {
+		r := httptest.NewRequest("GET", "/v1/openapi.json", nil)
+		r.Header.Set("If-None-Match", etag)
+		if res := do(t, e.h, "/v1", r); res.Status != http.StatusNotModified {
+			t.Fatalf("reload with If-None-Match: %d, want 304", res.Status)
+		}
+	}
+	res := do(t, e.h, "/v1", httptest.NewRequest("GET", "/v1/pets", nil))
+	wantStatus(t, res, 401, petstore.CodeUnauthorized)
+	wantHeaders(t, res, map[string]string{"X-RateLimit-Limit": "60", "X-RateLimit-Remaining": "59"})
+}
