@@ -22,6 +22,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/keycache"
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
@@ -173,9 +174,10 @@ type backend interface {
 	petstore.IdempotencyStore
 }
 
-// startFullStack assembles the API as examples/server does (keys,
-// in-memory two-window limiter, access log, idempotency store), seeds it
-// and serves it; cleanup runs after the server has stopped.
+// startFullStack assembles the API as examples/server does (keys behind
+// keycache, in-memory two-window limiter, access log, idempotency store,
+// the -db-timeout deadline), seeds it and serves it; cleanup runs after
+// the server has stopped.
 func startFullStack(ctx context.Context, name string, store backend, logger *slog.Logger, cleanup func()) (_ *target, err error) {
 	defer func() {
 		if err != nil {
@@ -191,17 +193,19 @@ func startFullStack(ctx context.Context, name string, store backend, logger *slo
 		}
 		ids = append(ids, strconv.FormatInt(pet.ID, 10))
 	}
-	keys := petstore.NewKeys(store)
+	// No change feed: one process, whose own changes reach its cache at once.
+	keys, auth := keycache.NewKeys(store, nil, keycache.Config{}, nil)
 	_, secret, err := keys.Create(ctx, "", petstore.PlanEnterprise, unrefusedLimits)
 	if err != nil {
 		return nil, fmt.Errorf("create key: %w", err)
 	}
 	api, err := httpx.New(httpx.Config{
 		Service:     svc,
-		Auth:        keys,
+		Auth:        auth,
 		Logger:      logger,
 		Limiter:     ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{Logger: logger}),
 		Idempotency: store,
+		Timeout:     5 * time.Second, // examples/server's -db-timeout
 	})
 	if err != nil {
 		return nil, err
