@@ -57,26 +57,35 @@ func FuzzDecodeNewPet(f *testing.F) {
 	})
 }
 
-// FuzzParseListQuery: any query string either parses into a filter the
-// service accepts the bounds of, or is invalid_request.
+// FuzzParseListQuery: any raw query string either parses into a filter
+// the service accepts the bounds of, or is invalid_request; a query
+// url.ParseQuery cannot read whole is never accepted, and what is
+// accepted is what the parsed parameters say.
 func FuzzParseListQuery(f *testing.F) {
-	for _, s := range []string{"", "limit=20", "limit=0", "limit=abc", "status=sold&limit=100", "status=Sold", "cursor=", "limit=1&limit=2", "limit=%2B5"} {
+	for _, s := range []string{
+		"", "limit=20", "limit=0", "limit=abc", "status=sold&limit=100", "status=Sold", "cursor=", "limit=1&limit=2", "limit=%2B5",
+		"limit=%", "limit=10;status=sold", "status=sold&limit=1%ZZ", "cursor=djE6MQ%0A",
+	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		q, err := url.ParseQuery(raw)
-		if err != nil {
-			return
-		}
-		flt, err := parseListQuery(q)
+		flt, err := parseListQuery(raw)
+		q, qerr := url.ParseQuery(raw)
 		if err != nil {
 			if petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
 				t.Fatalf("error %v is not invalid_request", err)
 			}
 			return
 		}
+		if qerr != nil {
+			t.Fatalf("accepted %q, which url.ParseQuery refuses: %v", raw, qerr)
+		}
 		if flt.Limit < 0 || flt.Limit > petstore.MaxLimit || flt.Status != "" && !flt.Status.Valid() {
 			t.Fatalf("accepted %q as %+v", raw, flt)
+		}
+		if flt.Status != "" && q.Get("status") != string(flt.Status) || flt.Cursor != q.Get("cursor") ||
+			flt.Limit != 0 && q.Get("limit") != strconv.Itoa(flt.Limit) {
+			t.Fatalf("%q read as %+v", raw, flt)
 		}
 	})
 }

@@ -18,7 +18,7 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // handleListPets answers GET /pets: one page, and a Link to the next.
 func (a *api) handleListPets(w http.ResponseWriter, r *http.Request) {
-	f, err := parseListQuery(r.URL.Query())
+	f, err := parseListQuery(r.URL.RawQuery)
 	if err != nil {
 		WriteError(w, r, err)
 		return
@@ -98,13 +98,21 @@ func (a *api) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(a.openapi))
 }
 
-// parseListQuery reads limit, status and cursor. It is stricter than the
-// spec, which lists no error for GET /pets: a limit that is not an integer
-// from 1 to 100, an unknown or wrong-case status, an empty cursor, or a
-// repeated parameter is 400 rather than silently ignored. Other
-// parameters are ignored.
-func parseListQuery(q url.Values) (petstore.PetFilter, error) {
+// parseListQuery reads limit, status and cursor from a raw query string.
+// It is stricter than the spec, which lists no error for GET /pets: a
+// query that does not parse (a bad percent escape such as "limit=%" or
+// "1%ZZ", or a ";" separator), a limit that is not an integer from 1 to
+// 100, an unknown or wrong-case status, an empty cursor, or a repeated
+// parameter is 400 rather than silently ignored. URL.Query drops the
+// pairs it cannot parse, which would turn "?status=sold&limit=1%ZZ" into
+// the default limit, so the raw query is parsed here. Other parameters
+// are ignored.
+func parseListQuery(raw string) (petstore.PetFilter, error) {
 	var f petstore.PetFilter
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return f, petstore.Errorf(petstore.CodeInvalidRequest, "the query string is malformed: use name=value pairs joined by & with valid percent-escapes")
+	}
 	one := func(name string) (string, bool, error) {
 		vs, ok := q[name]
 		if !ok {
