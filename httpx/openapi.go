@@ -56,5 +56,5 @@ func renderOpenAPI(base string) ([]byte, error) {
 	}
 	here := map[string]any{"url": url, "description": "This server"}
 	doc["servers"] = append([]any{here}, servers...)
-	return json.MarshalIndent(doc, "", "  ")
+	return marshalJSON(doc, "  ")
 }

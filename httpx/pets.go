@@ -49,8 +49,11 @@ func (a *api) handleListPets(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, pets)
 }
 
-// handleCreatePet answers POST /pets. It is kept to decode, create,
-// respond, so a wrapper can replay its stored response.
+// handleCreatePet answers POST /pets: it decodes the body, once, and
+// hands the NewPet to a.create, which is createPet itself or, with
+// Config.Idempotency, the Idempotency-Key wrapper around it. The wrapper
+// hashes exactly the NewPet the operation creates, so a request's
+// identity cannot differ from what it does.
 func (a *api) handleCreatePet(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -62,12 +65,25 @@ func (a *api) handleCreatePet(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, err)
 		return
 	}
-	pet, err := a.svc.CreatePet(r.Context(), np)
+	a.create.serveNewPet(w, r, np)
+}
+
+// newPetHandler answers POST /pets for a decoded body.
+type newPetHandler interface {
+	serveNewPet(w http.ResponseWriter, r *http.Request, np petstore.NewPet)
+}
+
+// createPet is the operation: create, respond. It is kept to that, so a
+// wrapper can replay its stored response.
+type createPet struct{ a *api }
+
+func (c createPet) serveNewPet(w http.ResponseWriter, r *http.Request, np petstore.NewPet) {
+	pet, err := c.a.svc.CreatePet(r.Context(), np)
 	if err != nil {
 		WriteError(w, r, err)
 		return
 	}
-	w.Header().Set("Location", a.base+"/pets/"+itoa(pet.ID))
+	w.Header().Set("Location", c.a.base+"/pets/"+itoa(pet.ID))
 	WriteJSON(w, http.StatusCreated, pet)
 }
 
@@ -170,6 +186,12 @@ func parsePetID(s string) (int64, error) {
 // decodeNewPet reads a creation body: exactly one JSON object and nothing
 // after it. Fields are matched exactly; unknown fields (a client's "id"
 // among them) are ignored. Type errors, overflow and null name the field.
+// Every string in the body, ignored ones included, must be valid UTF-8,
+// and no two member names may be equal ignoring case (checkJSONText): a
+// body with "name" and "NAME" is 400, never read as either.
+//
+// It is the only reader of the body: the Idempotency-Key hash is made of
+// its result.
 func decodeNewPet(body []byte) (petstore.NewPet, error) {
 	invalid := func(format string, args ...any) (petstore.NewPet, error) {
 		return petstore.NewPet{}, petstore.Errorf(petstore.CodeInvalidRequest, format, args...)
@@ -189,6 +211,9 @@ func decodeNewPet(body []byte) (petstore.NewPet, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return invalid("body must contain exactly one JSON object and nothing after it")
 	}
+	if err := checkJSONText(body); err != nil {
+		return petstore.NewPet{}, err
+	}
 	var np petstore.NewPet
 	raw, ok := fields["name"]
 	if !ok {
@@ -196,9 +221,6 @@ func decodeNewPet(body []byte) (petstore.NewPet, error) {
 	}
 	if err := decodeString(raw, &np.Name); err != nil {
 		return invalid("name must be a string")
-	}
-	if !validJSONText(raw) {
-		return invalid("name must be valid UTF-8")
 	}
 	raw, ok = fields["categoryId"]
 	if !ok {
