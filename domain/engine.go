@@ -174,12 +174,13 @@ func dnsName(s string) string {
 // ownership TXT record that Verify requires besides the CNAME (or ALIAS):
 // no domain takeover through a CNAME the customer left behind.
 //
-// Returns invalid_request for an invalid name or one of the platform's own,
-// not_found for an unknown project, plan_required below Pro,
+// Returns invalid_request for an invalid name (ParseNewName: also a
+// special-use TLD, mixed scripts or a confusable label) or one of the
+// platform's own, not_found for an unknown project, plan_required below Pro,
 // deploy_required before a successful deploy, and conflict when another
 // project holds the name.
 func (e *Engine) Add(ctx context.Context, projectID, name string) (d Domain, created bool, err error) {
-	n, err := ParseName(name)
+	n, err := ParseNewName(name)
 	if err != nil {
 		return Domain{}, false, err
 	}
