@@ -159,6 +159,8 @@ func TestBadFlags(t *testing.T) {
 		{"stray"},
 		// Operator keys are stored as unsalted hashes: weak or repeated
 		// secrets are refused at start.
+		{"-max-domains-per-project", "0"},
+		{"-max-domains-per-project", "many"},
 		{"-keys", "a:pro"},
 		{"-keys", "aaaaaaaaaaaaaaaaaaaaaaaaaaaa:pro"},
 		{"-keys", testKey + ":free," + testKey + ":pro"},
@@ -228,5 +230,29 @@ func TestCustomDomainFlow(t *testing.T) {
 	status, _, body = call(t, "GET", base+"/", "", "shop.example.com", "")
 	if status != 404 || !strings.Contains(body, "not_found") {
 		t.Fatalf("removed domain: %d %s", status, body)
+	}
+}
+
+// TestMaxDomainsFlag: the per-project cap is configurable; beyond it an
+// add is 400 with a message, and a removed domain frees its slot.
+func TestMaxDomainsFlag(t *testing.T) {
+	const pro = "psk_Pro5jW8cZ1qN6bY3xF7v"
+	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-keys", pro + ":pro"},
+		map[string]string{"PETSTORE_MAX_DOMAINS_PER_PROJECT": "1"})
+	add := func(name string) (int, string) {
+		status, _, body := call(t, "POST", base+"/dashboard/api/domains", pro, "", `{"name":"`+name+`"}`)
+		return status, body
+	}
+	if status, body := add("one.example.com"); status != 201 {
+		t.Fatalf("first: %d %s", status, body)
+	}
+	if status, body := add("two.example.com"); status != 400 || !strings.Contains(body, "remove one") {
+		t.Fatalf("over the cap: %d %s", status, body)
+	}
+	if status, _, body := call(t, "DELETE", base+"/dashboard/api/domains/one.example.com", pro, "", ""); status != 204 {
+		t.Fatalf("remove: %d %s", status, body)
+	}
+	if status, body := add("two.example.com"); status != 201 {
+		t.Fatalf("after removing: %d %s", status, body)
 	}
 }
