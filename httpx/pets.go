@@ -188,7 +188,9 @@ func parsePetID(s string) (int64, error) {
 // among them) are ignored. Type errors, overflow and null name the field.
 // Every string in the body, ignored ones included, must be valid UTF-8,
 // and no two member names may be equal ignoring case (checkJSONText): a
-// body with "name" and "NAME" is 400, never read as either.
+// body with "name" and "NAME" is 400, never read as either. A member that
+// is a field's name in another case ("NAME" alone) is 400 too, since
+// case-insensitive readers take it for the field.
 //
 // It is the only reader of the body: the Idempotency-Key hash is made of
 // its result.
@@ -213,6 +215,16 @@ func decodeNewPet(body []byte) (petstore.NewPet, error) {
 	}
 	if err := checkJSONText(body); err != nil {
 		return petstore.NewPet{}, err
+	}
+	for k := range fields {
+		// A member that only case-folds to a field ("NAME", "stAtus") is
+		// read as that field by encoding/json and many clients, and
+		// ignored here: refused, so no reader sees another pet.
+		for _, f := range []string{"name", "categoryId", "status"} {
+			if k != f && foldName(k) == foldName(f) {
+				return invalid("member %s must be written %q: member names are case-sensitive", quoteShort(k), f)
+			}
+		}
 	}
 	var np petstore.NewPet
 	raw, ok := fields["name"]
