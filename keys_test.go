@@ -27,7 +27,7 @@ func TestKeyChangeHook(t *testing.T) {
 	if _, err := keys.SetPlan(ctx, key.ID, petstore.PlanPro, petstore.Limits{}); err != nil {
 		t.Fatal(err)
 	}
-	ensured, err := keys.Ensure(ctx, "psk_operator_chosen", petstore.PlanBusiness, petstore.Limits{})
+	ensured, err := keys.Ensure(ctx, "psk_operator_chosen_Q7vLx2Rk9Wm4", petstore.PlanBusiness, petstore.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,9 @@ func EncodeCursor(lastID int64) string {
 }
 
 // DecodeCursor returns the last id a cursor continues after. A malformed
-// cursor is an invalid_request error.
+// cursor is an invalid_request error. Only the exact text EncodeCursor
+// makes is accepted: base64 decoders skip line breaks, so "djE6MQ\n" would
+// otherwise decode to the cursor of "djE6MQ".
 func DecodeCursor(cursor string) (int64, error) {
 	bad := Errorf(CodeInvalidRequest, "cursor is malformed; use the cursor of a previous page's next link")
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(cursor)
@@ -108,7 +110,7 @@ func DecodeCursor(cursor string) (int64, error) {
 		return 0, bad
 	}
 	id, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || id < 0 || strconv.FormatInt(id, 10) != s {
+	if err != nil || id < 0 || EncodeCursor(id) != cursor {
 		return 0, bad
 	}
 	return id, nil

@@ -61,7 +61,7 @@ func TestCursorRoundTrip(t *testing.T) {
 			t.Fatalf("DecodeCursor(EncodeCursor(%d)) = %d, %v", id, got, err)
 		}
 	}
-	for _, bad := range []string{"", "!!!", "djE6", "djI6MQ", "djE6LTE", "djE6MDE", "djE6YWJj", "djE6OTIyMzM3MjAzNjg1NDc3NTgwOA", strings.Repeat("A", 100)} {
+	for _, bad := range []string{"", "!!!", "djE6", "djI6MQ", "djE6LTE", "djE6MDE", "djE6YWJj", "djE6OTIyMzM3MjAzNjg1NDc3NTgwOA", strings.Repeat("A", 100), "djE6MQ\n", "djE6\nMQ", "djE6MQ\r"} {
 		if _, err := petstore.DecodeCursor(bad); petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
 			t.Errorf("DecodeCursor(%q) = %v, want invalid_request", bad, err)
 		}

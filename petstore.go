@@ -249,10 +249,17 @@ func (k *Keys) Create(ctx context.Context, projectID string, plan Plan, limits L
 }
 
 // Ensure stores a key whose secret the operator chose (the -keys flag),
-// or updates its plan when it is stored already, and returns it.
+// or updates its plan when it is stored already, and returns it. The
+// secret must pass CheckSecretStrength (at least 20 characters and about
+// 80 bits): it is stored as an unsalted SHA-256 (HashAPIKey), which only a
+// secret too random to guess makes safe. Returns invalid_request
+// otherwise.
 func (k *Keys) Ensure(ctx context.Context, secret string, plan Plan, limits Limits) (APIKey, error) {
 	if secret == "" {
 		return APIKey{}, Errorf(CodeInvalidRequest, "key must not be empty")
+	}
+	if err := CheckSecretStrength(secret); err != nil {
+		return APIKey{}, err
 	}
 	key := APIKey{ID: NewKeyID(), ProjectID: NewProjectID(), Plan: plan, CreatedAt: k.now().UTC().Truncate(time.Second)}
 	if plan == PlanEnterprise {

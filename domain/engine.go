@@ -41,6 +41,10 @@ const (
 	DefaultRecordTTL         = 3600
 	DefaultPropagationWindow = 48 * time.Hour
 	DefaultRefreshEvery      = 2 * time.Second
+
+	// DefaultMaxDomainsPerProject is how many custom domains a project may
+	// hold at once unless EngineConfig.MaxDomainsPerProject says otherwise.
+	DefaultMaxDomainsPerProject = 50
 )
 
 // EngineConfig configures an Engine. Store, Projects and Resolver are
@@ -85,6 +89,14 @@ type EngineConfig struct {
 	// changes. 2 seconds by default.
 	RefreshEvery time.Duration
 
+	// MaxDomainsPerProject caps the custom domains one project holds at
+	// once (removed ones do not count): Add answers invalid_request beyond
+	// it. 0 means DefaultMaxDomainsPerProject (50); negative means no cap.
+	// The cap is exact within one engine, which serialises a project's
+	// adds; engines in several processes sharing a store check it without
+	// a common lock, so racing adds there may exceed it by a few.
+	MaxDomainsPerProject int
+
 	// Now is the clock; time.Now by default. Tests inject a fake one.
 	Now func() time.Time
 
@@ -111,6 +123,11 @@ type Engine struct {
 	// issuer's Allowed check still refuses to serve or renew them.
 	pendingMu     sync.Mutex
 	certsToRemove map[string]bool
+
+	// addLocks serialise the count-then-create of Add per project (striped
+	// by a hash of the project id), so concurrent adds cannot pass the cap
+	// together.
+	addLocks [64]sync.Mutex
 }
 
 // New returns an engine. It returns an error when a required part is
@@ -131,6 +148,9 @@ func New(cfg EngineConfig) (*Engine, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.MaxDomainsPerProject == 0 {
+		cfg.MaxDomainsPerProject = DefaultMaxDomainsPerProject
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -174,12 +194,13 @@ func dnsName(s string) string {
 // ownership TXT record that Verify requires besides the CNAME (or ALIAS):
 // no domain takeover through a CNAME the customer left behind.
 //
-// Returns invalid_request for an invalid name or one of the platform's own,
-// not_found for an unknown project, plan_required below Pro,
+// Returns invalid_request for an invalid name (ParseNewName: also a
+// special-use TLD, mixed scripts or a confusable label), one of the
+// platform's own, or when the project holds MaxDomainsPerProject domains, not_found for an unknown project, plan_required below Pro,
 // deploy_required before a successful deploy, and conflict when another
 // project holds the name.
 func (e *Engine) Add(ctx context.Context, projectID, name string) (d Domain, created bool, err error) {
-	n, err := ParseName(name)
+	n, err := ParseNewName(name)
 	if err != nil {
 		return Domain{}, false, err
 	}
@@ -200,8 +221,16 @@ func (e *Engine) Add(ctx context.Context, projectID, name string) (d Domain, cre
 		return Domain{}, false, petstore.Errorf(petstore.CodeDeployRequired,
 			"deploy the project successfully before adding a custom domain")
 	}
+	// The project's count and the new entry must not be interleaved with
+	// another add of the same project, or both could take the last slot.
+	lock := &e.addLocks[projectStripe(projectID, len(e.addLocks))]
+	lock.Lock()
+	defer lock.Unlock()
 	if existing, ok, err := e.existing(ctx, projectID, n); ok || err != nil {
 		return existing, false, err
+	}
+	if err := e.checkDomainCap(ctx, projectID); err != nil {
+		return Domain{}, false, err
 	}
 	token, err := e.ownershipToken(ctx, projectID, n)
 	if err != nil {
@@ -233,6 +262,34 @@ func (e *Engine) Add(ctx context.Context, projectID, name string) (d Domain, cre
 		return Domain{}, false, err
 	}
 	return e.view(ctx, stored), true, nil
+}
+
+// checkDomainCap returns invalid_request when the project already holds
+// MaxDomainsPerProject domains (removed ones excluded).
+func (e *Engine) checkDomainCap(ctx context.Context, projectID string) error {
+	limit := e.cfg.MaxDomainsPerProject
+	if limit < 0 {
+		return nil
+	}
+	held, err := e.cfg.Store.ListDomains(ctx, DomainQuery{ProjectID: projectID})
+	if err != nil {
+		return err
+	}
+	if len(held) >= limit {
+		return petstore.Errorf(petstore.CodeInvalidRequest,
+			"this project already has %d custom domains, the most it may have; remove one before adding another", len(held))
+	}
+	return nil
+}
+
+// projectStripe picks one of n locks for a project id (FNV-1a).
+func projectStripe(projectID string, n int) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(projectID); i++ {
+		h ^= uint32(projectID[i])
+		h *= 16777619
+	}
+	return int(h % uint32(n))
 }
 
 // existing returns the project's domain for n (ok true), or conflict when

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 	"sync"
@@ -794,5 +795,82 @@ func TestConfigureDNSThenRemove(t *testing.T) {
 		f.add(t, "prj_pro", "shop.example.com")
 		_, err := f.engine.ConfigureDNS(context.Background(), "prj_pro", "shop.example.com")
 		wantCode(t, err, petstore.CodeInvalidRequest)
+	})
+}
+
+// TestDomainCap: a project holds at most MaxDomainsPerProject domains (50
+// by default); one more is invalid_request saying so, re-adding a held name
+// still answers it, concurrent adds cannot pass the cap together, and a
+// removed domain frees its slot.
+func TestDomainCap(t *testing.T) {
+	ctx := context.Background()
+	newEngine := func(t *testing.T, max int) *domain.Engine {
+		_, srv := memzone.NewTestServer(t, "example.com.")
+		e, err := domain.New(domain.EngineConfig{
+			Store: memstore.New(), Projects: projects, Resolver: dnsresolver.New(srv.Addr()),
+			CNAMETarget: target + ".", EdgeIPs: []netip.Addr{netip.MustParseAddr("127.0.0.1")},
+			MaxDomainsPerProject: max, Now: (&clock{now: start}).Now,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	t.Run("default 50", func(t *testing.T) {
+		e := newEngine(t, 0)
+		for i := range domain.DefaultMaxDomainsPerProject {
+			if _, _, err := e.Add(ctx, "prj_pro", fmt.Sprintf("s%d.example.com", i)); err != nil {
+				t.Fatalf("domain %d: %v", i, err)
+			}
+		}
+		_, _, err := e.Add(ctx, "prj_pro", "one-more.example.com")
+		wantCode(t, err, petstore.CodeInvalidRequest)
+		if msg := petstore.ErrorMessage(err); !strings.Contains(msg, "50 custom domains") || !strings.Contains(msg, "remove one") {
+			t.Fatalf("message %q", msg)
+		}
+		if _, created, err := e.Add(ctx, "prj_pro", "s7.example.com"); err != nil || created {
+			t.Fatalf("re-adding a held name at the cap: created %v, %v", created, err)
+		}
+		// Another project is not affected.
+		if _, _, err := e.Add(ctx, "prj_business", "other.example.com"); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Remove(ctx, "prj_pro", "s3.example.com"); err != nil {
+			t.Fatal(err)
+		}
+		if _, created, err := e.Add(ctx, "prj_pro", "one-more.example.com"); err != nil || !created {
+			t.Fatalf("after a removal: created %v, %v", created, err)
+		}
+	})
+	t.Run("concurrent adds stop at the cap", func(t *testing.T) {
+		e := newEngine(t, 5)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		added := 0
+		for i := range 20 {
+			wg.Go(func() {
+				_, created, err := e.Add(ctx, "prj_pro", fmt.Sprintf("c%d.example.com", i))
+				if err != nil && petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
+					t.Errorf("add %d: %v", i, err)
+				}
+				if created {
+					mu.Lock()
+					added++
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if list, err := e.List(ctx, "prj_pro"); err != nil || len(list) != 5 || added != 5 {
+			t.Fatalf("%d created, %d listed (%v); want 5", added, len(list), err)
+		}
+	})
+	t.Run("negative means no cap", func(t *testing.T) {
+		e := newEngine(t, -1)
+		for i := range 60 {
+			if _, _, err := e.Add(ctx, "prj_pro", fmt.Sprintf("n%d.example.com", i)); err != nil {
+				t.Fatalf("domain %d: %v", i, err)
+			}
+		}
 	})
 }

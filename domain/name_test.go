@@ -3,6 +3,7 @@ package domain_test
 import (
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/domain"
@@ -117,6 +118,90 @@ func FuzzParseName(f *testing.F) {
 		}
 		if (n.Kind == domain.KindApex) != (n.ASCII == n.Registered) || !strings.HasSuffix(n.ASCII, n.Registered) {
 			t.Fatalf("ParseName(%q) = %+v: kind and registered domain disagree", s, n)
+		}
+	})
+}
+
+// TestParseNewName: a name being added must be publicly resolvable and
+// not made to look like another (UTS #39 "Highly Restrictive").
+func TestParseNewName(t *testing.T) {
+	for _, ok := range []string{
+		"shop.example.com", "Bücher.example", "shop.example.test", "demo.example", "faß.de",
+		"店.例え.jp",                   // Han with Hiragana
+		"ストアshop.example.jp",        // Katakana with Latin: Japanese
+		"한국shop.example.kr",         // Hangul with Latin: Korean
+		"中文ㄅ.example.tw",            // Han with Bopomofo
+		"пример.рф",                 // Cyrillic under a Cyrillic TLD
+		"сосиска.example.com",       // Cyrillic with letters that do not look Latin
+		"ελλάδα.example.com",        // one script
+		"shop-2.example.com",        // digits and hyphens go with any script
+		"xn--bcher-kva.example.com", // punycode of one script
+	} {
+		if _, err := domain.ParseNewName(ok); err != nil {
+			t.Errorf("ParseNewName(%q) = %v, want accepted", ok, err)
+		}
+	}
+	for _, tc := range []struct{ in, says string }{
+		{"\u0430pple.com", "mixes the Cyrillic and Latin scripts"},                      // Cyrillic а, Latin pple
+		{"xn--pple-43d.com", "mixes the Cyrillic and Latin scripts"},                    // the same in punycode
+		{"payp\u0430l.example.com", "mixes"},                                            // one Cyrillic letter inside
+		{"\u03bfpenai.com", "mixes the Greek and Latin scripts"},                        // Greek omicron
+		{"\u0430\u0440\u0440\u04cf\u0435.com", "Cyrillic letters that look like Latin"}, // "apple" all in Cyrillic
+		{"ストア한국.example.com", "mixes"},                                                  // Katakana with Hangul
+		{"abc.onion", ".onion"},
+		{"printer.local", ".local"},
+		{"app.localhost", ".localhost"},
+		{"x.invalid", ".invalid"},
+		{"corp.internal", ".internal"},
+		{"router.home.arpa", ".home.arpa"},
+		{"x.alt", ".alt"},
+	} {
+		_, err := domain.ParseNewName(tc.in)
+		if petstore.ErrorCode(err) != petstore.CodeInvalidRequest || !strings.Contains(petstore.ErrorMessage(err), tc.says) {
+			t.Errorf("ParseNewName(%q) = %v, want invalid_request saying %q", tc.in, err, tc.says)
+		}
+		// Stored before the rule, such a name can still be looked up.
+		if _, err := domain.ParseName(tc.in); err != nil {
+			t.Errorf("ParseName(%q) = %v, want accepted", tc.in, err)
+		}
+	}
+}
+
+// FuzzParseNewName: what ParseNewName accepts ParseName accepts the same
+// way, never under a special-use TLD and never with a label mixing
+// Cyrillic or Greek with Latin.
+func FuzzParseNewName(f *testing.F) {
+	for _, s := range []string{
+		"shop.example.com", "\u0430pple.com", "xn--pple-43d.com", "abc.onion", "router.home.arpa", "店.例え.jp",
+		"пример.рф", "\u0430\u0440\u0440\u04cf\u0435.com", "x.test", "y.example",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := domain.ParseNewName(s)
+		if err != nil {
+			if petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
+				t.Fatalf("ParseNewName(%q) error %v is not invalid_request", s, err)
+			}
+			return
+		}
+		if m, err := domain.ParseName(s); err != nil || m != n {
+			t.Fatalf("ParseNewName(%q) = %+v but ParseName = %+v, %v", s, n, m, err)
+		}
+		for _, suf := range []string{"onion", "local", "localhost", "invalid", "internal", "alt", "home.arpa"} {
+			if n.ASCII == suf || strings.HasSuffix(n.ASCII, "."+suf) {
+				t.Fatalf("ParseNewName(%q) accepted %q", s, n.ASCII)
+			}
+		}
+		for _, l := range strings.Split(n.Unicode, ".") {
+			latin, other := false, false
+			for _, r := range l {
+				latin = latin || unicode.Is(unicode.Latin, r)
+				other = other || unicode.Is(unicode.Cyrillic, r) || unicode.Is(unicode.Greek, r)
+			}
+			if latin && other {
+				t.Fatalf("ParseNewName(%q) accepted the mixed label %q", s, l)
+			}
 		}
 	})
 }

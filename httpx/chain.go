@@ -292,8 +292,13 @@ func (c *chain) recover(r *http.Request, info *requestInfo) {
 
 // authenticate reads the bearer token. The scheme is case-insensitive
 // (RFC 7235); anything else is unauthorized, with error="invalid_token" in
-// the challenge when a bearer token was presented (RFC 6750 §3).
+// the challenge when a bearer token was presented (RFC 6750 §3). Two or
+// more Authorization headers are unauthorized too, whatever they hold:
+// which one a proxy or the server reads is not defined, so none is.
 func (c *chain) authenticate(r *http.Request) (petstore.APIKey, error) {
+	if len(r.Header.Values("Authorization")) > 1 {
+		return petstore.APIKey{}, petstore.Errorf(petstore.CodeUnauthorized, "send exactly one Authorization header")
+	}
 	h := r.Header.Get("Authorization")
 	scheme, token, _ := strings.Cut(strings.TrimSpace(h), " ")
 	token = strings.TrimSpace(token)

@@ -174,7 +174,7 @@ func dashboardOpenAPIDocument(api string) ([]byte, error) {
 		return nil, fmt.Errorf("httpx: embedded dashboard_openapi.json: %w", err)
 	}
 	doc["servers"] = []any{map[string]any{"url": api, "description": "The dashboard API of this server"}}
-	return json.MarshalIndent(doc, "", "  ")
+	return marshalJSON(doc, "  ")
 }
 
 // dashRoute is one matched operation.
@@ -421,9 +421,12 @@ func tidyConfig(c domain.Config) domain.Config {
 
 // decodeOneObject decodes exactly one JSON object from body into v and
 // turns every failure into invalid_request with a message a person can act
-// on. Unknown fields are ignored, as in /v1.
+// on. Unknown fields are ignored, as in /v1, and as in /v1 every string
+// must be valid UTF-8 and no object may repeat a member name, ignoring
+// case (checkJSONText): encoding/json would read {"name":"a","NAME":"b"}
+// as "b" where another reader takes "a".
 func decodeOneObject(body []byte, v any) error {
-	trimmed := bytes.TrimSpace(body)
+	trimmed := bytes.TrimLeft(body, " \t\r\n") // JSON's whitespace only
 	if len(trimmed) == 0 {
 		return petstore.Errorf(petstore.CodeInvalidRequest, "body must be a JSON object")
 	}
@@ -445,7 +448,7 @@ func decodeOneObject(body []byte, v any) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return petstore.Errorf(petstore.CodeInvalidRequest, "body must be exactly one JSON object, with nothing after it")
 	}
-	return nil
+	return checkJSONText(trimmed)
 }
 
 // jsonKind names a Go kind the way a JSON client thinks of it.

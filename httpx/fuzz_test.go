@@ -59,29 +59,40 @@ func FuzzDecodeNewPet(f *testing.F) {
 	})
 }
 
-// FuzzParseListQuery: any query string either parses into a filter the
-// service accepts the bounds of, or is invalid_request.
+// FuzzParseListQuery: any raw query string either parses into a filter
+// the service accepts the bounds of, or is invalid_request; a query
+// url.ParseQuery cannot read whole is never accepted, and what is
+// accepted is what the parsed parameters say.
 func FuzzParseListQuery(f *testing.F) {
-	for _, s := range []string{"", "limit=20", "limit=0", "limit=abc", "status=sold&limit=100", "status=Sold", "cursor=", "limit=1&limit=2", "limit=%2B5"} {
+	for _, s := range []string{
+		"", "limit=20", "limit=0", "limit=abc", "status=sold&limit=100", "status=Sold", "cursor=", "limit=1&limit=2", "limit=%2B5",
+		"limit=%", "limit=10;status=sold", "status=sold&limit=1%ZZ", "cursor=djE6MQ%0A",
+	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		q, err := url.ParseQuery(raw)
-		if err != nil {
-			return
-		}
-		flt, err := parseListQuery(q)
+		flt, err := parseListQuery(raw)
+		q, qerr := url.ParseQuery(raw)
 		if err != nil {
 			if petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
 				t.Fatalf("error %v is not invalid_request", err)
 			}
 			return
 		}
+		if qerr != nil {
+			t.Fatalf("accepted %q, which url.ParseQuery refuses: %v", raw, qerr)
+		}
 		if flt.Limit < 0 || flt.Limit > petstore.MaxLimit || flt.Status != "" && !flt.Status.Valid() {
 			t.Fatalf("accepted %q as %+v", raw, flt)
 		}
+		if flt.Status != "" && q.Get("status") != string(flt.Status) || flt.Cursor != q.Get("cursor") ||
+			flt.Limit != 0 && atoi(q.Get("limit")) != flt.Limit {
+			t.Fatalf("%q read as %+v", raw, flt)
+		}
 	})
 }
+
+func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 
 // FuzzParsePetID: accepted ids print back to the same text.
 func FuzzParsePetID(f *testing.F) {
@@ -128,6 +139,101 @@ func FuzzRequestID(f *testing.F) {
 			}
 			if ms := time.Unix(u.Time().UnixTime()).Sub(time.Now()); ms > time.Second || ms < -time.Minute {
 				t.Fatalf("generated id %q carries time %v off now", id, ms)
+			}
+		}
+	})
+}
+
+// FuzzRequestHash: the Idempotency-Key hash is a function of what the
+// operation decodes and nothing else. For any two bodies that decode,
+// equal NewPets have equal hashes and different NewPets different ones;
+// a body that does not decode is refused with invalid_request (and never
+// hashed).
+func FuzzRequestHash(f *testing.F) {
+	for _, s := range [][2]string{
+		{`{"name":"Alpha","categoryId":1}`, `{"categoryId":1,"name":"Alpha"}`},
+		{`{"name":"Alpha","categoryId":1,"NAME":"Bravo"}`, `{"name":"Bravo","categoryId":1}`},
+		{`{"name":"Rex","categoryId":1,"x":[1, 2]}`, "{ \"x\" : [1,2], \"categoryId\":1, \"name\":\"Rex\" }"},
+		{`{"name":"R\u0065x","categoryId":1}`, `{"name":"Rex","categoryId":1,"status":"sold"}`},
+		{`{"name":"a>b","categoryId":1}`, `{"name":"a\u003eb","categoryId":1}`},
+		{"{\"name\":\"Rex\",\"categoryId\":1,\"x\":\"\xff\"}", `{"name":"Rex","categoryId":1,"x":"\ud800"}`},
+	} {
+		f.Add([]byte(s[0]), []byte(s[1]))
+	}
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		npA, errA := decodeNewPet(a)
+		npB, errB := decodeNewPet(b)
+		for _, err := range []error{errA, errB} {
+			if err != nil && petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
+				t.Fatalf("error %v is not invalid_request", err)
+			}
+		}
+		if errA != nil || errB != nil {
+			return
+		}
+		hA, hB := requestHash("POST", "/v1/pets", npA), requestHash("POST", "/v1/pets", npB)
+		if (npA == npB) != (hA == hB) {
+			t.Fatalf("%q → %+v and %q → %+v: equal pets %v, equal hashes %v", a, npA, b, npB, npA == npB, hA == hB)
+		}
+	})
+}
+
+// FuzzDecodeNewDomain: the dashboard's add-domain decoder accepts only a
+// JSON object whose name is a non-blank string, with every string valid
+// UTF-8, and reads the name encoding/json reads; anything else is
+// invalid_request.
+func FuzzDecodeNewDomain(f *testing.F) {
+	for _, s := range []string{
+		`{"name":"shop.example.com"}`, `{"name":"a","NAME":"b"}`, `{"name":null}`, `{"name":" "}`, `{"name":7}`,
+		"{\"name\":\"shop.example.com\",\"x\":\"\xff\"}", `{"name":"\ud800.example.com"}`, `[]`, ``, `{}{}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		name, err := decodeNewDomain(body)
+		if err != nil {
+			if petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
+				t.Fatalf("error %v is not invalid_request", err)
+			}
+			return
+		}
+		var want struct {
+			Name string `json:"name"`
+		}
+		if err := json.Unmarshal(body, &want); err != nil || want.Name != name {
+			t.Fatalf("accepted %q as %q; encoding/json reads %q (%v)", body, name, want.Name, err)
+		}
+		if strings.TrimSpace(name) == "" || !utf8.ValidString(name) || !utf8.Valid(body) {
+			t.Fatalf("accepted %q as %q", body, name)
+		}
+	})
+}
+
+// FuzzDecodeDomainConfig: the dashboard's config decoder accepts only an
+// object whose redirects each have a from and a to, reads what
+// encoding/json reads, and refuses everything else with invalid_request.
+func FuzzDecodeDomainConfig(f *testing.F) {
+	for _, s := range []string{
+		`{"primary":"a.example.com","redirects":[{"from":"b.example.com","to":"a.example.com","status":301}]}`,
+		`{"primary":"a","PRIMARY":"b"}`, `{"redirects":[{"from":"a","FROM":"b","to":"c"}]}`, `{"redirects":[null]}`,
+		`{"redirects":{}}`, `{"primary":7}`, "{\"primary\":\"a\",\"x\":\"\xc3\"}", `{"redirects":[{"from":"a","to":"b","status":1e400}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		cfg, err := decodeDomainConfig(body)
+		if err != nil {
+			if petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
+				t.Fatalf("error %v is not invalid_request", err)
+			}
+			return
+		}
+		if !utf8.Valid(body) {
+			t.Fatalf("accepted invalid UTF-8 %q", body)
+		}
+		for i, rd := range cfg.Redirects {
+			if strings.TrimSpace(rd.From) == "" || strings.TrimSpace(rd.To) == "" {
+				t.Fatalf("accepted %q with redirect %d %+v", body, i, rd)
 			}
 		}
 	})

@@ -64,11 +64,10 @@ type api struct {
 	patList, patDoc, patPet [2]string
 	patCreate               string
 
-	// createPet answers POST /pets after the body passed the media type
-	// and size checks (r.Body then holds at most MaxBodyBytes in memory, so
-	// it can be read more than once). It is a field so that New can wrap it
+	// create answers POST /pets once the body passed the media type and
+	// size checks and was decoded. It is a field so that New can wrap it
 	// in Idempotency-Key replay when Config.Idempotency is set.
-	createPet http.Handler
+	create newPetHandler
 }
 
 // New returns the handler of the whole API under cfg.BasePath. Mount it
@@ -97,9 +96,9 @@ func New(cfg Config) (http.Handler, error) {
 		a.patPet[i] = m + " " + base + "/pets/{petId}"
 		a.patDoc[i] = m + " " + base + "/openapi.json"
 	}
-	a.createPet = http.HandlerFunc(a.handleCreatePet)
+	a.create = createPet{a}
 	if cfg.Idempotency != nil {
-		a.createPet = newIdempotent(cfg.Idempotency, cfg.Now, a.createPet)
+		a.create = newIdempotent(cfg.Idempotency, cfg.Now, a.create)
 	}
 	openapiPath := base + "/openapi.json"
 	c, err := newChain(cfg, a, func(r *http.Request) bool { return r.URL.Path == openapiPath })
@@ -149,7 +148,7 @@ func (a *api) match(r *http.Request) (rt route, allow string, ok bool) {
 		case get:
 			return route{pattern: a.patList[m], handle: a.handleListPets}, "", true
 		case r.Method == http.MethodPost:
-			return route{pattern: a.patCreate, handle: a.createPet.ServeHTTP, body: true}, "", true
+			return route{pattern: a.patCreate, handle: a.handleCreatePet, body: true}, "", true
 		}
 		return route{}, "GET, HEAD, POST", true
 	case rest == "/openapi.json":
@@ -221,12 +220,16 @@ func refuseUnrouted(w http.ResponseWriter, r *http.Request, ok bool, allow strin
 	return false
 }
 
-// readBody enforces the JSON media type (415) and the size limit (413),
-// then returns the bytes read and replaces r.Body with them, so the
-// operation and any wrapper around it can read them again.
+// readBody enforces the JSON media type and an identity content coding
+// (415) and the size limit (413), then returns the bytes read and replaces
+// r.Body with them, so the operation and any wrapper around it can read
+// them again.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if !isJSON(r.Header.Get("Content-Type")) {
 		return nil, petstore.Errorf(petstore.CodeUnsupportedMediaType, "Content-Type must be application/json")
+	}
+	if !isIdentity(r.Header.Values("Content-Encoding")) {
+		return nil, petstore.Errorf(petstore.CodeUnsupportedMediaType, "Content-Encoding is not supported; send the body uncompressed (identity)")
 	}
 	tooLarge := petstore.Errorf(petstore.CodePayloadTooLarge, "body must be at most 1 MiB")
 	if r.ContentLength > MaxBodyBytes {
@@ -241,6 +244,21 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	}
 	r.Body = io.NopCloser(bytes.NewReader(b))
 	return b, nil
+}
+
+// isIdentity reports whether a request's Content-Encoding values name no
+// coding but identity. Request bodies are never decompressed (RFC 9110
+// §8.4: 415 for a coding the server does not accept), and a body labelled
+// br but sent plain is refused too rather than read as if unlabelled.
+func isIdentity(values []string) bool {
+	for _, v := range values {
+		for c := range strings.SplitSeq(v, ",") {
+			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // isJSON accepts application/json with no charset or with UTF-8, the only

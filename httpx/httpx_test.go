@@ -182,6 +182,9 @@ func TestListPetsInvalidQuery(t *testing.T) {
 	for _, q := range []string{
 		"limit=0", "limit=101", "limit=-1", "limit=abc", "limit=1.5", "limit=", "limit=%2B5", "limit=1&limit=2",
 		"status=Available", "status=unknown", "status=", "cursor=", "cursor=garbage!", "cursor=" + strings.Repeat("A", 100),
+		// Queries url.URL.Query would drop pairs of without a word, and a
+		// cursor with a line break base64 decoding would skip.
+		"limit=%", "limit=10;status=sold", "status=sold&limit=1%ZZ", "cursor=djE6MQ%0A",
 	} {
 		t.Run(q, func(t *testing.T) {
 			res := e.do(t, e.req("GET", "/v1/pets?"+q, ""))

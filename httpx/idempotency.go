@@ -37,13 +37,18 @@ const idempotencyPurgeEvery = time.Hour
 // in flight for the lease to decide: releasing it would let a retry create
 // a second pet.
 //
-// Two bodies are the same request when they decode to the same NewPet, so
-// a retry that re-serializes its JSON (other whitespace or field order) is
-// not refused as a different request.
+// Two bodies are the same request when they decode to the same NewPet:
+// the wrapper is handed the NewPet the operation will create, decoded once
+// by decodeNewPet, and hashes that. So a retry that re-serializes its JSON
+// (other whitespace or field order, unknown fields moved or dropped) is
+// replayed, and two bodies that create different pets never share a hash.
+// A body that does not decode is refused (400) before any key is claimed:
+// nothing ran, so there is nothing to replay, and its retry is refused the
+// same way.
 type idempotent struct {
 	store     petstore.IdempotencyStore
 	now       func() time.Time
-	next      http.Handler
+	next      newPetHandler
 	lease     time.Duration
 	lastPurge atomic.Int64 // unix nanoseconds of the last purge
 	retrying  atomic.Int64 // releases being retried in the background
@@ -53,35 +58,31 @@ type idempotent struct {
 // waits for its lease, as it would if this process had died.
 const maxReleaseRetries = 1024
 
-func newIdempotent(store petstore.IdempotencyStore, now func() time.Time, next http.Handler) *idempotent {
+func newIdempotent(store petstore.IdempotencyStore, now func() time.Time, next newPetHandler) *idempotent {
 	if now == nil {
 		now = time.Now
 	}
 	return &idempotent{store: store, now: now, next: next, lease: petstore.IdempotencyLease}
 }
 
-// requestHash is the hex SHA-256 of the request: method, path and the
-// body as a canonical NewPet (decoded and encoded again). A body that is
-// not a NewPet, which the handler refuses anyway, is hashed as sent.
-func requestHash(method, path string, body []byte) string {
+// requestHash is the hex SHA-256 of a creation: method, path and the
+// NewPet in canonical form (json.Marshal of the struct: fixed field order,
+// no whitespace, status omitted when unset). Equal NewPets hash equally
+// and, since the encoding of a valid UTF-8 string is injective, different
+// ones never do (FuzzRequestHash checks both).
+func requestHash(method, path string, np petstore.NewPet) string {
 	sum := sha256.New()
 	io.WriteString(sum, method+" "+path+"\n")
-	var p petstore.NewPet
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if dec.Decode(&p) == nil && !dec.More() {
-		if canon, err := json.Marshal(p); err == nil {
-			body = canon
-		}
-	}
-	sum.Write(body)
+	canon, _ := json.Marshal(np) // a struct of a string, an int and a string: cannot fail
+	sum.Write(canon)
 	return hex.EncodeToString(sum.Sum(nil))
 }
 
-func (m *idempotent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// serveNewPet runs a decoded POST /pets with Idempotency-Key replay.
+func (m *idempotent) serveNewPet(w http.ResponseWriter, r *http.Request, np petstore.NewPet) {
 	vals := r.Header.Values("Idempotency-Key")
 	if len(vals) == 0 {
-		m.next.ServeHTTP(w, r)
+		m.next.serveNewPet(w, r, np)
 		return
 	}
 	if len(vals) > 1 || !petstore.ValidIdempotencyKey(vals[0]) {
@@ -90,18 +91,10 @@ func (m *idempotent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	key, _ := KeyFromContext(ctx)
-	// The chain has already read the body into memory (at most
-	// MaxBodyBytes), so reading it again is cheap.
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		WriteError(w, r, petstore.Errorf(petstore.CodeInvalidRequest, "could not read the body"))
-		return
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
 
 	now := m.now().UTC()
 	m.purge(ctx, now)
-	rec := petstore.IdempotencyRecord{Scope: key.ID, Key: vals[0], RequestHash: requestHash(r.Method, r.URL.Path, body), CreatedAt: now}
+	rec := petstore.IdempotencyRecord{Scope: key.ID, Key: vals[0], RequestHash: requestHash(r.Method, r.URL.Path, np), CreatedAt: now}
 	stored, claimed, err := m.store.ClaimIdempotencyKey(ctx, rec)
 	if err == nil && !claimed && now.Sub(stored.CreatedAt) > petstore.IdempotencyTTL {
 		// Expired but not purged yet: purge now and claim afresh.
@@ -140,7 +133,7 @@ func (m *idempotent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	cw := &captureWriter{Writer: statuswriter.Writer{ResponseWriter: w}}
-	m.next.ServeHTTP(cw, r)
+	m.next.serveNewPet(cw, r, np)
 	if cw.Status == 0 || cw.Status >= 500 {
 		return // released by the deferred call: the retry runs again
 	}

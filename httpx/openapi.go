@@ -61,7 +61,7 @@ func renderOpenAPI(base string) ([]byte, error) {
 	}
 	here := map[string]any{"url": url, "description": "This server"}
 	doc["servers"] = append([]any{here}, servers...)
-	return json.MarshalIndent(doc, "", "  ")
+	return marshalJSON(doc, "  ")
 }
 
 // etagOf is a strong ETag for a fixed body: the first 8 bytes of its

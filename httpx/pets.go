@@ -17,7 +17,7 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // handleListPets answers GET /pets: one page, and a Link to the next.
 func (a *api) handleListPets(w http.ResponseWriter, r *http.Request) {
-	f, err := parseListQuery(r.URL.Query())
+	f, err := parseListQuery(r.URL.RawQuery)
 	if err != nil {
 		WriteError(w, r, err)
 		return
@@ -56,8 +56,11 @@ func (a *api) handleListPets(w http.ResponseWriter, r *http.Request) {
 
 var exposeLink = []string{"Link"}
 
-// handleCreatePet answers POST /pets. It is kept to decode, create,
-// respond, so a wrapper can replay its stored response.
+// handleCreatePet answers POST /pets: it decodes the body, once, and
+// hands the NewPet to a.create, which is createPet itself or, with
+// Config.Idempotency, the Idempotency-Key wrapper around it. The wrapper
+// hashes exactly the NewPet the operation creates, so a request's
+// identity cannot differ from what it does.
 func (a *api) handleCreatePet(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -69,12 +72,25 @@ func (a *api) handleCreatePet(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, err)
 		return
 	}
-	pet, err := a.svc.CreatePet(r.Context(), np)
+	a.create.serveNewPet(w, r, np)
+}
+
+// newPetHandler answers POST /pets for a decoded body.
+type newPetHandler interface {
+	serveNewPet(w http.ResponseWriter, r *http.Request, np petstore.NewPet)
+}
+
+// createPet is the operation: create, respond. It is kept to that, so a
+// wrapper can replay its stored response.
+type createPet struct{ a *api }
+
+func (c createPet) serveNewPet(w http.ResponseWriter, r *http.Request, np petstore.NewPet) {
+	pet, err := c.a.svc.CreatePet(r.Context(), np)
 	if err != nil {
 		WriteError(w, r, err)
 		return
 	}
-	w.Header().Set("Location", a.base+"/pets/"+itoa(pet.ID))
+	w.Header().Set("Location", c.a.base+"/pets/"+itoa(pet.ID))
 	writePet(w, r, http.StatusCreated, pet)
 }
 
@@ -103,13 +119,21 @@ func (a *api) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
 	serveDocument(w, r, a.openapi, a.openapiETag)
 }
 
-// parseListQuery reads limit, status and cursor. It is stricter than the
-// spec, which lists no error for GET /pets: a limit that is not an integer
-// from 1 to 100, an unknown or wrong-case status, an empty cursor, or a
-// repeated parameter is 400 rather than silently ignored. Other
-// parameters are ignored.
-func parseListQuery(q url.Values) (petstore.PetFilter, error) {
+// parseListQuery reads limit, status and cursor from a raw query string.
+// It is stricter than the spec, which lists no error for GET /pets: a
+// query that does not parse (a bad percent escape such as "limit=%" or
+// "1%ZZ", or a ";" separator), a limit that is not an integer from 1 to
+// 100, an unknown or wrong-case status, an empty cursor, or a repeated
+// parameter is 400 rather than silently ignored. URL.Query drops the
+// pairs it cannot parse, which would turn "?status=sold&limit=1%ZZ" into
+// the default limit, so the raw query is parsed here. Other parameters
+// are ignored.
+func parseListQuery(raw string) (petstore.PetFilter, error) {
 	var f petstore.PetFilter
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return f, petstore.Errorf(petstore.CodeInvalidRequest, "the query string is malformed: use name=value pairs joined by & with valid percent-escapes")
+	}
 	one := func(name string) (string, bool, error) {
 		vs, ok := q[name]
 		if !ok {
@@ -167,6 +191,14 @@ func parsePetID(s string) (int64, error) {
 // decodeNewPet reads a creation body: exactly one JSON object and nothing
 // after it. Fields are matched exactly; unknown fields (a client's "id"
 // among them) are ignored. Type errors, overflow and null name the field.
+// Every string in the body, ignored ones included, must be valid UTF-8,
+// and no two member names may be equal ignoring case (checkJSONText): a
+// body with "name" and "NAME" is 400, never read as either. A member that
+// is a field's name in another case ("NAME" alone) is 400 too, since
+// case-insensitive readers take it for the field.
+//
+// It is the only reader of the body: the Idempotency-Key hash is made of
+// its result.
 func decodeNewPet(body []byte) (petstore.NewPet, error) {
 	invalid := func(format string, args ...any) (petstore.NewPet, error) {
 		return petstore.NewPet{}, petstore.Errorf(petstore.CodeInvalidRequest, format, args...)
@@ -186,6 +218,19 @@ func decodeNewPet(body []byte) (petstore.NewPet, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return invalid("body must contain exactly one JSON object and nothing after it")
 	}
+	if err := checkJSONText(body); err != nil {
+		return petstore.NewPet{}, err
+	}
+	for k := range fields {
+		// A member that only case-folds to a field ("NAME", "stAtus") is
+		// read as that field by encoding/json and many clients, and
+		// ignored here: refused, so no reader sees another pet.
+		for _, f := range []string{"name", "categoryId", "status"} {
+			if k != f && foldName(k) == foldName(f) {
+				return invalid("member %s must be written %q: member names are case-sensitive", quoteShort(k), f)
+			}
+		}
+	}
 	var np petstore.NewPet
 	raw, ok := fields["name"]
 	if !ok {
@@ -193,9 +238,6 @@ func decodeNewPet(body []byte) (petstore.NewPet, error) {
 	}
 	if err := decodeString(raw, &np.Name); err != nil {
 		return invalid("name must be a string")
-	}
-	if !validJSONText(raw) {
-		return invalid("name must be valid UTF-8")
 	}
 	raw, ok = fields["categoryId"]
 	if !ok {

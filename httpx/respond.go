@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,20 +14,38 @@ import (
 
 // WriteJSON writes v as a JSON body with the given status. Encoding
 // errors after the header is sent cannot be reported to the client, so
-// they are dropped; v is always one of the API's own types.
+// they are dropped; v is always one of the API's own types. The body is
+// not HTML-escaped: a pet named "a>b" comes back as "a>b", not "a\u003eb".
+// It is served as application/json with nosniff, never as HTML.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
+	b, err := marshalJSON(v, "")
 	if err != nil {
-		b = []byte(`{"code":"internal","message":"Internal error.","status":500}`)
+		b = []byte(`{"code":"internal","message":"Internal error.","status":500}` + "\n")
 		status = http.StatusInternalServerError
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
 	// An explicit length lets a HEAD answer announce what GET would send.
-	h.Set("Content-Length", strconv.Itoa(len(b)+1))
+	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(b)
+}
+
+// marshalJSON encodes v as json.Marshal does (indented when indent is not
+// empty), followed by a newline, but without escaping <, > and &: every
+// JSON this package writes is a JSON document, not HTML.
+func marshalJSON(v any, indent string) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if indent != "" {
+		enc.SetIndent("", indent)
+	}
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // WriteError writes err as an Error body with its status. Application

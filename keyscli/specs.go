@@ -19,9 +19,15 @@ type Spec struct {
 
 // ParseSpecs reads the -keys flag: a comma-separated list of KEY:PLAN
 // (free, pro or business) or KEY:enterprise:PERMIN/PERDAY. The plan is read
-// from the end, so a key may itself contain colons.
+// from the end, so a key may itself contain colons. Every KEY must pass
+// petstore.CheckSecretStrength (at least 20 characters and about 80 bits
+// of estimated entropy) and appear once: keys are stored as unsalted
+// hashes, safe only for secrets too random to guess, and a secret given
+// twice would silently keep only one plan. Errors name the key by its
+// position, never by its text.
 func ParseSpecs(s string) ([]Spec, error) {
 	var out []Spec
+	seen := map[string]int{}
 	for item := range strings.SplitSeq(s, ",") {
 		item = strings.TrimSpace(item)
 		if item == "" {
@@ -55,19 +61,43 @@ func ParseSpecs(s string) ([]Spec, error) {
 		if spec.Secret == "" {
 			return nil, errors.New("a key must not be empty")
 		}
+		if err := checkSecret(spec.Secret, len(out)+1, seen); err != nil {
+			return nil, err
+		}
 		out = append(out, spec)
 	}
 	return out, nil
 }
 
 // Ensure stores every spec's key, or updates its plan when it is stored
-// already: each new key becomes its own project.
+// already: each new key becomes its own project. It refuses, before
+// storing any, a weak secret or one given twice, as ParseSpecs does.
 func Ensure(ctx context.Context, keys *petstore.Keys, specs []Spec) error {
+	seen := map[string]int{}
+	for i, s := range specs {
+		if err := checkSecret(s.Secret, i+1, seen); err != nil {
+			return err
+		}
+	}
 	for _, s := range specs {
 		if _, err := keys.Ensure(ctx, s.Secret, s.Plan, s.Limits); err != nil {
 			return fmt.Errorf("store key: %w", err)
 		}
 	}
+	return nil
+}
+
+// checkSecret refuses the n-th key (1-based) when it is weak or when an
+// earlier one had the same secret, recording it in seen.
+func checkSecret(secret string, n int, seen map[string]int) error {
+	if err := petstore.CheckSecretStrength(secret); err != nil {
+		// "key has only…" becomes "key #2 has only…".
+		return fmt.Errorf("key #%d %s", n, strings.TrimPrefix(petstore.ErrorMessage(err), "key "))
+	}
+	if first, dup := seen[secret]; dup {
+		return fmt.Errorf("key #%d is the same secret as key #%d: give each secret once", n, first)
+	}
+	seen[secret] = n
 	return nil
 }
 

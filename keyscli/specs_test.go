@@ -1,39 +1,67 @@
 package keyscli_test
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/keyscli"
 )
 
+// Secrets strong enough for petstore.CheckSecretStrength.
+const (
+	keyA = "psk_Alpha3kW9xQ2mT7vB4n"
+	keyB = "psk_Bravo8jR2pZ6cY1wN5x"
+	keyC = "psk_Charlie4gH7tL9qD2fS"
+)
+
 func TestParseSpecs(t *testing.T) {
+	none := petstore.Limits{}
 	tests := []struct {
 		in   string
 		want []keyscli.Spec
-		bad  bool
+		bad  string // a part of the error; "" means no error
 	}{
 		{in: "", want: nil},
-		{in: "a:free, b:PRO,c:business", want: []keyscli.Spec{{"a", petstore.PlanFree, petstore.Limits{}}, {"b", petstore.PlanPro, petstore.Limits{}}, {"c", petstore.PlanBusiness, petstore.Limits{}}}},
-		{in: "x:y:pro", want: []keyscli.Spec{{"x:y", petstore.PlanPro, petstore.Limits{}}}},
-		{in: "e:enterprise:100/5000", want: []keyscli.Spec{{"e", petstore.PlanEnterprise, petstore.Limits{PerMinute: 100, PerDay: 5000}}}},
-		{in: "a:b:enterprise:1/2", want: []keyscli.Spec{{"a:b", petstore.PlanEnterprise, petstore.Limits{PerMinute: 1, PerDay: 2}}}},
-		{in: "nokey", bad: true},
-		{in: ":pro", bad: true},
-		{in: "a:gold", bad: true},
-		{in: "a:enterprise", bad: true},
-		{in: "a:pro:1/2", bad: true},
-		{in: "a:enterprise:10/5", bad: true},
-		{in: "a:enterprise:0/5", bad: true},
-		{in: "a:enterprise:x/5", bad: true},
+		{in: keyA + ":free, " + keyB + ":PRO," + keyC + ":business", want: []keyscli.Spec{{keyA, petstore.PlanFree, none}, {keyB, petstore.PlanPro, none}, {keyC, petstore.PlanBusiness, none}}},
+		{in: keyA + ":y:pro", want: []keyscli.Spec{{keyA + ":y", petstore.PlanPro, none}}},
+		{in: keyA + ":enterprise:100/5000", want: []keyscli.Spec{{keyA, petstore.PlanEnterprise, petstore.Limits{PerMinute: 100, PerDay: 5000}}}},
+		{in: keyA + ":b:enterprise:1/2", want: []keyscli.Spec{{keyA + ":b", petstore.PlanEnterprise, petstore.Limits{PerMinute: 1, PerDay: 2}}}},
+		{in: "nokey", bad: "KEY:PLAN"},
+		{in: ":pro", bad: "empty"},
+		{in: keyA + ":gold", bad: "unknown plan"},
+		{in: keyA + ":enterprise", bad: "unknown plan"},
+		{in: keyA + ":pro:1/2", bad: "enterprise"},
+		{in: keyA + ":enterprise:10/5", bad: "enterprise limits"},
+		{in: keyA + ":enterprise:0/5", bad: "enterprise limits"},
+		{in: keyA + ":enterprise:x/5", bad: "enterprise limits"},
+		// Weak and repeated secrets: stored as unsalted hashes, they must
+		// not be guessable.
+		{in: "a:pro", bad: "key #1 has only 1 characters"},
+		{in: keyA + ":free,KEY:enterprise:1/100", bad: "key #2 has only 3"},
+		{in: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa:free", bad: "too guessable"},
+		{in: "password1234567890ab:free", bad: "too guessable"},
+		{in: "abcdefghijklmnopqrstuvwxyz:free", bad: "too guessable"},
+		{in: keyA + ":free," + keyB + ":pro," + keyA + ":business", bad: "key #3 is the same secret as key #1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
 			got, err := keyscli.ParseSpecs(tt.in)
-			if (err != nil) != tt.bad {
-				t.Fatalf("err = %v, want error %v", err, tt.bad)
+			if tt.bad != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.bad) {
+					t.Fatalf("err = %v, want one saying %q", err, tt.bad)
+				}
+				if strings.Contains(err.Error(), "psk_") || strings.Contains(err.Error(), "aaaa") {
+					t.Fatalf("error %q shows the secret", err)
+				}
+				return
 			}
-			if !tt.bad && len(got) != len(tt.want) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(tt.want) {
 				t.Fatalf("got %+v, want %+v", got, tt.want)
 			}
 			for i := range tt.want {
@@ -45,10 +73,41 @@ func TestParseSpecs(t *testing.T) {
 	}
 }
 
+// TestEnsureRefusesWeakAndDuplicateSecrets: specs built in code are held
+// to the flag's rules, and nothing is stored when one fails.
+func TestEnsureRefusesWeakAndDuplicateSecrets(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	keys := petstore.NewKeys(store)
+	for _, specs := range [][]keyscli.Spec{
+		{{Secret: keyA, Plan: petstore.PlanFree}, {Secret: "short", Plan: petstore.PlanPro}},
+		{{Secret: keyA, Plan: petstore.PlanFree}, {Secret: keyA, Plan: petstore.PlanPro}},
+	} {
+		if err := keyscli.Ensure(ctx, keys, specs); err == nil {
+			t.Fatalf("Ensure(%d specs) accepted a weak or repeated secret", len(specs))
+		}
+	}
+	if list, _ := keys.List(ctx); len(list) != 0 {
+		t.Fatalf("%d keys stored", len(list))
+	}
+	if _, err := keys.Ensure(ctx, "tooweak", petstore.PlanFree, petstore.Limits{}); petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
+		t.Fatalf("Keys.Ensure of a weak secret: %v, want invalid_request", err)
+	}
+	if err := keyscli.Ensure(ctx, keys, []keyscli.Spec{{Secret: keyA, Plan: petstore.PlanFree}, {Secret: keyB, Plan: petstore.PlanPro}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := keys.Authenticate(ctx, keyB); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // FuzzParseSpecs checks that whatever ParseSpecs accepts is a key the
 // store would accept too.
 func FuzzParseSpecs(f *testing.F) {
-	for _, s := range []string{"a:free", "a:enterprise:1/2,b:pro", "x:y:z", ":::", "a:enterprise:9999999999999999999/1"} {
+	for _, s := range []string{
+		keyA + ":free", keyA + ":enterprise:1/2," + keyB + ":pro", "x:y:z", ":::", keyA + ":enterprise:9999999999999999999/1",
+		"a:pro", "KEY:enterprise:1/100", keyA + ":free," + keyA + ":pro",
+	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -58,7 +117,7 @@ func FuzzParseSpecs(f *testing.F) {
 		}
 		for _, k := range specs {
 			key := petstore.APIKey{ID: "id", ProjectID: "p", Plan: k.Plan, Limits: k.Limits}
-			if k.Secret == "" || key.Validate() != nil {
+			if k.Secret == "" || key.Validate() != nil || petstore.CheckSecretStrength(k.Secret) != nil {
 				t.Fatalf("%q accepted as %+v", s, k)
 			}
 		}

@@ -64,11 +64,17 @@ func ToDNS(zone string, rec libdns.Record) (dns.RR, error) {
 	case dns.TypeTXT:
 		return &dns.TXT{Hdr: hdr, Txt: splitTXT(r.Data)}, nil
 	case dns.TypeCAA:
+		// libdns parses the type case-sensitively: hand it the upper-case
+		// type the lookup above used, so "caa" and "CaA" are CAA too.
+		r.Type = typ
 		rec, err := r.Parse()
 		if err != nil {
 			return nil, fmt.Errorf("record %s CAA: %w", owner, err)
 		}
-		caa := rec.(libdns.CAA)
+		caa, ok := rec.(libdns.CAA)
+		if !ok {
+			return nil, fmt.Errorf("record %s CAA: cannot parse %q", owner, r.Data)
+		}
 		if caa.Tag == "" || !isAlnum(caa.Tag) {
 			return nil, fmt.Errorf("record %s CAA: invalid tag %q", owner, caa.Tag)
 		}

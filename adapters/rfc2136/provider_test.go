@@ -113,6 +113,26 @@ func TestConvertRoundTrip(t *testing.T) {
 	}
 }
 
+// TestConvertTypeCasing: a record type is read case-insensitively, as
+// DNS types are; "CaA" once panicked because libdns parses it as given.
+func TestConvertTypeCasing(t *testing.T) {
+	for _, typ := range []string{"CAA", "caa", "CaA", " cAa "} {
+		rr, err := rfc2136.ToDNS("example.com.", libdns.RR{Name: "@", Type: typ, Data: `0 issue "letsencrypt.org"`})
+		if err != nil {
+			t.Fatalf("%q: %v", typ, err)
+		}
+		caa, ok := rr.(*dns.CAA)
+		if !ok || caa.Tag != "issue" || caa.Value != "letsencrypt.org" {
+			t.Fatalf("%q converted to %v", typ, rr)
+		}
+	}
+	for _, typ := range []string{"caa", "CaA"} {
+		if _, err := rfc2136.ToDNS("example.com.", libdns.RR{Name: "@", Type: typ, Data: `x issue "ca"`}); err == nil {
+			t.Fatalf("%q with bad data accepted", typ)
+		}
+	}
+}
+
 // FuzzConvert checks that any record ToDNS accepts survives the wire and
 // comes back from FromDNS with the same name, type and TTL.
 func FuzzConvert(f *testing.F) {

@@ -3,8 +3,8 @@
 // pets and keys in PostgreSQL (or MySQL/MariaDB) and rate-limit counters in
 // Redis, so that a key's limits hold across all of them together.
 //
-//	go run ./examples/cluster -migrate -db postgres://... -redis 127.0.0.1:6379 -keys KEY:free -addr :8081
-//	go run ./examples/cluster          -db postgres://... -redis 127.0.0.1:6379 -keys KEY:free -addr :8082
+//	go run ./examples/cluster -migrate -db postgres://... -redis 127.0.0.1:6379 -keys "$KEY:free" -addr :8081
+//	go run ./examples/cluster          -db postgres://... -redis 127.0.0.1:6379 -keys "$KEY:free" -addr :8082
 //
 // See README.md for the whole deployment.
 package main

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/petstorekit/petstore/domain"
 	"github.com/petstorekit/petstore/httpx"
 	"github.com/petstorekit/petstore/keyscli"
 )
@@ -33,6 +34,7 @@ type config struct {
 	cnameTarget   string       // what customers point their CNAME at
 	edgeIPs       []netip.Addr // the edge's addresses, for apex domains
 	dnsResolvers  []string     // nameservers verification asks; empty: the system's
+	maxDomains    int          // custom domains per project; 0: the engine's default, negative: no cap
 
 	acmeCA    string // ACME directory; empty: no certificates
 	acmeRoot  string // PEM file of extra roots to trust for the CA
@@ -65,6 +67,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	cname := fs.String("cname-target", env("PETSTORE_CNAME_TARGET", "edge.petstore.localhost"), "the name customers point their CNAME or ALIAS at (PETSTORE_CNAME_TARGET)")
 	edgeIPs := fs.String("edge-ips", env("PETSTORE_EDGE_IPS", "127.0.0.1"), "comma-separated addresses of the edge, for apex domains (PETSTORE_EDGE_IPS)")
 	resolvers := fs.String("dns-resolvers", env("PETSTORE_DNS_RESOLVERS", ""), "comma-separated nameservers (host[:port]) that verification asks; empty: the system's (PETSTORE_DNS_RESOLVERS)")
+	maxDomains := fs.String("max-domains-per-project", env("PETSTORE_MAX_DOMAINS_PER_PROJECT", strconv.Itoa(domain.DefaultMaxDomainsPerProject)), "most custom domains one project may hold; -1: no cap (PETSTORE_MAX_DOMAINS_PER_PROJECT)")
 	acmeCA := fs.String("acme-ca", env("PETSTORE_ACME_CA", ""), "ACME directory URL; empty: no certificates (PETSTORE_ACME_CA)")
 	acmeRoot := fs.String("acme-root", env("PETSTORE_ACME_ROOT", ""), "PEM file of extra roots to trust when talking to the CA (PETSTORE_ACME_ROOT)")
 	acmeEmail := fs.String("acme-email", env("PETSTORE_ACME_EMAIL", ""), "ACME account contact address (PETSTORE_ACME_EMAIL)")
@@ -116,6 +119,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		cfg.edgeIPs = append(cfg.edgeIPs, ip)
 	}
 	cfg.dnsResolvers = splitList(*resolvers)
+	if cfg.maxDomains, err = strconv.Atoi(*maxDomains); err != nil || cfg.maxDomains == 0 || cfg.maxDomains < -1 {
+		return config{}, fmt.Errorf("-max-domains-per-project: want a positive integer, or -1 for no cap; got %q", *maxDomains)
+	}
 	if cfg.acmeCA == "" && (cfg.tlsAddr != "" || cfg.acmeRoot != "") {
 		return config{}, errors.New("-tls-addr and -acme-root need -acme-ca: certificates come from an ACME CA")
 	}

@@ -13,6 +13,13 @@ import (
 	"time"
 )
 
+// Operator keys for -keys: random enough for petstore.CheckSecretStrength.
+const (
+	testKey  = "psk_Test3vR8mQ2xK7pW9nL4z"
+	testKey1 = "psk_One6fH2kT9wB4qZ7xN3c"
+	testKey2 = "psk_Two8gJ3nY5rC1vM6pD9s"
+)
+
 // start runs the server on a free loopback port and returns its base URL
 // and everything it printed before listening. Unless the test chooses a
 // database, it gets a private in-memory one.
@@ -116,8 +123,8 @@ func TestRunConfiguredKeys(t *testing.T) {
 		args []string
 		env  map[string]string
 	}{
-		{"flag", []string{"-addr", "127.0.0.1:0", "-keys", "k1:free,k2:enterprise:5/50"}, nil},
-		{"environment", nil, map[string]string{"PETSTORE_ADDR": "127.0.0.1:0", "PETSTORE_API_KEYS": "k1:free,k2:enterprise:5/50"}},
+		{"flag", []string{"-addr", "127.0.0.1:0", "-keys", testKey1 + ":free," + testKey2 + ":enterprise:5/50"}, nil},
+		{"environment", nil, map[string]string{"PETSTORE_ADDR": "127.0.0.1:0", "PETSTORE_API_KEYS": testKey1 + ":free," + testKey2 + ":enterprise:5/50"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -125,7 +132,7 @@ func TestRunConfiguredKeys(t *testing.T) {
 			if strings.Contains(strings.Join(printed, "\n"), "demo") {
 				t.Fatal("a demo key was made although keys were configured")
 			}
-			for _, k := range []string{"k1", "k2"} {
+			for _, k := range []string{testKey1, testKey2} {
 				if res := get(t, base+"/v1/pets", k); res.StatusCode != 200 {
 					t.Fatalf("key %s: %d", k, res.StatusCode)
 				}

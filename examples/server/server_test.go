@@ -118,7 +118,7 @@ func TestKeysSubcommand(t *testing.T) {
 	if out, err = runCmd(t, "-db", db, "keys", "revoke", id[1]); err != nil {
 		t.Fatalf("revoke: %v\n%s", err, out)
 	}
-	base, _, _ = startStoppable(t, []string{"-addr", "127.0.0.1:0", "-db", db, "-keys", "other:free"}, nil)
+	base, _, _ = startStoppable(t, []string{"-addr", "127.0.0.1:0", "-db", db, "-keys", "psk_Other4gT9kP2wQ7zM3rV8n:free"}, nil)
 	if status, _, _ := call(t, "GET", base+"/v1/pets", secret[1], "", ""); status != 401 {
 		t.Fatalf("revoked key: %d, want 401", status)
 	}
@@ -127,13 +127,13 @@ func TestKeysSubcommand(t *testing.T) {
 // /healthz tells an operator that rate limits fail open while Redis is
 // unreachable, and the API keeps answering meanwhile.
 func TestHealthReportsDegradedLimits(t *testing.T) {
-	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-keys", "k:free"}, nil)
+	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-keys", testKey + ":free"}, nil)
 	if status, _, body := call(t, "GET", base+"/healthz", "", "", ""); status != 200 || !strings.Contains(body, `"degraded":false`) {
 		t.Fatalf("healthz with in-memory limits: %d %s", status, body)
 	}
 
-	base, _ = start(t, []string{"-addr", "127.0.0.1:0", "-keys", "k:free", "-redis", "127.0.0.1:1"}, nil)
-	status, hdr, body := call(t, "GET", base+"/v1/pets", "k", "", "")
+	base, _ = start(t, []string{"-addr", "127.0.0.1:0", "-keys", testKey + ":free", "-redis", "127.0.0.1:1"}, nil)
+	status, hdr, body := call(t, "GET", base+"/v1/pets", testKey, "", "")
 	if status != 200 || hdr.Get("X-RateLimit-Limit") != "" {
 		t.Fatalf("fail-open with Redis down: %d, X-RateLimit-Limit %q, %s", status, hdr.Get("X-RateLimit-Limit"), body)
 	}
@@ -141,8 +141,8 @@ func TestHealthReportsDegradedLimits(t *testing.T) {
 		t.Fatalf("healthz with Redis down: %d %s", status, body)
 	}
 
-	base, _ = start(t, []string{"-addr", "127.0.0.1:0", "-keys", "k:free", "-redis", "127.0.0.1:1", "-ratelimit-fail", "closed"}, nil)
-	if status, _, body := call(t, "GET", base+"/v1/pets", "k", "", ""); status != 503 || !strings.Contains(body, "unavailable") {
+	base, _ = start(t, []string{"-addr", "127.0.0.1:0", "-keys", testKey + ":free", "-redis", "127.0.0.1:1", "-ratelimit-fail", "closed"}, nil)
+	if status, _, body := call(t, "GET", base+"/v1/pets", testKey, "", ""); status != 503 || !strings.Contains(body, "unavailable") {
 		t.Fatalf("fail-closed with Redis down: %d %s", status, body)
 	}
 }
@@ -157,6 +157,13 @@ func TestBadFlags(t *testing.T) {
 		{"-db", "oracle://x"},
 		{"-redis", "http://127.0.0.1:6379"},
 		{"stray"},
+		// Operator keys are stored as unsalted hashes: weak or repeated
+		// secrets are refused at start.
+		{"-max-domains-per-project", "0"},
+		{"-max-domains-per-project", "many"},
+		{"-keys", "a:pro"},
+		{"-keys", "aaaaaaaaaaaaaaaaaaaaaaaaaaaa:pro"},
+		{"-keys", testKey + ":free," + testKey + ":pro"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			if out, err := runCmd(t, append([]string{"-addr", "127.0.0.1:0", "-db", "memory"}, args...)...); err == nil {
@@ -172,14 +179,14 @@ func TestBadFlags(t *testing.T) {
 // remove it and the Host is 404 at once.
 func TestCustomDomainFlow(t *testing.T) {
 	zone, dns := memzone.NewTestServer(t, "example.com.")
-	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-keys", "prokey:pro,freekey:free",
+	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-keys", "psk_Pro5jW8cZ1qN6bY3xF7v:pro,psk_Free7hQ2nX9vL4mR8tK3w:free",
 		"-dns-resolvers", dns.Addr(), "-cname-target", "edge.petstore.test"}, nil)
 
-	status, _, body := call(t, "POST", base+"/dashboard/api/domains", "freekey", "", `{"name":"free.example.com"}`)
+	status, _, body := call(t, "POST", base+"/dashboard/api/domains", "psk_Free7hQ2nX9vL4mR8tK3w", "", `{"name":"free.example.com"}`)
 	if status != 403 || !strings.Contains(body, "plan_required") {
 		t.Fatalf("Free plan add: %d %s", status, body)
 	}
-	status, _, body = call(t, "POST", base+"/dashboard/api/domains", "prokey", "", `{"name":"Shop.Example.com"}`)
+	status, _, body = call(t, "POST", base+"/dashboard/api/domains", "psk_Pro5jW8cZ1qN6bY3xF7v", "", `{"name":"Shop.Example.com"}`)
 	if status != 201 {
 		t.Fatalf("add: %d %s", status, body)
 	}
@@ -204,7 +211,7 @@ func TestCustomDomainFlow(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	status, _, body = call(t, "POST", base+"/dashboard/api/domains/shop.example.com/verify", "prokey", "", "")
+	status, _, body = call(t, "POST", base+"/dashboard/api/domains/shop.example.com/verify", "psk_Pro5jW8cZ1qN6bY3xF7v", "", "")
 	if status != 200 || !strings.Contains(body, `"status":"active"`) {
 		t.Fatalf("verify: %d %s", status, body)
 	}
@@ -212,16 +219,40 @@ func TestCustomDomainFlow(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("live domain /: %d %s", status, body)
 	}
-	if status, _, _ := call(t, "GET", base+"/v1/pets", "prokey", "shop.example.com", ""); status != 200 {
+	if status, _, _ := call(t, "GET", base+"/v1/pets", "psk_Pro5jW8cZ1qN6bY3xF7v", "shop.example.com", ""); status != 200 {
 		t.Fatalf("live domain /v1/pets: %d", status)
 	}
 
-	status, _, body = call(t, "DELETE", base+"/dashboard/api/domains/shop.example.com", "prokey", "", "")
+	status, _, body = call(t, "DELETE", base+"/dashboard/api/domains/shop.example.com", "psk_Pro5jW8cZ1qN6bY3xF7v", "", "")
 	if status != 204 {
 		t.Fatalf("remove: %d %s", status, body)
 	}
 	status, _, body = call(t, "GET", base+"/", "", "shop.example.com", "")
 	if status != 404 || !strings.Contains(body, "not_found") {
 		t.Fatalf("removed domain: %d %s", status, body)
+	}
+}
+
+// TestMaxDomainsFlag: the per-project cap is configurable; beyond it an
+// add is 400 with a message, and a removed domain frees its slot.
+func TestMaxDomainsFlag(t *testing.T) {
+	const pro = "psk_Pro5jW8cZ1qN6bY3xF7v"
+	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-keys", pro + ":pro"},
+		map[string]string{"PETSTORE_MAX_DOMAINS_PER_PROJECT": "1"})
+	add := func(name string) (int, string) {
+		status, _, body := call(t, "POST", base+"/dashboard/api/domains", pro, "", `{"name":"`+name+`"}`)
+		return status, body
+	}
+	if status, body := add("one.example.com"); status != 201 {
+		t.Fatalf("first: %d %s", status, body)
+	}
+	if status, body := add("two.example.com"); status != 400 || !strings.Contains(body, "remove one") {
+		t.Fatalf("over the cap: %d %s", status, body)
+	}
+	if status, _, body := call(t, "DELETE", base+"/dashboard/api/domains/one.example.com", pro, "", ""); status != 204 {
+		t.Fatalf("remove: %d %s", status, body)
+	}
+	if status, body := add("two.example.com"); status != 201 {
+		t.Fatalf("after removing: %d %s", status, body)
 	}
 }

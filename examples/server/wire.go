@@ -148,6 +148,8 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		EdgeIPs:         cfg.edgeIPs,
 		PlatformDomains: nonIPHosts(cfg.platformHosts),
 		Logger:          logger,
+
+		MaxDomainsPerProject: cfg.maxDomains,
 	}
 	if issuer != nil {
 		ecfg.CertIssuer = issuer
