@@ -13,8 +13,9 @@ import (
 	"github.com/petstorekit/petstore/domain"
 )
 
-// Store keeps pets, keys, idempotency records, certificate blobs and
-// custom domains in memory. The zero value is not usable; call New.
+// Store keeps pets, keys, idempotency records, certificate blobs,
+// custom domains and store orders in memory. The zero value is not
+// usable; call New.
 type Store struct {
 	mu     sync.RWMutex
 	pets   []petstore.Pet // ascending id order: ids only grow
@@ -29,6 +30,7 @@ type Store struct {
 	dom      *domainTables
 	blobs    *blobState
 	idemRecs *idemTable
+	orders   *orderTable
 }
 
 type storedKey struct {
@@ -47,6 +49,7 @@ func New() *Store {
 		dom:      &domainTables{byID: map[string]domain.Entry{}, holder: map[string]string{}, configs: map[string]domain.Config{}},
 		blobs:    &blobState{blobs: map[string]blob{}, locks: map[string]blobLock{}},
 		idemRecs: &idemTable{recs: map[idemID]petstore.IdempotencyRecord{}},
+		orders:   &orderTable{},
 	}
 }
 
