@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -61,11 +62,24 @@ func newIdempotent(store petstore.IdempotencyStore, now func() time.Time, next h
 }
 
 // requestHash is the hex SHA-256 of the request: method, path and the
-// body as a canonical NewPet (decoded and encoded again). A body that is
-// not a NewPet, which the handler refuses anyway, is hashed as sent.
+// body as a canonical NewPet or, on the orders path, NewOrder (decoded and
+// encoded again). A body that does not decode, which the handler refuses
+// anyway, is hashed as sent.
 func requestHash(method, path string, body []byte) string {
 	sum := sha256.New()
 	io.WriteString(sum, method+" "+path+"\n")
+	if strings.HasSuffix(path, ordersPath) {
+		// An order's body, canonical as the NewOrder it decodes to with
+		// its defaults applied: sending a default is the same request.
+		if o, err := decodeNewOrder(body); err == nil {
+			o.Normalize()
+			if canon, err := json.Marshal(o); err == nil {
+				body = canon
+			}
+		}
+		sum.Write(body)
+		return hex.EncodeToString(sum.Sum(nil))
+	}
 	var p petstore.NewPet
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
