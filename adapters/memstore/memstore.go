@@ -116,12 +116,16 @@ func (s *Store) Pets() []petstore.Pet {
 	return slices.Clone(s.pets)
 }
 
-// Reset removes every pet and restarts ids at 1. Keys are kept.
+// Reset removes every pet and store order and restarts their ids at 1.
+// Keys are kept.
 func (s *Store) Reset() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.pets = nil
 	s.nextID = 1
+	s.mu.Unlock()
+	s.orders.mu.Lock()
+	s.orders.orders, s.orders.nextID = nil, 0
+	s.orders.mu.Unlock()
 }
 
 // CreateKey implements petstore.KeyStore.
