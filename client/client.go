@@ -157,10 +157,10 @@ func (c *Client) RateLimit() (rl RateLimit, ok bool) {
 
 type idemKeyCtx struct{}
 
-// WithIdempotencyKey returns a context under which CreatePet sends key as
-// its Idempotency-Key instead of a fresh random one, so that a caller
-// retrying a whole operation later (after a crash, say) still creates the
-// pet only once. The server keeps keys for 24 hours.
+// WithIdempotencyKey returns a context under which CreatePet (and
+// CreateOrder) sends key as its Idempotency-Key instead of a fresh random
+// one, so that a caller retrying a whole operation later (after a crash,
+// say) still creates the pet only once. The server keeps keys for 24 hours.
 func WithIdempotencyKey(ctx context.Context, key string) context.Context {
 	return context.WithValue(ctx, idemKeyCtx{}, key)
 }
@@ -221,20 +221,26 @@ func (c *Client) listURL(f petstore.PetFilter) *url.URL {
 	return u
 }
 
-// listPage fetches one page at u and returns its pets and the resolved
-// next link, nil on the last page.
+// listPage fetches one page of pets at u and returns them and the
+// resolved next link, nil on the last page.
 func (c *Client) listPage(ctx context.Context, u *url.URL) ([]petstore.Pet, *url.URL, error) {
+	return fetchPage[petstore.Pet](ctx, c, u, "pets")
+}
+
+// fetchPage fetches one page of a list at u and returns its items (what
+// names them in errors) and the resolved next link, nil on the last page.
+func fetchPage[T any](ctx context.Context, c *Client, u *url.URL, what string) ([]T, *url.URL, error) {
 	resp, body, err := c.do(ctx, http.MethodGet, u, nil, "")
 	if err != nil {
 		return nil, nil, err
 	}
-	pets := []petstore.Pet{}
-	if err := json.Unmarshal(body, &pets); err != nil {
-		return nil, nil, fmt.Errorf("petstore client: decoding pets: %w", err)
+	items := []T{}
+	if err := json.Unmarshal(body, &items); err != nil {
+		return nil, nil, fmt.Errorf("petstore client: decoding %s: %w", what, err)
 	}
 	link := parseLinkNext(resp.Header.Values("Link"))
 	if link == "" {
-		return pets, nil, nil
+		return items, nil, nil
 	}
 	next, err := u.Parse(link) // RFC 8288: relative to the request's URL
 	if err != nil {
@@ -244,7 +250,7 @@ func (c *Client) listPage(ctx context.Context, u *url.URL) ([]petstore.Pet, *url
 	if next.Scheme != c.base.Scheme || next.Host != c.base.Host {
 		return nil, nil, fmt.Errorf("petstore client: next link %q leaves %s://%s", link, c.base.Scheme, c.base.Host)
 	}
-	return pets, next, nil
+	return items, next, nil
 }
 
 // CreatePet implements petstore.PetService. It sends an Idempotency-Key

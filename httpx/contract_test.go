@@ -66,7 +66,9 @@ func contractRouter(t testing.TB, base string) routers.Router {
 	t.Helper()
 	return documentRouter(t, base+"/openapi.json", func() http.Handler {
 		store := memstore.New()
-		h, err := httpx.New(httpx.Config{Service: petstore.NewService(store), Auth: petstore.NewKeys(store), BasePath: base})
+		// With Orders, so the document has every operation.
+		h, err := httpx.New(httpx.Config{Service: petstore.NewService(store), Auth: petstore.NewKeys(store), BasePath: base,
+			Orders: petstore.NewOrderService(store)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -40,6 +40,12 @@ type Config struct {
 	// Idempotency keeps Idempotency-Key records, making POST /pets safe
 	// to retry; nil: the header is ignored.
 	Idempotency petstore.IdempotencyStore
+
+	// Orders serves the store orders operations (beta) under
+	// /store/orders, each for the project of the caller's key; nil: those
+	// paths answer 404 like any unknown path and the OpenAPI document
+	// leaves them out.
+	Orders petstore.OrderService
 }
 
 // MaxBodyBytes is the largest request body accepted; larger ones are 413.
@@ -67,7 +73,9 @@ type api struct {
 	// create answers POST /pets once the body passed the media type and
 	// size checks and was decoded. It is a field so that New can wrap it
 	// in Idempotency-Key replay when Config.Idempotency is set.
-	create newPetHandler
+	create decodedHandler[petstore.NewPet]
+
+	orders *orderRoutes // nil without Config.Orders
 }
 
 // New returns the handler of the whole API under cfg.BasePath. Mount it
@@ -82,7 +90,7 @@ func New(cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	doc, err := openAPIDocument(base)
+	doc, err := openAPIDocument(base, cfg.Orders != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +107,9 @@ func New(cfg Config) (http.Handler, error) {
 	a.create = createPet{a}
 	if cfg.Idempotency != nil {
 		a.create = newIdempotent(cfg.Idempotency, cfg.Now, a.create)
+	}
+	if cfg.Orders != nil {
+		a.orders = newOrderRoutes(cfg, base)
 	}
 	openapiPath := base + "/openapi.json"
 	c, err := newChain(cfg, a, func(r *http.Request) bool { return r.URL.Path == openapiPath })
@@ -120,12 +131,13 @@ func cleanBase(p string) (string, error) {
 	return strings.TrimSuffix(p, "/"), nil
 }
 
-// route is one operation: its pattern for the logs, its handler, and
-// whether it takes a JSON body.
+// route is one operation: its pattern for the logs, its handler, whether
+// it takes a JSON body, and whether it is beta (X-API-Stability).
 type route struct {
 	pattern string
 	handle  http.HandlerFunc
 	body    bool
+	beta    bool
 }
 
 // match finds the operation for a request. ok is false when the path is
@@ -143,6 +155,8 @@ func (a *api) match(r *http.Request) (rt route, allow string, ok bool) {
 		m = 1
 	}
 	switch {
+	case a.orders != nil && strings.HasPrefix(rest, ordersPath):
+		return a.orders.match(r, rest, get, m)
 	case rest == "/pets":
 		switch {
 		case get:
@@ -177,6 +191,9 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w = headWriter{w}
 	}
 	rt, allow, ok := a.match(r)
+	if rt.beta {
+		w.Header()["X-Api-Stability"] = stabilityBeta
+	}
 	if refuseUnrouted(w, r, ok, allow) {
 		return
 	}

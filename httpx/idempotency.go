@@ -45,10 +45,10 @@ const idempotencyPurgeEvery = time.Hour
 // A body that does not decode is refused (400) before any key is claimed:
 // nothing ran, so there is nothing to replay, and its retry is refused the
 // same way.
-type idempotent struct {
+type idempotent[T any] struct {
 	store     petstore.IdempotencyStore
 	now       func() time.Time
-	next      newPetHandler
+	next      decodedHandler[T]
 	lease     time.Duration
 	lastPurge atomic.Int64 // unix nanoseconds of the last purge
 	retrying  atomic.Int64 // releases being retried in the background
@@ -58,31 +58,32 @@ type idempotent struct {
 // waits for its lease, as it would if this process had died.
 const maxReleaseRetries = 1024
 
-func newIdempotent(store petstore.IdempotencyStore, now func() time.Time, next newPetHandler) *idempotent {
+func newIdempotent[T any](store petstore.IdempotencyStore, now func() time.Time, next decodedHandler[T]) *idempotent[T] {
 	if now == nil {
 		now = time.Now
 	}
-	return &idempotent{store: store, now: now, next: next, lease: petstore.IdempotencyLease}
+	return &idempotent[T]{store: store, now: now, next: next, lease: petstore.IdempotencyLease}
 }
 
 // requestHash is the hex SHA-256 of a creation: method, path and the
-// NewPet in canonical form (json.Marshal of the struct: fixed field order,
-// no whitespace, status omitted when unset). Equal NewPets hash equally
+// decoded body (a NewPet, or a NewOrder with its defaults applied) in
+// canonical form (json.Marshal of the struct: fixed field order, no
+// whitespace, empty optional fields omitted). Equal bodies hash equally
 // and, since the encoding of a valid UTF-8 string is injective, different
 // ones never do (FuzzRequestHash checks both).
-func requestHash(method, path string, np petstore.NewPet) string {
+func requestHash(method, path string, v any) string {
 	sum := sha256.New()
 	io.WriteString(sum, method+" "+path+"\n")
-	canon, _ := json.Marshal(np) // a struct of a string, an int and a string: cannot fail
+	canon, _ := json.Marshal(v) // a NewPet or a NewOrder: plain fields, cannot fail
 	sum.Write(canon)
 	return hex.EncodeToString(sum.Sum(nil))
 }
 
 // serveNewPet runs a decoded POST /pets with Idempotency-Key replay.
-func (m *idempotent) serveNewPet(w http.ResponseWriter, r *http.Request, np petstore.NewPet) {
+func (m *idempotent[T]) serve(w http.ResponseWriter, r *http.Request, v T) {
 	vals := r.Header.Values("Idempotency-Key")
 	if len(vals) == 0 {
-		m.next.serveNewPet(w, r, np)
+		m.next.serve(w, r, v)
 		return
 	}
 	if len(vals) > 1 || !petstore.ValidIdempotencyKey(vals[0]) {
@@ -94,7 +95,7 @@ func (m *idempotent) serveNewPet(w http.ResponseWriter, r *http.Request, np pets
 
 	now := m.now().UTC()
 	m.purge(ctx, now)
-	rec := petstore.IdempotencyRecord{Scope: key.ID, Key: vals[0], RequestHash: requestHash(r.Method, r.URL.Path, np), CreatedAt: now}
+	rec := petstore.IdempotencyRecord{Scope: key.ID, Key: vals[0], RequestHash: requestHash(r.Method, r.URL.Path, v), CreatedAt: now}
 	stored, claimed, err := m.store.ClaimIdempotencyKey(ctx, rec)
 	if err == nil && !claimed && now.Sub(stored.CreatedAt) > petstore.IdempotencyTTL {
 		// Expired but not purged yet: purge now and claim afresh.
@@ -133,7 +134,7 @@ func (m *idempotent) serveNewPet(w http.ResponseWriter, r *http.Request, np pets
 		}
 	}()
 	cw := &captureWriter{Writer: statuswriter.Writer{ResponseWriter: w}}
-	m.next.serveNewPet(cw, r, np)
+	m.next.serve(cw, r, v)
 	if cw.Status == 0 || cw.Status >= 500 {
 		return // released by the deferred call: the retry runs again
 	}
@@ -162,7 +163,7 @@ func (m *idempotent) serveNewPet(w http.ResponseWriter, r *http.Request, np pets
 // rather than 409 for the whole lease. Half, because after the lease a
 // retry may take the claim over, and a late release must never delete
 // that newer claim, whatever the skew between two processes' clocks.
-func (m *idempotent) release(ctx context.Context, scope, key string, claimedAt time.Time) {
+func (m *idempotent[T]) release(ctx context.Context, scope, key string, claimedAt time.Time) {
 	if m.store.ReleaseIdempotencyKey(ctx, scope, key) == nil {
 		return
 	}
@@ -185,7 +186,7 @@ func (m *idempotent) release(ctx context.Context, scope, key string, claimedAt t
 
 // purge deletes expired records at most once per idempotencyPurgeEvery.
 // A failed purge is retried by the next period's first request.
-func (m *idempotent) purge(ctx context.Context, now time.Time) {
+func (m *idempotent[T]) purge(ctx context.Context, now time.Time) {
 	last := m.lastPurge.Load()
 	if now.UnixNano()-last < int64(idempotencyPurgeEvery) || !m.lastPurge.CompareAndSwap(last, now.UnixNano()) {
 		return

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -29,30 +30,47 @@ func OpenAPI() []byte { return append([]byte(nil), openAPIJSON...) }
 // are immutable byte slices shared by every handler on that base, which
 // only ever write them out. The set of bases a process uses is small and
 // fixed by its configuration, so the cache is never pruned.
-var renderedDocs sync.Map // base path -> []byte
+var renderedDocs sync.Map // docKey -> []byte
+
+// docKey names one rendered document: its base path, and whether it
+// documents the store orders operations (only a handler with
+// Config.Orders serves them).
+type docKey struct {
+	base   string
+	orders bool
+}
 
 // openAPIDocument returns the document served under base: the same, with
 // a first server whose URL is the base path, so tools pointed at
 // <base>/openapi.json call this server. Callers must not modify the
-// returned bytes.
-func openAPIDocument(base string) ([]byte, error) {
-	if doc, ok := renderedDocs.Load(base); ok {
+// returned bytes. Without orders, the store orders paths are left out.
+func openAPIDocument(base string, orders bool) ([]byte, error) {
+	key := docKey{base, orders}
+	if doc, ok := renderedDocs.Load(key); ok {
 		return doc.([]byte), nil
 	}
-	doc, err := renderOpenAPI(base)
+	doc, err := renderOpenAPI(base, orders)
 	if err != nil {
 		return nil, err
 	}
 	// Two concurrent first calls render the same bytes; whichever is stored
 	// first is the one every handler shares.
-	stored, _ := renderedDocs.LoadOrStore(base, doc)
+	stored, _ := renderedDocs.LoadOrStore(key, doc)
 	return stored.([]byte), nil
 }
 
-func renderOpenAPI(base string) ([]byte, error) {
+func renderOpenAPI(base string, orders bool) ([]byte, error) {
 	var doc map[string]any
 	if err := json.Unmarshal(openAPIJSON, &doc); err != nil {
 		return nil, fmt.Errorf("httpx: embedded openapi.json: %w", err)
+	}
+	if !orders {
+		paths, _ := doc["paths"].(map[string]any)
+		for p := range paths {
+			if strings.HasPrefix(p, ordersPath) {
+				delete(paths, p)
+			}
+		}
 	}
 	servers, _ := doc["servers"].([]any)
 	url := base

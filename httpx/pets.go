@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"unicode/utf8"
 
@@ -72,19 +71,21 @@ func (a *api) handleCreatePet(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, err)
 		return
 	}
-	a.create.serveNewPet(w, r, np)
+	a.create.serve(w, r, np)
 }
 
-// newPetHandler answers POST /pets for a decoded body.
-type newPetHandler interface {
-	serveNewPet(w http.ResponseWriter, r *http.Request, np petstore.NewPet)
+// decodedHandler answers a creation (POST /pets, POST /store/orders)
+// whose body was decoded to a T: the operation itself, or the
+// Idempotency-Key wrapper around it, which hashes exactly that T.
+type decodedHandler[T any] interface {
+	serve(w http.ResponseWriter, r *http.Request, v T)
 }
 
 // createPet is the operation: create, respond. It is kept to that, so a
 // wrapper can replay its stored response.
 type createPet struct{ a *api }
 
-func (c createPet) serveNewPet(w http.ResponseWriter, r *http.Request, np petstore.NewPet) {
+func (c createPet) serve(w http.ResponseWriter, r *http.Request, np petstore.NewPet) {
 	pet, err := c.a.svc.CreatePet(r.Context(), np)
 	if err != nil {
 		WriteError(w, r, err)
@@ -117,60 +118,6 @@ func (a *api) handleGetPet(w http.ResponseWriter, r *http.Request) {
 // handleOpenAPI serves the OpenAPI document with this mount's base path.
 func (a *api) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
 	serveDocument(w, r, a.openapi, a.openapiETag)
-}
-
-// parseListQuery reads limit, status and cursor from a raw query string.
-// It is stricter than the spec, which lists no error for GET /pets: a
-// query that does not parse (a bad percent escape such as "limit=%" or
-// "1%ZZ", or a ";" separator), a limit that is not an integer from 1 to
-// 100, an unknown or wrong-case status, an empty cursor, or a repeated
-// parameter is 400 rather than silently ignored. URL.Query drops the
-// pairs it cannot parse, which would turn "?status=sold&limit=1%ZZ" into
-// the default limit, so the raw query is parsed here. Other parameters
-// are ignored.
-func parseListQuery(raw string) (petstore.PetFilter, error) {
-	var f petstore.PetFilter
-	q, err := url.ParseQuery(raw)
-	if err != nil {
-		return f, petstore.Errorf(petstore.CodeInvalidRequest, "the query string is malformed: use name=value pairs joined by & with valid percent-escapes")
-	}
-	one := func(name string) (string, bool, error) {
-		vs, ok := q[name]
-		if !ok {
-			return "", false, nil
-		}
-		if len(vs) != 1 {
-			return "", true, petstore.Errorf(petstore.CodeInvalidRequest, "%s must be given at most once", name)
-		}
-		return vs[0], true, nil
-	}
-	if v, ok, err := one("limit"); err != nil {
-		return f, err
-	} else if ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > petstore.MaxLimit || v[0] == '+' {
-			return f, petstore.Errorf(petstore.CodeInvalidRequest, "limit must be an integer from 1 to 100")
-		}
-		f.Limit = n
-	}
-	if v, ok, err := one("status"); err != nil {
-		return f, err
-	} else if ok {
-		st, err := petstore.ParsePetStatus(v)
-		if err != nil {
-			return f, err
-		}
-		f.Status = st
-	}
-	if v, ok, err := one("cursor"); err != nil {
-		return f, err
-	} else if ok {
-		if v == "" {
-			return f, petstore.Errorf(petstore.CodeInvalidRequest, "cursor must not be empty; omit it for the first page")
-		}
-		f.Cursor = v
-	}
-	return f, nil
 }
 
 // parsePetID reads a decimal int64 path id. A non-integer or an id outside

@@ -67,6 +67,7 @@ type Server struct {
 
 type config struct {
 	pets       []petstore.NewPet
+	orders     []petstore.NewOrder
 	plan       petstore.Plan
 	limits     petstore.Limits
 	noLimits   bool
@@ -85,6 +86,14 @@ type Option func(*config)
 // An invalid pet fails the test.
 func WithPets(pets ...petstore.NewPet) Option {
 	return func(c *config) { c.pets = append(c.pets, pets...) }
+}
+
+// WithOrders seeds the server key's project with store orders (beta),
+// placed in order after the WithPets pets and again after every Reset. An
+// invalid order (one whose pet does not exist among them) fails the test.
+// The store must implement petstore.OrderStore, as the default one does.
+func WithOrders(orders ...petstore.NewOrder) Option {
+	return func(c *config) { c.orders = append(c.orders, orders...) }
 }
 
 // WithPlan sets the plan of the server's key and so its rate limits
@@ -154,6 +163,9 @@ func NewServer(tb testing.TB, opts ...Option) *Server {
 		hcfg.Limiter = s.limiter
 	}
 	configureIdempotency(&hcfg, s.store)
+	if ob, ok := s.store.(petstore.OrderBackend); ok {
+		hcfg.Orders = petstore.NewOrderService(ob)
+	}
 	api, err := httpx.New(hcfg)
 	if err != nil {
 		tb.Fatalf("petstoretest: %v", err)
@@ -237,7 +249,8 @@ func (s *Server) Pets() []petstore.Pet {
 // Reset returns the fake to its starting state: it forgets logged
 // requests, faults, rate-limit counters and Idempotency-Keys, and, for the
 // default memory store (or any store with a Reset method), removes every
-// pet, restarts ids at 1 and seeds the WithPets pets again. The key stays
+// pet and order, restarts ids at 1 and seeds the WithPets pets and
+// WithOrders orders again. The key stays
 // valid.
 func (s *Server) Reset() {
 	s.mu.Lock()
@@ -261,6 +274,54 @@ func (s *Server) seed() {
 		if _, err := svc.CreatePet(context.Background(), p); err != nil {
 			s.tb.Fatalf("petstoretest: seeding %+v: %v", p, err)
 		}
+	}
+	if len(s.cfg.orders) > 0 {
+		s.SeedOrders(s.cfg.orders...)
+	}
+}
+
+// SeedOrders places store orders (beta) for the server key's project, as
+// POST /store/orders would (defaults applied, the pet checked), and
+// returns them. An invalid order fails the test, as does a store that
+// does not implement petstore.OrderStore.
+func (s *Server) SeedOrders(orders ...petstore.NewOrder) []petstore.Order {
+	s.tb.Helper()
+	ob, ok := s.store.(petstore.OrderBackend)
+	if !ok {
+		s.tb.Fatalf("petstoretest: the store %T does not implement petstore.OrderStore", s.store)
+	}
+	svc := petstore.NewOrderService(ob)
+	out := make([]petstore.Order, 0, len(orders))
+	for _, o := range orders {
+		got, err := svc.CreateOrder(context.Background(), s.apiKey.ProjectID, o)
+		if err != nil {
+			s.tb.Fatalf("petstoretest: seeding order %+v: %v", o, err)
+		}
+		out = append(out, got)
+	}
+	return out
+}
+
+// Orders returns every store order of the server key's project, in
+// ascending id order; none when the store keeps no orders.
+func (s *Server) Orders() []petstore.Order {
+	orders := []petstore.Order{}
+	os, ok := s.store.(petstore.OrderStore)
+	if !ok {
+		return orders
+	}
+	var after int64
+	for {
+		page, err := os.ListOrders(context.Background(), petstore.OrderQuery{ProjectID: s.apiKey.ProjectID, AfterID: after, Limit: 1000})
+		if err != nil {
+			s.tb.Errorf("petstoretest: listing orders: %v", err)
+			return orders
+		}
+		orders = append(orders, page...)
+		if len(page) < 1000 {
+			return orders
+		}
+		after = page[len(page)-1].ID
 	}
 }
 

@@ -67,7 +67,8 @@
 // again is a no-op. The tables: pets (status limited to the three values by
 // a CHECK, an index on (status, id) for keyset pages), api_keys (only the
 // SHA-256 of each secret, unique), idempotency_keys, blobs, blob_locks,
-// domains and domain_configs.
+// domains, domain_configs and store_orders (each project's beta store
+// orders, indexed by (project_id, id) and (project_id, status, id)).
 //
 // A feature adds its tables in a NEW file of this package named after a
 // 14-digit UTC timestamp and a lower-case comment, for example

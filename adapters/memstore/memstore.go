@@ -13,8 +13,9 @@ import (
 	"github.com/petstorekit/petstore/domain"
 )
 
-// Store keeps pets, keys, idempotency records, certificate blobs and
-// custom domains in memory. The zero value is not usable; call New.
+// Store keeps pets, keys, idempotency records, certificate blobs,
+// custom domains and store orders in memory. The zero value is not
+// usable; call New.
 type Store struct {
 	mu     sync.RWMutex
 	pets   []petstore.Pet // ascending id order: ids only grow
@@ -29,6 +30,7 @@ type Store struct {
 	dom      *domainTables
 	blobs    *blobState
 	idemRecs *idemTable
+	orders   *orderTable
 }
 
 type storedKey struct {
@@ -47,6 +49,7 @@ func New() *Store {
 		dom:      &domainTables{byID: map[string]domain.Entry{}, holder: map[string]string{}, configs: map[string]domain.Config{}},
 		blobs:    &blobState{blobs: map[string]blob{}, locks: map[string]blobLock{}},
 		idemRecs: &idemTable{recs: map[idemID]petstore.IdempotencyRecord{}, max: MaxIdempotencyRecords},
+		orders:   &orderTable{},
 	}
 }
 
@@ -113,12 +116,16 @@ func (s *Store) Pets() []petstore.Pet {
 	return slices.Clone(s.pets)
 }
 
-// Reset removes every pet and restarts ids at 1. Keys are kept.
+// Reset removes every pet and store order and restarts their ids at 1.
+// Keys are kept.
 func (s *Store) Reset() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.pets = nil
 	s.nextID = 1
+	s.mu.Unlock()
+	s.orders.mu.Lock()
+	s.orders.orders, s.orders.nextID = nil, 0
+	s.orders.mu.Unlock()
 }
 
 // CreateKey implements petstore.KeyStore.

@@ -45,7 +45,7 @@ func call(t *testing.T, method, url, key, host, body string) (int, http.Header, 
 
 var demoKeyRE = regexp.MustCompile(`Bearer (psk_\S+)'`)
 
-// The default SQLite file keeps pets and keys across restarts: the demo
+// The default SQLite file keeps pets, orders and keys across restarts: the demo
 // key printed on first start still works, and no second one is printed.
 func TestRestartKeepsPetsAndKeys(t *testing.T) {
 	db := "sqlite:" + filepath.Join(t.TempDir(), "petstore.db")
@@ -62,6 +62,12 @@ func TestRestartKeepsPetsAndKeys(t *testing.T) {
 		t.Fatalf("create: %d %s", status, body)
 	}
 	loc := hdr.Get("Location")
+	petID := strings.TrimPrefix(loc, "/v1/pets/")
+	status, hdr, body = call(t, "POST", base+"/v1/store/orders", key, "", `{"petId":`+petID+`,"quantity":2}`)
+	if status != 201 || hdr.Get("X-API-Stability") != "beta" {
+		t.Fatalf("create order: %d %v %s", status, hdr, body)
+	}
+	orderLoc := hdr.Get("Location")
 	stop()
 
 	base, printed, _ = startStoppable(t, args, nil)
@@ -71,6 +77,10 @@ func TestRestartKeepsPetsAndKeys(t *testing.T) {
 	status, _, body = call(t, "GET", base+loc, key, "", "")
 	if status != 200 || !strings.Contains(body, `"name":"Rex"`) {
 		t.Fatalf("after restart GET %s: %d %s", loc, status, body)
+	}
+	status, _, body = call(t, "GET", base+orderLoc, key, "", "")
+	if status != 200 || !strings.Contains(body, `"quantity":2`) {
+		t.Fatalf("after restart GET %s: %d %s", orderLoc, status, body)
 	}
 }
 

@@ -34,10 +34,12 @@ import (
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
-// backend is everything the server keeps: pets, keys, idempotency records,
-// certificates and custom domains. bunstore and memstore implement it all.
+// backend is everything the server keeps: pets, keys, store orders,
+// idempotency records, certificates and custom domains. bunstore and
+// memstore implement it all.
 type backend interface {
 	petstore.Store
+	petstore.OrderStore
 	petstore.IdempotencyStore
 	petstore.BlobStore
 	domain.Store
@@ -121,6 +123,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		Limiter:        limiter,
 		TrustedProxies: cfg.trustedProxies,
 		Idempotency:    store,
+		Orders:         petstore.NewOrderService(store),
 		Timeout:        cfg.dbTimeout,
 	})
 	if err != nil {

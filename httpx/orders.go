@@ -1,0 +1,280 @@
+package httpx
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/petstorekit/petstore"
+)
+
+// The store orders operations (beta), served when Config.Orders is set.
+// Their checks and answers follow the pets operations: the chain
+// authenticates and limits, match routes (404, 405 with Allow), ServeHTTP
+// checks the media type and size, and the handlers decode and answer.
+// Every routed answer carries X-API-Stability: beta, errors included.
+
+// ordersPath is where the orders live under the base.
+const ordersPath = "/store/orders"
+
+// stabilityBeta is the shared, never-modified value of X-API-Stability.
+var stabilityBeta = []string{StabilityBeta}
+
+// orderRoutes are the orders operations of one handler.
+type orderRoutes struct {
+	svc  petstore.OrderService
+	base string
+
+	// Route patterns for the log; GET and HEAD each have their own.
+	patList, patOrder [2]string
+	patCreate         string
+
+	// create answers POST /store/orders for a decoded body, wrapped in
+	// Idempotency-Key replay when Config.Idempotency is set, as createPet
+	// is.
+	create decodedHandler[petstore.NewOrder]
+}
+
+func newOrderRoutes(cfg Config, base string) *orderRoutes {
+	o := &orderRoutes{svc: cfg.Orders, base: base, patCreate: "POST " + base + ordersPath}
+	for i, m := range []string{http.MethodGet, http.MethodHead} {
+		o.patList[i] = m + " " + base + ordersPath
+		o.patOrder[i] = m + " " + base + ordersPath + "/{orderId}"
+	}
+	o.create = createOrder{o}
+	if cfg.Idempotency != nil {
+		o.create = newIdempotent(cfg.Idempotency, cfg.Now, o.create)
+	}
+	return o
+}
+
+// match routes a path under the base that starts with ordersPath; m is 0
+// for GET and 1 for HEAD. Any path it knows, routed or refused with 405,
+// is beta; one it does not know is 404 like any unknown path.
+func (o *orderRoutes) match(r *http.Request, rest string, get bool, m int) (route, string, bool) {
+	switch {
+	case rest == ordersPath:
+		switch {
+		case get:
+			return route{pattern: o.patList[m], handle: o.handleList, beta: true}, "", true
+		case r.Method == http.MethodPost:
+			return route{pattern: o.patCreate, handle: o.handleCreate, body: true, beta: true}, "", true
+		}
+		return route{beta: true}, "GET, HEAD, POST", true
+	case strings.HasPrefix(rest, ordersPath+"/"):
+		id := rest[len(ordersPath)+1:]
+		if id == "" || strings.Contains(id, "/") {
+			return route{}, "", false
+		}
+		if get {
+			r.SetPathValue("orderId", id)
+			return route{pattern: o.patOrder[m], handle: o.handleGet, beta: true}, "", true
+		}
+		return route{beta: true}, "GET, HEAD", true
+	}
+	return route{}, "", false
+}
+
+// project returns the project of the request's key. The chain always
+// authenticates orders requests, so a missing key is a wiring error,
+// answered as unauthorized rather than served for no project.
+func project(r *http.Request) (string, error) {
+	key, ok := KeyFromContext(r.Context())
+	if !ok || key.ProjectID == "" {
+		return "", errUnauthorized()
+	}
+	return key.ProjectID, nil
+}
+
+// handleList answers GET /store/orders: one page, and a Link to the next.
+func (o *orderRoutes) handleList(w http.ResponseWriter, r *http.Request) {
+	projectID, err := project(r)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	f, err := parseOrderListQuery(r.URL.RawQuery)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	page, err := o.svc.ListOrders(r.Context(), projectID, f)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	h := w.Header()
+	h["Access-Control-Expose-Headers"] = exposeLink
+	if page.NextCursor != "" {
+		limit := f.Limit
+		if limit == 0 {
+			limit = petstore.DefaultLimit
+		}
+		// Sorted parameters, as url.Values.Encode writes them; a cursor is
+		// base64url and a status one of three words, so none needs escaping.
+		link := "<" + o.base + ordersPath + "?cursor=" + page.NextCursor + "&limit=" + strconv.Itoa(limit)
+		if f.Status != "" {
+			link += "&status=" + string(f.Status)
+		}
+		h.Set("Link", link+`>; rel="next"`)
+	}
+	WriteJSON(w, http.StatusOK, page.Orders)
+}
+
+// handleCreate answers POST /store/orders. Like handleCreatePet it only
+// decodes, creates and responds, so the Idempotency-Key wrapper can
+// replay its stored response.
+func (o *orderRoutes) handleCreate(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		WriteError(w, r, petstore.Errorf(petstore.CodeInvalidRequest, "could not read the body"))
+		return
+	}
+	no, err := decodeNewOrder(body)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	// Defaults applied before the Idempotency-Key hash: sending a default
+	// is the same request as leaving it out.
+	no.Normalize()
+	o.create.serve(w, r, no)
+}
+
+// createOrder is the operation: create, respond.
+type createOrder struct{ o *orderRoutes }
+
+func (c createOrder) serve(w http.ResponseWriter, r *http.Request, no petstore.NewOrder) {
+	projectID, err := project(r)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	order, err := c.o.svc.CreateOrder(r.Context(), projectID, no)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", c.o.base+ordersPath+"/"+itoa(order.ID))
+	WriteJSON(w, http.StatusCreated, order)
+}
+
+// handleGet answers GET /store/orders/{orderId}.
+func (o *orderRoutes) handleGet(w http.ResponseWriter, r *http.Request) {
+	projectID, err := project(r)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	id, err := parseOrderID(r.PathValue("orderId"))
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	order, err := o.svc.GetOrder(r.Context(), projectID, id)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, order)
+}
+
+
+// parseOrderID reads a decimal int64 path id. A non-integer or an id
+// outside int64 is 400; any integer, even <= 0, is left for the service
+// to report as not found.
+func parseOrderID(s string) (int64, error) {
+	bad := petstore.Errorf(petstore.CodeInvalidRequest, "orderId must be a 64-bit integer")
+	if s == "" || s[0] == '+' {
+		return 0, bad
+	}
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, bad
+	}
+	return id, nil
+}
+
+// decodeNewOrder reads an order's creation body with the strictness of
+// decodeNewPet: exactly one JSON object and nothing after it; fields
+// matched exactly; unknown fields (a client's "id" among them) ignored;
+// of a duplicated field the last wins. A field that is sent must be of
+// its type and in range: null, "" and out-of-range numbers are 400 naming
+// the field, never read as "absent", which would apply a default behind
+// the client's back. petId must be an integer; whether it is >= 1 and
+// names an existing pet is the service's check.
+func decodeNewOrder(body []byte) (petstore.NewOrder, error) {
+	invalid := func(format string, args ...any) (petstore.NewOrder, error) {
+		return petstore.NewOrder{}, petstore.Errorf(petstore.CodeInvalidRequest, format, args...)
+	}
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return invalid("body must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var fields map[string]json.RawMessage
+	if err := dec.Decode(&fields); err != nil {
+		return invalid("body is not valid JSON")
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return invalid("body must contain exactly one JSON object and nothing after it")
+	}
+	var no petstore.NewOrder
+	raw, ok := fields["petId"]
+	if !ok {
+		return invalid("petId is required")
+	}
+	id, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			return invalid("petId must be an integer >= 1 that fits in 64 bits")
+		}
+		return invalid("petId must be an integer >= 1")
+	}
+	no.PetID = id
+	if raw, ok := fields["quantity"]; ok {
+		n, err := strconv.ParseInt(string(raw), 10, 32)
+		if err != nil || n < 1 {
+			return invalid("quantity must be an integer from 1 to %d", math.MaxInt32)
+		}
+		no.Quantity = int32(n)
+	}
+	if raw, ok := fields["shipDate"]; ok {
+		var s string
+		if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+			return invalid("shipDate must be an RFC 3339 date-time string")
+		}
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			return invalid("shipDate must be an RFC 3339 date-time such as 2026-05-01T12:00:00Z")
+		}
+		if t.IsZero() {
+			// The zero instant is how "no ship date" is kept.
+			return invalid("shipDate must be later than 0001-01-01T00:00:00Z")
+		}
+		no.ShipDate = t
+	}
+	if raw, ok := fields["status"]; ok {
+		var s string
+		if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil || !petstore.OrderStatus(s).Valid() {
+			return invalid("status must be one of placed, approved, delivered")
+		}
+		no.Status = petstore.OrderStatus(s)
+	}
+	if raw, ok := fields["complete"]; ok {
+		switch string(raw) {
+		case "true":
+			no.Complete = true
+		case "false":
+		default:
+			return invalid("complete must be true or false")
+		}
+	}
+	return no, nil
+}
