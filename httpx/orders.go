@@ -185,7 +185,6 @@ func (o *orderRoutes) handleGet(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, order)
 }
 
-
 // parseOrderID reads a decimal int64 path id. A non-integer or an id
 // outside int64 is 400; any integer, even <= 0, is left for the service
 // to report as not found.
