@@ -32,7 +32,7 @@ func TestIdempotencyHashIsWhatIsCreated(t *testing.T) {
 		}
 		// A field's name in another case alone is what case-insensitive
 		// readers take for the field: refused, not ignored.
-		for _, body := range []string{`{"NAME":"Bravo","categoryId":1}`, `{"name":"Alpha","categoryId":1,"stAtus":"sold"}`} {
+		for _, body := range []string{`{"NAME":"Bravo","categoryId":1}`, `{"name":"Alpha","categoryId":1,"stAtus":"sold"}`, `{"name":"Alpha","categoryid":1}`, `{"name":"Alpha","CATEGORYID":1}`} {
 			got := e.post(t, "k-1", body)
 			if got.Status != 400 || !strings.Contains(got.errorBody(t).Message, "case-sensitive") {
 				t.Fatalf("%s: %d %s, want 400 about case", body, got.Status, got.Body)
