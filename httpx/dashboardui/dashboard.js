@@ -22,12 +22,13 @@
 
   const STATUS = {
     pending: "Waiting for DNS", verified: "Verified", issuing: "Issuing certificate",
-    active: "Active", failed: "Failed", removed: "Removed",
+    active: "Active", failed: "Failed", removed: "Removed", suspended: "Suspended",
   };
   const NEXT = {
     wait: "DNS changes can take up to 48 hours to propagate, usually minutes. We keep checking; you can also click Re-verify.",
     fix_dns: "The DNS records are not right yet. Fix them as described below, then click Re-verify.",
     reverify: "Click Re-verify to check again.",
+    upgrade_plan: "Custom domains need the Pro plan or above. Upgrade the project to serve this domain again; its DNS records need not change.",
   };
   // Statuses that change without the user doing anything: the page polls
   // while any domain is in one of them.
@@ -116,7 +117,8 @@
     let next = "";
     const cfg = state.config || {};
     const rd = (cfg.redirects || []).find((r) => r.from === d.name);
-    if (d.status === "active" && rd) next = "Live: redirects visitors to " + shownName(rd.to) + " (" + rd.status + ").";
+    if (d.status === "suspended") next = "Suspended: not served" + (d.reason ? ". " + d.reason.charAt(0).toUpperCase() + d.reason.slice(1) + "." : ". " + NEXT.upgrade_plan);
+    else if (d.status === "active" && rd) next = "Live: redirects visitors to " + shownName(rd.to) + " (" + rd.status + ").";
     else if (d.status === "active" && cfg.primary === d.name) next = "Live: the primary domain of your project.";
     else if (d.status === "active") next = "Live: this domain serves your project.";
     else if (d.status === "failed") next = "Verification failed" + (d.reason ? ": " + d.reason : "") + ". Fix the records and click Re-verify.";
