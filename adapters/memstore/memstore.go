@@ -29,6 +29,9 @@ type Store struct {
 	dom      *domainTables
 	blobs    *blobState
 	idemRecs *idemTable
+
+	deploysOnce sync.Once
+	deploys     *deployTable
 }
 
 type storedKey struct {
