@@ -53,10 +53,16 @@
     return data;
   }
 
+  // What to do about errors whose fix lies outside this page.
+  const HINT = {
+    deploy_required: "Custom domains attach to a project with at least one successful deploy: deploy the project, then add the domain again.",
+    plan_required: "Upgrade the project to the Pro plan or above; suspended domains then serve again without a new verification.",
+  };
+
   function showError(err) {
     const box = $("#alert");
     if (!err) { box.hidden = true; box.textContent = ""; return; }
-    box.textContent = err.message + (err.code ? " (" + err.code + ")" : "");
+    box.textContent = err.message + (err.code ? " (" + err.code + ")" : "") + (HINT[err.code] ? " " + HINT[err.code] : "");
     box.hidden = false;
   }
 
