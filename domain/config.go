@@ -28,8 +28,12 @@ func (e *Engine) Config(ctx context.Context, projectID string) (Config, error) {
 // Returns invalid_request, saying which entry is wrong, when a name is
 // invalid or not attached to the project, a status is not 301, 302, 307 or
 // 308, the primary redirects, a name redirects twice, or redirects form a
-// chain or a loop.
+// chain or a loop; plan_required while the project is below Pro (its
+// domains are suspended, see StatusSuspended).
 func (e *Engine) SetConfig(ctx context.Context, projectID string, c Config) (Config, error) {
+	if err := e.requirePlan(ctx, projectID); err != nil {
+		return Config{}, err
+	}
 	attached, err := e.cfg.Store.ListDomains(ctx, DomainQuery{ProjectID: projectID})
 	if err != nil {
 		return Config{}, err

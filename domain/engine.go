@@ -361,9 +361,10 @@ func (e *Engine) List(ctx context.Context, projectID string) ([]Domain, error) {
 	if err != nil {
 		return nil, err
 	}
+	suspended := e.suspension(ctx, projectID)
 	out := make([]Domain, 0, len(entries))
 	for _, en := range entries {
-		out = append(out, e.view(ctx, en))
+		out = append(out, e.viewAs(ctx, en, suspended))
 	}
 	return out, nil
 }
@@ -376,6 +377,12 @@ func (e *Engine) List(ctx context.Context, projectID string) ([]Domain, error) {
 // A lookup failure changes nothing but the findings. Returns the domain as
 // it is afterwards, or invalid_request / not_found.
 func (e *Engine) Verify(ctx context.Context, projectID, name string) (Domain, error) {
+	if _, err := e.owned(ctx, projectID, name); err != nil {
+		return Domain{}, err
+	}
+	if err := e.requirePlan(ctx, projectID); err != nil {
+		return Domain{}, err
+	}
 	for range 3 {
 		entry, err := e.owned(ctx, projectID, name)
 		if err != nil {
@@ -766,6 +773,15 @@ func (e *Engine) runOne(ctx context.Context, entry Entry, now time.Time) (bool, 
 		return false, err
 	}
 	entry = claimed
+	if e.suspension(ctx, entry.ProjectID) != "" {
+		// Suspended: nothing moves on until the project upgrades.
+		entry.NextCheckAt = now.Add(suspendedRecheck)
+		_, err := e.cfg.Store.UpdateDomain(ctx, entry)
+		if petstore.ErrorCode(err) == petstore.CodeConflict {
+			err = nil
+		}
+		return false, err
+	}
 	before := entry.Status
 	switch entry.Status {
 	case StatusPending:
@@ -841,6 +857,9 @@ func (e *Engine) Run(ctx context.Context) error {
 func (e *Engine) ConfigureDNS(ctx context.Context, projectID, name string) ([]Finding, error) {
 	entry, err := e.owned(ctx, projectID, name)
 	if err != nil {
+		return nil, err
+	}
+	if err := e.requirePlan(ctx, projectID); err != nil {
 		return nil, err
 	}
 	c := e.dnsOf(projectID)
@@ -969,8 +988,14 @@ func (e *Engine) isEdge(ctx context.Context, addrs []netip.Addr) bool {
 	return true
 }
 
-// view turns a stored entry into what a dashboard shows.
+// view turns a stored entry into what a dashboard shows, suspended when
+// the project's plan is below Pro.
 func (e *Engine) view(ctx context.Context, en Entry) Domain {
+	return e.viewAs(ctx, en, e.suspension(ctx, en.ProjectID))
+}
+
+// viewAs is view with the project's suspension reason already known.
+func (e *Engine) viewAs(ctx context.Context, en Entry, suspended string) Domain {
 	n, err := ParseName(en.Name)
 	if err != nil { // stored before the rules changed: show it as it is
 		n = Name{ASCII: en.Name, Unicode: en.Name, Kind: KindSubdomain, Label: en.Name}
@@ -984,6 +1009,7 @@ func (e *Engine) view(ctx context.Context, en Entry) Domain {
 	if d.History == nil {
 		d.History = []Transition{}
 	}
+	suspend(&d, suspended)
 	d.Records, d.Alternatives, d.Note = e.instructions(ctx, n, en.OwnershipToken)
 	if e.cfg.CertIssuer != nil && en.Status != StatusPending && en.Status != StatusRemoved && !en.VerifiedAt.IsZero() {
 		if st, err := e.cfg.CertIssuer.Status(ctx, en.Name); err == nil {
@@ -1026,7 +1052,7 @@ func (e *Engine) diagnosis(ctx context.Context, d Domain, obs Observed, dnsFindi
 	}
 	dnsOK := len(dnsFindings) == 0 && !at.IsZero()
 	return Diagnosis{
-		OK:         len(findings) == 0 && (d.Status == StatusActive || dnsOK && d.Status != StatusRemoved),
+		OK:         len(findings) == 0 && d.Status != StatusSuspended && (d.Status == StatusActive || dnsOK && d.Status != StatusRemoved),
 		NextAction: nextAction(d.Status, findings, dnsOK),
 		Observed:   obs,
 		Findings:   findings,
@@ -1036,8 +1062,11 @@ func (e *Engine) diagnosis(ctx context.Context, d Domain, obs Observed, dnsFindi
 
 // nextAction decides what the customer does next.
 func nextAction(s Status, findings []Finding, dnsOK bool) Action {
-	if s == StatusRemoved {
+	switch s {
+	case StatusRemoved:
 		return ActionNone
+	case StatusSuspended:
+		return ActionUpgradePlan
 	}
 	has := func(codes ...string) bool {
 		return slices.ContainsFunc(findings, func(f Finding) bool { return slices.Contains(codes, f.Code) })

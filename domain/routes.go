@@ -68,13 +68,23 @@ func (e *Engine) reloadLocked(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	live := map[string]bool{}
+	for _, en := range attached {
+		if en.Status == StatusActive {
+			live[en.ProjectID] = true
+		}
+	}
+	suspended := e.suspendedProjects(ctx, live)
 	m := make(map[string]RouteAnswer, len(attached))
 	admitted := make(map[string]bool, len(attached))
 	for _, en := range attached {
 		switch en.Status {
 		case StatusActive:
-			m[en.Name] = RouteAnswer{Kind: RouteServe, Name: en.Name, ProjectID: en.ProjectID}
 			admitted[en.Name] = true
+			if suspended[en.ProjectID] {
+				continue // not served until the project upgrades
+			}
+			m[en.Name] = RouteAnswer{Kind: RouteServe, Name: en.Name, ProjectID: en.ProjectID}
 		case StatusVerified, StatusIssuing:
 			admitted[en.Name] = true
 		}

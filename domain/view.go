@@ -48,6 +48,7 @@ type Domain struct {
 	Kind         Kind         `json:"kind"`
 	ProjectID    string       `json:"-"`
 	Status       Status       `json:"status"`
+	ResumesAs    Status       `json:"resumesAs,omitempty"` // suspended: the status it returns to on upgrade
 	Reason       string       `json:"reason,omitempty"`
 	Records      []Record     `json:"records"`                // what to create at the DNS provider
 	Alternatives []Record     `json:"alternatives,omitempty"` // apex: A/AAAA records instead of ALIAS

@@ -52,6 +52,18 @@ type dashWorld struct {
 
 	pro, pro2, free, undeployed string // key secrets
 	proKey, pro2Key             petstore.APIKey
+
+	projectsMu sync.Mutex
+	projects   map[string]domain.Project
+}
+
+// setPlan changes a project's plan, as a plan change on the platform does.
+func (w *dashWorld) setPlan(projectID string, plan petstore.Plan) {
+	w.projectsMu.Lock()
+	defer w.projectsMu.Unlock()
+	p := w.projects[projectID]
+	p.Plan = plan
+	w.projects[projectID] = p
 }
 
 // dashStores lists the stores the dashboard tests run on: the memory store
@@ -89,13 +101,19 @@ func newDashWorld(t testing.TB, store dashStore, now func() time.Time) *dashWorl
 	w.zone, w.dns = memzone.NewTestServer(t, dashZone, "example.org")
 
 	keys := petstore.NewKeys(store)
-	projects := map[string]domain.Project{}
+	w.projects = map[string]domain.Project{}
+	project := func(id string) (domain.Project, bool) {
+		w.projectsMu.Lock()
+		defer w.projectsMu.Unlock()
+		p, ok := w.projects[id]
+		return p, ok
+	}
 	mk := func(plan petstore.Plan, deployed bool) (petstore.APIKey, string) {
 		key, secret, err := keys.Create(ctx, "", plan, petstore.Limits{})
 		if err != nil {
 			t.Fatalf("create key: %v", err)
 		}
-		projects[key.ProjectID] = domain.Project{ID: key.ProjectID, Plan: plan, Deployed: deployed}
+		w.projects[key.ProjectID] = domain.Project{ID: key.ProjectID, Plan: plan, Deployed: deployed}
 		return key, secret
 	}
 	w.proKey, w.pro = mk(petstore.PlanPro, true)
@@ -106,7 +124,7 @@ func newDashWorld(t testing.TB, store dashStore, now func() time.Time) *dashWorl
 	eng, err := domain.New(domain.EngineConfig{
 		Store: store,
 		Projects: domain.ProjectsFunc(func(_ context.Context, id string) (domain.Project, error) {
-			if p, ok := projects[id]; ok {
+			if p, ok := project(id); ok {
 				return p, nil
 			}
 			return domain.Project{}, petstore.Errorf(petstore.CodeNotFound, "project %s not found", id)
@@ -145,7 +163,7 @@ func newDashWorld(t testing.TB, store dashStore, now func() time.Time) *dashWorl
 			if h, ok := sites[projectID]; ok {
 				return h
 			}
-			if _, ok := projects[projectID]; !ok {
+			if _, ok := project(projectID); !ok {
 				return nil
 			}
 			h := httpx.ProjectSite(projectID, v1)

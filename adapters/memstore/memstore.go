@@ -31,6 +31,9 @@ type Store struct {
 	blobs    *blobState
 	idemRecs *idemTable
 	orders   *orderTable
+
+	deploysOnce sync.Once
+	deploys     *deployTable
 }
 
 type storedKey struct {

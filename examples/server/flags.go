@@ -86,8 +86,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	cfg := config{addr: *addr, db: *db, redis: *redis, cnameTarget: *cname, dbMaxConns: maxConns, dbTimeout: timeout,
 		acmeCA: *acmeCA, acmeRoot: *acmeRoot, acmeEmail: *acmeEmail, tlsAddr: *tlsAddr}
 	if fs.NArg() > 0 {
-		if fs.Arg(0) != "keys" {
-			return config{}, fmt.Errorf("unexpected arguments: %q (the only subcommand is keys)", fs.Args())
+		if fs.Arg(0) != "keys" && fs.Arg(0) != "projects" {
+			return config{}, fmt.Errorf("unexpected arguments: %q (the subcommands are keys and projects)", fs.Args())
 		}
 		cfg.command = fs.Args()
 	}

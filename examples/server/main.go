@@ -12,6 +12,14 @@
 // authenticated keys; a revoke or a plan change reaches running servers
 // within a second over Redis (-redis) or PostgreSQL LISTEN/NOTIFY, so the
 // subcommand needs the servers' -db and -redis.
+//
+// Custom domains need a project on Pro or above with a successful deploy.
+// "server [flags] projects list" shows each project (the projects of the
+// stored keys) with its plan and last deploy; "server [flags] projects
+// deploy PROJECT_ID" records a successful deploy. The demo key's project
+// and those of -keys count as deployed; a project made by "keys create"
+// starts undeployed unless given -deployed. A project below Pro keeps its
+// domains, suspended: not served until it is back on Pro.
 package main
 
 import (
@@ -77,6 +85,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer closeStore()
+	if len(cfg.command) > 0 && cfg.command[0] == "projects" {
+		return runProjects(ctx, store, cfg.command[1:], stdout)
+	}
 	if len(cfg.command) > 0 {
 		return runKeys(ctx, cfg, store, stdout)
 	}

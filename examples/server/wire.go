@@ -43,6 +43,7 @@ type backend interface {
 	petstore.IdempotencyStore
 	petstore.BlobStore
 	domain.Store
+	DeployStore
 }
 
 var (
@@ -106,7 +107,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	if feed != nil {
 		go followFeed(ctx, feed, auth, logger)
 	}
-	if err := ensureKeys(ctx, cfg, keys, a); err != nil {
+	if err := ensureKeys(ctx, cfg, keys, store, a); err != nil {
 		return nil, err
 	}
 
@@ -145,7 +146,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	}
 	ecfg := domain.EngineConfig{
 		Store:           store,
-		Projects:        projectsOf(keys),
+		Projects:        projectsOf(keys, store),
 		Resolver:        resolver,
 		CNAMETarget:     cfg.cnameTarget,
 		EdgeIPs:         cfg.edgeIPs,
@@ -280,8 +281,8 @@ func ready(store backend, limiter *ratelimit.Limiter, cfg config) http.Handler {
 
 // ensureKeys upserts the -keys keys, or creates a demo key when the store
 // has none, so a restart keeps the key printed on first start.
-func ensureKeys(ctx context.Context, cfg config, keys *petstore.Keys, a *app) error {
-	if err := keyscli.Ensure(ctx, keys, cfg.keys); err != nil {
+func ensureKeys(ctx context.Context, cfg config, keys *petstore.Keys, deploys DeployStore, a *app) error {
+	if err := ensureOperatorKeys(ctx, keys, cfg.keys, deploys); err != nil {
 		return err
 	}
 	if len(cfg.keys) > 0 {
@@ -294,9 +295,12 @@ func ensureKeys(ctx context.Context, cfg config, keys *petstore.Keys, a *app) er
 	if len(stored) > 0 {
 		return nil
 	}
-	_, secret, err := keys.Create(ctx, "", petstore.PlanPro, petstore.Limits{})
+	demo, secret, err := keys.Create(ctx, "", petstore.PlanPro, petstore.Limits{})
 	if err != nil {
 		return fmt.Errorf("create demo key: %w", err)
+	}
+	if err := deployedOnce(ctx, deploys, demo.ProjectID); err != nil {
+		return err
 	}
 	a.demoKey = secret
 	return nil
@@ -344,7 +348,9 @@ func runKeys(ctx context.Context, cfg config, store backend, stdout io.Writer) e
 			publishErr = feed.Publish(ctx, changefeed.Change{Kind: changefeed.KindKey, ID: id})
 		}))
 	}
-	if err := keyscli.Run(ctx, store, cfg.command[1:], stdout, opts...); err != nil {
+	if err := createDeployed(ctx, store, cfg.command[1:], func(args []string) error {
+		return keyscli.Run(ctx, store, args, stdout, opts...)
+	}); err != nil {
 		return err
 	}
 	if publishErr != nil {
@@ -383,23 +389,6 @@ func newLimiter(cfg config, logger *slog.Logger) (*ratelimit.Limiter, func(), er
 	}
 	client := redis.NewClient(opts)
 	return ratelimit.New(redislimit.New(client, "petstore:rl:"), rcfg), func() { client.Close() }, nil
-}
-
-// projectsOf makes every key's project a deployed project on the key's
-// plan: in this example each configured key is its own project.
-func projectsOf(keys *petstore.Keys) domain.Projects {
-	return domain.ProjectsFunc(func(ctx context.Context, id string) (domain.Project, error) {
-		all, err := keys.List(ctx)
-		if err != nil {
-			return domain.Project{}, err
-		}
-		for _, k := range all {
-			if k.ProjectID == id {
-				return domain.Project{ID: id, Plan: k.Plan, Deployed: true}, nil
-			}
-		}
-		return domain.Project{}, petstore.Errorf(petstore.CodeNotFound, "project %s not found", id)
-	})
 }
 
 // newIssuer builds the ACME certificate issuer for -acme-ca.

@@ -22,12 +22,13 @@
 
   const STATUS = {
     pending: "Waiting for DNS", verified: "Verified", issuing: "Issuing certificate",
-    active: "Active", failed: "Failed", removed: "Removed",
+    active: "Active", failed: "Failed", removed: "Removed", suspended: "Suspended",
   };
   const NEXT = {
     wait: "DNS changes can take up to 48 hours to propagate, usually minutes. We keep checking; you can also click Re-verify.",
     fix_dns: "The DNS records are not right yet. Fix them as described below, then click Re-verify.",
     reverify: "Click Re-verify to check again.",
+    upgrade_plan: "Custom domains need the Pro plan or above. Upgrade the project to serve this domain again; its DNS records need not change.",
   };
   // Statuses that change without the user doing anything: the page polls
   // while any domain is in one of them.
@@ -52,10 +53,16 @@
     return data;
   }
 
+  // What to do about errors whose fix lies outside this page.
+  const HINT = {
+    deploy_required: "Custom domains attach to a project with at least one successful deploy: deploy the project, then add the domain again.",
+    plan_required: "Upgrade the project to the Pro plan or above; suspended domains then serve again without a new verification.",
+  };
+
   function showError(err) {
     const box = $("#alert");
     if (!err) { box.hidden = true; box.textContent = ""; return; }
-    box.textContent = err.message + (err.code ? " (" + err.code + ")" : "");
+    box.textContent = err.message + (err.code ? " (" + err.code + ")" : "") + (HINT[err.code] ? " " + HINT[err.code] : "");
     box.hidden = false;
   }
 
@@ -116,7 +123,8 @@
     let next = "";
     const cfg = state.config || {};
     const rd = (cfg.redirects || []).find((r) => r.from === d.name);
-    if (d.status === "active" && rd) next = "Live: redirects visitors to " + shownName(rd.to) + " (" + rd.status + ").";
+    if (d.status === "suspended") next = "Suspended: not served" + (d.reason ? ". " + d.reason.charAt(0).toUpperCase() + d.reason.slice(1) + "." : ". " + NEXT.upgrade_plan);
+    else if (d.status === "active" && rd) next = "Live: redirects visitors to " + shownName(rd.to) + " (" + rd.status + ").";
     else if (d.status === "active" && cfg.primary === d.name) next = "Live: the primary domain of your project.";
     else if (d.status === "active") next = "Live: this domain serves your project.";
     else if (d.status === "failed") next = "Verification failed" + (d.reason ? ": " + d.reason : "") + ". Fix the records and click Re-verify.";

@@ -1,0 +1,46 @@
+package bunstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/bunstore"
+)
+
+// Each project keeps its last deploy, to the nanosecond, in UTC; a later
+// deploy replaces it and other projects are untouched.
+func TestDeploys(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := bunstore.New(b.open(t))
+			if at, err := s.LastDeploy(ctx, "prj_a"); err != nil || !at.IsZero() {
+				t.Fatalf("never deployed: %v, %v", at, err)
+			}
+			first := time.Date(2026, 11, 22, 10, 0, 0, 123456789, time.FixedZone("X", 3600))
+			if err := s.RecordDeploy(ctx, "prj_a", first); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.RecordDeploy(ctx, "prj_b", first); err != nil {
+				t.Fatal(err)
+			}
+			later := first.Add(time.Hour)
+			if err := s.RecordDeploy(ctx, "prj_a", later); err != nil {
+				t.Fatal(err)
+			}
+			if at, err := s.LastDeploy(ctx, "prj_a"); err != nil || !at.Equal(later) || at.Location() != time.UTC {
+				t.Fatalf("LastDeploy = %v, %v; want %v in UTC", at, err, later)
+			}
+			all, err := s.LastDeploys(ctx)
+			if err != nil || len(all) != 2 || !all["prj_a"].Equal(later) || !all["prj_b"].Equal(first) {
+				t.Fatalf("LastDeploys = %v, %v", all, err)
+			}
+			if err := s.RecordDeploy(ctx, "", first); petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
+				t.Fatalf("deploy without a project: %v", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,145 @@
+package domain_test
+
+import (
+	"context"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/dnsresolver"
+	"github.com/petstorekit/petstore/domain"
+)
+
+// plans is a platform whose plans the test changes.
+type plans struct {
+	mu sync.Mutex
+	m  map[string]petstore.Plan
+}
+
+func (p *plans) set(id string, plan petstore.Plan) { p.mu.Lock(); defer p.mu.Unlock(); p.m[id] = plan }
+
+func (p *plans) Project(_ context.Context, id string) (domain.Project, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	plan, ok := p.m[id]
+	if !ok {
+		return domain.Project{}, petstore.Errorf(petstore.CodeNotFound, "project %s not found", id)
+	}
+	return domain.Project{ID: id, Plan: plan, Deployed: true}, nil
+}
+
+// planFixture is newFixture with plans the test changes.
+func planFixture(t *testing.T) (*fixture, *plans) {
+	t.Helper()
+	f := newFixture(t, nil)
+	p := &plans{m: map[string]petstore.Plan{"prj_a": petstore.PlanPro, "prj_b": petstore.PlanPro}}
+	e, err := domain.New(domain.EngineConfig{
+		Store: f.store, Projects: p, Resolver: dnsresolver.New(f.dns.Addr()),
+		CNAMETarget: target, EdgeIPs: []netip.Addr{netip.MustParseAddr("127.0.0.1")},
+		Now: f.clock.Now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.engine = e
+	return f, p
+}
+
+func TestDowngradeSuspendsAndUpgradeResumes(t *testing.T) {
+	ctx := context.Background()
+	f, p := planFixture(t)
+	f.set(t, "example.com.", cname("shop", target), cname("www", target), cname("b", target))
+	f.add(t, "prj_a", "shop.example.com")
+	f.verify(t, "prj_a", "shop.example.com")
+	f.add(t, "prj_a", "www.example.com")
+	f.add(t, "prj_a", "later.example.com") // pending, no records yet
+	if _, err := f.engine.SetConfig(ctx, "prj_a", domain.Config{Redirects: []domain.Redirect{{From: "www.example.com", To: "shop.example.com"}}}); err != nil {
+		t.Fatal(err)
+	}
+	f.verify(t, "prj_a", "www.example.com")
+	f.add(t, "prj_b", "b.example.com")
+	f.verify(t, "prj_b", "b.example.com")
+
+	p.set("prj_a", petstore.PlanFree)
+	if err := f.engine.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, host := range []string{"shop.example.com", "www.example.com", "later.example.com"} {
+		if got := f.engine.Route(host); got.Kind != domain.RouteNone {
+			t.Fatalf("suspended %s routes: %+v", host, got)
+		}
+	}
+	if got := f.engine.Route("b.example.com"); got.Kind != domain.RouteServe {
+		t.Fatalf("another project's domain stopped: %+v", got)
+	}
+
+	list, err := f.engine.List(ctx, "prj_a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]domain.Status{"shop.example.com": domain.StatusActive, "www.example.com": domain.StatusActive, "later.example.com": domain.StatusPending}
+	for _, d := range list {
+		if d.Status != domain.StatusSuspended || d.ResumesAs != want[d.Name] || d.Reason == "" ||
+			d.Diagnosis.NextAction != domain.ActionUpgradePlan || d.Diagnosis.OK {
+			t.Fatalf("%s: status %s resumesAs %s reason %q next %s ok %v", d.Name, d.Status, d.ResumesAs, d.Reason, d.Diagnosis.NextAction, d.Diagnosis.OK)
+		}
+	}
+	if d, err := f.engine.Get(ctx, "prj_a", "shop.example.com"); err != nil || d.Status != domain.StatusSuspended {
+		t.Fatalf("Get = %s, %v", d.Status, err)
+	}
+
+	// Verify, config changes, DNS configuration and adding are refused.
+	_, err = f.engine.Verify(ctx, "prj_a", "later.example.com")
+	wantCode(t, err, petstore.CodePlanRequired)
+	_, err = f.engine.SetConfig(ctx, "prj_a", domain.Config{Primary: "shop.example.com"})
+	wantCode(t, err, petstore.CodePlanRequired)
+	_, err = f.engine.ConfigureDNS(ctx, "prj_a", "shop.example.com")
+	wantCode(t, err, petstore.CodePlanRequired)
+	_, _, err = f.engine.Add(ctx, "prj_a", "new.example.com")
+	wantCode(t, err, petstore.CodePlanRequired)
+	_, err = f.engine.Verify(ctx, "prj_a", "b.example.com") // not its domain: 404 first
+	wantCode(t, err, petstore.CodeNotFound)
+
+	// The pending domain does not go live in the background, even with
+	// its records right.
+	f.set(t, "example.com.", cname("shop", target), cname("www", target), cname("b", target), cname("later", target))
+	for range 3 {
+		if _, err := f.engine.RunDue(ctx, f.clock.Add(2*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d, _ := f.engine.Get(ctx, "prj_a", "later.example.com"); d.ResumesAs != domain.StatusPending {
+		t.Fatalf("pending domain of a suspended project moved on: %+v", d)
+	}
+
+	// Upgrade: served again with no new verification, redirects included;
+	// the pending one resumes its checks.
+	p.set("prj_a", petstore.PlanBusiness)
+	if err := f.engine.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.engine.Route("shop.example.com"); got.Kind != domain.RouteServe {
+		t.Fatalf("after upgrade: %+v", got)
+	}
+	if got := f.engine.Route("www.example.com"); got.Kind != domain.RouteRedirect || got.RedirectTo != "shop.example.com" {
+		t.Fatalf("redirect after upgrade: %+v", got)
+	}
+	d, err := f.engine.Get(ctx, "prj_a", "shop.example.com")
+	if err != nil || d.Status != domain.StatusActive || d.ResumesAs != "" || d.Attempts != 1 {
+		t.Fatalf("after upgrade: %s resumesAs %q attempts %d (%v)", d.Status, d.ResumesAs, d.Attempts, err)
+	}
+	if _, err := f.engine.RunDue(ctx, f.clock.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := f.engine.Get(ctx, "prj_a", "later.example.com"); d.Status != domain.StatusActive {
+		t.Fatalf("pending domain after upgrade: %s", d.Status)
+	}
+
+	// A suspended domain can still be removed.
+	p.set("prj_a", petstore.PlanFree)
+	if err := f.engine.Remove(ctx, "prj_a", "www.example.com"); err != nil {
+		t.Fatal(err)
+	}
+}
