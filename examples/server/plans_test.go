@@ -25,12 +25,12 @@ func TestDowngradeSuspendsCustomDomain(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := "sqlite:" + filepath.Join(t.TempDir(), "plans.db")
-	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", db, "-keys", "prokey:pro",
+	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", db, "-keys", planKey + ":pro",
 		"-dns-resolvers", dns.Addr(), "-cname-target", "edge.petstore.test"}, nil)
-	if status, _, body := call(t, "POST", base+"/dashboard/api/domains", "prokey", "", `{"name":"shop.example.com"}`); status != 201 {
+	if status, _, body := call(t, "POST", base+"/dashboard/api/domains", planKey, "", `{"name":"shop.example.com"}`); status != 201 {
 		t.Fatalf("add: %d %s", status, body)
 	}
-	if status, _, body := call(t, "POST", base+"/dashboard/api/domains/shop.example.com/verify", "prokey", "", ""); status != 200 || !strings.Contains(body, `"status":"active"`) {
+	if status, _, body := call(t, "POST", base+"/dashboard/api/domains/shop.example.com/verify", planKey, "", ""); status != 200 || !strings.Contains(body, `"status":"active"`) {
 		t.Fatalf("verify: %d %s", status, body)
 	}
 	if status, _, _ := call(t, "GET", base+"/", "", "shop.example.com", ""); status != 200 {
@@ -54,14 +54,14 @@ func TestDowngradeSuspendsCustomDomain(t *testing.T) {
 		status, _, _ := call(t, "GET", base+"/", "", "shop.example.com", "")
 		return status == 404
 	})
-	status, _, body := call(t, "GET", base+"/dashboard/api/domains/shop.example.com", "prokey", "", "")
+	status, _, body := call(t, "GET", base+"/dashboard/api/domains/shop.example.com", planKey, "", "")
 	if status != 200 || !strings.Contains(body, `"status":"suspended"`) || !strings.Contains(body, `"resumesAs":"active"`) {
 		t.Fatalf("suspended domain on the dashboard: %d %s", status, body)
 	}
-	if status, _, body := call(t, "POST", base+"/dashboard/api/domains/shop.example.com/verify", "prokey", "", ""); status != 403 || !strings.Contains(body, "plan_required") {
+	if status, _, body := call(t, "POST", base+"/dashboard/api/domains/shop.example.com/verify", planKey, "", ""); status != 403 || !strings.Contains(body, "plan_required") {
 		t.Fatalf("verify while suspended: %d %s", status, body)
 	}
-	if status, _, body := call(t, "PUT", base+"/dashboard/api/domains/config", "prokey", "", `{"primary":"shop.example.com"}`); status != 403 || !strings.Contains(body, "plan_required") {
+	if status, _, body := call(t, "PUT", base+"/dashboard/api/domains/config", planKey, "", `{"primary":"shop.example.com"}`); status != 403 || !strings.Contains(body, "plan_required") {
 		t.Fatalf("config while suspended: %d %s", status, body)
 	}
 
@@ -70,7 +70,10 @@ func TestDowngradeSuspendsCustomDomain(t *testing.T) {
 		status, _, _ := call(t, "GET", base+"/", "", "shop.example.com", "")
 		return status == 200
 	})
-	if status, _, body := call(t, "GET", base+"/dashboard/api/domains/shop.example.com", "prokey", "", ""); status != 200 || !strings.Contains(body, `"status":"active"`) {
+	if status, _, body := call(t, "GET", base+"/dashboard/api/domains/shop.example.com", planKey, "", ""); status != 200 || !strings.Contains(body, `"status":"active"`) {
 		t.Fatalf("resumed domain on the dashboard: %d %s", status, body)
 	}
 }
+
+// planKey is the Pro key whose plan the test changes.
+const planKey = "psk_plan_Rk3vQ8xLw2Nz7Yc5Tm9P"
