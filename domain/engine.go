@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/changefeed"
 )
 
 // CertPendingLimit is how long after verification a domain may wait for
@@ -85,6 +86,14 @@ type EngineConfig struct {
 	// changes. 2 seconds by default.
 	RefreshEvery time.Duration
 
+	// Feed, when set, is the change feed the processes sharing Store
+	// share: after this engine stores a change to a domain's routing
+	// (verification, activation, failure, removal, redirects), it publishes
+	// a changefeed.KindDomain change naming it, and each process passes
+	// what its subscription receives to Apply, so every process stops
+	// serving a removed domain within milliseconds instead of RefreshEvery.
+	Feed changefeed.Feed
+
 	// Now is the clock; time.Now by default. Tests inject a fake one.
 	Now func() time.Time
 
@@ -111,6 +120,8 @@ type Engine struct {
 	// issuer's Allowed check still refuses to serve or renew them.
 	pendingMu     sync.Mutex
 	certsToRemove map[string]bool
+
+	follow follower // reloads asked for by Apply
 }
 
 // New returns an engine. It returns an error when a required part is
@@ -337,6 +348,7 @@ func (e *Engine) Verify(ctx context.Context, projectID, name string) (Domain, er
 		}
 		if before != stored.Status {
 			e.reload(ctx)
+			e.publish(ctx, stored.Name)
 		}
 		stored = e.recheckCert(ctx, stored)
 		d := e.view(ctx, stored)
@@ -416,6 +428,7 @@ func (e *Engine) Remove(ctx context.Context, projectID, name string) error {
 	if err != nil {
 		return err
 	}
+	e.publish(ctx, removed.Name)
 	e.unconfigureDNS(ctx, removed.ProjectID, removed.Name, removed.OwnershipToken)
 	if e.cfg.CertIssuer != nil {
 		if err := e.cfg.CertIssuer.Remove(ctx, removed.Name); err != nil {
@@ -512,6 +525,7 @@ func (e *Engine) CertificateChanged(ctx context.Context, name string) error {
 			return err
 		}
 		e.reload(ctx)
+		e.publish(ctx, entry.Name)
 		return nil
 	}
 	return nil
@@ -676,7 +690,7 @@ func (e *Engine) RunDue(ctx context.Context, now time.Time) (int, error) {
 		if err != nil {
 			return done, err
 		}
-		changed := false
+		var changed []string
 		for _, entry := range due {
 			if err := ctx.Err(); err != nil {
 				return done, err
@@ -685,11 +699,14 @@ func (e *Engine) RunDue(ctx context.Context, now time.Time) (int, error) {
 			if err != nil {
 				e.cfg.Logger.Warn("background domain check failed", "domain", entry.Name, "err", err)
 			}
-			changed = changed || c
+			if c {
+				changed = append(changed, entry.Name)
+			}
 			done++
 		}
-		if changed {
+		if len(changed) > 0 {
 			e.reload(ctx)
+			e.publish(ctx, changed...)
 		}
 		if len(due) < 100 {
 			return done, nil

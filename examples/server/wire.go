@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -101,8 +102,18 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	keys, auth := keycache.NewKeys(store, feed, keycache.Config{}, func(err error) {
 		logger.Warn("key change not published: other processes apply it when their cached copy expires", "err", err)
 	})
+	// One subscription for both: revoked keys leave the key cache, and a
+	// domain removed through another process stops being served here
+	// within milliseconds. It starts before the engine exists, so the
+	// engine's share is handed over once it does (its initial Refresh
+	// covers what came before).
+	var engine atomic.Pointer[domain.Engine]
 	if feed != nil {
-		go followFeed(ctx, feed, auth, logger)
+		go followFeed(ctx, feed, logger, auth.Apply, func(c changefeed.Change) {
+			if e := engine.Load(); e != nil {
+				e.Apply(c)
+			}
+		})
 	}
 	if err := ensureKeys(ctx, cfg, keys, a); err != nil {
 		return nil, err
@@ -147,6 +158,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		CNAMETarget:     cfg.cnameTarget,
 		EdgeIPs:         cfg.edgeIPs,
 		PlatformDomains: nonIPHosts(cfg.platformHosts),
+		Feed:            feed,
 		Logger:          logger,
 	}
 	if issuer != nil {
@@ -158,6 +170,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	if err := eng.Refresh(ctx); err != nil {
 		return nil, fmt.Errorf("load custom domains: %w", err)
 	}
+	engine.Store(eng)
 	go func() {
 		if err := eng.Run(ctx); err != nil && ctx.Err() == nil {
 			logger.Error("domain engine stopped", "err", err)
@@ -348,16 +361,20 @@ func runKeys(ctx context.Context, cfg config, store backend, stdout io.Writer) e
 	return nil
 }
 
-// followFeed applies feed's changes to cache until ctx is done, logging
-// when the feed is lost and when it is back.
-func followFeed(ctx context.Context, feed changefeed.Feed, cache *keycache.Cache, logger *slog.Logger) {
+// followFeed hands feed's changes to each of apply (the key cache's and
+// the domain engine's) until ctx is done, logging when the feed is lost
+// and when it is back.
+func followFeed(ctx context.Context, feed changefeed.Feed, logger *slog.Logger, apply ...func(changefeed.Change)) {
 	lost := false
 	_ = feed.Subscribe(ctx, func(c changefeed.Change) {
-		cache.Apply(c)
+		for _, fn := range apply {
+			fn(c)
+		}
 		switch {
 		case c.Kind == changefeed.KindLost && ctx.Err() == nil:
 			lost = true
-			logger.Warn("change feed lost: keys are cached for at most " + keycache.DefaultTTL.String() + " until it is back")
+			logger.Warn("change feed lost: keys are cached for at most " + keycache.DefaultTTL.String() +
+				" and other processes' domain changes are seen within " + domain.DefaultRefreshEvery.String() + " until it is back")
 		case c.Kind == changefeed.KindLive && lost:
 			lost = false
 			logger.Info("change feed back")
