@@ -43,6 +43,8 @@ type config struct {
 }
 
 // parseConfig reads flags, defaulting each to its environment variable.
+// The server's flags may also follow a subcommand. -h prints the usage to
+// out and returns flag.ErrHelp, as does a subcommand's -h with its own.
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -69,8 +71,25 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	acmeRoot := fs.String("acme-root", env("PETSTORE_ACME_ROOT", ""), "PEM file of extra roots to trust when talking to the CA (PETSTORE_ACME_ROOT)")
 	acmeEmail := fs.String("acme-email", env("PETSTORE_ACME_EMAIL", ""), "ACME account contact address (PETSTORE_ACME_EMAIL)")
 	tlsAddr := fs.String("tls-addr", env("PETSTORE_TLS_ADDR", ""), "HTTPS listen address; empty: no HTTPS listener (PETSTORE_TLS_ADDR)")
+	fs.Usage = func() { printUsage(out, fs) }
 	if err := fs.Parse(args); err != nil {
-		return config{}, err
+		return config{}, err // flag.ErrHelp for -h, after the usage
+	}
+	var command []string
+	if fs.NArg() > 0 {
+		sc, ok := findSubcommand(fs.Arg(0))
+		if !ok {
+			return config{}, fmt.Errorf("unexpected arguments: %q (the subcommands are %s; -h lists them)", fs.Args(), subcommandNames())
+		}
+		rest, help, err := splitServerFlags(fs, fs.Args()[1:])
+		if help {
+			fmt.Fprintln(out, sc.usage)
+			return config{}, flag.ErrHelp
+		}
+		if err != nil {
+			return config{}, err
+		}
+		command = append([]string{sc.name}, rest...)
 	}
 	maxConns, err := strconv.Atoi(*dbMaxConns)
 	if err != nil || maxConns < 1 {
@@ -82,12 +101,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	}
 	cfg := config{addr: *addr, db: *db, redis: *redis, cnameTarget: *cname, dbMaxConns: maxConns, dbTimeout: timeout,
 		acmeCA: *acmeCA, acmeRoot: *acmeRoot, acmeEmail: *acmeEmail, tlsAddr: *tlsAddr}
-	if fs.NArg() > 0 {
-		if fs.Arg(0) != "keys" {
-			return config{}, fmt.Errorf("unexpected arguments: %q (the only subcommand is keys)", fs.Args())
-		}
-		cfg.command = fs.Args()
-	}
+	cfg.command = command
 	if cfg.keys, err = keyscli.ParseSpecs(*keys); err != nil {
 		return config{}, fmt.Errorf("-keys: %w", err)
 	}

@@ -80,7 +80,7 @@ type app struct {
 	httpHandler http.Handler // the -addr listener: edge plus ACME HTTP-01
 	edge        http.Handler // the -tls-addr listener
 	tlsConfig   *tls.Config  // nil without -acme-ca
-	demoKey     string       // set when a demo key was created now
+	keys        *petstore.Keys
 	closers     []func()
 }
 
@@ -115,9 +115,10 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 			}
 		})
 	}
-	if err := ensureKeys(ctx, cfg, keys, a); err != nil {
+	if err := keyscli.Ensure(ctx, keys, cfg.keys); err != nil {
 		return nil, err
 	}
+	a.keys = keys
 
 	limiter, closeLimiter, err := newLimiter(cfg, logger)
 	if err != nil {
@@ -197,8 +198,10 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	var sites sync.Map // projectID -> http.Handler, one site per project
 	ecfgEdge := httpx.EdgeConfig{
 		PlatformHosts: cfg.platformHosts,
-		Platform:      platform,
-		Router:        eng,
+		Platform:      apiPaths(platform),
+		UnknownHostHint: "it is neither one of -platform-hosts (PETSTORE_PLATFORM_HOSTS: add the name there to serve the API and dashboard at it) " +
+			"nor an active custom domain (add and verify it on the dashboard to serve a project at it)",
+		Router: eng,
 		Site: func(projectID string) http.Handler {
 			if h, ok := sites.Load(projectID); ok {
 				return h.(http.Handler)
@@ -286,28 +289,28 @@ func ready(store backend, limiter *ratelimit.Limiter, cfg config) http.Handler {
 	})
 }
 
-// ensureKeys upserts the -keys keys, or creates a demo key when the store
-// has none, so a restart keeps the key printed on first start.
-func ensureKeys(ctx context.Context, cfg config, keys *petstore.Keys, a *app) error {
-	if err := keyscli.Ensure(ctx, keys, cfg.keys); err != nil {
-		return err
-	}
+// demoKey creates a demo key on the Pro plan when no -keys are given and
+// the store has none, and returns its secret ("" when none was created),
+// so a restart keeps the key printed on first start. run calls it only
+// once the listeners are up: a start that cannot listen creates nothing,
+// and the next one that can creates and prints the key, which would be
+// lost otherwise (the store keeps only its hash).
+func demoKey(ctx context.Context, cfg config, keys *petstore.Keys) (string, error) {
 	if len(cfg.keys) > 0 {
-		return nil
+		return "", nil
 	}
 	stored, err := keys.List(ctx)
 	if err != nil {
-		return fmt.Errorf("list keys: %w", err)
+		return "", fmt.Errorf("list keys: %w", err)
 	}
 	if len(stored) > 0 {
-		return nil
+		return "", nil
 	}
 	_, secret, err := keys.Create(ctx, "", petstore.PlanPro, petstore.Limits{})
 	if err != nil {
-		return fmt.Errorf("create demo key: %w", err)
+		return "", fmt.Errorf("create demo key: %w", err)
 	}
-	a.demoKey = secret
-	return nil
+	return secret, nil
 }
 
 // openFeed returns the change feed that tells this server's processes of
