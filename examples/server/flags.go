@@ -37,6 +37,7 @@ type config struct {
 	acmeCA    string // ACME directory; empty: no certificates
 	acmeRoot  string // PEM file of extra roots to trust for the CA
 	acmeEmail string
+	acmeCAA   []string // the CA's CAA identities; empty: the directory's
 	tlsAddr   string // HTTPS listener; empty: none
 
 	command []string // a subcommand ("keys ...") instead of serving
@@ -70,6 +71,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	acmeCA := fs.String("acme-ca", env("PETSTORE_ACME_CA", ""), "ACME directory URL; empty: no certificates (PETSTORE_ACME_CA)")
 	acmeRoot := fs.String("acme-root", env("PETSTORE_ACME_ROOT", ""), "PEM file of extra roots to trust when talking to the CA (PETSTORE_ACME_ROOT)")
 	acmeEmail := fs.String("acme-email", env("PETSTORE_ACME_EMAIL", ""), "ACME account contact address (PETSTORE_ACME_EMAIL)")
+	acmeCAA := fs.String("acme-caa-identities", env("PETSTORE_ACME_CAA_IDENTITIES", ""), "comma-separated domain names that CAA issue records name the CA by (such as letsencrypt.org), overriding the ACME directory's caaIdentities; needed to check CAA for a CA whose directory names none (PETSTORE_ACME_CAA_IDENTITIES)")
 	tlsAddr := fs.String("tls-addr", env("PETSTORE_TLS_ADDR", ""), "HTTPS listen address; empty: no HTTPS listener (PETSTORE_TLS_ADDR)")
 	fs.Usage = func() { printUsage(out, fs) }
 	if err := fs.Parse(args); err != nil {
@@ -130,8 +132,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		cfg.edgeIPs = append(cfg.edgeIPs, ip)
 	}
 	cfg.dnsResolvers = splitList(*resolvers)
-	if cfg.acmeCA == "" && (cfg.tlsAddr != "" || cfg.acmeRoot != "") {
-		return config{}, errors.New("-tls-addr and -acme-root need -acme-ca: certificates come from an ACME CA")
+	cfg.acmeCAA = splitList(*acmeCAA)
+	if cfg.acmeCA == "" && (cfg.tlsAddr != "" || cfg.acmeRoot != "" || len(cfg.acmeCAA) > 0) {
+		return config{}, errors.New("-tls-addr, -acme-root and -acme-caa-identities need -acme-ca: certificates come from an ACME CA")
 	}
 	return cfg, nil
 }

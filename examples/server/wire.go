@@ -437,15 +437,16 @@ func newIssuer(cfg config, store backend, resolver domain.Resolver, logger *slog
 		}
 	}
 	return acme.New(acme.Config{
-		CA:           cfg.acmeCA,
-		RootCAs:      roots,
-		Email:        cfg.acmeEmail,
-		Storage:      store,
-		Resolver:     resolver,
-		DNSResolvers: cfg.dnsResolvers,
-		HTTPPort:     httpPort,
-		TLSPort:      tlsPort,
-		Logger:       logger,
+		CA:            cfg.acmeCA,
+		RootCAs:       roots,
+		Email:         cfg.acmeEmail,
+		CAAIdentities: cfg.acmeCAA,
+		Storage:       store,
+		Resolver:      resolver,
+		DNSResolvers:  cfg.dnsResolvers,
+		HTTPPort:      httpPort,
+		TLSPort:       tlsPort,
+		Logger:        logger,
 		OnChange: func(name string) {
 			if e := engine(); e != nil {
 				if err := e.CertificateChanged(context.Background(), name); err != nil {
