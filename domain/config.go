@@ -98,11 +98,21 @@ func (e *Engine) SetConfig(ctx context.Context, projectID string, c Config) (Con
 	}
 	e.routeMu.Lock()
 	defer e.routeMu.Unlock()
+	before, err := e.cfg.Store.DomainConfig(ctx, projectID)
+	if err != nil {
+		return Config{}, err
+	}
 	if err := e.cfg.Store.PutDomainConfig(ctx, out); err != nil {
 		return Config{}, err
 	}
 	if err := e.reloadLocked(ctx); err != nil {
 		e.cfg.Logger.Warn("routing table reload failed; the next refresh retries", "err", err)
 	}
+	// The names that redirect, before or now, route differently.
+	var names []string
+	for _, r := range append(before.Redirects, out.Redirects...) {
+		names = append(names, r.From)
+	}
+	e.publish(ctx, names...)
 	return out, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/changefeed"
 )
 
 // CertPendingLimit is how long after verification a domain may wait for
@@ -97,6 +98,14 @@ type EngineConfig struct {
 	// a common lock, so racing adds there may exceed it by a few.
 	MaxDomainsPerProject int
 
+	// Feed, when set, is the change feed the processes sharing Store
+	// share: after this engine stores a change to a domain's routing
+	// (verification, activation, failure, removal, redirects), it publishes
+	// a changefeed.KindDomain change naming it, and each process passes
+	// what its subscription receives to Apply, so every process stops
+	// serving a removed domain within milliseconds instead of RefreshEvery.
+	Feed changefeed.Feed
+
 	// Now is the clock; time.Now by default. Tests inject a fake one.
 	Now func() time.Time
 
@@ -128,6 +137,8 @@ type Engine struct {
 	// by a hash of the project id), so concurrent adds cannot pass the cap
 	// together.
 	addLocks [64]sync.Mutex
+
+	follow follower // reloads asked for by Apply
 }
 
 // New returns an engine. It returns an error when a required part is
@@ -401,6 +412,7 @@ func (e *Engine) Verify(ctx context.Context, projectID, name string) (Domain, er
 		}
 		if before != stored.Status {
 			e.reload(ctx)
+			e.publish(ctx, stored.Name)
 		}
 		stored = e.recheckCert(ctx, stored)
 		d := e.view(ctx, stored)
@@ -480,6 +492,7 @@ func (e *Engine) Remove(ctx context.Context, projectID, name string) error {
 	if err != nil {
 		return err
 	}
+	e.publish(ctx, removed.Name)
 	e.unconfigureDNS(ctx, removed.ProjectID, removed.Name, removed.OwnershipToken)
 	if e.cfg.CertIssuer != nil {
 		if err := e.cfg.CertIssuer.Remove(ctx, removed.Name); err != nil {
@@ -576,6 +589,7 @@ func (e *Engine) CertificateChanged(ctx context.Context, name string) error {
 			return err
 		}
 		e.reload(ctx)
+		e.publish(ctx, entry.Name)
 		return nil
 	}
 	return nil
@@ -740,7 +754,7 @@ func (e *Engine) RunDue(ctx context.Context, now time.Time) (int, error) {
 		if err != nil {
 			return done, err
 		}
-		changed := false
+		var changed []string
 		for _, entry := range due {
 			if err := ctx.Err(); err != nil {
 				return done, err
@@ -749,11 +763,14 @@ func (e *Engine) RunDue(ctx context.Context, now time.Time) (int, error) {
 			if err != nil {
 				e.cfg.Logger.Warn("background domain check failed", "domain", entry.Name, "err", err)
 			}
-			changed = changed || c
+			if c {
+				changed = append(changed, entry.Name)
+			}
 			done++
 		}
-		if changed {
+		if len(changed) > 0 {
 			e.reload(ctx)
+			e.publish(ctx, changed...)
 		}
 		if len(due) < 100 {
 			return done, nil

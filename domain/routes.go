@@ -108,7 +108,8 @@ func (e *Engine) reloadLocked(ctx context.Context) error {
 // verified, issuing or active. A certificate layer asks it on every
 // handshake, for any name anyone sends, so it reads an in-memory set kept
 // with the routing table and does no I/O; other processes' changes reach
-// it within RefreshEvery, and this engine's own at once.
+// it within RefreshEvery (within milliseconds with EngineConfig.Feed), and
+// this engine's own at once.
 func (e *Engine) Admits(host string) bool {
 	return (*e.admitted.Load())[hostName(host)]
 }

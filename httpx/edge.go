@@ -55,6 +55,14 @@ type EdgeConfig struct {
 	// the request.
 	RedirectScheme string
 
+	// UnknownHostHint ends the message of the 404 for a Host that is
+	// neither a platform host nor a served custom domain: how an operator
+	// makes the platform answer at that name, in the words of their
+	// configuration (the example server names its -platform-hosts flag).
+	// Empty: a generic sentence. It is the same for every such Host, so it
+	// reveals nothing about the names other projects hold.
+	UnknownHostHint string
+
 	// Logger receives the edge's errors. nil: discard.
 	Logger *slog.Logger
 }
@@ -67,6 +75,7 @@ type edge struct {
 	router   Router
 	site     func(string) http.Handler
 	scheme   string
+	hint     string
 }
 
 // NewEdge returns the handler in front of everything a platform serves,
@@ -99,7 +108,10 @@ func NewEdge(cfg EdgeConfig) (http.Handler, error) {
 	if hosts == nil {
 		hosts = []string{"localhost"}
 	}
-	e := &edge{exact: map[string]bool{}, platform: cfg.Platform, router: cfg.Router, site: cfg.Site, scheme: cfg.RedirectScheme}
+	e := &edge{exact: map[string]bool{}, platform: cfg.Platform, router: cfg.Router, site: cfg.Site, scheme: cfg.RedirectScheme, hint: cfg.UnknownHostHint}
+	if e.hint == "" {
+		e.hint = "it is neither one of the platform's own hosts nor an active custom domain"
+	}
 	for _, h := range hosts {
 		h = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
 		switch {
@@ -172,7 +184,7 @@ func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// The message names only the host the client sent, so it reveals
 	// nothing about which names other projects hold.
-	WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no site is served at %s", clipHost(host)))
+	WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no site is served at %s: %s", clipHost(host), e.hint))
 }
 
 // redirect sends the client to the same path and query on the target

@@ -484,7 +484,7 @@ func pendingTooLong(name string, after time.Duration, lastErr string) domain.Fin
 		msg += " The last attempt failed: " + lastErr
 	}
 	return domain.Finding{
-		Code:    "CERT_PENDING_TOO_LONG",
+		Code:    domain.FindingCertPendingTooLong,
 		Message: msg,
 		Fix: "1. Confirm the domain still verifies: its DNS records must still be as shown. " +
 			"2. Check that CAA records on " + name + " or its parent domains do not block the certificate authority. " +

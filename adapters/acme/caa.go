@@ -259,7 +259,7 @@ func checkCAA(ctx context.Context, r domain.Resolver, name string, identities []
 		fix = fmt.Sprintf("Add the CAA record %s CAA 0 %s %q (keep the others if you still use those CAs), or remove the CAA records at %s. Then use Re-verify.", owner, tag, identities[0], owner)
 	}
 	return &caaBlocked{finding: domain.Finding{
-		Code:    "CAA_BLOCKS_CA",
+		Code:    domain.FindingCAABlocksCA,
 		Message: "No certificate can be issued: " + v.Reason + ".",
 		Fix:     fix,
 		Records: v.Records,

@@ -39,12 +39,15 @@ type config struct {
 	acmeCA    string // ACME directory; empty: no certificates
 	acmeRoot  string // PEM file of extra roots to trust for the CA
 	acmeEmail string
+	acmeCAA   []string // the CA's CAA identities; empty: the directory's
 	tlsAddr   string // HTTPS listener; empty: none
 
 	command []string // a subcommand ("keys ...") instead of serving
 }
 
 // parseConfig reads flags, defaulting each to its environment variable.
+// The server's flags may also follow a subcommand. -h prints the usage to
+// out and returns flag.ErrHelp, as does a subcommand's -h with its own.
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -71,9 +74,27 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	acmeCA := fs.String("acme-ca", env("PETSTORE_ACME_CA", ""), "ACME directory URL; empty: no certificates (PETSTORE_ACME_CA)")
 	acmeRoot := fs.String("acme-root", env("PETSTORE_ACME_ROOT", ""), "PEM file of extra roots to trust when talking to the CA (PETSTORE_ACME_ROOT)")
 	acmeEmail := fs.String("acme-email", env("PETSTORE_ACME_EMAIL", ""), "ACME account contact address (PETSTORE_ACME_EMAIL)")
+	acmeCAA := fs.String("acme-caa-identities", env("PETSTORE_ACME_CAA_IDENTITIES", ""), "comma-separated domain names that CAA issue records name the CA by (such as letsencrypt.org), overriding the ACME directory's caaIdentities; needed to check CAA for a CA whose directory names none (PETSTORE_ACME_CAA_IDENTITIES)")
 	tlsAddr := fs.String("tls-addr", env("PETSTORE_TLS_ADDR", ""), "HTTPS listen address; empty: no HTTPS listener (PETSTORE_TLS_ADDR)")
+	fs.Usage = func() { printUsage(out, fs) }
 	if err := fs.Parse(args); err != nil {
-		return config{}, err
+		return config{}, err // flag.ErrHelp for -h, after the usage
+	}
+	var command []string
+	if fs.NArg() > 0 {
+		sc, ok := findSubcommand(fs.Arg(0))
+		if !ok {
+			return config{}, fmt.Errorf("unexpected arguments: %q (the subcommands are %s; -h lists them)", fs.Args(), subcommandNames())
+		}
+		rest, help, err := splitServerFlags(fs, fs.Args()[1:])
+		if help {
+			fmt.Fprintln(out, sc.usage)
+			return config{}, flag.ErrHelp
+		}
+		if err != nil {
+			return config{}, err
+		}
+		command = append([]string{sc.name}, rest...)
 	}
 	maxConns, err := strconv.Atoi(*dbMaxConns)
 	if err != nil || maxConns < 1 {
@@ -85,12 +106,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	}
 	cfg := config{addr: *addr, db: *db, redis: *redis, cnameTarget: *cname, dbMaxConns: maxConns, dbTimeout: timeout,
 		acmeCA: *acmeCA, acmeRoot: *acmeRoot, acmeEmail: *acmeEmail, tlsAddr: *tlsAddr}
-	if fs.NArg() > 0 {
-		if fs.Arg(0) != "keys" && fs.Arg(0) != "projects" {
-			return config{}, fmt.Errorf("unexpected arguments: %q (the subcommands are keys and projects)", fs.Args())
-		}
-		cfg.command = fs.Args()
-	}
+	cfg.command = command
 	if cfg.keys, err = keyscli.ParseSpecs(*keys); err != nil {
 		return config{}, fmt.Errorf("-keys: %w", err)
 	}
@@ -122,8 +138,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if cfg.maxDomains, err = strconv.Atoi(*maxDomains); err != nil || cfg.maxDomains == 0 || cfg.maxDomains < -1 {
 		return config{}, fmt.Errorf("-max-domains-per-project: want a positive integer, or -1 for no cap; got %q", *maxDomains)
 	}
-	if cfg.acmeCA == "" && (cfg.tlsAddr != "" || cfg.acmeRoot != "") {
-		return config{}, errors.New("-tls-addr and -acme-root need -acme-ca: certificates come from an ACME CA")
+	cfg.acmeCAA = splitList(*acmeCAA)
+	if cfg.acmeCA == "" && (cfg.tlsAddr != "" || cfg.acmeRoot != "" || len(cfg.acmeCAA) > 0) {
+		return config{}, errors.New("-tls-addr, -acme-root and -acme-caa-identities need -acme-ca: certificates come from an ACME CA")
 	}
 	return cfg, nil
 }

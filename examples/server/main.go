@@ -25,6 +25,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -65,6 +66,9 @@ const shutdownGrace = 15 * time.Second
 // keys subcommand, runs it and returns.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	cfg, err := parseConfig(args, getenv, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // the usage asked for is printed: a success
+	}
 	if err != nil {
 		return err
 	}
@@ -119,10 +123,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 
 	base := "http://" + displayAddr(ln.Addr())
-	if app.demoKey != "" {
+	secret, err := demoKey(ctx, cfg, app.keys, store)
+	if err != nil {
+		for _, l := range listeners {
+			l.Close()
+		}
+		return err
+	}
+	if secret != "" {
 		// Shown once, on purpose: the store keeps only its hash.
-		say("petstore: demo API key (Pro plan), shown only now: %s\n", app.demoKey)
-		say("try: curl -H 'Authorization: Bearer %s' %s/v1/pets\n", app.demoKey, base)
+		say("petstore: demo API key (Pro plan), shown only now: %s\n", secret)
+		say("try: curl -H 'Authorization: Bearer %s' %s/v1/pets\n", secret, base)
 	}
 	say("petstore: custom domains dashboard at %s/dashboard/ (paste a key); customers point CNAMEs at %s\n", base, cfg.cnameTarget)
 	if cfg.tlsAddr != "" {

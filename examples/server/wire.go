@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -82,7 +83,7 @@ type app struct {
 	httpHandler http.Handler // the -addr listener: edge plus ACME HTTP-01
 	edge        http.Handler // the -tls-addr listener
 	tlsConfig   *tls.Config  // nil without -acme-ca
-	demoKey     string       // set when a demo key was created now
+	keys        *petstore.Keys
 	closers     []func()
 }
 
@@ -104,12 +105,23 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	keys, auth := keycache.NewKeys(store, feed, keycache.Config{}, func(err error) {
 		logger.Warn("key change not published: other processes apply it when their cached copy expires", "err", err)
 	})
+	// One subscription for both: revoked keys leave the key cache, and a
+	// domain removed through another process stops being served here
+	// within milliseconds. It starts before the engine exists, so the
+	// engine's share is handed over once it does (its initial Refresh
+	// covers what came before).
+	var engine atomic.Pointer[domain.Engine]
 	if feed != nil {
-		go followFeed(ctx, feed, auth, logger)
+		go followFeed(ctx, feed, logger, auth.Apply, func(c changefeed.Change) {
+			if e := engine.Load(); e != nil {
+				e.Apply(c)
+			}
+		})
 	}
-	if err := ensureKeys(ctx, cfg, keys, store, a); err != nil {
+	if err := ensureOperatorKeys(ctx, keys, cfg.keys, store); err != nil {
 		return nil, err
 	}
+	a.keys = keys
 
 	limiter, closeLimiter, err := newLimiter(cfg, logger)
 	if err != nil {
@@ -151,6 +163,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		CNAMETarget:     cfg.cnameTarget,
 		EdgeIPs:         cfg.edgeIPs,
 		PlatformDomains: nonIPHosts(cfg.platformHosts),
+		Feed:            feed,
 		Logger:          logger,
 
 		MaxDomainsPerProject: cfg.maxDomains,
@@ -164,6 +177,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	if err := eng.Refresh(ctx); err != nil {
 		return nil, fmt.Errorf("load custom domains: %w", err)
 	}
+	engine.Store(eng)
 	go func() {
 		if err := eng.Run(ctx); err != nil && ctx.Err() == nil {
 			logger.Error("domain engine stopped", "err", err)
@@ -190,8 +204,10 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	var sites sync.Map // projectID -> http.Handler, one site per project
 	ecfgEdge := httpx.EdgeConfig{
 		PlatformHosts: cfg.platformHosts,
-		Platform:      platform,
-		Router:        eng,
+		Platform:      apiPaths(platform),
+		UnknownHostHint: "it is neither one of -platform-hosts (PETSTORE_PLATFORM_HOSTS: add the name there to serve the API and dashboard at it) " +
+			"nor an active custom domain (add and verify it on the dashboard to serve a project at it)",
+		Router: eng,
 		Site: func(projectID string) http.Handler {
 			if h, ok := sites.Load(projectID); ok {
 				return h.(http.Handler)
@@ -279,31 +295,32 @@ func ready(store backend, limiter *ratelimit.Limiter, cfg config) http.Handler {
 	})
 }
 
-// ensureKeys upserts the -keys keys, or creates a demo key when the store
-// has none, so a restart keeps the key printed on first start.
-func ensureKeys(ctx context.Context, cfg config, keys *petstore.Keys, deploys DeployStore, a *app) error {
-	if err := ensureOperatorKeys(ctx, keys, cfg.keys, deploys); err != nil {
-		return err
-	}
+// demoKey creates a demo key on the Pro plan when no -keys are given and
+// the store has none, records its project as deployed (it is the
+// operator's own configuration), and returns its secret ("" when none
+// was created), so a restart keeps the key printed on first start. run
+// calls it only once the listeners are up: a start that cannot listen
+// creates nothing, and the next one that can creates and prints the key,
+// which would be lost otherwise (the store keeps only its hash).
+func demoKey(ctx context.Context, cfg config, keys *petstore.Keys, deploys DeployStore) (string, error) {
 	if len(cfg.keys) > 0 {
-		return nil
+		return "", nil
 	}
 	stored, err := keys.List(ctx)
 	if err != nil {
-		return fmt.Errorf("list keys: %w", err)
+		return "", fmt.Errorf("list keys: %w", err)
 	}
 	if len(stored) > 0 {
-		return nil
+		return "", nil
 	}
 	demo, secret, err := keys.Create(ctx, "", petstore.PlanPro, petstore.Limits{})
 	if err != nil {
-		return fmt.Errorf("create demo key: %w", err)
+		return "", fmt.Errorf("create demo key: %w", err)
 	}
 	if err := deployedOnce(ctx, deploys, demo.ProjectID); err != nil {
-		return err
+		return "", err
 	}
-	a.demoKey = secret
-	return nil
+	return secret, nil
 }
 
 // openFeed returns the change feed that tells this server's processes of
@@ -359,16 +376,20 @@ func runKeys(ctx context.Context, cfg config, store backend, stdout io.Writer) e
 	return nil
 }
 
-// followFeed applies feed's changes to cache until ctx is done, logging
-// when the feed is lost and when it is back.
-func followFeed(ctx context.Context, feed changefeed.Feed, cache *keycache.Cache, logger *slog.Logger) {
+// followFeed hands feed's changes to each of apply (the key cache's and
+// the domain engine's) until ctx is done, logging when the feed is lost
+// and when it is back.
+func followFeed(ctx context.Context, feed changefeed.Feed, logger *slog.Logger, apply ...func(changefeed.Change)) {
 	lost := false
 	_ = feed.Subscribe(ctx, func(c changefeed.Change) {
-		cache.Apply(c)
+		for _, fn := range apply {
+			fn(c)
+		}
 		switch {
 		case c.Kind == changefeed.KindLost && ctx.Err() == nil:
 			lost = true
-			logger.Warn("change feed lost: keys are cached for at most " + keycache.DefaultTTL.String() + " until it is back")
+			logger.Warn("change feed lost: keys are cached for at most " + keycache.DefaultTTL.String() +
+				" and other processes' domain changes are seen within " + domain.DefaultRefreshEvery.String() + " until it is back")
 		case c.Kind == changefeed.KindLive && lost:
 			lost = false
 			logger.Info("change feed back")
@@ -411,15 +432,16 @@ func newIssuer(cfg config, store backend, resolver domain.Resolver, logger *slog
 		}
 	}
 	return acme.New(acme.Config{
-		CA:           cfg.acmeCA,
-		RootCAs:      roots,
-		Email:        cfg.acmeEmail,
-		Storage:      store,
-		Resolver:     resolver,
-		DNSResolvers: cfg.dnsResolvers,
-		HTTPPort:     httpPort,
-		TLSPort:      tlsPort,
-		Logger:       logger,
+		CA:            cfg.acmeCA,
+		RootCAs:       roots,
+		Email:         cfg.acmeEmail,
+		CAAIdentities: cfg.acmeCAA,
+		Storage:       store,
+		Resolver:      resolver,
+		DNSResolvers:  cfg.dnsResolvers,
+		HTTPPort:      httpPort,
+		TLSPort:       tlsPort,
+		Logger:        logger,
 		OnChange: func(name string) {
 			if e := engine(); e != nil {
 				if err := e.CertificateChanged(context.Background(), name); err != nil {

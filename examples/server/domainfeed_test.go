@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/libdns/libdns"
+
+	"github.com/petstorekit/petstore/adapters/memzone"
+	"github.com/petstorekit/petstore/internal/testenv"
+)
+
+// removalBound is how soon a domain removed through one process must stop
+// being served by another on the same database. The spec says
+// "immediately"; the change feed takes milliseconds, and the bound stays
+// well under the engine's periodic refresh (2 s), which alone would miss
+// it most of the time.
+const removalBound = 500 * time.Millisecond
+
+// TestRemovalStopsEveryProcess runs two server processes on one
+// PostgreSQL schema: a domain verified through A is served by B too, and
+// once A answers the DELETE, B answers 404 for its Host within
+// removalBound. Their change feed is PostgreSQL's LISTEN/NOTIFY, or Redis
+// pub/sub with -redis.
+func TestRemovalStopsEveryProcess(t *testing.T) {
+	testenv.PostgresDSN(t)
+	bin := testenv.Build(t, ".")
+	for _, tc := range []struct {
+		name  string
+		redis bool
+	}{{"PostgreSQL", false}, {"Redis", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			zone, dns := memzone.NewTestServer(t, "example.com.")
+			if _, err := zone.AppendRecords(context.Background(), "example.com.", []libdns.Record{
+				libdns.CNAME{Name: "shop", TTL: time.Hour, Target: "edge.petstore.test."},
+			}); err != nil {
+				t.Fatal(err)
+			}
+			common := []string{"-addr", "127.0.0.1:0", "-db", testenv.PostgresSchema(t), "-keys", planKey + ":pro",
+				"-dns-resolvers", dns.Addr(), "-cname-target", "edge.petstore.test"}
+			if tc.redis {
+				common = append(common, "-redis", testenv.RedisURL(t))
+			}
+			var bases []string
+			for _, extra := range [][]string{nil, {"-migrate=false"}} { // A migrates the fresh schema
+				cmd := exec.Command(bin, append(common, extra...)...)
+				cmd.Env = serverEnv()
+				bases = append(bases, strings.TrimSuffix(testenv.StartListening(t, cmd).Addr, "/v1"))
+			}
+			a, b := bases[0], bases[1]
+
+			if status, _, body := call(t, "POST", a+"/dashboard/api/domains", planKey, "", `{"name":"shop.example.com"}`); status != 201 {
+				t.Fatalf("add through A: %d %s", status, body)
+			}
+			if status, _, body := call(t, "POST", a+"/dashboard/api/domains/shop.example.com/verify", planKey, "", ""); status != 200 || !strings.Contains(body, `"status":"active"`) {
+				t.Fatalf("verify through A: %d %s", status, body)
+			}
+			// B learns of the activation too (by the feed, or its periodic
+			// refresh: this wait is not what the test measures).
+			waitStatus(t, b, "shop.example.com", http.StatusOK, 10*time.Second)
+
+			status, _, body := call(t, "DELETE", a+"/dashboard/api/domains/shop.example.com", planKey, "", "")
+			if status != 204 {
+				t.Fatalf("remove through A: %d %s", status, body)
+			}
+			took := waitStatus(t, b, "shop.example.com", http.StatusNotFound, removalBound)
+			t.Logf("B stopped serving the removed domain %v after A answered the DELETE", took)
+			if status, _, _ := call(t, "GET", a+"/", "", "shop.example.com", ""); status != 404 {
+				t.Fatalf("A after the removal: %d, want 404", status)
+			}
+		})
+	}
+}
+
+// waitStatus asks base for / on host until it answers want, failing t
+// when it still does not after bound; it returns how long that took.
+func waitStatus(t *testing.T, base, host string, want int, bound time.Duration) time.Duration {
+	t.Helper()
+	began := time.Now()
+	for {
+		status, _, body := call(t, "GET", base+"/", "", host, "")
+		if status == want {
+			return time.Since(began)
+		}
+		if time.Since(began) > bound {
+			t.Fatalf("%s for Host %s: %d %s after %v, want %d", base, host, status, body, time.Since(began), want)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
