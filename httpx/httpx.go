@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/petstorekit/petstore"
 )
 
@@ -40,6 +42,11 @@ type Config struct {
 	// Idempotency keeps Idempotency-Key records, making POST /pets safe
 	// to retry; nil: the header is ignored.
 	Idempotency petstore.IdempotencyStore
+
+	// Metrics receives the request, rate-limit, store-error and
+	// Idempotency-Key replay metrics (see metrics.go's list); nil: nothing
+	// is measured, at no cost. Nothing is registered globally.
+	Metrics prometheus.Registerer
 }
 
 // MaxBodyBytes is the largest request body accepted; larger ones are 413.
