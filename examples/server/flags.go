@@ -39,6 +39,9 @@ type config struct {
 	acmeEmail string
 	tlsAddr   string // HTTPS listener; empty: none
 
+	metricsAddr string // GET /metrics listener; empty: on the platform hosts
+	logFormat   string // text or json
+
 	command []string // a subcommand ("keys ...") instead of serving
 }
 
@@ -69,6 +72,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	acmeRoot := fs.String("acme-root", env("PETSTORE_ACME_ROOT", ""), "PEM file of extra roots to trust when talking to the CA (PETSTORE_ACME_ROOT)")
 	acmeEmail := fs.String("acme-email", env("PETSTORE_ACME_EMAIL", ""), "ACME account contact address (PETSTORE_ACME_EMAIL)")
 	tlsAddr := fs.String("tls-addr", env("PETSTORE_TLS_ADDR", ""), "HTTPS listen address; empty: no HTTPS listener (PETSTORE_TLS_ADDR)")
+	setObserve := observeFlags(fs, env)
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -82,6 +86,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	}
 	cfg := config{addr: *addr, db: *db, redis: *redis, cnameTarget: *cname, dbMaxConns: maxConns, dbTimeout: timeout,
 		acmeCA: *acmeCA, acmeRoot: *acmeRoot, acmeEmail: *acmeEmail, tlsAddr: *tlsAddr}
+	if err := setObserve(&cfg); err != nil {
+		return config{}, err
+	}
 	if fs.NArg() > 0 {
 		if fs.Arg(0) != "keys" {
 			return config{}, fmt.Errorf("unexpected arguments: %q (the only subcommand is keys)", fs.Args())

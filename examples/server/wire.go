@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/uptrace/bun"
 
@@ -80,6 +81,7 @@ type app struct {
 	edge        http.Handler // the -tls-addr listener
 	tlsConfig   *tls.Config  // nil without -acme-ca
 	demoKey     string       // set when a demo key was created now
+	registry    *prometheus.Registry
 	closers     []func()
 }
 
@@ -92,7 +94,7 @@ func (a *app) close() {
 // build wires keys, limits, the pets API, the domain engine, certificates,
 // the dashboard and the edge. Background work stops when ctx is done.
 func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) (*app, error) {
-	a := &app{}
+	a := &app{registry: newRegistry()}
 	feed, closeFeed, err := openFeed(cfg)
 	if err != nil {
 		return nil, err
@@ -122,6 +124,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		TrustedProxies: cfg.trustedProxies,
 		Idempotency:    store,
 		Timeout:        cfg.dbTimeout,
+		Metrics:        a.registry,
 	})
 	if err != nil {
 		return nil, err
@@ -170,6 +173,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		Logger:         logger,
 		Limiter:        limiter,
 		TrustedProxies: cfg.trustedProxies,
+		Metrics:        a.registry,
 	})
 	if err != nil {
 		return nil, err
@@ -180,6 +184,14 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	platform.Handle("/dashboard", http.RedirectHandler("/dashboard/", http.StatusMovedPermanently))
 	platform.Handle("GET /healthz", health(limiter))
 	platform.Handle("GET /readyz", ready(store, limiter, cfg))
+	pc := platformCollector{store: store, limiter: limiter, logger: logger}
+	if issuer != nil {
+		pc.certs = issuer
+	}
+	a.registry.MustRegister(pc)
+	if cfg.metricsAddr == "" {
+		platform.Handle("GET /metrics", metricsHandler(a.registry))
+	}
 
 	var sites sync.Map // projectID -> http.Handler, one site per project
 	ecfgEdge := httpx.EdgeConfig{
