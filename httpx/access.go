@@ -130,3 +130,14 @@ func routerOf(next http.Handler) func(*http.Request) string {
 	}
 	return nil
 }
+
+// LimitSubjects returns the rate-limit subjects (see RateLimiter) of an
+// API key id or a client address: "key:<id>", or the address's "ip:" and
+// "pub:" budgets (an IPv6 address's /64), for an operator lifting a ban.
+func LimitSubjects(keyIDOrAddress string) []string {
+	if a, err := netip.ParseAddr(keyIDOrAddress); err == nil {
+		a = a.Unmap()
+		return []string{addrSubject("ip:", a), addrSubject("pub:", a)}
+	}
+	return []string{"key:" + keyIDOrAddress}
+}

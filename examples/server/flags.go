@@ -41,6 +41,7 @@ type config struct {
 
 	metricsAddr string // GET /metrics listener; empty: on the platform hosts
 	logFormat   string // text or json
+	adminAddr   string // operator endpoint; empty: none
 
 	command []string // a subcommand ("keys ...") instead of serving
 }
@@ -90,8 +91,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		return config{}, err
 	}
 	if fs.NArg() > 0 {
-		if fs.Arg(0) != "keys" {
-			return config{}, fmt.Errorf("unexpected arguments: %q (the only subcommand is keys)", fs.Args())
+		if fs.Arg(0) != "keys" && fs.Arg(0) != "bans" {
+			return config{}, fmt.Errorf("unexpected arguments: %q (the subcommands are keys and bans)", fs.Args())
 		}
 		cfg.command = fs.Args()
 	}

@@ -29,6 +29,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/redislimit"
 	"github.com/petstorekit/petstore/internal/logbuf"
 	"github.com/petstorekit/petstore/keyscli"
@@ -80,6 +81,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	defer closeStore()
+	if isAdminCommand(cfg.command) {
+		return runAdmin(ctx, cfg, petstore.NewKeys(store), stdout)
+	}
 	if len(cfg.command) > 0 {
 		return runKeys(ctx, cfg, store, stdout)
 	}
@@ -129,6 +133,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return err
 		}
 		say("petstore: metrics at http://%s/metrics\n", displayAddr(maddr))
+	}
+	if cfg.adminAddr != "" {
+		aaddr, err := serveAdmin(ctx, cfg.adminAddr, adminOps{admin: app.limitAdmin, keys: app.keys, now: time.Now}, logger)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		say("petstore: operator endpoint at http://%s/admin/ (bans, usage)\n", aaddr)
 	}
 	// Printed last: it tells scripts and tests that startup is complete.
 	say("petstore: listening on %s/v1 (OpenAPI document: %s/v1/openapi.json)\n", base, base)

@@ -27,8 +27,10 @@ import (
 func observeFlags(fs *flag.FlagSet, env func(name, def string) string) func(cfg *config) error {
 	metricsAddr := fs.String("metrics-addr", env("PETSTORE_METRICS_ADDR", ""), "serve GET /metrics (Prometheus) on this address only; empty: on the platform hosts of -addr (PETSTORE_METRICS_ADDR)")
 	logFormat := fs.String("log-format", env("PETSTORE_LOG_FORMAT", "text"), "log lines on stderr as text (logfmt) or json (PETSTORE_LOG_FORMAT)")
+	adminAddr := fs.String("admin-addr", env("PETSTORE_ADMIN_ADDR", ""), "serve the operator endpoint (bans, usage) on this address, loopback when only :PORT is given; the bans and keys usage commands call it; empty: off (PETSTORE_ADMIN_ADDR)")
 	return func(cfg *config) error {
 		cfg.metricsAddr = *metricsAddr
+		cfg.adminAddr = *adminAddr
 		switch *logFormat {
 		case "text", "json":
 			cfg.logFormat = *logFormat

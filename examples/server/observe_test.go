@@ -256,3 +256,6 @@ func TestShutdownSaysInFlight(t *testing.T) {
 	}
 	<-stopped
 }
+
+// waitTick pauses between two polls of an outcome.
+func waitTick() { time.Sleep(10 * time.Millisecond) }

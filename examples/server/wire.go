@@ -82,6 +82,8 @@ type app struct {
 	tlsConfig   *tls.Config  // nil without -acme-ca
 	demoKey     string       // set when a demo key was created now
 	registry    *prometheus.Registry
+	limitAdmin  ratelimit.Admin // the rate limiter's store, for operators
+	keys        *petstore.Keys
 	closers     []func()
 }
 
@@ -110,11 +112,13 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		return nil, err
 	}
 
-	limiter, closeLimiter, err := newLimiter(cfg, logger)
+	a.keys = keys
+	limiter, limitAdmin, closeLimiter, err := newLimiter(cfg, logger)
 	if err != nil {
 		return nil, err
 	}
 	a.closers = append(a.closers, closeLimiter)
+	a.limitAdmin = limitAdmin
 
 	api, err := httpx.New(httpx.Config{
 		Service:        petstore.NewService(store),
@@ -379,18 +383,24 @@ func followFeed(ctx context.Context, feed changefeed.Feed, cache *keycache.Cache
 
 // newLimiter builds the rate limiter: counters in memory, or in Redis
 // when several processes must share them.
-func newLimiter(cfg config, logger *slog.Logger) (*ratelimit.Limiter, func(), error) {
+func newLimiter(cfg config, logger *slog.Logger) (*ratelimit.Limiter, ratelimit.Admin, func(), error) {
 	rcfg := ratelimit.Config{FailClosed: !cfg.failOpen, Logger: logger}
 	if cfg.redis == "" {
-		return ratelimit.New(ratelimit.NewMemoryStore(), rcfg), func() {}, nil
+		mem := ratelimit.NewMemoryStore()
+		return ratelimit.New(mem, rcfg), mem, func() {}, nil
 	}
 	opts, err := redislimit.ParseOptions(cfg.redis)
 	if err != nil {
-		return nil, nil, fmt.Errorf("-redis: %w", err)
+		return nil, nil, nil, fmt.Errorf("-redis: %w", err)
 	}
 	client := redis.NewClient(opts)
-	return ratelimit.New(redislimit.New(client, "petstore:rl:"), rcfg), func() { client.Close() }, nil
+	store := redislimit.New(client, limitPrefix)
+	return ratelimit.New(store, rcfg), store, func() { client.Close() }, nil
 }
+
+// limitPrefix is where the rate-limit hashes live in Redis; the bans and
+// keys usage commands read the same.
+const limitPrefix = "petstore:rl:"
 
 // projectsOf makes every key's project a deployed project on the key's
 // plan: in this example each configured key is its own project.
