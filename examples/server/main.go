@@ -12,6 +12,11 @@
 // authenticated keys; a revoke or a plan change reaches running servers
 // within a second over Redis (-redis) or PostgreSQL LISTEN/NOTIFY, so the
 // subcommand needs the servers' -db and -redis.
+//
+// "server [flags] bans list|lift KEY_ID|IP" and "server [flags] keys usage
+// KEY_ID" show and lift bans and show a key's counts: on Redis directly
+// with -redis, else through the running server's -admin-addr. Metrics are
+// served at GET /metrics (or on -metrics-addr); the log goes to stderr.
 package main
 
 import (
