@@ -64,6 +64,9 @@ type requestInfo struct {
 	key    petstore.APIKey
 	hasKey bool
 	route  string
+	outer  string     // r.Pattern as the chain got it, from an outer ServeMux
+	addr   netip.Addr // the client address, once the chain computed it
+	cause  int        // why a store failed the request (causeNone, ...)
 
 	// The backing of the values of headers the chain and the pets
 	// handlers set, so that setting them allocates nothing: see slot.
@@ -158,6 +161,8 @@ type chain struct {
 	pubLim  petstore.Limits
 	timeout time.Duration
 	next    http.Handler
+	metrics *metrics                   // nil: nothing measured
+	routeOf func(*http.Request) string // the route of a request refused before routing
 }
 
 func newChain(cfg Config, next http.Handler, public func(*http.Request) bool) (*chain, error) {
@@ -168,6 +173,11 @@ func newChain(cfg Config, next http.Handler, public func(*http.Request) bool) (*
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
 	}
+	var err error
+	if c.metrics, err = newMetrics(cfg.Metrics); err != nil {
+		return nil, fmt.Errorf("httpx: Config.Metrics: %w", err)
+	}
+	c.routeOf = routerOf(next)
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -208,17 +218,17 @@ func (c *chain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
-	info := &requestInfo{Context: ctx, logger: c.logger}
+	info := &requestInfo{Context: ctx, logger: c.logger, outer: r.Pattern}
 	info.id = requestID(r.Header.Get("X-Request-Id"), &info.idBuf)
 	w.Header()["X-Request-Id"] = info.slot(slotRequestID, info.id)
 	info.sw.ResponseWriter = w
 	sw := &info.sw
 	r = r.WithContext(info)
-	defer c.logRequest(r, info, start)
+	defer c.done(r, info, start)
 	defer c.recover(r, info)
 
 	if c.public(r) {
-		if c.limiter == nil || c.limit(sw, r, info, addrSubject("pub:", c.clientAddr(r)), c.pubLim) {
+		if c.limiter == nil || c.limit(sw, r, info, addrSubject("pub:", c.client(r, info)), c.pubLim) {
 			c.next.ServeHTTP(sw, r)
 		}
 		return
@@ -233,7 +243,7 @@ func (c *chain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case petstore.ErrorCode(err) == petstore.CodeUnauthorized:
 		// Only a missing or wrong key spends the address's budget of
 		// attempts, and only such attempts are banned by address.
-		if c.limiter == nil || c.limit(sw, r, info, addrSubject("ip:", c.clientAddr(r)), freeLimits) {
+		if c.limiter == nil || c.limit(sw, r, info, addrSubject("ip:", c.client(r, info)), freeLimits) {
 			WriteError(sw, r, err)
 		}
 	default:
@@ -241,32 +251,6 @@ func (c *chain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// so nothing is charged or struck, and the client retries soon.
 		WriteError(sw, r, err)
 	}
-}
-
-// logRequest writes the access log line. Its attributes are built only
-// when the logger takes the line, so a discarding logger costs nothing.
-func (c *chain) logRequest(r *http.Request, info *requestInfo, start time.Time) {
-	ctx := info.Context
-	if !c.logger.Enabled(ctx, slog.LevelInfo) {
-		return
-	}
-	route := info.route
-	if route == "" {
-		route = r.Pattern // set in place by an inner http.ServeMux
-	}
-	attrs := [6]slog.Attr{
-		slog.String("method", r.Method),
-		slog.String("route", route),
-		slog.Int("status", info.sw.Status),
-		slog.Duration("duration", time.Since(start)),
-		slog.String("request_id", info.id),
-	}
-	n := 5
-	if info.hasKey {
-		attrs[5] = slog.String("key_id", info.key.ID) // the public id, never the secret
-		n = 6
-	}
-	c.logger.LogAttrs(ctx, slog.LevelInfo, "request", attrs[:n]...)
 }
 
 // recover turns a panic into a 500 Error body (or, when the response has
@@ -285,7 +269,9 @@ func (c *chain) recover(r *http.Request, info *requestInfo) {
 		slog.String("stack", string(debug.Stack())))
 	if info.sw.Status == 0 {
 		WriteError(&info.sw, r, petstore.Errorf(petstore.CodeInternal, "Internal error."))
+		info.cause = causePanic
 	} else {
+		info.cause = causePanic
 		info.sw.Status = http.StatusInternalServerError // what the log should say
 	}
 }
@@ -332,7 +318,14 @@ func (e *invalidToken) Unwrap() error { return e.err }
 // request itself (429 or 503) when it may not proceed.
 func (c *chain) limit(w http.ResponseWriter, r *http.Request, info *requestInfo, subject string, limits petstore.Limits) bool {
 	d, err := c.limiter.Decide(r.Context(), subject, limits)
+	c.metrics.decision(d, err)
+	if d.BanStarted {
+		c.logBan(r, info, subject, d)
+	}
 	if err != nil {
+		// A limiter's failure is counted as its decision, not as a
+		// store's error.
+		defer func() { info.cause = causeNone }()
 		if r.Context().Err() != nil {
 			// The client went away: nobody reads the answer, and nothing
 			// failed that an operator should hear about.

@@ -19,6 +19,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/domain"
 )
@@ -49,6 +51,7 @@ type DashboardConfig struct {
 	TrustedProxies []netip.Prefix         // X-Forwarded-For is honoured only from these peers
 	BasePath       string                 // where the dashboard is mounted; default "/dashboard"
 	Now            func() time.Time       // nil: time.Now
+	Metrics        prometheus.Registerer  // nil: no metrics; may be the API's (see Config.Metrics)
 }
 
 // StabilityHeader and StabilityBeta mark every dashboard response: the
@@ -154,7 +157,7 @@ func NewDashboard(cfg DashboardConfig) (http.Handler, error) {
 	}
 	chained, err := Wrap(Config{
 		Auth: cfg.Auth, Logger: cfg.Logger, Limiter: cfg.Limiter,
-		TrustedProxies: cfg.TrustedProxies, Now: cfg.Now,
+		TrustedProxies: cfg.TrustedProxies, Now: cfg.Now, Metrics: cfg.Metrics,
 	}, d, public...)
 	if err != nil {
 		return nil, err

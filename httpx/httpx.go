@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/petstorekit/petstore"
 )
 
@@ -46,6 +48,11 @@ type Config struct {
 	// paths answer 404 like any unknown path and the OpenAPI document
 	// leaves them out.
 	Orders petstore.OrderService
+
+	// Metrics receives the request, rate-limit, store-error and
+	// Idempotency-Key replay metrics (see metrics.go's list); nil: nothing
+	// is measured, at no cost. Nothing is registered globally.
+	Metrics prometheus.Registerer
 }
 
 // MaxBodyBytes is the largest request body accepted; larger ones are 413.

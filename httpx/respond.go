@@ -88,6 +88,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 			slog.String("request_id", id),
 			slog.String("error", err.Error()))
 	}
+	noteCause(r, err, e)
 	if e.Code == petstore.CodeUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
 		challenge := `Bearer realm="petstore"`
 		var it *invalidToken
@@ -100,4 +101,23 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", unavailableRetryAfter)
 	}
 	WriteJSON(w, e.Status, e)
+}
+
+// noteCause records, for the metrics and the access log, why a store or
+// the server failed the request answered with e; client errors and the
+// client's own cancellation record nothing.
+func noteCause(r *http.Request, err error, e *petstore.Error) {
+	info := infoFrom(r.Context())
+	if info == nil {
+		return
+	}
+	switch {
+	case e.Code == petstore.CodeUnavailable && errors.Is(err, context.DeadlineExceeded):
+		info.cause = causeTimeout
+	case e.Code == petstore.CodeUnavailable && errors.Is(err, context.Canceled):
+	case e.Code == petstore.CodeUnavailable:
+		info.cause = causeUnavailable
+	case e.Code == petstore.CodeInternal:
+		info.cause = causeInternal
+	}
 }

@@ -36,6 +36,9 @@ type Decision struct {
 	// process's only, not the shared ones, so no rate-limit headers should
 	// be sent; a refusal still carries its RetryAfter.
 	Degraded bool
+	// BanStarted is true on the one refusal whose strike started the ban
+	// (Code api_key_banned): the moment to log it, once.
+	BanStarted bool
 	// At is the instant of the decision, from the limiter's clock: the
 	// "now" against which Reset times turn into seconds (Window.ResetIn).
 	At time.Time

@@ -395,6 +395,7 @@ func decide(req Request, res Result) Decision {
 			d.Windows[i].Reset = res.BanEnd
 		}
 		d.Allowed = false
+		d.BanStarted = res.BanStarted
 		d.Code = petstore.CodeAPIKeyBanned
 		d.Binding = d.Windows[binding]
 		d.RetryAfter = retryAfter(req.Now, res.BanEnd)

@@ -224,6 +224,7 @@ func (s *MemoryStore) Take(ctx context.Context, req Request) (Result, error) {
 			e.banLevelEnd = e.banEnd + int64(p.Memory)
 			e.strikes, e.strikesEnd = 0, 0
 			res.Banned, res.BanEnd = true, time.Unix(0, e.banEnd)
+			res.BanStarted = true
 		}
 	}
 

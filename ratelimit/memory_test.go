@@ -127,3 +127,7 @@ func TestMemoryStoreFloodMemory(t *testing.T) {
 	t.Logf("heap: %.1f MB before, %.1f MB after 788,362 subjects (cap %d), %.1f MB once the windows ended",
 		mb(before), mb(peak), s.Cap(), mb(after))
 }
+
+func TestMemoryStoreAdmin(t *testing.T) {
+	ratelimittest.RunAdmin(t, func(testing.TB) ratelimit.Store { return ratelimit.NewMemoryStore() })
+}

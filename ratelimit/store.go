@@ -79,6 +79,8 @@ type Result struct {
 	// request's strike started. BanEnd is then the ban's end.
 	Banned bool
 	BanEnd time.Time
+	// BanStarted reports that this request's strike started the ban.
+	BanStarted bool
 	// Windows holds every window's state, in Request.Rates order.
 	Windows []WindowCount
 }

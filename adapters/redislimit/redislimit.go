@@ -33,7 +33,8 @@ import (
 // strikes tolerated, strike window, first ban, longest ban, ban memory,
 // strike grace (all ms), then quota and period (ms) per window. It returns {status, refused
 // window index (0-based, -1 for none), ban end, then used and end per
-// window}; status 0 admitted, 1 refused by a window, 2 banned.
+// window}; status 0 admitted, 1 refused by a window, 2 banned, 3 banned by
+// a ban this request started.
 var script = redis.NewScript(`
 local key = KEYS[1]
 local now = tonumber(ARGV[1])
@@ -108,7 +109,7 @@ else
     redis.call("HSET", key, "be", banEnd, "bl", level, "ble", banEnd + banMemory, "sc", 0, "se", 0)
     keep = banEnd + banMemory
     redis.call("PEXPIRE", key, keep - now)
-    return reply(2, banEnd)
+    return reply(3, banEnd)
   end
 end
 -- The TTL covers everything still running in the hash, so nothing ends
@@ -180,14 +181,15 @@ func parseReply(v any, n int) (ratelimit.Result, error) {
 		}
 	}
 	status, refused := ints[0], ints[1]
-	if status < 0 || status > 2 || refused < -1 || refused >= int64(n) || (status == 0 && refused != -1) || (status == 1 && refused < 0) {
+	if status < 0 || status > 3 || refused < -1 || refused >= int64(n) || (status == 0 && refused != -1) || (status == 1 && refused < 0) {
 		return ratelimit.Result{}, errors.New("redislimit: malformed script reply")
 	}
 	res := ratelimit.Result{
-		Allowed: status == 0,
-		Refused: int(refused),
-		Banned:  status == 2,
-		Windows: make([]ratelimit.WindowCount, n),
+		Allowed:    status == 0,
+		Refused:    int(refused),
+		Banned:     status >= 2,
+		BanStarted: status == 3,
+		Windows:    make([]ratelimit.WindowCount, n),
 	}
 	if res.Banned {
 		res.BanEnd = time.UnixMilli(ints[2])

@@ -263,3 +263,11 @@ func FuzzParseOptions(f *testing.F) {
 		}
 	})
 }
+
+func TestAdmin(t *testing.T) {
+	testenv.RedisURL(t)
+	ratelimittest.RunAdmin(t, func(t testing.TB) ratelimit.Store {
+		c := testenv.RedisClient(t)
+		return redislimit.New(c, testenv.RedisPrefix(t, c, "rl"))
+	})
+}

@@ -40,7 +40,11 @@ type config struct {
 	acmeRoot  string // PEM file of extra roots to trust for the CA
 	acmeEmail string
 	acmeCAA   []string // the CA's CAA identities; empty: the directory's
-	tlsAddr   string // HTTPS listener; empty: none
+	tlsAddr   string   // HTTPS listener; empty: none
+
+	metricsAddr string // GET /metrics listener; empty: on the platform hosts
+	logFormat   string // text or json
+	adminAddr   string // operator endpoint; empty: none
 
 	command []string // a subcommand ("keys ...") instead of serving
 }
@@ -77,6 +81,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	acmeCAA := fs.String("acme-caa-identities", env("PETSTORE_ACME_CAA_IDENTITIES", ""), "comma-separated domain names that CAA issue records name the CA by (such as letsencrypt.org), overriding the ACME directory's caaIdentities; needed to check CAA for a CA whose directory names none (PETSTORE_ACME_CAA_IDENTITIES)")
 	tlsAddr := fs.String("tls-addr", env("PETSTORE_TLS_ADDR", ""), "HTTPS listen address; empty: no HTTPS listener (PETSTORE_TLS_ADDR)")
 	fs.Usage = func() { printUsage(out, fs) }
+	setObserve := observeFlags(fs, env)
 	if err := fs.Parse(args); err != nil {
 		return config{}, err // flag.ErrHelp for -h, after the usage
 	}
@@ -106,6 +111,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	}
 	cfg := config{addr: *addr, db: *db, redis: *redis, cnameTarget: *cname, dbMaxConns: maxConns, dbTimeout: timeout,
 		acmeCA: *acmeCA, acmeRoot: *acmeRoot, acmeEmail: *acmeEmail, tlsAddr: *tlsAddr}
+	if err := setObserve(&cfg); err != nil {
+		return config{}, err
+	}
 	cfg.command = command
 	if cfg.keys, err = keyscli.ParseSpecs(*keys); err != nil {
 		return config{}, fmt.Errorf("-keys: %w", err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -125,7 +126,7 @@ func serverEnv() []string {
 func TestKeysSubcommandSaysWhenServersWereNotTold(t *testing.T) {
 	db := "sqlite:" + t.TempDir() + "/keys.db"
 	var out strings.Builder
-	if err := run(context.Background(), []string{"-db", db, "keys", "create"}, func(string) string { return "" }, &out); err != nil {
+	if err := run(context.Background(), []string{"-db", db, "keys", "create"}, func(string) string { return "" }, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	m := regexp.MustCompile(`(?m)^id:\s+(\S+)$`).FindStringSubmatch(out.String())
@@ -139,7 +140,7 @@ func TestKeysSubcommandSaysWhenServersWereNotTold(t *testing.T) {
 	closed := ln.Addr().String()
 	ln.Close()
 	out.Reset()
-	err = run(context.Background(), []string{"-db", db, "-redis", closed, "keys", "revoke", m[1]}, func(string) string { return "" }, &out)
+	err = run(context.Background(), []string{"-db", db, "-redis", closed, "keys", "revoke", m[1]}, func(string) string { return "" }, &out, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "running servers were not told") {
 		t.Fatalf("revoke with Redis down: %v, want an error saying servers were not told", err)
 	}

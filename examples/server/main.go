@@ -20,6 +20,11 @@
 // and those of -keys count as deployed; a project made by "keys create"
 // starts undeployed unless given -deployed. A project below Pro keeps its
 // domains, suspended: not served until it is back on Pro.
+//
+// "server [flags] bans list|lift KEY_ID|IP" and "server [flags] keys usage
+// KEY_ID" show and lift bans and show a key's counts: on Redis directly
+// with -redis, else through the running server's -admin-addr. Metrics are
+// served at GET /metrics (or on -metrics-addr); the log goes to stderr.
 package main
 
 import (
@@ -38,6 +43,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/redislimit"
 	"github.com/petstorekit/petstore/internal/logbuf"
 	"github.com/petstorekit/petstore/keyscli"
@@ -49,7 +55,8 @@ func main() {
 	redis.SetLogger(redislimit.QuietLogger{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
+	go exitOnSecondSignal(ctx)
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "server:", err)
 		if errors.Is(err, keyscli.ErrUsage) {
 			fmt.Fprint(os.Stderr, keyscli.Usage)
@@ -63,8 +70,10 @@ func main() {
 const shutdownGrace = 15 * time.Second
 
 // run serves until ctx is done, then shuts down gracefully; or, given the
-// keys subcommand, runs it and returns.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+// keys subcommand, runs it and returns. stdout gets only what is printed
+// for a person (the demo key, where the server listens, that it drains);
+// the log goes to stderr.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg, err := parseConfig(args, getenv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil // the usage asked for is printed: a success
@@ -76,9 +85,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// system call per request was most of the access log's cost. What
 	// the program prints for a person goes through say, which flushes the
 	// log lines before it so the two keep their order.
-	logs := logbuf.New(stdout, logbuf.DefaultInterval)
+	logs := logbuf.New(stderr, logbuf.DefaultInterval)
 	defer logs.Close()
-	logger := slog.New(slog.NewTextHandler(logs, nil))
+	logger := newLogger(cfg.logFormat, logs)
 	say := func(format string, args ...any) {
 		logs.Flush()
 		fmt.Fprintf(stdout, format, args...)
@@ -91,6 +100,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	defer closeStore()
 	if len(cfg.command) > 0 && cfg.command[0] == "projects" {
 		return runProjects(ctx, store, cfg.command[1:], stdout)
+	}
+	if isAdminCommand(cfg.command) {
+		return runAdmin(ctx, cfg, petstore.NewKeys(store), stdout)
 	}
 	if len(cfg.command) > 0 {
 		return runKeys(ctx, cfg, store, stdout)
@@ -108,7 +120,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	servers := []*http.Server{newServer(app.httpHandler, logger)}
+	var busy inflight
+	app.registry.MustRegister(busy.collector())
+	servers := []*http.Server{newServer(busy.wrap(app.httpHandler), logger)}
 	listeners := []net.Listener{ln}
 	if cfg.tlsAddr != "" {
 		tln, err := net.Listen("tcp", cfg.tlsAddr)
@@ -116,7 +130,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			ln.Close()
 			return err
 		}
-		srv := newServer(app.edge, logger)
+		srv := newServer(busy.wrap(app.edge), logger)
 		srv.TLSConfig = app.tlsConfig
 		servers = append(servers, srv)
 		listeners = append(listeners, tln)
@@ -139,6 +153,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if cfg.tlsAddr != "" {
 		say("petstore: HTTPS for custom domains on %s\n", listeners[1].Addr())
 	}
+	if cfg.metricsAddr != "" {
+		maddr, err := serveMetrics(ctx, cfg.metricsAddr, app.registry, logger)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		say("petstore: metrics at http://%s/metrics\n", displayAddr(maddr))
+	}
+	if cfg.adminAddr != "" {
+		aaddr, err := serveAdmin(ctx, cfg.adminAddr, adminOps{admin: app.limitAdmin, keys: app.keys, now: time.Now}, logger)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		say("petstore: operator endpoint at http://%s/admin/ (bans, usage)\n", aaddr)
+	}
 	// Printed last: it tells scripts and tests that startup is complete.
 	say("petstore: listening on %s/v1 (OpenAPI document: %s/v1/openapi.json)\n", base, base)
 
@@ -156,6 +186,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	select {
 	case serveErr = <-errc:
 	case <-ctx.Done():
+		n, s := busy.n.Load(), "s"
+		if n == 1 {
+			s = ""
+		}
+		say("petstore: shutting down: draining %d request%s in flight (at most %v; signal again to exit now)\n", n, s, shutdownGrace)
 	}
 	sctx, scancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer scancel()

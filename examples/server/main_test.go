@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -33,6 +35,41 @@ func start(t *testing.T, args []string, env map[string]string) (base string, pri
 // and waits for run to return.
 func startStoppable(t *testing.T, args []string, env map[string]string) (base string, printed []string, stop func()) {
 	t.Helper()
+	s := startServer(t, args, env)
+	return s.base, s.printed, s.stop
+}
+
+// testServer is a server run by startServer.
+type testServer struct {
+	base    string
+	printed []string    // stdout up to the "listening on" line
+	stop    func()      // shuts the server down and waits for run to return
+	stdout  *syncBuffer // stdout after the "listening on" line
+	logs    *syncBuffer // stderr: the log
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and many readers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startServer is startStoppable, keeping what the server writes later.
+func startServer(t *testing.T, args []string, env map[string]string) *testServer {
+	t.Helper()
+	ts := &testServer{stdout: &syncBuffer{}, logs: &syncBuffer{}}
 	if !slices.Contains(args, "-db") && env["PETSTORE_DB"] == "" {
 		args = append([]string{"-db", "memory"}, args...)
 	}
@@ -40,11 +77,11 @@ func startStoppable(t *testing.T, args []string, env map[string]string) (base st
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, args, func(k string) string { return env[k] }, pw)
+		done <- run(ctx, args, func(k string) string { return env[k] }, pw, ts.logs)
 		pw.Close()
 	}()
 	var once sync.Once
-	stop = func() {
+	stop := func() {
 		once.Do(func() {
 			cancel()
 			select {
@@ -74,13 +111,15 @@ func startStoppable(t *testing.T, args []string, env map[string]string) (base st
 			if !ok {
 				t.Fatalf("server exited: %v", <-done)
 			}
-			printed = append(printed, l)
+			ts.printed = append(ts.printed, l)
 			if m := listening.FindStringSubmatch(l); m != nil {
-				go func() { // keep draining so logging never blocks the server
-					for range lines {
+				go func() { // keep draining so printing never blocks the server
+					for l := range lines {
+						fmt.Fprintln(ts.stdout, l)
 					}
 				}()
-				return m[1], printed, stop
+				ts.base, ts.stop = m[1], stop
+				return ts
 			}
 		case <-timeout:
 			t.Fatal("server did not start")

@@ -89,7 +89,7 @@ func TestRestartKeepsPetsAndKeys(t *testing.T) {
 func runCmd(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	var out bytes.Buffer
-	err := run(context.Background(), args, func(string) string { return "" }, &out)
+	err := run(context.Background(), args, func(string) string { return "" }, &out, io.Discard)
 	return out.String(), err
 }
 

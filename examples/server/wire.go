@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/uptrace/bun"
 
@@ -83,6 +84,8 @@ type app struct {
 	httpHandler http.Handler // the -addr listener: edge plus ACME HTTP-01
 	edge        http.Handler // the -tls-addr listener
 	tlsConfig   *tls.Config  // nil without -acme-ca
+	registry    *prometheus.Registry
+	limitAdmin  ratelimit.Admin // the rate limiter's store, for operators
 	keys        *petstore.Keys
 	closers     []func()
 }
@@ -96,7 +99,7 @@ func (a *app) close() {
 // build wires keys, limits, the pets API, the domain engine, certificates,
 // the dashboard and the edge. Background work stops when ctx is done.
 func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) (*app, error) {
-	a := &app{}
+	a := &app{registry: newRegistry()}
 	feed, closeFeed, err := openFeed(cfg)
 	if err != nil {
 		return nil, err
@@ -123,11 +126,13 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	}
 	a.keys = keys
 
-	limiter, closeLimiter, err := newLimiter(cfg, logger)
+	a.keys = keys
+	limiter, limitAdmin, closeLimiter, err := newLimiter(cfg, logger)
 	if err != nil {
 		return nil, err
 	}
 	a.closers = append(a.closers, closeLimiter)
+	a.limitAdmin = limitAdmin
 
 	api, err := httpx.New(httpx.Config{
 		Service:        petstore.NewService(store),
@@ -138,6 +143,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		Idempotency:    store,
 		Orders:         petstore.NewOrderService(store),
 		Timeout:        cfg.dbTimeout,
+		Metrics:        a.registry,
 	})
 	if err != nil {
 		return nil, err
@@ -190,6 +196,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		Logger:         logger,
 		Limiter:        limiter,
 		TrustedProxies: cfg.trustedProxies,
+		Metrics:        a.registry,
 	})
 	if err != nil {
 		return nil, err
@@ -200,6 +207,14 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	platform.Handle("/dashboard", http.RedirectHandler("/dashboard/", http.StatusMovedPermanently))
 	platform.Handle("GET /healthz", health(limiter))
 	platform.Handle("GET /readyz", ready(store, limiter, cfg))
+	pc := platformCollector{store: store, limiter: limiter, logger: logger}
+	if issuer != nil {
+		pc.certs = issuer
+	}
+	a.registry.MustRegister(pc)
+	if cfg.metricsAddr == "" {
+		platform.Handle("GET /metrics", metricsHandler(a.registry))
+	}
 
 	var sites sync.Map // projectID -> http.Handler, one site per project
 	ecfgEdge := httpx.EdgeConfig{
@@ -399,18 +414,24 @@ func followFeed(ctx context.Context, feed changefeed.Feed, logger *slog.Logger, 
 
 // newLimiter builds the rate limiter: counters in memory, or in Redis
 // when several processes must share them.
-func newLimiter(cfg config, logger *slog.Logger) (*ratelimit.Limiter, func(), error) {
+func newLimiter(cfg config, logger *slog.Logger) (*ratelimit.Limiter, ratelimit.Admin, func(), error) {
 	rcfg := ratelimit.Config{FailClosed: !cfg.failOpen, Logger: logger}
 	if cfg.redis == "" {
-		return ratelimit.New(ratelimit.NewMemoryStore(), rcfg), func() {}, nil
+		mem := ratelimit.NewMemoryStore()
+		return ratelimit.New(mem, rcfg), mem, func() {}, nil
 	}
 	opts, err := redislimit.ParseOptions(cfg.redis)
 	if err != nil {
-		return nil, nil, fmt.Errorf("-redis: %w", err)
+		return nil, nil, nil, fmt.Errorf("-redis: %w", err)
 	}
 	client := redis.NewClient(opts)
-	return ratelimit.New(redislimit.New(client, "petstore:rl:"), rcfg), func() { client.Close() }, nil
+	store := redislimit.New(client, limitPrefix)
+	return ratelimit.New(store, rcfg), store, func() { client.Close() }, nil
 }
+
+// limitPrefix is where the rate-limit hashes live in Redis; the bans and
+// keys usage commands read the same.
+const limitPrefix = "petstore:rl:"
 
 // newIssuer builds the ACME certificate issuer for -acme-ca.
 func newIssuer(cfg config, store backend, resolver domain.Resolver, logger *slog.Logger, engine func() *domain.Engine) (*acme.Issuer, error) {

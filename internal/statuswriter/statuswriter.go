@@ -13,6 +13,7 @@ import "net/http"
 type Writer struct {
 	http.ResponseWriter
 	Status int
+	Bytes  int64 // body bytes written, for the access log
 }
 
 // WriteHeader remembers the first status and passes it on.
@@ -28,7 +29,9 @@ func (w *Writer) Write(b []byte) (int, error) {
 	if w.Status == 0 {
 		w.Status = http.StatusOK
 	}
-	return w.ResponseWriter.Write(b)
+	n, err := w.ResponseWriter.Write(b)
+	w.Bytes += int64(n)
+	return n, err
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer.

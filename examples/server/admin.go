@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/redislimit"
+	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/ratelimit"
+)
+
+// adminUsage is the operator commands' usage text.
+const adminUsage = `usage:
+  server [flags] bans list             the bans in force
+  server [flags] bans lift KEY_ID|IP   end a key's or an address's ban
+  server [flags] keys usage KEY_ID     a key's counts in both windows
+With -redis they work on the shared counters directly; with in-memory
+limits they ask the running server at its -admin-addr.
+`
+
+// adminAddr resolves -admin-addr: a bare ":port" listens on loopback
+// only; another host must be given explicitly.
+func adminAddr(addr string) string {
+	if host, port, err := net.SplitHostPort(addr); err == nil && host == "" {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
+}
+
+// usageReport is a key's counts, as the admin endpoint answers them.
+type usageReport struct {
+	KeyID   string             `json:"keyId"`
+	Windows []ratelimit.Window `json:"windows"`
+}
+
+// adminOps are the operator operations over a ratelimit.Admin.
+type adminOps struct {
+	admin ratelimit.Admin
+	keys  *petstore.Keys
+	now   func() time.Time
+}
+
+func (o adminOps) bans(ctx context.Context) ([]ratelimit.Ban, error) {
+	return o.admin.Bans(ctx, o.now())
+}
+
+// lift ends the bans of a key id or an address; it reports whether any
+// was in force.
+func (o adminOps) lift(ctx context.Context, who string) (bool, error) {
+	found := false
+	for _, sub := range httpx.LimitSubjects(who) {
+		ok, err := o.admin.Lift(ctx, sub, o.now())
+		if err != nil {
+			return false, err
+		}
+		found = found || ok
+	}
+	return found, nil
+}
+
+func (o adminOps) usage(ctx context.Context, keyID string) (usageReport, error) {
+	all, err := o.keys.List(ctx)
+	if err != nil {
+		return usageReport{}, err
+	}
+	for _, k := range all {
+		if k.ID == keyID {
+			w, err := o.admin.Usage(ctx, "key:"+keyID, ratelimit.Rates(k.EffectiveLimits()), o.now())
+			return usageReport{KeyID: keyID, Windows: w}, err
+		}
+	}
+	return usageReport{}, petstore.Errorf(petstore.CodeNotFound, "no key with id %s", keyID)
+}
+
+// adminHandler serves the operations for the commands, on -admin-addr
+// only: never on the public listener.
+func adminHandler(o adminOps) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /admin/bans", func(w http.ResponseWriter, r *http.Request) {
+		bans, err := o.bans(r.Context())
+		if err != nil {
+			httpx.WriteError(w, r, err)
+			return
+		}
+		httpx.WriteJSON(w, http.StatusOK, map[string]any{"bans": bans})
+	})
+	mux.HandleFunc("DELETE /admin/bans/{who}", func(w http.ResponseWriter, r *http.Request) {
+		lifted, err := o.lift(r.Context(), r.PathValue("who"))
+		if err != nil {
+			httpx.WriteError(w, r, err)
+			return
+		}
+		httpx.WriteJSON(w, http.StatusOK, map[string]any{"lifted": lifted})
+	})
+	mux.HandleFunc("GET /admin/keys/{id}/usage", func(w http.ResponseWriter, r *http.Request) {
+		u, err := o.usage(r.Context(), r.PathValue("id"))
+		if err != nil {
+			httpx.WriteError(w, r, err)
+			return
+		}
+		httpx.WriteJSON(w, http.StatusOK, u)
+	})
+	return mux
+}
+
+// serveAdmin serves adminHandler on -admin-addr until ctx is done.
+func serveAdmin(ctx context.Context, addr string, o adminOps, logger *slog.Logger) (net.Addr, error) {
+	ln, err := net.Listen("tcp", adminAddr(addr))
+	if err != nil {
+		return nil, fmt.Errorf("-admin-addr: %w", err)
+	}
+	srv := newServer(adminHandler(o), logger)
+	go func() { _ = srv.Serve(ln) }()
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	return ln.Addr(), nil
+}
+
+// runAdmin runs "bans list", "bans lift X" or "keys usage ID": on Redis
+// directly with -redis, else through the running server's -admin-addr.
+func runAdmin(ctx context.Context, cfg config, keys *petstore.Keys, stdout io.Writer) error {
+	args := cfg.command
+	var call func(method, path string, out any) error
+	var ops adminOps
+	switch {
+	case cfg.redis != "":
+		opts, err := redislimit.ParseOptions(cfg.redis)
+		if err != nil {
+			return fmt.Errorf("-redis: %w", err)
+		}
+		client := redis.NewClient(opts)
+		defer client.Close()
+		ops = adminOps{admin: redislimit.New(client, limitPrefix), keys: keys, now: time.Now}
+	case cfg.adminAddr != "":
+		base := "http://" + adminAddr(cfg.adminAddr) + "/admin/"
+		call = func(method, path string, out any) error {
+			req, _ := http.NewRequestWithContext(ctx, method, base+path, nil)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return fmt.Errorf("the server's admin endpoint (-admin-addr %s): %w", cfg.adminAddr, err)
+			}
+			defer res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				var e petstore.Error
+				_ = json.NewDecoder(res.Body).Decode(&e)
+				return fmt.Errorf("admin endpoint: %d %s", res.StatusCode, e.Message)
+			}
+			return json.NewDecoder(res.Body).Decode(out)
+		}
+	default:
+		return errors.New("limits are in memory: give the running server's -admin-addr (or -redis when it uses Redis)")
+	}
+	switch {
+	case len(args) == 2 && args[0] == "bans" && args[1] == "list":
+		var bans []ratelimit.Ban
+		var err error
+		if call != nil {
+			var body struct{ Bans []ratelimit.Ban }
+			err = call("GET", "bans", &body)
+			bans = body.Bans
+		} else {
+			bans, err = ops.bans(ctx)
+		}
+		if err != nil {
+			return err
+		}
+		if len(bans) == 0 {
+			fmt.Fprintln(stdout, "no bans in force")
+		}
+		for _, b := range bans {
+			fmt.Fprintf(stdout, "%s\tuntil %s (%s left)\n", b.Subject, b.Until.UTC().Format(time.RFC3339), time.Until(b.Until).Round(time.Second))
+		}
+		return nil
+	case len(args) == 3 && args[0] == "bans" && args[1] == "lift":
+		var lifted bool
+		var err error
+		if call != nil {
+			var body struct{ Lifted bool }
+			err = call("DELETE", "bans/"+url.PathEscape(args[2]), &body)
+			lifted = body.Lifted
+		} else {
+			lifted, err = ops.lift(ctx, args[2])
+		}
+		if err != nil {
+			return err
+		}
+		if !lifted {
+			fmt.Fprintf(stdout, "%s was not banned; its strikes are forgotten\n", args[2])
+			return nil
+		}
+		fmt.Fprintf(stdout, "lifted the ban of %s\n", args[2])
+		return nil
+	case len(args) == 3 && args[0] == "keys" && args[1] == "usage":
+		var u usageReport
+		var err error
+		if call != nil {
+			err = call("GET", "keys/"+url.PathEscape(args[2])+"/usage", &u)
+		} else {
+			u, err = ops.usage(ctx, args[2])
+		}
+		if err != nil {
+			return err
+		}
+		for _, w := range u.Windows {
+			fmt.Fprintf(stdout, "%s\t%d of %d used, %d left, resets %s\n", w.Name, w.Quota-w.Remaining, w.Quota, w.Remaining, w.Reset.UTC().Format(time.RFC3339))
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown command %q\n%s", args, adminUsage)
+}
+
+// isAdminCommand reports whether args is one runAdmin runs.
+func isAdminCommand(args []string) bool {
+	return len(args) > 0 && args[0] == "bans" || len(args) > 1 && args[0] == "keys" && args[1] == "usage"
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/petstorekit/petstore/internal/testenv"
+)
+
+// command runs a subcommand the way an operator would and returns what
+// it printed.
+func command(t *testing.T, args ...string) string {
+	t.Helper()
+	var out bytes.Buffer
+	if err := run(context.Background(), args, func(string) string { return "" }, &out, &out); err != nil {
+		t.Fatalf("%v: %v\n%s", args, err, out.String())
+	}
+	return out.String()
+}
+
+// keyIDOf finds the key id the access log gave requests.
+func keyIDOf(t *testing.T, s *testServer) string {
+	t.Helper()
+	s.stop() // flushes the log
+	m := regexp.MustCompile(`key_id=(\S+)`).FindStringSubmatch(s.logs.String())
+	if m == nil {
+		t.Fatalf("no key_id in the log:\n%s", s.logs.String())
+	}
+	return m[1]
+}
+
+// TestOperatorCommandsInMemory runs the commands against a running
+// server's admin endpoint, as an operator with in-memory limits does.
+func TestOperatorCommandsInMemory(t *testing.T) {
+	db := "sqlite:" + filepath.Join(t.TempDir(), "p.db")
+	s := startServer(t, []string{"-addr", "127.0.0.1:0", "-db", db, "-keys", freeKey + ":free", "-admin-addr", "127.0.0.1:0"}, nil)
+	m := regexp.MustCompile(`operator endpoint at http://(\S+)/admin/`).FindStringSubmatch(strings.Join(s.printed, "\n"))
+	if m == nil {
+		t.Fatalf("no operator endpoint printed:\n%s", strings.Join(s.printed, "\n"))
+	}
+	admin := m[1]
+	for range 3 {
+		if code := do(t, "GET", s.base+"/v1/pets", freeKey, "", ""); code != 200 {
+			t.Fatalf("status %d", code)
+		}
+	}
+	if code := do(t, "GET", s.base+"/admin/bans", "", "", ""); code != 404 {
+		t.Fatalf("the admin endpoint answers %d on the public listener, want 404", code)
+	}
+	if out := command(t, "-db", db, "-admin-addr", admin, "bans", "list"); !strings.Contains(out, "no bans in force") {
+		t.Fatalf("bans list: %q", out)
+	}
+	if out := command(t, "-db", db, "-admin-addr", admin, "bans", "lift", "192.0.2.7"); !strings.Contains(out, "192.0.2.7 was not banned") {
+		t.Fatalf("bans lift: %q", out)
+	}
+	// The key id is in the log; read it without stopping the server first.
+	id := regexp.MustCompile(`key_id=(\S+)`).FindStringSubmatch(waitLog(t, s, "key_id="))
+	out := command(t, "-db", db, "-admin-addr", admin, "keys", "usage", id[1])
+	if !strings.Contains(out, "minute\t3 of 60 used, 57 left") || !strings.Contains(out, "day\t3 of 1000 used, 997 left") {
+		t.Fatalf("keys usage: %q", out)
+	}
+	var buf bytes.Buffer
+	err := run(context.Background(), []string{"-db", db, "-admin-addr", admin, "keys", "usage", "key_nope"}, func(string) string { return "" }, &buf, &buf)
+	if err == nil || !strings.Contains(err.Error(), "no key with id key_nope") {
+		t.Fatalf("usage of an unknown key: %v", err)
+	}
+}
+
+// TestOperatorCommandsRedis runs the commands on the shared Redis
+// counters directly, with no admin endpoint.
+func TestOperatorCommandsRedis(t *testing.T) {
+	redisURL := testenv.RedisURL(t)
+	db := "sqlite:" + filepath.Join(t.TempDir(), "p.db")
+	s := startServer(t, []string{"-addr", "127.0.0.1:0", "-db", db, "-keys", freeKey + ":free", "-redis", redisURL}, nil)
+	for range 2 {
+		if code := do(t, "GET", s.base+"/v1/pets", freeKey, "", ""); code != 200 {
+			t.Fatalf("status %d", code)
+		}
+	}
+	id := keyIDOf(t, s)
+	out := command(t, "-db", db, "-redis", redisURL, "keys", "usage", id)
+	if !strings.Contains(out, "minute\t2 of 60 used, 58 left") {
+		t.Fatalf("keys usage: %q", out)
+	}
+	if out := command(t, "-db", db, "-redis", redisURL, "bans", "lift", id); !strings.Contains(out, "was not banned") {
+		t.Fatalf("bans lift: %q", out)
+	}
+	if _, err := runErr("-db", db, "bans", "list"); err == nil || !strings.Contains(err.Error(), "-admin-addr") {
+		t.Fatalf("without -redis or -admin-addr: %v, want an error naming -admin-addr", err)
+	}
+}
+
+func runErr(args ...string) (string, error) {
+	var out bytes.Buffer
+	err := run(context.Background(), args, func(string) string { return "" }, &out, &out)
+	return out.String(), err
+}
+
+// waitLog waits until the server's log holds want (the log is written
+// out every 100 ms) and returns it.
+func waitLog(t *testing.T, s *testServer, want string) string {
+	t.Helper()
+	for i := 0; ; i++ {
+		if l := s.logs.String(); strings.Contains(l, want) {
+			return l
+		}
+		if i > 500 {
+			t.Fatalf("the log never held %q:\n%s", want, s.logs.String())
+		}
+		// Poll for the outcome: the buffered log is flushed on a ticker.
+		waitTick()
+	}
+}

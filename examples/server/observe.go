@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/ratelimit"
+)
+
+// observeFlags declares the flags of metrics, logs and the admin
+// endpoint; the returned function stores them in cfg after parsing.
+func observeFlags(fs *flag.FlagSet, env func(name, def string) string) func(cfg *config) error {
+	metricsAddr := fs.String("metrics-addr", env("PETSTORE_METRICS_ADDR", ""), "serve GET /metrics (Prometheus) on this address only; empty: on the platform hosts of -addr (PETSTORE_METRICS_ADDR)")
+	logFormat := fs.String("log-format", env("PETSTORE_LOG_FORMAT", "text"), "log lines on stderr as text (logfmt) or json (PETSTORE_LOG_FORMAT)")
+	adminAddr := fs.String("admin-addr", env("PETSTORE_ADMIN_ADDR", ""), "serve the operator endpoint (bans, usage) on this address, loopback when only :PORT is given; the bans and keys usage commands call it; empty: off (PETSTORE_ADMIN_ADDR)")
+	return func(cfg *config) error {
+		cfg.metricsAddr = *metricsAddr
+		cfg.adminAddr = *adminAddr
+		switch *logFormat {
+		case "text", "json":
+			cfg.logFormat = *logFormat
+		default:
+			return fmt.Errorf("-log-format: want text or json, got %q", *logFormat)
+		}
+		return nil
+	}
+}
+
+// newLogger returns the server's logger writing to w in the -log-format.
+func newLogger(format string, w io.Writer) *slog.Logger {
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, nil))
+	}
+	return slog.New(slog.NewTextHandler(w, nil))
+}
+
+// newRegistry returns the server's own metrics registry (never the global
+// one), with the Go runtime's and the process's collectors.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// metricsHandler serves reg in the Prometheus exposition format.
+func metricsHandler(reg *prometheus.Registry) http.Handler {
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+}
+
+// platformCollector reports what is read on each scrape rather than
+// counted: custom domains by state, their certificates' expiry and
+// whether the rate limiter's store answers.
+type platformCollector struct {
+	store   domain.Store
+	certs   domain.CertIssuer // nil without -acme-ca
+	limiter *ratelimit.Limiter
+	logger  *slog.Logger
+}
+
+var (
+	domainsDesc = prometheus.NewDesc("petstore_domains",
+		"Custom domains by state (removed ones are not counted).", []string{"state"}, nil)
+	certExpiryDesc = prometheus.NewDesc("petstore_certificate_expiry_seconds",
+		"When a custom domain's certificate expires, in Unix seconds: alert on petstore_certificate_expiry_seconds - time() < 14 * 86400.", []string{"domain"}, nil)
+	limiterUpDesc = prometheus.NewDesc("petstore_limiter_store_up",
+		"1 while the rate limiter's counter store answers, 0 while limits are decided locally (or refused, failing closed).", nil, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (c platformCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- domainsDesc
+	ch <- certExpiryDesc
+	ch <- limiterUpDesc
+}
+
+// Collect implements prometheus.Collector.
+func (c platformCollector) Collect(ch chan<- prometheus.Metric) {
+	up := 1.0
+	if c.limiter.Status().Degraded {
+		up = 0
+	}
+	ch <- prometheus.MustNewConstMetric(limiterUpDesc, prometheus.GaugeValue, up)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	entries, err := c.store.ListDomains(ctx, domain.DomainQuery{})
+	if err != nil {
+		c.logger.Warn("metrics: custom domains not listed", "err", err)
+		ch <- prometheus.NewInvalidMetric(domainsDesc, err)
+		return
+	}
+	counts := map[domain.Status]int{}
+	for _, s := range []domain.Status{domain.StatusPending, domain.StatusVerified, domain.StatusIssuing, domain.StatusActive, domain.StatusFailed} {
+		counts[s] = 0 // every state is reported, zero included
+	}
+	for _, e := range entries {
+		counts[e.Status]++
+		if c.certs == nil || (e.Status != domain.StatusActive && e.Status != domain.StatusIssuing) {
+			continue
+		}
+		if st, err := c.certs.Status(ctx, e.Name); err == nil && !st.NotAfter.IsZero() {
+			ch <- prometheus.MustNewConstMetric(certExpiryDesc, prometheus.GaugeValue, float64(st.NotAfter.Unix()), e.Name)
+		}
+	}
+	for s, n := range counts {
+		ch <- prometheus.MustNewConstMetric(domainsDesc, prometheus.GaugeValue, float64(n), string(s))
+	}
+}
+
+// inflight counts the requests the server is answering, so shutdown can
+// say how many it is draining.
+type inflight struct{ n atomic.Int64 }
+
+func (f *inflight) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.n.Add(1)
+		defer f.n.Add(-1)
+		h.ServeHTTP(w, r)
+	})
+}
+
+// collector exposes the count as petstore_http_requests_in_flight.
+func (f *inflight) collector() prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "petstore_http_requests_in_flight",
+		Help: "Requests being answered now.",
+	}, func() float64 { return float64(f.n.Load()) })
+}
+
+// serveMetrics serves reg alone on -metrics-addr until ctx is done.
+func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, logger *slog.Logger) (net.Addr, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("-metrics-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metricsHandler(reg))
+	srv := newServer(mux, logger)
+	go func() { _ = srv.Serve(ln) }()
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	return ln.Addr(), nil
+}
+
+// exitOnSecondSignal exits at once on a SIGINT or SIGTERM that arrives
+// after ctx (cancelled by the first one) is done, for an operator who
+// does not want to wait for the drain.
+func exitOnSecondSignal(ctx context.Context) {
+	<-ctx.Done()
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	s := <-ch
+	fmt.Fprintf(os.Stderr, "server: second %v: exiting without waiting for requests in flight\n", s)
+	os.Exit(1)
+}

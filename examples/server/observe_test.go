@@ -1,0 +1,264 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// scrape reads url's metrics in the Prometheus text format.
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("GET %s: %d", url, res.StatusCode)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(res.Body)
+	if err != nil {
+		t.Fatalf("parse %s: %v", url, err)
+	}
+	return fams
+}
+
+// value returns the value of the family's series with exactly labels, or
+// -1 when there is none.
+func value(fams map[string]*dto.MetricFamily, name string, labels map[string]string) float64 {
+	f := fams[name]
+	if f == nil {
+		return -1
+	}
+	for _, m := range f.GetMetric() {
+		got := map[string]string{}
+		for _, l := range m.GetLabel() {
+			got[l.GetName()] = l.GetValue()
+		}
+		if len(got) != len(labels) {
+			continue
+		}
+		match := true
+		for k, v := range labels {
+			match = match && got[k] == v
+		}
+		if !match {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue()
+		case m.Gauge != nil:
+			return m.Gauge.GetValue()
+		case m.Histogram != nil:
+			return float64(m.Histogram.GetSampleCount())
+		}
+	}
+	return -1
+}
+
+func do(t *testing.T, method, url, key, idemKey, body string) int {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if idemKey != "" {
+		req.Header.Set("Idempotency-Key", idemKey)
+	}
+	req.Header.Set("User-Agent", "observe-test/1")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res.StatusCode
+}
+
+// TestMetricsAfterRequests scrapes /metrics of a real server after real
+// requests to the API and the dashboard and checks the counts.
+func TestMetricsAfterRequests(t *testing.T) {
+	s := startServer(t, []string{"-addr", "127.0.0.1:0", "-keys", freeKey + ":free"}, nil)
+	want := func(code, got int) {
+		t.Helper()
+		if got != code {
+			t.Fatalf("status %d, want %d", got, code)
+		}
+	}
+	for range 3 {
+		want(200, do(t, "GET", s.base+"/v1/pets?limit=2", freeKey, "", ""))
+	}
+	want(401, do(t, "GET", s.base+"/v1/pets/7", "wrong", "", ""))
+	want(401, do(t, "GET", s.base+"/v1/pets/8", "", "", ""))
+	want(404, do(t, "GET", s.base+"/v1/nowhere", freeKey, "", ""))
+	want(401, do(t, "GET", s.base+"/dashboard/api/domains", "", "", ""))
+	body := `{"name":"Rex","categoryId":1,"status":"available"}`
+	want(201, do(t, "POST", s.base+"/v1/pets", freeKey, "idem-1", body))
+	want(201, do(t, "POST", s.base+"/v1/pets", freeKey, "idem-1", body)) // replayed
+
+	fams := scrape(t, s.base+"/metrics")
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"petstore_http_requests_total", map[string]string{"route": "/v1/pets", "method": "GET", "code": "200"}, 3},
+		{"petstore_http_requests_total", map[string]string{"route": "/v1/pets/{petId}", "method": "GET", "code": "401"}, 2},
+		{"petstore_http_requests_total", map[string]string{"route": "unmatched", "method": "GET", "code": "404"}, 1},
+		{"petstore_http_requests_total", map[string]string{"route": "/dashboard/api/domains", "method": "GET", "code": "401"}, 1},
+		{"petstore_http_requests_total", map[string]string{"route": "/v1/pets", "method": "POST", "code": "201"}, 2},
+		{"petstore_http_request_duration_seconds", map[string]string{"route": "/v1/pets", "method": "GET"}, 3},
+		// Allowed: 3 lists, the 404, 2 posts by the key and the 3 refused
+		// attempts charged to the address's budget.
+		{"petstore_ratelimit_decisions_total", map[string]string{"result": "allowed"}, 9},
+		{"petstore_ratelimit_decisions_total", map[string]string{"result": "limited"}, 0},
+		{"petstore_idempotency_replays_total", nil, 1},
+		{"petstore_limiter_store_up", nil, 1},
+		{"petstore_domains", map[string]string{"state": "active"}, 0},
+		{"petstore_http_requests_in_flight", nil, 1}, // the scrape itself
+	} {
+		if got := value(fams, c.name, c.labels); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+	if got := value(fams, "petstore_store_errors_total", map[string]string{"cause": "timeout"}); got != 0 {
+		t.Errorf("store errors (timeout) = %v, want 0", got)
+	}
+}
+
+// TestMetricsAddr serves /metrics on its own listener, and not on the
+// platform hosts.
+func TestMetricsAddr(t *testing.T) {
+	s := startServer(t, []string{"-addr", "127.0.0.1:0", "-keys", freeKey + ":free", "-metrics-addr", "127.0.0.1:0"}, nil)
+	m := regexp.MustCompile(`metrics at (http://\S+/metrics)`).FindStringSubmatch(strings.Join(s.printed, "\n"))
+	if m == nil {
+		t.Fatalf("no metrics address printed:\n%s", strings.Join(s.printed, "\n"))
+	}
+	want := func(code, got int) {
+		t.Helper()
+		if got != code {
+			t.Fatalf("status %d, want %d", got, code)
+		}
+	}
+	want(200, do(t, "GET", s.base+"/v1/pets", freeKey, "", ""))
+	want(404, do(t, "GET", s.base+"/metrics", "", "", ""))
+	if got := value(scrape(t, m[1]), "petstore_http_requests_total", map[string]string{"route": "/v1/pets", "method": "GET", "code": "200"}); got != 1 {
+		t.Fatalf("requests on the metrics listener = %v, want 1", got)
+	}
+}
+
+// TestAccessLog checks that the log goes to stderr, never stdout, with
+// the fields an operator asks about, also on a 401.
+func TestAccessLog(t *testing.T) {
+	for _, format := range []string{"text", "json"} {
+		t.Run(format, func(t *testing.T) {
+			s := startServer(t, []string{"-addr", "127.0.0.1:0", "-keys", freeKey + ":free", "-log-format", format}, nil)
+			if code := do(t, "GET", s.base+"/v1/pets/9?secret=hunter2", "wrong", "", ""); code != 401 {
+				t.Fatalf("status %d", code)
+			}
+			if code := do(t, "GET", s.base+"/v1/pets", freeKey, "", ""); code != 200 {
+				t.Fatalf("status %d", code)
+			}
+			s.stop()
+			logs := s.logs.String()
+			fields := []string{`client=127.0.0.1`, `method=GET`, `route="GET /v1/pets/{petId}"`, `path=/v1/pets/9`, `status=401`, `user_agent=observe-test/1`, `request_id=`}
+			keyed := []string{`route="GET /v1/pets"`, `status=200`, `key_id=`, `bytes=`}
+			if format == "json" {
+				fields = []string{`"client":"127.0.0.1"`, `"method":"GET"`, `"route":"GET /v1/pets/{petId}"`, `"path":"/v1/pets/9"`, `"status":401`, `"user_agent":"observe-test/1"`, `"request_id":`}
+				keyed = []string{`"route":"GET /v1/pets"`, `"status":200`, `"key_id":`, `"bytes":`}
+			}
+			var unauth, ok string
+			for l := range strings.Lines(logs) {
+				switch {
+				case strings.Contains(l, "/v1/pets/9"):
+					unauth = l
+				case strings.Contains(l, "GET /v1/pets") && strings.Contains(l, "200"):
+					ok = l
+				}
+			}
+			for _, f := range fields {
+				if !strings.Contains(unauth, f) {
+					t.Errorf("401 line lacks %s:\n%s", f, unauth)
+				}
+			}
+			for _, f := range keyed {
+				if !strings.Contains(ok, f) {
+					t.Errorf("200 line lacks %s:\n%s", f, ok)
+				}
+			}
+			if strings.Contains(logs, "hunter2") {
+				t.Error("the query was logged")
+			}
+			out := strings.Join(s.printed, "\n") + s.stdout.String()
+			if strings.Contains(out, "request_id") || strings.Contains(out, "level") {
+				t.Errorf("log lines on stdout:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestShutdownSaysInFlight holds one request open (its body not yet
+// sent), shuts down, and checks the server says it drains it.
+func TestShutdownSaysInFlight(t *testing.T) {
+	s := startServer(t, []string{"-addr", "127.0.0.1:0", "-keys", freeKey + ":free"}, nil)
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest("POST", s.base+"/v1/pets", pr)
+	req.Header.Set("Authorization", "Bearer "+freeKey)
+	req.Header.Set("Content-Type", "application/json")
+	done := make(chan int, 1)
+	go func() {
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		res.Body.Close()
+		done <- res.StatusCode
+	}()
+	pw.Write([]byte(`{"name":`)) // the handler now waits for the rest
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		// The scrape is in flight too.
+		if value(scrape(t, s.base+"/metrics"), "petstore_http_requests_in_flight", nil) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the held request never showed as in flight")
+		}
+	}
+	stopped := make(chan struct{})
+	go func() { s.stop(); close(stopped) }()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(s.stdout.String(), "draining"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no drain message; stdout:\n%s", s.stdout.String())
+		}
+		time.Sleep(10 * time.Millisecond) // polling for the outcome
+	}
+	if out := s.stdout.String(); !strings.Contains(out, "draining 1 request in flight") {
+		t.Fatalf("drain message: %q", out)
+	}
+	pw.Write([]byte(`"Rex","categoryId":1,"status":"sold"}`))
+	pw.Close()
+	if code := <-done; code != 201 {
+		t.Fatalf("the drained request got %d, want 201", code)
+	}
+	<-stopped
+}
+
+// waitTick pauses between two polls of an outcome.
+func waitTick() { time.Sleep(10 * time.Millisecond) }
+
+// freeKey is a Free -keys key for the operator tests.
+const freeKey = "psk_free_Zq4Xw8Lm2Rt6Vn9Hc3Kp"

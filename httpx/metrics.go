@@ -1,0 +1,243 @@
+package httpx
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/ratelimit"
+)
+
+// Metrics: Config.Metrics and DashboardConfig.Metrics take a
+// prometheus.Registerer (a *prometheus.Registry the caller made and
+// serves, usually with promhttp). Nothing is ever registered with the
+// global registry; with a nil Registerer nothing is measured and the
+// request path does no extra work. The API and the dashboard may share
+// one Registerer: they then share the collectors below, told apart by
+// their routes.
+//
+//	petstore_http_requests_total{route,method,code}      counter
+//	petstore_http_request_duration_seconds{route,method} histogram
+//	petstore_ratelimit_decisions_total{result}           counter
+//	petstore_store_errors_total{cause}                   counter
+//	petstore_idempotency_replays_total                   counter
+//
+// route is the route pattern without its method ("/v1/pets/{petId}"),
+// never the raw path, or "unmatched" when no route has the path; method
+// is the request method, or "OTHER" for one the API never routes. The
+// rate-limit results are allowed, limited and banned (decided by the
+// limiter's store), fallback (decided by the limiter's local fallback
+// while its shared store is slow or down: what failing open means for
+// ratelimit.Limiter) and unavailable (refused with 503 because the
+// limiter fails closed or could not decide). The store-error causes are
+// timeout (a store call outlived Config.Timeout), unavailable (a store
+// said it cannot answer), internal (any other failure) and panic.
+
+// metrics holds an API's or a dashboard's collectors and, per label
+// combination, the children resolved once, so that measuring a request
+// allocates nothing.
+type metrics struct {
+	requests  *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	decisions [numResults]prometheus.Counter
+	causes    [numCauses]prometheus.Counter
+	replays   prometheus.Counter
+
+	// children maps a request's labels to their counter and histogram. It
+	// is copied on write: label combinations are few and settle quickly,
+	// so reads take no lock.
+	children atomic.Pointer[map[childKey]*child]
+	mu       sync.Mutex // serialises writers of children
+}
+
+type childKey struct {
+	route, method string
+	code          int
+}
+
+type child struct {
+	count    prometheus.Counter
+	duration prometheus.Observer
+}
+
+// Rate-limit results, the index of metrics.decisions.
+const (
+	resultAllowed = iota
+	resultLimited
+	resultBanned
+	resultFallback
+	resultUnavailable
+	numResults
+)
+
+var resultNames = [numResults]string{"allowed", "limited", "banned", "fallback", "unavailable"}
+
+// Store-error causes, the index of metrics.causes; causeNone is 0 so that
+// a requestInfo's zero value records nothing.
+const (
+	causeNone = iota
+	causeTimeout
+	causeUnavailable
+	causeInternal
+	causePanic
+	numCauses
+)
+
+var causeNames = [numCauses]string{"", "timeout", "unavailable", "internal", "panic"}
+
+// newMetrics registers the collectors with reg, or reuses the ones already
+// registered there (by another API or dashboard on the same registry).
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	if reg == nil {
+		return nil, nil
+	}
+	m := &metrics{}
+	var err error
+	if m.requests, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "petstore_http_requests_total",
+		Help: "HTTP requests answered, by route pattern, method and status code.",
+	}, []string{"route", "method", "code"})); err != nil {
+		return nil, err
+	}
+	if m.duration, err = register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "petstore_http_request_duration_seconds",
+		Help:    "Time from a request's arrival to its handler's return, by route pattern and method.",
+		Buckets: prometheus.DefBuckets,
+	}, []string{"route", "method"})); err != nil {
+		return nil, err
+	}
+	decisions, err := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "petstore_ratelimit_decisions_total",
+		Help: "Rate-limit decisions: allowed, limited, banned, fallback (decided locally while the shared store fails), unavailable (503).",
+	}, []string{"result"}))
+	if err != nil {
+		return nil, err
+	}
+	for i, name := range resultNames {
+		m.decisions[i] = decisions.WithLabelValues(name)
+	}
+	causes, err := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "petstore_store_errors_total",
+		Help: "Requests failed by a store or the server itself, by cause: timeout, unavailable, internal, panic.",
+	}, []string{"cause"}))
+	if err != nil {
+		return nil, err
+	}
+	for i := 1; i < numCauses; i++ {
+		m.causes[i] = causes.WithLabelValues(causeNames[i])
+	}
+	if m.replays, err = register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "petstore_idempotency_replays_total",
+		Help: "POST requests answered with the stored response of an earlier one with the same Idempotency-Key.",
+	})); err != nil {
+		return nil, err
+	}
+	empty := map[childKey]*child{}
+	m.children.Store(&empty)
+	return m, nil
+}
+
+// register registers c, or returns the equal collector registered before.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if err := reg.Register(c); err != nil {
+		are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err)
+		if !ok {
+			return c, err
+		}
+		existing, ok := are.ExistingCollector.(C)
+		if !ok {
+			return c, err
+		}
+		return existing, nil
+	}
+	return c, nil
+}
+
+// observe counts one answered request.
+func (m *metrics) observe(route, method string, code int, seconds float64, cause int) {
+	if code == 0 {
+		code = http.StatusOK // nothing written: net/http sends 200
+	}
+	k := childKey{route: route, method: metricMethod(method), code: code}
+	ch := (*m.children.Load())[k]
+	if ch == nil {
+		ch = m.resolve(k)
+	}
+	ch.count.Inc()
+	ch.duration.Observe(seconds)
+	if cause != causeNone {
+		m.causes[cause].Inc()
+	}
+}
+
+// resolve makes the child of k once; the labels are normalised here, off
+// the path of every later request with the same k.
+func (m *metrics) resolve(k childKey) *child {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := *m.children.Load()
+	if ch := old[k]; ch != nil {
+		return ch
+	}
+	route := k.route
+	if _, path, ok := strings.Cut(route, " "); ok {
+		route = path // "GET /v1/pets" → "/v1/pets": method has its own label
+	}
+	if route == "" {
+		route = "unmatched"
+	}
+	ch := &child{
+		count:    m.requests.WithLabelValues(route, k.method, strconv.Itoa(k.code)),
+		duration: m.duration.WithLabelValues(route, k.method),
+	}
+	next := make(map[childKey]*child, len(old)+1)
+	for kk, v := range old {
+		next[kk] = v
+	}
+	next[k] = ch
+	m.children.Store(&next)
+	return ch
+}
+
+// metricMethod bounds the method label to the methods HTTP defines, so a
+// client inventing methods cannot grow the label set.
+func metricMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "OTHER"
+}
+
+// decision counts one rate-limit decision.
+func (m *metrics) decision(d ratelimit.Decision, err error) {
+	if m == nil {
+		return
+	}
+	switch {
+	case err != nil:
+		m.decisions[resultUnavailable].Inc()
+	case d.Degraded:
+		m.decisions[resultFallback].Inc()
+	case d.Allowed:
+		m.decisions[resultAllowed].Inc()
+	case d.Code == petstore.CodeAPIKeyBanned:
+		m.decisions[resultBanned].Inc()
+	default:
+		m.decisions[resultLimited].Inc()
+	}
+}
+
+// replayed counts one Idempotency-Key replay.
+func (m *metrics) replayed() {
+	if m != nil {
+		m.replays.Inc()
+	}
+}
