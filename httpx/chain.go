@@ -67,6 +67,8 @@ type requestInfo struct {
 	outer  string     // r.Pattern as the chain got it, from an outer ServeMux
 	addr   netip.Addr // the client address, once the chain computed it
 	cause  int        // why a store failed the request (causeNone, ...)
+	// outages are the chain's rate-limited log slots of dependency 503s.
+	outages *outageLogs
 
 	// The backing of the values of headers the chain and the pets
 	// handlers set, so that setting them allocates nothing: see slot.
@@ -163,6 +165,7 @@ type chain struct {
 	next    http.Handler
 	metrics *metrics                   // nil: nothing measured
 	routeOf func(*http.Request) string // the route of a request refused before routing
+	outages outageLogs                 // rate-limited log lines of dependency 503s
 }
 
 func newChain(cfg Config, next http.Handler, public func(*http.Request) bool) (*chain, error) {
@@ -218,7 +221,7 @@ func (c *chain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
-	info := &requestInfo{Context: ctx, logger: c.logger, outer: r.Pattern}
+	info := &requestInfo{Context: ctx, logger: c.logger, outer: r.Pattern, outages: &c.outages}
 	info.id = requestID(r.Header.Get("X-Request-Id"), &info.idBuf)
 	w.Header()["X-Request-Id"] = info.slot(slotRequestID, info.id)
 	info.sw.ResponseWriter = w

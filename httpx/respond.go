@@ -8,6 +8,9 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/petstorekit/petstore"
 )
@@ -78,15 +81,23 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 			level, msg = slog.LevelDebug, "request canceled"
 			e = petstore.Errorf(petstore.CodeUnavailable, "the request was canceled")
 		}
-		logger := slog.Default()
-		id := ""
-		if info := infoFrom(r.Context()); info != nil {
-			logger, id = info.logger, info.id
+		if level == slog.LevelWarn {
+			logOutage(r, msg, err) // one line per interval, not one per request
+		} else {
+			logger := slog.Default()
+			id := ""
+			if info := infoFrom(r.Context()); info != nil {
+				logger, id = info.logger, info.id
+			}
+			logger.LogAttrs(r.Context(), level, msg,
+				slog.String("method", r.Method),
+				slog.String("request_id", id),
+				slog.String("error", err.Error()))
 		}
-		logger.LogAttrs(r.Context(), level, msg,
-			slog.String("method", r.Method),
-			slog.String("request_id", id),
-			slog.String("error", err.Error()))
+	} else if e.Code == petstore.CodeUnavailable && err != error(e) {
+		// A dependency failed the request (a store's error wraps its
+		// cause): the operator must hear of the outage and why.
+		logOutage(r, e.Message, err)
 	}
 	noteCause(r, err, e)
 	if e.Code == petstore.CodeUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
@@ -101,6 +112,46 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", unavailableRetryAfter)
 	}
 	WriteJSON(w, e.Status, e)
+}
+
+// outageLogEvery is how often each cause of 503s is logged at most.
+const outageLogEvery = 10 * time.Second
+
+// outageLogs rate-limits the log lines of 503s a dependency caused: one
+// line per cause per outageLogEvery, saying how many were left out since,
+// so an outage is visible without a line per request, and each cause has
+// its own slot, so one cause (a slow rate limiter) never hides another (a
+// database that is down). Each handler has its own.
+type outageLogs struct {
+	slots sync.Map // cause -> *outageSlot
+}
+
+type outageSlot struct {
+	last    atomic.Int64 // unix nanoseconds of the last line
+	skipped atomic.Int64 // lines left out since
+}
+
+// logOutage logs err under cause, unless cause was logged less than
+// outageLogEvery ago.
+func logOutage(r *http.Request, cause string, err error) {
+	info := infoFrom(r.Context())
+	if info == nil || info.outages == nil {
+		slog.Default().Warn(cause, "error", err.Error())
+		return
+	}
+	v, _ := info.outages.slots.LoadOrStore(cause, new(outageSlot))
+	slot := v.(*outageSlot)
+	now := time.Now().UnixNano()
+	last := slot.last.Load()
+	if last != 0 && now-last < int64(outageLogEvery) || !slot.last.CompareAndSwap(last, now) {
+		slot.skipped.Add(1)
+		return
+	}
+	info.logger.LogAttrs(r.Context(), slog.LevelWarn, cause,
+		slog.String("method", r.Method),
+		slog.String("request_id", info.id),
+		slog.String("error", err.Error()),
+		slog.Int64("not_logged_since", slot.skipped.Swap(0)))
 }
 
 // noteCause records, for the metrics and the access log, why a store or

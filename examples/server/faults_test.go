@@ -70,8 +70,9 @@ func until(t *testing.T, limit time.Duration, what string, f func() bool) {
 // refused requests.
 func TestDatabaseOutageIsNotAnInvalidKey(t *testing.T) {
 	dsn, proxy := proxiedPostgres(t)
-	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-timeout", "2s",
+	srv := startServer(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-timeout", "2s",
 		"-keys", faultKey + ":enterprise:100/1000"}, nil)
+	base := srv.base
 	if status, _, body := call(t, "GET", base+"/v1/pets", faultKey, "", ""); status != 200 {
 		t.Fatalf("before the outage: %d %s", status, body)
 	}
@@ -108,6 +109,19 @@ func TestDatabaseOutageIsNotAnInvalidKey(t *testing.T) {
 	status, h, _ = call(t, "GET", base+"/v1/pets", "psk_wrong_key_after_outage_000", "", "")
 	if status != 401 || h.Get("X-RateLimit-Remaining") != "59" {
 		t.Fatalf("a wrong key after the outage: %d, X-RateLimit-Remaining %s; want 401 with 59 left", status, h.Get("X-RateLimit-Remaining"))
+	}
+
+	// The outage is in the log with its cause, once for the 40-odd 503s
+	// (item 9: one rate-limited line per cause, not one per request).
+	srv.stop()
+	var lines []string
+	for _, l := range strings.Split(srv.logs.String(), "\n") {
+		if strings.Contains(l, "the database is unavailable") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], "error=") || !strings.Contains(lines[0], "request_id=") {
+		t.Fatalf("%d log lines for the database outage, want 1 with its cause:\n%s", len(lines), strings.Join(lines, "\n"))
 	}
 }
 
