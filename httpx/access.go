@@ -74,7 +74,12 @@ func (c *chain) logRequest(r *http.Request, info *requestInfo, route string, ela
 		attrs[n] = slog.String("store_error", causeNames[info.cause])
 		n++
 	}
-	c.logger.LogAttrs(info.Context, slog.LevelInfo, "request", attrs[:n]...)
+	// The record is handed to the handler directly: Logger.LogAttrs
+	// would walk the stack for the caller's PC on every request, for a
+	// source location nobody asked for.
+	rec := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
+	rec.AddAttrs(attrs[:n]...)
+	_ = c.logger.Handler().Handle(info.Context, rec)
 }
 
 // logBan writes the one line that says a ban started: whose (key id or

@@ -52,6 +52,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"time"
 )
@@ -66,6 +67,8 @@ type options struct {
 	endpoints []string // names from endpointNames
 	postgres  string   // PostgreSQL DSN; "" leaves the postgres server out
 	accessLog io.Writer
+	// cpuProfile is where main writes a CPU profile of the run ("": none).
+	cpuProfile string
 }
 
 func main() {
@@ -76,6 +79,17 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if opts.cpuProfile != "" {
+		f, err := os.Create(opts.cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "loadtest: -cpuprofile:", err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	cpu0, _ := processCPU()
 	start := time.Now()
 	results, err := run(ctx, opts, os.Stderr)
@@ -109,6 +123,7 @@ func parseFlags(args []string, postgresDSN string) (options, error) {
 	conns := fs.Int("conns", 16, "concurrent keep-alive connections")
 	only := fs.String("only", "", "comma-separated servers to run: "+strings.Join(serverNames, ",")+" (default: all; postgres needs PETSTORE_TEST_POSTGRES)")
 	endpoints := fs.String("endpoints", strings.Join(endpointNames(), ","), "comma-separated endpoints: list (GET /v1/pets?limit=20), get (GET /v1/pets/{id}), create (POST /v1/pets)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (client and servers) to this file, for go tool pprof")
 	logFile := fs.String("log", "", "append the full stacks' JSON access logs to this file (default: format them into io.Discard)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
@@ -119,7 +134,7 @@ func parseFlags(args []string, postgresDSN string) (options, error) {
 	if *duration <= 0 || *rounds < 1 || *conns < 1 || *warmup < 0 {
 		return options{}, fmt.Errorf("-duration must be positive, -rounds and -conns at least 1, -warmup not negative")
 	}
-	opts := options{duration: *duration, warmup: *warmup, rounds: *rounds, conns: *conns, postgres: postgresDSN, accessLog: io.Discard}
+	opts := options{duration: *duration, warmup: *warmup, rounds: *rounds, conns: *conns, postgres: postgresDSN, accessLog: io.Discard, cpuProfile: *cpuProfile}
 
 	var err error
 	if opts.servers, err = pickServers(*only, postgresDSN != ""); err != nil {

@@ -174,6 +174,15 @@ type backend interface {
 	petstore.IdempotencyStore
 }
 
+// storeTimeout is examples/server's deadline on a request's store calls:
+// -db-timeout (5 s) on a database, none on memstore.
+func storeTimeout(server string) time.Duration {
+	if server == serverMemstore {
+		return 0
+	}
+	return 5 * time.Second
+}
+
 // startFullStack assembles the API as examples/server does (keys behind
 // keycache, in-memory two-window limiter, access log, idempotency store,
 // the -db-timeout deadline), seeds it and serves it; cleanup runs after
@@ -205,7 +214,7 @@ func startFullStack(ctx context.Context, name string, store backend, logger *slo
 		Logger:      logger,
 		Limiter:     ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{Logger: logger}),
 		Idempotency: store,
-		Timeout:     5 * time.Second, // examples/server's -db-timeout
+		Timeout:     storeTimeout(name),
 	})
 	if err != nil {
 		return nil, err
@@ -276,6 +285,11 @@ func startPostgres(ctx context.Context, dsn string, logger *slog.Logger) (*targe
 		drop()
 		return nil, err
 	}
+	// The pool examples/server opens (-db-max-conns 10, as many idle):
+	// database/sql's default of 2 idle connections would reconnect, and
+	// prepare the hot statements again, on most requests at 16 clients.
+	db.SetMaxOpenConns(10)
+	db.SetMaxIdleConns(10)
 	cleanup := func() { db.Close(); drop() }
 	if err := bunstore.Migrate(ctx, db); err != nil {
 		cleanup()

@@ -142,7 +142,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		TrustedProxies: cfg.trustedProxies,
 		Idempotency:    store,
 		Orders:         petstore.NewOrderService(store),
-		Timeout:        cfg.dbTimeout,
+		Timeout:        storeTimeout(cfg),
 		Metrics:        a.registry,
 	})
 	if err != nil {
@@ -259,6 +259,16 @@ func health(limiter *ratelimit.Limiter) http.Handler {
 			},
 		})
 	})
+}
+
+// storeTimeout is the deadline of a request's store calls: -db-timeout
+// for a database; none for memory, which waits on nothing but itself, so
+// a timer per request would buy nothing.
+func storeTimeout(cfg config) time.Duration {
+	if cfg.db == "memory" {
+		return 0
+	}
+	return cfg.dbTimeout
 }
 
 // ready answers GET /readyz for load balancers: 503 while a dependency
