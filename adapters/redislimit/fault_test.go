@@ -173,9 +173,14 @@ func TestRedisOutage(t *testing.T) {
 				p := newProxy(t)
 				var clk testClock
 				var logs testenv.Buffer
+				ban := ratelimit.DefaultBanPolicy()
+				// Recovery below moves the test's clock a second per poll;
+				// the ban must outlast however long a loaded machine polls.
+				ban.Duration = 24 * time.Hour
 				lim := ratelimit.New(redislimit.New(proxied(t, p), prefix), ratelimit.Config{
 					Clock: clk.Now, FailClosed: failClosed, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 					LogInterval: 24 * time.Hour, // the test moves the clock; one line per outage
+					BanPolicy:   ban,
 				})
 				ctx := context.Background()
 				decide := func(sub string) (ratelimit.Decision, error) {
@@ -248,7 +253,10 @@ func TestRedisOutage(t *testing.T) {
 				// it and decide until a probe has reached Redis.
 				// Pooled connections the cut closed may fail a probe or two.
 				var d ratelimit.Decision
-				for deadline := time.Now().Add(time.Minute); ; {
+				// go-redis itself fails fast for about a second of real time
+				// after the cut's dial errors, so the polls are paced in
+				// real time too.
+				for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
 					clk.Advance(time.Second)
 					var err error
 					if d, err = decide("key:after"); err == nil && !d.Degraded {
