@@ -76,6 +76,7 @@ type api struct {
 	// own (index 0 and 1, see getOrHead).
 	patList, patDoc, patPet [2]string
 	patCreate               string
+	petsPath                string // base + "/pets", for Link headers
 
 	// create answers POST /pets once the body passed the media type and
 	// size checks and was decoded. It is a field so that New can wrap it
@@ -105,7 +106,7 @@ func New(cfg Config) (http.Handler, error) {
 	if at.IsZero() {
 		at = DefaultDeprecatedAt
 	}
-	a := &api{svc: cfg.Service, base: base, openapi: doc, deprec: "@" + itoa(at.Unix()), patCreate: "POST " + base + "/pets", openapiETag: etagOf(doc)}
+	a := &api{svc: cfg.Service, base: base, openapi: doc, deprec: "@" + itoa(at.Unix()), patCreate: "POST " + base + "/pets", petsPath: base + "/pets", openapiETag: etagOf(doc)}
 	for i, m := range []string{http.MethodGet, http.MethodHead} {
 		a.patList[i] = m + " " + base + "/pets"
 		a.patPet[i] = m + " " + base + "/pets/{petId}"

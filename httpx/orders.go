@@ -34,6 +34,7 @@ type orderRoutes struct {
 	// Route patterns for the log; GET and HEAD each have their own.
 	patList, patOrder [2]string
 	patCreate         string
+	path              string // base + ordersPath, for Link headers
 
 	// create answers POST /store/orders for a decoded body, wrapped in
 	// Idempotency-Key replay when Config.Idempotency is set, as createPet
@@ -42,7 +43,7 @@ type orderRoutes struct {
 }
 
 func newOrderRoutes(cfg Config, base string) *orderRoutes {
-	o := &orderRoutes{svc: cfg.Orders, base: base, patCreate: "POST " + base + ordersPath}
+	o := &orderRoutes{svc: cfg.Orders, base: base, patCreate: "POST " + base + ordersPath, path: base + ordersPath}
 	for i, m := range []string{http.MethodGet, http.MethodHead} {
 		o.patList[i] = m + " " + base + ordersPath
 		o.patOrder[i] = m + " " + base + ordersPath + "/{orderId}"
@@ -109,21 +110,7 @@ func (o *orderRoutes) handleList(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, err)
 		return
 	}
-	h := w.Header()
-	h["Access-Control-Expose-Headers"] = exposeLink
-	if page.NextCursor != "" {
-		limit := f.Limit
-		if limit == 0 {
-			limit = petstore.DefaultLimit
-		}
-		// Sorted parameters, as url.Values.Encode writes them; a cursor is
-		// base64url and a status one of three words, so none needs escaping.
-		link := "<" + o.base + ordersPath + "?cursor=" + page.NextCursor + "&limit=" + strconv.Itoa(limit)
-		if f.Status != "" {
-			link += "&status=" + string(f.Status)
-		}
-		h.Set("Link", link+`>; rel="next"`)
-	}
+	setNextLink(w, r, o.path, page.NextCursor, f.Limit, string(f.Status))
 	WriteJSON(w, http.StatusOK, page.Orders)
 }
 
@@ -183,21 +170,6 @@ func (o *orderRoutes) handleGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	WriteJSON(w, http.StatusOK, order)
-}
-
-// parseOrderID reads a decimal int64 path id. A non-integer or an id
-// outside int64 is 400; any integer, even <= 0, is left for the service
-// to report as not found.
-func parseOrderID(s string) (int64, error) {
-	bad := petstore.Errorf(petstore.CodeInvalidRequest, "orderId must be a 64-bit integer")
-	if s == "" || s[0] == '+' {
-		return 0, bad
-	}
-	id, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return 0, bad
-	}
-	return id, nil
 }
 
 // decodeNewOrder reads an order's creation body with the strictness of

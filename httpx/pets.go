@@ -26,34 +26,9 @@ func (a *api) handleListPets(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, err)
 		return
 	}
-	h := w.Header()
-	h["Access-Control-Expose-Headers"] = exposeLink
-	if page.NextCursor != "" {
-		limit := f.Limit
-		if limit == 0 {
-			limit = petstore.DefaultLimit
-		}
-		// The parameters are sorted, as url.Values.Encode sorts them, and
-		// need no escaping: a cursor is base64url, a status one of three
-		// words.
-		info := infoFrom(r.Context())
-		link := append(textBuf(info), '<')
-		link = append(link, a.base...)
-		link = append(link, "/pets?cursor="...)
-		link = append(link, page.NextCursor...)
-		link = append(link, "&limit="...)
-		link = strconv.AppendInt(link, int64(limit), 10)
-		if f.Status != "" {
-			link = append(link, "&status="...)
-			link = append(link, f.Status...)
-		}
-		link = append(link, `>; rel="next"`...)
-		h["Link"] = textValue(info, slotLink, link)
-	}
+	setNextLink(w, r, a.petsPath, page.NextCursor, f.Limit, string(f.Status))
 	writePets(w, r, http.StatusOK, page.Pets)
 }
-
-var exposeLink = []string{"Link"}
 
 // handleCreatePet answers POST /pets: it decodes the body, once, and
 // hands the NewPet to a.create, which is createPet itself or, with
@@ -122,21 +97,6 @@ func (a *api) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
 
 // foldedFields are the NewPet members' names as foldName folds them.
 var foldedFields = [...]string{foldName("name"), foldName("categoryId"), foldName("status")}
-
-// parsePetID reads a decimal int64 path id. A non-integer or an id outside
-// int64 is 400 (an extension of the spec); any integer, even <= 0, is left
-// for the service to report as not found.
-func parsePetID(s string) (int64, error) {
-	bad := petstore.Errorf(petstore.CodeInvalidRequest, "petId must be a 64-bit integer")
-	if s == "" || s[0] == '+' {
-		return 0, bad
-	}
-	id, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return 0, bad
-	}
-	return id, nil
-}
 
 // decodeNewPet reads a creation body: exactly one JSON object and nothing
 // after it. Fields are matched exactly; unknown fields (a client's "id"

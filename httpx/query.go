@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -116,3 +117,52 @@ func parseOrderListQuery(raw string) (petstore.OrderFilter, error) {
 	}
 	return f, nil
 }
+
+// setNextLink sets the Link header of a page that has a next one:
+// path?cursor=…&limit=…[&status=…] with rel="next", and exposes it to
+// browsers. The parameters are sorted, as url.Values.Encode sorts them,
+// and need no escaping: a cursor is base64url, a status one word. The
+// text is written into the request's own buffer (see textBuf).
+func setNextLink(w http.ResponseWriter, r *http.Request, path, cursor string, limit int, status string) {
+	h := w.Header()
+	h["Access-Control-Expose-Headers"] = exposeLink
+	if cursor == "" {
+		return
+	}
+	if limit == 0 {
+		limit = petstore.DefaultLimit
+	}
+	info := infoFrom(r.Context())
+	link := append(textBuf(info), '<')
+	link = append(link, path...)
+	link = append(link, "?cursor="...)
+	link = append(link, cursor...)
+	link = append(link, "&limit="...)
+	link = strconv.AppendInt(link, int64(limit), 10)
+	if status != "" {
+		link = append(link, "&status="...)
+		link = append(link, status...)
+	}
+	link = append(link, `>; rel="next"`...)
+	h["Link"] = textValue(info, slotLink, link)
+}
+
+var exposeLink = []string{"Link"}
+
+// parsePathID reads the decimal int64 id in a path (petId, orderId). A
+// non-integer or an id outside int64 is 400 naming the parameter (an
+// extension of the spec); any integer, even <= 0, is left for the service
+// to report as not found.
+func parsePathID(name, s string) (int64, error) {
+	if s == "" || s[0] == '+' {
+		return 0, petstore.Errorf(petstore.CodeInvalidRequest, "%s must be a 64-bit integer", name)
+	}
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, petstore.Errorf(petstore.CodeInvalidRequest, "%s must be a 64-bit integer", name)
+	}
+	return id, nil
+}
+
+func parsePetID(s string) (int64, error)   { return parsePathID("petId", s) }
+func parseOrderID(s string) (int64, error) { return parsePathID("orderId", s) }
