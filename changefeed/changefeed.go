@@ -147,6 +147,34 @@ func (l *Local) Subscribe(ctx context.Context, fn func(Change)) error {
 	return ctx.Err()
 }
 
+// Resubscribe is the Subscribe of a feed over a connection that can fail
+// (Redis, PostgreSQL): it runs once, which subscribes on a new connection
+// and delivers changes (KindLive first) until the connection fails,
+// reporting whether it got as far as KindLive. After a live subscription
+// ends it delivers KindLost, so caches distrust what they hold; then it
+// waits Backoff and subscribes again, until ctx is done. onError (may be
+// nil) hears each failure.
+func Resubscribe(ctx context.Context, fn func(Change), once func(context.Context, func(Change)) (live bool, err error), onError func(error)) error {
+	failures := 0
+	for {
+		live, err := once(ctx, fn)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if live {
+			fn(Change{Kind: KindLost})
+			failures = 0
+		}
+		failures++
+		if onError != nil && err != nil {
+			onError(err)
+		}
+		if err := Sleep(ctx, Backoff(failures)); err != nil {
+			return err
+		}
+	}
+}
+
 // Backoff returns how long a subscription waits before its next attempt
 // to reconnect after failures consecutive failures: 100 ms, doubling, at
 // most 5 s. The adapters share it so that a restarted Redis or PostgreSQL

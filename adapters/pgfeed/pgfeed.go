@@ -115,26 +115,10 @@ func (f *Feed) Close() error {
 	return err
 }
 
-// Subscribe implements changefeed.Feed.
+// Subscribe implements changefeed.Feed: it subscribes again, with
+// backoff, whenever the connection fails (changefeed.Resubscribe).
 func (f *Feed) Subscribe(ctx context.Context, fn func(changefeed.Change)) error {
-	failures := 0
-	for {
-		live, err := f.listenOnce(ctx, fn)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if live {
-			fn(changefeed.Change{Kind: changefeed.KindLost})
-			failures = 0
-		}
-		failures++
-		if f.OnError != nil && err != nil {
-			f.OnError(err)
-		}
-		if err := changefeed.Sleep(ctx, changefeed.Backoff(failures)); err != nil {
-			return err
-		}
-	}
+	return changefeed.Resubscribe(ctx, fn, f.listenOnce, f.OnError)
 }
 
 // listenOnce listens on a new connection and delivers changes until the

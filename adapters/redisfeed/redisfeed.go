@@ -61,26 +61,10 @@ func (f *Feed) Publish(ctx context.Context, c changefeed.Change) error {
 	return nil
 }
 
-// Subscribe implements changefeed.Feed.
+// Subscribe implements changefeed.Feed: it subscribes again, with
+// backoff, whenever the connection fails (changefeed.Resubscribe).
 func (f *Feed) Subscribe(ctx context.Context, fn func(changefeed.Change)) error {
-	failures := 0
-	for {
-		live, err := f.subscribeOnce(ctx, fn)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if live {
-			fn(changefeed.Change{Kind: changefeed.KindLost})
-			failures = 0
-		}
-		failures++
-		if f.OnError != nil && err != nil {
-			f.OnError(err)
-		}
-		if err := changefeed.Sleep(ctx, changefeed.Backoff(failures)); err != nil {
-			return err
-		}
-	}
+	return changefeed.Resubscribe(ctx, fn, f.subscribeOnce, f.OnError)
 }
 
 // subscribeOnce subscribes on a new connection and delivers changes until
