@@ -183,21 +183,28 @@ func (c *Client) ListPets(ctx context.Context, f petstore.PetFilter) (petstore.P
 // Link rel="next" of each response. f.Limit sets the page size. Iteration
 // stops after the first error, which is yielded with a zero Pet.
 func (c *Client) All(ctx context.Context, f petstore.PetFilter) iter.Seq2[petstore.Pet, error] {
-	return func(yield func(petstore.Pet, error) bool) {
-		u := c.listURL(f)
+	return allPages[petstore.Pet](ctx, c, c.listURL(f), "pets")
+}
+
+// allPages iterates over every item of the list at u (its first page),
+// page by page, following the Link rel="next" of each response. Iteration
+// stops after the first error, which is yielded with a zero T.
+func allPages[T any](ctx context.Context, c *Client, u *url.URL, what string) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
 		for u != nil {
-			pets, next, err := c.listPage(ctx, u)
+			items, next, err := fetchPage[T](ctx, c, u, what)
 			if err != nil {
-				yield(petstore.Pet{}, err)
+				yield(zero, err)
 				return
 			}
-			for _, p := range pets {
-				if !yield(p, nil) {
+			for _, it := range items {
+				if !yield(it, nil) {
 					return
 				}
 			}
 			if next != nil && next.String() == u.String() {
-				yield(petstore.Pet{}, fmt.Errorf("petstore client: next link %s repeats the current page", next))
+				yield(zero, fmt.Errorf("petstore client: next link %s repeats the current page", next))
 				return
 			}
 			u = next
@@ -206,16 +213,22 @@ func (c *Client) All(ctx context.Context, f petstore.PetFilter) iter.Seq2[petsto
 }
 
 func (c *Client) listURL(f petstore.PetFilter) *url.URL {
-	u := c.endpoint("/pets")
+	return c.pageURL("/pets", f.Limit, string(f.Status), f.Cursor)
+}
+
+// pageURL is the URL of a list (path under the base) with its query:
+// limit, status and cursor, each only when set.
+func (c *Client) pageURL(path string, limit int, status, cursor string) *url.URL {
+	u := c.endpoint(path)
 	q := url.Values{}
-	if f.Limit != 0 {
-		q.Set("limit", strconv.Itoa(f.Limit))
+	if limit != 0 {
+		q.Set("limit", strconv.Itoa(limit))
 	}
-	if f.Status != "" {
-		q.Set("status", string(f.Status))
+	if status != "" {
+		q.Set("status", status)
 	}
-	if f.Cursor != "" {
-		q.Set("cursor", f.Cursor)
+	if cursor != "" {
+		q.Set("cursor", cursor)
 	}
 	u.RawQuery = q.Encode()
 	return u

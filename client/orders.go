@@ -36,42 +36,11 @@ func (c *Client) ListOrders(ctx context.Context, f petstore.OrderFilter) (petsto
 // sets the page size. Iteration stops after the first error, which is
 // yielded with a zero Order.
 func (c *Client) AllOrders(ctx context.Context, f petstore.OrderFilter) iter.Seq2[petstore.Order, error] {
-	return func(yield func(petstore.Order, error) bool) {
-		u := c.ordersURL(f)
-		for u != nil {
-			orders, next, err := fetchPage[petstore.Order](ctx, c, u, "orders")
-			if err != nil {
-				yield(petstore.Order{}, err)
-				return
-			}
-			for _, o := range orders {
-				if !yield(o, nil) {
-					return
-				}
-			}
-			if next != nil && next.String() == u.String() {
-				yield(petstore.Order{}, fmt.Errorf("petstore client: next link %s repeats the current page", next))
-				return
-			}
-			u = next
-		}
-	}
+	return allPages[petstore.Order](ctx, c, c.ordersURL(f), "orders")
 }
 
 func (c *Client) ordersURL(f petstore.OrderFilter) *url.URL {
-	u := c.endpoint("/store/orders")
-	q := url.Values{}
-	if f.Limit != 0 {
-		q.Set("limit", strconv.Itoa(f.Limit))
-	}
-	if f.Status != "" {
-		q.Set("status", string(f.Status))
-	}
-	if f.Cursor != "" {
-		q.Set("cursor", f.Cursor)
-	}
-	u.RawQuery = q.Encode()
-	return u
+	return c.pageURL("/store/orders", f.Limit, string(f.Status), f.Cursor)
 }
 
 // CreateOrder places an order for the key's project. Like CreatePet it
