@@ -14,11 +14,14 @@ import (
 // metrics and a logger that drops info lines it does nothing else.
 func (c *chain) done(r *http.Request, info *requestInfo, start time.Time) {
 	logged := c.logger.Enabled(info.Context, slog.LevelInfo)
-	if c.metrics == nil && !logged {
+	if c.metrics == nil && !logged && info.span == nil {
 		return
 	}
 	elapsed := time.Since(start)
 	route := c.route(r, info)
+	if info.span != nil {
+		c.endSpan(r, info, route)
+	}
 	if c.metrics != nil {
 		c.metrics.observe(route, r.Method, info.sw.Status, elapsed.Seconds(), info.cause)
 		if _, ok := info.sw.Header()["Idempotent-Replayed"]; ok {

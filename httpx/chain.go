@@ -16,9 +16,12 @@ import (
 	"time"
 	"unsafe"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/internal/statuswriter"
 	"github.com/petstorekit/petstore/ratelimit"
+	"github.com/petstorekit/petstore/tracing"
 )
 
 // RateLimiter decides on each request. subject says whose budget the
@@ -67,6 +70,7 @@ type requestInfo struct {
 	outer  string     // r.Pattern as the chain got it, from an outer ServeMux
 	addr   netip.Addr // the client address, once the chain computed it
 	cause  int        // why a store failed the request (causeNone, ...)
+	span   trace.Span // the request's span; nil without Config.TracerProvider
 	// outages are the chain's rate-limited log slots of dependency 503s.
 	outages *outageLogs
 
@@ -166,6 +170,7 @@ type chain struct {
 	metrics *metrics                   // nil: nothing measured
 	routeOf func(*http.Request) string // the route of a request refused before routing
 	outages outageLogs                 // rate-limited log lines of dependency 503s
+	tracer  trace.Tracer               // nil: no spans
 }
 
 func newChain(cfg Config, next http.Handler, public func(*http.Request) bool) (*chain, error) {
@@ -181,6 +186,9 @@ func newChain(cfg Config, next http.Handler, public func(*http.Request) bool) (*
 		return nil, fmt.Errorf("httpx: Config.Metrics: %w", err)
 	}
 	c.routeOf = routerOf(next)
+	if cfg.TracerProvider != nil {
+		c.tracer = tracing.Tracer(cfg.TracerProvider)
+	}
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -208,7 +216,7 @@ func Wrap(cfg Config, next http.Handler, publicPaths ...string) (http.Handler, e
 	for _, p := range publicPaths {
 		public[p] = true
 	}
-	return newChain(cfg, next, func(r *http.Request) bool { return public[r.URL.Path] })
+	return newChain(traceConfig(cfg), next, func(r *http.Request) bool { return public[r.URL.Path] })
 }
 
 var freeLimits, _ = petstore.PlanFree.Limits()
@@ -216,12 +224,16 @@ var freeLimits, _ = petstore.PlanFree.Limits()
 func (c *chain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	ctx := r.Context()
+	var span trace.Span
+	if c.tracer != nil {
+		ctx, span = c.startSpan(ctx, r)
+	}
 	if c.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
-	info := &requestInfo{Context: ctx, logger: c.logger, outer: r.Pattern, outages: &c.outages}
+	info := &requestInfo{Context: ctx, logger: c.logger, outer: r.Pattern, outages: &c.outages, span: span}
 	info.id = requestID(r.Header.Get("X-Request-Id"), &info.idBuf)
 	w.Header()["X-Request-Id"] = info.slot(slotRequestID, info.id)
 	info.sw.ResponseWriter = w

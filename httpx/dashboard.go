@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/domain"
@@ -52,6 +53,7 @@ type DashboardConfig struct {
 	BasePath       string                 // where the dashboard is mounted; default "/dashboard"
 	Now            func() time.Time       // nil: time.Now
 	Metrics        prometheus.Registerer  // nil: no metrics; may be the API's (see Config.Metrics)
+	TracerProvider trace.TracerProvider   // nil: no spans; see Config.TracerProvider
 }
 
 // StabilityHeader and StabilityBeta mark every dashboard response: the
@@ -158,6 +160,7 @@ func NewDashboard(cfg DashboardConfig) (http.Handler, error) {
 	chained, err := Wrap(Config{
 		Auth: cfg.Auth, Logger: cfg.Logger, Limiter: cfg.Limiter,
 		TrustedProxies: cfg.TrustedProxies, Now: cfg.Now, Metrics: cfg.Metrics,
+		TracerProvider: cfg.TracerProvider,
 	}, d, public...)
 	if err != nil {
 		return nil, err

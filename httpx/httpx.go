@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/petstorekit/petstore"
 )
@@ -53,6 +54,15 @@ type Config struct {
 	// Idempotency-Key replay metrics (see metrics.go's list); nil: nothing
 	// is measured, at no cost. Nothing is registered globally.
 	Metrics prometheus.Registerer
+
+	// TracerProvider receives a span per request, following
+	// OpenTelemetry's HTTP server conventions (named "GET /v1/pets" after
+	// the route, a child of the caller's span when the request carries a
+	// W3C traceparent), with a child span per call to the ports above:
+	// authentication, the rate limiter's decision, the pets and orders
+	// services and the Idempotency-Key store (see package tracing). nil:
+	// no spans, at no cost. The global provider is never used.
+	TracerProvider trace.TracerProvider
 }
 
 // MaxBodyBytes is the largest request body accepted; larger ones are 413.
@@ -91,6 +101,7 @@ type api struct {
 // mux.Handle("/api/v1/", h) with BasePath "/api/v1", or r.Mount("/v1", h)
 // on chi: it routes on the full request path.
 func New(cfg Config) (http.Handler, error) {
+	cfg = traceConfig(cfg)
 	if cfg.Service == nil {
 		return nil, errors.New("httpx: Config.Service is required")
 	}

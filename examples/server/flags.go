@@ -44,6 +44,7 @@ type config struct {
 
 	metricsAddr string // GET /metrics listener; empty: on the platform hosts
 	logFormat   string // text or json
+	traceFile   string // OpenTelemetry spans as JSON; "-": stderr; empty: off
 	adminAddr   string // operator endpoint; empty: none
 
 	command []string // a subcommand ("keys ...") instead of serving

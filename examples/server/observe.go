@@ -17,6 +17,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/petstorekit/petstore/domain"
 	"github.com/petstorekit/petstore/ratelimit"
@@ -27,10 +32,12 @@ import (
 func observeFlags(fs *flag.FlagSet, env func(name, def string) string) func(cfg *config) error {
 	metricsAddr := fs.String("metrics-addr", env("PETSTORE_METRICS_ADDR", ""), "serve GET /metrics (Prometheus) on this address only; empty: on the platform hosts of -addr (PETSTORE_METRICS_ADDR)")
 	logFormat := fs.String("log-format", env("PETSTORE_LOG_FORMAT", "text"), "log lines on stderr as text (logfmt) or json (PETSTORE_LOG_FORMAT)")
+	traceFile := fs.String("trace-file", env("PETSTORE_TRACE_FILE", ""), "write OpenTelemetry spans (each request, its store calls and rate-limit decision, DNS lookups, certificate requests) as JSON to this file, - for stderr; empty: no tracing (PETSTORE_TRACE_FILE)")
 	adminAddr := fs.String("admin-addr", env("PETSTORE_ADMIN_ADDR", ""), "serve the operator endpoint (bans, usage) on this address, loopback when only :PORT is given; the bans and keys usage commands call it; empty: off (PETSTORE_ADMIN_ADDR)")
 	return func(cfg *config) error {
 		cfg.metricsAddr = *metricsAddr
 		cfg.adminAddr = *adminAddr
+		cfg.traceFile = *traceFile
 		switch *logFormat {
 		case "text", "json":
 			cfg.logFormat = *logFormat
@@ -47,6 +54,39 @@ func newLogger(format string, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, nil))
 	}
 	return slog.New(slog.NewTextHandler(w, nil))
+}
+
+// newTracerProvider returns the server's tracer provider (never the
+// global one), exporting spans as JSON to -trace-file in batches, and the
+// function that flushes and closes it; nil without -trace-file.
+func newTracerProvider(path string) (trace.TracerProvider, func(), error) {
+	if path == "" {
+		return nil, func() {}, nil
+	}
+	w := io.Writer(os.Stderr)
+	closeFile := func() error { return nil }
+	if path != "-" {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, nil, fmt.Errorf("-trace-file: %w", err)
+		}
+		w, closeFile = f, f.Close
+	}
+	exp, err := stdouttrace.New(stdouttrace.WithWriter(w))
+	if err != nil {
+		closeFile()
+		return nil, nil, fmt.Errorf("-trace-file: %w", err)
+	}
+	tp := sdktrace.NewTracerProvider(
+		sdktrace.WithBatcher(exp),
+		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", "petstore"))),
+	)
+	return tp, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		tp.Shutdown(ctx) // flushes what is batched
+		closeFile()
+	}, nil
 }
 
 // newRegistry returns the server's own metrics registry (never the global

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -262,3 +265,69 @@ func waitTick() { time.Sleep(10 * time.Millisecond) }
 
 // freeKey is a Free -keys key for the operator tests.
 const freeKey = "psk_free_Zq4Xw8Lm2Rt6Vn9Hc3Kp"
+
+// TestTraceFile runs the server with -trace-file and reads the spans it
+// wrote once it stopped: the request's server span, named after its
+// route, with its authentication, rate-limit and store spans as children
+// in the same trace.
+func TestTraceFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "spans.json")
+	s := startServer(t, []string{"-addr", "127.0.0.1:0", "-keys", freeKey + ":free", "-trace-file", path}, nil)
+	if code := do(t, "GET", s.base+"/v1/pets?limit=3", freeKey, "", ""); code != 200 {
+		t.Fatalf("status %d", code)
+	}
+	s.stop() // flushes the batched spans
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	type span struct {
+		Name        string
+		SpanContext struct{ TraceID, SpanID string }
+		Parent      struct{ SpanID string }
+		Attributes  []struct {
+			Key   string
+			Value struct{ Value any }
+		}
+	}
+	var spans []span
+	for dec := json.NewDecoder(f); ; {
+		var s span
+		if err := dec.Decode(&s); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		spans = append(spans, s)
+	}
+	var server *span
+	for i := range spans {
+		if spans[i].Name == "GET /v1/pets" {
+			server = &spans[i]
+		}
+	}
+	if server == nil {
+		t.Fatalf("no span GET /v1/pets among %d", len(spans))
+	}
+	var route string
+	for _, a := range server.Attributes {
+		if a.Key == "http.route" {
+			route, _ = a.Value.Value.(string)
+		}
+	}
+	if route != "/v1/pets" {
+		t.Errorf("http.route = %q, want /v1/pets", route)
+	}
+	children := map[string]bool{}
+	for _, s := range spans {
+		if s.Parent.SpanID == server.SpanContext.SpanID && s.SpanContext.TraceID == server.SpanContext.TraceID {
+			children[s.Name] = true
+		}
+	}
+	for _, name := range []string{"Authenticator.Authenticate", "RateLimiter.Decide", "PetService.ListPets"} {
+		if !children[name] {
+			t.Errorf("no child span %s of the request's (children: %v)", name, children)
+		}
+	}
+}

@@ -34,6 +34,7 @@ import (
 	"github.com/petstorekit/petstore/keycache"
 	"github.com/petstorekit/petstore/keyscli"
 	"github.com/petstorekit/petstore/ratelimit"
+	"github.com/petstorekit/petstore/tracing"
 )
 
 // backend is everything the server keeps: pets, keys, store orders,
@@ -100,6 +101,11 @@ func (a *app) close() {
 // the dashboard and the edge. Background work stops when ctx is done.
 func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) (*app, error) {
 	a := &app{registry: newRegistry()}
+	tp, closeTracing, err := newTracerProvider(cfg.traceFile)
+	if err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, closeTracing)
 	feed, closeFeed, err := openFeed(cfg)
 	if err != nil {
 		return nil, err
@@ -125,8 +131,6 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		return nil, err
 	}
 	a.keys = keys
-
-	a.keys = keys
 	limiter, limitAdmin, closeLimiter, err := newLimiter(cfg, logger)
 	if err != nil {
 		return nil, err
@@ -144,6 +148,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		Orders:         petstore.NewOrderService(store),
 		Timeout:        storeTimeout(cfg),
 		Metrics:        a.registry,
+		TracerProvider: tp,
 	})
 	if err != nil {
 		return nil, err
@@ -153,7 +158,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	// certificate changes to the engine, the engine asks the issuer for
 	// certificates. eng is set before anything can call back.
 	var eng *domain.Engine
-	resolver := dnsresolver.New(cfg.dnsResolvers...)
+	resolver := tracing.Resolver(dnsresolver.New(cfg.dnsResolvers...), tp)
 	var issuer *acme.Issuer
 	if cfg.acmeCA != "" {
 		if issuer, err = newIssuer(cfg, store, resolver, logger, func() *domain.Engine { return eng }); err != nil {
@@ -175,7 +180,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		MaxDomainsPerProject: cfg.maxDomains,
 	}
 	if issuer != nil {
-		ecfg.CertIssuer = issuer
+		ecfg.CertIssuer = tracing.CertIssuer(issuer, tp)
 	}
 	if eng, err = domain.New(ecfg); err != nil {
 		return nil, err
@@ -197,6 +202,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		Limiter:        limiter,
 		TrustedProxies: cfg.trustedProxies,
 		Metrics:        a.registry,
+		TracerProvider: tp,
 	})
 	if err != nil {
 		return nil, err
