@@ -237,4 +237,3 @@ func wantChildren(t *testing.T, spans []sdktrace.ReadOnlySpan, names ...string) 
 		t.Errorf("child spans (in the order they ended) = %v, want %v", got, names)
 	}
 }
-
