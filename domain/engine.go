@@ -1035,6 +1035,10 @@ func (e *Engine) viewAs(ctx context.Context, en Entry, suspended string) Domain 
 			e.cfg.Logger.Warn("certificate status unknown", "domain", en.Name, "err", err)
 		}
 	}
+	if c := e.dnsOf(en.ProjectID); c != nil && en.Status != StatusRemoved {
+		scope, scoped := c.(DNSScope)
+		d.DNSManaged = !scoped || scope.Manages(n.ASCII)
+	}
 	d.Diagnosis = e.diagnosis(ctx, d, en.Observed, en.Findings, en.CheckedAt)
 	return d
 }

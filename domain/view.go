@@ -59,6 +59,18 @@ type Domain struct {
 	History      []Transition `json:"history"`
 	CreatedAt    time.Time    `json:"createdAt"`
 	VerifiedAt   time.Time    `json:"verifiedAt,omitzero"` // start of the certificate's 30-minute budget
+
+	// DNSManaged says the platform can write Records for the customer
+	// (Engine.ConfigureDNS): the project has a DNS configurator and, if it
+	// says which names it manages (DNSScope), this name is one of them.
+	DNSManaged bool `json:"dnsManaged,omitempty"`
+}
+
+// DNSScope is implemented by a DNSConfigurator that writes only some
+// names, such as the zones a platform's own DNS serves: Manages reports
+// whether name (ASCII) is one of them.
+type DNSScope interface {
+	Manages(name string) bool
 }
 
 // Diagnoser adds findings to a domain's diagnosis, for example a

@@ -246,6 +246,10 @@ func (d *dashboard) match(r *http.Request) (rt dashRoute, allow string, ok bool)
 			rt, allowed, ok = pick("POST", map[string]dashRoute{
 				http.MethodPost: {pattern: "POST " + d.base + api + "domains/{name}/verify", handle: d.handleVerify},
 			})
+		case len(seg) == 2 && seg[1] == "dns":
+			rt, allowed, ok = pick("POST", map[string]dashRoute{
+				http.MethodPost: {pattern: "POST " + d.base + api + "domains/{name}/dns", handle: d.handleConfigureDNS},
+			})
 		default:
 			return dashRoute{}, "", false
 		}

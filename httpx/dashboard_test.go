@@ -355,8 +355,8 @@ func TestDashboardPage(t *testing.T) {
 				}
 			}
 		}
-		if ops != 8 {
-			t.Fatalf("document has %d operations, want 8", ops)
+		if ops != 9 {
+			t.Fatalf("document has %d operations, want 9", ops)
 		}
 	})
 }

@@ -245,12 +245,27 @@ func (r *resolver) Lookup(ctx context.Context, name, rrtype string) ([]domain.Re
 
 // CertIssuer wraps c: requesting, checking and removing a custom domain's
 // certificate each make a span naming the domain. A request starts the
-// ACME order; the order itself runs in the issuer's background.
+// ACME order; the order itself runs in the issuer's background. An issuer
+// that is also a domain.Diagnoser (adapters/acme is) stays one.
 func CertIssuer(c domain.CertIssuer, tp trace.TracerProvider) domain.CertIssuer {
 	if tp == nil || c == nil {
 		return c
 	}
-	return &certIssuer{c, Tracer(tp)}
+	ci := &certIssuer{c, Tracer(tp)}
+	if dg, ok := c.(domain.Diagnoser); ok {
+		return diagnosingCertIssuer{ci, dg}
+	}
+	return ci
+}
+
+// diagnosingCertIssuer is a traced issuer that keeps its Diagnoser.
+type diagnosingCertIssuer struct {
+	*certIssuer
+	dg domain.Diagnoser
+}
+
+func (c diagnosingCertIssuer) Diagnose(ctx context.Context, d domain.Domain) []domain.Finding {
+	return c.dg.Diagnose(ctx, d)
 }
 
 type certIssuer struct {

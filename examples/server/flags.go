@@ -30,11 +30,12 @@ type config struct {
 	failOpen       bool           // admit when the counter store is down
 	trustedProxies []netip.Prefix // peers whose X-Forwarded-For is believed
 
-	platformHosts []string     // hosts that serve the platform itself
-	cnameTarget   string       // what customers point their CNAME at
-	edgeIPs       []netip.Addr // the edge's addresses, for apex domains
-	dnsResolvers  []string     // nameservers verification asks; empty: the system's
-	maxDomains    int          // custom domains per project; 0: the engine's default, negative: no cap
+	platformHosts []string         // hosts that serve the platform itself
+	cnameTarget   string           // what customers point their CNAME at
+	edgeIPs       []netip.Addr     // the edge's addresses, for apex domains
+	dnsResolvers  []string         // nameservers verification asks; empty: the system's
+	dnsProvider   *dnsProviderSpec // the DNS the platform manages; nil: none
+	maxDomains    int              // custom domains per project; 0: the engine's default, negative: no cap
 
 	acmeCA    string // ACME directory; empty: no certificates
 	acmeRoot  string // PEM file of extra roots to trust for the CA
@@ -75,6 +76,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	cname := fs.String("cname-target", env("PETSTORE_CNAME_TARGET", "edge.petstore.localhost"), "the name customers point their CNAME or ALIAS at (PETSTORE_CNAME_TARGET)")
 	edgeIPs := fs.String("edge-ips", env("PETSTORE_EDGE_IPS", "127.0.0.1"), "comma-separated addresses of the edge, for apex domains (PETSTORE_EDGE_IPS)")
 	resolvers := fs.String("dns-resolvers", env("PETSTORE_DNS_RESOLVERS", ""), "comma-separated nameservers (host[:port]) that verification asks; empty: the system's (PETSTORE_DNS_RESOLVERS)")
+	dnsProvider := fs.String("dns-provider", env("PETSTORE_DNS_PROVIDER", ""), "the DNS the platform manages for customers, whose records the dashboard can write (\"Configure DNS for me\") for domains in its zones: "+dnsProviderUsage+"; empty: none (PETSTORE_DNS_PROVIDER; prefer the variable, a flag's secret shows in ps)")
 	maxDomains := fs.String("max-domains-per-project", env("PETSTORE_MAX_DOMAINS_PER_PROJECT", strconv.Itoa(domain.DefaultMaxDomainsPerProject)), "most custom domains one project may hold; -1: no cap (PETSTORE_MAX_DOMAINS_PER_PROJECT)")
 	acmeCA := fs.String("acme-ca", env("PETSTORE_ACME_CA", ""), "ACME directory URL; empty: no certificates (PETSTORE_ACME_CA)")
 	acmeRoot := fs.String("acme-root", env("PETSTORE_ACME_ROOT", ""), "PEM file of extra roots to trust when talking to the CA (PETSTORE_ACME_ROOT)")
@@ -144,6 +146,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		cfg.edgeIPs = append(cfg.edgeIPs, ip)
 	}
 	cfg.dnsResolvers = splitList(*resolvers)
+	if cfg.dnsProvider, err = parseDNSProvider(*dnsProvider); err != nil {
+		return config{}, fmt.Errorf("-dns-provider: %w", err) // never the value: it holds the TSIG secret
+	}
 	if cfg.maxDomains, err = strconv.Atoi(*maxDomains); err != nil || cfg.maxDomains == 0 || cfg.maxDomains < -1 {
 		return config{}, fmt.Errorf("-max-domains-per-project: want a positive integer, or -1 for no cap; got %q", *maxDomains)
 	}

@@ -182,6 +182,16 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	if issuer != nil {
 		ecfg.CertIssuer = tracing.CertIssuer(issuer, tp)
 	}
+	if cfg.dnsProvider != nil {
+		zones, closeDNS, err := cfg.dnsProvider.open()
+		if err != nil {
+			return nil, err
+		}
+		a.closers = append(a.closers, closeDNS)
+		// The platform's DNS serves every project: which names it can
+		// write is the zones' business (dnsconfig.Zones.Manages).
+		ecfg.DNS = func(string) domain.DNSConfigurator { return zones }
+	}
 	if eng, err = domain.New(ecfg); err != nil {
 		return nil, err
 	}

@@ -182,6 +182,13 @@
     verify.textContent = tried ? "Re-verify" : "Verify";
     verify.setAttribute("aria-label", verify.textContent + " " + shown);
     verify.addEventListener("click", () => verifyDomain(d, verify));
+    // The platform manages this name's DNS: it can write the records itself.
+    if (d.dnsManaged && (d.status === "pending" || d.status === "failed")) {
+      const cfgDNS = $(".configure-dns", li);
+      cfgDNS.hidden = false;
+      cfgDNS.setAttribute("aria-label", "Configure DNS for " + shown);
+      cfgDNS.addEventListener("click", () => configureDNS(d, cfgDNS));
+    }
     const rm = $(".remove", li);
     rm.setAttribute("aria-label", "Remove " + shown);
     rm.addEventListener("click", () => askRemove(d));
@@ -249,6 +256,21 @@
       await call("POST", seg(d.name) + "/verify");
       await refresh();
     } catch (err) { showError(err); button.disabled = false; button.textContent = "Re-verify"; }
+  }
+
+  // configureDNS writes the records at the platform's DNS and verifies;
+  // records that stood in the way are listed, never overwritten.
+  async function configureDNS(d, button) {
+    button.disabled = true; button.textContent = "Writing records…";
+    try {
+      showError(null);
+      const res = await call("POST", seg(d.name) + "/dns");
+      const found = (res && res.findings) || [];
+      if (found.length) {
+        showError({ message: "Some records could not be written: " + found.map((f) => f.message + " " + (f.fix || "")).join(" ") });
+      }
+      await refresh();
+    } catch (err) { showError(err); button.disabled = false; button.textContent = "Configure DNS for me"; }
   }
 
   function askRemove(d) {

@@ -1,0 +1,68 @@
+package dnsconfig_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/dnsconfig"
+	"github.com/petstorekit/petstore/adapters/memzone"
+	"github.com/petstorekit/petstore/adapters/rfc2136/rfc2136test"
+	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/internal/testenv"
+)
+
+// TestZones: the platform's own DNS writes records in the deepest zone it
+// manages that holds them (a zone below the registered domain), refuses a
+// name outside its zones, and deletes only what it wrote.
+func TestZones(t *testing.T) {
+	const managed = "customers.example.com."
+	mem := memzone.New()
+	mem.AddZone(managed)
+	backends := []backend{{"memzone", mem}}
+	if rfc2136test.Installed() || testenv.Required() {
+		backends = append(backends, backend{"knot", rfc2136test.StartKnot(t, managed).Provider()})
+	}
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			z := dnsconfig.NewZones(b.p, "Customers.Example.com.")
+			for name, want := range map[string]bool{
+				"shop.acme.customers.example.com": true, "customers.example.com": true,
+				"example.com": false, "shop.example.com": false, "xcustomers.example.com": false,
+			} {
+				if got := z.Manages(name); got != want {
+					t.Errorf("Manages(%s) = %v, want %v", name, got, want)
+				}
+			}
+			// As the engine asks: relative to the registered domain.
+			recs := []domain.Record{
+				{Type: "CNAME", Name: "shop.acme.customers", Value: "edge.petstore.test"},
+				{Type: "TXT", Name: "_petstore-challenge.shop.acme.customers", Value: "token-1"},
+			}
+			f, err := z.Configure(ctx, "example.com", recs)
+			if err != nil || len(f) != 0 {
+				t.Fatalf("Configure = %v, %v", f, err)
+			}
+			if got := zoneAt(t, b.p, managed, "shop.acme"); !slices.Equal(got, []string{"CNAME edge.petstore.test."}) {
+				t.Errorf("shop.acme in %s = %v", managed, got)
+			}
+			if got := zoneAt(t, b.p, managed, "_petstore-challenge.shop.acme"); len(got) != 1 {
+				t.Errorf("ownership record = %v", got)
+			}
+
+			_, err = z.Configure(ctx, "example.com", []domain.Record{{Type: "CNAME", Name: "shop", Value: "edge.petstore.test"}})
+			if petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
+				t.Errorf("Configure outside the zones: %v, want invalid_request", err)
+			}
+
+			if err := z.Unconfigure(ctx, "example.com", recs); err != nil {
+				t.Fatal(err)
+			}
+			if got := zoneAt(t, b.p, managed, "shop.acme"); len(got) != 0 {
+				t.Errorf("after Unconfigure shop.acme = %v", got)
+			}
+		})
+	}
+}

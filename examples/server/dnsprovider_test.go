@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/libdns/libdns"
+
+	"github.com/petstorekit/petstore/adapters/rfc2136/rfc2136test"
+)
+
+// TestConfigureDNSForMe is "Configure DNS for me" end to end against a
+// real Knot server: the server is given Knot as the platform's DNS
+// (-dns-provider rfc2136://...) and as its resolver; the dashboard writes
+// exactly the records it shows, the domain verifies and serves, a record
+// in the way is reported instead of overwritten, a name outside the zones
+// is refused, and removing the domain deletes what was written.
+func TestConfigureDNSForMe(t *testing.T) {
+	knot := rfc2136test.StartKnot(t, "example.com.")
+	const pro = "psk_Pro5jW8cZ1qN6bY3xF7v"
+	// The secret is base64 with "/" and "+" in it, given as it is.
+	provider := "rfc2136://" + rfc2136test.KeyName + ":" + knot.Secret + "@" + knot.Addr + "?alg=hmac-sha256&zones=example.com"
+	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-keys", pro + ":pro",
+		"-dns-resolvers", knot.Addr, "-cname-target", "edge.petstore.test"},
+		map[string]string{"PETSTORE_DNS_PROVIDER": provider})
+
+	type domainView struct {
+		Name       string                               `json:"name"`
+		Status     string                               `json:"status"`
+		DNSManaged bool                                 `json:"dnsManaged"`
+		Records    []struct{ Type, Name, Value string } `json:"records"`
+	}
+	type configured struct {
+		Findings []struct{ Code, Message string } `json:"findings"`
+		Domain   domainView                       `json:"domain"`
+	}
+	add := func(name string) domainView {
+		t.Helper()
+		status, _, body := call(t, "POST", base+"/dashboard/api/domains", pro, "", `{"name":"`+name+`"}`)
+		if status != 201 {
+			t.Fatalf("add %s: %d %s", name, status, body)
+		}
+		var d domainView
+		if err := json.Unmarshal([]byte(body), &d); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	configure := func(name string) (int, configured, string) {
+		t.Helper()
+		status, _, body := call(t, "POST", base+"/dashboard/api/domains/"+url.PathEscape(name)+"/dns", pro, "", "")
+		var c configured
+		if status == 200 {
+			if err := json.Unmarshal([]byte(body), &c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return status, c, body
+	}
+	zone := func() []libdns.RR {
+		t.Helper()
+		recs, err := knot.Provider().GetRecords(context.Background(), "example.com.")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []libdns.RR
+		for _, r := range recs {
+			if rr := r.RR(); rr.Type != "SOA" && rr.Type != "NS" {
+				out = append(out, rr)
+			}
+		}
+		return out
+	}
+
+	// A name in the managed zone: offered, written, verified, served.
+	d := add("shop.example.com")
+	if !d.DNSManaged || d.Status != "pending" {
+		t.Fatalf("added: %+v, want pending and dnsManaged", d)
+	}
+	status, c, body := configure("shop.example.com")
+	if status != 200 || len(c.Findings) != 0 || c.Domain.Status != "active" {
+		t.Fatalf("configure: %d %s", status, body)
+	}
+	got := zone()
+	if len(got) != 1 || got[0].Type != "CNAME" || got[0].Name != d.Records[0].Name || strings.TrimSuffix(got[0].Data, ".") != d.Records[0].Value {
+		t.Fatalf("zone after configure = %+v, want exactly the shown record %+v", got, d.Records)
+	}
+	if status, _, body := call(t, "GET", base+"/v1/pets", pro, "shop.example.com", ""); status != 200 {
+		t.Fatalf("configured domain not served: %d %s", status, body)
+	}
+
+	// A record in the way is reported, not overwritten.
+	if _, err := knot.Provider().AppendRecords(context.Background(), "example.com.", []libdns.Record{
+		libdns.RR{Name: "blog", Type: "A", TTL: time.Hour, Data: "192.0.2.9"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	add("blog.example.com")
+	status, c, body = configure("blog.example.com")
+	if status != 200 || len(c.Findings) == 0 || c.Findings[0].Code != "CONFLICTING_RECORD" || c.Domain.Status == "active" {
+		t.Fatalf("configure over a conflicting record: %d %s", status, body)
+	}
+	var blog []libdns.RR
+	for _, rr := range zone() {
+		if rr.Name == "blog" {
+			blog = append(blog, rr)
+		}
+	}
+	if len(blog) != 1 || blog[0].Type != "A" || blog[0].Data != "192.0.2.9" {
+		t.Fatalf("the customer's record was touched: %+v", blog)
+	}
+
+	// A name outside the managed zones is not offered and is refused.
+	if d := add("shop.example.org"); d.DNSManaged {
+		t.Fatal("a name outside the managed zones is offered DNS configuration")
+	}
+	if status, _, body := configure("shop.example.org"); status != 400 || !strings.Contains(body, "invalid_request") {
+		t.Fatalf("configure outside the zones: %d %s", status, body)
+	}
+
+	// Removing the domain deletes what was written, and only that.
+	if status, _, body := call(t, "DELETE", base+"/dashboard/api/domains/shop.example.com", pro, "", ""); status != 204 {
+		t.Fatalf("remove: %d %s", status, body)
+	}
+	for _, rr := range zone() {
+		if rr.Name == "shop" {
+			t.Fatalf("the written record outlived its domain: %+v", rr)
+		}
+	}
+	if len(zone()) != 1 {
+		t.Fatalf("removing shop changed other records: %+v", zone())
+	}
+}
+
+// TestDNSProviderFlag: a bad -dns-provider stops the server at start with
+// a message that never repeats the secret.
+func TestDNSProviderFlag(t *testing.T) {
+	for _, v := range []string{
+		"rfc2136://key:c2VjcmV0@127.0.0.1:53",                     // no zones
+		"rfc2136://key:not*base64@127.0.0.1:53?zones=example.com", // secret not base64
+		"rfc2136://c2VjcmV0@127.0.0.1:53?zones=example.com",       // no key name
+		"ftp://x?zones=example.com",                               // unknown kind
+		"memory://?zones=example.com",                             // no listen
+	} {
+		_, err := parseConfig([]string{"-dns-provider", v}, func(string) string { return "" }, &strings.Builder{})
+		if err == nil || !strings.HasPrefix(err.Error(), "-dns-provider: ") {
+			t.Errorf("%s: err %v, want a -dns-provider error", v, err)
+			continue
+		}
+		if strings.Contains(err.Error(), "c2VjcmV0") || strings.Contains(err.Error(), "not*base64") {
+			t.Errorf("%s: the error shows the secret: %v", v, err)
+		}
+	}
+	cfg, err := parseConfig([]string{"-dns-provider", "rfc2136://k:ab/c+d==@127.0.0.1:5353?zones=example.com,Example.NET."}, func(string) string { return "" }, &strings.Builder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := cfg.dnsProvider; p.rfc.KeySecret != "ab/c+d==" || p.rfc.KeyName != "k." || p.rfc.Server != "127.0.0.1:5353" || len(p.zones) != 2 {
+		t.Fatalf("parsed %+v %+v", p, p.rfc)
+	}
+}

@@ -1,0 +1,55 @@
+package httpx
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/domain"
+)
+
+// DNSConfigurer is implemented by a DomainEngine that can write a domain's
+// records at the DNS the platform manages (*domain.Engine does, when its
+// EngineConfig.DNS is set). The dashboard offers "Configure DNS for me"
+// through it; with an engine that lacks it the operation is
+// invalid_request.
+type DNSConfigurer interface {
+	ConfigureDNS(ctx context.Context, projectID, name string) ([]domain.Finding, error)
+}
+
+var _ DNSConfigurer = (*domain.Engine)(nil)
+
+// dnsConfigured is the body of POST <base>/api/domains/{name}/dns.
+type dnsConfigured struct {
+	Findings []domain.Finding `json:"findings"`
+	Domain   domain.Domain    `json:"domain"`
+}
+
+// handleConfigureDNS writes the domain's records at the platform's DNS
+// and, when nothing stood in the way, verifies the domain at once.
+func (d *dashboard) handleConfigureDNS(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) {
+	c, ok := d.engine.(DNSConfigurer)
+	if !ok {
+		WriteError(w, r, petstore.Errorf(petstore.CodeInvalidRequest, "this platform does not manage DNS; create the records at your DNS provider"))
+		return
+	}
+	findings, err := c.ConfigureDNS(r.Context(), key.ProjectID, name)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	var dm domain.Domain
+	if len(findings) == 0 {
+		dm, err = d.engine.Verify(r.Context(), key.ProjectID, name)
+	} else {
+		dm, err = d.engine.Get(r.Context(), key.ProjectID, name)
+	}
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	if findings == nil {
+		findings = []domain.Finding{}
+	}
+	WriteJSON(w, http.StatusOK, dnsConfigured{Findings: findings, Domain: tidyDomain(dm)})
+}
