@@ -171,6 +171,11 @@ type chain struct {
 	routeOf func(*http.Request) string // the route of a request refused before routing
 	outages outageLogs                 // rate-limited log lines of dependency 503s
 	tracer  trace.Tracer               // nil: no spans
+
+	// offBudget marks authenticated requests that spend their address's
+	// public budget instead of the key's: the dashboard's usage report,
+	// which a key that used up its budget, or is banned, must still see.
+	offBudget func(r *http.Request) bool
 }
 
 func newChain(cfg Config, next http.Handler, public func(*http.Request) bool) (*chain, error) {
@@ -252,7 +257,11 @@ func (c *chain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err == nil:
 		info.key, info.hasKey = key, true
-		if c.limiter == nil || c.limit(sw, r, info, "key:"+key.ID, key.EffectiveLimits()) {
+		subject, limits := "key:"+key.ID, key.EffectiveLimits()
+		if c.offBudget != nil && c.offBudget(r) {
+			subject, limits = addrSubject("pub:", c.client(r, info)), c.pubLim
+		}
+		if c.limiter == nil || c.limit(sw, r, info, subject, limits) {
 			c.next.ServeHTTP(sw, r)
 		}
 	case petstore.ErrorCode(err) == petstore.CodeUnauthorized:

@@ -54,6 +54,11 @@ type DashboardConfig struct {
 	Now            func() time.Time       // nil: time.Now
 	Metrics        prometheus.Registerer  // nil: no metrics; may be the API's (see Config.Metrics)
 	TracerProvider trace.TracerProvider   // nil: no spans; see Config.TracerProvider
+
+	// Usage reports the signed-in key's rate-limit usage for the Usage
+	// panel (GET <base>/api/usage); usually the Limiter itself, with a
+	// ratelimit.History. nil: the panel says usage is not reported.
+	Usage UsageReporter
 }
 
 // StabilityHeader and StabilityBeta mark every dashboard response: the
@@ -91,6 +96,7 @@ type dashboard struct {
 	openapi     []byte
 	openapiETag string
 	assets      map[string]asset // by path under base, "/" for the page
+	usage       UsageReporter    // nil: no Usage panel
 }
 
 // NewDashboard returns the handler of the dashboard: the Domains page at
@@ -128,7 +134,7 @@ func NewDashboard(cfg DashboardConfig) (http.Handler, error) {
 	if base == "" || base == "/" {
 		return nil, errors.New(`httpx: DashboardConfig.BasePath must not be the root; use e.g. "/dashboard"`)
 	}
-	d := &dashboard{engine: cfg.Engine, base: base, api: base + "/api", assets: map[string]asset{}}
+	d := &dashboard{engine: cfg.Engine, base: base, api: base + "/api", assets: map[string]asset{}, usage: cfg.Usage}
 	if d.openapi, err = dashboardOpenAPIDocument(d.api); err != nil {
 		return nil, err
 	}
@@ -165,6 +171,11 @@ func NewDashboard(cfg DashboardConfig) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The usage report is what a key that ran out of budget, or was
+	// banned, needs to see: it is answered on the address's generous
+	// public budget, never the key's, and never refused for the key's ban.
+	usagePath := d.api + "/usage"
+	chained.(*chain).offBudget = func(r *http.Request) bool { return r.URL.Path == usagePath }
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Set before the chain, so that 401 and 429 carry it too.
 		w.Header().Set(StabilityHeader, StabilityBeta)
@@ -223,6 +234,8 @@ func (d *dashboard) match(r *http.Request) (rt dashRoute, allow string, ok bool)
 			http.MethodGet:  {pattern: "GET " + d.base + api + "domains", handle: d.handleList},
 			http.MethodPost: {pattern: "POST " + d.base + api + "domains", handle: d.handleAdd},
 		})
+	case rest == "usage":
+		return pick("GET", map[string]dashRoute{http.MethodGet: {pattern: "GET " + d.base + api + "usage", handle: d.handleUsage}})
 	case rest == "domains/config":
 		return pick("GET, PUT", map[string]dashRoute{
 			http.MethodGet: {pattern: "GET " + d.base + api + "domains/config", handle: d.handleGetConfig},

@@ -355,8 +355,8 @@ func TestDashboardPage(t *testing.T) {
 				}
 			}
 		}
-		if ops != 9 {
-			t.Fatalf("document has %d operations, want 9", ops)
+		if ops != 10 {
+			t.Fatalf("document has %d operations, want 10", ops)
 		}
 	})
 }

@@ -55,6 +55,9 @@ type Config struct {
 	Logger *slog.Logger
 	// LogInterval is the least time between two failure logs; 1 min when zero.
 	LogInterval time.Duration
+	// History, when set, records every decision, for Report's last hour
+	// minute by minute (a customer's usage chart).
+	History *History
 }
 
 // Limiter decides whether requests may proceed under their limits. It is
@@ -97,6 +100,8 @@ type Limiter struct {
 	degraded  atomic.Bool
 	since     atomic.Int64 // Unix nanoseconds the outage began
 	lastLog   atomic.Int64 // Unix nanoseconds of the last failure log
+
+	history *History // nil: decisions are not recorded
 }
 
 // New returns a Limiter that keeps its counters in store.
@@ -111,6 +116,7 @@ func New(store Store, cfg Config) *Limiter {
 		cooldown: cfg.BreakerCooldown,
 		log:      cfg.Logger,
 		interval: cfg.LogInterval,
+		history:  cfg.History,
 	}
 	if _, ok := store.(*MemoryStore); !ok {
 		l.local = NewMemoryStore(MaxSubjects(cfg.FallbackSubjects))
@@ -153,6 +159,14 @@ var errDown = errors.New("ratelimit: store taken for down; waiting to probe it")
 // when the limits are not valid (internal), or when ctx ends before a
 // decision.
 func (l *Limiter) Decide(ctx context.Context, subject string, limits petstore.Limits) (Decision, error) {
+	d, err := l.decide(ctx, subject, limits)
+	if err == nil && l.history != nil {
+		l.history.Record(subject, d.At, d.Allowed)
+	}
+	return d, err
+}
+
+func (l *Limiter) decide(ctx context.Context, subject string, limits petstore.Limits) (Decision, error) {
 	if !limits.Valid() {
 		return Decision{}, petstore.Errorf(petstore.CodeInternal, "invalid rate limits")
 	}

@@ -254,3 +254,78 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatalf("the page threw: %v", exceptions)
 	}
 }
+
+// TestUsagePanelInBrowser: after real API requests that run a key out of
+// its minute, the Usage panel shows the windows against the plan, the
+// refused requests in the chart and its table, and the key still signs in
+// although its own budget is spent. PETSTORE_SCREENSHOT_DIR keeps the
+// screenshot (the README's docs/dashboard-usage.png is one).
+func TestUsagePanelInBrowser(t *testing.T) {
+	const key = "psk_Ent3rpr1seQ7vX2mK9wL4"
+	ctx := newBrowser(t, 45*time.Second)
+	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", "memory", "-keys", key + ":enterprise:10/1000"}, nil)
+	for i := range 13 {
+		want := 200
+		if i >= 10 {
+			want = 429
+		}
+		if code, _, body := call(t, "GET", base+"/v1/pets", key, "", ""); code != want {
+			t.Fatalf("request %d: %d %s, want %d", i+1, code, body, want)
+		}
+	}
+	shots := os.Getenv("PETSTORE_SCREENSHOT_DIR")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.EmulateViewport(360, 740),
+		chromedp.Navigate(base+"/dashboard/"),
+		chromedp.WaitVisible(chromedp.CSS("#key")),
+		chromedp.SendKeys(chromedp.CSS("#key"), key),
+		chromedp.Click(chromedp.CSS(`#key-form button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#usage")),
+		chromedp.Poll[chromedp.Void](`document.querySelector("#chart-summary").textContent !== ""`),
+	); err != nil {
+		t.Fatalf("open the Usage panel: %v", err)
+	}
+	read := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("read %s: %v", sel, err)
+		}
+		return strings.TrimSpace(s)
+	}
+	if got := read("#meter-minute-text"); !strings.HasPrefix(got, "10 of 10 used, 0 left") {
+		t.Errorf("minute meter says %q", got)
+	}
+	if got := read("#meter-day-text"); !strings.HasPrefix(got, "10 of 1,000 used, 990 left") {
+		t.Errorf("day meter says %q", got)
+	}
+	if got := read("#chart-summary"); !strings.Contains(got, "10 admitted, 3 refused") {
+		t.Errorf("chart summary says %q", got)
+	}
+	if got := read("#usage-plan"); !strings.Contains(strings.ToLower(got), "enterprise plan") {
+		t.Errorf("plan says %q", got)
+	}
+	bars, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#usage-chart rect.bar-refused").length`))
+	if err != nil || bars != 1 {
+		t.Errorf("%d refused bars in the chart (%v), want 1", bars, err)
+	}
+	overflow, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`))
+	if err != nil || overflow {
+		t.Errorf("the page scrolls sideways at 360 px (%v)", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.EmulateViewport(1000, 900)); err != nil {
+		t.Fatal(err)
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(shots, "dashboard-usage.png")
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", p)
+}

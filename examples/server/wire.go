@@ -213,6 +213,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		TrustedProxies: cfg.trustedProxies,
 		Metrics:        a.registry,
 		TracerProvider: tp,
+		Usage:          limiter,
 	})
 	if err != nil {
 		return nil, err
@@ -441,7 +442,11 @@ func followFeed(ctx context.Context, feed changefeed.Feed, logger *slog.Logger, 
 // newLimiter builds the rate limiter: counters in memory, or in Redis
 // when several processes must share them.
 func newLimiter(cfg config, logger *slog.Logger) (*ratelimit.Limiter, ratelimit.Admin, func(), error) {
-	rcfg := ratelimit.Config{FailClosed: !cfg.failOpen, Logger: logger}
+	// The dashboard's Usage panel charts each key's last hour from this
+	// process's decisions; addresses are not kept, so a flood of them
+	// cannot push the keys out.
+	history := ratelimit.NewHistory(ratelimit.HistoryConfig{Keep: httpx.IsKeySubject})
+	rcfg := ratelimit.Config{FailClosed: !cfg.failOpen, Logger: logger, History: history}
 	if cfg.redis == "" {
 		mem := ratelimit.NewMemoryStore()
 		return ratelimit.New(mem, rcfg), mem, func() {}, nil

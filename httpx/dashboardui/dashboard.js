@@ -68,7 +68,70 @@
 
   const seg = (name) => "domains/" + encodeURIComponent(name);
 
+  // The Usage panel: the key's windows against its plan, its last hour
+  // minute by minute (an SVG bar chart with a table as its text
+  // alternative) and its ban. Read on every refresh and every 10 s.
+  let usageTimer = null;
+  const fmt = (n) => Number(n).toLocaleString("en");
+
+  async function loadUsage() {
+    let u;
+    try { u = await call("GET", "usage"); } catch (err) {
+      if (err.status === 404) { $("#usage-none").hidden = false; $("#usage-meters").hidden = true; return; }
+      throw err;
+    }
+    $("#usage-plan").textContent = "· " + u.plan + " plan";
+    for (const w of u.windows || []) {
+      const m = $("#meter-" + w.name);
+      if (!m) continue;
+      m.max = Math.max(w.quota, 1); m.value = w.used;
+      m.high = w.quota * 0.8; m.optimum = 0;
+      const at = w.resetsAt && new Date(w.resetsAt);
+      const reset = at ? "; starts over at " + (w.name === "day" ? at.toLocaleString() : at.toLocaleTimeString()) : "";
+      $("#meter-" + w.name + "-text").textContent = fmt(w.used) + " of " + fmt(w.quota) + " used, " + fmt(w.remaining) + " left" + reset;
+    }
+    const ban = $("#usage-ban");
+    if (u.ban) {
+      ban.textContent = "This key is banned until " + new Date(u.ban.until).toLocaleString() + ": " + u.ban.reason + ".";
+      ban.hidden = false;
+    } else { ban.hidden = true; ban.textContent = ""; }
+    renderChart(u.minutes || []);
+  }
+
+  function renderChart(minutes) {
+    const svg = $("#usage-chart");
+    const peak = Math.max(1, ...minutes.map((m) => m.admitted + m.refused));
+    const w = 600 / Math.max(minutes.length, 1);
+    const bars = [];
+    let admitted = 0, refused = 0;
+    minutes.forEach((m, i) => {
+      admitted += m.admitted; refused += m.refused;
+      const ha = (m.admitted / peak) * 116, hr = (m.refused / peak) * 116;
+      for (const [cls, h, y] of [["bar-admitted", ha, 120 - ha], ["bar-refused", hr, 120 - ha - hr]]) {
+        if (h <= 0) continue;
+        const r = document.createElementNS(svg.namespaceURI, "rect"); // the page's <svg>: SVG's namespace
+        r.setAttribute("class", cls);
+        r.setAttribute("x", String(i * w + 1)); r.setAttribute("width", String(Math.max(w - 2, 1)));
+        r.setAttribute("y", String(y)); r.setAttribute("height", String(h));
+        bars.push(r);
+      }
+    });
+    svg.replaceChildren(...bars);
+    $("#chart-summary").textContent = "Last hour: " + fmt(admitted) + " admitted, " + fmt(refused) + " refused; busiest minute " + fmt(peak) + ".";
+    const rows = minutes.filter((m) => m.admitted || m.refused).reverse().map((m) =>
+      el("tr", {}, el("td", { text: new Date(m.start).toISOString().slice(11, 16) }),
+        el("td", { text: fmt(m.admitted) }), el("td", { text: fmt(m.refused) })));
+    $("#usage-table tbody").replaceChildren(...(rows.length ? rows : [el("tr", {}, el("td", { colspan: "3", text: "No requests in the last hour." }))]));
+  }
+
+  function scheduleUsage() {
+    clearTimeout(usageTimer);
+    usageTimer = setTimeout(() => { loadUsage().catch(() => {}).finally(scheduleUsage); }, 10000);
+  }
+
   async function refresh() {
+    await loadUsage();
+    scheduleUsage();
     const data = await call("GET", "domains");
     state.domains = data.domains || [];
     state.config = data.config || { primary: "", redirects: [] };
@@ -300,15 +363,21 @@
     showError(null);
     $("#key-status").textContent = "Checking key…";
     try {
-      await refresh();
-      $("#key-status").textContent = "Signed in.";
-      $("#signed-in").hidden = false;
-      $("#domain-name").focus();
+      // The usage report proves the key and is never refused for the
+      // key's own budget, so a key that ran out still signs in and sees why.
+      await loadUsage();
     } catch (err) {
       $("#signed-in").hidden = true;
       $("#key-status").textContent = "";
       showError(err);
+      return;
     }
+    $("#key-status").textContent = "Signed in.";
+    $("#signed-in").hidden = false;
+    try {
+      await refresh();
+      $("#domain-name").focus();
+    } catch (err) { showError(err); }
   });
 
   $("#add-form").addEventListener("submit", async (ev) => {

@@ -1,0 +1,83 @@
+package httpx
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/ratelimit"
+)
+
+// UsageReporter reports a rate-limit subject's usage for the dashboard's
+// Usage panel, without counting anything. *ratelimit.Limiter implements
+// it (its Config.History supplies the last hour minute by minute).
+type UsageReporter interface {
+	Report(ctx context.Context, subject string, limits petstore.Limits) (ratelimit.Report, error)
+}
+
+var _ UsageReporter = (*ratelimit.Limiter)(nil)
+
+// KeySubject is the rate-limit subject of an API key's requests, as the
+// chain names it (see RateLimiter).
+func KeySubject(keyID string) string { return "key:" + keyID }
+
+// IsKeySubject reports whether a rate-limit subject is an API key's (not
+// an address's): what a usage history worth showing customers keeps.
+func IsKeySubject(subject string) bool { return len(subject) > 4 && subject[:4] == "key:" }
+
+// usageBody is the body of GET <base>/api/usage.
+type usageBody struct {
+	KeyID   string             `json:"keyId"`
+	Plan    petstore.Plan      `json:"plan"`
+	At      time.Time          `json:"at"`
+	Windows []usageWindow      `json:"windows"`
+	Minutes []ratelimit.Minute `json:"minutes"`
+	Ban     *usageBan          `json:"ban,omitempty"`
+}
+
+type usageWindow struct {
+	Name      string    `json:"name"` // "minute" or "day"
+	Quota     int64     `json:"quota"`
+	Used      int64     `json:"used"`
+	Remaining int64     `json:"remaining"`
+	Reset     time.Time `json:"resetsAt,omitzero"` // zero: the window has not started
+}
+
+type usageBan struct {
+	Until  time.Time `json:"until"`
+	Reason string    `json:"reason"`
+}
+
+// banReason is why a key is banned: the only way a ban starts.
+const banReason = "requests kept coming after the rate limit answered 429; wait for the ban to end, then honour Retry-After"
+
+// handleUsage answers the Usage panel: the signed-in key's windows
+// against its plan's limits, its last hour and its ban.
+func (d *dashboard) handleUsage(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
+	if d.usage == nil {
+		WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "usage is not reported on this platform"))
+		return
+	}
+	rep, err := d.usage.Report(r.Context(), KeySubject(key.ID), key.EffectiveLimits())
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	out := usageBody{KeyID: key.ID, Plan: key.Plan, At: rep.At.UTC(), Windows: make([]usageWindow, 0, len(rep.Windows)), Minutes: rep.Minutes}
+	for _, win := range rep.Windows {
+		uw := usageWindow{Name: win.Name, Quota: win.Quota, Remaining: win.Remaining, Used: win.Quota - win.Remaining}
+		if win.Reset.After(rep.At) {
+			uw.Reset = win.Reset.UTC()
+		}
+		out.Windows = append(out.Windows, uw)
+	}
+	if out.Minutes == nil {
+		out.Minutes = []ratelimit.Minute{}
+	}
+	if !rep.BannedUntil.IsZero() {
+		out.Ban = &usageBan{Until: rep.BannedUntil.UTC(), Reason: banReason}
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	WriteJSON(w, http.StatusOK, out)
+}
