@@ -18,6 +18,7 @@ const (
 	FindingCAABlocksCA        = "CAA_BLOCKS_CA"         // raised by the certificate layer
 	FindingCertPendingTooLong = "CERT_PENDING_TOO_LONG" // no certificate CertPendingLimit after verification
 	FindingOwnershipUnproven  = "OWNERSHIP_UNPROVEN"    // the ownership TXT record is missing or wrong
+	FindingCAAUndecided       = "CAA_UNDECIDED"         // CAA records name CAs, but the CA's own names are unknown
 )
 
 // Action is what the customer should do next.

@@ -25,6 +25,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -127,6 +128,9 @@ type attempt struct {
 	failed  *domain.CertStatus // set when the attempt ended without a certificate
 	lastErr string             // the latest error while certmagic retries
 	blocked *domain.Finding    // CAA block seen at a later renewal
+	// undecided is CAA_UNDECIDED: CAA records name CAs, and this CA's
+	// names are unknown, so the check could not be made.
+	undecided *domain.Finding
 }
 
 var _ domain.CertIssuer = (*Issuer)(nil)
@@ -325,6 +329,7 @@ func (is *Issuer) onEvent(ctx context.Context, event string, data map[string]any
 		}
 		if len(ids) == 0 {
 			is.log.Warn("CAA check skipped: the CA's CAA identities are unknown, so CAA is left to the CA", "domain", name)
+			is.noteUndecided(ctx, name)
 		}
 		err = checkCAA(ctx, is.cfg.Resolver, name, ids)
 		var blocked *caaBlocked
@@ -441,6 +446,25 @@ func (is *Issuer) identities(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
+// noteUndecided records, for a CA whose CAA identities are unknown,
+// which CAs name's CAA records allow, so the diagnosis can show them.
+func (is *Issuer) noteUndecided(ctx context.Context, name string) {
+	if is.cfg.Resolver == nil {
+		return
+	}
+	v, err := CheckCAA(ctx, is.cfg.Resolver, name, nil)
+	if err != nil {
+		return // could not read them: certmagic's order goes on, the CA checks
+	}
+	f, ok := undecidedCAA(v)
+	is.note(name, func(a *attempt) {
+		a.undecided = nil
+		if ok {
+			a.undecided = &f
+		}
+	})
+}
+
 // Status implements domain.CertIssuer. A certificate another process
 // obtained into the shared storage is loaded and served from then on.
 func (is *Issuer) Status(ctx context.Context, name string) (domain.CertStatus, error) {
@@ -458,24 +482,30 @@ func (is *Issuer) Status(ctx context.Context, name string) (domain.CertStatus, e
 			cert, ok = c, true
 		}
 	}
+	withUndecided := func(st domain.CertStatus) domain.CertStatus {
+		if snap.undecided != nil {
+			st.Findings = append(slices.Clone(st.Findings), *snap.undecided)
+		}
+		return st
+	}
 	if ok && cert.Leaf != nil {
 		st := domain.CertStatus{State: domain.CertIssued, Issuer: cert.Leaf.Issuer.CommonName, NotAfter: cert.Leaf.NotAfter}
 		if snap.blocked != nil {
 			st.Findings = []domain.Finding{*snap.blocked}
 		}
-		return st, nil
+		return withUndecided(st), nil
 	}
 	switch {
 	case a == nil:
 		return domain.CertStatus{State: domain.CertNone}, nil
 	case snap.failed != nil:
-		return *snap.failed, nil
+		return withUndecided(*snap.failed), nil
 	}
 	st := domain.CertStatus{State: domain.CertIssuing, Reason: snap.lastErr}
 	if is.now().Sub(snap.started) >= is.cfg.PendingTimeout {
 		st.Findings = []domain.Finding{pendingTooLong(name, is.cfg.PendingTimeout, snap.lastErr)}
 	}
-	return st, nil
+	return withUndecided(st), nil
 }
 
 func pendingTooLong(name string, after time.Duration, lastErr string) domain.Finding {

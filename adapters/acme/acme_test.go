@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/libdns/libdns"
 
 	"github.com/petstorekit/petstore/adapters/acme"
+	"github.com/petstorekit/petstore/adapters/acme/acmetest"
 	"github.com/petstorekit/petstore/domain"
 )
 
@@ -327,5 +329,39 @@ func TestRenewal(t *testing.T) {
 				second.SerialNumber, second.NotBefore, second.NotAfter, first.SerialNumber, first.NotBefore, first.NotAfter)
 		}
 		return
+	}
+}
+
+// TestCAAUndecidedWithoutIdentities: with a CA whose directory names no
+// CAA identities (and none configured), a CAA record naming some CA cannot
+// be checked. The certificate is still requested (the CA checks CAA
+// itself), and the status lists the records found and the CAs they allow,
+// saying the check could not be decided.
+func TestCAAUndecidedWithoutIdentities(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, acmetest.Options{NoCAAIdentities: true})
+	e.point("shop")
+	if _, err := e.zone.AppendRecords(context.Background(), "example.com.", []libdns.Record{
+		libdns.CAA{Name: "@", TTL: time.Minute, Tag: "issue", Value: "digicert.com"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	is := e.issuer(nil)
+	if err := is.Request(context.Background(), "shop.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	e.waitChange("shop.example.com")
+	st := status(t, is, "shop.example.com")
+	if st.State != domain.CertIssued {
+		t.Fatalf("status = %+v, want issued: an undecided CAA check does not block", st)
+	}
+	i := slices.IndexFunc(st.Findings, func(f domain.Finding) bool { return f.Code == domain.FindingCAAUndecided })
+	if i < 0 {
+		t.Fatalf("findings %+v, want %s", st.Findings, domain.FindingCAAUndecided)
+	}
+	f := st.Findings[i]
+	if !strings.Contains(f.Message, "digicert.com") || !strings.Contains(f.Message, "could not be decided") ||
+		len(f.Records) != 1 || f.Records[0].Name != "example.com" {
+		t.Fatalf("finding = %+v, want the record found, the CA it allows, and that it could not be decided", f)
 	}
 }

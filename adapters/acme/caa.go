@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -264,4 +265,32 @@ func checkCAA(ctx context.Context, r domain.Resolver, name string, identities []
 		Fix:     fix,
 		Records: v.Records,
 	}}
+}
+
+// undecidedCAA is the finding of a CAA record set that names CAs when the
+// CA's own CAA identities are unknown (its ACME directory names none and
+// none were configured): the records are shown with the CAs they allow,
+// and the check is said to be undecided. It does not stop issuance.
+func undecidedCAA(v CAAVerdict) (domain.Finding, bool) {
+	if !v.Unchecked {
+		return domain.Finding{}, false
+	}
+	var allowed []string
+	for _, r := range v.Records {
+		if c, err := ParseCAA(r.Value); err == nil && (c.Tag == "issue" || c.Tag == "issuewild") {
+			if d := c.IssuerDomain(); d != "" && !slices.Contains(allowed, d) {
+				allowed = append(allowed, d)
+			}
+		}
+	}
+	if len(allowed) == 0 {
+		return domain.Finding{}, false // no issue records: nothing restricts issuance
+	}
+	return domain.Finding{
+		Code: domain.FindingCAAUndecided,
+		Message: fmt.Sprintf("The CAA records at %s allow only %s to issue certificates. Whether this platform's certificate authority is one of them could not be decided: it does not publish the names CAA records use for it.",
+			v.Owner, strings.Join(allowed, ", ")),
+		Fix:     "If certificates do not arrive, add a CAA issue record for the platform's certificate authority beside these, or ask the platform which name to use (examples/server: -acme-caa-identities).",
+		Records: v.Records,
+	}, true
 }

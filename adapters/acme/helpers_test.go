@@ -56,6 +56,12 @@ func (s *switchHandler) get() *acme.Issuer { s.mu.Lock(); defer s.mu.Unlock(); r
 
 func newEnv(t *testing.T, validity time.Duration, caaIDs ...string) *env {
 	t.Helper()
+	return newEnvWith(t, acmetest.Options{Validity: validity, CAAIdentities: caaIDs})
+}
+
+// newEnvWith is newEnv with Pebble's options (the addresses are filled in).
+func newEnvWith(t *testing.T, opts acmetest.Options) *env {
+	t.Helper()
 	e := &env{t: t, store: memstore.New(), changes: make(chan string, 16), denied: map[string]bool{}, mux: &switchHandler{}}
 	e.zone, e.dns = memzone.NewTestServer(t, "example.com.")
 	httpLn, err := net.Listen("tcp", "127.0.0.1:0")
@@ -68,7 +74,8 @@ func newEnv(t *testing.T, validity time.Duration, caaIDs ...string) *env {
 	}
 	e.httpAddr, e.tlsAddr = httpLn.Addr().String(), tlsLn.Addr().String()
 	e.httpPort, e.tlsPort = httpLn.Addr().(*net.TCPAddr).Port, tlsLn.Addr().(*net.TCPAddr).Port
-	e.ca = acmetest.Start(t, acmetest.Options{DNSServer: e.dns.Addr(), HTTPPort: e.httpPort, TLSPort: e.tlsPort, Validity: validity, CAAIdentities: caaIDs})
+	opts.DNSServer, opts.HTTPPort, opts.TLSPort = e.dns.Addr(), e.httpPort, e.tlsPort
+	e.ca = acmetest.Start(t, opts)
 
 	quiet := log.New(io.Discard, "", 0)
 	hs := &http.Server{ErrorLog: quiet, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -37,6 +37,9 @@ type Options struct {
 	// CAAIdentities announced in the directory's meta; default
 	// ["pebble.letsencrypt.org"].
 	CAAIdentities []string
+	// NoCAAIdentities announces none, as several private CAs do (and
+	// Pebble without this package's default).
+	NoCAAIdentities bool
 	// Log receives Pebble's log lines; nil discards them.
 	Log io.Writer
 }
@@ -72,7 +75,7 @@ func Start(tb testing.TB, opts Options) *Pebble {
 	authority := ca.New(logger, store, "", "ecdsa", 0, 1, map[string]ca.Profile{"default": profile})
 	validator := va.New(logger, opts.HTTPPort, opts.TLSPort, false, opts.DNSServer, store)
 	ids := opts.CAAIdentities
-	if len(ids) == 0 {
+	if len(ids) == 0 && !opts.NoCAAIdentities {
 		ids = []string{"pebble.letsencrypt.org"}
 	}
 	front := wfe.New(logger, store, validator, authority, ids, false, false, 0, 0)
