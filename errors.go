@@ -3,11 +3,11 @@ package petstore
 import (
 	"errors"
 	"fmt"
-	"net/http"
 )
 
 // Error codes. Every error the library returns to a client carries one of
-// these codes; the table in statusByCode maps each to its HTTP status.
+// these codes; httpx.StatusOf, the one table of HTTP statuses, maps each to
+// the status of its answer (noted beside each code).
 const (
 	CodeInvalidRequest       = "invalid_request"        // 400: bad body, parameter, cursor or domain name
 	CodeUnauthorized         = "unauthorized"           // 401: missing or invalid key
@@ -26,24 +26,6 @@ const (
 	CodeUnavailable          = "unavailable"            // 503: database or limiter store down
 )
 
-var statusByCode = map[string]int{
-	CodeInvalidRequest:       http.StatusBadRequest,
-	CodeUnauthorized:         http.StatusUnauthorized,
-	CodePlanRequired:         http.StatusForbidden,
-	CodeNotFound:             http.StatusNotFound,
-	CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
-	CodeConflict:             http.StatusConflict,
-	CodeDeployRequired:       http.StatusConflict,
-	CodeIdempotencyKeyInUse:  http.StatusConflict,
-	CodePayloadTooLarge:      http.StatusRequestEntityTooLarge,
-	CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
-	CodeIdempotencyKeyReused: http.StatusUnprocessableEntity,
-	CodeRateLimited:          http.StatusTooManyRequests,
-	CodeAPIKeyBanned:         http.StatusTooManyRequests,
-	CodeInternal:             http.StatusInternalServerError,
-	CodeUnavailable:          http.StatusServiceUnavailable,
-}
-
 // Codes returns every error code the library uses, in a stable order.
 func Codes() []string {
 	return []string{
@@ -54,38 +36,19 @@ func Codes() []string {
 	}
 }
 
-// StatusOf returns the HTTP status for an error code, or 500 for a code
-// the library does not know.
-func StatusOf(code string) int {
-	if s, ok := statusByCode[code]; ok {
-		return s
-	}
-	return http.StatusInternalServerError
-}
-
-// CodeOf returns the general code of an HTTP status: the first code in
-// Codes that maps to it ("conflict" for 409), "internal" for another 5xx
-// and "invalid_request" for another 4xx. Clients and fakes use it for
-// responses that carry no Error body.
-func CodeOf(status int) string {
-	for _, code := range Codes() {
-		if StatusOf(code) == status {
-			return code
-		}
-	}
-	if status >= 500 {
-		return CodeInternal
-	}
-	return CodeInvalidRequest
-}
-
 // Error is the application error returned by every service and store, and
 // the JSON body of every error response. Its Message is safe to show to a
 // client; anything that is not an *Error is reported as CodeInternal.
+//
+// Status is the HTTP status of the answer that carried the error: httpx
+// sets it from Code when it writes the error (so a body's status never
+// disagrees with its code), and the client sets it from the answer it
+// read. An error that never crossed HTTP has none (0); the library itself
+// decides by Code only.
 type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
-	Status  int    `json:"status"`
+	Status  int    `json:"status,omitempty"`
 }
 
 // Error implements the error interface.
@@ -100,10 +63,9 @@ func (e *Error) Is(target error) bool {
 	return ok && t.Code == e.Code
 }
 
-// Errorf returns an *Error with the given code, the status that code maps
-// to, and a formatted message.
+// Errorf returns an *Error with the given code and a formatted message.
 func Errorf(code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Status: StatusOf(code)}
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
 // ErrorCode returns the code of an application error, "" for nil, and
@@ -132,22 +94,6 @@ func ErrorMessage(err error) string {
 	return "Internal error."
 }
 
-// ErrorStatus returns the HTTP status of err: the status an application
-// error carries (or its code maps to), 500 for any other error, 200 for nil.
-func ErrorStatus(err error) int {
-	var e *Error
-	switch {
-	case err == nil:
-		return http.StatusOK
-	case errors.As(err, &e):
-		if e.Status != 0 {
-			return e.Status
-		}
-		return StatusOf(e.Code)
-	}
-	return http.StatusInternalServerError
-}
-
 // AsError converts any error into the *Error a client may see: application
 // errors are returned as they are, anything else becomes CodeInternal with a
 // generic message. It returns nil for nil.
@@ -157,12 +103,7 @@ func AsError(err error) *Error {
 	}
 	var e *Error
 	if errors.As(err, &e) {
-		if e.Status == 0 {
-			c := *e
-			c.Status = StatusOf(c.Code)
-			return &c
-		}
 		return e
 	}
-	return &Error{Code: CodeInternal, Message: ErrorMessage(err), Status: http.StatusInternalServerError}
+	return &Error{Code: CodeInternal, Message: ErrorMessage(err)}
 }

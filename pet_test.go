@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -47,8 +46,8 @@ func TestNewPetValidate(t *testing.T) {
 			if !errors.As(err, &e) {
 				t.Fatalf("Validate() = %v, want *petstore.Error", err)
 			}
-			if e.Code != petstore.CodeInvalidRequest || e.Status != http.StatusBadRequest || e.Message != tt.want {
-				t.Fatalf("Validate() = %+v, want invalid_request 400 %q", e, tt.want)
+			if e.Code != petstore.CodeInvalidRequest || e.Message != tt.want {
+				t.Fatalf("Validate() = %+v, want invalid_request %q", e, tt.want)
 			}
 		})
 	}
@@ -96,13 +95,12 @@ func TestErrorHelpers(t *testing.T) {
 		err     error
 		code    string
 		message string
-		status  int
 	}{
-		{nil, "", "", 200},
-		{app, petstore.CodeNotFound, "pet 7 not found", 404},
-		{wrapped, petstore.CodeNotFound, "pet 7 not found", 404},
-		{internal, petstore.CodeInternal, "Internal error.", 500},
-		{&petstore.Error{Code: petstore.CodeRateLimited, Message: "slow down"}, petstore.CodeRateLimited, "slow down", 429},
+		{nil, "", ""},
+		{app, petstore.CodeNotFound, "pet 7 not found"},
+		{wrapped, petstore.CodeNotFound, "pet 7 not found"},
+		{internal, petstore.CodeInternal, "Internal error."},
+		{&petstore.Error{Code: petstore.CodeRateLimited, Message: "slow down"}, petstore.CodeRateLimited, "slow down"},
 	}
 	for _, tt := range tests {
 		if got := petstore.ErrorCode(tt.err); got != tt.code {
@@ -111,28 +109,15 @@ func TestErrorHelpers(t *testing.T) {
 		if got := petstore.ErrorMessage(tt.err); got != tt.message {
 			t.Errorf("ErrorMessage(%v) = %q, want %q", tt.err, got, tt.message)
 		}
-		if got := petstore.ErrorStatus(tt.err); got != tt.status {
-			t.Errorf("ErrorStatus(%v) = %d, want %d", tt.err, got, tt.status)
-		}
 		if tt.err != nil {
 			e := petstore.AsError(tt.err)
-			if e.Code != tt.code || e.Message != tt.message || e.Status != tt.status {
+			if e.Code != tt.code || e.Message != tt.message {
 				t.Errorf("AsError(%v) = %+v", tt.err, e)
 			}
 		}
 	}
 	if !errors.Is(wrapped, &petstore.Error{Code: petstore.CodeNotFound}) {
 		t.Error("errors.Is does not match by code")
-	}
-	for status, code := range map[int]string{409: petstore.CodeConflict, 429: petstore.CodeRateLimited, 418: petstore.CodeInvalidRequest, 502: petstore.CodeInternal, 503: petstore.CodeUnavailable} {
-		if got := petstore.CodeOf(status); got != code {
-			t.Errorf("CodeOf(%d) = %q, want %q", status, got, code)
-		}
-	}
-	for _, code := range petstore.Codes() {
-		if petstore.StatusOf(code) < 400 {
-			t.Errorf("code %s maps to status %d", code, petstore.StatusOf(code))
-		}
 	}
 }
 

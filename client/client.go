@@ -33,6 +33,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/internal/httpcode"
 )
 
 // Defaults of the retry policy; see the With* options.
@@ -435,7 +436,7 @@ func decodeError(resp *http.Response, data []byte) *petstore.Error {
 		e.Status = resp.StatusCode
 		return &e
 	}
-	return &petstore.Error{Code: petstore.CodeOf(resp.StatusCode), Message: "unexpected response: " + resp.Status, Status: resp.StatusCode}
+	return &petstore.Error{Code: httpcode.Code(resp.StatusCode), Message: "unexpected response: " + resp.Status, Status: resp.StatusCode}
 }
 
 // IsRetryable reports whether err is one the client would have retried

@@ -91,7 +91,7 @@ func (r response) errorBody(t testing.TB) petstore.Error {
 	if err := json.Unmarshal(r.Body, &e); err != nil || e.Code == "" || e.Message == "" {
 		t.Fatalf("body is not an Error: %q (%v)", r.Body, err)
 	}
-	if e.Status != r.Status || petstore.StatusOf(e.Code) != r.Status {
+	if e.Status != r.Status || httpx.StatusOf(e.Code) != r.Status {
 		t.Fatalf("Error %+v does not match status %d", e, r.Status)
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" {

@@ -28,7 +28,7 @@ func dashFuzzResponse(t *testing.T, rec *httptest.ResponseRecorder, ok func(body
 		return
 	}
 	var e petstore.Error
-	if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Status != rec.Code || petstore.StatusOf(e.Code) != rec.Code || e.Message == "" {
+	if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Status != rec.Code || httpx.StatusOf(e.Code) != rec.Code || e.Message == "" {
 		t.Fatalf("%d without a matching Error body: %s", rec.Code, rec.Body)
 	}
 }

@@ -108,10 +108,12 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		}
 		w.Header().Set("WWW-Authenticate", challenge)
 	}
-	if e.Status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+	body := *e
+	body.Status = StatusOf(e.Code) // never what a caller put there: the code decides
+	if body.Status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", unavailableRetryAfter)
 	}
-	WriteJSON(w, e.Status, e)
+	WriteJSON(w, body.Status, &body)
 }
 
 // outageLogEvery is how often each cause of 503s is logged at most.

@@ -196,11 +196,11 @@ func (s *Server) applyFault(w *statuswriter.Writer, r *http.Request, f *Fault) b
 	}
 	e := f.Error
 	if e == nil {
-		e = &petstore.Error{Code: petstore.CodeOf(f.Status), Message: fmt.Sprintf("fault injected by petstoretest: %d %s", f.Status, http.StatusText(f.Status))}
+		e = &petstore.Error{Code: httpx.CodeOf(f.Status), Message: fmt.Sprintf("fault injected by petstoretest: %d %s", f.Status, http.StatusText(f.Status))}
 	}
 	status := f.Status
 	if status == 0 {
-		status = petstore.ErrorStatus(e)
+		status = httpx.ErrorStatus(e)
 	}
 	body := *e
 	body.Status = status
