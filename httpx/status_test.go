@@ -28,7 +28,7 @@ func TestStatusTable(t *testing.T) {
 	app := petstore.Errorf(petstore.CodeNotFound, "pet %d not found", 7)
 	for err, want := range map[error]int{
 		nil: 200, app: 404, fmt.Errorf("get: %w", app): 404,
-		errors.New("pq: connection reset"): 500,
+		errors.New("pq: connection reset"):                                    500,
 		&petstore.Error{Code: petstore.CodeRateLimited, Message: "slow down"}: 429,
 	} {
 		if got := httpx.ErrorStatus(err); got != want {
