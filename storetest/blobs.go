@@ -12,17 +12,15 @@ import (
 	"github.com/petstorekit/petstore"
 )
 
-func init() { register("Blobs", RunBlobs) }
-
-// RunBlobs checks the petstore.BlobStore contract. It skips when the
-// store does not implement petstore.BlobStore.
+// RunBlobs checks the petstore.BlobStore contract. It fails when the store
+// does not implement petstore.BlobStore.
 func RunBlobs(t *testing.T, open Opener) {
 	ctx := context.Background()
 	blobs := func(t *testing.T) petstore.BlobStore {
 		t.Helper()
 		bs, ok := open(t).(petstore.BlobStore)
 		if !ok {
-			t.Skip("store does not implement petstore.BlobStore")
+			lacks(t, "petstore.BlobStore")
 		}
 		return bs
 	}

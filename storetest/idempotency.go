@@ -12,22 +12,20 @@ import (
 	"github.com/petstorekit/petstore"
 )
 
-func init() { register("Idempotency", RunIdempotency) }
-
-// RunIdempotency checks the petstore.IdempotencyStore contract. It skips
+// RunIdempotency checks the petstore.IdempotencyStore contract. It fails
 // when the store does not implement the interface.
 func RunIdempotency(t *testing.T, open Opener) {
 	ctx := context.Background()
 	// One store answers whether the interface is there, so a store without
-	// it is not opened once per subtest only to skip.
+	// it fails once, not once per subtest.
 	if _, ok := open(t).(petstore.IdempotencyStore); !ok {
-		t.Skip("store does not implement petstore.IdempotencyStore")
+		lacks(t, "petstore.IdempotencyStore")
 	}
 	idem := func(t *testing.T) petstore.IdempotencyStore {
 		t.Helper()
 		s, ok := open(t).(petstore.IdempotencyStore)
 		if !ok {
-			t.Skip("store does not implement petstore.IdempotencyStore")
+			lacks(t, "petstore.IdempotencyStore")
 		}
 		return s
 	}

@@ -2,21 +2,12 @@ package storetest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
-	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/petstorekit/petstore"
-	"github.com/petstorekit/petstore/httpx"
 )
-
-func init() { register("PagesOverHTTP", RunPagesOverHTTP) }
 
 // pagesSeed is 40 pets whose statuses take turns, so every page of a
 // filtered list skips pets of other statuses.
@@ -26,7 +17,7 @@ var pagesSeed = map[petstore.PetStatus]int{
 
 // pagesCases walk every status filter with a limit that divides the number
 // of matching pets exactly (the last page is full and must still carry no
-// Link) and one that does not.
+// cursor) and one that does not.
 var pagesCases = []struct {
 	status petstore.PetStatus
 	limit  int // 0: the default, 20
@@ -38,33 +29,15 @@ var pagesCases = []struct {
 	{petstore.StatusSold, 5, 5}, {petstore.StatusSold, 2, 5}, {petstore.StatusSold, 20, 5},
 }
 
-var nextLink = regexp.MustCompile(`^<([^>]+)>; rel="next"$`)
-
-// RunPagesOverHTTP serves the /v1 API over a store from open and walks
-// GET /pets by its Link rel="next" headers, as a client would: for every
-// status filter each matching pet is visited exactly once, in id order;
-// every page but the last is full; the last page has no Link; a malformed
-// cursor is 400. It is part of Run.
-func RunPagesOverHTTP(t *testing.T, open Opener) {
+// RunPages walks petstore.Service.ListPets over a store from open by its
+// cursors, as a client walks Link headers: for every status filter each
+// matching pet is visited exactly once, in id order; every page but the
+// last is full; the last page has no cursor; a malformed cursor is
+// invalid_request. It is part of Run.
+func RunPages(t *testing.T, open Opener) {
 	ctx := context.Background()
 	store := open(t)
-	api, err := httpx.New(httpx.Config{Service: petstore.NewService(store), Auth: petstore.NewKeys(store)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, secret, err := petstore.NewKeys(store).Create(ctx, "", petstore.PlanPro, petstore.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	get := func(t *testing.T, target string) *httptest.ResponseRecorder {
-		t.Helper()
-		r := httptest.NewRequest(http.MethodGet, target, nil)
-		r.Header.Set("Authorization", "Bearer "+secret)
-		w := httptest.NewRecorder()
-		api.ServeHTTP(w, r)
-		return w
-	}
-
+	svc := petstore.NewService(store)
 	left := maps.Clone(pagesSeed)
 	order := []petstore.PetStatus{petstore.StatusAvailable, petstore.StatusPending, petstore.StatusSold, ""}
 	var all []petstore.Pet
@@ -92,39 +65,29 @@ func RunPagesOverHTTP(t *testing.T, open Opener) {
 			if len(want) != tt.want {
 				t.Fatalf("seeded %d matching pets, the case expects %d", len(want), tt.want)
 			}
-			q := url.Values{}
-			if tt.status != "" {
-				q.Set("status", string(tt.status))
-			}
-			if tt.limit != 0 {
-				q.Set("limit", fmt.Sprint(tt.limit))
-			}
 			var got []int64
-			next, pages := "/v1/pets?"+q.Encode(), 0
-			for next != "" {
+			f, pages := petstore.PetFilter{Limit: tt.limit, Status: tt.status}, 0
+			for {
 				if pages++; pages > len(want)+1 {
 					t.Fatalf("more than %d pages: the walk does not end", pages-1)
 				}
-				w := get(t, next)
-				var page []petstore.Pet
-				if err := json.Unmarshal(w.Body.Bytes(), &page); err != nil || w.Code != http.StatusOK {
-					t.Fatalf("GET %s: %d %s (%v)", next, w.Code, w.Body, err)
+				page, err := svc.ListPets(ctx, f)
+				if err != nil {
+					t.Fatalf("ListPets(%+v): %v", f, err)
 				}
-				for _, p := range page {
+				for _, p := range page.Pets {
 					if tt.status != "" && p.Status != tt.status {
-						t.Fatalf("GET %s listed %+v", next, p)
+						t.Fatalf("ListPets(%+v) listed %+v", f, p)
 					}
 					got = append(got, p.ID)
 				}
-				next = ""
-				if m := nextLink.FindStringSubmatch(w.Header().Get("Link")); m != nil {
-					next = m[1]
-					if len(page) != limit {
-						t.Fatalf("page %d has %d pets and a next link; want a full page of %d", pages, len(page), limit)
-					}
-				} else if link := w.Header().Get("Link"); link != "" {
-					t.Fatalf("Link %q is not one rel=next link", link)
+				if page.NextCursor == "" {
+					break
 				}
+				if len(page.Pets) != limit {
+					t.Fatalf("page %d has %d pets and a next cursor; want a full page of %d", pages, len(page.Pets), limit)
+				}
+				f.Cursor = page.NextCursor
 			}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Fatalf("visited\n%v\nwant each matching pet once, in id order\n%v", got, want)
@@ -136,10 +99,8 @@ func RunPagesOverHTTP(t *testing.T, open Opener) {
 	}
 	t.Run("malformed cursor", func(t *testing.T) {
 		for _, c := range []string{"garbage!", petstore.EncodeCursor(3) + "x", "djI6Mw"} { // djI6Mw: "v2:3", an unknown version
-			w := get(t, "/v1/pets?cursor="+url.QueryEscape(c))
-			if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), `"invalid_request"`) {
-				t.Fatalf("cursor %q: %d %s, want 400 invalid_request", c, w.Code, w.Body)
-			}
+			_, err := svc.ListPets(ctx, petstore.PetFilter{Cursor: c})
+			wantCode(t, err, petstore.CodeInvalidRequest)
 		}
 	})
 }

@@ -1,9 +1,12 @@
 // Package storetest is the conformance suite for petstore store
 // implementations. Every store in this module runs it, and so can a store
-// written outside it:
+// written outside it, calling the suite of each optional interface it
+// implements:
 //
 //	func TestConformance(t *testing.T) {
-//		storetest.Run(t, func(t testing.TB) petstore.Store { return mystore.New(...) })
+//		open := func(t testing.TB) petstore.Store { return mystore.New(...) }
+//		storetest.Run(t, open)
+//		t.Run("Idempotency", func(t *testing.T) { storetest.RunIdempotency(t, open) })
 //	}
 //
 // open must return a new, empty store each time it is called; the suite
@@ -26,28 +29,26 @@ import (
 // cleanup with t.Cleanup.
 type Opener func(t testing.TB) petstore.Store
 
-// Run runs the whole suite against stores from open.
+// Run runs the suite of the contract every store keeps, petstore.Store:
+// pets, keys and pages.
+//
+// The optional store interfaces have suites of their own, which a store's
+// test calls for each interface it implements: RunIdempotency
+// (petstore.IdempotencyStore), RunOrders (petstore.OrderStore), RunBlobs
+// (petstore.BlobStore) and RunDomains (domain.Store). Each fails, rather
+// than skips, when the store lacks its interface: a suite that was asked
+// for and did not run would look like a pass.
 func Run(t *testing.T, open Opener) {
 	t.Run("Pets", func(t *testing.T) { RunPets(t, open) })
 	t.Run("Keys", func(t *testing.T) { RunKeys(t, open) })
-	for _, ext := range extensions {
-		t.Run(ext.name, func(t *testing.T) { ext.run(t, open) })
-	}
+	t.Run("Pages", func(t *testing.T) { RunPages(t, open) })
 }
 
-// extensions are suites for the optional store interfaces (idempotency,
-// blobs, domains); each skips when the store does not implement its
-// interface.
-var extensions []struct {
-	name string
-	run  func(*testing.T, Opener)
-}
-
-func register(name string, run func(*testing.T, Opener)) {
-	extensions = append(extensions, struct {
-		name string
-		run  func(*testing.T, Opener)
-	}{name, run})
+// lacks fails the test of a suite whose store does not implement the
+// interface the suite checks.
+func lacks(t testing.TB, iface string) {
+	t.Helper()
+	t.Fatalf("the store does not implement %s: implement it, or do not call this suite", iface)
 }
 
 func wantCode(t testing.TB, err error, code string) {

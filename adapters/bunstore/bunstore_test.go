@@ -20,7 +20,12 @@ import (
 func TestConformance(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
-			storetest.Run(t, func(t testing.TB) petstore.Store { return bunstore.New(b.open(t)) })
+			open := func(t testing.TB) petstore.Store { return bunstore.New(b.open(t)) }
+			storetest.Run(t, open)
+			t.Run("Idempotency", func(t *testing.T) { storetest.RunIdempotency(t, open) })
+			t.Run("Orders", func(t *testing.T) { storetest.RunOrders(t, open) })
+			t.Run("Blobs", func(t *testing.T) { storetest.RunBlobs(t, open) })
+			t.Run("Domains", func(t *testing.T) { storetest.RunDomains(t, open) })
 		})
 	}
 }

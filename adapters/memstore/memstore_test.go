@@ -8,6 +8,13 @@ import (
 	"github.com/petstorekit/petstore/storetest"
 )
 
+// TestConformance runs the store suite and the suite of every optional
+// store interface memstore implements.
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(testing.TB) petstore.Store { return memstore.New() })
+	open := func(testing.TB) petstore.Store { return memstore.New() }
+	storetest.Run(t, open)
+	t.Run("Idempotency", func(t *testing.T) { storetest.RunIdempotency(t, open) })
+	t.Run("Orders", func(t *testing.T) { storetest.RunOrders(t, open) })
+	t.Run("Blobs", func(t *testing.T) { storetest.RunBlobs(t, open) })
+	t.Run("Domains", func(t *testing.T) { storetest.RunDomains(t, open) })
 }
