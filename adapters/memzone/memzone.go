@@ -14,7 +14,7 @@ import (
 
 	"github.com/libdns/libdns"
 	"github.com/miekg/dns"
-	"github.com/petstorekit/petstore/adapters/rfc2136"
+	"github.com/petstorekit/petstore/internal/dnsconv"
 )
 
 // Provider holds zones in memory. It implements libdns.RecordGetter,
@@ -171,7 +171,7 @@ func (p *Provider) DeleteRecords(ctx context.Context, zoneName string, recs []li
 	return p.edit(ctx, zoneName, func(z *zone) ([]libdns.Record, error) {
 		matchers := make([]func(dns.RR) bool, 0, len(recs))
 		for _, rec := range recs {
-			m, err := rfc2136.Matcher(z.name, rec)
+			m, err := dnsconv.Matcher(z.name, rec)
 			if err != nil {
 				return nil, fmt.Errorf("memzone: %w", err)
 			}
@@ -240,7 +240,7 @@ func toWire(zoneName string, recs []libdns.Record) ([]dns.RR, error) {
 // that what is stored is exactly what a client unpacks (names lower-cased,
 // escapes resolved) and a record that cannot be sent is refused now.
 func canonical(zoneName string, rec libdns.Record) (dns.RR, error) {
-	rr, err := rfc2136.ToDNS(zoneName, rec)
+	rr, err := dnsconv.ToDNS(zoneName, rec)
 	if err != nil {
 		return nil, fmt.Errorf("memzone: %w", err)
 	}
@@ -300,7 +300,7 @@ func dedupe(rrs []dns.RR) []dns.RR {
 func toLibdns(zoneName string, rrs []dns.RR) ([]libdns.Record, error) {
 	out := make([]libdns.Record, 0, len(rrs))
 	for _, rr := range rrs {
-		rec, err := rfc2136.FromDNS(zoneName, rr)
+		rec, err := dnsconv.FromDNS(zoneName, rr)
 		if err != nil {
 			return nil, fmt.Errorf("memzone: %w", err)
 		}

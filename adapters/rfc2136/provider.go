@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/petstorekit/petstore/internal/dnsconv"
 	"net"
 	"slices"
 	"strings"
@@ -63,7 +64,7 @@ func (p *Provider) GetRecords(ctx context.Context, zone string) ([]libdns.Record
 	}
 	out := make([]libdns.Record, 0, len(rrs))
 	for _, rr := range rrs {
-		rec, err := FromDNS(zone, rr)
+		rec, err := dnsconv.FromDNS(zone, rr)
 		if err != nil {
 			return nil, fmt.Errorf("rfc2136: %w", err)
 		}
@@ -123,7 +124,7 @@ func (p *Provider) SetRecords(ctx context.Context, zone string, recs []libdns.Re
 func (p *Provider) DeleteRecords(ctx context.Context, zone string, recs []libdns.Record) ([]libdns.Record, error) {
 	matches := make([]func(dns.RR) bool, 0, len(recs))
 	for _, rec := range recs {
-		m, err := Matcher(zone, rec)
+		m, err := dnsconv.Matcher(zone, rec)
 		if err != nil {
 			return nil, fmt.Errorf("rfc2136: %w", err)
 		}
@@ -156,67 +157,6 @@ func (p *Provider) DeleteRecords(ctx context.Context, zone string, recs []libdns
 	return deleted, nil
 }
 
-// Matcher returns the libdns DeleteRecords predicate for pattern in zone:
-// the owner name must match; an empty Type, zero TTL or empty data matches
-// any value. Data is compared as DNS data, so "2001:DB8::1" matches
-// "2001:db8::1".
-func Matcher(zone string, pattern libdns.Record) (func(dns.RR) bool, error) {
-	r := pattern.RR()
-	if r.Name == "" {
-		return nil, errors.New("delete needs a record name")
-	}
-	owner, err := OwnerName(zone, r.Name)
-	if err != nil {
-		return nil, err
-	}
-	var rtype uint16
-	if r.Type != "" {
-		t, ok := dns.StringToType[strings.ToUpper(r.Type)]
-		if !ok {
-			return nil, fmt.Errorf("unknown record type %q", r.Type)
-		}
-		rtype = t
-	}
-	var want dns.RR
-	if r.Data != "" {
-		if r.Type == "" {
-			return nil, fmt.Errorf("delete of %q gives data without a type", r.Name)
-		}
-		if want, err = ToDNS(zone, r); err != nil {
-			return nil, err
-		}
-		want = roundTrip(want)
-	}
-	ttl := uint32(r.TTL / time.Second)
-	return func(rr dns.RR) bool {
-		h := rr.Header()
-		switch {
-		case !strings.EqualFold(h.Name, owner),
-			h.Rrtype == dns.TypeSOA,
-			rtype != 0 && h.Rrtype != rtype,
-			r.TTL != 0 && h.Ttl != ttl,
-			want != nil && !dns.IsDuplicate(rr, want):
-			return false
-		}
-		return true
-	}, nil
-}
-
-// roundTrip passes rr through the wire format so that it compares equal to
-// records received from a server (escapes resolved, case as sent).
-func roundTrip(rr dns.RR) dns.RR {
-	buf := make([]byte, dns.Len(rr)+64)
-	n, err := dns.PackRR(rr, buf, 0, nil, false)
-	if err != nil {
-		return rr
-	}
-	out, _, err := dns.UnpackRR(buf[:n], 0)
-	if err != nil {
-		return rr
-	}
-	return out
-}
-
 func newUpdate(zone string) *dns.Msg {
 	m := new(dns.Msg)
 	m.SetUpdate(dns.CanonicalName(zone))
@@ -226,7 +166,7 @@ func newUpdate(zone string) *dns.Msg {
 func toRRs(zone string, recs []libdns.Record) ([]dns.RR, error) {
 	out := make([]dns.RR, 0, len(recs))
 	for _, rec := range recs {
-		rr, err := ToDNS(zone, rec)
+		rr, err := dnsconv.ToDNS(zone, rec)
 		if err != nil {
 			return nil, fmt.Errorf("rfc2136: %w", err)
 		}
@@ -238,7 +178,7 @@ func toRRs(zone string, recs []libdns.Record) ([]dns.RR, error) {
 func fromRRs(zone string, rrs []dns.RR) ([]libdns.Record, error) {
 	out := make([]libdns.Record, 0, len(rrs))
 	for _, rr := range rrs {
-		rec, err := FromDNS(zone, roundTrip(rr))
+		rec, err := dnsconv.FromDNS(zone, dnsconv.RoundTrip(rr))
 		if err != nil {
 			return nil, fmt.Errorf("rfc2136: %w", err)
 		}

@@ -1,4 +1,9 @@
-package rfc2136
+// Package dnsconv converts between libdns records and miekg/dns resource
+// records, for the two adapters that speak DNS on the wire: rfc2136 (a
+// remote server's dynamic updates) and memzone (a zone served in
+// process). It is shared so that the two agree on every record type, and
+// so that neither adapter depends on the other.
+package dnsconv
 
 import (
 	"errors"
