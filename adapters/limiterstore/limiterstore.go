@@ -4,6 +4,19 @@
 // ratelimit package's own MemoryStore and the redislimit adapter are
 // faster (one step, one round trip) and take the clock from the limiter.
 //
+// # What it is, and is not
+//
+// ulule/limiter decides one rate per key; the ratelimit package decides two
+// fixed windows, strikes and doubling bans in one step. This adapter does
+// not use ulule as a rate limiter: it uses ulule's stores as counters with
+// an expiry, and builds the step from them. Two of its uses are outside
+// what ulule documents: a ban's end is stored as a counter's value, and a
+// refused request's increments are taken back with negative increments.
+// Both hold for ulule v3's memory and Redis stores (the ratelimittest suite
+// checks them, on Redis too), but a future ulule store or version could
+// break them. Choose it only to keep one ulule deployment; a new one should
+// use ratelimit.MemoryStore or adapters/redislimit.
+//
 // # How the step maps onto ulule's keys
 //
 // ulule counts one key at one rate per call, so a step is several calls,
