@@ -23,5 +23,16 @@
 //
 // Every error a service or store returns to a client is an *Error with one
 // of the Code constants; ErrorCode and ErrorMessage turn any other error into
-// "internal" with a generic message so internals never leak.
+// "internal" with a generic message so internals never leak. Which HTTP
+// status answers each code is httpx's business (httpx.StatusOf).
+//
+// Validation: the rules of a new pet are validator/v10 tags on NewPet
+// (validator is the library's chosen rule engine, and tags keep the rules
+// beside the fields they govern); one translator, keyed by tag, words a
+// failed rule for the client, naming the field by its JSON name. Decoders
+// check only the JSON's shape. A rule that several layers enforce (a pet
+// or order status, a plan, a key) is worded once, by the constructors in
+// messages.go (PetStatusError, PlanError, UnauthorizedError, ...), so that
+// the service, httpx and the key tools answer alike. Orders and keys have
+// few, cross-field rules, written as plain Validate methods.
 package petstore

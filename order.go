@@ -41,11 +41,7 @@ func ParseOrderStatus(s string) (OrderStatus, error) {
 	if st := OrderStatus(s); st.Valid() {
 		return st, nil
 	}
-	return "", errOrderStatus()
-}
-
-func errOrderStatus() *Error {
-	return Errorf(CodeInvalidRequest, "status must be one of placed, approved, delivered")
+	return "", OrderStatusError()
 }
 
 // Order is a store order of one project. ID is assigned by the store on
@@ -100,7 +96,7 @@ func (o NewOrder) Validate() error {
 	case o.Quantity < 1:
 		return Errorf(CodeInvalidRequest, "quantity must be an integer from 1 to %d", math.MaxInt32)
 	case !o.Status.Valid():
-		return errOrderStatus()
+		return OrderStatusError()
 	case !o.ShipDate.IsZero() && (o.ShipDate.UTC().Year() < 1 || o.ShipDate.UTC().Year() > 9999):
 		return Errorf(CodeInvalidRequest, "shipDate must be an RFC 3339 date-time between years 0001 and 9999 in UTC")
 	}
@@ -199,7 +195,7 @@ func (s *Orders) ListOrders(ctx context.Context, projectID string, f OrderFilter
 		return OrderPage{}, Errorf(CodeInvalidRequest, "limit must be an integer from 1 to 100")
 	}
 	if f.Status != "" && !f.Status.Valid() {
-		return OrderPage{}, errOrderStatus()
+		return OrderPage{}, OrderStatusError()
 	}
 	var after int64
 	if f.Cursor != "" {

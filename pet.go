@@ -35,7 +35,7 @@ func ParsePetStatus(s string) (PetStatus, error) {
 	if st := PetStatus(s); st.Valid() {
 		return st, nil
 	}
-	return "", Errorf(CodeInvalidRequest, "status must be one of available, pending, sold")
+	return "", PetStatusError()
 }
 
 // Pet is an animal in the catalogue. ID is assigned by the store on

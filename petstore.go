@@ -115,7 +115,7 @@ func (s *Service) ListPets(ctx context.Context, f PetFilter) (PetPage, error) {
 		return PetPage{}, Errorf(CodeInvalidRequest, "limit must be an integer from 1 to 100")
 	}
 	if f.Status != "" && !f.Status.Valid() {
-		return PetPage{}, Errorf(CodeInvalidRequest, "status must be one of available, pending, sold")
+		return PetPage{}, PetStatusError()
 	}
 	var after int64
 	if f.Cursor != "" {
@@ -211,18 +211,18 @@ func (k *Keys) changed(ctx context.Context, id string) {
 // index does, turns the lookup into a timing oracle.
 func (k *Keys) Authenticate(ctx context.Context, token string) (APIKey, error) {
 	if token == "" || len(token) > 512 {
-		return APIKey{}, Errorf(CodeUnauthorized, "missing or invalid API key")
+		return APIKey{}, UnauthorizedError()
 	}
 	hash := HashAPIKey(token)
 	key, stored, err := k.store.KeyByHash(ctx, hash)
 	if err != nil {
 		if ErrorCode(err) == CodeNotFound {
-			return APIKey{}, Errorf(CodeUnauthorized, "missing or invalid API key")
+			return APIKey{}, UnauthorizedError()
 		}
 		return APIKey{}, err
 	}
 	if !HashesEqual(stored, hash) {
-		return APIKey{}, Errorf(CodeUnauthorized, "missing or invalid API key")
+		return APIKey{}, UnauthorizedError()
 	}
 	return key, nil
 }
@@ -283,7 +283,7 @@ func (k *Keys) Ensure(ctx context.Context, secret string, plan Plan, limits Limi
 // not_found for an unknown id.
 func (k *Keys) SetPlan(ctx context.Context, id string, plan Plan, limits Limits) (APIKey, error) {
 	if !plan.Valid() {
-		return APIKey{}, Errorf(CodeInvalidRequest, "plan must be one of free, pro, business, enterprise")
+		return APIKey{}, PlanError()
 	}
 	if plan != PlanEnterprise {
 		limits = Limits{}

@@ -60,7 +60,7 @@ func (p Plan) Limits() (l Limits, ok bool) {
 func ParsePlan(s string) (Plan, error) {
 	p := Plan(strings.ToLower(strings.TrimSpace(s)))
 	if !p.Valid() {
-		return "", Errorf(CodeInvalidRequest, "plan must be one of free, pro, business, enterprise")
+		return "", PlanError()
 	}
 	return p, nil
 }
@@ -94,7 +94,7 @@ func (k APIKey) Validate() error {
 	case k.ProjectID == "":
 		return Errorf(CodeInvalidRequest, "key project is required")
 	case !k.Plan.Valid():
-		return Errorf(CodeInvalidRequest, "plan must be one of free, pro, business, enterprise")
+		return PlanError()
 	case k.Plan == PlanEnterprise && !k.Limits.Valid():
 		return Errorf(CodeInvalidRequest, "enterprise limits must be positive, with per day >= per minute")
 	}

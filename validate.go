@@ -2,6 +2,7 @@ package petstore
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"unicode"
@@ -23,6 +24,14 @@ var (
 func theValidator() *validator.Validate {
 	validateOnce.Do(func() {
 		v := validator.New(validator.WithRequiredStructEnabled())
+		// Rules name fields as clients write them: by their JSON names.
+		v.RegisterTagNameFunc(func(f reflect.StructField) string {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" || name == "-" {
+				return f.Name
+			}
+			return name
+		})
 		// Both registrations are constant and cannot fail.
 		_ = v.RegisterValidation("petname", func(fl validator.FieldLevel) bool {
 			return nameProblem(fl.Field().String()) == ""
@@ -54,6 +63,11 @@ func nameProblem(name string) string {
 
 // Validate checks a NewPet against the library's rules and returns an
 // invalid_request *Error whose message names the first offending field.
+//
+// The rules are the struct's validate tags, checked by validator/v10; the
+// one translator below words each failed tag for a client. The JSON
+// decoders check only the body's shape (types, unknown fields) and leave
+// the rules to Validate.
 func (p NewPet) Validate() error {
 	err := theValidator().Struct(p)
 	if err == nil {
@@ -63,13 +77,22 @@ func (p NewPet) Validate() error {
 	if !errors.As(err, &verrs) || len(verrs) == 0 {
 		return Errorf(CodeInvalidRequest, "invalid pet")
 	}
-	switch verrs[0].StructField() {
-	case "Name":
-		return Errorf(CodeInvalidRequest, "%s", nameProblem(p.Name))
-	case "CategoryID":
-		return Errorf(CodeInvalidRequest, "categoryId must be an integer >= 1")
-	case "Status":
-		return Errorf(CodeInvalidRequest, "status must be one of available, pending, sold")
+	return translate(verrs[0])
+}
+
+// translate words a failed validation tag as the invalid_request a client
+// sees, naming the field by its JSON name.
+func translate(fe validator.FieldError) *Error {
+	switch fe.Tag() {
+	case "petname":
+		return Errorf(CodeInvalidRequest, "%s", nameProblem(fe.Value().(string)))
+	case "petstatus":
+		return PetStatusError()
+	case "gte":
+		if fe.Field() == "categoryId" {
+			return CategoryIDError()
+		}
+		return Errorf(CodeInvalidRequest, "%s must be an integer >= %s", fe.Field(), fe.Param())
 	}
-	return Errorf(CodeInvalidRequest, "%s is invalid", verrs[0].Field())
+	return Errorf(CodeInvalidRequest, "%s is invalid", fe.Field())
 }

@@ -313,22 +313,16 @@ func (c *chain) authenticate(r *http.Request) (petstore.APIKey, error) {
 	scheme, token, _ := strings.Cut(strings.TrimSpace(h), " ")
 	token = strings.TrimSpace(token)
 	if !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return petstore.APIKey{}, errUnauthorized()
+		return petstore.APIKey{}, petstore.UnauthorizedError()
 	}
 	key, err := c.auth.Authenticate(r.Context(), token)
 	if err != nil {
 		if petstore.ErrorCode(err) == petstore.CodeUnauthorized {
-			return petstore.APIKey{}, &invalidToken{err: errUnauthorized()}
+			return petstore.APIKey{}, &invalidToken{err: petstore.UnauthorizedError()}
 		}
 		return petstore.APIKey{}, err
 	}
 	return key, nil
-}
-
-// errUnauthorized is the 401 of a missing or wrong key; a fresh value each
-// time, made only when it is the answer.
-func errUnauthorized() *petstore.Error {
-	return petstore.Errorf(petstore.CodeUnauthorized, "missing or invalid API key")
 }
 
 // invalidToken marks an unauthorized error for a presented token, whose

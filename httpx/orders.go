@@ -88,7 +88,7 @@ func (o *orderRoutes) match(r *http.Request, rest string, get bool, m int) (rout
 func project(r *http.Request) (string, error) {
 	key, ok := KeyFromContext(r.Context())
 	if !ok || key.ProjectID == "" {
-		return "", errUnauthorized()
+		return "", petstore.UnauthorizedError()
 	}
 	return key.ProjectID, nil
 }
@@ -234,7 +234,7 @@ func decodeNewOrder(body []byte) (petstore.NewOrder, error) {
 	if raw, ok := fields["status"]; ok {
 		var s string
 		if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil || !petstore.OrderStatus(s).Valid() {
-			return invalid("status must be one of placed, approved, delivered")
+			return petstore.NewOrder{}, petstore.OrderStatusError()
 		}
 		no.Status = petstore.OrderStatus(s)
 	}

@@ -160,7 +160,7 @@ func decodeNewPet(body []byte) (petstore.NewPet, error) {
 		if ne, ok := err.(*strconv.NumError); ok && errors.Is(ne.Err, strconv.ErrRange) {
 			return invalid("categoryId must be an integer >= 1 that fits in 64 bits")
 		}
-		return invalid("categoryId must be an integer >= 1")
+		return petstore.NewPet{}, petstore.CategoryIDError()
 	}
 	np.CategoryID = id
 	if raw, ok := fields["status"]; ok {
@@ -169,7 +169,7 @@ func decodeNewPet(body []byte) (petstore.NewPet, error) {
 		// would give the pet the service's default behind the client's back.
 		var s string
 		if err := decodeString(raw, &s); err != nil || !petstore.PetStatus(s).Valid() {
-			return invalid("status must be one of available, pending, sold")
+			return petstore.NewPet{}, petstore.PetStatusError()
 		}
 		np.Status = petstore.PetStatus(s)
 	}
