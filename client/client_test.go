@@ -6,46 +6,19 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/client"
+	"github.com/petstorekit/petstore/internal/testenv"
 	"github.com/petstorekit/petstore/petstoretest"
 )
 
 // clock is a virtual clock shared by a fake server and a client: the
 // client's waits advance it instead of sleeping.
-type clock struct {
-	mu     sync.Mutex
-	now    time.Time
-	sleeps []time.Duration
-}
-
-func newClock() *clock { return &clock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	c.sleeps = append(c.sleeps, d)
-	return nil
-}
-
-func (c *clock) Sleeps() []time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.sleeps)
+func newClock() *testenv.Clock {
+	return testenv.NewClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 }
 
 func statuses(srv *petstoretest.Server) []int {
@@ -198,9 +171,7 @@ func TestBanIsNotRetried(t *testing.T) {
 		rude := srv.Client(client.WithMaxAttempts(1))
 		var err error
 		for range 60 {
-			clk.mu.Lock()
-			clk.now = clk.now.Add(100 * time.Millisecond)
-			clk.mu.Unlock()
+			clk.Advance(100 * time.Millisecond)
 			if _, err = rude.ListPets(context.Background(), petstore.PetFilter{}); petstore.ErrorCode(err) == petstore.CodeAPIKeyBanned {
 				break
 			}

@@ -13,12 +13,14 @@ import (
 
 	"github.com/libdns/libdns"
 	"github.com/miekg/dns"
+
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/dnsconfig"
 	"github.com/petstorekit/petstore/adapters/dnsresolver"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/adapters/memzone"
 	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/internal/testenv"
 )
 
 const target = "edge.petstore.example"
@@ -26,20 +28,6 @@ const target = "edge.petstore.example"
 var start = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
 // clock is a fake clock the tests move by hand.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.now = t }
-func (c *clock) Add(d time.Duration) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	return c.now
-}
-
 // projects is the platform's side: plans and deploys.
 var projects = domain.ProjectsFunc(func(_ context.Context, id string) (domain.Project, error) {
 	p, ok := map[string]domain.Project{
@@ -103,7 +91,7 @@ type fixture struct {
 	store  *memstore.Store
 	zone   *memzone.Provider
 	dns    *memzone.Server
-	clock  *clock
+	clock  *testenv.Clock
 }
 
 // newFixture starts a DNS server on 127.0.0.1 for example.com and
@@ -111,7 +99,7 @@ type fixture struct {
 func newFixture(t testing.TB, certs domain.CertIssuer) *fixture {
 	t.Helper()
 	zone, srv := memzone.NewTestServer(t, "example.com.", "example.org.", "xn--bcher-kva.example.")
-	f := &fixture{store: memstore.New(), zone: zone, dns: srv, clock: &clock{now: start}}
+	f := &fixture{store: memstore.New(), zone: zone, dns: srv, clock: testenv.NewClock(start)}
 	e, err := domain.New(domain.EngineConfig{
 		Store: f.store, Projects: projects, Resolver: dnsresolver.New(srv.Addr()), CertIssuer: certs,
 		CNAMETarget: target + ".", PlatformDomains: []string{"petstore.example", "localhost"},
@@ -328,7 +316,7 @@ func TestVerify(t *testing.T) {
 				f.set(t, tc.zone, tc.records...)
 			}
 			added := f.add(t, "prj_pro", tc.domain)
-			f.clock.Add(5 * time.Second)
+			f.clock.Advance(5 * time.Second)
 			d := f.verify(t, "prj_pro", tc.domain)
 			if d.Status != tc.status || codes(d.Diagnosis.Findings) != tc.findings || d.Diagnosis.NextAction != tc.action {
 				t.Fatalf("after Verify: status %s, findings %q, next %s; want %s, %q, %s (%+v)",
@@ -525,7 +513,7 @@ func TestCertificateFlow(t *testing.T) {
 	f.verify(t, "prj_pro", "blog.example.com")
 	certs.set("blog.example.com", domain.CertStatus{State: domain.CertFailed, Reason: "CAA records forbid the CA",
 		Findings: []domain.Finding{{Code: domain.FindingCAABlocksCA, Message: "CAA blocks", Fix: "add a CAA record"}}})
-	f.clock.Add(time.Minute)
+	f.clock.Advance(time.Minute)
 	if _, err := f.engine.RunDue(ctx, f.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -636,7 +624,7 @@ func TestIssuingSurvivesRestart(t *testing.T) {
 				t.Fatal(err)
 			}
 			for range 31 {
-				f.clock.Add(time.Minute)
+				f.clock.Advance(time.Minute)
 				if _, err := e2.RunDue(ctx, f.clock.Now()); err != nil {
 					t.Fatal(err)
 				}
@@ -721,11 +709,11 @@ func TestRemoveSurvivesCertificateFailure(t *testing.T) {
 				f.add(t, "prj_business", "shop.example.com")
 				f.verify(t, "prj_business", "shop.example.com")
 			}
-			f.clock.Add(time.Minute)
+			f.clock.Advance(time.Minute)
 			if _, err := f.engine.RunDue(ctx, f.clock.Now()); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := f.engine.RunDue(ctx, f.clock.Add(time.Minute)); err != nil {
+			if _, err := f.engine.RunDue(ctx, f.clock.Advance(time.Minute)); err != nil {
 				t.Fatal(err)
 			}
 			certs.mu.Lock()
@@ -809,7 +797,7 @@ func TestDomainCap(t *testing.T) {
 		e, err := domain.New(domain.EngineConfig{
 			Store: memstore.New(), Projects: projects, Resolver: dnsresolver.New(srv.Addr()),
 			CNAMETarget: target + ".", EdgeIPs: []netip.Addr{netip.MustParseAddr("127.0.0.1")},
-			MaxDomainsPerProject: max, Now: (&clock{now: start}).Now,
+			MaxDomainsPerProject: max, Now: (testenv.NewClock(start)).Now,
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -54,7 +54,7 @@ func takeover(t *testing.T, f *fixture, zone string, name string, routing ...lib
 	if d := f.verify(t, "prj_pro", name); d.Status != domain.StatusActive {
 		t.Fatalf("first holder: status %s, findings %s", d.Status, codes(d.Diagnosis.Findings))
 	}
-	f.clock.Add(time.Hour)
+	f.clock.Advance(time.Hour)
 	if err := f.engine.Remove(context.Background(), "prj_pro", name); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestTakeoverNeedsOwnershipProof(t *testing.T) {
 			}
 
 			// Only the CNAME (left by the old holder): not proven, not served.
-			f.clock.Add(time.Minute)
+			f.clock.Advance(time.Minute)
 			if tc.background {
 				if _, err := f.engine.RunDue(ctx, f.clock.Now()); err != nil {
 					t.Fatal(err)
@@ -126,7 +126,7 @@ func TestTakeoverNeedsOwnershipProof(t *testing.T) {
 
 			// The right token: active and served to the new holder.
 			f.set(t, tc.zone, txt(tc.challenge, rec.Value))
-			f.clock.Add(time.Minute)
+			f.clock.Advance(time.Minute)
 			if tc.background {
 				if _, err := f.engine.RunDue(ctx, f.clock.Now()); err != nil {
 					t.Fatal(err)
@@ -163,7 +163,7 @@ func TestOwnershipProofOnlyAfterAnotherProject(t *testing.T) {
 	const host = "shop.example.com"
 	remove := func(t *testing.T, f *fixture, project string) {
 		t.Helper()
-		f.clock.Add(time.Minute)
+		f.clock.Advance(time.Minute)
 		if err := f.engine.Remove(ctx, project, host); err != nil {
 			t.Fatal(err)
 		}

@@ -144,7 +144,7 @@ func TestRemove(t *testing.T) {
 	if got := f.engine.Route("www.example.com"); got.Kind != domain.RouteRedirect {
 		t.Fatalf("before removal Route(www) = %+v", got)
 	}
-	f.clock.Add(time.Hour)
+	f.clock.Advance(time.Hour)
 	if err := f.engine.Remove(ctx, "prj_pro", "shop.example.com"); err != nil {
 		t.Fatal(err)
 	}

@@ -106,7 +106,7 @@ func TestDowngradeSuspendsAndUpgradeResumes(t *testing.T) {
 	// its records right.
 	f.set(t, "example.com.", cname("shop", target), cname("www", target), cname("b", target), cname("later", target))
 	for range 3 {
-		if _, err := f.engine.RunDue(ctx, f.clock.Add(2*time.Minute)); err != nil {
+		if _, err := f.engine.RunDue(ctx, f.clock.Advance(2*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -130,7 +130,7 @@ func TestDowngradeSuspendsAndUpgradeResumes(t *testing.T) {
 	if err != nil || d.Status != domain.StatusActive || d.ResumesAs != "" || d.Attempts != 1 {
 		t.Fatalf("after upgrade: %s resumesAs %q attempts %d (%v)", d.Status, d.ResumesAs, d.Attempts, err)
 	}
-	if _, err := f.engine.RunDue(ctx, f.clock.Add(2*time.Minute)); err != nil {
+	if _, err := f.engine.RunDue(ctx, f.clock.Advance(2*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	if d, _ := f.engine.Get(ctx, "prj_a", "later.example.com"); d.Status != domain.StatusActive {

@@ -20,6 +20,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/adapters/redislimit"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/internal/testenv"
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
@@ -34,24 +35,7 @@ var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
 // clock is an injected time the test moves by hand: a limiter's, or the
 // domain engine's in the dashboard and edge tests.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: t0} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+func newClock() *testenv.Clock { return testenv.NewClock(t0) }
 
 // rlEnv is one API with a real limiter over store, and one Free key.
 type rlEnv struct {
@@ -59,7 +43,7 @@ type rlEnv struct {
 	keys   *petstore.Keys
 	key    petstore.APIKey
 	secret string
-	clock  *clock
+	clock  *testenv.Clock
 }
 
 // newRLEnv builds the API on a fresh memory pet store. Config.Now is left

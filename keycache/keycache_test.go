@@ -11,28 +11,12 @@ import (
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/bunstore"
 	"github.com/petstorekit/petstore/changefeed"
+	"github.com/petstorekit/petstore/internal/testenv"
 	"github.com/petstorekit/petstore/keycache"
 )
 
 // clock is a manual clock for the cache's lifetimes.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+func newClock() *testenv.Clock { return testenv.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)) }
 
 // openStore returns a migrated bunstore on a SQLite file of its own, and
 // the database, which a test may close to make the store unavailable.

@@ -6,31 +6,17 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/client"
+	"github.com/petstorekit/petstore/internal/testenv"
 	"github.com/petstorekit/petstore/petstoretest"
 )
 
 // clock is shared by the fake and the client, so a 429's Retry-After
 // passes without the test waiting.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *clock) Sleep(ctx context.Context, d time.Duration) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	return ctx.Err()
-}
-
 func TestAvailableNames(t *testing.T) {
 	t.Parallel()
 	srv := petstoretest.NewServer(t, petstoretest.WithPets(
@@ -49,7 +35,7 @@ func TestAvailableNames(t *testing.T) {
 
 func TestRestockThroughRateLimit(t *testing.T) {
 	t.Parallel()
-	clk := &clock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	clk := testenv.NewClock(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 	// Three requests a minute: the fourth create is refused with 429, and
 	// the client waits out Retry-After on the shared clock.
 	srv := petstoretest.NewServer(t,
@@ -87,7 +73,7 @@ func TestFaults(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			clk := &clock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+			clk := testenv.NewClock(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 			srv := petstoretest.NewServer(t, petstoretest.WithoutListener())
 			srv.Inject(tt.fault)
 			c := srv.Client(client.WithClock(clk.Now, clk.Sleep))
