@@ -257,11 +257,16 @@ func (c *chain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err == nil:
 		info.key, info.hasKey = key, true
-		subject, limits := "key:"+key.ID, key.EffectiveLimits()
-		if c.offBudget != nil && c.offBudget(r) {
-			subject, limits = addrSubject("pub:", c.client(r, info)), c.pubLim
+		var admitted bool
+		switch {
+		case c.limiter == nil:
+			admitted = true
+		case c.offBudget != nil && c.offBudget(r):
+			admitted = c.limit(sw, r, info, addrSubject("pub:", c.client(r, info)), c.pubLim)
+		default:
+			admitted = c.limit(sw, r, info, "key:"+key.ID, key.EffectiveLimits())
 		}
-		if c.limiter == nil || c.limit(sw, r, info, subject, limits) {
+		if admitted {
 			c.next.ServeHTTP(sw, r)
 		}
 	case petstore.ErrorCode(err) == petstore.CodeUnauthorized:

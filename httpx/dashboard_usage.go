@@ -22,10 +22,6 @@ var _ UsageReporter = (*ratelimit.Limiter)(nil)
 // chain names it (see RateLimiter).
 func KeySubject(keyID string) string { return "key:" + keyID }
 
-// IsKeySubject reports whether a rate-limit subject is an API key's (not
-// an address's): what a usage history worth showing customers keeps.
-func IsKeySubject(subject string) bool { return len(subject) > 4 && subject[:4] == "key:" }
-
 // usageBody is the body of GET <base>/api/usage.
 type usageBody struct {
 	KeyID   string             `json:"keyId"`

@@ -46,7 +46,7 @@ func TestDashboardUsage(t *testing.T) {
 	}
 	limiter := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{
 		Clock:     clock,
-		History:   ratelimit.NewHistory(ratelimit.HistoryConfig{Keep: httpx.IsKeySubject}),
+		History:   ratelimit.NewHistory(ratelimit.HistoryConfig{KeepPrefix: httpx.KeySubject("")}),
 		BanPolicy: ratelimit.BanPolicy{Strikes: 3, Within: time.Minute, Grace: -1, Duration: 15 * time.Minute},
 	})
 	api, err := httpx.New(httpx.Config{Service: petstore.NewService(store), Auth: keys, Limiter: limiter})

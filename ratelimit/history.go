@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,10 +23,12 @@ type HistoryConfig struct {
 	// MaxSubjects caps the subjects kept; the one written to least
 	// recently goes first. DefaultHistorySubjects when zero.
 	MaxSubjects int
-	// Keep says which subjects are recorded; all when nil. A platform
-	// that shows keys their history keeps "key:" subjects only, so that a
-	// flood from new addresses cannot push the keys out.
-	Keep func(subject string) bool
+	// KeepPrefix says which subjects are recorded: those starting with
+	// it; all when empty. A platform that shows keys their history keeps
+	// "key:" subjects only, so that a flood from new addresses cannot push
+	// the keys out. (A prefix rather than a func: a call through a func
+	// value would make every request's subject escape to the heap.)
+	KeepPrefix string
 }
 
 // History counts, per subject, the requests admitted and refused in each
@@ -37,7 +40,7 @@ type HistoryConfig struct {
 // it decided. It is safe for concurrent use.
 type History struct {
 	mu       sync.Mutex
-	keep     func(string) bool
+	prefix   string
 	max      int
 	subjects map[string]*list.Element // of *series, most recent first
 	lru      list.List
@@ -53,7 +56,7 @@ type series struct {
 
 // NewHistory returns an empty History.
 func NewHistory(cfg HistoryConfig) *History {
-	h := &History{keep: cfg.Keep, max: cfg.MaxSubjects, subjects: map[string]*list.Element{}}
+	h := &History{prefix: cfg.KeepPrefix, max: cfg.MaxSubjects, subjects: map[string]*list.Element{}}
 	if h.max <= 0 {
 		h.max = DefaultHistorySubjects
 	}
@@ -62,7 +65,7 @@ func NewHistory(cfg HistoryConfig) *History {
 
 // Record counts one request of subject at at, admitted or refused.
 func (h *History) Record(subject string, at time.Time, admitted bool) {
-	if h == nil || (h.keep != nil && !h.keep(subject)) {
+	if h == nil || !strings.HasPrefix(subject, h.prefix) {
 		return
 	}
 	m := at.Unix() / 60
@@ -78,8 +81,11 @@ func (h *History) Record(subject string, at time.Time, admitted bool) {
 			delete(h.subjects, old.Value.(*series).subject)
 			h.lru.Remove(old)
 		}
-		e = h.lru.PushFront(&series{subject: subject})
-		h.subjects[subject] = e
+		// A copy: the caller's subject stays its own, so a request's
+		// subject string need not escape to the heap for the history.
+		key := strings.Clone(subject)
+		e = h.lru.PushFront(&series{subject: key})
+		h.subjects[key] = e
 	}
 	s := e.Value.(*series)
 	if s.minute[i] != m {

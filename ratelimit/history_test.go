@@ -2,7 +2,6 @@ package ratelimit_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -64,7 +63,7 @@ func TestHistoryMinutes(t *testing.T) {
 // written first out; Keep leaves other subjects unrecorded.
 func TestHistoryIsBounded(t *testing.T) {
 	at := time.Unix(1_800_000_000, 0)
-	h := ratelimit.NewHistory(ratelimit.HistoryConfig{MaxSubjects: 3, Keep: func(s string) bool { return strings.HasPrefix(s, "key:") }})
+	h := ratelimit.NewHistory(ratelimit.HistoryConfig{MaxSubjects: 3, KeepPrefix: "key:"})
 	for _, s := range []string{"key:a", "key:b", "key:c", "ip:192.0.2.1"} {
 		h.Record(s, at, true)
 	}

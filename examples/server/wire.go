@@ -445,7 +445,7 @@ func newLimiter(cfg config, logger *slog.Logger) (*ratelimit.Limiter, ratelimit.
 	// The dashboard's Usage panel charts each key's last hour from this
 	// process's decisions; addresses are not kept, so a flood of them
 	// cannot push the keys out.
-	history := ratelimit.NewHistory(ratelimit.HistoryConfig{Keep: httpx.IsKeySubject})
+	history := ratelimit.NewHistory(ratelimit.HistoryConfig{KeepPrefix: httpx.KeySubject("")})
 	rcfg := ratelimit.Config{FailClosed: !cfg.failOpen, Logger: logger, History: history}
 	if cfg.redis == "" {
 		mem := ratelimit.NewMemoryStore()
