@@ -38,6 +38,8 @@ func (c *chain) done(r *http.Request, info *requestInfo, start time.Time) {
 // have matched; "" when no route has the path.
 func (c *chain) route(r *http.Request, info *requestInfo) string {
 	switch {
+	case info.unrouted:
+		return "" // refused with 404 or 405: no operation's route
 	case info.route != "":
 		return info.route
 	case r.Pattern != info.outer:
@@ -115,13 +117,7 @@ func (c *chain) client(r *http.Request, info *requestInfo) netip.Addr {
 func routerOf(next http.Handler) func(*http.Request) string {
 	switch h := next.(type) {
 	case *api:
-		return func(r *http.Request) string {
-			rt, _, ok := h.match(r)
-			if !ok {
-				return ""
-			}
-			return rt.pattern
-		}
+		return h.route
 	case *dashboard:
 		return func(r *http.Request) string {
 			rt, _, ok := h.match(r)

@@ -71,6 +71,9 @@ type requestInfo struct {
 	addr   netip.Addr // the client address, once the chain computed it
 	cause  int        // why a store failed the request (causeNone, ...)
 	span   trace.Span // the request's span; nil without Config.TracerProvider
+	// unrouted marks a request the API refused for its path or method
+	// (404, 405): it has no route, whatever pattern the mux matched.
+	unrouted bool
 	// outages are the chain's rate-limited log slots of dependency 503s.
 	outages *outageLogs
 

@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"net/netip"
+	"path"
 	"strings"
 	"time"
 
@@ -94,6 +95,12 @@ type api struct {
 	create decodedHandler[petstore.NewPet]
 
 	orders *orderRoutes // nil without Config.Orders
+
+	// mux routes every path under the base with http.ServeMux patterns;
+	// fallbacks are its method-less patterns, which answer 404 or 405
+	// and are no route of an operation.
+	mux       *http.ServeMux
+	fallbacks map[string]bool
 }
 
 // New returns the handler of the whole API under cfg.BasePath. Mount it
@@ -130,6 +137,7 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Orders != nil {
 		a.orders = newOrderRoutes(cfg, base)
 	}
+	a.routes()
 	openapiPath := base + "/openapi.json"
 	c, err := newChain(cfg, a, func(r *http.Request) bool { return r.URL.Path == openapiPath })
 	if err != nil {
@@ -150,82 +158,115 @@ func cleanBase(p string) (string, error) {
 	return strings.TrimSuffix(p, "/"), nil
 }
 
-// route is one operation: its pattern for the logs, its handler, whether
-// it takes a JSON body, and whether it is beta (X-API-Stability).
-type route struct {
-	pattern string
-	handle  http.HandlerFunc
-	body    bool
-	beta    bool
+// routes registers every operation of the API on its own ServeMux, each
+// GET pattern with its HEAD twin (RFC 9110 §9.3.2: the same status and
+// headers, without the body, which ServeHTTP drops), and, for each path, a
+// method-less pattern that answers 405 with Allow, and one for everything
+// else under the base that answers 404: every answer is a JSON Error, never
+// the standard mux's text.
+func (a *api) routes() {
+	a.mux, a.fallbacks = http.NewServeMux(), map[string]bool{}
+	for i := range 2 { // GET, then HEAD
+		a.operation(a.patList[i], a.handleListPets, false, false)
+		a.operation(a.patPet[i], a.handleGetPet, false, false)
+		a.operation(a.patDoc[i], a.handleOpenAPI, false, false)
+	}
+	a.operation(a.patCreate, a.handleCreatePet, true, false)
+	a.refuse(a.base+"/pets", "GET, HEAD, POST", false)
+	a.refuse(a.base+"/pets/{petId}", "GET, HEAD", false)
+	a.refuse(a.base+"/openapi.json", "GET, HEAD", false)
+	if o := a.orders; o != nil {
+		for i := range 2 {
+			a.operation(o.patList[i], o.handleList, false, true)
+			a.operation(o.patOrder[i], o.handleGet, false, true)
+		}
+		a.operation(o.patCreate, o.handleCreate, true, true)
+		a.refuse(o.path, "GET, HEAD, POST", true)
+		a.refuse(o.path+"/{orderId}", "GET, HEAD", true)
+	}
+	a.refuse("/", "", false)
+	if a.base != "" {
+		a.refuse(a.base+"/", "", false)
+		a.refuse(a.base, "", false)
+	}
 }
 
-// match finds the operation for a request. ok is false when the path is
-// unknown (404); a known path with another method returns allow (405).
-func (a *api) match(r *http.Request) (rt route, allow string, ok bool) {
-	rest, found := strings.CutPrefix(r.URL.Path, a.base)
-	if !found {
-		return route{}, "", false
+// operation registers handle under pattern: it takes a JSON body (checked
+// for media type, coding and size first) when body is set, and is marked
+// beta (X-API-Stability) when beta is.
+func (a *api) operation(pattern string, handle http.HandlerFunc, body, beta bool) {
+	a.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if beta {
+			w.Header()["X-Api-Stability"] = stabilityBeta
+		}
+		if info := infoFrom(r.Context()); info != nil {
+			info.route = pattern
+		}
+		if body {
+			if _, err := readBody(w, r); err != nil {
+				WriteError(w, r, err)
+				return
+			}
+		}
+		handle(w, r)
+	})
+}
+
+// refuse registers the method-less pattern of a path: 405 with Allow for
+// a path with operations (allow lists their methods), 404 for a pattern
+// that stands for unknown paths (allow ""). Such a request has no route.
+func (a *api) refuse(pattern, allow string, beta bool) {
+	a.fallbacks[pattern] = true
+	a.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if beta {
+			w.Header()["X-Api-Stability"] = stabilityBeta
+		}
+		if info := infoFrom(r.Context()); info != nil {
+			info.unrouted = true
+		}
+		refuseUnrouted(w, r, allow != "", allow)
+	})
+}
+
+// route returns the pattern of the operation that would answer r, or ""
+// when none would (404, 405), without answering it: the route of a request
+// refused before routing (401, 429) for the log and the metrics.
+func (a *api) route(r *http.Request) string {
+	if !isCleanPath(r.URL.Path) {
+		return ""
 	}
-	// Every GET route also answers HEAD (RFC 9110 §9.3.2): the same
-	// status and headers, without the body, which ServeHTTP drops.
-	get := r.Method == http.MethodGet || r.Method == http.MethodHead
-	m := 0 // GET's pattern; HEAD's is 1
-	if r.Method == http.MethodHead {
-		m = 1
+	_, pattern := a.mux.Handler(r)
+	if a.fallbacks[pattern] {
+		return ""
 	}
-	switch {
-	case a.orders != nil && strings.HasPrefix(rest, ordersPath):
-		return a.orders.match(r, rest, get, m)
-	case rest == "/pets":
-		switch {
-		case get:
-			return route{pattern: a.patList[m], handle: a.handleListPets}, "", true
-		case r.Method == http.MethodPost:
-			return route{pattern: a.patCreate, handle: a.handleCreatePet, body: true}, "", true
-		}
-		return route{}, "GET, HEAD, POST", true
-	case rest == "/openapi.json":
-		if get {
-			return route{pattern: a.patDoc[m], handle: a.handleOpenAPI}, "", true
-		}
-		return route{}, "GET, HEAD", true
-	case strings.HasPrefix(rest, "/pets/"):
-		id := rest[len("/pets/"):]
-		if id == "" || strings.Contains(id, "/") {
-			return route{}, "", false
-		}
-		if get {
-			r.SetPathValue("petId", id)
-			return route{pattern: a.patPet[m], handle: a.handleGetPet}, "", true
-		}
-		return route{}, "GET, HEAD", true
+	return pattern
+}
+
+// isCleanPath reports whether p is as the standard mux wants it (no "//",
+// "." or ".." segments): other paths would get its text/html redirect, so
+// ServeHTTP answers them 404 in JSON instead.
+func isCleanPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
 	}
-	return route{}, "", false
+	c := path.Clean(p)
+	return c == p || (strings.HasSuffix(p, "/") && c+"/" == p)
 }
 
 // ServeHTTP routes a request that already passed authentication and rate
-// limiting, then checks the media type and size of bodies.
+// limiting.
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodHead {
 		w = headWriter{w}
 	}
-	rt, allow, ok := a.match(r)
-	if rt.beta {
-		w.Header()["X-Api-Stability"] = stabilityBeta
-	}
-	if refuseUnrouted(w, r, ok, allow) {
+	if !isCleanPath(r.URL.Path) {
+		if info := infoFrom(r.Context()); info != nil {
+			info.unrouted = true
+		}
+		refuseUnrouted(w, r, false, "")
 		return
 	}
-	if info := infoFrom(r.Context()); info != nil {
-		info.route = rt.pattern
-	}
-	if rt.body {
-		if _, err := readBody(w, r); err != nil {
-			WriteError(w, r, err)
-			return
-		}
-	}
-	rt.handle(w, r)
+	a.mux.ServeHTTP(w, r)
 }
 
 // headWriter answers a HEAD request: headers and status pass through,

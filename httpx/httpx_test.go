@@ -392,6 +392,14 @@ func TestRoutingErrors(t *testing.T) {
 		{"PUT", "/v1/pets/1", 405, "GET, HEAD"},
 		{"POST", "/v1/openapi.json", 405, "GET, HEAD"},
 		{"OPTIONS", "/v1/pets/1", 405, "GET, HEAD"},
+		// Paths the standard mux would redirect with an HTML body are
+		// JSON 404s; an escaped slash is part of the id, which is then
+		// not a number (400), as the ServeMux pattern reads it.
+		{"GET", "/v1", 404, ""},
+		{"GET", "/v1//pets", 404, ""},
+		{"GET", "/v1/./pets", 404, ""},
+		{"GET", "/v1/pets/1/..", 404, ""},
+		{"GET", "/v1/pets/1%2F2", 400, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {

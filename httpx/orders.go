@@ -8,7 +8,6 @@ import (
 	"math"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/petstorekit/petstore"
@@ -53,33 +52,6 @@ func newOrderRoutes(cfg Config, base string) *orderRoutes {
 		o.create = newIdempotent(cfg.Idempotency, cfg.Now, o.create)
 	}
 	return o
-}
-
-// match routes a path under the base that starts with ordersPath; m is 0
-// for GET and 1 for HEAD. Any path it knows, routed or refused with 405,
-// is beta; one it does not know is 404 like any unknown path.
-func (o *orderRoutes) match(r *http.Request, rest string, get bool, m int) (route, string, bool) {
-	switch {
-	case rest == ordersPath:
-		switch {
-		case get:
-			return route{pattern: o.patList[m], handle: o.handleList, beta: true}, "", true
-		case r.Method == http.MethodPost:
-			return route{pattern: o.patCreate, handle: o.handleCreate, body: true, beta: true}, "", true
-		}
-		return route{beta: true}, "GET, HEAD, POST", true
-	case strings.HasPrefix(rest, ordersPath+"/"):
-		id := rest[len(ordersPath)+1:]
-		if id == "" || strings.Contains(id, "/") {
-			return route{}, "", false
-		}
-		if get {
-			r.SetPathValue("orderId", id)
-			return route{pattern: o.patOrder[m], handle: o.handleGet, beta: true}, "", true
-		}
-		return route{beta: true}, "GET, HEAD", true
-	}
-	return route{}, "", false
 }
 
 // project returns the project of the request's key. The chain always
