@@ -117,15 +117,9 @@ func (c *chain) client(r *http.Request, info *requestInfo) netip.Addr {
 func routerOf(next http.Handler) func(*http.Request) string {
 	switch h := next.(type) {
 	case *api:
-		return h.route
+		return h.router.route
 	case *dashboard:
-		return func(r *http.Request) string {
-			rt, _, ok := h.match(r)
-			if !ok {
-				return ""
-			}
-			return rt.pattern
-		}
+		return h.router.route
 	case *http.ServeMux:
 		return func(r *http.Request) string {
 			_, pattern := h.Handler(r)

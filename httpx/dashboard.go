@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"path"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -97,6 +98,7 @@ type dashboard struct {
 	openapiETag string
 	assets      map[string]asset // by path under base, "/" for the page
 	usage       UsageReporter    // nil: no Usage panel
+	router      *router          // the page, its files and the API, on ServeMux patterns
 }
 
 // NewDashboard returns the handler of the dashboard: the Domains page at
@@ -163,6 +165,7 @@ func NewDashboard(cfg DashboardConfig) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("httpx: embedded dashboard page: %w", err)
 	}
+	d.routes()
 	chained, err := Wrap(Config{
 		Auth: cfg.Auth, Logger: cfg.Logger, Limiter: cfg.Limiter,
 		TrustedProxies: cfg.TrustedProxies, Now: cfg.Now, Metrics: cfg.Metrics,
@@ -194,103 +197,76 @@ func dashboardOpenAPIDocument(api string) ([]byte, error) {
 	return marshalJSON(doc, "  ")
 }
 
-// dashRoute is one matched operation.
-type dashRoute struct {
-	pattern string // for the request log
-	handle  func(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string)
-	name    string // the {name} path value, decoded
+// routes registers the page, its files and the JSON API on the
+// dashboard's router; a GET operation answers HEAD too.
+func (d *dashboard) routes() {
+	d.router = newRouter()
+	api := d.api + "/"
+	type op struct {
+		method string
+		handle func(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string)
+	}
+	for _, p := range []struct {
+		path string
+		ops  []op
+	}{
+		{"openapi.json", []op{{"GET", d.handleOpenAPI}}},
+		{"domains", []op{{"GET", d.handleList}, {"POST", d.handleAdd}}},
+		{"usage", []op{{"GET", d.handleUsage}}},
+		{"domains/config", []op{{"GET", d.handleGetConfig}, {"PUT", d.handlePutConfig}}},
+		{"domains/{name}", []op{{"GET", d.handleGet}, {"DELETE", d.handleRemove}}},
+		{"domains/{name}/verify", []op{{"POST", d.handleVerify}}},
+		{"domains/{name}/dns", []op{{"POST", d.handleConfigureDNS}}},
+	} {
+		var allow []string
+		for _, o := range p.ops {
+			handle := o.handle
+			d.router.handle(o.method+" "+api+p.path, func(w http.ResponseWriter, r *http.Request) {
+				key, _ := KeyFromContext(r.Context())
+				handle(w, r, key, r.PathValue("name"))
+			})
+			allow = append(allow, o.method)
+			if o.method == "GET" {
+				allow = append(allow, "HEAD") // a GET pattern answers HEAD too
+			}
+		}
+		// 405 for the other methods, one pattern each: a method-less one
+		// would conflict with the wildcard's ("domains/config" against
+		// "GET domains/{name}").
+		allowed := strings.Join(allow, ", ")
+		for _, m := range standardMethods {
+			if !slices.Contains(allow, m) {
+				d.router.refuse(m+" "+api+p.path, allowed, nil)
+			}
+		}
+	}
+	for name := range d.assets {
+		pattern := d.base + name
+		if name == "/" {
+			pattern += "{$}"
+		}
+		d.router.handle("GET "+pattern, d.handleAsset)
+		d.router.refuse(pattern, "GET, HEAD", nil)
+	}
+	// The base without its slash goes to the page, whatever the method.
+	d.router.handle(d.base, d.handleToPage)
+	d.router.refuse("/", "", nil)
 }
 
-// match routes a request under base. ok is false for an unknown path; a
-// known path with another method returns allow (405).
-func (d *dashboard) match(r *http.Request) (rt dashRoute, allow string, ok bool) {
-	p := r.URL.Path
-	m := r.Method
-	pick := func(allowed string, byMethod map[string]dashRoute) (dashRoute, string, bool) {
-		if rt, ok := byMethod[m]; ok {
-			return rt, "", true
-		}
-		return dashRoute{}, allowed, true
-	}
-	rest, inAPI := strings.CutPrefix(p, d.api+"/")
-	if !inAPI {
-		if p == d.base {
-			return dashRoute{pattern: "GET " + d.base, handle: d.handleToPage}, "", true
-		}
-		if _, ok := d.assets[strings.TrimPrefix(p, d.base)]; ok && strings.HasPrefix(p, d.base+"/") {
-			if m == http.MethodGet || m == http.MethodHead {
-				return dashRoute{pattern: "GET " + p, handle: d.handleAsset}, "", true
-			}
-			return dashRoute{}, "GET, HEAD", true
-		}
-		return dashRoute{}, "", false
-	}
-	api := "/api/"
-	switch {
-	case rest == "openapi.json":
-		return pick("GET", map[string]dashRoute{http.MethodGet: {pattern: "GET " + d.api + "/openapi.json", handle: d.handleOpenAPI}})
-	case rest == "domains":
-		return pick("GET, POST", map[string]dashRoute{
-			http.MethodGet:  {pattern: "GET " + d.base + api + "domains", handle: d.handleList},
-			http.MethodPost: {pattern: "POST " + d.base + api + "domains", handle: d.handleAdd},
-		})
-	case rest == "usage":
-		return pick("GET", map[string]dashRoute{http.MethodGet: {pattern: "GET " + d.base + api + "usage", handle: d.handleUsage}})
-	case rest == "domains/config":
-		return pick("GET, PUT", map[string]dashRoute{
-			http.MethodGet: {pattern: "GET " + d.base + api + "domains/config", handle: d.handleGetConfig},
-			http.MethodPut: {pattern: "PUT " + d.base + api + "domains/config", handle: d.handlePutConfig},
-		})
-	case strings.HasPrefix(rest, "domains/"):
-		seg := strings.Split(rest[len("domains/"):], "/")
-		if seg[0] == "" {
-			return dashRoute{}, "", false
-		}
-		var rt dashRoute
-		var allowed string
-		var ok bool
-		switch {
-		case len(seg) == 1:
-			rt, allowed, ok = pick("GET, DELETE", map[string]dashRoute{
-				http.MethodGet:    {pattern: "GET " + d.base + api + "domains/{name}", handle: d.handleGet},
-				http.MethodDelete: {pattern: "DELETE " + d.base + api + "domains/{name}", handle: d.handleRemove},
-			})
-		case len(seg) == 2 && seg[1] == "verify":
-			rt, allowed, ok = pick("POST", map[string]dashRoute{
-				http.MethodPost: {pattern: "POST " + d.base + api + "domains/{name}/verify", handle: d.handleVerify},
-			})
-		case len(seg) == 2 && seg[1] == "dns":
-			rt, allowed, ok = pick("POST", map[string]dashRoute{
-				http.MethodPost: {pattern: "POST " + d.base + api + "domains/{name}/dns", handle: d.handleConfigureDNS},
-			})
-		default:
-			return dashRoute{}, "", false
-		}
-		rt.name = seg[0]
-		return rt, allowed, ok
-	}
-	return dashRoute{}, "", false
-}
+// standardMethods are the methods of RFC 9110 and PATCH; a request with
+// another method on a known path is 404.
+var standardMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE"}
 
 // ServeHTTP routes a request that passed the chain.
-func (d *dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rt, allow, ok := d.match(r)
-	if refuseUnrouted(w, r, ok, allow) {
-		return
-	}
-	// The chain logs r.Pattern as the route, as it does behind a ServeMux.
-	r.Pattern = rt.pattern
-	key, _ := KeyFromContext(r.Context())
-	rt.handle(w, r, key, rt.name)
-}
+func (d *dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) { d.router.ServeHTTP(w, r) }
 
-func (d *dashboard) handleToPage(w http.ResponseWriter, r *http.Request, _ petstore.APIKey, _ string) {
+func (d *dashboard) handleToPage(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, d.base+"/", http.StatusMovedPermanently)
 }
 
 // handleAsset serves the page and its files. The page is strict about
 // what it may load: only its own script, style and API, never a frame.
-func (d *dashboard) handleAsset(w http.ResponseWriter, r *http.Request, _ petstore.APIKey, _ string) {
+func (d *dashboard) handleAsset(w http.ResponseWriter, r *http.Request) {
 	a := d.assets[strings.TrimPrefix(r.URL.Path, d.base)]
 	h := w.Header()
 	h.Set("Content-Type", a.ctype)

@@ -8,7 +8,6 @@ import (
 	"mime"
 	"net/http"
 	"net/netip"
-	"path"
 	"strings"
 	"time"
 
@@ -96,11 +95,7 @@ type api struct {
 
 	orders *orderRoutes // nil without Config.Orders
 
-	// mux routes every path under the base with http.ServeMux patterns;
-	// fallbacks are its method-less patterns, which answer 404 or 405
-	// and are no route of an operation.
-	mux       *http.ServeMux
-	fallbacks map[string]bool
+	router *router // every path under the base, on ServeMux patterns
 }
 
 // New returns the handler of the whole API under cfg.BasePath. Mount it
@@ -158,49 +153,48 @@ func cleanBase(p string) (string, error) {
 	return strings.TrimSuffix(p, "/"), nil
 }
 
-// routes registers every operation of the API on its own ServeMux, each
-// GET pattern with its HEAD twin (RFC 9110 §9.3.2: the same status and
-// headers, without the body, which ServeHTTP drops), and, for each path, a
-// method-less pattern that answers 405 with Allow, and one for everything
-// else under the base that answers 404: every answer is a JSON Error, never
-// the standard mux's text.
+// routes registers every operation of the API on its router, each GET
+// pattern with its HEAD twin (RFC 9110 §9.3.2: the same status and
+// headers, without the body, which ServeHTTP drops), a method-less pattern
+// per path that answers 405 with Allow, and 404 for everything else.
 func (a *api) routes() {
-	a.mux, a.fallbacks = http.NewServeMux(), map[string]bool{}
+	a.router = newRouter()
 	for i := range 2 { // GET, then HEAD
 		a.operation(a.patList[i], a.handleListPets, false, false)
 		a.operation(a.patPet[i], a.handleGetPet, false, false)
 		a.operation(a.patDoc[i], a.handleOpenAPI, false, false)
 	}
 	a.operation(a.patCreate, a.handleCreatePet, true, false)
-	a.refuse(a.base+"/pets", "GET, HEAD, POST", false)
-	a.refuse(a.base+"/pets/{petId}", "GET, HEAD", false)
-	a.refuse(a.base+"/openapi.json", "GET, HEAD", false)
+	a.router.refuse(a.base+"/pets", "GET, HEAD, POST", nil)
+	a.router.refuse(a.base+"/pets/{petId}", "GET, HEAD", nil)
+	a.router.refuse(a.base+"/openapi.json", "GET, HEAD", nil)
 	if o := a.orders; o != nil {
 		for i := range 2 {
 			a.operation(o.patList[i], o.handleList, false, true)
 			a.operation(o.patOrder[i], o.handleGet, false, true)
 		}
 		a.operation(o.patCreate, o.handleCreate, true, true)
-		a.refuse(o.path, "GET, HEAD, POST", true)
-		a.refuse(o.path+"/{orderId}", "GET, HEAD", true)
+		a.router.refuse(o.path, "GET, HEAD, POST", markBeta)
+		a.router.refuse(o.path+"/{orderId}", "GET, HEAD", markBeta)
 	}
-	a.refuse("/", "", false)
+	a.router.refuse("/", "", nil)
 	if a.base != "" {
-		a.refuse(a.base+"/", "", false)
-		a.refuse(a.base, "", false)
+		a.router.refuse(a.base+"/", "", nil)
+		a.router.refuse(a.base, "", nil)
 	}
 }
 
+// markBeta marks an answer as beta (X-API-Stability), as every answer of
+// a beta operation's path is.
+func markBeta(w http.ResponseWriter) { w.Header()["X-Api-Stability"] = stabilityBeta }
+
 // operation registers handle under pattern: it takes a JSON body (checked
-// for media type, coding and size first) when body is set, and is marked
-// beta (X-API-Stability) when beta is.
+// for media type, coding and size first) when body is set, and is beta
+// when beta is.
 func (a *api) operation(pattern string, handle http.HandlerFunc, body, beta bool) {
-	a.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+	a.router.handle(pattern, func(w http.ResponseWriter, r *http.Request) {
 		if beta {
-			w.Header()["X-Api-Stability"] = stabilityBeta
-		}
-		if info := infoFrom(r.Context()); info != nil {
-			info.route = pattern
+			markBeta(w)
 		}
 		if body {
 			if _, err := readBody(w, r); err != nil {
@@ -212,61 +206,13 @@ func (a *api) operation(pattern string, handle http.HandlerFunc, body, beta bool
 	})
 }
 
-// refuse registers the method-less pattern of a path: 405 with Allow for
-// a path with operations (allow lists their methods), 404 for a pattern
-// that stands for unknown paths (allow ""). Such a request has no route.
-func (a *api) refuse(pattern, allow string, beta bool) {
-	a.fallbacks[pattern] = true
-	a.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		if beta {
-			w.Header()["X-Api-Stability"] = stabilityBeta
-		}
-		if info := infoFrom(r.Context()); info != nil {
-			info.unrouted = true
-		}
-		refuseUnrouted(w, r, allow != "", allow)
-	})
-}
-
-// route returns the pattern of the operation that would answer r, or ""
-// when none would (404, 405), without answering it: the route of a request
-// refused before routing (401, 429) for the log and the metrics.
-func (a *api) route(r *http.Request) string {
-	if !isCleanPath(r.URL.Path) {
-		return ""
-	}
-	_, pattern := a.mux.Handler(r)
-	if a.fallbacks[pattern] {
-		return ""
-	}
-	return pattern
-}
-
-// isCleanPath reports whether p is as the standard mux wants it (no "//",
-// "." or ".." segments): other paths would get its text/html redirect, so
-// ServeHTTP answers them 404 in JSON instead.
-func isCleanPath(p string) bool {
-	if p == "" || p[0] != '/' {
-		return false
-	}
-	c := path.Clean(p)
-	return c == p || (strings.HasSuffix(p, "/") && c+"/" == p)
-}
-
 // ServeHTTP routes a request that already passed authentication and rate
 // limiting.
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodHead {
 		w = headWriter{w}
 	}
-	if !isCleanPath(r.URL.Path) {
-		if info := infoFrom(r.Context()); info != nil {
-			info.unrouted = true
-		}
-		refuseUnrouted(w, r, false, "")
-		return
-	}
-	a.mux.ServeHTTP(w, r)
+	a.router.ServeHTTP(w, r)
 }
 
 // headWriter answers a HEAD request: headers and status pass through,

@@ -1,0 +1,86 @@
+package httpx
+
+import (
+	"net/http"
+	"path"
+	"strings"
+)
+
+// router is an http.ServeMux whose every answer is a JSON Error: each
+// path with operations gets a method-less pattern answering 405 with
+// Allow, and unknown paths a pattern answering 404. Paths the standard mux
+// would redirect with an HTML body ("//", ".", "..") are JSON 404s before
+// it sees them. The /v1 API and the dashboard each route with one.
+type router struct {
+	mux       *http.ServeMux
+	fallbacks map[string]bool // the method-less patterns that refuse
+}
+
+func newRouter() *router {
+	return &router{mux: http.NewServeMux(), fallbacks: map[string]bool{}}
+}
+
+// handle registers an operation: the request's route, for the log, the
+// metrics and the trace, is its pattern.
+func (rt *router) handle(pattern string, h http.HandlerFunc) {
+	rt.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if info := infoFrom(r.Context()); info != nil {
+			info.route = pattern
+		}
+		h(w, r)
+	})
+}
+
+// refuse registers a pattern that answers 405 with Allow (allow lists
+// the path's methods) or, with allow "", 404; before, if set, runs first
+// (to mark a beta path). A refused request has no route.
+func (rt *router) refuse(pattern, allow string, before func(http.ResponseWriter)) {
+	rt.fallbacks[pattern] = true
+	rt.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if before != nil {
+			before(w)
+		}
+		unrouted(w, r, allow)
+	})
+}
+
+// unrouted answers a request no operation takes: 404, or 405 with Allow.
+func unrouted(w http.ResponseWriter, r *http.Request, allow string) {
+	if info := infoFrom(r.Context()); info != nil {
+		info.unrouted = true
+	}
+	refuseUnrouted(w, r, allow != "", allow)
+}
+
+// route returns the pattern of the operation that would answer r, or ""
+// when none would, without answering it: the route of a request refused
+// before routing (401, 429) for the log and the metrics.
+func (rt *router) route(r *http.Request) string {
+	if !isCleanPath(r.URL.Path) {
+		return ""
+	}
+	_, pattern := rt.mux.Handler(r)
+	if rt.fallbacks[pattern] {
+		return ""
+	}
+	return pattern
+}
+
+// ServeHTTP routes r.
+func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !isCleanPath(r.URL.Path) {
+		unrouted(w, r, "")
+		return
+	}
+	rt.mux.ServeHTTP(w, r)
+}
+
+// isCleanPath reports whether p is as the standard mux wants it (no "//",
+// "." or ".." segments).
+func isCleanPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	c := path.Clean(p)
+	return c == p || (strings.HasSuffix(p, "/") && c+"/" == p)
+}
