@@ -1,0 +1,179 @@
+package httpx
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/petstorekit/petstore"
+)
+
+// ServeHTTP runs the request through the chain's middlewares.
+func (c *chain) ServeHTTP(w http.ResponseWriter, r *http.Request) { c.handler.ServeHTTP(w, r) }
+
+// middlewares composes the chain, outermost first: request id (which
+// makes the request's requestInfo), access log, recover, authenticate,
+// rate limit, then next. Each is a func(http.Handler) http.Handler that
+// finds the request's state in its requestInfo, so that a request costs
+// one allocation for all of them.
+func (c *chain) middlewares(next http.Handler) http.Handler {
+	return c.requestID(c.accessLog(c.recoverer(c.authenticator(c.rateLimiter(next)))))
+}
+
+// requestID starts the request: its span and deadline, its requestInfo
+// (the context every later step reads), and its X-Request-Id.
+func (c *chain) requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ctx := r.Context()
+		var span trace.Span
+		if c.tracer != nil {
+			ctx, span = c.startSpan(ctx, r)
+		}
+		if c.timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, c.timeout)
+			defer cancel()
+		}
+		info := &requestInfo{Context: ctx, logger: c.logger, outer: r.Pattern, outages: &c.outages, span: span, start: start}
+		info.id = requestID(r.Header.Get("X-Request-Id"), &info.idBuf)
+		w.Header()["X-Request-Id"] = info.slot(slotRequestID, info.id)
+		info.sw.ResponseWriter = w
+		next.ServeHTTP(&info.sw, r.WithContext(info))
+	})
+}
+
+// accessLog logs, measures and ends the trace of every request once it
+// is answered.
+func (c *chain) accessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := infoFrom(r.Context())
+		defer c.done(r, info, info.start)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// recoverer turns a panic further in into a 500 (see recover).
+func (c *chain) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer c.recover(r, infoFrom(r.Context()))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// authenticator reads the bearer key of a request to a non-public path.
+// A valid key is the request's from then on; a missing or wrong one is
+// left for rateLimiter to charge to the address before the 401; a key
+// store that cannot answer is 503 at once: that says nothing about the
+// key, so nothing is charged or struck, and the client retries soon.
+func (c *chain) authenticator(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := infoFrom(r.Context())
+		if c.public(r) {
+			info.public = true
+			next.ServeHTTP(w, r)
+			return
+		}
+		key, err := c.authenticate(r)
+		switch {
+		case err == nil:
+			info.key, info.hasKey = key, true
+		case petstore.ErrorCode(err) == petstore.CodeUnauthorized:
+			info.authErr = err
+		default:
+			WriteError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// rateLimiter decides the request on the budget it spends (see
+// RateLimiter): a public path's address budget, a valid key's own, or,
+// for a missing or wrong key, the address's budget of attempts, which
+// only such attempts spend and which alone bans an address. It answers
+// 429 or 503 itself, and the 401 of an admitted wrong key.
+func (c *chain) rateLimiter(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := infoFrom(r.Context())
+		admitted := true
+		if c.limiter != nil {
+			switch {
+			case info.public, info.hasKey && c.offBudget != nil && c.offBudget(r):
+				admitted = c.limit(w, r, info, addrSubject("pub:", c.client(r, info)), c.pubLim)
+			case info.authErr != nil:
+				admitted = c.limit(w, r, info, addrSubject("ip:", c.client(r, info)), freeLimits)
+			default:
+				admitted = c.limit(w, r, info, "key:"+info.key.ID, info.key.EffectiveLimits())
+			}
+		}
+		switch {
+		case !admitted:
+		case info.authErr != nil:
+			WriteError(w, r, info.authErr)
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+// recover turns a panic into a 500 Error body (or, when the response has
+// started, into a 500 in the log), logging the stack.
+func (c *chain) recover(r *http.Request, info *requestInfo) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	if v == http.ErrAbortHandler {
+		panic(v)
+	}
+	c.logger.LogAttrs(info.Context, slog.LevelError, "panic",
+		slog.String("request_id", info.id),
+		slog.String("panic", fmt.Sprint(v)),
+		slog.String("stack", string(debug.Stack())))
+	if info.sw.Status == 0 {
+		WriteError(&info.sw, r, petstore.Errorf(petstore.CodeInternal, "Internal error."))
+		info.cause = causePanic
+	} else {
+		info.cause = causePanic
+		info.sw.Status = http.StatusInternalServerError // what the log should say
+	}
+}
+
+// authenticate reads the bearer token. The scheme is case-insensitive
+// (RFC 7235); anything else is unauthorized, with error="invalid_token" in
+// the challenge when a bearer token was presented (RFC 6750 §3). Two or
+// more Authorization headers are unauthorized too, whatever they hold:
+// which one a proxy or the server reads is not defined, so none is.
+func (c *chain) authenticate(r *http.Request) (petstore.APIKey, error) {
+	if len(r.Header.Values("Authorization")) > 1 {
+		return petstore.APIKey{}, petstore.Errorf(petstore.CodeUnauthorized, "send exactly one Authorization header")
+	}
+	h := r.Header.Get("Authorization")
+	scheme, token, _ := strings.Cut(strings.TrimSpace(h), " ")
+	token = strings.TrimSpace(token)
+	if !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return petstore.APIKey{}, petstore.UnauthorizedError()
+	}
+	key, err := c.auth.Authenticate(r.Context(), token)
+	if err != nil {
+		if petstore.ErrorCode(err) == petstore.CodeUnauthorized {
+			return petstore.APIKey{}, &invalidToken{err: petstore.UnauthorizedError()}
+		}
+		return petstore.APIKey{}, err
+	}
+	return key, nil
+}
+
+// invalidToken marks an unauthorized error for a presented token, whose
+// challenge names the error.
+type invalidToken struct{ err *petstore.Error }
+
+func (e *invalidToken) Error() string { return e.err.Error() }
+func (e *invalidToken) Unwrap() error { return e.err }
