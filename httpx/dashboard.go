@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"mime"
@@ -425,15 +424,10 @@ func tidyConfig(c domain.Config) domain.Config {
 // case (checkJSONText): encoding/json would read {"name":"a","NAME":"b"}
 // as "b" where another reader takes "a".
 func decodeOneObject(body []byte, v any) error {
-	trimmed := bytes.TrimLeft(body, " \t\r\n") // JSON's whitespace only
-	if len(trimmed) == 0 {
-		return petstore.Errorf(petstore.CodeInvalidRequest, "body must be a JSON object")
+	if _, err := readObject(body); err != nil {
+		return err
 	}
-	if trimmed[0] != '{' {
-		return petstore.Errorf(petstore.CodeInvalidRequest, "body must be a JSON object")
-	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	if err := dec.Decode(v); err != nil {
+	if err := json.Unmarshal(body, v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
 			t := te.Type
@@ -444,10 +438,7 @@ func decodeOneObject(body []byte, v any) error {
 		}
 		return petstore.Errorf(petstore.CodeInvalidRequest, "body is not valid JSON")
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return petstore.Errorf(petstore.CodeInvalidRequest, "body must be exactly one JSON object, with nothing after it")
-	}
-	return checkJSONText(trimmed)
+	return nil
 }
 
 // jsonKind names a Go kind the way a JSON client thinks of it.

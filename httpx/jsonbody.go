@@ -3,11 +3,37 @@ package httpx
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/petstorekit/petstore"
 )
+
+// readObject is the one reader of JSON request bodies, for pets, orders
+// and the dashboard: the body must be exactly one JSON object with nothing
+// after it, whose strings are all valid UTF-8 and whose member names are
+// unique ignoring case (checkJSONText). It returns the object's members,
+// undecoded; the operation's decoder reads the ones it knows.
+func readObject(body []byte) (map[string]json.RawMessage, error) {
+	trimmed := bytes.TrimLeft(body, " \t\r\n") // JSON's whitespace only
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, petstore.Errorf(petstore.CodeInvalidRequest, "body must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	var fields map[string]json.RawMessage
+	if err := dec.Decode(&fields); err != nil {
+		return nil, petstore.Errorf(petstore.CodeInvalidRequest, "body is not valid JSON")
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, petstore.Errorf(petstore.CodeInvalidRequest, "body must contain exactly one JSON object and nothing after it")
+	}
+	if err := checkJSONText(trimmed); err != nil {
+		return nil, err
+	}
+	return fields, nil
+}
 
 // checkJSONText enforces what encoding/json lets through in a body that is
 // already known to be one syntactically valid JSON value:

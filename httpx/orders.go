@@ -1,7 +1,6 @@
 package httpx
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -145,9 +144,9 @@ func (o *orderRoutes) handleGet(w http.ResponseWriter, r *http.Request) {
 }
 
 // decodeNewOrder reads an order's creation body with the strictness of
-// decodeNewPet: exactly one JSON object and nothing after it; fields
-// matched exactly; unknown fields (a client's "id" among them) ignored;
-// of a duplicated field the last wins. A field that is sent must be of
+// decodeNewPet (readObject: exactly one JSON object and nothing after it,
+// valid UTF-8, no member name repeated, ignoring case); fields matched
+// exactly; unknown fields (a client's "id" among them) ignored. A field that is sent must be of
 // its type and in range: null, "" and out-of-range numbers are 400 naming
 // the field, never read as "absent", which would apply a default behind
 // the client's back. petId must be an integer; whether it is >= 1 and
@@ -156,17 +155,9 @@ func decodeNewOrder(body []byte) (petstore.NewOrder, error) {
 	invalid := func(format string, args ...any) (petstore.NewOrder, error) {
 		return petstore.NewOrder{}, petstore.Errorf(petstore.CodeInvalidRequest, format, args...)
 	}
-	trimmed := bytes.TrimLeft(body, " \t\r\n")
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return invalid("body must be a JSON object")
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	var fields map[string]json.RawMessage
-	if err := dec.Decode(&fields); err != nil {
-		return invalid("body is not valid JSON")
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return invalid("body must contain exactly one JSON object and nothing after it")
+	fields, err := readObject(body)
+	if err != nil {
+		return petstore.NewOrder{}, err
 	}
 	var no petstore.NewOrder
 	raw, ok := fields["petId"]

@@ -1,7 +1,6 @@
 package httpx
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -113,22 +112,8 @@ func decodeNewPet(body []byte) (petstore.NewPet, error) {
 	invalid := func(format string, args ...any) (petstore.NewPet, error) {
 		return petstore.NewPet{}, petstore.Errorf(petstore.CodeInvalidRequest, format, args...)
 	}
-	trimmed := bytes.TrimLeft(body, " \t\r\n")
-	if len(trimmed) == 0 {
-		return invalid("body must be a JSON object")
-	}
-	if trimmed[0] != '{' {
-		return invalid("body must be a JSON object")
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	var fields map[string]json.RawMessage
-	if err := dec.Decode(&fields); err != nil {
-		return invalid("body is not valid JSON")
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return invalid("body must contain exactly one JSON object and nothing after it")
-	}
-	if err := checkJSONText(body); err != nil {
+	fields, err := readObject(body)
+	if err != nil {
 		return petstore.NewPet{}, err
 	}
 	for k := range fields {
