@@ -1,0 +1,111 @@
+package domain
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// view turns a stored entry into what a dashboard shows, suspended when
+// the project's plan is below Pro.
+func (e *Engine) view(ctx context.Context, en Entry) Domain {
+	return e.viewAs(ctx, en, e.suspension(ctx, en.ProjectID))
+}
+
+// viewAs is view with the project's suspension reason already known.
+func (e *Engine) viewAs(ctx context.Context, en Entry, suspended string) Domain {
+	n, err := ParseName(en.Name)
+	if err != nil { // stored before the rules changed: show it as it is
+		n = Name{ASCII: en.Name, Unicode: en.Name, Kind: KindSubdomain, Label: en.Name}
+	}
+	d := Domain{
+		Name: n.ASCII, UnicodeName: n.Unicode, Kind: n.Kind, ProjectID: en.ProjectID,
+		Status: en.Status, Reason: en.Reason, Attempts: en.Attempts,
+		History: slices.Clone(en.History), CreatedAt: en.CreatedAt, VerifiedAt: en.VerifiedAt,
+		Certificate: CertStatus{State: CertNone},
+	}
+	if d.History == nil {
+		d.History = []Transition{}
+	}
+	suspend(&d, suspended)
+	d.Records, d.Alternatives, d.Note = e.instructions(ctx, n, en.OwnershipToken)
+	if e.cfg.CertIssuer != nil && en.Status != StatusPending && en.Status != StatusRemoved && !en.VerifiedAt.IsZero() {
+		if st, err := e.cfg.CertIssuer.Status(ctx, en.Name); err == nil {
+			d.Certificate = st
+		} else {
+			e.cfg.Logger.Warn("certificate status unknown", "domain", en.Name, "err", err)
+		}
+	}
+	if c := e.dnsOf(en.ProjectID); c != nil && en.Status != StatusRemoved {
+		scope, scoped := c.(DNSScope)
+		d.DNSManaged = !scoped || scope.Manages(n.ASCII)
+	}
+	d.Diagnosis = e.diagnosis(ctx, d, en.Observed, en.Findings, en.CheckedAt)
+	return d
+}
+
+// diagnosis combines DNS findings with the certificate layer's and
+// decides the next action.
+func (e *Engine) diagnosis(ctx context.Context, d Domain, obs Observed, dnsFindings []Finding, at time.Time) Diagnosis {
+	findings := slices.Clone(dnsFindings)
+	findings = append(findings, d.Certificate.Findings...)
+	ds := e.cfg.Diagnosers
+	if dg, ok := e.cfg.CertIssuer.(Diagnoser); ok {
+		ds = append([]Diagnoser{dg}, ds...)
+	}
+	if d.Status != StatusRemoved {
+		for _, dg := range ds {
+			findings = append(findings, dg.Diagnose(ctx, d)...)
+		}
+	}
+	// Timed from the stored VerifiedAt, so every process sharing the store
+	// shows it, whatever its issuer remembers. An issuer's own finding
+	// (which may carry the CA's last error) takes precedence.
+	if (d.Status == StatusVerified || d.Status == StatusIssuing) && !d.VerifiedAt.IsZero() &&
+		!e.now().Before(d.VerifiedAt.Add(CertPendingLimit)) &&
+		!slices.ContainsFunc(findings, func(f Finding) bool { return f.Code == FindingCertPendingTooLong }) {
+		findings = append(findings, certPendingTooLong(d.Name))
+	}
+	if findings == nil {
+		findings = []Finding{}
+	}
+	if obs.Addresses == nil {
+		obs.Addresses = []string{}
+	}
+	dnsOK := len(dnsFindings) == 0 && !at.IsZero()
+	return Diagnosis{
+		OK:         len(findings) == 0 && d.Status != StatusSuspended && (d.Status == StatusActive || dnsOK && d.Status != StatusRemoved),
+		NextAction: nextAction(d.Status, findings, dnsOK),
+		Observed:   obs,
+		Findings:   findings,
+		CheckedAt:  at,
+	}
+}
+
+// nextAction decides what the customer does next.
+func nextAction(s Status, findings []Finding, dnsOK bool) Action {
+	switch s {
+	case StatusRemoved:
+		return ActionNone
+	case StatusSuspended:
+		return ActionUpgradePlan
+	}
+	has := func(codes ...string) bool {
+		return slices.ContainsFunc(findings, func(f Finding) bool { return slices.Contains(codes, f.Code) })
+	}
+	switch {
+	case has(FindingConflictingRecord, FindingCNAMEMismatch, FindingApexForeignIPs, FindingOwnershipUnproven, FindingCAABlocksCA):
+		return ActionFixDNS
+	case has(FindingCertPendingTooLong):
+		return ActionReverify
+	case s == StatusActive:
+		return ActionNone
+	case s == StatusFailed && has(FindingNoRecords):
+		return ActionFixDNS
+	case s == StatusFailed:
+		return ActionReverify
+	case s == StatusPending && dnsOK:
+		return ActionReverify
+	}
+	return ActionWait
+}

@@ -1,0 +1,77 @@
+package domain
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+)
+
+// instructions returns the records a customer creates for n, the apex
+// alternatives and the note that goes with them. A non-empty ownership
+// token adds its TXT record to the records, and a note that says why.
+func (e *Engine) instructions(ctx context.Context, n Name, token string) (records, alternatives []Record, note string) {
+	records, alternatives, note = e.routingInstructions(ctx, n)
+	if token != "" {
+		records = append(records, ownershipRecord(n, token))
+		note = strings.TrimSpace(ownershipNote + " " + note)
+	}
+	return records, alternatives, note
+}
+
+// routingInstructions returns the records that route n to the platform.
+func (e *Engine) routingInstructions(ctx context.Context, n Name) (records, alternatives []Record, note string) {
+	if n.Kind == KindSubdomain {
+		return []Record{{Type: "CNAME", Name: n.Label, Value: e.target, TTL: DefaultRecordTTL}}, nil, ""
+	}
+	records = []Record{{Type: "ALIAS", Name: "@", Value: e.target, TTL: DefaultRecordTTL}}
+	for _, ip := range e.edgeList(ctx) {
+		typ := "A"
+		if ip.Is6() {
+			typ = "AAAA"
+		}
+		alternatives = append(alternatives, Record{Type: typ, Name: "@", Value: ip.String(), TTL: DefaultRecordTTL})
+	}
+	note = "Create an ALIAS (also called ANAME) record at @. Not every DNS provider supports ALIAS or ANAME records; if yours does not, create the A/AAAA records listed as alternatives instead."
+	if len(alternatives) == 0 {
+		note = "Create an ALIAS (also called ANAME) record at @. Not every DNS provider supports ALIAS or ANAME records; if yours does not, use a subdomain such as www instead."
+	}
+	return records, alternatives, note
+}
+
+func (e *Engine) edgeList(ctx context.Context) []netip.Addr {
+	if len(e.cfg.EdgeIPs) > 0 {
+		return e.cfg.EdgeIPs
+	}
+	var out []netip.Addr
+	for _, typ := range []string{"A", "AAAA"} {
+		recs, err := e.cfg.Resolver.Lookup(ctx, e.target, typ)
+		if err != nil {
+			continue
+		}
+		for _, r := range recs {
+			if ip, err := netip.ParseAddr(r.Value); err == nil {
+				out = append(out, ip.Unmap())
+			}
+		}
+	}
+	return out
+}
+
+func (e *Engine) isEdge(ctx context.Context, addrs []netip.Addr) bool {
+	edge := e.edge
+	if len(edge) == 0 {
+		edge = map[netip.Addr]bool{}
+		for _, ip := range e.edgeList(ctx) {
+			edge[ip] = true
+		}
+	}
+	if len(edge) == 0 {
+		return false
+	}
+	for _, a := range addrs {
+		if !edge[a.Unmap()] {
+			return false
+		}
+	}
+	return true
+}

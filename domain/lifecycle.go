@@ -1,0 +1,318 @@
+package domain
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/petstorekit/petstore"
+)
+
+// Add attaches name (Unicode or ASCII form) to the project and returns it
+// with the DNS records to create. created is false when the project already
+// had it, in which case the existing domain is returned unchanged.
+//
+// When another project held the name last, the records include an
+// ownership TXT record that Verify requires besides the CNAME (or ALIAS):
+// no domain takeover through a CNAME the customer left behind.
+//
+// Returns invalid_request for an invalid name (ParseNewName: also a
+// special-use TLD, mixed scripts or a confusable label), one of the
+// platform's own, or when the project holds MaxDomainsPerProject domains, not_found for an unknown project, plan_required below Pro,
+// deploy_required before a successful deploy, and conflict when another
+// project holds the name.
+func (e *Engine) Add(ctx context.Context, projectID, name string) (d Domain, created bool, err error) {
+	n, err := ParseNewName(name)
+	if err != nil {
+		return Domain{}, false, err
+	}
+	for _, p := range e.platform {
+		if isUnder(n.ASCII, p) {
+			return Domain{}, false, invalidName("%s belongs to the platform itself and cannot be added as a custom domain", n.Unicode)
+		}
+	}
+	p, err := e.cfg.Projects.Project(ctx, projectID)
+	if err != nil {
+		return Domain{}, false, err
+	}
+	if !p.Plan.AtLeast(petstore.PlanPro) {
+		return Domain{}, false, petstore.Errorf(petstore.CodePlanRequired,
+			"custom domains need the Pro plan or above; this project is on the %s plan", planName(p.Plan))
+	}
+	if !p.Deployed {
+		return Domain{}, false, petstore.Errorf(petstore.CodeDeployRequired,
+			"deploy the project successfully before adding a custom domain")
+	}
+	// The project's count and the new entry must not be interleaved with
+	// another add of the same project, or both could take the last slot.
+	lock := &e.addLocks[projectStripe(projectID, len(e.addLocks))]
+	lock.Lock()
+	defer lock.Unlock()
+	if existing, ok, err := e.existing(ctx, projectID, n); ok || err != nil {
+		return existing, false, err
+	}
+	if err := e.checkDomainCap(ctx, projectID); err != nil {
+		return Domain{}, false, err
+	}
+	token, err := e.ownershipToken(ctx, projectID, n)
+	if err != nil {
+		return Domain{}, false, err
+	}
+	now := e.now()
+	entry := Entry{
+		OwnershipToken: token,
+		ID:             "dom_" + uuid.Must(uuid.NewV7()).String(),
+		ProjectID:      projectID,
+		Name:           n.ASCII,
+		Status:         StatusPending,
+		Findings:       []Finding{},
+		Observed:       Observed{Addresses: []string{}},
+		PendingSince:   now,
+		NextCheckAt:    now.Add(time.Minute),
+		History:        []Transition{{Status: StatusPending, At: now}},
+		CreatedAt:      now,
+		UpdatedAt:      now,
+	}
+	stored, err := e.cfg.Store.CreateDomain(ctx, entry)
+	if petstore.ErrorCode(err) == petstore.CodeConflict {
+		// Lost a race: to this project (return its domain) or another.
+		if existing, ok, err := e.existing(ctx, projectID, n); ok || err != nil {
+			return existing, false, err
+		}
+	}
+	if err != nil {
+		return Domain{}, false, err
+	}
+	return e.view(ctx, stored), true, nil
+}
+
+// checkDomainCap returns invalid_request when the project already holds
+// MaxDomainsPerProject domains (removed ones excluded).
+func (e *Engine) checkDomainCap(ctx context.Context, projectID string) error {
+	limit := e.cfg.MaxDomainsPerProject
+	if limit < 0 {
+		return nil
+	}
+	held, err := e.cfg.Store.ListDomains(ctx, DomainQuery{ProjectID: projectID})
+	if err != nil {
+		return err
+	}
+	if len(held) >= limit {
+		return petstore.Errorf(petstore.CodeInvalidRequest,
+			"this project already has %d custom domains, the most it may have; remove one before adding another", len(held))
+	}
+	return nil
+}
+
+// projectStripe picks one of n locks for a project id (FNV-1a).
+func projectStripe(projectID string, n int) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(projectID); i++ {
+		h ^= uint32(projectID[i])
+		h *= 16777619
+	}
+	return int(h % uint32(n))
+}
+
+// existing returns the project's domain for n (ok true), or conflict when
+// another project holds n, or ok false when n is free.
+func (e *Engine) existing(ctx context.Context, projectID string, n Name) (Domain, bool, error) {
+	got, err := e.cfg.Store.DomainByName(ctx, n.ASCII)
+	switch {
+	case petstore.ErrorCode(err) == petstore.CodeNotFound:
+		return Domain{}, false, nil
+	case err != nil:
+		return Domain{}, false, err
+	case got.ProjectID != projectID:
+		return Domain{}, false, petstore.Errorf(petstore.CodeConflict,
+			"%s is already attached to another project; it must be removed there before it can be added here", n.Unicode)
+	}
+	return e.view(ctx, got), true, nil
+}
+
+func planName(p petstore.Plan) string {
+	if p == "" {
+		return "unknown"
+	}
+	return string(p)
+}
+
+// Verify checks the domain's DNS now (the dashboard's Verify and
+// Re-verify) and advances it: a pending or failed domain whose records are
+// right becomes verified, then issuing (or active without a CertIssuer); an
+// issuing domain gets a new certificate attempt; a failed domain whose
+// records are still wrong goes back to pending for a new 48-hour window.
+// A lookup failure changes nothing but the findings. Returns the domain as
+// it is afterwards, or invalid_request / not_found.
+func (e *Engine) Verify(ctx context.Context, projectID, name string) (Domain, error) {
+	if _, err := e.owned(ctx, projectID, name); err != nil {
+		return Domain{}, err
+	}
+	if err := e.requirePlan(ctx, projectID); err != nil {
+		return Domain{}, err
+	}
+	for range 3 {
+		entry, err := e.owned(ctx, projectID, name)
+		if err != nil {
+			return Domain{}, err
+		}
+		before := entry.Status
+		now := e.now()
+		res := e.check(ctx, entry.Name, outstandingProof(entry), now)
+		e.apply(ctx, &entry, res, now, true)
+		stored, err := e.cfg.Store.UpdateDomain(ctx, entry)
+		if petstore.ErrorCode(err) == petstore.CodeConflict {
+			continue // changed meanwhile, by another process or the loop: read again
+		}
+		if err != nil {
+			return Domain{}, err
+		}
+		if before != stored.Status {
+			e.reload(ctx)
+			e.publish(ctx, stored.Name)
+		}
+		stored = e.recheckCert(ctx, stored)
+		d := e.view(ctx, stored)
+		d.Diagnosis = e.diagnosis(ctx, d, res.observed, res.findings, now)
+		return d, nil
+	}
+	return Domain{}, petstore.Errorf(petstore.CodeConflict, "the domain is changing right now; try again")
+}
+
+// Diagnose checks DNS now, without changing the domain, and returns the
+// domain with what DNS shows, the findings (the certificate layer's
+// included) and the next action. Returns invalid_request / not_found.
+func (e *Engine) Diagnose(ctx context.Context, projectID, name string) (Domain, error) {
+	entry, err := e.owned(ctx, projectID, name)
+	if err != nil {
+		return Domain{}, err
+	}
+	now := e.now()
+	res := e.check(ctx, entry.Name, outstandingProof(entry), now)
+	d := e.view(ctx, entry)
+	d.Diagnosis = e.diagnosis(ctx, d, res.observed, res.findings, now)
+	return d, nil
+}
+
+// Remove detaches the domain: the routing answer for it is gone before
+// Remove returns, redirects that mention it are dropped, the records
+// ConfigureDNS wrote at the project's DNS provider are deleted, the
+// CertIssuer removes its certificate, the history is kept and the name is free for any
+// project. Returns invalid_request / not_found. Once the removal is stored
+// it stands: a certificate that cannot be removed now is logged and
+// retried by RunDue, and Remove returns nil.
+func (e *Engine) Remove(ctx context.Context, projectID, name string) error {
+	e.routeMu.Lock()
+	var removed Entry
+	err := func() error {
+		defer e.routeMu.Unlock()
+		for range 3 {
+			entry, err := e.owned(ctx, projectID, name)
+			if err != nil {
+				return err
+			}
+			// Stop serving first: even if the store fails below, this
+			// process no longer answers for the name.
+			e.unadmit(entry.Name)
+			e.patchRoutes(func(m map[string]RouteAnswer) {
+				delete(m, entry.Name)
+				for host, r := range m {
+					if r.RedirectTo == entry.Name {
+						// Its redirect is dropped below; the source is
+						// live, so it serves its project again.
+						m[host] = RouteAnswer{Kind: RouteServe, Name: host, ProjectID: r.ProjectID}
+					}
+				}
+			})
+			now := e.now()
+			e.transition(&entry, StatusRemoved, now, "")
+			entry.NextCheckAt = time.Time{}
+			removed, err = e.cfg.Store.UpdateDomain(ctx, entry)
+			if petstore.ErrorCode(err) == petstore.CodeConflict {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			// Still under routeMu, so no reload sees the removal without
+			// the redirects being dropped too.
+			if err := e.dropFromConfig(ctx, removed.ProjectID, removed.Name); err != nil {
+				return err
+			}
+			if err := e.reloadLocked(ctx); err != nil {
+				e.cfg.Logger.Warn("routing table reload failed; the next refresh retries", "err", err)
+			}
+			return nil
+		}
+		return petstore.Errorf(petstore.CodeConflict, "the domain is changing right now; try again")
+	}()
+	if err != nil {
+		return err
+	}
+	e.publish(ctx, removed.Name)
+	e.unconfigureDNS(ctx, removed.ProjectID, removed.Name, removed.OwnershipToken)
+	if e.cfg.CertIssuer != nil {
+		if err := e.cfg.CertIssuer.Remove(ctx, removed.Name); err != nil {
+			// The removal stands (it is stored and the name is no longer
+			// routed or admitted): failing the call now would turn a done
+			// removal into an error whose retry finds nothing. The
+			// background loop retries the certificate.
+			e.cfg.Logger.Error("domain removed but its certificate was not; will retry", "domain", removed.Name, "err", err)
+			e.pendingMu.Lock()
+			e.certsToRemove[removed.Name] = true
+			e.pendingMu.Unlock()
+		}
+	}
+	return nil
+}
+
+// removeLeftoverCerts retries certificate removals that failed in Remove.
+// A name attached again meanwhile keeps its certificate.
+func (e *Engine) removeLeftoverCerts(ctx context.Context) {
+	e.pendingMu.Lock()
+	names := slices.Collect(maps.Keys(e.certsToRemove))
+	e.pendingMu.Unlock()
+	for _, name := range names {
+		_, err := e.cfg.Store.DomainByName(ctx, name)
+		switch {
+		case err == nil: // attached again: its certificate is wanted
+		case petstore.ErrorCode(err) != petstore.CodeNotFound:
+			continue // cannot tell now; next time
+		default:
+			if err := e.cfg.CertIssuer.Remove(ctx, name); err != nil {
+				e.cfg.Logger.Warn("removing a removed domain's certificate failed again; will retry", "domain", name, "err", err)
+				continue
+			}
+		}
+		e.pendingMu.Lock()
+		delete(e.certsToRemove, name)
+		e.pendingMu.Unlock()
+	}
+}
+
+func (e *Engine) dropFromConfig(ctx context.Context, projectID, name string) error {
+	c, err := e.cfg.Store.DomainConfig(ctx, projectID)
+	if err != nil {
+		return err
+	}
+	changed := false
+	if c.Primary == name {
+		c.Primary, changed = "", true
+	}
+	kept := c.Redirects[:0:0]
+	for _, r := range c.Redirects {
+		if r.From == name || r.To == name {
+			changed = true
+			continue
+		}
+		kept = append(kept, r)
+	}
+	if !changed {
+		return nil
+	}
+	c.ProjectID, c.Redirects = projectID, kept
+	return e.cfg.Store.PutDomainConfig(ctx, c)
+}
