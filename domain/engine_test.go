@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -861,4 +863,62 @@ func TestDomainCap(t *testing.T) {
 			}
 		}
 	})
+}
+
+// racingStore is a real memstore on which, once armed, another writer
+// updates the domain between the engine's read and its write: the
+// engine's write then loses (conflict), as it would against another
+// process sharing the database.
+type racingStore struct {
+	*memstore.Store
+	armed atomic.Bool
+}
+
+func (s *racingStore) UpdateDomain(ctx context.Context, e domain.Entry) (domain.Entry, error) {
+	if s.armed.CompareAndSwap(true, false) {
+		if cur, err := s.Store.DomainByName(ctx, e.Name); err == nil {
+			cur.UpdatedAt = cur.UpdatedAt.Add(time.Second)
+			if _, err := s.Store.UpdateDomain(ctx, cur); err != nil {
+				return domain.Entry{}, err
+			}
+		}
+	}
+	return s.Store.UpdateDomain(ctx, e)
+}
+
+// TestLostWriteRequestsNoCertificate: a Verify whose first write loses a
+// race reads the domain again and writes once more; the certificate is
+// requested once, after the write that won, never for the lost one.
+func TestLostWriteRequestsNoCertificate(t *testing.T) {
+	ctx := context.Background()
+	certs := &issuer{state: map[string]domain.CertStatus{}}
+	zone, srv := memzone.NewTestServer(t, "example.com.")
+	store := &racingStore{Store: memstore.New()}
+	e, err := domain.New(domain.EngineConfig{
+		Store: store, Projects: projects, Resolver: dnsresolver.New(srv.Addr()), CertIssuer: certs,
+		CNAMETarget: target + ".", Now: testenv.NewClock(start).Now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := zone.SetRecords(ctx, "example.com.", []libdns.Record{cname("shop", target)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.Add(ctx, "prj_pro", "shop.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	store.armed.Store(true)
+	d, err := e.Verify(ctx, "prj_pro", "shop.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if store.armed.Load() {
+		t.Fatal("the race was never run: the test proves nothing")
+	}
+	certs.mu.Lock()
+	requests := slices.Clone(certs.requests)
+	certs.mu.Unlock()
+	if d.Status != domain.StatusIssuing || len(requests) != 1 {
+		t.Fatalf("after a lost write: %s with %d certificate requests %v; want issuing with exactly one", d.Status, len(requests), requests)
+	}
 }

@@ -162,13 +162,16 @@ func (e *Engine) Verify(ctx context.Context, projectID, name string) (Domain, er
 		before := entry.Status
 		now := e.now()
 		res := e.check(ctx, entry.Name, outstandingProof(entry), now)
-		e.apply(ctx, &entry, res, now, true)
+		requestCert := e.apply(&entry, res, now, true)
 		stored, err := e.cfg.Store.UpdateDomain(ctx, entry)
 		if petstore.ErrorCode(err) == petstore.CodeConflict {
 			continue // changed meanwhile, by another process or the loop: read again
 		}
 		if err != nil {
 			return Domain{}, err
+		}
+		if requestCert { // only now that the write won
+			e.requestCert(ctx, stored)
 		}
 		if before != stored.Status {
 			e.reload(ctx)

@@ -69,12 +69,13 @@ func (e *Engine) runOne(ctx context.Context, entry Entry, now time.Time) (bool, 
 		return false, err
 	}
 	before := entry.Status
+	requestCert := false
 	switch entry.Status {
 	case StatusPending:
-		e.apply(ctx, &entry, e.check(ctx, entry.Name, outstandingProof(entry), now), now, false)
+		requestCert = e.apply(&entry, e.check(ctx, entry.Name, outstandingProof(entry), now), now, false)
 	case StatusVerified:
 		entry.UpdatedAt = now
-		e.startCert(ctx, &entry, now)
+		requestCert = e.startCert(&entry, now)
 	case StatusIssuing:
 		if e.cfg.CertIssuer == nil {
 			e.transition(&entry, StatusActive, now, "")
@@ -92,15 +93,19 @@ func (e *Engine) runOne(ctx context.Context, entry Entry, now time.Time) (bool, 
 	if err != nil {
 		return false, err
 	}
+	if requestCert { // only now that the write won
+		e.requestCert(ctx, stored)
+	}
 	stored = e.recheckCert(ctx, stored)
 	return before != stored.Status, nil
 }
 
 // recheckCert asks the issuer once more about a domain that has just been
-// stored as issuing. Request starts obtaining in the background, and when
-// the certificate already exists (another process obtained it into shared
-// storage) the issuer can report it before the issuing state was written;
-// CertificateChanged then saw a verified domain and did nothing.
+// stored as issuing and whose certificate was just requested: when the
+// certificate already exists (another process obtained it into shared
+// storage) the issuer has it at once, and an issuer that reports changes
+// through another path than CertificateChanged (or none) would otherwise
+// leave the domain issuing until the next background check.
 func (e *Engine) recheckCert(ctx context.Context, entry Entry) Entry {
 	if entry.Status != StatusIssuing || e.cfg.CertIssuer == nil {
 		return entry

@@ -56,8 +56,11 @@ func (e *Engine) transition(entry *Entry, s Status, now time.Time, reason string
 }
 
 // apply records a check in the entry and moves it on. manual is true for
-// Verify (a person asked), false for the background loop.
-func (e *Engine) apply(ctx context.Context, entry *Entry, res checkResult, now time.Time, manual bool) {
+// Verify (a person asked), false for the background loop. It does no I/O:
+// it reports whether a certificate must be requested, which the caller
+// does once the entry is written (requestCert), so that a write that
+// loses a race requests nothing.
+func (e *Engine) apply(entry *Entry, res checkResult, now time.Time, manual bool) (requestCert bool) {
 	entry.Attempts++
 	entry.CheckedAt = now
 	entry.UpdatedAt = now
@@ -71,13 +74,13 @@ func (e *Engine) apply(ctx context.Context, entry *Entry, res checkResult, now t
 		case StatusPending, StatusFailed:
 			entry.VerifiedAt = now
 			e.transition(entry, StatusVerified, now, "")
-			e.startCert(ctx, entry, now)
+			return e.startCert(entry, now)
 		case StatusVerified:
-			e.startCert(ctx, entry, now)
+			return e.startCert(entry, now)
 		case StatusIssuing:
 			if manual { // Re-verify: a new certificate attempt
 				entry.VerifiedAt = now
-				e.startCert(ctx, entry, now)
+				return e.startCert(entry, now)
 			}
 		}
 	case entry.Status == StatusFailed && manual:
@@ -87,6 +90,7 @@ func (e *Engine) apply(ctx context.Context, entry *Entry, res checkResult, now t
 	case entry.Status == StatusPending:
 		e.schedule(entry, now, res)
 	}
+	return false
 }
 
 // schedule sets when a pending entry is checked next: every minute in the
@@ -138,21 +142,27 @@ func RecheckInterval(pending time.Duration) time.Duration {
 }
 
 // startCert moves a verified entry on: straight to active without a
-// CertIssuer, else to issuing once the issuer accepted the request. A
-// request that fails leaves it verified for the loop to retry.
-func (e *Engine) startCert(ctx context.Context, entry *Entry, now time.Time) {
+// CertIssuer, else to issuing, reporting that the certificate is to be
+// requested once the entry is written (requestCert).
+func (e *Engine) startCert(entry *Entry, now time.Time) (requestCert bool) {
 	if e.cfg.CertIssuer == nil {
 		e.transition(entry, StatusActive, now, "")
 		entry.NextCheckAt = time.Time{}
-		return
-	}
-	if err := e.cfg.CertIssuer.Request(ctx, entry.Name); err != nil {
-		e.cfg.Logger.Warn("certificate request failed; will retry", "domain", entry.Name, "err", err)
-		entry.NextCheckAt = now.Add(time.Minute)
-		return
+		return false
 	}
 	e.transition(entry, StatusIssuing, now, "")
 	entry.NextCheckAt = now.Add(time.Minute)
+	return true
+}
+
+// requestCert asks the issuer for the certificate of an entry just written
+// as issuing. A request that fails is retried by the background check
+// within a minute: the issuer then knows nothing of the name (CertNone),
+// and advanceCert asks again.
+func (e *Engine) requestCert(ctx context.Context, entry Entry) {
+	if err := e.cfg.CertIssuer.Request(ctx, entry.Name); err != nil {
+		e.cfg.Logger.Warn("certificate request failed; will retry", "domain", entry.Name, "err", err)
+	}
 }
 
 // advanceCert asks the CertIssuer about an issuing entry. rerequest is
