@@ -154,35 +154,33 @@ func (e *Engine) Verify(ctx context.Context, projectID, name string) (Domain, er
 	if err := e.requirePlan(ctx, projectID); err != nil {
 		return Domain{}, err
 	}
-	for range 3 {
-		entry, err := e.owned(ctx, projectID, name)
-		if err != nil {
-			return Domain{}, err
-		}
-		before := entry.Status
-		now := e.now()
-		res := e.check(ctx, entry.Name, outstandingProof(entry), now)
-		requestCert := e.apply(&entry, res, now, true)
-		stored, err := e.cfg.Store.UpdateDomain(ctx, entry)
-		if petstore.ErrorCode(err) == petstore.CodeConflict {
-			continue // changed meanwhile, by another process or the loop: read again
-		}
-		if err != nil {
-			return Domain{}, err
-		}
-		if requestCert { // only now that the write won
-			e.requestCert(ctx, stored)
-		}
-		if before != stored.Status {
-			e.reload(ctx)
-			e.publish(ctx, stored.Name)
-		}
-		stored = e.recheckCert(ctx, stored)
-		d := e.view(ctx, stored)
-		d.Diagnosis = e.diagnosis(ctx, d, res.observed, res.findings, now)
-		return d, nil
+	var (
+		before      Status
+		now         time.Time
+		res         checkResult
+		requestCert bool
+	)
+	stored, _, err := e.update(ctx, func() (Entry, error) { return e.owned(ctx, projectID, name) },
+		func(entry *Entry) (bool, error) {
+			before, now = entry.Status, e.now()
+			res = e.check(ctx, entry.Name, outstandingProof(*entry), now)
+			requestCert = e.apply(entry, res, now, true)
+			return true, nil
+		})
+	if err != nil {
+		return Domain{}, err
 	}
-	return Domain{}, petstore.Errorf(petstore.CodeConflict, "the domain is changing right now; try again")
+	if requestCert { // only now that the write won
+		e.requestCert(ctx, stored)
+	}
+	if before != stored.Status {
+		e.reload(ctx)
+		e.publish(ctx, stored.Name)
+	}
+	stored = e.recheckCert(ctx, stored)
+	d := e.view(ctx, stored)
+	d.Diagnosis = e.diagnosis(ctx, d, res.observed, res.findings, now)
+	return d, nil
 }
 
 // Diagnose checks DNS now, without changing the domain, and returns the
@@ -212,45 +210,38 @@ func (e *Engine) Remove(ctx context.Context, projectID, name string) error {
 	var removed Entry
 	err := func() error {
 		defer e.routeMu.Unlock()
-		for range 3 {
-			entry, err := e.owned(ctx, projectID, name)
-			if err != nil {
-				return err
-			}
-			// Stop serving first: even if the store fails below, this
-			// process no longer answers for the name.
-			e.unadmit(entry.Name)
-			e.patchRoutes(func(m map[string]RouteAnswer) {
-				delete(m, entry.Name)
-				for host, r := range m {
-					if r.RedirectTo == entry.Name {
-						// Its redirect is dropped below; the source is
-						// live, so it serves its project again.
-						m[host] = RouteAnswer{Kind: RouteServe, Name: host, ProjectID: r.ProjectID}
+		var err error
+		removed, _, err = e.update(ctx, func() (Entry, error) { return e.owned(ctx, projectID, name) },
+			func(entry *Entry) (bool, error) {
+				// Stop serving first: even if the store fails below, this
+				// process no longer answers for the name.
+				e.unadmit(entry.Name)
+				e.patchRoutes(func(m map[string]RouteAnswer) {
+					delete(m, entry.Name)
+					for host, r := range m {
+						if r.RedirectTo == entry.Name {
+							// Its redirect is dropped below; the source is
+							// live, so it serves its project again.
+							m[host] = RouteAnswer{Kind: RouteServe, Name: host, ProjectID: r.ProjectID}
+						}
 					}
-				}
+				})
+				e.transition(entry, StatusRemoved, e.now(), "")
+				entry.NextCheckAt = time.Time{}
+				return true, nil
 			})
-			now := e.now()
-			e.transition(&entry, StatusRemoved, now, "")
-			entry.NextCheckAt = time.Time{}
-			removed, err = e.cfg.Store.UpdateDomain(ctx, entry)
-			if petstore.ErrorCode(err) == petstore.CodeConflict {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			// Still under routeMu, so no reload sees the removal without
-			// the redirects being dropped too.
-			if err := e.dropFromConfig(ctx, removed.ProjectID, removed.Name); err != nil {
-				return err
-			}
-			if err := e.reloadLocked(ctx); err != nil {
-				e.cfg.Logger.Warn("routing table reload failed; the next refresh retries", "err", err)
-			}
-			return nil
+		if err != nil {
+			return err
 		}
-		return petstore.Errorf(petstore.CodeConflict, "the domain is changing right now; try again")
+		// Still under routeMu, so no reload sees the removal without the
+		// redirects being dropped too.
+		if err := e.dropFromConfig(ctx, removed.ProjectID, removed.Name); err != nil {
+			return err
+		}
+		if err := e.reloadLocked(ctx); err != nil {
+			e.cfg.Logger.Warn("routing table reload failed; the next refresh retries", "err", err)
+		}
+		return nil
 	}()
 	if err != nil {
 		return err

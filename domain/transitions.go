@@ -19,31 +19,53 @@ func (e *Engine) CertificateChanged(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	stored, written, err := e.update(ctx, func() (Entry, error) { return e.cfg.Store.DomainByName(ctx, n.ASCII) },
+		func(entry *Entry) (bool, error) {
+			if entry.Status != StatusIssuing {
+				return false, nil
+			}
+			e.advanceCert(ctx, entry, e.now(), false)
+			return entry.Status != StatusIssuing, nil
+		})
+	if petstore.ErrorCode(err) == petstore.CodeConflict {
+		return nil // still changing: whoever changes it decides, and the loop checks again
+	}
+	if err != nil || !written {
+		return err
+	}
+	e.reload(ctx)
+	e.publish(ctx, stored.Name)
+	return nil
+}
+
+// update owns the optimistic-concurrency loop of every change to a
+// stored domain: read the entry, let change edit it (and say whether
+// there is anything to write), and write it if its version is still the
+// one read; on a conflict (another process, or the background loop,
+// wrote it meanwhile) read it again, three times at most, then answer
+// conflict. It returns the entry as stored, and whether it was written.
+// Effects outside the store (a certificate request) belong after it
+// returns, so that a lost write has none.
+func (e *Engine) update(ctx context.Context, read func() (Entry, error), change func(*Entry) (write bool, err error)) (Entry, bool, error) {
 	for range 3 {
-		entry, err := e.cfg.Store.DomainByName(ctx, n.ASCII)
+		entry, err := read()
 		if err != nil {
-			return err
+			return Entry{}, false, err
 		}
-		if entry.Status != StatusIssuing {
-			return nil
+		write, err := change(&entry)
+		if err != nil || !write {
+			return entry, false, err
 		}
-		before := entry.Status
-		e.advanceCert(ctx, &entry, e.now(), false)
-		if entry.Status == before {
-			return nil
-		}
-		_, err = e.cfg.Store.UpdateDomain(ctx, entry)
+		stored, err := e.cfg.Store.UpdateDomain(ctx, entry)
 		if petstore.ErrorCode(err) == petstore.CodeConflict {
 			continue
 		}
 		if err != nil {
-			return err
+			return Entry{}, false, err
 		}
-		e.reload(ctx)
-		e.publish(ctx, entry.Name)
-		return nil
+		return stored, true, nil
 	}
-	return nil
+	return Entry{}, false, petstore.Errorf(petstore.CodeConflict, "the domain is changing right now; try again")
 }
 
 // transition records a status change in the entry and its history.
