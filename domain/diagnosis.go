@@ -64,7 +64,7 @@ func (e *Engine) diagnosis(ctx context.Context, d Domain, obs Observed, dnsFindi
 	if (d.Status == StatusVerified || d.Status == StatusIssuing) && !d.VerifiedAt.IsZero() &&
 		!e.now().Before(d.VerifiedAt.Add(CertPendingLimit)) &&
 		!slices.ContainsFunc(findings, func(f Finding) bool { return f.Code == FindingCertPendingTooLong }) {
-		findings = append(findings, certPendingTooLong(d.Name))
+		findings = append(findings, CertPendingTooLongFinding(d.Name, CertPendingLimit, ""))
 	}
 	if findings == nil {
 		findings = []Finding{}

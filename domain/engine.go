@@ -21,12 +21,19 @@ import (
 // spec's 30 minutes).
 const CertPendingLimit = 30 * time.Minute
 
-// certPendingTooLong is the finding for a certificate still missing
-// CertPendingLimit after verification, with the spec's three steps.
-func certPendingTooLong(name string) Finding {
+// CertPendingTooLongFinding is the one wording of CERT_PENDING_TOO_LONG:
+// no certificate for name after (since verification), with the spec's
+// three steps; lastErr, when the certificate layer knows it, is the last
+// attempt's failure. The engine raises it after CertPendingLimit; a
+// certificate layer may raise it sooner (adapters/acme's PendingTimeout).
+func CertPendingTooLongFinding(name string, after time.Duration, lastErr string) Finding {
+	msg := fmt.Sprintf("No certificate has been issued for %s %v after verification.", name, after)
+	if lastErr != "" {
+		msg += " The last attempt failed: " + lastErr
+	}
 	return Finding{
 		Code:    FindingCertPendingTooLong,
-		Message: fmt.Sprintf("No certificate has been issued for %s %v after verification.", name, CertPendingLimit),
+		Message: msg,
 		Fix: "1. Confirm the domain still verifies: its DNS records must still be as shown. " +
 			"2. Check that CAA records on " + name + " or its parent domains do not block the certificate authority. " +
 			"3. Use Re-verify to trigger a new attempt.",

@@ -503,23 +503,9 @@ func (is *Issuer) Status(ctx context.Context, name string) (domain.CertStatus, e
 	}
 	st := domain.CertStatus{State: domain.CertIssuing, Reason: snap.lastErr}
 	if is.now().Sub(snap.started) >= is.cfg.PendingTimeout {
-		st.Findings = []domain.Finding{pendingTooLong(name, is.cfg.PendingTimeout, snap.lastErr)}
+		st.Findings = []domain.Finding{domain.CertPendingTooLongFinding(name, is.cfg.PendingTimeout, snap.lastErr)}
 	}
 	return withUndecided(st), nil
-}
-
-func pendingTooLong(name string, after time.Duration, lastErr string) domain.Finding {
-	msg := fmt.Sprintf("No certificate has been issued for %s %v after verification.", name, after)
-	if lastErr != "" {
-		msg += " The last attempt failed: " + lastErr
-	}
-	return domain.Finding{
-		Code:    domain.FindingCertPendingTooLong,
-		Message: msg,
-		Fix: "1. Confirm the domain still verifies: its DNS records must still be as shown. " +
-			"2. Check that CAA records on " + name + " or its parent domains do not block the certificate authority. " +
-			"3. Use Re-verify to trigger a new attempt.",
-	}
 }
 
 func (is *Issuer) cached(name string) (certmagic.Certificate, bool) {

@@ -30,9 +30,9 @@ const (
 	// CodeConflictingRecord: other records own the name where the wanted
 	// record must go (an A record where a CNAME must go, a CNAME where an
 	// address or TXT must go, or addresses of another host).
-	CodeConflictingRecord = "CONFLICTING_RECORD"
+	CodeConflictingRecord = domain.FindingConflictingRecord
 	// CodeCNAMEMismatch: the name already has a CNAME to another target.
-	CodeCNAMEMismatch = "CNAME_MISMATCH"
+	CodeCNAMEMismatch = domain.FindingCNAMEMismatch
 	// CodeWriteNotApplied: the provider accepted the write but the record
 	// is not in the zone when read back.
 	CodeWriteNotApplied = "WRITE_NOT_APPLIED"
