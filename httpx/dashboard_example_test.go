@@ -74,7 +74,9 @@ func ExampleNewEdge() {
 		PlatformHosts: []string{"localhost"},
 		Platform:      platform,
 		Router:        router,
-		Site:          func(projectID string) http.Handler { return httpx.ProjectSite(projectID, nil) },
+		Site: func(projectID string) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "the site of ", projectID) })
+		},
 	})
 	if err != nil {
 		panic(err)

@@ -3,6 +3,7 @@ package httpx_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/libdns/libdns"
+
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/bunstore"
 	"github.com/petstorekit/petstore/adapters/dnsresolver"
@@ -166,7 +168,7 @@ func newDashWorld(t testing.TB, store dashStore, now func() time.Time) *dashWorl
 			if _, ok := project(projectID); !ok {
 				return nil
 			}
-			h := httpx.ProjectSite(projectID, v1)
+			h := testSite(projectID, v1)
 			sites[projectID] = h
 			return h
 		},
@@ -282,4 +284,19 @@ func (w *dashWorld) get(t testing.TB, host, path, key string) *httptest.Response
 	rec := httptest.NewRecorder()
 	w.edge.ServeHTTP(rec, req)
 	return rec
+}
+
+// testSite stands in for a platform's project site behind the edge: the
+// pets API under /v1/, a page naming the project at /, 404 elsewhere.
+func testSite(projectID string, api http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/"):
+			api.ServeHTTP(w, r)
+		case r.URL.Path == "/":
+			fmt.Fprintf(w, "the site of project %s", projectID)
+		default:
+			httpx.WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no such path: %s", r.URL.Path))
+		}
+	})
 }

@@ -69,9 +69,9 @@
 // everything and routes by Host: the platform's own hosts go to the
 // platform handler (/v1 and the dashboard), an active custom domain to its
 // project's site, a redirect domain to its target, and any other Host gets
-// a 404 Error body, never another project's content. ProjectSite is a
-// minimal such site: a page naming the project, with the pets API under
-// /v1/.
+// a 404 Error body, never another project's content. What a project's site
+// is belongs to the platform (EdgeConfig.Site); examples/server serves a
+// page naming the project, with the pets API under /v1/.
 //
 // The building blocks of the chain are exported so that other APIs of the
 // same server (the dashboard API) behave the same way: Wrap puts any

@@ -125,19 +125,6 @@ func NewEdge(cfg EdgeConfig) (http.Handler, error) {
 	return e, nil
 }
 
-// ParsePlatformHosts splits a comma-separated -platform-hosts value. An
-// empty value gives nil, which NewEdge reads as the default ("localhost";
-// IP literals always count).
-func ParsePlatformHosts(s string) []string {
-	var out []string
-	for _, h := range strings.Split(s, ",") {
-		if h = strings.TrimSpace(h); h != "" {
-			out = append(out, h)
-		}
-	}
-	return out
-}
-
 // RequestHost returns the host of r without port or trailing dot, in lower
 // case: the form the edge routes on. It reads r.Host (the Host header, or
 // the authority of an HTTP/2 request).

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/petstorekit/petstore/domain"
-	"github.com/petstorekit/petstore/httpx"
 	"github.com/petstorekit/petstore/keyscli"
 )
 
@@ -134,7 +133,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if cfg.trustedProxies, err = parsePrefixes(*proxies); err != nil {
 		return config{}, fmt.Errorf("-trusted-proxies: %w", err)
 	}
-	cfg.platformHosts = httpx.ParsePlatformHosts(*platform)
+	cfg.platformHosts = splitList(*platform)
 	for s := range strings.SplitSeq(*edgeIPs, ",") {
 		if s = strings.TrimSpace(s); s == "" {
 			continue

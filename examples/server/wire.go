@@ -244,7 +244,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 			if h, ok := sites.Load(projectID); ok {
 				return h.(http.Handler)
 			}
-			h, _ := sites.LoadOrStore(projectID, httpx.ProjectSite(projectID, api))
+			h, _ := sites.LoadOrStore(projectID, projectSite(projectID, api))
 			return h.(http.Handler)
 		},
 		Logger: logger,

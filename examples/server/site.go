@@ -1,4 +1,4 @@
-package httpx
+package main
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/httpx"
 )
 
 // siteTemplate is the home page of a project's site in the example
@@ -26,12 +27,12 @@ var siteTemplate = template.Must(template.New("site").Parse(`<!doctype html>
 </html>
 `))
 
-// ProjectSite returns a minimal site for a project, the kind of handler
-// EdgeConfig.Site returns in the example server: GET / answers a small
+// projectSite returns a minimal site for a project, what the edge
+// (httpx.EdgeConfig.Site) serves for a custom domain here: GET / answers a small
 // HTML page naming the project, paths under /v1/ go to api (the pets API,
 // which authenticates as usual; nil answers 404 there), and any other path
 // is 404 with an Error body.
-func ProjectSite(projectID string, api http.Handler) http.Handler {
+func projectSite(projectID string, api http.Handler) http.Handler {
 	var page bytes.Buffer
 	_ = siteTemplate.Execute(&page, projectID) // the template is fixed and cannot fail on a string
 	body := page.Bytes()
@@ -40,7 +41,7 @@ func ProjectSite(projectID string, api http.Handler) http.Handler {
 		case r.URL.Path == "/":
 			if r.Method != http.MethodGet && r.Method != http.MethodHead {
 				w.Header().Set("Allow", "GET, HEAD")
-				WriteError(w, r, petstore.Errorf(petstore.CodeMethodNotAllowed, "method %s is not allowed here; use GET", r.Method))
+				httpx.WriteError(w, r, petstore.Errorf(petstore.CodeMethodNotAllowed, "method %s is not allowed here; use GET", r.Method))
 				return
 			}
 			h := w.Header()
@@ -53,7 +54,7 @@ func ProjectSite(projectID string, api http.Handler) http.Handler {
 		case api != nil && (r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/")):
 			api.ServeHTTP(w, r)
 		default:
-			WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no such path: %s", r.URL.Path))
+			httpx.WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no such path: %s", r.URL.Path))
 		}
 	})
 }
