@@ -2,6 +2,7 @@ package domain
 
 import (
 	"context"
+	"net/netip"
 	"slices"
 	"time"
 )
@@ -9,11 +10,29 @@ import (
 // view turns a stored entry into what a dashboard shows, suspended when
 // the project's plan is below Pro.
 func (e *Engine) view(ctx context.Context, en Entry) Domain {
-	return e.viewAs(ctx, en, e.suspension(ctx, en.ProjectID))
+	return e.viewAs(ctx, en, e.suspension(ctx, en.ProjectID), e.edgeList(ctx))
 }
 
-// viewAs is view with the project's suspension reason already known.
-func (e *Engine) viewAs(ctx context.Context, en Entry, suspended string) Domain {
+// viewAs is view with what is the same for many domains looked up once by
+// the caller: the project's suspension reason and the edge's addresses.
+// It asks the certificate layer for this domain's status and findings, and
+// render does the rest without I/O.
+func (e *Engine) viewAs(ctx context.Context, en Entry, suspended string, edge []netip.Addr) Domain {
+	cert := CertStatus{State: CertNone}
+	if e.cfg.CertIssuer != nil && en.Status != StatusPending && en.Status != StatusRemoved && !en.VerifiedAt.IsZero() {
+		if st, err := e.cfg.CertIssuer.Status(ctx, en.Name); err == nil {
+			cert = st
+		} else {
+			e.cfg.Logger.Warn("certificate status unknown", "domain", en.Name, "err", err)
+		}
+	}
+	d := e.render(en, suspended, edge, cert)
+	d.Diagnosis = e.diagnosis(ctx, d, en.Observed, en.Findings, en.CheckedAt)
+	return d
+}
+
+// render builds the view of en from what was looked up: no I/O.
+func (e *Engine) render(en Entry, suspended string, edge []netip.Addr, cert CertStatus) Domain {
 	n, err := ParseName(en.Name)
 	if err != nil { // stored before the rules changed: show it as it is
 		n = Name{ASCII: en.Name, Unicode: en.Name, Kind: KindSubdomain, Label: en.Name}
@@ -22,25 +41,17 @@ func (e *Engine) viewAs(ctx context.Context, en Entry, suspended string) Domain 
 		Name: n.ASCII, UnicodeName: n.Unicode, Kind: n.Kind, ProjectID: en.ProjectID,
 		Status: en.Status, Reason: en.Reason, Attempts: en.Attempts,
 		History: slices.Clone(en.History), CreatedAt: en.CreatedAt, VerifiedAt: en.VerifiedAt,
-		Certificate: CertStatus{State: CertNone},
+		Certificate: cert,
 	}
 	if d.History == nil {
 		d.History = []Transition{}
 	}
 	suspend(&d, suspended)
-	d.Records, d.Alternatives, d.Note = e.instructions(ctx, n, en.OwnershipToken)
-	if e.cfg.CertIssuer != nil && en.Status != StatusPending && en.Status != StatusRemoved && !en.VerifiedAt.IsZero() {
-		if st, err := e.cfg.CertIssuer.Status(ctx, en.Name); err == nil {
-			d.Certificate = st
-		} else {
-			e.cfg.Logger.Warn("certificate status unknown", "domain", en.Name, "err", err)
-		}
-	}
+	d.Records, d.Alternatives, d.Note = e.instructions(n, en.OwnershipToken, edge)
 	if c := e.dnsOf(en.ProjectID); c != nil && en.Status != StatusRemoved {
 		scope, scoped := c.(DNSScope)
 		d.DNSManaged = !scoped || scope.Manages(n.ASCII)
 	}
-	d.Diagnosis = e.diagnosis(ctx, d, en.Observed, en.Findings, en.CheckedAt)
 	return d
 }
 

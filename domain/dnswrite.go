@@ -45,7 +45,7 @@ func (e *Engine) providerRecords(ctx context.Context, name, token string) (strin
 	if err != nil {
 		return "", nil, err
 	}
-	recs, alts, _ := e.instructions(ctx, n, token)
+	recs, alts, _ := e.instructions(n, token, e.edgeList(ctx))
 	if n.Kind == KindApex && len(alts) > 0 {
 		// Few providers have ALIAS; the addresses work everywhere. The
 		// ownership record is still needed beside them.

@@ -247,10 +247,11 @@ func (e *Engine) List(ctx context.Context, projectID string) ([]Domain, error) {
 	if err != nil {
 		return nil, err
 	}
-	suspended := e.suspension(ctx, projectID)
+	// Looked up once for the whole list, not once per domain.
+	suspended, edge := e.suspension(ctx, projectID), e.edgeList(ctx)
 	out := make([]Domain, 0, len(entries))
 	for _, en := range entries {
-		out = append(out, e.viewAs(ctx, en, suspended))
+		out = append(out, e.viewAs(ctx, en, suspended, edge))
 	}
 	return out, nil
 }

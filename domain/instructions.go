@@ -9,8 +9,10 @@ import (
 // instructions returns the records a customer creates for n, the apex
 // alternatives and the note that goes with them. A non-empty ownership
 // token adds its TXT record to the records, and a note that says why.
-func (e *Engine) instructions(ctx context.Context, n Name, token string) (records, alternatives []Record, note string) {
-	records, alternatives, note = e.routingInstructions(ctx, n)
+// edge is the edge's addresses (edgeList), for an apex's alternatives. It
+// does no I/O.
+func (e *Engine) instructions(n Name, token string, edge []netip.Addr) (records, alternatives []Record, note string) {
+	records, alternatives, note = e.routingInstructions(n, edge)
 	if token != "" {
 		records = append(records, ownershipRecord(n, token))
 		note = strings.TrimSpace(ownershipNote + " " + note)
@@ -19,12 +21,12 @@ func (e *Engine) instructions(ctx context.Context, n Name, token string) (record
 }
 
 // routingInstructions returns the records that route n to the platform.
-func (e *Engine) routingInstructions(ctx context.Context, n Name) (records, alternatives []Record, note string) {
+func (e *Engine) routingInstructions(n Name, edge []netip.Addr) (records, alternatives []Record, note string) {
 	if n.Kind == KindSubdomain {
 		return []Record{{Type: "CNAME", Name: n.Label, Value: e.target, TTL: DefaultRecordTTL}}, nil, ""
 	}
 	records = []Record{{Type: "ALIAS", Name: "@", Value: e.target, TTL: DefaultRecordTTL}}
-	for _, ip := range e.edgeList(ctx) {
+	for _, ip := range edge {
 		typ := "A"
 		if ip.Is6() {
 			typ = "AAAA"
@@ -38,6 +40,9 @@ func (e *Engine) routingInstructions(ctx context.Context, n Name) (records, alte
 	return records, alternatives, note
 }
 
+// edgeList returns the edge's addresses: EdgeIPs, or what the CNAME
+// target resolves to. Callers look it up once per answer, however many
+// domains it shows.
 func (e *Engine) edgeList(ctx context.Context) []netip.Addr {
 	if len(e.cfg.EdgeIPs) > 0 {
 		return e.cfg.EdgeIPs
