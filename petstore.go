@@ -71,8 +71,9 @@ type KeyStore interface {
 }
 
 // Store is the storage every backend provides: pets and keys. Optional
-// features have their own store interfaces (IdempotencyStore, BlobStore,
-// domain.Store), which memstore and bunstore implement too.
+// features have their own store interfaces, next to their consumers
+// (IdempotencyStore here, domain.Store, adapters/acme/blobs.Store), which
+// memstore and bunstore implement too.
 type Store interface {
 	PetStore
 	KeyStore

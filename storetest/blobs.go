@@ -10,27 +10,28 @@ import (
 	"time"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/acme/blobs"
 )
 
-// RunBlobs checks the petstore.BlobStore contract. It fails when the store
-// does not implement petstore.BlobStore.
+// RunBlobs checks the blobs.Store contract. It fails when the store
+// does not implement blobs.Store.
 func RunBlobs(t *testing.T, open Opener) {
 	ctx := context.Background()
-	blobs := func(t *testing.T) petstore.BlobStore {
+	openBlobs := func(t *testing.T) blobs.Store {
 		t.Helper()
-		bs, ok := open(t).(petstore.BlobStore)
+		bs, ok := open(t).(blobs.Store)
 		if !ok {
-			lacks(t, "petstore.BlobStore")
+			lacks(t, "blobs.Store")
 		}
 		return bs
 	}
-	put := func(t *testing.T, s petstore.BlobStore, key, value string) {
+	put := func(t *testing.T, s blobs.Store, key, value string) {
 		t.Helper()
 		if err := s.PutBlob(ctx, key, []byte(value)); err != nil {
 			t.Fatalf("PutBlob(%q): %v", key, err)
 		}
 	}
-	keys := func(t *testing.T, s petstore.BlobStore, prefix string) string {
+	keys := func(t *testing.T, s blobs.Store, prefix string) string {
 		t.Helper()
 		infos, err := s.ListBlobs(ctx, prefix)
 		if err != nil {
@@ -48,7 +49,7 @@ func RunBlobs(t *testing.T, open Opener) {
 
 	t.Run("PutGetOverwrite", func(t *testing.T) {
 		t.Parallel()
-		s := blobs(t)
+		s := openBlobs(t)
 		before := time.Now().Add(-time.Minute)
 		for _, tc := range []struct{ key, value string }{
 			{"certificates/acme/example.com/example.com.crt", "-----BEGIN CERTIFICATE-----\n"},
@@ -82,7 +83,7 @@ func RunBlobs(t *testing.T, open Opener) {
 	})
 	t.Run("GetMissing", func(t *testing.T) {
 		t.Parallel()
-		s := blobs(t)
+		s := openBlobs(t)
 		put(t, s, "a/b", "x")
 		for _, key := range []string{"missing", "a", "a/b/c"} {
 			_, _, err := s.GetBlob(ctx, key)
@@ -91,7 +92,7 @@ func RunBlobs(t *testing.T, open Opener) {
 	})
 	t.Run("ListByPrefixInOrder", func(t *testing.T) {
 		t.Parallel()
-		s := blobs(t)
+		s := openBlobs(t)
 		if got := keys(t, s, ""); got != "[]" {
 			t.Fatalf("empty store lists %s", got)
 		}
@@ -119,7 +120,7 @@ func RunBlobs(t *testing.T, open Opener) {
 	})
 	t.Run("DeleteHierarchy", func(t *testing.T) {
 		t.Parallel()
-		s := blobs(t)
+		s := openBlobs(t)
 		for _, k := range []string{"certs/a.com", "certs/a.com/a.crt", "certs/a.com/deep/x", "certs/a.comx/a.crt", "certs/b.com/b.crt"} {
 			put(t, s, k, "v")
 		}
@@ -137,7 +138,7 @@ func RunBlobs(t *testing.T, open Opener) {
 	})
 	t.Run("LockExcludesOthers", func(t *testing.T) {
 		t.Parallel()
-		s := blobs(t)
+		s := openBlobs(t)
 		now := time.Now()
 		steps := []struct {
 			what    string
@@ -185,7 +186,7 @@ func RunBlobs(t *testing.T, open Opener) {
 	})
 	t.Run("LocksAreNotBlobs", func(t *testing.T) {
 		t.Parallel()
-		s := blobs(t)
+		s := openBlobs(t)
 		now := time.Now()
 		if ok, err := s.TryLock(ctx, "k", "A", now, now.Add(time.Minute)); !ok || err != nil {
 			t.Fatal(ok, err)
@@ -203,7 +204,7 @@ func RunBlobs(t *testing.T, open Opener) {
 	})
 	t.Run("ConcurrentTryLockHasOneWinner", func(t *testing.T) {
 		t.Parallel()
-		s := blobs(t)
+		s := openBlobs(t)
 		now := time.Now()
 		var wins atomic.Int32
 		var wg sync.WaitGroup
@@ -225,7 +226,7 @@ func RunBlobs(t *testing.T, open Opener) {
 	})
 	t.Run("CanceledContext", func(t *testing.T) {
 		t.Parallel()
-		s := blobs(t)
+		s := openBlobs(t)
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
 		if err := s.PutBlob(cctx, "k", []byte("v")); err == nil {

@@ -7,7 +7,7 @@
 // name's CAA records allow the CA: Pebble and other test CAs do not check
 // CAA, and a real CA refuses late and vaguely, so a block is reported here
 // as the finding CAA_BLOCKS_CA with the record to add, and the CA is never
-// asked. Certificates, account keys and locks live in a petstore.BlobStore,
+// asked. Certificates, account keys and locks live in a blobs.Store,
 // so processes sharing a database share one certificate per name.
 //
 // A server answers HTTP-01 challenges with HTTPHandler on its plain-HTTP
@@ -34,6 +34,7 @@ import (
 	"github.com/mholt/acmez/v3/acme"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/acme/blobs"
 	"github.com/petstorekit/petstore/domain"
 )
 
@@ -52,7 +53,7 @@ type Config struct {
 	// Email is the ACME account's contact address; it may be empty.
 	Email string
 	// Storage keeps certificates, keys, ACME accounts and locks.
-	Storage petstore.BlobStore
+	Storage blobs.Store
 	// Resolver reads CAA records. Nil skips the CAA check.
 	Resolver domain.Resolver
 	// CAAIdentities are the CA's domain names as CAA issue records name

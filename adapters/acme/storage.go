@@ -16,6 +16,7 @@ import (
 	"github.com/caddyserver/certmagic"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/acme/blobs"
 )
 
 // Lock timing. A holder refreshes its lock every lockRefresh; a lock not
@@ -28,11 +29,11 @@ const (
 	lockPoll    = 200 * time.Millisecond
 )
 
-// Storage is a certmagic.Storage over a petstore.BlobStore, so that every
+// Storage is a certmagic.Storage over a blobs.Store, so that every
 // process sharing the store shares certificates, ACME accounts, challenge
 // tokens and the locks that make them obtain one certificate per name.
 type Storage struct {
-	blobs    petstore.BlobStore
+	blobs    blobs.Store
 	now      func() time.Time
 	log      *slog.Logger
 	instance string        // random per Storage: lock owners are instance/sequence
@@ -51,7 +52,7 @@ var _ certmagic.Storage = (*Storage)(nil)
 
 // NewStorage returns a certmagic.Storage over blobs. now is the clock used
 // for lock expiry (time.Now when nil).
-func NewStorage(blobs petstore.BlobStore, now func() time.Time, log *slog.Logger) *Storage {
+func NewStorage(blobs blobs.Store, now func() time.Time, log *slog.Logger) *Storage {
 	if now == nil {
 		now = time.Now
 	}

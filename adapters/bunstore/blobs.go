@@ -6,12 +6,14 @@ import (
 	"errors"
 	"time"
 
-	"github.com/petstorekit/petstore"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/acme/blobs"
 )
 
-var _ petstore.BlobStore = (*Store)(nil)
+var _ blobs.Store = (*Store)(nil)
 
 type blobRow struct {
 	bun.BaseModel `bun:"table:blobs"`
@@ -22,8 +24,8 @@ type blobRow struct {
 	ModifiedNS int64  `bun:"modified_ns,notnull"`
 }
 
-func (r blobRow) info() petstore.BlobInfo {
-	return petstore.BlobInfo{Key: string(r.Key), Size: r.Size, Modified: time.Unix(0, r.ModifiedNS).UTC()}
+func (r blobRow) info() blobs.Info {
+	return blobs.Info{Key: string(r.Key), Size: r.Size, Modified: time.Unix(0, r.ModifiedNS).UTC()}
 }
 
 type lockRow struct {
@@ -34,7 +36,7 @@ type lockRow struct {
 	ExpiresNS int64  `bun:"expires_ns,notnull"`
 }
 
-// PutBlob implements petstore.BlobStore with one upsert statement.
+// PutBlob implements blobs.Store with one upsert statement.
 func (s *Store) PutBlob(ctx context.Context, key string, value []byte) error {
 	if value == nil {
 		value = []byte{}
@@ -54,15 +56,15 @@ func (s *Store) PutBlob(ctx context.Context, key string, value []byte) error {
 	return nil
 }
 
-// GetBlob implements petstore.BlobStore.
-func (s *Store) GetBlob(ctx context.Context, key string) ([]byte, petstore.BlobInfo, error) {
+// GetBlob implements blobs.Store.
+func (s *Store) GetBlob(ctx context.Context, key string) ([]byte, blobs.Info, error) {
 	var row blobRow
 	err := s.db.NewSelect().Model(&row).Where("blob_key = ?", []byte(key)).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, petstore.BlobInfo{}, petstore.Errorf(petstore.CodeNotFound, "blob not found")
+		return nil, blobs.Info{}, petstore.Errorf(petstore.CodeNotFound, "blob not found")
 	}
 	if err != nil {
-		return nil, petstore.BlobInfo{}, mapErr(ctx, "get blob", err)
+		return nil, blobs.Info{}, mapErr(ctx, "get blob", err)
 	}
 	if row.Value == nil {
 		row.Value = []byte{}
@@ -96,7 +98,7 @@ func wherePrefix(q *bun.SelectQuery, col string, prefix []byte) *bun.SelectQuery
 	return q
 }
 
-// DeleteBlob implements petstore.BlobStore.
+// DeleteBlob implements blobs.Store.
 func (s *Store) DeleteBlob(ctx context.Context, key string) error {
 	under := []byte(key + "/")
 	q := s.db.NewDelete().Model((*blobRow)(nil)).WhereGroup(" AND ", func(q *bun.DeleteQuery) *bun.DeleteQuery {
@@ -109,22 +111,22 @@ func (s *Store) DeleteBlob(ctx context.Context, key string) error {
 	return nil
 }
 
-// ListBlobs implements petstore.BlobStore.
-func (s *Store) ListBlobs(ctx context.Context, prefix string) ([]petstore.BlobInfo, error) {
+// ListBlobs implements blobs.Store.
+func (s *Store) ListBlobs(ctx context.Context, prefix string) ([]blobs.Info, error) {
 	var rows []blobRow
 	q := s.db.NewSelect().Model(&rows).Column("blob_key", "size", "modified_ns")
 	q = wherePrefix(q, "blob_key", []byte(prefix))
 	if err := q.Order("blob_key ASC").Scan(ctx); err != nil {
 		return nil, mapErr(ctx, "list blobs", err)
 	}
-	infos := make([]petstore.BlobInfo, len(rows))
+	infos := make([]blobs.Info, len(rows))
 	for i, r := range rows {
 		infos[i] = r.info()
 	}
 	return infos, nil
 }
 
-// TryLock implements petstore.BlobStore. The lock row's primary key
+// TryLock implements blobs.Store. The lock row's primary key
 // decides a race for a free lock; an update guarded by owner and expiry
 // decides a refresh or a takeover, and reading the row back tells the
 // caller whether it holds the lock now.
@@ -157,7 +159,7 @@ func (s *Store) TryLock(ctx context.Context, name, owner string, now, expires ti
 	return held.Owner == owner && held.ExpiresNS == row.ExpiresNS, nil
 }
 
-// Unlock implements petstore.BlobStore.
+// Unlock implements blobs.Store.
 func (s *Store) Unlock(ctx context.Context, name, owner string) error {
 	_, err := s.db.NewDelete().Model((*lockRow)(nil)).Where("name = ? AND owner = ?", []byte(name), owner).Exec(ctx)
 	return mapErr(ctx, "unlock", err)

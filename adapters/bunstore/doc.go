@@ -3,7 +3,7 @@
 // databases through bun: SQLite (the embedded default, pure Go through
 // modernc.org/sqlite), PostgreSQL and MySQL/MariaDB. New works with any of
 // the three dialects; the store implements petstore.Store,
-// petstore.IdempotencyStore, petstore.BlobStore and domain.Store.
+// petstore.IdempotencyStore, blobs.Store and domain.Store.
 //
 // A deployment opens a *bun.DB, runs Migrate once (a separate step, so that
 // many replicas over one database do not race to change the schema), and

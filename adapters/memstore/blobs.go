@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/acme/blobs"
 )
 
-var _ petstore.BlobStore = (*Store)(nil)
+var _ blobs.Store = (*Store)(nil)
 
-// blobState is the BlobStore half of a Store.
+// blobState is the blobs.Store half of a Store.
 type blobState struct {
 	mu    sync.Mutex
 	blobs map[string]blob
@@ -29,7 +30,7 @@ type blobLock struct {
 	expires time.Time
 }
 
-// PutBlob implements petstore.BlobStore.
+// PutBlob implements blobs.Store.
 func (s *Store) PutBlob(ctx context.Context, key string, value []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -45,22 +46,22 @@ func (s *Store) PutBlob(ctx context.Context, key string, value []byte) error {
 	return nil
 }
 
-// GetBlob implements petstore.BlobStore.
-func (s *Store) GetBlob(ctx context.Context, key string) ([]byte, petstore.BlobInfo, error) {
+// GetBlob implements blobs.Store.
+func (s *Store) GetBlob(ctx context.Context, key string) ([]byte, blobs.Info, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, petstore.BlobInfo{}, err
+		return nil, blobs.Info{}, err
 	}
 	st := s.blobs
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	b, ok := st.blobs[key]
 	if !ok {
-		return nil, petstore.BlobInfo{}, petstore.Errorf(petstore.CodeNotFound, "blob %q not found", key)
+		return nil, blobs.Info{}, petstore.Errorf(petstore.CodeNotFound, "blob %q not found", key)
 	}
-	return slices.Clone(b.value), petstore.BlobInfo{Key: key, Size: int64(len(b.value)), Modified: b.modified}, nil
+	return slices.Clone(b.value), blobs.Info{Key: key, Size: int64(len(b.value)), Modified: b.modified}, nil
 }
 
-// DeleteBlob implements petstore.BlobStore.
+// DeleteBlob implements blobs.Store.
 func (s *Store) DeleteBlob(ctx context.Context, key string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -77,25 +78,25 @@ func (s *Store) DeleteBlob(ctx context.Context, key string) error {
 	return nil
 }
 
-// ListBlobs implements petstore.BlobStore.
-func (s *Store) ListBlobs(ctx context.Context, prefix string) ([]petstore.BlobInfo, error) {
+// ListBlobs implements blobs.Store.
+func (s *Store) ListBlobs(ctx context.Context, prefix string) ([]blobs.Info, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	st := s.blobs
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	out := []petstore.BlobInfo{}
+	out := []blobs.Info{}
 	for k, b := range st.blobs {
 		if strings.HasPrefix(k, prefix) {
-			out = append(out, petstore.BlobInfo{Key: k, Size: int64(len(b.value)), Modified: b.modified})
+			out = append(out, blobs.Info{Key: k, Size: int64(len(b.value)), Modified: b.modified})
 		}
 	}
-	slices.SortFunc(out, func(a, b petstore.BlobInfo) int { return strings.Compare(a.Key, b.Key) })
+	slices.SortFunc(out, func(a, b blobs.Info) int { return strings.Compare(a.Key, b.Key) })
 	return out, nil
 }
 
-// TryLock implements petstore.BlobStore.
+// TryLock implements blobs.Store.
 func (s *Store) TryLock(ctx context.Context, name, owner string, now, expires time.Time) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
@@ -113,7 +114,7 @@ func (s *Store) TryLock(ctx context.Context, name, owner string, now, expires ti
 	return true, nil
 }
 
-// Unlock implements petstore.BlobStore.
+// Unlock implements blobs.Store.
 func (s *Store) Unlock(ctx context.Context, name, owner string) error {
 	if err := ctx.Err(); err != nil {
 		return err

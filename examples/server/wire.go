@@ -21,6 +21,7 @@ import (
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/acme"
+	"github.com/petstorekit/petstore/adapters/acme/blobs"
 	"github.com/petstorekit/petstore/adapters/bunstore"
 	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
 	"github.com/petstorekit/petstore/adapters/dnsresolver"
@@ -44,7 +45,7 @@ type backend interface {
 	petstore.Store
 	petstore.OrderStore
 	petstore.IdempotencyStore
-	petstore.BlobStore
+	blobs.Store
 	domain.Store
 	DeployStore
 }

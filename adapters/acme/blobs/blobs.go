@@ -1,18 +1,25 @@
-package petstore
+// Package blobs is the storage port of adapters/acme: small binary values
+// by key and named locks, which the certificate layer keeps in the
+// platform's own database (memstore and bunstore implement it), so that
+// every process sharing the database shares one certificate per name. It
+// lives next to its one consumer and imports nothing heavier than the
+// standard library, so a store can implement it without pulling in the
+// ACME client.
+package blobs
 
 import (
 	"context"
 	"time"
 )
 
-// BlobInfo describes one stored blob.
-type BlobInfo struct {
+// Info describes one stored blob.
+type Info struct {
 	Key      string
 	Size     int64     // length of the value in bytes
 	Modified time.Time // when the value was last put, by the store's clock
 }
 
-// BlobStore keeps small binary values by key, plus named locks with an
+// Store keeps small binary values by key, plus named locks with an
 // owner and an expiry. Certificates, their keys and ACME account data live
 // here (adapters/acme turns it into certmagic's Storage), so that every
 // process sharing one database shares one certificate per name, and a
@@ -23,16 +30,16 @@ type BlobInfo struct {
 // Lock names are a namespace of their own, separate from keys.
 //
 // Implementations must be safe for concurrent use, across processes when
-// the backend is shared, and honour context cancellation. storetest's
-// "Blobs" suite checks all of this.
-type BlobStore interface {
+// the backend is shared, and honour context cancellation. storetest.RunBlobs
+// checks all of this.
+type Store interface {
 	// PutBlob stores value under key, replacing any value stored there,
 	// and sets its modification time to now.
 	PutBlob(ctx context.Context, key string, value []byte) error
 
 	// GetBlob returns the value stored under key and its info.
 	// Returns not_found if key holds no value.
-	GetBlob(ctx context.Context, key string) ([]byte, BlobInfo, error)
+	GetBlob(ctx context.Context, key string) ([]byte, Info, error)
 
 	// DeleteBlob deletes key and every key that starts with key+"/", so a
 	// whole hierarchy goes at once. Deleting what does not exist is not an
@@ -42,7 +49,7 @@ type BlobStore interface {
 	// ListBlobs returns the info of every key that starts with prefix (a
 	// plain string prefix; "" lists everything), in ascending byte order
 	// of keys. It never returns nil.
-	ListBlobs(ctx context.Context, prefix string) ([]BlobInfo, error)
+	ListBlobs(ctx context.Context, prefix string) ([]Info, error)
 
 	// TryLock takes the lock name for owner until expires and reports
 	// whether it did. It succeeds when nobody holds the lock, when the
