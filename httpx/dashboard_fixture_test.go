@@ -22,6 +22,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/memzone"
 	"github.com/petstorekit/petstore/domain"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/httpx/edge"
 )
 
 // The zone the tests' customers own, the platform's CNAME target and its
@@ -155,7 +156,7 @@ func newDashWorld(t testing.TB, store dashStore, now func() time.Time) *dashWorl
 	platform.Handle("/dashboard", w.dash)
 	var sitesMu sync.Mutex
 	sites := map[string]http.Handler{}
-	w.edge, err = httpx.NewEdge(httpx.EdgeConfig{
+	w.edge, err = edge.New(edge.Config{
 		PlatformHosts: []string{"localhost", "*.petstore.test"},
 		Platform:      platform,
 		Router:        eng,

@@ -11,6 +11,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/domain"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/httpx/edge"
 )
 
 // dashFuzzResponse checks what every dashboard answer must be: never a 5xx,
@@ -119,7 +120,7 @@ func FuzzEdgeHost(f *testing.F) {
 			t.Fatalf("Host %q: %d %s", host, rec.Code, rec.Body)
 		}
 		if strings.Contains(rec.Body.String(), project) {
-			h := httpx.RequestHost(req)
+			h := edge.RequestHost(req)
 			n, err := domain.ParseName(h)
 			if h != "shop.example.com" && (err != nil || n.ASCII != "shop.example.com") {
 				t.Fatalf("Host %q (%q) got the project's site", host, h)

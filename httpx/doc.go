@@ -65,13 +65,8 @@
 // Domains dashboard: a page at <base>/ (default /dashboard) and a JSON API
 // under <base>/api/ through which a key manages its project's custom
 // domains (add, verify, remove, and the redirect configuration), described
-// by its own OpenAPI document (DashboardOpenAPI). NewEdge sits in front of
-// everything and routes by Host: the platform's own hosts go to the
-// platform handler (/v1 and the dashboard), an active custom domain to its
-// project's site, a redirect domain to its target, and any other Host gets
-// a 404 Error body, never another project's content. What a project's site
-// is belongs to the platform (EdgeConfig.Site); examples/server serves a
-// page naming the project, with the pets API under /v1/.
+// by its own OpenAPI document (DashboardOpenAPI). Package httpx/edge sits
+// in front of everything and routes by Host.
 //
 // The building blocks of the chain are exported so that other APIs of the
 // same server (the dashboard API) behave the same way: Wrap puts any

@@ -11,7 +11,7 @@ import (
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/domain"
-	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/httpx/edge"
 )
 
 // activate adds name for the key's project, points it at the platform in
@@ -154,20 +154,20 @@ func TestEdgeRoutesByHost(t *testing.T) {
 // TestNewEdgeConfig: the edge refuses an incomplete configuration.
 func TestNewEdgeConfig(t *testing.T) {
 	ok := http.NotFoundHandler()
-	router := httpx.RouterFunc(func(string) domain.RouteAnswer { return domain.RouteAnswer{} })
+	router := edge.RouterFunc(func(string) domain.RouteAnswer { return domain.RouteAnswer{} })
 	site := func(string) http.Handler { return ok }
 	cases := []struct {
 		name string
-		cfg  httpx.EdgeConfig
+		cfg  edge.Config
 	}{
-		{"no platform", httpx.EdgeConfig{Router: router, Site: site}},
-		{"no router", httpx.EdgeConfig{Platform: ok, Site: site}},
-		{"no site", httpx.EdgeConfig{Platform: ok, Router: router}},
-		{"bad scheme", httpx.EdgeConfig{Platform: ok, Router: router, Site: site, RedirectScheme: "ftp"}},
+		{"no platform", edge.Config{Router: router, Site: site}},
+		{"no router", edge.Config{Platform: ok, Site: site}},
+		{"no site", edge.Config{Platform: ok, Router: router}},
+		{"bad scheme", edge.Config{Platform: ok, Router: router, Site: site, RedirectScheme: "ftp"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if _, err := httpx.NewEdge(c.cfg); err == nil {
+			if _, err := edge.New(c.cfg); err == nil {
 				t.Fatal("NewEdge accepted it")
 			}
 		})
@@ -177,7 +177,7 @@ func TestNewEdgeConfig(t *testing.T) {
 // TestEdgeRedirectScheme: behind TLS the Location says https, and a fixed
 // scheme drops the client's port (the TLS listener has its own).
 func TestEdgeRedirectScheme(t *testing.T) {
-	router := httpx.RouterFunc(func(host string) domain.RouteAnswer {
+	router := edge.RouterFunc(func(host string) domain.RouteAnswer {
 		return domain.RouteAnswer{Kind: domain.RouteRedirect, Name: host, RedirectTo: "shop.example.com", Status: 0}
 	})
 	for _, c := range []struct {
@@ -187,7 +187,7 @@ func TestEdgeRedirectScheme(t *testing.T) {
 		{"https", "www.example.com:8080", "https://shop.example.com/p?q=1"},
 	} {
 		t.Run(c.scheme, func(t *testing.T) {
-			h, err := httpx.NewEdge(httpx.EdgeConfig{Platform: http.NotFoundHandler(), Router: router, RedirectScheme: c.scheme,
+			h, err := edge.New(edge.Config{Platform: http.NotFoundHandler(), Router: router, RedirectScheme: c.scheme,
 				Site: func(string) http.Handler { return nil }})
 			if err != nil {
 				t.Fatal(err)
@@ -206,10 +206,10 @@ func TestEdgeRedirectScheme(t *testing.T) {
 // TestEdgeSiteMissing: a routing answer for a project that has no site is
 // a 404, not a panic or another project's site.
 func TestEdgeSiteMissing(t *testing.T) {
-	router := httpx.RouterFunc(func(host string) domain.RouteAnswer {
+	router := edge.RouterFunc(func(host string) domain.RouteAnswer {
 		return domain.RouteAnswer{Kind: domain.RouteServe, Name: host, ProjectID: "prj_gone"}
 	})
-	h, err := httpx.NewEdge(httpx.EdgeConfig{Platform: http.NotFoundHandler(), Router: router, Site: func(string) http.Handler { return nil }})
+	h, err := edge.New(edge.Config{Platform: http.NotFoundHandler(), Router: router, Site: func(string) http.Handler { return nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestRequestHost(t *testing.T) {
 		t.Run(in, func(t *testing.T) {
 			r := httptest.NewRequest(http.MethodGet, "/", nil)
 			r.Host = in
-			if got := httpx.RequestHost(r); got != want {
+			if got := edge.RequestHost(r); got != want {
 				t.Fatalf("RequestHost(%q) = %q, want %q", in, got, want)
 			}
 		})

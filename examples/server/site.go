@@ -28,7 +28,7 @@ var siteTemplate = template.Must(template.New("site").Parse(`<!doctype html>
 `))
 
 // projectSite returns a minimal site for a project, what the edge
-// (httpx.EdgeConfig.Site) serves for a custom domain here: GET / answers a small
+// (edge.Config.Site) serves for a custom domain here: GET / answers a small
 // HTML page naming the project, paths under /v1/ go to api (the pets API,
 // which authenticates as usual; nil answers 404 there), and any other path
 // is 404 with an Error body.

@@ -32,6 +32,7 @@ import (
 	"github.com/petstorekit/petstore/changefeed"
 	"github.com/petstorekit/petstore/domain"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/httpx/edge"
 	"github.com/petstorekit/petstore/keycache"
 	"github.com/petstorekit/petstore/keyscli"
 	"github.com/petstorekit/petstore/ratelimit"
@@ -235,7 +236,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	}
 
 	var sites sync.Map // projectID -> http.Handler, one site per project
-	ecfgEdge := httpx.EdgeConfig{
+	ecfgEdge := edge.Config{
 		PlatformHosts: cfg.platformHosts,
 		Platform:      apiPaths(platform),
 		UnknownHostHint: "it is neither one of -platform-hosts (PETSTORE_PLATFORM_HOSTS: add the name there to serve the API and dashboard at it) " +
@@ -253,7 +254,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	if cfg.tlsAddr != "" {
 		ecfgEdge.RedirectScheme = "https"
 	}
-	if a.edge, err = httpx.NewEdge(ecfgEdge); err != nil {
+	if a.edge, err = edge.New(ecfgEdge); err != nil {
 		return nil, err
 	}
 	a.httpHandler = a.edge

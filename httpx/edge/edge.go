@@ -1,4 +1,10 @@
-package httpx
+// Package edge is the Host-routing front of a hosting platform: requests
+// for the platform's own hosts go to the platform handler (the /v1 API and
+// the dashboard), an active custom domain to its project's site, a
+// redirect domain to its primary with the configured status, and any other
+// Host gets a JSON 404 Error, never another project's content. The domain
+// engine is its Router.
+package edge
 
 import (
 	"errors"
@@ -10,6 +16,7 @@ import (
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/httpx"
 )
 
 // Router answers the edge's question for one request: which project, if
@@ -30,8 +37,8 @@ type RouterFunc func(host string) domain.RouteAnswer
 // Route implements Router.
 func (f RouterFunc) Route(host string) domain.RouteAnswer { return f(host) }
 
-// EdgeConfig configures NewEdge.
-type EdgeConfig struct {
+// Config configures New.
+type Config struct {
 	// PlatformHosts are the platform's own host names: requests for them
 	// go to Platform. An entry "*.example.net" matches every name below
 	// example.net. nil means just "localhost". IP literals are always
@@ -67,8 +74,8 @@ type EdgeConfig struct {
 	Logger *slog.Logger
 }
 
-// edge routes requests by Host; see NewEdge.
-type edge struct {
+// server routes requests by Host; see New.
+type server struct {
 	exact    map[string]bool
 	suffixes []string // ".example.net" for "*.example.net"
 	platform http.Handler
@@ -78,7 +85,7 @@ type edge struct {
 	hint     string
 }
 
-// NewEdge returns the handler in front of everything a platform serves,
+// New returns the handler in front of everything a platform serves,
 // routing each request by its Host header:
 //
 //   - a platform host (PlatformHosts, or any IP literal) goes to Platform;
@@ -90,25 +97,25 @@ type edge struct {
 //
 // The answer is asked of Router on every request, so changes made through
 // the engine take effect at once.
-func NewEdge(cfg EdgeConfig) (http.Handler, error) {
+func New(cfg Config) (http.Handler, error) {
 	switch {
 	case cfg.Platform == nil:
-		return nil, errors.New("httpx: EdgeConfig.Platform is required")
+		return nil, errors.New("edge: Config.Platform is required")
 	case cfg.Router == nil:
-		return nil, errors.New("httpx: EdgeConfig.Router is required")
+		return nil, errors.New("edge: Config.Router is required")
 	case cfg.Site == nil:
-		return nil, errors.New("httpx: EdgeConfig.Site is required")
+		return nil, errors.New("edge: Config.Site is required")
 	}
 	switch cfg.RedirectScheme {
 	case "", "http", "https":
 	default:
-		return nil, errors.New(`httpx: EdgeConfig.RedirectScheme must be "", "http" or "https"`)
+		return nil, errors.New(`edge: Config.RedirectScheme must be "", "http" or "https"`)
 	}
 	hosts := cfg.PlatformHosts
 	if hosts == nil {
 		hosts = []string{"localhost"}
 	}
-	e := &edge{exact: map[string]bool{}, platform: cfg.Platform, router: cfg.Router, site: cfg.Site, scheme: cfg.RedirectScheme, hint: cfg.UnknownHostHint}
+	e := &server{exact: map[string]bool{}, platform: cfg.Platform, router: cfg.Router, site: cfg.Site, scheme: cfg.RedirectScheme, hint: cfg.UnknownHostHint}
 	if e.hint == "" {
 		e.hint = "it is neither one of the platform's own hosts nor an active custom domain"
 	}
@@ -137,7 +144,7 @@ func RequestHost(r *http.Request) string {
 	return strings.TrimSuffix(strings.ToLower(h), ".")
 }
 
-func (e *edge) isPlatform(host string) bool {
+func (e *server) isPlatform(host string) bool {
 	if host == "" || e.exact[host] {
 		return true
 	}
@@ -152,7 +159,7 @@ func (e *edge) isPlatform(host string) bool {
 	return false
 }
 
-func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (e *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	host := RequestHost(r)
 	if e.isPlatform(host) {
 		e.platform.ServeHTTP(w, r)
@@ -171,13 +178,13 @@ func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// The message names only the host the client sent, so it reveals
 	// nothing about which names other projects hold.
-	WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no site is served at %s: %s", clipHost(host), e.hint))
+	httpx.WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no site is served at %s: %s", clipHost(host), e.hint))
 }
 
 // redirect sends the client to the same path and query on the target
 // host. A port the client used is kept, so a local server on :8080
 // redirects to :8080.
-func (e *edge) redirect(w http.ResponseWriter, r *http.Request, ans domain.RouteAnswer) {
+func (e *server) redirect(w http.ResponseWriter, r *http.Request, ans domain.RouteAnswer) {
 	scheme := e.scheme
 	if scheme == "" {
 		scheme = "http"
