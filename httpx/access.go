@@ -117,9 +117,9 @@ func (c *chain) client(r *http.Request, info *requestInfo) netip.Addr {
 func routerOf(next http.Handler) func(*http.Request) string {
 	switch h := next.(type) {
 	case *api:
-		return h.router.route
-	case *dashboard:
-		return h.router.route
+		return h.router.Route
+	case interface{ Route(*http.Request) string }:
+		return h.Route
 	case *http.ServeMux:
 		return func(r *http.Request) string {
 			_, pattern := h.Handler(r)

@@ -196,6 +196,13 @@ func newChain(cfg Config, next http.Handler, public func(*http.Request) bool) (*
 		return nil, fmt.Errorf("httpx: Config.Metrics: %w", err)
 	}
 	c.routeOf = routerOf(next)
+	if len(cfg.PublicBudgetPaths) > 0 {
+		paths := make(map[string]bool, len(cfg.PublicBudgetPaths))
+		for _, p := range cfg.PublicBudgetPaths {
+			paths[p] = true
+		}
+		c.offBudget = func(r *http.Request) bool { return paths[r.URL.Path] }
+	}
 	c.handler = c.middlewares(next)
 	if cfg.TracerProvider != nil {
 		c.tracer = tracing.Tracer(cfg.TracerProvider)

@@ -22,6 +22,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/memzone"
 	"github.com/petstorekit/petstore/domain"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/httpx/dashboard"
 	"github.com/petstorekit/petstore/httpx/edge"
 )
 
@@ -142,7 +143,7 @@ func newDashWorld(t testing.TB, store dashStore, now func() time.Time) *dashWorl
 	}
 	w.engine = eng
 
-	w.dash, err = httpx.NewDashboard(httpx.DashboardConfig{Engine: eng, Auth: keys})
+	w.dash, err = dashboard.New(dashboard.Config{Engine: eng, Auth: keys})
 	if err != nil {
 		t.Fatalf("NewDashboard: %v", err)
 	}

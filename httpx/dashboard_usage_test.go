@@ -13,6 +13,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/domain"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/httpx/dashboard"
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
@@ -59,7 +60,7 @@ func TestDashboardUsage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dash, err := httpx.NewDashboard(httpx.DashboardConfig{Engine: eng, Auth: keys, Limiter: limiter, Usage: limiter})
+	dash, err := dashboard.New(dashboard.Config{Engine: eng, Auth: keys, Limiter: limiter, Usage: limiter})
 	if err != nil {
 		t.Fatal(err)
 	}

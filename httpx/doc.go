@@ -61,17 +61,16 @@
 //
 // # The dashboard and custom domains
 //
-// The package also serves the rest of a platform. NewDashboard is the
-// Domains dashboard: a page at <base>/ (default /dashboard) and a JSON API
-// under <base>/api/ through which a key manages its project's custom
-// domains (add, verify, remove, and the redirect configuration), described
-// by its own OpenAPI document (DashboardOpenAPI). Package httpx/edge sits
+// The rest of a platform lives beside it: package httpx/dashboard is the
+// Domains dashboard (page and beta JSON API), and package httpx/edge sits
 // in front of everything and routes by Host.
 //
 // The building blocks of the chain are exported so that other APIs of the
 // same server (the dashboard API) behave the same way: Wrap puts any
 // handler behind the same request id, logging, panic recovery,
-// authentication and rate limiting; KeyFromContext and
+// authentication and rate limiting; Router routes on ServeMux patterns with
+// JSON 404 and 405; ReadBody and DecodeObject read bodies by the API's
+// rules; ServeDocument serves an OpenAPI document; KeyFromContext and
 // RequestIDFromContext read what the chain found; WriteError and WriteJSON
 // write responses in the API's shape. Give the dashboard the same Limiter
 // as /v1 so that a key's requests to both count together.

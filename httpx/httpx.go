@@ -35,6 +35,12 @@ type Config struct {
 	// client's own.
 	Timeout time.Duration
 
+	// PublicBudgetPaths are paths whose requests are authenticated but
+	// spend their address's public budget (PublicLimits), never the key's,
+	// and are never refused for the key's ban: a report a key must be able
+	// to read after it ran out (the dashboard's usage). Used by Wrap.
+	PublicBudgetPaths []string
+
 	// PublicLimits are the per-address allowances of the paths that need
 	// no key (the OpenAPI document); zero: DefaultPublicLimits. Requests
 	// with a wrong or missing key have their own budget, the Free plan's.
@@ -95,7 +101,7 @@ type api struct {
 
 	orders *orderRoutes // nil without Config.Orders
 
-	router *router // every path under the base, on ServeMux patterns
+	router *Router // every path under the base, on ServeMux patterns
 }
 
 // New returns the handler of the whole API under cfg.BasePath. Mount it
@@ -119,7 +125,7 @@ func New(cfg Config) (http.Handler, error) {
 	if at.IsZero() {
 		at = DefaultDeprecatedAt
 	}
-	a := &api{svc: cfg.Service, base: base, openapi: doc, deprec: "@" + itoa(at.Unix()), patCreate: "POST " + base + "/pets", petsPath: base + "/pets", openapiETag: etagOf(doc)}
+	a := &api{svc: cfg.Service, base: base, openapi: doc, deprec: "@" + itoa(at.Unix()), patCreate: "POST " + base + "/pets", petsPath: base + "/pets", openapiETag: ETag(doc)}
 	for i, m := range []string{http.MethodGet, http.MethodHead} {
 		a.patList[i] = m + " " + base + "/pets"
 		a.patPet[i] = m + " " + base + "/pets/{petId}"
@@ -158,29 +164,29 @@ func cleanBase(p string) (string, error) {
 // headers, without the body, which ServeHTTP drops), a method-less pattern
 // per path that answers 405 with Allow, and 404 for everything else.
 func (a *api) routes() {
-	a.router = newRouter()
+	a.router = NewRouter()
 	for i := range 2 { // GET, then HEAD
 		a.operation(a.patList[i], a.handleListPets, false, false)
 		a.operation(a.patPet[i], a.handleGetPet, false, false)
 		a.operation(a.patDoc[i], a.handleOpenAPI, false, false)
 	}
 	a.operation(a.patCreate, a.handleCreatePet, true, false)
-	a.router.refuse(a.base+"/pets", "GET, HEAD, POST", nil)
-	a.router.refuse(a.base+"/pets/{petId}", "GET, HEAD", nil)
-	a.router.refuse(a.base+"/openapi.json", "GET, HEAD", nil)
+	a.router.Refuse(a.base+"/pets", "GET, HEAD, POST", nil)
+	a.router.Refuse(a.base+"/pets/{petId}", "GET, HEAD", nil)
+	a.router.Refuse(a.base+"/openapi.json", "GET, HEAD", nil)
 	if o := a.orders; o != nil {
 		for i := range 2 {
 			a.operation(o.patList[i], o.handleList, false, true)
 			a.operation(o.patOrder[i], o.handleGet, false, true)
 		}
 		a.operation(o.patCreate, o.handleCreate, true, true)
-		a.router.refuse(o.path, "GET, HEAD, POST", markBeta)
-		a.router.refuse(o.path+"/{orderId}", "GET, HEAD", markBeta)
+		a.router.Refuse(o.path, "GET, HEAD, POST", markBeta)
+		a.router.Refuse(o.path+"/{orderId}", "GET, HEAD", markBeta)
 	}
-	a.router.refuse("/", "", nil)
+	a.router.Refuse("/", "", nil)
 	if a.base != "" {
-		a.router.refuse(a.base+"/", "", nil)
-		a.router.refuse(a.base, "", nil)
+		a.router.Refuse(a.base+"/", "", nil)
+		a.router.Refuse(a.base, "", nil)
 	}
 }
 
@@ -192,12 +198,12 @@ func markBeta(w http.ResponseWriter) { w.Header()["X-Api-Stability"] = stability
 // for media type, coding and size first) when body is set, and is beta
 // when beta is.
 func (a *api) operation(pattern string, handle http.HandlerFunc, body, beta bool) {
-	a.router.handle(pattern, func(w http.ResponseWriter, r *http.Request) {
+	a.router.Handle(pattern, func(w http.ResponseWriter, r *http.Request) {
 		if beta {
 			markBeta(w)
 		}
 		if body {
-			if _, err := readBody(w, r); err != nil {
+			if _, err := ReadBody(w, r); err != nil {
 				WriteError(w, r, err)
 				return
 			}
@@ -243,11 +249,11 @@ func refuseUnrouted(w http.ResponseWriter, r *http.Request, ok bool, allow strin
 	return false
 }
 
-// readBody enforces the JSON media type and an identity content coding
+// ReadBody enforces the JSON media type and an identity content coding
 // (415) and the size limit (413), then returns the bytes read and replaces
 // r.Body with them, so the operation and any wrapper around it can read
 // them again.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if !isJSON(r.Header.Get("Content-Type")) {
 		return nil, petstore.Errorf(petstore.CodeUnsupportedMediaType, "Content-Type must be application/json")
 	}

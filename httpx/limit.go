@@ -186,3 +186,7 @@ func parseAddr(s string) netip.Addr {
 	}
 	return netip.Addr{}
 }
+
+// KeySubject is the rate-limit subject of an API key's requests, as the
+// chain names it (see RateLimiter).
+func KeySubject(keyID string) string { return "key:" + keyID }

@@ -14,7 +14,7 @@ import (
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
-// Metrics: Config.Metrics and DashboardConfig.Metrics take a
+// Metrics: Config.Metrics and dashboard.Config.Metrics take a
 // prometheus.Registerer (a *prometheus.Registry the caller made and
 // serves, usually with promhttp). Nothing is ever registered with the
 // global registry; with a nil Registerer nothing is measured and the

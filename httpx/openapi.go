@@ -82,17 +82,18 @@ func renderOpenAPI(base string, orders bool) ([]byte, error) {
 	return marshalJSON(doc, "  ")
 }
 
-// etagOf is a strong ETag for a fixed body: the first 8 bytes of its
+// ETag is a strong ETag for a fixed body: the first 8 bytes of its
 // SHA-256, quoted.
-func etagOf(b []byte) string {
+func ETag(b []byte) string {
 	sum := sha256.Sum256(b)
 	return `"` + hex.EncodeToString(sum[:8]) + `"`
 }
 
-// serveDocument serves a fixed JSON document (an OpenAPI description):
-// cacheable for five minutes and revalidated by ETag, so a client that
-// reloads it gets 304 Not Modified, and HEAD as GET without the body.
-func serveDocument(w http.ResponseWriter, r *http.Request, doc []byte, etag string) {
+// ServeDocument is the one handler of the OpenAPI documents (the API's
+// and the dashboard's): a fixed JSON document, cacheable for five minutes
+// and revalidated by etag (ETag of doc), so a client that reloads it gets
+// 304 Not Modified, and HEAD as GET without the body.
+func ServeDocument(w http.ResponseWriter, r *http.Request, doc []byte, etag string) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")

@@ -21,6 +21,14 @@ import (
 // ordersPath is where the orders live under the base.
 const ordersPath = "/store/orders"
 
+// StabilityHeader and StabilityBeta mark the answers of beta operations
+// (store orders, the dashboard API), as their OpenAPI documents do with
+// x-stability.
+const (
+	StabilityHeader = "X-API-Stability"
+	StabilityBeta   = "beta"
+)
+
 // stabilityBeta is the shared, never-modified value of X-API-Stability.
 var stabilityBeta = []string{StabilityBeta}
 

@@ -91,7 +91,7 @@ func (a *api) handleGetPet(w http.ResponseWriter, r *http.Request) {
 
 // handleOpenAPI serves the OpenAPI document with this mount's base path.
 func (a *api) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
-	serveDocument(w, r, a.openapi, a.openapiETag)
+	ServeDocument(w, r, a.openapi, a.openapiETag)
 }
 
 // foldedFields are the NewPet members' names as foldName folds them.

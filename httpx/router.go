@@ -6,23 +6,25 @@ import (
 	"strings"
 )
 
-// router is an http.ServeMux whose every answer is a JSON Error: each
-// path with operations gets a method-less pattern answering 405 with
-// Allow, and unknown paths a pattern answering 404. Paths the standard mux
-// would redirect with an HTML body ("//", ".", "..") are JSON 404s before
-// it sees them. The /v1 API and the dashboard each route with one.
-type router struct {
+// Router is an http.ServeMux whose every answer is a JSON Error, for APIs
+// behind the chain (Wrap): Refuse registers the patterns that answer 405
+// with Allow or 404, and paths the standard mux would redirect with an
+// HTML body ("//", ".", "..") are JSON 404s before it sees them. The /v1
+// API and the dashboard each route with one. Handled requests have their
+// pattern as their route in the log, the metrics and the trace; refused
+// ones have none.
+type Router struct {
 	mux       *http.ServeMux
 	fallbacks map[string]bool // the method-less patterns that refuse
 }
 
-func newRouter() *router {
-	return &router{mux: http.NewServeMux(), fallbacks: map[string]bool{}}
+// NewRouter returns an empty Router.
+func NewRouter() *Router {
+	return &Router{mux: http.NewServeMux(), fallbacks: map[string]bool{}}
 }
 
-// handle registers an operation: the request's route, for the log, the
-// metrics and the trace, is its pattern.
-func (rt *router) handle(pattern string, h http.HandlerFunc) {
+// Handle registers an operation under a ServeMux pattern.
+func (rt *Router) Handle(pattern string, h http.HandlerFunc) {
 	rt.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		if info := infoFrom(r.Context()); info != nil {
 			info.route = pattern
@@ -31,10 +33,10 @@ func (rt *router) handle(pattern string, h http.HandlerFunc) {
 	})
 }
 
-// refuse registers a pattern that answers 405 with Allow (allow lists
+// Refuse registers a pattern that answers 405 with Allow (allow lists
 // the path's methods) or, with allow "", 404; before, if set, runs first
 // (to mark a beta path). A refused request has no route.
-func (rt *router) refuse(pattern, allow string, before func(http.ResponseWriter)) {
+func (rt *Router) Refuse(pattern, allow string, before func(http.ResponseWriter)) {
 	rt.fallbacks[pattern] = true
 	rt.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		if before != nil {
@@ -52,10 +54,11 @@ func unrouted(w http.ResponseWriter, r *http.Request, allow string) {
 	refuseUnrouted(w, r, allow != "", allow)
 }
 
-// route returns the pattern of the operation that would answer r, or ""
+// Route returns the pattern of the operation that would answer r, or ""
 // when none would, without answering it: the route of a request refused
-// before routing (401, 429) for the log and the metrics.
-func (rt *router) route(r *http.Request) string {
+// before routing (401, 429) for the log and the metrics. The chain asks it
+// of any handler it wraps that has this method.
+func (rt *Router) Route(r *http.Request) string {
 	if !isCleanPath(r.URL.Path) {
 		return ""
 	}
@@ -67,7 +70,7 @@ func (rt *router) route(r *http.Request) string {
 }
 
 // ServeHTTP routes r.
-func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !isCleanPath(r.URL.Path) {
 		unrouted(w, r, "")
 		return

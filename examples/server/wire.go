@@ -32,6 +32,7 @@ import (
 	"github.com/petstorekit/petstore/changefeed"
 	"github.com/petstorekit/petstore/domain"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/httpx/dashboard"
 	"github.com/petstorekit/petstore/httpx/edge"
 	"github.com/petstorekit/petstore/keycache"
 	"github.com/petstorekit/petstore/keyscli"
@@ -207,7 +208,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		}
 	}()
 
-	dash, err := httpx.NewDashboard(httpx.DashboardConfig{
+	dash, err := dashboard.New(dashboard.Config{
 		Engine:         eng,
 		Auth:           auth,
 		Logger:         logger,

@@ -1,4 +1,4 @@
-package httpx
+package dashboard
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/httpx"
 )
 
 // DNSConfigurer is implemented by a DomainEngine that can write a domain's
@@ -30,12 +31,12 @@ type dnsConfigured struct {
 func (d *dashboard) handleConfigureDNS(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) {
 	c, ok := d.engine.(DNSConfigurer)
 	if !ok {
-		WriteError(w, r, petstore.Errorf(petstore.CodeInvalidRequest, "this platform does not manage DNS; create the records at your DNS provider"))
+		httpx.WriteError(w, r, petstore.Errorf(petstore.CodeInvalidRequest, "this platform does not manage DNS; create the records at your DNS provider"))
 		return
 	}
 	findings, err := c.ConfigureDNS(r.Context(), key.ProjectID, name)
 	if err != nil {
-		WriteError(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	var dm domain.Domain
@@ -45,11 +46,11 @@ func (d *dashboard) handleConfigureDNS(w http.ResponseWriter, r *http.Request, k
 		dm, err = d.engine.Get(r.Context(), key.ProjectID, name)
 	}
 	if err != nil {
-		WriteError(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	if findings == nil {
 		findings = []domain.Finding{}
 	}
-	WriteJSON(w, http.StatusOK, dnsConfigured{Findings: findings, Domain: tidyDomain(dm)})
+	httpx.WriteJSON(w, http.StatusOK, dnsConfigured{Findings: findings, Domain: tidyDomain(dm)})
 }

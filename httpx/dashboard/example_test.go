@@ -1,4 +1,4 @@
-package httpx_test
+package dashboard_test
 
 import (
 	"context"
@@ -12,12 +12,12 @@ import (
 	"github.com/petstorekit/petstore/adapters/dnsresolver"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/domain"
-	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/httpx/dashboard"
 )
 
 // Mount the dashboard next to /v1 and add a custom domain through its API.
 // Every key is its own project; here the project is on Pro and deployed.
-func ExampleNewDashboard() {
+func ExampleNew() {
 	ctx := context.Background()
 	store := memstore.New()
 	keys := petstore.NewKeys(store)
@@ -35,7 +35,7 @@ func ExampleNewDashboard() {
 	if err != nil {
 		panic(err)
 	}
-	dash, err := httpx.NewDashboard(httpx.DashboardConfig{Engine: engine, Auth: keys})
+	dash, err := dashboard.New(dashboard.Config{Engine: engine, Auth: keys})
 	if err != nil {
 		panic(err)
 	}

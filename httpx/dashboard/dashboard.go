@@ -1,4 +1,12 @@
-package httpx
+// Package dashboard is a hosting platform's Domains dashboard: a page at
+// <base>/ (default /dashboard) and a beta JSON API under <base>/api/
+// through which a key manages its project's custom domains (add, verify,
+// "Configure DNS for me", remove, the primary domain and redirects) and
+// reads its rate-limit usage, described by its own OpenAPI document
+// (OpenAPI). It runs behind the same chain as the /v1 API (httpx.Wrap):
+// give it the same Limiter so that a key's requests to both count
+// together.
+package dashboard
 
 import (
 	"bytes"
@@ -14,7 +22,6 @@ import (
 	"net/netip"
 	"net/url"
 	"path"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -24,6 +31,7 @@ import (
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/httpx"
 )
 
 // DomainEngine is what the dashboard needs of the custom-domain engine.
@@ -43,12 +51,12 @@ type DomainEngine interface {
 
 var _ DomainEngine = (*domain.Engine)(nil)
 
-// DashboardConfig configures NewDashboard.
-type DashboardConfig struct {
+// Config configures New.
+type Config struct {
 	Engine         DomainEngine           // required
 	Auth           petstore.Authenticator // required: the same keys as /v1
 	Logger         *slog.Logger           // nil: discard
-	Limiter        RateLimiter            // nil: no rate limiting; share /v1's to count both together
+	Limiter        httpx.RateLimiter      // nil: no rate limiting; share /v1's to count both together
 	TrustedProxies []netip.Prefix         // X-Forwarded-For is honoured only from these peers
 	BasePath       string                 // where the dashboard is mounted; default "/dashboard"
 	Now            func() time.Time       // nil: time.Now
@@ -61,21 +69,14 @@ type DashboardConfig struct {
 	Usage UsageReporter
 }
 
-// StabilityHeader and StabilityBeta mark every dashboard response: the
-// dashboard API is beta, as its OpenAPI document says with x-stability.
-const (
-	StabilityHeader = "X-API-Stability"
-	StabilityBeta   = "beta"
-)
-
 // dashboardOpenAPIJSON is the dashboard API's OpenAPI 3.0.3 document.
 //
-//go:embed dashboard_openapi.json
+//go:embed openapi.json
 var dashboardOpenAPIJSON []byte
 
-// DashboardOpenAPI returns the dashboard API's OpenAPI document as
+// OpenAPI returns the dashboard API's OpenAPI document as
 // written, with the server "/dashboard/api".
-func DashboardOpenAPI() []byte { return append([]byte(nil), dashboardOpenAPIJSON...) }
+func OpenAPI() []byte { return append([]byte(nil), dashboardOpenAPIJSON...) }
 
 //go:embed dashboardui
 var dashboardUI embed.FS
@@ -97,10 +98,10 @@ type dashboard struct {
 	openapiETag string
 	assets      map[string]asset // by path under base, "/" for the page
 	usage       UsageReporter    // nil: no Usage panel
-	router      *router          // the page, its files and the API, on ServeMux patterns
+	router      *httpx.Router    // the page, its files and the API, on ServeMux patterns
 }
 
-// NewDashboard returns the handler of the dashboard: the Domains page at
+// New returns the handler of the dashboard: the Domains page at
 // <base>/ (with its CSS and JS, embedded) and the JSON API under
 // <base>/api/ (default base "/dashboard"). Mount it without stripping the
 // prefix: mux.Handle("/dashboard/", h).
@@ -110,7 +111,7 @@ type dashboard struct {
 // acts for its project. The page, its assets and <base>/api/openapi.json
 // need no key. Every response carries X-API-Stability: beta.
 //
-// Endpoints (see DashboardOpenAPI):
+// Endpoints (see OpenAPI):
 //
 //	GET    <base>/api/domains                  {"domains": [Domain], "config": Config}
 //	POST   <base>/api/domains                  {"name": ...} → 201 Domain (200 if already there)
@@ -120,26 +121,27 @@ type dashboard struct {
 //	POST   <base>/api/domains/{name}/verify    Domain after checking DNS now
 //	DELETE <base>/api/domains/{name}           204; traffic stopped before the response
 //	GET    <base>/api/openapi.json             the OpenAPI document
-func NewDashboard(cfg DashboardConfig) (http.Handler, error) {
+func New(cfg Config) (http.Handler, error) {
 	if cfg.Engine == nil {
-		return nil, errors.New("httpx: DashboardConfig.Engine is required")
+		return nil, errors.New("dashboard: Config.Engine is required")
 	}
 	base := cfg.BasePath
 	if base == "" {
 		base = "/dashboard"
 	}
-	base, err := cleanBase(base)
-	if err != nil {
-		return nil, err
+	if !strings.HasPrefix(base, "/") || strings.ContainsAny(base, "?#{} ") || strings.Contains(base, "//") {
+		return nil, errors.New(`dashboard: Config.BasePath must be an absolute path such as "/dashboard"`)
 	}
+	base = strings.TrimSuffix(base, "/")
+	var err error
 	if base == "" || base == "/" {
-		return nil, errors.New(`httpx: DashboardConfig.BasePath must not be the root; use e.g. "/dashboard"`)
+		return nil, errors.New(`dashboard: Config.BasePath must not be the root; use e.g. "/dashboard"`)
 	}
 	d := &dashboard{engine: cfg.Engine, base: base, api: base + "/api", assets: map[string]asset{}, usage: cfg.Usage}
 	if d.openapi, err = dashboardOpenAPIDocument(d.api); err != nil {
 		return nil, err
 	}
-	d.openapiETag = etagOf(d.openapi)
+	d.openapiETag = httpx.ETag(d.openapi)
 	public := []string{base, d.api + "/openapi.json"}
 	err = fs.WalkDir(dashboardUI, "dashboardui", func(p string, e fs.DirEntry, err error) error {
 		if err != nil || e.IsDir() {
@@ -157,30 +159,28 @@ func NewDashboard(cfg DashboardConfig) (http.Handler, error) {
 		if name == "/" {
 			ctype = "text/html; charset=utf-8"
 		}
-		d.assets[name] = asset{body: b, ctype: ctype, etag: etagOf(b)}
+		d.assets[name] = asset{body: b, ctype: ctype, etag: httpx.ETag(b)}
 		public = append(public, base+name)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("httpx: embedded dashboard page: %w", err)
+		return nil, fmt.Errorf("dashboard: embedded dashboard page: %w", err)
 	}
 	d.routes()
-	chained, err := Wrap(Config{
+	// The usage report is what a key that ran out of budget, or was
+	// banned, needs to see: it is answered on the address's generous
+	// public budget, never the key's, and never refused for the key's ban.
+	chained, err := httpx.Wrap(httpx.Config{
 		Auth: cfg.Auth, Logger: cfg.Logger, Limiter: cfg.Limiter,
 		TrustedProxies: cfg.TrustedProxies, Now: cfg.Now, Metrics: cfg.Metrics,
-		TracerProvider: cfg.TracerProvider,
+		TracerProvider: cfg.TracerProvider, PublicBudgetPaths: []string{d.api + "/usage"},
 	}, d, public...)
 	if err != nil {
 		return nil, err
 	}
-	// The usage report is what a key that ran out of budget, or was
-	// banned, needs to see: it is answered on the address's generous
-	// public budget, never the key's, and never refused for the key's ban.
-	usagePath := d.api + "/usage"
-	chained.(*chain).offBudget = func(r *http.Request) bool { return r.URL.Path == usagePath }
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Set before the chain, so that 401 and 429 carry it too.
-		w.Header().Set(StabilityHeader, StabilityBeta)
+		w.Header().Set(httpx.StabilityHeader, httpx.StabilityBeta)
 		chained.ServeHTTP(w, r)
 	}), nil
 }
@@ -190,16 +190,16 @@ func NewDashboard(cfg DashboardConfig) (http.Handler, error) {
 func dashboardOpenAPIDocument(api string) ([]byte, error) {
 	var doc map[string]any
 	if err := json.Unmarshal(dashboardOpenAPIJSON, &doc); err != nil {
-		return nil, fmt.Errorf("httpx: embedded dashboard_openapi.json: %w", err)
+		return nil, fmt.Errorf("dashboard: embedded dashboard_openapi.json: %w", err)
 	}
 	doc["servers"] = []any{map[string]any{"url": api, "description": "The dashboard API of this server"}}
-	return marshalJSON(doc, "  ")
+	return marshalIndent(doc)
 }
 
 // routes registers the page, its files and the JSON API on the
 // dashboard's router; a GET operation answers HEAD too.
 func (d *dashboard) routes() {
-	d.router = newRouter()
+	d.router = httpx.NewRouter()
 	api := d.api + "/"
 	type op struct {
 		method string
@@ -220,8 +220,8 @@ func (d *dashboard) routes() {
 		var allow []string
 		for _, o := range p.ops {
 			handle := o.handle
-			d.router.handle(o.method+" "+api+p.path, func(w http.ResponseWriter, r *http.Request) {
-				key, _ := KeyFromContext(r.Context())
+			d.router.Handle(o.method+" "+api+p.path, func(w http.ResponseWriter, r *http.Request) {
+				key, _ := httpx.KeyFromContext(r.Context())
 				handle(w, r, key, r.PathValue("name"))
 			})
 			allow = append(allow, o.method)
@@ -235,7 +235,7 @@ func (d *dashboard) routes() {
 		allowed := strings.Join(allow, ", ")
 		for _, m := range standardMethods {
 			if !slices.Contains(allow, m) {
-				d.router.refuse(m+" "+api+p.path, allowed, nil)
+				d.router.Refuse(m+" "+api+p.path, allowed, nil)
 			}
 		}
 	}
@@ -244,17 +244,21 @@ func (d *dashboard) routes() {
 		if name == "/" {
 			pattern += "{$}"
 		}
-		d.router.handle("GET "+pattern, d.handleAsset)
-		d.router.refuse(pattern, "GET, HEAD", nil)
+		d.router.Handle("GET "+pattern, d.handleAsset)
+		d.router.Refuse(pattern, "GET, HEAD", nil)
 	}
 	// The base without its slash goes to the page, whatever the method.
-	d.router.handle(d.base, d.handleToPage)
-	d.router.refuse("/", "", nil)
+	d.router.Handle(d.base, d.handleToPage)
+	d.router.Refuse("/", "", nil)
 }
 
 // standardMethods are the methods of RFC 9110 and PATCH; a request with
 // another method on a known path is 404.
 var standardMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE"}
+
+// Route is the route of a request the chain refused before routing (401,
+// 429), for the log and the metrics.
+func (d *dashboard) Route(r *http.Request) string { return d.router.Route(r) }
 
 // ServeHTTP routes a request that passed the chain.
 func (d *dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) { d.router.ServeHTTP(w, r) }
@@ -279,7 +283,7 @@ func (d *dashboard) handleAsset(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *dashboard) handleOpenAPI(w http.ResponseWriter, r *http.Request, _ petstore.APIKey, _ string) {
-	serveDocument(w, r, d.openapi, d.openapiETag)
+	httpx.ServeDocument(w, r, d.openapi, d.openapiETag)
 }
 
 // domainList is the body of GET <base>/api/domains.
@@ -291,35 +295,35 @@ type domainList struct {
 func (d *dashboard) handleList(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
 	list, err := d.engine.List(r.Context(), key.ProjectID)
 	if err != nil {
-		WriteError(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	cfg, err := d.engine.Config(r.Context(), key.ProjectID)
 	if err != nil {
-		WriteError(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	out := domainList{Domains: make([]domain.Domain, 0, len(list)), Config: tidyConfig(cfg)}
 	for _, dm := range list {
 		out.Domains = append(out.Domains, tidyDomain(dm))
 	}
-	WriteJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, out)
 }
 
 func (d *dashboard) handleAdd(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
-	body, err := readBody(w, r)
+	body, err := httpx.ReadBody(w, r)
 	if err != nil {
-		WriteError(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	name, err := decodeNewDomain(body)
 	if err != nil {
-		WriteError(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	dm, created, err := d.engine.Add(r.Context(), key.ProjectID, name)
 	if err != nil {
-		WriteError(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	status := http.StatusOK
@@ -327,30 +331,30 @@ func (d *dashboard) handleAdd(w http.ResponseWriter, r *http.Request, key petsto
 		status = http.StatusCreated
 		w.Header().Set("Location", d.api+"/domains/"+url.PathEscape(dm.Name))
 	}
-	WriteJSON(w, status, tidyDomain(dm))
+	httpx.WriteJSON(w, status, tidyDomain(dm))
 }
 
 func (d *dashboard) handleGet(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) {
 	dm, err := d.engine.Get(r.Context(), key.ProjectID, name)
 	if err != nil {
-		WriteError(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, tidyDomain(dm))
+	httpx.WriteJSON(w, http.StatusOK, tidyDomain(dm))
 }
 
 func (d *dashboard) handleVerify(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) {
 	dm, err := d.engine.Verify(r.Context(), key.ProjectID, name)
 	if err != nil {
-		WriteError(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, tidyDomain(dm))
+	httpx.WriteJSON(w, http.StatusOK, tidyDomain(dm))
 }
 
 func (d *dashboard) handleRemove(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) {
 	if err := d.engine.Remove(r.Context(), key.ProjectID, name); err != nil {
-		WriteError(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -359,30 +363,30 @@ func (d *dashboard) handleRemove(w http.ResponseWriter, r *http.Request, key pet
 func (d *dashboard) handleGetConfig(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
 	cfg, err := d.engine.Config(r.Context(), key.ProjectID)
 	if err != nil {
-		WriteError(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, tidyConfig(cfg))
+	httpx.WriteJSON(w, http.StatusOK, tidyConfig(cfg))
 }
 
 func (d *dashboard) handlePutConfig(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
-	body, err := readBody(w, r)
+	body, err := httpx.ReadBody(w, r)
 	if err != nil {
-		WriteError(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	in, err := decodeDomainConfig(body)
 	if err != nil {
-		WriteError(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	in.ProjectID = key.ProjectID
 	cfg, err := d.engine.SetConfig(r.Context(), key.ProjectID, in)
 	if err != nil {
-		WriteError(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, tidyConfig(cfg))
+	httpx.WriteJSON(w, http.StatusOK, tidyConfig(cfg))
 }
 
 // tidyDomain makes sure every list in a Domain encodes as [] rather than
@@ -417,50 +421,13 @@ func tidyConfig(c domain.Config) domain.Config {
 	return c
 }
 
-// decodeOneObject decodes exactly one JSON object from body into v and
-// turns every failure into invalid_request with a message a person can act
-// on. Unknown fields are ignored, as in /v1, and as in /v1 every string
-// must be valid UTF-8 and no object may repeat a member name, ignoring
-// case (checkJSONText): encoding/json would read {"name":"a","NAME":"b"}
-// as "b" where another reader takes "a".
-func decodeOneObject(body []byte, v any) error {
-	if _, err := readObject(body); err != nil {
-		return err
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			t := te.Type
-			for t.Kind() == reflect.Pointer {
-				t = t.Elem()
-			}
-			return petstore.Errorf(petstore.CodeInvalidRequest, "%s must be a %s", te.Field, jsonKind(t.Kind()))
-		}
-		return petstore.Errorf(petstore.CodeInvalidRequest, "body is not valid JSON")
-	}
-	return nil
-}
-
-// jsonKind names a Go kind the way a JSON client thinks of it.
-func jsonKind(k reflect.Kind) string {
-	switch k {
-	case reflect.Slice, reflect.Array:
-		return "list"
-	case reflect.Struct, reflect.Map:
-		return "object"
-	case reflect.Int, reflect.Int64:
-		return "whole number"
-	}
-	return k.String()
-}
-
 // decodeNewDomain reads {"name": "shop.example.com"}. The name itself is
 // validated by the engine, which knows the rules.
 func decodeNewDomain(body []byte) (string, error) {
 	var in struct {
 		Name *string `json:"name"`
 	}
-	if err := decodeOneObject(body, &in); err != nil {
+	if err := httpx.DecodeObject(body, &in); err != nil {
 		return "", err
 	}
 	if in.Name == nil || strings.TrimSpace(*in.Name) == "" {
@@ -480,7 +447,7 @@ func decodeDomainConfig(body []byte) (domain.Config, error) {
 			Status int    `json:"status"`
 		} `json:"redirects"`
 	}
-	if err := decodeOneObject(body, &in); err != nil {
+	if err := httpx.DecodeObject(body, &in); err != nil {
 		return domain.Config{}, err
 	}
 	out := domain.Config{Redirects: make([]domain.Redirect, 0, len(in.Redirects))}
@@ -497,4 +464,17 @@ func decodeDomainConfig(body []byte) (domain.Config, error) {
 		out.Redirects = append(out.Redirects, domain.Redirect{From: rd.From, To: rd.To, Status: rd.Status})
 	}
 	return out, nil
+}
+
+// marshalIndent encodes the document as httpx writes JSON: indented, and
+// not HTML-escaped.
+func marshalIndent(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }

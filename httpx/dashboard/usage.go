@@ -1,4 +1,4 @@
-package httpx
+package dashboard
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/httpx"
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
@@ -17,10 +18,6 @@ type UsageReporter interface {
 }
 
 var _ UsageReporter = (*ratelimit.Limiter)(nil)
-
-// KeySubject is the rate-limit subject of an API key's requests, as the
-// chain names it (see RateLimiter).
-func KeySubject(keyID string) string { return "key:" + keyID }
 
 // usageBody is the body of GET <base>/api/usage.
 type usageBody struct {
@@ -52,12 +49,12 @@ const banReason = "requests kept coming after the rate limit answered 429; wait 
 // against its plan's limits, its last hour and its ban.
 func (d *dashboard) handleUsage(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
 	if d.usage == nil {
-		WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "usage is not reported on this platform"))
+		httpx.WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "usage is not reported on this platform"))
 		return
 	}
-	rep, err := d.usage.Report(r.Context(), KeySubject(key.ID), key.EffectiveLimits())
+	rep, err := d.usage.Report(r.Context(), httpx.KeySubject(key.ID), key.EffectiveLimits())
 	if err != nil {
-		WriteError(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	out := usageBody{KeyID: key.ID, Plan: key.Plan, At: rep.At.UTC(), Windows: make([]usageWindow, 0, len(rep.Windows)), Minutes: rep.Minutes}
@@ -75,5 +72,5 @@ func (d *dashboard) handleUsage(w http.ResponseWriter, r *http.Request, key pets
 		out.Ban = &usageBan{Until: rep.BannedUntil.UTC(), Reason: banReason}
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	WriteJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, out)
 }
