@@ -87,6 +87,12 @@ func ToDNS(zone string, rec libdns.Record) (dns.RR, error) {
 	case dns.TypeSOA:
 		return nil, fmt.Errorf("record %s: SOA records are managed by the server", owner)
 	}
+	if strings.TrimSpace(r.Data) == "" {
+		// Blank data parses as a record with no data at all (an empty
+		// TXT-like AVC, say), which no reader can give back: refused, as
+		// empty data is. (TXT above keeps its text as it is, spaces too.)
+		return nil, fmt.Errorf("record %s %s: empty data", owner, typ)
+	}
 	if strings.ContainsAny(r.Data, "\n\r;$") {
 		// One record's data is one line: no comments, directives or more records.
 		return nil, fmt.Errorf("record %s %s: data %q spans lines or holds zone-file syntax", owner, typ, r.Data)
