@@ -99,18 +99,38 @@ func ToDNS(zone string, rec libdns.Record) (dns.RR, error) {
 	}
 	// Other types go through the zone-file parser. Origin "." makes names in
 	// the data fully qualified, as for CNAME targets above.
-	zp := dns.NewZoneParser(strings.NewReader(fmt.Sprintf("%s %d IN %s %s\n", owner, hdr.Ttl, typ, r.Data)), ".", "")
+	rr, err := parseRR(owner, hdr.Ttl, typ, r.Data)
+	if err != nil {
+		return nil, err
+	}
+	// FromDNS gives such records back as their text: refuse one whose text
+	// miekg/dns cannot read again (an NXT with an empty type bitmap prints
+	// as "None"), so that what is written can always be read back.
+	if _, err := parseRR(owner, hdr.Ttl, typ, rrData(rr)); err != nil {
+		return nil, fmt.Errorf("record %s %s: data %q has no text form that reads back", owner, typ, r.Data)
+	}
+	return rr, nil
+}
+
+// parseRR parses one record of type typ from its zone-file data.
+func parseRR(owner string, ttl uint32, typ, data string) (dns.RR, error) {
+	zp := dns.NewZoneParser(strings.NewReader(fmt.Sprintf("%s %d IN %s %s\n", owner, ttl, typ, data)), ".", "")
 	rr, ok := zp.Next()
 	if err := zp.Err(); err != nil {
 		return nil, fmt.Errorf("record %s %s: %w", owner, typ, err)
 	}
 	if !ok || rr == nil {
-		return nil, fmt.Errorf("record %s %s: cannot parse %q", owner, typ, r.Data)
+		return nil, fmt.Errorf("record %s %s: cannot parse %q", owner, typ, data)
 	}
 	if _, more := zp.Next(); more {
-		return nil, fmt.Errorf("record %s %s: data %q holds more than one record", owner, typ, r.Data)
+		return nil, fmt.Errorf("record %s %s: data %q holds more than one record", owner, typ, data)
 	}
 	return rr, nil
+}
+
+// rrData is a record's data as zone-file text: its text without the header.
+func rrData(rr dns.RR) string {
+	return strings.TrimSpace(strings.TrimPrefix(rr.String(), rr.Header().String()))
 }
 
 // FromDNS converts a record received from a DNS server (or unpacked from
@@ -147,8 +167,7 @@ func FromDNS(zone string, rr dns.RR) (libdns.Record, error) {
 		// them on unpack), so they are already libdns data.
 		return libdns.CAA{Name: name, TTL: ttl, Flags: v.Flag, Tag: v.Tag, Value: v.Value}, nil
 	}
-	data := strings.TrimSpace(strings.TrimPrefix(rr.String(), hdr.String()))
-	generic := libdns.RR{Name: name, TTL: ttl, Type: dns.TypeToString[hdr.Rrtype], Data: data}
+	generic := libdns.RR{Name: name, TTL: ttl, Type: dns.TypeToString[hdr.Rrtype], Data: rrData(rr)}
 	if generic.Type == "" {
 		generic.Type = "TYPE" + strconv.Itoa(int(hdr.Rrtype))
 	}
