@@ -16,6 +16,7 @@ type endpoint struct {
 	name   string // as in -endpoints
 	label  string // as printed
 	method string
+	route  string // the ServeMux pattern the bare servers serve it on
 	want   int    // the status of a served request
 	body   []byte // POST body, nil for GET
 	path   func(t *target, i int) string
@@ -24,17 +25,20 @@ type endpoint struct {
 var endpoints = []endpoint{
 	{
 		name: "list", label: "GET /v1/pets?limit=20", method: http.MethodGet, want: http.StatusOK,
-		path: func(*target, int) string { return "/v1/pets?limit=20" },
+		route: "GET /v1/pets",
+		path:  func(*target, int) string { return "/v1/pets?limit=20" },
 	},
 	{
 		name: "get", label: "GET /v1/pets/{id}", method: http.MethodGet, want: http.StatusOK,
+		route: "GET /v1/pets/{petId}",
 		// Cycle through the seeded pets, so no single row is the only one hot.
 		path: func(t *target, i int) string { return "/v1/pets/" + t.petIDs[i%len(t.petIDs)] },
 	},
 	{
 		name: "create", label: "POST /v1/pets", method: http.MethodPost, want: http.StatusCreated,
-		body: []byte(`{"name":"Rex","categoryId":1,"status":"available"}`),
-		path: func(*target, int) string { return "/v1/pets" },
+		route: "POST /v1/pets",
+		body:  []byte(`{"name":"Rex","categoryId":1,"status":"available"}`),
+		path:  func(*target, int) string { return "/v1/pets" },
 	},
 }
 

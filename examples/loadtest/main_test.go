@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/petstorekit/petstore/adapters/memstore"
 )
 
 // lockedBuffer is an access log the test can read after the run.
@@ -37,7 +39,7 @@ func TestRunServesEveryEndpointOnBareAndMemstore(t *testing.T) {
 		duration:  200 * time.Millisecond,
 		rounds:    1,
 		conns:     4,
-		servers:   []string{serverBare, serverMemstore},
+		servers:   []string{serverBare, serverBareHeaders, serverMemstore},
 		endpoints: endpointNames(),
 		accessLog: logs,
 	}
@@ -83,7 +85,7 @@ func TestRunServesEveryEndpointOnBareAndMemstore(t *testing.T) {
 
 	var table strings.Builder
 	writeTable(&table, results)
-	for _, want := range []string{"| `GET /v1/pets?limit=20` | memstore |", "| `POST /v1/pets` | bare |", "| 1.00 |"} {
+	for _, want := range []string{"| `GET /v1/pets?limit=20` | memstore |", "| `POST /v1/pets` | bare |", "| 1.00 |", "ratio to bare-headers", "| `GET /v1/pets/{id}` | bare-headers |"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
@@ -149,6 +151,46 @@ func TestParseFlags(t *testing.T) {
 	} {
 		if _, err := parseFlags(args, ""); err == nil {
 			t.Errorf("parseFlags(%q) accepted", args)
+		}
+	}
+}
+
+// bare-headers answers what the full stack answers, header for header
+// and byte for byte, so that the two differ only in the work done.
+func TestBareHeadersReplaysTheFullStacksAnswers(t *testing.T) {
+	ctx := context.Background()
+	replay, err := startBareHeaders(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer replay.close()
+	full, err := startFullStack(ctx, serverMemstore, memstore.New(), newAccessLogger(io.Discard), func() {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer full.close()
+	for _, e := range endpoints {
+		got, err := ask(ctx, replay, e)
+		if err != nil {
+			t.Fatalf("%s on bare-headers: %v", e.label, err)
+		}
+		want, err := ask(ctx, full, e)
+		if err != nil {
+			t.Fatalf("%s on memstore: %v", e.label, err)
+		}
+		if got.status != want.status || !bytes.Equal(got.body, want.body) {
+			t.Errorf("%s: bare-headers answers %d %s, the full stack %d %s", e.label, got.status, got.body, want.status, want.body)
+		}
+		for k := range want.header {
+			if got.header.Get(k) == "" {
+				t.Errorf("%s: bare-headers lacks %s", e.label, k)
+			}
+		}
+		if len(got.header) != len(want.header) {
+			t.Errorf("%s: bare-headers sends %d headers, the full stack %d:\n%v\n%v", e.label, len(got.header), len(want.header), got.header, want.header)
+		}
+		if got.header.Get("X-Ratelimit-Limit") == "" || got.header.Get("X-Request-Id") == "" {
+			t.Errorf("%s: no rate-limit or request-id header in %v", e.label, got.header)
 		}
 	}
 }

@@ -59,24 +59,39 @@ func cpuModel() string {
 }
 
 // writeTable prints results as a Markdown table, one row per server and
-// endpoint, with each server's ratio to bare on the same endpoint.
+// endpoint, with each server's ratio to bare on the same endpoint and,
+// when bare-headers ran, its ratio to that too.
 func writeTable(w io.Writer, results []result) {
 	bare := map[string]float64{}
+	withHeaders := map[string]float64{}
 	for _, r := range results {
-		if r.server == serverBare {
+		switch r.server {
+		case serverBare:
 			bare[r.endpoint.name] = r.median()
+		case serverBareHeaders:
+			withHeaders[r.endpoint.name] = r.median()
 		}
 	}
-	fmt.Fprintln(w, "| endpoint | server | req/s | p50 | p99 | ratio to bare | not served |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|")
-	for _, r := range results {
-		ratio := "–"
-		if b := bare[r.endpoint.name]; b > 0 {
-			ratio = fmt.Sprintf("%.2f", r.median()/b)
+	ratio := func(of float64, to map[string]float64, endpoint string) string {
+		if b := to[endpoint]; b > 0 {
+			return fmt.Sprintf("%.2f", of/b)
 		}
-		fmt.Fprintf(w, "| `%s` | %s | %s | %s | %s | %s | %d |\n",
-			r.endpoint.label, r.server, thousands(r.median()), millis(r.percentile(0.50)), millis(r.percentile(0.99)),
-			ratio, r.all.failed(r.endpoint.want))
+		return "–"
+	}
+	if len(withHeaders) > 0 {
+		fmt.Fprintln(w, "| endpoint | server | req/s | p50 | p99 | ratio to bare | ratio to bare-headers | not served |")
+		fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|")
+	} else {
+		fmt.Fprintln(w, "| endpoint | server | req/s | p50 | p99 | ratio to bare | not served |")
+		fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|")
+	}
+	for _, r := range results {
+		fmt.Fprintf(w, "| `%s` | %s | %s | %s | %s | %s |", r.endpoint.label, r.server, thousands(r.median()),
+			millis(r.percentile(0.50)), millis(r.percentile(0.99)), ratio(r.median(), bare, r.endpoint.name))
+		if len(withHeaders) > 0 {
+			fmt.Fprintf(w, " %s |", ratio(r.median(), withHeaders, r.endpoint.name))
+		}
+		fmt.Fprintf(w, " %d |\n", r.all.failed(r.endpoint.want))
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -28,13 +29,14 @@ import (
 
 // The servers a run can start, in the order they are loaded.
 const (
-	serverBare     = "bare"
-	serverMemstore = "memstore"
-	serverSQLite   = "sqlite"
-	serverPostgres = "postgres"
+	serverBare        = "bare"
+	serverBareHeaders = "bare-headers"
+	serverMemstore    = "memstore"
+	serverSQLite      = "sqlite"
+	serverPostgres    = "postgres"
 )
 
-var serverNames = []string{serverBare, serverMemstore, serverSQLite, serverPostgres}
+var serverNames = []string{serverBare, serverBareHeaders, serverMemstore, serverSQLite, serverPostgres}
 
 // seedPets is how many pets every server holds before the load starts:
 // more than one page of 20, so the list also builds its next-page link.
@@ -68,6 +70,8 @@ func startServers(ctx context.Context, opts options) (_ []*target, err error) {
 		switch name {
 		case serverBare:
 			t, err = startBare()
+		case serverBareHeaders:
+			t, err = startBareHeaders(ctx)
 		case serverMemstore:
 			t, err = startFullStack(ctx, name, memstore.New(), logger, func() {})
 		case serverSQLite:
@@ -147,9 +151,9 @@ func startBare() (*target, error) {
 		_, _ = w.Write(body)
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/pets", func(w http.ResponseWriter, r *http.Request) { write(w, http.StatusOK, list) })
-	mux.HandleFunc("GET /v1/pets/{petId}", func(w http.ResponseWriter, r *http.Request) { write(w, http.StatusOK, one) })
-	mux.HandleFunc("POST /v1/pets", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc(routeOf("list"), func(w http.ResponseWriter, r *http.Request) { write(w, http.StatusOK, list) })
+	mux.HandleFunc(routeOf("get"), func(w http.ResponseWriter, r *http.Request) { write(w, http.StatusOK, one) })
+	mux.HandleFunc(routeOf("create"), func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.Copy(io.Discard, r.Body); err != nil {
 			write(w, http.StatusBadRequest, []byte(`{}`))
 			return
@@ -165,6 +169,95 @@ func startBare() (*target, error) {
 		ids[i] = strconv.FormatInt(p.ID, 10)
 	}
 	return &target{name: serverBare, url: u, petIDs: ids, close: stop}, nil
+}
+
+// routeOf is the ServeMux pattern of the endpoint named name.
+func routeOf(name string) string {
+	for _, e := range endpoints {
+		if e.name == name {
+			return e.route
+		}
+	}
+	panic("loadtest: no endpoint " + name)
+}
+
+// answer is one HTTP response as the client saw it, Date aside.
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// startBareHeaders is bare with the full stack's answers: at start it asks
+// a memstore full stack each endpoint once and keeps the answer (status,
+// every header but Date, body); then a bare ServeMux replays those bytes
+// to every request, doing none of the work. Its ratio to bare is what the
+// answer's extra headers (X-RateLimit-*, RateLimit, Link, X-Request-Id, ...)
+// cost on the wire, in net/http and in the client; a full stack's ratio to
+// it is what the stack's work costs.
+func startBareHeaders(ctx context.Context) (*target, error) {
+	full, err := startFullStack(ctx, serverBareHeaders, memstore.New(), newAccessLogger(io.Discard), func() {})
+	if err != nil {
+		return nil, err
+	}
+	defer full.close()
+	mux := http.NewServeMux()
+	for _, e := range endpoints {
+		a, err := ask(ctx, full, e)
+		if err != nil {
+			return nil, fmt.Errorf("capture %s: %w", e.label, err)
+		}
+		mux.HandleFunc(e.route, func(w http.ResponseWriter, r *http.Request) {
+			if r.Body != nil {
+				if _, err := io.Copy(io.Discard, r.Body); err != nil {
+					w.WriteHeader(http.StatusBadRequest)
+					return
+				}
+			}
+			h := w.Header()
+			for k, v := range a.header {
+				h[k] = v // shared, never modified: net/http copies before writing
+			}
+			w.WriteHeader(a.status)
+			_, _ = w.Write(a.body)
+		})
+	}
+	u, stop, err := serve(mux)
+	if err != nil {
+		return nil, err
+	}
+	return &target{name: serverBareHeaders, url: u, petIDs: full.petIDs, close: stop}, nil
+}
+
+// ask sends t one request to e, as the load does, and returns the answer;
+// an answer other than e's served status is an error.
+func ask(ctx context.Context, t *target, e endpoint) (answer, error) {
+	var body io.Reader
+	if e.body != nil {
+		body = bytes.NewReader(e.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, e.method, t.url+e.path(t, 0), body)
+	if err != nil {
+		return answer{}, err
+	}
+	req.Header.Set("Authorization", "Bearer "+t.token)
+	if e.body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return answer{}, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return answer{}, err
+	}
+	if res.StatusCode != e.want {
+		return answer{}, fmt.Errorf("status %d, want %d: %s", res.StatusCode, e.want, b)
+	}
+	res.Header.Del("Date") // the server adds its own
+	return answer{status: res.StatusCode, header: res.Header, body: b}, nil
 }
 
 // backend is what the full stack needs of a store: pets, keys and
