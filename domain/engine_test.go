@@ -22,27 +22,21 @@ import (
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/adapters/memzone"
 	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/internal/domaintest"
 	"github.com/petstorekit/petstore/internal/testenv"
 )
 
-const target = "edge.petstore.example"
+const target = domaintest.Target
 
-var start = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+var start = domaintest.Start
 
-// clock is a fake clock the tests move by hand.
 // projects is the platform's side: plans and deploys.
-var projects = domain.ProjectsFunc(func(_ context.Context, id string) (domain.Project, error) {
-	p, ok := map[string]domain.Project{
-		"prj_pro":      {ID: "prj_pro", Plan: petstore.PlanPro, Deployed: true},
-		"prj_business": {ID: "prj_business", Plan: petstore.PlanBusiness, Deployed: true},
-		"prj_free":     {ID: "prj_free", Plan: petstore.PlanFree, Deployed: true},
-		"prj_new":      {ID: "prj_new", Plan: petstore.PlanEnterprise, Deployed: false},
-	}[id]
-	if !ok {
-		return domain.Project{}, petstore.Errorf(petstore.CodeNotFound, "project %s not found", id)
-	}
-	return p, nil
-})
+var projects = domaintest.NewProjects(
+	domain.Project{ID: "prj_pro", Plan: petstore.PlanPro, Deployed: true},
+	domain.Project{ID: "prj_business", Plan: petstore.PlanBusiness, Deployed: true},
+	domain.Project{ID: "prj_free", Plan: petstore.PlanFree, Deployed: true},
+	domain.Project{ID: "prj_new", Plan: petstore.PlanEnterprise, Deployed: false},
+)
 
 // issuer stands in for the certificate layer (a later issue): it records
 // calls and reports what the test sets.
@@ -89,6 +83,7 @@ func (i *issuer) set(name string, st domain.CertStatus) {
 }
 
 type fixture struct {
+	world  *domaintest.World
 	engine *domain.Engine
 	store  *memstore.Store
 	zone   *memzone.Provider
@@ -96,23 +91,28 @@ type fixture struct {
 	clock  *testenv.Clock
 }
 
-// newFixture starts a DNS server on 127.0.0.1 for example.com and
-// example.org and an engine that asks it. certs may be nil.
+// newFixture starts a DNS server on 127.0.0.1 for example.com, example.org
+// and xn--bcher-kva.example, and an engine that asks it. certs may be nil.
 func newFixture(t testing.TB, certs domain.CertIssuer) *fixture {
 	t.Helper()
-	zone, srv := memzone.NewTestServer(t, "example.com.", "example.org.", "xn--bcher-kva.example.")
-	f := &fixture{store: memstore.New(), zone: zone, dns: srv, clock: testenv.NewClock(start)}
-	e, err := domain.New(domain.EngineConfig{
-		Store: f.store, Projects: projects, Resolver: dnsresolver.New(srv.Addr()), CertIssuer: certs,
-		CNAMETarget: target + ".", PlatformDomains: []string{"petstore.example", "localhost"},
-		EdgeIPs: []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")},
-		Now:     f.clock.Now,
+	store := memstore.New()
+	w := domaintest.New(t, domaintest.Options{
+		Zones: []string{"example.com.", "example.org.", "xn--bcher-kva.example."},
+		Store: store, Projects: projects, Start: start, CertIssuer: certs,
+		Config: func(c *domain.EngineConfig) {
+			c.CNAMETarget = target + "."
+			c.PlatformDomains = []string{"petstore.example", "localhost"}
+			c.EdgeIPs = []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}
+		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.engine = e
-	return f
+	return &fixture{world: w, engine: w.Engine, store: store, zone: w.Zone, dns: w.DNS, clock: w.Clock}
+}
+
+// replica is another process's engine on the fixture's store, DNS server
+// and clock, with the fixture's settings; edit sets what differs.
+func (f *fixture) replica(t testing.TB, edit func(*domain.EngineConfig)) *domain.Engine {
+	t.Helper()
+	return f.world.Replica(t, edit)
 }
 
 // set replaces the records of one name and type in the test zone.
@@ -620,11 +620,7 @@ func TestIssuingSurvivesRestart(t *testing.T) {
 				t.Fatalf("after Verify: %s, want issuing", d.Status)
 			}
 			fresh := &issuer{state: map[string]domain.CertStatus{}, stored: tc.issues}
-			e2, err := domain.New(domain.EngineConfig{Store: f.store, Projects: projects, Resolver: dnsresolver.New(f.dns.Addr()),
-				CertIssuer: fresh, CNAMETarget: target, EdgeIPs: []netip.Addr{netip.MustParseAddr("127.0.0.1")}, Now: f.clock.Now})
-			if err != nil {
-				t.Fatal(err)
-			}
+			e2 := f.replica(t, func(c *domain.EngineConfig) { c.CertIssuer = fresh })
 			for range 31 {
 				f.clock.Advance(time.Minute)
 				if _, err := e2.RunDue(ctx, f.clock.Now()); err != nil {
@@ -743,19 +739,14 @@ func TestConfigureDNSThenRemove(t *testing.T) {
 			f := newFixture(t, nil)
 			f.set(t, tc.zone, libdns.TXT{Name: "@", TTL: time.Hour, Text: "customer's own"})
 			resolver := dnsresolver.New(f.dns.Addr())
-			e, err := domain.New(domain.EngineConfig{
-				Store: f.store, Projects: projects, Resolver: resolver, CNAMETarget: target,
-				EdgeIPs: []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}, Now: f.clock.Now,
-				DNS: func(projectID string) domain.DNSConfigurator {
+			e := f.replica(t, func(c *domain.EngineConfig) {
+				c.DNS = func(projectID string) domain.DNSConfigurator {
 					if projectID != "prj_pro" {
 						return nil
 					}
 					return dnsconfig.New(f.zone)
-				},
+				}
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
 			if _, _, err := e.Add(ctx, "prj_pro", tc.domain); err != nil {
 				t.Fatal(err)
 			}
@@ -795,16 +786,9 @@ func TestConfigureDNSThenRemove(t *testing.T) {
 func TestDomainCap(t *testing.T) {
 	ctx := context.Background()
 	newEngine := func(t *testing.T, max int) *domain.Engine {
-		_, srv := memzone.NewTestServer(t, "example.com.")
-		e, err := domain.New(domain.EngineConfig{
-			Store: memstore.New(), Projects: projects, Resolver: dnsresolver.New(srv.Addr()),
-			CNAMETarget: target + ".", EdgeIPs: []netip.Addr{netip.MustParseAddr("127.0.0.1")},
-			MaxDomainsPerProject: max, Now: (testenv.NewClock(start)).Now,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
+		return domaintest.New(t, domaintest.Options{Projects: projects, Config: func(c *domain.EngineConfig) {
+			c.MaxDomainsPerProject = max
+		}}).Engine
 	}
 	t.Run("default 50", func(t *testing.T) {
 		e := newEngine(t, 0)
@@ -892,18 +876,10 @@ func (s *racingStore) UpdateDomain(ctx context.Context, e domain.Entry) (domain.
 func TestLostWriteRequestsNoCertificate(t *testing.T) {
 	ctx := context.Background()
 	certs := &issuer{state: map[string]domain.CertStatus{}}
-	zone, srv := memzone.NewTestServer(t, "example.com.")
 	store := &racingStore{Store: memstore.New()}
-	e, err := domain.New(domain.EngineConfig{
-		Store: store, Projects: projects, Resolver: dnsresolver.New(srv.Addr()), CertIssuer: certs,
-		CNAMETarget: target + ".", Now: testenv.NewClock(start).Now,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := zone.SetRecords(ctx, "example.com.", []libdns.Record{cname("shop", target)}); err != nil {
-		t.Fatal(err)
-	}
+	w := domaintest.New(t, domaintest.Options{Store: store, Projects: projects, CertIssuer: certs})
+	e := w.Engine
+	w.Set(t, "example.com.", cname("shop", target))
 	if _, _, err := e.Add(ctx, "prj_pro", "shop.example.com"); err != nil {
 		t.Fatal(err)
 	}

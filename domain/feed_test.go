@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/petstorekit/petstore/adapters/dnsresolver"
 	"github.com/petstorekit/petstore/changefeed"
 	"github.com/petstorekit/petstore/domain"
 )
@@ -35,12 +34,7 @@ func TestFeedCarriesChangesToOtherProcesses(t *testing.T) {
 
 	// f.engine has no feed: build a publishing one on the same store.
 	mk := func() *domain.Engine {
-		e, err := domain.New(domain.EngineConfig{Store: f.store, Projects: projects, Resolver: dnsresolver.New(f.dns.Addr()),
-			CNAMETarget: target, Now: f.clock.Now, Feed: feed})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
+		return f.replica(t, func(c *domain.EngineConfig) { c.Feed = feed })
 	}
 	a, b := mk(), mk()
 	live := make(chan struct{})

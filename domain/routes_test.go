@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/petstorekit/petstore"
-	"github.com/petstorekit/petstore/adapters/dnsresolver"
 	"github.com/petstorekit/petstore/domain"
 )
 
@@ -183,10 +182,7 @@ func TestOtherProcessSeesChanges(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, nil)
 	f.set(t, "example.com.", cname("shop", target))
-	other, err := domain.New(domain.EngineConfig{Store: f.store, Projects: projects, Resolver: dnsresolver.New(f.dns.Addr()), CNAMETarget: target, Now: f.clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := f.replica(t, nil)
 	f.add(t, "prj_pro", "shop.example.com")
 	f.verify(t, "prj_pro", "shop.example.com")
 	if got := other.Route("shop.example.com"); got.Kind != domain.RouteNone {
@@ -213,11 +209,7 @@ func TestRunRefreshesUntilCancelled(t *testing.T) {
 	f := newFixture(t, nil)
 	f.set(t, "example.com.", cname("shop", target))
 	f.add(t, "prj_pro", "shop.example.com")
-	other, err := domain.New(domain.EngineConfig{Store: f.store, Projects: projects, Resolver: dnsresolver.New(f.dns.Addr()),
-		CNAMETarget: target, Now: f.clock.Now, RefreshEvery: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := f.replica(t, func(c *domain.EngineConfig) { c.RefreshEvery = 10 * time.Millisecond })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- other.Run(ctx) }()
@@ -278,10 +270,7 @@ func TestAdmits(t *testing.T) {
 	if err := f.engine.Remove(ctx, "prj_pro", "gone.example.com"); err != nil {
 		t.Fatal(err)
 	}
-	other, err := domain.New(domain.EngineConfig{Store: f.store, Projects: projects, Resolver: dnsresolver.New(f.dns.Addr()), CNAMETarget: target, Now: f.clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := f.replica(t, nil)
 	if err := other.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -2,48 +2,23 @@ package domain_test
 
 import (
 	"context"
-	"net/netip"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/petstorekit/petstore"
-	"github.com/petstorekit/petstore/adapters/dnsresolver"
 	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/internal/domaintest"
 )
 
-// plans is a platform whose plans the test changes.
-type plans struct {
-	mu sync.Mutex
-	m  map[string]petstore.Plan
-}
-
-func (p *plans) set(id string, plan petstore.Plan) { p.mu.Lock(); defer p.mu.Unlock(); p.m[id] = plan }
-
-func (p *plans) Project(_ context.Context, id string) (domain.Project, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	plan, ok := p.m[id]
-	if !ok {
-		return domain.Project{}, petstore.Errorf(petstore.CodeNotFound, "project %s not found", id)
-	}
-	return domain.Project{ID: id, Plan: plan, Deployed: true}, nil
-}
-
-// planFixture is newFixture with plans the test changes.
-func planFixture(t *testing.T) (*fixture, *plans) {
+// planFixture is newFixture with projects prj_a and prj_b, both Pro
+// and deployed, whose plans the test changes.
+func planFixture(t *testing.T) (*fixture, *domaintest.Projects) {
 	t.Helper()
 	f := newFixture(t, nil)
-	p := &plans{m: map[string]petstore.Plan{"prj_a": petstore.PlanPro, "prj_b": petstore.PlanPro}}
-	e, err := domain.New(domain.EngineConfig{
-		Store: f.store, Projects: p, Resolver: dnsresolver.New(f.dns.Addr()),
-		CNAMETarget: target, EdgeIPs: []netip.Addr{netip.MustParseAddr("127.0.0.1")},
-		Now: f.clock.Now,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.engine = e
+	p := domaintest.NewProjects(
+		domain.Project{ID: "prj_a", Plan: petstore.PlanPro, Deployed: true},
+		domain.Project{ID: "prj_b", Plan: petstore.PlanPro, Deployed: true})
+	f.engine = f.replica(t, func(c *domain.EngineConfig) { c.Projects = p })
 	return f, p
 }
 
@@ -62,7 +37,7 @@ func TestDowngradeSuspendsAndUpgradeResumes(t *testing.T) {
 	f.add(t, "prj_b", "b.example.com")
 	f.verify(t, "prj_b", "b.example.com")
 
-	p.set("prj_a", petstore.PlanFree)
+	p.SetPlan("prj_a", petstore.PlanFree)
 	if err := f.engine.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +91,7 @@ func TestDowngradeSuspendsAndUpgradeResumes(t *testing.T) {
 
 	// Upgrade: served again with no new verification, redirects included;
 	// the pending one resumes its checks.
-	p.set("prj_a", petstore.PlanBusiness)
+	p.SetPlan("prj_a", petstore.PlanBusiness)
 	if err := f.engine.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +113,7 @@ func TestDowngradeSuspendsAndUpgradeResumes(t *testing.T) {
 	}
 
 	// A suspended domain can still be removed.
-	p.set("prj_a", petstore.PlanFree)
+	p.SetPlan("prj_a", petstore.PlanFree)
 	if err := f.engine.Remove(ctx, "prj_a", "www.example.com"); err != nil {
 		t.Fatal(err)
 	}

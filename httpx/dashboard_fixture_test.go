@@ -17,13 +17,13 @@ import (
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/bunstore"
-	"github.com/petstorekit/petstore/adapters/dnsresolver"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/adapters/memzone"
 	"github.com/petstorekit/petstore/domain"
 	"github.com/petstorekit/petstore/httpx"
 	"github.com/petstorekit/petstore/httpx/dashboard"
 	"github.com/petstorekit/petstore/httpx/edge"
+	"github.com/petstorekit/petstore/internal/domaintest"
 )
 
 // The zone the tests' customers own, the platform's CNAME target and its
@@ -57,17 +57,12 @@ type dashWorld struct {
 	pro, pro2, free, undeployed string // key secrets
 	proKey, pro2Key             petstore.APIKey
 
-	projectsMu sync.Mutex
-	projects   map[string]domain.Project
+	projects *domaintest.Projects
 }
 
 // setPlan changes a project's plan, as a plan change on the platform does.
 func (w *dashWorld) setPlan(projectID string, plan petstore.Plan) {
-	w.projectsMu.Lock()
-	defer w.projectsMu.Unlock()
-	p := w.projects[projectID]
-	p.Plan = plan
-	w.projects[projectID] = p
+	w.projects.SetPlan(projectID, plan)
 }
 
 // dashStores lists the stores the dashboard tests run on: the memory store
@@ -101,23 +96,15 @@ func dashStores(t *testing.T) map[string]func(t *testing.T) dashStore {
 func newDashWorld(t testing.TB, store dashStore, now func() time.Time) *dashWorld {
 	t.Helper()
 	ctx := context.Background()
-	w := &dashWorld{store: store}
-	w.zone, w.dns = memzone.NewTestServer(t, dashZone, "example.org")
-
+	w := &dashWorld{store: store, projects: domaintest.NewProjects()}
 	keys := petstore.NewKeys(store)
-	w.projects = map[string]domain.Project{}
-	project := func(id string) (domain.Project, bool) {
-		w.projectsMu.Lock()
-		defer w.projectsMu.Unlock()
-		p, ok := w.projects[id]
-		return p, ok
-	}
+	project := w.projects.Lookup
 	mk := func(plan petstore.Plan, deployed bool) (petstore.APIKey, string) {
 		key, secret, err := keys.Create(ctx, "", plan, petstore.Limits{})
 		if err != nil {
 			t.Fatalf("create key: %v", err)
 		}
-		w.projects[key.ProjectID] = domain.Project{ID: key.ProjectID, Plan: plan, Deployed: deployed}
+		w.projects.Set(domain.Project{ID: key.ProjectID, Plan: plan, Deployed: deployed})
 		return key, secret
 	}
 	w.proKey, w.pro = mk(petstore.PlanPro, true)
@@ -125,24 +112,18 @@ func newDashWorld(t testing.TB, store dashStore, now func() time.Time) *dashWorl
 	_, w.free = mk(petstore.PlanFree, true)
 	_, w.undeployed = mk(petstore.PlanPro, false)
 
-	eng, err := domain.New(domain.EngineConfig{
-		Store: store,
-		Projects: domain.ProjectsFunc(func(_ context.Context, id string) (domain.Project, error) {
-			if p, ok := project(id); ok {
-				return p, nil
-			}
-			return domain.Project{}, petstore.Errorf(petstore.CodeNotFound, "project %s not found", id)
-		}),
-		Resolver:    dnsresolver.New(w.dns.Addr()),
-		CNAMETarget: dashTarget,
-		EdgeIPs:     []netip.Addr{dashEdgeIP},
-		Now:         now,
+	world := domaintest.New(t, domaintest.Options{
+		Zones: []string{dashZone, "example.org"}, Store: store, Projects: w.projects,
+		Config: func(c *domain.EngineConfig) {
+			c.CNAMETarget = dashTarget
+			c.EdgeIPs = []netip.Addr{dashEdgeIP}
+			c.Now = now
+		},
 	})
-	if err != nil {
-		t.Fatalf("domain.New: %v", err)
-	}
-	w.engine = eng
+	w.zone, w.dns, w.engine = world.Zone, world.DNS, world.Engine
+	eng := w.engine
 
+	var err error
 	w.dash, err = dashboard.New(dashboard.Config{Engine: eng, Auth: keys})
 	if err != nil {
 		t.Fatalf("NewDashboard: %v", err)

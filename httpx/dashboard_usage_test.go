@@ -9,11 +9,10 @@ import (
 	"time"
 
 	"github.com/petstorekit/petstore"
-	"github.com/petstorekit/petstore/adapters/dnsresolver"
 	"github.com/petstorekit/petstore/adapters/memstore"
-	"github.com/petstorekit/petstore/domain"
 	"github.com/petstorekit/petstore/httpx"
 	"github.com/petstorekit/petstore/httpx/dashboard"
+	"github.com/petstorekit/petstore/internal/domaintest"
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
@@ -54,12 +53,7 @@ func TestDashboardUsage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := domain.New(domain.EngineConfig{Store: store, Projects: domain.ProjectsFunc(func(context.Context, string) (domain.Project, error) {
-		return domain.Project{}, nil
-	}), Resolver: dnsresolver.New("127.0.0.1:1"), CNAMETarget: "edge.petstore.test"}) // no lookups here
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng := domaintest.New(t, domaintest.Options{Store: store}).Engine // the usage panel asks it nothing
 	dash, err := dashboard.New(dashboard.Config{Engine: eng, Auth: keys, Limiter: limiter, Usage: limiter})
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/adapters/memzone"
 	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/internal/domaintest"
 )
 
 // edgeTarget is the platform name customers point their CNAMEs at; the
@@ -37,6 +38,7 @@ const edgeTarget = "edge.petstore.example"
 // and reaches the issuer's plain-HTTP and TLS listeners on 127.0.0.1.
 type engineEnv struct {
 	t        *testing.T
+	world    *domaintest.World // the DNS server and the domains' store, shared by restarts
 	engine   *domain.Engine
 	issuer   *acme.Issuer
 	zone     *memzone.Provider
@@ -59,7 +61,12 @@ const project = "prj_pro"
 
 func newEngineEnv(t *testing.T) *engineEnv {
 	t.Helper()
-	zone, dnsSrv := memzone.NewTestServer(t, "example.com.", "example.org.", "petstore.example.")
+	world := domaintest.New(t, domaintest.Options{
+		Zones: []string{"example.com.", "example.org.", "petstore.example."}, Store: memstore.New(),
+		Projects: domaintest.NewProjects(domain.Project{ID: project, Plan: petstore.PlanPro, Deployed: true}),
+		Config:   func(c *domain.EngineConfig) { c.CNAMETarget = edgeTarget },
+	})
+	zone, dnsSrv := world.Zone, world.DNS
 	if _, err := zone.AppendRecords(context.Background(), "petstore.example.", []libdns.Record{
 		libdns.Address{Name: "edge", TTL: time.Hour, IP: netip.MustParseAddr("127.0.0.1")},
 	}); err != nil {
@@ -68,9 +75,9 @@ func newEngineEnv(t *testing.T) *engineEnv {
 	httpLn := listen(t)
 	tlsLn := listen(t)
 	e := &engineEnv{
-		t: t, zone: zone, tlsAddr: tlsLn.Addr().String(),
+		t: t, world: world, zone: zone, tlsAddr: tlsLn.Addr().String(),
 		resolver: dnsresolver.New(dnsSrv.Addr()),
-		store:    memstore.New(), certs: memstore.New(),
+		store:    world.Store.(*memstore.Store), certs: memstore.New(),
 		httpPort: httpLn.Addr().(*net.TCPAddr).Port, tlsPort: tlsLn.Addr().(*net.TCPAddr).Port,
 	}
 	e.ca = acmetest.Start(t, acmetest.Options{DNSServer: dnsSrv.Addr(), HTTPPort: e.httpPort, TLSPort: e.tlsPort})
@@ -128,21 +135,10 @@ func (e *engineEnv) start() {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { issuer.Close() })
-	engine, err = domain.New(domain.EngineConfig{
-		Store: e.store,
-		Projects: domain.ProjectsFunc(func(_ context.Context, id string) (domain.Project, error) {
-			if id != project {
-				return domain.Project{}, petstore.Errorf(petstore.CodeNotFound, "project %s not found", id)
-			}
-			return domain.Project{ID: id, Plan: petstore.PlanPro, Deployed: true}, nil
-		}),
-		Resolver:    e.resolver,
-		CertIssuer:  issuer,
-		CNAMETarget: edgeTarget,
+	engine = e.world.Replica(t, func(c *domain.EngineConfig) {
+		c.Resolver, c.CertIssuer = e.resolver, issuer
+		c.Now = time.Now // the CA's certificates are on real time
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := engine.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
