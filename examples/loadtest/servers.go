@@ -244,7 +244,7 @@ func ask(ctx context.Context, t *target, e endpoint) (answer, error) {
 	if e.body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
 	if err != nil {
 		return answer{}, err
 	}
