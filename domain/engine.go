@@ -78,7 +78,8 @@ type EngineConfig struct {
 
 	// EdgeIPs are the addresses the edge listens on: offered as A/AAAA
 	// records for an apex, and the only addresses an apex may resolve to.
-	// When empty, the CNAMETarget's own A/AAAA records are used.
+	// When empty, the CNAMETarget's own A/AAAA records are used, as
+	// resolved at the last Refresh.
 	EdgeIPs []netip.Addr
 
 	// PlatformDomains are the platform's own names; neither they nor any
@@ -130,6 +131,9 @@ type Engine struct {
 	// admitted holds the verified, issuing and active names, for Admits;
 	// reloaded and patched with routes.
 	admitted atomic.Pointer[map[string]bool]
+	// edgeAddrs is what the CNAME target resolves to, when EdgeIPs is
+	// empty: looked up at each Refresh, so views and checks do not.
+	edgeAddrs atomic.Pointer[[]netip.Addr]
 
 	// certsToRemove holds names whose certificate removal failed in
 	// Remove; RunDue retries them. In memory only: after a restart the

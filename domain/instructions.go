@@ -41,16 +41,28 @@ func (e *Engine) routingInstructions(n Name, edge []netip.Addr) (records, altern
 }
 
 // edgeList returns the edge's addresses: EdgeIPs, or what the CNAME
-// target resolves to. Callers look it up once per answer, however many
-// domains it shows.
+// target resolved to at the last Refresh. Before the first lookup that
+// succeeded, it looks them up now.
 func (e *Engine) edgeList(ctx context.Context) []netip.Addr {
 	if len(e.cfg.EdgeIPs) > 0 {
 		return e.cfg.EdgeIPs
 	}
-	var out []netip.Addr
+	if p := e.edgeAddrs.Load(); p != nil {
+		return *p
+	}
+	return e.lookupEdge(ctx)
+}
+
+// lookupEdge resolves the CNAME target's A and AAAA records and, when
+// both lookups answered, keeps the addresses for edgeList; when one
+// failed, what was kept before stays.
+func (e *Engine) lookupEdge(ctx context.Context) []netip.Addr {
+	out := []netip.Addr{}
+	complete := true
 	for _, typ := range []string{"A", "AAAA"} {
 		recs, err := e.cfg.Resolver.Lookup(ctx, e.target, typ)
 		if err != nil {
+			complete = false
 			continue
 		}
 		for _, r := range recs {
@@ -58,6 +70,9 @@ func (e *Engine) edgeList(ctx context.Context) []netip.Addr {
 				out = append(out, ip.Unmap())
 			}
 		}
+	}
+	if complete {
+		e.edgeAddrs.Store(&out)
 	}
 	return out
 }

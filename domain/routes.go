@@ -43,9 +43,13 @@ func hostName(host string) string {
 }
 
 // Refresh reloads the routing table from the store, picking up changes
-// other processes made. Run calls it every RefreshEvery; changes made
+// other processes made, and, when EdgeIPs is empty, resolves the CNAME
+// target's addresses again. Run calls it every RefreshEvery; changes made
 // through this engine take effect at once without it.
 func (e *Engine) Refresh(ctx context.Context) error {
+	if len(e.cfg.EdgeIPs) == 0 {
+		e.lookupEdge(ctx)
+	}
 	e.routeMu.Lock()
 	defer e.routeMu.Unlock()
 	return e.reloadLocked(ctx)
@@ -54,7 +58,10 @@ func (e *Engine) Refresh(ctx context.Context) error {
 // reload refreshes after a local change; a failure only delays the change
 // until the next Refresh, so it is logged, not returned.
 func (e *Engine) reload(ctx context.Context) {
-	if err := e.Refresh(ctx); err != nil {
+	e.routeMu.Lock()
+	err := e.reloadLocked(ctx)
+	e.routeMu.Unlock()
+	if err != nil {
 		e.cfg.Logger.Warn("routing table reload failed; the next refresh retries", "err", err)
 	}
 }

@@ -3,12 +3,16 @@ package domain_test
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/libdns/libdns"
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/internal/domaintest"
 )
 
 // liveFixture has three active domains of prj_pro, one pending, and one
@@ -314,5 +318,70 @@ func BenchmarkAdmits(b *testing.B) {
 				f.engine.Admits(host)
 			}
 		})
+	}
+}
+
+// countingResolver counts the lookups of one name through a real resolver.
+type countingResolver struct {
+	domain.Resolver
+	name string
+	n    atomic.Int64
+}
+
+func (c *countingResolver) Lookup(ctx context.Context, name, rrtype string) ([]domain.Record, error) {
+	if name == c.name {
+		c.n.Add(1)
+	}
+	return c.Resolver.Lookup(ctx, name, rrtype)
+}
+
+// Without EdgeIPs the edge's addresses are what the CNAME target resolves
+// to, looked up at each Refresh: views show them without a lookup of their
+// own, and a changed address shows after the next Refresh.
+func TestEdgeAddressesFollowTheTargetPerRefresh(t *testing.T) {
+	ctx := context.Background()
+	var resolver *countingResolver
+	w := domaintest.New(t, domaintest.Options{
+		Zones: []string{"example.org.", "petstore.example."}, Projects: projects,
+		Config: func(c *domain.EngineConfig) {
+			resolver = &countingResolver{Resolver: c.Resolver, name: target}
+			c.Resolver, c.EdgeIPs = resolver, nil
+		},
+	})
+	w.Set(t, "petstore.example.", libdns.Address{Name: "edge", TTL: time.Hour, IP: netip.MustParseAddr("192.0.2.10")})
+	if err := w.Engine.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := w.Engine.Add(ctx, "prj_pro", "example.org"); err != nil {
+		t.Fatal(err)
+	}
+	alternatives := func() string {
+		t.Helper()
+		ds, err := w.Engine.List(ctx, "prj_pro")
+		if err != nil || len(ds) != 1 {
+			t.Fatalf("List = %d domains, %v", len(ds), err)
+		}
+		var vals []string
+		for _, r := range ds[0].Alternatives {
+			vals = append(vals, r.Value)
+		}
+		return strings.Join(vals, ",")
+	}
+	before := resolver.n.Load()
+	for range 5 {
+		if got := alternatives(); got != "192.0.2.10" {
+			t.Fatalf("apex alternatives %q, want the target's 192.0.2.10", got)
+		}
+	}
+	if n := resolver.n.Load() - before; n != 0 {
+		t.Fatalf("5 views looked the target up %d times, want 0", n)
+	}
+
+	w.Set(t, "petstore.example.", libdns.Address{Name: "edge", TTL: time.Hour, IP: netip.MustParseAddr("192.0.2.20")})
+	if err := w.Engine.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := alternatives(); got != "192.0.2.20" {
+		t.Fatalf("after the target moved and a Refresh: %q, want 192.0.2.20", got)
 	}
 }
