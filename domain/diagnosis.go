@@ -15,18 +15,10 @@ func (e *Engine) view(ctx context.Context, en Entry) Domain {
 
 // viewAs is view with what is the same for many domains looked up once by
 // the caller: the project's suspension reason and the edge's addresses.
-// It asks the certificate layer for this domain's status and findings, and
-// render does the rest without I/O.
+// The certificate's status comes from what the engine last read (see
+// certCache); render does the rest without I/O.
 func (e *Engine) viewAs(ctx context.Context, en Entry, suspended string, edge []netip.Addr) Domain {
-	cert := CertStatus{State: CertNone}
-	if e.cfg.CertIssuer != nil && en.Status != StatusPending && en.Status != StatusRemoved && !en.VerifiedAt.IsZero() {
-		if st, err := e.cfg.CertIssuer.Status(ctx, en.Name); err == nil {
-			cert = st
-		} else {
-			e.cfg.Logger.Warn("certificate status unknown", "domain", en.Name, "err", err)
-		}
-	}
-	d := e.render(en, suspended, edge, cert)
+	d := e.render(en, suspended, edge, e.certOf(ctx, en))
 	d.Diagnosis = e.diagnosis(ctx, d, en.Observed, en.Findings, en.CheckedAt)
 	return d
 }

@@ -147,6 +147,8 @@ type Engine struct {
 	addLocks [64]sync.Mutex
 
 	follow follower // reloads asked for by Apply
+
+	certs certCache // the certificate layer's last answers, for views
 }
 
 // New returns an engine. It returns an error when a required part is

@@ -45,7 +45,8 @@ type issuer struct {
 	state    map[string]domain.CertStatus
 	requests []string
 	removed  []string
-	stored   bool // certificates already exist in shared storage: Request finds them at once
+	stored   bool         // certificates already exist in shared storage: Request finds them at once
+	asked    atomic.Int64 // Status calls
 }
 
 func (i *issuer) Request(_ context.Context, name string) error {
@@ -60,6 +61,7 @@ func (i *issuer) Request(_ context.Context, name string) error {
 }
 
 func (i *issuer) Status(_ context.Context, name string) (domain.CertStatus, error) {
+	i.asked.Add(1)
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if st, ok := i.state[name]; ok {

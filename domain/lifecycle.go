@@ -249,7 +249,9 @@ func (e *Engine) Remove(ctx context.Context, projectID, name string) error {
 	e.publish(ctx, removed.Name)
 	e.unconfigureDNS(ctx, removed.ProjectID, removed.Name, removed.OwnershipToken)
 	if e.cfg.CertIssuer != nil {
-		if err := e.cfg.CertIssuer.Remove(ctx, removed.Name); err != nil {
+		err := e.cfg.CertIssuer.Remove(ctx, removed.Name)
+		e.forgetCert(removed.Name)
+		if err != nil {
 			// The removal stands (it is stored and the name is no longer
 			// routed or admitted): failing the call now would turn a done
 			// removal into an error whose retry finds nothing. The
@@ -276,7 +278,9 @@ func (e *Engine) removeLeftoverCerts(ctx context.Context) {
 		case petstore.ErrorCode(err) != petstore.CodeNotFound:
 			continue // cannot tell now; next time
 		default:
-			if err := e.cfg.CertIssuer.Remove(ctx, name); err != nil {
+			err := e.cfg.CertIssuer.Remove(ctx, name)
+			e.forgetCert(name)
+			if err != nil {
 				e.cfg.Logger.Warn("removing a removed domain's certificate failed again; will retry", "domain", name, "err", err)
 				continue
 			}

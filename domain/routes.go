@@ -44,12 +44,14 @@ func hostName(host string) string {
 
 // Refresh reloads the routing table from the store, picking up changes
 // other processes made, and, when EdgeIPs is empty, resolves the CNAME
-// target's addresses again. Run calls it every RefreshEvery; changes made
+// target's addresses again; views then ask the certificate layer once
+// more for each domain they show. Run calls it every RefreshEvery; changes made
 // through this engine take effect at once without it.
 func (e *Engine) Refresh(ctx context.Context) error {
 	if len(e.cfg.EdgeIPs) == 0 {
 		e.lookupEdge(ctx)
 	}
+	e.forgetCerts()
 	e.routeMu.Lock()
 	defer e.routeMu.Unlock()
 	return e.reloadLocked(ctx)

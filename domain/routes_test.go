@@ -385,3 +385,51 @@ func TestEdgeAddressesFollowTheTargetPerRefresh(t *testing.T) {
 		t.Fatalf("after the target moved and a Refresh: %q, want 192.0.2.20", got)
 	}
 }
+
+// Views read the certificate layer's answer as the engine last read it:
+// once per domain after each Refresh, and again after a change the layer
+// reports (CertificateChanged) or the engine makes.
+func TestViewsAskTheCertificateLayerOncePerRefresh(t *testing.T) {
+	ctx := context.Background()
+	certs := &issuer{state: map[string]domain.CertStatus{}}
+	f := newFixture(t, certs)
+	f.set(t, "example.com.", cname("shop", target), cname("blog", target))
+	for _, n := range []string{"shop.example.com", "blog.example.com"} {
+		f.add(t, "prj_pro", n)
+		if d := f.verify(t, "prj_pro", n); d.Status != domain.StatusIssuing {
+			t.Fatalf("verify %s: %s, want issuing", n, d.Status)
+		}
+	}
+	if err := f.engine.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := certs.asked.Load()
+	for range 5 {
+		if ds, err := f.engine.List(ctx, "prj_pro"); err != nil || len(ds) != 2 || ds[0].Certificate.State != domain.CertIssuing {
+			t.Fatalf("List = %+v, %v", ds, err)
+		}
+	}
+	if n := certs.asked.Load() - before; n != 2 {
+		t.Fatalf("5 lists of 2 domains asked the certificate layer %d times, want 2", n)
+	}
+
+	// Obtained: the layer reports it, and the next view shows it.
+	notAfter := start.Add(90 * 24 * time.Hour)
+	certs.set("shop.example.com", domain.CertStatus{State: domain.CertIssued, NotAfter: notAfter})
+	if err := f.engine.CertificateChanged(ctx, "shop.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := f.engine.Get(ctx, "prj_pro", "shop.example.com"); d.Status != domain.StatusActive || !d.Certificate.NotAfter.Equal(notAfter) {
+		t.Fatalf("after CertificateChanged: %s, certificate %+v", d.Status, d.Certificate)
+	}
+
+	// Renewed without a report: shown after the next Refresh.
+	renewed := notAfter.Add(60 * 24 * time.Hour)
+	certs.set("shop.example.com", domain.CertStatus{State: domain.CertIssued, NotAfter: renewed})
+	if err := f.engine.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := f.engine.Get(ctx, "prj_pro", "shop.example.com"); !d.Certificate.NotAfter.Equal(renewed) {
+		t.Fatalf("after a Refresh the certificate shows until %v, want the renewed %v", d.Certificate.NotAfter, renewed)
+	}
+}

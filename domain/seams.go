@@ -58,7 +58,10 @@ type CertStatus struct {
 
 // CertIssuer obtains, reports and removes certificates for verified names.
 // The engine calls Request when a name verifies (and on Re-verify), Status
-// when it shows or advances a domain, and Remove before Remove returns.
+// when it advances a domain and, for views, once per domain after each
+// Refresh (and after a change), and Remove before Remove returns. A change
+// the issuer makes on its own (obtained, failed, renewed) reaches views at
+// once when it calls Engine.CertificateChanged, else at the next Refresh.
 // Implementations must be safe for concurrent use.
 type CertIssuer interface {
 	// Request starts obtaining a certificate for name and returns at once;

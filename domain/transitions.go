@@ -19,6 +19,7 @@ func (e *Engine) CertificateChanged(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	e.forgetCert(n.ASCII) // renewed, failed or obtained: the next view asks
 	stored, written, err := e.update(ctx, func() (Entry, error) { return e.cfg.Store.DomainByName(ctx, n.ASCII) },
 		func(entry *Entry) (bool, error) {
 			if entry.Status != StatusIssuing {
@@ -185,6 +186,7 @@ func (e *Engine) requestCert(ctx context.Context, entry Entry) {
 	if err := e.cfg.CertIssuer.Request(ctx, entry.Name); err != nil {
 		e.cfg.Logger.Warn("certificate request failed; will retry", "domain", entry.Name, "err", err)
 	}
+	e.forgetCert(entry.Name)
 }
 
 // advanceCert asks the CertIssuer about an issuing entry. rerequest is
@@ -193,7 +195,7 @@ func (e *Engine) requestCert(ctx context.Context, entry Entry) {
 // verified the name, and no certificate is in shared storage) is asked
 // again, at most once per check, so the domain cannot stay issuing forever.
 func (e *Engine) advanceCert(ctx context.Context, entry *Entry, now time.Time, rerequest bool) {
-	st, err := e.cfg.CertIssuer.Status(ctx, entry.Name)
+	st, err := e.readCert(ctx, entry.Name)
 	entry.NextCheckAt = now.Add(time.Minute)
 	if err != nil {
 		e.cfg.Logger.Warn("certificate status unknown; will retry", "domain", entry.Name, "err", err)
@@ -202,9 +204,7 @@ func (e *Engine) advanceCert(ctx context.Context, entry *Entry, now time.Time, r
 	switch st.State {
 	case CertNone:
 		if rerequest {
-			if err := e.cfg.CertIssuer.Request(ctx, entry.Name); err != nil {
-				e.cfg.Logger.Warn("certificate request failed; will retry", "domain", entry.Name, "err", err)
-			}
+			e.requestCert(ctx, *entry)
 		}
 	case CertIssued:
 		entry.UpdatedAt = now
