@@ -858,9 +858,13 @@ func TestDomainCap(t *testing.T) {
 type racingStore struct {
 	*memstore.Store
 	armed atomic.Bool
+	pass  atomic.Int32 // armed: updates to let through before the race
 }
 
 func (s *racingStore) UpdateDomain(ctx context.Context, e domain.Entry) (domain.Entry, error) {
+	if s.armed.Load() && s.pass.Add(-1) >= 0 {
+		return s.Store.UpdateDomain(ctx, e)
+	}
 	if s.armed.CompareAndSwap(true, false) {
 		if cur, err := s.Store.DomainByName(ctx, e.Name); err == nil {
 			cur.UpdatedAt = cur.UpdatedAt.Add(time.Second)
@@ -898,5 +902,53 @@ func TestLostWriteRequestsNoCertificate(t *testing.T) {
 	certs.mu.Unlock()
 	if d.Status != domain.StatusIssuing || len(requests) != 1 {
 		t.Fatalf("after a lost write: %s with %d certificate requests %v; want issuing with exactly one", d.Status, len(requests), requests)
+	}
+}
+
+// TestLostBackgroundWriteRequestsNoCertificate: the background check asks
+// an issuer that knows nothing of an issuing domain (it restarted) for the
+// certificate again only once its write won; a lost write requests
+// nothing, and the next check does.
+func TestLostBackgroundWriteRequestsNoCertificate(t *testing.T) {
+	ctx := context.Background()
+	certs := &issuer{state: map[string]domain.CertStatus{}}
+	store := &racingStore{Store: memstore.New()}
+	w := domaintest.New(t, domaintest.Options{Store: store, Projects: projects, CertIssuer: certs})
+	w.Set(t, "example.com.", cname("shop", target))
+	if _, _, err := w.Engine.Add(ctx, "prj_pro", "shop.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := w.Engine.Verify(ctx, "prj_pro", "shop.example.com"); err != nil || d.Status != domain.StatusIssuing {
+		t.Fatalf("Verify = %s, %v; want issuing", d.Status, err)
+	}
+	requests := func() int {
+		certs.mu.Lock()
+		defer certs.mu.Unlock()
+		delete(certs.state, "shop.example.com") // the issuer restarted: it knows nothing
+		return len(certs.requests)
+	}
+	if n := requests(); n != 1 {
+		t.Fatalf("%d requests after Verify, want 1", n)
+	}
+
+	w.Clock.Advance(2 * time.Minute)
+	store.pass.Store(1) // the check's claim wins, its write loses
+	store.armed.Store(true)
+	if _, err := w.Engine.RunDue(ctx, w.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if store.armed.Load() {
+		t.Fatal("the race was never run: the test proves nothing")
+	}
+	if n := requests(); n != 1 {
+		t.Fatalf("%d requests after a background check whose write lost, want still 1", n)
+	}
+
+	w.Clock.Advance(3 * time.Minute)
+	if _, err := w.Engine.RunDue(ctx, w.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if n := requests(); n != 2 {
+		t.Fatalf("%d requests after a background check whose write won, want 2", n)
 	}
 }

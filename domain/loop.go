@@ -81,7 +81,7 @@ func (e *Engine) runOne(ctx context.Context, entry Entry, now time.Time) (bool, 
 			e.transition(&entry, StatusActive, now, "")
 			entry.NextCheckAt = time.Time{}
 		} else {
-			e.advanceCert(ctx, &entry, now, true)
+			requestCert = e.advanceCert(ctx, &entry, now)
 		}
 	default:
 		entry.NextCheckAt = time.Time{}

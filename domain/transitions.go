@@ -25,7 +25,7 @@ func (e *Engine) CertificateChanged(ctx context.Context, name string) error {
 			if entry.Status != StatusIssuing {
 				return false, nil
 			}
-			e.advanceCert(ctx, entry, e.now(), false)
+			e.advanceCert(ctx, entry, e.now()) // no new request: the issuer just reported
 			return entry.Status != StatusIssuing, nil
 		})
 	if petstore.ErrorCode(err) == petstore.CodeConflict {
@@ -189,23 +189,22 @@ func (e *Engine) requestCert(ctx context.Context, entry Entry) {
 	e.forgetCert(entry.Name)
 }
 
-// advanceCert asks the CertIssuer about an issuing entry. rerequest is
-// true for the background check: an issuer that knows nothing of the name
+// advanceCert asks the CertIssuer about an issuing entry. It reports
+// whether to request the certificate again, which the background check
+// does once its write won: an issuer that knows nothing of the name
 // (CertNone: it restarted, or it is another process than the one that
 // verified the name, and no certificate is in shared storage) is asked
 // again, at most once per check, so the domain cannot stay issuing forever.
-func (e *Engine) advanceCert(ctx context.Context, entry *Entry, now time.Time, rerequest bool) {
+func (e *Engine) advanceCert(ctx context.Context, entry *Entry, now time.Time) (rerequest bool) {
 	st, err := e.readCert(ctx, entry.Name)
 	entry.NextCheckAt = now.Add(time.Minute)
 	if err != nil {
 		e.cfg.Logger.Warn("certificate status unknown; will retry", "domain", entry.Name, "err", err)
-		return
+		return false
 	}
 	switch st.State {
 	case CertNone:
-		if rerequest {
-			e.requestCert(ctx, *entry)
-		}
+		return true
 	case CertIssued:
 		entry.UpdatedAt = now
 		e.transition(entry, StatusActive, now, "")
@@ -219,4 +218,5 @@ func (e *Engine) advanceCert(ctx context.Context, entry *Entry, now time.Time, r
 		e.transition(entry, StatusFailed, now, reason)
 		entry.NextCheckAt = time.Time{}
 	}
+	return false
 }
