@@ -91,32 +91,45 @@ func BenchmarkHandler(b *testing.B) {
 // BenchmarkFullStack is GET /pets?limit=20 through the stack as
 // examples/server configures it: keys through keycache, both rate-limit
 // windows decided in memory, the -db-timeout deadline, and a JSON access
-// log formatted for every request into a buffered writer.
+// log formatted for every request into a buffered writer. "access log off"
+// is the same stack without a logger: the difference is what the log line
+// costs a request.
 //
 //	go test -run x -bench FullStack -benchmem -cpuprofile cpu.out ./httpx
 func BenchmarkFullStack(b *testing.B) {
-	logs := logbuf.New(io.Discard, 0)
-	defer logs.Close()
-	e := newEnv(b, func(c *httpx.Config) {
-		c.Logger = slog.New(slog.NewJSONHandler(logs, nil))
-		c.Auth = keycache.New(c.Auth, keycache.Config{})
-		c.Limiter = ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{})
-		c.Timeout = 5 * time.Second
-	})
-	if _, err := e.store.UpsertKey(context.Background(), petstore.APIKey{ID: e.key.ID, ProjectID: e.key.ProjectID, Plan: petstore.PlanEnterprise,
-		Limits: petstore.Limits{PerMinute: 1 << 40, PerDay: 1 << 40}}, petstore.HashAPIKey(e.secret)); err != nil {
-		b.Fatal(err)
-	}
-	for i := range 25 {
-		e.seed(b, petstore.NewPet{Name: fmt.Sprintf("pet %d", i), CategoryID: 1, Status: petstore.StatusAvailable})
-	}
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			w := httptest.NewRecorder()
-			e.h.ServeHTTP(w, e.req("GET", "/v1/pets?limit=20", ""))
-			if w.Code != 200 {
-				b.Fatal(w.Code, w.Body)
-			}
+	for _, logged := range []bool{true, false} {
+		name := "access log on"
+		if !logged {
+			name = "access log off"
 		}
-	})
+		b.Run(name, func(b *testing.B) {
+			logs := logbuf.New(io.Discard, 0)
+			defer logs.Close()
+			e := newEnv(b, func(c *httpx.Config) {
+				c.Logger = nil
+				if logged {
+					c.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+				}
+				c.Auth = keycache.New(c.Auth, keycache.Config{})
+				c.Limiter = ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{})
+				c.Timeout = 5 * time.Second
+			})
+			if _, err := e.store.UpsertKey(context.Background(), petstore.APIKey{ID: e.key.ID, ProjectID: e.key.ProjectID, Plan: petstore.PlanEnterprise,
+				Limits: petstore.Limits{PerMinute: 1 << 40, PerDay: 1 << 40}}, petstore.HashAPIKey(e.secret)); err != nil {
+				b.Fatal(err)
+			}
+			for i := range 25 {
+				e.seed(b, petstore.NewPet{Name: fmt.Sprintf("pet %d", i), CategoryID: 1, Status: petstore.StatusAvailable})
+			}
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					w := httptest.NewRecorder()
+					e.h.ServeHTTP(w, e.req("GET", "/v1/pets?limit=20", ""))
+					if w.Code != 200 {
+						b.Fatal(w.Code, w.Body)
+					}
+				}
+			})
+		})
+	}
 }
