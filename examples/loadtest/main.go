@@ -8,6 +8,9 @@
 //   - bare: a net/http handler writing fixed bodies (20 pets for the list,
 //     one pet for a get, a fixed 201 body for a create after reading the
 //     request body), the floor every other figure is compared with;
+//   - bare-headers: the same ServeMux replaying, byte for byte, the answers
+//     a memstore full stack gave once at start (status, every header but
+//     Date, body): what the full stack's answers cost without its work;
 //   - memstore: the full stack (authentication, two-window rate limits,
 //     request ids, a JSON access log that is really formatted) over
 //     adapters/memstore;
@@ -24,7 +27,8 @@
 // in turn it loads the server for -duration, so the servers alternate and
 // share whatever the machine is doing equally. The result is a Markdown
 // table of the median req/s over rounds, p50 and p99 latency over every
-// request of every round, and the ratio to bare, followed by the share of
+// request of every round, and the ratio to bare (and to bare-headers when
+// it ran), followed by the share of
 // the machine's CPU the run got (on a busy machine, trust the ratios more
 // than the absolute figures).
 //
