@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -196,6 +197,22 @@ func (r result) percentile(q float64) time.Duration {
 	}
 	rank := int(q*float64(len(l)) + 0.999999999)
 	return l[min(max(rank, 1), len(l))-1]
+}
+
+// serveOnly starts the servers, prints what a load generator needs to
+// call each, and serves until ctx ends.
+func serveOnly(ctx context.Context, opts options, out io.Writer) error {
+	targets, err := startServers(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer closeAll(targets)
+	for _, t := range targets {
+		fmt.Fprintf(out, "%s %s token=%q pets=%s\n", t.name, t.url, t.token, strings.Join(t.petIDs, ","))
+	}
+	fmt.Fprintln(out, "serving until interrupted")
+	<-ctx.Done()
+	return nil
 }
 
 // run starts the servers, loads them round after round, stops them, and

@@ -44,6 +44,12 @@
 //	-only LIST        servers to run, e.g. bare,memstore (default: all available)
 //	-endpoints LIST   list,get,create (default: all three)
 //	-warmup 500ms     unmeasured load per server and endpoint before round 1
+//	-pg-conns 10      the postgres server's pool size (examples/server's
+//	                  -db-max-conns)
+//	-cpuprofile FILE  write a CPU profile of the whole run to FILE
+//	-serve            start the servers and serve until interrupted, printing
+//	                  for each its URL, bearer token and seeded pet ids, so
+//	                  another load generator (wrk, hey, k6) can load them
 //	-log FILE         append the full stacks' access logs to FILE instead of
 //	                  formatting them into io.Discard
 package main
@@ -70,9 +76,12 @@ type options struct {
 	servers   []string // names from serverNames, in run order
 	endpoints []string // names from endpointNames
 	postgres  string   // PostgreSQL DSN; "" leaves the postgres server out
+	pgConns   int      // the postgres server's connection pool size
 	accessLog io.Writer
 	// cpuProfile is where main writes a CPU profile of the run ("": none).
 	cpuProfile string
+	// serve starts the servers and serves until interrupted, loading none.
+	serve bool
 }
 
 func main() {
@@ -93,6 +102,13 @@ func main() {
 			os.Exit(2)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if opts.serve {
+		if err := serveOnly(ctx, opts, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "loadtest:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	cpu0, _ := processCPU()
 	start := time.Now()
@@ -127,7 +143,9 @@ func parseFlags(args []string, postgresDSN string) (options, error) {
 	conns := fs.Int("conns", 16, "concurrent keep-alive connections")
 	only := fs.String("only", "", "comma-separated servers to run: "+strings.Join(serverNames, ",")+" (default: all; postgres needs PETSTORE_TEST_POSTGRES)")
 	endpoints := fs.String("endpoints", strings.Join(endpointNames(), ","), "comma-separated endpoints: list (GET /v1/pets?limit=20), get (GET /v1/pets/{id}), create (POST /v1/pets)")
+	pgConns := fs.Int("pg-conns", 10, "connections in the postgres server's pool (examples/server's -db-max-conns)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (client and servers) to this file, for go tool pprof")
+	serve := fs.Bool("serve", false, "start the servers, print their URLs, tokens and pet ids, and serve until interrupted, for another load generator such as wrk")
 	logFile := fs.String("log", "", "append the full stacks' JSON access logs to this file (default: format them into io.Discard)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
@@ -135,10 +153,10 @@ func parseFlags(args []string, postgresDSN string) (options, error) {
 	if fs.NArg() > 0 {
 		return options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if *duration <= 0 || *rounds < 1 || *conns < 1 || *warmup < 0 {
-		return options{}, fmt.Errorf("-duration must be positive, -rounds and -conns at least 1, -warmup not negative")
+	if *duration <= 0 || *rounds < 1 || *conns < 1 || *pgConns < 1 || *warmup < 0 {
+		return options{}, fmt.Errorf("-duration must be positive, -rounds, -conns and -pg-conns at least 1, -warmup not negative")
 	}
-	opts := options{duration: *duration, warmup: *warmup, rounds: *rounds, conns: *conns, postgres: postgresDSN, accessLog: io.Discard, cpuProfile: *cpuProfile}
+	opts := options{duration: *duration, warmup: *warmup, rounds: *rounds, conns: *conns, postgres: postgresDSN, pgConns: *pgConns, accessLog: io.Discard, cpuProfile: *cpuProfile, serve: *serve}
 
 	var err error
 	if opts.servers, err = pickServers(*only, postgresDSN != ""); err != nil {

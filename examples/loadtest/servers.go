@@ -77,7 +77,7 @@ func startServers(ctx context.Context, opts options) (_ []*target, err error) {
 		case serverSQLite:
 			t, err = startSQLite(ctx, logger)
 		case serverPostgres:
-			t, err = startPostgres(ctx, opts.postgres, logger)
+			t, err = startPostgres(ctx, opts.postgres, opts.pgConns, logger)
 		default:
 			err = fmt.Errorf("unknown server %q", name)
 		}
@@ -344,7 +344,7 @@ func startSQLite(ctx context.Context, logger *slog.Logger) (*target, error) {
 // startPostgres runs the full stack on a schema of its own, created now
 // on the server at dsn and dropped with everything in it at the end, so
 // runs never see each other's pets.
-func startPostgres(ctx context.Context, dsn string, logger *slog.Logger) (*target, error) {
+func startPostgres(ctx context.Context, dsn string, conns int, logger *slog.Logger) (*target, error) {
 	admin, err := bunopen.Open(ctx, dsn)
 	if err != nil {
 		return nil, err
@@ -378,11 +378,11 @@ func startPostgres(ctx context.Context, dsn string, logger *slog.Logger) (*targe
 		drop()
 		return nil, err
 	}
-	// The pool examples/server opens (-db-max-conns 10, as many idle):
-	// database/sql's default of 2 idle connections would reconnect, and
-	// prepare the hot statements again, on most requests at 16 clients.
-	db.SetMaxOpenConns(10)
-	db.SetMaxIdleConns(10)
+	// The pool examples/server opens (-db-max-conns, default 10, as many
+	// idle): database/sql's default of 2 idle connections would reconnect,
+	// and prepare the hot statements again, on most requests at 16 clients.
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
 	cleanup := func() { db.Close(); drop() }
 	if err := bunstore.Migrate(ctx, db); err != nil {
 		cleanup()
