@@ -11,10 +11,14 @@ import (
 )
 
 // done measures and logs a request once its handler returned. With no
-// metrics and a logger that drops info lines it does nothing else.
+// metrics, no tracing and no access log (none set and a Logger that drops
+// Info lines) it does nothing else.
 func (c *chain) done(r *http.Request, info *requestInfo, start time.Time) {
-	logged := c.logger.Enabled(info.Context, slog.LevelInfo)
-	if c.metrics == nil && !logged && info.span == nil {
+	access := c.access
+	if access == nil && c.logger.Enabled(info.Context, slog.LevelInfo) {
+		access = slogAccessLog{c.logger}
+	}
+	if c.metrics == nil && access == nil && info.span == nil {
 		return
 	}
 	elapsed := time.Since(start)
@@ -28,8 +32,8 @@ func (c *chain) done(r *http.Request, info *requestInfo, start time.Time) {
 			c.metrics.replayed()
 		}
 	}
-	if logged {
-		c.logRequest(r, info, route, elapsed)
+	if access != nil {
+		c.logRequest(access, r, info, route, elapsed)
 	}
 }
 
@@ -50,41 +54,30 @@ func (c *chain) route(r *http.Request, info *requestInfo) string {
 	return ""
 }
 
-// logRequest writes the access log line: who (client address, as the
-// limiter counted it, and key id), what (method, route pattern and path;
-// never the query, which may hold secrets), the answer (status, body
-// bytes, duration) and how to find it again (request id, user agent).
-func (c *chain) logRequest(r *http.Request, info *requestInfo, route string, elapsed time.Duration) {
+// logRequest hands the request's access log entry to access.
+func (c *chain) logRequest(access AccessLogger, r *http.Request, info *requestInfo, route string, elapsed time.Duration) {
 	status := info.sw.Status
 	if status == 0 {
 		status = http.StatusOK
 	}
-	attrs := [11]slog.Attr{
-		slog.String("client", c.client(r, info).String()),
-		slog.String("method", r.Method),
-		slog.String("route", route),
-		slog.String("path", r.URL.Path),
-		slog.Int("status", status),
-		slog.Int64("bytes", info.sw.Bytes),
-		slog.Duration("duration", elapsed),
-		slog.String("user_agent", r.UserAgent()),
-		slog.String("request_id", info.id),
+	e := &info.log
+	*e = RequestLog{
+		Time:       time.Now(),
+		Client:     c.client(r, info),
+		Method:     r.Method,
+		Route:      route,
+		Path:       r.URL.Path,
+		Status:     status,
+		Bytes:      info.sw.Bytes,
+		Duration:   elapsed,
+		UserAgent:  r.UserAgent(),
+		RequestID:  info.id,
+		StoreError: causeNames[info.cause],
 	}
-	n := 9
 	if info.hasKey {
-		attrs[n] = slog.String("key_id", info.key.ID) // the public id, never the secret
-		n++
+		e.KeyID = info.key.ID // the public id, never the secret
 	}
-	if info.cause != causeNone {
-		attrs[n] = slog.String("store_error", causeNames[info.cause])
-		n++
-	}
-	// The record is handed to the handler directly: Logger.LogAttrs
-	// would walk the stack for the caller's PC on every request, for a
-	// source location nobody asked for.
-	rec := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
-	rec.AddAttrs(attrs[:n]...)
-	_ = c.logger.Handler().Handle(info.Context, rec)
+	access.LogRequest(info.Context, e)
 }
 
 // logBan writes the one line that says a ban started: whose (key id or

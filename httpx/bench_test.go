@@ -91,23 +91,24 @@ func BenchmarkHandler(b *testing.B) {
 // BenchmarkFullStack is GET /pets?limit=20 through the stack as
 // examples/server configures it: keys through keycache, both rate-limit
 // windows decided in memory, the -db-timeout deadline, and a JSON access
-// log formatted for every request into a buffered writer. "access log off"
-// is the same stack without a logger: the difference is what the log line
-// costs a request.
+// log formatted for every request into a buffered writer by
+// NewJSONAccessLog. "access log off" is the same stack without one: the
+// difference is what the log line costs a request. "access log slog" gives
+// the line to a slog.JSONHandler instead, as a Config without AccessLog
+// does.
 //
 //	go test -run x -bench FullStack -benchmem -cpuprofile cpu.out ./httpx
 func BenchmarkFullStack(b *testing.B) {
-	for _, logged := range []bool{true, false} {
-		name := "access log on"
-		if !logged {
-			name = "access log off"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, log := range []string{"on", "off", "slog"} {
+		b.Run("access log "+log, func(b *testing.B) {
 			logs := logbuf.New(io.Discard, 0)
 			defer logs.Close()
 			e := newEnv(b, func(c *httpx.Config) {
 				c.Logger = nil
-				if logged {
+				switch log {
+				case "on":
+					c.AccessLog = httpx.NewJSONAccessLog(logs)
+				case "slog":
 					c.Logger = slog.New(slog.NewJSONHandler(logs, nil))
 				}
 				c.Auth = keycache.New(c.Auth, keycache.Config{})

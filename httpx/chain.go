@@ -77,6 +77,8 @@ type requestInfo struct {
 	unrouted bool
 	// outages are the chain's rate-limited log slots of dependency 503s.
 	outages *outageLogs
+	// log is the access log's entry, kept here so it costs no allocation.
+	log RequestLog
 
 	// The backing of the values of headers the chain and the pets
 	// handlers set, so that setting them allocates nothing: see slot.
@@ -164,6 +166,7 @@ func RequestIDFromContext(ctx context.Context) string {
 type chain struct {
 	auth    petstore.Authenticator
 	logger  *slog.Logger
+	access  AccessLogger // nil: Logger's Info lines, when enabled
 	limiter RateLimiter
 	proxies []netip.Prefix
 	now     func() time.Time
@@ -187,7 +190,7 @@ func newChain(cfg Config, next http.Handler, public func(*http.Request) bool) (*
 	if cfg.Auth == nil {
 		return nil, errors.New("httpx: Config.Auth is required")
 	}
-	c := &chain{auth: cfg.Auth, logger: cfg.Logger, limiter: cfg.Limiter, proxies: cfg.TrustedProxies, now: cfg.Now, public: public, pubLim: cfg.PublicLimits, timeout: cfg.Timeout, next: next}
+	c := &chain{auth: cfg.Auth, logger: cfg.Logger, access: cfg.AccessLog, limiter: cfg.Limiter, proxies: cfg.TrustedProxies, now: cfg.Now, public: public, pubLim: cfg.PublicLimits, timeout: cfg.Timeout, next: next}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
 	}

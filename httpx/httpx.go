@@ -28,6 +28,12 @@ type Config struct {
 	DeprecatedAt   time.Time              // getPet's Deprecation date; zero: 2026-01-01T00:00:00Z
 	Now            func() time.Time       // nil: time.Now
 
+	// AccessLog writes the access log, a line per request; nil: the
+	// line ("request", at Info) goes to Logger. NewJSONAccessLog and
+	// NewTextAccessLog write the very line Logger's built-in JSON or text
+	// handler would, at a fraction of slog's cost.
+	AccessLog AccessLogger
+
 	// Timeout bounds each request's waits on the stores behind it
 	// (authentication, the operation, Idempotency-Key records): past it
 	// the request is 503 unavailable with Retry-After instead of hanging

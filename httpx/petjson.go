@@ -97,11 +97,20 @@ func appendPetJSON(b []byte, p *petstore.Pet) []byte {
 const hexDigits = "0123456789abcdef"
 
 // appendJSONString appends s as a JSON string the way encoding/json does
-// with HTML escaping off: quote, backslash and control characters are
-// escaped, invalid UTF-8 becomes U+FFFD, and U+2028/U+2029 are escaped
-// so the output is also valid JavaScript.
+// with HTML escaping off: see appendJSONEscaped.
 func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
+	b = appendJSONEscaped(b, s, true)
+	return append(b, '"')
+}
+
+// appendJSONEscaped appends s escaped for the inside of a JSON string:
+// quote, backslash and control characters are escaped, invalid UTF-8
+// becomes U+FFFD, and U+2028/U+2029 are escaped so the output is also
+// valid JavaScript. shortBF escapes backspace and form feed as \b and \f,
+// as encoding/json does; without it they are \u0008 and \u000c, as
+// log/slog's JSON handler writes them.
+func appendJSONEscaped(b []byte, s string, shortBF bool) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -111,18 +120,18 @@ func appendJSONString(b []byte, s string) []byte {
 				continue
 			}
 			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
+			switch {
+			case c == '"' || c == '\\':
 				b = append(b, '\\', c)
-			case '\b':
+			case c == '\b' && shortBF:
 				b = append(b, '\\', 'b')
-			case '\f':
+			case c == '\f' && shortBF:
 				b = append(b, '\\', 'f')
-			case '\n':
+			case c == '\n':
 				b = append(b, '\\', 'n')
-			case '\r':
+			case c == '\r':
 				b = append(b, '\\', 'r')
-			case '\t':
+			case c == '\t':
 				b = append(b, '\\', 't')
 			default:
 				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
@@ -132,22 +141,19 @@ func appendJSONString(b []byte, s string) []byte {
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
+		switch {
+		case r == utf8.RuneError && size == 1:
 			b = append(b, s[start:i]...)
 			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
+		case r == '\u2028' || r == '\u2029':
 			b = append(b, s[start:i]...)
 			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+		default:
 			i += size
-			start = i
 			continue
 		}
 		i += size
+		start = i
 	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return append(b, s[start:]...)
 }

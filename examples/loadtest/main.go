@@ -12,7 +12,8 @@
 //     a memstore full stack gave once at start (status, every header but
 //     Date, body): what the full stack's answers cost without its work;
 //   - memstore: the full stack (authentication, two-window rate limits,
-//     request ids, a JSON access log that is really formatted) over
+//     request ids, a JSON access log that is really formatted, as
+//     examples/server -log-format json formats it, into a buffer) over
 //     adapters/memstore;
 //   - sqlite: the same full stack over adapters/bunstore on a SQLite file
 //     in a temporary directory;
@@ -65,6 +66,9 @@ import (
 	"runtime/pprof"
 	"strings"
 	"time"
+
+	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/internal/logbuf"
 )
 
 // options are the knobs of one run.
@@ -92,6 +96,11 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	// As in examples/server: lines are buffered and written out in
+	// batches, so that a line costs a copy rather than a system call.
+	logs := logbuf.New(opts.accessLog, 0)
+	defer logs.Close()
+	opts.accessLog = logs
 	if opts.cpuProfile != "" {
 		f, err := os.Create(opts.cpuProfile)
 		if err == nil {
@@ -229,8 +238,13 @@ func pickList(flagName, list string, known []string) ([]string, error) {
 	return out, nil
 }
 
-// newAccessLogger is the full stacks' request logger: JSON lines, every
-// one formatted, written to w.
-func newAccessLogger(w io.Writer) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, nil))
+// logs are the full stacks' logs, as examples/server -log-format json
+// writes them: every line formatted, as JSON, to w.
+type logs struct {
+	logger *slog.Logger       // everything but the access log
+	access httpx.AccessLogger // a line per request
+}
+
+func newLogs(w io.Writer) logs {
+	return logs{logger: slog.New(slog.NewJSONHandler(w, nil)), access: httpx.NewJSONAccessLog(w)}
 }

@@ -164,7 +164,7 @@ func TestBareHeadersReplaysTheFullStacksAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer replay.close()
-	full, err := startFullStack(ctx, serverMemstore, memstore.New(), newAccessLogger(io.Discard), func() {})
+	full, err := startFullStack(ctx, serverMemstore, memstore.New(), newLogs(io.Discard), func() {})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -64,7 +63,7 @@ func startServers(ctx context.Context, opts options) (_ []*target, err error) {
 			closeAll(ts)
 		}
 	}()
-	logger := newAccessLogger(opts.accessLog)
+	logs := newLogs(opts.accessLog)
 	for _, name := range opts.servers {
 		var t *target
 		switch name {
@@ -73,11 +72,11 @@ func startServers(ctx context.Context, opts options) (_ []*target, err error) {
 		case serverBareHeaders:
 			t, err = startBareHeaders(ctx)
 		case serverMemstore:
-			t, err = startFullStack(ctx, name, memstore.New(), logger, func() {})
+			t, err = startFullStack(ctx, name, memstore.New(), logs, func() {})
 		case serverSQLite:
-			t, err = startSQLite(ctx, logger)
+			t, err = startSQLite(ctx, logs)
 		case serverPostgres:
-			t, err = startPostgres(ctx, opts.postgres, opts.pgConns, logger)
+			t, err = startPostgres(ctx, opts.postgres, opts.pgConns, logs)
 		default:
 			err = fmt.Errorf("unknown server %q", name)
 		}
@@ -196,7 +195,7 @@ type answer struct {
 // cost on the wire, in net/http and in the client; a full stack's ratio to
 // it is what the stack's work costs.
 func startBareHeaders(ctx context.Context) (*target, error) {
-	full, err := startFullStack(ctx, serverBareHeaders, memstore.New(), newAccessLogger(io.Discard), func() {})
+	full, err := startFullStack(ctx, serverBareHeaders, memstore.New(), newLogs(io.Discard), func() {})
 	if err != nil {
 		return nil, err
 	}
@@ -280,7 +279,7 @@ func storeTimeout(server string) time.Duration {
 // keycache, in-memory two-window limiter, access log, idempotency store,
 // the -db-timeout deadline), seeds it and serves it; cleanup runs after
 // the server has stopped.
-func startFullStack(ctx context.Context, name string, store backend, logger *slog.Logger, cleanup func()) (_ *target, err error) {
+func startFullStack(ctx context.Context, name string, store backend, logs logs, cleanup func()) (_ *target, err error) {
 	defer func() {
 		if err != nil {
 			cleanup()
@@ -304,8 +303,9 @@ func startFullStack(ctx context.Context, name string, store backend, logger *slo
 	api, err := httpx.New(httpx.Config{
 		Service:     svc,
 		Auth:        auth,
-		Logger:      logger,
-		Limiter:     ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{Logger: logger}),
+		Logger:      logs.logger,
+		AccessLog:   logs.access,
+		Limiter:     ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{Logger: logs.logger}),
 		Idempotency: store,
 		Timeout:     storeTimeout(name),
 	})
@@ -323,7 +323,7 @@ func startFullStack(ctx context.Context, name string, store backend, logger *slo
 
 // startSQLite runs the full stack on a SQLite file in a new temporary
 // directory, removed at the end.
-func startSQLite(ctx context.Context, logger *slog.Logger) (*target, error) {
+func startSQLite(ctx context.Context, logs logs) (*target, error) {
 	dir, err := os.MkdirTemp("", "petstore-loadtest-")
 	if err != nil {
 		return nil, err
@@ -338,13 +338,13 @@ func startSQLite(ctx context.Context, logger *slog.Logger) (*target, error) {
 		cleanup()
 		return nil, err
 	}
-	return startFullStack(ctx, serverSQLite, bunstore.New(db), logger, cleanup)
+	return startFullStack(ctx, serverSQLite, bunstore.New(db), logs, cleanup)
 }
 
 // startPostgres runs the full stack on a schema of its own, created now
 // on the server at dsn and dropped with everything in it at the end, so
 // runs never see each other's pets.
-func startPostgres(ctx context.Context, dsn string, conns int, logger *slog.Logger) (*target, error) {
+func startPostgres(ctx context.Context, dsn string, conns int, logs logs) (*target, error) {
 	admin, err := bunopen.Open(ctx, dsn)
 	if err != nil {
 		return nil, err
@@ -388,5 +388,5 @@ func startPostgres(ctx context.Context, dsn string, conns int, logger *slog.Logg
 		cleanup()
 		return nil, err
 	}
-	return startFullStack(ctx, serverPostgres, bunstore.New(db), logger, cleanup)
+	return startFullStack(ctx, serverPostgres, bunstore.New(db), logs, cleanup)
 }

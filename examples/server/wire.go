@@ -102,7 +102,9 @@ func (a *app) close() {
 
 // build wires keys, limits, the pets API, the domain engine, certificates,
 // the dashboard and the edge. Background work stops when ctx is done.
-func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) (*app, error) {
+// accessLog writes the API's and the dashboard's access log lines, logger
+// everything else.
+func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, accessLog httpx.AccessLogger) (*app, error) {
 	a := &app{registry: newRegistry()}
 	tp, closeTracing, err := newTracerProvider(cfg.traceFile)
 	if err != nil {
@@ -145,6 +147,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		Service:        petstore.NewService(store),
 		Auth:           auth,
 		Logger:         logger,
+		AccessLog:      accessLog,
 		Limiter:        limiter,
 		TrustedProxies: cfg.trustedProxies,
 		Idempotency:    store,
@@ -212,6 +215,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		Engine:         eng,
 		Auth:           auth,
 		Logger:         logger,
+		AccessLog:      accessLog,
 		Limiter:        limiter,
 		TrustedProxies: cfg.trustedProxies,
 		Metrics:        a.registry,

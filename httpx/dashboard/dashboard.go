@@ -56,6 +56,7 @@ type Config struct {
 	Engine         DomainEngine           // required
 	Auth           petstore.Authenticator // required: the same keys as /v1
 	Logger         *slog.Logger           // nil: discard
+	AccessLog      httpx.AccessLogger     // nil: the access log goes to Logger (see httpx.Config)
 	Limiter        httpx.RateLimiter      // nil: no rate limiting; share /v1's to count both together
 	TrustedProxies []netip.Prefix         // X-Forwarded-For is honoured only from these peers
 	BasePath       string                 // where the dashboard is mounted; default "/dashboard"
@@ -171,7 +172,7 @@ func New(cfg Config) (http.Handler, error) {
 	// banned, needs to see: it is answered on the address's generous
 	// public budget, never the key's, and never refused for the key's ban.
 	chained, err := httpx.Wrap(httpx.Config{
-		Auth: cfg.Auth, Logger: cfg.Logger, Limiter: cfg.Limiter,
+		Auth: cfg.Auth, Logger: cfg.Logger, AccessLog: cfg.AccessLog, Limiter: cfg.Limiter,
 		TrustedProxies: cfg.TrustedProxies, Now: cfg.Now, Metrics: cfg.Metrics,
 		TracerProvider: cfg.TracerProvider, PublicBudgetPaths: []string{d.api + "/usage"},
 	}, d, public...)
