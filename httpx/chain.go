@@ -167,6 +167,7 @@ type chain struct {
 	auth    petstore.Authenticator
 	logger  *slog.Logger
 	access  AccessLogger // nil: Logger's Info lines, when enabled
+	ietf    bool         // Config.IETFRateLimitHeaders
 	limiter RateLimiter
 	proxies []netip.Prefix
 	now     func() time.Time
@@ -190,7 +191,7 @@ func newChain(cfg Config, next http.Handler, public func(*http.Request) bool) (*
 	if cfg.Auth == nil {
 		return nil, errors.New("httpx: Config.Auth is required")
 	}
-	c := &chain{auth: cfg.Auth, logger: cfg.Logger, access: cfg.AccessLog, limiter: cfg.Limiter, proxies: cfg.TrustedProxies, now: cfg.Now, public: public, pubLim: cfg.PublicLimits, timeout: cfg.Timeout, next: next}
+	c := &chain{auth: cfg.Auth, logger: cfg.Logger, access: cfg.AccessLog, ietf: cfg.IETFRateLimitHeaders, limiter: cfg.Limiter, proxies: cfg.TrustedProxies, now: cfg.Now, public: public, pubLim: cfg.PublicLimits, timeout: cfg.Timeout, next: next}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
 	}

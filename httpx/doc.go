@@ -17,8 +17,9 @@
 // every request, so every response, errors included, reports the limits:
 // X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset (Unix
 // seconds, rounded up) for the binding window, the one with the fewest
-// requests left (on a 429, the one that refused), and the IETF draft
-// headers for both windows, for a fresh Free key:
+// requests left (on a 429, the one that refused). With
+// Config.IETFRateLimitHeaders, the IETF draft headers describe both
+// windows too; for a fresh Free key:
 //
 //	RateLimit-Policy: "minute";q=60;w=60, "day";q=1000;w=86400
 //	RateLimit: "minute";r=59;t=60, "day";r=999;t=86400

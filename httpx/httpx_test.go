@@ -752,7 +752,10 @@ func TestRateLimitHook(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeLimiter{now: now, counts: map[string]int64{}}
-			e := newEnv(t, func(c *httpx.Config) { c.Limiter = f; c.Now = func() time.Time { return now } })
+			e := newEnv(t, func(c *httpx.Config) {
+				c.Limiter, c.IETFRateLimitHeaders = f, true
+				c.Now = func() time.Time { return now }
+			})
 			res := e.do(t, tt.setup(f, e))
 			if res.Status != tt.want {
 				t.Fatalf("status = %d, want %d: %s", res.Status, tt.want, res.Body)

@@ -49,7 +49,7 @@ func (c *chain) limit(w http.ResponseWriter, r *http.Request, info *requestInfo,
 		if now.IsZero() {
 			now = c.now()
 		}
-		setRateLimitHeaders(w.Header(), d, now, &info.vals)
+		setRateLimitHeaders(w.Header(), d, now, &info.vals, c.ietf)
 	}
 	if d.Allowed {
 		return true
@@ -71,11 +71,11 @@ func (c *chain) limit(w http.ResponseWriter, r *http.Request, info *requestInfo,
 }
 
 // setRateLimitHeaders writes the GitHub-style X-RateLimit-* headers for
-// the binding window and the IETF draft headers for every window. They go
-// on every response, so they are built in one buffer and stored under
-// their canonical keys: fmt and Header.Set made them a third of a small
-// request's cost.
-func setRateLimitHeaders(h http.Header, d ratelimit.Decision, now time.Time, vals *[valSlots]string) {
+// the binding window and, with ietf, the IETF draft headers for every
+// window. They go on every response, so they are built in one buffer and
+// stored under their canonical keys: fmt and Header.Set made them a third
+// of a small request's cost.
+func setRateLimitHeaders(h http.Header, d ratelimit.Decision, now time.Time, vals *[valSlots]string, ietf bool) {
 	b := d.Binding
 	var arr [192]byte // on the stack; one string is made of it
 	buf := arr[:0]
@@ -86,7 +86,11 @@ func setRateLimitHeaders(h http.Header, d ratelimit.Decision, now time.Time, val
 	ends[1] = len(buf)
 	buf = strconv.AppendInt(buf, b.ResetUnix(), 10) // rounded up: never early
 	ends[2] = len(buf)
-	for i, win := range d.Windows {
+	windows := d.Windows
+	if !ietf {
+		windows = nil
+	}
+	for i, win := range windows {
 		if i > 0 {
 			buf = append(buf, ", "...)
 		}
@@ -97,7 +101,7 @@ func setRateLimitHeaders(h http.Header, d ratelimit.Decision, now time.Time, val
 		buf = strconv.AppendInt(buf, int64(win.Length/time.Second), 10)
 	}
 	ends[3] = len(buf)
-	for i, win := range d.Windows {
+	for i, win := range windows {
 		if i > 0 {
 			buf = append(buf, ", "...)
 		}
@@ -118,7 +122,7 @@ func setRateLimitHeaders(h http.Header, d ratelimit.Decision, now time.Time, val
 	h["X-Ratelimit-Limit"] = vals[1:2:2]
 	h["X-Ratelimit-Remaining"] = vals[2:3:3]
 	h["X-Ratelimit-Reset"] = vals[3:4:4]
-	if len(d.Windows) == 0 {
+	if len(windows) == 0 {
 		return
 	}
 	h["Ratelimit-Policy"] = vals[4:5:5]

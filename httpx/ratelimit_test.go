@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,6 +42,7 @@ func newClock() *testenv.Clock { return testenv.NewClock(t0) }
 // rlEnv is one API with a real limiter over store, and one Free key.
 type rlEnv struct {
 	h      http.Handler
+	pets   *memstore.Store
 	keys   *petstore.Keys
 	key    petstore.APIKey
 	secret string
@@ -57,7 +60,7 @@ func newRLEnv(t testing.TB, store ratelimit.Store, mutate func(*httpx.Config, *r
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := httpx.Config{Service: petstore.NewService(pets), Auth: keys}
+	cfg := httpx.Config{Service: petstore.NewService(pets), Auth: keys, IETFRateLimitHeaders: true}
 	clk := newClock()
 	lcfg := ratelimit.Config{Clock: clk.Now, FailClosed: true}
 	if mutate != nil {
@@ -68,7 +71,7 @@ func newRLEnv(t testing.TB, store ratelimit.Store, mutate func(*httpx.Config, *r
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &rlEnv{h: h, keys: keys, key: key, secret: secret, clock: clk}
+	return &rlEnv{h: h, pets: pets, keys: keys, key: key, secret: secret, clock: clk}
 }
 
 func (e *rlEnv) req(method, target, body string) *http.Request {
@@ -538,8 +541,8 @@ func TestRateLimitStoreDown(t *testing.T) {
 }
 
 // A handler with the in-memory rate limiter: every response reports the
-// key's limits, and the 61st request within a minute on the Free plan is
-// refused with Retry-After. With several processes, give each a limiter
+// key's limits (here in both styles), and the 61st request within a minute
+// on the Free plan is refused with Retry-After. With several processes, give each a limiter
 // over redislimit.New(client, prefix) on one Redis instead.
 func ExampleNew_rateLimited() {
 	store := memstore.New()
@@ -549,6 +552,8 @@ func ExampleNew_rateLimited() {
 		Service: petstore.NewService(store),
 		Auth:    keys,
 		Limiter: ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{}),
+		// The IETF draft's headers too, not only X-RateLimit-*.
+		IETFRateLimitHeaders: true,
 	})
 	var last *httptest.ResponseRecorder
 	for i := 1; i <= 61; i++ {
@@ -625,4 +630,37 @@ func TestPublicDocumentsAreCacheableAndOffTheKeyBudget(t *testing.T) {
 	res := do(t, e.h, "/v1", httptest.NewRequest("GET", "/v1/pets", nil))
 	wantStatus(t, res, 401, petstore.CodeUnauthorized)
 	wantHeaders(t, res, map[string]string{"X-RateLimit-Limit": "60", "X-RateLimit-Remaining": "59"})
+}
+
+// By default an answer carries the spec's X-RateLimit-* headers only; the
+// IETF draft's pair comes with Config.IETFRateLimitHeaders. A page of pets
+// then has eight header fields before net/http adds Date, the most a Go
+// map holds without growing (BenchmarkHeaderFields).
+func TestRateLimitHeadersDefaultToTheSpecs(t *testing.T) {
+	for _, ietf := range []bool{false, true} {
+		e := newRLEnv(t, ratelimit.NewMemoryStore(), func(c *httpx.Config, _ *ratelimit.Config) { c.IETFRateLimitHeaders = ietf })
+		if _, err := e.pets.CreatePet(context.Background(), petstore.NewPet{Name: "Rex", CategoryID: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.pets.CreatePet(context.Background(), petstore.NewPet{Name: "Tom", CategoryID: 1}); err != nil {
+			t.Fatal(err)
+		}
+		res := do(t, e.h, "/v1", e.req("GET", "/v1/pets?limit=1", ""))
+		if res.Status != http.StatusOK {
+			t.Fatalf("status %d: %s", res.Status, res.Body)
+		}
+		want := []string{"Content-Length", "Content-Type", "Link", "X-Content-Type-Options",
+			"X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Reset", "X-Request-Id"}
+		if ietf {
+			want = append(want, "Ratelimit", "Ratelimit-Policy")
+			slices.Sort(want)
+		}
+		got := slices.Sorted(maps.Keys(res.Header))
+		if !slices.Equal(got, want) {
+			t.Errorf("IETFRateLimitHeaders %v: header fields\n %v\nwant\n %v", ietf, got, want)
+		}
+		if ietf && res.Header.Get("RateLimit") != `"minute";r=59;t=60, "day";r=999;t=86400` {
+			t.Errorf("RateLimit = %q", res.Header.Get("RateLimit"))
+		}
+	}
 }

@@ -98,6 +98,9 @@ func NewAPI(ctx context.Context, logger *slog.Logger) (http.Handler, string, err
 		Logger:   logger,
 		BasePath: APIBase,
 		Limiter:  ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{Logger: logger}),
+		// The IETF draft's RateLimit-Policy and RateLimit too, for clients
+		// that read them, besides the spec's X-RateLimit-*.
+		IETFRateLimitHeaders: true,
 	})
 	return api, secret, err
 }

@@ -27,6 +27,7 @@ type config struct {
 
 	redis          string         // rate-limit counters; empty: in memory
 	failOpen       bool           // admit when the counter store is down
+	ietfHeaders    bool           // also send the IETF draft's RateLimit-Policy and RateLimit
 	trustedProxies []netip.Prefix // peers whose X-Forwarded-For is believed
 
 	platformHosts []string         // hosts that serve the platform itself
@@ -70,6 +71,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	migrate := fs.String("migrate", env("PETSTORE_MIGRATE", "true"), "run schema migrations at start; false when a separate step runs them (PETSTORE_MIGRATE)")
 	redis := fs.String("redis", env("PETSTORE_REDIS", ""), "Redis for rate-limit counters and key changes shared by processes: host:port or redis:// URL; empty: in memory (PETSTORE_REDIS)")
 	rlFail := fs.String("ratelimit-fail", env("PETSTORE_RATELIMIT_FAIL", "open"), "when the shared counter store (-redis) is slow or down: open decides limits in this process (same limits; over-admission bounded by the number of processes), closed does too while it is slow but answers 503 while it is unreachable (PETSTORE_RATELIMIT_FAIL)")
+	rlHeaders := fs.String("ratelimit-headers", env("PETSTORE_RATELIMIT_HEADERS", "x"), "rate-limit headers on every answer: x (X-RateLimit-Limit, -Remaining and -Reset of the binding window, as the spec says) or both (those and the IETF draft's RateLimit-Policy and RateLimit for every window) (PETSTORE_RATELIMIT_HEADERS)")
 	proxies := fs.String("trusted-proxies", env("PETSTORE_TRUSTED_PROXIES", ""), "comma-separated addresses or CIDRs whose X-Forwarded-For is trusted (PETSTORE_TRUSTED_PROXIES)")
 	platform := fs.String("platform-hosts", env("PETSTORE_PLATFORM_HOSTS", "localhost"), "comma-separated hosts serving the platform itself; IP literals always do (PETSTORE_PLATFORM_HOSTS)")
 	cname := fs.String("cname-target", env("PETSTORE_CNAME_TARGET", domain.DefaultCNAMETarget), "the name customers point their CNAME or ALIAS at (PETSTORE_CNAME_TARGET)")
@@ -129,6 +131,13 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	case "closed":
 	default:
 		return config{}, fmt.Errorf("-ratelimit-fail: want open or closed, got %q", *rlFail)
+	}
+	switch *rlHeaders {
+	case "x":
+	case "both":
+		cfg.ietfHeaders = true
+	default:
+		return config{}, fmt.Errorf("-ratelimit-headers: want x or both, got %q", *rlHeaders)
 	}
 	if cfg.trustedProxies, err = parsePrefixes(*proxies); err != nil {
 		return config{}, fmt.Errorf("-trusted-proxies: %w", err)

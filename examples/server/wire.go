@@ -155,6 +155,8 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 		Timeout:        storeTimeout(cfg),
 		Metrics:        a.registry,
 		TracerProvider: tp,
+
+		IETFRateLimitHeaders: cfg.ietfHeaders,
 	})
 	if err != nil {
 		return nil, err
@@ -219,8 +221,10 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 		Limiter:        limiter,
 		TrustedProxies: cfg.trustedProxies,
 		Metrics:        a.registry,
-		TracerProvider: tp,
-		Usage:          limiter,
+
+		IETFRateLimitHeaders: cfg.ietfHeaders,
+		TracerProvider:       tp,
+		Usage:                limiter,
 	})
 	if err != nil {
 		return nil, err

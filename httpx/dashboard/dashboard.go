@@ -64,6 +64,10 @@ type Config struct {
 	Metrics        prometheus.Registerer  // nil: no metrics; may be the API's (see Config.Metrics)
 	TracerProvider trace.TracerProvider   // nil: no spans; see Config.TracerProvider
 
+	// IETFRateLimitHeaders adds the IETF draft's rate-limit headers, as
+	// httpx.Config's does.
+	IETFRateLimitHeaders bool
+
 	// Usage reports the signed-in key's rate-limit usage for the Usage
 	// panel (GET <base>/api/usage); usually the Limiter itself, with a
 	// ratelimit.History. nil: the panel says usage is not reported.
@@ -172,7 +176,7 @@ func New(cfg Config) (http.Handler, error) {
 	// banned, needs to see: it is answered on the address's generous
 	// public budget, never the key's, and never refused for the key's ban.
 	chained, err := httpx.Wrap(httpx.Config{
-		Auth: cfg.Auth, Logger: cfg.Logger, AccessLog: cfg.AccessLog, Limiter: cfg.Limiter,
+		Auth: cfg.Auth, Logger: cfg.Logger, AccessLog: cfg.AccessLog, Limiter: cfg.Limiter, IETFRateLimitHeaders: cfg.IETFRateLimitHeaders,
 		TrustedProxies: cfg.TrustedProxies, Now: cfg.Now, Metrics: cfg.Metrics,
 		TracerProvider: cfg.TracerProvider, PublicBudgetPaths: []string{d.api + "/usage"},
 	}, d, public...)
