@@ -125,7 +125,8 @@ func (l *lineLog) LogRequest(_ context.Context, e *RequestLog) {
 	}
 }
 
-// appendLine appends e's line, with its newline, to b.
+// appendLine appends e's line, with its newline, to b: the fields in
+// slog's order, each written by str or num in the log's format.
 func (l *lineLog) appendLine(b []byte, e *RequestLog) []byte {
 	t := e.Time.Round(0) // as slog does: no monotonic reading
 	var addr [64]byte    // the client address's text, as netip.Addr's String
@@ -136,63 +137,66 @@ func (l *lineLog) appendLine(b []byte, e *RequestLog) []byte {
 	if l.json {
 		b = append(b, `{"time":"`...)
 		b = t.AppendFormat(b, time.RFC3339Nano)
-		b = append(b, `","level":"INFO","msg":"`+accessMsg+`","`+accessClient+`":"`...)
-		b = appendJSONEscaped(b, client, false)
-		b = append(b, `","`+accessMethod+`":"`...)
-		b = appendJSONEscaped(b, e.Method, false)
-		b = append(b, `","`+accessRoute+`":"`...)
-		b = appendJSONEscaped(b, e.Route, false)
-		b = append(b, `","`+accessPath+`":"`...)
-		b = appendJSONEscaped(b, e.Path, false)
-		b = append(b, `","`+accessStatus+`":`...)
-		b = strconv.AppendInt(b, int64(e.Status), 10)
-		b = append(b, `,"`+accessBytes+`":`...)
-		b = strconv.AppendInt(b, e.Bytes, 10)
-		b = append(b, `,"`+accessDuration+`":`...)
-		b = strconv.AppendInt(b, int64(e.Duration), 10)
-		b = append(b, `,"`+accessUserAgent+`":"`...)
-		b = appendJSONEscaped(b, e.UserAgent, false)
-		b = append(b, `","`+accessRequestID+`":"`...)
-		b = appendJSONEscaped(b, e.RequestID, false)
-		if e.KeyID != "" {
-			b = append(b, `","`+accessKeyID+`":"`...)
-			b = appendJSONEscaped(b, e.KeyID, false)
-		}
-		if e.StoreError != "" {
-			b = append(b, `","`+accessStoreError+`":"`...)
-			b = appendJSONEscaped(b, e.StoreError, false)
-		}
-		return append(b, "\"}\n"...)
+		b = append(b, `","level":"INFO","msg":"`+accessMsg+`"`...)
+	} else {
+		b = append(b, "time="...)
+		b = appendRFC3339Millis(b, t)
+		b = append(b, " level=INFO msg="+accessMsg...)
 	}
-	b = append(b, "time="...)
-	b = appendRFC3339Millis(b, t)
-	b = append(b, " level=INFO msg="+accessMsg+" "+accessClient+"="...)
-	b = appendLogfmtText(b, client)
-	b = append(b, " "+accessMethod+"="...)
-	b = appendLogfmtText(b, e.Method)
-	b = append(b, " "+accessRoute+"="...)
-	b = appendLogfmtText(b, e.Route)
-	b = append(b, " "+accessPath+"="...)
-	b = appendLogfmtText(b, e.Path)
-	b = append(b, " "+accessStatus+"="...)
-	b = strconv.AppendInt(b, int64(e.Status), 10)
-	b = append(b, " "+accessBytes+"="...)
-	b = strconv.AppendInt(b, e.Bytes, 10)
-	b = append(b, " "+accessDuration+"="...)
-	b = append(b, e.Duration.String()...) // inlined: no allocation
-	b = append(b, " "+accessUserAgent+"="...)
-	b = appendLogfmtText(b, e.UserAgent)
-	b = append(b, " "+accessRequestID+"="...)
-	b = appendLogfmtText(b, e.RequestID)
+	b = l.str(b, accessClient, client)
+	b = l.str(b, accessMethod, e.Method)
+	b = l.str(b, accessRoute, e.Route)
+	b = l.str(b, accessPath, e.Path)
+	b = l.num(b, accessStatus, int64(e.Status))
+	b = l.num(b, accessBytes, e.Bytes)
+	if l.json {
+		b = l.num(b, accessDuration, int64(e.Duration)) // nanoseconds, as encoding/json
+	} else {
+		b = append(b, " "+accessDuration+"="...)
+		b = append(b, e.Duration.String()...) // inlined: no allocation
+	}
+	b = l.str(b, accessUserAgent, e.UserAgent)
+	b = l.str(b, accessRequestID, e.RequestID)
 	if e.KeyID != "" {
-		b = append(b, " "+accessKeyID+"="...)
-		b = appendLogfmtText(b, e.KeyID)
+		b = l.str(b, accessKeyID, e.KeyID)
 	}
 	if e.StoreError != "" {
-		b = append(b, " "+accessStoreError+"="...)
-		b = appendLogfmtText(b, e.StoreError)
+		b = l.str(b, accessStoreError, e.StoreError)
+	}
+	if l.json {
+		return append(b, "}\n"...)
 	}
 	return append(b, '\n')
+}
+
+// str appends a string field: ,"key":"value" escaped as slog's JSON
+// handler escapes, or key=value quoted as its text handler quotes.
+func (l *lineLog) str(b []byte, key, v string) []byte {
+	if l.json {
+		b = append(b, ',', '"')
+		b = append(b, key...)
+		b = append(b, '"', ':', '"')
+		b = appendJSONEscaped(b, v, false)
+		return append(b, '"')
+	}
+	b = append(b, ' ')
+	b = append(b, key...)
+	b = append(b, '=')
+	return appendLogfmtText(b, v)
+}
+
+// num appends an integer field.
+func (l *lineLog) num(b []byte, key string, v int64) []byte {
+	if l.json {
+		b = append(b, ',', '"')
+		b = append(b, key...)
+		b = append(b, '"', ':')
+	} else {
+		b = append(b, ' ')
+		b = append(b, key...)
+		b = append(b, '=')
+	}
+	return strconv.AppendInt(b, v, 10)
 }
 
 // appendRFC3339Millis appends t as slog's text handler writes times:
