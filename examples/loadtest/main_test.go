@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -192,5 +193,47 @@ func TestBareHeadersReplaysTheFullStacksAnswers(t *testing.T) {
 		if got.header.Get("X-Ratelimit-Limit") == "" || got.header.Get("X-Request-Id") == "" {
 			t.Errorf("%s: no rate-limit or request-id header in %v", e.label, got.header)
 		}
+	}
+}
+
+// -serve prints, for each server, what another load generator needs (URL,
+// token, pet ids), serves until its context ends, and then stops them.
+func TestServeOnlyPrintsWhatALoadGeneratorNeeds(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	out, w := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- serveOnly(ctx, options{servers: []string{serverMemstore}, accessLog: io.Discard}, w)
+		w.Close()
+	}()
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() {
+		t.Fatal("no line printed")
+	}
+	var name, url, token, pets string
+	if _, err := fmt.Sscanf(lines.Text(), "%s %s token=%q pets=%s", &name, &url, &token, &pets); err != nil {
+		t.Fatalf("line %q: %v", lines.Text(), err)
+	}
+	if !lines.Scan() || lines.Text() != "serving until interrupted" {
+		t.Fatalf("second line %q", lines.Text())
+	}
+	first, _, _ := strings.Cut(pets, ",")
+	req, _ := http.NewRequest("GET", url+"/v1/pets/"+first, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if name != serverMemstore || res.StatusCode != http.StatusOK {
+		t.Fatalf("%s answered %d for pet %s", name, res.StatusCode, first)
+	}
+	cancel()
+	go io.Copy(io.Discard, out)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := http.Get(url + "/v1/pets"); err == nil {
+		t.Fatal("the server still answers after -serve returned")
 	}
 }
