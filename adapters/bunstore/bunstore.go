@@ -21,6 +21,9 @@ type Store struct {
 	// group commits concurrent hot writes together on SQLite; nil on the
 	// other databases, which have no single write lock.
 	group *groupCommitter
+	// reads answers unchanged reads from memory on SQLite (readcache.go);
+	// nil on the other databases.
+	reads *readCache
 }
 
 var _ petstore.Store = (*Store)(nil)
@@ -33,6 +36,7 @@ func New(db *bun.DB) *Store {
 	s := &Store{db: db, q: newQueries(d), pg: d == dialect.PG}
 	if d == dialect.SQLite {
 		s.group = newGroupCommitter(db.DB)
+		s.reads = newReadCache(db.DB)
 	}
 	return s
 }
@@ -128,6 +132,15 @@ func scanPet(scan func(dest ...any) error) (petstore.Pet, error) {
 
 // GetPet implements petstore.PetStore.
 func (s *Store) GetPet(ctx context.Context, id int64) (petstore.Pet, error) {
+	var epoch uint64
+	cached := false
+	if s.reads != nil {
+		if epoch, cached = s.reads.check(ctx); cached {
+			if p, ok := s.reads.pet(epoch, id); ok {
+				return p, nil
+			}
+		}
+	}
 	st, err := s.q.getPet.get(ctx, s.db.DB)
 	if err != nil {
 		return petstore.Pet{}, mapErr(ctx, "get pet", err)
@@ -139,6 +152,9 @@ func (s *Store) GetPet(ctx context.Context, id int64) (petstore.Pet, error) {
 	if err != nil {
 		return petstore.Pet{}, mapErr(ctx, "get pet", err)
 	}
+	if cached {
+		s.reads.putPet(epoch, p)
+	}
 	return p, nil
 }
 
@@ -147,6 +163,16 @@ func (s *Store) GetPet(ctx context.Context, id int64) (petstore.Pet, error) {
 func (s *Store) ListPets(ctx context.Context, q petstore.PetQuery) ([]petstore.Pet, error) {
 	if q.Limit <= 0 {
 		return []petstore.Pet{}, ctx.Err()
+	}
+	var epoch uint64
+	cached := false
+	key := pageKey{status: q.Status, after: q.AfterID, limit: q.Limit}
+	if s.reads != nil {
+		if epoch, cached = s.reads.check(ctx); cached {
+			if pets, ok := s.reads.page(epoch, key); ok {
+				return pets, nil
+			}
+		}
 	}
 	var rows *sql.Rows
 	st, err := s.q.listPets.get(ctx, s.db.DB)
@@ -174,6 +200,9 @@ func (s *Store) ListPets(ctx context.Context, q petstore.PetQuery) ([]petstore.P
 	}
 	if err := rows.Err(); err != nil {
 		return nil, mapErr(ctx, "list pets", err)
+	}
+	if cached {
+		s.reads.putPage(epoch, key, pets)
 	}
 	return pets, nil
 }

@@ -60,6 +60,17 @@
 // failure or operating system crash). A write the schema refuses fails
 // alone; a database error fails the writes of its group.
 //
+// Also on SQLite, a page of pets or a pet read while the database has not
+// changed since the same read is answered from memory. Before each such
+// read the store asks SQLite two counters that move with every commit by
+// any connection of any process (PRAGMA data_version) and every row the
+// asking connection changed itself (total_changes()); when either moved,
+// everything held is dropped. So a pet created, or a row changed by hand,
+// anywhere, is in the very next read of every process: nothing is served
+// stale, only unchanged data is read once instead of every time. The
+// memory held is bounded (256 pages and 4,096 pets); readcache.go says
+// why this is correct. PostgreSQL and MySQL reads always run their query.
+//
 // # Schema
 //
 // Migrate applies the Go migrations registered in this package with
