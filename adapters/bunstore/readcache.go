@@ -148,20 +148,22 @@ func (c *readCache) run(ctx context.Context, l *look) {
 // look reads the counters on one pooled connection and returns the epoch
 // that reads starting now belong to.
 func (c *readCache) look(ctx context.Context) (epoch uint64, ok bool) {
-	// The counters never wait on a lock a reader must honour ctx for:
-	// without cancellation, the driver skips its per-call watch of ctx.
-	ctx = context.WithoutCancel(ctx)
+	// Waiting for a pooled connection honours ctx; the counters then
+	// wait on no lock a reader must give up on (a WAL reader takes none
+	// a writer holds), so they run without cancellation, which spares
+	// the driver its per-call watch of ctx.
 	conn, err := c.db.Conn(ctx)
 	if err != nil {
 		return 0, false
 	}
 	defer conn.Close()
+	qctx := context.WithoutCancel(ctx)
 	err = conn.Raw(func(dc any) error {
 		d, ok := dc.(driver.Conn)
 		if !ok {
 			return driver.ErrSkip
 		}
-		data, mine, err := c.counters(ctx, d)
+		data, mine, err := c.counters(qctx, d)
 		if err != nil {
 			return err
 		}
