@@ -87,14 +87,31 @@ func appendPetJSON(b []byte, p *petstore.Pet) []byte {
 	b = appendJSONString(b, p.Name)
 	b = append(b, `,"categoryId":`...)
 	b = strconv.AppendInt(b, p.CategoryID, 10)
-	if p.Status != "" {
-		b = append(b, `,"status":`...)
-		b = appendJSONString(b, string(p.Status))
+	switch p.Status {
+	case "":
+		return append(b, '}')
+	case petstore.StatusAvailable:
+		return append(b, `,"status":"available"}`...)
+	case petstore.StatusPending:
+		return append(b, `,"status":"pending"}`...)
+	case petstore.StatusSold:
+		return append(b, `,"status":"sold"}`...)
 	}
+	b = append(b, `,"status":`...)
+	b = appendJSONString(b, string(p.Status))
 	return append(b, '}')
 }
 
 const hexDigits = "0123456789abcdef"
+
+// jsonSafe marks the bytes that stand for themselves inside a JSON
+// string: printable ASCII but the quote and the backslash.
+var jsonSafe = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // appendJSONString appends s as a JSON string the way encoding/json does
 // with HTML escaping off: see appendJSONEscaped.
@@ -111,11 +128,20 @@ func appendJSONString(b []byte, s string) []byte {
 // as encoding/json does; without it they are \u0008 and \u000c, as
 // log/slog's JSON handler writes them.
 func appendJSONEscaped(b []byte, s string, shortBF bool) []byte {
+	// Most strings (a pet's name, a path) need no escape: find the first
+	// byte that might, and copy everything before it at once.
+	i := 0
+	for i < len(s) && jsonSafe[s[i]] {
+		i++
+	}
+	if i == len(s) {
+		return append(b, s...)
+	}
 	start := 0
-	for i := 0; i < len(s); {
+	for i < len(s) {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
+			if jsonSafe[c] {
 				i++
 				continue
 			}
