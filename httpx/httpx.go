@@ -101,7 +101,10 @@ type api struct {
 	base        string
 	openapi     []byte
 	openapiETag string
-	deprec      string // Deprecation header value
+	// getPet's deprecation headers' values, made once: Deprecation,
+	// Sunset and the successor Link. They are shared by every answer
+	// and never modified (each has capacity 1, so an Add copies).
+	deprec, sunset, successor []string
 
 	// Route patterns for the log, made once; GET and HEAD each have their
 	// own (index 0 and 1, see getOrHead).
@@ -140,7 +143,8 @@ func New(cfg Config) (http.Handler, error) {
 	if at.IsZero() {
 		at = DefaultDeprecatedAt
 	}
-	a := &api{svc: cfg.Service, base: base, openapi: doc, deprec: "@" + itoa(at.Unix()), patCreate: "POST " + base + "/pets", petsPath: base + "/pets", openapiETag: ETag(doc)}
+	a := &api{svc: cfg.Service, base: base, openapi: doc, deprec: []string{"@" + itoa(at.Unix())}, sunset: []string{Sunset.Format(http.TimeFormat)}, patCreate: "POST " + base + "/pets", petsPath: base + "/pets", openapiETag: ETag(doc)}
+	a.successor = []string{"<" + base + `/pets>; rel="successor-version"`}
 	for i, m := range []string{http.MethodGet, http.MethodHead} {
 		a.patList[i] = m + " " + base + "/pets"
 		a.patPet[i] = m + " " + base + "/pets/{petId}"

@@ -73,9 +73,9 @@ func (c createPet) serve(w http.ResponseWriter, r *http.Request, np petstore.New
 // errors included, carries the deprecation headers.
 func (a *api) handleGetPet(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	h.Set("Deprecation", a.deprec)
-	h.Set("Sunset", Sunset.Format(http.TimeFormat))
-	h.Set("Link", "<"+a.base+`/pets>; rel="successor-version"`)
+	h["Deprecation"] = a.deprec
+	h["Sunset"] = a.sunset
+	h["Link"] = a.successor
 	id, err := parsePetID(r.PathValue("petId"))
 	if err != nil {
 		WriteError(w, r, err)
