@@ -121,11 +121,21 @@ func (c *readCache) check(ctx context.Context) (epoch uint64, ok bool) {
 	prev := c.running
 	c.fmu.Unlock()
 	if lead {
-		// The look under way ends within one look's time; then l is
-		// running (see run) and this read runs it for everyone on it.
-		<-prev.done
-		c.run(ctx, l)
-		return l.epoch, l.ok
+		// Once the look under way ends, l is running (see run), and this
+		// read runs it for everyone on it. If ctx ends first, l still has
+		// to run and hand the slot on: it then fails at once, and the
+		// reads on it go to the database.
+		select {
+		case <-prev.done:
+			c.run(ctx, l)
+			return l.epoch, l.ok
+		case <-ctx.Done():
+			go func() {
+				<-prev.done
+				c.run(ctx, l)
+			}()
+			return 0, false
+		}
 	}
 	select {
 	case <-l.done:

@@ -2,7 +2,9 @@ package bunstore
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/petstorekit/petstore"
@@ -40,5 +42,63 @@ func TestReadCacheIsBounded(t *testing.T) {
 	s.reads.mu.Unlock()
 	if pages == 0 || pages > maxCachedPages || pets == 0 || pets > maxCachedPets {
 		t.Fatalf("the cache holds %d pages and %d pets; want 1..%d and 1..%d", pages, pets, maxCachedPages, maxCachedPets)
+	}
+}
+
+// TestReadCacheWaitEndsWithTheContext: a read waiting for a look at the
+// counters while the pool is exhausted gives up when its context ends,
+// and the look it was to run still runs once the pool frees.
+func TestReadCacheWaitEndsWithTheContext(t *testing.T) {
+	ctx := context.Background()
+	db, err := OpenSQLite(filepath.Join(t.TempDir(), "wait.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if err := Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	s := New(db)
+	db.DB.SetMaxOpenConns(1)
+	hold, err := db.DB.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(what string, cond func(c *readCache) bool) {
+		t.Helper()
+		for i := 0; ; i++ {
+			s.reads.fmu.Lock()
+			ok := cond(s.reads)
+			s.reads.fmu.Unlock()
+			if ok {
+				return
+			}
+			if i == 1_000_000 {
+				t.Fatalf("never saw %s", what)
+			}
+			runtime.Gosched()
+		}
+	}
+	first := make(chan error, 1)
+	go func() { _, err := s.ListPets(ctx, petstore.PetQuery{Limit: 1}); first <- err }()
+	waitFor("the first read's look running", func(c *readCache) bool { return c.running != nil })
+
+	rctx, cancel := context.WithCancel(ctx)
+	second := make(chan error, 1)
+	go func() { _, err := s.ListPets(rctx, petstore.PetQuery{Limit: 1}); second <- err }()
+	waitFor("the second read waiting for the next look", func(c *readCache) bool { return c.next != nil })
+	cancel()
+	if err := <-second; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the canceled read returned %v, want context.Canceled", err)
+	}
+	if err := hold.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("the first read, once the pool freed: %v", err)
+	}
+	waitFor("the looks done", func(c *readCache) bool { return c.running == nil && c.next == nil })
+	if _, err := s.ListPets(ctx, petstore.PetQuery{Limit: 1}); err != nil {
+		t.Fatal(err)
 	}
 }
