@@ -14,7 +14,7 @@ import (
 // answered from memory while the database has not changed since they were
 // read, and the store knows whether it has without running them: before
 // each read it asks the connection it is given for two counters SQLite
-// keeps, in one statement that costs a fraction of the page's query.
+// keeps, which costs a fraction of the page's query.
 //
 //   - data_version changes when any other connection, in this process or
 //     another, has committed a change to the file since this connection
@@ -58,8 +58,8 @@ var versionQueries = [2]string{"PRAGMA data_version", "SELECT total_changes()"}
 // maxVersionConns bounds the connections whose statement and counters the
 // cache remembers. A pool keeps its connections for the process's life
 // (OpenSQLite's does), so this is reached only if connections are closed
-// and opened again and again; past it, the counters are read with an
-// unprepared statement and every read is a miss.
+// and opened again and again; past it, a look prepares its statements
+// for itself alone and every read is a miss.
 const maxVersionConns = 64
 
 type pageKey struct {
