@@ -8,20 +8,28 @@ import (
 	"testing"
 
 	"github.com/petstorekit/petstore"
+	"github.com/uptrace/bun"
 )
+
+// openMigratedFile opens a migrated SQLite file, closed when t ends.
+func openMigratedFile(t *testing.T) *bun.DB {
+	t.Helper()
+	db, err := OpenSQLite(filepath.Join(t.TempDir(), "petstore.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if err := Migrate(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
 
 // TestReadCacheIsBounded: a client walking more cursors than the cache
 // holds, and reading more pets, leaves it within its bounds.
 func TestReadCacheIsBounded(t *testing.T) {
 	ctx := context.Background()
-	db, err := OpenSQLite(filepath.Join(t.TempDir(), "bounded.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	if err := Migrate(ctx, db); err != nil {
-		t.Fatal(err)
-	}
+	db := openMigratedFile(t)
 	if _, err := db.ExecContext(ctx, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ?) "+
 		"INSERT INTO pets (name, category_id, status) SELECT 'pet ' || x, 1, 'sold' FROM c", maxCachedPets+10); err != nil {
 		t.Fatal(err)
@@ -50,14 +58,7 @@ func TestReadCacheIsBounded(t *testing.T) {
 // and the look it was to run still runs once the pool frees.
 func TestReadCacheWaitEndsWithTheContext(t *testing.T) {
 	ctx := context.Background()
-	db, err := OpenSQLite(filepath.Join(t.TempDir(), "wait.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	if err := Migrate(ctx, db); err != nil {
-		t.Fatal(err)
-	}
+	db := openMigratedFile(t)
 	s := New(db)
 	db.DB.SetMaxOpenConns(1)
 	hold, err := db.DB.Conn(ctx)
