@@ -130,17 +130,27 @@ func scanPet(scan func(dest ...any) error) (petstore.Pet, error) {
 	return p, err
 }
 
-// GetPet implements petstore.PetStore.
+// GetPet implements petstore.PetStore. On SQLite an unchanged pet comes
+// from memory (readcache.go).
 func (s *Store) GetPet(ctx context.Context, id int64) (petstore.Pet, error) {
-	var epoch uint64
-	cached := false
-	if s.reads != nil {
-		if epoch, cached = s.reads.check(ctx); cached {
-			if p, ok := s.reads.pet(epoch, id); ok {
-				return p, nil
-			}
-		}
+	if s.reads == nil {
+		return s.getPet(ctx, id)
 	}
+	epoch, ok := s.reads.check(ctx)
+	if !ok {
+		return s.getPet(ctx, id)
+	}
+	if p, hit := s.reads.pet(epoch, id); hit {
+		return p, nil
+	}
+	p, err := s.getPet(ctx, id)
+	if err == nil {
+		s.reads.putPet(epoch, p)
+	}
+	return p, err
+}
+
+func (s *Store) getPet(ctx context.Context, id int64) (petstore.Pet, error) {
 	st, err := s.q.getPet.get(ctx, s.db.DB)
 	if err != nil {
 		return petstore.Pet{}, mapErr(ctx, "get pet", err)
@@ -152,28 +162,35 @@ func (s *Store) GetPet(ctx context.Context, id int64) (petstore.Pet, error) {
 	if err != nil {
 		return petstore.Pet{}, mapErr(ctx, "get pet", err)
 	}
-	if cached {
-		s.reads.putPet(epoch, p)
-	}
 	return p, nil
 }
 
 // ListPets implements petstore.PetStore. It is a keyset query: the cost of
-// a page does not grow with the number of pets before it, or after it.
+// a page does not grow with the number of pets before it, or after it. On
+// SQLite an unchanged page comes from memory (readcache.go).
 func (s *Store) ListPets(ctx context.Context, q petstore.PetQuery) ([]petstore.Pet, error) {
 	if q.Limit <= 0 {
 		return []petstore.Pet{}, ctx.Err()
 	}
-	var epoch uint64
-	cached := false
-	key := pageKey{status: q.Status, after: q.AfterID, limit: q.Limit}
-	if s.reads != nil {
-		if epoch, cached = s.reads.check(ctx); cached {
-			if pets, ok := s.reads.page(epoch, key); ok {
-				return pets, nil
-			}
-		}
+	if s.reads == nil {
+		return s.listPets(ctx, q)
 	}
+	epoch, ok := s.reads.check(ctx)
+	if !ok {
+		return s.listPets(ctx, q)
+	}
+	key := pageKey{status: q.Status, after: q.AfterID, limit: q.Limit}
+	if pets, hit := s.reads.page(epoch, key); hit {
+		return pets, nil
+	}
+	pets, err := s.listPets(ctx, q)
+	if err == nil {
+		s.reads.putPage(epoch, key, pets)
+	}
+	return pets, err
+}
+
+func (s *Store) listPets(ctx context.Context, q petstore.PetQuery) ([]petstore.Pet, error) {
 	var rows *sql.Rows
 	st, err := s.q.listPets.get(ctx, s.db.DB)
 	if q.Status != "" {
@@ -200,9 +217,6 @@ func (s *Store) ListPets(ctx context.Context, q petstore.PetQuery) ([]petstore.P
 	}
 	if err := rows.Err(); err != nil {
 		return nil, mapErr(ctx, "list pets", err)
-	}
-	if cached {
-		s.reads.putPage(epoch, key, pets)
 	}
 	return pets, nil
 }
