@@ -260,7 +260,9 @@ func BenchmarkCreatePetStore(b *testing.B) {
 // changes the database meanwhile, so on SQLite every read after the first
 // comes from memory (readcache.go) and costs a look at SQLite's counters;
 // the "Uncached" reads are the same queries without the cache, as every
-// read after a change runs them.
+// read after a change runs them. On PostgreSQL the reads run natively over
+// pgx (native.go); the "DatabaseSQL" ones are the same queries through
+// database/sql's prepared statements.
 func BenchmarkReads(b *testing.B) {
 	ctx := context.Background()
 	for _, be := range benchBackends {
@@ -288,6 +290,19 @@ func BenchmarkReads(b *testing.B) {
 					}
 					return err
 				}},
+			}
+			if be.name == "PostgreSQL" {
+				plain := bunstore.WithoutNativeReads(bunstore.New(db))
+				reads = append(reads, []read{
+					{"GetPetDatabaseSQL", func() error { _, err := plain.GetPet(ctx, 500); return err }},
+					{"List20DatabaseSQL", func() error {
+						pets, err := plain.ListPets(ctx, petstore.PetQuery{AfterID: 100, Limit: 20})
+						if err == nil && len(pets) != 20 {
+							err = fmt.Errorf("%d pets", len(pets))
+						}
+						return err
+					}},
+				}...)
 			}
 			if be.name == "SQLite" {
 				reads = append(reads, []read{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/petstorekit/petstore"
@@ -24,6 +25,9 @@ type Store struct {
 	// reads answers unchanged reads from memory on SQLite (readcache.go);
 	// nil on the other databases.
 	reads *readCache
+	// native says whether the connections run reads natively on
+	// PostgreSQL (native.go): nativeUnknown, nativeYes or nativeNo.
+	native atomic.Int32
 }
 
 var _ petstore.Store = (*Store)(nil)
@@ -151,11 +155,25 @@ func (s *Store) GetPet(ctx context.Context, id int64) (petstore.Pet, error) {
 }
 
 func (s *Store) getPet(ctx context.Context, id int64) (petstore.Pet, error) {
+	var p petstore.Pet
+	var status sql.NullString
+	found := false
+	if ok, err := s.queryRows(ctx, s.q.getPet.query, []any{id}, []any{&p.ID, &p.Name, &p.CategoryID, &status},
+		func() error { found = true; return nil }); ok {
+		switch {
+		case err != nil:
+			return petstore.Pet{}, mapErr(ctx, "get pet", err)
+		case !found:
+			return petstore.Pet{}, petstore.Errorf(petstore.CodeNotFound, "pet %d not found", id)
+		}
+		p.Status = petstore.PetStatus(status.String)
+		return p, nil
+	}
 	st, err := s.q.getPet.get(ctx, s.db.DB)
 	if err != nil {
 		return petstore.Pet{}, mapErr(ctx, "get pet", err)
 	}
-	p, err := scanPet(st.QueryRowContext(ctx, id).Scan)
+	p, err = scanPet(st.QueryRowContext(ctx, id).Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		return petstore.Pet{}, petstore.Errorf(petstore.CodeNotFound, "pet %d not found", id)
 	}
@@ -191,6 +209,23 @@ func (s *Store) ListPets(ctx context.Context, q petstore.PetQuery) ([]petstore.P
 }
 
 func (s *Store) listPets(ctx context.Context, q petstore.PetQuery) ([]petstore.Pet, error) {
+	pets := make([]petstore.Pet, 0, min(q.Limit, 1000))
+	query, args := s.q.listPets.query, []any{q.AfterID, int64(q.Limit)}
+	if q.Status != "" {
+		query, args = s.q.listPetsStatus.query, []any{string(q.Status), q.AfterID, int64(q.Limit)}
+	}
+	var p petstore.Pet
+	var status sql.NullString
+	if ok, err := s.queryRows(ctx, query, args, []any{&p.ID, &p.Name, &p.CategoryID, &status}, func() error {
+		p.Status = petstore.PetStatus(status.String)
+		pets = append(pets, p)
+		return nil
+	}); ok {
+		if err != nil {
+			return nil, mapErr(ctx, "list pets", err)
+		}
+		return pets, nil
+	}
 	var rows *sql.Rows
 	st, err := s.q.listPets.get(ctx, s.db.DB)
 	if q.Status != "" {
@@ -207,7 +242,6 @@ func (s *Store) listPets(ctx context.Context, q petstore.PetQuery) ([]petstore.P
 		return nil, mapErr(ctx, "list pets", err)
 	}
 	defer rows.Close()
-	pets := make([]petstore.Pet, 0, min(q.Limit, 1000))
 	for rows.Next() {
 		p, err := scanPet(rows.Scan)
 		if err != nil {

@@ -15,3 +15,15 @@ func GetPetUncached(s *Store, ctx context.Context, id int64) (petstore.Pet, erro
 func ListPetsUncached(s *Store, ctx context.Context, q petstore.PetQuery) ([]petstore.Pet, error) {
 	return s.listPets(ctx, q)
 }
+
+// NativeReads reports whether the store's reads have run natively on its
+// connections (native.go).
+func NativeReads(s *Store) bool { return s.native.Load() == nativeYes }
+
+// WithoutNativeReads makes s read through its prepared statements even
+// where its connections could run the reads natively, for benchmarks that
+// set the two side by side.
+func WithoutNativeReads(s *Store) *Store {
+	s.native.Store(nativeNo)
+	return s
+}

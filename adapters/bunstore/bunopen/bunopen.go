@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 	"github.com/petstorekit/petstore/adapters/bunstore"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/mysqldialect"
@@ -138,7 +137,7 @@ func Open(ctx context.Context, dsn string) (*bun.DB, error) {
 	case KindSQLite:
 		return bunstore.OpenSQLite(t.DriverDSN)
 	case KindPostgres:
-		sqldb, err := sql.Open("pgx", t.DriverDSN)
+		sqldb, err := openPostgres(t.DriverDSN)
 		if err != nil {
 			return nil, fmt.Errorf("bunopen: %v", err)
 		}
