@@ -2,6 +2,9 @@
 // string, the form of a server's -db flag. Unlike bunstore, it imports every
 // driver (PostgreSQL through pgx, MySQL/MariaDB through go-sql-driver), so
 // only programs that want to choose a database at run time pay for them.
+// Its PostgreSQL connections are pgx's, with one method more, through
+// which bunstore runs its hot reads natively (see bunstore's package
+// documentation).
 //
 // Accepted forms:
 //
