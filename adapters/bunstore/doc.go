@@ -53,7 +53,7 @@
 // On a PostgreSQL handle from bunopen, the page and the pet go further:
 // they run through pgx's own connection (a statement cached per
 // connection), skipping database/sql's statement, rows and conversion
-// layers, which cost a third of their CPU in the process. The
+// layers, about a quarter of their CPU in the process. The
 // connections are database/sql's, so the pool, its limits and its
 // handling of broken connections are unchanged; a handle opened otherwise
 // keeps the prepared statements (native.go).
