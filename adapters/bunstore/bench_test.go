@@ -274,47 +274,35 @@ func BenchmarkReads(b *testing.B) {
 				name string
 				do   func() error
 			}
+			// page reads a page of 20 with list.
+			page := func(list func(context.Context, petstore.PetQuery) ([]petstore.Pet, error), q petstore.PetQuery) func() error {
+				return func() error {
+					pets, err := list(ctx, q)
+					if err == nil && len(pets) != 20 {
+						err = fmt.Errorf("%d pets", len(pets))
+					}
+					return err
+				}
+			}
+			first := petstore.PetQuery{AfterID: 100, Limit: 20}
+			pending := petstore.PetQuery{AfterID: 100, Limit: 20, Status: petstore.StatusPending}
 			reads := []read{
 				{"GetPet", func() error { _, err := store.GetPet(ctx, 500); return err }},
-				{"List20", func() error {
-					pets, err := store.ListPets(ctx, petstore.PetQuery{AfterID: 100, Limit: 20})
-					if err == nil && len(pets) != 20 {
-						err = fmt.Errorf("%d pets", len(pets))
-					}
-					return err
-				}},
-				{"List20Status", func() error {
-					pets, err := store.ListPets(ctx, petstore.PetQuery{AfterID: 100, Limit: 20, Status: petstore.StatusPending})
-					if err == nil && len(pets) != 20 {
-						err = fmt.Errorf("%d pets", len(pets))
-					}
-					return err
-				}},
+				{"List20", page(store.ListPets, first)},
+				{"List20Status", page(store.ListPets, pending)},
 			}
-			if be.name == "PostgreSQL" {
+			switch be.name {
+			case "PostgreSQL":
 				plain := bunstore.WithoutNativeReads(bunstore.New(db))
-				reads = append(reads, []read{
-					{"GetPetDatabaseSQL", func() error { _, err := plain.GetPet(ctx, 500); return err }},
-					{"List20DatabaseSQL", func() error {
-						pets, err := plain.ListPets(ctx, petstore.PetQuery{AfterID: 100, Limit: 20})
-						if err == nil && len(pets) != 20 {
-							err = fmt.Errorf("%d pets", len(pets))
-						}
-						return err
-					}},
-				}...)
-			}
-			if be.name == "SQLite" {
-				reads = append(reads, []read{
-					{"GetPetUncached", func() error { _, err := bunstore.GetPetUncached(store, ctx, 500); return err }},
-					{"List20Uncached", func() error {
-						pets, err := bunstore.ListPetsUncached(store, ctx, petstore.PetQuery{AfterID: 100, Limit: 20})
-						if err == nil && len(pets) != 20 {
-							err = fmt.Errorf("%d pets", len(pets))
-						}
-						return err
-					}},
-				}...)
+				reads = append(reads,
+					read{"GetPetDatabaseSQL", func() error { _, err := plain.GetPet(ctx, 500); return err }},
+					read{"List20DatabaseSQL", page(plain.ListPets, first)})
+			case "SQLite":
+				reads = append(reads,
+					read{"GetPetUncached", func() error { _, err := bunstore.GetPetUncached(store, ctx, 500); return err }},
+					read{"List20Uncached", page(func(ctx context.Context, q petstore.PetQuery) ([]petstore.Pet, error) {
+						return bunstore.ListPetsUncached(store, ctx, q)
+					}, first)})
 			}
 			for _, r := range reads {
 				b.Run(r.name, func(b *testing.B) {
