@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -28,6 +29,10 @@ type Store struct {
 	// native says whether the connections run reads natively on
 	// PostgreSQL (native.go): nativeUnknown, nativeYes or nativeNo.
 	native atomic.Int32
+	// Identical reads in flight share a query on PostgreSQL and MySQL
+	// (flights.go).
+	petReads  flights[int64, petstore.Pet]
+	pageReads flights[pageKey, []petstore.Pet]
 }
 
 var _ petstore.Store = (*Store)(nil)
@@ -135,10 +140,12 @@ func scanPet(scan func(dest ...any) error) (petstore.Pet, error) {
 }
 
 // GetPet implements petstore.PetStore. On SQLite an unchanged pet comes
-// from memory (readcache.go).
+// from memory (readcache.go); elsewhere, fetches of one pet in flight
+// together share a query that started after each arrived (flights.go).
 func (s *Store) GetPet(ctx context.Context, id int64) (petstore.Pet, error) {
 	if s.reads == nil {
-		return s.getPet(ctx, id)
+		p, _, err := s.petReads.do(ctx, id, func(ctx context.Context) (petstore.Pet, error) { return s.getPet(ctx, id) })
+		return p, err
 	}
 	epoch, ok := s.reads.check(ctx)
 	if !ok {
@@ -185,19 +192,25 @@ func (s *Store) getPet(ctx context.Context, id int64) (petstore.Pet, error) {
 
 // ListPets implements petstore.PetStore. It is a keyset query: the cost of
 // a page does not grow with the number of pets before it, or after it. On
-// SQLite an unchanged page comes from memory (readcache.go).
+// SQLite an unchanged page comes from memory (readcache.go); elsewhere,
+// reads of one page in flight together share a query that started after
+// each arrived (flights.go).
 func (s *Store) ListPets(ctx context.Context, q petstore.PetQuery) ([]petstore.Pet, error) {
 	if q.Limit <= 0 {
 		return []petstore.Pet{}, ctx.Err()
 	}
+	key := pageKey{status: q.Status, after: q.AfterID, limit: q.Limit}
 	if s.reads == nil {
-		return s.listPets(ctx, q)
+		pets, shared, err := s.pageReads.do(ctx, key, func(ctx context.Context) ([]petstore.Pet, error) { return s.listPets(ctx, q) })
+		if shared {
+			pets = slices.Clone(pets)
+		}
+		return pets, err
 	}
 	epoch, ok := s.reads.check(ctx)
 	if !ok {
 		return s.listPets(ctx, q)
 	}
-	key := pageKey{status: q.Status, after: q.AfterID, limit: q.Limit}
 	if pets, hit := s.reads.page(epoch, key); hit {
 		return pets, nil
 	}
