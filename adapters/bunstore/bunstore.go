@@ -33,6 +33,9 @@ type Store struct {
 	// (flights.go).
 	petReads  flights[int64, petstore.Pet]
 	pageReads flights[pageKey, []petstore.Pet]
+	// Fetches of pets in flight together are one query on PostgreSQL
+	// (petbatch.go).
+	petBatches petBatches
 }
 
 var _ petstore.Store = (*Store)(nil)
@@ -140,11 +143,16 @@ func scanPet(scan func(dest ...any) error) (petstore.Pet, error) {
 }
 
 // GetPet implements petstore.PetStore. On SQLite an unchanged pet comes
-// from memory (readcache.go); elsewhere, fetches of one pet in flight
-// together share a query that started after each arrived (flights.go).
+// from memory (readcache.go); elsewhere, fetches in flight together share
+// a query that started after each arrived: of one pet on MySQL
+// (flights.go), of all their pets on PostgreSQL (petbatch.go).
 func (s *Store) GetPet(ctx context.Context, id int64) (petstore.Pet, error) {
 	if s.reads == nil {
-		p, _, err := s.petReads.do(ctx, id, func(ctx context.Context) (petstore.Pet, error) { return s.getPet(ctx, id) })
+		one := func(ctx context.Context) (petstore.Pet, error) { return s.getPet(ctx, id) }
+		if s.pg {
+			return s.petBatches.get(ctx, id, s.getPets, one)
+		}
+		p, _, err := s.petReads.do(ctx, id, one)
 		return p, err
 	}
 	epoch, ok := s.reads.check(ctx)
@@ -188,6 +196,42 @@ func (s *Store) getPet(ctx context.Context, id int64) (petstore.Pet, error) {
 		return petstore.Pet{}, mapErr(ctx, "get pet", err)
 	}
 	return p, nil
+}
+
+// getPets reads the pets of ids on PostgreSQL; missing ones are absent
+// from the map.
+func (s *Store) getPets(ctx context.Context, ids []int64) (map[int64]petstore.Pet, error) {
+	pets := make(map[int64]petstore.Pet, len(ids))
+	var p petstore.Pet
+	var status sql.NullString
+	add := func() error {
+		p.Status = petstore.PetStatus(status.String)
+		pets[p.ID] = p
+		return nil
+	}
+	ok, err := s.queryRows(ctx, s.q.getPets.query, []any{ids}, []any{&p.ID, &p.Name, &p.CategoryID, &status}, add)
+	if !ok {
+		var st *sql.Stmt
+		var rows *sql.Rows
+		if st, err = s.q.getPets.get(ctx, s.db.DB); err == nil {
+			rows, err = st.QueryContext(ctx, ids)
+		}
+		if err == nil {
+			defer rows.Close()
+			for err == nil && rows.Next() {
+				if err = rows.Scan(&p.ID, &p.Name, &p.CategoryID, &status); err == nil {
+					err = add()
+				}
+			}
+			if err == nil {
+				err = rows.Err()
+			}
+		}
+	}
+	if err != nil {
+		return nil, mapErr(ctx, "get pets", err)
+	}
+	return pets, nil
 }
 
 // ListPets implements petstore.PetStore. It is a keyset query: the cost of

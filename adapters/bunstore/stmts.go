@@ -55,6 +55,7 @@ func (s *stmt) get(ctx context.Context, db *sql.DB) (*sql.Stmt, error) {
 type queries struct {
 	insertPet      stmt // returns the id on PostgreSQL, which has no LastInsertId
 	getPet         stmt
+	getPets        stmt // PostgreSQL only: the pets of an array of ids (petbatch.go)
 	listPets       stmt
 	listPetsStatus stmt
 	keyByHash      stmt
@@ -78,6 +79,7 @@ func newQueries(d dialect.Name) *queries {
 	qs := &queries{
 		insertPet:      stmt{query: insertPet},
 		getPet:         stmt{query: "SELECT " + petColumns + " FROM pets WHERE id = ?"},
+		getPets:        stmt{query: "SELECT " + petColumns + " FROM pets WHERE id = ANY(?)"},
 		listPets:       stmt{query: "SELECT " + petColumns + " FROM pets WHERE id > ? ORDER BY id ASC LIMIT ?"},
 		listPetsStatus: stmt{query: "SELECT " + petColumns + " FROM pets WHERE status = ? AND id > ? ORDER BY id ASC LIMIT ?"},
 		keyByHash: stmt{query: "SELECT id, hash, project_id, plan, per_minute, per_day, created_at_ns" +
@@ -94,7 +96,7 @@ func newQueries(d dialect.Name) *queries {
 			" WHERE scope = ? AND idem_key = ? AND completed = FALSE AND created_at_ns < ?"},
 	}
 	if d == dialect.PG {
-		for _, s := range []*stmt{&qs.insertPet, &qs.getPet, &qs.listPets, &qs.listPetsStatus, &qs.keyByHash,
+		for _, s := range []*stmt{&qs.insertPet, &qs.getPet, &qs.getPets, &qs.listPets, &qs.listPetsStatus, &qs.keyByHash,
 			&qs.idemClaim, &qs.idemGet, &qs.idemComplete, &qs.idemRelease, &qs.idemTakeOver} {
 			s.query = dollarPlaceholders(s.query)
 		}
