@@ -58,6 +58,16 @@
 // handling of broken connections are unchanged; a handle opened otherwise
 // keeps the prepared statements (native.go).
 //
+// On PostgreSQL and MySQL, reads in flight together share queries: a read
+// of a page takes the result of the next query for that page that starts
+// after it arrived, never of one already under way, and on PostgreSQL the
+// fetches of pets that arrive while one is being read are read together by
+// the next query (WHERE id = ANY($1)). No answer is older than its
+// request, so a created pet is still in the very next page; a read that
+// finds nothing in flight runs at once, and under load a page many
+// clients ask for costs one query per round trip instead of one each
+// (flights.go, petbatch.go).
+//
 // On SQLite, writes of the request path that arrive while another is
 // being committed are committed together in one transaction (group
 // commit): one process then has one writer, and concurrent inserts cost a
@@ -77,7 +87,7 @@
 // anywhere, is in the very next read of every process: nothing is served
 // stale, only unchanged data is read once instead of every time. The
 // memory held is bounded (256 pages and 4,096 pets); readcache.go says
-// why this is correct. PostgreSQL and MySQL reads always run their query.
+// why this is correct. PostgreSQL and MySQL keep nothing between reads.
 //
 // # Schema
 //
