@@ -3,7 +3,6 @@ package bunstore
 import (
 	"context"
 	"errors"
-	"runtime"
 	"sync/atomic"
 	"testing"
 )
@@ -29,19 +28,7 @@ func (g *gatedReads) read(ctx context.Context) (int, error) {
 // waitSlot waits until cond holds of k's slot.
 func waitSlot(t *testing.T, f *flights[string, int], what string, cond func(s *flightSlot[int]) bool) {
 	t.Helper()
-	for i := 0; ; i++ {
-		f.mu.Lock()
-		s := f.slots["k"]
-		ok := s != nil && cond(s)
-		f.mu.Unlock()
-		if ok {
-			return
-		}
-		if i == 1_000_000 {
-			t.Fatalf("never saw %s", what)
-		}
-		runtime.Gosched()
-	}
+	waitUntil(t, &f.mu, what, func() bool { s := f.slots["k"]; return s != nil && cond(s) })
 }
 
 type result struct {

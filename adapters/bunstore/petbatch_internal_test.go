@@ -2,7 +2,6 @@ package bunstore
 
 import (
 	"context"
-	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -51,18 +50,7 @@ func TestPetBatchesReadLaterArrivalsTogether(t *testing.T) {
 	}
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		for i := 0; ; i++ {
-			b.mu.Lock()
-			ok := cond()
-			b.mu.Unlock()
-			if ok {
-				return
-			}
-			if i == 1_000_000 {
-				t.Fatalf("never saw %s", what)
-			}
-			runtime.Gosched()
-		}
+		waitUntil(t, &b.mu, what, cond)
 	}
 	r1 := fetch(1)
 	waitFor("the first fetch running", func() bool { return b.running != nil })

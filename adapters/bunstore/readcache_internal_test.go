@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/petstorekit/petstore"
@@ -67,18 +66,7 @@ func TestReadCacheWaitEndsWithTheContext(t *testing.T) {
 	}
 	waitFor := func(what string, cond func(c *readCache) bool) {
 		t.Helper()
-		for i := 0; ; i++ {
-			s.reads.fmu.Lock()
-			ok := cond(s.reads)
-			s.reads.fmu.Unlock()
-			if ok {
-				return
-			}
-			if i == 1_000_000 {
-				t.Fatalf("never saw %s", what)
-			}
-			runtime.Gosched()
-		}
+		waitUntil(t, &s.reads.fmu, what, func() bool { return cond(s.reads) })
 	}
 	first := make(chan error, 1)
 	go func() { _, err := s.ListPets(ctx, petstore.PetQuery{Limit: 1}); first <- err }()

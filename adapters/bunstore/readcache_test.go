@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/petstorekit/petstore"
@@ -91,49 +90,4 @@ func TestSQLiteReadsSeeChangesThroughTheSameDB(t *testing.T) {
 			t.Fatalf("round %d: renamed to %q, read %q and page %q", i, name, pet.Name, pets[0].Name)
 		}
 	}
-}
-
-// TestSQLiteReadYourWritesUnderLoad: writers create pets while readers
-// read pages; once CreatePet returns, the writer's next page holds its
-// pet, whatever the readers left in memory meanwhile.
-func TestSQLiteReadYourWritesUnderLoad(t *testing.T) {
-	s := bunstore.New(openFile(t))
-	createPet(t, s, "seed")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var readers sync.WaitGroup
-	for range 4 {
-		readers.Go(func() {
-			for ctx.Err() == nil {
-				if _, err := s.ListPets(ctx, petstore.PetQuery{Limit: 20}); err != nil && ctx.Err() == nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
-	var writers sync.WaitGroup
-	for w := range 4 {
-		writers.Go(func() {
-			for i := range 25 {
-				p, err := s.CreatePet(ctx, petstore.NewPet{Name: fmt.Sprintf("w%d-%d", w, i), CategoryID: 1})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				pets, err := s.ListPets(ctx, petstore.PetQuery{AfterID: p.ID - 1, Limit: 1})
-				if err != nil || len(pets) != 1 || pets[0] != p {
-					t.Errorf("the page after creating %+v is %+v, %v", p, pets, err)
-					return
-				}
-				if got, err := s.GetPet(ctx, p.ID); err != nil || got != p {
-					t.Errorf("GetPet(%d) after creating it = %+v, %v", p.ID, got, err)
-					return
-				}
-			}
-		})
-	}
-	writers.Wait()
-	cancel()
-	readers.Wait()
 }
