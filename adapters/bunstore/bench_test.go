@@ -262,7 +262,9 @@ func BenchmarkCreatePetStore(b *testing.B) {
 // the "Uncached" reads are the same queries without the cache, as every
 // read after a change runs them. On PostgreSQL the reads run natively over
 // pgx (native.go); the "DatabaseSQL" ones are the same queries through
-// database/sql's prepared statements.
+// database/sql's prepared statements. The parallel reads of one name are
+// all identical, so on PostgreSQL they share queries (flights.go,
+// petbatch.go): their figure is a shared query's cost per read.
 func BenchmarkReads(b *testing.B) {
 	ctx := context.Background()
 	for _, be := range benchBackends {
