@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"slices"
 	"sync"
 
@@ -77,9 +78,7 @@ type connVersion struct {
 type readCache struct {
 	db *sql.DB
 
-	fmu     sync.Mutex
-	running *look // the look at the counters under way, or nil
-	next    *look // the look that starts once running ends, or nil
+	looks flights[struct{}, uint64] // looks at the counters, shared as flights.go shares reads
 
 	mu    sync.Mutex
 	epoch uint64 // bumped whenever a change is seen; the maps hold this epoch's reads
@@ -93,78 +92,25 @@ func newReadCache(db *sql.DB) *readCache {
 		pages: map[pageKey][]petstore.Pet{}, pets: map[int64]petstore.Pet{}}
 }
 
-// look is one look at the counters, shared by the reads waiting for it.
-type look struct {
-	done  chan struct{} // closed when epoch and ok are set
-	epoch uint64
-	ok    bool
-}
-
 // check returns the epoch that a read starting now belongs to, from a
-// look at the counters that started after the call. ok is false when the
-// counters could not be read (or ctx ended first): the caller then reads
-// the database and keeps nothing.
+// look at the counters that started after the call (flights.do). ok is
+// false when the counters could not be read (or ctx ended first): the
+// caller then reads the database and keeps nothing.
 func (c *readCache) check(ctx context.Context) (epoch uint64, ok bool) {
-	c.fmu.Lock()
-	if c.running == nil {
-		l := &look{done: make(chan struct{})}
-		c.running = l
-		c.fmu.Unlock()
-		c.run(ctx, l)
-		return l.epoch, l.ok
-	}
-	l, lead := c.next, false
-	if l == nil {
-		l, lead = &look{done: make(chan struct{})}, true
-		c.next = l
-	}
-	prev := c.running
-	c.fmu.Unlock()
-	if lead {
-		// Once the look under way ends, l is running (see run), and this
-		// read runs it for everyone on it. If ctx ends first, l still has
-		// to run and hand the slot on: it then fails at once, and the
-		// reads on it go to the database.
-		select {
-		case <-prev.done:
-			c.run(ctx, l)
-			return l.epoch, l.ok
-		case <-ctx.Done():
-			go func() {
-				<-prev.done
-				c.run(ctx, l)
-			}()
-			return 0, false
-		}
-	}
-	select {
-	case <-l.done:
-		return l.epoch, l.ok
-	case <-ctx.Done():
-		return 0, false
-	}
-}
-
-// run looks at the counters for l, then hands the running slot to the
-// next look.
-func (c *readCache) run(ctx context.Context, l *look) {
-	l.epoch, l.ok = c.look(ctx)
-	c.fmu.Lock()
-	c.running, c.next = c.next, nil
-	c.fmu.Unlock()
-	close(l.done)
+	epoch, _, err := c.looks.do(ctx, struct{}{}, c.look)
+	return epoch, err == nil
 }
 
 // look reads the counters on one pooled connection and returns the epoch
 // that reads starting now belong to.
-func (c *readCache) look(ctx context.Context) (epoch uint64, ok bool) {
+func (c *readCache) look(ctx context.Context) (epoch uint64, err error) {
 	// Waiting for a pooled connection honours ctx; the counters then
 	// wait on no lock a reader must give up on (a WAL reader takes none
 	// a writer holds), so they run without cancellation, which spares
 	// the driver its per-call watch of ctx.
 	conn, err := c.db.Conn(ctx)
 	if err != nil {
-		return 0, false
+		return 0, err
 	}
 	defer conn.Close()
 	qctx := context.WithoutCancel(ctx)
@@ -196,14 +142,10 @@ func (c *readCache) look(ctx context.Context) (epoch uint64, ok bool) {
 		epoch = c.epoch
 		return nil
 	})
-	return epoch, err == nil
+	return epoch, err
 }
 
-var errTooManyConns = driverError("bunstore: read cache: too many connections")
-
-type driverError string
-
-func (e driverError) Error() string { return string(e) }
+var errTooManyConns = errors.New("bunstore: read cache: too many connections")
 
 // counters reads the two counters on d, with statements prepared once
 // per connection.

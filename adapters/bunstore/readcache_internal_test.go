@@ -64,18 +64,19 @@ func TestReadCacheWaitEndsWithTheContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor := func(what string, cond func(c *readCache) bool) {
+	looks := &s.reads.looks
+	waitFor := func(what string, cond func(slot *flightSlot[uint64]) bool) {
 		t.Helper()
-		waitUntil(t, &s.reads.fmu, what, func() bool { return cond(s.reads) })
+		waitUntil(t, &looks.mu, what, func() bool { return cond(looks.slots[struct{}{}]) })
 	}
 	first := make(chan error, 1)
 	go func() { _, err := s.ListPets(ctx, petstore.PetQuery{Limit: 1}); first <- err }()
-	waitFor("the first read's look running", func(c *readCache) bool { return c.running != nil })
+	waitFor("the first read's look running", func(slot *flightSlot[uint64]) bool { return slot != nil && slot.running != nil })
 
 	rctx, cancel := context.WithCancel(ctx)
 	second := make(chan error, 1)
 	go func() { _, err := s.ListPets(rctx, petstore.PetQuery{Limit: 1}); second <- err }()
-	waitFor("the second read waiting for the next look", func(c *readCache) bool { return c.next != nil })
+	waitFor("the second read waiting for the next look", func(slot *flightSlot[uint64]) bool { return slot != nil && slot.next != nil })
 	cancel()
 	if err := <-second; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the canceled read returned %v, want context.Canceled", err)
@@ -86,7 +87,7 @@ func TestReadCacheWaitEndsWithTheContext(t *testing.T) {
 	if err := <-first; err != nil {
 		t.Fatalf("the first read, once the pool freed: %v", err)
 	}
-	waitFor("the looks done", func(c *readCache) bool { return c.running == nil && c.next == nil })
+	waitFor("the looks done", func(slot *flightSlot[uint64]) bool { return slot == nil })
 	if _, err := s.ListPets(ctx, petstore.PetQuery{Limit: 1}); err != nil {
 		t.Fatal(err)
 	}
