@@ -56,18 +56,33 @@ func putBody(bp *[]byte, b []byte) {
 	bodyBufs.Put(bp)
 }
 
+// autoLengthMax is the largest body whose Content-Length net/http sets on
+// its own: a handler that wrote at most this much and returned without
+// flushing has its whole body in the server's buffer (2048 bytes over
+// HTTP/1, 4096 over HTTP/2), which is then sent with its length rather
+// than chunked. A larger body is sent with the length writeBody sets, so
+// that it is not chunked either.
+const autoLengthMax = 2048
+
 // writeBody writes a JSON body b (ending in a newline) with the headers
-// WriteJSON sets.
+// WriteJSON sets; the Content-Length is net/http's for a body of at most
+// autoLengthMax bytes, and writeBody's for a larger one or a HEAD.
 func writeBody(w http.ResponseWriter, r *http.Request, status int, b []byte) {
 	h := w.Header()
 	h["Content-Type"] = contentTypeJSON
 	h["X-Content-Type-Options"] = nosniff
-	if info := infoFrom(r.Context()); info != nil {
-		// The length's text lives in the request's info, written once.
-		n := strconv.AppendInt(info.clBuf[:0], int64(len(b)), 10)
-		h["Content-Length"] = info.slot(slotContentLength, unsafe.String(&n[0], len(n)))
-	} else {
-		h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	// Up to autoLengthMax, net/http writes the Content-Length itself, out
+	// of the header map, which it copies, sorts and writes on every
+	// response. A HEAD answer's body never reaches it (headWriter), so
+	// HEAD announces the length here.
+	if len(b) > autoLengthMax || r.Method == http.MethodHead {
+		if info := infoFrom(r.Context()); info != nil {
+			// The length's text lives in the request's info, written once.
+			n := strconv.AppendInt(info.clBuf[:0], int64(len(b)), 10)
+			h["Content-Length"] = info.slot(slotContentLength, unsafe.String(&n[0], len(n)))
+		} else {
+			h["Content-Length"] = []string{strconv.Itoa(len(b))}
+		}
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
