@@ -62,7 +62,7 @@ func (c *chain) logRequest(access AccessLogger, r *http.Request, info *requestIn
 	}
 	e := &info.log
 	*e = RequestLog{
-		Time:       time.Now(),
+		Time:       info.start.Add(elapsed), // now, without reading the clock again
 		Client:     c.client(r, info),
 		Method:     r.Method,
 		Route:      route,

@@ -244,8 +244,9 @@ func Wrap(cfg Config, next http.Handler, publicPaths ...string) (http.Handler, e
 var freeLimits, _ = petstore.PlanFree.Limits()
 
 // requestID keeps a client's own id when it is a sane token, so a caller
-// can correlate its logs with ours, and otherwise makes a UUID v7 in buf.
-func requestID(client string, buf *[36]byte) string {
+// can correlate its logs with ours, and otherwise makes a UUID v7 of now
+// in buf.
+func requestID(client string, buf *[36]byte, now time.Time) string {
 	if n := len(client); n > 0 && n <= 128 {
 		ok := true
 		for i := 0; i < n && ok; i++ {
@@ -256,7 +257,7 @@ func requestID(client string, buf *[36]byte) string {
 			return client
 		}
 	}
-	newUUIDv7(buf, time.Now())
+	newUUIDv7(buf, now)
 	// The id is the text in buf, which is written once, here, and lives
 	// as long as the requestInfo holding it: no copy is needed.
 	return unsafe.String(&buf[0], len(buf))

@@ -123,7 +123,7 @@ func FuzzRequestID(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		var buf [36]byte
-		id := requestID(s, &buf)
+		id := requestID(s, &buf, time.Now())
 		if len(id) == 0 || len(id) > 128 {
 			t.Fatalf("id %q", id)
 		}

@@ -42,7 +42,7 @@ func (c *chain) requestID(next http.Handler) http.Handler {
 			defer cancel()
 		}
 		info := &requestInfo{Context: ctx, logger: c.logger, outer: r.Pattern, outages: &c.outages, span: span, start: start}
-		info.id = requestID(r.Header.Get("X-Request-Id"), &info.idBuf)
+		info.id = requestID(r.Header.Get("X-Request-Id"), &info.idBuf, start)
 		w.Header()["X-Request-Id"] = info.slot(slotRequestID, info.id)
 		info.sw.ResponseWriter = w
 		next.ServeHTTP(&info.sw, r.WithContext(info))
