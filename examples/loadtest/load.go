@@ -68,6 +68,10 @@ type sample struct {
 	firstErr  string        // the first transport error, for the report
 	elapsed   time.Duration
 	latencies []time.Duration // of every response, served or not
+	// cpu is the CPU time, user and system, the whole process (load
+	// generator and every server) used during the period; 0 where the
+	// platform cannot say.
+	cpu time.Duration
 }
 
 func (s sample) rate() float64 { return float64(s.served) / s.elapsed.Seconds() }
@@ -99,6 +103,7 @@ func measure(ctx context.Context, t *target, e endpoint, conns int, d time.Durat
 
 	parts := make([]sample, conns)
 	var wg sync.WaitGroup
+	cpu0, cpuKnown := processCPU()
 	start := time.Now()
 	deadline := start.Add(d)
 	for w := range conns {
@@ -146,6 +151,9 @@ func measure(ctx context.Context, t *target, e endpoint, conns int, d time.Durat
 	}
 	wg.Wait()
 	total := sample{statuses: map[int]int64{}, elapsed: time.Since(start)}
+	if cpu1, ok := processCPU(); ok && cpuKnown {
+		total.cpu = cpu1 - cpu0
+	}
 	for _, p := range parts {
 		total.add(p)
 	}
@@ -156,6 +164,7 @@ func measure(ctx context.Context, t *target, e endpoint, conns int, d time.Durat
 func (s *sample) add(o sample) {
 	s.served += o.served
 	s.transport += o.transport
+	s.cpu += o.cpu
 	if s.firstErr == "" {
 		s.firstErr = o.firstErr
 	}
@@ -185,6 +194,18 @@ func (r result) median() float64 {
 		return v[n/2]
 	}
 	return (v[n/2-1] + v[n/2]) / 2
+}
+
+// cpuPerRequest is the process's CPU time per served request over every
+// round: the load generator's share, the same for every server, plus the
+// server's own. Unlike req/s it does not fall when the machine is busy
+// with other work, so it compares servers' costs more steadily; 0 when
+// the platform cannot say.
+func (r result) cpuPerRequest() time.Duration {
+	if r.all.served == 0 {
+		return 0
+	}
+	return r.all.cpu / time.Duration(r.all.served)
 }
 
 // percentile is the latency below or at which a fraction q of all

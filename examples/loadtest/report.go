@@ -59,8 +59,10 @@ func cpuModel() string {
 }
 
 // writeTable prints results as a Markdown table, one row per server and
-// endpoint, with each server's ratio to bare on the same endpoint and,
-// when bare-headers ran, its ratio to that too.
+// endpoint, with the process's CPU time per served request (load
+// generator and server; see result.cpuPerRequest), each server's ratio
+// to bare on the same endpoint and, when bare-headers ran, its ratio to
+// that too.
 func writeTable(w io.Writer, results []result) {
 	bare := map[string]float64{}
 	withHeaders := map[string]float64{}
@@ -79,15 +81,15 @@ func writeTable(w io.Writer, results []result) {
 		return "–"
 	}
 	if len(withHeaders) > 0 {
-		fmt.Fprintln(w, "| endpoint | server | req/s | p50 | p99 | ratio to bare | ratio to bare-headers | not served |")
-		fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|")
+		fmt.Fprintln(w, "| endpoint | server | req/s | p50 | p99 | CPU/req | ratio to bare | ratio to bare-headers | not served |")
+		fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|")
 	} else {
-		fmt.Fprintln(w, "| endpoint | server | req/s | p50 | p99 | ratio to bare | not served |")
-		fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|")
+		fmt.Fprintln(w, "| endpoint | server | req/s | p50 | p99 | CPU/req | ratio to bare | not served |")
+		fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|")
 	}
 	for _, r := range results {
-		fmt.Fprintf(w, "| `%s` | %s | %s | %s | %s | %s |", r.endpoint.label, r.server, thousands(r.median()),
-			millis(r.percentile(0.50)), millis(r.percentile(0.99)), ratio(r.median(), bare, r.endpoint.name))
+		fmt.Fprintf(w, "| `%s` | %s | %s | %s | %s | %s | %s |", r.endpoint.label, r.server, thousands(r.median()),
+			millis(r.percentile(0.50)), millis(r.percentile(0.99)), micros(r.cpuPerRequest()), ratio(r.median(), bare, r.endpoint.name))
 		if len(withHeaders) > 0 {
 			fmt.Fprintf(w, " %s |", ratio(r.median(), withHeaders, r.endpoint.name))
 		}
@@ -136,6 +138,15 @@ func thousands(v float64) string {
 		b.WriteRune(c)
 	}
 	return b.String()
+}
+
+// micros formats a CPU time per request in microseconds, or "–" when
+// it is not known.
+func micros(d time.Duration) string {
+	if d <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f µs", float64(d)/float64(time.Microsecond))
 }
 
 // millis formats a latency in milliseconds with two decimals.
