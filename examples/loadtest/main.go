@@ -28,10 +28,12 @@
 // in turn it loads the server for -duration, so the servers alternate and
 // share whatever the machine is doing equally. The result is a Markdown
 // table of the median req/s over rounds, p50 and p99 latency over every
-// request of every round, and the ratio to bare (and to bare-headers when
-// it ran), followed by the share of
-// the machine's CPU the run got (on a busy machine, trust the ratios more
-// than the absolute figures).
+// request of every round, the process's CPU time per served request (the
+// load generator's share, the same for every server, plus the server's:
+// it stays steady when other programs take CPU, where req/s does not), and
+// the ratio to bare (and to bare-headers when it ran), followed by the
+// share of the machine's CPU the run got (on a busy machine, trust the
+// ratios and CPU/req more than the absolute req/s).
 //
 // Only responses with the expected status (200 for the GETs, 201 for the
 // POST) count as requests served; any other status or transport error is
@@ -53,6 +55,15 @@
 //	                  another load generator (wrk, hey, k6) can load them
 //	-log FILE         append the full stacks' access logs to FILE instead of
 //	                  formatting them into io.Discard
+//	-mount            serve each full stack under a prefix of a ServeMux of
+//	                  its own, mux.Handle("/v1/", api), as examples/server
+//	                  and most importers do
+//
+// Without -mount the API's handler is the server's handler: it routes with
+// an http.ServeMux of its own, as bare does, so the two differ only in the
+// stack's work. A prefix mount adds a second ServeMux match per request,
+// which for a prefix pattern such as "/v1/" also tries the path with a
+// trailing slash (ServeMux's redirect check); -mount measures it.
 package main
 
 import (
@@ -86,6 +97,8 @@ type options struct {
 	cpuProfile string
 	// serve starts the servers and serves until interrupted, loading none.
 	serve bool
+	// mount serves the full stacks under a ServeMux prefix (stackConfig).
+	mount bool
 }
 
 func main() {
@@ -155,6 +168,7 @@ func parseFlags(args []string, postgresDSN string) (options, error) {
 	pgConns := fs.Int("pg-conns", 10, "connections in the postgres server's pool (examples/server's -db-max-conns)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (client and servers) to this file, for go tool pprof")
 	serve := fs.Bool("serve", false, "start the servers, print their URLs, tokens and pet ids, and serve until interrupted, for another load generator such as wrk")
+	mount := fs.Bool("mount", false, `serve each full stack under a prefix of a ServeMux of its own, mux.Handle("/v1/", api), as examples/server does (default: the API's handler is the server's, as bare's ServeMux is)`)
 	logFile := fs.String("log", "", "append the full stacks' JSON access logs to this file (default: format them into io.Discard)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
@@ -165,7 +179,7 @@ func parseFlags(args []string, postgresDSN string) (options, error) {
 	if *duration <= 0 || *rounds < 1 || *conns < 1 || *pgConns < 1 || *warmup < 0 {
 		return options{}, fmt.Errorf("-duration must be positive, -rounds, -conns and -pg-conns at least 1, -warmup not negative")
 	}
-	opts := options{duration: *duration, warmup: *warmup, rounds: *rounds, conns: *conns, postgres: postgresDSN, pgConns: *pgConns, accessLog: io.Discard, cpuProfile: *cpuProfile, serve: *serve}
+	opts := options{duration: *duration, warmup: *warmup, rounds: *rounds, conns: *conns, postgres: postgresDSN, pgConns: *pgConns, accessLog: io.Discard, cpuProfile: *cpuProfile, serve: *serve, mount: *mount}
 
 	var err error
 	if opts.servers, err = pickServers(*only, postgresDSN != ""); err != nil {
@@ -238,13 +252,18 @@ func pickList(flagName, list string, known []string) ([]string, error) {
 	return out, nil
 }
 
-// logs are the full stacks' logs, as examples/server -log-format json
-// writes them: every line formatted, as JSON, to w.
-type logs struct {
+// stackConfig is how every full stack of a run logs and is served.
+type stackConfig struct {
+	// The logs, as examples/server -log-format json writes them: every
+	// line formatted, as JSON, to one writer.
 	logger *slog.Logger       // everything but the access log
 	access httpx.AccessLogger // a line per request
+	// mount serves the API under a prefix of a ServeMux of its own,
+	// mux.Handle("/v1/", api), as examples/server and most importers do;
+	// without it the API's handler is the server's, as bare's ServeMux is.
+	mount bool
 }
 
-func newLogs(w io.Writer) logs {
-	return logs{logger: slog.New(slog.NewJSONHandler(w, nil)), access: httpx.NewJSONAccessLog(w)}
+func newStack(w io.Writer, mount bool) stackConfig {
+	return stackConfig{logger: slog.New(slog.NewJSONHandler(w, nil)), access: httpx.NewJSONAccessLog(w), mount: mount}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -62,6 +63,9 @@ func TestRunServesEveryEndpointOnBareAndMemstore(t *testing.T) {
 		if got := r.all.statuses[r.endpoint.want]; got == 0 || got != r.all.served {
 			t.Errorf("%s on %s: statuses %v, want only %d", r.endpoint.label, r.server, r.all.statuses, r.endpoint.want)
 		}
+		if _, known := processCPU(); known && r.cpuPerRequest() <= 0 {
+			t.Errorf("%s on %s: CPU per request %v, want some", r.endpoint.label, r.server, r.cpuPerRequest())
+		}
 		if p50, p99 := r.percentile(0.5), r.percentile(0.99); p50 <= 0 || p99 < p50 {
 			t.Errorf("%s on %s: p50 %v, p99 %v", r.endpoint.label, r.server, p50, p99)
 		}
@@ -86,7 +90,7 @@ func TestRunServesEveryEndpointOnBareAndMemstore(t *testing.T) {
 
 	var table strings.Builder
 	writeTable(&table, results)
-	for _, want := range []string{"| `GET /v1/pets?limit=20` | memstore |", "| `POST /v1/pets` | bare |", "| 1.00 |", "ratio to bare-headers", "| `GET /v1/pets/{id}` | bare-headers |"} {
+	for _, want := range []string{"| `GET /v1/pets?limit=20` | memstore |", "| `POST /v1/pets` | bare |", "| 1.00 |", "ratio to bare-headers", "| CPU/req |", " µs |", "| `GET /v1/pets/{id}` | bare-headers |"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
@@ -136,6 +140,12 @@ func TestParseFlags(t *testing.T) {
 	if got, want := strings.Join(opts.endpoints, ","), "get"; got != want {
 		t.Errorf("endpoints %s, want %s", got, want)
 	}
+	if opts.mount {
+		t.Error("-mount is on by default")
+	}
+	if opts, _ := parseFlags([]string{"-mount"}, ""); !opts.mount {
+		t.Error("-mount does not mount")
+	}
 	if opts, _ := parseFlags(nil, ""); strings.Contains(strings.Join(opts.servers, ","), "postgres") {
 		t.Errorf("postgres runs without PETSTORE_TEST_POSTGRES: %v", opts.servers)
 	}
@@ -165,7 +175,7 @@ func TestBareHeadersReplaysTheFullStacksAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer replay.close()
-	full, err := startFullStack(ctx, serverMemstore, memstore.New(), newLogs(io.Discard), func() {})
+	full, err := startFullStack(ctx, serverMemstore, memstore.New(), newStack(io.Discard, false), func() {})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,11 +197,47 @@ func TestBareHeadersReplaysTheFullStacksAnswers(t *testing.T) {
 				t.Errorf("%s: bare-headers lacks %s", e.label, k)
 			}
 		}
+		if cl := got.header.Get("Content-Length"); cl != strconv.Itoa(len(got.body)) {
+			t.Errorf("%s: bare-headers sends Content-Length %q for a %d-byte body", e.label, cl, len(got.body))
+		}
 		if len(got.header) != len(want.header) {
 			t.Errorf("%s: bare-headers sends %d headers, the full stack %d:\n%v\n%v", e.label, len(got.header), len(want.header), got.header, want.header)
 		}
 		if got.header.Get("X-Ratelimit-Limit") == "" || got.header.Get("X-Request-Id") == "" {
 			t.Errorf("%s: no rate-limit or request-id header in %v", e.label, got.header)
+		}
+	}
+}
+
+// -mount serves the full stack under a ServeMux prefix: the answers are
+// the direct stack's, and the access log still names each request's route.
+func TestMountedStackAnswersAsTheDirectOne(t *testing.T) {
+	ctx := context.Background()
+	direct, err := startFullStack(ctx, serverMemstore, memstore.New(), newStack(io.Discard, false), func() {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.close()
+	logs := &lockedBuffer{}
+	mounted, err := startFullStack(ctx, serverMemstore, memstore.New(), newStack(logs, true), func() {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mounted.close()
+	for _, e := range endpoints {
+		want, err := ask(ctx, direct, e)
+		if err != nil {
+			t.Fatalf("%s direct: %v", e.label, err)
+		}
+		got, err := ask(ctx, mounted, e)
+		if err != nil {
+			t.Fatalf("%s mounted: %v", e.label, err)
+		}
+		if got.status != e.want || got.status != want.status || !bytes.Equal(got.body, want.body) || len(got.header) != len(want.header) {
+			t.Errorf("%s: mounted answers %d %v %s, direct %d %v %s", e.label, got.status, got.header, got.body, want.status, want.header, want.body)
+		}
+		if !strings.Contains(logs.String(), `"route":"`+e.route+`"`) {
+			t.Errorf("%s: the mounted stack's access log does not name route %q:\n%s", e.label, e.route, logs.String())
 		}
 	}
 }

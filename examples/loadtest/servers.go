@@ -63,7 +63,7 @@ func startServers(ctx context.Context, opts options) (_ []*target, err error) {
 			closeAll(ts)
 		}
 	}()
-	logs := newLogs(opts.accessLog)
+	st := newStack(opts.accessLog, opts.mount)
 	for _, name := range opts.servers {
 		var t *target
 		switch name {
@@ -72,11 +72,11 @@ func startServers(ctx context.Context, opts options) (_ []*target, err error) {
 		case serverBareHeaders:
 			t, err = startBareHeaders(ctx)
 		case serverMemstore:
-			t, err = startFullStack(ctx, name, memstore.New(), logs, func() {})
+			t, err = startFullStack(ctx, name, memstore.New(), st, func() {})
 		case serverSQLite:
-			t, err = startSQLite(ctx, logs)
+			t, err = startSQLite(ctx, st)
 		case serverPostgres:
-			t, err = startPostgres(ctx, opts.postgres, opts.pgConns, logs)
+			t, err = startPostgres(ctx, opts.postgres, opts.pgConns, st)
 		default:
 			err = fmt.Errorf("unknown server %q", name)
 		}
@@ -195,7 +195,7 @@ type answer struct {
 // cost on the wire, in net/http and in the client; a full stack's ratio to
 // it is what the stack's work costs.
 func startBareHeaders(ctx context.Context) (*target, error) {
-	full, err := startFullStack(ctx, serverBareHeaders, memstore.New(), newLogs(io.Discard), func() {})
+	full, err := startFullStack(ctx, serverBareHeaders, memstore.New(), newStack(io.Discard, false), func() {})
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +215,11 @@ func startBareHeaders(ctx context.Context) (*target, error) {
 			}
 			h := w.Header()
 			for k, v := range a.header {
-				h[k] = v // shared, never modified: net/http copies before writing
+				// As the full stack, leave the Content-Length of a body
+				// this small to net/http, which writes it out of the map.
+				if k != "Content-Length" || len(a.body) > 2048 {
+					h[k] = v // shared, never modified: net/http copies before writing
+				}
 			}
 			w.WriteHeader(a.status)
 			_, _ = w.Write(a.body)
@@ -279,7 +283,7 @@ func storeTimeout(server string) time.Duration {
 // keycache, in-memory two-window limiter, access log, idempotency store,
 // the -db-timeout deadline), seeds it and serves it; cleanup runs after
 // the server has stopped.
-func startFullStack(ctx context.Context, name string, store backend, logs logs, cleanup func()) (_ *target, err error) {
+func startFullStack(ctx context.Context, name string, store backend, st stackConfig, cleanup func()) (_ *target, err error) {
 	defer func() {
 		if err != nil {
 			cleanup()
@@ -303,18 +307,22 @@ func startFullStack(ctx context.Context, name string, store backend, logs logs, 
 	api, err := httpx.New(httpx.Config{
 		Service:     svc,
 		Auth:        auth,
-		Logger:      logs.logger,
-		AccessLog:   logs.access,
-		Limiter:     ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{Logger: logs.logger}),
+		Logger:      st.logger,
+		AccessLog:   st.access,
+		Limiter:     ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{Logger: st.logger}),
 		Idempotency: store,
 		Timeout:     storeTimeout(name),
 	})
 	if err != nil {
 		return nil, err
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/v1/", api)
-	u, stop, err := serve(mux)
+	var h http.Handler = api
+	if st.mount {
+		mux := http.NewServeMux()
+		mux.Handle("/v1/", api)
+		h = mux
+	}
+	u, stop, err := serve(h)
 	if err != nil {
 		return nil, err
 	}
@@ -323,7 +331,7 @@ func startFullStack(ctx context.Context, name string, store backend, logs logs, 
 
 // startSQLite runs the full stack on a SQLite file in a new temporary
 // directory, removed at the end.
-func startSQLite(ctx context.Context, logs logs) (*target, error) {
+func startSQLite(ctx context.Context, st stackConfig) (*target, error) {
 	dir, err := os.MkdirTemp("", "petstore-loadtest-")
 	if err != nil {
 		return nil, err
@@ -338,13 +346,13 @@ func startSQLite(ctx context.Context, logs logs) (*target, error) {
 		cleanup()
 		return nil, err
 	}
-	return startFullStack(ctx, serverSQLite, bunstore.New(db), logs, cleanup)
+	return startFullStack(ctx, serverSQLite, bunstore.New(db), st, cleanup)
 }
 
 // startPostgres runs the full stack on a schema of its own, created now
 // on the server at dsn and dropped with everything in it at the end, so
 // runs never see each other's pets.
-func startPostgres(ctx context.Context, dsn string, conns int, logs logs) (*target, error) {
+func startPostgres(ctx context.Context, dsn string, conns int, st stackConfig) (*target, error) {
 	admin, err := bunopen.Open(ctx, dsn)
 	if err != nil {
 		return nil, err
@@ -388,5 +396,5 @@ func startPostgres(ctx context.Context, dsn string, conns int, logs logs) (*targ
 		cleanup()
 		return nil, err
 	}
-	return startFullStack(ctx, serverPostgres, bunstore.New(db), logs, cleanup)
+	return startFullStack(ctx, serverPostgres, bunstore.New(db), st, cleanup)
 }
