@@ -179,7 +179,6 @@ type chain struct {
 	routeOf func(*http.Request) string // the route of a request refused before routing
 	outages outageLogs                 // rate-limited log lines of dependency 503s
 	tracer  trace.Tracer               // nil: no spans
-	handler http.Handler               // the middlewares, then next
 
 	// offBudget marks authenticated requests that spend their address's
 	// public budget instead of the key's: the dashboard's usage report,
@@ -207,7 +206,6 @@ func newChain(cfg Config, next http.Handler, public func(*http.Request) bool) (*
 		}
 		c.offBudget = func(r *http.Request) bool { return paths[r.URL.Path] }
 	}
-	c.handler = c.middlewares(next)
 	if cfg.TracerProvider != nil {
 		c.tracer = tracing.Tracer(cfg.TracerProvider)
 	}

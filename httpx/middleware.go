@@ -14,113 +14,87 @@ import (
 	"github.com/petstorekit/petstore"
 )
 
-// ServeHTTP runs the request through the chain's middlewares.
-func (c *chain) ServeHTTP(w http.ResponseWriter, r *http.Request) { c.handler.ServeHTTP(w, r) }
-
-// middlewares composes the chain, outermost first: request id (which
-// makes the request's requestInfo), access log, recover, authenticate,
-// rate limit, then next. Each is a func(http.Handler) http.Handler that
-// finds the request's state in its requestInfo, so that a request costs
-// one allocation for all of them.
-func (c *chain) middlewares(next http.Handler) http.Handler {
-	return c.requestID(c.accessLog(c.recoverer(c.authenticator(c.rateLimiter(next)))))
+// ServeHTTP runs the request through the chain, outermost first: request
+// id (which makes the request's requestInfo), access log, recover,
+// authenticate, rate limit, then next. Every step finds the request's
+// state in its requestInfo, so that a request costs one allocation for
+// all of them.
+func (c *chain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// The request's span and deadline, its requestInfo (the context every
+	// later step reads), and its X-Request-Id.
+	start := time.Now()
+	ctx := r.Context()
+	var span trace.Span
+	if c.tracer != nil {
+		ctx, span = c.startSpan(ctx, r)
+	}
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	info := &requestInfo{Context: ctx, logger: c.logger, outer: r.Pattern, outages: &c.outages, span: span, start: start}
+	info.id = requestID(r.Header.Get("X-Request-Id"), &info.idBuf, start)
+	w.Header()["X-Request-Id"] = info.slot(slotRequestID, info.id)
+	info.sw.ResponseWriter = w
+	c.serve(&info.sw, r.WithContext(info), info)
 }
 
-// requestID starts the request: its span and deadline, its requestInfo
-// (the context every later step reads), and its X-Request-Id.
-func (c *chain) requestID(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		ctx := r.Context()
-		var span trace.Span
-		if c.tracer != nil {
-			ctx, span = c.startSpan(ctx, r)
-		}
-		if c.timeout > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, c.timeout)
-			defer cancel()
-		}
-		info := &requestInfo{Context: ctx, logger: c.logger, outer: r.Pattern, outages: &c.outages, span: span, start: start}
-		info.id = requestID(r.Header.Get("X-Request-Id"), &info.idBuf, start)
-		w.Header()["X-Request-Id"] = info.slot(slotRequestID, info.id)
-		info.sw.ResponseWriter = w
-		next.ServeHTTP(&info.sw, r.WithContext(info))
-	})
+// serve logs, measures and ends the trace of the request once it is
+// answered, turns a panic further in into a 500 (see recover), and runs
+// authenticate and limit before next.
+func (c *chain) serve(w http.ResponseWriter, r *http.Request, info *requestInfo) {
+	defer c.done(r, info, info.start)
+	defer c.recover(r, info)
+	if c.public(r) {
+		info.public = true
+	} else if !c.authenticated(w, r, info) {
+		return
+	}
+	if c.limiter != nil && !c.limitRequest(w, r, info) {
+		return
+	}
+	if info.authErr != nil {
+		WriteError(w, r, info.authErr) // admitted by the limiter, still 401
+		return
+	}
+	c.next.ServeHTTP(w, r)
 }
 
-// accessLog logs, measures and ends the trace of every request once it
-// is answered.
-func (c *chain) accessLog(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := infoFrom(r.Context())
-		defer c.done(r, info, info.start)
-		next.ServeHTTP(w, r)
-	})
-}
-
-// recoverer turns a panic further in into a 500 (see recover).
-func (c *chain) recoverer(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer c.recover(r, infoFrom(r.Context()))
-		next.ServeHTTP(w, r)
-	})
-}
-
-// authenticator reads the bearer key of a request to a non-public path.
+// authenticated reads the bearer key of a request to a non-public path.
 // A valid key is the request's from then on; a missing or wrong one is
-// left for rateLimiter to charge to the address before the 401; a key
-// store that cannot answer is 503 at once: that says nothing about the
-// key, so nothing is charged or struck, and the client retries soon.
-func (c *chain) authenticator(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := infoFrom(r.Context())
-		if c.public(r) {
-			info.public = true
-			next.ServeHTTP(w, r)
-			return
-		}
-		key, err := c.authenticate(r)
-		switch {
-		case err == nil:
-			info.key, info.hasKey = key, true
-		case petstore.ErrorCode(err) == petstore.CodeUnauthorized:
-			info.authErr = err
-		default:
-			WriteError(w, r, err)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+// left in info.authErr for limitRequest to charge to the address before
+// the 401; a key store that cannot answer is 503 at once, and
+// authenticated reports false: that says nothing about the key, so
+// nothing is charged or struck, and the client retries soon.
+func (c *chain) authenticated(w http.ResponseWriter, r *http.Request, info *requestInfo) bool {
+	key, err := c.authenticate(r)
+	switch {
+	case err == nil:
+		info.key, info.hasKey = key, true
+	case petstore.ErrorCode(err) == petstore.CodeUnauthorized:
+		info.authErr = err
+	default:
+		WriteError(w, r, err)
+		return false
+	}
+	return true
 }
 
-// rateLimiter decides the request on the budget it spends (see
+// limitRequest decides the request on the budget it spends (see
 // RateLimiter): a public path's address budget, a valid key's own, or,
 // for a missing or wrong key, the address's budget of attempts, which
 // only such attempts spend and which alone bans an address. It answers
-// 429 or 503 itself, and the 401 of an admitted wrong key.
-func (c *chain) rateLimiter(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := infoFrom(r.Context())
-		admitted := true
-		if c.limiter != nil {
-			switch {
-			case info.public, info.hasKey && c.offBudget != nil && c.offBudget(r):
-				admitted = c.limit(w, r, info, addrSubject("pub:", c.client(r, info)), c.pubLim)
-			case info.authErr != nil:
-				admitted = c.limit(w, r, info, addrSubject("ip:", c.client(r, info)), freeLimits)
-			default:
-				admitted = c.limit(w, r, info, "key:"+info.key.ID, info.key.EffectiveLimits())
-			}
-		}
-		switch {
-		case !admitted:
-		case info.authErr != nil:
-			WriteError(w, r, info.authErr)
-		default:
-			next.ServeHTTP(w, r)
-		}
-	})
+// 429 or 503 itself and then reports false.
+func (c *chain) limitRequest(w http.ResponseWriter, r *http.Request, info *requestInfo) bool {
+	switch {
+	case info.public, info.hasKey && c.offBudget != nil && c.offBudget(r):
+		return c.limit(w, r, info, addrSubject("pub:", c.client(r, info)), c.pubLim)
+	case info.authErr != nil:
+		return c.limit(w, r, info, addrSubject("ip:", c.client(r, info)), freeLimits)
+	default:
+		return c.limit(w, r, info, "key:"+info.key.ID, info.key.EffectiveLimits())
+	}
 }
 
 // recover turns a panic into a 500 Error body (or, when the response has
