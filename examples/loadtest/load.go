@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -186,6 +187,11 @@ type result struct {
 func (r result) median() float64 {
 	v := append([]float64(nil), r.rounds...)
 	sort.Float64s(v)
+	return medianOf(v)
+}
+
+// medianOf is the median of sorted values, 0 for none.
+func medianOf(v []float64) float64 {
 	n := len(v)
 	if n == 0 {
 		return 0
@@ -267,10 +273,19 @@ func run(ctx context.Context, opts options, progress io.Writer) ([]result, error
 	}
 	for round := 1; round <= opts.rounds; round++ {
 		for ei, e := range eps {
-			for ti, t := range targets {
+			for k := range targets {
+				// Each round starts one server further on, so that no
+				// server always runs first after a change of endpoint, or
+				// right after the same neighbour.
+				ti := (k + round - 1) % len(targets)
+				t := targets[ti]
 				if err := ctx.Err(); err != nil {
 					return nil, err
 				}
+				// Every measurement starts with the heap collected: the
+				// garbage one server made is not collected on the next
+				// one's time.
+				runtime.GC()
 				s := measure(ctx, t, e, opts.conns, opts.duration)
 				r := &results[ei*len(targets)+ti]
 				r.rounds = append(r.rounds, s.rate())

@@ -26,14 +26,18 @@
 // HTTP/1.1 connections, each sending its next request as soon as the
 // previous response has been read. For every round, endpoint and server
 // in turn it loads the server for -duration, so the servers alternate and
-// share whatever the machine is doing equally. The result is a Markdown
-// table of the median req/s over rounds, p50 and p99 latency over every
-// request of every round, the process's CPU time per served request (the
-// load generator's share, the same for every server, plus the server's:
-// it stays steady when other programs take CPU, where req/s does not), and
-// the ratio to bare (and to bare-headers when it ran), followed by the
-// share of the machine's CPU the run got (on a busy machine, trust the
-// ratios and CPU/req more than the absolute req/s).
+// share whatever the machine is doing equally; each round starts one
+// server further on, so that none always runs first, and each measurement
+// starts with the heap collected, so that none pays for the garbage of the
+// one before. The result is a Markdown table of the median req/s over
+// rounds, p50 and p99 latency over every request of every round, the
+// process's CPU time per served request (the load generator's share, the
+// same for every server, plus the server's: it stays steady when other
+// programs take CPU, where req/s does not), and the ratio to bare (and to
+// bare-headers when it ran), followed by the share of the machine's CPU
+// the run got. A ratio is that of the medians; in brackets are the
+// lowest and highest ratio within a single round, which show how far one
+// round's figures stray on this machine.
 //
 // Only responses with the expected status (200 for the GETs, 201 for the
 // POST) count as requests served; any other status or transport error is

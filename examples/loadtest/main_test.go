@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,21 +40,37 @@ func (l *lockedBuffer) String() string {
 func TestRunServesEveryEndpointOnBareAndMemstore(t *testing.T) {
 	logs := &lockedBuffer{}
 	opts := options{
-		duration:  200 * time.Millisecond,
-		rounds:    1,
+		duration:  100 * time.Millisecond,
+		rounds:    2,
 		conns:     4,
 		servers:   []string{serverBare, serverBareHeaders, serverMemstore},
 		endpoints: endpointNames(),
 		accessLog: logs,
 	}
-	results, err := run(context.Background(), opts, io.Discard)
+	var progress strings.Builder
+	results, err := run(context.Background(), opts, &progress)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := len(results), len(opts.servers)*len(endpoints); got != want {
 		t.Fatalf("%d results, want %d", got, want)
 	}
+	// Each round starts one server further on.
+	var order [3][]string // by round, the servers of the first endpoint
+	for line := range strings.Lines(progress.String()) {
+		var round, of int
+		f := strings.Fields(line)
+		if n, _ := fmt.Sscanf(line, "round %d/%d", &round, &of); n == 2 && strings.Contains(line, endpoints[0].label) {
+			order[round] = append(order[round], f[4])
+		}
+	}
+	if want := [3][]string{nil, {serverBare, serverBareHeaders, serverMemstore}, {serverBareHeaders, serverMemstore, serverBare}}; !reflect.DeepEqual(order, want) {
+		t.Errorf("servers in order %v, want %v; progress:\n%s", order, want, progress.String())
+	}
 	for _, r := range results {
+		if len(r.rounds) != opts.rounds {
+			t.Errorf("%s on %s: %d rounds, want %d", r.endpoint.label, r.server, len(r.rounds), opts.rounds)
+		}
 		if r.median() <= 0 {
 			t.Errorf("%s on %s: %v req/s, want some", r.endpoint.label, r.server, r.median())
 		}
@@ -90,7 +108,32 @@ func TestRunServesEveryEndpointOnBareAndMemstore(t *testing.T) {
 
 	var table strings.Builder
 	writeTable(&table, results)
+	if !regexp.MustCompile(`\| memstore \|.* \| \d\.\d\d \(\d\.\d\d–\d\.\d\d\) \|`).MatchString(table.String()) {
+		t.Errorf("no memstore ratio with its range over 2 rounds:\n%s", table.String())
+	}
 	for _, want := range []string{"| `GET /v1/pets?limit=20` | memstore |", "| `POST /v1/pets` | bare |", "| 1.00 |", "ratio to bare-headers", "| CPU/req |", " µs |", "| `GET /v1/pets/{id}` | bare-headers |"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+}
+
+// A ratio is that of the medians over rounds, and its bracket the lowest
+// and highest ratio within one round.
+func TestRatioAndItsRangeOverRounds(t *testing.T) {
+	list := endpointByName("list")
+	bare := result{server: serverBare, endpoint: list, rounds: []float64{100, 200, 100}}
+	full := result{server: serverMemstore, endpoint: list, rounds: []float64{80, 150, 90}}
+	lo, hi, ok := roundRatios(full, bare)
+	if !ok || lo != 0.75 || hi != 0.9 {
+		t.Errorf("roundRatios = %v–%v %v, want 0.75–0.9", lo, hi, ok)
+	}
+	if _, _, ok := roundRatios(full, result{server: serverBare, endpoint: list}); ok {
+		t.Error("a range of ratios to a server with no rounds")
+	}
+	var table strings.Builder
+	writeTable(&table, []result{bare, full})
+	for _, want := range []string{"| `GET /v1/pets?limit=20` | bare | 100 | ", " | 1.00 | 0 |", "| `GET /v1/pets?limit=20` | memstore | 90 | ", " | 0.90 (0.75–0.90) | 0 |"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}

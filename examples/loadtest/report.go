@@ -20,7 +20,8 @@ func describeRun(opts options) string {
 		cpu = " (" + m + ")"
 	}
 	return fmt.Sprintf("%s/%s, %d CPUs%s, GOMAXPROCS=%d, %s; client and servers in one process; "+
-		"%d connections, %d rounds × %v per server and endpoint; req/s is the median over rounds, "+
+		"%d connections, %d rounds × %v per server and endpoint, each round starting one server further on; "+
+		"req/s is the median over rounds, a ratio that of the medians (in brackets, the lowest and highest within one round); "+
 		"latency percentiles are over every request of every round.",
 		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpu, runtime.GOMAXPROCS(0), runtime.Version(),
 		opts.conns, opts.rounds, opts.duration)
@@ -62,23 +63,33 @@ func cpuModel() string {
 // endpoint, with the process's CPU time per served request (load
 // generator and server; see result.cpuPerRequest), each server's ratio
 // to bare on the same endpoint and, when bare-headers ran, its ratio to
-// that too.
+// that too: the ratio of the medians over rounds and, in brackets when
+// there were several rounds, the lowest and highest ratio within one
+// round (see roundRatios).
 func writeTable(w io.Writer, results []result) {
-	bare := map[string]float64{}
-	withHeaders := map[string]float64{}
+	bare := map[string]result{}
+	withHeaders := map[string]result{}
 	for _, r := range results {
 		switch r.server {
 		case serverBare:
-			bare[r.endpoint.name] = r.median()
+			bare[r.endpoint.name] = r
 		case serverBareHeaders:
-			withHeaders[r.endpoint.name] = r.median()
+			withHeaders[r.endpoint.name] = r
 		}
 	}
-	ratio := func(of float64, to map[string]float64, endpoint string) string {
-		if b := to[endpoint]; b > 0 {
-			return fmt.Sprintf("%.2f", of/b)
+	ratio := func(r result, to map[string]result) string {
+		base, ok := to[r.endpoint.name]
+		switch {
+		case !ok || base.median() <= 0:
+			return "–"
+		case base.server == r.server:
+			return "1.00"
 		}
-		return "–"
+		s := fmt.Sprintf("%.2f", r.median()/base.median())
+		if lo, hi, ok := roundRatios(r, base); ok && len(r.rounds) > 1 {
+			s += fmt.Sprintf(" (%.2f–%.2f)", lo, hi)
+		}
+		return s
 	}
 	if len(withHeaders) > 0 {
 		fmt.Fprintln(w, "| endpoint | server | req/s | p50 | p99 | CPU/req | ratio to bare | ratio to bare-headers | not served |")
@@ -89,12 +100,34 @@ func writeTable(w io.Writer, results []result) {
 	}
 	for _, r := range results {
 		fmt.Fprintf(w, "| `%s` | %s | %s | %s | %s | %s | %s |", r.endpoint.label, r.server, thousands(r.median()),
-			millis(r.percentile(0.50)), millis(r.percentile(0.99)), micros(r.cpuPerRequest()), ratio(r.median(), bare, r.endpoint.name))
+			millis(r.percentile(0.50)), millis(r.percentile(0.99)), micros(r.cpuPerRequest()), ratio(r, bare))
 		if len(withHeaders) > 0 {
-			fmt.Fprintf(w, " %s |", ratio(r.median(), withHeaders, r.endpoint.name))
+			fmt.Fprintf(w, " %s |", ratio(r, withHeaders))
 		}
 		fmt.Fprintf(w, " %d |\n", r.all.failed(r.endpoint.want))
 	}
+}
+
+// roundRatios returns the lowest and highest ratio of r's req/s to base's
+// within one round: how far a single round strays from the ratio of the
+// medians, which is what a reader should allow for on this machine. ok
+// is false when the two have no round in common in which base served
+// anything.
+func roundRatios(r, base result) (lo, hi float64, ok bool) {
+	for i := range min(len(r.rounds), len(base.rounds)) {
+		if base.rounds[i] <= 0 {
+			continue
+		}
+		q := r.rounds[i] / base.rounds[i]
+		if !ok || q < lo {
+			lo = q
+		}
+		if !ok || q > hi {
+			hi = q
+		}
+		ok = true
+	}
+	return lo, hi, ok
 }
 
 // errorSummary describes every request that was not served, by server,
