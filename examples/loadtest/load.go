@@ -187,11 +187,6 @@ type result struct {
 func (r result) median() float64 {
 	v := append([]float64(nil), r.rounds...)
 	sort.Float64s(v)
-	return medianOf(v)
-}
-
-// medianOf is the median of sorted values, 0 for none.
-func medianOf(v []float64) float64 {
 	n := len(v)
 	if n == 0 {
 		return 0
