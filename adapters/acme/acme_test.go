@@ -30,16 +30,21 @@ func status(t *testing.T, is *acme.Issuer, name string) domain.CertStatus {
 // HTTP-01/TLS-ALPN-01 for a subdomain and DNS-01 for an apex.
 func TestIssue(t *testing.T) {
 	for _, tc := range []struct {
-		desc, name string
-		dns01      bool
+		desc, label string // label under example.com, "@" for the apex
+		dns01       bool
 	}{
-		{"subdomain over HTTP-01 or TLS-ALPN-01", "shop.example.com", false},
-		{"apex over DNS-01", "example.com", true},
+		{"subdomain over HTTP-01 or TLS-ALPN-01", "shop", false},
+		{"apex over DNS-01", "@", true},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, 0)
-			e.point(strings.TrimSuffix(strings.TrimSuffix(tc.name, "example.com"), ".") + map[bool]string{true: "@", false: ""}[tc.name == "example.com"])
+			name, label := "example.com", tc.label
+			if label != "@" {
+				label = uniqueLabel(label)
+				name = label + ".example.com"
+			}
+			e.point(label)
 			is := e.issuer(func(c *acme.Config) {
 				if tc.dns01 {
 					c.DNSProvider = e.zone
@@ -47,27 +52,27 @@ func TestIssue(t *testing.T) {
 				}
 			})
 			// Not verified yet: the on-demand fallback must not issue.
-			e.deny(tc.name, true)
-			if _, err := e.handshake(tc.name); err == nil {
+			e.deny(name, true)
+			if _, err := e.handshake(name); err == nil {
 				t.Fatal("handshake succeeded for a name the engine does not allow")
 			}
-			e.deny(tc.name, false)
-			if err := is.Request(context.Background(), tc.name); err != nil {
+			e.deny(name, false)
+			if err := is.Request(context.Background(), name); err != nil {
 				t.Fatal(err)
 			}
-			if st := status(t, is, tc.name); st.State != domain.CertIssuing && st.State != domain.CertIssued {
+			if st := status(t, is, name); st.State != domain.CertIssuing && st.State != domain.CertIssued {
 				t.Fatalf("status right after Request = %+v, want issuing", st)
 			}
-			e.waitChange(tc.name)
-			st := status(t, is, tc.name)
+			e.waitChange(name)
+			st := status(t, is, name)
 			if st.State != domain.CertIssued || st.NotAfter.Before(time.Now()) || st.Issuer == "" {
 				t.Fatalf("status = %+v, want issued with a future notAfter and an issuer", st)
 			}
-			leaf, err := e.handshake(tc.name)
+			leaf, err := e.handshake(name)
 			if err != nil {
 				t.Fatalf("handshake verified against the CA's root: %v", err)
 			}
-			if leaf.VerifyHostname(tc.name) != nil || !leaf.NotAfter.Equal(st.NotAfter) {
+			if leaf.VerifyHostname(name) != nil || !leaf.NotAfter.Equal(st.NotAfter) {
 				t.Fatalf("served certificate for %v until %v; status says until %v", leaf.DNSNames, leaf.NotAfter, st.NotAfter)
 			}
 		})
@@ -86,7 +91,9 @@ func TestCAABlocksWithoutAskingTheCA(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, 0)
-			e.point("shop")
+			label := uniqueLabel("shop")
+			name := label + ".example.com"
+			e.point(label)
 			if _, err := e.zone.AppendRecords(context.Background(), "example.com.", []libdns.Record{
 				libdns.CAA{Name: "@", TTL: time.Minute, Tag: "issue", Value: "digicert.com"},
 			}); err != nil {
@@ -97,11 +104,11 @@ func TestCAABlocksWithoutAskingTheCA(t *testing.T) {
 					c.CAAIdentities = []string{"pebble.letsencrypt.org"}
 				}
 			})
-			if err := is.Request(context.Background(), "shop.example.com"); err != nil {
+			if err := is.Request(context.Background(), name); err != nil {
 				t.Fatal(err)
 			}
-			e.waitChange("shop.example.com")
-			st := status(t, is, "shop.example.com")
+			e.waitChange(name)
+			st := status(t, is, name)
 			if st.State != domain.CertFailed || len(st.Findings) != 1 || st.Findings[0].Code != "CAA_BLOCKS_CA" {
 				t.Fatalf("status = %+v, want failed with CAA_BLOCKS_CA", st)
 			}
@@ -129,32 +136,34 @@ func TestSharedStoreRemove(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := newEnv(t, 0)
-	e.point("shop")
+	label := uniqueLabel("shop")
+	name := label + ".example.com"
+	e.point(label)
 	a := e.issuer(nil)
 	b := e.issuer(nil)
 	var wg sync.WaitGroup
 	for _, is := range []*acme.Issuer{a, b} {
 		wg.Go(func() {
-			if err := is.Request(ctx, "shop.example.com"); err != nil {
+			if err := is.Request(ctx, name); err != nil {
 				t.Error(err)
 			}
 		})
 	}
 	wg.Wait()
-	e.waitChange("shop.example.com")
-	e.waitChange("shop.example.com")
+	e.waitChange(name)
+	e.waitChange(name)
 	if n := e.ca.Requests("/finalize-order/"); n != 1 {
 		t.Fatalf("%d certificates ordered for one name by two issuers sharing a store, want 1", n)
 	}
-	sa, sb := status(t, a, "shop.example.com"), status(t, b, "shop.example.com")
+	sa, sb := status(t, a, name), status(t, b, name)
 	if sa.State != domain.CertIssued || sb.State != domain.CertIssued || !sa.NotAfter.Equal(sb.NotAfter) {
 		t.Fatalf("statuses %+v and %+v, want the same issued certificate", sa, sb)
 	}
-	if _, err := e.handshake("shop.example.com"); err != nil {
+	if _, err := e.handshake(name); err != nil {
 		t.Fatal(err)
 	}
 
-	if err := a.Remove(ctx, "shop.example.com"); err != nil {
+	if err := a.Remove(ctx, name); err != nil {
 		t.Fatal(err)
 	}
 	if blobs, _ := e.store.ListBlobs(ctx, "certificates/"); len(blobs) != 0 {
@@ -162,17 +171,17 @@ func TestSharedStoreRemove(t *testing.T) {
 	}
 	// a serves the listeners and lost the certificate from its cache, even
 	// though on-demand issuance would still allow the name.
-	e.deny("shop.example.com", true)
-	if _, err := e.handshake("shop.example.com"); err == nil {
+	e.deny(name, true)
+	if _, err := e.handshake(name); err == nil {
 		t.Fatal("handshake succeeded right after Remove")
 	}
-	if st := status(t, a, "shop.example.com"); st.State != domain.CertNone {
+	if st := status(t, a, name); st.State != domain.CertNone {
 		t.Fatalf("status after Remove = %+v, want none", st)
 	}
 	e.mux.mu.Lock()
 	e.mux.is = b // b still has it cached; the engine now denies the name
 	e.mux.mu.Unlock()
-	if _, err := e.handshake("shop.example.com"); err == nil {
+	if _, err := e.handshake(name); err == nil {
 		t.Fatal("another process served a removed name")
 	}
 }
@@ -340,18 +349,20 @@ func TestRenewal(t *testing.T) {
 func TestCAAUndecidedWithoutIdentities(t *testing.T) {
 	t.Parallel()
 	e := newEnvWith(t, acmetest.Options{NoCAAIdentities: true})
-	e.point("shop")
+	label := uniqueLabel("shop")
+	name := label + ".example.com"
+	e.point(label)
 	if _, err := e.zone.AppendRecords(context.Background(), "example.com.", []libdns.Record{
 		libdns.CAA{Name: "@", TTL: time.Minute, Tag: "issue", Value: "digicert.com"},
 	}); err != nil {
 		t.Fatal(err)
 	}
 	is := e.issuer(nil)
-	if err := is.Request(context.Background(), "shop.example.com"); err != nil {
+	if err := is.Request(context.Background(), name); err != nil {
 		t.Fatal(err)
 	}
-	e.waitChange("shop.example.com")
-	st := status(t, is, "shop.example.com")
+	e.waitChange(name)
+	st := status(t, is, name)
 	if st.State != domain.CertIssued {
 		t.Fatalf("status = %+v, want issued: an undecided CAA check does not block", st)
 	}

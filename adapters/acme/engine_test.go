@@ -238,7 +238,7 @@ func history(d domain.Domain) []domain.Status {
 func TestEngineIssuesThenRemoves(t *testing.T) {
 	t.Parallel()
 	e := newEngineEnv(t)
-	const name = "shop.example.com"
+	name := uniqueLabel("shop") + ".example.com"
 	e.add(name, "example.com.")
 	if err := e.handshake(name); err == nil {
 		t.Fatal("handshake succeeded for a pending domain")
@@ -278,7 +278,7 @@ func TestEngineIssuesThenRemoves(t *testing.T) {
 func TestEngineIssuesAfterRestart(t *testing.T) {
 	t.Parallel()
 	e := newEngineEnv(t)
-	const name = "shop.example.com"
+	name := uniqueLabel("shop") + ".example.com"
 	e.add(name, "example.com.")
 	// The CA cannot validate until the first process has stopped, so it
 	// stops before anything is issued, however the goroutines are scheduled.

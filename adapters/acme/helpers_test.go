@@ -44,6 +44,26 @@ type env struct {
 	mu       sync.Mutex
 	denied   map[string]bool
 	mux      *switchHandler
+	logs     *testLogs // Pebble's and the issuers' logs, printed if the test fails
+}
+
+// testLogs keeps the logs of a test's CA and issuers, to print them when
+// the test fails: a certificate that never comes says why only there.
+type testLogs struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *testLogs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *testLogs) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // switchHandler lets a test swap the issuer behind the listeners.
@@ -62,7 +82,15 @@ func newEnv(t *testing.T, validity time.Duration, caaIDs ...string) *env {
 // newEnvWith is newEnv with Pebble's options (the addresses are filled in).
 func newEnvWith(t *testing.T, opts acmetest.Options) *env {
 	t.Helper()
-	e := &env{t: t, store: memstore.New(), changes: make(chan string, 16), denied: map[string]bool{}, mux: &switchHandler{}}
+	e := &env{t: t, store: memstore.New(), changes: make(chan string, 16), denied: map[string]bool{}, mux: &switchHandler{}, logs: &testLogs{}}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("logs of the CA and the issuers:\n%s", e.logs)
+		}
+	})
+	if opts.Log == nil {
+		opts.Log = e.logs
+	}
 	e.zone, e.dns = memzone.NewTestServer(t, "example.com.")
 	httpLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -129,6 +157,7 @@ func (e *env) issuer(mod func(*acme.Config)) *acme.Issuer {
 			return !e.denied[name]
 		},
 		HTTPPort: e.httpPort, TLSPort: e.tlsPort, ListenHost: "127.0.0.1",
+		Logger: slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 	if mod != nil {
 		mod(&cfg)
@@ -172,11 +201,14 @@ func (e *env) handshake(name string) (*x509.Certificate, error) {
 	return conn.ConnectionState().PeerCertificates[0], nil
 }
 
-// labels numbers the names of tests that renew: certmagic keeps renewal
-// jobs and their failure backoff per name in process-wide state, so two
+// labels numbers the names of tests that obtain or renew certificates:
+// certmagic keeps active challenges, renewal jobs and their failure
+// backoff per name in process-wide state. Two parallel tests obtaining the
+// same name from their own CAs would answer each other's challenges, so
+// one's validation fails and certmagic retries only a minute later; two
 // tests, or two runs of one test (-count), renewing the same name would
-// share them, and one's cancelled or refused renewal would hold back the
-// other's for a minute.
+// share one backoff, and one's cancelled or refused renewal would hold
+// back the other's for a minute.
 var labels atomic.Int64
 
 // uniqueLabel returns label with a number no other call in this process gets.
