@@ -24,6 +24,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/dnsresolver"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/adapters/memzone"
+	"github.com/petstorekit/petstore/internal/testenv"
 )
 
 // env is a complete local ACME setup: a DNS server for example.com whose
@@ -44,26 +45,7 @@ type env struct {
 	mu       sync.Mutex
 	denied   map[string]bool
 	mux      *switchHandler
-	logs     *testLogs // Pebble's and the issuers' logs, printed if the test fails
-}
-
-// testLogs keeps the logs of a test's CA and issuers, to print them when
-// the test fails: a certificate that never comes says why only there.
-type testLogs struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *testLogs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *testLogs) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	logs     *testenv.Buffer // Pebble's and the issuers' logs, printed if the test fails
 }
 
 // switchHandler lets a test swap the issuer behind the listeners.
@@ -82,7 +64,7 @@ func newEnv(t *testing.T, validity time.Duration, caaIDs ...string) *env {
 // newEnvWith is newEnv with Pebble's options (the addresses are filled in).
 func newEnvWith(t *testing.T, opts acmetest.Options) *env {
 	t.Helper()
-	e := &env{t: t, store: memstore.New(), changes: make(chan string, 16), denied: map[string]bool{}, mux: &switchHandler{}, logs: &testLogs{}}
+	e := &env{t: t, store: memstore.New(), changes: make(chan string, 16), denied: map[string]bool{}, mux: &switchHandler{}, logs: &testenv.Buffer{}}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("logs of the CA and the issuers:\n%s", e.logs)
