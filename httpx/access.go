@@ -56,11 +56,26 @@ func (c *chain) route(r *http.Request, info *requestInfo) string {
 
 // logRequest hands the request's access log entry to access.
 func (c *chain) logRequest(access AccessLogger, r *http.Request, info *requestInfo, route string, elapsed time.Duration) {
+	// NewJSONAccessLog's and NewTextAccessLog's entry lives on the stack,
+	// as their LogRequest keeps nothing of it; another logger's is on the
+	// heap, as its call through the interface may keep it.
+	if l, ok := access.(*lineLog); ok {
+		var e RequestLog
+		c.fillLog(&e, r, info, route, elapsed)
+		l.LogRequest(info.Context, &e)
+		return
+	}
+	e := new(RequestLog)
+	c.fillLog(e, r, info, route, elapsed)
+	access.LogRequest(info.Context, e)
+}
+
+// fillLog writes the request's access log entry into e.
+func (c *chain) fillLog(e *RequestLog, r *http.Request, info *requestInfo, route string, elapsed time.Duration) {
 	status := info.sw.Status
 	if status == 0 {
 		status = http.StatusOK
 	}
-	e := &info.log
 	*e = RequestLog{
 		Time:       info.start.Add(elapsed), // now, without reading the clock again
 		Client:     c.client(r, info),
@@ -77,7 +92,6 @@ func (c *chain) logRequest(access AccessLogger, r *http.Request, info *requestIn
 	if info.hasKey {
 		e.KeyID = info.key.ID // the public id, never the secret
 	}
-	access.LogRequest(info.Context, e)
 }
 
 // logBan writes the one line that says a ban started: whose (key id or

@@ -88,7 +88,7 @@ func BenchmarkHandler(b *testing.B) {
 	})
 }
 
-// BenchmarkFullStack is GET /pets?limit=20 through the stack as
+// BenchmarkFullStack is GET /pets?limit=20 and GET /pets/{id} through the stack as
 // examples/server configures it: keys through keycache, both rate-limit
 // windows decided in memory, the -db-timeout deadline, and a JSON access
 // log formatted for every request into a buffered writer by
@@ -99,8 +99,14 @@ func BenchmarkHandler(b *testing.B) {
 //
 //	go test -run x -bench FullStack -benchmem -cpuprofile cpu.out ./httpx
 func BenchmarkFullStack(b *testing.B) {
-	for _, log := range []string{"on", "off", "slog"} {
-		b.Run("access log "+log, func(b *testing.B) {
+	for _, bench := range []struct{ endpoint, log string }{
+		{"list", "on"}, {"list", "off"}, {"list", "slog"}, {"get", "on"}, {"get", "off"},
+	} {
+		target, log := "/v1/pets?limit=20", bench.log
+		if bench.endpoint == "get" {
+			target = "/v1/pets/1"
+		}
+		b.Run(bench.endpoint+"/access log "+log, func(b *testing.B) {
 			logs := logbuf.New(io.Discard, 0)
 			defer logs.Close()
 			e := newEnv(b, func(c *httpx.Config) {
@@ -125,7 +131,7 @@ func BenchmarkFullStack(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					w := httptest.NewRecorder()
-					e.h.ServeHTTP(w, e.req("GET", "/v1/pets?limit=20", ""))
+					e.h.ServeHTTP(w, e.req("GET", target, ""))
 					if w.Code != 200 {
 						b.Fatal(w.Code, w.Body)
 					}

@@ -77,39 +77,20 @@ type requestInfo struct {
 	unrouted bool
 	// outages are the chain's rate-limited log slots of dependency 503s.
 	outages *outageLogs
-	// log is the access log's entry, kept here so it costs no allocation.
-	log RequestLog
 
 	// The backing of the values of headers the chain and the pets
 	// handlers set, so that setting them allocates nothing: see slot.
 	vals  [valSlots]string
 	idBuf [36]byte // a generated request id's text
-
-	// text is one header value's text written by a handler (the Link of
-	// a page), see textBuf.
-	text  [192]byte
-	clBuf [20]byte // the Content-Length's text
 }
 
-// textBuf returns a buffer for one header value's text: the request's own
-// behind the chain, used once per request, else a new one.
-func textBuf(info *requestInfo) []byte {
+// headerValue returns v as the one value of a header, backed by info's
+// slot i behind the chain, else by a new slice.
+func headerValue(info *requestInfo, i int, v string) []string {
 	if info == nil {
-		return make([]byte, 0, 192)
+		return []string{v}
 	}
-	return info.text[:0]
-}
-
-// textValue turns text appended to textBuf(info) into a header's value
-// slice, without copying it when it stayed in the request's buffer.
-func textValue(info *requestInfo, slot int, text []byte) []string {
-	if info == nil || len(text) == 0 {
-		return []string{string(text)}
-	}
-	if &text[0] != &info.text[0] {
-		return info.slot(slot, string(text)) // it outgrew the buffer
-	}
-	return info.slot(slot, unsafe.String(&text[0], len(text)))
+	return info.slot(i, v)
 }
 
 // Slots of requestInfo.vals.

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"sync"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/petstorekit/petstore"
 )
@@ -76,13 +75,7 @@ func writeBody(w http.ResponseWriter, r *http.Request, status int, b []byte) {
 	// response. A HEAD answer's body never reaches it (headWriter), so
 	// HEAD announces the length here.
 	if len(b) > autoLengthMax || r.Method == http.MethodHead {
-		if info := infoFrom(r.Context()); info != nil {
-			// The length's text lives in the request's info, written once.
-			n := strconv.AppendInt(info.clBuf[:0], int64(len(b)), 10)
-			h["Content-Length"] = info.slot(slotContentLength, unsafe.String(&n[0], len(n)))
-		} else {
-			h["Content-Length"] = []string{strconv.Itoa(len(b))}
-		}
+		h["Content-Length"] = headerValue(infoFrom(r.Context()), slotContentLength, strconv.Itoa(len(b)))
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(b)

@@ -123,7 +123,7 @@ func parseOrderListQuery(raw string) (petstore.OrderFilter, error) {
 // cross-origin scripts is the job of the operator's CORS middleware,
 // whose Access-Control-Expose-Headers this leaves alone. The parameters are sorted, as url.Values.Encode sorts them,
 // and need no escaping: a cursor is base64url, a status one word. The
-// text is written into the request's own buffer (see textBuf).
+// text is built on the stack and copied once into the value's string.
 func setNextLink(w http.ResponseWriter, r *http.Request, path, cursor string, limit int, status string) {
 	h := w.Header()
 	if cursor == "" {
@@ -132,8 +132,8 @@ func setNextLink(w http.ResponseWriter, r *http.Request, path, cursor string, li
 	if limit == 0 {
 		limit = petstore.DefaultLimit
 	}
-	info := infoFrom(r.Context())
-	link := append(textBuf(info), '<')
+	var buf [192]byte
+	link := append(buf[:0], '<')
 	link = append(link, path...)
 	link = append(link, "?cursor="...)
 	link = append(link, cursor...)
@@ -144,7 +144,7 @@ func setNextLink(w http.ResponseWriter, r *http.Request, path, cursor string, li
 		link = append(link, status...)
 	}
 	link = append(link, `>; rel="next"`...)
-	h["Link"] = textValue(info, slotLink, link)
+	h["Link"] = headerValue(infoFrom(r.Context()), slotLink, string(link))
 }
 
 // parsePathID reads the decimal int64 id in a path (petId, orderId). A
