@@ -63,3 +63,22 @@ func BenchmarkUluleMemoryGet(b *testing.B) {
 		}
 	}
 }
+
+// An admitted in-memory decision allocates only its Decision's windows:
+// the request's rates and the store's counts stay on the stack, so the
+// hot path hands the collector one small object per request.
+func TestDecideInMemoryAllocatesOnlyTheDecisionsWindows(t *testing.T) {
+	lim := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{})
+	ctx := context.Background()
+	if _, err := lim.Decide(ctx, "key:allocs", benchLimits); err != nil { // the subject's entry is made once
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := lim.Decide(ctx, "key:allocs", benchLimits); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 1 {
+		t.Errorf("an in-memory decision made %v allocations, want 1 (Decision.Windows)", allocs)
+	}
+}

@@ -171,6 +171,9 @@ func (l *Limiter) decide(ctx context.Context, subject string, limits petstore.Li
 		return Decision{}, petstore.Errorf(petstore.CodeInternal, "invalid rate limits")
 	}
 	now := l.now()
+	if l.local == nil {
+		return l.decideInMemory(ctx, subject, limits, now)
+	}
 	req := Request{Subject: subject, Rates: Rates(limits), Now: now, Ban: l.ban}
 	probe := false
 	if l.local != nil {
@@ -208,6 +211,28 @@ func (l *Limiter) decide(ctx context.Context, subject string, limits petstore.Li
 	}
 	l.succeeded(now)
 	return decide(req, res), nil
+}
+
+// decideInMemory is decide when the store is the MemoryStore: no breaker,
+// no fallback, and the request's rates and counts on the stack rather
+// than the heap, as the store is called directly.
+func (l *Limiter) decideInMemory(ctx context.Context, subject string, limits petstore.Limits, now time.Time) (Decision, error) {
+	var rateArr [2]Rate
+	var counts [2]WindowCount
+	rates := appendRates(rateArr[:0], limits)
+	res, err := l.store.(*MemoryStore).take(ctx, subject, rates, now, l.ban, counts[:len(rates)])
+	if err != nil {
+		return Decision{}, err // only ctx ends a MemoryStore's take
+	}
+	l.succeeded(now)
+	// The ban's end is made anew from its nanoseconds (the store made it
+	// the same way): passed as it is, res would escape whole, counts with
+	// it.
+	var banEnd time.Time
+	if res.Banned {
+		banEnd = time.Unix(0, res.BanEnd.UnixNano())
+	}
+	return decideWindows(rates, now, res.Allowed, res.Refused, res.Banned, banEnd, res.BanStarted, res.Windows), nil
 }
 
 // callable reports whether this request may call the store (the breaker
@@ -384,15 +409,22 @@ func (l *Limiter) Failures() uint64 { return l.failures.Load() }
 
 // decide turns a store result into a Decision.
 func decide(req Request, res Result) Decision {
-	d := Decision{Allowed: res.Allowed, At: req.Now, Windows: make([]Window, len(req.Rates))}
+	return decideWindows(req.Rates, req.Now, res.Allowed, res.Refused, res.Banned, res.BanEnd, res.BanStarted, res.Windows)
+}
+
+// decideWindows is decide with the request and result apart, so that
+// rates and counts on a caller's stack can stay there (see
+// MemoryStore.take).
+func decideWindows(rates []Rate, now time.Time, allowed bool, refused int, banned bool, banEnd time.Time, banStarted bool, counts []WindowCount) Decision {
+	d := Decision{Allowed: allowed, At: now, Windows: make([]Window, len(rates))}
 	binding := 0
-	for i, r := range req.Rates {
+	for i, r := range rates {
 		d.Windows[i] = Window{
 			Name:      r.Name,
 			Quota:     r.Quota,
 			Length:    r.Period,
-			Remaining: max(0, r.Quota-res.Windows[i].Used),
-			Reset:     res.Windows[i].Reset,
+			Remaining: max(0, r.Quota-counts[i].Used),
+			Reset:     counts[i].Reset,
 		}
 		// Strictly fewer: on a tie the earlier, shorter window binds.
 		if d.Windows[i].Remaining < d.Windows[binding].Remaining {
@@ -400,27 +432,27 @@ func decide(req Request, res Result) Decision {
 		}
 	}
 	switch {
-	case res.Banned:
+	case banned:
 		// No window admits anything before the ban ends, whatever its own
 		// count says, so every window reports nothing left until then: the
 		// IETF header must not promise requests a 900 s Retry-After denies.
 		for i := range d.Windows {
 			d.Windows[i].Remaining = 0
-			d.Windows[i].Reset = res.BanEnd
+			d.Windows[i].Reset = banEnd
 		}
 		d.Allowed = false
-		d.BanStarted = res.BanStarted
+		d.BanStarted = banStarted
 		d.Code = petstore.CodeAPIKeyBanned
 		d.Binding = d.Windows[binding]
-		d.RetryAfter = retryAfter(req.Now, res.BanEnd)
-	case !res.Allowed:
-		if res.Refused >= 0 && res.Refused < len(d.Windows) {
-			binding = res.Refused
+		d.RetryAfter = retryAfter(now, banEnd)
+	case !allowed:
+		if refused >= 0 && refused < len(d.Windows) {
+			binding = refused
 		}
 		d.Code = petstore.CodeRateLimited
 		d.Windows[binding].Remaining = 0
 		d.Binding = d.Windows[binding]
-		d.RetryAfter = retryAfter(req.Now, d.Binding.Reset)
+		d.RetryAfter = retryAfter(now, d.Binding.Reset)
 	default:
 		d.Binding = d.Windows[binding]
 	}

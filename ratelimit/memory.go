@@ -165,24 +165,33 @@ func (sh *memShard) pushFront(e *memEntry) {
 
 // Take implements Store.
 func (s *MemoryStore) Take(ctx context.Context, req Request) (Result, error) {
+	return s.take(ctx, req.Subject, req.Rates, req.Now, req.Ban, make([]WindowCount, len(req.Rates)))
+}
+
+// take is Take with the request's fields apart and the result's windows
+// in counts, len(rates) long. A Limiter deciding in memory passes rates
+// and counts on its stack: they stay there because take keeps neither,
+// which the compiler can only tell while they are not fields of a
+// Request whose subject and time are kept.
+func (s *MemoryStore) take(ctx context.Context, subject string, rates []Rate, at time.Time, ban BanPolicy, counts []WindowCount) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	now := req.Now.UnixNano()
-	sh := &s.shards[shardOf(req.Subject)]
-	res := Result{Refused: -1, Windows: make([]WindowCount, len(req.Rates))}
+	now := at.UnixNano()
+	sh := &s.shards[shardOf(subject)]
+	res := Result{Refused: -1, Windows: counts}
 
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	e := s.entry(sh, req.Subject, req.Now)
+	e := s.entry(sh, subject, at)
 
 	// Find each rate's window; expired ones read as empty.
 	var idx [8]int
 	wins := idx[:0]
-	for _, r := range req.Rates {
+	for _, r := range rates {
 		wins = append(wins, e.window(r.Period))
 	}
-	for i, r := range req.Rates {
+	for i, r := range rates {
 		w := &e.windows[wins[i]]
 		if w.end <= now {
 			w.used, w.end, w.local = 0, 0, 0
@@ -199,7 +208,7 @@ func (s *MemoryStore) Take(ctx context.Context, req Request) (Result, error) {
 		res.Refused = -1
 	case res.Refused < 0:
 		res.Allowed = true
-		for i, r := range req.Rates {
+		for i, r := range rates {
 			w := &e.windows[wins[i]]
 			if w.end == 0 {
 				w.end = now + int64(r.Period)
@@ -207,8 +216,8 @@ func (s *MemoryStore) Take(ctx context.Context, req Request) (Result, error) {
 			w.used++
 			w.local++
 		}
-	case !req.Ban.Disabled:
-		p := req.Ban.WithDefaults()
+	case !ban.Disabled:
+		p := ban.WithDefaults()
 		if e.strikesEnd <= now {
 			e.strikes, e.strikesEnd = 0, now+int64(p.Within)
 		} else if now < e.strikesEnd-int64(p.Within)+int64(p.GraceOrZero()) {
@@ -228,7 +237,7 @@ func (s *MemoryStore) Take(ctx context.Context, req Request) (Result, error) {
 		}
 	}
 
-	for i, r := range req.Rates {
+	for i, r := range rates {
 		w := e.windows[wins[i]]
 		end := w.end
 		if end == 0 {

@@ -160,8 +160,12 @@ func (p BanPolicy) BanLength(level int64) time.Duration {
 
 // Rates returns the two windows of limits: the minute, then the day.
 func Rates(limits petstore.Limits) []Rate {
-	return []Rate{
-		{Name: "minute", Quota: limits.PerMinute, Period: time.Minute},
-		{Name: "day", Quota: limits.PerDay, Period: 24 * time.Hour},
-	}
+	return appendRates(nil, limits)
+}
+
+// appendRates appends the windows of limits to rates.
+func appendRates(rates []Rate, limits petstore.Limits) []Rate {
+	return append(rates,
+		Rate{Name: "minute", Quota: limits.PerMinute, Period: time.Minute},
+		Rate{Name: "day", Quota: limits.PerDay, Period: 24 * time.Hour})
 }
