@@ -37,7 +37,8 @@ func (c *chain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	info.id = requestID(r.Header.Get("X-Request-Id"), &info.idBuf, start)
 	w.Header()["X-Request-Id"] = info.slot(slotRequestID, info.id)
 	info.sw.ResponseWriter = w
-	c.serve(&info.sw, r.WithContext(info), info)
+	info.req = *r.WithContext(info) // inlined: its copy is on the stack
+	c.serve(&info.sw, &info.req, info)
 }
 
 // serve logs, measures and ends the trace of the request once it is
