@@ -54,6 +54,10 @@
 //	-pg-conns 10      the postgres server's pool size (examples/server's
 //	                  -db-max-conns)
 //	-cpuprofile FILE  write a CPU profile of the whole run to FILE
+//	-memprofile FILE  write an allocation profile of the whole run to FILE
+//	                  (go tool pprof -sample_index=alloc_space): the
+//	                  garbage each request leaves is CPU the collector
+//	                  spends later, often on another request
 //	-serve            start the servers and serve until interrupted, printing
 //	                  for each its URL, bearer token and seeded pet ids, so
 //	                  another load generator (wrk, hey, k6) can load them
@@ -78,6 +82,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -99,6 +104,9 @@ type options struct {
 	accessLog io.Writer
 	// cpuProfile is where main writes a CPU profile of the run ("": none).
 	cpuProfile string
+	// memProfile is where main writes an allocation profile of the run
+	// ("": none).
+	memProfile string
 	// serve starts the servers and serves until interrupted, loading none.
 	serve bool
 	// mount serves the full stacks under a ServeMux prefix (stackConfig).
@@ -128,6 +136,11 @@ func main() {
 			os.Exit(2)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if opts.memProfile != "" {
+		// Every allocation sampled, so that per-request bytes read true.
+		runtime.MemProfileRate = 1
+		defer writeMemProfile(opts.memProfile)
 	}
 	if opts.serve {
 		if err := serveOnly(ctx, opts, os.Stdout); err != nil {
@@ -159,6 +172,20 @@ func main() {
 	}
 }
 
+// writeMemProfile writes the allocations of the run so far to file.
+func writeMemProfile(file string) {
+	f, err := os.Create(file)
+	if err == nil {
+		err = pprof.Lookup("allocs").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadtest: -memprofile:", err)
+	}
+}
+
 // parseFlags reads the command line. postgresDSN is the value of
 // PETSTORE_TEST_POSTGRES: the postgres server runs only when it is set.
 func parseFlags(args []string, postgresDSN string) (options, error) {
@@ -171,6 +198,7 @@ func parseFlags(args []string, postgresDSN string) (options, error) {
 	endpoints := fs.String("endpoints", strings.Join(endpointNames(), ","), "comma-separated endpoints: list (GET /v1/pets?limit=20), get (GET /v1/pets/{id}), create (POST /v1/pets)")
 	pgConns := fs.Int("pg-conns", 10, "connections in the postgres server's pool (examples/server's -db-max-conns)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (client and servers) to this file, for go tool pprof")
+	memProfile := fs.String("memprofile", "", "write an allocation profile of the whole run (every allocation sampled, which slows the run) to this file, for go tool pprof -sample_index=alloc_space")
 	serve := fs.Bool("serve", false, "start the servers, print their URLs, tokens and pet ids, and serve until interrupted, for another load generator such as wrk")
 	mount := fs.Bool("mount", false, `serve each full stack under a prefix of a ServeMux of its own, mux.Handle("/v1/", api), as examples/server does (default: the API's handler is the server's, as bare's ServeMux is)`)
 	logFile := fs.String("log", "", "append the full stacks' JSON access logs to this file (default: format them into io.Discard)")
@@ -183,7 +211,7 @@ func parseFlags(args []string, postgresDSN string) (options, error) {
 	if *duration <= 0 || *rounds < 1 || *conns < 1 || *pgConns < 1 || *warmup < 0 {
 		return options{}, fmt.Errorf("-duration must be positive, -rounds, -conns and -pg-conns at least 1, -warmup not negative")
 	}
-	opts := options{duration: *duration, warmup: *warmup, rounds: *rounds, conns: *conns, postgres: postgresDSN, pgConns: *pgConns, accessLog: io.Discard, cpuProfile: *cpuProfile, serve: *serve, mount: *mount}
+	opts := options{duration: *duration, warmup: *warmup, rounds: *rounds, conns: *conns, postgres: postgresDSN, pgConns: *pgConns, accessLog: io.Discard, cpuProfile: *cpuProfile, memProfile: *memProfile, serve: *serve, mount: *mount}
 
 	var err error
 	if opts.servers, err = pickServers(*only, postgresDSN != ""); err != nil {

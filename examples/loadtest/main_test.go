@@ -3,11 +3,14 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -189,6 +192,9 @@ func TestParseFlags(t *testing.T) {
 	if opts, _ := parseFlags([]string{"-mount"}, ""); !opts.mount {
 		t.Error("-mount does not mount")
 	}
+	if opts, _ := parseFlags([]string{"-memprofile", "mem.out"}, ""); opts.memProfile != "mem.out" {
+		t.Errorf("-memprofile mem.out gives %q", opts.memProfile)
+	}
 	if opts, _ := parseFlags(nil, ""); strings.Contains(strings.Join(opts.servers, ","), "postgres") {
 		t.Errorf("postgres runs without PETSTORE_TEST_POSTGRES: %v", opts.servers)
 	}
@@ -324,5 +330,27 @@ func TestServeOnlyPrintsWhatALoadGeneratorNeeds(t *testing.T) {
 	}
 	if _, err := http.Get(url + "/v1/pets"); err == nil {
 		t.Fatal("the server still answers after -serve returned")
+	}
+}
+
+// The allocation profile -memprofile writes is one go tool pprof reads: a
+// gzipped profile.proto that names the allocating functions.
+func TestWriteMemProfile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "mem.out")
+	writeMemProfile(file)
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("not a gzipped profile: %v", err)
+	}
+	proto, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(proto, []byte("alloc_space")) {
+		t.Errorf("the profile has no alloc_space sample type (%d bytes)", len(proto))
 	}
 }
