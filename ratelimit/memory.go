@@ -133,8 +133,10 @@ func (s *MemoryStore) entry(sh *memShard, subject string, now time.Time) *memEnt
 		sh.nextSweep = now.Add(sweepInterval)
 	}
 	if e := sh.subjects[subject]; e != nil {
-		sh.unlink(e)
-		sh.pushFront(e)
+		if sh.lru.next != e { // a busy subject is already in front
+			sh.unlink(e)
+			sh.pushFront(e)
+		}
 		return e
 	}
 	for len(sh.subjects) >= sh.max {
