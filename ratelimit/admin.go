@@ -57,7 +57,7 @@ func (s *MemoryStore) Lift(ctx context.Context, subject string, now time.Time) (
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	sh := &s.shards[shardOf(subject)]
+	sh := s.shard(subject)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	e := sh.subjects[subject]
@@ -79,7 +79,7 @@ func (s *MemoryStore) Usage(ctx context.Context, subject string, rates []Rate, n
 	for i, r := range rates {
 		counts[i] = WindowCount{Reset: now.Add(r.Period)}
 	}
-	sh := &s.shards[shardOf(subject)]
+	sh := s.shard(subject)
 	sh.mu.Lock()
 	if e := sh.subjects[subject]; e != nil {
 		for i, r := range rates {
