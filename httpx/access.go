@@ -85,7 +85,7 @@ func (c *chain) fillLog(e *RequestLog, r *http.Request, info *requestInfo, route
 		Status:     status,
 		Bytes:      info.sw.Bytes,
 		Duration:   elapsed,
-		UserAgent:  r.UserAgent(),
+		UserAgent:  firstValue(r.Header, "User-Agent"),
 		RequestID:  info.id,
 		StoreError: causeNames[info.cause],
 	}

@@ -30,11 +30,11 @@ func (c *chain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if c.timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		ctx, cancel = context.WithDeadline(ctx, start.Add(c.timeout)) // no second clock read
 		defer cancel()
 	}
 	info := &requestInfo{Context: ctx, logger: c.logger, outer: r.Pattern, outages: &c.outages, span: span, start: start}
-	info.id = requestID(r.Header.Get("X-Request-Id"), &info.idBuf, start)
+	info.id = requestID(firstValue(r.Header, "X-Request-Id"), &info.idBuf, start)
 	w.Header()["X-Request-Id"] = info.slot(slotRequestID, info.id)
 	info.sw.ResponseWriter = w
 	info.req = *r.WithContext(info) // inlined: its copy is on the stack
@@ -127,10 +127,10 @@ func (c *chain) recover(r *http.Request, info *requestInfo) {
 // more Authorization headers are unauthorized too, whatever they hold:
 // which one a proxy or the server reads is not defined, so none is.
 func (c *chain) authenticate(r *http.Request) (petstore.APIKey, error) {
-	if len(r.Header.Values("Authorization")) > 1 {
+	if len(r.Header["Authorization"]) > 1 {
 		return petstore.APIKey{}, petstore.Errorf(petstore.CodeUnauthorized, "send exactly one Authorization header")
 	}
-	h := r.Header.Get("Authorization")
+	h := firstValue(r.Header, "Authorization")
 	scheme, token, _ := strings.Cut(strings.TrimSpace(h), " ")
 	token = strings.TrimSpace(token)
 	if !strings.EqualFold(scheme, "Bearer") || token == "" {
@@ -152,3 +152,13 @@ type invalidToken struct{ err *petstore.Error }
 
 func (e *invalidToken) Error() string { return e.err.Error() }
 func (e *invalidToken) Unwrap() error { return e.err }
+
+// firstValue is h.Get(key) for a key already in canonical form: net/http
+// stores a request's fields under canonical keys, and Get would check and
+// canonicalize the key again, byte by byte, on every request.
+func firstValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
