@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -136,7 +137,7 @@ func (l *lineLog) appendLine(b []byte, e *RequestLog) []byte {
 	}
 	if l.json {
 		b = append(b, `{"time":"`...)
-		b = t.AppendFormat(b, time.RFC3339Nano)
+		b = appendRFC3339Nano(b, t)
 		b = append(b, `","level":"INFO","msg":"`+accessMsg+`"`...)
 	} else {
 		b = append(b, "time="...)
@@ -197,6 +198,56 @@ func (l *lineLog) num(b []byte, key string, v int64) []byte {
 		b = append(b, '=')
 	}
 	return strconv.AppendInt(b, v, 10)
+}
+
+// A secondStamp is the text of one second in one location, as
+// time.RFC3339 writes it: the date and clock, and the zone.
+type secondStamp struct {
+	unix  int64
+	loc   *time.Location
+	clock [clockLen]byte
+	zone  string // Z or -07:00
+}
+
+// clockLen is the length of RFC 3339's date and clock, 2006-01-02T15:04:05.
+const clockLen = len("2006-01-02T15:04:05")
+
+// lastStamp is the second the access log last wrote: lines come many to
+// a second, and the text of a time's date, clock and zone is most of what
+// formatting it costs.
+var lastStamp atomic.Pointer[secondStamp]
+
+// appendRFC3339Nano appends t as t.AppendFormat(b, time.RFC3339Nano)
+// does, with the text of its second formatted once a second.
+func appendRFC3339Nano(b []byte, t time.Time) []byte {
+	unix, loc := t.Unix(), t.Location()
+	st := lastStamp.Load()
+	if st == nil || st.unix != unix || st.loc != loc {
+		var buf [40]byte
+		text := t.AppendFormat(buf[:0], time.RFC3339)
+		if len(text) <= clockLen || text[10] != 'T' { // a year past 9999 or before 0
+			return t.AppendFormat(b, time.RFC3339Nano)
+		}
+		st = &secondStamp{unix: unix, loc: loc, zone: string(text[clockLen:])}
+		copy(st.clock[:], text)
+		lastStamp.Store(st)
+	}
+	b = append(b, st.clock[:]...)
+	if ns := t.Nanosecond(); ns != 0 {
+		// .999999999: nine digits, trailing zeros dropped.
+		var frac [10]byte
+		frac[0] = '.'
+		for i := 9; i > 0; i-- {
+			frac[i] = byte('0' + ns%10)
+			ns /= 10
+		}
+		n := len(frac)
+		for frac[n-1] == '0' {
+			n--
+		}
+		b = append(b, frac[:n]...)
+	}
+	return append(b, st.zone...)
 }
 
 // appendRFC3339Millis appends t as slog's text handler writes times:

@@ -133,3 +133,34 @@ func BenchmarkAccessLog(b *testing.B) {
 		})
 	}
 }
+
+// appendRFC3339Nano writes what time.RFC3339Nano writes, in any zone,
+// whichever second it formatted before: the cached second must never
+// leak into another second, zone or location.
+func FuzzAppendRFC3339Nano(f *testing.F) {
+	for _, t := range []time.Time{
+		time.Date(2026, 11, 25, 23, 49, 1, 0, time.UTC),
+		time.Date(2026, 11, 25, 23, 49, 1, 120_000_000, time.UTC),
+		time.Date(2026, 11, 25, 23, 49, 1, 1, time.UTC),
+		time.Date(2026, 3, 29, 1, 59, 59, 999_999_999, time.UTC),
+	} {
+		f.Add(t.UnixNano(), int64(0), 0)
+		f.Add(t.UnixNano(), int64(1), 5*3600+30*60)
+		f.Add(t.UnixNano(), int64(999_999_999), -7*3600)
+	}
+	f.Fuzz(func(t *testing.T, unixNano, step int64, offset int) {
+		zones := []*time.Location{time.UTC, time.Local, time.FixedZone("X", offset%(18*3600))}
+		if paris, err := time.LoadLocation("Europe/Paris"); err == nil {
+			zones = append(zones, paris) // a zone whose offset changes
+		}
+		for i := range 3 {
+			for _, loc := range zones {
+				tm := time.Unix(0, unixNano+int64(i)*step).In(loc)
+				want := string(tm.AppendFormat(nil, time.RFC3339Nano))
+				if got := string(appendRFC3339Nano([]byte("x"), tm)); got != "x"+want {
+					t.Fatalf("%v: got %q, want %q", tm, got[1:], want)
+				}
+			}
+		}
+	})
+}
