@@ -67,12 +67,12 @@ type requestInfo struct {
 	logger  *slog.Logger
 	key     petstore.APIKey
 	route   string
-	outer   string     // r.Pattern as the chain got it, from an outer ServeMux
-	addr    netip.Addr // the client address, once the chain computed it
-	cause   int        // why a store failed the request (causeNone, ...)
-	span    trace.Span // the request's span; nil without Config.TracerProvider
-	start   time.Time  // when the chain got the request
-	outages *outageLogs
+	outer   string      // r.Pattern as the chain got it, from an outer ServeMux
+	addr    netip.Addr  // the client address, once the chain computed it
+	cause   int         // why a store failed the request (causeNone, ...)
+	span    trace.Span  // the request's span; nil without Config.TracerProvider
+	start   time.Time   // when the chain got the request
+	outages *outageLogs // the chain's rate-limited log slots of dependency 503s
 	// authErr is the unauthorized error of a missing or wrong key, which
 	// the rate limiter answers once it charged the attempt.
 	authErr error

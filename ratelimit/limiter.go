@@ -174,27 +174,21 @@ func (l *Limiter) decide(ctx context.Context, subject string, limits petstore.Li
 	if l.local == nil {
 		return l.decideInMemory(ctx, subject, limits, now)
 	}
+	// A shared store: behind the breaker, mirrored in l.local.
 	req := Request{Subject: subject, Rates: Rates(limits), Now: now, Ban: l.ban}
-	probe := false
-	if l.local != nil {
-		var call bool
-		if call, probe = l.callable(now); !call {
-			return l.fallback(ctx, req, errDown)
-		}
+	call, probe := l.callable(now)
+	if !call {
+		return l.fallback(ctx, req, errDown)
 	}
-	if l.local != nil {
-		l.local.begin(req)
-	}
+	l.local.begin(req)
 	res, err := l.take(ctx, req)
 	if err == nil && len(res.Windows) != len(req.Rates) {
 		err = fmt.Errorf("ratelimit: store returned %d windows for %d rates", len(res.Windows), len(req.Rates))
 	}
-	if l.local != nil {
-		if err != nil {
-			l.local.end(req, nil)
-		} else {
-			l.local.end(req, &res)
-		}
+	if err != nil {
+		l.local.end(req, nil)
+	} else {
+		l.local.end(req, &res)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -213,9 +207,10 @@ func (l *Limiter) decide(ctx context.Context, subject string, limits petstore.Li
 	return decide(req, res), nil
 }
 
-// decideInMemory is decide when the store is the MemoryStore: no breaker,
-// no fallback, and the request's rates and counts on the stack rather
-// than the heap, as the store is called directly.
+// decideInMemory is decide when the store is the MemoryStore, which never
+// waits on anything but its own short critical section: no breaker, no
+// fallback, no timer, and the request's rates and counts on the stack
+// rather than the heap, as the store is called directly.
 func (l *Limiter) decideInMemory(ctx context.Context, subject string, limits petstore.Limits, now time.Time) (Decision, error) {
 	var rateArr [2]Rate
 	var counts [2]WindowCount
@@ -255,11 +250,6 @@ func (l *Limiter) fallback(ctx context.Context, req Request, err error) (Decisio
 	if !l.failOpen && (l.open.Load() || !isTimeout(err)) {
 		return Decision{}, petstore.Errorf(petstore.CodeUnavailable, "rate limiter unavailable")
 	}
-	if l.local == nil {
-		// The store was local and still failed (a panic): there is
-		// nothing else to ask.
-		return Decision{Allowed: true, Degraded: true, At: req.Now}, nil
-	}
 	res, lerr := l.local.Take(ctx, req)
 	if lerr != nil {
 		return Decision{}, lerr // only ctx ends a MemoryStore's Take
@@ -288,12 +278,6 @@ func (l *Limiter) take(ctx context.Context, req Request) (res Result, err error)
 			err = fmt.Errorf("ratelimit: store panicked: %v", p)
 		}
 	}()
-	if l.local == nil {
-		// A MemoryStore never waits on anything but its own short
-		// critical section, so a timer, a third of a decision's cost,
-		// would buy nothing.
-		return l.store.Take(ctx, req)
-	}
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
 	res, err = l.store.Take(ctx, req)
