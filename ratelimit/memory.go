@@ -26,7 +26,7 @@ import (
 // The zero value is not usable; call NewMemoryStore.
 type MemoryStore struct {
 	shards    [memShards]memShard
-	seed      maphash.Seed // of shard, random per store
+	seed      maphash.Seed // random per store; see shard
 	evictions atomic.Uint64
 }
 
