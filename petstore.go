@@ -251,8 +251,8 @@ func (k *Keys) Create(ctx context.Context, projectID string, plan Plan, limits L
 
 // Ensure stores a key whose secret the operator chose (the -keys flag),
 // or updates its plan when it is stored already, and returns it. The
-// secret must pass CheckSecretStrength (at least 20 characters and about
-// 80 bits): it is stored as an unsalted SHA-256 (HashAPIKey), which only a
+// secret must pass CheckSecretStrength (128 random bits in hex or base64,
+// or a generated key): it is stored as an unsalted SHA-256 (HashAPIKey), which only a
 // secret too random to guess makes safe. Returns invalid_request
 // otherwise.
 func (k *Keys) Ensure(ctx context.Context, secret string, plan Plan, limits Limits) (APIKey, error) {

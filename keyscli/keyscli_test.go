@@ -126,7 +126,7 @@ func ExampleRun() {
 	}
 	store := bunstore.New(db)
 	// An operator's key, as the server's -keys flag would store it.
-	if _, err := petstore.NewKeys(store).Ensure(ctx, "psk_Operator7kW2xQ9mB4vT", petstore.PlanBusiness, petstore.Limits{}); err != nil {
+	if _, err := petstore.NewKeys(store).Ensure(ctx, "psk_Operator7kW2xQ9mB4vTJd6", petstore.PlanBusiness, petstore.Limits{}); err != nil {
 		panic(err)
 	}
 

@@ -19,9 +19,9 @@ type Spec struct {
 
 // ParseSpecs reads the -keys flag: a comma-separated list of KEY:PLAN
 // (free, pro or business) or KEY:enterprise:PERMIN/PERDAY. The plan is read
-// from the end, so a key may itself contain colons. Every KEY must pass
-// petstore.CheckSecretStrength (at least 20 characters and about 80 bits
-// of estimated entropy) and appear once: keys are stored as unsalted
+// from the end. Every KEY must pass
+// petstore.CheckSecretStrength (128 random bits in hex or base64, or a
+// generated key) and appear once: keys are stored as unsalted
 // hashes, safe only for secrets too random to guess, and a secret given
 // twice would silently keep only one plan. Errors name the key by its
 // position, never by its text.
@@ -91,7 +91,7 @@ func Ensure(ctx context.Context, keys *petstore.Keys, specs []Spec) error {
 // earlier one had the same secret, recording it in seen.
 func checkSecret(secret string, n int, seen map[string]int) error {
 	if err := petstore.CheckSecretStrength(secret); err != nil {
-		// "key has only…" becomes "key #2 has only…".
+		// "key is too guessable…" becomes "key #2 is too guessable…".
 		return fmt.Errorf("key #%d %s", n, strings.TrimPrefix(petstore.ErrorMessage(err), "key "))
 	}
 	if first, dup := seen[secret]; dup {

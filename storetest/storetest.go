@@ -325,18 +325,18 @@ func RunKeys(t *testing.T, open Opener) {
 		t.Parallel()
 		s := open(t)
 		keys := petstore.NewKeys(s)
-		first, err := keys.Ensure(ctx, "psk_Chosen4mT9xB2wQ6kZ8r", petstore.PlanFree, petstore.Limits{})
+		first, err := keys.Ensure(ctx, "psk_Chosen4mT9xB2wQ6kZ8rNh3", petstore.PlanFree, petstore.Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		second, err := keys.Ensure(ctx, "psk_Chosen4mT9xB2wQ6kZ8r", petstore.PlanEnterprise, petstore.Limits{PerMinute: 5, PerDay: 50})
+		second, err := keys.Ensure(ctx, "psk_Chosen4mT9xB2wQ6kZ8rNh3", petstore.PlanEnterprise, petstore.Limits{PerMinute: 5, PerDay: 50})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if second.ID != first.ID || second.ProjectID != first.ProjectID || second.Plan != petstore.PlanEnterprise {
 			t.Fatalf("second Ensure = %+v, want same id/project as %+v on enterprise", second, first)
 		}
-		got, err := keys.Authenticate(ctx, "psk_Chosen4mT9xB2wQ6kZ8r")
+		got, err := keys.Authenticate(ctx, "psk_Chosen4mT9xB2wQ6kZ8rNh3")
 		if err != nil || got.EffectiveLimits() != (petstore.Limits{PerMinute: 5, PerDay: 50}) {
 			t.Fatalf("Authenticate = %+v, %v", got, err)
 		}

@@ -189,14 +189,14 @@ func TestBadFlags(t *testing.T) {
 // remove it and the Host is 404 at once.
 func TestCustomDomainFlow(t *testing.T) {
 	zone, dns := memzone.NewTestServer(t, "example.com.")
-	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-keys", "psk_Pro5jW8cZ1qN6bY3xF7v:pro,psk_Free7hQ2nX9vL4mR8tK3w:free",
+	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-keys", "psk_Pro5jW8cZ1qN6bY3xF7vGu2k:pro,psk_Free7hQ2nX9vL4mR8tK3wPe5:free",
 		"-dns-resolvers", dns.Addr(), "-cname-target", "edge.petstore.test"}, nil)
 
-	status, _, body := call(t, "POST", base+"/dashboard/api/domains", "psk_Free7hQ2nX9vL4mR8tK3w", "", `{"name":"free.example.com"}`)
+	status, _, body := call(t, "POST", base+"/dashboard/api/domains", "psk_Free7hQ2nX9vL4mR8tK3wPe5", "", `{"name":"free.example.com"}`)
 	if status != 403 || !strings.Contains(body, "plan_required") {
 		t.Fatalf("Free plan add: %d %s", status, body)
 	}
-	status, _, body = call(t, "POST", base+"/dashboard/api/domains", "psk_Pro5jW8cZ1qN6bY3xF7v", "", `{"name":"Shop.Example.com"}`)
+	status, _, body = call(t, "POST", base+"/dashboard/api/domains", "psk_Pro5jW8cZ1qN6bY3xF7vGu2k", "", `{"name":"Shop.Example.com"}`)
 	if status != 201 {
 		t.Fatalf("add: %d %s", status, body)
 	}
@@ -221,7 +221,7 @@ func TestCustomDomainFlow(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	status, _, body = call(t, "POST", base+"/dashboard/api/domains/shop.example.com/verify", "psk_Pro5jW8cZ1qN6bY3xF7v", "", "")
+	status, _, body = call(t, "POST", base+"/dashboard/api/domains/shop.example.com/verify", "psk_Pro5jW8cZ1qN6bY3xF7vGu2k", "", "")
 	if status != 200 || !strings.Contains(body, `"status":"active"`) {
 		t.Fatalf("verify: %d %s", status, body)
 	}
@@ -229,11 +229,11 @@ func TestCustomDomainFlow(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("live domain /: %d %s", status, body)
 	}
-	if status, _, _ := call(t, "GET", base+"/v1/pets", "psk_Pro5jW8cZ1qN6bY3xF7v", "shop.example.com", ""); status != 200 {
+	if status, _, _ := call(t, "GET", base+"/v1/pets", "psk_Pro5jW8cZ1qN6bY3xF7vGu2k", "shop.example.com", ""); status != 200 {
 		t.Fatalf("live domain /v1/pets: %d", status)
 	}
 
-	status, _, body = call(t, "DELETE", base+"/dashboard/api/domains/shop.example.com", "psk_Pro5jW8cZ1qN6bY3xF7v", "", "")
+	status, _, body = call(t, "DELETE", base+"/dashboard/api/domains/shop.example.com", "psk_Pro5jW8cZ1qN6bY3xF7vGu2k", "", "")
 	if status != 204 {
 		t.Fatalf("remove: %d %s", status, body)
 	}
@@ -246,7 +246,7 @@ func TestCustomDomainFlow(t *testing.T) {
 // TestMaxDomainsFlag: the per-project cap is configurable; beyond it an
 // add is 400 with a message, and a removed domain frees its slot.
 func TestMaxDomainsFlag(t *testing.T) {
-	const pro = "psk_Pro5jW8cZ1qN6bY3xF7v"
+	const pro = "psk_Pro5jW8cZ1qN6bY3xF7vGu2k"
 	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-keys", pro + ":pro"},
 		map[string]string{"PETSTORE_MAX_DOMAINS_PER_PROJECT": "1"})
 	add := func(name string) (int, string) {
