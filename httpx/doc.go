@@ -51,14 +51,16 @@
 // header) makes POST /pets safe to retry: a repeat with the same
 // Idempotency-Key and body within 24 hours gets the first response again,
 // with Idempotent-Replayed: true, instead of creating a second pet; the
-// same key with another body is 422 idempotency_key_reused, and while the
-// first request still runs, 409 idempotency_key_in_use. Keys are scoped to
-// the API key, and 5xx answers are not kept, so a retry after one runs
-// again. Bodies are compared as the pet they describe, so a retry that
-// re-serializes its JSON is the same request. A claim left in flight by a
-// process that died is taken over by a retry once it is older than
-// petstore.IdempotencyLease (2 minutes). With a shared store (bunstore)
-// this holds across processes.
+// same key with another body is 422 idempotency_key_reused, and a repeat
+// while the first request still runs waits for its answer. The pet and
+// its record are written in one transaction of the store
+// (IdempotencyStore.CreateOnce), and the answer is sent only once both
+// are committed, so a retry after a timeout or a lost connection finds
+// both or neither: exactly one pet per key. Keys are scoped to the API
+// key, and 5xx answers are not kept, so a retry after one runs again.
+// Bodies are compared as the pet they describe, so a retry that
+// re-serializes its JSON is the same request. With a shared store
+// (bunstore) this holds across processes.
 //
 // # The dashboard and custom domains
 //

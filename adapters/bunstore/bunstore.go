@@ -108,25 +108,40 @@ func (r keyRow) key() petstore.APIKey {
 	return k
 }
 
-// CreatePet implements petstore.PetStore.
+// CreatePet implements petstore.PetStore. Inside CreateOnce it joins
+// that call's transaction.
 func (s *Store) CreatePet(ctx context.Context, p petstore.NewPet) (petstore.Pet, error) {
-	st, err := s.q.insertPet.get(ctx, s.db.DB)
-	if err != nil {
-		return petstore.Pet{}, mapErr(ctx, "create pet", err)
-	}
 	pet := petstore.Pet{Name: p.Name, CategoryID: p.CategoryID, Status: p.Status}
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		st := onTx(ctx, tx, st)
+	args := []any{p.Name, p.CategoryID, nullString(string(p.Status))}
+	insert := func(exec func(...any) (sql.Result, error), queryRow func(...any) *sql.Row) error {
 		if s.pg { // no LastInsertId: RETURNING id
-			return st.QueryRowContext(ctx, p.Name, p.CategoryID, nullString(string(p.Status))).Scan(&pet.ID)
+			return queryRow(args...).Scan(&pet.ID)
 		}
-		res, err := st.ExecContext(ctx, p.Name, p.CategoryID, nullString(string(p.Status)))
+		res, err := exec(args...)
 		if err != nil {
 			return err
 		}
 		pet.ID, err = res.LastInsertId()
 		return err
-	})
+	}
+	var err error
+	if tx := s.unitTx(ctx); tx != nil {
+		// Not the prepared statement: preparing it may need a second
+		// connection, which an in-memory SQLite database (one
+		// connection) lacks while the transaction holds it.
+		q := s.q.insertPet.query
+		err = insert(func(a ...any) (sql.Result, error) { return tx.ExecContext(ctx, q, a...) },
+			func(a ...any) *sql.Row { return tx.QueryRowContext(ctx, q, a...) })
+	} else {
+		var st *sql.Stmt
+		if st, err = s.q.insertPet.get(ctx, s.db.DB); err == nil {
+			err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+				st := onTx(ctx, tx, st)
+				return insert(func(a ...any) (sql.Result, error) { return st.ExecContext(ctx, a...) },
+					func(a ...any) *sql.Row { return st.QueryRowContext(ctx, a...) })
+			})
+		}
+	}
 	if err != nil {
 		return petstore.Pet{}, mapErr(ctx, "create pet", err)
 	}
@@ -147,6 +162,15 @@ func scanPet(scan func(dest ...any) error) (petstore.Pet, error) {
 // a query that started after each arrived: of one pet on MySQL
 // (flights.go), of all their pets on PostgreSQL (petbatch.go).
 func (s *Store) GetPet(ctx context.Context, id int64) (petstore.Pet, error) {
+	if tx := s.unitTx(ctx); tx != nil {
+		// Inside CreateOnce (an order checking its pet): read on its
+		// transaction, as CreatePet writes on it.
+		p, err := scanPet(tx.QueryRowContext(ctx, s.q.getPet.query, id).Scan)
+		if errors.Is(err, sql.ErrNoRows) {
+			return petstore.Pet{}, petstore.Errorf(petstore.CodeNotFound, "pet %d not found", id)
+		}
+		return p, mapErr(ctx, "get pet", err)
+	}
 	if s.reads == nil {
 		one := func(ctx context.Context) (petstore.Pet, error) { return s.getPet(ctx, id) }
 		if s.pg {

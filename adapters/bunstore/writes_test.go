@@ -14,10 +14,10 @@ import (
 
 // TestConcurrentWritesStayIndependent runs, at once, creates of valid pets,
 // creates the schema refuses, creates whose context is already canceled,
-// and claims of one Idempotency-Key. On SQLite these share transactions,
+// and creations under one Idempotency-Key. On SQLite these share transactions,
 // and the outcome must be what each would get alone: every valid pet is
 // stored and listed, every refused or canceled one fails without taking
-// the others down, and exactly one claim wins.
+// the others down, and exactly one creation under the key runs.
 func TestConcurrentWritesStayIndependent(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
@@ -55,14 +55,18 @@ func TestConcurrentWritesStayIndependent(t *testing.T) {
 				})
 				wg.Go(func() {
 					rec := petstore.IdempotencyRecord{Scope: "key_1", Key: "order-1", RequestHash: fmt.Sprint("h", i), CreatedAt: time.Now()}
-					stored, claimed, err := s.ClaimIdempotencyKey(ctx, rec)
+					stored, ran, err := s.CreateOnce(ctx, rec, func(ctx context.Context) (petstore.IdempotencyRecord, bool) {
+						p, err := s.CreatePet(ctx, petstore.NewPet{Name: "once", CategoryID: 1})
+						rec.Completed, rec.Status = true, 201
+						return rec, err == nil && p.ID > 0
+					})
 					mu.Lock()
 					defer mu.Unlock()
 					if err != nil {
-						t.Errorf("ClaimIdempotencyKey %d: %v", i, err)
+						t.Errorf("CreateOnce %d: %v", i, err)
 						return
 					}
-					if claimed {
+					if ran {
 						wins++
 					}
 					hashes[stored.RequestHash]++
@@ -76,7 +80,13 @@ func TestConcurrentWritesStayIndependent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(pets) != each || len(created) != each {
+			once := 0
+			for _, p := range pets {
+				if p.Name == "once" {
+					once++
+				}
+			}
+			if once != 1 || len(pets) != each+1 || len(created) != each {
 				t.Fatalf("listed %d pets, created %d; want %d", len(pets), len(created), each)
 			}
 			ids := map[int64]bool{}

@@ -51,7 +51,7 @@ func New() *Store {
 		keyByID:  map[string]string{},
 		dom:      &domainTables{byID: map[string]domain.Entry{}, holder: map[string]string{}, configs: map[string]domain.Config{}},
 		blobs:    &blobState{blobs: map[string]blob{}, locks: map[string]blobLock{}},
-		idemRecs: &idemTable{recs: map[idemID]petstore.IdempotencyRecord{}, max: MaxIdempotencyRecords},
+		idemRecs: &idemTable{recs: map[idemID]petstore.IdempotencyRecord{}, running: map[idemID]chan struct{}{}, max: MaxIdempotencyRecords},
 		orders:   &orderTable{},
 	}
 }
@@ -66,6 +66,11 @@ func (s *Store) CreatePet(ctx context.Context, p petstore.NewPet) (petstore.Pet,
 	pet := petstore.Pet{ID: s.nextID, Name: p.Name, CategoryID: p.CategoryID, Status: p.Status}
 	s.nextID++
 	s.pets = append(s.pets, pet)
+	if u := s.unitOf(ctx); u != nil {
+		u.mu.Lock()
+		u.pets = append(u.pets, pet.ID)
+		u.mu.Unlock()
+	}
 	return pet, nil
 }
 
