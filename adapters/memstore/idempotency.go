@@ -20,14 +20,14 @@ const MaxIdempotencyRecords = 100_000
 // idemTable holds one store's Idempotency-Key records, and the order they
 // were claimed in for forgetting the oldest at the cap.
 type idemTable struct {
-	mu    sync.Mutex
-	recs  map[idemID]petstore.IdempotencyRecord
+	mu   sync.Mutex
+	recs map[idemID]petstore.IdempotencyRecord
 	// running holds the keys whose create is under way, each with a
 	// channel closed when it ends.
 	running map[idemID]chan struct{}
-	order []idemID // claim order; may hold ids deleted since
-	head  int      // order[:head] is already forgotten
-	max   int
+	order   []idemID // claim order; may hold ids deleted since
+	head    int      // order[:head] is already forgotten
+	max     int
 }
 
 // remember records a fresh claim of id, forgetting the oldest records
