@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 
@@ -71,20 +72,41 @@ func ParseSpecs(s string) ([]Spec, error) {
 
 // Ensure stores every spec's key, or updates its plan when it is stored
 // already: each new key becomes its own project. It refuses, before
-// storing any, a weak secret or one given twice, as ParseSpecs does.
-func Ensure(ctx context.Context, keys *petstore.Keys, specs []Spec) error {
+// storing any, a weak secret or one given twice, as ParseSpecs does. A
+// spec whose key was revoked is not stored again: Ensure says so on
+// logger, once, by the spec's position and the key's id (never the
+// secret), and goes on with the others.
+func Ensure(ctx context.Context, keys *petstore.Keys, specs []Spec, logger *slog.Logger) error {
 	seen := map[string]int{}
 	for i, s := range specs {
 		if err := checkSecret(s.Secret, i+1, seen); err != nil {
 			return err
 		}
 	}
-	for _, s := range specs {
-		if _, err := keys.Ensure(ctx, s.Secret, s.Plan, s.Limits); err != nil {
-			return fmt.Errorf("store key: %w", err)
+	for i, s := range specs {
+		if _, _, err := EnsureOne(ctx, keys, s, i+1, logger); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// EnsureOne stores the n-th spec's key (1-based) as Ensure does. It
+// returns the key, and stored false when the key was revoked and is left
+// so, which it logs.
+func EnsureOne(ctx context.Context, keys *petstore.Keys, s Spec, n int, logger *slog.Logger) (key petstore.APIKey, stored bool, err error) {
+	k, err := keys.Ensure(ctx, s.Secret, s.Plan, s.Limits)
+	if errors.Is(err, petstore.ErrKeyRevoked) {
+		if logger != nil {
+			logger.Warn("a key listed in -keys was revoked and is not added again; \"keys unrevoke ID\" reinstates it",
+				"key", fmt.Sprintf("#%d", n), "id", k.ID, "project", k.ProjectID)
+		}
+		return k, false, nil
+	}
+	if err != nil {
+		return petstore.APIKey{}, false, fmt.Errorf("store key: %w", err)
+	}
+	return k, true, nil
 }
 
 // checkSecret refuses the n-th key (1-based) when it is weak or when an

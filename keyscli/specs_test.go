@@ -84,7 +84,7 @@ func TestEnsureRefusesWeakAndDuplicateSecrets(t *testing.T) {
 		{{Secret: keyA, Plan: petstore.PlanFree}, {Secret: "short", Plan: petstore.PlanPro}},
 		{{Secret: keyA, Plan: petstore.PlanFree}, {Secret: keyA, Plan: petstore.PlanPro}},
 	} {
-		if err := keyscli.Ensure(ctx, keys, specs); err == nil {
+		if err := keyscli.Ensure(ctx, keys, specs, nil); err == nil {
 			t.Fatalf("Ensure(%d specs) accepted a weak or repeated secret", len(specs))
 		}
 	}
@@ -94,7 +94,7 @@ func TestEnsureRefusesWeakAndDuplicateSecrets(t *testing.T) {
 	if _, err := keys.Ensure(ctx, "tooweak", petstore.PlanFree, petstore.Limits{}); petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
 		t.Fatalf("Keys.Ensure of a weak secret: %v, want invalid_request", err)
 	}
-	if err := keyscli.Ensure(ctx, keys, []keyscli.Spec{{Secret: keyA, Plan: petstore.PlanFree}, {Secret: keyB, Plan: petstore.PlanPro}}); err != nil {
+	if err := keyscli.Ensure(ctx, keys, []keyscli.Spec{{Secret: keyA, Plan: petstore.PlanFree}, {Secret: keyB, Plan: petstore.PlanPro}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := keys.Authenticate(ctx, keyB); err != nil {

@@ -435,14 +435,84 @@ func (s *Store) SetKeyPlan(ctx context.Context, id string, plan petstore.Plan, l
 	return row.key(), nil
 }
 
-// DeleteKey implements petstore.KeyStore.
+// revokedRow is a revoked key, kept under the hash of its secret.
+type revokedRow struct {
+	bun.BaseModel `bun:"table:revoked_keys"`
+
+	Hash        string `bun:"hash,pk"`
+	ID          string `bun:"id,notnull"`
+	ProjectID   string `bun:"project_id,notnull"`
+	Plan        string `bun:"plan,notnull"`
+	PerMinute   int64  `bun:"per_minute,notnull"`
+	PerDay      int64  `bun:"per_day,notnull"`
+	CreatedAtNS int64  `bun:"created_at_ns,notnull"`
+	RevokedAtNS int64  `bun:"revoked_at_ns,notnull"`
+}
+
+func (r revokedRow) keyRow() keyRow {
+	return keyRow{ID: r.ID, Hash: r.Hash, ProjectID: r.ProjectID, Plan: r.Plan,
+		PerMinute: r.PerMinute, PerDay: r.PerDay, CreatedAtNS: r.CreatedAtNS}
+}
+
+// DeleteKey implements petstore.KeyStore. The key moves to revoked_keys in
+// the transaction that deletes it, so no restart finds it in neither.
 func (s *Store) DeleteKey(ctx context.Context, id string) error {
-	res, err := s.db.NewDelete().Model((*keyRow)(nil)).Where("id = ?", id).Exec(ctx)
-	if err != nil {
-		return mapErr(ctx, "delete key", err)
-	}
-	if n, err := res.RowsAffected(); err == nil && n == 0 {
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var row keyRow
+		if err := tx.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
+			return err
+		}
+		rev := revokedRow{Hash: row.Hash, ID: row.ID, ProjectID: row.ProjectID, Plan: row.Plan,
+			PerMinute: row.PerMinute, PerDay: row.PerDay, CreatedAtNS: row.CreatedAtNS, RevokedAtNS: time.Now().UnixNano()}
+		if _, err := tx.NewDelete().Model((*revokedRow)(nil)).Where("hash = ?", row.Hash).Exec(ctx); err != nil {
+			return err
+		}
+		if _, err := tx.NewInsert().Model(&rev).Exec(ctx); err != nil {
+			return err
+		}
+		_, err := tx.NewDelete().Model((*keyRow)(nil)).Where("id = ?", id).Exec(ctx)
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
 		return petstore.Errorf(petstore.CodeNotFound, "key %s not found", id)
 	}
-	return nil
+	return mapErr(ctx, "delete key", err)
+}
+
+// RevokedKey implements petstore.KeyStore.
+func (s *Store) RevokedKey(ctx context.Context, hash string) (petstore.APIKey, error) {
+	var row revokedRow
+	err := s.db.NewSelect().Model(&row).Where("hash = ?", hash).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return petstore.APIKey{}, petstore.Errorf(petstore.CodeNotFound, "no revoked key")
+	}
+	if err != nil {
+		return petstore.APIKey{}, mapErr(ctx, "revoked key", err)
+	}
+	return row.keyRow().key(), nil
+}
+
+// UnrevokeKey implements petstore.KeyStore.
+func (s *Store) UnrevokeKey(ctx context.Context, id string) (petstore.APIKey, error) {
+	var key petstore.APIKey
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var rev revokedRow
+		if err := tx.NewSelect().Model(&rev).Where("id = ?", id).Limit(1).Scan(ctx); err != nil {
+			return err
+		}
+		row := rev.keyRow()
+		if _, err := tx.NewInsert().Model(&row).Exec(ctx); err != nil {
+			return err
+		}
+		key = row.key()
+		_, err := tx.NewDelete().Model((*revokedRow)(nil)).Where("hash = ?", rev.Hash).Exec(ctx)
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return petstore.APIKey{}, petstore.Errorf(petstore.CodeNotFound, "no revoked key %s", id)
+	}
+	if err != nil {
+		return petstore.APIKey{}, mapErr(ctx, "unrevoke key", err)
+	}
+	return key, nil
 }

@@ -24,6 +24,7 @@ type Store struct {
 	keys     map[string]storedKey // by hash
 	keyByID  map[string]string    // id -> hash
 	keyOrder []string             // ids, creation order
+	revoked  map[string]storedKey // revoked keys, by hash
 
 	// Each later feature's tables have their own lock, so that domain or
 	// certificate traffic never waits behind pet writes.
@@ -232,8 +233,52 @@ func (s *Store) DeleteKey(ctx context.Context, id string) error {
 	if !ok {
 		return petstore.Errorf(petstore.CodeNotFound, "key %s not found", id)
 	}
+	if s.revoked == nil {
+		s.revoked = map[string]storedKey{}
+	}
+	s.revoked[hash] = s.keys[hash]
 	delete(s.keys, hash)
 	delete(s.keyByID, id)
 	s.keyOrder = slices.DeleteFunc(s.keyOrder, func(k string) bool { return k == id })
 	return nil
+}
+
+// RevokedKey implements petstore.KeyStore.
+func (s *Store) RevokedKey(ctx context.Context, hash string) (petstore.APIKey, error) {
+	if err := ctx.Err(); err != nil {
+		return petstore.APIKey{}, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	sk, ok := s.revoked[hash]
+	if !ok {
+		return petstore.APIKey{}, petstore.Errorf(petstore.CodeNotFound, "no revoked key")
+	}
+	return sk.key, nil
+}
+
+// UnrevokeKey implements petstore.KeyStore.
+func (s *Store) UnrevokeKey(ctx context.Context, id string) (petstore.APIKey, error) {
+	if err := ctx.Err(); err != nil {
+		return petstore.APIKey{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for hash, sk := range s.revoked {
+		if sk.key.ID != id {
+			continue
+		}
+		if _, taken := s.keys[hash]; taken {
+			return petstore.APIKey{}, petstore.Errorf(petstore.CodeConflict, "the secret of key %s was stored again", id)
+		}
+		if _, taken := s.keyByID[id]; taken {
+			return petstore.APIKey{}, petstore.Errorf(petstore.CodeConflict, "key %s already exists", id)
+		}
+		delete(s.revoked, hash)
+		s.keys[hash] = sk
+		s.keyByID[id] = hash
+		s.keyOrder = append(s.keyOrder, id)
+		return sk.key, nil
+	}
+	return petstore.APIKey{}, petstore.Errorf(petstore.CodeNotFound, "no revoked key %s", id)
 }

@@ -266,3 +266,69 @@ func TestMaxDomainsFlag(t *testing.T) {
 		t.Fatalf("after removing: %d %s", status, body)
 	}
 }
+
+// TestRevokedOperatorKeyStaysRevoked (issue 26): a key listed in -keys
+// and revoked with "keys revoke" stays revoked when the server restarts
+// with the same -keys, under no new id or project; the server says so
+// once at start, without the secret; "keys unrevoke" reinstates it with
+// its id and project.
+func TestRevokedOperatorKeyStaysRevoked(t *testing.T) {
+	db := "sqlite:" + filepath.Join(t.TempDir(), "revoked.db")
+	const listed = "psk_Listed6hW3qZ8nR2vK9xT4m"
+	args := []string{"-addr", "127.0.0.1:0", "-db", db, "-keys", listed + ":pro," + testKey + ":free"}
+	keyID := func() (id, project string) {
+		out, err := runCmd(t, "-db", db, "keys", "list")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(line); len(f) > 2 && f[2] == "pro" {
+				return f[0], f[1]
+			}
+		}
+		return "", ""
+	}
+
+	srv := startServer(t, args, nil)
+	if status, _, _ := call(t, "GET", srv.base+"/v1/pets", listed, "", ""); status != 200 {
+		t.Fatalf("listed key: %d, want 200", status)
+	}
+	srv.stop()
+	id, project := keyID()
+	if out, err := runCmd(t, "-db", db, "keys", "revoke", id); err != nil || !strings.Contains(out, "keys unrevoke "+id) {
+		t.Fatalf("revoke: %v\n%s", err, out)
+	}
+
+	for range 2 { // restarts, as any replica does
+		srv = startServer(t, args, nil)
+		if status, _, _ := call(t, "GET", srv.base+"/v1/pets", listed, "", ""); status != 401 {
+			t.Fatalf("revoked key after a restart: %d, want 401", status)
+		}
+		if status, _, _ := call(t, "GET", srv.base+"/v1/pets", testKey, "", ""); status != 200 {
+			t.Fatalf("the other listed key after a restart: %d, want 200", status)
+		}
+		srv.stop()
+		logs := srv.logs.String()
+		if n := strings.Count(logs, "was revoked and is not added again"); n != 1 || !strings.Contains(logs, id) {
+			t.Fatalf("the start logged the revoked key %d times (want once, naming %s):\n%s", n, id, logs)
+		}
+		if strings.Contains(logs, listed) {
+			t.Fatal("the log shows the revoked key's secret")
+		}
+		if again, _ := keyID(); again != "" {
+			t.Fatalf("the revoked key came back as %s", again)
+		}
+	}
+
+	if out, err := runCmd(t, "-db", db, "keys", "unrevoke", id); err != nil || !strings.Contains(out, "reinstated "+id) {
+		t.Fatalf("unrevoke: %v\n%s", err, out)
+	}
+	srv = startServer(t, args, nil)
+	if status, _, _ := call(t, "GET", srv.base+"/v1/pets", listed, "", ""); status != 200 {
+		t.Fatalf("reinstated key: %d, want 200", status)
+	}
+	srv.stop()
+	if gotID, gotProject := keyID(); gotID != id || gotProject != project {
+		t.Fatalf("reinstated as %s in %s, want %s in %s", gotID, gotProject, id, project)
+	}
+}

@@ -132,7 +132,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 			}
 		})
 	}
-	if err := ensureOperatorKeys(ctx, keys, cfg.keys, store); err != nil {
+	if err := ensureOperatorKeys(ctx, keys, cfg.keys, store, logger); err != nil {
 		return nil, err
 	}
 	a.keys = keys
