@@ -128,6 +128,11 @@ func TestKeysSubcommand(t *testing.T) {
 	if out, err = runCmd(t, "-db", db, "keys", "revoke", id[1]); err != nil {
 		t.Fatalf("revoke: %v\n%s", err, out)
 	}
+	// No change feed reaches servers on SQLite: the command says for how
+	// long servers following another feed may still accept the key.
+	if !strings.Contains(out, "no change feed was reached") || !strings.Contains(out, "for up to 1m0s") {
+		t.Fatalf("revoke without a feed does not state the bound:\n%s", out)
+	}
 	base, _, _ = startStoppable(t, []string{"-addr", "127.0.0.1:0", "-db", db, "-keys", "psk_Other4gT9kP2wQ7zM3rV8n:free"}, nil)
 	if status, _, _ := call(t, "GET", base+"/v1/pets", secret[1], "", ""); status != 401 {
 		t.Fatalf("revoked key: %d, want 401", status)

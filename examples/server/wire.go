@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -131,6 +132,9 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 				e.Apply(c)
 			}
 		})
+	}
+	if err := followDatabaseFeed(ctx, cfg, logger, auth.Apply, a); err != nil {
+		return nil, err
 	}
 	if err := ensureOperatorKeys(ctx, keys, cfg.keys, store, logger); err != nil {
 		return nil, err
@@ -400,6 +404,48 @@ func openFeed(cfg config) (changefeed.Feed, func(), error) {
 	return nil, func() {}, nil
 }
 
+// followDatabaseFeed has a server whose feed is Redis, on a PostgreSQL
+// database, also hear the key changes published on the database's own
+// feed (LISTEN/NOTIFY): a keys command run with -db alone then reaches it
+// at once too, instead of after its cache's live bound (issue 26).
+func followDatabaseFeed(ctx context.Context, cfg config, logger *slog.Logger, apply func(changefeed.Change), a *app) error {
+	t, err := bunopen.Parse(cfg.db)
+	if cfg.redis == "" || err != nil || t.Kind != bunopen.KindPostgres {
+		return nil
+	}
+	f, err := pgfeed.New(t.DriverDSN, "")
+	if err != nil {
+		return fmt.Errorf("-db %s: %w", bunopen.Redact(cfg.db), err)
+	}
+	a.closers = append(a.closers, func() { f.Close() })
+	go func() {
+		// Only key changes: whether the feed is live is the Redis
+		// feed's to say, as it is the one the cache's bound relies on.
+		_ = f.Subscribe(ctx, func(c changefeed.Change) {
+			if c.Kind == changefeed.KindKey {
+				apply(c)
+			}
+		})
+	}()
+	return nil
+}
+
+// keyChangeReach says whom a key change made by the keys subcommand
+// reached, and for how long the servers it did not reach may still act
+// on the old key: the bound an operator must know after a revoke.
+func keyChangeReach(cfg config) string {
+	switch t, err := bunopen.Parse(cfg.db); {
+	case cfg.redis != "":
+		return "running servers started with this -redis were told at once."
+	case err == nil && t.Kind == bunopen.KindPostgres:
+		return "running servers on this PostgreSQL database were told at once (LISTEN/NOTIFY)."
+	default:
+		return fmt.Sprintf("no change feed was reached: running servers without -redis apply it within %v, "+
+			"but servers started with -redis may act on the old key for up to %v; run this command with their -redis to tell them at once.",
+			keycache.DefaultTTL, keycache.DefaultLiveTTL)
+	}
+}
+
 // runKeys runs the keys subcommand. A revoke or a plan change is
 // published on the servers' change feed, so running servers apply it
 // within a second; without a feed they do within keycache.DefaultTTL.
@@ -425,6 +471,9 @@ func runKeys(ctx context.Context, cfg config, store backend, stdout io.Writer) e
 	}
 	if publishErr != nil {
 		return fmt.Errorf("the change is stored, but running servers were not told (%v): they apply it within %v", publishErr, keycache.DefaultLiveTTL)
+	}
+	if len(cfg.command) > 1 && slices.Contains([]string{"revoke", "unrevoke", "set-plan"}, cfg.command[1]) {
+		fmt.Fprintln(stdout, keyChangeReach(cfg))
 	}
 	return nil
 }
