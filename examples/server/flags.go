@@ -47,6 +47,7 @@ type config struct {
 	logFormat   string // text or json
 	traceFile   string // OpenTelemetry spans as JSON; "-": stderr; empty: off
 	adminAddr   string // operator endpoint; empty: none
+	adminToken  string // PETSTORE_ADMIN_TOKEN: bearer token of the operator endpoint; empty: loopback only
 
 	command []string // a subcommand ("keys ...") instead of serving
 }

@@ -162,7 +162,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		say("petstore: metrics at http://%s/metrics\n", displayAddr(maddr))
 	}
 	if cfg.adminAddr != "" {
-		aaddr, err := serveAdmin(ctx, cfg.adminAddr, adminOps{admin: app.limitAdmin, keys: app.keys, now: time.Now}, logger)
+		aaddr, err := serveAdmin(ctx, cfg.adminAddr, cfg.adminToken, adminOps{admin: app.limitAdmin, keys: app.keys, now: time.Now}, logger)
 		if err != nil {
 			ln.Close()
 			return err

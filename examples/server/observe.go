@@ -23,6 +23,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/domain"
 	"github.com/petstorekit/petstore/httpx"
 	"github.com/petstorekit/petstore/ratelimit"
@@ -35,9 +36,18 @@ func observeFlags(fs *flag.FlagSet, env func(name, def string) string) func(cfg 
 	logFormat := fs.String("log-format", env("PETSTORE_LOG_FORMAT", "text"), "log lines on stderr as text (logfmt) or json (PETSTORE_LOG_FORMAT)")
 	traceFile := fs.String("trace-file", env("PETSTORE_TRACE_FILE", ""), "write OpenTelemetry spans (each request, its store calls and rate-limit decision, DNS lookups, certificate requests) as JSON to this file, - for stderr; empty: no tracing (PETSTORE_TRACE_FILE)")
 	adminAddr := fs.String("admin-addr", env("PETSTORE_ADMIN_ADDR", ""), "serve the operator endpoint (bans, usage) on this address, loopback when only :PORT is given; the bans and keys usage commands call it; empty: off (PETSTORE_ADMIN_ADDR)")
+	// The admin token is read from the environment only: a flag's value
+	// shows in ps and in -h.
+	adminToken := env("PETSTORE_ADMIN_TOKEN", "")
 	return func(cfg *config) error {
 		cfg.metricsAddr = *metricsAddr
 		cfg.adminAddr = *adminAddr
+		cfg.adminToken = adminToken
+		if adminToken != "" {
+			if err := petstore.CheckSecretStrength(adminToken); err != nil {
+				return fmt.Errorf("PETSTORE_ADMIN_TOKEN: %s", petstore.ErrorMessage(err))
+			}
+		}
 		cfg.traceFile = *traceFile
 		switch *logFormat {
 		case "text", "json":
