@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -118,10 +120,71 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-// metricsHandler serves reg in the Prometheus exposition format.
+// metricsHandler serves reg in the Prometheus text exposition format,
+// uncompressed: one form, so that a snapshot of it serves every scraper.
 func metricsHandler(reg *prometheus.Registry) http.Handler {
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, DisableCompression: true})
 }
+
+// snapshot answers with a copy of next's answer to a plain GET of the
+// same path, made at most once per every: a flood of requests costs one
+// database query or ping a second, whatever its rate. The copy is made
+// with the first waiting request's values but not its cancellation, so a
+// client that hangs up does not leave a failed answer for the others.
+type snapshot struct {
+	next  http.Handler
+	every time.Duration
+	now   func() time.Time
+
+	mu     sync.Mutex // held while a copy is made: one at a time
+	at     time.Time
+	status int
+	header http.Header
+	body   []byte
+}
+
+func newSnapshot(next http.Handler, every time.Duration, now func() time.Time) *snapshot {
+	return &snapshot{next: next, every: every, now: now}
+}
+
+func (s *snapshot) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	if s.body == nil || s.now().Sub(s.at) >= s.every {
+		req, _ := http.NewRequestWithContext(context.WithoutCancel(r.Context()), http.MethodGet, r.URL.Path, nil)
+		rec := &recorded{header: http.Header{}}
+		s.next.ServeHTTP(rec, req)
+		if rec.status == 0 {
+			rec.status = http.StatusOK
+		}
+		s.at, s.status, s.header, s.body = s.now(), rec.status, rec.header, rec.body.Bytes()
+	}
+	status, header, body := s.status, s.header, s.body
+	s.mu.Unlock()
+	for k, v := range header {
+		w.Header()[k] = append([]string(nil), v...)
+	}
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(body)
+	}
+}
+
+// recorded is an answer kept in memory.
+type recorded struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorded) Header() http.Header { return r.header }
+
+func (r *recorded) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+}
+
+func (r *recorded) Write(b []byte) (int, error) { return r.body.Write(b) }
 
 // platformCollector reports what is read on each scrape rather than
 // counted: custom domains by state, their certificates' expiry and
@@ -210,7 +273,7 @@ func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, lo
 		return nil, fmt.Errorf("-metrics-addr: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", metricsHandler(reg))
+	mux.Handle("GET /metrics", newSnapshot(metricsHandler(reg), time.Second, time.Now))
 	srv := newServer(mux, logger)
 	go func() { _ = srv.Serve(ln) }()
 	go func() {

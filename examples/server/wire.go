@@ -238,14 +238,27 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 	platform.Handle("/dashboard/", dash)
 	platform.Handle("/dashboard", http.RedirectHandler("/dashboard/", http.StatusMovedPermanently))
 	platform.Handle("GET /healthz", health(limiter))
-	platform.Handle("GET /readyz", ready(store, limiter, cfg))
+	// /readyz pings the database and /metrics reads it: each is answered
+	// from a copy made at most once a second, and each address spends its
+	// public budget on them, as on the OpenAPI document (issue 26).
+	probes := http.NewServeMux()
+	probes.Handle("GET /readyz", newSnapshot(ready(store, limiter, cfg), time.Second, time.Now))
+	if cfg.metricsAddr == "" {
+		probes.Handle("GET /metrics", newSnapshot(metricsHandler(a.registry), time.Second, time.Now))
+	}
+	limitedProbes, err := httpx.Wrap(httpx.Config{Auth: auth, Logger: logger, AccessLog: accessLog, Limiter: limiter,
+		TrustedProxies: cfg.trustedProxies, TracerProvider: tp}, probes, "/readyz", "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	platform.Handle("GET /readyz", limitedProbes)
 	pc := platformCollector{store: store, limiter: limiter, logger: logger}
 	if issuer != nil {
 		pc.certs = issuer
 	}
 	a.registry.MustRegister(pc)
 	if cfg.metricsAddr == "" {
-		platform.Handle("GET /metrics", metricsHandler(a.registry))
+		platform.Handle("GET /metrics", limitedProbes)
 	}
 
 	var sites sync.Map // projectID -> http.Handler, one site per project
