@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -117,6 +118,20 @@ func TestCheckServerArgsFindsMistakes(t *testing.T) {
 		err := checkServerArgs(tc.args, flags)
 		if (err == nil) != tc.ok {
 			t.Errorf("checkServerArgs(%q) = %v, want ok=%v", tc.args, err, tc.ok)
+		}
+	}
+}
+
+// TestConfigurationTableListsEveryFlag keeps docs/configuration.md's table
+// complete: each of the server's flags has its row.
+func TestConfigurationTableListsEveryFlag(t *testing.T) {
+	page, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range serverFlags(t) {
+		if !strings.Contains(string(page), "| `-"+name+"` |") {
+			t.Errorf("docs/configuration.md has no row for -%s", name)
 		}
 	}
 }
