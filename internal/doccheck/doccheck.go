@@ -399,13 +399,14 @@ func goFiles(dir string) ([]string, error) {
 }
 
 // flagDefiners are the functions of package flag and methods of
-// *flag.FlagSet that define a flag, with the position of the name among
-// their arguments.
+// *flag.FlagSet that define a flag (and redact.StringFlag), with the
+// position of the name among their arguments.
 var flagDefiners = map[string]int{
 	"Bool": 0, "Duration": 0, "Float64": 0, "Int": 0, "Int64": 0, "String": 0, "Uint": 0, "Uint64": 0,
 	"Func": 0, "BoolFunc": 0,
 	"BoolVar": 1, "DurationVar": 1, "Float64Var": 1, "IntVar": 1, "Int64Var": 1, "StringVar": 1,
 	"UintVar": 1, "Uint64Var": 1, "Var": 1, "TextVar": 1,
+	"StringFlag": 1, // internal/redact's, for flags that carry secrets
 }
 
 // Flags returns the flags the main package in dir (under root) defines,
