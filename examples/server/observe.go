@@ -37,7 +37,7 @@ func observeFlags(fs *flag.FlagSet, env func(name, def string) string) func(cfg 
 	metricsAddr := fs.String("metrics-addr", env("PETSTORE_METRICS_ADDR", ""), "serve GET /metrics (Prometheus) on this address only; empty: on the platform hosts of -addr (PETSTORE_METRICS_ADDR)")
 	logFormat := fs.String("log-format", env("PETSTORE_LOG_FORMAT", "text"), "log lines on stderr as text (logfmt) or json (PETSTORE_LOG_FORMAT)")
 	traceFile := fs.String("trace-file", env("PETSTORE_TRACE_FILE", ""), "write OpenTelemetry spans (each request, its store calls and rate-limit decision, DNS lookups, certificate requests) as JSON to this file, - for stderr; empty: no tracing (PETSTORE_TRACE_FILE)")
-	adminAddr := fs.String("admin-addr", env("PETSTORE_ADMIN_ADDR", ""), "serve the operator endpoint (bans, usage) on this address, loopback when only :PORT is given; the bans and keys usage commands call it; empty: off (PETSTORE_ADMIN_ADDR)")
+	adminAddr := fs.String("admin-addr", env("PETSTORE_ADMIN_ADDR", ""), "serve the operator endpoint (bans, usage) on this address, loopback when only :PORT is given, another address only with PETSTORE_ADMIN_TOKEN set; the bans and keys usage commands call it; empty: off (PETSTORE_ADMIN_ADDR)")
 	// The admin token is read from the environment only: a flag's value
 	// shows in ps and in -h.
 	adminToken := env("PETSTORE_ADMIN_TOKEN", "")
