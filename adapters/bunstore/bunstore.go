@@ -36,6 +36,9 @@ type Store struct {
 	// Fetches of pets in flight together are one query on PostgreSQL
 	// (petbatch.go).
 	petBatches petBatches
+	// noIdleTxTimeout is set once the server turned out to be MySQL,
+	// which lacks MariaDB's idle_transaction_timeout (boundTx).
+	noIdleTxTimeout atomic.Bool
 }
 
 var _ petstore.Store = (*Store)(nil)

@@ -209,3 +209,68 @@ func TestIdempotentCreateExactlyOnceThroughFaults(t *testing.T) {
 		})
 	}
 }
+
+// TestOrphanedCreateFreesItsKey (issue 26): a create whose link goes
+// into a black hole after the record's insert, and stays there, leaves a
+// transaction the database still holds open. The key must be free again
+// once the request's time has run out twice over (the request plus the
+// database timeout), not when the link is repaired: another server's
+// create with the same key runs within that bound.
+func TestOrphanedCreateFreesItsKey(t *testing.T) {
+	for _, b := range []struct {
+		name string
+		dsn  func(testing.TB) string
+	}{
+		{"PostgreSQL", testenv.PostgresSchema},
+		{"MariaDB", testenv.MySQLDatabase},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			direct := b.dsn(t)
+			u, err := url.Parse(direct)
+			if err != nil {
+				t.Fatal(err)
+			}
+			proxy := faultproxy.Start(t, u.Host)
+			u.Host = proxy.Addr()
+			ctx := context.Background()
+			other := bunstore.New(openDSN(t, direct)) // another server, with a healthy link
+			proxied, err := bunopen.Open(ctx, u.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = proxied.Close() })
+			s := bunstore.New(proxied)
+
+			rec := petstore.IdempotencyRecord{Scope: "key_orphan", Key: "k", RequestHash: "h", CreatedAt: time.Now()}
+			const timeout = time.Second
+			rctx, cancel := context.WithTimeout(ctx, timeout)
+			_, _, err = s.CreateOnce(rctx, rec, func(ctx context.Context) (petstore.IdempotencyRecord, bool) {
+				proxy.Pause() // the record is inserted; nothing more reaches the database
+				return rec, true
+			})
+			cancel()
+			if err == nil {
+				t.Fatal("a create whose link went into a black hole succeeded")
+			}
+			t.Cleanup(proxy.Restore)
+
+			start := time.Now()
+			octx, cancel := context.WithTimeout(ctx, 10*timeout)
+			defer cancel()
+			_, ran, err := other.CreateOnce(octx, rec, func(context.Context) (petstore.IdempotencyRecord, bool) {
+				out := rec
+				out.Status = 201
+				return out, true
+			})
+			if err != nil || !ran {
+				t.Fatalf("the other server's create with the key: ran %v, %v after %v; want it to run", ran, err, time.Since(start))
+			}
+			// The orphan ended at most a timeout after its last statement,
+			// which came before the request's own timeout.
+			if took := time.Since(start); took > 2*timeout+time.Second {
+				t.Fatalf("the key was held %v after the request ended, want at most the database timeout (%v)", took, timeout)
+			}
+		})
+	}
+}

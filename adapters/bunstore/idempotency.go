@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/petstorekit/petstore"
@@ -41,9 +43,8 @@ func (r idemRow) record() petstore.IdempotencyRecord {
 // (scope, idem_key), where the second waits for the first's transaction
 // and, once it commits, conflicts and reads its record. A transaction
 // whose connection was lost (a black hole, a cut) holds the key only
-// until the database ends it: on PostgreSQL the request's remaining time
-// bounds each statement and each wait between them (statement_timeout and
-// idle_in_transaction_session_timeout, set for the transaction only).
+// until the database ends it: on PostgreSQL and MariaDB the request's
+// remaining time bounds each wait between its statements (boundTx).
 func (s *Store) CreateOnce(ctx context.Context, rec petstore.IdempotencyRecord, create func(context.Context) (petstore.IdempotencyRecord, bool)) (petstore.IdempotencyRecord, bool, error) {
 	for attempt := 0; ; attempt++ {
 		out, ran, err := s.createOnce(ctx, rec, create)
@@ -126,9 +127,8 @@ func (s *Store) createOnce(ctx context.Context, rec petstore.IdempotencyRecord, 
 			_ = tx.Rollback()
 		}
 	}()
-	if dl, ok := ctx.Deadline(); ok && s.pg {
-		ms := strconv.FormatInt(max(1, time.Until(dl).Milliseconds()), 10)
-		if _, err = tx.ExecContext(ctx, "SELECT set_config('statement_timeout', $1, true), set_config('idle_in_transaction_session_timeout', $1, true)", ms); err != nil {
+	if dl, ok := ctx.Deadline(); ok {
+		if err = s.boundTx(ctx, tx, time.Until(dl)); err != nil {
 			return out, false, err
 		}
 	}
@@ -140,6 +140,36 @@ func (s *Store) createOnce(ctx context.Context, rec petstore.IdempotencyRecord, 
 		return out, ran, tx.Rollback()
 	}
 	return out, ran, tx.Commit()
+}
+
+// boundTx makes the database end tx by itself, should its connection go
+// into a black hole, at most d after its last statement: on PostgreSQL,
+// for this transaction only (statement_timeout,
+// idle_in_transaction_session_timeout); on MariaDB, for the session
+// (idle_transaction_timeout, which only applies inside transactions, and
+// innodb_lock_wait_timeout, which bounds waiting for another
+// transaction's key). MySQL has no idle transaction timeout: there only
+// the lock wait is bounded, and an orphan lasts until the server sees its
+// connection close.
+func (s *Store) boundTx(ctx context.Context, tx *sql.Tx, d time.Duration) error {
+	if s.pg {
+		ms := strconv.FormatInt(max(1, d.Milliseconds()), 10)
+		_, err := tx.ExecContext(ctx, "SELECT set_config('statement_timeout', $1, true), set_config('idle_in_transaction_session_timeout', $1, true)", ms)
+		return err
+	}
+	if s.group != nil {
+		return nil // SQLite: in-process, no link to lose
+	}
+	secs := max(1, int64(math.Ceil(d.Seconds())))
+	if !s.noIdleTxTimeout.Load() {
+		_, err := tx.ExecContext(ctx, "SET SESSION idle_transaction_timeout = ?, innodb_lock_wait_timeout = ?", secs, secs)
+		if err == nil || !strings.HasPrefix(err.Error(), "Error 1193 ") { // 1193: unknown system variable
+			return err
+		}
+		s.noIdleTxTimeout.Store(true) // MySQL
+	}
+	_, err := tx.ExecContext(ctx, "SET SESSION innodb_lock_wait_timeout = ?", secs)
+	return err
 }
 
 // unit is the transaction of one CreateOnce call, which the store's
