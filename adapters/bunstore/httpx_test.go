@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/bunstore"
@@ -160,5 +161,52 @@ func TestIdempotentRetryAcrossProcesses(t *testing.T) {
 	pets, err := store.ListPets(context.Background(), petstore.PetQuery{Limit: 10})
 	if err != nil || len(pets) != 1 {
 		t.Fatalf("%d pets stored, %v; want 1", len(pets), err)
+	}
+}
+
+// TestIdempotentOrderCreate: an order created with an Idempotency-Key
+// checks its pet and is stored inside the record's transaction, on every
+// database (an in-memory SQLite database has one connection, which the
+// transaction holds), and its retry replays it without a second order.
+func TestIdempotentOrderCreate(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			store := bunstore.New(b.open(t))
+			ctx := context.Background()
+			key, secret, err := petstore.NewKeys(store).Create(ctx, "", petstore.PlanPro, petstore.Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pet, err := store.CreatePet(ctx, petstore.NewPet{Name: "Rex", CategoryID: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := httpx.New(httpx.Config{Service: petstore.NewService(store), Auth: petstore.NewKeys(store), Idempotency: store,
+				Orders: petstore.NewOrderService(store), Timeout: 10 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var bodies []string
+			for _, idem := range []string{"o-1", "o-1"} {
+				r := httptest.NewRequest("POST", "/v1/store/orders", strings.NewReader(fmt.Sprintf(`{"petId":%d,"quantity":2}`, pet.ID)))
+				r.Header.Set("Authorization", "Bearer "+secret)
+				r.Header.Set("Content-Type", "application/json")
+				r.Header.Set("Idempotency-Key", idem)
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, r)
+				if w.Code != http.StatusCreated {
+					t.Fatalf("order: %d %s", w.Code, w.Body)
+				}
+				bodies = append(bodies, w.Body.String())
+			}
+			if bodies[0] != bodies[1] {
+				t.Fatalf("retry %s, want the first answer %s", bodies[1], bodies[0])
+			}
+			orders, err := store.ListOrders(ctx, petstore.OrderQuery{ProjectID: key.ProjectID, Limit: 10})
+			if err != nil || len(orders) != 1 {
+				t.Fatalf("%d orders, %v; want 1", len(orders), err)
+			}
+		})
 	}
 }
