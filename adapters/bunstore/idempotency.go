@@ -72,6 +72,24 @@ const savepoint = "create_once"
 // createOnce is one attempt of CreateOnce: ran reports whether create ran;
 // a conflict error means another call's record holds the key.
 func (s *Store) createOnce(ctx context.Context, rec petstore.IdempotencyRecord, create func(context.Context) (petstore.IdempotencyRecord, bool)) (out petstore.IdempotencyRecord, ran bool, err error) {
+	// A create that panics writes nothing and leaves no transaction or
+	// SQLite group behind: the panic is caught where create runs (on
+	// SQLite, maybe another request's goroutine) and raised again here,
+	// on the caller's, once everything is rolled back.
+	var panicked any
+	defer func() {
+		if panicked != nil {
+			panic(panicked)
+		}
+	}()
+	run := func(ctx context.Context) (out petstore.IdempotencyRecord, keep bool) {
+		defer func() {
+			if p := recover(); p != nil {
+				panicked, keep = p, false
+			}
+		}()
+		return create(ctx)
+	}
 	claim, err := s.q.idemClaim.get(ctx, s.db.DB)
 	if err != nil {
 		return out, false, err
@@ -87,7 +105,7 @@ func (s *Store) createOnce(ctx context.Context, rec petstore.IdempotencyRecord, 
 			return false, err
 		}
 		ran = true
-		out, keep = create(context.WithValue(ctx, unitKey{}, &unit{store: s, tx: tx}))
+		out, keep = run(context.WithValue(ctx, unitKey{}, &unit{store: s, tx: tx}))
 		if !keep {
 			return false, nil
 		}

@@ -101,3 +101,42 @@ func TestConcurrentWritesStayIndependent(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateOncePanicLeavesNothing: a create that panics (a bug in a
+// handler) writes nothing, its panic reaches the caller, and the store
+// keeps working: on SQLite the group commit is not left held.
+func TestCreateOncePanicLeavesNothing(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			s := bunstore.New(b.open(t))
+			ctx := context.Background()
+			rec := petstore.IdempotencyRecord{Scope: "key_p", Key: "k", RequestHash: "h", CreatedAt: time.Now()}
+			func() {
+				defer func() {
+					if p := recover(); p != "handler bug" {
+						t.Errorf("recovered %v, want the create's panic", p)
+					}
+				}()
+				_, _, _ = s.CreateOnce(ctx, rec, func(ctx context.Context) (petstore.IdempotencyRecord, bool) {
+					if _, err := s.CreatePet(ctx, petstore.NewPet{Name: "half", CategoryID: 1}); err != nil {
+						t.Error(err)
+					}
+					panic("handler bug")
+				})
+			}()
+			if _, err := s.GetIdempotencyKey(ctx, "key_p", "k"); petstore.ErrorCode(err) != petstore.CodeNotFound {
+				t.Fatalf("record after a panic: %v, want not_found", err)
+			}
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			if _, err := s.CreatePet(wctx, petstore.NewPet{Name: "after", CategoryID: 1}); err != nil {
+				t.Fatalf("a write after the panic: %v", err)
+			}
+			pets, err := s.ListPets(ctx, petstore.PetQuery{Limit: 10})
+			if err != nil || len(pets) != 1 || pets[0].Name != "after" {
+				t.Fatalf("pets %+v, %v; want only the one made after the panic", pets, err)
+			}
+		})
+	}
+}
