@@ -274,3 +274,94 @@ func TestOrphanedCreateFreesItsKey(t *testing.T) {
 		})
 	}
 }
+
+// faultAfterCreate is a PetService whose CreatePet, once the pet's
+// insert has gone out, strikes the link with fault, the first time.
+type faultAfterCreate struct {
+	petstore.PetService
+	once  sync.Once
+	fault func()
+}
+
+func (f *faultAfterCreate) CreatePet(ctx context.Context, p petstore.NewPet) (petstore.Pet, error) {
+	pet, err := f.PetService.CreatePet(ctx, p)
+	f.once.Do(f.fault)
+	return pet, err
+}
+
+// TestFaultAsTheWriteGoesOut (issue 26): the link is cut, or paused, the
+// moment the pet's insert has gone out, before the record's response and
+// the commit: the request cannot learn the outcome and answers 503; once
+// the link is back, the retry with the same key gets a 201 within 5 s,
+// and one pet exists.
+func TestFaultAsTheWriteGoesOut(t *testing.T) {
+	for _, b := range []struct {
+		name string
+		dsn  func(testing.TB) string
+	}{
+		{"PostgreSQL", testenv.PostgresSchema},
+		{"MariaDB", testenv.MySQLDatabase},
+	} {
+		for _, fault := range []string{"cut", "pause"} {
+			t.Run(b.name+"/"+fault, func(t *testing.T) {
+				t.Parallel()
+				direct := b.dsn(t)
+				u, err := url.Parse(direct)
+				if err != nil {
+					t.Fatal(err)
+				}
+				proxy := faultproxy.Start(t, u.Host)
+				u.Host = proxy.Addr()
+				ctx := context.Background()
+				directDB := openDSN(t, direct)
+				proxied, err := bunopen.Open(ctx, u.String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = proxied.Close() })
+				store := bunstore.New(proxied)
+				strike := proxy.Cut
+				if fault == "pause" {
+					strike = proxy.Pause
+				}
+				h, err := httpx.New(httpx.Config{
+					Service:     &faultAfterCreate{PetService: petstore.NewService(store), fault: strike},
+					Auth:        staticAuth{petstore.APIKey{ID: "key_faults", ProjectID: "prj_faults", Plan: petstore.PlanEnterprise}},
+					Idempotency: store,
+					Timeout:     time.Second,
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				post := func() *httptest.ResponseRecorder {
+					r := httptest.NewRequest("POST", "/v1/pets", strings.NewReader(`{"name":"Struck","categoryId":1}`))
+					r.Header.Set("Authorization", "Bearer t")
+					r.Header.Set("Content-Type", "application/json")
+					r.Header.Set("Idempotency-Key", "struck-1")
+					w := httptest.NewRecorder()
+					h.ServeHTTP(w, r)
+					return w
+				}
+				if w := post(); w.Code != http.StatusServiceUnavailable {
+					t.Fatalf("the struck create: %d %s, want 503: its outcome is unknown", w.Code, w.Body)
+				}
+				proxy.Restore()
+				back := time.Now()
+				var w *httptest.ResponseRecorder
+				for w = post(); w.Code == http.StatusServiceUnavailable && time.Since(back) < 5*time.Second; w = post() {
+					time.Sleep(20 * time.Millisecond)
+				}
+				if w.Code != http.StatusCreated {
+					t.Fatalf("the retry %v after the link came back: %d %s, want 201", time.Since(back), w.Code, w.Body)
+				}
+				if again := post(); again.Code != http.StatusCreated || again.Header().Get("Idempotent-Replayed") != "true" || again.Body.String() != w.Body.String() {
+					t.Fatalf("the replay: %d %s", again.Code, again.Body)
+				}
+				var n int
+				if err := directDB.NewRaw("SELECT COUNT(*) FROM pets WHERE name = 'Struck'").Scan(ctx, &n); err != nil || n != 1 {
+					t.Fatalf("%d pets named Struck (%v), want 1", n, err)
+				}
+			})
+		}
+	}
+}
