@@ -31,18 +31,16 @@ type Config struct {
 	// IETFRateLimitHeaders adds the IETF draft's RateLimit-Policy and
 	// RateLimit headers (draft-ietf-httpapi-ratelimit-headers), which
 	// describe every window, to the X-RateLimit-* headers of the binding
-	// one. Off by default: the draft is not final, and the two headers
-	// take a page of pets from seven header fields to nine, past the
-	// eight a Go map holds without growing, which more than doubles what
-	// net/http spends on them (about 3.5 µs and eight allocations more an
-	// answer, BenchmarkHeaderFields).
+	// one. Off by default: the draft is not final.
 	IETFRateLimitHeaders bool
 
-	// AccessLog writes the access log, a line per request; nil: the
-	// line ("request", at Info) goes to Logger. NewJSONAccessLog and
-	// NewTextAccessLog write the very line Logger's built-in JSON or text
-	// handler would, at a fraction of slog's cost.
-	AccessLog AccessLogger
+	// AccessLog receives the access log, a "request" line at Info per
+	// request (see logRequests); nil: Logger does.
+	AccessLog *slog.Logger
+
+	// Cache keeps the encoded pages and pets until a create changes them
+	// (see Cache); nil: every read asks the store and encodes.
+	Cache *Cache
 
 	// Timeout bounds each request's waits on the stores behind it
 	// (authentication, the operation, Idempotency-Key records): past it
@@ -99,28 +97,20 @@ var Sunset = time.Date(2030, 12, 5, 0, 0, 0, 0, time.UTC)
 // api is the /v1 handler behind the chain: the router and the operations.
 type api struct {
 	svc         petstore.PetService
+	cache       *Cache
 	base        string
+	petsPath    string // base + "/pets", for Link headers
 	openapi     []byte
 	openapiETag string
-	// getPet's deprecation headers' values, made once: Deprecation,
-	// Sunset and the successor Link. They are shared by every answer
-	// and never modified (each has capacity 1, so an Add copies).
-	deprec, sunset, successor []string
-
-	// Route patterns for the log, made once; GET and HEAD each have their
-	// own (index 0 and 1, see getOrHead).
-	patList, patDoc, patPet [2]string
-	patCreate               string
-	petsPath                string // base + "/pets", for Link headers
+	deprecation string // getPet's Deprecation header
 
 	// create answers POST /pets once the body passed the media type and
 	// size checks and was decoded. It is a field so that New can wrap it
 	// in Idempotency-Key replay when Config.Idempotency is set.
 	create decodedHandler[petstore.NewPet]
 
-	orders *orderRoutes // nil without Config.Orders
-
-	router *Router // every path under the base, on ServeMux patterns
+	orders  *orderRoutes // nil without Config.Orders
+	*Router              // every path under the base, on ServeMux patterns
 }
 
 // New returns the handler of the whole API under cfg.BasePath. Mount it
@@ -144,13 +134,7 @@ func New(cfg Config) (http.Handler, error) {
 	if at.IsZero() {
 		at = DefaultDeprecatedAt
 	}
-	a := &api{svc: cfg.Service, base: base, openapi: doc, deprec: []string{"@" + itoa(at.Unix())}, sunset: []string{Sunset.Format(http.TimeFormat)}, patCreate: "POST " + base + "/pets", petsPath: base + "/pets", openapiETag: ETag(doc)}
-	a.successor = []string{"<" + base + `/pets>; rel="successor-version"`}
-	for i, m := range []string{http.MethodGet, http.MethodHead} {
-		a.patList[i] = m + " " + base + "/pets"
-		a.patPet[i] = m + " " + base + "/pets/{petId}"
-		a.patDoc[i] = m + " " + base + "/openapi.json"
-	}
+	a := &api{svc: cfg.Service, cache: cfg.Cache, base: base, petsPath: base + "/pets", openapi: doc, openapiETag: ETag(doc), deprecation: "@" + itoa(at.Unix())}
 	a.create = createPet{a}
 	if cfg.Idempotency != nil {
 		a.create = newIdempotent(cfg.Idempotency, cfg.Now, a.create)
@@ -160,11 +144,24 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	a.routes()
 	openapiPath := base + "/openapi.json"
-	c, err := newChain(cfg, a, func(r *http.Request) bool { return r.URL.Path == openapiPath })
-	if err != nil {
-		return nil, err
+	h, err := newChain(cfg, a, func(r *http.Request) bool { return r.URL.Path == openapiPath })
+	if err != nil || a.orders == nil {
+		return h, err
 	}
-	return c, nil
+	return betaUnder(a.orders.path, h), nil
+}
+
+// betaUnder marks every answer on path and path/{id} as beta
+// (X-API-Stability), before the chain, so that their 401, 429 and 503
+// carry it too.
+func betaUnder(path string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rest, ok := strings.CutPrefix(r.URL.Path, path)
+		if ok && (rest == "" || len(rest) > 1 && rest[0] == '/' && !strings.Contains(rest[1:], "/")) {
+			w.Header().Set(StabilityHeader, StabilityBeta)
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // cleanBase normalises the base path: "" is "/v1", a trailing slash is
@@ -181,93 +178,63 @@ func cleanBase(p string) (string, error) {
 
 // routes registers every operation of the API on its router, each GET
 // pattern with its HEAD twin (RFC 9110 §9.3.2: the same status and
-// headers, without the body, which ServeHTTP drops), a method-less pattern
-// per path that answers 405 with Allow, and 404 for everything else.
+// headers, without the body, which headWriter drops), a method-less
+// pattern per path that answers 405 with Allow, and 404 for everything
+// else.
 func (a *api) routes() {
-	a.router = NewRouter()
-	for i := range 2 { // GET, then HEAD
-		a.operation(a.patList[i], a.handleListPets, false, false)
-		a.operation(a.patPet[i], a.handleGetPet, false, false)
-		a.operation(a.patDoc[i], a.handleOpenAPI, false, false)
+	a.Router = NewRouter()
+	get := func(path string, h http.HandlerFunc) {
+		a.Handle("GET "+path, h)
+		a.Handle("HEAD "+path, h)
 	}
-	a.operation(a.patCreate, a.handleCreatePet, true, false)
-	a.router.Refuse(a.base+"/pets", "GET, HEAD, POST", nil)
-	a.router.Refuse(a.base+"/pets/{petId}", "GET, HEAD", nil)
-	a.router.Refuse(a.base+"/openapi.json", "GET, HEAD", nil)
-	if o := a.orders; o != nil {
-		for i := range 2 {
-			a.operation(o.patList[i], o.handleList, false, true)
-			a.operation(o.patOrder[i], o.handleGet, false, true)
-		}
-		a.operation(o.patCreate, o.handleCreate, true, true)
-		a.router.Refuse(o.path, "GET, HEAD, POST", markBeta)
-		a.router.Refuse(o.path+"/{orderId}", "GET, HEAD", markBeta)
-	}
-	a.router.Refuse("/", "", nil)
-	if a.base != "" {
-		a.router.Refuse(a.base+"/", "", nil)
-		a.router.Refuse(a.base, "", nil)
-	}
-}
-
-// markBeta marks an answer as beta (X-API-Stability), as every answer of
-// a beta operation's path is.
-func markBeta(w http.ResponseWriter) { w.Header()["X-Api-Stability"] = stabilityBeta }
-
-// operation registers handle under pattern: it takes a JSON body (checked
-// for media type, coding and size first) when body is set, and is beta
-// when beta is.
-func (a *api) operation(pattern string, handle http.HandlerFunc, body, beta bool) {
-	a.router.Handle(pattern, func(w http.ResponseWriter, r *http.Request) {
-		if beta {
-			markBeta(w)
-		}
-		if body {
+	post := func(path string, h http.HandlerFunc) {
+		a.Handle("POST "+path, func(w http.ResponseWriter, r *http.Request) {
 			if _, err := ReadBody(w, r); err != nil {
 				WriteError(w, r, err)
 				return
 			}
-		}
-		handle(w, r)
-	})
+			h(w, r)
+		})
+	}
+	get(a.petsPath, a.handleListPets)
+	get(a.petsPath+"/{petId}", a.handleGetPet)
+	get(a.base+"/openapi.json", a.handleOpenAPI)
+	post(a.petsPath, a.handleCreatePet)
+	a.Refuse(a.petsPath, "GET, HEAD, POST", nil)
+	a.Refuse(a.petsPath+"/{petId}", "GET, HEAD", nil)
+	a.Refuse(a.base+"/openapi.json", "GET, HEAD", nil)
+	if o := a.orders; o != nil {
+		get(o.path, o.handleList)
+		get(o.path+"/{orderId}", o.handleGet)
+		post(o.path, o.handleCreate)
+		a.Refuse(o.path, "GET, HEAD, POST", nil)
+		a.Refuse(o.path+"/{orderId}", "GET, HEAD", nil)
+	}
+	a.Refuse("/", "", nil)
+	if a.base != "" {
+		a.Refuse(a.base+"/", "", nil)
+		a.Refuse(a.base, "", nil)
+	}
 }
 
-// ServeHTTP routes a request that already passed authentication and rate
-// limiting.
+// ServeHTTP routes a request that passed the chain.
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodHead {
 		w = headWriter{w}
 	}
-	a.router.ServeHTTP(w, r)
+	a.Router.ServeHTTP(w, r)
 }
 
 // headWriter answers a HEAD request: headers and status pass through,
 // the body is dropped. net/http's server drops it too, but not every
-// ResponseWriter a handler meets (a recorder, a proxy) does. WriteJSON
-// sets Content-Length, so HEAD announces the length GET would send.
+// ResponseWriter a handler meets (a recorder, a proxy) does. Answers set
+// Content-Length, so HEAD announces the length GET would send.
 type headWriter struct{ http.ResponseWriter }
 
 func (w headWriter) Write(p []byte) (int, error) { return len(p), nil }
 
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (w headWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// refuseUnrouted answers a request that match did not route, in JSON as
-// every answer under the base is: 404 when no route has the path, 405 with
-// Allow when the path's routes lack the method. It reports whether it
-// answered.
-func refuseUnrouted(w http.ResponseWriter, r *http.Request, ok bool, allow string) bool {
-	switch {
-	case !ok:
-		WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no such path: %s", r.URL.Path))
-		return true
-	case allow != "":
-		w.Header().Set("Allow", allow)
-		WriteError(w, r, petstore.Errorf(petstore.CodeMethodNotAllowed, "method %s is not allowed here; use %s", r.Method, allow))
-		return true
-	}
-	return false
-}
 
 // ReadBody enforces the JSON media type and an identity content coding
 // (415) and the size limit (413), then returns the bytes read and replaces
@@ -286,7 +253,8 @@ func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	}
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
 			return nil, tooLarge
 		}
 		return nil, petstore.Errorf(petstore.CodeInvalidRequest, "could not read the body")

@@ -14,31 +14,172 @@ import (
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
-// limit asks the limiter, writes the rate-limit headers, and answers the
+// unavailableRetryAfter is the Retry-After of a 503: a dependency that is
+// down is usually back within seconds, and the key cache serves a key
+// again within one of the store's return.
+const unavailableRetryAfter = "2"
+
+var freeLimits, _ = petstore.PlanFree.Limits()
+
+// ConditionalLimits are the allowance of a key's conditional requests
+// (If-None-Match): ten times its plan's limits. A conditional request
+// answered 304 Not Modified spends only this allowance; one answered in
+// full spends the plan's quota too.
+func ConditionalLimits(plan petstore.Limits) petstore.Limits {
+	return petstore.Limits{PerMinute: 10 * plan.PerMinute, PerDay: 10 * plan.PerDay}
+}
+
+// limits is the rate-limit step and what it needs.
+type limits struct {
+	RateLimiter  // nil: no limiting
+	logger       *slog.Logger
+	metrics      *metrics
+	now          func() time.Time
+	ietf         bool
+	proxies      []netip.Prefix
+	public       func(*http.Request) bool
+	publicLimits petstore.Limits
+	offBudget    func(*http.Request) bool
+	routeOf      func(*http.Request) string
+}
+
+// limitRequests decides a request on the budget it spends (see
+// RateLimiter): a public path's address budget, or a valid key's own.
+// A key's conditional request spends its conditional allowance, and its
+// plan's quota only once its answer is not 304. A request answered 503
+// because a store failed is given back (when the limiter is a Refunder).
+func (l *limits) limitRequests(next http.Handler) http.Handler {
+	if l.RateLimiter == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		st := stateOf(r.Context())
+		var subject string
+		var lim petstore.Limits
+		switch {
+		case !st.hasKey, l.offBudget(r):
+			subject, lim = addrSubject("pub:", l.client(r)), l.publicLimits
+		case isConditional(r):
+			st.conditional = true
+			subject, lim = "cond:"+st.key.ID, ConditionalLimits(st.key.EffectiveLimits())
+			w = &chargeUnlessNotModified{ResponseWriter: w, r: r, l: l}
+		default:
+			subject, lim = KeySubject(st.key.ID), st.key.EffectiveLimits()
+		}
+		if !l.allow(w, r, subject, lim) {
+			return
+		}
+		next.ServeHTTP(w, r)
+		if st.w.Status == http.StatusServiceUnavailable && (st.cause == causeTimeout || st.cause == causeUnavailable) {
+			l.refund(r, subject, lim)
+			if c, ok := w.(*chargeUnlessNotModified); ok && c.charged {
+				l.refund(r, KeySubject(st.key.ID), st.key.EffectiveLimits())
+			}
+		}
+	})
+}
+
+// isConditional reports whether r may be answered 304 Not Modified.
+func isConditional(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.Header.Get("If-None-Match") != ""
+}
+
+// refund gives back what a request spent, when the limiter can.
+func (l *limits) refund(r *http.Request, subject string, lim petstore.Limits) {
+	if rf, ok := l.RateLimiter.(Refunder); ok {
+		if err := rf.Refund(r.Context(), subject, lim); err != nil {
+			l.logger.LogAttrs(r.Context(), slog.LevelWarn, "rate limit refund failed", slog.String("error", err.Error()))
+		}
+	}
+}
+
+// attempt charges a request whose key is missing or wrong to its
+// address's budget of attempts, which only such attempts spend and which
+// alone bans an address. It reports whether the 401 may be written.
+func (l *limits) attempt(w http.ResponseWriter, r *http.Request) bool {
+	return l.RateLimiter == nil || l.allow(w, r, addrSubject("ip:", l.client(r)), freeLimits)
+}
+
+// chargeUnlessNotModified spends the plan's quota of a conditional
+// request once its answer turns out not to be 304. When the plan refuses
+// it, the handler's answer is dropped for the 429.
+type chargeUnlessNotModified struct {
+	http.ResponseWriter
+	r                         *http.Request
+	l                         *limits
+	decided, refused, charged bool
+}
+
+func (c *chargeUnlessNotModified) WriteHeader(status int) {
+	if !c.decided {
+		c.decided = true
+		if status != http.StatusNotModified {
+			c.charge()
+		}
+	}
+	if !c.refused {
+		c.ResponseWriter.WriteHeader(status)
+	}
+}
+
+func (c *chargeUnlessNotModified) Write(b []byte) (int, error) {
+	if !c.decided {
+		c.WriteHeader(http.StatusOK)
+	}
+	if c.refused {
+		return len(b), nil
+	}
+	return c.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (c *chargeUnlessNotModified) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+func (c *chargeUnlessNotModified) charge() {
+	st := stateOf(c.r.Context())
+	h := c.ResponseWriter.Header()
+	saved := h.Clone()
+	// The plan's answer is what a 429 carries: only the chain's own
+	// headers, none of the handler's.
+	for k := range h {
+		if k != "X-Request-Id" && k != "X-Api-Stability" {
+			delete(h, k)
+		}
+	}
+	if c.l.allow(c.ResponseWriter, c.r, KeySubject(st.key.ID), st.key.EffectiveLimits()) {
+		for k, v := range saved {
+			if _, set := h[k]; !set {
+				h[k] = v
+			}
+		}
+		c.charged = true
+		return
+	}
+	c.refused = true
+}
+
+// allow asks the limiter, writes the rate-limit headers, and answers the
 // request itself (429 or 503) when it may not proceed.
-func (c *chain) limit(w http.ResponseWriter, r *http.Request, info *requestInfo, subject string, limits petstore.Limits) bool {
-	d, err := c.limiter.Decide(r.Context(), subject, limits)
-	c.metrics.decision(d, err)
+func (l *limits) allow(w http.ResponseWriter, r *http.Request, subject string, lim petstore.Limits) bool {
+	d, err := l.Decide(r.Context(), subject, lim)
+	l.metrics.decision(d, err)
 	if d.BanStarted {
-		c.logBan(r, info, subject, d)
+		l.logBan(r, subject, d)
 	}
 	if err != nil {
-		// A limiter's failure is counted as its decision, not as a
-		// store's error.
-		defer func() { info.cause = causeNone }()
 		if r.Context().Err() != nil {
 			// The client went away: nobody reads the answer, and nothing
 			// failed that an operator should hear about.
-			WriteError(w, r, petstore.Errorf(petstore.CodeUnavailable, "request canceled"))
+			writeErrorQuietly(w, r, petstore.Errorf(petstore.CodeUnavailable, "request canceled"))
 			return false
 		}
 		if petstore.ErrorCode(err) != petstore.CodeUnavailable {
-			c.logger.LogAttrs(r.Context(), slog.LevelError, "rate limiter failed",
-				slog.String("request_id", info.id),
+			l.logger.LogAttrs(r.Context(), slog.LevelError, "rate limiter failed",
+				slog.String("request_id", RequestIDFromContext(r.Context())),
 				slog.String("error", err.Error()))
 			err = petstore.Errorf(petstore.CodeUnavailable, "rate limiting is unavailable; try again later")
 		}
-		WriteError(w, r, err)
+		writeErrorQuietly(w, r, err) // a limiter's failure is counted as its decision, not as a store's error
 		return false
 	}
 	if !d.Degraded {
@@ -47,9 +188,9 @@ func (c *chain) limit(w http.ResponseWriter, r *http.Request, info *requestInfo,
 		// (At zero) is read against the handler's.
 		now := d.At
 		if now.IsZero() {
-			now = c.now()
+			now = l.now()
 		}
-		setRateLimitHeaders(w.Header(), d, now, &info.vals, c.ietf)
+		setRateLimitHeaders(w.Header(), d, now, l.ietf)
 	}
 	if d.Allowed {
 		return true
@@ -58,75 +199,66 @@ func (c *chain) limit(w http.ResponseWriter, r *http.Request, info *requestInfo,
 	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 	code, msg := d.Code, fmt.Sprintf("rate limit exceeded; retry after %d seconds", secs)
 	switch {
-	case code == petstore.CodeAPIKeyBanned && !strings.HasPrefix(subject, "key:"):
+	case code == petstore.CodeAPIKeyBanned && !strings.HasPrefix(subject, "key:") && !strings.HasPrefix(subject, "cond:"):
 		msg = fmt.Sprintf("too many requests from this address; temporarily blocked; retry after %d seconds", secs)
 	case code == petstore.CodeAPIKeyBanned:
 		msg = fmt.Sprintf("API key temporarily banned for sending after being rate limited; retry after %d seconds", secs)
-	case code == petstore.CodeRateLimited:
-	default:
+	case code != petstore.CodeRateLimited:
 		code = petstore.CodeRateLimited
 	}
 	WriteError(w, r, petstore.Errorf(code, "%s", msg))
 	return false
 }
 
+// writeErrorQuietly is WriteError for a failure that is no store's: it
+// leaves the request's cause as it was.
+func writeErrorQuietly(w http.ResponseWriter, r *http.Request, err error) {
+	st := stateOf(r.Context())
+	cause := st.cause
+	WriteError(w, r, err)
+	st.cause = cause
+}
+
 // setRateLimitHeaders writes the GitHub-style X-RateLimit-* headers for
 // the binding window and, with ietf, the IETF draft headers for every
-// window. They go on every response, so they are built in one buffer and
-// stored under their canonical keys: fmt and Header.Set made them a third
-// of a small request's cost.
-func setRateLimitHeaders(h http.Header, d ratelimit.Decision, now time.Time, vals *[valSlots]string, ietf bool) {
+// window.
+func setRateLimitHeaders(h http.Header, d ratelimit.Decision, now time.Time, ietf bool) {
 	b := d.Binding
-	var arr [192]byte // on the stack; one string is made of it
-	buf := arr[:0]
-	var ends [5]int
-	buf = strconv.AppendInt(buf, b.Quota, 10)
-	ends[0] = len(buf)
-	buf = strconv.AppendInt(buf, max(b.Remaining, 0), 10)
-	ends[1] = len(buf)
-	buf = strconv.AppendInt(buf, b.ResetUnix(), 10) // rounded up: never early
-	ends[2] = len(buf)
-	windows := d.Windows
-	if !ietf {
-		windows = nil
-	}
-	for i, win := range windows {
-		if i > 0 {
-			buf = append(buf, ", "...)
-		}
-		buf = strconv.AppendQuote(buf, win.Name)
-		buf = append(buf, ";q="...)
-		buf = strconv.AppendInt(buf, win.Quota, 10)
-		buf = append(buf, ";w="...)
-		buf = strconv.AppendInt(buf, int64(win.Length/time.Second), 10)
-	}
-	ends[3] = len(buf)
-	for i, win := range windows {
-		if i > 0 {
-			buf = append(buf, ", "...)
-		}
-		buf = strconv.AppendQuote(buf, win.Name)
-		buf = append(buf, ";r="...)
-		buf = strconv.AppendInt(buf, max(win.Remaining, 0), 10)
-		buf = append(buf, ";t="...)
-		buf = strconv.AppendInt(buf, win.ResetIn(now), 10)
-	}
-	ends[4] = len(buf)
-	all := string(buf)
-	start := 0
-	for i, end := range ends {
-		vals[i+1] = all[start:end]
-		start = end
-	}
-	// The keys are written in canonical form (textproto), as Set would.
-	h["X-Ratelimit-Limit"] = vals[1:2:2]
-	h["X-Ratelimit-Remaining"] = vals[2:3:3]
-	h["X-Ratelimit-Reset"] = vals[3:4:4]
-	if len(windows) == 0 {
+	h.Set("X-RateLimit-Limit", strconv.FormatInt(b.Quota, 10))
+	h.Set("X-RateLimit-Remaining", strconv.FormatInt(max(b.Remaining, 0), 10))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(b.ResetUnix(), 10)) // rounded up: never early
+	if !ietf || len(d.Windows) == 0 {
 		return
 	}
-	h["Ratelimit-Policy"] = vals[4:5:5]
-	h["Ratelimit"] = vals[5:6:6]
+	policy := make([]string, len(d.Windows))
+	state := make([]string, len(d.Windows))
+	for i, win := range d.Windows {
+		policy[i] = fmt.Sprintf("%q;q=%d;w=%d", win.Name, win.Quota, int64(win.Length/time.Second))
+		state[i] = fmt.Sprintf("%q;r=%d;t=%d", win.Name, max(win.Remaining, 0), win.ResetIn(now))
+	}
+	h.Set("RateLimit-Policy", strings.Join(policy, ", "))
+	h.Set("RateLimit", strings.Join(state, ", "))
+}
+
+// logBan writes the one line that says a ban started: whose (key id or
+// client address) and until when.
+func (l *limits) logBan(r *http.Request, subject string, d ratelimit.Decision) {
+	kind, who, _ := strings.Cut(subject, ":")
+	attr := slog.String("client", l.client(r).String())
+	if kind == "key" || kind == "cond" {
+		attr = slog.String("key_id", who)
+	}
+	route := ""
+	if st := stateOf(r.Context()); st != nil {
+		route = routeOf(r, st, l.routeOf)
+	}
+	l.logger.LogAttrs(r.Context(), slog.LevelWarn, "ban started",
+		attr,
+		slog.String("subject", kind),
+		slog.Time("until", d.Binding.Reset.UTC()),
+		slog.Duration("for", d.RetryAfter),
+		slog.String("route", route),
+		slog.String("request_id", RequestIDFromContext(r.Context())))
 }
 
 // addrSubject is the rate-limit subject of a client address. An IPv6
@@ -141,12 +273,12 @@ func addrSubject(kind string, a netip.Addr) string {
 	return kind + a.String()
 }
 
-// clientAddr is the TCP peer, or, when the peer is a trusted proxy, the
+// client is the TCP peer, or, when the peer is a trusted proxy, the
 // right-most X-Forwarded-For entry that is not itself a trusted proxy.
 // Entries left of an untrusted hop could be forged by the client.
-func (c *chain) clientAddr(r *http.Request) netip.Addr {
+func (l *limits) client(r *http.Request) netip.Addr {
 	peer := parseAddr(r.RemoteAddr)
-	if !c.trusted(peer) {
+	if !l.trusted(peer) {
 		return peer
 	}
 	var hops []string
@@ -158,20 +290,16 @@ func (c *chain) clientAddr(r *http.Request) netip.Addr {
 		if err != nil {
 			break
 		}
-		a = a.Unmap()
-		if !c.trusted(a) {
+		if a = a.Unmap(); !l.trusted(a) {
 			return a
 		}
 	}
 	return peer
 }
 
-func (c *chain) trusted(a netip.Addr) bool {
-	if !a.IsValid() {
-		return false
-	}
-	for _, p := range c.proxies {
-		if p.Contains(a) {
+func (l *limits) trusted(a netip.Addr) bool {
+	for _, p := range l.proxies {
+		if a.IsValid() && p.Contains(a) {
 			return true
 		}
 	}
@@ -194,3 +322,15 @@ func parseAddr(s string) netip.Addr {
 // KeySubject is the rate-limit subject of an API key's requests, as the
 // chain names it (see RateLimiter).
 func KeySubject(keyID string) string { return "key:" + keyID }
+
+// LimitSubjects returns the rate-limit subjects (see RateLimiter) of an
+// API key id or a client address: "key:<id>" and "cond:<id>", or the
+// address's "ip:" and "pub:" budgets (an IPv6 address's /64), for an
+// operator lifting a ban.
+func LimitSubjects(keyIDOrAddress string) []string {
+	if a, err := netip.ParseAddr(keyIDOrAddress); err == nil {
+		a = a.Unmap()
+		return []string{addrSubject("ip:", a), addrSubject("pub:", a)}
+	}
+	return []string{KeySubject(keyIDOrAddress), "cond:" + keyIDOrAddress}
+}

@@ -5,8 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -39,31 +38,13 @@ import (
 // timeout (a store call outlived Config.Timeout), unavailable (a store
 // said it cannot answer), internal (any other failure) and panic.
 
-// metrics holds an API's or a dashboard's collectors and, per label
-// combination, the children resolved once, so that measuring a request
-// allocates nothing.
+// metrics holds an API's or a dashboard's collectors.
 type metrics struct {
 	requests  *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
 	decisions [numResults]prometheus.Counter
 	causes    [numCauses]prometheus.Counter
 	replays   prometheus.Counter
-
-	// children maps a request's labels to their counter and histogram. It
-	// is copied on write: label combinations are few and settle quickly,
-	// so reads take no lock.
-	children atomic.Pointer[map[childKey]*child]
-	mu       sync.Mutex // serialises writers of children
-}
-
-type childKey struct {
-	route, method string
-	code          int
-}
-
-type child struct {
-	count    prometheus.Counter
-	duration prometheus.Observer
 }
 
 // Rate-limit results, the index of metrics.decisions.
@@ -138,16 +119,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	})); err != nil {
 		return nil, err
 	}
-	empty := map[childKey]*child{}
-	m.children.Store(&empty)
 	return m, nil
 }
 
 // register registers c, or returns the equal collector registered before.
 func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
 	if err := reg.Register(c); err != nil {
-		are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err)
-		if !ok {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
 			return c, err
 		}
 		existing, ok := are.ExistingCollector.(C)
@@ -159,50 +138,34 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error)
 	return c, nil
 }
 
-// observe counts one answered request.
-func (m *metrics) observe(route, method string, code int, seconds float64, cause int) {
-	if code == 0 {
-		code = http.StatusOK // nothing written: net/http sends 200
+// measure counts each request by route, method and status, times it,
+// and counts why a store failed it; with no metrics it is no step at all.
+func measure(m *metrics, find func(*http.Request) string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if m == nil {
+			return next
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(w, r)
+			st := stateOf(r.Context())
+			route := routeOf(r, st, find)
+			if _, path, ok := strings.Cut(route, " "); ok {
+				route = path // "GET /v1/pets" → "/v1/pets": method has its own label
+			}
+			if route == "" {
+				route = "unmatched"
+			}
+			method := metricMethod(r.Method)
+			m.requests.WithLabelValues(route, method, strconv.Itoa(statusOf(st))).Inc()
+			m.duration.WithLabelValues(route, method).Observe(time.Since(st.start).Seconds())
+			if st.cause != causeNone {
+				m.causes[st.cause].Inc()
+			}
+			if w.Header().Get("Idempotent-Replayed") != "" {
+				m.replays.Inc()
+			}
+		})
 	}
-	k := childKey{route: route, method: metricMethod(method), code: code}
-	ch := (*m.children.Load())[k]
-	if ch == nil {
-		ch = m.resolve(k)
-	}
-	ch.count.Inc()
-	ch.duration.Observe(seconds)
-	if cause != causeNone {
-		m.causes[cause].Inc()
-	}
-}
-
-// resolve makes the child of k once; the labels are normalised here, off
-// the path of every later request with the same k.
-func (m *metrics) resolve(k childKey) *child {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	old := *m.children.Load()
-	if ch := old[k]; ch != nil {
-		return ch
-	}
-	route := k.route
-	if _, path, ok := strings.Cut(route, " "); ok {
-		route = path // "GET /v1/pets" → "/v1/pets": method has its own label
-	}
-	if route == "" {
-		route = "unmatched"
-	}
-	ch := &child{
-		count:    m.requests.WithLabelValues(route, k.method, strconv.Itoa(k.code)),
-		duration: m.duration.WithLabelValues(route, k.method),
-	}
-	next := make(map[childKey]*child, len(old)+1)
-	for kk, v := range old {
-		next[kk] = v
-	}
-	next[k] = ch
-	m.children.Store(&next)
-	return ch
 }
 
 // metricMethod bounds the method label to the methods HTTP defines, so a
@@ -232,12 +195,5 @@ func (m *metrics) decision(d ratelimit.Decision, err error) {
 		m.decisions[resultBanned].Inc()
 	default:
 		m.decisions[resultLimited].Inc()
-	}
-}
-
-// replayed counts one Idempotency-Key replay.
-func (m *metrics) replayed() {
-	if m != nil {
-		m.replays.Inc()
 	}
 }

@@ -29,18 +29,11 @@ const (
 	StabilityBeta   = "beta"
 )
 
-// stabilityBeta is the shared, never-modified value of X-API-Stability.
-var stabilityBeta = []string{StabilityBeta}
-
 // orderRoutes are the orders operations of one handler.
 type orderRoutes struct {
 	svc  petstore.OrderService
 	base string
-
-	// Route patterns for the log; GET and HEAD each have their own.
-	patList, patOrder [2]string
-	patCreate         string
-	path              string // base + ordersPath, for Link headers
+	path string // base + ordersPath
 
 	// create answers POST /store/orders for a decoded body, wrapped in
 	// Idempotency-Key replay when Config.Idempotency is set, as createPet
@@ -49,11 +42,7 @@ type orderRoutes struct {
 }
 
 func newOrderRoutes(cfg Config, base string) *orderRoutes {
-	o := &orderRoutes{svc: cfg.Orders, base: base, patCreate: "POST " + base + ordersPath, path: base + ordersPath}
-	for i, m := range []string{http.MethodGet, http.MethodHead} {
-		o.patList[i] = m + " " + base + ordersPath
-		o.patOrder[i] = m + " " + base + ordersPath + "/{orderId}"
-	}
+	o := &orderRoutes{svc: cfg.Orders, base: base, path: base + ordersPath}
 	o.create = createOrder{o}
 	if cfg.Idempotency != nil {
 		o.create = newIdempotent(cfg.Idempotency, cfg.Now, o.create)
@@ -89,7 +78,9 @@ func (o *orderRoutes) handleList(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, err)
 		return
 	}
-	setNextLink(w, r, o.path, page.NextCursor, f.Limit, string(f.Status))
+	if link := nextLink(o.path, page.NextCursor, f.Limit, string(f.Status)); link != "" {
+		w.Header().Set("Link", link)
+	}
 	WriteJSON(w, http.StatusOK, page.Orders)
 }
 

@@ -228,7 +228,8 @@ func TestOrdersCheckOrder(t *testing.T) {
 		beta                                          bool
 		allow                                         string
 	}{
-		{"no key", "POST", "/v1/store/orders", "", "text/plain", "x", 401, false, ""},
+		{"no key", "POST", "/v1/store/orders", "", "text/plain", "x", 401, true, ""},
+		{"no key, one order", "GET", "/v1/store/orders/1", "", "", "", 401, true, ""},
 		{"no key, unknown path", "GET", "/v1/store/orders/1/x", "", "", "", 401, false, ""},
 		{"unknown path", "GET", "/v1/store/orders/1/x", e.secret, "", "", 404, false, ""},
 		{"trailing slash", "GET", "/v1/store/orders/", e.secret, "", "", 404, false, ""},

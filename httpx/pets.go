@@ -20,13 +20,17 @@ func (a *api) handleListPets(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, err)
 		return
 	}
-	page, err := a.svc.ListPets(r.Context(), f)
-	if err != nil {
-		WriteError(w, r, err)
-		return
-	}
-	setNextLink(w, r, a.petsPath, page.NextCursor, f.Limit, string(f.Status))
-	writePets(w, r, http.StatusOK, page.Pets)
+	key := a.petsPath + "?" + string(f.Status) + "&" + strconv.Itoa(f.Limit) + "&" + f.Cursor
+	serveEncoded(w, r, a.cache, key, func() (*encoded, error) {
+		page, err := a.svc.ListPets(r.Context(), f)
+		if err != nil {
+			return nil, err
+		}
+		if page.Pets == nil {
+			page.Pets = []petstore.Pet{}
+		}
+		return encode(page.Pets, nextLink(a.petsPath, page.NextCursor, f.Limit, string(f.Status)))
+	})
 }
 
 // handleCreatePet answers POST /pets: it decodes the body, once, and
@@ -65,28 +69,35 @@ func (c createPet) serve(w http.ResponseWriter, r *http.Request, np petstore.New
 		WriteError(w, r, err)
 		return
 	}
+	c.a.cache.created(r.Context(), pet.ID)
+	e, err := encode(pet, "")
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
 	w.Header().Set("Location", c.a.base+"/pets/"+itoa(pet.ID))
-	writePet(w, r, http.StatusCreated, pet)
+	writeEncoded(w, r, http.StatusCreated, e)
 }
 
 // handleGetPet answers the deprecated GET /pets/{petId}; every answer,
 // errors included, carries the deprecation headers.
 func (a *api) handleGetPet(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	h["Deprecation"] = a.deprec
-	h["Sunset"] = a.sunset
-	h["Link"] = a.successor
+	h.Set("Deprecation", a.deprecation)
+	h.Set("Sunset", Sunset.Format(http.TimeFormat))
+	h.Set("Link", "<"+a.petsPath+`>; rel="successor-version"`)
 	id, err := parsePetID(r.PathValue("petId"))
 	if err != nil {
 		WriteError(w, r, err)
 		return
 	}
-	pet, err := a.svc.GetPet(r.Context(), id)
-	if err != nil {
-		WriteError(w, r, err)
-		return
-	}
-	writePet(w, r, http.StatusOK, pet)
+	serveEncoded(w, r, a.cache, a.petsPath+"/"+itoa(id), func() (*encoded, error) {
+		pet, err := a.svc.GetPet(r.Context(), id)
+		if err != nil {
+			return nil, err
+		}
+		return encode(pet, "")
+	})
 }
 
 // handleOpenAPI serves the OpenAPI document with this mount's base path.

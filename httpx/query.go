@@ -1,7 +1,6 @@
 package httpx
 
 import (
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -118,33 +117,24 @@ func parseOrderListQuery(raw string) (petstore.OrderFilter, error) {
 	return f, nil
 }
 
-// setNextLink sets the Link header of a page that has a next one:
-// path?cursor=…&limit=…[&status=…] with rel="next". Exposing it to
-// cross-origin scripts is the job of the operator's CORS middleware,
-// whose Access-Control-Expose-Headers this leaves alone. The parameters are sorted, as url.Values.Encode sorts them,
-// and need no escaping: a cursor is base64url, a status one word. The
-// text is built on the stack and copied once into the value's string.
-func setNextLink(w http.ResponseWriter, r *http.Request, path, cursor string, limit int, status string) {
-	h := w.Header()
+// nextLink is the Link header of a page that has a next one, ""
+// otherwise: path?cursor=…&limit=…[&status=…] with rel="next". Exposing it
+// to cross-origin scripts is the job of the operator's CORS middleware,
+// whose Access-Control-Expose-Headers this leaves alone. The parameters
+// are sorted, as url.Values.Encode sorts them, and need no escaping: a
+// cursor is base64url, a status one word.
+func nextLink(path, cursor string, limit int, status string) string {
 	if cursor == "" {
-		return
+		return ""
 	}
 	if limit == 0 {
 		limit = petstore.DefaultLimit
 	}
-	var buf [192]byte
-	link := append(buf[:0], '<')
-	link = append(link, path...)
-	link = append(link, "?cursor="...)
-	link = append(link, cursor...)
-	link = append(link, "&limit="...)
-	link = strconv.AppendInt(link, int64(limit), 10)
+	link := "<" + path + "?cursor=" + cursor + "&limit=" + strconv.Itoa(limit)
 	if status != "" {
-		link = append(link, "&status="...)
-		link = append(link, status...)
+		link += "&status=" + status
 	}
-	link = append(link, `>; rel="next"`...)
-	h["Link"] = headerValue(infoFrom(r.Context()), slotLink, string(link))
+	return link + `>; rel="next"`
 }
 
 // parsePathID reads the decimal int64 id in a path (petId, orderId). A

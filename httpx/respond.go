@@ -86,8 +86,8 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		} else {
 			logger := slog.Default()
 			id := ""
-			if info := infoFrom(r.Context()); info != nil {
-				logger, id = info.logger, info.id
+			if st := stateOf(r.Context()); st != nil {
+				logger, id = st.logger, st.id
 			}
 			logger.LogAttrs(r.Context(), level, msg,
 				slog.String("method", r.Method),
@@ -136,12 +136,12 @@ type outageSlot struct {
 // logOutage logs err under cause, unless cause was logged less than
 // outageLogEvery ago.
 func logOutage(r *http.Request, cause string, err error) {
-	info := infoFrom(r.Context())
-	if info == nil || info.outages == nil {
+	st := stateOf(r.Context())
+	if st == nil {
 		slog.Default().Warn(cause, "error", err.Error())
 		return
 	}
-	v, _ := info.outages.slots.LoadOrStore(cause, new(outageSlot))
+	v, _ := st.outages.slots.LoadOrStore(cause, new(outageSlot))
 	slot := v.(*outageSlot)
 	now := time.Now().UnixNano()
 	last := slot.last.Load()
@@ -149,9 +149,9 @@ func logOutage(r *http.Request, cause string, err error) {
 		slot.skipped.Add(1)
 		return
 	}
-	info.logger.LogAttrs(r.Context(), slog.LevelWarn, cause,
+	st.logger.LogAttrs(r.Context(), slog.LevelWarn, cause,
 		slog.String("method", r.Method),
-		slog.String("request_id", info.id),
+		slog.String("request_id", st.id),
 		slog.String("error", err.Error()),
 		slog.Int64("not_logged_since", slot.skipped.Swap(0)))
 }
@@ -160,17 +160,17 @@ func logOutage(r *http.Request, cause string, err error) {
 // the server failed the request answered with e; client errors and the
 // client's own cancellation record nothing.
 func noteCause(r *http.Request, err error, e *petstore.Error) {
-	info := infoFrom(r.Context())
-	if info == nil {
+	st := stateOf(r.Context())
+	if st == nil {
 		return
 	}
 	switch {
 	case e.Code == petstore.CodeUnavailable && errors.Is(err, context.DeadlineExceeded):
-		info.cause = causeTimeout
+		st.cause = causeTimeout
 	case e.Code == petstore.CodeUnavailable && errors.Is(err, context.Canceled):
 	case e.Code == petstore.CodeUnavailable:
-		info.cause = causeUnavailable
+		st.cause = causeUnavailable
 	case e.Code == petstore.CodeInternal:
-		info.cause = causeInternal
+		st.cause = causeInternal
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"path"
 	"strings"
+
+	"github.com/petstorekit/petstore"
 )
 
 // Router is an http.ServeMux whose every answer is a JSON Error, for APIs
@@ -26,8 +28,8 @@ func NewRouter() *Router {
 // Handle registers an operation under a ServeMux pattern.
 func (rt *Router) Handle(pattern string, h http.HandlerFunc) {
 	rt.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		if info := infoFrom(r.Context()); info != nil {
-			info.route = pattern
+		if st := stateOf(r.Context()); st != nil {
+			st.route = pattern
 		}
 		h(w, r)
 	})
@@ -48,10 +50,15 @@ func (rt *Router) Refuse(pattern, allow string, before func(http.ResponseWriter)
 
 // unrouted answers a request no operation takes: 404, or 405 with Allow.
 func unrouted(w http.ResponseWriter, r *http.Request, allow string) {
-	if info := infoFrom(r.Context()); info != nil {
-		info.unrouted = true
+	if st := stateOf(r.Context()); st != nil {
+		st.unrouted = true
 	}
-	refuseUnrouted(w, r, allow != "", allow)
+	if allow == "" {
+		WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no such path: %s", r.URL.Path))
+		return
+	}
+	w.Header().Set("Allow", allow)
+	WriteError(w, r, petstore.Errorf(petstore.CodeMethodNotAllowed, "method %s is not allowed here; use %s", r.Method, allow))
 }
 
 // Route returns the pattern of the operation that would answer r, or ""

@@ -110,7 +110,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	app, err := build(ctx, cfg, store, logger, newAccessLog(cfg.logFormat, logs))
+	app, err := build(ctx, cfg, store, logger)
 	if err != nil {
 		return err
 	}

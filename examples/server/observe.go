@@ -24,7 +24,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/petstorekit/petstore/domain"
-	"github.com/petstorekit/petstore/httpx"
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
@@ -55,16 +54,6 @@ func newLogger(format string, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, nil))
 	}
 	return slog.New(slog.NewTextHandler(w, nil))
-}
-
-// newAccessLog returns the access log writing to w in the -log-format:
-// the line newLogger's handler would write, formatted by hand at a
-// fraction of slog's cost (httpx.BenchmarkAccessLog).
-func newAccessLog(format string, w io.Writer) httpx.AccessLogger {
-	if format == "json" {
-		return httpx.NewJSONAccessLog(w)
-	}
-	return httpx.NewTextAccessLog(w)
 }
 
 // newTracerProvider returns the server's tracer provider (never the

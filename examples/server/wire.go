@@ -102,9 +102,8 @@ func (a *app) close() {
 
 // build wires keys, limits, the pets API, the domain engine, certificates,
 // the dashboard and the edge. Background work stops when ctx is done.
-// accessLog writes the API's and the dashboard's access log lines, logger
-// everything else.
-func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, accessLog httpx.AccessLogger) (*app, error) {
+// logger writes the log, the access log's lines included.
+func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) (*app, error) {
 	a := &app{registry: newRegistry()}
 	tp, closeTracing, err := newTracerProvider(cfg.traceFile)
 	if err != nil {
@@ -147,7 +146,6 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 		Service:        petstore.NewService(store),
 		Auth:           auth,
 		Logger:         logger,
-		AccessLog:      accessLog,
 		Limiter:        limiter,
 		TrustedProxies: cfg.trustedProxies,
 		Idempotency:    store,
@@ -217,7 +215,6 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 		Engine:         eng,
 		Auth:           auth,
 		Logger:         logger,
-		AccessLog:      accessLog,
 		Limiter:        limiter,
 		TrustedProxies: cfg.trustedProxies,
 		Metrics:        a.registry,

@@ -1,0 +1,64 @@
+package httpx
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/petstorekit/petstore"
+)
+
+// authenticate reads the bearer key of a request to a non-public path. A
+// valid key is the request's from then on (KeyFromContext). A missing or
+// wrong one is 401, once attempt has charged the try to the client's
+// address (attempt answers 429 or 503 itself, and then reports false). A
+// key store that cannot answer is 503 at once: that says nothing about
+// the key, so nothing is charged, and the client retries soon.
+func authenticate(auth petstore.Authenticator, public func(*http.Request) bool, attempt func(http.ResponseWriter, *http.Request) bool) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if public(r) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			key, err := bearerKey(auth, r)
+			switch {
+			case err == nil:
+				st := stateOf(r.Context())
+				st.key, st.hasKey = key, true
+				next.ServeHTTP(w, r)
+			case petstore.ErrorCode(err) != petstore.CodeUnauthorized:
+				WriteError(w, r, err)
+			case attempt(w, r):
+				WriteError(w, r, err)
+			}
+		})
+	}
+}
+
+// bearerKey reads the bearer token. The scheme is case-insensitive (RFC
+// 7235); anything else is unauthorized, with error="invalid_token" in the
+// challenge when a bearer token was presented (RFC 6750 §3). Two or more
+// Authorization headers are unauthorized too, whatever they hold: which
+// one a proxy or the server reads is not defined, so none is.
+func bearerKey(auth petstore.Authenticator, r *http.Request) (petstore.APIKey, error) {
+	if len(r.Header.Values("Authorization")) > 1 {
+		return petstore.APIKey{}, petstore.Errorf(petstore.CodeUnauthorized, "send exactly one Authorization header")
+	}
+	scheme, token, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	token = strings.TrimSpace(token)
+	if !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return petstore.APIKey{}, petstore.UnauthorizedError()
+	}
+	key, err := auth.Authenticate(r.Context(), token)
+	if petstore.ErrorCode(err) == petstore.CodeUnauthorized {
+		return petstore.APIKey{}, &invalidToken{err: petstore.UnauthorizedError()}
+	}
+	return key, err
+}
+
+// invalidToken marks an unauthorized error for a presented token, whose
+// challenge names the error.
+type invalidToken struct{ err *petstore.Error }
+
+func (e *invalidToken) Error() string { return e.err.Error() }
+func (e *invalidToken) Unwrap() error { return e.err }

@@ -1,0 +1,173 @@
+package httpx
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/petstorekit/petstore/changefeed"
+)
+
+// Cache keeps the encoded answers of the pet reads (each page and each
+// pet: body, ETag and next Link), so that a read of something unchanged
+// is answered without the store and without encoding it again.
+//
+// Within a process it is exact: a create empties it before its answer is
+// sent, and an answer read before a create is never kept after it. Other
+// processes that share the store learn of a create over the change feed
+// (changefeed.KindPets): each empties its cache as the change arrives, a
+// few milliseconds after the create's answer. While the feed is down (from
+// KindLost to KindLive) nothing is kept, so no answer is older than the
+// feed's delivery. Without a feed, the process must be the store's only
+// writer (an in-memory store).
+type Cache struct {
+	feed changefeed.Feed
+
+	mu      sync.RWMutex
+	entries map[string]*encoded
+	bytes   int
+	gen     uint64 // counts the times it was emptied
+	live    bool   // entries may be kept: no feed is needed, or it is live
+}
+
+// maxCacheBytes bounds the bodies a Cache holds; past it, it starts over.
+const maxCacheBytes = 32 << 20
+
+// encoded is one answer as it is sent.
+type encoded struct {
+	body []byte
+	etag string
+	link string // the next page's Link header; "" for none
+}
+
+// NewCache returns an empty cache. With a feed, it publishes this
+// process's creates on it, and keeps nothing until it has been handed the
+// feed's KindLive (Apply); nil means this process is the store's only
+// writer.
+func NewCache(feed changefeed.Feed) *Cache {
+	return &Cache{feed: feed, entries: map[string]*encoded{}, live: feed == nil}
+}
+
+// Apply takes a change from the feed: KindPets empties the cache, and so
+// do KindLost (then nothing is kept until KindLive) and KindLive. Other
+// kinds are ignored.
+func (c *Cache) Apply(ch changefeed.Change) {
+	switch ch.Kind {
+	case changefeed.KindPets, changefeed.KindLost, changefeed.KindLive:
+		c.empty(ch.Kind)
+	}
+}
+
+// empty drops every entry; after KindLost nothing is kept until KindLive.
+func (c *Cache) empty(kind string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch kind {
+	case changefeed.KindLost:
+		c.live = false
+	case changefeed.KindLive:
+		c.live = true
+	}
+	c.entries, c.bytes = map[string]*encoded{}, 0
+	c.gen++
+}
+
+// created empties the cache after a create in this process and tells the
+// other processes. A publish that fails leaves them stale until their
+// feed reconnects, which the feed logs.
+func (c *Cache) created(ctx context.Context, id int64) {
+	if c == nil {
+		return
+	}
+	c.empty(changefeed.KindPets)
+	if c.feed != nil {
+		_ = c.feed.Publish(context.WithoutCancel(ctx), changefeed.Change{Kind: changefeed.KindPets, ID: strconv.FormatInt(id, 10)})
+	}
+}
+
+// get returns the entry under key, or nil and the generation to put the
+// answer under once it is read.
+func (c *Cache) get(key string) (*encoded, uint64) {
+	if c == nil {
+		return nil, 0
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.entries[key], c.gen
+}
+
+// put keeps e under key unless the cache was emptied since gen: then e
+// may have been read before a create it does not show.
+func (c *Cache) put(key string, gen uint64, e *encoded) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen != c.gen || !c.live {
+		return
+	}
+	if c.bytes+len(e.body) > maxCacheBytes {
+		c.entries, c.bytes = map[string]*encoded{}, 0
+	}
+	c.entries[key] = e
+	c.bytes += len(e.body)
+}
+
+// serveEncoded answers a read from the cache, or with load's answer,
+// which it keeps.
+func serveEncoded(w http.ResponseWriter, r *http.Request, c *Cache, key string, load func() (*encoded, error)) {
+	e, gen := c.get(key)
+	if e == nil {
+		var err error
+		if e, err = load(); err != nil {
+			WriteError(w, r, err)
+			return
+		}
+		c.put(key, gen, e)
+	}
+	if e.link != "" {
+		w.Header().Set("Link", e.link)
+	}
+	writeEncoded(w, r, http.StatusOK, e)
+}
+
+// encode makes the answer of v: its JSON and strong ETag.
+func encode(v any, link string) (*encoded, error) {
+	b, err := marshalJSON(v, "")
+	if err != nil {
+		return nil, err
+	}
+	return &encoded{body: b, etag: ETag(b), link: link}, nil
+}
+
+// writeEncoded writes e with its ETag, or, for a 200 whose ETag the
+// request's If-None-Match names, 304 Not Modified with no body.
+func writeEncoded(w http.ResponseWriter, r *http.Request, status int, e *encoded) {
+	h := w.Header()
+	h.Set("ETag", e.etag)
+	if status == http.StatusOK && noneMatch(r.Header.Values("If-None-Match"), e.etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Length", strconv.Itoa(len(e.body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(e.body)
+}
+
+// noneMatch reports whether If-None-Match's values name etag, or "*"
+// (RFC 9110 §13.1.2: compared weakly, so W/"x" names "x").
+func noneMatch(values []string, etag string) bool {
+	for _, v := range values {
+		for t := range strings.SplitSeq(v, ",") {
+			if t = strings.TrimSpace(t); t == "*" || strings.TrimPrefix(t, "W/") == etag {
+				return true
+			}
+		}
+	}
+	return false
+}
