@@ -37,8 +37,8 @@ func logRequests(logger *slog.Logger, client func(*http.Request) netip.Addr, fin
 			if st.hasKey {
 				attrs = append(attrs, slog.String("key_id", st.key.ID))
 			}
-			if st.cause != causeNone {
-				attrs = append(attrs, slog.String("store_error", causeNames[st.cause]))
+			if st.cause != "" {
+				attrs = append(attrs, slog.String("store_error", st.cause))
 			}
 			logger.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
 		})

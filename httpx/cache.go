@@ -54,6 +54,9 @@ func NewCache(feed changefeed.Feed) *Cache {
 // do KindLost (then nothing is kept until KindLive) and KindLive. Other
 // kinds are ignored.
 func (c *Cache) Apply(ch changefeed.Change) {
+	if c == nil {
+		return
+	}
 	switch ch.Kind {
 	case changefeed.KindPets, changefeed.KindLost, changefeed.KindLive:
 		c.empty(ch.Kind)

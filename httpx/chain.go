@@ -54,7 +54,7 @@ var DefaultPublicLimits = petstore.Limits{PerMinute: 600, PerDay: 20_000}
 // state is what the chain's steps learn about one request and later steps
 // or the handler read. Each field has one writer: the request-id step
 // makes the state; authenticate sets key; the router sets route or
-// unrouted; WriteError sets cause; the rate-limit step sets conditional.
+// unrouted; WriteError sets cause.
 type state struct {
 	id          string
 	w           *statuswriter.Writer // the response as the chain wrote it
@@ -62,9 +62,9 @@ type state struct {
 	key         petstore.APIKey
 	hasKey      bool
 	route       string
-	unrouted    bool // refused for its path or method (404, 405): no route
-	cause       int  // why a store failed the request (causeNone, ...)
-	conditional bool // spent the conditional allowance, not the plan's
+	unrouted    bool   // refused for its path or method (404, 405): no route
+	cause       string // why a store failed the request (causeTimeout, ...); "" for none
+	conditional bool   // spent the conditional allowance, not the plan's
 	logger      *slog.Logger
 	outages     *outageLogs
 }

@@ -56,23 +56,26 @@ func (l *limits) limitRequests(next http.Handler) http.Handler {
 		st := stateOf(r.Context())
 		var subject string
 		var lim petstore.Limits
+		var cond *chargeUnlessNotModified
 		switch {
 		case !st.hasKey, l.offBudget(r):
 			subject, lim = addrSubject("pub:", l.client(r)), l.publicLimits
 		case isConditional(r):
-			st.conditional = true
 			subject, lim = "cond:"+st.key.ID, ConditionalLimits(st.key.EffectiveLimits())
-			w = &chargeUnlessNotModified{ResponseWriter: w, r: r, l: l}
+			cond = &chargeUnlessNotModified{ResponseWriter: w, r: r, l: l}
 		default:
 			subject, lim = KeySubject(st.key.ID), st.key.EffectiveLimits()
 		}
 		if !l.allow(w, r, subject, lim) {
 			return
 		}
+		if cond != nil {
+			w = cond
+		}
 		next.ServeHTTP(w, r)
 		if st.w.Status == http.StatusServiceUnavailable && (st.cause == causeTimeout || st.cause == causeUnavailable) {
 			l.refund(r, subject, lim)
-			if c, ok := w.(*chargeUnlessNotModified); ok && c.charged {
+			if cond != nil && cond.charged {
 				l.refund(r, KeySubject(st.key.ID), st.key.EffectiveLimits())
 			}
 		}

@@ -42,38 +42,15 @@ import (
 type metrics struct {
 	requests  *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
-	decisions [numResults]prometheus.Counter
-	causes    [numCauses]prometheus.Counter
+	decisions *prometheus.CounterVec
+	causes    *prometheus.CounterVec
 	replays   prometheus.Counter
 }
 
-// Rate-limit results, the index of metrics.decisions.
-const (
-	resultAllowed = iota
-	resultLimited
-	resultBanned
-	resultFallback
-	resultUnavailable
-	numResults
-)
-
-var resultNames = [numResults]string{"allowed", "limited", "banned", "fallback", "unavailable"}
-
-// Store-error causes, the index of metrics.causes; causeNone is 0 so that
-// a requestInfo's zero value records nothing.
-const (
-	causeNone = iota
-	causeTimeout
-	causeUnavailable
-	causeInternal
-	causePanic
-	numCauses
-)
-
-var causeNames = [numCauses]string{"", "timeout", "unavailable", "internal", "panic"}
-
 // newMetrics registers the collectors with reg, or reuses the ones already
 // registered there (by another API or dashboard on the same registry).
+// Every decision result and store-error cause is reported from the start,
+// at 0.
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return nil, nil
@@ -93,25 +70,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}, []string{"route", "method"})); err != nil {
 		return nil, err
 	}
-	decisions, err := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	if m.decisions, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "petstore_ratelimit_decisions_total",
 		Help: "Rate-limit decisions: allowed, limited, banned, fallback (decided locally while the shared store fails), unavailable (503).",
-	}, []string{"result"}))
-	if err != nil {
+	}, []string{"result"})); err != nil {
 		return nil, err
 	}
-	for i, name := range resultNames {
-		m.decisions[i] = decisions.WithLabelValues(name)
-	}
-	causes, err := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	if m.causes, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "petstore_store_errors_total",
 		Help: "Requests failed by a store or the server itself, by cause: timeout, unavailable, internal, panic.",
-	}, []string{"cause"}))
-	if err != nil {
+	}, []string{"cause"})); err != nil {
 		return nil, err
-	}
-	for i := 1; i < numCauses; i++ {
-		m.causes[i] = causes.WithLabelValues(causeNames[i])
 	}
 	if m.replays, err = register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "petstore_idempotency_replays_total",
@@ -119,8 +88,23 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	})); err != nil {
 		return nil, err
 	}
+	for _, result := range []string{"allowed", "limited", "banned", "fallback", "unavailable"} {
+		m.decisions.WithLabelValues(result)
+	}
+	for _, cause := range []string{causeTimeout, causeUnavailable, causeInternal, causePanic} {
+		m.causes.WithLabelValues(cause)
+	}
 	return m, nil
 }
+
+// Why a store or the server failed a request (state.cause): the
+// store_error of the access log and the cause label of the metrics.
+const (
+	causeTimeout     = "timeout"     // a store call outlived Config.Timeout
+	causeUnavailable = "unavailable" // a store said it cannot answer
+	causeInternal    = "internal"    // any other failure
+	causePanic       = "panic"
+)
 
 // register registers c, or returns the equal collector registered before.
 func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
@@ -158,8 +142,8 @@ func measure(m *metrics, find func(*http.Request) string) func(http.Handler) htt
 			method := metricMethod(r.Method)
 			m.requests.WithLabelValues(route, method, strconv.Itoa(statusOf(st))).Inc()
 			m.duration.WithLabelValues(route, method).Observe(time.Since(st.start).Seconds())
-			if st.cause != causeNone {
-				m.causes[st.cause].Inc()
+			if st.cause != "" {
+				m.causes.WithLabelValues(st.cause).Inc()
 			}
 			if w.Header().Get("Idempotent-Replayed") != "" {
 				m.replays.Inc()
@@ -184,16 +168,16 @@ func (m *metrics) decision(d ratelimit.Decision, err error) {
 	if m == nil {
 		return
 	}
+	result := "limited"
 	switch {
 	case err != nil:
-		m.decisions[resultUnavailable].Inc()
+		result = "unavailable"
 	case d.Degraded:
-		m.decisions[resultFallback].Inc()
+		result = "fallback"
 	case d.Allowed:
-		m.decisions[resultAllowed].Inc()
+		result = "allowed"
 	case d.Code == petstore.CodeAPIKeyBanned:
-		m.decisions[resultBanned].Inc()
-	default:
-		m.decisions[resultLimited].Inc()
+		result = "banned"
 	}
+	m.decisions.WithLabelValues(result).Inc()
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -24,42 +23,11 @@ var openAPIJSON []byte
 // added as the first server.
 func OpenAPI() []byte { return append([]byte(nil), openAPIJSON...) }
 
-// renderedDocs caches openAPIDocument per base path. Rendering (decoding
-// and re-encoding the whole document) was nearly all of New's cost, and a
-// server or a test suite builds many handlers over few bases. The entries
-// are immutable byte slices shared by every handler on that base, which
-// only ever write them out. The set of bases a process uses is small and
-// fixed by its configuration, so the cache is never pruned.
-var renderedDocs sync.Map // docKey -> []byte
-
-// docKey names one rendered document: its base path, and whether it
-// documents the store orders operations (only a handler with
-// Config.Orders serves them).
-type docKey struct {
-	base   string
-	orders bool
-}
-
 // openAPIDocument returns the document served under base: the same, with
 // a first server whose URL is the base path, so tools pointed at
-// <base>/openapi.json call this server. Callers must not modify the
-// returned bytes. Without orders, the store orders paths are left out.
+// <base>/openapi.json call this server. Without orders, the store orders
+// paths are left out.
 func openAPIDocument(base string, orders bool) ([]byte, error) {
-	key := docKey{base, orders}
-	if doc, ok := renderedDocs.Load(key); ok {
-		return doc.([]byte), nil
-	}
-	doc, err := renderOpenAPI(base, orders)
-	if err != nil {
-		return nil, err
-	}
-	// Two concurrent first calls render the same bytes; whichever is stored
-	// first is the one every handler shares.
-	stored, _ := renderedDocs.LoadOrStore(key, doc)
-	return stored.([]byte), nil
-}
-
-func renderOpenAPI(base string, orders bool) ([]byte, error) {
 	var doc map[string]any
 	if err := json.Unmarshal(openAPIJSON, &doc); err != nil {
 		return nil, fmt.Errorf("httpx: embedded openapi.json: %w", err)

@@ -47,6 +47,7 @@ type config struct {
 	logFormat   string // text or json
 	traceFile   string // OpenTelemetry spans as JSON; "-": stderr; empty: off
 	adminAddr   string // operator endpoint; empty: none
+	pprofAddr   string // net/http/pprof listener, loopback only; empty: none
 
 	command []string // a subcommand ("keys ...") instead of serving
 }

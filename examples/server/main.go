@@ -161,6 +161,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		say("petstore: metrics at http://%s/metrics\n", displayAddr(maddr))
 	}
+	if cfg.pprofAddr != "" {
+		paddr, err := servePprof(ctx, cfg.pprofAddr, logger)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		say("petstore: profiles at http://%s/debug/pprof/\n", paddr)
+	}
 	if cfg.adminAddr != "" {
 		aaddr, err := serveAdmin(ctx, cfg.adminAddr, adminOps{admin: app.limitAdmin, keys: app.keys, now: time.Now}, logger)
 		if err != nil {

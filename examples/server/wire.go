@@ -124,8 +124,9 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	// engine's share is handed over once it does (its initial Refresh
 	// covers what came before).
 	var engine atomic.Pointer[domain.Engine]
+	cache := petCache(cfg, feed)
 	if feed != nil {
-		go followFeed(ctx, feed, logger, auth.Apply, func(c changefeed.Change) {
+		go followFeed(ctx, feed, logger, auth.Apply, cache.Apply, func(c changefeed.Change) {
 			if e := engine.Load(); e != nil {
 				e.Apply(c)
 			}
@@ -150,6 +151,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		TrustedProxies: cfg.trustedProxies,
 		Idempotency:    store,
 		Orders:         petstore.NewOrderService(store),
+		Cache:          cache,
 		Timeout:        storeTimeout(cfg),
 		Metrics:        a.registry,
 		TracerProvider: tp,
@@ -232,6 +234,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	platform.Handle("/dashboard", http.RedirectHandler("/dashboard/", http.StatusMovedPermanently))
 	platform.Handle("GET /healthz", health(limiter))
 	platform.Handle("GET /readyz", ready(store, limiter, cfg))
+	platform.Handle("/", notFound())
 	pc := platformCollector{store: store, limiter: limiter, logger: logger}
 	if issuer != nil {
 		pc.certs = issuer
@@ -268,6 +271,26 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		a.httpHandler = issuer.HTTPHandler(a.edge) // answers HTTP-01 challenges
 	}
 	return a, nil
+}
+
+// petCache returns the cache of encoded pages and pets when it can be
+// exact: on -db memory, which no other process writes, or with a change
+// feed, over which the processes sharing a database tell each other of
+// their creates. Otherwise (SQLite or MySQL without -redis) a process
+// cannot learn of another's create, so nothing is cached (nil).
+func petCache(cfg config, feed changefeed.Feed) *httpx.Cache {
+	if feed == nil && cfg.db != "memory" {
+		return nil
+	}
+	return httpx.NewCache(feed)
+}
+
+// notFound answers the platform hosts' paths that nothing serves with a
+// JSON Error, as every answer of the server is.
+func notFound() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no such path: %s; the API is under /v1/, such as /v1/pets", clip(r.URL.Path)))
+	})
 }
 
 // health answers GET /healthz for load balancers and operators. It stays
