@@ -287,7 +287,7 @@ func pickList(flagName, list string, known []string) ([]string, error) {
 type stackConfig struct {
 	// The logs, as examples/server -log-format json writes them: every
 	// line formatted, as JSON, to one writer.
-	logger *slog.Logger       // everything but the access log
+	logger *slog.Logger // everything but the access log
 	access *slog.Logger // a line per request
 	// mount serves the API under a prefix of a ServeMux of its own,
 	// mux.Handle("/v1/", api), as examples/server and most importers do;
