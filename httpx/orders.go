@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/internal/strictjson"
 )
 
 // The store orders operations (beta), served when Config.Orders is set.
@@ -143,7 +144,7 @@ func (o *orderRoutes) handleGet(w http.ResponseWriter, r *http.Request) {
 }
 
 // decodeNewOrder reads an order's creation body with the strictness of
-// decodeNewPet (readObject: exactly one JSON object and nothing after it,
+// decodeNewPet (strictjson.Object: exactly one JSON object and nothing after it,
 // valid UTF-8, no member name repeated, ignoring case); fields matched
 // exactly; unknown fields (a client's "id" among them) ignored. A field that is sent must be of
 // its type and in range: null, "" and out-of-range numbers are 400 naming
@@ -154,7 +155,7 @@ func decodeNewOrder(body []byte) (petstore.NewOrder, error) {
 	invalid := func(format string, args ...any) (petstore.NewOrder, error) {
 		return petstore.NewOrder{}, petstore.Errorf(petstore.CodeInvalidRequest, format, args...)
 	}
-	fields, err := readObject(body)
+	fields, err := strictjson.Object(body)
 	if err != nil {
 		return petstore.NewOrder{}, err
 	}

@@ -6,9 +6,9 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/internal/strictjson"
 )
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
@@ -105,14 +105,14 @@ func (a *api) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
 	ServeDocument(w, r, a.openapi, a.openapiETag)
 }
 
-// foldedFields are the NewPet members' names as foldName folds them.
-var foldedFields = [...]string{foldName("name"), foldName("categoryId"), foldName("status")}
+// foldedFields are the NewPet members' names as strictjson.Fold folds them.
+var foldedFields = [...]string{strictjson.Fold("name"), strictjson.Fold("categoryId"), strictjson.Fold("status")}
 
 // decodeNewPet reads a creation body: exactly one JSON object and nothing
 // after it. Fields are matched exactly; unknown fields (a client's "id"
 // among them) are ignored. Type errors, overflow and null name the field.
 // Every string in the body, ignored ones included, must be valid UTF-8,
-// and no two member names may be equal ignoring case (checkJSONText): a
+// and no two member names may be equal ignoring case (strictjson.Object): a
 // body with "name" and "NAME" is 400, never read as either. A member that
 // is a field's name in another case ("NAME" alone) is 400 too, since
 // case-insensitive readers take it for the field.
@@ -123,7 +123,7 @@ func decodeNewPet(body []byte) (petstore.NewPet, error) {
 	invalid := func(format string, args ...any) (petstore.NewPet, error) {
 		return petstore.NewPet{}, petstore.Errorf(petstore.CodeInvalidRequest, format, args...)
 	}
-	fields, err := readObject(body)
+	fields, err := strictjson.Object(body)
 	if err != nil {
 		return petstore.NewPet{}, err
 	}
@@ -132,10 +132,10 @@ func decodeNewPet(body []byte) (petstore.NewPet, error) {
 		// read as that field by encoding/json and many clients, and
 		// ignored here: refused, so no reader sees another pet.
 		for i, f := range [...]string{"name", "categoryId", "status"} {
-			// foldedFields[i] is foldName(f); a longer name cannot fold to
+			// foldedFields[i] is strictjson.Fold(f); a longer name cannot fold to
 			// it (folding shrinks a rune at most from 3 bytes to 1).
-			if k != f && len(k) <= 3*len(f) && foldName(k) == foldedFields[i] {
-				return invalid("member %s must be written %q: member names are case-sensitive", quoteShort(k), f)
+			if k != f && len(k) <= 3*len(f) && strictjson.Fold(k) == foldedFields[i] {
+				return invalid("member %s must be written %q: member names are case-sensitive", strictjson.Quote(k), f)
 			}
 		}
 	}
@@ -179,65 +179,4 @@ func decodeString(raw json.RawMessage, dst *string) error {
 		return errors.New("not a string")
 	}
 	return json.Unmarshal(raw, dst)
-}
-
-// validJSONText reports whether a raw JSON string token holds only valid
-// UTF-8 and no unpaired surrogate escape. encoding/json replaces both with
-// U+FFFD while decoding, so the decoded string always looks valid: the
-// check has to read the token as the client sent it.
-func validJSONText(raw []byte) bool {
-	if !utf8.Valid(raw) {
-		return false
-	}
-	for i := 0; i < len(raw); i++ {
-		if raw[i] != '\\' {
-			continue
-		}
-		if i+1 >= len(raw) || raw[i+1] != 'u' {
-			i++ // a two-byte escape such as \\ or \"; skip its second byte
-			continue
-		}
-		r, ok := hex4(raw, i+2)
-		switch {
-		case !ok:
-			return false
-		case r >= 0xDC00 && r <= 0xDFFF:
-			return false // a low surrogate with no high one before it
-		case r >= 0xD800 && r <= 0xDBFF:
-			if i+7 >= len(raw) || raw[i+6] != '\\' || raw[i+7] != 'u' {
-				return false
-			}
-			lo, ok := hex4(raw, i+8)
-			if !ok || lo < 0xDC00 || lo > 0xDFFF {
-				return false
-			}
-			i += 11 // both escapes
-		default:
-			i += 5
-		}
-	}
-	return true
-}
-
-// hex4 reads the four hex digits of a \u escape starting at raw[i].
-func hex4(raw []byte, i int) (rune, bool) {
-	if i+4 > len(raw) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range raw[i : i+4] {
-		var d byte
-		switch {
-		case c >= '0' && c <= '9':
-			d = c - '0'
-		case c >= 'a' && c <= 'f':
-			d = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			d = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(d)
-	}
-	return r, true
 }

@@ -1,0 +1,199 @@
+// Package strictjson reads the JSON bodies of the API's requests more
+// strictly than encoding/json: exactly one object, valid UTF-8 throughout,
+// and no member name repeated, ignoring case (see Object). httpx and its
+// dashboard read every request body with it.
+package strictjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/petstorekit/petstore"
+)
+
+// Object is the one reader of JSON request bodies, for pets, orders
+// and the dashboard: the body must be exactly one JSON object with nothing
+// after it, whose strings are all valid UTF-8 and whose member names are
+// unique ignoring case (checkText). It returns the object's members,
+// undecoded; the operation's decoder reads the ones it knows.
+func Object(body []byte) (map[string]json.RawMessage, error) {
+	trimmed := bytes.TrimLeft(body, " \t\r\n") // JSON's whitespace only
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, petstore.Errorf(petstore.CodeInvalidRequest, "body must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	var fields map[string]json.RawMessage
+	if err := dec.Decode(&fields); err != nil {
+		return nil, petstore.Errorf(petstore.CodeInvalidRequest, "body is not valid JSON")
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, petstore.Errorf(petstore.CodeInvalidRequest, "body must contain exactly one JSON object and nothing after it")
+	}
+	if err := checkText(trimmed); err != nil {
+		return nil, err
+	}
+	return fields, nil
+}
+
+// checkText enforces what encoding/json lets through in a body that is
+// already known to be one syntactically valid JSON value:
+//
+//   - Every string, member names and values of unknown, ignored members
+//     included, is valid UTF-8 with no unpaired surrogate escape (RFC 8259
+//     §8.1, I-JSON RFC 7493 §2.1). encoding/json silently replaces both
+//     with U+FFFD, so the raw tokens are checked.
+//   - No object has two member names that are equal ignoring case
+//     (I-JSON §2.3 asks for unique names). Case matters too because
+//     encoding/json, and so many clients and proxies, match names
+//     case-insensitively while the pet decoder matches them exactly: a
+//     body with "name" and "NAME" means different pets to different
+//     readers, so it is refused rather than read one way.
+//
+// The error is invalid_request and names the top-level member at fault.
+func checkText(body []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	type frame struct {
+		obj     bool
+		wantKey bool
+		keys    map[string]string // folded name → name as sent
+	}
+	var stack []*frame
+	member := "" // the top-level member being read
+	prev := int64(0)
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			// io.EOF after the one value; any other error cannot happen
+			// for a body the caller decoded, and is refused anyway.
+			if len(stack) == 0 && prev > 0 {
+				return nil
+			}
+			return petstore.Errorf(petstore.CodeInvalidRequest, "body is not valid JSON")
+		}
+		off := dec.InputOffset()
+		raw := body[prev:off] // the token and the separators before it
+		prev = off
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		if s, ok := tok.(string); ok && top != nil && top.obj && top.wantKey {
+			if !validText(raw) {
+				return petstore.Errorf(petstore.CodeInvalidRequest, "member names must be valid UTF-8")
+			}
+			if len(stack) == 1 {
+				member = s
+			}
+			folded := Fold(s)
+			if first, dup := top.keys[folded]; dup {
+				return petstore.Errorf(petstore.CodeInvalidRequest, "member names must be unique, ignoring case: %s repeats %s", Quote(s), Quote(first))
+			}
+			top.keys[folded] = s
+			top.wantKey = false
+			continue
+		}
+		// A value: the next string in its object is a name again.
+		if top != nil && top.obj {
+			top.wantKey = true
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			stack = append(stack, &frame{obj: v == '{', wantKey: v == '{', keys: map[string]string{}})
+		case string:
+			if !validText(raw) {
+				where := "body"
+				if len(stack) > 0 && len(member) <= 64 && utf8.ValidString(member) {
+					where = member
+				}
+				return petstore.Errorf(petstore.CodeInvalidRequest, "%s must be valid UTF-8", where)
+			}
+		}
+	}
+}
+
+// Fold is the case-insensitive form of a member name. ToUpper then
+// ToLower folds the special cases encoding/json also matches, such as the
+// Kelvin sign (U+212A) for "k" and the long s (U+017F) for "s".
+func Fold(s string) string { return strings.ToLower(strings.ToUpper(s)) }
+
+// Quote quotes a member name for a message, cut to 64 bytes.
+func Quote(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "…"
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // a message is JSON, not HTML
+	_ = enc.Encode(s)
+	return strings.TrimSpace(b.String())
+}
+
+// validText reports whether a raw JSON string token holds only valid
+// UTF-8 and no unpaired surrogate escape. encoding/json replaces both with
+// U+FFFD while decoding, so the decoded string always looks valid: the
+// check has to read the token as the client sent it.
+func validText(raw []byte) bool {
+	if !utf8.Valid(raw) {
+		return false
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		if i+1 >= len(raw) || raw[i+1] != 'u' {
+			i++ // a two-byte escape such as \\ or \"; skip its second byte
+			continue
+		}
+		r, ok := hex4(raw, i+2)
+		switch {
+		case !ok:
+			return false
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return false // a low surrogate with no high one before it
+		case r >= 0xD800 && r <= 0xDBFF:
+			if i+7 >= len(raw) || raw[i+6] != '\\' || raw[i+7] != 'u' {
+				return false
+			}
+			lo, ok := hex4(raw, i+8)
+			if !ok || lo < 0xDC00 || lo > 0xDFFF {
+				return false
+			}
+			i += 11 // both escapes
+		default:
+			i += 5
+		}
+	}
+	return true
+}
+
+// hex4 reads the four hex digits of a \u escape starting at raw[i].
+func hex4(raw []byte, i int) (rune, bool) {
+	if i+4 > len(raw) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range raw[i : i+4] {
+		var d byte
+		switch {
+		case c >= '0' && c <= '9':
+			d = c - '0'
+		case c >= 'a' && c <= 'f':
+			d = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			d = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(d)
+	}
+	return r, true
+}
