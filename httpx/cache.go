@@ -3,25 +3,19 @@ package httpx
 import (
 	"context"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/petstorekit/petstore/changefeed"
 )
 
-// Cache keeps the encoded answers of the pet reads (each page and each
-// pet: body, ETag and next Link), so that a read of something unchanged
-// is answered without the store and without encoding it again.
-//
-// Within a process it is exact: a create empties it before its answer is
-// sent, and an answer read before a create is never kept after it. Other
-// processes that share the store learn of a create over the change feed
-// (changefeed.KindPets): each empties its cache as the change arrives, a
-// few milliseconds after the create's answer. While the feed is down (from
-// KindLost to KindLive) nothing is kept, so no answer is older than the
-// feed's delivery. Without a feed, the process must be the store's only
-// writer (an in-memory store).
+// Cache keeps the encoded answers of the pet reads (body, ETag, next
+// Link) until a create changes them. In one process it is exact: a create
+// empties it before its answer is sent, and an answer read before a create
+// is never kept after it. Other processes learn of a create over the
+// change feed (changefeed.KindPets) within its delivery time, and keep
+// nothing while it is down. Without a feed, the process must be the
+// store's only writer (an in-memory store).
 type Cache struct {
 	feed changefeed.Feed
 
@@ -42,17 +36,14 @@ type encoded struct {
 	link string // the next page's Link header; "" for none
 }
 
-// NewCache returns an empty cache. With a feed, it publishes this
-// process's creates on it, and keeps nothing until it has been handed the
-// feed's KindLive (Apply); nil means this process is the store's only
-// writer.
+// NewCache returns an empty cache. With a feed it publishes this
+// process's creates, and keeps nothing until Apply hands it KindLive.
 func NewCache(feed changefeed.Feed) *Cache {
 	return &Cache{feed: feed, entries: map[string]*encoded{}, live: feed == nil}
 }
 
-// Apply takes a change from the feed: KindPets empties the cache, and so
-// do KindLost (then nothing is kept until KindLive) and KindLive. Other
-// kinds are ignored.
+// Apply takes a change from the feed: KindPets, KindLost and KindLive
+// empty the cache; from KindLost to KindLive nothing is kept.
 func (c *Cache) Apply(ch changefeed.Change) {
 	if c == nil {
 		return
@@ -78,15 +69,14 @@ func (c *Cache) empty(kind string) {
 }
 
 // created empties the cache after a create in this process and tells the
-// other processes. A publish that fails leaves them stale until their
-// feed reconnects, which the feed logs.
+// other processes.
 func (c *Cache) created(ctx context.Context, id int64) {
 	if c == nil {
 		return
 	}
 	c.empty(changefeed.KindPets)
 	if c.feed != nil {
-		_ = c.feed.Publish(context.WithoutCancel(ctx), changefeed.Change{Kind: changefeed.KindPets, ID: strconv.FormatInt(id, 10)})
+		_ = c.feed.Publish(context.WithoutCancel(ctx), changefeed.Change{Kind: changefeed.KindPets, ID: itoa(id)})
 	}
 }
 
@@ -149,17 +139,12 @@ func encode(v any, link string) (*encoded, error) {
 // writeEncoded writes e with its ETag, or, for a 200 whose ETag the
 // request's If-None-Match names, 304 Not Modified with no body.
 func writeEncoded(w http.ResponseWriter, r *http.Request, status int, e *encoded) {
-	h := w.Header()
-	h.Set("ETag", e.etag)
+	w.Header().Set("ETag", e.etag)
 	if status == http.StatusOK && noneMatch(r.Header.Values("If-None-Match"), e.etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	h.Set("Content-Type", "application/json")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Length", strconv.Itoa(len(e.body)))
-	w.WriteHeader(status)
-	_, _ = w.Write(e.body)
+	writeBody(w, status, e.body)
 }
 
 // noneMatch reports whether If-None-Match's values name etag, or "*"

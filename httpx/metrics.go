@@ -14,29 +14,9 @@ import (
 )
 
 // Metrics: Config.Metrics and dashboard.Config.Metrics take a
-// prometheus.Registerer (a *prometheus.Registry the caller made and
-// serves, usually with promhttp). Nothing is ever registered with the
-// global registry; with a nil Registerer nothing is measured and the
-// request path does no extra work. The API and the dashboard may share
-// one Registerer: they then share the collectors below, told apart by
-// their routes.
-//
-//	petstore_http_requests_total{route,method,code}      counter
-//	petstore_http_request_duration_seconds{route,method} histogram
-//	petstore_ratelimit_decisions_total{result}           counter
-//	petstore_store_errors_total{cause}                   counter
-//	petstore_idempotency_replays_total                   counter
-//
-// route is the route pattern without its method ("/v1/pets/{petId}"),
-// never the raw path, or "unmatched" when no route has the path; method
-// is the request method, or "OTHER" for one the API never routes. The
-// rate-limit results are allowed, limited and banned (decided by the
-// limiter's store), fallback (decided by the limiter's local fallback
-// while its shared store is slow or down: what failing open means for
-// ratelimit.Limiter) and unavailable (refused with 503 because the
-// limiter fails closed or could not decide). The store-error causes are
-// timeout (a store call outlived Config.Timeout), unavailable (a store
-// said it cannot answer), internal (any other failure) and panic.
+// prometheus.Registerer; nothing is registered globally. The API and the
+// dashboard may share one, and then share the collectors below, told
+// apart by their routes. The README's metrics table lists them.
 
 // metrics holds an API's or a dashboard's collectors.
 type metrics struct {

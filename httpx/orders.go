@@ -1,13 +1,8 @@
 package httpx
 
 import (
-	"encoding/json"
-	"errors"
 	"io"
-	"math"
 	"net/http"
-	"strconv"
-	"time"
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/internal/strictjson"
@@ -94,7 +89,7 @@ func (o *orderRoutes) handleCreate(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, petstore.Errorf(petstore.CodeInvalidRequest, "could not read the body"))
 		return
 	}
-	no, err := decodeNewOrder(body)
+	no, err := strictjson.NewOrder(body)
 	if err != nil {
 		WriteError(w, r, err)
 		return
@@ -141,74 +136,4 @@ func (o *orderRoutes) handleGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	WriteJSON(w, http.StatusOK, order)
-}
-
-// decodeNewOrder reads an order's creation body with the strictness of
-// decodeNewPet (strictjson.Object: exactly one JSON object and nothing after it,
-// valid UTF-8, no member name repeated, ignoring case); fields matched
-// exactly; unknown fields (a client's "id" among them) ignored. A field that is sent must be of
-// its type and in range: null, "" and out-of-range numbers are 400 naming
-// the field, never read as "absent", which would apply a default behind
-// the client's back. petId must be an integer; whether it is >= 1 and
-// names an existing pet is the service's check.
-func decodeNewOrder(body []byte) (petstore.NewOrder, error) {
-	invalid := func(format string, args ...any) (petstore.NewOrder, error) {
-		return petstore.NewOrder{}, petstore.Errorf(petstore.CodeInvalidRequest, format, args...)
-	}
-	fields, err := strictjson.Object(body)
-	if err != nil {
-		return petstore.NewOrder{}, err
-	}
-	var no petstore.NewOrder
-	raw, ok := fields["petId"]
-	if !ok {
-		return invalid("petId is required")
-	}
-	id, err := strconv.ParseInt(string(raw), 10, 64)
-	if err != nil {
-		if errors.Is(err, strconv.ErrRange) {
-			return invalid("petId must be an integer >= 1 that fits in 64 bits")
-		}
-		return invalid("petId must be an integer >= 1")
-	}
-	no.PetID = id
-	if raw, ok := fields["quantity"]; ok {
-		n, err := strconv.ParseInt(string(raw), 10, 32)
-		if err != nil || n < 1 {
-			return invalid("quantity must be an integer from 1 to %d", math.MaxInt32)
-		}
-		no.Quantity = int32(n)
-	}
-	if raw, ok := fields["shipDate"]; ok {
-		var s string
-		if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
-			return invalid("shipDate must be an RFC 3339 date-time string")
-		}
-		t, err := time.Parse(time.RFC3339, s)
-		if err != nil {
-			return invalid("shipDate must be an RFC 3339 date-time such as 2026-05-01T12:00:00Z")
-		}
-		if t.IsZero() {
-			// The zero instant is how "no ship date" is kept.
-			return invalid("shipDate must be later than 0001-01-01T00:00:00Z")
-		}
-		no.ShipDate = t
-	}
-	if raw, ok := fields["status"]; ok {
-		var s string
-		if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil || !petstore.OrderStatus(s).Valid() {
-			return petstore.NewOrder{}, petstore.OrderStatusError()
-		}
-		no.Status = petstore.OrderStatus(s)
-	}
-	if raw, ok := fields["complete"]; ok {
-		switch string(raw) {
-		case "true":
-			no.Complete = true
-		case "false":
-		default:
-			return invalid("complete must be true or false")
-		}
-	}
-	return no, nil
 }

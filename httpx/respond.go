@@ -26,10 +26,15 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 		b = []byte(`{"code":"internal","message":"Internal error.","status":500}` + "\n")
 		status = http.StatusInternalServerError
 	}
+	writeBody(w, status, b)
+}
+
+// writeBody writes a JSON body, with its length, so that a HEAD answer
+// announces what GET would send.
+func writeBody(w http.ResponseWriter, status int, b []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
-	// An explicit length lets a HEAD answer announce what GET would send.
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	_, _ = w.Write(b)

@@ -1,7 +1,9 @@
 // Package strictjson reads the JSON bodies of the API's requests more
 // strictly than encoding/json: exactly one object, valid UTF-8 throughout,
-// and no member name repeated, ignoring case (see Object). httpx and its
-// dashboard read every request body with it.
+// and no member name repeated, ignoring case (see Object); NewPet and
+// NewOrder decode the creation bodies. It is the pure core of httpx's
+// body reading, with no HTTP in it: httpx and its dashboard read every
+// request body with it.
 package strictjson
 
 import (
@@ -9,7 +11,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
+	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/petstorekit/petstore"
@@ -196,4 +201,150 @@ func hex4(raw []byte, i int) (rune, bool) {
 		r = r<<4 | rune(d)
 	}
 	return r, true
+}
+
+// foldedFields are the NewPet members' names as Fold folds them.
+var foldedFields = [...]string{Fold("name"), Fold("categoryId"), Fold("status")}
+
+// NewPet reads a creation body: exactly one JSON object and nothing
+// after it. Fields are matched exactly; unknown fields (a client's "id"
+// among them) are ignored. Type errors, overflow and null name the field.
+// Every string in the body, ignored ones included, must be valid UTF-8,
+// and no two member names may be equal ignoring case (Object): a
+// body with "name" and "NAME" is 400, never read as either. A member that
+// is a field's name in another case ("NAME" alone) is 400 too, since
+// case-insensitive readers take it for the field.
+//
+// It is the only reader of the body: httpx's Idempotency-Key hash is
+// made of its result.
+func NewPet(body []byte) (petstore.NewPet, error) {
+	invalid := func(format string, args ...any) (petstore.NewPet, error) {
+		return petstore.NewPet{}, petstore.Errorf(petstore.CodeInvalidRequest, format, args...)
+	}
+	fields, err := Object(body)
+	if err != nil {
+		return petstore.NewPet{}, err
+	}
+	for k := range fields {
+		// A member that only case-folds to a field ("NAME", "stAtus") is
+		// read as that field by encoding/json and many clients, and
+		// ignored here: refused, so no reader sees another pet.
+		for i, f := range [...]string{"name", "categoryId", "status"} {
+			// foldedFields[i] is Fold(f); a longer name cannot fold to
+			// it (folding shrinks a rune at most from 3 bytes to 1).
+			if k != f && len(k) <= 3*len(f) && Fold(k) == foldedFields[i] {
+				return invalid("member %s must be written %q: member names are case-sensitive", Quote(k), f)
+			}
+		}
+	}
+	var np petstore.NewPet
+	raw, ok := fields["name"]
+	if !ok {
+		return invalid("name is required")
+	}
+	if err := decodeString(raw, &np.Name); err != nil {
+		return invalid("name must be a string")
+	}
+	raw, ok = fields["categoryId"]
+	if !ok {
+		return invalid("categoryId is required")
+	}
+	id, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil {
+		if ne, ok := err.(*strconv.NumError); ok && errors.Is(ne.Err, strconv.ErrRange) {
+			return invalid("categoryId must be an integer >= 1 that fits in 64 bits")
+		}
+		return petstore.NewPet{}, petstore.CategoryIDError()
+	}
+	np.CategoryID = id
+	if raw, ok := fields["status"]; ok {
+		// A status that is sent must be one of the three values: "" and
+		// null are refused like a null name, not read as "absent", which
+		// would give the pet the service's default behind the client's back.
+		var s string
+		if err := decodeString(raw, &s); err != nil || !petstore.PetStatus(s).Valid() {
+			return petstore.NewPet{}, petstore.PetStatusError()
+		}
+		np.Status = petstore.PetStatus(s)
+	}
+	return np, nil
+}
+
+// decodeString decodes a JSON string, refusing null (which encoding/json
+// would accept as "leave unchanged").
+func decodeString(raw json.RawMessage, dst *string) error {
+	if len(raw) == 0 || raw[0] != '"' {
+		return errors.New("not a string")
+	}
+	return json.Unmarshal(raw, dst)
+}
+
+// NewOrder reads an order's creation body with the strictness of
+// NewPet (Object: exactly one JSON object and nothing after it,
+// valid UTF-8, no member name repeated, ignoring case); fields matched
+// exactly; unknown fields (a client's "id" among them) ignored. A field that is sent must be of
+// its type and in range: null, "" and out-of-range numbers are 400 naming
+// the field, never read as "absent", which would apply a default behind
+// the client's back. petId must be an integer; whether it is >= 1 and
+// names an existing pet is the service's check.
+func NewOrder(body []byte) (petstore.NewOrder, error) {
+	invalid := func(format string, args ...any) (petstore.NewOrder, error) {
+		return petstore.NewOrder{}, petstore.Errorf(petstore.CodeInvalidRequest, format, args...)
+	}
+	fields, err := Object(body)
+	if err != nil {
+		return petstore.NewOrder{}, err
+	}
+	var no petstore.NewOrder
+	raw, ok := fields["petId"]
+	if !ok {
+		return invalid("petId is required")
+	}
+	id, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			return invalid("petId must be an integer >= 1 that fits in 64 bits")
+		}
+		return invalid("petId must be an integer >= 1")
+	}
+	no.PetID = id
+	if raw, ok := fields["quantity"]; ok {
+		n, err := strconv.ParseInt(string(raw), 10, 32)
+		if err != nil || n < 1 {
+			return invalid("quantity must be an integer from 1 to %d", math.MaxInt32)
+		}
+		no.Quantity = int32(n)
+	}
+	if raw, ok := fields["shipDate"]; ok {
+		var s string
+		if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+			return invalid("shipDate must be an RFC 3339 date-time string")
+		}
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			return invalid("shipDate must be an RFC 3339 date-time such as 2026-05-01T12:00:00Z")
+		}
+		if t.IsZero() {
+			// The zero instant is how "no ship date" is kept.
+			return invalid("shipDate must be later than 0001-01-01T00:00:00Z")
+		}
+		no.ShipDate = t
+	}
+	if raw, ok := fields["status"]; ok {
+		var s string
+		if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil || !petstore.OrderStatus(s).Valid() {
+			return petstore.NewOrder{}, petstore.OrderStatusError()
+		}
+		no.Status = petstore.OrderStatus(s)
+	}
+	if raw, ok := fields["complete"]; ok {
+		switch string(raw) {
+		case "true":
+			no.Complete = true
+		case "false":
+		default:
+			return invalid("complete must be true or false")
+		}
+	}
+	return no, nil
 }
