@@ -111,13 +111,12 @@ func (c *Cache) put(key string, gen uint64, e *encoded) {
 
 // serveEncoded answers a read from the cache, or with load's answer,
 // which it keeps.
-func serveEncoded(w http.ResponseWriter, r *http.Request, c *Cache, key string, load func() (*encoded, error)) {
+func serveEncoded(w http.ResponseWriter, r *http.Request, c *Cache, key string, load func() (*encoded, error)) error {
 	e, gen := c.get(key)
 	if e == nil {
 		var err error
 		if e, err = load(); err != nil {
-			WriteError(w, r, err)
-			return
+			return err
 		}
 		c.put(key, gen, e)
 	}
@@ -125,6 +124,7 @@ func serveEncoded(w http.ResponseWriter, r *http.Request, c *Cache, key string, 
 		w.Header().Set("Link", e.link)
 	}
 	writeEncoded(w, r, http.StatusOK, e)
+	return nil
 }
 
 // encode makes the answer of v: its JSON and strong ETag.

@@ -104,10 +104,9 @@ type api struct {
 	openapiETag string
 	deprecation string // getPet's Deprecation header
 
-	// create answers POST /pets once the body passed the media type and
-	// size checks and was decoded. It is a field so that New can wrap it
-	// in Idempotency-Key replay when Config.Idempotency is set.
-	create decodedHandler[petstore.NewPet]
+	// creator creates a decoded pet, wrapped in Idempotency-Key replay
+	// when Config.Idempotency is set.
+	creator decodedHandler[petstore.NewPet]
 
 	orders  *orderRoutes // nil without Config.Orders
 	*Router              // every path under the base, on ServeMux patterns
@@ -135,9 +134,9 @@ func New(cfg Config) (http.Handler, error) {
 		at = DefaultDeprecatedAt
 	}
 	a := &api{svc: cfg.Service, cache: cfg.Cache, base: base, petsPath: base + "/pets", openapi: doc, openapiETag: ETag(doc), deprecation: "@" + itoa(at.Unix())}
-	a.create = createPet{a}
+	a.creator = petCreator{a}
 	if cfg.Idempotency != nil {
-		a.create = newIdempotent(cfg.Idempotency, cfg.Now, a.create)
+		a.creator = newIdempotent(cfg.Idempotency, cfg.Now, a.creator)
 	}
 	if cfg.Orders != nil {
 		a.orders = newOrderRoutes(cfg, base)
@@ -183,30 +182,37 @@ func cleanBase(p string) (string, error) {
 // else.
 func (a *api) routes() {
 	a.Router = NewRouter()
-	get := func(path string, h http.HandlerFunc) {
+	get := func(path string, op func(http.ResponseWriter, *http.Request) error) {
+		h := func(w http.ResponseWriter, r *http.Request) {
+			if err := op(w, r); err != nil {
+				WriteError(w, r, err)
+			}
+		}
 		a.Handle("GET "+path, h)
 		a.Handle("HEAD "+path, h)
 	}
-	post := func(path string, h http.HandlerFunc) {
+	post := func(path string, op func(http.ResponseWriter, *http.Request, []byte) error) {
 		a.Handle("POST "+path, func(w http.ResponseWriter, r *http.Request) {
-			if _, err := ReadBody(w, r); err != nil {
-				WriteError(w, r, err)
-				return
+			body, err := ReadBody(w, r)
+			if err == nil {
+				err = op(w, r, body)
 			}
-			h(w, r)
+			if err != nil {
+				WriteError(w, r, err)
+			}
 		})
 	}
-	get(a.petsPath, a.handleListPets)
-	get(a.petsPath+"/{petId}", a.handleGetPet)
-	get(a.base+"/openapi.json", a.handleOpenAPI)
-	post(a.petsPath, a.handleCreatePet)
+	get(a.petsPath, a.listPets)
+	get(a.petsPath+"/{petId}", a.getPet)
+	get(a.base+"/openapi.json", a.openAPI)
+	post(a.petsPath, a.createPet)
 	a.Refuse(a.petsPath, "GET, HEAD, POST", nil)
 	a.Refuse(a.petsPath+"/{petId}", "GET, HEAD", nil)
 	a.Refuse(a.base+"/openapi.json", "GET, HEAD", nil)
 	if o := a.orders; o != nil {
-		get(o.path, o.handleList)
-		get(o.path+"/{orderId}", o.handleGet)
-		post(o.path, o.handleCreate)
+		get(o.path, o.list)
+		get(o.path+"/{orderId}", o.get)
+		post(o.path, o.create)
 		a.Refuse(o.path, "GET, HEAD, POST", nil)
 		a.Refuse(o.path+"/{orderId}", "GET, HEAD", nil)
 	}

@@ -1,18 +1,15 @@
 package httpx
 
 import (
-	"io"
 	"net/http"
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/internal/strictjson"
 )
 
-// The store orders operations (beta), served when Config.Orders is set.
-// Their checks and answers follow the pets operations: the chain
-// authenticates and limits, match routes (404, 405 with Allow), ServeHTTP
-// checks the media type and size, and the handlers decode and answer.
-// Every routed answer carries X-API-Stability: beta, errors included.
+// The store orders operations (beta), served when Config.Orders is set,
+// with the checks and answers of the pets operations; every answer on
+// their paths carries X-API-Stability: beta (betaUnder).
 
 // ordersPath is where the orders live under the base.
 const ordersPath = "/store/orders"
@@ -28,20 +25,18 @@ const (
 // orderRoutes are the orders operations of one handler.
 type orderRoutes struct {
 	svc  petstore.OrderService
-	base string
 	path string // base + ordersPath
 
-	// create answers POST /store/orders for a decoded body, wrapped in
-	// Idempotency-Key replay when Config.Idempotency is set, as createPet
-	// is.
-	create decodedHandler[petstore.NewOrder]
+	// creator creates a decoded order, wrapped in Idempotency-Key replay
+	// when Config.Idempotency is set, as the pets' creator is.
+	creator decodedHandler[petstore.NewOrder]
 }
 
 func newOrderRoutes(cfg Config, base string) *orderRoutes {
-	o := &orderRoutes{svc: cfg.Orders, base: base, path: base + ordersPath}
-	o.create = createOrder{o}
+	o := &orderRoutes{svc: cfg.Orders, path: base + ordersPath}
+	o.creator = createOrder{o}
 	if cfg.Idempotency != nil {
-		o.create = newIdempotent(cfg.Idempotency, cfg.Now, o.create)
+		o.creator = newIdempotent(cfg.Idempotency, cfg.Now, o.creator)
 	}
 	return o
 }
@@ -57,47 +52,39 @@ func project(r *http.Request) (string, error) {
 	return key.ProjectID, nil
 }
 
-// handleList answers GET /store/orders: one page, and a Link to the next.
-func (o *orderRoutes) handleList(w http.ResponseWriter, r *http.Request) {
+// list answers GET /store/orders: one page, and a Link to the next.
+func (o *orderRoutes) list(w http.ResponseWriter, r *http.Request) error {
 	projectID, err := project(r)
 	if err != nil {
-		WriteError(w, r, err)
-		return
+		return err
 	}
 	f, err := parseOrderListQuery(r.URL.RawQuery)
 	if err != nil {
-		WriteError(w, r, err)
-		return
+		return err
 	}
 	page, err := o.svc.ListOrders(r.Context(), projectID, f)
 	if err != nil {
-		WriteError(w, r, err)
-		return
+		return err
 	}
 	if link := nextLink(o.path, page.NextCursor, f.Limit, string(f.Status)); link != "" {
 		w.Header().Set("Link", link)
 	}
 	WriteJSON(w, http.StatusOK, page.Orders)
+	return nil
 }
 
-// handleCreate answers POST /store/orders. Like handleCreatePet it only
-// decodes, creates and responds, so the Idempotency-Key wrapper can
-// replay its stored response.
-func (o *orderRoutes) handleCreate(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		WriteError(w, r, petstore.Errorf(petstore.CodeInvalidRequest, "could not read the body"))
-		return
-	}
+// create answers POST /store/orders: like createPet it only decodes,
+// creates and responds, so the Idempotency-Key wrapper can replay it.
+// Defaults are applied before the wrapper hashes the order: sending a
+// default is the same request as leaving it out.
+func (o *orderRoutes) create(w http.ResponseWriter, r *http.Request, body []byte) error {
 	no, err := strictjson.NewOrder(body)
 	if err != nil {
-		WriteError(w, r, err)
-		return
+		return err
 	}
-	// Defaults applied before the Idempotency-Key hash: sending a default
-	// is the same request as leaving it out.
 	no.Normalize()
-	o.create.serve(w, r, no)
+	o.creator.serve(w, r, no)
+	return nil
 }
 
 // createOrder is the operation: create, respond.
@@ -105,35 +92,31 @@ type createOrder struct{ o *orderRoutes }
 
 func (c createOrder) serve(w http.ResponseWriter, r *http.Request, no petstore.NewOrder) {
 	projectID, err := project(r)
-	if err != nil {
-		WriteError(w, r, err)
-		return
+	if err == nil {
+		var order petstore.Order
+		if order, err = c.o.svc.CreateOrder(r.Context(), projectID, no); err == nil {
+			w.Header().Set("Location", c.o.path+"/"+itoa(order.ID))
+			WriteJSON(w, http.StatusCreated, order)
+			return
+		}
 	}
-	order, err := c.o.svc.CreateOrder(r.Context(), projectID, no)
-	if err != nil {
-		WriteError(w, r, err)
-		return
-	}
-	w.Header().Set("Location", c.o.base+ordersPath+"/"+itoa(order.ID))
-	WriteJSON(w, http.StatusCreated, order)
+	WriteError(w, r, err)
 }
 
-// handleGet answers GET /store/orders/{orderId}.
-func (o *orderRoutes) handleGet(w http.ResponseWriter, r *http.Request) {
+// get answers GET /store/orders/{orderId}.
+func (o *orderRoutes) get(w http.ResponseWriter, r *http.Request) error {
 	projectID, err := project(r)
 	if err != nil {
-		WriteError(w, r, err)
-		return
+		return err
 	}
 	id, err := parseOrderID(r.PathValue("orderId"))
 	if err != nil {
-		WriteError(w, r, err)
-		return
+		return err
 	}
 	order, err := o.svc.GetOrder(r.Context(), projectID, id)
 	if err != nil {
-		WriteError(w, r, err)
-		return
+		return err
 	}
 	WriteJSON(w, http.StatusOK, order)
+	return nil
 }

@@ -1,7 +1,6 @@
 package httpx
 
 import (
-	"io"
 	"net/http"
 	"strconv"
 
@@ -11,15 +10,14 @@ import (
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// handleListPets answers GET /pets: one page, and a Link to the next.
-func (a *api) handleListPets(w http.ResponseWriter, r *http.Request) {
+// listPets answers GET /pets: one page, and a Link to the next.
+func (a *api) listPets(w http.ResponseWriter, r *http.Request) error {
 	f, err := parseListQuery(r.URL.RawQuery)
 	if err != nil {
-		WriteError(w, r, err)
-		return
+		return err
 	}
 	key := a.petsPath + "?" + string(f.Status) + "&" + strconv.Itoa(f.Limit) + "&" + f.Cursor
-	serveEncoded(w, r, a.cache, key, func() (*encoded, error) {
+	return serveEncoded(w, r, a.cache, key, func() (*encoded, error) {
 		page, err := a.svc.ListPets(r.Context(), f)
 		if err != nil {
 			return nil, err
@@ -31,23 +29,17 @@ func (a *api) handleListPets(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// handleCreatePet answers POST /pets: it decodes the body, once, and
-// hands the NewPet to a.create, which is createPet itself or, with
-// Config.Idempotency, the Idempotency-Key wrapper around it. The wrapper
-// hashes exactly the NewPet the operation creates, so a request's
-// identity cannot differ from what it does.
-func (a *api) handleCreatePet(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		WriteError(w, r, petstore.Errorf(petstore.CodeInvalidRequest, "could not read the body"))
-		return
-	}
+// createPet answers POST /pets: it decodes the body, once, and hands the
+// NewPet to a.creator, which is petCreator itself or, with
+// Config.Idempotency, the Idempotency-Key wrapper around it, which hashes
+// exactly the NewPet the operation creates.
+func (a *api) createPet(w http.ResponseWriter, r *http.Request, body []byte) error {
 	np, err := strictjson.NewPet(body)
 	if err != nil {
-		WriteError(w, r, err)
-		return
+		return err
 	}
-	a.create.serve(w, r, np)
+	a.creator.serve(w, r, np)
+	return nil
 }
 
 // decodedHandler answers a creation (POST /pets, POST /store/orders)
@@ -57,39 +49,36 @@ type decodedHandler[T any] interface {
 	serve(w http.ResponseWriter, r *http.Request, v T)
 }
 
-// createPet is the operation: create, respond. It is kept to that, so a
+// petCreator is the operation: create, respond. It is kept to that, so a
 // wrapper can replay its stored response.
-type createPet struct{ a *api }
+type petCreator struct{ a *api }
 
-func (c createPet) serve(w http.ResponseWriter, r *http.Request, np petstore.NewPet) {
+func (c petCreator) serve(w http.ResponseWriter, r *http.Request, np petstore.NewPet) {
 	pet, err := c.a.svc.CreatePet(r.Context(), np)
-	if err != nil {
-		WriteError(w, r, err)
-		return
+	var e *encoded
+	if err == nil {
+		c.a.cache.created(r.Context(), pet.ID)
+		if e, err = encode(pet, ""); err == nil {
+			w.Header().Set("Location", c.a.petsPath+"/"+itoa(pet.ID))
+			writeEncoded(w, r, http.StatusCreated, e)
+			return
+		}
 	}
-	c.a.cache.created(r.Context(), pet.ID)
-	e, err := encode(pet, "")
-	if err != nil {
-		WriteError(w, r, err)
-		return
-	}
-	w.Header().Set("Location", c.a.base+"/pets/"+itoa(pet.ID))
-	writeEncoded(w, r, http.StatusCreated, e)
+	WriteError(w, r, err)
 }
 
-// handleGetPet answers the deprecated GET /pets/{petId}; every answer,
-// errors included, carries the deprecation headers.
-func (a *api) handleGetPet(w http.ResponseWriter, r *http.Request) {
+// getPet answers the deprecated GET /pets/{petId}; every answer, errors
+// included, carries the deprecation headers.
+func (a *api) getPet(w http.ResponseWriter, r *http.Request) error {
 	h := w.Header()
 	h.Set("Deprecation", a.deprecation)
 	h.Set("Sunset", Sunset.Format(http.TimeFormat))
 	h.Set("Link", "<"+a.petsPath+`>; rel="successor-version"`)
 	id, err := parsePetID(r.PathValue("petId"))
 	if err != nil {
-		WriteError(w, r, err)
-		return
+		return err
 	}
-	serveEncoded(w, r, a.cache, a.petsPath+"/"+itoa(id), func() (*encoded, error) {
+	return serveEncoded(w, r, a.cache, a.petsPath+"/"+itoa(id), func() (*encoded, error) {
 		pet, err := a.svc.GetPet(r.Context(), id)
 		if err != nil {
 			return nil, err
@@ -98,7 +87,8 @@ func (a *api) handleGetPet(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// handleOpenAPI serves the OpenAPI document with this mount's base path.
-func (a *api) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
+// openAPI serves the OpenAPI document with this mount's base path.
+func (a *api) openAPI(w http.ResponseWriter, r *http.Request) error {
 	ServeDocument(w, r, a.openapi, a.openapiETag)
+	return nil
 }
