@@ -7,13 +7,11 @@ import (
 	"time"
 )
 
-// logRequests writes the access log: one "request" line at Info per
-// request, once it is answered, saying who asked (the client address, as
-// the rate limiter counted it, and the key's public id, never its
-// secret), what (method, route pattern and path; never the query, which
-// may hold secrets), the answer (status, body bytes, duration), how to
-// find it again (request id, user agent) and, when a store failed it,
-// why (store_error: timeout, unavailable, internal or panic).
+// logRequests writes the access log: a "request" line at Info per
+// answered request, with the client address (as the limiter counted it),
+// the key's public id, method, route, path (never the query, which may
+// hold secrets), status, bytes, duration, user agent, request id and,
+// when a store failed it, why (store_error).
 func logRequests(logger *slog.Logger, client func(*http.Request) netip.Addr, find func(*http.Request) string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -7,12 +7,10 @@ import (
 	"github.com/petstorekit/petstore"
 )
 
-// authenticate reads the bearer key of a request to a non-public path. A
-// valid key is the request's from then on (KeyFromContext). A missing or
-// wrong one is 401, once attempt has charged the try to the client's
-// address (attempt answers 429 or 503 itself, and then reports false). A
-// key store that cannot answer is 503 at once: that says nothing about
-// the key, so nothing is charged, and the client retries soon.
+// authenticate reads the bearer key of a request to a non-public path
+// (KeyFromContext). A missing or wrong one is 401 once attempt charged
+// the try to the client's address (or answered 429 or 503 itself). A key
+// store that cannot answer is 503 at once, charged to nobody.
 func authenticate(auth petstore.Authenticator, public func(*http.Request) bool, attempt func(http.ResponseWriter, *http.Request) bool) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

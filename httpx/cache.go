@@ -80,8 +80,8 @@ func (c *Cache) created(ctx context.Context, id int64) {
 	}
 }
 
-// get returns the entry under key, or nil and the generation to put the
-// answer under once it is read.
+// get returns the entry under key, or nil and the generation to put it
+// under once read.
 func (c *Cache) get(key string) (*encoded, uint64) {
 	if c == nil {
 		return nil, 0
@@ -91,8 +91,7 @@ func (c *Cache) get(key string) (*encoded, uint64) {
 	return c.entries[key], c.gen
 }
 
-// put keeps e under key unless the cache was emptied since gen: then e
-// may have been read before a create it does not show.
+// put keeps e under key unless the cache was emptied since gen.
 func (c *Cache) put(key string, gen uint64, e *encoded) {
 	if c == nil {
 		return
@@ -147,8 +146,8 @@ func writeEncoded(w http.ResponseWriter, r *http.Request, status int, e *encoded
 	writeBody(w, status, e.body)
 }
 
-// noneMatch reports whether If-None-Match's values name etag, or "*"
-// (RFC 9110 §13.1.2: compared weakly, so W/"x" names "x").
+// noneMatch reports whether If-None-Match names etag, weakly compared
+// (RFC 9110 §13.1.2: W/"x" names "x"), or is "*".
 func noneMatch(values []string, etag string) bool {
 	for _, v := range values {
 		for t := range strings.SplitSeq(v, ",") {

@@ -30,25 +30,20 @@ import (
 //   - "pub:<client address>" for a public path such as the OpenAPI
 //     document (limits = Config.PublicLimits, generous by default).
 //
-// An IPv6 client is counted per /64 ("ip:2001:db8::/64"). Implementations
-// must be safe for concurrent use and honour context cancellation. An
-// error answers the request 503 unavailable: failing open or closed when
-// the counter store is down is the limiter's decision, not httpx's.
+// An IPv6 client is counted per /64. Implementations must be safe for
+// concurrent use and honour ctx; an error answers the request 503.
 type RateLimiter interface {
 	Decide(ctx context.Context, subject string, limits petstore.Limits) (ratelimit.Decision, error)
 }
 
-// A Refunder is a RateLimiter that can give back what a decision spent.
-// The chain calls Refund for a request the server could not serve (a 503:
-// a store was down or timed out), so an outage spends nobody's quota.
+// A Refunder is a RateLimiter that can give back what a decision spent,
+// for a request a store failed (503): an outage spends nobody's quota.
 type Refunder interface {
 	Refund(ctx context.Context, subject string, limits petstore.Limits) error
 }
 
 // DefaultPublicLimits are the per-address allowances of public paths (the
-// OpenAPI document, the dashboard page and its assets) when
-// Config.PublicLimits is zero: enough for a person reloading pages all
-// day, small enough to stop a flood.
+// OpenAPI document, the dashboard page) when Config.PublicLimits is zero.
 var DefaultPublicLimits = petstore.Limits{PerMinute: 600, PerDay: 20_000}
 
 // state is what the chain's steps learn about one request and later steps
@@ -94,14 +89,10 @@ func RequestIDFromContext(ctx context.Context) string {
 	return ""
 }
 
-// Wrap puts next behind the same chain as the /v1 API: X-Request-Id,
-// request logging, panic recovery (500 Error body), bearer authentication
-// (401) and rate limiting (429, 503), with JSON Error bodies throughout.
-// Requests whose URL path is one of publicPaths skip authentication and
-// spend their address's public budget (Config.PublicLimits). cfg.Service
-// and cfg.BasePath are not used. Inside next, KeyFromContext returns the
-// authenticated key. When next is an http.ServeMux its matched pattern is
-// logged as the route.
+// Wrap puts next behind the same chain as the /v1 API, with JSON Error
+// bodies throughout. Requests whose URL path is one of publicPaths skip
+// authentication and spend their address's public budget
+// (Config.PublicLimits). cfg.Service and cfg.BasePath are not used.
 func Wrap(cfg Config, next http.Handler, publicPaths ...string) (http.Handler, error) {
 	return newChain(traceConfig(cfg), next, pathSet(publicPaths))
 }
@@ -140,7 +131,7 @@ func newChain(cfg Config, next http.Handler, public func(*http.Request) bool) (h
 	}
 	routeOf := routerOf(next)
 	lim := &limits{RateLimiter: cfg.Limiter, logger: cfg.Logger, metrics: m, now: cfg.Now, ietf: cfg.IETFRateLimitHeaders,
-		proxies: cfg.TrustedProxies, public: public, publicLimits: cfg.PublicLimits, offBudget: pathSet(cfg.PublicBudgetPaths), routeOf: routeOf}
+		proxies: cfg.TrustedProxies, publicLimits: cfg.PublicLimits, offBudget: pathSet(cfg.PublicBudgetPaths), routeOf: routeOf}
 	var tracer trace.Tracer
 	if cfg.TracerProvider != nil {
 		tracer = tracing.Tracer(cfg.TracerProvider)
@@ -165,8 +156,7 @@ func chain(h http.Handler, steps ...func(http.Handler) http.Handler) http.Handle
 	return h
 }
 
-// withTimeout bounds the request's waits on the stores behind it; past d
-// they fail, and the request is 503 (see WriteError). Zero: no bound.
+// withTimeout bounds the request's waits on the stores (Config.Timeout).
 func withTimeout(d time.Duration) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		if d <= 0 {
@@ -195,9 +185,8 @@ func routerOf(next http.Handler) func(*http.Request) string {
 	return nil
 }
 
-// routeOf is the request's route pattern: the one its handler matched,
-// or, for a request answered before routing (401, 429, 503), the one it
-// would have matched; "" when no route has the path.
+// routeOf is the route pattern the request matched or, answered before
+// routing (401, 429, 503), would have matched; "" for none.
 func routeOf(r *http.Request, st *state, find func(*http.Request) string) string {
 	switch {
 	case st.unrouted:

@@ -42,11 +42,9 @@ type Config struct {
 	// (see Cache); nil: every read asks the store and encodes.
 	Cache *Cache
 
-	// Timeout bounds each request's waits on the stores behind it
-	// (authentication, the operation, Idempotency-Key records): past it
-	// the request is 503 unavailable with Retry-After instead of hanging
-	// on a database that stopped answering. Zero: no bound but the
-	// client's own.
+	// Timeout bounds each request's waits on the stores behind it: past
+	// it the request is 503 unavailable with Retry-After instead of
+	// hanging on a database that stopped answering. Zero: no bound.
 	Timeout time.Duration
 
 	// PublicBudgetPaths are paths whose requests are authenticated but
@@ -65,23 +63,16 @@ type Config struct {
 	Idempotency petstore.IdempotencyStore
 
 	// Orders serves the store orders operations (beta) under
-	// /store/orders, each for the project of the caller's key; nil: those
-	// paths answer 404 like any unknown path and the OpenAPI document
-	// leaves them out.
+	// /store/orders, for the project of the caller's key; nil: those
+	// paths are 404 and the OpenAPI document leaves them out.
 	Orders petstore.OrderService
 
-	// Metrics receives the request, rate-limit, store-error and
-	// Idempotency-Key replay metrics (see metrics.go's list); nil: nothing
-	// is measured, at no cost. Nothing is registered globally.
+	// Metrics receives the metrics (see metrics.go); nil: none.
 	Metrics prometheus.Registerer
 
-	// TracerProvider receives a span per request, following
-	// OpenTelemetry's HTTP server conventions (named "GET /v1/pets" after
-	// the route, a child of the caller's span when the request carries a
-	// W3C traceparent), with a child span per call to the ports above:
-	// authentication, the rate limiter's decision, the pets and orders
-	// services and the Idempotency-Key store (see package tracing). nil:
-	// no spans, at no cost. The global provider is never used.
+	// TracerProvider receives a span per request (see traceRequests),
+	// with a child span per call to the ports above (package tracing);
+	// nil: no spans. The global provider is never used.
 	TracerProvider trace.TracerProvider
 }
 
@@ -231,10 +222,8 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.Router.ServeHTTP(w, r)
 }
 
-// headWriter answers a HEAD request: headers and status pass through,
-// the body is dropped. net/http's server drops it too, but not every
-// ResponseWriter a handler meets (a recorder, a proxy) does. Answers set
-// Content-Length, so HEAD announces the length GET would send.
+// headWriter drops a HEAD answer's body, which not every ResponseWriter
+// (a recorder, a proxy) drops as net/http's server does.
 type headWriter struct{ http.ResponseWriter }
 
 func (w headWriter) Write(p []byte) (int, error) { return len(p), nil }
@@ -270,9 +259,7 @@ func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 }
 
 // isIdentity reports whether a request's Content-Encoding values name no
-// coding but identity. Request bodies are never decompressed (RFC 9110
-// §8.4: 415 for a coding the server does not accept), and a body labelled
-// br but sent plain is refused too rather than read as if unlabelled.
+// coding but identity: bodies are never decompressed (RFC 9110 §8.4).
 func isIdentity(values []string) bool {
 	for _, v := range values {
 		for c := range strings.SplitSeq(v, ",") {

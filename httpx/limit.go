@@ -15,19 +15,10 @@ import (
 )
 
 // unavailableRetryAfter is the Retry-After of a 503: a dependency that is
-// down is usually back within seconds, and the key cache serves a key
-// again within one of the store's return.
+// down is usually back within seconds.
 const unavailableRetryAfter = "2"
 
 var freeLimits, _ = petstore.PlanFree.Limits()
-
-// ConditionalLimits are the allowance of a key's conditional requests
-// (If-None-Match): ten times its plan's limits. A conditional request
-// answered 304 Not Modified spends only this allowance; one answered in
-// full spends the plan's quota too.
-func ConditionalLimits(plan petstore.Limits) petstore.Limits {
-	return petstore.Limits{PerMinute: 10 * plan.PerMinute, PerDay: 10 * plan.PerDay}
-}
 
 // limits is the rate-limit step and what it needs.
 type limits struct {
@@ -37,17 +28,14 @@ type limits struct {
 	now          func() time.Time
 	ietf         bool
 	proxies      []netip.Prefix
-	public       func(*http.Request) bool
 	publicLimits petstore.Limits
 	offBudget    func(*http.Request) bool
 	routeOf      func(*http.Request) string
 }
 
 // limitRequests decides a request on the budget it spends (see
-// RateLimiter): a public path's address budget, or a valid key's own.
-// A key's conditional request spends its conditional allowance, and its
-// plan's quota only once its answer is not 304. A request answered 503
-// because a store failed is given back (when the limiter is a Refunder).
+// RateLimiter); a conditional one spends the plan's quota only once its
+// answer is not 304, and one a store failed (503) is refunded.
 func (l *limits) limitRequests(next http.Handler) http.Handler {
 	if l.RateLimiter == nil {
 		return next
@@ -82,11 +70,6 @@ func (l *limits) limitRequests(next http.Handler) http.Handler {
 	})
 }
 
-// isConditional reports whether r may be answered 304 Not Modified.
-func isConditional(r *http.Request) bool {
-	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.Header.Get("If-None-Match") != ""
-}
-
 // refund gives back what a request spent, when the limiter can.
 func (l *limits) refund(r *http.Request, subject string, lim petstore.Limits) {
 	if rf, ok := l.RateLimiter.(Refunder); ok {
@@ -97,68 +80,9 @@ func (l *limits) refund(r *http.Request, subject string, lim petstore.Limits) {
 }
 
 // attempt charges a request whose key is missing or wrong to its
-// address's budget of attempts, which only such attempts spend and which
-// alone bans an address. It reports whether the 401 may be written.
+// address's budget of attempts; it reports whether the 401 may follow.
 func (l *limits) attempt(w http.ResponseWriter, r *http.Request) bool {
 	return l.RateLimiter == nil || l.allow(w, r, addrSubject("ip:", l.client(r)), freeLimits)
-}
-
-// chargeUnlessNotModified spends the plan's quota of a conditional
-// request once its answer turns out not to be 304. When the plan refuses
-// it, the handler's answer is dropped for the 429.
-type chargeUnlessNotModified struct {
-	http.ResponseWriter
-	r                         *http.Request
-	l                         *limits
-	decided, refused, charged bool
-}
-
-func (c *chargeUnlessNotModified) WriteHeader(status int) {
-	if !c.decided {
-		c.decided = true
-		if status != http.StatusNotModified {
-			c.charge()
-		}
-	}
-	if !c.refused {
-		c.ResponseWriter.WriteHeader(status)
-	}
-}
-
-func (c *chargeUnlessNotModified) Write(b []byte) (int, error) {
-	if !c.decided {
-		c.WriteHeader(http.StatusOK)
-	}
-	if c.refused {
-		return len(b), nil
-	}
-	return c.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (c *chargeUnlessNotModified) Unwrap() http.ResponseWriter { return c.ResponseWriter }
-
-func (c *chargeUnlessNotModified) charge() {
-	st := stateOf(c.r.Context())
-	h := c.ResponseWriter.Header()
-	saved := h.Clone()
-	// The plan's answer is what a 429 carries: only the chain's own
-	// headers, none of the handler's.
-	for k := range h {
-		if k != "X-Request-Id" && k != "X-Api-Stability" {
-			delete(h, k)
-		}
-	}
-	if c.l.allow(c.ResponseWriter, c.r, KeySubject(st.key.ID), st.key.EffectiveLimits()) {
-		for k, v := range saved {
-			if _, set := h[k]; !set {
-				h[k] = v
-			}
-		}
-		c.charged = true
-		return
-	}
-	c.refused = true
 }
 
 // allow asks the limiter, writes the rate-limit headers, and answers the
@@ -170,9 +94,7 @@ func (l *limits) allow(w http.ResponseWriter, r *http.Request, subject string, l
 		l.logBan(r, subject, d)
 	}
 	if err != nil {
-		if r.Context().Err() != nil {
-			// The client went away: nobody reads the answer, and nothing
-			// failed that an operator should hear about.
+		if r.Context().Err() != nil { // the client went away: nothing failed
 			writeErrorQuietly(w, r, petstore.Errorf(petstore.CodeUnavailable, "request canceled"))
 			return false
 		}
@@ -185,10 +107,8 @@ func (l *limits) allow(w http.ResponseWriter, r *http.Request, subject string, l
 		writeErrorQuietly(w, r, err) // a limiter's failure is counted as its decision, not as a store's error
 		return false
 	}
-	if !d.Degraded {
-		// Seconds to reset are counted from the limiter's own clock, the
-		// one its windows were measured with; a limiter that does not say
-		// (At zero) is read against the handler's.
+	if !d.Degraded { // a fallback's figures are this process's only: none are sent
+		// Seconds to reset count from the limiter's clock, if it says.
 		now := d.At
 		if now.IsZero() {
 			now = l.now()
@@ -213,8 +133,7 @@ func (l *limits) allow(w http.ResponseWriter, r *http.Request, subject string, l
 	return false
 }
 
-// writeErrorQuietly is WriteError for a failure that is no store's: it
-// leaves the request's cause as it was.
+// writeErrorQuietly is WriteError for a failure that is no store's.
 func writeErrorQuietly(w http.ResponseWriter, r *http.Request, err error) {
 	st := stateOf(r.Context())
 	cause := st.cause
@@ -222,9 +141,8 @@ func writeErrorQuietly(w http.ResponseWriter, r *http.Request, err error) {
 	st.cause = cause
 }
 
-// setRateLimitHeaders writes the GitHub-style X-RateLimit-* headers for
-// the binding window and, with ietf, the IETF draft headers for every
-// window.
+// setRateLimitHeaders writes X-RateLimit-* for the binding window and,
+// with ietf, the IETF draft headers for every window.
 func setRateLimitHeaders(h http.Header, d ratelimit.Decision, now time.Time, ietf bool) {
 	b := d.Binding
 	h.Set("X-RateLimit-Limit", strconv.FormatInt(b.Quota, 10))
@@ -243,8 +161,7 @@ func setRateLimitHeaders(h http.Header, d ratelimit.Decision, now time.Time, iet
 	h.Set("RateLimit", strings.Join(state, ", "))
 }
 
-// logBan writes the one line that says a ban started: whose (key id or
-// client address) and until when.
+// logBan writes the one line that says whose ban started, until when.
 func (l *limits) logBan(r *http.Request, subject string, d ratelimit.Decision) {
 	kind, who, _ := strings.Cut(subject, ":")
 	attr := slog.String("client", l.client(r).String())
@@ -264,9 +181,8 @@ func (l *limits) logBan(r *http.Request, subject string, d ratelimit.Decision) {
 		slog.String("request_id", RequestIDFromContext(r.Context())))
 }
 
-// addrSubject is the rate-limit subject of a client address. An IPv6
-// client is counted per /64, the block one subscriber usually gets, so
-// that walking through its own addresses gives it no fresh buckets.
+// addrSubject is the rate-limit subject of a client address; an IPv6
+// client is counted per /64, the block one subscriber usually gets.
 func addrSubject(kind string, a netip.Addr) string {
 	if a.Is6() {
 		if p, err := a.Prefix(64); err == nil {
@@ -309,9 +225,8 @@ func (l *limits) trusted(a netip.Addr) bool {
 	return false
 }
 
-// parseAddr reads the host of a RemoteAddr ("ip:port", "[ip]:port" or a
-// bare ip). An unparsable peer becomes the invalid address, which all such
-// peers share as one rate-limit subject.
+// parseAddr reads the host of a RemoteAddr; all unparsable peers share
+// the invalid address as one rate-limit subject.
 func parseAddr(s string) netip.Addr {
 	if ap, err := netip.ParseAddrPort(s); err == nil {
 		return ap.Addr().Unmap()

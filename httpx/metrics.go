@@ -35,6 +35,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return nil, nil
 	}
+	counters := func(name, help, label string) (*prometheus.CounterVec, error) {
+		return register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{label}))
+	}
 	m := &metrics{}
 	var err error
 	if m.requests, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -50,16 +53,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}, []string{"route", "method"})); err != nil {
 		return nil, err
 	}
-	if m.decisions, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "petstore_ratelimit_decisions_total",
-		Help: "Rate-limit decisions: allowed, limited, banned, fallback (decided locally while the shared store fails), unavailable (503).",
-	}, []string{"result"})); err != nil {
+	if m.decisions, err = counters("petstore_ratelimit_decisions_total", "Rate-limit decisions: allowed, limited, banned, fallback (decided locally while the shared store fails), unavailable (503).", "result"); err != nil {
 		return nil, err
 	}
-	if m.causes, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "petstore_store_errors_total",
-		Help: "Requests failed by a store or the server itself, by cause: timeout, unavailable, internal, panic.",
-	}, []string{"cause"})); err != nil {
+	if m.causes, err = counters("petstore_store_errors_total", "Requests failed by a store or the server itself, by cause: timeout, unavailable, internal, panic.", "cause"); err != nil {
 		return nil, err
 	}
 	if m.replays, err = register(reg, prometheus.NewCounter(prometheus.CounterOpts{

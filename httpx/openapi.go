@@ -18,15 +18,12 @@ import (
 //go:embed openapi.json
 var openAPIJSON []byte
 
-// OpenAPI returns the embedded OpenAPI document as written: servers list
-// production and staging. The handler serves it with its own base path
-// added as the first server.
+// OpenAPI returns the embedded OpenAPI document as written; the handler
+// serves it with its own base path added as the first server.
 func OpenAPI() []byte { return append([]byte(nil), openAPIJSON...) }
 
-// openAPIDocument returns the document served under base: the same, with
-// a first server whose URL is the base path, so tools pointed at
-// <base>/openapi.json call this server. Without orders, the store orders
-// paths are left out.
+// openAPIDocument returns the document served under base, with the base
+// path as its first server and, without orders, no store orders paths.
 func openAPIDocument(base string, orders bool) ([]byte, error) {
 	var doc map[string]any
 	if err := json.Unmarshal(openAPIJSON, &doc); err != nil {
@@ -57,10 +54,9 @@ func ETag(b []byte) string {
 	return `"` + hex.EncodeToString(sum[:8]) + `"`
 }
 
-// ServeDocument is the one handler of the OpenAPI documents (the API's
-// and the dashboard's): a fixed JSON document, cacheable for five minutes
-// and revalidated by etag (ETag of doc), so a client that reloads it gets
-// 304 Not Modified, and HEAD as GET without the body.
+// ServeDocument serves a fixed JSON document (the API's and the
+// dashboard's OpenAPI documents), cacheable for five minutes and
+// revalidated by its etag (304 Not Modified).
 func ServeDocument(w http.ResponseWriter, r *http.Request, doc []byte, etag string) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")

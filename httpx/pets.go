@@ -30,9 +30,7 @@ func (a *api) listPets(w http.ResponseWriter, r *http.Request) error {
 }
 
 // createPet answers POST /pets: it decodes the body, once, and hands the
-// NewPet to a.creator, which is petCreator itself or, with
-// Config.Idempotency, the Idempotency-Key wrapper around it, which hashes
-// exactly the NewPet the operation creates.
+// NewPet to a.creator (petCreator, or the Idempotency-Key wrapper).
 func (a *api) createPet(w http.ResponseWriter, r *http.Request, body []byte) error {
 	np, err := strictjson.NewPet(body)
 	if err != nil {
@@ -42,15 +40,13 @@ func (a *api) createPet(w http.ResponseWriter, r *http.Request, body []byte) err
 	return nil
 }
 
-// decodedHandler answers a creation (POST /pets, POST /store/orders)
-// whose body was decoded to a T: the operation itself, or the
-// Idempotency-Key wrapper around it, which hashes exactly that T.
+// decodedHandler answers a creation whose body was decoded to a T: the
+// operation, or the Idempotency-Key wrapper, which hashes exactly that T.
 type decodedHandler[T any] interface {
 	serve(w http.ResponseWriter, r *http.Request, v T)
 }
 
-// petCreator is the operation: create, respond. It is kept to that, so a
-// wrapper can replay its stored response.
+// petCreator is the operation: create, respond, nothing a replay lacks.
 type petCreator struct{ a *api }
 
 func (c petCreator) serve(w http.ResponseWriter, r *http.Request, np petstore.NewPet) {

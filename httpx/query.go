@@ -7,16 +7,11 @@ import (
 	"github.com/petstorekit/petstore"
 )
 
-// parsePageQuery reads the query string of a list (GET /pets, GET
-// /store/orders) with one set of rules, returning its limit (0: not
-// given), cursor and status, if given (left as text for the caller, whose
-// resource has its own statuses). It is stricter than the spec, which
-// lists no error for GET /pets: a query that does not parse (a bad percent
-// escape such as "limit=%" or "1%ZZ", or a ";" separator), a limit that
-// is not an integer from 1 to 100, an empty cursor, or a repeated
-// parameter is 400 rather than silently ignored; URL.Query would drop the
-// pairs it cannot parse and turn "?status=sold&limit=1%ZZ" into the
-// default limit. Other parameters are ignored, but must parse too.
+// parsePageQuery reads a list's query string (GET /pets, GET
+// /store/orders): its limit (0: not given), cursor and status, if given.
+// Stricter than the spec: a query that does not parse (such as "limit=%"
+// or a ";" separator), a limit outside 1..100, an empty cursor or a
+// repeated parameter is 400, never silently ignored as URL.Query would.
 func parsePageQuery(raw string) (limit int, cursor string, status []string, err error) {
 	q, err := url.ParseQuery(raw)
 	if err != nil {

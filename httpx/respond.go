@@ -15,11 +15,8 @@ import (
 	"github.com/petstorekit/petstore"
 )
 
-// WriteJSON writes v as a JSON body with the given status. Encoding
-// errors after the header is sent cannot be reported to the client, so
-// they are dropped; v is always one of the API's own types. The body is
-// not HTML-escaped: a pet named "a>b" comes back as "a>b", not "a\u003eb".
-// It is served as application/json with nosniff, never as HTML.
+// WriteJSON writes v as a JSON body with the given status, not
+// HTML-escaped ("a>b" stays "a>b"), as application/json with nosniff.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
 	b, err := marshalJSON(v, "")
 	if err != nil {
@@ -40,9 +37,8 @@ func writeBody(w http.ResponseWriter, status int, b []byte) {
 	_, _ = w.Write(b)
 }
 
-// marshalJSON encodes v as json.Marshal does (indented when indent is not
-// empty), followed by a newline, but without escaping <, > and &: every
-// JSON this package writes is a JSON document, not HTML.
+// marshalJSON is json.Marshal (indented when indent is set) plus a
+// newline, without escaping <, > and &: this JSON is never HTML.
 func marshalJSON(v any, indent string) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -57,15 +53,11 @@ func marshalJSON(v any, indent string) ([]byte, error) {
 }
 
 // WriteError writes err as an Error body with its status. Application
-// errors (*petstore.Error) are written as they are and not logged. A
-// deadline that expired (context.DeadlineExceeded) is 503 unavailable,
-// logged as a warning; the request's own cancellation (the client went
-// away) is 503 too, logged only at debug level, since there is nothing to
-// fix and nobody to answer. Any other error is logged with its cause and
-// the request id, and the client sees only "internal" with a generic
-// message. An unauthorized error also carries the WWW-Authenticate
-// challenge of RFC 6750, and a 503 a Retry-After of a few seconds unless
-// the handler set one.
+// errors (*petstore.Error) are written as they are and not logged. An
+// expired deadline is 503, logged as a warning; the request's own
+// cancellation is 503, logged at debug level. Any other error is logged
+// with the request id, and the client sees only "internal". A 401 carries
+// RFC 6750's WWW-Authenticate challenge, a 503 a Retry-After.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	e := petstore.AsError(err)
 	if e == nil { // a caller's bug; still answer something
@@ -125,10 +117,8 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 const outageLogEvery = 10 * time.Second
 
 // outageLogs rate-limits the log lines of 503s a dependency caused: one
-// line per cause per outageLogEvery, saying how many were left out since,
-// so an outage is visible without a line per request, and each cause has
-// its own slot, so one cause (a slow rate limiter) never hides another (a
-// database that is down). Each handler has its own.
+// line per cause per outageLogEvery, saying how many were left out since;
+// each cause has its own slot, so one never hides another.
 type outageLogs struct {
 	slots sync.Map // cause -> *outageSlot
 }

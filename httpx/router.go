@@ -8,13 +8,11 @@ import (
 	"github.com/petstorekit/petstore"
 )
 
-// Router is an http.ServeMux whose every answer is a JSON Error, for APIs
-// behind the chain (Wrap): Refuse registers the patterns that answer 405
-// with Allow or 404, and paths the standard mux would redirect with an
-// HTML body ("//", ".", "..") are JSON 404s before it sees them. The /v1
-// API and the dashboard each route with one. Handled requests have their
-// pattern as their route in the log, the metrics and the trace; refused
-// ones have none.
+// Router is an http.ServeMux whose every answer is a JSON Error: Refuse
+// registers the patterns that answer 405 with Allow or 404, and paths the
+// standard mux would redirect with an HTML body ("//", ".", "..") are
+// JSON 404s. A handled request's route is its pattern; a refused one has
+// none.
 type Router struct {
 	mux       *http.ServeMux
 	fallbacks map[string]bool // the method-less patterns that refuse

@@ -38,11 +38,10 @@ func traceConfig(cfg Config) Config {
 	return cfg
 }
 
-// traceRequests gives each request a server span, a child of the
-// caller's span when the request carries a traceparent, named after its
-// route once known (OpenTelemetry's HTTP conventions), with the client
-// address (as the rate limiter counted it), the key's public id and the
-// status; a 5xx answer is an error (a 4xx is the client's). With no
+// traceRequests gives each request a server span after OpenTelemetry's
+// HTTP conventions, a child of the caller's when it sends a traceparent,
+// with the client address, the key's public id and the status; a 5xx
+// answer is an error. With no
 // tracer it is no step at all.
 func traceRequests(tracer trace.Tracer, client func(*http.Request) netip.Addr, find func(*http.Request) string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
