@@ -2,8 +2,11 @@ package httpx_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/petstorekit/petstore"
@@ -184,5 +187,60 @@ func TestCacheFollowsTheFeed(t *testing.T) {
 	}
 	if len(feed.published) != 1 || feed.published[0].Kind != changefeed.KindPets || feed.published[0].ID == strconv.FormatInt(pet.ID, 10) {
 		t.Fatalf("published %v, want the one create of this process", feed.published)
+	}
+}
+
+// A process reads its own writes: however many reads and creates run at
+// once, the page read after a create has returned holds the pet created.
+func TestCacheReadsItsOwnWrites(t *testing.T) {
+	e := newEnv(t, nil)
+	var wg sync.WaitGroup
+	errs := make(chan string, 80)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 10 {
+				name := fmt.Sprintf("pet %d-%d", g, i)
+				res, _ := serve(e.h, e.req("POST", "/v1/pets", `{"name":"`+name+`","categoryId":1}`))
+				if res.Status != 201 {
+					errs <- fmt.Sprintf("create %s: %d", name, res.Status)
+					return
+				}
+				page, _ := serve(e.h, e.req("GET", "/v1/pets?limit=100", ""))
+				if !strings.Contains(string(page.Body), `"`+name+`"`) {
+					errs <- fmt.Sprintf("the page read after creating %s lacks it", name)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// Once the plan's quota is spent, a conditional request that would be
+// answered in full is 429, with none of the answer's headers, while one
+// answered 304 still is.
+func TestConditionalRequestsPastThePlansQuota(t *testing.T) {
+	e := newRLEnv(t, ratelimit.NewMemoryStore(), func(_ *httpx.Config, l *ratelimit.Config) { l.BanPolicy.Disabled = true })
+	var last response
+	for range 60 {
+		last = e.get(t)
+	}
+	wantHeaders(t, last, map[string]string{"X-RateLimit-Remaining": "0"})
+	r := e.req("GET", "/v1/pets", "")
+	r.Header.Set("If-None-Match", `"stale"`)
+	res := do(t, e.h, "/v1", r)
+	wantStatus(t, res, http.StatusTooManyRequests, petstore.CodeRateLimited)
+	if res.Header.Get("ETag") != "" || res.Header.Get("Retry-After") == "" {
+		t.Fatalf("429 headers: %v", res.Header)
+	}
+	r = e.req("GET", "/v1/pets", "")
+	r.Header.Set("If-None-Match", last.Header.Get("ETag"))
+	if res := do(t, e.h, "/v1", r); res.Status != http.StatusNotModified {
+		t.Fatalf("conditional request on an unchanged page past the quota: %d %s", res.Status, res.Body)
 	}
 }
