@@ -29,11 +29,10 @@ type Cache struct {
 // maxCacheBytes bounds the bodies a Cache holds; past it, it starts over.
 const maxCacheBytes = 32 << 20
 
-// encoded is one answer as it is sent.
+// encoded is one answer as it is sent; link is its next page's Link.
 type encoded struct {
-	body []byte
-	etag string
-	link string // the next page's Link header; "" for none
+	body       []byte
+	etag, link string
 }
 
 // NewCache returns an empty cache. With a feed it publishes this
@@ -45,16 +44,11 @@ func NewCache(feed changefeed.Feed) *Cache {
 // Apply takes a change from the feed: KindPets, KindLost and KindLive
 // empty the cache; from KindLost to KindLive nothing is kept.
 func (c *Cache) Apply(ch changefeed.Change) {
-	if c == nil {
-		return
-	}
-	switch ch.Kind {
-	case changefeed.KindPets, changefeed.KindLost, changefeed.KindLive:
+	if c != nil && (ch.Kind == changefeed.KindPets || ch.Kind == changefeed.KindLost || ch.Kind == changefeed.KindLive) {
 		c.empty(ch.Kind)
 	}
 }
 
-// empty drops every entry; after KindLost nothing is kept until KindLive.
 func (c *Cache) empty(kind string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

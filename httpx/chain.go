@@ -46,10 +46,9 @@ type Refunder interface {
 // OpenAPI document, the dashboard page) when Config.PublicLimits is zero.
 var DefaultPublicLimits = petstore.Limits{PerMinute: 600, PerDay: 20_000}
 
-// state is what the chain's steps learn about one request and later steps
-// or the handler read. Each field has one writer: the request-id step
-// makes the state; authenticate sets key; the router sets route or
-// unrouted; WriteError sets cause.
+// state is what the chain's steps learn about a request for later ones.
+// Each field has one writer: withState makes it; authenticate sets key;
+// the router sets route or unrouted; WriteError sets cause.
 type state struct {
 	id          string
 	w           *statuswriter.Writer // the response as the chain wrote it

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/changefeed"
 	"github.com/petstorekit/petstore/httpx"
@@ -100,17 +102,22 @@ func (failingPets) ListPets(context.Context, petstore.PetFilter) (petstore.PetPa
 
 // A request the server could not serve (a store's 503) spends no quota.
 func TestUnavailableSpendsNoQuota(t *testing.T) {
-	down := false
-	e := newRLEnv(t, ratelimit.NewMemoryStore(), func(c *httpx.Config, _ *ratelimit.Config) {
-		c.Service = switchable{c.Service, &down}
-	})
-	wantHeaders(t, e.get(t), map[string]string{"X-RateLimit-Remaining": "59"})
-	down = true
-	for range 3 {
-		wantStatus(t, e.get(t), http.StatusServiceUnavailable, petstore.CodeUnavailable)
+	for _, traced := range []bool{false, true} {
+		down := false
+		e := newRLEnv(t, ratelimit.NewMemoryStore(), func(c *httpx.Config, _ *ratelimit.Config) {
+			c.Service = switchable{c.Service, &down}
+			if traced {
+				c.TracerProvider = noop.NewTracerProvider()
+			}
+		})
+		wantHeaders(t, e.get(t), map[string]string{"X-RateLimit-Remaining": "59"})
+		down = true
+		for range 3 {
+			wantStatus(t, e.get(t), http.StatusServiceUnavailable, petstore.CodeUnavailable)
+		}
+		down = false
+		wantHeaders(t, e.get(t), map[string]string{"X-RateLimit-Remaining": "58"})
 	}
-	down = false
-	wantHeaders(t, e.get(t), map[string]string{"X-RateLimit-Remaining": "58"})
 }
 
 // switchable is a PetService whose reads fail while *down.

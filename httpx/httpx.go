@@ -29,9 +29,7 @@ type Config struct {
 	Now            func() time.Time       // nil: time.Now
 
 	// IETFRateLimitHeaders adds the IETF draft's RateLimit-Policy and
-	// RateLimit headers (draft-ietf-httpapi-ratelimit-headers), which
-	// describe every window, to the X-RateLimit-* headers of the binding
-	// one. Off by default: the draft is not final.
+	// RateLimit headers, for every window; off: the draft is not final.
 	IETFRateLimitHeaders bool
 
 	// AccessLog receives the access log, a "request" line at Info per
@@ -47,10 +45,9 @@ type Config struct {
 	// hanging on a database that stopped answering. Zero: no bound.
 	Timeout time.Duration
 
-	// PublicBudgetPaths are paths whose requests are authenticated but
-	// spend their address's public budget (PublicLimits), never the key's,
-	// and are never refused for the key's ban: a report a key must be able
-	// to read after it ran out (the dashboard's usage). Used by Wrap.
+	// PublicBudgetPaths are authenticated paths that spend the address's
+	// public budget, never the key's: a report a key must read after it
+	// ran out or was banned (the dashboard's usage).
 	PublicBudgetPaths []string
 
 	// PublicLimits are the per-address allowances of the paths that need
@@ -166,11 +163,9 @@ func cleanBase(p string) (string, error) {
 	return strings.TrimSuffix(p, "/"), nil
 }
 
-// routes registers every operation of the API on its router, each GET
-// pattern with its HEAD twin (RFC 9110 §9.3.2: the same status and
-// headers, without the body, which headWriter drops), a method-less
-// pattern per path that answers 405 with Allow, and 404 for everything
-// else.
+// routes registers every operation, each GET with its HEAD twin (RFC
+// 9110 §9.3.2), a method-less pattern per path that answers 405 with
+// Allow, and 404 for everything else.
 func (a *api) routes() {
 	a.Router = NewRouter()
 	get := func(path string, op func(http.ResponseWriter, *http.Request) error) {

@@ -32,10 +32,17 @@ func traceConfig(cfg Config) Config {
 	cfg.Orders = tracing.OrderService(cfg.Orders, tp)
 	cfg.Auth = tracing.Authenticator(cfg.Auth, tp)
 	cfg.Idempotency = tracing.IdempotencyStore(cfg.Idempotency, tp)
-	if cfg.Limiter != nil {
+	if rf, ok := cfg.Limiter.(Refunder); ok {
+		cfg.Limiter = refundingLimiter{tracing.Limiter(cfg.Limiter, tp), rf} // refunds are not traced
+	} else if cfg.Limiter != nil {
 		cfg.Limiter = tracing.Limiter(cfg.Limiter, tp)
 	}
 	return cfg
+}
+
+type refundingLimiter struct {
+	RateLimiter
+	Refunder
 }
 
 // traceRequests gives each request a server span after OpenTelemetry's
