@@ -26,13 +26,17 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	writeBody(w, status, b)
 }
 
-// writeBody writes a JSON body, with its length, so that a HEAD answer
-// announces what GET would send.
+// writeBody writes a JSON body. net/http sets the Content-Length of a
+// body it holds whole (2 KiB) when the handler returns; a longer one, not
+// to be chunked, and a HEAD answer, whose body headWriter drops, get it
+// here.
 func writeBody(w http.ResponseWriter, status int, b []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
+	if _, head := w.(headWriter); head || len(b) > 2048 {
+		h.Set("Content-Length", strconv.Itoa(len(b)))
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }
