@@ -42,6 +42,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/petstorekit/petstore"
@@ -54,6 +55,10 @@ func main() {
 	// go-redis would log every failed dial while Redis is down; the limiter
 	// reports the outage itself, once per interval.
 	redis.SetLogger(redislimit.QuietLogger{})
+	// Request ids (UUID v7) take their random bits from a pool filled in
+	// batches rather than one read of the system's generator each: they
+	// must be unique, not secret.
+	uuid.EnableRandPool()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go exitOnSecondSignal(ctx)
