@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/petstorekit/petstore/changefeed"
 )
@@ -13,11 +14,13 @@ import (
 // Link) until a create changes them. In one process it is exact: a create
 // empties it before its answer is sent, and an answer read before a create
 // is never kept after it. Other processes learn of a create over the
-// change feed (changefeed.KindPets) within its delivery time, and keep
-// nothing while it is down. Without a feed, the process must be the
-// store's only writer (an in-memory store).
+// change feed (changefeed.KindPets) within its delivery time, keep
+// nothing while it is down, and nothing older than CacheMaxAge (should a
+// notice be lost). Without a feed, the process must be the store's only
+// writer (an in-memory store).
 type Cache struct {
 	feed changefeed.Feed
+	now  func() time.Time
 
 	mu      sync.RWMutex
 	entries map[string]*encoded
@@ -29,16 +32,20 @@ type Cache struct {
 // maxCacheBytes bounds the bodies a Cache holds; past it, it starts over.
 const maxCacheBytes = 32 << 20
 
+// CacheMaxAge is how long a Cache with a feed keeps an answer.
+const CacheMaxAge = 10 * time.Second
+
 // encoded is one answer as it is sent; link is its next page's Link.
 type encoded struct {
 	body       []byte
 	etag, link string
+	expires    time.Time // zero: kept until a create
 }
 
 // NewCache returns an empty cache. With a feed it publishes this
 // process's creates, and keeps nothing until Apply hands it KindLive.
 func NewCache(feed changefeed.Feed) *Cache {
-	return &Cache{feed: feed, entries: map[string]*encoded{}, live: feed == nil}
+	return &Cache{feed: feed, now: time.Now, entries: map[string]*encoded{}, live: feed == nil}
 }
 
 // Apply takes a change from the feed: KindPets, KindLost and KindLive
@@ -70,7 +77,9 @@ func (c *Cache) created(ctx context.Context, id int64) {
 	}
 	c.empty(changefeed.KindPets)
 	if c.feed != nil {
-		_ = c.feed.Publish(context.WithoutCancel(ctx), changefeed.Change{Kind: changefeed.KindPets, ID: itoa(id)})
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		_ = c.feed.Publish(ctx, changefeed.Change{Kind: changefeed.KindPets, ID: itoa(id)})
 	}
 }
 
@@ -82,7 +91,11 @@ func (c *Cache) get(key string) (*encoded, uint64) {
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.entries[key], c.gen
+	e := c.entries[key]
+	if e != nil && !e.expires.IsZero() && c.now().After(e.expires) {
+		return nil, c.gen // read again, and kept anew
+	}
+	return e, c.gen
 }
 
 // put keeps e under key unless the cache was emptied since gen.
@@ -97,6 +110,9 @@ func (c *Cache) put(key string, gen uint64, e *encoded) {
 	}
 	if c.bytes+len(e.body) > maxCacheBytes {
 		c.entries, c.bytes = map[string]*encoded{}, 0
+	}
+	if c.feed != nil {
+		e.expires = c.now().Add(CacheMaxAge)
 	}
 	c.entries[key] = e
 	c.bytes += len(e.body)

@@ -18,17 +18,14 @@ import (
 
 // RateLimiter decides on each request. subject says whose budget the
 // request spends:
-//   - "key:<APIKey.ID>" for a request with a valid key (limits =
-//     key.EffectiveLimits()): a valid key is always decided by its own
-//     plan, whoever else shares its address;
-//   - "cond:<APIKey.ID>" for a conditional request (If-None-Match) with
-//     a valid key, at ten times the plan's limits (ConditionalLimits);
-//   - "ip:<client address>" for a request whose key is missing or invalid
-//     (limits = the Free plan's): only such attempts spend it, so one bad
-//     client behind a shared address (a NAT, an office proxy) never locks
-//     out the valid keys behind it;
-//   - "pub:<client address>" for a public path such as the OpenAPI
-//     document (limits = Config.PublicLimits, generous by default).
+//   - "key:<APIKey.ID>", a valid key's, at its plan's limits, whoever
+//     else shares its address;
+//   - "cond:<APIKey.ID>", a valid key's conditional requests', at
+//     ConditionalLimits;
+//   - "ip:<client address>", a missing or wrong key's, at the Free plan's
+//     limits: only such attempts spend it, so one bad client behind a NAT
+//     never locks out the valid keys behind it;
+//   - "pub:<client address>", a public path's, at Config.PublicLimits.
 //
 // An IPv6 client is counted per /64. Implementations must be safe for
 // concurrent use and honour ctx; an error answers the request 503.

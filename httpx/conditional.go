@@ -7,9 +7,7 @@ import (
 )
 
 // ConditionalLimits are the allowance of a key's conditional requests
-// (If-None-Match): ten times its plan's limits. A conditional request
-// answered 304 Not Modified spends only this allowance; one answered in
-// full spends the plan's quota too.
+// (If-None-Match), ten times its plan's: a 304 spends only this.
 func ConditionalLimits(plan petstore.Limits) petstore.Limits {
 	return petstore.Limits{PerMinute: 10 * plan.PerMinute, PerDay: 10 * plan.PerDay}
 }
@@ -20,8 +18,7 @@ func isConditional(r *http.Request) bool {
 }
 
 // chargeUnlessNotModified spends the plan's quota of a conditional
-// request once its answer turns out not to be 304. When the plan refuses
-// it, the handler's answer is dropped for the 429.
+// request whose answer is not 304, or drops that answer for the 429.
 type chargeUnlessNotModified struct {
 	http.ResponseWriter
 	r                         *http.Request

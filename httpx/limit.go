@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"math"
@@ -73,9 +74,7 @@ func (l *limits) limitRequests(next http.Handler) http.Handler {
 // refund gives back what a request spent, when the limiter can.
 func (l *limits) refund(r *http.Request, subject string, lim petstore.Limits) {
 	if rf, ok := l.RateLimiter.(Refunder); ok {
-		if err := rf.Refund(r.Context(), subject, lim); err != nil {
-			l.logger.LogAttrs(r.Context(), slog.LevelWarn, "rate limit refund failed", slog.String("error", err.Error()))
-		}
+		_ = rf.Refund(context.WithoutCancel(r.Context()), subject, lim) // as a decision, it fails only when the limiter does
 	}
 }
 
@@ -168,16 +167,9 @@ func (l *limits) logBan(r *http.Request, subject string, d ratelimit.Decision) {
 	if kind == "key" || kind == "cond" {
 		attr = slog.String("key_id", who)
 	}
-	route := ""
-	if st := stateOf(r.Context()); st != nil {
-		route = routeOf(r, st, l.routeOf)
-	}
-	l.logger.LogAttrs(r.Context(), slog.LevelWarn, "ban started",
-		attr,
-		slog.String("subject", kind),
-		slog.Time("until", d.Binding.Reset.UTC()),
-		slog.Duration("for", d.RetryAfter),
-		slog.String("route", route),
+	l.logger.LogAttrs(r.Context(), slog.LevelWarn, "ban started", attr,
+		slog.String("subject", kind), slog.Time("until", d.Binding.Reset.UTC()), slog.Duration("for", d.RetryAfter),
+		slog.String("route", routeOf(r, stateOf(r.Context()), l.routeOf)),
 		slog.String("request_id", RequestIDFromContext(r.Context())))
 }
 

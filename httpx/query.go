@@ -56,11 +56,8 @@ func parseOrderListQuery(raw string) (f petstore.OrderFilter, err error) {
 }
 
 // nextLink is the Link header of a page that has a next one, ""
-// otherwise: path?cursor=…&limit=…[&status=…] with rel="next". Exposing it
-// to cross-origin scripts is the job of the operator's CORS middleware,
-// whose Access-Control-Expose-Headers this leaves alone. The parameters
-// are sorted, as url.Values.Encode sorts them, and need no escaping: a
-// cursor is base64url, a status one word.
+// otherwise. Its parameters are sorted, as url.Values.Encode sorts them,
+// and need no escaping: a cursor is base64url, a status one word.
 func nextLink(path, cursor string, limit int, status string) string {
 	if cursor == "" {
 		return ""
@@ -75,10 +72,8 @@ func nextLink(path, cursor string, limit int, status string) string {
 	return link + `>; rel="next"`
 }
 
-// parsePathID reads the decimal int64 id in a path (petId, orderId). A
-// non-integer or an id outside int64 is 400 naming the parameter (an
-// extension of the spec); any integer, even <= 0, is left for the service
-// to report as not found.
+// parsePathID reads the int64 id in a path (petId, orderId): anything
+// else is 400 naming it; any integer, even <= 0, is the service's to find.
 func parsePathID(name, s string) (int64, error) {
 	if s == "" || s[0] == '+' {
 		return 0, petstore.Errorf(petstore.CodeInvalidRequest, "%s must be a 64-bit integer", name)

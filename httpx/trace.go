@@ -15,9 +15,8 @@ import (
 	"github.com/petstorekit/petstore/tracing"
 )
 
-// propagator reads a caller's W3C traceparent and baggage, so the request
-// span joins the caller's trace. OpenTelemetry's global propagator is not
-// used: nothing here depends on global state.
+// propagator reads a caller's W3C traceparent and baggage; the global
+// one is never used.
 var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 
 // traceConfig wraps the ports of cfg in spans (package tracing) when
