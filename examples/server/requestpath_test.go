@@ -27,6 +27,10 @@ func TestUnknownPathsAreJSON(t *testing.T) {
 			t.Errorf("GET %s: %d %s %q, want a 404 JSON Error", path, status, hdr.Get("Content-Type"), body)
 		}
 	}
+	status, hdr, body := call(t, "POST", base+"/healthz", "", "", "")
+	if status != http.StatusMethodNotAllowed || hdr.Get("Allow") != "GET, HEAD" || !strings.Contains(body, `"method_not_allowed"`) {
+		t.Errorf("POST /healthz: %d Allow %q %s, want a 405 JSON Error", status, hdr.Get("Allow"), body)
+	}
 }
 
 // Profiles are served on loopback only: any other -pprof-addr is refused

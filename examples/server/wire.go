@@ -235,6 +235,8 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	platform.Handle("GET /healthz", health(limiter))
 	platform.Handle("GET /readyz", ready(store, limiter, cfg))
 	platform.Handle("/", notFound())
+	platform.Handle("/healthz", onlyGET())
+	platform.Handle("/readyz", onlyGET())
 	pc := platformCollector{store: store, limiter: limiter, logger: logger}
 	if issuer != nil {
 		pc.certs = issuer
@@ -242,6 +244,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	a.registry.MustRegister(pc)
 	if cfg.metricsAddr == "" {
 		platform.Handle("GET /metrics", metricsHandler(a.registry))
+		platform.Handle("/metrics", onlyGET())
 	}
 
 	var sites sync.Map // projectID -> http.Handler, one site per project
@@ -290,6 +293,15 @@ func petCache(cfg config, feed changefeed.Feed) *httpx.Cache {
 func notFound() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no such path: %s; the API is under /v1/, such as /v1/pets", clip(r.URL.Path)))
+	})
+}
+
+// onlyGET answers another method than GET (or HEAD) on a path that only
+// serves GET: 405 with Allow, a JSON Error.
+func onlyGET() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", "GET, HEAD")
+		httpx.WriteError(w, r, petstore.Errorf(petstore.CodeMethodNotAllowed, "method %s is not allowed here; use GET", r.Method))
 	})
 }
 
