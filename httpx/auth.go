@@ -33,10 +33,8 @@ func authenticate(auth petstore.Authenticator, public func(*http.Request) bool, 
 	}
 }
 
-// bearerKey reads the bearer token. The scheme is case-insensitive (RFC
-// 7235); anything else is unauthorized, with error="invalid_token" in the
-// challenge when a bearer token was presented (RFC 6750 §3). Two or more
-// Authorization headers are unauthorized too, whatever they hold: which
+// bearerKey reads the bearer token (a case-insensitive scheme, RFC 7235)
+// and authenticates it. Two Authorization headers are unauthorized: which
 // one a proxy or the server reads is not defined, so none is.
 func bearerKey(auth petstore.Authenticator, r *http.Request) (petstore.APIKey, error) {
 	if len(r.Header.Values("Authorization")) > 1 {

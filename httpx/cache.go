@@ -10,14 +10,12 @@ import (
 	"github.com/petstorekit/petstore/changefeed"
 )
 
-// Cache keeps the encoded answers of the pet reads (body, ETag, next
-// Link) until a create changes them. In one process it is exact: a create
-// empties it before its answer is sent, and an answer read before a create
-// is never kept after it. Other processes learn of a create over the
-// change feed (changefeed.KindPets) within its delivery time, keep
-// nothing while it is down, and nothing older than CacheMaxAge (should a
-// notice be lost). Without a feed, the process must be the store's only
-// writer (an in-memory store).
+// Cache keeps the encoded pages and pets (body, ETag, next Link) until a
+// create changes them: exactly in one process, where a create empties it
+// before its answer is sent; other processes hear of it over the change
+// feed (changefeed.KindPets), keep nothing while it is down, and nothing
+// older than CacheMaxAge. Without a feed, the process must be the store's
+// only writer (an in-memory store).
 type Cache struct {
 	feed changefeed.Feed
 	now  func() time.Time
@@ -27,6 +25,9 @@ type Cache struct {
 	bytes   int
 	gen     uint64 // counts the times it was emptied
 	live    bool   // entries may be kept: no feed is needed, or it is live
+
+	unpublished string // the last create not yet published; "" for none
+	publishing  bool   // a goroutine publishes
 }
 
 // maxCacheBytes bounds the bodies a Cache holds; past it, it starts over.
@@ -70,16 +71,36 @@ func (c *Cache) empty(kind string) {
 }
 
 // created empties the cache after a create in this process and tells the
-// other processes.
-func (c *Cache) created(ctx context.Context, id int64) {
+// other processes, off the request: one publish at a time, each covering
+// every create since the last began (each empties the whole cache).
+func (c *Cache) created(id int64) {
 	if c == nil {
 		return
 	}
 	c.empty(changefeed.KindPets)
-	if c.feed != nil {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		defer cancel()
-		_ = c.feed.Publish(ctx, changefeed.Change{Kind: changefeed.KindPets, ID: itoa(id)})
+	if c.feed == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.unpublished = itoa(id); !c.publishing {
+		c.publishing = true
+		go c.publish()
+	}
+}
+
+func (c *Cache) publish() {
+	for {
+		c.mu.Lock()
+		id := c.unpublished
+		c.unpublished, c.publishing = "", id != ""
+		c.mu.Unlock()
+		if id == "" {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = c.feed.Publish(ctx, changefeed.Change{Kind: changefeed.KindPets, ID: id})
+		cancel()
 	}
 }
 

@@ -194,6 +194,3 @@ func routeOf(r *http.Request, st *state, find func(*http.Request) string) string
 	}
 	return ""
 }
-
-// infoFrom is stateOf under the name idempotency.go knows it by.
-func infoFrom(ctx context.Context) *state { return stateOf(ctx) }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/trace/noop"
 
@@ -134,10 +135,31 @@ func (s switchable) ListPets(ctx context.Context, f petstore.PetFilter) (petstor
 }
 
 // recordingFeed is a feed that only records what is published.
-type recordingFeed struct{ published []changefeed.Change }
+type recordingFeed struct {
+	mu        sync.Mutex
+	published []changefeed.Change
+}
 
 func (f *recordingFeed) Publish(_ context.Context, c changefeed.Change) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.published = append(f.published, c)
+	return nil
+}
+
+// wait returns what was published once there is something, failing t
+// after 5 s.
+func (f *recordingFeed) wait(t *testing.T) []changefeed.Change {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		f.mu.Lock()
+		got := append([]changefeed.Change(nil), f.published...)
+		f.mu.Unlock()
+		if len(got) > 0 {
+			return got
+		}
+	}
+	t.Fatal("nothing published")
 	return nil
 }
 
@@ -192,8 +214,8 @@ func TestCacheFollowsTheFeed(t *testing.T) {
 	if res := e.do(t, e.req("POST", "/v1/pets", `{"name":"Mine","categoryId":1}`)); res.Status != 201 {
 		t.Fatalf("create: %d", res.Status)
 	}
-	if len(feed.published) != 1 || feed.published[0].Kind != changefeed.KindPets || feed.published[0].ID == strconv.FormatInt(pet.ID, 10) {
-		t.Fatalf("published %v, want the one create of this process", feed.published)
+	if got := feed.wait(t); len(got) != 1 || got[0].Kind != changefeed.KindPets || got[0].ID == strconv.FormatInt(pet.ID, 10) {
+		t.Fatalf("published %v, want the one create of this process", got)
 	}
 }
 

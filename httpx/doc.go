@@ -12,15 +12,11 @@
 // (413), the body (400), and the operation. The OpenAPI document at
 // <base>/openapi.json needs no key.
 //
-// Every page and pet carries a strong ETag; If-None-Match that names it is
-// 304 Not Modified, which spends only the key's conditional allowance
-// (ConditionalLimits), none of its plan's quota. Config.Cache keeps the
-// encoded pages and pets until a create changes them. A request a store
-// failed (503) spends no quota when the limiter is a Refunder.
+// Every page and pet has a strong ETag; a 304 spends only the key's
+// conditional allowance (ConditionalLimits). Config.Cache keeps encoded
+// pages and pets until a create. A 503 from a store spends no quota.
 //
-// Package httpx/dashboard and httpx/edge build on the exported pieces:
-// Wrap puts any handler behind the same chain, Router routes with JSON 404
-// and 405, ReadBody and DecodeObject read bodies by the API's rules,
-// WriteError and WriteJSON write answers in the API's shape. The README
-// and docs/rate-limits.md describe the limits and retries in full.
+// Package httpx/dashboard and httpx/edge build on the exported pieces
+// (Wrap, Router, ReadBody, DecodeObject, WriteError, WriteJSON); the docs
+// directory describes the limits and retries in full.
 package httpx

@@ -27,10 +27,8 @@ type metrics struct {
 	replays   prometheus.Counter
 }
 
-// newMetrics registers the collectors with reg, or reuses the ones already
-// registered there (by another API or dashboard on the same registry).
-// Every decision result and store-error cause is reported from the start,
-// at 0.
+// newMetrics registers the collectors with reg, or reuses those another
+// API or dashboard registered there; every label value starts at 0.
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return nil, nil

@@ -12,8 +12,7 @@ import (
 	"time"
 )
 
-// openAPIJSON is the API's OpenAPI 3.0.3 document as written, with the
-// production and staging servers.
+// openAPIJSON is the API's OpenAPI 3.0.3 document as written.
 //
 //go:embed openapi.json
 var openAPIJSON []byte

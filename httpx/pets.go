@@ -53,7 +53,7 @@ func (c petCreator) serve(w http.ResponseWriter, r *http.Request, np petstore.Ne
 	pet, err := c.a.svc.CreatePet(r.Context(), np)
 	var e *encoded
 	if err == nil {
-		c.a.cache.created(r.Context(), pet.ID)
+		c.a.cache.created(pet.ID)
 		if e, err = encode(pet, ""); err == nil {
 			w.Header().Set("Location", c.a.petsPath+"/"+itoa(pet.ID))
 			writeEncoded(w, r, http.StatusCreated, e)

@@ -57,11 +57,9 @@ func marshalJSON(v any, indent string) ([]byte, error) {
 }
 
 // WriteError writes err as an Error body with its status. Application
-// errors (*petstore.Error) are written as they are and not logged. An
-// expired deadline is 503, logged as a warning; the request's own
-// cancellation is 503, logged at debug level. Any other error is logged
-// with the request id, and the client sees only "internal". A 401 carries
-// RFC 6750's WWW-Authenticate challenge, a 503 a Retry-After.
+// errors are written as they are; an expired deadline or the request's
+// own cancellation is 503; any other error is logged and the client sees
+// only "internal". A 401 carries RFC 6750's challenge, a 503 Retry-After.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	e := petstore.AsError(err)
 	if e == nil { // a caller's bug; still answer something
@@ -120,9 +118,8 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 // outageLogEvery is how often each cause of 503s is logged at most.
 const outageLogEvery = 10 * time.Second
 
-// outageLogs rate-limits the log lines of 503s a dependency caused: one
-// line per cause per outageLogEvery, saying how many were left out since;
-// each cause has its own slot, so one never hides another.
+// outageLogs keeps, per cause of 503s, when it was last logged and how
+// many lines were left out since, so one cause never hides another.
 type outageLogs struct {
 	slots sync.Map // cause -> *outageSlot
 }

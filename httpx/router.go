@@ -59,10 +59,8 @@ func unrouted(w http.ResponseWriter, r *http.Request, allow string) {
 	WriteError(w, r, petstore.Errorf(petstore.CodeMethodNotAllowed, "method %s is not allowed here; use %s", r.Method, allow))
 }
 
-// Route returns the pattern of the operation that would answer r, or ""
-// when none would, without answering it: the route of a request refused
-// before routing (401, 429) for the log and the metrics. The chain asks it
-// of any handler it wraps that has this method.
+// Route returns the pattern of the operation that would answer r, or "":
+// the route of a request answered before routing (401, 429).
 func (rt *Router) Route(r *http.Request) string {
 	if !isCleanPath(r.URL.Path) {
 		return ""

@@ -45,10 +45,8 @@ type refundingLimiter struct {
 }
 
 // traceRequests gives each request a server span after OpenTelemetry's
-// HTTP conventions, a child of the caller's when it sends a traceparent,
-// with the client address, the key's public id and the status; a 5xx
-// answer is an error. With no
-// tracer it is no step at all.
+// HTTP conventions, with the client address, the key's public id and the
+// status; a 5xx answer is an error. Without a tracer it is no step.
 func traceRequests(tracer trace.Tracer, client func(*http.Request) netip.Addr, find func(*http.Request) string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		if tracer == nil {
