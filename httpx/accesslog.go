@@ -7,11 +7,9 @@ import (
 	"time"
 )
 
-// logRequests writes the access log: a "request" line at Info per
-// answered request, with the client address (as the limiter counted it),
-// the key's public id, method, route, path (never the query, which may
-// hold secrets), status, bytes, duration, user agent, request id and,
-// when a store failed it, why (store_error).
+// logRequests writes a "request" line at Info per answered request; see
+// docs/operating.md#logs. Never the query (it may hold secrets), never
+// the key's secret.
 func logRequests(logger *slog.Logger, client func(*http.Request) netip.Addr, find func(*http.Request) string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -43,8 +41,7 @@ func logRequests(logger *slog.Logger, client func(*http.Request) netip.Addr, fin
 	}
 }
 
-// statusOf is the status the client got: 200 when the handler wrote
-// nothing, as net/http sends.
+// statusOf is the status the client got (200 when nothing was written).
 func statusOf(st *state) int {
 	if st.w.Status == 0 {
 		return http.StatusOK

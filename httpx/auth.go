@@ -52,8 +52,7 @@ func bearerKey(auth petstore.Authenticator, r *http.Request) (petstore.APIKey, e
 	return key, err
 }
 
-// invalidToken marks an unauthorized error for a presented token, whose
-// challenge names the error.
+// invalidToken marks a presented token's 401, whose challenge says so.
 type invalidToken struct{ err *petstore.Error }
 
 func (e *invalidToken) Error() string { return e.err.Error() }

@@ -3,19 +3,24 @@ package httpx
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/changefeed"
 )
 
 // Cache keeps the encoded pages and pets (body, ETag, next Link) until a
-// create changes them: exactly in one process, where a create empties it
-// before its answer is sent; other processes hear of it over the change
-// feed (changefeed.KindPets), keep nothing while it is down, and nothing
-// older than CacheMaxAge. Without a feed, the process must be the store's
-// only writer (an in-memory store).
+// create changes them. Pets are only created, with ids above all before,
+// so a create changes only the pages it may join: a last page (no next
+// Link) of its status or of all, or one that reaches past its id. In one
+// process this is exact: the pages are dropped before the create's answer
+// is sent. Other processes hear of a create over the change feed
+// (changefeed.KindPets), keep nothing while it is down, and nothing older
+// than CacheMaxAge. Without a feed, the process must be the store's only
+// writer (an in-memory store).
 type Cache struct {
 	feed changefeed.Feed
 	now  func() time.Time
@@ -23,11 +28,11 @@ type Cache struct {
 	mu      sync.RWMutex
 	entries map[string]*encoded
 	bytes   int
-	gen     uint64 // counts the times it was emptied
+	gen     uint64 // counts the changes: an answer read before one is not kept
 	live    bool   // entries may be kept: no feed is needed, or it is live
 
-	unpublished string // the last create not yet published; "" for none
-	publishing  bool   // a goroutine publishes
+	unpublished int64 // the lowest id created and not yet published; 0 for none
+	publishing  bool  // a goroutine publishes
 }
 
 // maxCacheBytes bounds the bodies a Cache holds; past it, it starts over.
@@ -41,6 +46,9 @@ type encoded struct {
 	body       []byte
 	etag, link string
 	expires    time.Time // zero: kept until a create
+	page       bool      // a page (not a pet), with:
+	status     petstore.PetStatus
+	lastID     int64 // its last pet's id
 }
 
 // NewCache returns an empty cache. With a feed it publishes this
@@ -49,41 +57,54 @@ func NewCache(feed changefeed.Feed) *Cache {
 	return &Cache{feed: feed, now: time.Now, entries: map[string]*encoded{}, live: feed == nil}
 }
 
-// Apply takes a change from the feed: KindPets, KindLost and KindLive
-// empty the cache; from KindLost to KindLive nothing is kept.
+// Apply takes a change from the feed: KindPets drops the pages a create
+// of its id may have changed (all, for an id it cannot read); KindLost and
+// KindLive empty the cache, and from KindLost to KindLive nothing is kept.
 func (c *Cache) Apply(ch changefeed.Change) {
-	if c != nil && (ch.Kind == changefeed.KindPets || ch.Kind == changefeed.KindLost || ch.Kind == changefeed.KindLive) {
-		c.empty(ch.Kind)
-	}
-}
-
-func (c *Cache) empty(kind string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch kind {
-	case changefeed.KindLost:
-		c.live = false
-	case changefeed.KindLive:
-		c.live = true
-	}
-	c.entries, c.bytes = map[string]*encoded{}, 0
-	c.gen++
-}
-
-// created empties the cache after a create in this process and tells the
-// other processes, off the request: one publish at a time, each covering
-// every create since the last began (each empties the whole cache).
-func (c *Cache) created(id int64) {
 	if c == nil {
 		return
 	}
-	c.empty(changefeed.KindPets)
+	switch ch.Kind {
+	case changefeed.KindPets:
+		id, _ := strconv.ParseInt(ch.ID, 10, 64)
+		c.change(ch.Kind, id, "")
+	case changefeed.KindLost, changefeed.KindLive:
+		c.change(ch.Kind, 0, "")
+	}
+}
+
+// change drops the pages a create of pet id (of status, "" if unknown) may
+// have changed, or every entry when id is 0.
+func (c *Cache) change(kind string, id int64, status petstore.PetStatus) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	c.live = kind == changefeed.KindLive || kind == changefeed.KindPets && c.live
+	for k, e := range c.entries {
+		if id <= 0 || e.page && (e.link == "" || id <= e.lastID) && (status == "" || e.status == "" || e.status == status) {
+			delete(c.entries, k)
+			c.bytes -= len(e.body)
+		}
+	}
+}
+
+// created drops what a create in this process changed and tells the
+// other processes, off the request: one publish at a time, each covering
+// every create since the last began (by the lowest id among them).
+func (c *Cache) created(pet petstore.Pet) {
+	if c == nil {
+		return
+	}
+	c.change(changefeed.KindPets, pet.ID, pet.Status)
 	if c.feed == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.unpublished = itoa(id); !c.publishing {
+	if c.unpublished == 0 || pet.ID < c.unpublished {
+		c.unpublished = pet.ID
+	}
+	if !c.publishing {
 		c.publishing = true
 		go c.publish()
 	}
@@ -93,13 +114,13 @@ func (c *Cache) publish() {
 	for {
 		c.mu.Lock()
 		id := c.unpublished
-		c.unpublished, c.publishing = "", id != ""
+		c.unpublished, c.publishing = 0, id != 0
 		c.mu.Unlock()
-		if id == "" {
+		if id == 0 {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_ = c.feed.Publish(ctx, changefeed.Change{Kind: changefeed.KindPets, ID: id})
+		_ = c.feed.Publish(ctx, changefeed.Change{Kind: changefeed.KindPets, ID: itoa(id)})
 		cancel()
 	}
 }
@@ -119,7 +140,7 @@ func (c *Cache) get(key string) (*encoded, uint64) {
 	return e, c.gen
 }
 
-// put keeps e under key unless the cache was emptied since gen.
+// put keeps e under key unless a create came since gen.
 func (c *Cache) put(key string, gen uint64, e *encoded) {
 	if c == nil {
 		return
@@ -134,6 +155,9 @@ func (c *Cache) put(key string, gen uint64, e *encoded) {
 	}
 	if c.feed != nil {
 		e.expires = c.now().Add(CacheMaxAge)
+	}
+	if old := c.entries[key]; old != nil {
+		c.bytes -= len(old.body)
 	}
 	c.entries[key] = e
 	c.bytes += len(e.body)

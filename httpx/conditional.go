@@ -55,8 +55,7 @@ func (c *chargeUnlessNotModified) charge() {
 	st := stateOf(c.r.Context())
 	h := c.ResponseWriter.Header()
 	saved := h.Clone()
-	// The plan's answer is what a 429 carries: only the chain's own
-	// headers, none of the handler's.
+	// A 429 carries the chain's headers, none of the handler's.
 	for k := range h {
 		if k != "X-Request-Id" && k != "X-Api-Stability" {
 			delete(h, k)

@@ -15,8 +15,7 @@ import (
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
-// unavailableRetryAfter is the Retry-After of a 503: a dependency that is
-// down is usually back within seconds.
+// unavailableRetryAfter is a 503's Retry-After: outages are often short.
 const unavailableRetryAfter = "2"
 
 var freeLimits, _ = petstore.PlanFree.Limits()
@@ -78,14 +77,12 @@ func (l *limits) refund(r *http.Request, subject string, lim petstore.Limits) {
 	}
 }
 
-// attempt charges a request whose key is missing or wrong to its
-// address's budget of attempts; it reports whether the 401 may follow.
+// attempt charges a missing or wrong key's try to its address's budget.
 func (l *limits) attempt(w http.ResponseWriter, r *http.Request) bool {
 	return l.RateLimiter == nil || l.allow(w, r, addrSubject("ip:", l.client(r)), freeLimits)
 }
 
-// allow asks the limiter, writes the rate-limit headers, and answers the
-// request itself (429 or 503) when it may not proceed.
+// allow asks the limiter, sets the headers, and answers a 429 or 503.
 func (l *limits) allow(w http.ResponseWriter, r *http.Request, subject string, lim petstore.Limits) bool {
 	d, err := l.Decide(r.Context(), subject, lim)
 	l.metrics.decision(d, err)
@@ -184,9 +181,8 @@ func addrSubject(kind string, a netip.Addr) string {
 	return kind + a.String()
 }
 
-// client is the TCP peer, or, when the peer is a trusted proxy, the
-// right-most X-Forwarded-For entry that is not itself a trusted proxy.
-// Entries left of an untrusted hop could be forged by the client.
+// client is the TCP peer or, from a trusted proxy, the right-most
+// X-Forwarded-For entry that is not a trusted proxy (the rest is forgeable).
 func (l *limits) client(r *http.Request) netip.Addr {
 	peer := parseAddr(r.RemoteAddr)
 	if !l.trusted(peer) {
@@ -229,14 +225,11 @@ func parseAddr(s string) netip.Addr {
 	return netip.Addr{}
 }
 
-// KeySubject is the rate-limit subject of an API key's requests, as the
-// chain names it (see RateLimiter).
+// KeySubject is the rate-limit subject of an API key (see RateLimiter).
 func KeySubject(keyID string) string { return "key:" + keyID }
 
-// LimitSubjects returns the rate-limit subjects (see RateLimiter) of an
-// API key id or a client address: "key:<id>" and "cond:<id>", or the
-// address's "ip:" and "pub:" budgets (an IPv6 address's /64), for an
-// operator lifting a ban.
+// LimitSubjects returns the rate-limit subjects of an API key id or a
+// client address (see RateLimiter), for an operator lifting a ban.
 func LimitSubjects(keyIDOrAddress string) []string {
 	if a, err := netip.ParseAddr(keyIDOrAddress); err == nil {
 		a = a.Unmap()

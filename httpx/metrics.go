@@ -13,12 +13,8 @@ import (
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
-// Metrics: Config.Metrics and dashboard.Config.Metrics take a
-// prometheus.Registerer; nothing is registered globally. The API and the
-// dashboard may share one, and then share the collectors below, told
-// apart by their routes. The README's metrics table lists them.
-
-// metrics holds an API's or a dashboard's collectors.
+// metrics holds an API's or a dashboard's collectors, which may share a
+// registry and then the collectors (docs/operating.md lists them).
 type metrics struct {
 	requests  *prometheus.CounterVec
 	duration  *prometheus.HistogramVec

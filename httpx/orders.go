@@ -41,9 +41,8 @@ func newOrderRoutes(cfg Config, base string) *orderRoutes {
 	return o
 }
 
-// project returns the project of the request's key. The chain always
-// authenticates orders requests, so a missing key is a wiring error,
-// answered as unauthorized rather than served for no project.
+// project returns the project of the request's key; none (a wiring
+// error) is unauthorized rather than served for no project.
 func project(r *http.Request) (string, error) {
 	key, ok := KeyFromContext(r.Context())
 	if !ok || key.ProjectID == "" {
@@ -73,10 +72,8 @@ func (o *orderRoutes) list(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// create answers POST /store/orders: like createPet it only decodes,
-// creates and responds, so the Idempotency-Key wrapper can replay it.
-// Defaults are applied before the wrapper hashes the order: sending a
-// default is the same request as leaving it out.
+// create answers POST /store/orders; defaults are applied before the
+// Idempotency-Key hash: sending a default is the same as leaving it out.
 func (o *orderRoutes) create(w http.ResponseWriter, r *http.Request, body []byte) error {
 	no, err := strictjson.NewOrder(body)
 	if err != nil {

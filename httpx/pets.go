@@ -25,7 +25,13 @@ func (a *api) listPets(w http.ResponseWriter, r *http.Request) error {
 		if page.Pets == nil {
 			page.Pets = []petstore.Pet{}
 		}
-		return encode(page.Pets, nextLink(a.petsPath, page.NextCursor, f.Limit, string(f.Status)))
+		e, err := encode(page.Pets, nextLink(a.petsPath, page.NextCursor, f.Limit, string(f.Status)))
+		if n := len(page.Pets); err == nil && n > 0 {
+			e.page, e.status, e.lastID = true, f.Status, page.Pets[n-1].ID
+		} else if err == nil {
+			e.page, e.status = true, f.Status
+		}
+		return e, err
 	})
 }
 
@@ -53,7 +59,7 @@ func (c petCreator) serve(w http.ResponseWriter, r *http.Request, np petstore.Ne
 	pet, err := c.a.svc.CreatePet(r.Context(), np)
 	var e *encoded
 	if err == nil {
-		c.a.cache.created(pet.ID)
+		c.a.cache.created(pet)
 		if e, err = encode(pet, ""); err == nil {
 			w.Header().Set("Location", c.a.petsPath+"/"+itoa(pet.ID))
 			writeEncoded(w, r, http.StatusCreated, e)

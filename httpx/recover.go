@@ -9,8 +9,8 @@ import (
 	"github.com/petstorekit/petstore"
 )
 
-// recoverPanics turns a panic further in into a 500 Error body (or, when
-// the response has started, into a 500 in the log), logging the stack.
+// recoverPanics logs a panic's stack and answers 500 (in the log only,
+// when the response has started).
 func recoverPanics(logger *slog.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

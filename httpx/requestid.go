@@ -11,8 +11,7 @@ import (
 	"github.com/petstorekit/petstore/internal/statuswriter"
 )
 
-// withState is the chain's first step: it gives the request its state
-// (see state), in its context, and its id, in X-Request-Id.
+// withState is the first step: the request's state and X-Request-Id.
 func withState(logger *slog.Logger) func(http.Handler) http.Handler {
 	outages := new(outageLogs)
 	return func(next http.Handler) http.Handler {

@@ -8,11 +8,9 @@ import (
 	"github.com/petstorekit/petstore"
 )
 
-// Router is an http.ServeMux whose every answer is a JSON Error: Refuse
-// registers the patterns that answer 405 with Allow or 404, and paths the
-// standard mux would redirect with an HTML body ("//", ".", "..") are
-// JSON 404s. A handled request's route is its pattern; a refused one has
-// none.
+// Router is an http.ServeMux whose every answer is a JSON Error, paths it
+// would redirect with HTML ("//", ".", "..") included. A handled request's
+// route is its pattern; a refused one has none.
 type Router struct {
 	mux       *http.ServeMux
 	fallbacks map[string]bool // the method-less patterns that refuse
@@ -33,9 +31,8 @@ func (rt *Router) Handle(pattern string, h http.HandlerFunc) {
 	})
 }
 
-// Refuse registers a pattern that answers 405 with Allow (allow lists
-// the path's methods) or, with allow "", 404; before, if set, runs first
-// (to mark a beta path). A refused request has no route.
+// Refuse registers a pattern that answers 405 with Allow, or, with allow
+// "", 404; before, if set, runs first.
 func (rt *Router) Refuse(pattern, allow string, before func(http.ResponseWriter)) {
 	rt.fallbacks[pattern] = true
 	rt.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
@@ -81,8 +78,7 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt.mux.ServeHTTP(w, r)
 }
 
-// isCleanPath reports whether p is as the standard mux wants it (no "//",
-// "." or ".." segments).
+// isCleanPath reports whether p has no "//", "." or ".." segments.
 func isCleanPath(p string) bool {
 	if p == "" || p[0] != '/' {
 		return false

@@ -20,8 +20,7 @@ import (
 var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 
 // traceConfig wraps the ports of cfg in spans (package tracing) when
-// cfg.TracerProvider is set: authentication, the rate limiter's decision,
-// the pets and orders services and the Idempotency-Key store.
+// cfg.TracerProvider is set.
 func traceConfig(cfg Config) Config {
 	tp := cfg.TracerProvider
 	if tp == nil {
