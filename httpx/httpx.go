@@ -90,7 +90,7 @@ type api struct {
 	petsPath    string // base + "/pets", for Link headers
 	openapi     []byte
 	openapiETag string
-	deprecation string // getPet's Deprecation header
+	deprecation [3]string // getPet's Deprecation, Sunset and successor Link
 
 	// creator creates a decoded pet, wrapped in Idempotency-Key replay
 	// when Config.Idempotency is set.
@@ -121,7 +121,7 @@ func New(cfg Config) (http.Handler, error) {
 	if at.IsZero() {
 		at = DefaultDeprecatedAt
 	}
-	a := &api{svc: cfg.Service, cache: cfg.Cache, base: base, petsPath: base + "/pets", openapi: doc, openapiETag: ETag(doc), deprecation: "@" + itoa(at.Unix())}
+	a := &api{svc: cfg.Service, cache: cfg.Cache, base: base, petsPath: base + "/pets", openapi: doc, openapiETag: ETag(doc), deprecation: [3]string{"@" + itoa(at.Unix()), Sunset.Format(http.TimeFormat), "<" + base + `/pets>; rel="successor-version"`}}
 	a.creator = petCreator{a}
 	if cfg.Idempotency != nil {
 		a.creator = newIdempotent(cfg.Idempotency, cfg.Now, a.creator)

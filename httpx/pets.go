@@ -73,9 +73,9 @@ func (c petCreator) serve(w http.ResponseWriter, r *http.Request, np petstore.Ne
 // included, carries the deprecation headers.
 func (a *api) getPet(w http.ResponseWriter, r *http.Request) error {
 	h := w.Header()
-	h.Set("Deprecation", a.deprecation)
-	h.Set("Sunset", Sunset.Format(http.TimeFormat))
-	h.Set("Link", "<"+a.petsPath+`>; rel="successor-version"`)
+	h.Set("Deprecation", a.deprecation[0])
+	h.Set("Sunset", a.deprecation[1])
+	h.Set("Link", a.deprecation[2])
 	id, err := parsePetID(r.PathValue("petId"))
 	if err != nil {
 		return err
