@@ -48,6 +48,8 @@ type config struct {
 	traceFile   string // OpenTelemetry spans as JSON; "-": stderr; empty: off
 	adminAddr   string // operator endpoint; empty: none
 
+	webhookAllowPrivate bool // webhook receivers may be on non-public addresses
+
 	command []string // a subcommand ("keys ...") instead of serving
 }
 
@@ -86,6 +88,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	tlsAddr := fs.String("tls-addr", env("PETSTORE_TLS_ADDR", ""), "HTTPS listen address; empty: no HTTPS listener (PETSTORE_TLS_ADDR)")
 	fs.Usage = func() { printUsage(out, fs) }
 	setObserve := observeFlags(fs, env)
+	setWebhooks := webhookFlags(fs, env)
 	if err := fs.Parse(args); err != nil {
 		return config{}, err // flag.ErrHelp for -h, after the usage
 	}
@@ -116,6 +119,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	cfg := config{addr: *addr, db: *db, redis: *redis, cnameTarget: *cname, dbMaxConns: maxConns, dbTimeout: timeout,
 		acmeCA: *acmeCA, acmeRoot: *acmeRoot, acmeEmail: *acmeEmail, tlsAddr: *tlsAddr}
 	if err := setObserve(&cfg); err != nil {
+		return config{}, err
+	}
+	if err := setWebhooks(&cfg); err != nil {
 		return config{}, err
 	}
 	cfg.command = command
