@@ -417,3 +417,14 @@ func TestEnqueueRefusesUnknownTypes(t *testing.T) {
 		}
 	}
 }
+
+// A lease shorter than a claim's attempts could take would let another
+// process send the same attempt: New refuses it.
+func TestNewRefusesALeaseShorterThanTheAttempts(t *testing.T) {
+	if _, err := webhook.New(webhook.Config{Store: memstore.New(), Timeout: time.Minute, Lease: 2 * time.Minute}); err == nil || !strings.Contains(err.Error(), "Lease") {
+		t.Fatalf("New with a 2-minute lease over 1-minute attempts: %v, want an error", err)
+	}
+	if _, err := webhook.New(webhook.Config{}); err == nil {
+		t.Fatal("New without a Store succeeded")
+	}
+}

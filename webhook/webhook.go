@@ -16,6 +16,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"log/slog"
 	mathrand "math/rand/v2"
 	"net"
@@ -57,7 +58,7 @@ type Config struct {
 
 	RetryFor     time.Duration // how long a failing delivery is retried; 0: DefaultRetryFor
 	Timeout      time.Duration // of one attempt; 0: DefaultTimeout
-	Lease        time.Duration // how long a claim holds a delivery; 0: DefaultLease; more than Timeout
+	Lease        time.Duration // how long a claim holds a delivery; 0: DefaultLease; more than 4 × Timeout
 	PollInterval time.Duration // how often Run looks for due deliveries; 0: DefaultPollInterval
 	Retention    time.Duration // how long finished deliveries are kept; 0: DefaultRetention
 	MaxEndpoints int           // per project; 0: DefaultMaxEndpoints
@@ -98,8 +99,11 @@ func New(cfg Config) (*Service, error) {
 	def(&cfg.Lease, DefaultLease)
 	def(&cfg.PollInterval, DefaultPollInterval)
 	def(&cfg.Retention, DefaultRetention)
-	if cfg.Lease <= cfg.Timeout {
-		return nil, errors.New("webhook: Config.Lease must be longer than Config.Timeout, or two processes could send the same attempt")
+	// A claim's last attempts start after the batch's earlier rounds: the
+	// lease must outlast them all, or another process could send the
+	// same attempt.
+	if rounds := time.Duration((claimBatch + concurrentAttempts - 1) / concurrentAttempts); cfg.Lease <= rounds*cfg.Timeout {
+		return nil, fmt.Errorf("webhook: Config.Lease must be longer than %d times Config.Timeout, the most one claim's attempts take", rounds)
 	}
 	if cfg.MaxEndpoints <= 0 {
 		cfg.MaxEndpoints = DefaultMaxEndpoints
