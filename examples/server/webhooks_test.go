@@ -79,7 +79,9 @@ func TestWebhooksInBrowser(t *testing.T) {
 		chromedp.Navigate(base+"/dashboard/"),
 		chromedp.SendKeys(chromedp.CSS("#key"), key),
 		chromedp.Click(chromedp.CSS(`#key-form button[type="submit"]`)),
-		chromedp.WaitVisible(chromedp.CSS("#hook-url")),
+		chromedp.WaitVisible(chromedp.CSS("#hooks-details > summary")),
+		chromedp.Click(chromedp.CSS("#hooks-details > summary")),
+		chromedp.WaitVisible(chromedp.CSS("#hooks-empty")),
 	)
 	step("add an endpoint",
 		chromedp.SendKeys(chromedp.CSS("#hook-url"), rcv.URL+"/hook"),

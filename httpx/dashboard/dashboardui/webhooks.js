@@ -1,7 +1,7 @@
 // The Webhooks panel: a project's endpoints and the answers of their last
-// deliveries, through the dashboard API next to this page. It signs in
-// with the key the page's form holds, as dashboard.js does, and stays
-// hidden where the platform offers no webhooks (404).
+// deliveries, through the dashboard API next to this page, with the key
+// the page's form holds. It asks only once opened, so signing in spends
+// no more of the key's budget than before.
 "use strict";
 (function () {
   const api = new URL("api/", document.baseURI);
@@ -94,16 +94,24 @@
   async function loadHooks() {
     let data;
     try { data = await call("GET", "webhooks"); } catch (err) {
-      if (err.status === 404) { $("#webhooks").hidden = true; return; }
-      if (err.status === 401) return; // dashboard.js says why
-      throw err;
+      if (err.status !== 404) throw err;
+      $("#hook-form").hidden = true;
+      $("#hooks").replaceChildren();
+      $("#hooks-empty").textContent = err.message + ".";
+      $("#hooks-empty").hidden = false;
+      return;
     }
-    $("#webhooks").hidden = false;
+    $("#hook-form").hidden = false;
     $("#hooks").replaceChildren(...data.webhooks.map(renderHook));
+    $("#hooks-empty").textContent = "No endpoints yet.";
     $("#hooks-empty").hidden = data.webhooks.length > 0;
   }
 
-  $("#key-form").addEventListener("submit", () => { $("#hook-secret").hidden = true; loadHooks().catch(showError); });
+  $("#hooks-details").addEventListener("toggle", () => { if ($("#hooks-details").open) loadHooks().catch(showError); });
+  $("#key-form").addEventListener("submit", () => {
+    $("#hook-secret").hidden = true;
+    if ($("#hooks-details").open) loadHooks().catch(showError);
+  });
 
   $("#hook-form").addEventListener("submit", async (ev) => {
     ev.preventDefault();
