@@ -15,6 +15,7 @@ import (
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/bunstore"
 	"github.com/petstorekit/petstore/adapters/memstore"
+	"github.com/petstorekit/petstore/internal/faultproxy"
 	"github.com/petstorekit/petstore/internal/testenv"
 	"github.com/petstorekit/petstore/webhook"
 )
@@ -426,5 +427,55 @@ func TestNewRefusesALeaseShorterThanTheAttempts(t *testing.T) {
 	}
 	if _, err := webhook.New(webhook.Config{}); err == nil {
 		t.Fatal("New without a Store succeeded")
+	}
+}
+
+// A receiver whose network fails, for real through the fault proxy, is
+// retried like one that answers 5xx: a cut connection and a black hole
+// (no answer within Config.Timeout) are recorded as answers with the
+// reason, and the event arrives once the network is back.
+func TestDeliveryRetriesNetworkFailures(t *testing.T) {
+	ctx := context.Background()
+	clock := start()
+	rcv := newReceiver(t, 200)
+	proxy := faultproxy.Start(t, strings.TrimPrefix(rcv.srv.URL, "http://"))
+	svc := newService(t, webhook.Config{Store: memstore.New(), AllowPrivate: true, Now: clock.Now, Timeout: 300 * time.Millisecond})
+	ep, err := svc.CreateEndpoint(ctx, "prj_a", "http://"+proxy.Addr()+"/hook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Enqueue(ctx, "prj_a", webhook.TypeDomainMisconfigured, map[string]string{"name": "a.example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Cut()
+	deliverDue(t, svc)
+	proxy.Restore()
+	proxy.Pause()
+	clock.Advance(30 * time.Second)
+	deliverDue(t, svc)
+	proxy.Cut() // what the black hole held never arrives
+	proxy.Restore()
+	clock.Advance(time.Minute)
+	deliverDue(t, svc)
+
+	if got := len(rcv.requests()); got != 1 {
+		t.Fatalf("the receiver got %d requests, want 1: only once the network was back", got)
+	}
+	ds, err := svc.Deliveries(ctx, "prj_a", ep.ID)
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("deliveries %+v, %v", ds, err)
+	}
+	d := ds[0]
+	if d.State != webhook.StateSucceeded || d.Attempts != 3 || len(d.Answers) != 3 {
+		t.Fatalf("delivery %+v, want succeeded at the third attempt", d)
+	}
+	if a := d.Answers[0]; a.StatusCode != 0 || a.Error == "" {
+		t.Fatalf("answer to the cut connection %+v, want no status and an error", a)
+	}
+	if a := d.Answers[1]; a.StatusCode != 0 || !strings.Contains(a.Error, "no answer within 300ms") {
+		t.Fatalf("answer to the black hole %+v, want a timeout", a)
+	}
+	if a := d.Answers[2]; a.StatusCode != 200 || a.Error != "" {
+		t.Fatalf("last answer %+v, want 200", a)
 	}
 }
