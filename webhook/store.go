@@ -87,7 +87,8 @@ type Store interface {
 	// delivery of ev, due at ev.CreatedAt with no attempts, for every
 	// endpoint ev.ProjectID has, and returns how many. An endpoint
 	// deleted concurrently may get one; ClaimWebhookDeliveries never
-	// returns it. Returns conflict when ev.ID was enqueued before.
+	// returns it. Returns conflict, storing nothing, when a delivery of
+	// ev.ID is stored already.
 	EnqueueWebhookEvent(ctx context.Context, ev Event) (int, error)
 
 	// ClaimWebhookDeliveries leases to token, until leaseUntil, at most
