@@ -1,9 +1,11 @@
 package webhook_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -477,5 +479,61 @@ func TestDeliveryRetriesNetworkFailures(t *testing.T) {
 	}
 	if a := d.Answers[2]; a.StatusCode != 200 || a.Error != "" {
 		t.Fatalf("last answer %+v, want 200", a)
+	}
+}
+
+// A project may hold Config.MaxEndpoints endpoints; the rest are refused
+// with invalid_request, and other projects are not affected.
+func TestEndpointCap(t *testing.T) {
+	ctx := context.Background()
+	svc := newService(t, webhook.Config{Store: memstore.New(), MaxEndpoints: 2})
+	for range 2 {
+		if _, err := svc.CreateEndpoint(ctx, "prj_a", "https://hooks.example.com/a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := svc.CreateEndpoint(ctx, "prj_a", "https://hooks.example.com/a")
+	if petstore.ErrorCode(err) != petstore.CodeInvalidRequest || !strings.Contains(petstore.ErrorMessage(err), "delete one first") {
+		t.Fatalf("third endpoint: %v, want invalid_request", err)
+	}
+	if _, err := svc.CreateEndpoint(ctx, "prj_b", "https://hooks.example.com/b"); err != nil {
+		t.Fatalf("another project: %v", err)
+	}
+	es, err := svc.Endpoints(ctx, "prj_a")
+	if err != nil || len(es) != 2 {
+		t.Fatalf("Endpoints = %+v, %v", es, err)
+	}
+	for _, e := range es {
+		if e.Secret != "" {
+			t.Fatalf("Endpoints shows a secret: %+v", e)
+		}
+	}
+}
+
+// The log says which delivery failed and why, never the secret, the
+// endpoint's URL (it may carry the receiver's own token) or a body.
+func TestLogsHoldNoSecrets(t *testing.T) {
+	ctx := context.Background()
+	clock := start()
+	rcv := newReceiver(t, 500)
+	var logs bytes.Buffer
+	svc := newService(t, webhook.Config{Store: memstore.New(), AllowPrivate: true, Now: clock.Now,
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	ep, err := svc.CreateEndpoint(ctx, "prj_a", rcv.srv.URL+"/hook?token=receivers-own-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Enqueue(ctx, "prj_a", webhook.TypeDomainActive, map[string]string{"name": "private-name.example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	deliverDue(t, svc)
+	out := logs.String()
+	if !strings.Contains(out, "webhook delivery failed") || !strings.Contains(out, ep.ID) || !strings.Contains(out, "status=500") {
+		t.Fatalf("log %q does not say which delivery failed and how", out)
+	}
+	for _, secret := range []string{ep.Secret, "receivers-own-token", "private-name", "from the receiver"} {
+		if strings.Contains(out, secret) {
+			t.Fatalf("log shows %q: %s", secret, out)
+		}
 	}
 }
