@@ -49,6 +49,8 @@ type config struct {
 	traceFile   string // OpenTelemetry spans as JSON; "-": stderr; empty: off
 	adminAddr   string // operator endpoint; empty: none
 
+	webhookAllowPrivate bool // webhook receivers may be on non-public addresses
+
 	command []string // a subcommand ("keys ...") instead of serving
 	version bool     // -version: print what the binary was built from
 }
@@ -89,6 +91,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	version := fs.Bool("version", false, "print the module version and VCS revision the binary was built from, and exit (as the version subcommand does)")
 	fs.Usage = func() { printUsage(out, fs) }
 	setObserve := observeFlags(fs, env)
+	setWebhooks := webhookFlags(fs, env)
 	if err := fs.Parse(args); err != nil {
 		return config{}, err // flag.ErrHelp for -h, after the usage
 	}
@@ -122,6 +125,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	cfg := config{addr: *addr, db: *db, redis: *redis, cnameTarget: *cname, dbMaxConns: maxConns, dbTimeout: timeout,
 		acmeCA: *acmeCA, acmeRoot: *acmeRoot, acmeEmail: *acmeEmail, tlsAddr: *tlsAddr}
 	if err := setObserve(&cfg); err != nil {
+		return config{}, err
+	}
+	if err := setWebhooks(&cfg); err != nil {
 		return config{}, err
 	}
 	cfg.command = command
