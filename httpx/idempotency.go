@@ -148,7 +148,7 @@ func (m *idempotent[T]) serve(w http.ResponseWriter, r *http.Request, v T) {
 	// lease ends and a retry takes it over.
 	done = true
 	if err := m.store.CompleteIdempotencyKey(bg, rec); err != nil {
-		if info := infoFrom(ctx); info != nil {
+		if info := stateOf(ctx); info != nil {
 			info.logger.Error("storing the Idempotency-Key response; the key stays in flight until its lease ends",
 				"request_id", info.id, "lease", m.lease, "error", err)
 		}

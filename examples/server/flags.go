@@ -48,6 +48,7 @@ type config struct {
 	logFormat   string // text or json
 	traceFile   string // OpenTelemetry spans as JSON; "-": stderr; empty: off
 	adminAddr   string // operator endpoint; empty: none
+	pprofAddr   string // net/http/pprof listener, loopback only; empty: none
 
 	webhookAllowPrivate bool // webhook receivers may be on non-public addresses
 

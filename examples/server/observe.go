@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
+	"net/netip"
 	"os"
 	"os/signal"
 	"sync/atomic"
@@ -24,7 +27,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/petstorekit/petstore/domain"
-	"github.com/petstorekit/petstore/httpx"
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
@@ -35,7 +37,12 @@ func observeFlags(fs *flag.FlagSet, env func(name, def string) string) func(cfg 
 	logFormat := fs.String("log-format", env("PETSTORE_LOG_FORMAT", "text"), "log lines on stderr as text (logfmt) or json (PETSTORE_LOG_FORMAT)")
 	traceFile := fs.String("trace-file", env("PETSTORE_TRACE_FILE", ""), "write OpenTelemetry spans (each request, its store calls and rate-limit decision, DNS lookups, certificate requests) as JSON to this file, - for stderr; empty: no tracing (PETSTORE_TRACE_FILE)")
 	adminAddr := fs.String("admin-addr", env("PETSTORE_ADMIN_ADDR", ""), "serve the operator endpoint (bans, usage) on this address, loopback when only :PORT is given; the bans and keys usage commands call it; empty: off (PETSTORE_ADMIN_ADDR)")
+	pprofAddr := fs.String("pprof-addr", env("PETSTORE_PPROF_ADDR", ""), "serve net/http/pprof's profiles under /debug/pprof/ on this loopback address (127.0.0.1:PORT, [::1]:PORT or localhost:PORT); empty: off (PETSTORE_PPROF_ADDR)")
 	return func(cfg *config) error {
+		if *pprofAddr != "" && !isLoopbackAddr(*pprofAddr) {
+			return fmt.Errorf("-pprof-addr %q: profiles are served on loopback only, such as 127.0.0.1:6060", *pprofAddr)
+		}
+		cfg.pprofAddr = *pprofAddr
 		cfg.metricsAddr = *metricsAddr
 		cfg.adminAddr = *adminAddr
 		cfg.traceFile = *traceFile
@@ -49,22 +56,52 @@ func observeFlags(fs *flag.FlagSet, env func(name, def string) string) func(cfg 
 	}
 }
 
+// isLoopbackAddr reports whether a listen address names a loopback host:
+// a wildcard (":6060", "0.0.0.0:6060") or another interface is refused.
+func isLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// servePprof serves net/http/pprof's handlers on addr (loopback, checked
+// by the flag) until ctx is done.
+func servePprof(ctx context.Context, addr string, logger *slog.Logger) (net.Addr, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("-pprof-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("pprof listener stopped", "err", err)
+		}
+	}()
+	return ln.Addr(), nil
+}
+
 // newLogger returns the server's logger writing to w in the -log-format.
 func newLogger(format string, w io.Writer) *slog.Logger {
 	if format == "json" {
 		return slog.New(slog.NewJSONHandler(w, nil))
 	}
 	return slog.New(slog.NewTextHandler(w, nil))
-}
-
-// newAccessLog returns the access log writing to w in the -log-format:
-// the line newLogger's handler would write, formatted by hand at a
-// fraction of slog's cost (httpx.BenchmarkAccessLog).
-func newAccessLog(format string, w io.Writer) httpx.AccessLogger {
-	if format == "json" {
-		return httpx.NewJSONAccessLog(w)
-	}
-	return httpx.NewTextAccessLog(w)
 }
 
 // newTracerProvider returns the server's tracer provider (never the

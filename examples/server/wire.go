@@ -104,9 +104,8 @@ func (a *app) close() {
 
 // build wires keys, limits, the pets API, the domain engine, certificates,
 // the dashboard and the edge. Background work stops when ctx is done.
-// accessLog writes the API's and the dashboard's access log lines, logger
-// everything else.
-func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, accessLog httpx.AccessLogger) (*app, error) {
+// logger writes the log, the access log's lines included.
+func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) (*app, error) {
 	a := &app{registry: newRegistry()}
 	tp, closeTracing, err := newTracerProvider(cfg.traceFile)
 	if err != nil {
@@ -127,8 +126,9 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 	// engine's share is handed over once it does (its initial Refresh
 	// covers what came before).
 	var engine atomic.Pointer[domain.Engine]
+	cache := petCache(cfg, feed)
 	if feed != nil {
-		go followFeed(ctx, feed, logger, auth.Apply, func(c changefeed.Change) {
+		go followFeed(ctx, feed, logger, auth.Apply, cache.Apply, func(c changefeed.Change) {
 			if e := engine.Load(); e != nil {
 				e.Apply(c)
 			}
@@ -149,11 +149,11 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 		Service:        petstore.NewService(store),
 		Auth:           auth,
 		Logger:         logger,
-		AccessLog:      accessLog,
 		Limiter:        limiter,
 		TrustedProxies: cfg.trustedProxies,
 		Idempotency:    store,
 		Orders:         petstore.NewOrderService(store),
+		Cache:          cache,
 		Timeout:        storeTimeout(cfg),
 		Metrics:        a.registry,
 		TracerProvider: tp,
@@ -224,7 +224,6 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 		Webhooks:       hooks,
 		Auth:           auth,
 		Logger:         logger,
-		AccessLog:      accessLog,
 		Limiter:        limiter,
 		TrustedProxies: cfg.trustedProxies,
 		Metrics:        a.registry,
@@ -242,6 +241,9 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 	platform.Handle("/dashboard", http.RedirectHandler("/dashboard/", http.StatusMovedPermanently))
 	platform.Handle("GET /healthz", health(limiter))
 	platform.Handle("GET /readyz", ready(store, limiter, cfg))
+	platform.Handle("/", notFound())
+	platform.Handle("/healthz", onlyGET())
+	platform.Handle("/readyz", onlyGET())
 	pc := platformCollector{store: store, limiter: limiter, logger: logger}
 	if issuer != nil {
 		pc.certs = issuer
@@ -249,6 +251,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 	a.registry.MustRegister(pc)
 	if cfg.metricsAddr == "" {
 		platform.Handle("GET /metrics", metricsHandler(a.registry))
+		platform.Handle("/metrics", onlyGET())
 	}
 
 	var sites sync.Map // projectID -> http.Handler, one site per project
@@ -278,6 +281,35 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 		a.httpHandler = issuer.HTTPHandler(a.edge) // answers HTTP-01 challenges
 	}
 	return a, nil
+}
+
+// petCache returns the cache of encoded pages and pets when it can be
+// exact: on -db memory, which no other process writes, or with a change
+// feed, over which the processes sharing a database tell each other of
+// their creates. Otherwise (SQLite or MySQL without -redis) a process
+// cannot learn of another's create, so nothing is cached (nil).
+func petCache(cfg config, feed changefeed.Feed) *httpx.Cache {
+	if feed == nil && cfg.db != "memory" {
+		return nil
+	}
+	return httpx.NewCache(feed)
+}
+
+// notFound answers the platform hosts' paths that nothing serves with a
+// JSON Error, as every answer of the server is.
+func notFound() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no such path: %s; the API is under /v1/, such as /v1/pets", clip(r.URL.Path)))
+	})
+}
+
+// onlyGET answers another method than GET (or HEAD) on a path that only
+// serves GET: 405 with Allow, a JSON Error.
+func onlyGET() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", "GET, HEAD")
+		httpx.WriteError(w, r, petstore.Errorf(petstore.CodeMethodNotAllowed, "method %s is not allowed here; use GET", r.Method))
+	})
 }
 
 // health answers GET /healthz for load balancers and operators. It stays

@@ -57,7 +57,7 @@ type Config struct {
 	Engine         DomainEngine           // required
 	Auth           petstore.Authenticator // required: the same keys as /v1
 	Logger         *slog.Logger           // nil: discard
-	AccessLog      httpx.AccessLogger     // nil: the access log goes to Logger (see httpx.Config)
+	AccessLog      *slog.Logger           // nil: the access log goes to Logger (see httpx.Config)
 	Limiter        httpx.RateLimiter      // nil: no rate limiting; share /v1's to count both together
 	TrustedProxies []netip.Prefix         // X-Forwarded-For is honoured only from these peers
 	BasePath       string                 // where the dashboard is mounted; default "/dashboard"
