@@ -1,6 +1,6 @@
 // Package acme obtains, renews, serves and removes the TLS certificates of
 // customers' custom domains through ACME, with github.com/caddyserver/certmagic.
-// It is the domain engine's domain.CertIssuer.
+// It is the domain engine's customdomain.CertIssuer.
 //
 // When a name verifies, Request starts obtaining its certificate at once in
 // the background (with certmagic's retries), after checking that the
@@ -35,7 +35,7 @@ import (
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/acme/blobs"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 )
 
 // DefaultPendingTimeout is how long a certificate may stay pending before
@@ -55,7 +55,7 @@ type Config struct {
 	// Storage keeps certificates, keys, ACME accounts and locks.
 	Storage blobs.Store
 	// Resolver reads CAA records. Nil skips the CAA check.
-	Resolver domain.Resolver
+	Resolver customdomain.Resolver
 	// CAAIdentities are the CA's domain names as CAA issue records name
 	// it. Empty means the ACME directory's meta.caaIdentities.
 	CAAIdentities []string
@@ -67,7 +67,7 @@ type Config struct {
 	// names it allows, and a name it denies is evicted from the cache
 	// and refused, at a handshake or when certmagic would renew it, so a
 	// removal in one process reaches all of them. It runs on every
-	// handshake and must be fast: no I/O (domain.Engine.Admits).
+	// handshake and must be fast: no I/O (customdomain.Engine.Admits).
 	Allowed func(ctx context.Context, name string) bool
 	// DNSProvider, when set, solves DNS-01 challenges by writing TXT
 	// records through libdns, instead of HTTP-01 and TLS-ALPN-01.
@@ -99,7 +99,7 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Issuer is a domain.CertIssuer on certmagic.
+// Issuer is a customdomain.CertIssuer on certmagic.
 type Issuer struct {
 	cfg      Config
 	log      *slog.Logger
@@ -126,15 +126,15 @@ type attempt struct {
 	started time.Time
 	cancel  context.CancelFunc
 	done    bool
-	failed  *domain.CertStatus // set when the attempt ended without a certificate
-	lastErr string             // the latest error while certmagic retries
-	blocked *domain.Finding    // CAA block seen at a later renewal
+	failed  *customdomain.CertStatus // set when the attempt ended without a certificate
+	lastErr string                   // the latest error while certmagic retries
+	blocked *customdomain.Finding    // CAA block seen at a later renewal
 	// undecided is CAA_UNDECIDED: CAA records name CAs, and this CA's
 	// names are unknown, so the check could not be made.
-	undecided *domain.Finding
+	undecided *customdomain.Finding
 }
 
-var _ domain.CertIssuer = (*Issuer)(nil)
+var _ customdomain.CertIssuer = (*Issuer)(nil)
 
 // New returns an Issuer. It contacts nobody until a name is requested.
 func New(cfg Config) (*Issuer, error) {
@@ -243,7 +243,7 @@ func normalize(name string) string {
 	return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(name)), ".")
 }
 
-// Request implements domain.CertIssuer: it starts a new attempt for name,
+// Request implements customdomain.CertIssuer: it starts a new attempt for name,
 // replacing any attempt still running, and returns at once.
 func (is *Issuer) Request(ctx context.Context, name string) error {
 	name = normalize(name)
@@ -278,10 +278,10 @@ func (is *Issuer) obtain(ctx context.Context, name string, a *attempt) {
 	is.mu.Lock()
 	a.done = true
 	if err != nil {
-		st := domain.CertStatus{State: domain.CertFailed, Reason: reason(err)}
+		st := customdomain.CertStatus{State: customdomain.CertFailed, Reason: reason(err)}
 		var blocked *caaBlocked
 		if errors.As(err, &blocked) {
-			st.Findings = []domain.Finding{blocked.finding}
+			st.Findings = []customdomain.Finding{blocked.finding}
 		}
 		a.failed = &st
 	}
@@ -466,9 +466,9 @@ func (is *Issuer) noteUndecided(ctx context.Context, name string) {
 	})
 }
 
-// Status implements domain.CertIssuer. A certificate another process
+// Status implements customdomain.CertIssuer. A certificate another process
 // obtained into the shared storage is loaded and served from then on.
-func (is *Issuer) Status(ctx context.Context, name string) (domain.CertStatus, error) {
+func (is *Issuer) Status(ctx context.Context, name string) (customdomain.CertStatus, error) {
 	name = normalize(name)
 	cert, ok := is.cached(name)
 	is.mu.Lock()
@@ -483,28 +483,28 @@ func (is *Issuer) Status(ctx context.Context, name string) (domain.CertStatus, e
 			cert, ok = c, true
 		}
 	}
-	withUndecided := func(st domain.CertStatus) domain.CertStatus {
+	withUndecided := func(st customdomain.CertStatus) customdomain.CertStatus {
 		if snap.undecided != nil {
 			st.Findings = append(slices.Clone(st.Findings), *snap.undecided)
 		}
 		return st
 	}
 	if ok && cert.Leaf != nil {
-		st := domain.CertStatus{State: domain.CertIssued, Issuer: cert.Leaf.Issuer.CommonName, NotAfter: cert.Leaf.NotAfter}
+		st := customdomain.CertStatus{State: customdomain.CertIssued, Issuer: cert.Leaf.Issuer.CommonName, NotAfter: cert.Leaf.NotAfter}
 		if snap.blocked != nil {
-			st.Findings = []domain.Finding{*snap.blocked}
+			st.Findings = []customdomain.Finding{*snap.blocked}
 		}
 		return withUndecided(st), nil
 	}
 	switch {
 	case a == nil:
-		return domain.CertStatus{State: domain.CertNone}, nil
+		return customdomain.CertStatus{State: customdomain.CertNone}, nil
 	case snap.failed != nil:
 		return withUndecided(*snap.failed), nil
 	}
-	st := domain.CertStatus{State: domain.CertIssuing, Reason: snap.lastErr}
+	st := customdomain.CertStatus{State: customdomain.CertIssuing, Reason: snap.lastErr}
 	if is.now().Sub(snap.started) >= is.cfg.PendingTimeout {
-		st.Findings = []domain.Finding{domain.CertPendingTooLongFinding(name, is.cfg.PendingTimeout, snap.lastErr)}
+		st.Findings = []customdomain.Finding{customdomain.CertPendingTooLongFinding(name, is.cfg.PendingTimeout, snap.lastErr)}
 	}
 	return withUndecided(st), nil
 }
@@ -518,7 +518,7 @@ func (is *Issuer) cached(name string) (certmagic.Certificate, bool) {
 	return certmagic.Certificate{}, false
 }
 
-// Remove implements domain.CertIssuer: it stops any attempt, evicts the
+// Remove implements customdomain.CertIssuer: it stops any attempt, evicts the
 // certificate from the cache so the next handshake fails, and deletes it
 // from storage.
 func (is *Issuer) Remove(ctx context.Context, name string) error {

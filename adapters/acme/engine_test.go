@@ -23,7 +23,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/dnsresolver"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/adapters/memzone"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/internal/domaintest"
 )
 
@@ -39,12 +39,12 @@ const edgeTarget = "edge.petstore.example"
 type engineEnv struct {
 	t        *testing.T
 	world    *domaintest.World // the DNS server and the domains' store, shared by restarts
-	engine   *domain.Engine
+	engine   *customdomain.Engine
 	issuer   *acme.Issuer
 	zone     *memzone.Provider
 	ca       *acmetest.Pebble
 	tlsAddr  string
-	resolver domain.Resolver
+	resolver customdomain.Resolver
 	store    *memstore.Store // the domains: one database shared by restarts
 	certs    *memstore.Store // certmagic's storage, in the same database
 	httpPort int
@@ -63,8 +63,8 @@ func newEngineEnv(t *testing.T) *engineEnv {
 	t.Helper()
 	world := domaintest.New(t, domaintest.Options{
 		Zones: []string{"example.com.", "example.org.", "petstore.example."}, Store: memstore.New(),
-		Projects: domaintest.NewProjects(domain.Project{ID: project, Plan: petstore.PlanPro, Deployed: true}),
-		Config:   func(c *domain.EngineConfig) { c.CNAMETarget = edgeTarget },
+		Projects: domaintest.NewProjects(customdomain.Project{ID: project, Plan: petstore.PlanPro, Deployed: true}),
+		Config:   func(c *customdomain.EngineConfig) { c.CNAMETarget = edgeTarget },
 	})
 	zone, dnsSrv := world.Zone, world.DNS
 	if _, err := zone.AppendRecords(context.Background(), "petstore.example.", []libdns.Record{
@@ -117,7 +117,7 @@ func (e *engineEnv) start() {
 	// issuer reports certificate changes, and asks during handshakes
 	// whether a name may be served. engine is set before any name is
 	// added, so neither callback can see it nil.
-	var engine *domain.Engine
+	var engine *customdomain.Engine
 	issuer, err := acme.New(acme.Config{
 		CA: e.ca.DirectoryURL(), RootCAs: e.ca.ServerRootPEM(), Email: "ops@example.com",
 		Storage:  e.certs,
@@ -135,7 +135,7 @@ func (e *engineEnv) start() {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { issuer.Close() })
-	engine = e.world.Replica(t, func(c *domain.EngineConfig) {
+	engine = e.world.Replica(t, func(c *customdomain.EngineConfig) {
 		c.Resolver, c.CertIssuer = e.resolver, issuer
 		c.Now = time.Now // the CA's certificates are on real time
 	})
@@ -157,11 +157,11 @@ func listen(t *testing.T) net.Listener {
 
 // add attaches name to the project and creates, in its zone, the CNAME the
 // engine asks for, plus any extra records.
-func (e *engineEnv) add(name, zone string, extra ...libdns.Record) domain.Domain {
+func (e *engineEnv) add(name, zone string, extra ...libdns.Record) customdomain.Domain {
 	e.t.Helper()
 	ctx := context.Background()
 	d, created, err := e.engine.Add(ctx, project, name)
-	if err != nil || !created || d.Status != domain.StatusPending {
+	if err != nil || !created || d.Status != customdomain.StatusPending {
 		e.t.Fatalf("Add(%s) = %s, created %v, %v; want a new pending domain", name, d.Status, created, err)
 	}
 	if len(d.Records) != 1 || d.Records[0].Type != "CNAME" || d.Records[0].Value != edgeTarget {
@@ -179,13 +179,13 @@ func (e *engineEnv) add(name, zone string, extra ...libdns.Record) domain.Domain
 // in the background and Verify reports what it knows on return, so the
 // domain may already be past issuing (a CAA block is found in
 // milliseconds); what comes after is for the test to check, with await.
-func (e *engineEnv) verify(name string) domain.Domain {
+func (e *engineEnv) verify(name string) customdomain.Domain {
 	e.t.Helper()
 	d, err := e.engine.Verify(context.Background(), project, name)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	want := []domain.Status{domain.StatusPending, domain.StatusVerified, domain.StatusIssuing}
+	want := []customdomain.Status{customdomain.StatusPending, customdomain.StatusVerified, customdomain.StatusIssuing}
 	if got := history(d); len(got) < len(want) || !slices.Equal(got[:len(want)], want) {
 		e.t.Fatalf("right after Verify(%s): %s, history %v (%+v), want it to have gone through %v", name, d.Status, got, d.Diagnosis.Findings, want)
 	}
@@ -195,7 +195,7 @@ func (e *engineEnv) verify(name string) domain.Domain {
 // await polls Get until the domain leaves issuing: it must get there by
 // itself, through the issuer's OnChange, as nothing here runs the engine's
 // background loop.
-func (e *engineEnv) await(name string) domain.Domain {
+func (e *engineEnv) await(name string) customdomain.Domain {
 	e.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -203,7 +203,7 @@ func (e *engineEnv) await(name string) domain.Domain {
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		if d.Status != domain.StatusIssuing {
+		if d.Status != customdomain.StatusIssuing {
 			return d
 		}
 		if time.Now().After(deadline) {
@@ -224,8 +224,8 @@ func (e *engineEnv) handshake(name string) error {
 	return conn.Close()
 }
 
-func history(d domain.Domain) []domain.Status {
-	var out []domain.Status
+func history(d customdomain.Domain) []customdomain.Status {
+	var out []customdomain.Status
 	for _, h := range d.History {
 		out = append(out, h.Status)
 	}
@@ -246,14 +246,14 @@ func TestEngineIssuesThenRemoves(t *testing.T) {
 	e.verify(name)
 	d := e.await(name)
 
-	want := []domain.Status{domain.StatusPending, domain.StatusVerified, domain.StatusIssuing, domain.StatusActive}
+	want := []customdomain.Status{customdomain.StatusPending, customdomain.StatusVerified, customdomain.StatusIssuing, customdomain.StatusActive}
 	if got := history(d); !slices.Equal(got, want) {
 		t.Fatalf("history %v, want %v (reason %q, certificate %+v)", got, want, d.Reason, d.Certificate)
 	}
-	if c := d.Certificate; c.State != domain.CertIssued || c.Issuer == "" || !c.NotAfter.After(time.Now()) {
+	if c := d.Certificate; c.State != customdomain.CertIssued || c.Issuer == "" || !c.NotAfter.After(time.Now()) {
 		t.Fatalf("certificate %+v, want issued by a named issuer, not expired", c)
 	}
-	if !d.Diagnosis.OK || d.Diagnosis.NextAction != domain.ActionNone || len(d.Diagnosis.Findings) != 0 {
+	if !d.Diagnosis.OK || d.Diagnosis.NextAction != customdomain.ActionNone || len(d.Diagnosis.Findings) != 0 {
 		t.Fatalf("diagnosis of an active domain: %+v", d.Diagnosis)
 	}
 	if err := e.handshake(name); err != nil {
@@ -292,14 +292,14 @@ func TestEngineIssuesAfterRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Status != domain.StatusIssuing || d.Certificate.State != domain.CertNone {
+	if d.Status != customdomain.StatusIssuing || d.Certificate.State != customdomain.CertNone {
 		t.Fatalf("after the restart: %s, certificate %s; want issuing with no certificate known", d.Status, d.Certificate.State)
 	}
 	// The background check is due a minute after Verify.
 	if _, err := e.engine.RunDue(ctx, time.Now().Add(2*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if d := e.await(name); d.Status != domain.StatusActive {
+	if d := e.await(name); d.Status != customdomain.StatusActive {
 		t.Fatalf("after the restart and a background check: %s (%q), certificate %+v; want active", d.Status, d.Reason, d.Certificate)
 	}
 	if err := e.handshake(name); err != nil {
@@ -325,20 +325,20 @@ func TestEngineCAABlocks(t *testing.T) {
 			e.verify(tc.name)
 			d := e.await(tc.name)
 
-			if d.Status != domain.StatusFailed || d.Reason == "" {
+			if d.Status != customdomain.StatusFailed || d.Reason == "" {
 				t.Fatalf("status %s (reason %q), want failed with a reason", d.Status, d.Reason)
 			}
-			want := []domain.Status{domain.StatusPending, domain.StatusVerified, domain.StatusIssuing, domain.StatusFailed}
+			want := []customdomain.Status{customdomain.StatusPending, customdomain.StatusVerified, customdomain.StatusIssuing, customdomain.StatusFailed}
 			if got := history(d); !slices.Equal(got, want) {
 				t.Fatalf("history %v, want %v", got, want)
 			}
-			if d.Certificate.State != domain.CertFailed || !hasFinding(d.Certificate.Findings, domain.FindingCAABlocksCA) {
-				t.Fatalf("certificate %+v, want failed with %s", d.Certificate, domain.FindingCAABlocksCA)
+			if d.Certificate.State != customdomain.CertFailed || !hasFinding(d.Certificate.Findings, customdomain.FindingCAABlocksCA) {
+				t.Fatalf("certificate %+v, want failed with %s", d.Certificate, customdomain.FindingCAABlocksCA)
 			}
-			if !hasFinding(d.Diagnosis.Findings, domain.FindingCAABlocksCA) || d.Diagnosis.NextAction != domain.ActionFixDNS {
-				t.Fatalf("diagnosis %+v, want %s and next action %s", d.Diagnosis, domain.FindingCAABlocksCA, domain.ActionFixDNS)
+			if !hasFinding(d.Diagnosis.Findings, customdomain.FindingCAABlocksCA) || d.Diagnosis.NextAction != customdomain.ActionFixDNS {
+				t.Fatalf("diagnosis %+v, want %s and next action %s", d.Diagnosis, customdomain.FindingCAABlocksCA, customdomain.ActionFixDNS)
 			}
-			i := slices.IndexFunc(d.Certificate.Findings, func(f domain.Finding) bool { return f.Code == domain.FindingCAABlocksCA })
+			i := slices.IndexFunc(d.Certificate.Findings, func(f customdomain.Finding) bool { return f.Code == customdomain.FindingCAABlocksCA })
 			if f := d.Certificate.Findings[i]; !strings.Contains(f.Message+f.Fix+recordsText(f.Records), "othe-ca.example") ||
 				!strings.Contains(f.Fix, "pebble.letsencrypt.org") {
 				t.Fatalf("finding %+v must show the blocking record and the record to add", f)
@@ -353,11 +353,11 @@ func TestEngineCAABlocks(t *testing.T) {
 	}
 }
 
-func hasFinding(fs []domain.Finding, code string) bool {
-	return slices.ContainsFunc(fs, func(f domain.Finding) bool { return f.Code == code })
+func hasFinding(fs []customdomain.Finding, code string) bool {
+	return slices.ContainsFunc(fs, func(f customdomain.Finding) bool { return f.Code == code })
 }
 
-func recordsText(rs []domain.Record) string {
+func recordsText(rs []customdomain.Record) string {
 	var b strings.Builder
 	for _, r := range rs {
 		b.WriteString(r.Name + " " + r.Type + " " + r.Value + "\n")

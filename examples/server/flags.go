@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/keyscli"
 )
 
@@ -74,11 +74,11 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	rlHeaders := fs.String("ratelimit-headers", env("PETSTORE_RATELIMIT_HEADERS", "x"), "rate-limit headers on every answer: x (X-RateLimit-Limit, -Remaining and -Reset of the binding window, as the spec says) or both (those and the IETF draft's RateLimit-Policy and RateLimit for every window) (PETSTORE_RATELIMIT_HEADERS)")
 	proxies := fs.String("trusted-proxies", env("PETSTORE_TRUSTED_PROXIES", ""), "comma-separated addresses or CIDRs whose X-Forwarded-For is trusted (PETSTORE_TRUSTED_PROXIES)")
 	platform := fs.String("platform-hosts", env("PETSTORE_PLATFORM_HOSTS", "localhost"), "comma-separated hosts serving the platform itself; IP literals always do (PETSTORE_PLATFORM_HOSTS)")
-	cname := fs.String("cname-target", env("PETSTORE_CNAME_TARGET", domain.DefaultCNAMETarget), "the name customers point their CNAME or ALIAS at (PETSTORE_CNAME_TARGET)")
+	cname := fs.String("cname-target", env("PETSTORE_CNAME_TARGET", customdomain.DefaultCNAMETarget), "the name customers point their CNAME or ALIAS at (PETSTORE_CNAME_TARGET)")
 	edgeIPs := fs.String("edge-ips", env("PETSTORE_EDGE_IPS", "127.0.0.1"), "comma-separated addresses of the edge, for apex domains (PETSTORE_EDGE_IPS)")
 	resolvers := fs.String("dns-resolvers", env("PETSTORE_DNS_RESOLVERS", ""), "comma-separated nameservers (host[:port]) that verification asks; empty: the system's (PETSTORE_DNS_RESOLVERS)")
 	dnsProvider := fs.String("dns-provider", env("PETSTORE_DNS_PROVIDER", ""), "the DNS the platform manages for customers, whose records the dashboard can write (\"Configure DNS for me\") for domains in its zones: "+dnsProviderUsage+"; empty: none (PETSTORE_DNS_PROVIDER; prefer the variable, a flag's secret shows in ps)")
-	maxDomains := fs.String("max-domains-per-project", env("PETSTORE_MAX_DOMAINS_PER_PROJECT", strconv.Itoa(domain.DefaultMaxDomainsPerProject)), "most custom domains one project may hold; -1: no cap (PETSTORE_MAX_DOMAINS_PER_PROJECT)")
+	maxDomains := fs.String("max-domains-per-project", env("PETSTORE_MAX_DOMAINS_PER_PROJECT", strconv.Itoa(customdomain.DefaultMaxDomainsPerProject)), "most custom domains one project may hold; -1: no cap (PETSTORE_MAX_DOMAINS_PER_PROJECT)")
 	acmeCA := fs.String("acme-ca", env("PETSTORE_ACME_CA", ""), "ACME directory URL; empty: no certificates (PETSTORE_ACME_CA)")
 	acmeRoot := fs.String("acme-root", env("PETSTORE_ACME_ROOT", ""), "PEM file of extra roots to trust when talking to the CA (PETSTORE_ACME_ROOT)")
 	acmeEmail := fs.String("acme-email", env("PETSTORE_ACME_EMAIL", ""), "ACME account contact address (PETSTORE_ACME_EMAIL)")

@@ -30,7 +30,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/redisfeed"
 	"github.com/petstorekit/petstore/adapters/redislimit"
 	"github.com/petstorekit/petstore/changefeed"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/httpx"
 	"github.com/petstorekit/petstore/httpx/dashboard"
 	"github.com/petstorekit/petstore/httpx/edge"
@@ -48,7 +48,7 @@ type backend interface {
 	petstore.OrderStore
 	petstore.IdempotencyStore
 	blobs.Store
-	domain.Store
+	customdomain.Store
 	DeployStore
 }
 
@@ -124,7 +124,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 	// within milliseconds. It starts before the engine exists, so the
 	// engine's share is handed over once it does (its initial Refresh
 	// covers what came before).
-	var engine atomic.Pointer[domain.Engine]
+	var engine atomic.Pointer[customdomain.Engine]
 	if feed != nil {
 		go followFeed(ctx, feed, logger, auth.Apply, func(c changefeed.Change) {
 			if e := engine.Load(); e != nil {
@@ -165,17 +165,17 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 	// The engine and the issuer know each other: the issuer reports
 	// certificate changes to the engine, the engine asks the issuer for
 	// certificates. eng is set before anything can call back.
-	var eng *domain.Engine
+	var eng *customdomain.Engine
 	resolver := tracing.Resolver(dnsresolver.New(cfg.dnsResolvers...), tp)
 	var issuer *acme.Issuer
 	if cfg.acmeCA != "" {
-		if issuer, err = newIssuer(cfg, store, resolver, logger, func() *domain.Engine { return eng }); err != nil {
+		if issuer, err = newIssuer(cfg, store, resolver, logger, func() *customdomain.Engine { return eng }); err != nil {
 			return nil, err
 		}
 		a.closers = append(a.closers, func() { issuer.Close() })
 		a.tlsConfig = issuer.TLSConfig()
 	}
-	ecfg := domain.EngineConfig{
+	ecfg := customdomain.EngineConfig{
 		Store:           store,
 		Projects:        projectsOf(keys, store),
 		Resolver:        resolver,
@@ -198,9 +198,9 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 		a.closers = append(a.closers, closeDNS)
 		// The platform's DNS serves every project: which names it can
 		// write is the zones' business (dnsconfig.Zones.Manages).
-		ecfg.DNS = func(string) domain.DNSConfigurator { return zones }
+		ecfg.DNS = func(string) customdomain.DNSConfigurator { return zones }
 	}
-	if eng, err = domain.New(ecfg); err != nil {
+	if eng, err = customdomain.New(ecfg); err != nil {
 		return nil, err
 	}
 	if err := eng.Refresh(ctx); err != nil {
@@ -442,7 +442,7 @@ func followFeed(ctx context.Context, feed changefeed.Feed, logger *slog.Logger, 
 		case c.Kind == changefeed.KindLost && ctx.Err() == nil:
 			lost = true
 			logger.Warn("change feed lost: keys are cached for at most " + keycache.DefaultTTL.String() +
-				" and other processes' domain changes are seen within " + domain.DefaultRefreshEvery.String() + " until it is back")
+				" and other processes' domain changes are seen within " + customdomain.DefaultRefreshEvery.String() + " until it is back")
 		case c.Kind == changefeed.KindLive && lost:
 			lost = false
 			logger.Info("change feed back")
@@ -476,7 +476,7 @@ func newLimiter(cfg config, logger *slog.Logger) (*ratelimit.Limiter, ratelimit.
 const limitPrefix = "petstore:rl:"
 
 // newIssuer builds the ACME certificate issuer for -acme-ca.
-func newIssuer(cfg config, store backend, resolver domain.Resolver, logger *slog.Logger, engine func() *domain.Engine) (*acme.Issuer, error) {
+func newIssuer(cfg config, store backend, resolver customdomain.Resolver, logger *slog.Logger, engine func() *customdomain.Engine) (*acme.Issuer, error) {
 	var roots []byte
 	if cfg.acmeRoot != "" {
 		var err error

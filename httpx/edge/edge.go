@@ -15,7 +15,7 @@ import (
 	"strings"
 
 	"github.com/petstorekit/petstore"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/httpx"
 )
 
@@ -28,14 +28,14 @@ type Router interface {
 	// domain, RouteRedirect with the target and status for a redirect
 	// domain, and RouteNone for anything else. host is lower-case, without
 	// port or trailing dot.
-	Route(host string) domain.RouteAnswer
+	Route(host string) customdomain.RouteAnswer
 }
 
 // RouterFunc adapts a function to Router.
-type RouterFunc func(host string) domain.RouteAnswer
+type RouterFunc func(host string) customdomain.RouteAnswer
 
 // Route implements Router.
-func (f RouterFunc) Route(host string) domain.RouteAnswer { return f(host) }
+func (f RouterFunc) Route(host string) customdomain.RouteAnswer { return f(host) }
 
 // Config configures New.
 type Config struct {
@@ -167,12 +167,12 @@ func (e *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ans := e.router.Route(host)
 	switch ans.Kind {
-	case domain.RouteServe:
+	case customdomain.RouteServe:
 		if h := e.site(ans.ProjectID); h != nil {
 			h.ServeHTTP(w, r)
 			return
 		}
-	case domain.RouteRedirect:
+	case customdomain.RouteRedirect:
 		e.redirect(w, r, ans)
 		return
 	}
@@ -184,7 +184,7 @@ func (e *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // redirect sends the client to the same path and query on the target
 // host. A port the client used is kept, so a local server on :8080
 // redirects to :8080.
-func (e *server) redirect(w http.ResponseWriter, r *http.Request, ans domain.RouteAnswer) {
+func (e *server) redirect(w http.ResponseWriter, r *http.Request, ans customdomain.RouteAnswer) {
 	scheme := e.scheme
 	if scheme == "" {
 		scheme = "http"

@@ -1,4 +1,4 @@
-package domain_test
+package customdomain_test
 
 import (
 	"context"
@@ -11,13 +11,13 @@ import (
 
 	"github.com/libdns/libdns"
 	"github.com/petstorekit/petstore"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/internal/domaintest"
 )
 
 // liveFixture has three active domains of prj_pro, one pending, and one
 // active domain of prj_business.
-func liveFixture(t *testing.T, certs domain.CertIssuer) *fixture {
+func liveFixture(t *testing.T, certs customdomain.CertIssuer) *fixture {
 	t.Helper()
 	f := newFixture(t, certs)
 	f.set(t, "example.com.", cname("shop", target), cname("www", target), cname("old", target), cname("other", target))
@@ -34,29 +34,29 @@ func liveFixture(t *testing.T, certs domain.CertIssuer) *fixture {
 func TestSetConfig(t *testing.T) {
 	ctx := context.Background()
 	f := liveFixture(t, nil)
-	r := func(from, to string, status int) domain.Redirect {
-		return domain.Redirect{From: from, To: to, Status: status}
+	r := func(from, to string, status int) customdomain.Redirect {
+		return customdomain.Redirect{From: from, To: to, Status: status}
 	}
 	for _, tc := range []struct {
 		name string
-		in   domain.Config
+		in   customdomain.Config
 		says string // "" means valid
 	}{
-		{"valid, status defaults to 301", domain.Config{Primary: "shop.example.com", Redirects: []domain.Redirect{r("www.example.com", "shop.example.com", 0), r("old.example.com", "shop.example.com", 308)}}, ""},
-		{"empty", domain.Config{}, ""},
-		{"to a pending domain", domain.Config{Redirects: []domain.Redirect{r("www.example.com", "later.example.com", 302)}}, ""},
-		{"status 307", domain.Config{Redirects: []domain.Redirect{r("www.example.com", "shop.example.com", 307)}}, ""},
-		{"status 303", domain.Config{Redirects: []domain.Redirect{r("www.example.com", "shop.example.com", 303)}}, "redirects[0].status must be 301, 302, 307 or 308"},
-		{"status 200", domain.Config{Redirects: []domain.Redirect{r("www.example.com", "shop.example.com", 200)}}, "must be 301, 302, 307 or 308"},
-		{"from not attached", domain.Config{Redirects: []domain.Redirect{r("nope.example.com", "shop.example.com", 0)}}, "redirects[0].from: nope.example.com is not a domain of this project"},
-		{"to another project's", domain.Config{Redirects: []domain.Redirect{r("www.example.com", "other.example.com", 0)}}, "redirects[0].to: other.example.com is not a domain of this project"},
-		{"primary not attached", domain.Config{Primary: "other.example.com"}, "primary: other.example.com is not a domain of this project"},
-		{"invalid name", domain.Config{Redirects: []domain.Redirect{r("*.example.com", "shop.example.com", 0)}}, "redirects[0].from: wildcard"},
-		{"from the primary", domain.Config{Primary: "www.example.com", Redirects: []domain.Redirect{r("www.example.com", "shop.example.com", 0)}}, "primary domain, which cannot redirect"},
-		{"to itself", domain.Config{Redirects: []domain.Redirect{r("www.example.com", "WWW.example.com", 0)}}, "cannot redirect to itself"},
-		{"chain", domain.Config{Redirects: []domain.Redirect{r("old.example.com", "www.example.com", 0), r("www.example.com", "shop.example.com", 0)}}, "redirects[0].to: www.example.com redirects too"},
-		{"loop", domain.Config{Redirects: []domain.Redirect{r("old.example.com", "www.example.com", 0), r("www.example.com", "old.example.com", 0)}}, "chain or a loop"},
-		{"twice from one name", domain.Config{Redirects: []domain.Redirect{r("www.example.com", "shop.example.com", 0), r("www.example.com", "old.example.com", 0)}}, "already redirects"},
+		{"valid, status defaults to 301", customdomain.Config{Primary: "shop.example.com", Redirects: []customdomain.Redirect{r("www.example.com", "shop.example.com", 0), r("old.example.com", "shop.example.com", 308)}}, ""},
+		{"empty", customdomain.Config{}, ""},
+		{"to a pending domain", customdomain.Config{Redirects: []customdomain.Redirect{r("www.example.com", "later.example.com", 302)}}, ""},
+		{"status 307", customdomain.Config{Redirects: []customdomain.Redirect{r("www.example.com", "shop.example.com", 307)}}, ""},
+		{"status 303", customdomain.Config{Redirects: []customdomain.Redirect{r("www.example.com", "shop.example.com", 303)}}, "redirects[0].status must be 301, 302, 307 or 308"},
+		{"status 200", customdomain.Config{Redirects: []customdomain.Redirect{r("www.example.com", "shop.example.com", 200)}}, "must be 301, 302, 307 or 308"},
+		{"from not attached", customdomain.Config{Redirects: []customdomain.Redirect{r("nope.example.com", "shop.example.com", 0)}}, "redirects[0].from: nope.example.com is not a domain of this project"},
+		{"to another project's", customdomain.Config{Redirects: []customdomain.Redirect{r("www.example.com", "other.example.com", 0)}}, "redirects[0].to: other.example.com is not a domain of this project"},
+		{"primary not attached", customdomain.Config{Primary: "other.example.com"}, "primary: other.example.com is not a domain of this project"},
+		{"invalid name", customdomain.Config{Redirects: []customdomain.Redirect{r("*.example.com", "shop.example.com", 0)}}, "redirects[0].from: wildcard"},
+		{"from the primary", customdomain.Config{Primary: "www.example.com", Redirects: []customdomain.Redirect{r("www.example.com", "shop.example.com", 0)}}, "primary domain, which cannot redirect"},
+		{"to itself", customdomain.Config{Redirects: []customdomain.Redirect{r("www.example.com", "WWW.example.com", 0)}}, "cannot redirect to itself"},
+		{"chain", customdomain.Config{Redirects: []customdomain.Redirect{r("old.example.com", "www.example.com", 0), r("www.example.com", "shop.example.com", 0)}}, "redirects[0].to: www.example.com redirects too"},
+		{"loop", customdomain.Config{Redirects: []customdomain.Redirect{r("old.example.com", "www.example.com", 0), r("www.example.com", "old.example.com", 0)}}, "chain or a loop"},
+		{"twice from one name", customdomain.Config{Redirects: []customdomain.Redirect{r("www.example.com", "shop.example.com", 0), r("www.example.com", "old.example.com", 0)}}, "already redirects"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := f.engine.SetConfig(ctx, "prj_pro", tc.in)
@@ -86,7 +86,7 @@ func TestSetConfig(t *testing.T) {
 func TestRoutingFollowsConfig(t *testing.T) {
 	ctx := context.Background()
 	f := liveFixture(t, nil)
-	if _, err := f.engine.SetConfig(ctx, "prj_pro", domain.Config{Primary: "shop.example.com", Redirects: []domain.Redirect{
+	if _, err := f.engine.SetConfig(ctx, "prj_pro", customdomain.Config{Primary: "shop.example.com", Redirects: []customdomain.Redirect{
 		{From: "www.example.com", To: "shop.example.com"},
 		{From: "old.example.com", To: "shop.example.com", Status: 308},
 	}}); err != nil {
@@ -94,19 +94,19 @@ func TestRoutingFollowsConfig(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		host string
-		want domain.RouteAnswer
+		want customdomain.RouteAnswer
 	}{
-		{"shop.example.com", domain.RouteAnswer{Kind: domain.RouteServe, Name: "shop.example.com", ProjectID: "prj_pro"}},
-		{"SHOP.Example.COM:8080", domain.RouteAnswer{Kind: domain.RouteServe, Name: "shop.example.com", ProjectID: "prj_pro"}},
-		{"shop.example.com.", domain.RouteAnswer{Kind: domain.RouteServe, Name: "shop.example.com", ProjectID: "prj_pro"}},
-		{"www.example.com", domain.RouteAnswer{Kind: domain.RouteRedirect, Name: "www.example.com", ProjectID: "prj_pro", RedirectTo: "shop.example.com", Status: 301}},
-		{"old.example.com:443", domain.RouteAnswer{Kind: domain.RouteRedirect, Name: "old.example.com", ProjectID: "prj_pro", RedirectTo: "shop.example.com", Status: 308}},
-		{"other.example.com", domain.RouteAnswer{Kind: domain.RouteServe, Name: "other.example.com", ProjectID: "prj_business"}},
-		{"later.example.com", domain.RouteAnswer{Kind: domain.RouteNone, Name: "later.example.com"}},
-		{"unknown.example.com", domain.RouteAnswer{Kind: domain.RouteNone, Name: "unknown.example.com"}},
-		{"localhost:8080", domain.RouteAnswer{Kind: domain.RouteNone, Name: "localhost"}},
-		{"[::1]:8080", domain.RouteAnswer{Kind: domain.RouteNone, Name: "[::1]"}},
-		{"", domain.RouteAnswer{Kind: domain.RouteNone}},
+		{"shop.example.com", customdomain.RouteAnswer{Kind: customdomain.RouteServe, Name: "shop.example.com", ProjectID: "prj_pro"}},
+		{"SHOP.Example.COM:8080", customdomain.RouteAnswer{Kind: customdomain.RouteServe, Name: "shop.example.com", ProjectID: "prj_pro"}},
+		{"shop.example.com.", customdomain.RouteAnswer{Kind: customdomain.RouteServe, Name: "shop.example.com", ProjectID: "prj_pro"}},
+		{"www.example.com", customdomain.RouteAnswer{Kind: customdomain.RouteRedirect, Name: "www.example.com", ProjectID: "prj_pro", RedirectTo: "shop.example.com", Status: 301}},
+		{"old.example.com:443", customdomain.RouteAnswer{Kind: customdomain.RouteRedirect, Name: "old.example.com", ProjectID: "prj_pro", RedirectTo: "shop.example.com", Status: 308}},
+		{"other.example.com", customdomain.RouteAnswer{Kind: customdomain.RouteServe, Name: "other.example.com", ProjectID: "prj_business"}},
+		{"later.example.com", customdomain.RouteAnswer{Kind: customdomain.RouteNone, Name: "later.example.com"}},
+		{"unknown.example.com", customdomain.RouteAnswer{Kind: customdomain.RouteNone, Name: "unknown.example.com"}},
+		{"localhost:8080", customdomain.RouteAnswer{Kind: customdomain.RouteNone, Name: "localhost"}},
+		{"[::1]:8080", customdomain.RouteAnswer{Kind: customdomain.RouteNone, Name: "[::1]"}},
+		{"", customdomain.RouteAnswer{Kind: customdomain.RouteNone}},
 	} {
 		t.Run(tc.host, func(t *testing.T) {
 			if got := f.engine.Route(tc.host); got != tc.want {
@@ -122,7 +122,7 @@ func TestRouteUnicodeHost(t *testing.T) {
 	f.add(t, "prj_pro", "laden.bücher.example")
 	f.verify(t, "prj_pro", "laden.xn--bcher-kva.example")
 	for _, host := range []string{"laden.xn--bcher-kva.example", "laden.bücher.example", "LADEN.BÜCHER.example:80"} {
-		if got := f.engine.Route(host); got.Kind != domain.RouteServe || got.Name != "laden.xn--bcher-kva.example" {
+		if got := f.engine.Route(host); got.Kind != customdomain.RouteServe || got.Name != "laden.xn--bcher-kva.example" {
 			t.Fatalf("Route(%q) = %+v, want served", host, got)
 		}
 	}
@@ -130,21 +130,21 @@ func TestRouteUnicodeHost(t *testing.T) {
 
 func TestRemove(t *testing.T) {
 	ctx := context.Background()
-	certs := &issuer{state: map[string]domain.CertStatus{}}
+	certs := &issuer{state: map[string]customdomain.CertStatus{}}
 	f := newFixture(t, certs)
 	f.set(t, "example.com.", cname("shop", target), cname("www", target))
 	for _, n := range []string{"shop.example.com", "www.example.com"} {
 		f.add(t, "prj_pro", n)
 		f.verify(t, "prj_pro", n)
-		certs.set(n, domain.CertStatus{State: domain.CertIssued})
+		certs.set(n, customdomain.CertStatus{State: customdomain.CertIssued})
 		if err := f.engine.CertificateChanged(ctx, n); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := f.engine.SetConfig(ctx, "prj_pro", domain.Config{Primary: "shop.example.com", Redirects: []domain.Redirect{{From: "www.example.com", To: "shop.example.com"}}}); err != nil {
+	if _, err := f.engine.SetConfig(ctx, "prj_pro", customdomain.Config{Primary: "shop.example.com", Redirects: []customdomain.Redirect{{From: "www.example.com", To: "shop.example.com"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.engine.Route("www.example.com"); got.Kind != domain.RouteRedirect {
+	if got := f.engine.Route("www.example.com"); got.Kind != customdomain.RouteRedirect {
 		t.Fatalf("before removal Route(www) = %+v", got)
 	}
 	f.clock.Advance(time.Hour)
@@ -153,11 +153,11 @@ func TestRemove(t *testing.T) {
 	}
 	// Stops at once: no Refresh, no waiting.
 	for _, host := range []string{"shop.example.com", "www.example.com"} {
-		if got := f.engine.Route(host); got.Kind == domain.RouteRedirect || host == "shop.example.com" && got.Kind != domain.RouteNone {
+		if got := f.engine.Route(host); got.Kind == customdomain.RouteRedirect || host == "shop.example.com" && got.Kind != customdomain.RouteNone {
 			t.Fatalf("after removal Route(%s) = %+v", host, got)
 		}
 	}
-	if got := f.engine.Route("www.example.com"); got.Kind != domain.RouteServe {
+	if got := f.engine.Route("www.example.com"); got.Kind != customdomain.RouteServe {
 		t.Fatalf("www (redirect dropped) should serve itself, got %+v", got)
 	}
 	if fmt.Sprint(certs.removed) != "[shop.example.com]" {
@@ -171,11 +171,11 @@ func TestRemove(t *testing.T) {
 	wantCode(t, err, petstore.CodeNotFound)
 	wantCode(t, f.engine.Remove(ctx, "prj_pro", "shop.example.com"), petstore.CodeNotFound)
 	// History is kept; the name is free for another project.
-	old, _ := f.store.ListDomains(ctx, domain.DomainQuery{ProjectID: "prj_pro", Status: domain.StatusRemoved})
-	if len(old) != 1 || old[0].History[len(old[0].History)-1].Status != domain.StatusRemoved || !old[0].History[len(old[0].History)-1].At.Equal(f.clock.Now()) {
+	old, _ := f.store.ListDomains(ctx, customdomain.DomainQuery{ProjectID: "prj_pro", Status: customdomain.StatusRemoved})
+	if len(old) != 1 || old[0].History[len(old[0].History)-1].Status != customdomain.StatusRemoved || !old[0].History[len(old[0].History)-1].At.Equal(f.clock.Now()) {
 		t.Fatalf("removed entries = %+v", old)
 	}
-	if d := f.add(t, "prj_business", "shop.example.com"); d.Status != domain.StatusPending {
+	if d := f.add(t, "prj_business", "shop.example.com"); d.Status != customdomain.StatusPending {
 		t.Fatalf("re-added by another project: %+v", d)
 	}
 }
@@ -189,13 +189,13 @@ func TestOtherProcessSeesChanges(t *testing.T) {
 	other := f.replica(t, nil)
 	f.add(t, "prj_pro", "shop.example.com")
 	f.verify(t, "prj_pro", "shop.example.com")
-	if got := other.Route("shop.example.com"); got.Kind != domain.RouteNone {
+	if got := other.Route("shop.example.com"); got.Kind != customdomain.RouteNone {
 		t.Fatalf("other process before Refresh: %+v", got)
 	}
 	if err := other.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := other.Route("shop.example.com"); got.Kind != domain.RouteServe {
+	if got := other.Route("shop.example.com"); got.Kind != customdomain.RouteServe {
 		t.Fatalf("other process after Refresh: %+v", got)
 	}
 	if err := other.Remove(ctx, "prj_pro", "shop.example.com"); err != nil {
@@ -204,7 +204,7 @@ func TestOtherProcessSeesChanges(t *testing.T) {
 	if err := f.engine.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.engine.Route("shop.example.com"); got.Kind != domain.RouteNone {
+	if got := f.engine.Route("shop.example.com"); got.Kind != customdomain.RouteNone {
 		t.Fatalf("first process after the other removed it and Refresh: %+v", got)
 	}
 }
@@ -213,13 +213,13 @@ func TestRunRefreshesUntilCancelled(t *testing.T) {
 	f := newFixture(t, nil)
 	f.set(t, "example.com.", cname("shop", target))
 	f.add(t, "prj_pro", "shop.example.com")
-	other := f.replica(t, func(c *domain.EngineConfig) { c.RefreshEvery = 10 * time.Millisecond })
+	other := f.replica(t, func(c *customdomain.EngineConfig) { c.RefreshEvery = 10 * time.Millisecond })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- other.Run(ctx) }()
 	f.verify(t, "prj_pro", "shop.example.com")
 	deadline := time.After(10 * time.Second) // a hang guard, not a timing assertion
-	for other.Route("shop.example.com").Kind != domain.RouteServe {
+	for other.Route("shop.example.com").Kind != customdomain.RouteServe {
 		select {
 		case <-deadline:
 			t.Fatal("Run never picked up the change")
@@ -236,7 +236,7 @@ func BenchmarkRoute(b *testing.B) {
 	ctx := context.Background()
 	f := newFixture(b, nil)
 	for i := range 10000 {
-		if _, err := f.store.CreateDomain(ctx, domain.Entry{ID: fmt.Sprint("dom_", i), ProjectID: "prj_pro", Name: fmt.Sprintf("site%d.example.com", i), Status: domain.StatusActive}); err != nil {
+		if _, err := f.store.CreateDomain(ctx, customdomain.Entry{ID: fmt.Sprint("dom_", i), ProjectID: "prj_pro", Name: fmt.Sprintf("site%d.example.com", i), Status: customdomain.StatusActive}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -258,7 +258,7 @@ func BenchmarkRoute(b *testing.B) {
 // removed ones (at once), pending or unknown ones.
 func TestAdmits(t *testing.T) {
 	ctx := context.Background()
-	certs := &issuer{state: map[string]domain.CertStatus{}}
+	certs := &issuer{state: map[string]customdomain.CertStatus{}}
 	f := newFixture(t, certs)
 	f.set(t, "example.com.", cname("shop", target), cname("live", target), cname("gone", target))
 	for _, n := range []string{"shop.example.com", "live.example.com", "gone.example.com", "later.example.com"} {
@@ -267,7 +267,7 @@ func TestAdmits(t *testing.T) {
 	for _, n := range []string{"shop.example.com", "live.example.com", "gone.example.com"} {
 		f.verify(t, "prj_pro", n) // issuing
 	}
-	certs.set("live.example.com", domain.CertStatus{State: domain.CertIssued})
+	certs.set("live.example.com", customdomain.CertStatus{State: customdomain.CertIssued})
 	if err := f.engine.CertificateChanged(ctx, "live.example.com"); err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func BenchmarkAdmits(b *testing.B) {
 	ctx := context.Background()
 	f := newFixture(b, nil)
 	for i := range 10000 {
-		if _, err := f.store.CreateDomain(ctx, domain.Entry{ID: fmt.Sprint("dom_", i), ProjectID: "prj_pro", Name: fmt.Sprintf("site%d.example.com", i), Status: domain.StatusIssuing}); err != nil {
+		if _, err := f.store.CreateDomain(ctx, customdomain.Entry{ID: fmt.Sprint("dom_", i), ProjectID: "prj_pro", Name: fmt.Sprintf("site%d.example.com", i), Status: customdomain.StatusIssuing}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -323,12 +323,12 @@ func BenchmarkAdmits(b *testing.B) {
 
 // countingResolver counts the lookups of one name through a real resolver.
 type countingResolver struct {
-	domain.Resolver
+	customdomain.Resolver
 	name string
 	n    atomic.Int64
 }
 
-func (c *countingResolver) Lookup(ctx context.Context, name, rrtype string) ([]domain.Record, error) {
+func (c *countingResolver) Lookup(ctx context.Context, name, rrtype string) ([]customdomain.Record, error) {
 	if name == c.name {
 		c.n.Add(1)
 	}
@@ -343,7 +343,7 @@ func TestEdgeAddressesFollowTheTargetPerRefresh(t *testing.T) {
 	var resolver *countingResolver
 	w := domaintest.New(t, domaintest.Options{
 		Zones: []string{"example.org.", "petstore.example."}, Projects: projects,
-		Config: func(c *domain.EngineConfig) {
+		Config: func(c *customdomain.EngineConfig) {
 			resolver = &countingResolver{Resolver: c.Resolver, name: target}
 			c.Resolver, c.EdgeIPs = resolver, nil
 		},
@@ -391,12 +391,12 @@ func TestEdgeAddressesFollowTheTargetPerRefresh(t *testing.T) {
 // reports (CertificateChanged) or the engine makes.
 func TestViewsAskTheCertificateLayerOncePerRefresh(t *testing.T) {
 	ctx := context.Background()
-	certs := &issuer{state: map[string]domain.CertStatus{}}
+	certs := &issuer{state: map[string]customdomain.CertStatus{}}
 	f := newFixture(t, certs)
 	f.set(t, "example.com.", cname("shop", target), cname("blog", target))
 	for _, n := range []string{"shop.example.com", "blog.example.com"} {
 		f.add(t, "prj_pro", n)
-		if d := f.verify(t, "prj_pro", n); d.Status != domain.StatusIssuing {
+		if d := f.verify(t, "prj_pro", n); d.Status != customdomain.StatusIssuing {
 			t.Fatalf("verify %s: %s, want issuing", n, d.Status)
 		}
 	}
@@ -405,7 +405,7 @@ func TestViewsAskTheCertificateLayerOncePerRefresh(t *testing.T) {
 	}
 	before := certs.asked.Load()
 	for range 5 {
-		if ds, err := f.engine.List(ctx, "prj_pro"); err != nil || len(ds) != 2 || ds[0].Certificate.State != domain.CertIssuing {
+		if ds, err := f.engine.List(ctx, "prj_pro"); err != nil || len(ds) != 2 || ds[0].Certificate.State != customdomain.CertIssuing {
 			t.Fatalf("List = %+v, %v", ds, err)
 		}
 	}
@@ -415,17 +415,17 @@ func TestViewsAskTheCertificateLayerOncePerRefresh(t *testing.T) {
 
 	// Obtained: the layer reports it, and the next view shows it.
 	notAfter := start.Add(90 * 24 * time.Hour)
-	certs.set("shop.example.com", domain.CertStatus{State: domain.CertIssued, NotAfter: notAfter})
+	certs.set("shop.example.com", customdomain.CertStatus{State: customdomain.CertIssued, NotAfter: notAfter})
 	if err := f.engine.CertificateChanged(ctx, "shop.example.com"); err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := f.engine.Get(ctx, "prj_pro", "shop.example.com"); d.Status != domain.StatusActive || !d.Certificate.NotAfter.Equal(notAfter) {
+	if d, _ := f.engine.Get(ctx, "prj_pro", "shop.example.com"); d.Status != customdomain.StatusActive || !d.Certificate.NotAfter.Equal(notAfter) {
 		t.Fatalf("after CertificateChanged: %s, certificate %+v", d.Status, d.Certificate)
 	}
 
 	// Renewed without a report: shown after the next Refresh.
 	renewed := notAfter.Add(60 * 24 * time.Hour)
-	certs.set("shop.example.com", domain.CertStatus{State: domain.CertIssued, NotAfter: renewed})
+	certs.set("shop.example.com", customdomain.CertStatus{State: customdomain.CertIssued, NotAfter: renewed})
 	if err := f.engine.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package domain_test
+package customdomain_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/dnsresolver"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/adapters/memzone"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 )
 
 func txt(name, text string) libdns.Record {
@@ -36,13 +36,13 @@ func deleteTXT(f *fixture, zone, label string) error {
 }
 
 // ownershipRecord returns the TXT record among d's instructions, if any.
-func ownershipRecord(d domain.Domain) (domain.Record, bool) {
+func ownershipRecord(d customdomain.Domain) (customdomain.Record, bool) {
 	for _, r := range d.Records {
 		if r.Type == "TXT" {
 			return r, true
 		}
 	}
-	return domain.Record{}, false
+	return customdomain.Record{}, false
 }
 
 // takeover sets up the dangling CNAME: prj_pro had name live, removed it,
@@ -51,7 +51,7 @@ func takeover(t *testing.T, f *fixture, zone string, name string, routing ...lib
 	t.Helper()
 	f.set(t, zone, routing...)
 	f.add(t, "prj_pro", name)
-	if d := f.verify(t, "prj_pro", name); d.Status != domain.StatusActive {
+	if d := f.verify(t, "prj_pro", name); d.Status != customdomain.StatusActive {
 		t.Fatalf("first holder: status %s, findings %s", d.Status, codes(d.Diagnosis.Findings))
 	}
 	f.clock.Advance(time.Hour)
@@ -102,14 +102,14 @@ func TestTakeoverNeedsOwnershipProof(t *testing.T) {
 			} else {
 				d = f.verify(t, "prj_business", host)
 			}
-			if d.Status != domain.StatusPending || codes(d.Diagnosis.Findings) != domain.FindingOwnershipUnproven || d.Diagnosis.NextAction != domain.ActionFixDNS {
+			if d.Status != customdomain.StatusPending || codes(d.Diagnosis.Findings) != customdomain.FindingOwnershipUnproven || d.Diagnosis.NextAction != customdomain.ActionFixDNS {
 				t.Fatalf("with only the routing record: status %s, findings %s, next %s; want pending, OWNERSHIP_UNPROVEN, fix_dns",
 					d.Status, codes(d.Diagnosis.Findings), d.Diagnosis.NextAction)
 			}
 			if fix := d.Diagnosis.Findings[0].Fix; !strings.Contains(fix, rec.Value) || !strings.Contains(fix, tc.challenge) {
 				t.Fatalf("fix %q does not name the record to create", fix)
 			}
-			if got := f.engine.Route(host); got.Kind != domain.RouteNone {
+			if got := f.engine.Route(host); got.Kind != customdomain.RouteNone {
 				t.Fatalf("Route(%s) before the proof = %+v, want none", host, got)
 			}
 			if f.engine.Admits(host) {
@@ -119,7 +119,7 @@ func TestTakeoverNeedsOwnershipProof(t *testing.T) {
 			// A TXT record with some other value is no proof either.
 			f.set(t, tc.zone, txt(tc.challenge, "petstore-verify=someone-elses-token"))
 			d = f.verify(t, "prj_business", host)
-			if d.Status != domain.StatusPending || codes(d.Diagnosis.Findings) != domain.FindingOwnershipUnproven ||
+			if d.Status != customdomain.StatusPending || codes(d.Diagnosis.Findings) != customdomain.FindingOwnershipUnproven ||
 				len(d.Diagnosis.Findings[0].Records) != 1 || d.Diagnosis.Findings[0].Records[0].Value != "petstore-verify=someone-elses-token" {
 				t.Fatalf("with a wrong TXT: status %s, findings %+v", d.Status, d.Diagnosis.Findings)
 			}
@@ -135,10 +135,10 @@ func TestTakeoverNeedsOwnershipProof(t *testing.T) {
 			} else {
 				d = f.verify(t, "prj_business", host)
 			}
-			if d.Status != domain.StatusActive || len(d.Diagnosis.Findings) != 0 {
+			if d.Status != customdomain.StatusActive || len(d.Diagnosis.Findings) != 0 {
 				t.Fatalf("with the TXT published: status %s, findings %s; want active", d.Status, codes(d.Diagnosis.Findings))
 			}
-			if got := f.engine.Route(host); got.Kind != domain.RouteServe || got.ProjectID != "prj_business" {
+			if got := f.engine.Route(host); got.Kind != customdomain.RouteServe || got.ProjectID != "prj_business" {
 				t.Fatalf("Route(%s) after the proof = %+v, want serve prj_business", host, got)
 			}
 
@@ -148,7 +148,7 @@ func TestTakeoverNeedsOwnershipProof(t *testing.T) {
 				t.Fatal(err)
 			}
 			d = f.verify(t, "prj_business", host)
-			if d.Status != domain.StatusActive || len(d.Diagnosis.Findings) != 0 {
+			if d.Status != customdomain.StatusActive || len(d.Diagnosis.Findings) != 0 {
 				t.Fatalf("Re-verify after deleting the TXT: status %s, findings %s; want active, none", d.Status, codes(d.Diagnosis.Findings))
 			}
 		})
@@ -188,7 +188,7 @@ func TestOwnershipProofOnlyAfterAnotherProject(t *testing.T) {
 			d := f.add(t, "prj_business", host)
 			rec, _ := ownershipRecord(d)
 			f.set(t, "example.com.", txt("_petstore-challenge.shop", rec.Value))
-			if d := f.verify(t, "prj_business", host); d.Status != domain.StatusActive {
+			if d := f.verify(t, "prj_business", host); d.Status != customdomain.StatusActive {
 				t.Fatalf("second holder: %s", d.Status)
 			}
 			remove(t, f, "prj_business")
@@ -215,7 +215,7 @@ func TestOwnershipProofOnlyAfterAnotherProject(t *testing.T) {
 				t.Fatalf("token = %q, want the outstanding one %q kept, so a published record stays valid", rec.Value, again)
 			}
 			d = f.verify(t, tc.adder, host)
-			if want := map[bool]domain.Status{false: domain.StatusActive, true: domain.StatusPending}[tc.wantProof]; d.Status != want {
+			if want := map[bool]customdomain.Status{false: customdomain.StatusActive, true: customdomain.StatusPending}[tc.wantProof]; d.Status != want {
 				t.Fatalf("Verify with the CNAME only: status %s (findings %s), want %s", d.Status, codes(d.Diagnosis.Findings), want)
 			}
 		})
@@ -250,10 +250,10 @@ func Example_ownershipProof() {
 		panic(err)
 	}
 	defer srv.Close()
-	engine, err := domain.New(domain.EngineConfig{
+	engine, err := customdomain.New(customdomain.EngineConfig{
 		Store: memstore.New(),
-		Projects: domain.ProjectsFunc(func(_ context.Context, id string) (domain.Project, error) {
-			return domain.Project{ID: id, Plan: petstore.PlanPro, Deployed: true}, nil
+		Projects: customdomain.ProjectsFunc(func(_ context.Context, id string) (customdomain.Project, error) {
+			return customdomain.Project{ID: id, Plan: petstore.PlanPro, Deployed: true}, nil
 		}),
 		Resolver:    dnsresolver.New(srv.Addr()),
 		CNAMETarget: "edge.petstore.localhost",

@@ -1,4 +1,4 @@
-package domain_test
+package customdomain_test
 
 import (
 	"context"
@@ -6,12 +6,12 @@ import (
 	"time"
 
 	"github.com/petstorekit/petstore/changefeed"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 )
 
 // waitRoute polls until e routes host as want; the deadline is a hang
 // guard, far beyond any reload, not a timing assertion.
-func waitRoute(t *testing.T, e *domain.Engine, host string, want domain.RouteKind) {
+func waitRoute(t *testing.T, e *customdomain.Engine, host string, want customdomain.RouteKind) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for e.Route(host).Kind != want {
@@ -33,8 +33,8 @@ func TestFeedCarriesChangesToOtherProcesses(t *testing.T) {
 	t.Cleanup(cancel)
 
 	// f.engine has no feed: build a publishing one on the same store.
-	mk := func() *domain.Engine {
-		return f.replica(t, func(c *domain.EngineConfig) { c.Feed = feed })
+	mk := func() *customdomain.Engine {
+		return f.replica(t, func(c *customdomain.EngineConfig) { c.Feed = feed })
 	}
 	a, b := mk(), mk()
 	live := make(chan struct{})
@@ -50,27 +50,27 @@ func TestFeedCarriesChangesToOtherProcesses(t *testing.T) {
 		if _, _, err := a.Add(ctx, "prj_pro", n); err != nil {
 			t.Fatal(err)
 		}
-		if d, err := a.Verify(ctx, "prj_pro", n); err != nil || d.Status != domain.StatusActive {
+		if d, err := a.Verify(ctx, "prj_pro", n); err != nil || d.Status != customdomain.StatusActive {
 			t.Fatalf("verify %s: %v %+v", n, err, d.Status)
 		}
 	}
-	waitRoute(t, b, "shop.example.com", domain.RouteServe)
-	waitRoute(t, b, "www.example.com", domain.RouteServe)
+	waitRoute(t, b, "shop.example.com", customdomain.RouteServe)
+	waitRoute(t, b, "www.example.com", customdomain.RouteServe)
 	if !b.Admits("www.example.com") {
 		t.Fatal("www.example.com routed on b but not admitted")
 	}
 
-	if _, err := a.SetConfig(ctx, "prj_pro", domain.Config{Redirects: []domain.Redirect{{From: "www.example.com", To: "shop.example.com"}}}); err != nil {
+	if _, err := a.SetConfig(ctx, "prj_pro", customdomain.Config{Redirects: []customdomain.Redirect{{From: "www.example.com", To: "shop.example.com"}}}); err != nil {
 		t.Fatal(err)
 	}
-	waitRoute(t, b, "www.example.com", domain.RouteRedirect)
+	waitRoute(t, b, "www.example.com", customdomain.RouteRedirect)
 
 	if err := a.Remove(ctx, "prj_pro", "shop.example.com"); err != nil {
 		t.Fatal(err)
 	}
-	waitRoute(t, b, "shop.example.com", domain.RouteNone)
+	waitRoute(t, b, "shop.example.com", customdomain.RouteNone)
 	// The redirect to it went with it: www serves again.
-	waitRoute(t, b, "www.example.com", domain.RouteServe)
+	waitRoute(t, b, "www.example.com", customdomain.RouteServe)
 	if b.Admits("shop.example.com") {
 		t.Fatal("removed domain still admitted on b")
 	}

@@ -1,4 +1,4 @@
-package domain_test
+package customdomain_test
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/dnsresolver"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/adapters/memzone"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/internal/domaintest"
 	"github.com/petstorekit/petstore/internal/testenv"
 )
@@ -32,17 +32,17 @@ var start = domaintest.Start
 
 // projects is the platform's side: plans and deploys.
 var projects = domaintest.NewProjects(
-	domain.Project{ID: "prj_pro", Plan: petstore.PlanPro, Deployed: true},
-	domain.Project{ID: "prj_business", Plan: petstore.PlanBusiness, Deployed: true},
-	domain.Project{ID: "prj_free", Plan: petstore.PlanFree, Deployed: true},
-	domain.Project{ID: "prj_new", Plan: petstore.PlanEnterprise, Deployed: false},
+	customdomain.Project{ID: "prj_pro", Plan: petstore.PlanPro, Deployed: true},
+	customdomain.Project{ID: "prj_business", Plan: petstore.PlanBusiness, Deployed: true},
+	customdomain.Project{ID: "prj_free", Plan: petstore.PlanFree, Deployed: true},
+	customdomain.Project{ID: "prj_new", Plan: petstore.PlanEnterprise, Deployed: false},
 )
 
 // issuer stands in for the certificate layer (a later issue): it records
 // calls and reports what the test sets.
 type issuer struct {
 	mu       sync.Mutex
-	state    map[string]domain.CertStatus
+	state    map[string]customdomain.CertStatus
 	requests []string
 	removed  []string
 	stored   bool         // certificates already exist in shared storage: Request finds them at once
@@ -53,21 +53,21 @@ func (i *issuer) Request(_ context.Context, name string) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.requests = append(i.requests, name)
-	i.state[name] = domain.CertStatus{State: domain.CertIssuing}
+	i.state[name] = customdomain.CertStatus{State: customdomain.CertIssuing}
 	if i.stored {
-		i.state[name] = domain.CertStatus{State: domain.CertIssued}
+		i.state[name] = customdomain.CertStatus{State: customdomain.CertIssued}
 	}
 	return nil
 }
 
-func (i *issuer) Status(_ context.Context, name string) (domain.CertStatus, error) {
+func (i *issuer) Status(_ context.Context, name string) (customdomain.CertStatus, error) {
 	i.asked.Add(1)
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if st, ok := i.state[name]; ok {
 		return st, nil
 	}
-	return domain.CertStatus{State: domain.CertNone}, nil
+	return customdomain.CertStatus{State: customdomain.CertNone}, nil
 }
 
 func (i *issuer) Remove(_ context.Context, name string) error {
@@ -78,7 +78,7 @@ func (i *issuer) Remove(_ context.Context, name string) error {
 	return nil
 }
 
-func (i *issuer) set(name string, st domain.CertStatus) {
+func (i *issuer) set(name string, st customdomain.CertStatus) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.state[name] = st
@@ -86,7 +86,7 @@ func (i *issuer) set(name string, st domain.CertStatus) {
 
 type fixture struct {
 	world  *domaintest.World
-	engine *domain.Engine
+	engine *customdomain.Engine
 	store  *memstore.Store
 	zone   *memzone.Provider
 	dns    *memzone.Server
@@ -95,13 +95,13 @@ type fixture struct {
 
 // newFixture starts a DNS server on 127.0.0.1 for example.com, example.org
 // and xn--bcher-kva.example, and an engine that asks it. certs may be nil.
-func newFixture(t testing.TB, certs domain.CertIssuer) *fixture {
+func newFixture(t testing.TB, certs customdomain.CertIssuer) *fixture {
 	t.Helper()
 	store := memstore.New()
 	w := domaintest.New(t, domaintest.Options{
 		Zones: []string{"example.com.", "example.org.", "xn--bcher-kva.example."},
 		Store: store, Projects: projects, Start: start, CertIssuer: certs,
-		Config: func(c *domain.EngineConfig) {
+		Config: func(c *customdomain.EngineConfig) {
 			c.CNAMETarget = target + "."
 			c.PlatformDomains = []string{"petstore.example", "localhost"}
 			c.EdgeIPs = []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}
@@ -112,7 +112,7 @@ func newFixture(t testing.TB, certs domain.CertIssuer) *fixture {
 
 // replica is another process's engine on the fixture's store, DNS server
 // and clock, with the fixture's settings; edit sets what differs.
-func (f *fixture) replica(t testing.TB, edit func(*domain.EngineConfig)) *domain.Engine {
+func (f *fixture) replica(t testing.TB, edit func(*customdomain.EngineConfig)) *customdomain.Engine {
 	t.Helper()
 	return f.world.Replica(t, edit)
 }
@@ -125,7 +125,7 @@ func (f *fixture) set(t *testing.T, zone string, recs ...libdns.Record) {
 	}
 }
 
-func (f *fixture) add(t *testing.T, project, name string) domain.Domain {
+func (f *fixture) add(t *testing.T, project, name string) customdomain.Domain {
 	t.Helper()
 	d, created, err := f.engine.Add(context.Background(), project, name)
 	if err != nil {
@@ -137,7 +137,7 @@ func (f *fixture) add(t *testing.T, project, name string) domain.Domain {
 	return d
 }
 
-func (f *fixture) verify(t *testing.T, project, name string) domain.Domain {
+func (f *fixture) verify(t *testing.T, project, name string) customdomain.Domain {
 	t.Helper()
 	d, err := f.engine.Verify(context.Background(), project, name)
 	if err != nil {
@@ -154,7 +154,7 @@ func addr(name, ip string) libdns.Record {
 	return libdns.Address{Name: name, TTL: time.Hour, IP: netip.MustParseAddr(ip)}
 }
 
-func codes(fs []domain.Finding) string {
+func codes(fs []customdomain.Finding) string {
 	var c []string
 	for _, f := range fs {
 		c = append(c, f.Code)
@@ -193,7 +193,7 @@ func TestAddRules(t *testing.T) {
 	}
 	t.Run("adding again returns the existing domain", func(t *testing.T) {
 		d, created, err := f.engine.Add(ctx, "prj_pro", "Shop.Example.com")
-		if err != nil || created || d.Name != "shop.example.com" || d.Status != domain.StatusPending {
+		if err != nil || created || d.Name != "shop.example.com" || d.Status != customdomain.StatusPending {
 			t.Fatalf("Add again = %+v, created %v, %v; want the pending domain, not created", d, created, err)
 		}
 	})
@@ -233,17 +233,17 @@ func TestRacingProjectsOneWins(t *testing.T) {
 func TestInstructions(t *testing.T) {
 	f := newFixture(t, nil)
 	sub := f.add(t, "prj_pro", "shop.example.com")
-	if got, want := sub.Records, []domain.Record{{Type: "CNAME", Name: "shop", Value: target, TTL: 3600}}; len(got) != 1 || got[0] != want[0] {
+	if got, want := sub.Records, []customdomain.Record{{Type: "CNAME", Name: "shop", Value: target, TTL: 3600}}; len(got) != 1 || got[0] != want[0] {
 		t.Fatalf("subdomain records = %+v, want %+v", got, want)
 	}
-	if sub.Kind != domain.KindSubdomain || len(sub.Alternatives) != 0 {
+	if sub.Kind != customdomain.KindSubdomain || len(sub.Alternatives) != 0 {
 		t.Fatalf("subdomain = %+v", sub)
 	}
 	apex := f.add(t, "prj_pro", "example.org")
-	if got := apex.Records; len(got) != 1 || got[0] != (domain.Record{Type: "ALIAS", Name: "@", Value: target, TTL: 3600}) {
+	if got := apex.Records; len(got) != 1 || got[0] != (customdomain.Record{Type: "ALIAS", Name: "@", Value: target, TTL: 3600}) {
 		t.Fatalf("apex records = %+v, want one ALIAS at @", got)
 	}
-	want := []domain.Record{{Type: "A", Name: "@", Value: "127.0.0.1", TTL: 3600}, {Type: "AAAA", Name: "@", Value: "::1", TTL: 3600}}
+	want := []customdomain.Record{{Type: "A", Name: "@", Value: "127.0.0.1", TTL: 3600}, {Type: "AAAA", Name: "@", Value: "::1", TTL: 3600}}
 	if len(apex.Alternatives) != 2 || apex.Alternatives[0] != want[0] || apex.Alternatives[1] != want[1] {
 		t.Fatalf("apex alternatives = %+v, want %+v", apex.Alternatives, want)
 	}
@@ -254,7 +254,7 @@ func TestInstructions(t *testing.T) {
 	if idn.Name != "laden.xn--bcher-kva.example" || idn.UnicodeName != "laden.bücher.example" || idn.Records[0].Name != "laden" {
 		t.Fatalf("IDN domain = %+v", idn)
 	}
-	if h := sub.History; len(h) != 1 || h[0].Status != domain.StatusPending || !h[0].At.Equal(start) {
+	if h := sub.History; len(h) != 1 || h[0].Status != customdomain.StatusPending || !h[0].At.Equal(start) {
 		t.Fatalf("history = %+v, want pending at %s", h, start)
 	}
 }
@@ -265,53 +265,53 @@ func TestVerify(t *testing.T) {
 		domain   string
 		records  []libdns.Record // in zone example.com. or example.org.
 		zone     string
-		status   domain.Status
+		status   customdomain.Status
 		findings string
-		action   domain.Action
+		action   customdomain.Action
 		says     []string // in the first finding's message and fix
-		observed domain.Observed
+		observed customdomain.Observed
 	}{
 		{
 			name: "CNAME subdomain verifies", domain: "shop.example.com", zone: "example.com.",
-			records: []libdns.Record{cname("shop", target)}, status: domain.StatusActive, action: domain.ActionNone,
-			observed: domain.Observed{CNAME: target, Addresses: []string{}},
+			records: []libdns.Record{cname("shop", target)}, status: customdomain.StatusActive, action: customdomain.ActionNone,
+			observed: customdomain.Observed{CNAME: target, Addresses: []string{}},
 		},
 		{
 			name: "apex with edge addresses verifies", domain: "example.org", zone: "example.org.",
-			records: []libdns.Record{addr("@", "127.0.0.1"), addr("@", "::1")}, status: domain.StatusActive, action: domain.ActionNone,
-			observed: domain.Observed{Addresses: []string{"127.0.0.1", "::1"}},
+			records: []libdns.Record{addr("@", "127.0.0.1"), addr("@", "::1")}, status: customdomain.StatusActive, action: customdomain.ActionNone,
+			observed: customdomain.Observed{Addresses: []string{"127.0.0.1", "::1"}},
 		},
 		{
 			name: "an A record blocks the CNAME", domain: "shop.example.com", zone: "example.com.",
-			records: []libdns.Record{addr("shop", "203.0.113.9")}, status: domain.StatusPending,
-			findings: "CONFLICTING_RECORD", action: domain.ActionFixDNS,
+			records: []libdns.Record{addr("shop", "203.0.113.9")}, status: customdomain.StatusPending,
+			findings: "CONFLICTING_RECORD", action: customdomain.ActionFixDNS,
 			says:     []string{"shop.example.com has an A record (203.0.113.9), which blocks the CNAME", "Delete the A and AAAA records for shop", "shop → " + target},
-			observed: domain.Observed{Addresses: []string{"203.0.113.9"}},
+			observed: customdomain.Observed{Addresses: []string{"203.0.113.9"}},
 		},
 		{
 			name: "wrong CNAME names the current target", domain: "shop.example.com", zone: "example.com.",
-			records: []libdns.Record{cname("shop", "elsewhere.example.net")}, status: domain.StatusPending,
-			findings: "CNAME_MISMATCH", action: domain.ActionFixDNS,
+			records: []libdns.Record{cname("shop", "elsewhere.example.net")}, status: customdomain.StatusPending,
+			findings: "CNAME_MISMATCH", action: customdomain.ActionFixDNS,
 			says:     []string{"shop.example.com points to elsewhere.example.net", "Change the CNAME value to " + target},
-			observed: domain.Observed{CNAME: "elsewhere.example.net", Addresses: []string{}},
+			observed: customdomain.Observed{CNAME: "elsewhere.example.net", Addresses: []string{}},
 		},
 		{
 			name: "apex with foreign addresses", domain: "example.org", zone: "example.org.",
-			records: []libdns.Record{addr("@", "127.0.0.1"), addr("@", "198.51.100.7")}, status: domain.StatusPending,
-			findings: "APEX_FOREIGN_IPS", action: domain.ActionFixDNS,
+			records: []libdns.Record{addr("@", "127.0.0.1"), addr("@", "198.51.100.7")}, status: customdomain.StatusPending,
+			findings: "APEX_FOREIGN_IPS", action: customdomain.ActionFixDNS,
 			says:     []string{"example.org resolves to 198.51.100.7, which is not an address of this platform", "ALIAS", "127.0.0.1"},
-			observed: domain.Observed{Addresses: []string{"127.0.0.1", "198.51.100.7"}},
+			observed: customdomain.Observed{Addresses: []string{"127.0.0.1", "198.51.100.7"}},
 		},
 		{
 			name: "no records yet", domain: "shop.example.com", zone: "example.com.",
-			status: domain.StatusPending, findings: "NO_RECORDS", action: domain.ActionWait,
+			status: customdomain.StatusPending, findings: "NO_RECORDS", action: customdomain.ActionWait,
 			says:     []string{"up to 48 hours", "Create a CNAME record with name shop and value " + target},
-			observed: domain.Observed{Addresses: []string{}},
+			observed: customdomain.Observed{Addresses: []string{}},
 		},
 		{
 			name: "IDN subdomain verifies", domain: "laden.bücher.example", zone: "xn--bcher-kva.example.",
-			records: []libdns.Record{cname("laden", target)}, status: domain.StatusActive, action: domain.ActionNone,
-			observed: domain.Observed{CNAME: target, Addresses: []string{}},
+			records: []libdns.Record{cname("laden", target)}, status: customdomain.StatusActive, action: customdomain.ActionNone,
+			observed: customdomain.Observed{CNAME: target, Addresses: []string{}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -342,11 +342,11 @@ func TestVerify(t *testing.T) {
 				t.Fatalf("attempts = %d, want 1", d.Attempts)
 			}
 			route := f.engine.Route(added.Name)
-			if live := tc.status == domain.StatusActive; (route.Kind == domain.RouteServe) != live || live && route.ProjectID != "prj_pro" {
+			if live := tc.status == customdomain.StatusActive; (route.Kind == customdomain.RouteServe) != live || live && route.ProjectID != "prj_pro" {
 				t.Fatalf("Route(%s) = %+v with status %s", added.Name, route, d.Status)
 			}
-			if tc.status == domain.StatusActive {
-				var got []domain.Status
+			if tc.status == customdomain.StatusActive {
+				var got []customdomain.Status
 				for _, h := range d.History {
 					got = append(got, h.Status)
 				}
@@ -361,7 +361,7 @@ func TestVerify(t *testing.T) {
 	}
 }
 
-func statusStrings(s []domain.Status) []string {
+func statusStrings(s []customdomain.Status) []string {
 	out := make([]string, len(s))
 	for i, v := range s {
 		out[i] = string(v)
@@ -375,7 +375,7 @@ func TestLookupFailureIsNotAFailure(t *testing.T) {
 	f.add(t, "prj_pro", "shop.example.com")
 	f.dns.FailWith("shop.example.com.", dns.RcodeServerFailure)
 	d := f.verify(t, "prj_pro", "shop.example.com")
-	if d.Status != domain.StatusPending || codes(d.Diagnosis.Findings) != "LOOKUP_FAILED" || d.Diagnosis.NextAction != domain.ActionWait {
+	if d.Status != customdomain.StatusPending || codes(d.Diagnosis.Findings) != "LOOKUP_FAILED" || d.Diagnosis.NextAction != customdomain.ActionWait {
 		t.Fatalf("SERVFAIL gave %s %q %s, want pending LOOKUP_FAILED wait", d.Status, codes(d.Diagnosis.Findings), d.Diagnosis.NextAction)
 	}
 	if msg := d.Diagnosis.Findings[0].Message; !strings.Contains(msg, "will be retried") || !strings.Contains(msg, "not a verification failure") {
@@ -386,11 +386,11 @@ func TestLookupFailureIsNotAFailure(t *testing.T) {
 	if _, err := f.engine.RunDue(context.Background(), f.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := f.engine.Get(context.Background(), "prj_pro", "shop.example.com"); d.Status != domain.StatusPending {
+	if d, _ := f.engine.Get(context.Background(), "prj_pro", "shop.example.com"); d.Status != customdomain.StatusPending {
 		t.Fatalf("after 49 h of SERVFAIL status = %s, want pending", d.Status)
 	}
 	f.dns.FailWith("shop.example.com.", dns.RcodeSuccess)
-	if d := f.verify(t, "prj_pro", "shop.example.com"); d.Status != domain.StatusActive {
+	if d := f.verify(t, "prj_pro", "shop.example.com"); d.Status != customdomain.StatusActive {
 		t.Fatalf("after DNS recovered status = %s, want active", d.Status)
 	}
 }
@@ -398,7 +398,7 @@ func TestLookupFailureIsNotAFailure(t *testing.T) {
 // runUntil runs the background loop at each due time until the domain's
 // status is want or the clock passes limit, and returns the number of
 // checks made.
-func (f *fixture) runUntil(t *testing.T, name string, want domain.Status, limit time.Time) (domain.Domain, int) {
+func (f *fixture) runUntil(t *testing.T, name string, want customdomain.Status, limit time.Time) (customdomain.Domain, int) {
 	t.Helper()
 	ctx := context.Background()
 	runs := 0
@@ -430,23 +430,23 @@ func TestBackgroundRecheckPicksUpRecord(t *testing.T) {
 	if n, _ := f.engine.RunDue(ctx, start.Add(59*time.Second)); n != 0 {
 		t.Fatalf("RunDue before the first minute checked %d domains", n)
 	}
-	d, runs := f.runUntil(t, "shop.example.com", domain.StatusActive, start.Add(10*time.Minute))
-	if d.Status != domain.StatusPending || runs < 9 || codes(d.Diagnosis.Findings) != "NO_RECORDS" {
+	d, runs := f.runUntil(t, "shop.example.com", customdomain.StatusActive, start.Add(10*time.Minute))
+	if d.Status != customdomain.StatusPending || runs < 9 || codes(d.Diagnosis.Findings) != "NO_RECORDS" {
 		t.Fatalf("after 10 minutes without records: %s after %d checks, findings %q", d.Status, runs, codes(d.Diagnosis.Findings))
 	}
-	if route := f.engine.Route("shop.example.com"); route.Kind != domain.RouteNone {
+	if route := f.engine.Route("shop.example.com"); route.Kind != customdomain.RouteNone {
 		t.Fatalf("pending domain routed: %+v", route)
 	}
 	f.set(t, "example.com.", cname("shop", target))
 	appeared := f.clock.Now()
-	d, _ = f.runUntil(t, "shop.example.com", domain.StatusActive, appeared.Add(2*time.Minute))
-	if d.Status != domain.StatusActive {
+	d, _ = f.runUntil(t, "shop.example.com", customdomain.StatusActive, appeared.Add(2*time.Minute))
+	if d.Status != customdomain.StatusActive {
 		t.Fatalf("record appeared but status is %s", d.Status)
 	}
 	if at := d.History[len(d.History)-1].At; at.Sub(appeared) > time.Minute {
 		t.Fatalf("activated %s after the record appeared, want within a minute", at.Sub(appeared))
 	}
-	if route := f.engine.Route("shop.example.com"); route.Kind != domain.RouteServe || route.ProjectID != "prj_pro" {
+	if route := f.engine.Route("shop.example.com"); route.Kind != customdomain.RouteServe || route.ProjectID != "prj_pro" {
 		t.Fatalf("Route = %+v, want served by prj_pro", route)
 	}
 }
@@ -454,8 +454,8 @@ func TestBackgroundRecheckPicksUpRecord(t *testing.T) {
 func TestPendingFailsAfter48Hours(t *testing.T) {
 	f := newFixture(t, nil)
 	f.add(t, "prj_pro", "shop.example.com")
-	d, runs := f.runUntil(t, "shop.example.com", domain.StatusFailed, start.Add(50*time.Hour))
-	if d.Status != domain.StatusFailed {
+	d, runs := f.runUntil(t, "shop.example.com", customdomain.StatusFailed, start.Add(50*time.Hour))
+	if d.Status != customdomain.StatusFailed {
 		t.Fatalf("after 50 h status = %s, want failed", d.Status)
 	}
 	last := d.History[len(d.History)-1]
@@ -467,13 +467,13 @@ func TestPendingFailsAfter48Hours(t *testing.T) {
 	if runs < 60 || runs > 200 || d.Attempts != runs {
 		t.Fatalf("%d checks (%d attempts) over 48 h, want 60..200", runs, d.Attempts)
 	}
-	if d.Diagnosis.NextAction != domain.ActionFixDNS {
+	if d.Diagnosis.NextAction != customdomain.ActionFixDNS {
 		t.Fatalf("failed with NO_RECORDS: next action %s, want fix_dns", d.Diagnosis.NextAction)
 	}
 	// Re-verify of a failed domain starts a new window; with the record
 	// in place it goes live.
 	f.set(t, "example.com.", cname("shop", target))
-	if d := f.verify(t, "prj_pro", "shop.example.com"); d.Status != domain.StatusActive {
+	if d := f.verify(t, "prj_pro", "shop.example.com"); d.Status != customdomain.StatusActive {
 		t.Fatalf("Re-verify after fixing DNS: %s, want active", d.Status)
 	}
 }
@@ -483,7 +483,7 @@ func TestRecheckInterval(t *testing.T) {
 		{0, time.Minute}, {59 * time.Minute, time.Minute}, {time.Hour, 5 * time.Minute},
 		{5 * time.Hour, 15 * time.Minute}, {40 * time.Hour, 30 * time.Minute},
 	} {
-		if got := domain.RecheckInterval(tc.pending); got != tc.want {
+		if got := customdomain.RecheckInterval(tc.pending); got != tc.want {
 			t.Errorf("RecheckInterval(%s) = %s, want %s", tc.pending, got, tc.want)
 		}
 	}
@@ -491,23 +491,23 @@ func TestRecheckInterval(t *testing.T) {
 
 func TestCertificateFlow(t *testing.T) {
 	ctx := context.Background()
-	certs := &issuer{state: map[string]domain.CertStatus{}}
+	certs := &issuer{state: map[string]customdomain.CertStatus{}}
 	f := newFixture(t, certs)
 	f.set(t, "example.com.", cname("shop", target), cname("blog", target))
 
 	f.add(t, "prj_pro", "shop.example.com")
 	d := f.verify(t, "prj_pro", "shop.example.com")
-	if d.Status != domain.StatusIssuing || d.Certificate.State != domain.CertIssuing || d.Diagnosis.NextAction != domain.ActionWait {
+	if d.Status != customdomain.StatusIssuing || d.Certificate.State != customdomain.CertIssuing || d.Diagnosis.NextAction != customdomain.ActionWait {
 		t.Fatalf("after Verify with an issuer: %s, cert %s, next %s; want issuing", d.Status, d.Certificate.State, d.Diagnosis.NextAction)
 	}
-	if route := f.engine.Route("shop.example.com"); route.Kind != domain.RouteNone {
+	if route := f.engine.Route("shop.example.com"); route.Kind != customdomain.RouteNone {
 		t.Fatalf("issuing domain routed: %+v", route)
 	}
-	certs.set("shop.example.com", domain.CertStatus{State: domain.CertIssued})
+	certs.set("shop.example.com", customdomain.CertStatus{State: customdomain.CertIssued})
 	if err := f.engine.CertificateChanged(ctx, "shop.example.com"); err != nil {
 		t.Fatal(err)
 	}
-	if route := f.engine.Route("shop.example.com"); route.Kind != domain.RouteServe {
+	if route := f.engine.Route("shop.example.com"); route.Kind != customdomain.RouteServe {
 		t.Fatalf("issued domain not routed: %+v", route)
 	}
 
@@ -515,18 +515,18 @@ func TestCertificateFlow(t *testing.T) {
 	// domain with the CA's reason; Re-verify starts a new attempt.
 	f.add(t, "prj_pro", "blog.example.com")
 	f.verify(t, "prj_pro", "blog.example.com")
-	certs.set("blog.example.com", domain.CertStatus{State: domain.CertFailed, Reason: "CAA records forbid the CA",
-		Findings: []domain.Finding{{Code: domain.FindingCAABlocksCA, Message: "CAA blocks", Fix: "add a CAA record"}}})
+	certs.set("blog.example.com", customdomain.CertStatus{State: customdomain.CertFailed, Reason: "CAA records forbid the CA",
+		Findings: []customdomain.Finding{{Code: customdomain.FindingCAABlocksCA, Message: "CAA blocks", Fix: "add a CAA record"}}})
 	f.clock.Advance(time.Minute)
 	if _, err := f.engine.RunDue(ctx, f.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	d, _ = f.engine.Get(ctx, "prj_pro", "blog.example.com")
-	if d.Status != domain.StatusFailed || d.Reason != "CAA records forbid the CA" || d.Diagnosis.NextAction != domain.ActionFixDNS || codes(d.Diagnosis.Findings) != "CAA_BLOCKS_CA" {
+	if d.Status != customdomain.StatusFailed || d.Reason != "CAA records forbid the CA" || d.Diagnosis.NextAction != customdomain.ActionFixDNS || codes(d.Diagnosis.Findings) != "CAA_BLOCKS_CA" {
 		t.Fatalf("refused certificate: %s %q next %s findings %q", d.Status, d.Reason, d.Diagnosis.NextAction, codes(d.Diagnosis.Findings))
 	}
 	d = f.verify(t, "prj_pro", "blog.example.com")
-	if d.Status != domain.StatusIssuing || len(certs.requests) != 3 {
+	if d.Status != customdomain.StatusIssuing || len(certs.requests) != 3 {
 		t.Fatalf("Re-verify: %s after %d requests, want issuing after 3", d.Status, len(certs.requests))
 	}
 	if !d.VerifiedAt.Equal(f.clock.Now()) {
@@ -538,15 +538,15 @@ func TestCertificateFlow(t *testing.T) {
 // found by Request at once, before Verify has stored the issuing state:
 // Verify must still end active, not wait for the next background check.
 func TestVerifyFindsStoredCertificate(t *testing.T) {
-	certs := &issuer{state: map[string]domain.CertStatus{}, stored: true}
+	certs := &issuer{state: map[string]customdomain.CertStatus{}, stored: true}
 	f := newFixture(t, certs)
 	f.set(t, "example.com.", cname("shop", target))
 	f.add(t, "prj_pro", "shop.example.com")
 	d := f.verify(t, "prj_pro", "shop.example.com")
-	if d.Status != domain.StatusActive {
+	if d.Status != customdomain.StatusActive {
 		t.Fatalf("Verify with a stored certificate: %s, want active", d.Status)
 	}
-	if route := f.engine.Route("shop.example.com"); route.Kind != domain.RouteServe {
+	if route := f.engine.Route("shop.example.com"); route.Kind != customdomain.RouteServe {
 		t.Fatalf("not routed after Verify: %+v", route)
 	}
 }
@@ -560,12 +560,12 @@ func TestDiagnose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Status != domain.StatusPending || d.Attempts != 0 || d.Diagnosis.Observed.CNAME != "elsewhere.example.net" || d.Diagnosis.NextAction != domain.ActionFixDNS {
+	if d.Status != customdomain.StatusPending || d.Attempts != 0 || d.Diagnosis.Observed.CNAME != "elsewhere.example.net" || d.Diagnosis.NextAction != customdomain.ActionFixDNS {
 		t.Fatalf("Diagnose = %+v", d)
 	}
 	f.set(t, "example.com.", cname("shop", target))
 	d, _ = f.engine.Diagnose(ctx, "prj_pro", "shop.example.com")
-	if !d.Diagnosis.OK || d.Diagnosis.NextAction != domain.ActionReverify || d.Status != domain.StatusPending {
+	if !d.Diagnosis.OK || d.Diagnosis.NextAction != customdomain.ActionReverify || d.Status != customdomain.StatusPending {
 		t.Fatalf("Diagnose after fixing: ok %v next %s status %s; want ok, reverify, still pending", d.Diagnosis.OK, d.Diagnosis.NextAction, d.Status)
 	}
 }
@@ -606,23 +606,23 @@ func TestIssuingSurvivesRestart(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		issues bool // the fresh issuer obtains the certificate when asked
-		want   domain.Status
-		action domain.Action
+		want   customdomain.Status
+		action customdomain.Action
 		codes  string
 	}{
-		{"fresh issuer obtains it", true, domain.StatusActive, domain.ActionNone, ""},
-		{"fresh issuer never does", false, domain.StatusIssuing, domain.ActionReverify, domain.FindingCertPendingTooLong},
+		{"fresh issuer obtains it", true, customdomain.StatusActive, customdomain.ActionNone, ""},
+		{"fresh issuer never does", false, customdomain.StatusIssuing, customdomain.ActionReverify, customdomain.FindingCertPendingTooLong},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			f := newFixture(t, &issuer{state: map[string]domain.CertStatus{}})
+			f := newFixture(t, &issuer{state: map[string]customdomain.CertStatus{}})
 			f.set(t, "example.com.", cname("shop", target))
 			f.add(t, "prj_pro", "shop.example.com")
-			if d := f.verify(t, "prj_pro", "shop.example.com"); d.Status != domain.StatusIssuing {
+			if d := f.verify(t, "prj_pro", "shop.example.com"); d.Status != customdomain.StatusIssuing {
 				t.Fatalf("after Verify: %s, want issuing", d.Status)
 			}
-			fresh := &issuer{state: map[string]domain.CertStatus{}, stored: tc.issues}
-			e2 := f.replica(t, func(c *domain.EngineConfig) { c.CertIssuer = fresh })
+			fresh := &issuer{state: map[string]customdomain.CertStatus{}, stored: tc.issues}
+			e2 := f.replica(t, func(c *customdomain.EngineConfig) { c.CertIssuer = fresh })
 			for range 31 {
 				f.clock.Advance(time.Minute)
 				if _, err := e2.RunDue(ctx, f.clock.Now()); err != nil {
@@ -690,11 +690,11 @@ func TestRemoveSurvivesCertificateFailure(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			certs := &flakyRemove{issuer: &issuer{state: map[string]domain.CertStatus{}, stored: true}, failures: 1}
+			certs := &flakyRemove{issuer: &issuer{state: map[string]customdomain.CertStatus{}, stored: true}, failures: 1}
 			f := newFixture(t, certs)
 			f.set(t, "example.com.", cname("shop", target))
 			f.add(t, "prj_pro", "shop.example.com")
-			if d := f.verify(t, "prj_pro", "shop.example.com"); d.Status != domain.StatusActive {
+			if d := f.verify(t, "prj_pro", "shop.example.com"); d.Status != customdomain.StatusActive {
 				t.Fatalf("after Verify: %s, want active", d.Status)
 			}
 			if err := f.engine.Remove(ctx, "prj_pro", "shop.example.com"); err != nil {
@@ -702,7 +702,7 @@ func TestRemoveSurvivesCertificateFailure(t *testing.T) {
 			}
 			_, err := f.engine.Get(ctx, "prj_pro", "shop.example.com")
 			wantCode(t, err, petstore.CodeNotFound)
-			if r := f.engine.Route("shop.example.com"); r.Kind != domain.RouteNone {
+			if r := f.engine.Route("shop.example.com"); r.Kind != customdomain.RouteNone {
 				t.Fatalf("removed domain still routed: %+v", r)
 			}
 			if tc.readd {
@@ -741,8 +741,8 @@ func TestConfigureDNSThenRemove(t *testing.T) {
 			f := newFixture(t, nil)
 			f.set(t, tc.zone, libdns.TXT{Name: "@", TTL: time.Hour, Text: "customer's own"})
 			resolver := dnsresolver.New(f.dns.Addr())
-			e := f.replica(t, func(c *domain.EngineConfig) {
-				c.DNS = func(projectID string) domain.DNSConfigurator {
+			e := f.replica(t, func(c *customdomain.EngineConfig) {
+				c.DNS = func(projectID string) customdomain.DNSConfigurator {
 					if projectID != "prj_pro" {
 						return nil
 					}
@@ -759,7 +759,7 @@ func TestConfigureDNSThenRemove(t *testing.T) {
 			if recs, err := resolver.Lookup(ctx, tc.lookup, tc.rrtype); err != nil || len(recs) == 0 {
 				t.Fatalf("after ConfigureDNS the DNS server has no %s at %s (%v)", tc.rrtype, tc.lookup, err)
 			}
-			if d, err := e.Verify(ctx, "prj_pro", tc.domain); err != nil || d.Status != domain.StatusActive {
+			if d, err := e.Verify(ctx, "prj_pro", tc.domain); err != nil || d.Status != customdomain.StatusActive {
 				t.Fatalf("Verify after ConfigureDNS = %s (%v), findings %q; want active", d.Status, err, codes(d.Diagnosis.Findings))
 			}
 			if err := e.Remove(ctx, "prj_pro", tc.domain); err != nil {
@@ -787,14 +787,14 @@ func TestConfigureDNSThenRemove(t *testing.T) {
 // removed domain frees its slot.
 func TestDomainCap(t *testing.T) {
 	ctx := context.Background()
-	newEngine := func(t *testing.T, max int) *domain.Engine {
-		return domaintest.New(t, domaintest.Options{Projects: projects, Config: func(c *domain.EngineConfig) {
+	newEngine := func(t *testing.T, max int) *customdomain.Engine {
+		return domaintest.New(t, domaintest.Options{Projects: projects, Config: func(c *customdomain.EngineConfig) {
 			c.MaxDomainsPerProject = max
 		}}).Engine
 	}
 	t.Run("default 50", func(t *testing.T) {
 		e := newEngine(t, 0)
-		for i := range domain.DefaultMaxDomainsPerProject {
+		for i := range customdomain.DefaultMaxDomainsPerProject {
 			if _, _, err := e.Add(ctx, "prj_pro", fmt.Sprintf("s%d.example.com", i)); err != nil {
 				t.Fatalf("domain %d: %v", i, err)
 			}
@@ -861,7 +861,7 @@ type racingStore struct {
 	pass  atomic.Int32 // armed: updates to let through before the race
 }
 
-func (s *racingStore) UpdateDomain(ctx context.Context, e domain.Entry) (domain.Entry, error) {
+func (s *racingStore) UpdateDomain(ctx context.Context, e customdomain.Entry) (customdomain.Entry, error) {
 	if s.armed.Load() && s.pass.Add(-1) >= 0 {
 		return s.Store.UpdateDomain(ctx, e)
 	}
@@ -869,7 +869,7 @@ func (s *racingStore) UpdateDomain(ctx context.Context, e domain.Entry) (domain.
 		if cur, err := s.Store.DomainByName(ctx, e.Name); err == nil {
 			cur.UpdatedAt = cur.UpdatedAt.Add(time.Second)
 			if _, err := s.Store.UpdateDomain(ctx, cur); err != nil {
-				return domain.Entry{}, err
+				return customdomain.Entry{}, err
 			}
 		}
 	}
@@ -881,7 +881,7 @@ func (s *racingStore) UpdateDomain(ctx context.Context, e domain.Entry) (domain.
 // requested once, after the write that won, never for the lost one.
 func TestLostWriteRequestsNoCertificate(t *testing.T) {
 	ctx := context.Background()
-	certs := &issuer{state: map[string]domain.CertStatus{}}
+	certs := &issuer{state: map[string]customdomain.CertStatus{}}
 	store := &racingStore{Store: memstore.New()}
 	w := domaintest.New(t, domaintest.Options{Store: store, Projects: projects, CertIssuer: certs})
 	e := w.Engine
@@ -900,7 +900,7 @@ func TestLostWriteRequestsNoCertificate(t *testing.T) {
 	certs.mu.Lock()
 	requests := slices.Clone(certs.requests)
 	certs.mu.Unlock()
-	if d.Status != domain.StatusIssuing || len(requests) != 1 {
+	if d.Status != customdomain.StatusIssuing || len(requests) != 1 {
 		t.Fatalf("after a lost write: %s with %d certificate requests %v; want issuing with exactly one", d.Status, len(requests), requests)
 	}
 }
@@ -911,14 +911,14 @@ func TestLostWriteRequestsNoCertificate(t *testing.T) {
 // nothing, and the next check does.
 func TestLostBackgroundWriteRequestsNoCertificate(t *testing.T) {
 	ctx := context.Background()
-	certs := &issuer{state: map[string]domain.CertStatus{}}
+	certs := &issuer{state: map[string]customdomain.CertStatus{}}
 	store := &racingStore{Store: memstore.New()}
 	w := domaintest.New(t, domaintest.Options{Store: store, Projects: projects, CertIssuer: certs})
 	w.Set(t, "example.com.", cname("shop", target))
 	if _, _, err := w.Engine.Add(ctx, "prj_pro", "shop.example.com"); err != nil {
 		t.Fatal(err)
 	}
-	if d, err := w.Engine.Verify(ctx, "prj_pro", "shop.example.com"); err != nil || d.Status != domain.StatusIssuing {
+	if d, err := w.Engine.Verify(ctx, "prj_pro", "shop.example.com"); err != nil || d.Status != customdomain.StatusIssuing {
 		t.Fatalf("Verify = %s, %v; want issuing", d.Status, err)
 	}
 	requests := func() int {

@@ -1,4 +1,4 @@
-package domain_test
+package customdomain_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/dnsresolver"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/adapters/memzone"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 )
 
 // Example shows the whole flow: a platform builds the engine, a customer
@@ -29,10 +29,10 @@ func Example() {
 	}
 	defer srv.Close()
 
-	engine, err := domain.New(domain.EngineConfig{
+	engine, err := customdomain.New(customdomain.EngineConfig{
 		Store: memstore.New(),
-		Projects: domain.ProjectsFunc(func(_ context.Context, id string) (domain.Project, error) {
-			return domain.Project{ID: id, Plan: petstore.PlanPro, Deployed: true}, nil
+		Projects: customdomain.ProjectsFunc(func(_ context.Context, id string) (customdomain.Project, error) {
+			return customdomain.Project{ID: id, Plan: petstore.PlanPro, Deployed: true}, nil
 		}),
 		Resolver:    dnsresolver.New(srv.Addr()),
 		CNAMETarget: "edge.petstore.localhost",
@@ -63,12 +63,12 @@ func Example() {
 	fmt.Println("after Verify:", d.Status)
 
 	route := engine.Route("SHOP.example.com:8080")
-	fmt.Println("route:", route.Kind == domain.RouteServe, route.ProjectID)
+	fmt.Println("route:", route.Kind == customdomain.RouteServe, route.ProjectID)
 
 	if err := engine.Remove(ctx, "prj_demo", "shop.example.com"); err != nil {
 		panic(err)
 	}
-	fmt.Println("after Remove:", engine.Route("shop.example.com").Kind == domain.RouteNone)
+	fmt.Println("after Remove:", engine.Route("shop.example.com").Kind == customdomain.RouteNone)
 	// Output:
 	// shop.example.com is pending: create CNAME shop -> edge.petstore.localhost (TTL 3600)
 	// after Verify: active

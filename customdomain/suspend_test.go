@@ -1,4 +1,4 @@
-package domain_test
+package customdomain_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/petstorekit/petstore"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/internal/domaintest"
 )
 
@@ -16,9 +16,9 @@ func planFixture(t *testing.T) (*fixture, *domaintest.Projects) {
 	t.Helper()
 	f := newFixture(t, nil)
 	p := domaintest.NewProjects(
-		domain.Project{ID: "prj_a", Plan: petstore.PlanPro, Deployed: true},
-		domain.Project{ID: "prj_b", Plan: petstore.PlanPro, Deployed: true})
-	f.engine = f.replica(t, func(c *domain.EngineConfig) { c.Projects = p })
+		customdomain.Project{ID: "prj_a", Plan: petstore.PlanPro, Deployed: true},
+		customdomain.Project{ID: "prj_b", Plan: petstore.PlanPro, Deployed: true})
+	f.engine = f.replica(t, func(c *customdomain.EngineConfig) { c.Projects = p })
 	return f, p
 }
 
@@ -30,7 +30,7 @@ func TestDowngradeSuspendsAndUpgradeResumes(t *testing.T) {
 	f.verify(t, "prj_a", "shop.example.com")
 	f.add(t, "prj_a", "www.example.com")
 	f.add(t, "prj_a", "later.example.com") // pending, no records yet
-	if _, err := f.engine.SetConfig(ctx, "prj_a", domain.Config{Redirects: []domain.Redirect{{From: "www.example.com", To: "shop.example.com"}}}); err != nil {
+	if _, err := f.engine.SetConfig(ctx, "prj_a", customdomain.Config{Redirects: []customdomain.Redirect{{From: "www.example.com", To: "shop.example.com"}}}); err != nil {
 		t.Fatal(err)
 	}
 	f.verify(t, "prj_a", "www.example.com")
@@ -42,11 +42,11 @@ func TestDowngradeSuspendsAndUpgradeResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, host := range []string{"shop.example.com", "www.example.com", "later.example.com"} {
-		if got := f.engine.Route(host); got.Kind != domain.RouteNone {
+		if got := f.engine.Route(host); got.Kind != customdomain.RouteNone {
 			t.Fatalf("suspended %s routes: %+v", host, got)
 		}
 	}
-	if got := f.engine.Route("b.example.com"); got.Kind != domain.RouteServe {
+	if got := f.engine.Route("b.example.com"); got.Kind != customdomain.RouteServe {
 		t.Fatalf("another project's domain stopped: %+v", got)
 	}
 
@@ -54,21 +54,21 @@ func TestDowngradeSuspendsAndUpgradeResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]domain.Status{"shop.example.com": domain.StatusActive, "www.example.com": domain.StatusActive, "later.example.com": domain.StatusPending}
+	want := map[string]customdomain.Status{"shop.example.com": customdomain.StatusActive, "www.example.com": customdomain.StatusActive, "later.example.com": customdomain.StatusPending}
 	for _, d := range list {
-		if d.Status != domain.StatusSuspended || d.ResumesAs != want[d.Name] || d.Reason == "" ||
-			d.Diagnosis.NextAction != domain.ActionUpgradePlan || d.Diagnosis.OK {
+		if d.Status != customdomain.StatusSuspended || d.ResumesAs != want[d.Name] || d.Reason == "" ||
+			d.Diagnosis.NextAction != customdomain.ActionUpgradePlan || d.Diagnosis.OK {
 			t.Fatalf("%s: status %s resumesAs %s reason %q next %s ok %v", d.Name, d.Status, d.ResumesAs, d.Reason, d.Diagnosis.NextAction, d.Diagnosis.OK)
 		}
 	}
-	if d, err := f.engine.Get(ctx, "prj_a", "shop.example.com"); err != nil || d.Status != domain.StatusSuspended {
+	if d, err := f.engine.Get(ctx, "prj_a", "shop.example.com"); err != nil || d.Status != customdomain.StatusSuspended {
 		t.Fatalf("Get = %s, %v", d.Status, err)
 	}
 
 	// Verify, config changes, DNS configuration and adding are refused.
 	_, err = f.engine.Verify(ctx, "prj_a", "later.example.com")
 	wantCode(t, err, petstore.CodePlanRequired)
-	_, err = f.engine.SetConfig(ctx, "prj_a", domain.Config{Primary: "shop.example.com"})
+	_, err = f.engine.SetConfig(ctx, "prj_a", customdomain.Config{Primary: "shop.example.com"})
 	wantCode(t, err, petstore.CodePlanRequired)
 	_, err = f.engine.ConfigureDNS(ctx, "prj_a", "shop.example.com")
 	wantCode(t, err, petstore.CodePlanRequired)
@@ -85,7 +85,7 @@ func TestDowngradeSuspendsAndUpgradeResumes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if d, _ := f.engine.Get(ctx, "prj_a", "later.example.com"); d.ResumesAs != domain.StatusPending {
+	if d, _ := f.engine.Get(ctx, "prj_a", "later.example.com"); d.ResumesAs != customdomain.StatusPending {
 		t.Fatalf("pending domain of a suspended project moved on: %+v", d)
 	}
 
@@ -95,20 +95,20 @@ func TestDowngradeSuspendsAndUpgradeResumes(t *testing.T) {
 	if err := f.engine.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.engine.Route("shop.example.com"); got.Kind != domain.RouteServe {
+	if got := f.engine.Route("shop.example.com"); got.Kind != customdomain.RouteServe {
 		t.Fatalf("after upgrade: %+v", got)
 	}
-	if got := f.engine.Route("www.example.com"); got.Kind != domain.RouteRedirect || got.RedirectTo != "shop.example.com" {
+	if got := f.engine.Route("www.example.com"); got.Kind != customdomain.RouteRedirect || got.RedirectTo != "shop.example.com" {
 		t.Fatalf("redirect after upgrade: %+v", got)
 	}
 	d, err := f.engine.Get(ctx, "prj_a", "shop.example.com")
-	if err != nil || d.Status != domain.StatusActive || d.ResumesAs != "" || d.Attempts != 1 {
+	if err != nil || d.Status != customdomain.StatusActive || d.ResumesAs != "" || d.Attempts != 1 {
 		t.Fatalf("after upgrade: %s resumesAs %q attempts %d (%v)", d.Status, d.ResumesAs, d.Attempts, err)
 	}
 	if _, err := f.engine.RunDue(ctx, f.clock.Advance(2*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := f.engine.Get(ctx, "prj_a", "later.example.com"); d.Status != domain.StatusActive {
+	if d, _ := f.engine.Get(ctx, "prj_a", "later.example.com"); d.Status != customdomain.StatusActive {
 		t.Fatalf("pending domain after upgrade: %s", d.Status)
 	}
 

@@ -1,4 +1,4 @@
-package domain
+package customdomain
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package domain_test
+package customdomain_test
 
 import (
 	"strings"
@@ -6,37 +6,37 @@ import (
 	"unicode"
 
 	"github.com/petstorekit/petstore"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 )
 
 func TestParseName(t *testing.T) {
 	for _, tc := range []struct {
 		in                         string
 		ascii, unicode, reg, label string
-		kind                       domain.Kind
+		kind                       customdomain.Kind
 	}{
-		{"shop.example.com", "shop.example.com", "shop.example.com", "example.com", "shop", domain.KindSubdomain},
-		{"  SHOP.Example.COM. ", "shop.example.com", "shop.example.com", "example.com", "shop", domain.KindSubdomain},
-		{"example.com", "example.com", "example.com", "example.com", "@", domain.KindApex},
-		{"a.b.example.com", "a.b.example.com", "a.b.example.com", "example.com", "a.b", domain.KindSubdomain},
-		{"www.example.co.uk", "www.example.co.uk", "www.example.co.uk", "example.co.uk", "www", domain.KindSubdomain},
-		{"Bücher.example", "xn--bcher-kva.example", "bücher.example", "xn--bcher-kva.example", "@", domain.KindApex},
-		{"xn--bcher-kva.example", "xn--bcher-kva.example", "bücher.example", "xn--bcher-kva.example", "@", domain.KindApex},
-		{"laden.bücher.example", "laden.xn--bcher-kva.example", "laden.bücher.example", "xn--bcher-kva.example", "laden", domain.KindSubdomain},
-		{"faß.de", "xn--fa-hia.de", "faß.de", "xn--fa-hia.de", "@", domain.KindApex}, // non-transitional: ß stays
-		{"ＳＨＯＰ．example．com", "shop.example.com", "shop.example.com", "example.com", "shop", domain.KindSubdomain},
-		{"店.例え.jp", "xn--hxt.xn--r8jz45g.jp", "店.例え.jp", "xn--r8jz45g.jp", "xn--hxt", domain.KindSubdomain},
+		{"shop.example.com", "shop.example.com", "shop.example.com", "example.com", "shop", customdomain.KindSubdomain},
+		{"  SHOP.Example.COM. ", "shop.example.com", "shop.example.com", "example.com", "shop", customdomain.KindSubdomain},
+		{"example.com", "example.com", "example.com", "example.com", "@", customdomain.KindApex},
+		{"a.b.example.com", "a.b.example.com", "a.b.example.com", "example.com", "a.b", customdomain.KindSubdomain},
+		{"www.example.co.uk", "www.example.co.uk", "www.example.co.uk", "example.co.uk", "www", customdomain.KindSubdomain},
+		{"Bücher.example", "xn--bcher-kva.example", "bücher.example", "xn--bcher-kva.example", "@", customdomain.KindApex},
+		{"xn--bcher-kva.example", "xn--bcher-kva.example", "bücher.example", "xn--bcher-kva.example", "@", customdomain.KindApex},
+		{"laden.bücher.example", "laden.xn--bcher-kva.example", "laden.bücher.example", "xn--bcher-kva.example", "laden", customdomain.KindSubdomain},
+		{"faß.de", "xn--fa-hia.de", "faß.de", "xn--fa-hia.de", "@", customdomain.KindApex}, // non-transitional: ß stays
+		{"ＳＨＯＰ．example．com", "shop.example.com", "shop.example.com", "example.com", "shop", customdomain.KindSubdomain},
+		{"店.例え.jp", "xn--hxt.xn--r8jz45g.jp", "店.例え.jp", "xn--r8jz45g.jp", "xn--hxt", customdomain.KindSubdomain},
 		// The public suffix list's private section counts: each github.io
 		// site is its own registered domain.
-		{"alice.github.io", "alice.github.io", "alice.github.io", "alice.github.io", "@", domain.KindApex},
-		{"www.alice.github.io", "www.alice.github.io", "www.alice.github.io", "alice.github.io", "www", domain.KindSubdomain},
+		{"alice.github.io", "alice.github.io", "alice.github.io", "alice.github.io", "@", customdomain.KindApex},
+		{"www.alice.github.io", "www.alice.github.io", "www.alice.github.io", "alice.github.io", "www", customdomain.KindSubdomain},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
-			n, err := domain.ParseName(tc.in)
+			n, err := customdomain.ParseName(tc.in)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := domain.Name{ASCII: tc.ascii, Unicode: tc.unicode, Registered: tc.reg, Label: tc.label, Kind: tc.kind}
+			want := customdomain.Name{ASCII: tc.ascii, Unicode: tc.unicode, Registered: tc.reg, Label: tc.label, Kind: tc.kind}
 			if n != want {
 				t.Fatalf("ParseName(%q) = %+v, want %+v", tc.in, n, want)
 			}
@@ -75,7 +75,7 @@ func TestParseNameRejects(t *testing.T) {
 		{"bad punycode", "xn--zz.example.com", "not a valid domain name"},
 	} {
 		t.Run(tc.class, func(t *testing.T) {
-			n, err := domain.ParseName(tc.in)
+			n, err := customdomain.ParseName(tc.in)
 			if got := petstore.ErrorCode(err); got != petstore.CodeInvalidRequest {
 				t.Fatalf("ParseName(%q) = %+v, %v; want invalid_request", tc.in, n, err)
 			}
@@ -94,7 +94,7 @@ func FuzzParseName(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		n, err := domain.ParseName(s)
+		n, err := customdomain.ParseName(s)
 		if err != nil {
 			if petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
 				t.Fatalf("ParseName(%q) error %v is not invalid_request", s, err)
@@ -111,12 +111,12 @@ func FuzzParseName(f *testing.F) {
 		}
 		// Either form parses back to the same name.
 		for _, form := range []string{n.ASCII, n.Unicode} {
-			again, err := domain.ParseName(form)
+			again, err := customdomain.ParseName(form)
 			if err != nil || again != n {
 				t.Fatalf("ParseName(%q) = %+v, %v; want %+v (from %q)", form, again, err, n, s)
 			}
 		}
-		if (n.Kind == domain.KindApex) != (n.ASCII == n.Registered) || !strings.HasSuffix(n.ASCII, n.Registered) {
+		if (n.Kind == customdomain.KindApex) != (n.ASCII == n.Registered) || !strings.HasSuffix(n.ASCII, n.Registered) {
 			t.Fatalf("ParseName(%q) = %+v: kind and registered domain disagree", s, n)
 		}
 	})
@@ -137,7 +137,7 @@ func TestParseNewName(t *testing.T) {
 		"shop-2.example.com",        // digits and hyphens go with any script
 		"xn--bcher-kva.example.com", // punycode of one script
 	} {
-		if _, err := domain.ParseNewName(ok); err != nil {
+		if _, err := customdomain.ParseNewName(ok); err != nil {
 			t.Errorf("ParseNewName(%q) = %v, want accepted", ok, err)
 		}
 	}
@@ -156,12 +156,12 @@ func TestParseNewName(t *testing.T) {
 		{"router.home.arpa", ".home.arpa"},
 		{"x.alt", ".alt"},
 	} {
-		_, err := domain.ParseNewName(tc.in)
+		_, err := customdomain.ParseNewName(tc.in)
 		if petstore.ErrorCode(err) != petstore.CodeInvalidRequest || !strings.Contains(petstore.ErrorMessage(err), tc.says) {
 			t.Errorf("ParseNewName(%q) = %v, want invalid_request saying %q", tc.in, err, tc.says)
 		}
 		// Stored before the rule, such a name can still be looked up.
-		if _, err := domain.ParseName(tc.in); err != nil {
+		if _, err := customdomain.ParseName(tc.in); err != nil {
 			t.Errorf("ParseName(%q) = %v, want accepted", tc.in, err)
 		}
 	}
@@ -178,14 +178,14 @@ func FuzzParseNewName(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		n, err := domain.ParseNewName(s)
+		n, err := customdomain.ParseNewName(s)
 		if err != nil {
 			if petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
 				t.Fatalf("ParseNewName(%q) error %v is not invalid_request", s, err)
 			}
 			return
 		}
-		if m, err := domain.ParseName(s); err != nil || m != n {
+		if m, err := customdomain.ParseName(s); err != nil || m != n {
 			t.Fatalf("ParseNewName(%q) = %+v but ParseName = %+v, %v", s, n, m, err)
 		}
 		for _, suf := range []string{"onion", "local", "localhost", "invalid", "internal", "alt", "home.arpa"} {
