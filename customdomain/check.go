@@ -5,16 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
-	"time"
 )
-
-// checkResult is the outcome of one DNS check of a name.
-type checkResult struct {
-	ok           bool
-	lookupFailed bool
-	observed     Observed
-	findings     []Finding // never nil
-}
 
 // check reads the records at name and compares them with what the domain
 // needs: a subdomain passes when its CNAME is the target (or, flattened, it
@@ -26,13 +17,14 @@ type checkResult struct {
 // Engine.ownershipToken): the domain passes only when both are right, and
 // a missing or wrong proof is an OWNERSHIP_UNPROVEN finding, a DNS problem
 // like the others, not a lookup failure.
-func (e *Engine) check(ctx context.Context, name, token string, _ time.Time) checkResult {
-	n, err := ParseName(name)
+func (e *Engine) check(ctx context.Context, entry Entry) CheckResult {
+	n, err := ParseName(entry.Name)
 	if err != nil {
-		n = Name{ASCII: name, Unicode: name, Kind: KindSubdomain, Label: name}
+		n = Name{ASCII: entry.Name, Unicode: entry.Name, Kind: KindSubdomain, Label: entry.Name}
 	}
+	token := outstandingProof(entry)
 	res := e.checkRouting(ctx, n)
-	if token == "" || res.lookupFailed {
+	if token == "" || res.LookupFailed {
 		return res
 	}
 	f, err := e.checkOwnership(ctx, n, token)
@@ -40,18 +32,18 @@ func (e *Engine) check(ctx context.Context, name, token string, _ time.Time) che
 		return e.lookupFailed(n)
 	}
 	if f != nil {
-		res.ok = false
-		res.findings = append(res.findings, *f)
+		res.OK = false
+		res.Findings = append(res.Findings, *f)
 	}
 	return res
 }
 
 // lookupFailed is the result of a check whose DNS questions got no answer.
-func (e *Engine) lookupFailed(n Name) checkResult {
-	return checkResult{
-		lookupFailed: true,
-		observed:     Observed{Addresses: []string{}},
-		findings: []Finding{{
+func (e *Engine) lookupFailed(n Name) CheckResult {
+	return CheckResult{
+		LookupFailed: true,
+		Observed:     Observed{Addresses: []string{}},
+		Findings: []Finding{{
 			Code:    FindingLookupFailed,
 			Message: fmt.Sprintf("Could not check the DNS records of %s: the DNS servers did not answer in time or reported an error. This is not a verification failure; the check will be retried.", n.Unicode),
 			Fix:     "Nothing to do now: the check is repeated automatically. If this keeps happening, make sure the nameservers of " + n.Registered + " are working.",
@@ -60,28 +52,28 @@ func (e *Engine) lookupFailed(n Name) checkResult {
 }
 
 // checkRouting checks the record that routes n to the platform.
-func (e *Engine) checkRouting(ctx context.Context, n Name) checkResult {
-	res := checkResult{observed: Observed{Addresses: []string{}}, findings: []Finding{}}
-	failed := func(error) checkResult { return e.lookupFailed(n) }
+func (e *Engine) checkRouting(ctx context.Context, n Name) CheckResult {
+	res := CheckResult{Observed: Observed{Addresses: []string{}}, Findings: []Finding{}}
+	failed := func(error) CheckResult { return e.lookupFailed(n) }
 	cnames, err := e.cfg.Resolver.Lookup(ctx, n.ASCII, "CNAME")
 	if err != nil {
 		return failed(err)
 	}
 	if len(cnames) > 0 {
-		res.observed.CNAME = dnsName(cnames[0].Value)
-		if res.observed.CNAME == e.target {
-			res.ok = true
+		res.Observed.CNAME = dnsName(cnames[0].Value)
+		if res.Observed.CNAME == e.target {
+			res.OK = true
 			return res
 		}
 		fix := "Change the CNAME value to " + e.target
 		if n.Kind == KindApex {
 			fix = "Replace the record at @ with an ALIAS (or ANAME) record pointing to " + e.target
 		}
-		res.findings = append(res.findings, Finding{
+		res.Findings = append(res.Findings, Finding{
 			Code:    FindingCNAMEMismatch,
-			Message: fmt.Sprintf("%s points to %s", n.Unicode, res.observed.CNAME),
+			Message: fmt.Sprintf("%s points to %s", n.Unicode, res.Observed.CNAME),
 			Fix:     fix,
-			Records: []Record{{Type: "CNAME", Name: n.ASCII, Value: res.observed.CNAME}},
+			Records: []Record{{Type: "CNAME", Name: n.ASCII, Value: res.Observed.CNAME}},
 		})
 		return res
 	}
@@ -96,21 +88,21 @@ func (e *Engine) checkRouting(ctx context.Context, n Name) checkResult {
 			if ip, err := netip.ParseAddr(r.Value); err == nil {
 				addrs = append(addrs, ip.Unmap())
 				recs = append(recs, Record{Type: r.Type, Name: n.ASCII, Value: ip.Unmap().String(), TTL: r.TTL})
-				res.observed.Addresses = append(res.observed.Addresses, ip.Unmap().String())
+				res.Observed.Addresses = append(res.Observed.Addresses, ip.Unmap().String())
 			}
 		}
 	}
 	if len(addrs) == 0 {
-		res.findings = append(res.findings, e.noRecords(ctx, n))
+		res.Findings = append(res.Findings, e.noRecords(ctx, n))
 		return res
 	}
 	if e.isEdge(ctx, addrs) {
-		res.ok = true
+		res.OK = true
 		return res
 	}
 	foreign := e.foreign(ctx, addrs)
-	if n.Kind == KindSubdomain {
-		res.findings = append(res.findings, Finding{
+	if n.Kind != KindApex {
+		res.Findings = append(res.Findings, Finding{
 			Code: FindingConflictingRecord,
 			Message: fmt.Sprintf("%s has %s (%s), which blocks the CNAME record: a name with a CNAME can have no other records",
 				n.Unicode, recordWords(recs), strings.Join(foreign, ", ")),
@@ -119,7 +111,7 @@ func (e *Engine) checkRouting(ctx context.Context, n Name) checkResult {
 		})
 		return res
 	}
-	res.findings = append(res.findings, Finding{
+	res.Findings = append(res.Findings, Finding{
 		Code:    FindingApexForeignIPs,
 		Message: fmt.Sprintf("%s resolves to %s, which is not an address of this platform", n.Unicode, strings.Join(foreign, ", ")),
 		Fix:     fmt.Sprintf("Delete the A/AAAA records at @ that point to %s, then %s", strings.Join(foreign, ", "), e.apexInstruction(ctx)),
@@ -133,7 +125,7 @@ func (e *Engine) noRecords(ctx context.Context, n Name) Finding {
 		Code:    FindingNoRecords,
 		Message: fmt.Sprintf("No DNS records were found for %s yet. DNS changes can take up to 48 hours to propagate, though usually only minutes.", n.Unicode),
 	}
-	if n.Kind == KindSubdomain {
+	if n.Kind != KindApex {
 		f.Fix = fmt.Sprintf("Create a CNAME record with name %s and value %s (TTL 3600). If you already did, wait: it is checked again automatically.", n.Label, e.target)
 	} else {
 		f.Fix = strings.ToUpper(e.apexInstruction(ctx)[:1]) + e.apexInstruction(ctx)[1:] + ". If you already did, wait: it is checked again automatically."

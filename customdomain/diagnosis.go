@@ -32,7 +32,7 @@ func (e *Engine) render(en Entry, suspended string, edge []netip.Addr, cert Cert
 	d := Domain{
 		Name: n.ASCII, UnicodeName: n.Unicode, Kind: n.Kind, ProjectID: en.ProjectID,
 		Status: en.Status, Reason: en.Reason, Attempts: en.Attempts,
-		History: slices.Clone(en.History), CreatedAt: en.CreatedAt, VerifiedAt: en.VerifiedAt,
+		History: slices.Clone(en.History), CreatedAt: en.CreatedAt, VerifiedAt: en.VerifiedAt, DriftedAt: en.DriftedAt,
 		Certificate: cert,
 	}
 	if d.History == nil {
@@ -56,7 +56,7 @@ func (e *Engine) diagnosis(ctx context.Context, d Domain, obs Observed, dnsFindi
 	if dg, ok := e.cfg.CertIssuer.(Diagnoser); ok {
 		ds = append([]Diagnoser{dg}, ds...)
 	}
-	if d.Status != StatusRemoved {
+	if !d.Status.FreesName() {
 		for _, dg := range ds {
 			findings = append(findings, dg.Diagnose(ctx, d)...)
 		}
@@ -64,7 +64,7 @@ func (e *Engine) diagnosis(ctx context.Context, d Domain, obs Observed, dnsFindi
 	// Timed from the stored VerifiedAt, so every process sharing the store
 	// shows it, whatever its issuer remembers. An issuer's own finding
 	// (which may carry the CA's last error) takes precedence.
-	if (d.Status == StatusVerified || d.Status == StatusIssuing) && !d.VerifiedAt.IsZero() &&
+	if d.Status == StatusIssuing && !d.VerifiedAt.IsZero() &&
 		!e.now().Before(d.VerifiedAt.Add(CertPendingLimit)) &&
 		!slices.ContainsFunc(findings, func(f Finding) bool { return f.Code == FindingCertPendingTooLong }) {
 		findings = append(findings, CertPendingTooLongFinding(d.Name, CertPendingLimit, ""))
@@ -77,7 +77,7 @@ func (e *Engine) diagnosis(ctx context.Context, d Domain, obs Observed, dnsFindi
 	}
 	dnsOK := len(dnsFindings) == 0 && !at.IsZero()
 	return Diagnosis{
-		OK:         len(findings) == 0 && d.Status != StatusSuspended && (d.Status == StatusActive || dnsOK && d.Status != StatusRemoved),
+		OK:         len(findings) == 0 && d.Status != StatusSuspended && (d.Status == StatusActive || dnsOK && !d.Status.FreesName() && d.Status != StatusMisconfigured),
 		NextAction: nextAction(d.Status, findings, dnsOK),
 		Observed:   obs,
 		Findings:   findings,
@@ -88,8 +88,10 @@ func (e *Engine) diagnosis(ctx context.Context, d Domain, obs Observed, dnsFindi
 // nextAction decides what the customer does next.
 func nextAction(s Status, findings []Finding, dnsOK bool) Action {
 	switch s {
-	case StatusRemoved:
+	case StatusRemoved, StatusReleased:
 		return ActionNone
+	case StatusMisconfigured:
+		return ActionFixDNS
 	case StatusSuspended:
 		return ActionUpgradePlan
 	}

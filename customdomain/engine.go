@@ -47,6 +47,13 @@ const (
 	DefaultPropagationWindow = 48 * time.Hour
 	DefaultRefreshEvery      = 2 * time.Second
 
+	// DefaultRecheckActive is how often a live domain's record is checked
+	// again for drift unless EngineConfig.RecheckActive says otherwise.
+	DefaultRecheckActive = time.Hour
+	// DefaultDriftGrace is how long a misconfigured domain is still served
+	// unless EngineConfig.DriftGrace says otherwise.
+	DefaultDriftGrace = 72 * time.Hour
+
 	// DefaultMaxDomainsPerProject is how many custom domains a project may
 	// hold at once unless EngineConfig.MaxDomainsPerProject says otherwise.
 	DefaultMaxDomainsPerProject = 50
@@ -90,6 +97,20 @@ type EngineConfig struct {
 	// it fails: 48 hours by default, as the spec promises customers.
 	PropagationWindow time.Duration
 
+	// RecheckActive is how often the record of a live (active or
+	// misconfigured) domain is checked again, so that one pointed
+	// elsewhere is noticed: 1 hour by default; negative means never.
+	RecheckActive time.Duration
+
+	// DriftGrace is how long a domain whose record moved away
+	// (misconfigured) is still served, without certificate renewal,
+	// before it is released: 72 hours by default. A record that comes back
+	// within it makes the domain active again with no customer action.
+	DriftGrace time.Duration
+
+	// Events, when set, is told every lifecycle event (see Events).
+	Events Events
+
 	// RefreshEvery is how often Run reloads the routing table from the
 	// store, which bounds how late this process sees other processes'
 	// changes. 2 seconds by default.
@@ -128,9 +149,10 @@ type Engine struct {
 
 	routeMu sync.Mutex // serialises reloads and local patches of routes
 	routes  atomic.Pointer[map[string]RouteAnswer]
-	// admitted holds the verified, issuing and active names, for Admits;
+	// admitted holds the issuing, active and misconfigured names, for
+	// Admits and Renews;
 	// reloaded and patched with routes.
-	admitted atomic.Pointer[map[string]bool]
+	admitted atomic.Pointer[map[string]admission]
 	// edgeAddrs is what the CNAME target resolves to, when EdgeIPs is
 	// empty: looked up at each Refresh, so views and checks do not.
 	edgeAddrs atomic.Pointer[[]netip.Addr]
@@ -147,6 +169,10 @@ type Engine struct {
 	addLocks [64]sync.Mutex
 
 	follow follower // reloads asked for by Apply
+
+	// unscheduled is set once RunDue has scheduled the drift checks of
+	// domains that went active before they existed.
+	unscheduled atomic.Bool
 
 	certs certCache // the certificate layer's last answers, for views
 }
@@ -166,6 +192,12 @@ func New(cfg EngineConfig) (*Engine, error) {
 	}
 	if cfg.RefreshEvery <= 0 {
 		cfg.RefreshEvery = DefaultRefreshEvery
+	}
+	if cfg.RecheckActive == 0 {
+		cfg.RecheckActive = DefaultRecheckActive
+	}
+	if cfg.DriftGrace <= 0 {
+		cfg.DriftGrace = DefaultDriftGrace
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -191,13 +223,10 @@ func New(cfg EngineConfig) (*Engine, error) {
 	}
 	empty := map[string]RouteAnswer{}
 	e.routes.Store(&empty)
-	none := map[string]bool{}
+	none := map[string]admission{}
 	e.admitted.Store(&none)
 	return e, nil
 }
-
-// CNAMETarget returns the name customers point their records at.
-func (e *Engine) CNAMETarget() string { return e.target }
 
 func (e *Engine) now() time.Time { return e.cfg.Now().UTC() }
 
@@ -215,32 +244,30 @@ func (e *Engine) owned(ctx context.Context, projectID, name string) (Entry, erro
 		return Entry{}, err
 	}
 	got, err := e.cfg.Store.DomainByName(ctx, n.ASCII)
+	if petstore.ErrorCode(err) == petstore.CodeNotFound || err == nil && got.ProjectID != projectID {
+		// A released domain no longer holds its name, but its project
+		// still sees it, and why, until it dismisses it.
+		released, lerr := e.cfg.Store.ListDomains(ctx, DomainQuery{ProjectID: projectID, Name: n.ASCII, Status: StatusReleased})
+		if lerr != nil {
+			return Entry{}, lerr
+		}
+		if len(released) > 0 {
+			return released[len(released)-1], nil
+		}
+	}
 	if err == nil && got.ProjectID != projectID {
 		err = petstore.Errorf(petstore.CodeNotFound, "domain %s not found", n.Unicode)
 	}
 	return got, err
 }
 
+func isConflict(err error) bool { return petstore.ErrorCode(err) == petstore.CodeConflict }
+
 // Get returns the project's domain with its last check and certificate
 // state. Returns invalid_request for an invalid name and not_found when the
 // project does not hold it.
 func (e *Engine) Get(ctx context.Context, projectID, name string) (Domain, error) {
 	entry, err := e.owned(ctx, projectID, name)
-	if err != nil {
-		return Domain{}, err
-	}
-	return e.view(ctx, entry), nil
-}
-
-// Find returns the domain holding name, whichever project owns it, or
-// not_found. A certificate layer uses it to decide whether to answer a TLS
-// handshake for name (only verified, issuing or active names).
-func (e *Engine) Find(ctx context.Context, name string) (Domain, error) {
-	n, err := ParseName(name)
-	if err != nil {
-		return Domain{}, err
-	}
-	entry, err := e.cfg.Store.DomainByName(ctx, n.ASCII)
 	if err != nil {
 		return Domain{}, err
 	}

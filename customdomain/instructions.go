@@ -22,7 +22,7 @@ func (e *Engine) instructions(n Name, token string, edge []netip.Addr) (records,
 
 // routingInstructions returns the records that route n to the platform.
 func (e *Engine) routingInstructions(n Name, edge []netip.Addr) (records, alternatives []Record, note string) {
-	if n.Kind == KindSubdomain {
+	if n.Kind != KindApex {
 		return []Record{{Type: "CNAME", Name: n.Label, Value: e.target, TTL: DefaultRecordTTL}}, nil, ""
 	}
 	records = []Record{{Type: "ALIAS", Name: "@", Value: e.target, TTL: DefaultRecordTTL}}

@@ -54,16 +54,27 @@ func (e *Engine) Add(ctx context.Context, projectID, name string) (d Domain, cre
 	if existing, ok, err := e.existing(ctx, projectID, n); ok || err != nil {
 		return existing, false, err
 	}
+	// The project's own released entry of the name gives way to the new one.
+	released, err := e.cfg.Store.ListDomains(ctx, DomainQuery{ProjectID: projectID, Name: n.ASCII, Status: StatusReleased})
+	if err != nil {
+		return Domain{}, false, err
+	}
+	for _, r := range released {
+		if _, err := e.change(ctx, 3, func() (Entry, error) { return r, nil }, Removed{}); err != nil && !isConflict(err) {
+			return Domain{}, false, err
+		}
+	}
 	if err := e.checkDomainCap(ctx, projectID); err != nil {
 		return Domain{}, false, err
 	}
-	token, err := e.ownershipToken(ctx, projectID, n)
+	token, proof, err := e.ownershipToken(ctx, projectID, n)
 	if err != nil {
 		return Domain{}, false, err
 	}
 	now := e.now()
 	entry := Entry{
-		OwnershipToken: token,
+		Token:          token,
+		OwnershipToken: proof,
 		ID:             "dom_" + uuid.Must(uuid.NewV7()).String(),
 		ProjectID:      projectID,
 		Name:           n.ASCII,
@@ -86,6 +97,7 @@ func (e *Engine) Add(ctx context.Context, projectID, name string) (d Domain, cre
 	if err != nil {
 		return Domain{}, false, err
 	}
+	e.perform(ctx, stored, []Effect{{Kind: Emit, Event: EventAdded}})
 	return e.view(ctx, stored), true, nil
 }
 
@@ -100,6 +112,7 @@ func (e *Engine) checkDomainCap(ctx context.Context, projectID string) error {
 	if err != nil {
 		return err
 	}
+	held = slices.DeleteFunc(held, func(en Entry) bool { return en.Status.FreesName() })
 	if len(held) >= limit {
 		return petstore.Errorf(petstore.CodeInvalidRequest,
 			"this project already has %d custom domains, the most it may have; remove one before adding another", len(held))
@@ -141,128 +154,46 @@ func planName(p petstore.Plan) string {
 }
 
 // Verify checks the domain's DNS now (the dashboard's Verify and
-// Re-verify) and advances it: a pending or failed domain whose records are
-// right becomes verified, then issuing (or active without a CertIssuer); an
-// issuing domain gets a new certificate attempt; a failed domain whose
-// records are still wrong goes back to pending for a new 48-hour window.
-// A lookup failure changes nothing but the findings. Returns the domain as
-// it is afterwards, or invalid_request / not_found.
+// Re-verify) and advances it (see Step): a pending or failed domain whose
+// records are right is verified, then issuing (or active without a
+// CertIssuer); an issuing domain gets a new certificate attempt; a failed
+// domain whose records are still wrong goes back to pending for a new
+// 48-hour window; a misconfigured domain whose record is back is active
+// again; a pending domain whose DCV delegation exists gets its certificate
+// before its traffic moves. A lookup failure changes nothing but the
+// findings. Returns the domain as it is afterwards, or invalid_request /
+// not_found, and plan_required while the project is below Pro.
 func (e *Engine) Verify(ctx context.Context, projectID, name string) (Domain, error) {
-	if _, err := e.owned(ctx, projectID, name); err != nil {
+	entry, err := e.owned(ctx, projectID, name)
+	if err != nil {
 		return Domain{}, err
 	}
 	if err := e.requirePlan(ctx, projectID); err != nil {
 		return Domain{}, err
 	}
-	var (
-		before      Status
-		now         time.Time
-		res         checkResult
-		requestCert bool
-	)
-	stored, _, err := e.update(ctx, func() (Entry, error) { return e.owned(ctx, projectID, name) },
-		func(entry *Entry) (bool, error) {
-			before, now = entry.Status, e.now()
-			res = e.check(ctx, entry.Name, outstandingProof(*entry), now)
-			requestCert = e.apply(entry, res, now, true)
-			return true, nil
-		})
-	if err != nil {
-		return Domain{}, err
-	}
-	if requestCert { // only now that the write won
-		e.requestCert(ctx, stored)
-	}
-	if before != stored.Status {
-		e.reload(ctx)
-		e.publish(ctx, stored.Name)
-	}
-	stored = e.recheckCert(ctx, stored)
-	d := e.view(ctx, stored)
-	d.Diagnosis = e.diagnosis(ctx, d, res.observed, res.findings, now)
-	return d, nil
-}
-
-// Diagnose checks DNS now, without changing the domain, and returns the
-// domain with what DNS shows, the findings (the certificate layer's
-// included) and the next action. Returns invalid_request / not_found.
-func (e *Engine) Diagnose(ctx context.Context, projectID, name string) (Domain, error) {
-	entry, err := e.owned(ctx, projectID, name)
-	if err != nil {
-		return Domain{}, err
-	}
 	now := e.now()
-	res := e.check(ctx, entry.Name, outstandingProof(entry), now)
-	d := e.view(ctx, entry)
-	d.Diagnosis = e.diagnosis(ctx, d, res.observed, res.findings, now)
+	ev := e.gather(ctx, entry, true)
+	stored, err := e.change(ctx, 3, func() (Entry, error) { return e.owned(ctx, projectID, name) }, ev)
+	if err != nil {
+		return Domain{}, err
+	}
+	stored = e.settle(ctx, stored)
+	d := e.view(ctx, stored)
+	d.Diagnosis = e.diagnosis(ctx, d, ev.DNS.Observed, ev.DNS.Findings, now)
 	return d, nil
 }
 
-// Remove detaches the domain: the routing answer for it is gone before
-// Remove returns, redirects that mention it are dropped, the records
-// ConfigureDNS wrote at the project's DNS provider are deleted, the
-// CertIssuer removes its certificate, the history is kept and the name is free for any
-// project. Returns invalid_request / not_found. Once the removal is stored
-// it stands: a certificate that cannot be removed now is logged and
-// retried by RunDue, and Remove returns nil.
+// Remove detaches the domain (see Step): the routing answer for it is gone
+// before Remove returns, redirects that mention it are dropped, the
+// records ConfigureDNS wrote at the project's DNS provider are deleted,
+// the CertIssuer removes its certificate, the history is kept and the name
+// is free for any project. A released domain is dismissed from the list.
+// Returns invalid_request / not_found. Once the removal is stored it
+// stands: a certificate that cannot be removed now is logged and retried
+// by RunDue, and Remove returns nil.
 func (e *Engine) Remove(ctx context.Context, projectID, name string) error {
-	e.routeMu.Lock()
-	var removed Entry
-	err := func() error {
-		defer e.routeMu.Unlock()
-		var err error
-		removed, _, err = e.update(ctx, func() (Entry, error) { return e.owned(ctx, projectID, name) },
-			func(entry *Entry) (bool, error) {
-				// Stop serving first: even if the store fails below, this
-				// process no longer answers for the name.
-				e.unadmit(entry.Name)
-				e.patchRoutes(func(m map[string]RouteAnswer) {
-					delete(m, entry.Name)
-					for host, r := range m {
-						if r.RedirectTo == entry.Name {
-							// Its redirect is dropped below; the source is
-							// live, so it serves its project again.
-							m[host] = RouteAnswer{Kind: RouteServe, Name: host, ProjectID: r.ProjectID}
-						}
-					}
-				})
-				e.transition(entry, StatusRemoved, e.now(), "")
-				entry.NextCheckAt = time.Time{}
-				return true, nil
-			})
-		if err != nil {
-			return err
-		}
-		// Still under routeMu, so no reload sees the removal without the
-		// redirects being dropped too.
-		if err := e.dropFromConfig(ctx, removed.ProjectID, removed.Name); err != nil {
-			return err
-		}
-		if err := e.reloadLocked(ctx); err != nil {
-			e.cfg.Logger.Warn("routing table reload failed; the next refresh retries", "err", err)
-		}
-		return nil
-	}()
-	if err != nil {
-		return err
-	}
-	e.publish(ctx, removed.Name)
-	e.unconfigureDNS(ctx, removed.ProjectID, removed.Name, removed.OwnershipToken)
-	if e.cfg.CertIssuer != nil {
-		err := e.cfg.CertIssuer.Remove(ctx, removed.Name)
-		e.forgetCert(removed.Name)
-		if err != nil {
-			// The removal stands (it is stored and the name is no longer
-			// routed or admitted): failing the call now would turn a done
-			// removal into an error whose retry finds nothing. The
-			// background loop retries the certificate.
-			e.cfg.Logger.Error("domain removed but its certificate was not; will retry", "domain", removed.Name, "err", err)
-			e.pendingMu.Lock()
-			e.certsToRemove[removed.Name] = true
-			e.pendingMu.Unlock()
-		}
-	}
-	return nil
+	_, err := e.change(ctx, 3, func() (Entry, error) { return e.owned(ctx, projectID, name) }, Removed{})
+	return err
 }
 
 // removeLeftoverCerts retries certificate removals that failed in Remove.

@@ -3,43 +3,45 @@ package customdomain
 import (
 	"context"
 	"time"
-
-	"github.com/petstorekit/petstore"
 )
 
 // RunDue does the background work due at now: re-checks pending domains
-// whose time has come, fails those past the propagation window, retries
-// certificate requests and removals and asks the CertIssuer about issuing
-// domains. It returns how many domains it looked at. Tests call it with a
-// fake clock; Run calls it in production.
+// whose time has come (failing those past the propagation window), re-checks
+// live domains' records for drift, asks the CertIssuer about issuing
+// domains, and retries certificate removals. It returns how many domains it
+// looked at. Tests call it with a fake clock; Run calls it in production.
 func (e *Engine) RunDue(ctx context.Context, now time.Time) (int, error) {
 	now = now.UTC()
 	done := 0
 	if e.cfg.CertIssuer != nil {
 		e.removeLeftoverCerts(ctx)
 	}
+	if e.cfg.RecheckActive > 0 && e.unscheduled.CompareAndSwap(false, true) {
+		// Domains that went active before drift checks existed have no
+		// next check: check them once now, which schedules them.
+		active, err := e.cfg.Store.ListDomains(ctx, DomainQuery{Status: StatusActive})
+		if err != nil {
+			e.unscheduled.Store(false)
+			return done, err
+		}
+		for _, entry := range active {
+			if entry.NextCheckAt.IsZero() {
+				e.runOne(ctx, entry)
+				done++
+			}
+		}
+	}
 	for {
 		due, err := e.cfg.Store.DueDomains(ctx, now, 100)
 		if err != nil {
 			return done, err
 		}
-		var changed []string
 		for _, entry := range due {
 			if err := ctx.Err(); err != nil {
 				return done, err
 			}
-			c, err := e.runOne(ctx, entry, now)
-			if err != nil {
-				e.cfg.Logger.Warn("background domain check failed", "domain", entry.Name, "err", err)
-			}
-			if c {
-				changed = append(changed, entry.Name)
-			}
+			e.runOne(ctx, entry)
 			done++
-		}
-		if len(changed) > 0 {
-			e.reload(ctx)
-			e.publish(ctx, changed...)
 		}
 		if len(due) < 100 {
 			return done, nil
@@ -47,76 +49,29 @@ func (e *Engine) RunDue(ctx context.Context, now time.Time) (int, error) {
 	}
 }
 
-func (e *Engine) runOne(ctx context.Context, entry Entry, now time.Time) (bool, error) {
-	// Claim the entry first: of several processes sharing the store, only
-	// the one whose update wins checks it now.
-	entry.NextCheckAt = now.Add(2 * time.Minute)
-	claimed, err := e.cfg.Store.UpdateDomain(ctx, entry)
-	if err != nil {
-		if petstore.ErrorCode(err) == petstore.CodeConflict {
-			return false, nil
-		}
-		return false, err
-	}
-	entry = claimed
-	if e.suspension(ctx, entry.ProjectID) != "" {
-		// Suspended: nothing moves on until the project upgrades.
-		entry.NextCheckAt = now.Add(suspendedRecheck)
-		_, err := e.cfg.Store.UpdateDomain(ctx, entry)
-		if petstore.ErrorCode(err) == petstore.CodeConflict {
-			err = nil
-		}
-		return false, err
-	}
-	before := entry.Status
-	requestCert := false
-	switch entry.Status {
-	case StatusPending:
-		requestCert = e.apply(&entry, e.check(ctx, entry.Name, outstandingProof(entry), now), now, false)
-	case StatusVerified:
-		entry.UpdatedAt = now
-		requestCert = e.startCert(&entry, now)
-	case StatusIssuing:
-		if e.cfg.CertIssuer == nil {
-			e.transition(&entry, StatusActive, now, "")
-			entry.NextCheckAt = time.Time{}
-		} else {
-			requestCert = e.advanceCert(ctx, &entry, now)
-		}
+// runOne gathers what entry's next step needs and applies it through
+// change, once: of several processes sharing the store, the one whose
+// write wins moves the domain on, and the others, finding it changed,
+// leave it to that one.
+func (e *Engine) runOne(ctx context.Context, entry Entry) {
+	var ev Event
+	switch {
+	case e.suspension(ctx, entry.ProjectID) != "":
+		ev = PlanChanged{Suspended: true} // nothing moves on until the project upgrades
+	case entry.Status == StatusIssuing:
+		ev = CertReported{Cert: e.certNow(ctx, entry.Name)}
 	default:
-		entry.NextCheckAt = time.Time{}
+		ev = e.gather(ctx, entry, false)
 	}
-	stored, err := e.cfg.Store.UpdateDomain(ctx, entry)
-	if petstore.ErrorCode(err) == petstore.CodeConflict {
-		return false, nil
-	}
+	read := func() (Entry, error) { return entry, nil }
+	stored, err := e.change(ctx, 1, read, ev)
 	if err != nil {
-		return false, err
+		if !isConflict(err) {
+			e.cfg.Logger.Warn("background domain check failed", "domain", entry.Name, "err", err)
+		}
+		return
 	}
-	if requestCert { // only now that the write won
-		e.requestCert(ctx, stored)
-	}
-	stored = e.recheckCert(ctx, stored)
-	return before != stored.Status, nil
-}
-
-// recheckCert asks the issuer once more about a domain that has just been
-// stored as issuing and whose certificate was just requested: when the
-// certificate already exists (another process obtained it into shared
-// storage) the issuer has it at once, and an issuer that reports changes
-// through another path than CertificateChanged (or none) would otherwise
-// leave the domain issuing until the next background check.
-func (e *Engine) recheckCert(ctx context.Context, entry Entry) Entry {
-	if entry.Status != StatusIssuing || e.cfg.CertIssuer == nil {
-		return entry
-	}
-	if err := e.CertificateChanged(ctx, entry.Name); err != nil {
-		return entry
-	}
-	if again, err := e.cfg.Store.DomainByName(ctx, entry.Name); err == nil {
-		return again
-	}
-	return entry
+	e.settle(ctx, stored)
 }
 
 // Run does the background work until ctx ends: every RefreshEvery it runs

@@ -19,6 +19,10 @@ type Kind string
 const (
 	KindApex      Kind = "apex"
 	KindSubdomain Kind = "subdomain"
+	// KindWildcard is "*." and a name (*.shop.example.com): it routes
+	// every name one label below it that has no domain of its own, and its
+	// certificate needs the DCV delegation (DNS-01).
+	KindWildcard Kind = "wildcard"
 )
 
 // Name is a validated, normalised domain name.
@@ -29,6 +33,10 @@ type Name struct {
 	Label      string // the name relative to Registered: "@" for the apex, "shop" for shop.example.com
 	Kind       Kind
 }
+
+// base is the name a wildcard stands for the names below of
+// (shop.example.com for *.shop.example.com); other names are their own.
+func (n Name) base() string { return strings.TrimPrefix(n.ASCII, "*.") }
 
 // strict is the IDNA profile names go through: UTS #46 mapping for lookup,
 // the Bidi rule, DNS lengths checked, non-transitional (so "ß" stays "ß").
@@ -50,12 +58,27 @@ func invalidName(format string, args ...any) error {
 // ParseName validates and normalises a domain name typed by a person, in
 // Unicode or punycode form, with or without a trailing dot.
 //
+// A wildcard is "*." followed by a name that is valid itself
+// (*.shop.example.com); its Kind is KindWildcard.
+//
 // Returns invalid_request, with a message saying what is wrong, for an empty
-// name, a URL, an IP address, a wildcard, a single label, an empty label, a
-// label over 63 or a name over 253 octets, characters IDNA does not allow,
-// or a public suffix itself (co.uk, github.io).
+// name, a URL, an IP address, a "*" anywhere but as the whole first label, a
+// single label, an empty label, a label over 63 or a name over 253 octets,
+// characters IDNA does not allow, or a public suffix itself (co.uk,
+// github.io).
 func ParseName(s string) (Name, error) {
 	s = strings.TrimSpace(s)
+	if rest, ok := strings.CutPrefix(s, "*."); ok && !strings.Contains(rest, "*") {
+		n, err := ParseName(rest)
+		if err != nil {
+			return Name{}, err
+		}
+		label := "*"
+		if n.Kind == KindSubdomain {
+			label = "*." + n.Label
+		}
+		return Name{ASCII: "*." + n.ASCII, Unicode: "*." + n.Unicode, Registered: n.Registered, Label: label, Kind: KindWildcard}, nil
+	}
 	if s == "" {
 		return Name{}, invalidName("domain name must not be empty")
 	}
@@ -69,7 +92,7 @@ func ParseName(s string) (Name, error) {
 		return Name{}, invalidName("%q is not a domain name: enter only the name, like shop.example.com, without scheme, port or path", clip(s))
 	}
 	if strings.Contains(s, "*") {
-		return Name{}, invalidName("wildcard names like %q are not supported; add each name separately", clip(s))
+		return Name{}, invalidName("%q is not a valid wildcard: only a whole first label may be *, as in *.shop.example.com", clip(s))
 	}
 	s = strings.TrimSuffix(s, ".")
 	if s == "" || strings.HasPrefix(s, ".") || strings.Contains(s, "..") {
@@ -172,4 +195,14 @@ func clip(s string) string {
 // isUnder reports whether name is base or a name below it.
 func isUnder(name, base string) bool {
 	return name == base || strings.HasSuffix(name, "."+base)
+}
+
+// wildcardParent returns the wildcard that would cover name
+// (*.shop.example.com for a.shop.example.com), if name has one.
+func wildcardParent(name string) (string, bool) {
+	_, rest, ok := strings.Cut(name, ".")
+	if !ok || !strings.Contains(rest, ".") || strings.HasPrefix(name, "*.") {
+		return "", false
+	}
+	return "*." + rest, true
 }

@@ -30,6 +30,8 @@ func TestParseName(t *testing.T) {
 		// site is its own registered domain.
 		{"alice.github.io", "alice.github.io", "alice.github.io", "alice.github.io", "@", customdomain.KindApex},
 		{"www.alice.github.io", "www.alice.github.io", "www.alice.github.io", "alice.github.io", "www", customdomain.KindSubdomain},
+		{"*.shop.example.com", "*.shop.example.com", "*.shop.example.com", "example.com", "*.shop", customdomain.KindWildcard},
+		{"*.Bücher.example", "*.xn--bcher-kva.example", "*.bücher.example", "xn--bcher-kva.example", "*", customdomain.KindWildcard},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			n, err := customdomain.ParseName(tc.in)
@@ -54,7 +56,7 @@ func TestParseNameRejects(t *testing.T) {
 		{"IPv4 dotted", "192.0.2.1.", "IP address"},
 		{"IPv6", "2001:db8::1", "IP address"},
 		{"IPv6 bracketed", "[2001:db8::1]", "IP address"},
-		{"wildcard", "*.example.com", "wildcard"},
+		{"wildcard not first", "*shop.example.com", "wildcard"},
 		{"wildcard inside", "shop.*.example.com", "wildcard"},
 		{"single label", "localhost", "single label"},
 		{"single label unicode", "bücher", "single label"},

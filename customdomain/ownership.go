@@ -1,11 +1,15 @@
 package customdomain
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/petstorekit/petstore"
 )
 
 // OwnershipChallengeLabel is the label below a domain where the ownership
@@ -25,32 +29,55 @@ func newOwnershipToken() string {
 	return ownershipTokenPrefix + base64.RawURLEncoding.EncodeToString(b)
 }
 
-// ownershipToken decides whether a new entry for n held by projectID needs
-// an ownership proof, and returns its token ("" when not).
+// ownershipToken returns the token of a new entry for n held by
+// projectID, and the proof it needs before it verifies ("" when none).
 //
-// A name whose latest removed entry belonged to another project needs one:
-// customers point CNAMEs at one shared target and often leave them after
-// the project removes the name, so the CNAME alone proves nothing about
-// who controls the name now. The project's own name back again needs none,
-// unless that entry itself still waited for a proof: removing and
-// re-adding must not skip it. That case keeps the old token, so a TXT
-// record already published stays valid.
-func (e *Engine) ownershipToken(ctx context.Context, projectID string, n Name) (string, error) {
+// The token is one per project and name: the project's own name back again
+// keeps the token of its last entry, so a TXT record already published
+// stays valid; any other project gets a new one.
+//
+// A proof is needed when the latest removed entry belonged to another
+// project (customers point CNAMEs at one shared target and often leave them
+// after the project removes the name, so the CNAME alone proves nothing
+// about who controls the name now), when the name lies under another
+// project's wildcard (whose CNAME answers for every name below it), and
+// when the project's own last entry still waited for its proof: removing
+// and re-adding must not skip it.
+func (e *Engine) ownershipToken(ctx context.Context, projectID string, n Name) (token, proof string, err error) {
 	old, err := e.cfg.Store.ListDomains(ctx, DomainQuery{Name: n.ASCII, Status: StatusRemoved})
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	if len(old) == 0 {
-		return "", nil
+	released, err := e.cfg.Store.ListDomains(ctx, DomainQuery{Name: n.ASCII, Status: StatusReleased})
+	if err != nil {
+		return "", "", err
 	}
-	last := old[len(old)-1] // ordered by creation: the most recent holder
+	old = append(old, released...)
+	slices.SortFunc(old, func(a, b Entry) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	token = newOwnershipToken()
+	var last *Entry
+	if len(old) > 0 {
+		last = &old[len(old)-1] // by creation: the most recent holder
+	}
+	if last != nil && last.ProjectID == projectID {
+		token = cmp.Or(last.Token, last.OwnershipToken, token)
+	}
 	switch {
-	case last.ProjectID != projectID:
-		return newOwnershipToken(), nil
-	case last.OwnershipToken != "" && last.VerifiedAt.IsZero():
-		return last.OwnershipToken, nil
+	case last != nil && last.ProjectID != projectID:
+		return token, token, nil
+	case last != nil && last.OwnershipToken != "" && last.VerifiedAt.IsZero():
+		return token, token, nil
 	}
-	return "", nil
+	if w, ok := wildcardParent(n.ASCII); ok {
+		held, err := e.cfg.Store.DomainByName(ctx, w)
+		switch {
+		case err == nil && held.ProjectID != projectID:
+			return token, token, nil
+		case err != nil && petstore.ErrorCode(err) != petstore.CodeNotFound:
+			return "", "", err
+		}
+	}
+	return token, "", nil
 }
 
 // outstandingProof returns the token a check of entry must find, or ""
@@ -64,16 +91,20 @@ func outstandingProof(entry Entry) string {
 	return entry.OwnershipToken
 }
 
-// challengeName is the fully qualified owner of n's ownership TXT record.
-func challengeName(ascii string) string { return OwnershipChallengeLabel + "." + ascii }
+// challengeName is the fully qualified owner of the ownership TXT record
+// of the name ascii; a wildcard's is its base name's.
+func challengeName(ascii string) string {
+	return OwnershipChallengeLabel + "." + strings.TrimPrefix(ascii, "*.")
+}
 
 // challengeLabel is challengeName relative to the registered domain, the
 // form DNS providers ask for.
 func challengeLabel(n Name) string {
-	if n.Kind == KindApex {
+	label := strings.TrimPrefix(strings.TrimPrefix(n.Label, "*"), ".")
+	if n.Kind == KindApex || label == "" {
 		return OwnershipChallengeLabel
 	}
-	return OwnershipChallengeLabel + "." + n.Label
+	return OwnershipChallengeLabel + "." + label
 }
 
 // ownershipRecord is the TXT record a customer creates to prove control.

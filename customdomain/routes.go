@@ -10,10 +10,20 @@ import (
 // any case, with or without port and trailing dot): serve a project, send a
 // redirect, or nothing (RouteNone) for a name that is not an active custom
 // domain. It reads an in-memory table and does no I/O.
+//
+// A name with no domain of its own is routed by the wildcard one label
+// above it, if any: a.shop.example.com by *.shop.example.com.
 func (e *Engine) Route(host string) RouteAnswer {
 	name := hostName(host)
-	if r, ok := (*e.routes.Load())[name]; ok {
+	routes := *e.routes.Load()
+	if r, ok := routes[name]; ok {
 		return r
+	}
+	if w, ok := wildcardParent(name); ok {
+		if r, ok := routes[w]; ok {
+			r.Name = name
+			return r
+		}
 	}
 	return RouteAnswer{Kind: RouteNone, Name: name}
 }
@@ -79,23 +89,25 @@ func (e *Engine) reloadLocked(ctx context.Context) error {
 	}
 	live := map[string]bool{}
 	for _, en := range attached {
-		if en.Status == StatusActive {
+		if en.Status.live() {
 			live[en.ProjectID] = true
 		}
 	}
 	suspended := e.suspendedProjects(ctx, live)
 	m := make(map[string]RouteAnswer, len(attached))
-	admitted := make(map[string]bool, len(attached))
+	admitted := make(map[string]admission, len(attached))
 	for _, en := range attached {
 		switch en.Status {
-		case StatusActive:
-			admitted[en.Name] = true
+		case StatusActive, StatusMisconfigured:
+			// A misconfigured domain is still served through its grace
+			// period, but its certificate is not renewed.
+			admitted[en.Name] = admission{renew: en.Status == StatusActive}
 			if suspended[en.ProjectID] {
 				continue // not served until the project upgrades
 			}
 			m[en.Name] = RouteAnswer{Kind: RouteServe, Name: en.Name, ProjectID: en.ProjectID}
-		case StatusVerified, StatusIssuing:
-			admitted[en.Name] = true
+		case StatusIssuing:
+			admitted[en.Name] = admission{renew: true}
 		}
 	}
 	for _, c := range configs {
@@ -112,15 +124,43 @@ func (e *Engine) reloadLocked(ctx context.Context) error {
 	return nil
 }
 
+// admission is what the certificate layer may do for an admitted name.
+type admission struct{ renew bool }
+
 // Admits reports whether host (a TLS handshake's server name, or a Host
 // header) is a custom domain whose DNS verified and that is not removed:
-// verified, issuing or active. A certificate layer asks it on every
+// issuing, active or misconfigured, or a name one label below such a
+// wildcard with no domain of its own. A certificate layer asks it on every
 // handshake, for any name anyone sends, so it reads an in-memory set kept
 // with the routing table and does no I/O; other processes' changes reach
 // it within RefreshEvery (within milliseconds with EngineConfig.Feed), and
 // this engine's own at once.
 func (e *Engine) Admits(host string) bool {
-	return (*e.admitted.Load())[hostName(host)]
+	_, ok := e.admission(hostName(host))
+	return ok
+}
+
+// Renews reports whether host's certificate may be obtained or renewed:
+// Admits, except for a misconfigured domain, whose record points
+// elsewhere, so that the platform does not keep a certificate alive for a
+// name it may no longer control. No I/O, like Admits.
+func (e *Engine) Renews(host string) bool {
+	a, ok := e.admission(hostName(host))
+	return ok && a.renew
+}
+
+func (e *Engine) admission(name string) (admission, bool) {
+	set := *e.admitted.Load()
+	if a, ok := set[name]; ok {
+		return a, true
+	}
+	if w, ok := wildcardParent(name); ok {
+		if _, own := (*e.routes.Load())[name]; !own {
+			a, ok := set[w]
+			return a, ok
+		}
+	}
+	return admission{}, false
 }
 
 // patchRoutes applies a change to a copy of the table and publishes it;

@@ -51,7 +51,7 @@ func TestSetConfig(t *testing.T) {
 		{"from not attached", customdomain.Config{Redirects: []customdomain.Redirect{r("nope.example.com", "shop.example.com", 0)}}, "redirects[0].from: nope.example.com is not a domain of this project"},
 		{"to another project's", customdomain.Config{Redirects: []customdomain.Redirect{r("www.example.com", "other.example.com", 0)}}, "redirects[0].to: other.example.com is not a domain of this project"},
 		{"primary not attached", customdomain.Config{Primary: "other.example.com"}, "primary: other.example.com is not a domain of this project"},
-		{"invalid name", customdomain.Config{Redirects: []customdomain.Redirect{r("*.example.com", "shop.example.com", 0)}}, "redirects[0].from: wildcard"},
+		{"invalid name", customdomain.Config{Redirects: []customdomain.Redirect{r("a.*.example.com", "shop.example.com", 0)}}, "redirects[0].from: \"a.*.example.com\" is not a valid wildcard"},
 		{"from the primary", customdomain.Config{Primary: "www.example.com", Redirects: []customdomain.Redirect{r("www.example.com", "shop.example.com", 0)}}, "primary domain, which cannot redirect"},
 		{"to itself", customdomain.Config{Redirects: []customdomain.Redirect{r("www.example.com", "WWW.example.com", 0)}}, "cannot redirect to itself"},
 		{"chain", customdomain.Config{Redirects: []customdomain.Redirect{r("old.example.com", "www.example.com", 0), r("www.example.com", "shop.example.com", 0)}}, "redirects[0].to: www.example.com redirects too"},

@@ -11,16 +11,35 @@ import (
 // Status is where a domain is in its life.
 type Status string
 
-// Domain statuses. A domain moves pending → verified → issuing → active;
-// it may end failed (with a reason) or removed.
+// Domain statuses. A domain moves pending → issuing → active; a live
+// domain whose record moves away becomes misconfigured, and goes back to
+// active when the record comes back, or is released when it does not
+// within the grace period. It may end failed (with a reason) or removed.
+// Step (machine.go) is the whole table.
 const (
-	StatusPending  Status = "pending"  // waiting for DNS
-	StatusVerified Status = "verified" // DNS is right; certificate not yet requested
-	StatusIssuing  Status = "issuing"  // certificate being obtained
-	StatusActive   Status = "active"   // live: the edge serves it
-	StatusFailed   Status = "failed"   // gave up; Reason says why; Verify tries again
-	StatusRemoved  Status = "removed"  // detached; the name is free again
+	StatusPending       Status = "pending"       // waiting for DNS
+	StatusIssuing       Status = "issuing"       // DNS verified; certificate being obtained
+	StatusActive        Status = "active"        // live: the edge serves it
+	StatusMisconfigured Status = "misconfigured" // live, but its record no longer points here; Reason says where
+	StatusFailed        Status = "failed"        // gave up; Reason says why; Verify tries again
+	StatusReleased      Status = "released"      // misconfigured past the grace period: no longer served, name free
+	StatusRemoved       Status = "removed"       // detached by the customer; the name is free again
 )
+
+// StatusVerified is a milestone, never a current status: the History entry
+// written at the moment DNS (and the ownership proof, when one is needed)
+// verified, which VerifiedAt also records. The domain moves on in the same
+// write, to issuing, or to active without a CertIssuer.
+const StatusVerified Status = "verified"
+
+// FreesName reports whether an entry in status s no longer holds its name:
+// removed and released entries do not, so a new CreateDomain may claim
+// it. Stores use it; a released entry stays listed so that its project
+// sees why it was released.
+func (s Status) FreesName() bool { return s == StatusRemoved || s == StatusReleased }
+
+// live reports whether a domain in status s is served by the edge.
+func (s Status) live() bool { return s == StatusActive || s == StatusMisconfigured }
 
 // Transition is one entry of a domain's history.
 type Transition struct {
@@ -50,14 +69,25 @@ type Entry struct {
 	CheckedAt    time.Time    // time of the last check; zero before the first
 	PendingSince time.Time    // start of the current 48-hour propagation window
 	VerifiedAt   time.Time    // when DNS last verified; zero if never
+	DriftedAt    time.Time    // when a live domain's record was first seen elsewhere; zero when it points here
 	NextCheckAt  time.Time    // when the background loop looks at it next; zero: never
 	History      []Transition // every status change, oldest first
+	// Cert is the certificate state last reported (CertNone before any),
+	// so that a change is told once: domain.certificate.issued or
+	// domain.certificate.failed.
+	Cert CertState `json:",omitempty"`
+	// Token is the entry's challenge token, one per project and name: the
+	// value of the TXT record at OwnershipChallengeLabel.Name, which the
+	// HTTP check through a proxy also fetches, and the seed of the DCV
+	// delegation label. "" for entries stored before it existed.
+	Token string `json:",omitempty"`
 	// OwnershipToken is the value of the TXT record at
 	// OwnershipChallengeLabel + "." + Name that must prove control of
 	// the name's DNS before it verifies; "" when no proof is needed. Set
-	// on creation when the name was last held by another project (see
-	// Engine.Add), so a CNAME left pointing at the shared target cannot
-	// hand the name to whoever adds it next.
+	// (to Token) on creation when the name was last held by another
+	// project, or lies under another project's wildcard (see Engine.Add),
+	// so a CNAME left pointing at the shared target cannot hand the name
+	// to whoever adds it next.
 	OwnershipToken string
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
@@ -86,7 +116,7 @@ func (e Entry) Canonical() Entry {
 	for i := range e.History {
 		e.History[i].At = e.History[i].At.UTC()
 	}
-	for _, t := range []*time.Time{&e.CheckedAt, &e.PendingSince, &e.VerifiedAt, &e.NextCheckAt, &e.CreatedAt, &e.UpdatedAt} {
+	for _, t := range []*time.Time{&e.CheckedAt, &e.PendingSince, &e.VerifiedAt, &e.DriftedAt, &e.NextCheckAt, &e.CreatedAt, &e.UpdatedAt} {
 		*t = t.UTC()
 	}
 	return e
@@ -123,19 +153,19 @@ type DomainQuery struct {
 type Store interface {
 	// CreateDomain stores a new entry (its ID, name and project set) and
 	// returns it with Version 1. The name is claimed atomically: returns
-	// conflict if any entry that is not removed holds the name, whichever
+	// conflict if any entry whose status does not FreesName holds the name, whichever
 	// project owns it, so that of two concurrent creates exactly one wins.
 	CreateDomain(ctx context.Context, e Entry) (Entry, error)
 
-	// DomainByName returns the entry that holds name (not removed), or
-	// not_found.
+	// DomainByName returns the entry that holds name (its status does not
+	// FreesName), or not_found.
 	DomainByName(ctx context.Context, name string) (Entry, error)
 
 	// UpdateDomain replaces the stored entry with e.ID if its stored Version
 	// equals e.Version, and returns e with the next Version. Returns
 	// not_found for an unknown ID and conflict when the entry changed since
-	// it was read or was already removed. Writing Status removed frees the
-	// name for a new CreateDomain.
+	// it was read or was already removed. Writing a status that FreesName
+	// (removed, released) frees the name for a new CreateDomain.
 	UpdateDomain(ctx context.Context, e Entry) (Entry, error)
 
 	// ListDomains returns the entries q selects, ordered by name, then by

@@ -60,6 +60,7 @@ type Domain struct {
 	History      []Transition `json:"history"`
 	CreatedAt    time.Time    `json:"createdAt"`
 	VerifiedAt   time.Time    `json:"verifiedAt,omitzero"` // start of the certificate's 30-minute budget
+	DriftedAt    time.Time    `json:"driftedAt,omitzero"`  // misconfigured: when the record was first seen elsewhere
 
 	// DNSManaged says the platform can write Records for the customer
 	// (Engine.ConfigureDNS): the project has a DNS configurator and, if it

@@ -202,7 +202,7 @@ func TestDashboardErrors(t *testing.T) {
 		{"held by another project, unicode form", "pro", http.MethodPost, dashAPI + "/domains", map[string]string{"name": "TAKEN.example.com."}, "", 409, petstore.CodeConflict, ""},
 		{"ip address", "pro", http.MethodPost, dashAPI + "/domains", map[string]string{"name": "192.0.2.1"}, "", 400, petstore.CodeInvalidRequest, "IP address"},
 		{"ipv6 address", "pro", http.MethodPost, dashAPI + "/domains", map[string]string{"name": "[2001:db8::1]"}, "", 400, petstore.CodeInvalidRequest, "IP address"},
-		{"wildcard", "pro", http.MethodPost, dashAPI + "/domains", map[string]string{"name": "*.example.com"}, "", 400, petstore.CodeInvalidRequest, "wildcard"},
+		{"wildcard not first", "pro", http.MethodPost, dashAPI + "/domains", map[string]string{"name": "shop.*.example.com"}, "", 400, petstore.CodeInvalidRequest, "wildcard"},
 		{"single label", "pro", http.MethodPost, dashAPI + "/domains", map[string]string{"name": "localhost"}, "", 400, petstore.CodeInvalidRequest, "single label"},
 		{"empty label", "pro", http.MethodPost, dashAPI + "/domains", map[string]string{"name": "shop..example.com"}, "", 400, petstore.CodeInvalidRequest, "empty label"},
 		{"label over 63", "pro", http.MethodPost, dashAPI + "/domains", map[string]string{"name": long}, "", 400, petstore.CodeInvalidRequest, "63"},

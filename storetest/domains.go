@@ -227,6 +227,33 @@ func RunDomains(t *testing.T, open Opener) {
 			t.Fatalf("removed entries of prj_a = %+v, want dom_1 with its 2 transitions", old)
 		}
 	})
+	t.Run("ReleaseFreesNameButStaysListed", func(t *testing.T) {
+		// A domain released after drift lets go of its name, so another
+		// project may claim it, but its project still lists it (with
+		// why) until it dismisses it by writing removed.
+		t.Parallel()
+		s := openDomains(t, open)
+		e := mustCreateDomain(t, s, newEntry("dom_1", "prj_a", "shop.example.com"))
+		e.Status, e.Reason, e.NextCheckAt = customdomain.StatusReleased, "released: the record moved", time.Time{}
+		released, err := s.UpdateDomain(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.DomainByName(ctx, "shop.example.com")
+		wantCode(t, err, petstore.CodeNotFound)
+		mustCreateDomain(t, s, newEntry("dom_2", "prj_b", "shop.example.com"))
+		listed, err := s.ListDomains(ctx, customdomain.DomainQuery{ProjectID: "prj_a"})
+		if err != nil || len(listed) != 1 || listed[0].Status != customdomain.StatusReleased || listed[0].Reason != e.Reason {
+			t.Fatalf("prj_a lists %+v (%v), want its released entry with its reason", listed, err)
+		}
+		released.Status = customdomain.StatusRemoved
+		if _, err := s.UpdateDomain(ctx, released); err != nil {
+			t.Fatalf("dismissing the released entry: %v", err)
+		}
+		if got, err := s.DomainByName(ctx, "shop.example.com"); err != nil || got.ID != "dom_2" {
+			t.Fatalf("holder after the dismissal = %q (%v), want dom_2 still", got.ID, err)
+		}
+	})
 	t.Run("OwnershipTokenSurvivesUpdateAndRemoval", func(t *testing.T) {
 		// The engine reads the token of a removed entry to decide whether
 		// the next holder must prove ownership, and of a live one on

@@ -69,6 +69,11 @@ type Config struct {
 	// removal in one process reaches all of them. It runs on every
 	// handshake and must be fast: no I/O (customdomain.Engine.Admits).
 	Allowed func(ctx context.Context, name string) bool
+	// Renewable, when set, is asked before certmagic renews a name's
+	// certificate; a name it denies is not renewed (its certificate is
+	// still served while Allowed admits it). Nil means Allowed decides.
+	// Like Allowed, it must be fast: no I/O (customdomain.Engine.Renews).
+	Renewable func(ctx context.Context, name string) bool
 	// DNSProvider, when set, solves DNS-01 challenges by writing TXT
 	// records through libdns, instead of HTTP-01 and TLS-ALPN-01.
 	DNSProvider certmagic.DNSProvider
@@ -315,6 +320,13 @@ func (is *Issuer) onEvent(ctx context.Context, event string, data map[string]any
 	name = normalize(name)
 	switch event {
 	case "cert_obtaining":
+		if renewal, _ := data["renewal"].(bool); renewal && is.cfg.Renewable != nil && is.cfg.Allowed != nil &&
+			is.cfg.Allowed(ctx, name) && !is.cfg.Renewable(ctx, name) {
+			// Still served (its record moved away, within the grace
+			// period), but not kept alive: keep serving what is cached.
+			is.log.Info("not renewing the certificate of a domain whose record points elsewhere", "domain", name)
+			return certmagic.ErrNoRetry{Err: fmt.Errorf("%s does not point at the platform now; not renewed", name)}
+		}
 		if is.denied(ctx, name, data) {
 			// A removed name: another process removed it from the shared
 			// storage, and certmagic, finding the certificate it still

@@ -41,7 +41,7 @@ func newDomainRow(e customdomain.Entry) (domainRow, error) {
 	}
 	r := domainRow{ID: e.ID, ProjectID: e.ProjectID, Name: e.Name, Status: string(e.Status),
 		CreatedNS: e.CreatedAt.UnixNano(), Version: e.Version, Data: string(data), OwnershipToken: e.OwnershipToken}
-	if e.Status != customdomain.StatusRemoved {
+	if !e.Status.FreesName() {
 		r.HeldName = e.Name
 	}
 	if !e.NextCheckAt.IsZero() {

@@ -39,7 +39,7 @@ func (s *Store) CreateDomain(ctx context.Context, e customdomain.Entry) (customd
 	e = e.Canonical()
 	e.Version = 1
 	t.byID[e.ID] = e
-	if e.Status != customdomain.StatusRemoved {
+	if !e.Status.FreesName() {
 		t.holder[e.Name] = e.ID
 	}
 	return e.Canonical(), nil
@@ -82,7 +82,9 @@ func (s *Store) UpdateDomain(ctx context.Context, e customdomain.Entry) (customd
 	e = e.Canonical()
 	e.Version = cur.Version + 1
 	t.byID[e.ID] = e
-	if e.Status == customdomain.StatusRemoved {
+	if e.Status.FreesName() && t.holder[e.Name] == e.ID {
+		// Only its own hold: a released entry's name may already be
+		// held by a newer entry.
 		delete(t.holder, e.Name)
 	}
 	return e.Canonical(), nil

@@ -36,6 +36,8 @@ type config struct {
 	dnsResolvers  []string         // nameservers verification asks; empty: the system's
 	dnsProvider   *dnsProviderSpec // the DNS the platform manages; nil: none
 	maxDomains    int              // custom domains per project; 0: the engine's default, negative: no cap
+	recheck       time.Duration    // how often live domains' records are checked again
+	driftGrace    time.Duration    // how long a misconfigured domain is still served
 
 	acmeCA    string // ACME directory; empty: no certificates
 	acmeRoot  string // PEM file of extra roots to trust for the CA
@@ -79,6 +81,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	resolvers := fs.String("dns-resolvers", env("PETSTORE_DNS_RESOLVERS", ""), "comma-separated nameservers (host[:port]) that verification asks; empty: the system's (PETSTORE_DNS_RESOLVERS)")
 	dnsProvider := fs.String("dns-provider", env("PETSTORE_DNS_PROVIDER", ""), "the DNS the platform manages for customers, whose records the dashboard can write (\"Configure DNS for me\") for domains in its zones: "+dnsProviderUsage+"; empty: none (PETSTORE_DNS_PROVIDER; prefer the variable, a flag's secret shows in ps)")
 	maxDomains := fs.String("max-domains-per-project", env("PETSTORE_MAX_DOMAINS_PER_PROJECT", strconv.Itoa(customdomain.DefaultMaxDomainsPerProject)), "most custom domains one project may hold; -1: no cap (PETSTORE_MAX_DOMAINS_PER_PROJECT)")
+	recheck := fs.String("recheck-active", env("PETSTORE_RECHECK_ACTIVE", customdomain.DefaultRecheckActive.String()), "how often the DNS record of a live custom domain is checked again, so one pointed elsewhere is noticed (PETSTORE_RECHECK_ACTIVE)")
+	driftGrace := fs.String("drift-grace", env("PETSTORE_DRIFT_GRACE", customdomain.DefaultDriftGrace.String()), "how long a custom domain whose record no longer points here is still served, without certificate renewal, before it is released (PETSTORE_DRIFT_GRACE)")
 	acmeCA := fs.String("acme-ca", env("PETSTORE_ACME_CA", ""), "ACME directory URL; empty: no certificates (PETSTORE_ACME_CA)")
 	acmeRoot := fs.String("acme-root", env("PETSTORE_ACME_ROOT", ""), "PEM file of extra roots to trust when talking to the CA (PETSTORE_ACME_ROOT)")
 	acmeEmail := fs.String("acme-email", env("PETSTORE_ACME_EMAIL", ""), "ACME account contact address (PETSTORE_ACME_EMAIL)")
@@ -159,6 +163,12 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	}
 	if cfg.maxDomains, err = strconv.Atoi(*maxDomains); err != nil || cfg.maxDomains == 0 || cfg.maxDomains < -1 {
 		return config{}, fmt.Errorf("-max-domains-per-project: want a positive integer, or -1 for no cap; got %q", *maxDomains)
+	}
+	if cfg.recheck, err = time.ParseDuration(*recheck); err != nil || cfg.recheck <= 0 {
+		return config{}, fmt.Errorf("-recheck-active: want a positive duration such as 1h, got %q", *recheck)
+	}
+	if cfg.driftGrace, err = time.ParseDuration(*driftGrace); err != nil || cfg.driftGrace <= 0 {
+		return config{}, fmt.Errorf("-drift-grace: want a positive duration such as 72h, got %q", *driftGrace)
 	}
 	cfg.acmeCAA = splitList(*acmeCAA)
 	if cfg.acmeCA == "" && (cfg.tlsAddr != "" || cfg.acmeRoot != "" || len(cfg.acmeCAA) > 0) {

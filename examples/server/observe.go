@@ -156,12 +156,15 @@ func (c platformCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	counts := map[customdomain.Status]int{}
-	for _, s := range []customdomain.Status{customdomain.StatusPending, customdomain.StatusVerified, customdomain.StatusIssuing, customdomain.StatusActive, customdomain.StatusFailed} {
+	// verified is a milestone in a domain's history, never a current status,
+	// so it has no count.
+	for _, s := range []customdomain.Status{customdomain.StatusPending, customdomain.StatusIssuing, customdomain.StatusActive,
+		customdomain.StatusMisconfigured, customdomain.StatusFailed, customdomain.StatusReleased} {
 		counts[s] = 0 // every state is reported, zero included
 	}
 	for _, e := range entries {
 		counts[e.Status]++
-		if c.certs == nil || (e.Status != customdomain.StatusActive && e.Status != customdomain.StatusIssuing) {
+		if c.certs == nil || (e.Status != customdomain.StatusActive && e.Status != customdomain.StatusIssuing && e.Status != customdomain.StatusMisconfigured) {
 			continue
 		}
 		if st, err := c.certs.Status(ctx, e.Name); err == nil && !st.NotAfter.IsZero() {

@@ -186,6 +186,8 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 		Logger:          logger,
 
 		MaxDomainsPerProject: cfg.maxDomains,
+		RecheckActive:        cfg.recheck,
+		DriftGrace:           cfg.driftGrace,
 	}
 	if issuer != nil {
 		ecfg.CertIssuer = tracing.CertIssuer(issuer, tp)
@@ -513,11 +515,18 @@ func newIssuer(cfg config, store backend, resolver customdomain.Resolver, logger
 			}
 		},
 		// Asked on every TLS handshake, for any SNI anyone sends: the
-		// engine answers from memory (verified, issuing and active names,
-		// refreshed with the routing table), never from the database.
+		// engine answers from memory (issuing, active and misconfigured
+		// names, refreshed with the routing table), never from the
+		// database.
 		Allowed: func(_ context.Context, name string) bool {
 			e := engine()
 			return e != nil && e.Admits(name)
+		},
+		// A misconfigured domain is served through its grace period, but
+		// its certificate is not renewed.
+		Renewable: func(_ context.Context, name string) bool {
+			e := engine()
+			return e != nil && e.Renews(name)
 		},
 	})
 }
