@@ -94,7 +94,7 @@ func (e *Engine) perform(ctx context.Context, stored Entry, effects []Effect) {
 		e.removeCert(ctx, stored.Name)
 	}
 	if has(UnconfigureDNS) {
-		e.unconfigureDNS(ctx, stored.ProjectID, stored.Name, stored.OwnershipToken)
+		e.unconfigureDNS(ctx, stored)
 	}
 	if e.cfg.Events == nil {
 		return

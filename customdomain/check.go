@@ -23,7 +23,7 @@ func (e *Engine) check(ctx context.Context, entry Entry) CheckResult {
 		n = Name{ASCII: entry.Name, Unicode: entry.Name, Kind: KindSubdomain, Label: entry.Name}
 	}
 	token := outstandingProof(entry)
-	res := e.checkRouting(ctx, n)
+	res := e.checkRouting(ctx, n, entry.Token)
 	if token == "" || res.LookupFailed {
 		return res
 	}
@@ -52,7 +52,11 @@ func (e *Engine) lookupFailed(n Name) CheckResult {
 }
 
 // checkRouting checks the record that routes n to the platform.
-func (e *Engine) checkRouting(ctx context.Context, n Name) CheckResult {
+//
+// A record that resolves to addresses that are not the edge's (a proxy, a
+// flattened CNAME) passes through the TXT record and the HTTP check
+// (viaProxy) when the entry has a token.
+func (e *Engine) checkRouting(ctx context.Context, n Name, token string) CheckResult {
 	res := CheckResult{Observed: Observed{Addresses: []string{}}, Findings: []Finding{}}
 	failed := func(error) CheckResult { return e.lookupFailed(n) }
 	cnames, err := e.cfg.Resolver.Lookup(ctx, n.ASCII, "CNAME")
@@ -101,22 +105,30 @@ func (e *Engine) checkRouting(ctx context.Context, n Name) CheckResult {
 		return res
 	}
 	foreign := e.foreign(ctx, addrs)
-	if n.Kind != KindApex {
-		res.Findings = append(res.Findings, Finding{
-			Code: FindingConflictingRecord,
-			Message: fmt.Sprintf("%s has %s (%s), which blocks the CNAME record: a name with a CNAME can have no other records",
-				n.Unicode, recordWords(recs), strings.Join(foreign, ", ")),
-			Fix:     fmt.Sprintf("Delete the A and AAAA records for %s at your DNS provider, then create the CNAME record %s → %s", n.Label, n.Label, e.target),
-			Records: recs,
-		})
-		return res
-	}
-	res.Findings = append(res.Findings, Finding{
+	base := Finding{
 		Code:    FindingApexForeignIPs,
 		Message: fmt.Sprintf("%s resolves to %s, which is not an address of this platform", n.Unicode, strings.Join(foreign, ", ")),
 		Fix:     fmt.Sprintf("Delete the A/AAAA records at @ that point to %s, then %s", strings.Join(foreign, ", "), e.apexInstruction(ctx)),
 		Records: recs,
-	})
+	}
+	if n.Kind != KindApex {
+		base = Finding{
+			Code: FindingConflictingRecord,
+			Message: fmt.Sprintf("%s has %s (%s), which blocks the CNAME record: a name with a CNAME can have no other records; %s not this platform's edge",
+				n.Unicode, recordWords(recs), strings.Join(foreign, ", "), theseAre(len(foreign))),
+			Fix:     fmt.Sprintf("Delete the A and AAAA records for %s at your DNS provider, then create the CNAME record %s → %s", n.Label, n.Label, e.target),
+			Records: recs,
+		}
+	}
+	f, err := e.viaProxy(ctx, n, token, addrs, base)
+	switch {
+	case err != nil:
+		return failed(err)
+	case f == nil:
+		res.OK = true // proved by the TXT record and the HTTP check
+	default:
+		res.Findings = append(res.Findings, *f)
+	}
 	return res
 }
 
@@ -171,4 +183,11 @@ func recordWords(recs []Record) string {
 		return "an AAAA record"
 	}
 	return "an A record"
+}
+
+func theseAre(n int) string {
+	if n == 1 {
+		return "that address is"
+	}
+	return "those addresses are"
 }

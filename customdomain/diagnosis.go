@@ -39,7 +39,7 @@ func (e *Engine) render(en Entry, suspended string, edge []netip.Addr, cert Cert
 		d.History = []Transition{}
 	}
 	suspend(&d, suspended)
-	d.Records, d.Alternatives, d.Note = e.instructions(n, en.OwnershipToken, edge)
+	d.Records, d.Alternatives, d.Note = e.instructions(n, en, edge)
 	if c := e.dnsOf(en.ProjectID); c != nil && en.Status != StatusRemoved {
 		scope, scoped := c.(DNSScope)
 		d.DNSManaged = !scoped || scope.Manages(n.ASCII)
@@ -99,7 +99,7 @@ func nextAction(s Status, findings []Finding, dnsOK bool) Action {
 		return slices.ContainsFunc(findings, func(f Finding) bool { return slices.Contains(codes, f.Code) })
 	}
 	switch {
-	case has(FindingConflictingRecord, FindingCNAMEMismatch, FindingApexForeignIPs, FindingOwnershipUnproven, FindingCAABlocksCA):
+	case has(FindingConflictingRecord, FindingCNAMEMismatch, FindingApexForeignIPs, FindingOwnershipUnproven, FindingCAABlocksCA, FindingProxied):
 		return ActionFixDNS
 	case has(FindingCertPendingTooLong):
 		return ActionReverify

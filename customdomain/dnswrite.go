@@ -24,7 +24,7 @@ func (e *Engine) ConfigureDNS(ctx context.Context, projectID, name string) ([]Fi
 	if c == nil {
 		return nil, petstore.Errorf(petstore.CodeInvalidRequest, "this project has not connected a DNS provider; create the records by hand")
 	}
-	zone, recs, err := e.providerRecords(ctx, entry.Name, entry.OwnershipToken)
+	zone, recs, err := e.providerRecords(ctx, entry)
 	if err != nil {
 		return nil, err
 	}
@@ -40,19 +40,19 @@ func (e *Engine) dnsOf(projectID string) DNSConfigurator {
 
 // providerRecords returns the zone and the records ConfigureDNS writes for
 // name. Remove recomputes them to delete them, so nothing extra is stored.
-func (e *Engine) providerRecords(ctx context.Context, name, token string) (string, []Record, error) {
-	n, err := ParseName(name)
+func (e *Engine) providerRecords(ctx context.Context, en Entry) (string, []Record, error) {
+	n, err := ParseName(en.Name)
 	if err != nil {
 		return "", nil, err
 	}
-	recs, alts, _ := e.instructions(n, token, e.edgeList(ctx))
+	recs, alts, _ := e.instructions(n, en, e.edgeList(ctx))
+	// Optional records are for cases a managed zone does not have (a
+	// proxy in front of the name).
+	recs = slices.DeleteFunc(slices.Clone(recs), func(r Record) bool { return r.Optional })
 	if n.Kind == KindApex && len(alts) > 0 {
 		// Few providers have ALIAS; the addresses work everywhere. The
-		// ownership record is still needed beside them.
-		recs = alts
-		if token != "" {
-			recs = append(slices.Clone(alts), ownershipRecord(n, token))
-		}
+		// other records are still needed beside them.
+		recs = append(slices.Clone(alts), recs[1:]...)
 	}
 	return n.Registered, recs, nil
 }
@@ -62,12 +62,13 @@ func (e *Engine) providerRecords(ctx context.Context, name, token string) (strin
 // the customer made for other purposes stay. A failure leaves records that
 // point at the platform, which no longer answers for the name: logged, not
 // returned, as the removal itself is done.
-func (e *Engine) unconfigureDNS(ctx context.Context, projectID, name, token string) {
-	c := e.dnsOf(projectID)
+func (e *Engine) unconfigureDNS(ctx context.Context, en Entry) {
+	name := en.Name
+	c := e.dnsOf(en.ProjectID)
 	if c == nil {
 		return
 	}
-	zone, recs, err := e.providerRecords(ctx, name, token)
+	zone, recs, err := e.providerRecords(ctx, en)
 	if err == nil {
 		err = c.Unconfigure(ctx, zone, recs)
 	}

@@ -111,6 +111,21 @@ type EngineConfig struct {
 	// Events, when set, is told every lifecycle event (see Events).
 	Events Events
 
+	// CDNs are the address ranges the diagnosis recognises as a CDN's
+	// proxy (PROXIED). Nil means DefaultCDNs, the embedded
+	// cdn-ranges.txt; ParseCDNs reads a newer copy.
+	CDNs []CDN
+
+	// ProbePort is the port the HTTP ownership check through a proxy
+	// connects to: 80 by default, where the proxy forwards plain HTTP.
+	ProbePort int
+
+	// ProbePrivate lets the HTTP ownership check connect to addresses
+	// that are not public (loopback, private ranges). Tests set it; a
+	// platform should not, so a customer's record cannot aim the check at
+	// its own network.
+	ProbePrivate bool
+
 	// RefreshEvery is how often Run reloads the routing table from the
 	// store, which bounds how late this process sees other processes'
 	// changes. 2 seconds by default.
@@ -192,6 +207,12 @@ func New(cfg EngineConfig) (*Engine, error) {
 	}
 	if cfg.RefreshEvery <= 0 {
 		cfg.RefreshEvery = DefaultRefreshEvery
+	}
+	if cfg.CDNs == nil {
+		cfg.CDNs = DefaultCDNs()
+	}
+	if cfg.ProbePort == 0 {
+		cfg.ProbePort = 80
 	}
 	if cfg.RecheckActive == 0 {
 		cfg.RecheckActive = DefaultRecheckActive

@@ -233,14 +233,19 @@ func TestRacingProjectsOneWins(t *testing.T) {
 func TestInstructions(t *testing.T) {
 	f := newFixture(t, nil)
 	sub := f.add(t, "prj_pro", "shop.example.com")
-	if got, want := sub.Records, []customdomain.Record{{Type: "CNAME", Name: "shop", Value: target, TTL: 3600}}; len(got) != 1 || got[0] != want[0] {
-		t.Fatalf("subdomain records = %+v, want %+v", got, want)
+	if got, want := sub.Records, []customdomain.Record{{Type: "CNAME", Name: "shop", Value: target, TTL: 3600}}; len(got) != 2 || got[0] != want[0] {
+		t.Fatalf("subdomain records = %+v, want %+v first", got, want)
+	}
+	// Beside it, the ownership TXT record for a proxied record: optional.
+	if txt := sub.Records[1]; txt.Type != "TXT" || txt.Name != "_petstore-challenge.shop" || !strings.HasPrefix(txt.Value, "petstore-verify=") || !txt.Optional ||
+		!strings.Contains(sub.Note, "proxies or flattens") {
+		t.Fatalf("subdomain TXT record %+v, note %q; want an optional _petstore-challenge.shop explained", txt, sub.Note)
 	}
 	if sub.Kind != customdomain.KindSubdomain || len(sub.Alternatives) != 0 {
 		t.Fatalf("subdomain = %+v", sub)
 	}
 	apex := f.add(t, "prj_pro", "example.org")
-	if got := apex.Records; len(got) != 1 || got[0] != (customdomain.Record{Type: "ALIAS", Name: "@", Value: target, TTL: 3600}) {
+	if got := apex.Records; len(got) != 2 || got[0] != (customdomain.Record{Type: "ALIAS", Name: "@", Value: target, TTL: 3600}) || got[1].Name != "_petstore-challenge" {
 		t.Fatalf("apex records = %+v, want one ALIAS at @", got)
 	}
 	want := []customdomain.Record{{Type: "A", Name: "@", Value: "127.0.0.1", TTL: 3600}, {Type: "AAAA", Name: "@", Value: "::1", TTL: 3600}}
@@ -558,7 +563,7 @@ func TestDomainJSON(t *testing.T) {
 	for _, want := range []string{
 		`"name":"shop.example.com","unicodeName":"shop.example.com","kind":"subdomain"`,
 		`"status":"pending"`,
-		`"records":[{"type":"CNAME","name":"shop","value":"edge.petstore.example","ttl":3600}]`,
+		`"records":[{"type":"CNAME","name":"shop","value":"edge.petstore.example","ttl":3600},{"type":"TXT","name":"_petstore-challenge.shop","value":"petstore-verify=`,
 		`"diagnosis":{"ok":false,"nextAction":"fix_dns","observed":{"cname":"elsewhere.example.net","addresses":[]},"findings":[{"code":"CNAME_MISMATCH","message":"shop.example.com points to elsewhere.example.net","fix":"Change the CNAME value to edge.petstore.example"`,
 		`"certificate":{"status":"none"}`,
 		`"history":[{"status":"pending","at":"2026-11-22T10:00:00Z"}]`,

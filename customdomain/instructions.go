@@ -1,24 +1,36 @@
 package customdomain
 
 import (
+	"cmp"
 	"context"
 	"net/netip"
 	"strings"
 )
 
-// instructions returns the records a customer creates for n, the apex
-// alternatives and the note that goes with them. A non-empty ownership
-// token adds its TXT record to the records, and a note that says why.
-// edge is the edge's addresses (edgeList), for an apex's alternatives. It
-// does no I/O.
-func (e *Engine) instructions(n Name, token string, edge []netip.Addr) (records, alternatives []Record, note string) {
+// instructions returns the records a customer creates for n (held by
+// en), the apex alternatives and the note that goes with them: the
+// routing record, then the ownership TXT record with the entry's token,
+// which verifies a proxied or flattened record and is required when
+// another project held the name (en.OwnershipToken). edge is the edge's
+// addresses (edgeList), for an apex's alternatives. It does no I/O.
+func (e *Engine) instructions(n Name, en Entry, edge []netip.Addr) (records, alternatives []Record, note string) {
 	records, alternatives, note = e.routingInstructions(n, edge)
-	if token != "" {
-		records = append(records, ownershipRecord(n, token))
-		note = strings.TrimSpace(ownershipNote + " " + note)
+	token := cmp.Or(en.Token, en.OwnershipToken)
+	if token == "" { // stored before tokens existed
+		return records, alternatives, note
 	}
-	return records, alternatives, note
+	rec, why := ownershipRecord(n, token), ownershipNote
+	if en.OwnershipToken == "" {
+		rec.Optional, why = true, proxiedNote
+	}
+	records = append(records, rec)
+	return records, alternatives, strings.TrimSpace(why + " " + note)
 }
+
+// proxiedNote explains the TXT record when it is not required.
+const proxiedNote = "The TXT record is needed only if your DNS provider proxies or flattens the record " +
+	"(for example Cloudflare's proxy), which hides it: the platform then verifies the name by the TXT record " +
+	"and an HTTP check through the proxy."
 
 // routingInstructions returns the records that route n to the platform.
 func (e *Engine) routingInstructions(n Name, edge []netip.Addr) (records, alternatives []Record, note string) {

@@ -107,7 +107,8 @@ func challengeLabel(n Name) string {
 	return OwnershipChallengeLabel + "." + label
 }
 
-// ownershipRecord is the TXT record a customer creates to prove control.
+// ownershipRecord is the TXT record a customer creates to prove control
+// (required, or Optional when only a proxied record needs it).
 func ownershipRecord(n Name, token string) Record {
 	return Record{Type: "TXT", Name: challengeLabel(n), Value: token, TTL: DefaultRecordTTL}
 }

@@ -35,11 +35,12 @@ func deleteTXT(f *fixture, zone, label string) error {
 	return err
 }
 
-// ownershipRecord returns the TXT record among d's instructions, if any.
+// ownershipRecord returns the TXT record among d's instructions, and
+// whether it is required.
 func ownershipRecord(d customdomain.Domain) (customdomain.Record, bool) {
 	for _, r := range d.Records {
 		if r.Type == "TXT" {
-			return r, true
+			return r, !r.Optional
 		}
 	}
 	return customdomain.Record{}, false

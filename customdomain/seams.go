@@ -14,6 +14,10 @@ type Record struct {
 	Name  string `json:"name"`
 	Value string `json:"value"`
 	TTL   int    `json:"ttl,omitempty"`
+	// Optional marks an instruction needed only in some cases, which the
+	// domain's note explains (the ownership TXT record when the name is
+	// not proxied).
+	Optional bool `json:"optional,omitempty"`
 }
 
 // Finding is one diagnosed problem, in words a customer can act on.

@@ -19,6 +19,7 @@ const (
 	FindingCertPendingTooLong = "CERT_PENDING_TOO_LONG" // no certificate CertPendingLimit after verification
 	FindingOwnershipUnproven  = "OWNERSHIP_UNPROVEN"    // the ownership TXT record is missing or wrong
 	FindingCAAUndecided       = "CAA_UNDECIDED"         // CAA records name CAs, but the CA's own names are unknown
+	FindingProxied            = "PROXIED"               // the name resolves to a known CDN's addresses: its CNAME is hidden
 )
 
 // Action is what the customer should do next.

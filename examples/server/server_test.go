@@ -208,7 +208,7 @@ func TestCustomDomainFlow(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &d); err != nil {
 		t.Fatal(err)
 	}
-	if d.Name != "shop.example.com" || d.Status != "pending" || len(d.Records) != 1 ||
+	if d.Name != "shop.example.com" || d.Status != "pending" || len(d.Records) != 2 ||
 		d.Records[0].Type != "CNAME" || d.Records[0].Name != "shop" || d.Records[0].Value != "edge.petstore.test" {
 		t.Fatalf("added domain: %+v", d)
 	}

@@ -252,7 +252,8 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 		Platform:      apiPaths(platform),
 		UnknownHostHint: "it is neither one of -platform-hosts (PETSTORE_PLATFORM_HOSTS: add the name there to serve the API and dashboard at it) " +
 			"nor an active custom domain (add and verify it on the dashboard to serve a project at it)",
-		Router: eng,
+		Router:     eng,
+		Challenges: eng,
 		Site: func(projectID string) http.Handler {
 			if h, ok := sites.Load(projectID); ok {
 				return h.(http.Handler)

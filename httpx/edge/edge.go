@@ -7,7 +7,9 @@
 package edge
 
 import (
+	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -37,6 +39,15 @@ type RouterFunc func(host string) customdomain.RouteAnswer
 // Route implements Router.
 func (f RouterFunc) Route(host string) customdomain.RouteAnswer { return f(host) }
 
+// Challenger answers the HTTP ownership check of a custom domain whose
+// record is proxied: the token the edge returns at
+// customdomain.ChallengePath for host, if host is a custom domain that is
+// not removed (customdomain.Engine.ChallengeToken). Implementations must
+// be safe for concurrent use.
+type Challenger interface {
+	ChallengeToken(ctx context.Context, host string) (string, bool)
+}
+
 // Config configures New.
 type Config struct {
 	// PlatformHosts are the platform's own host names: requests for them
@@ -51,6 +62,11 @@ type Config struct {
 
 	// Router says which project a custom domain belongs to. Required.
 	Router Router
+
+	// Challenges, when set, answers GET customdomain.ChallengePath for a
+	// custom domain in any state (pending ones included), so that the
+	// engine's HTTP check through a customer's proxy finds this platform.
+	Challenges Challenger
 
 	// Site returns the handler that serves a project's content on its
 	// custom domains. It is called on every request, so it should return
@@ -80,6 +96,7 @@ type server struct {
 	suffixes []string // ".example.net" for "*.example.net"
 	platform http.Handler
 	router   Router
+	chal     Challenger
 	site     func(string) http.Handler
 	scheme   string
 	hint     string
@@ -93,7 +110,9 @@ type server struct {
 //   - a redirect domain answers the configured status (301 by default)
 //     with Location set to the same path and query on the target;
 //   - any other Host (unknown, pending, failed or removed) is 404 with an
-//     Error body: never another project's content.
+//     Error body: never another project's content;
+//   - with Challenges, GET customdomain.ChallengePath on a custom domain
+//     in any state answers its ownership token.
 //
 // The answer is asked of Router on every request, so changes made through
 // the engine take effect at once.
@@ -115,7 +134,7 @@ func New(cfg Config) (http.Handler, error) {
 	if hosts == nil {
 		hosts = []string{"localhost"}
 	}
-	e := &server{exact: map[string]bool{}, platform: cfg.Platform, router: cfg.Router, site: cfg.Site, scheme: cfg.RedirectScheme, hint: cfg.UnknownHostHint}
+	e := &server{exact: map[string]bool{}, platform: cfg.Platform, router: cfg.Router, chal: cfg.Challenges, site: cfg.Site, scheme: cfg.RedirectScheme, hint: cfg.UnknownHostHint}
 	if e.hint == "" {
 		e.hint = "it is neither one of the platform's own hosts nor an active custom domain"
 	}
@@ -164,6 +183,14 @@ func (e *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if e.isPlatform(host) {
 		e.platform.ServeHTTP(w, r)
 		return
+	}
+	if e.chal != nil && r.URL.Path == customdomain.ChallengePath && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		if token, ok := e.chal.ChallengeToken(r.Context(), host); ok {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Header().Set("Cache-Control", "no-store")
+			io.WriteString(w, token)
+			return
+		}
 	}
 	ans := e.router.Route(host)
 	switch ans.Kind {
