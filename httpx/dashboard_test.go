@@ -41,8 +41,8 @@ func TestDashboardDomainLifecycle(t *testing.T) {
 				t.Fatalf("added domain = %+v", d)
 			}
 			want := customdomain.Record{Type: "CNAME", Name: "shop", Value: dashTarget, TTL: 3600}
-			if len(d.Records) != 1 || d.Records[0] != want {
-				t.Fatalf("records = %+v, want [%+v]", d.Records, want)
+			if len(d.Records) != 2 || d.Records[0] != want || d.Records[1].Name != "_petstore-challenge.shop" || !d.Records[1].Optional {
+				t.Fatalf("records = %+v, want [%+v] and the optional ownership TXT record", d.Records, want)
 			}
 
 			res = w.call(t, w.pro, http.MethodPost, dashAPI+"/domains", map[string]string{"name": "shop.example.com"})
