@@ -27,7 +27,10 @@ type certRead struct {
 
 // certOf is the certificate status a view of en shows.
 func (e *Engine) certOf(ctx context.Context, en Entry) CertStatus {
-	if e.cfg.CertIssuer == nil || en.Status == StatusPending || en.Status == StatusRemoved || en.VerifiedAt.IsZero() {
+	// Before verification there is a certificate only when one was
+	// obtained through the DCV delegation (en.Cert records it).
+	before := en.VerifiedAt.IsZero() || en.Status == StatusPending
+	if e.cfg.CertIssuer == nil || en.Status.FreesName() || before && (en.Cert == "" || en.Cert == CertNone) {
 		return CertStatus{State: CertNone}
 	}
 	e.certs.mu.Lock()

@@ -24,7 +24,21 @@ func (e *Engine) check(ctx context.Context, entry Entry) CheckResult {
 	}
 	token := outstandingProof(entry)
 	res := e.checkRouting(ctx, n, entry.Token)
-	if token == "" || res.LookupFailed {
+	if res.LookupFailed {
+		return res
+	}
+	if target := e.dcvTarget(entry); target != "" {
+		ok, err := e.checkDelegation(ctx, n, target)
+		if err != nil {
+			return e.lookupFailed(n)
+		}
+		res.Delegated = ok
+		if n.Kind == KindWildcard && !ok && e.cfg.CertIssuer != nil {
+			res.OK = false
+			res.Findings = append(res.Findings, dcvMissing(n, dcvRecord(n, target)))
+		}
+	}
+	if token == "" {
 		return res
 	}
 	f, err := e.checkOwnership(ctx, n, token)

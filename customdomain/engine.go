@@ -116,6 +116,15 @@ type EngineConfig struct {
 	// cdn-ranges.txt; ParseCDNs reads a newer copy.
 	CDNs []CDN
 
+	// DCVZone, when set, is a zone the platform's own DNS serves where the
+	// certificate layer writes DNS-01 TXT records: each domain's
+	// instructions then include the delegation CNAME
+	// _acme-challenge.<name> → <label>.<DCVZone> (DCVTarget), with which
+	// its certificate is obtained before its traffic moves, and without
+	// which a wildcard cannot get one. Empty: no delegation, and wildcards
+	// verify only without a CertIssuer.
+	DCVZone string
+
 	// ProbePort is the port the HTTP ownership check through a proxy
 	// connects to: 80 by default, where the proxy forwards plain HTTP.
 	ProbePort int
@@ -159,6 +168,7 @@ type EngineConfig struct {
 type Engine struct {
 	cfg      EngineConfig
 	target   string
+	dcvZone  string
 	platform []string
 	edge     map[netip.Addr]bool
 
@@ -233,7 +243,7 @@ func New(cfg EngineConfig) (*Engine, error) {
 	if !strings.Contains(target, ".") {
 		return nil, fmt.Errorf("domain: CNAMETarget %q is not a fully qualified name", cfg.CNAMETarget)
 	}
-	e := &Engine{cfg: cfg, target: target, platform: []string{target}, edge: map[netip.Addr]bool{}, certsToRemove: map[string]bool{}}
+	e := &Engine{cfg: cfg, target: target, dcvZone: dnsName(cfg.DCVZone), platform: []string{target}, edge: map[netip.Addr]bool{}, certsToRemove: map[string]bool{}}
 	for _, p := range cfg.PlatformDomains {
 		if p = dnsName(p); p != "" {
 			e.platform = append(e.platform, p)

@@ -24,6 +24,14 @@ func (e *Engine) instructions(n Name, en Entry, edge []netip.Addr) (records, alt
 		rec.Optional, why = true, proxiedNote
 	}
 	records = append(records, rec)
+	if target := e.dcvTarget(en); target != "" {
+		records = append(records, dcvRecord(n, target))
+		if n.Kind == KindWildcard {
+			note = strings.TrimSpace(note + " " + dcvWildcardNote)
+		} else {
+			note = strings.TrimSpace(note + " " + dcvNote)
+		}
+	}
 	return records, alternatives, strings.TrimSpace(why + " " + note)
 }
 

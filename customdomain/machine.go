@@ -298,6 +298,11 @@ func (m *machine) noteCert(c CertStatus) {
 	switch c.State {
 	case CertIssued:
 		m.emit(EventCertIssued)
+		if m.e.Status == StatusPending {
+			// Obtained before the cutover (DCV): handshakes for the name
+			// are answered from now on, though it is not routed yet.
+			m.do(Reroute)
+		}
 	case CertFailed:
 		m.emit(EventCertFailed)
 	}

@@ -108,6 +108,12 @@ func (e *Engine) reloadLocked(ctx context.Context) error {
 			m[en.Name] = RouteAnswer{Kind: RouteServe, Name: en.Name, ProjectID: en.ProjectID}
 		case StatusIssuing:
 			admitted[en.Name] = admission{renew: true}
+		case StatusPending:
+			if en.Cert == CertIssued {
+				// Its certificate was obtained before the cutover (DCV
+				// delegation): served at a handshake, and renewed.
+				admitted[en.Name] = admission{renew: true}
+			}
 		}
 	}
 	for _, c := range configs {
@@ -129,7 +135,8 @@ type admission struct{ renew bool }
 
 // Admits reports whether host (a TLS handshake's server name, or a Host
 // header) is a custom domain whose DNS verified and that is not removed:
-// issuing, active or misconfigured, or a name one label below such a
+// issuing, active or misconfigured (or pending with a certificate obtained
+// through DCV delegation), or a name one label below such a
 // wildcard with no domain of its own. A certificate layer asks it on every
 // handshake, for any name anyone sends, so it reads an in-memory set kept
 // with the routing table and does no I/O; other processes' changes reach

@@ -20,6 +20,7 @@ const (
 	FindingOwnershipUnproven  = "OWNERSHIP_UNPROVEN"    // the ownership TXT record is missing or wrong
 	FindingCAAUndecided       = "CAA_UNDECIDED"         // CAA records name CAs, but the CA's own names are unknown
 	FindingProxied            = "PROXIED"               // the name resolves to a known CDN's addresses: its CNAME is hidden
+	FindingDCVMissing         = "DCV_MISSING"           // a wildcard without its _acme-challenge delegation
 )
 
 // Action is what the customer should do next.

@@ -80,6 +80,15 @@ type Config struct {
 	// DNSResolvers are the nameservers ("host:port") used to find the
 	// zone of a DNS-01 record; empty means the system's.
 	DNSResolvers []string
+	// DCVZone and DCVProvider enable DCV delegation: a name whose
+	// _acme-challenge CNAME points into DCVZone (a zone the platform's own
+	// DNS serves, written through DCVProvider, a libdns provider) gets its
+	// certificate by DNS-01 with the TXT record written there, before its
+	// traffic reaches the platform; wildcard names (*.shop.example.com)
+	// always do. Resolver must be set to read the delegations. Empty:
+	// wildcards cannot be issued.
+	DCVZone     string
+	DCVProvider certmagic.DNSProvider
 	// HTTPPort and TLSPort are the ports of the server's plain-HTTP and
 	// TLS listeners, where the CA sends HTTP-01 and TLS-ALPN-01
 	// validation (the CA connects to 80 and 443 unless a test CA is told
@@ -113,6 +122,8 @@ type Issuer struct {
 	cache    *certmagic.Cache
 	roots    *x509.CertPool
 	magic    *certmagic.Config // obtains and renews
+	dcv      *certmagic.Config // obtains and renews by DNS-01 through the DCV delegation; nil: none
+	dcvZone  string
 	onDemand *certmagic.Config // serves handshakes, with the on-demand fallback
 	acme     *certmagic.ACMEIssuer
 	httpc    *http.Client
@@ -121,9 +132,10 @@ type Issuer struct {
 	cancel    context.CancelFunc
 	closeOnce sync.Once // certmagic's Cache.Stop panics when called twice
 
-	mu       sync.Mutex
-	attempts map[string]*attempt
-	ids      []string // CA identities, once known
+	mu        sync.Mutex
+	attempts  map[string]*attempt
+	delegated map[string]bool // names Request found delegated: obtained and renewed through dcv
+	ids       []string        // CA identities, once known
 }
 
 // attempt is one Request's try at obtaining a certificate.
@@ -166,9 +178,9 @@ func New(cfg Config) (*Issuer, error) {
 	is := &Issuer{
 		cfg: cfg, log: log, now: cfg.Now,
 		storage:  NewStorage(cfg.Storage, cfg.Now, log),
-		attempts: map[string]*attempt{},
-		ids:      cfg.CAAIdentities,
-		roots:    roots,
+		attempts: map[string]*attempt{}, delegated: map[string]bool{},
+		ids:   cfg.CAAIdentities,
+		roots: roots,
 		httpc: &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{
 			TLSClientConfig: &tls.Config{RootCAs: roots}, Proxy: http.ProxyFromEnvironment,
 		}},
@@ -176,7 +188,7 @@ func New(cfg Config) (*Issuer, error) {
 	is.ctx, is.cancel = context.WithCancel(context.Background())
 	zl := zapToSlog(log)
 	is.cache = certmagic.NewCache(certmagic.CacheOptions{
-		GetConfigForCert:   func(certmagic.Certificate) (*certmagic.Config, error) { return is.magic, nil },
+		GetConfigForCert:   is.configForCert,
 		RenewCheckInterval: cfg.RenewCheckInterval,
 		Logger:             zl,
 	})
@@ -186,6 +198,11 @@ func New(cfg Config) (*Issuer, error) {
 	// serves handshakes, with the fallback.
 	is.magic = is.newConfig(nil)
 	is.acme = is.magic.Issuers[0].(*certmagic.ACMEIssuer)
+	if cfg.DCVZone != "" && cfg.DCVProvider != nil {
+		is.dcvZone = normalize(cfg.DCVZone)
+		is.dcv = is.newConfig(nil)
+		is.dcv.Issuers[0].(*certmagic.ACMEIssuer).DNS01Solver = &dcvSolver{is: is, solvers: map[string]*certmagic.DNS01Solver{}}
+	}
 	is.onDemand = is.magic
 	if cfg.Allowed != nil {
 		is.onDemand = is.newConfig(&certmagic.OnDemandConfig{DecisionFunc: func(ctx context.Context, name string) error {
@@ -255,6 +272,17 @@ func (is *Issuer) Request(ctx context.Context, name string) error {
 	if name == "" {
 		return petstore.Errorf(petstore.CodeInvalidRequest, "domain name must not be empty")
 	}
+	if is.dcv != nil && !strings.HasPrefix(name, "*.") {
+		// Delegated: DNS-01 works whether or not the name's traffic
+		// reaches the platform yet.
+		target, err := is.delegation(ctx, name)
+		if err != nil {
+			is.log.Warn("DCV delegation unknown; HTTP validation is tried", "domain", name, "err", err)
+		}
+		is.mu.Lock()
+		is.delegated[name] = target != ""
+		is.mu.Unlock()
+	}
 	actx, cancel := context.WithCancel(is.ctx)
 	a := &attempt{started: is.now(), cancel: cancel}
 	is.mu.Lock()
@@ -271,10 +299,11 @@ func (is *Issuer) Request(ctx context.Context, name string) error {
 // retries with backoff; its cert_obtaining event runs the CAA check), then
 // caches it so handshakes are served and maintenance renews it.
 func (is *Issuer) obtain(ctx context.Context, name string, a *attempt) {
-	_, err := is.magic.CacheManagedCertificate(ctx, name)
+	magic := is.configFor(name)
+	_, err := magic.CacheManagedCertificate(ctx, name)
 	if errors.Is(err, fs.ErrNotExist) {
-		if err = is.magic.ObtainCertAsync(ctx, name); err == nil && ctx.Err() == nil {
-			_, err = is.magic.CacheManagedCertificate(ctx, name)
+		if err = magic.ObtainCertAsync(ctx, name); err == nil && ctx.Err() == nil {
+			_, err = magic.CacheManagedCertificate(ctx, name)
 		}
 	}
 	if ctx.Err() != nil {
@@ -491,7 +520,7 @@ func (is *Issuer) Status(ctx context.Context, name string) (customdomain.CertSta
 	}
 	is.mu.Unlock()
 	if !ok && (a == nil || snap.failed == nil) {
-		if c, err := is.magic.CacheManagedCertificate(ctx, name); err == nil {
+		if c, err := is.configFor(name).CacheManagedCertificate(ctx, name); err == nil {
 			cert, ok = c, true
 		}
 	}

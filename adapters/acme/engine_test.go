@@ -50,6 +50,9 @@ type engineEnv struct {
 	httpPort int
 	tlsPort  int
 	serving  atomic.Pointer[acme.Issuer] // the issuer behind the listeners
+	// dcvZone, when set, is the platform's DCV zone (served by the
+	// World's DNS, written through its memzone provider).
+	dcvZone string
 	// unreachable makes the listeners refuse every connection's request,
 	// challenges included: the CA cannot validate, so nothing is issued
 	// while it is set.
@@ -61,8 +64,19 @@ const project = "prj_pro"
 
 func newEngineEnv(t *testing.T) *engineEnv {
 	t.Helper()
+	return newEngineEnvDCV(t, "")
+}
+
+// newEngineEnvDCV is newEngineEnv with DCV delegation into dcvZone (a
+// zone of the World's DNS server) when it is not empty.
+func newEngineEnvDCV(t *testing.T, dcvZone string) *engineEnv {
+	t.Helper()
+	zones := []string{"example.com.", "example.org.", "example.test.", "petstore.example."}
+	if dcvZone != "" {
+		zones = append(zones, dcvZone+".")
+	}
 	world := domaintest.New(t, domaintest.Options{
-		Zones: []string{"example.com.", "example.org.", "petstore.example."}, Store: memstore.New(),
+		Zones: zones, Store: memstore.New(),
 		Projects: domaintest.NewProjects(customdomain.Project{ID: project, Plan: petstore.PlanPro, Deployed: true}),
 		Config:   func(c *customdomain.EngineConfig) { c.CNAMETarget = edgeTarget },
 	})
@@ -75,7 +89,7 @@ func newEngineEnv(t *testing.T) *engineEnv {
 	httpLn := listen(t)
 	tlsLn := listen(t)
 	e := &engineEnv{
-		t: t, world: world, zone: zone, tlsAddr: tlsLn.Addr().String(),
+		t: t, world: world, zone: zone, tlsAddr: tlsLn.Addr().String(), dcvZone: dcvZone,
 		resolver: dnsresolver.New(dnsSrv.Addr()),
 		store:    world.Store.(*memstore.Store), certs: memstore.New(),
 		httpPort: httpLn.Addr().(*net.TCPAddr).Port, tlsPort: tlsLn.Addr().(*net.TCPAddr).Port,
@@ -129,7 +143,9 @@ func (e *engineEnv) start() {
 			}
 		},
 		// As examples/server wires it: from memory, no I/O per handshake.
-		Allowed: func(_ context.Context, name string) bool { return engine.Admits(name) },
+		Allowed:   func(_ context.Context, name string) bool { return engine.Admits(name) },
+		Renewable: func(_ context.Context, name string) bool { return engine.Renews(name) },
+		DCVZone:   e.dcvZone, DCVProvider: e.zone, DNSResolvers: []string{e.world.DNS.Addr()},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -137,6 +153,7 @@ func (e *engineEnv) start() {
 	t.Cleanup(func() { issuer.Close() })
 	engine = e.world.Replica(t, func(c *customdomain.EngineConfig) {
 		c.Resolver, c.CertIssuer = e.resolver, issuer
+		c.DCVZone = e.dcvZone
 		c.Now = time.Now // the CA's certificates are on real time
 	})
 	if err := engine.Refresh(context.Background()); err != nil {
@@ -164,8 +181,8 @@ func (e *engineEnv) add(name, zone string, extra ...libdns.Record) customdomain.
 	if err != nil || !created || d.Status != customdomain.StatusPending {
 		e.t.Fatalf("Add(%s) = %s, created %v, %v; want a new pending domain", name, d.Status, created, err)
 	}
-	if len(d.Records) != 1 || d.Records[0].Type != "CNAME" || d.Records[0].Value != edgeTarget {
-		e.t.Fatalf("Add(%s) asks for %+v, want one CNAME to %s", name, d.Records, edgeTarget)
+	if len(d.Records) == 0 || d.Records[0].Type != "CNAME" || d.Records[0].Value != edgeTarget {
+		e.t.Fatalf("Add(%s) asks for %+v, want a CNAME to %s first", name, d.Records, edgeTarget)
 	}
 	recs := append([]libdns.Record{libdns.CNAME{Name: d.Records[0].Name, TTL: time.Hour, Target: edgeTarget + "."}}, extra...)
 	if _, err := e.zone.AppendRecords(ctx, zone, recs); err != nil {
