@@ -24,6 +24,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/acme/blobs"
 	"github.com/petstorekit/petstore/adapters/bunstore"
 	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
+	"github.com/petstorekit/petstore/adapters/dnsconfig"
 	"github.com/petstorekit/petstore/adapters/dnsresolver"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/adapters/pgfeed"
@@ -167,9 +168,20 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 	// certificates. eng is set before anything can call back.
 	var eng *customdomain.Engine
 	resolver := tracing.Resolver(dnsresolver.New(cfg.dnsResolvers...), tp)
+	// The platform's own DNS: the zones "Configure DNS for me" writes,
+	// and the DCV zone where DNS-01 records go.
+	var dnsProvider dnsconfig.Provider
+	if cfg.dnsProvider != nil {
+		p, closeDNS, err := cfg.dnsProvider.open()
+		if err != nil {
+			return nil, err
+		}
+		a.closers = append(a.closers, closeDNS)
+		dnsProvider = p
+	}
 	var issuer *acme.Issuer
 	if cfg.acmeCA != "" {
-		if issuer, err = newIssuer(cfg, store, resolver, logger, func() *customdomain.Engine { return eng }); err != nil {
+		if issuer, err = newIssuer(cfg, store, resolver, dnsProvider, logger, func() *customdomain.Engine { return eng }); err != nil {
 			return nil, err
 		}
 		a.closers = append(a.closers, func() { issuer.Close() })
@@ -188,18 +200,26 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 		MaxDomainsPerProject: cfg.maxDomains,
 		RecheckActive:        cfg.recheck,
 		DriftGrace:           cfg.driftGrace,
+		DCVZone:              cfg.acmeDCVZone,
 	}
 	if issuer != nil {
 		ecfg.CertIssuer = tracing.CertIssuer(issuer, tp)
 	}
-	if cfg.dnsProvider != nil {
-		zones, closeDNS, err := cfg.dnsProvider.open()
+	if cfg.cdnRanges != "" {
+		f, err := os.Open(cfg.cdnRanges)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("-cdn-ranges: %w", err)
 		}
-		a.closers = append(a.closers, closeDNS)
+		ecfg.CDNs, err = customdomain.ParseCDNs(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("-cdn-ranges %s: %w", cfg.cdnRanges, err)
+		}
+	}
+	if dnsProvider != nil {
 		// The platform's DNS serves every project: which names it can
 		// write is the zones' business (dnsconfig.Zones.Manages).
+		zones := dnsconfig.NewZones(dnsProvider, cfg.dnsProvider.zones...)
 		ecfg.DNS = func(string) customdomain.DNSConfigurator { return zones }
 	}
 	if eng, err = customdomain.New(ecfg); err != nil {
@@ -479,7 +499,7 @@ func newLimiter(cfg config, logger *slog.Logger) (*ratelimit.Limiter, ratelimit.
 const limitPrefix = "petstore:rl:"
 
 // newIssuer builds the ACME certificate issuer for -acme-ca.
-func newIssuer(cfg config, store backend, resolver customdomain.Resolver, logger *slog.Logger, engine func() *customdomain.Engine) (*acme.Issuer, error) {
+func newIssuer(cfg config, store backend, resolver customdomain.Resolver, dcv dnsconfig.Provider, logger *slog.Logger, engine func() *customdomain.Engine) (*acme.Issuer, error) {
 	var roots []byte
 	if cfg.acmeRoot != "" {
 		var err error
@@ -497,7 +517,7 @@ func newIssuer(cfg config, store backend, resolver customdomain.Resolver, logger
 			return nil, fmt.Errorf("-tls-addr: %w", err)
 		}
 	}
-	return acme.New(acme.Config{
+	acfg := acme.Config{
 		CA:            cfg.acmeCA,
 		RootCAs:       roots,
 		Email:         cfg.acmeEmail,
@@ -529,7 +549,11 @@ func newIssuer(cfg config, store backend, resolver customdomain.Resolver, logger
 			e := engine()
 			return e != nil && e.Renews(name)
 		},
-	})
+	}
+	if cfg.acmeDCVZone != "" {
+		acfg.DCVZone, acfg.DCVProvider = cfg.acmeDCVZone, dcv
+	}
+	return acme.New(acfg)
 }
 
 // portOf returns the port of a listen address such as ":8080".
