@@ -23,13 +23,13 @@ func (e *Engine) dcvTarget(en Entry) string {
 	if e.dcvZone == "" || token == "" {
 		return ""
 	}
-	return DCVTarget(token, e.dcvZone)
+	return dcvTargetOf(token, e.dcvZone)
 }
 
-// DCVTarget is the name the DCV delegation CNAME of the entry with
+// dcvTargetOf is the name the DCV delegation CNAME of the entry with
 // token points at, in zone: both the engine's instructions and a
 // certificate layer checking a delegation compute it this way.
-func DCVTarget(token, zone string) string {
+func dcvTargetOf(token, zone string) string {
 	sum := sha256.Sum256([]byte("dcv:" + token))
 	return hex.EncodeToString(sum[:16]) + "." + dnsName(zone)
 }

@@ -119,7 +119,7 @@ type EngineConfig struct {
 	// DCVZone, when set, is a zone the platform's own DNS serves where the
 	// certificate layer writes DNS-01 TXT records: each domain's
 	// instructions then include the delegation CNAME
-	// _acme-challenge.<name> → <label>.<DCVZone> (DCVTarget), with which
+	// _acme-challenge.<name> → <label>.<DCVZone> , with which
 	// its certificate is obtained before its traffic moves, and without
 	// which a wildcard cannot get one. Empty: no delegation, and wildcards
 	// verify only without a CertIssuer.

@@ -114,7 +114,7 @@ func ownershipRecord(n Name, token string) Record {
 }
 
 // ownershipNote explains the extra record in the DNS instructions.
-const ownershipNote = "This name was recently used by another project; prove you control its DNS by also creating the TXT record shown. It can be deleted once the domain is active."
+const ownershipNote = "This name was recently used by another project, or lies under another project's wildcard; prove you control its DNS by also creating the TXT record shown. It can be deleted once the domain is active."
 
 // checkOwnership looks for the token among the TXT records at n's
 // challenge name. It returns the finding when the proof is missing or
@@ -134,14 +134,14 @@ func (e *Engine) checkOwnership(ctx context.Context, n Name, token string) (*Fin
 	}
 	f := &Finding{
 		Code: FindingOwnershipUnproven,
-		Message: fmt.Sprintf("%s was recently used by another project, so its CNAME alone does not prove it is yours: "+
+		Message: fmt.Sprintf("%s was recently used by another project, or lies under another project's wildcard, so its CNAME alone does not prove it is yours: "+
 			"the ownership TXT record at %s is missing.", n.Unicode, challengeName(n.ASCII)),
 		Fix: fmt.Sprintf("Create a TXT record with name %s and value %s (TTL 3600) at your DNS provider, then click Re-verify.",
 			challengeLabel(n), token),
 		Records: seen,
 	}
 	if len(seen) > 0 {
-		f.Message = fmt.Sprintf("%s was recently used by another project, so its CNAME alone does not prove it is yours: "+
+		f.Message = fmt.Sprintf("%s was recently used by another project, or lies under another project's wildcard, so its CNAME alone does not prove it is yours: "+
 			"the TXT record at %s does not have the expected value.", n.Unicode, challengeName(n.ASCII))
 		f.Fix = fmt.Sprintf("Change the TXT record %s to the value %s (TTL 3600), then click Re-verify.", challengeLabel(n), token)
 	}
