@@ -220,3 +220,26 @@ func TestDriftPastGraceReleases(t *testing.T) {
 		t.Fatalf("the new holder's domain is %s after the old one was dismissed", d.Status)
 	}
 }
+
+// TestRemoveEmitsRemoved: a customer's removal is told once, with the
+// domain as removed, after it is stored; so is an add.
+func TestRemoveEmitsRemoved(t *testing.T) {
+	ctx := context.Background()
+	ev := &events{}
+	w := driftWorld(t, nil, ev)
+	if _, _, err := w.Engine.Add(ctx, "prj_pro", "shop.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Engine.Remove(ctx, "prj_pro", "shop.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Engine.Remove(ctx, "prj_pro", "shop.example.com"); petstore.ErrorCode(err) != petstore.CodeNotFound {
+		t.Fatalf("second Remove: %v, want not_found", err)
+	}
+	if got, want := ev.take(), []string{
+		"prj_pro domain.added shop.example.com pending",
+		"prj_pro domain.removed shop.example.com removed",
+	}; !slices.Equal(got, want) {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+}

@@ -376,3 +376,43 @@ func TestCAAUndecidedWithoutIdentities(t *testing.T) {
 		t.Fatalf("finding = %+v, want the record found, the CA it allows, and that it could not be decided", f)
 	}
 }
+
+// TestNotRenewedWhileMisconfigured: a name Allowed admits but Renewable
+// refuses (a custom domain whose record moved away, within its grace
+// period) keeps being served from the cache, and its certificate is not
+// renewed: no order reaches the CA when certmagic finds it due.
+func TestNotRenewedWhileMisconfigured(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	label := uniqueLabel("drift")
+	name := label + ".example.com"
+	e := newEnv(t, 10*time.Second)
+	e.point(label)
+	refused := newLogWait("not renewing the certificate of a domain whose record points elsewhere")
+	is := e.issuer(func(c *acme.Config) {
+		c.RenewCheckInterval = 250 * time.Millisecond
+		c.RenewalWindowRatio = 0.9 // renew 1 s into a 10 s lifetime
+		c.Renewable = func(context.Context, string) bool { return false }
+		c.Logger = slog.New(refused)
+	})
+	if err := is.Request(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	e.waitChange(name)
+	first, err := e.handshake(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orders := e.ca.Requests("/finalize-order/")
+	refused.wait(t)
+	again, err := e.handshake(name)
+	if err != nil {
+		t.Fatalf("the certificate is no longer served after the refused renewal: %v", err)
+	}
+	if again.SerialNumber.Cmp(first.SerialNumber) != 0 {
+		t.Fatal("the certificate was replaced although its renewal was refused")
+	}
+	if n := e.ca.Requests("/finalize-order/"); n != orders {
+		t.Fatalf("%d certificates ordered after the refusal, want none", n-orders)
+	}
+}
