@@ -160,3 +160,44 @@ func TestWildcardCertificate(t *testing.T) {
 		t.Errorf("a name two labels below the wildcard is routed: %+v", r)
 	}
 }
+
+// TestCertificateBeforeCutoverWithKnot: the same, with the platform's DCV
+// zone on a real Knot server that the issuer writes through RFC 2136 (as
+// -dns-provider rfc2136:// does), and the customer's zone on another
+// server: the CA's resolver follows the delegation from one to the other.
+// A wildcard gets its certificate the same way.
+func TestCertificateBeforeCutoverWithKnot(t *testing.T) {
+	ctx := context.Background()
+	e := newEngineEnvDCV(t, dcvZone, true)
+	label := uniqueLabel("knot")
+	name := label + ".example.test"
+	wild := "*." + uniqueLabel("kshop") + ".example.test"
+	var recs []libdns.Record
+	for _, n := range []string{name, wild} {
+		d, _, err := e.engine.Add(ctx, project, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dcv := dcvRecord(t, d)
+		recs = append(recs, libdns.CNAME{Name: dcv.Name, TTL: time.Hour, Target: dcv.Value + "."})
+	}
+	recs = append(recs,
+		libdns.CNAME{Name: label, TTL: time.Hour, Target: "old-host.example.org."},
+		libdns.CNAME{Name: strings.TrimSuffix(wild, ".example.test"), TTL: time.Hour, Target: edgeTarget + "."})
+	if _, err := e.zone.AppendRecords(ctx, "example.test.", recs); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := e.engine.Verify(ctx, project, name); err != nil || d.Status != customdomain.StatusPending {
+		t.Fatalf("Verify with the CNAME elsewhere = %s, %v; want still pending", d.Status, err)
+	}
+	e.verify(wild)
+	e.awaitCert(name)
+	if d := e.await(wild); d.Status != customdomain.StatusActive {
+		t.Fatalf("wildcard: %s %+v", d.Status, d.Certificate)
+	}
+	for _, host := range []string{"a" + strings.TrimPrefix(wild, "*"), "b" + strings.TrimPrefix(wild, "*")} {
+		if err := e.handshake(host); err != nil {
+			t.Errorf("handshake for %s: %v", host, err)
+		}
+	}
+}

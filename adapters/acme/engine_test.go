@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyserver/certmagic"
 	"github.com/libdns/libdns"
 
 	"github.com/petstorekit/petstore"
@@ -23,6 +24,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/dnsresolver"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/adapters/memzone"
+	"github.com/petstorekit/petstore/adapters/rfc2136/rfc2136test"
 	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/internal/domaintest"
 )
@@ -50,9 +52,11 @@ type engineEnv struct {
 	httpPort int
 	tlsPort  int
 	serving  atomic.Pointer[acme.Issuer] // the issuer behind the listeners
-	// dcvZone, when set, is the platform's DCV zone (served by the
-	// World's DNS, written through its memzone provider).
-	dcvZone string
+	// dcvZone, when set, is the platform's DCV zone, written through
+	// dcvProvider and read through dnsAddr.
+	dcvZone     string
+	dcvProvider certmagic.DNSProvider
+	dnsAddr     string // the nameserver everything asks: the World's, or a resolver in front of it and Knot
 	// unreachable makes the listeners refuse every connection's request,
 	// challenges included: the CA cannot validate, so nothing is issued
 	// while it is set.
@@ -67,12 +71,17 @@ func newEngineEnv(t *testing.T) *engineEnv {
 	return newEngineEnvDCV(t, "")
 }
 
-// newEngineEnvDCV is newEngineEnv with DCV delegation into dcvZone (a
-// zone of the World's DNS server) when it is not empty.
-func newEngineEnvDCV(t *testing.T, dcvZone string) *engineEnv {
+// newEngineEnvDCV is newEngineEnv with DCV delegation into dcvZone when
+// it is not empty: a zone of the World's DNS server, written through its
+// memzone provider, or, with knot, a zone of a Knot server written through
+// RFC 2136, with a resolver in front of both servers that everything asks
+// (Pebble included), as a CA's recursive resolver follows the customer's
+// delegation CNAME to the platform's DNS.
+func newEngineEnvDCV(t *testing.T, dcvZone string, knot ...bool) *engineEnv {
 	t.Helper()
 	zones := []string{"example.com.", "example.org.", "example.test.", "petstore.example."}
-	if dcvZone != "" {
+	useKnot := len(knot) > 0 && knot[0]
+	if dcvZone != "" && !useKnot {
 		zones = append(zones, dcvZone+".")
 	}
 	world := domaintest.New(t, domaintest.Options{
@@ -80,7 +89,13 @@ func newEngineEnvDCV(t *testing.T, dcvZone string) *engineEnv {
 		Projects: domaintest.NewProjects(customdomain.Project{ID: project, Plan: petstore.PlanPro, Deployed: true}),
 		Config:   func(c *customdomain.EngineConfig) { c.CNAMETarget = edgeTarget },
 	})
-	zone, dnsSrv := world.Zone, world.DNS
+	zone, dnsAddr := world.Zone, world.DNS.Addr()
+	var dcvProvider certmagic.DNSProvider = zone
+	if useKnot {
+		k := rfc2136test.StartKnot(t, dcvZone+".")
+		dcvProvider = k.Provider()
+		dnsAddr = startResolver(t, map[string]string{dcvZone: k.Addr, "": world.DNS.Addr()})
+	}
 	if _, err := zone.AppendRecords(context.Background(), "petstore.example.", []libdns.Record{
 		libdns.Address{Name: "edge", TTL: time.Hour, IP: netip.MustParseAddr("127.0.0.1")},
 	}); err != nil {
@@ -89,12 +104,13 @@ func newEngineEnvDCV(t *testing.T, dcvZone string) *engineEnv {
 	httpLn := listen(t)
 	tlsLn := listen(t)
 	e := &engineEnv{
-		t: t, world: world, zone: zone, tlsAddr: tlsLn.Addr().String(), dcvZone: dcvZone,
-		resolver: dnsresolver.New(dnsSrv.Addr()),
+		t: t, world: world, zone: zone, tlsAddr: tlsLn.Addr().String(),
+		dcvZone: dcvZone, dcvProvider: dcvProvider, dnsAddr: dnsAddr,
+		resolver: dnsresolver.New(dnsAddr),
 		store:    world.Store.(*memstore.Store), certs: memstore.New(),
 		httpPort: httpLn.Addr().(*net.TCPAddr).Port, tlsPort: tlsLn.Addr().(*net.TCPAddr).Port,
 	}
-	e.ca = acmetest.Start(t, acmetest.Options{DNSServer: dnsSrv.Addr(), HTTPPort: e.httpPort, TLSPort: e.tlsPort})
+	e.ca = acmetest.Start(t, acmetest.Options{DNSServer: dnsAddr, HTTPPort: e.httpPort, TLSPort: e.tlsPort})
 	e.start()
 
 	// The listeners are wired as a server wires them, through whichever
@@ -145,7 +161,7 @@ func (e *engineEnv) start() {
 		// As examples/server wires it: from memory, no I/O per handshake.
 		Allowed:   func(_ context.Context, name string) bool { return engine.Admits(name) },
 		Renewable: func(_ context.Context, name string) bool { return engine.Renews(name) },
-		DCVZone:   e.dcvZone, DCVProvider: e.zone, DNSResolvers: []string{e.world.DNS.Addr()},
+		DCVZone:   e.dcvZone, DCVProvider: e.dcvProvider, DNSResolvers: []string{e.dnsAddr},
 	})
 	if err != nil {
 		t.Fatal(err)
