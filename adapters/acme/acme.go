@@ -569,6 +569,7 @@ func (is *Issuer) Remove(ctx context.Context, name string) error {
 		a.cancel()
 		delete(is.attempts, name)
 	}
+	delete(is.delegated, name)
 	is.mu.Unlock()
 	is.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: name}})
 	return is.storage.Delete(ctx, certmagic.StorageKeys.CertsSitePrefix(is.acme.IssuerKey(), name))
