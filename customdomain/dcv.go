@@ -9,11 +9,11 @@ import (
 	"strings"
 )
 
-// DCVLabel is the label below a domain's base name where the DCV
+// dcvLabel is the label below a domain's base name where the DCV
 // delegation CNAME goes: ACME's DNS-01 record name, so a CA looking for
 // _acme-challenge.shop.example.com follows the CNAME into the platform's
 // DCV zone, where the platform writes the TXT record itself.
-const DCVLabel = "_acme-challenge"
+const dcvLabel = "_acme-challenge"
 
 // dcvTarget is the delegation CNAME's value for an entry: a label derived
 // from its token (one per project and name, unguessable) in the DCV
@@ -37,13 +37,13 @@ func dcvTargetOf(token, zone string) string {
 // dcvName is the fully qualified owner of n's delegation CNAME: a
 // wildcard shares its base name's (ACME validates *.shop.example.com at
 // _acme-challenge.shop.example.com).
-func dcvName(n Name) string { return DCVLabel + "." + n.base() }
+func dcvName(n Name) string { return dcvLabel + "." + n.base() }
 
 // dcvRecord is the delegation CNAME as an instruction: required for a
 // wildcard (whose certificate can only be obtained by DNS-01), optional
 // otherwise (it lets the certificate be obtained before traffic moves).
 func dcvRecord(n Name, target string) Record {
-	label := DCVLabel
+	label := dcvLabel
 	if base := strings.TrimPrefix(strings.TrimPrefix(n.Label, "*"), "."); n.Kind != KindApex && base != "" && base != "@" {
 		label += "." + base
 	}
