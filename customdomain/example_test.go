@@ -75,3 +75,37 @@ func Example() {
 	// route: true prj_demo
 	// after Remove: true
 }
+
+// Step is the whole lifecycle: a pure function the engine applies inside
+// its one write loop, whose effects it runs after the write.
+func ExampleStep() {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	p := customdomain.Policy{Window: 48 * time.Hour, Issuer: true, Recheck: time.Hour, Grace: 72 * time.Hour}
+	e := customdomain.Entry{Name: "shop.example.com", Status: customdomain.StatusPending, PendingSince: now}
+	show := func(e customdomain.Entry, fx []customdomain.Effect) {
+		var kinds []string
+		for _, f := range fx {
+			if f.Kind == customdomain.Emit {
+				kinds = append(kinds, f.Event)
+			} else {
+				kinds = append(kinds, fmt.Sprint(f.Kind))
+			}
+		}
+		fmt.Println(e.Status, kinds)
+	}
+	ok := customdomain.CheckResult{OK: true}
+	e, fx := customdomain.Step(e, customdomain.Checked{DNS: ok, Cert: customdomain.CertStatus{State: customdomain.CertNone}, Manual: true}, now, p)
+	show(e, fx)
+	e, fx = customdomain.Step(e, customdomain.CertReported{Cert: customdomain.CertStatus{State: customdomain.CertIssued}}, now, p)
+	show(e, fx)
+	moved := customdomain.CheckResult{Observed: customdomain.Observed{CNAME: "elsewhere.example.net"}}
+	e, fx = customdomain.Step(e, customdomain.Checked{DNS: moved}, now.Add(time.Hour), p)
+	show(e, fx)
+	e, fx = customdomain.Step(e, customdomain.Checked{DNS: moved}, now.Add(73*time.Hour), p)
+	show(e, fx)
+	// Output:
+	// issuing [domain.verified RequestCert]
+	// active [domain.certificate.issued Reroute domain.active]
+	// misconfigured [Reroute domain.misconfigured]
+	// released [Unroute RemoveCert UnconfigureDNS domain.removed]
+}

@@ -78,6 +78,15 @@ const (
 	Emit                                 // tell Events (Effect.Event)
 )
 
+// String returns the effect's name, as written above.
+func (k EffectKind) String() string {
+	names := [...]string{"", "Unroute", "Reroute", "RequestCert", "RemoveCert", "UnconfigureDNS", "Emit"}
+	if int(k) < len(names) && k > 0 {
+		return names[k]
+	}
+	return fmt.Sprintf("EffectKind(%d)", k)
+}
+
 // Effect is one effect of a Step; Event is set for Emit.
 type Effect struct {
 	Kind  EffectKind

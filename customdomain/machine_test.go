@@ -140,7 +140,7 @@ func TestStepVerifiedIsAMilestone(t *testing.T) {
 func describe(effects []Effect) string {
 	var out []string
 	for _, f := range effects {
-		s := [...]string{"", "Unroute", "Reroute", "RequestCert", "RemoveCert", "UnconfigureDNS", "Emit"}[f.Kind]
+		s := f.Kind.String()
 		if f.Kind == Emit {
 			s += "(" + f.Event + ")"
 		}
