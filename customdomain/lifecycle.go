@@ -15,13 +15,18 @@ import (
 // with the DNS records to create. created is false when the project already
 // had it, in which case the existing domain is returned unchanged.
 //
-// When another project held the name last, the records include an
-// ownership TXT record that Verify requires besides the CNAME (or ALIAS):
-// no domain takeover through a CNAME the customer left behind.
+// The records always include the ownership TXT record with the domain's
+// token (one per project and name), which verifies a proxied or flattened
+// record. When another project held the name last, or the name lies under
+// another project's wildcard, Verify requires it besides the CNAME (or
+// ALIAS): no domain takeover through a CNAME the customer left behind. A
+// wildcard (*.shop.example.com) may be added; see KindWildcard. The
+// project's own released entry of the name is dismissed.
 //
 // Returns invalid_request for an invalid name (ParseNewName: also a
 // special-use TLD, mixed scripts or a confusable label), one of the
-// platform's own, or when the project holds MaxDomainsPerProject domains, not_found for an unknown project, plan_required below Pro,
+// platform's own, or when the project holds MaxDomainsPerProject domains;
+// not_found for an unknown project, plan_required below Pro,
 // deploy_required before a successful deploy, and conflict when another
 // project holds the name.
 func (e *Engine) Add(ctx context.Context, projectID, name string) (d Domain, created bool, err error) {
