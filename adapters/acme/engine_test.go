@@ -94,7 +94,7 @@ func newEngineEnvDCV(t *testing.T, dcvZone string, knot ...bool) *engineEnv {
 	if useKnot {
 		k := rfc2136test.StartKnot(t, dcvZone+".")
 		dcvProvider = k.Provider()
-		dnsAddr = startResolver(t, map[string]string{dcvZone: k.Addr, "": world.DNS.Addr()})
+		dnsAddr = acmetest.Resolver(t, map[string]string{dcvZone: k.Addr, "": world.DNS.Addr()})
 	}
 	if _, err := zone.AppendRecords(context.Background(), "petstore.example.", []libdns.Record{
 		libdns.Address{Name: "edge", TTL: time.Hour, IP: netip.MustParseAddr("127.0.0.1")},

@@ -1,4 +1,4 @@
-package acme_test
+package acmetest
 
 import (
 	"net"
@@ -8,20 +8,21 @@ import (
 	"github.com/miekg/dns"
 )
 
-// startResolver starts, on loopback, what a CA's recursive resolver is to
+// Resolver starts, on loopback, what a CA's recursive resolver is to
 // the authoritative servers of a test: each question goes to the server
 // of the longest zone in upstreams that holds the name ("" for the rest),
 // and a CNAME answer is followed to its target, wherever that is served.
-// It returns its address.
-func startResolver(t *testing.T, upstreams map[string]string) string {
-	t.Helper()
+// It answers UDP and TCP on one port (Pebble asks over TCP), stops when
+// the test ends, and returns its address, which Options.DNSServer takes.
+func Resolver(tb testing.TB, upstreams map[string]string) string {
+	tb.Helper()
 	// UDP and TCP on one port: Pebble asks over TCP.
 	var pc net.PacketConn
 	var ln net.Listener
 	for range 5 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		if pc, err = net.ListenPacket("udp", l.Addr().String()); err == nil {
 			ln = l
@@ -30,7 +31,7 @@ func startResolver(t *testing.T, upstreams map[string]string) string {
 		l.Close()
 	}
 	if ln == nil {
-		t.Fatal("no port free for both UDP and TCP")
+		tb.Fatal("acmetest: no port free for both UDP and TCP")
 	}
 	upstream := func(name string) string {
 		best, addr := -1, upstreams[""]
@@ -77,7 +78,7 @@ func startResolver(t *testing.T, upstreams map[string]string) string {
 	tcp := &dns.Server{Listener: ln, Handler: handler}
 	go udp.ActivateAndServe()
 	go tcp.ActivateAndServe()
-	t.Cleanup(func() { udp.Shutdown(); tcp.Shutdown() })
+	tb.Cleanup(func() { udp.Shutdown(); tcp.Shutdown() })
 	return pc.LocalAddr().String()
 }
 
