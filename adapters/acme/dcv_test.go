@@ -159,6 +159,18 @@ func TestWildcardCertificate(t *testing.T) {
 	if r := e.engine.Route("x.a." + label + ".example.test"); r.Kind != customdomain.RouteNone {
 		t.Errorf("a name two labels below the wildcard is routed: %+v", r)
 	}
+
+	// Another process (here: a restart) on the same storage answers the
+	// names below with the stored wildcard certificate (certmagic's
+	// handshake looks for the wildcard in storage), ordering nothing.
+	orders := e.ca.Requests("/finalize-order/")
+	e.start()
+	if err := e.handshake("c." + label + ".example.test"); err != nil {
+		t.Fatalf("handshake under the wildcard after a restart: %v", err)
+	}
+	if n := e.ca.Requests("/finalize-order/"); n != orders {
+		t.Fatalf("%d certificates ordered for a name under a stored wildcard, want none", n-orders)
+	}
 }
 
 // TestCertificateBeforeCutoverWithKnot: the same, with the platform's DCV
