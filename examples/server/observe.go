@@ -26,7 +26,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
@@ -154,8 +154,8 @@ func metricsHandler(reg *prometheus.Registry) http.Handler {
 // counted: custom domains by state, their certificates' expiry and
 // whether the rate limiter's store answers.
 type platformCollector struct {
-	store   domain.Store
-	certs   domain.CertIssuer // nil without -acme-ca
+	store   customdomain.Store
+	certs   customdomain.CertIssuer // nil without -acme-ca
 	limiter *ratelimit.Limiter
 	logger  *slog.Logger
 }
@@ -186,19 +186,22 @@ func (c platformCollector) Collect(ch chan<- prometheus.Metric) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	entries, err := c.store.ListDomains(ctx, domain.DomainQuery{})
+	entries, err := c.store.ListDomains(ctx, customdomain.DomainQuery{})
 	if err != nil {
 		c.logger.Warn("metrics: custom domains not listed", "err", err)
 		ch <- prometheus.NewInvalidMetric(domainsDesc, err)
 		return
 	}
-	counts := map[domain.Status]int{}
-	for _, s := range []domain.Status{domain.StatusPending, domain.StatusVerified, domain.StatusIssuing, domain.StatusActive, domain.StatusFailed} {
+	counts := map[customdomain.Status]int{}
+	// verified is a milestone in a domain's history, never a current status,
+	// so it has no count.
+	for _, s := range []customdomain.Status{customdomain.StatusPending, customdomain.StatusIssuing, customdomain.StatusActive,
+		customdomain.StatusMisconfigured, customdomain.StatusFailed, customdomain.StatusReleased} {
 		counts[s] = 0 // every state is reported, zero included
 	}
 	for _, e := range entries {
 		counts[e.Status]++
-		if c.certs == nil || (e.Status != domain.StatusActive && e.Status != domain.StatusIssuing) {
+		if c.certs == nil || (e.Status != customdomain.StatusActive && e.Status != customdomain.StatusIssuing && e.Status != customdomain.StatusMisconfigured) {
 			continue
 		}
 		if st, err := c.certs.Status(ctx, e.Name); err == nil && !st.NotAfter.IsZero() {

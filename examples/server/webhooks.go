@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/webhook"
 )
 
@@ -47,4 +48,20 @@ func startWebhooks(ctx context.Context, cfg config, store webhook.Store, logger 
 		}
 	}()
 	return hooks, nil
+}
+
+// domainEvents hands the custom-domain engine's lifecycle events to the
+// webhook outbox. The event is queued even when the request that caused
+// it ends right after the change was stored, so none is lost to a
+// client that hangs up.
+type domainEvents struct {
+	hooks  *webhook.Service
+	logger *slog.Logger
+}
+
+// DomainEvent implements customdomain.Events.
+func (e domainEvents) DomainEvent(ctx context.Context, projectID, eventType string, d customdomain.Domain) {
+	if err := e.hooks.Enqueue(context.WithoutCancel(ctx), projectID, eventType, d); err != nil {
+		e.logger.Warn("domain event not queued for webhooks", "type", eventType, "project", projectID, "err", err)
+	}
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/petstorekit/petstore/webhook"
 )
 
 // A project registers a webhook receiver from the dashboard API. A
@@ -109,4 +111,47 @@ func TestWebhooksInBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS("#hooks li .danger-outline")),
 		chromedp.WaitVisible(chromedp.CSS("#hooks-empty")),
 	)
+}
+
+// A domain added from the dashboard reaches the project's webhook
+// receiver as a signed domain.added event carrying the dashboard's view of
+// the domain: the engine's events and the webhook outbox are wired.
+func TestDomainEventsReachWebhooks(t *testing.T) {
+	type delivery struct {
+		header string
+		body   []byte
+	}
+	got := make(chan delivery, 16)
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- delivery{r.Header.Get("Petstore-Signature"), b}
+	}))
+	defer rcv.Close()
+	const key = "psk_Pro5jW8cZ1qN6bY3xF7v"
+	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-keys", key + ":pro", "-webhook-allow-private"}, nil)
+	status, _, out := call(t, "POST", base+"/dashboard/api/webhooks", key, "", `{"url":"`+rcv.URL+`"}`)
+	var created struct{ ID, Secret string }
+	if err := json.Unmarshal([]byte(out), &created); status != http.StatusCreated || err != nil {
+		t.Fatalf("register the receiver: %d %s", status, out)
+	}
+	if status, _, out := call(t, "POST", base+"/dashboard/api/domains", key, "", `{"name":"shop.example.test"}`); status != http.StatusCreated {
+		t.Fatalf("add a domain: %d %s", status, out)
+	}
+	select {
+	case d := <-got:
+		if err := webhook.VerifyWebhook(created.Secret, d.header, d.body, time.Minute); err != nil {
+			t.Fatalf("the delivery's signature: %v (header %q)", err, d.header)
+		}
+		var ev struct {
+			ID, Type string
+			Data     struct {
+				Domain struct{ Name, Status string }
+			}
+		}
+		if err := json.Unmarshal(d.body, &ev); err != nil || ev.Type != "domain.added" || ev.Data.Domain.Name != "shop.example.test" || !strings.HasPrefix(ev.ID, "evt_") {
+			t.Fatalf("delivery %s (%v); want a domain.added event for shop.example.test", d.body, err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no delivery within 20 s of adding the domain")
+	}
 }

@@ -24,13 +24,14 @@ import (
 	"github.com/petstorekit/petstore/adapters/acme/blobs"
 	"github.com/petstorekit/petstore/adapters/bunstore"
 	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
+	"github.com/petstorekit/petstore/adapters/dnsconfig"
 	"github.com/petstorekit/petstore/adapters/dnsresolver"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/adapters/pgfeed"
 	"github.com/petstorekit/petstore/adapters/redisfeed"
 	"github.com/petstorekit/petstore/adapters/redislimit"
 	"github.com/petstorekit/petstore/changefeed"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/httpx"
 	"github.com/petstorekit/petstore/httpx/dashboard"
 	"github.com/petstorekit/petstore/httpx/edge"
@@ -49,7 +50,7 @@ type backend interface {
 	petstore.OrderStore
 	petstore.IdempotencyStore
 	blobs.Store
-	domain.Store
+	customdomain.Store
 	DeployStore
 	webhook.Store
 }
@@ -125,7 +126,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	// within milliseconds. It starts before the engine exists, so the
 	// engine's share is handed over once it does (its initial Refresh
 	// covers what came before).
-	var engine atomic.Pointer[domain.Engine]
+	var engine atomic.Pointer[customdomain.Engine]
 	cache := petCache(cfg, feed)
 	if feed != nil {
 		go followFeed(ctx, feed, logger, auth.Apply, cache.Apply, func(c changefeed.Change) {
@@ -167,17 +168,32 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	// The engine and the issuer know each other: the issuer reports
 	// certificate changes to the engine, the engine asks the issuer for
 	// certificates. eng is set before anything can call back.
-	var eng *domain.Engine
+	var eng *customdomain.Engine
 	resolver := tracing.Resolver(dnsresolver.New(cfg.dnsResolvers...), tp)
+	// The platform's own DNS: the zones "Configure DNS for me" writes,
+	// and the DCV zone where DNS-01 records go.
+	var dnsProvider dnsconfig.Provider
+	if cfg.dnsProvider != nil {
+		p, closeDNS, err := cfg.dnsProvider.open()
+		if err != nil {
+			return nil, err
+		}
+		a.closers = append(a.closers, closeDNS)
+		dnsProvider = p
+	}
 	var issuer *acme.Issuer
 	if cfg.acmeCA != "" {
-		if issuer, err = newIssuer(cfg, store, resolver, logger, func() *domain.Engine { return eng }); err != nil {
+		if issuer, err = newIssuer(cfg, store, resolver, dnsProvider, logger, func() *customdomain.Engine { return eng }); err != nil {
 			return nil, err
 		}
 		a.closers = append(a.closers, func() { issuer.Close() })
 		a.tlsConfig = issuer.TLSConfig()
 	}
-	ecfg := domain.EngineConfig{
+	hooks, err := startWebhooks(ctx, cfg, store, logger)
+	if err != nil {
+		return nil, err
+	}
+	ecfg := customdomain.EngineConfig{
 		Store:           store,
 		Projects:        projectsOf(keys, store),
 		Resolver:        resolver,
@@ -188,21 +204,32 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		Logger:          logger,
 
 		MaxDomainsPerProject: cfg.maxDomains,
+		RecheckActive:        cfg.recheck,
+		DriftGrace:           cfg.driftGrace,
+		DCVZone:              cfg.acmeDCVZone,
+		Events:               domainEvents{hooks: hooks, logger: logger},
 	}
 	if issuer != nil {
 		ecfg.CertIssuer = tracing.CertIssuer(issuer, tp)
 	}
-	if cfg.dnsProvider != nil {
-		zones, closeDNS, err := cfg.dnsProvider.open()
+	if cfg.cdnRanges != "" {
+		f, err := os.Open(cfg.cdnRanges)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("-cdn-ranges: %w", err)
 		}
-		a.closers = append(a.closers, closeDNS)
+		ecfg.CDNs, err = customdomain.ParseCDNs(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("-cdn-ranges %s: %w", cfg.cdnRanges, err)
+		}
+	}
+	if dnsProvider != nil {
 		// The platform's DNS serves every project: which names it can
 		// write is the zones' business (dnsconfig.Zones.Manages).
-		ecfg.DNS = func(string) domain.DNSConfigurator { return zones }
+		zones := dnsconfig.NewZones(dnsProvider, cfg.dnsProvider.zones...)
+		ecfg.DNS = func(string) customdomain.DNSConfigurator { return zones }
 	}
-	if eng, err = domain.New(ecfg); err != nil {
+	if eng, err = customdomain.New(ecfg); err != nil {
 		return nil, err
 	}
 	if err := eng.Refresh(ctx); err != nil {
@@ -215,10 +242,6 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		}
 	}()
 
-	hooks, err := startWebhooks(ctx, cfg, store, logger)
-	if err != nil {
-		return nil, err
-	}
 	dash, err := dashboard.New(dashboard.Config{
 		Engine:         eng,
 		Webhooks:       hooks,
@@ -260,7 +283,8 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		Platform:      apiPaths(platform),
 		UnknownHostHint: "it is neither one of -platform-hosts (PETSTORE_PLATFORM_HOSTS: add the name there to serve the API and dashboard at it) " +
 			"nor an active custom domain (add and verify it on the dashboard to serve a project at it)",
-		Router: eng,
+		Router:     eng,
+		Challenges: eng,
 		Site: func(projectID string) http.Handler {
 			if h, ok := sites.Load(projectID); ok {
 				return h.(http.Handler)
@@ -481,7 +505,7 @@ func followFeed(ctx context.Context, feed changefeed.Feed, logger *slog.Logger, 
 		case c.Kind == changefeed.KindLost && ctx.Err() == nil:
 			lost = true
 			logger.Warn("change feed lost: keys are cached for at most " + keycache.DefaultTTL.String() +
-				" and other processes' domain changes are seen within " + domain.DefaultRefreshEvery.String() + " until it is back")
+				" and other processes' domain changes are seen within " + customdomain.DefaultRefreshEvery.String() + " until it is back")
 		case c.Kind == changefeed.KindLive && lost:
 			lost = false
 			logger.Info("change feed back")
@@ -515,7 +539,7 @@ func newLimiter(cfg config, logger *slog.Logger) (*ratelimit.Limiter, ratelimit.
 const limitPrefix = "petstore:rl:"
 
 // newIssuer builds the ACME certificate issuer for -acme-ca.
-func newIssuer(cfg config, store backend, resolver domain.Resolver, logger *slog.Logger, engine func() *domain.Engine) (*acme.Issuer, error) {
+func newIssuer(cfg config, store backend, resolver customdomain.Resolver, dcv dnsconfig.Provider, logger *slog.Logger, engine func() *customdomain.Engine) (*acme.Issuer, error) {
 	var roots []byte
 	if cfg.acmeRoot != "" {
 		var err error
@@ -533,7 +557,7 @@ func newIssuer(cfg config, store backend, resolver domain.Resolver, logger *slog
 			return nil, fmt.Errorf("-tls-addr: %w", err)
 		}
 	}
-	return acme.New(acme.Config{
+	acfg := acme.Config{
 		CA:            cfg.acmeCA,
 		RootCAs:       roots,
 		Email:         cfg.acmeEmail,
@@ -552,13 +576,24 @@ func newIssuer(cfg config, store backend, resolver domain.Resolver, logger *slog
 			}
 		},
 		// Asked on every TLS handshake, for any SNI anyone sends: the
-		// engine answers from memory (verified, issuing and active names,
-		// refreshed with the routing table), never from the database.
+		// engine answers from memory (issuing, active and misconfigured
+		// names, refreshed with the routing table), never from the
+		// database.
 		Allowed: func(_ context.Context, name string) bool {
 			e := engine()
 			return e != nil && e.Admits(name)
 		},
-	})
+		// A misconfigured domain is served through its grace period, but
+		// its certificate is not renewed.
+		Renewable: func(_ context.Context, name string) bool {
+			e := engine()
+			return e != nil && e.Renews(name)
+		},
+	}
+	if cfg.acmeDCVZone != "" {
+		acfg.DCVZone, acfg.DCVProvider = cfg.acmeDCVZone, dcv
+	}
+	return acme.New(acfg)
 }
 
 // portOf returns the port of a listen address such as ":8080".

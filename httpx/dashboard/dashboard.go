@@ -31,26 +31,26 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/petstorekit/petstore"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/httpx"
 )
 
 // DomainEngine is what the dashboard needs of the custom-domain engine.
-// *domain.Engine implements it; a platform may wrap it, for example to
+// *customdomain.Engine implements it; a platform may wrap it, for example to
 // audit changes. Every method acts for one project and returns the
 // engine's application errors (invalid_request, not_found, plan_required,
 // deploy_required, conflict).
 type DomainEngine interface {
-	Add(ctx context.Context, projectID, name string) (d domain.Domain, created bool, err error)
-	Get(ctx context.Context, projectID, name string) (domain.Domain, error)
-	List(ctx context.Context, projectID string) ([]domain.Domain, error)
-	Verify(ctx context.Context, projectID, name string) (domain.Domain, error)
+	Add(ctx context.Context, projectID, name string) (d customdomain.Domain, created bool, err error)
+	Get(ctx context.Context, projectID, name string) (customdomain.Domain, error)
+	List(ctx context.Context, projectID string) ([]customdomain.Domain, error)
+	Verify(ctx context.Context, projectID, name string) (customdomain.Domain, error)
 	Remove(ctx context.Context, projectID, name string) error
-	Config(ctx context.Context, projectID string) (domain.Config, error)
-	SetConfig(ctx context.Context, projectID string, c domain.Config) (domain.Config, error)
+	Config(ctx context.Context, projectID string) (customdomain.Config, error)
+	SetConfig(ctx context.Context, projectID string, c customdomain.Config) (customdomain.Config, error)
 }
 
-var _ DomainEngine = (*domain.Engine)(nil)
+var _ DomainEngine = (*customdomain.Engine)(nil)
 
 // Config configures New.
 type Config struct {
@@ -306,8 +306,8 @@ func (d *dashboard) handleOpenAPI(w http.ResponseWriter, r *http.Request, _ pets
 
 // domainList is the body of GET <base>/api/domains.
 type domainList struct {
-	Domains []domain.Domain `json:"domains"`
-	Config  domain.Config   `json:"config"`
+	Domains []customdomain.Domain `json:"domains"`
+	Config  customdomain.Config   `json:"config"`
 }
 
 func (d *dashboard) handleList(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
@@ -321,7 +321,7 @@ func (d *dashboard) handleList(w http.ResponseWriter, r *http.Request, key petst
 		httpx.WriteError(w, r, err)
 		return
 	}
-	out := domainList{Domains: make([]domain.Domain, 0, len(list)), Config: tidyConfig(cfg)}
+	out := domainList{Domains: make([]customdomain.Domain, 0, len(list)), Config: tidyConfig(cfg)}
 	for _, dm := range list {
 		out.Domains = append(out.Domains, tidyDomain(dm))
 	}
@@ -410,31 +410,31 @@ func (d *dashboard) handlePutConfig(w http.ResponseWriter, r *http.Request, key 
 // tidyDomain makes sure every list in a Domain encodes as [] rather than
 // null and the certificate has a status, whatever the engine left empty:
 // clients iterate over them without checks.
-func tidyDomain(d domain.Domain) domain.Domain {
+func tidyDomain(d customdomain.Domain) customdomain.Domain {
 	if d.Records == nil {
-		d.Records = []domain.Record{}
+		d.Records = []customdomain.Record{}
 	}
 	if d.History == nil {
-		d.History = []domain.Transition{}
+		d.History = []customdomain.Transition{}
 	}
 	if d.Diagnosis.Findings == nil {
-		d.Diagnosis.Findings = []domain.Finding{}
+		d.Diagnosis.Findings = []customdomain.Finding{}
 	}
 	if d.Diagnosis.Observed.Addresses == nil {
 		d.Diagnosis.Observed.Addresses = []string{}
 	}
 	if d.Diagnosis.NextAction == "" {
-		d.Diagnosis.NextAction = domain.ActionNone
+		d.Diagnosis.NextAction = customdomain.ActionNone
 	}
 	if d.Certificate.State == "" {
-		d.Certificate.State = domain.CertNone
+		d.Certificate.State = customdomain.CertNone
 	}
 	return d
 }
 
-func tidyConfig(c domain.Config) domain.Config {
+func tidyConfig(c customdomain.Config) customdomain.Config {
 	if c.Redirects == nil {
-		c.Redirects = []domain.Redirect{}
+		c.Redirects = []customdomain.Redirect{}
 	}
 	return c
 }
@@ -456,7 +456,7 @@ func decodeNewDomain(body []byte) (string, error) {
 
 // decodeDomainConfig reads {"primary": ..., "redirects": [{from, to,
 // status}]}. The engine validates names, statuses, chains and loops.
-func decodeDomainConfig(body []byte) (domain.Config, error) {
+func decodeDomainConfig(body []byte) (customdomain.Config, error) {
 	var in struct {
 		Primary   *string `json:"primary"`
 		Redirects []*struct {
@@ -466,20 +466,20 @@ func decodeDomainConfig(body []byte) (domain.Config, error) {
 		} `json:"redirects"`
 	}
 	if err := httpx.DecodeObject(body, &in); err != nil {
-		return domain.Config{}, err
+		return customdomain.Config{}, err
 	}
-	out := domain.Config{Redirects: make([]domain.Redirect, 0, len(in.Redirects))}
+	out := customdomain.Config{Redirects: make([]customdomain.Redirect, 0, len(in.Redirects))}
 	if in.Primary != nil {
 		out.Primary = strings.TrimSpace(*in.Primary)
 	}
 	for i, rd := range in.Redirects {
 		if rd == nil {
-			return domain.Config{}, petstore.Errorf(petstore.CodeInvalidRequest, "redirects[%d] must be an object with from, to and status", i)
+			return customdomain.Config{}, petstore.Errorf(petstore.CodeInvalidRequest, "redirects[%d] must be an object with from, to and status", i)
 		}
 		if strings.TrimSpace(rd.From) == "" || strings.TrimSpace(rd.To) == "" {
-			return domain.Config{}, petstore.Errorf(petstore.CodeInvalidRequest, "redirects[%d] needs both from and to", i)
+			return customdomain.Config{}, petstore.Errorf(petstore.CodeInvalidRequest, "redirects[%d] needs both from and to", i)
 		}
-		out.Redirects = append(out.Redirects, domain.Redirect{From: rd.From, To: rd.To, Status: rd.Status})
+		out.Redirects = append(out.Redirects, customdomain.Redirect{From: rd.From, To: rd.To, Status: rd.Status})
 	}
 	return out, nil
 }
