@@ -187,8 +187,6 @@ type lease struct {
 	refusals     int64      // refusals not yet told to the store
 	firstRefusal time.Time
 	banEnd       int64
-	spentUntil   int64 // no window has room before then (the store said so)
-	spentWin     int
 }
 
 type leaseWindow struct {
@@ -211,7 +209,7 @@ func (e *lease) idle(p int64) bool {
 		return false
 	}
 	defer e.mu.Unlock()
-	if e.grant > 0 || e.call != nil || e.refusals > 0 || e.banEnd > p || e.spentUntil > p {
+	if e.grant > 0 || e.call != nil || e.refusals > 0 || e.banEnd > p {
 		return false
 	}
 	for _, w := range e.wins {
@@ -219,7 +217,9 @@ func (e *lease) idle(p int64) bool {
 			return false
 		}
 	}
-	return true
+	// A full window is known to the store too, but this process needs it
+	// while the store is unreachable.
+	return len(e.rates) != len(e.wins) || e.full(e.rates, p) < 0
 }
 
 // refresh ends what has ended by p. A share is valid only in the windows
@@ -244,9 +244,6 @@ func (e *lease) refresh(p int64, n int) {
 			e.grant = 0
 		}
 		*w = leaseWindow{}
-	}
-	if e.spentUntil <= p {
-		e.spentUntil = 0
 	}
 	if e.banEnd <= p {
 		e.banEnd = 0
@@ -273,9 +270,11 @@ func (e *lease) request(subject string, rates []Rate, now time.Time, ban BanPoli
 	return req
 }
 
-// failedCall puts back what req took from e, and counts its wanted units
-// as used: the store may have granted them before the answer was lost.
-func (e *lease) failedCall(req LeaseRequest) {
+// failedCall puts back what req took from e. After a timeout it counts
+// the units req wanted as used: the store may have granted them before
+// the answer was lost (a paused link delivers the call later). A refused
+// or dropped connection sent nothing.
+func (e *lease) failedCall(req LeaseRequest, err error) {
 	e.refusals += req.Refusals
 	if e.firstRefusal.IsZero() || (!req.FirstRefusal.IsZero() && req.FirstRefusal.Before(e.firstRefusal)) {
 		e.firstRefusal = req.FirstRefusal
@@ -285,7 +284,9 @@ func (e *lease) failedCall(req LeaseRequest) {
 			e.wins[i].debt += req.Settle[i].Debt
 			e.wins[i].returned += req.Settle[i].Returned
 		}
-		e.wins[i].used += req.Want
+		if isTimeout(err) {
+			e.wins[i].used += req.Want
+		}
 	}
 }
 
@@ -306,22 +307,18 @@ func (e *lease) applied(req LeaseRequest, res LeaseResult, wall time.Time, p int
 	if res.Banned {
 		e.banEnd = max(e.banEnd, p+int64(clampDur(res.BanEnd.Sub(wall), maxBan)))
 	}
-	if req.Want > 0 && res.Granted == 0 && !res.Banned {
-		e.spentWin = max(res.Refused, 0)
-		e.spentUntil = e.fullUntil(req.Rates)
-	}
 }
 
-// fullUntil is the latest end among the windows with nothing left: no
-// request is admitted before it.
-func (e *lease) fullUntil(rates []Rate) int64 {
-	var until int64
+// full returns the first window with nothing left under rates, by what
+// the store last said, or -1. It is read against the rates of each
+// request, so a plan upgrade is asked of the store at once.
+func (e *lease) full(rates []Rate, p int64) int {
 	for i, r := range rates {
-		if w := e.wins[i]; w.used+w.debt-w.returned >= r.Quota && w.end > until {
-			until = w.end
+		if w := e.wins[i]; w.end > p && w.used+w.debt-w.returned >= r.Quota {
+			return i
 		}
 	}
-	return until
+	return -1
 }
 
 // nextWant is the share to ask for: what the subject used in the last
@@ -378,7 +375,7 @@ func (l *Limiter) decideLeased(ctx context.Context, subject string, rates []Rate
 			d := l.leaseDecision(rates, wall, p, true, -1, 0, false, e, counts[:], true)
 			e.mu.Unlock()
 			return d, nil
-		case e.spentUntil > p:
+		case e.full(rates, p) >= 0:
 			return l.refuseSpent(ctx, e, rates, wall, p, counts[:])
 		case e.call != nil:
 			c := e.call
@@ -413,7 +410,7 @@ func (l *Limiter) decideLeased(ctx context.Context, subject string, rates []Rate
 		e.call, c.err = nil, err
 		close(c.done)
 		if err != nil {
-			e.failedCall(req)
+			e.failedCall(req, err)
 			l.failed(p, err, probe)
 			return l.fallbackLeased(e, rates, wall, p, err, counts[:])
 		}
@@ -449,7 +446,7 @@ func (l *Limiter) refuseSpent(ctx context.Context, e *lease, rates []Rate, wall 
 		call, probe = l.callable(p)
 	}
 	if !call {
-		d := l.leaseDecision(rates, wall, p, false, e.spentWin, e.banEnd, false, e, counts, true)
+		d := l.leaseDecision(rates, wall, p, false, e.full(rates, p), e.banEnd, false, e, counts, true)
 		e.mu.Unlock()
 		return d, nil
 	}
@@ -466,14 +463,14 @@ func (l *Limiter) refuseSpent(ctx context.Context, e *lease, rates []Rate, wall 
 	close(c.done)
 	var started bool
 	if err != nil {
-		e.failedCall(req)
+		e.failedCall(req, err)
 		l.failed(p, err, probe)
 	} else {
 		l.succeeded(p)
 		e.applied(req, res, wall, p, l.ban.Max)
 		started = res.BanStarted
 	}
-	d := l.leaseDecision(rates, wall, p, false, e.spentWin, e.banEnd, started, e, counts, true)
+	d := l.leaseDecision(rates, wall, p, false, e.full(rates, p), e.banEnd, started, e, counts, true)
 	e.mu.Unlock()
 	return d, nil
 }
@@ -492,30 +489,19 @@ func (l *Limiter) fallbackLeased(e *lease, rates []Rate, wall time.Time, p int64
 	case e.grant > 0:
 		e.grant--
 		return l.leaseDecision(rates, wall, p, true, -1, 0, false, e, counts, true), nil
-	case e.spentUntil > p:
-		return l.leaseDecision(rates, wall, p, false, e.spentWin, 0, false, e, counts, true), nil
-	}
-	if !l.failOpen && l.hard.Load() {
-		return Decision{}, unavailable()
-	}
-	refused := -1
-	for i, r := range rates {
-		if w := e.wins[i]; w.end > p && w.used+w.debt >= r.Quota && refused < 0 {
-			refused = i
-		}
-	}
-	l.fallbacks.Add(1)
-	if refused >= 0 {
+	case e.full(rates, p) >= 0:
 		if !l.ban.Disabled {
 			if e.refusals == 0 {
 				e.firstRefusal = wall
 			}
 			e.refusals++
 		}
-		d := l.leaseDecision(rates, wall, p, false, refused, 0, false, e, counts, true)
-		d.Degraded = true
-		return d, nil
+		return l.leaseDecision(rates, wall, p, false, e.full(rates, p), 0, false, e, counts, true), nil
 	}
+	if !l.failOpen && l.hard.Load() {
+		return Decision{}, unavailable()
+	}
+	l.fallbacks.Add(1)
 	for i, r := range rates {
 		w := &e.wins[i]
 		if w.end == 0 {

@@ -29,9 +29,11 @@ import (
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
-// script is the whole decision. ARGV: now (ms), bans disabled (0/1),
+// script is the whole decision. KEYS: the subject's hash, the ban log.
+// ARGV: now (ms), bans disabled (0/1),
 // strikes tolerated, strike window, first ban, longest ban, ban memory,
-// strike grace (all ms), then quota and period (ms) per window. It returns {status, refused
+// strike grace (all ms), then quota and period (ms) per window, and last
+// the subject. It returns {status, refused
 // window index (0-based, -1 for none), ban end, then used and end per
 // window}; status 0 admitted, 1 refused by a window, 2 banned, 3 banned by
 // a ban this request started.
@@ -42,7 +44,7 @@ local nobans = ARGV[2] == "1"
 local strikes, within = tonumber(ARGV[3]), tonumber(ARGV[4])
 local banBase, banMax, banMemory = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local grace = tonumber(ARGV[8])
-local n = (#ARGV - 8) / 2
+local n = (#ARGV - 9) / 2
 
 local f = {}
 local raw = redis.call("HGETALL", key)
@@ -107,6 +109,8 @@ else
     if length > banMax then length = banMax end
     banEnd = now + length
     redis.call("HSET", key, "be", banEnd, "bl", level, "ble", banEnd + banMemory, "sc", 0, "se", 0)
+    redis.call("ZADD", KEYS[2], now, ARGV[#ARGV] .. "|" .. banEnd)
+    redis.call("ZREMRANGEBYSCORE", KEYS[2], "-inf", now - banMax)
     keep = banEnd + banMemory
     redis.call("PEXPIRE", key, keep - now)
     return reply(3, banEnd)
@@ -127,17 +131,42 @@ return reply(refused < 0 and 0 or 1, 0)
 
 // Store is a ratelimit.Store in Redis. It is safe for concurrent use.
 type Store struct {
-	client redis.UniversalClient
-	prefix string
+	client  redis.UniversalClient
+	prefix  string
+	anonCap int
 }
 
-var _ ratelimit.Store = (*Store)(nil)
+var _ ratelimit.Leaser = (*Store)(nil)
+
+// DefaultAnonymousCap is how many anonymous subjects (client addresses)
+// a Store tracks unless AnonymousCap says otherwise: at about 300 bytes a
+// subject and index entry, some 30 MB of Redis.
+const DefaultAnonymousCap = 100_000
+
+// Option configures a Store.
+type Option func(*Store)
+
+// AnonymousCap caps the anonymous subjects (client addresses) the Store
+// keeps in Redis at n: past it, leasing a new one forgets the least
+// recently seen, never one that is banned, striking or has a full window.
+// Keys' subjects are never forgotten; the key store bounds them.
+func AnonymousCap(n int) Option {
+	return func(s *Store) {
+		if n > 0 {
+			s.anonCap = n
+		}
+	}
+}
 
 // New returns a Store that keeps its hashes in client under prefix (for
 // example "petstore:rl:"). For Decide's timeout to bound every call, the
 // client should have ContextTimeoutEnabled set (see NewClient).
-func New(client redis.UniversalClient, prefix string) *Store {
-	return &Store{client: client, prefix: prefix}
+func New(client redis.UniversalClient, prefix string, opts ...Option) *Store {
+	s := &Store{client: client, prefix: prefix, anonCap: DefaultAnonymousCap}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // Take implements ratelimit.Store in one round trip: EVALSHA, or, the first
@@ -154,7 +183,8 @@ func (s *Store) Take(ctx context.Context, req ratelimit.Request) (ratelimit.Resu
 	for _, r := range req.Rates {
 		args = append(args, r.Quota, r.Period.Milliseconds())
 	}
-	v, err := script.Run(ctx, s.client, []string{s.prefix + req.Subject}, args...).Result()
+	args = append(args, req.Subject)
+	v, err := script.Run(ctx, s.client, []string{s.prefix + req.Subject, s.prefix + banLogKey}, args...).Result()
 	if err != nil {
 		return ratelimit.Result{}, fmt.Errorf("redislimit: %w", err)
 	}
