@@ -388,7 +388,7 @@ func openFeed(cfg config) (changefeed.Feed, func(), error) {
 			return nil, nil, fmt.Errorf("-redis: %w", err)
 		}
 		client := redis.NewClient(opts)
-		return redisfeed.New(client, "petstore:"), func() { client.Close() }, nil
+		return redisfeed.New(client, cfg.redisPrefix), func() { client.Close() }, nil
 	}
 	if t, err := bunopen.Parse(cfg.db); err == nil && t.Kind == bunopen.KindPostgres {
 		f, err := pgfeed.New(t.DriverDSN, "")
@@ -467,13 +467,23 @@ func newLimiter(cfg config, logger *slog.Logger) (*ratelimit.Limiter, ratelimit.
 		return nil, nil, nil, fmt.Errorf("-redis: %w", err)
 	}
 	client := redis.NewClient(opts)
-	store := redislimit.New(client, limitPrefix)
-	return ratelimit.New(store, rcfg), store, func() { client.Close() }, nil
+	store := redislimit.New(client, limitPrefix(cfg))
+	lim := ratelimit.New(store, rcfg)
+	return lim, store, func() {
+		// Unused shares go back to Redis, so the other processes may
+		// admit them at once.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := lim.Close(ctx); err != nil {
+			logger.Warn("rate-limit shares not returned to Redis; they return when their windows end", "err", err)
+		}
+		client.Close()
+	}, nil
 }
 
-// limitPrefix is where the rate-limit hashes live in Redis; the bans and
-// keys usage commands read the same.
-const limitPrefix = "petstore:rl:"
+// limitPrefix is where the rate-limit hashes live in Redis, under
+// -redis-prefix; the bans and keys usage commands read the same.
+func limitPrefix(cfg config) string { return cfg.redisPrefix + "rl:" }
 
 // newIssuer builds the ACME certificate issuer for -acme-ca.
 func newIssuer(cfg config, store backend, resolver domain.Resolver, logger *slog.Logger, engine func() *domain.Engine) (*acme.Issuer, error) {
