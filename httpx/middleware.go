@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -136,7 +137,13 @@ func (c *chain) authenticate(r *http.Request) (petstore.APIKey, error) {
 	if !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return petstore.APIKey{}, petstore.UnauthorizedError()
 	}
-	key, err := c.auth.Authenticate(r.Context(), token)
+	var key petstore.APIKey
+	var err error
+	if ca, ok := c.auth.(clientAuthenticator); ok {
+		key, err = ca.AuthenticateClient(r.Context(), token, c.clientAddr(r))
+	} else {
+		key, err = c.auth.Authenticate(r.Context(), token)
+	}
 	if err != nil {
 		if petstore.ErrorCode(err) == petstore.CodeUnauthorized {
 			return petstore.APIKey{}, &invalidToken{err: petstore.UnauthorizedError()}
@@ -144,6 +151,13 @@ func (c *chain) authenticate(r *http.Request) (petstore.APIKey, error) {
 		return petstore.APIKey{}, err
 	}
 	return key, nil
+}
+
+// clientAuthenticator is an Authenticator that also takes the client's
+// address, to pace the key lookups of a client the rate limiter refuses
+// (keycache.Cache).
+type clientAuthenticator interface {
+	AuthenticateClient(ctx context.Context, token string, client netip.Addr) (petstore.APIKey, error)
 }
 
 // invalidToken marks an unauthorized error for a presented token, whose

@@ -655,3 +655,11 @@ func (l *Limiter) Close(ctx context.Context) error {
 	}
 	return firstErr
 }
+
+// peek returns subject's lease, or nil when there is none.
+func (t *leaseTable) peek(subject string) *lease {
+	sh := &t.shards[maphash.String(t.seed, subject)%memShards]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.m[subject]
+}

@@ -257,6 +257,29 @@ func (l *Limiter) subjects() int64 {
 	return 0
 }
 
+// Refusing reports whether this process would refuse subject's next
+// request without asking the store: a ban it knows of, or a window it
+// knows to be full. It counts nothing and never calls the store, so a key
+// cache may ask it on every lookup it cannot answer from memory, to pace
+// the lookups of a refused client (keycache.Config.Refused).
+func (l *Limiter) Refusing(subject string) bool {
+	wall, p := l.clock()
+	if l.leases != nil {
+		e := l.leases.peek(subject)
+		if e == nil {
+			return false
+		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.banEnd > p || (len(e.rates) == len(e.wins) && e.full(e.rates, p) >= 0)
+	}
+	s, now := l.local, wall.UnixNano()
+	if s == nil {
+		s, now = l.store.(*MemoryStore), p
+	}
+	return s.refusing(subject, now)
+}
+
 // Stats are a limiter's figures for metrics.
 type Stats struct {
 	// Subjects is how many subjects this process holds in memory.

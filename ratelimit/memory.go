@@ -177,15 +177,7 @@ func (s *MemoryStore) entry(sh *memShard, subject string, now time.Time) *memEnt
 // kept reports whether e holds state that must not be forgotten at n: a
 // ban, a ban level, strikes or a full window.
 func (e *memEntry) kept(n int64) bool {
-	if e.banEnd > n || e.banLevelEnd > n || e.strikesEnd > n {
-		return true
-	}
-	for _, w := range e.windows {
-		if w.full && w.end > n {
-			return true
-		}
-	}
-	return false
+	return e.banEnd > n || e.banLevelEnd > n || e.strikesEnd > n || e.fullAt(n)
 }
 
 func (sh *memShard) unlink(e *memEntry) {
@@ -381,4 +373,24 @@ func (s *MemoryStore) end(req Request, res *Result) {
 	if res.Banned {
 		e.banEnd = max(e.banEnd, res.BanEnd.UnixNano())
 	}
+}
+
+// refusing reports whether subject is banned or has a full window at now
+// (Unix ns), without counting anything.
+func (s *MemoryStore) refusing(subject string, now int64) bool {
+	sh := s.shard(subject)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.subjects[subject]
+	return e != nil && (e.banEnd > now || e.fullAt(now))
+}
+
+// fullAt reports whether one of e's windows is full at now.
+func (e *memEntry) fullAt(now int64) bool {
+	for _, w := range e.windows {
+		if w.full && w.end > now {
+			return true
+		}
+	}
+	return false
 }

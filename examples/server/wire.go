@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -116,7 +117,16 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 		return nil, err
 	}
 	a.closers = append(a.closers, closeFeed)
-	keys, auth := keycache.NewKeys(store, feed, keycache.Config{}, func(err error) {
+	limiter, limitAdmin, closeLimiter, err := newLimiter(cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, closeLimiter)
+	a.limitAdmin = limitAdmin
+	// A client the limiter refuses costs the key store at most a lookup a
+	// second; its cached key is still served.
+	refused := func(c netip.Addr) bool { return limiter.Refusing(httpx.LimitSubjects(c.String())[0]) }
+	keys, auth := keycache.NewKeys(store, feed, keycache.Config{Refused: refused}, func(err error) {
 		logger.Warn("key change not published: other processes apply it when their cached copy expires", "err", err)
 	})
 	// One subscription for both: revoked keys leave the key cache, and a
@@ -136,12 +146,6 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 		return nil, err
 	}
 	a.keys = keys
-	limiter, limitAdmin, closeLimiter, err := newLimiter(cfg, logger)
-	if err != nil {
-		return nil, err
-	}
-	a.closers = append(a.closers, closeLimiter)
-	a.limitAdmin = limitAdmin
 
 	api, err := httpx.New(httpx.Config{
 		Service:        petstore.NewService(store),
