@@ -25,12 +25,15 @@ type Leaser interface {
 	// granted, the asking request's own refusal), with Take's ban policy.
 	// While a ban is in force nothing is granted and no strike counted.
 	//
-	// The grant is at most req.Want, at most what every window has left,
-	// and at most a quarter of what the fullest window has left (at least
-	// one while any is left), so that near the quota shares shrink to
-	// single requests and no process holds what another could use. Every
-	// unit granted counts at once as one admitted request in every window:
-	// over all processes the store never grants more than the quota.
+	// The grant is at most what every window has left, and at most
+	// req.Need (the requests waiting for it, which use it at once), except
+	// in a window less than half used, where it may be up to req.Want
+	// within a quarter of what is left: spares for the requests to come
+	// are lent only while far from the quota, and near it shares are just
+	// what is waiting, down to single requests, so the quota stays exact
+	// however traffic is spread. Every unit granted counts at once as one
+	// admitted request in every window: over all processes the store never
+	// grants more than the quota.
 	Lease(ctx context.Context, req LeaseRequest) (LeaseResult, error)
 	// BanEvents returns the bans started and lifted at or after since,
 	// oldest first, so that every process learns of a ban within its poll
@@ -45,8 +48,10 @@ type LeaseRequest struct {
 	Now     time.Time
 	Ban     BanPolicy
 	// Want is how many requests the process asks to admit on its own; 0
-	// asks for none (the call only settles and reports refusals).
+	// asks for none (the call only settles and reports refusals). Need,
+	// at most Want, is how many of them are waiting now.
 	Want int64
+	Need int64
 	// Refusals counts quota refusals the process decided on its own since
 	// its last call: strikes, the first at FirstRefusal and the others
 	// taken to be at Now.
@@ -184,6 +189,7 @@ type lease struct {
 	lastGrant    int64
 	leasedAt     int64
 	call         *leaseCall // the call in flight, nil when none
+	waiting      int64      // requests waiting for the call in flight
 	refusals     int64      // refusals not yet told to the store
 	firstRefusal time.Time
 	banEnd       int64
@@ -250,8 +256,10 @@ func (e *lease) refresh(p int64, n int) {
 	}
 }
 
-// request builds the call that takes what e has to tell the store with it;
-// e.mu is held. settle undoes it if the call fails.
+// request builds the call that tells the store what e has to tell it:
+// refusals (taken, and put back if the call fails), debts and returns
+// (kept, so that decisions made while the call is in flight count them,
+// and taken off when it succeeds: settled). e.mu is held.
 func (e *lease) request(subject string, rates []Rate, now time.Time, ban BanPolicy, want int64) LeaseRequest {
 	req := LeaseRequest{Subject: subject, Rates: rates, Now: now, Ban: ban, Want: want,
 		Refusals: e.refusals, FirstRefusal: e.firstRefusal, Anonymous: anonymous(subject)}
@@ -265,9 +273,17 @@ func (e *lease) request(subject string, rates []Rate, now time.Time, ban BanPoli
 			req.Settle = make([]Settlement, len(e.wins))
 		}
 		req.Settle[i] = Settlement{Returned: w.returned, End: w.storeEnd, Debt: w.debt}
-		w.debt, w.returned = 0, 0
 	}
 	return req
+}
+
+// settled takes off what the store has just been told by req.
+func (e *lease) settled(req LeaseRequest) {
+	for i := range min(len(e.wins), len(req.Settle)) {
+		w := &e.wins[i]
+		w.debt = max(0, w.debt-req.Settle[i].Debt)
+		w.returned = max(0, w.returned-req.Settle[i].Returned)
+	}
 }
 
 // failedCall puts back what req took from e. After a timeout it counts
@@ -280,10 +296,6 @@ func (e *lease) failedCall(req LeaseRequest, err error) {
 		e.firstRefusal = req.FirstRefusal
 	}
 	for i := range e.wins {
-		if i < len(req.Settle) {
-			e.wins[i].debt += req.Settle[i].Debt
-			e.wins[i].returned += req.Settle[i].Returned
-		}
 		if isTimeout(err) {
 			e.wins[i].used += req.Want
 		}
@@ -292,6 +304,7 @@ func (e *lease) failedCall(req LeaseRequest, err error) {
 
 // applied records the store's answer to req, read at wall and p.
 func (e *lease) applied(req LeaseRequest, res LeaseResult, wall time.Time, p int64, maxBan time.Duration) {
+	e.settled(req)
 	for i := range e.wins {
 		w := &e.wins[i]
 		sc := res.Windows[i]
@@ -379,12 +392,19 @@ func (l *Limiter) decideLeased(ctx context.Context, subject string, rates []Rate
 			return l.refuseSpent(ctx, e, rates, wall, p, counts[:])
 		case e.call != nil:
 			c := e.call
+			e.waiting++
 			e.mu.Unlock()
 			select {
 			case <-c.done:
 			case <-ctx.Done():
+				e.mu.Lock()
+				e.waiting--
+				e.mu.Unlock()
 				return Decision{}, ctx.Err()
 			}
+			e.mu.Lock()
+			e.waiting--
+			e.mu.Unlock()
 			wall, p = l.clock()
 			if c.err != nil {
 				e.mu.Lock()
@@ -398,7 +418,9 @@ func (l *Limiter) decideLeased(ctx context.Context, subject string, rates []Rate
 		}
 		c := &leaseCall{done: make(chan struct{})}
 		e.call = c
-		req := e.request(subject, rates, wall, l.ban, e.nextWant(p))
+		need := e.waiting + 1
+		req := e.request(subject, rates, wall, l.ban, max(need, e.nextWant(p)))
+		req.Need = need
 		e.mu.Unlock()
 
 		res, err := l.lease(ctx, req)
@@ -648,6 +670,11 @@ func (l *Limiter) Close(ctx context.Context) error {
 		cancel()
 		if err != nil && firstErr == nil {
 			firstErr = err
+		}
+		if err == nil {
+			e.mu.Lock()
+			e.settled(req)
+			e.mu.Unlock()
 		}
 	})
 	if firstErr == nil {

@@ -18,7 +18,7 @@ import (
 // disabled (0/1), strikes tolerated, strike window, first ban, longest
 // ban, ban memory, strike grace (all ms), units wanted, refusals, first
 // refusal (ms), the cap of anonymous subjects (0: the subject is a key),
-// the subject; then per window quota, period (ms), units returned, the
+// the subject, units needed now; then per window quota, period (ms), units returned, the
 // end (ms) they were granted in, debt. It returns {granted, refused
 // window (0-based, -1 for none), ban end (0: none), ban started (0/1),
 // then used and end per window}.
@@ -30,8 +30,8 @@ local strikes, within = tonumber(ARGV[3]), tonumber(ARGV[4])
 local banBase, banMax, banMemory = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local grace = tonumber(ARGV[8])
 local want, refusals, first = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
-local anonCap, subject = tonumber(ARGV[12]), ARGV[13]
-local n = (#ARGV - 13) / 5
+local anonCap, subject, need = tonumber(ARGV[12]), ARGV[13], tonumber(ARGV[14])
+local n = (#ARGV - 14) / 5
 
 local f = {}
 local raw = redis.call("HGETALL", key)
@@ -40,7 +40,7 @@ for i = 1, #raw, 2 do f[raw[i]] = tonumber(raw[i + 1]) end
 local used, ends, periods, quotas = {}, {}, {}, {}
 local grant, refused = want, -1
 for i = 1, n do
-  local b = 13 + 5 * (i - 1)
+  local b = 14 + 5 * (i - 1)
   local quota, p = tonumber(ARGV[b + 1]), ARGV[b + 2]
   local period = tonumber(p)
   local ret, retEnd, debt = tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5])
@@ -56,9 +56,11 @@ for i = 1, n do
   local room = quota - c
   local share = 0
   if room > 0 then
-    -- A quarter of what is left, one at least: near the quota shares
-    -- shrink to single requests, and no process holds the rest.
-    share = math.max(1, math.floor(room / 4))
+    -- What is waiting; spares too (a quarter of what is left at most)
+    -- only while the window is less than half used, so that near the
+    -- quota no process holds what another could use.
+    share = math.min(need, room)
+    if room * 2 > quota then share = math.max(share, math.min(want, math.floor(room / 4))) end
   elseif refused < 0 then
     refused = i - 1
   end
@@ -174,10 +176,11 @@ func (s *Store) Lease(ctx context.Context, req ratelimit.LeaseRequest) (ratelimi
 	if !req.FirstRefusal.IsZero() {
 		first = req.FirstRefusal.UnixMilli()
 	}
-	args := make([]any, 0, 13+5*len(req.Rates))
+	need := min(max(req.Need, 1), req.Want)
+	args := make([]any, 0, 14+5*len(req.Rates))
 	args = append(args, req.Now.UnixMilli(), boolArg(p.Disabled), p.Strikes,
 		p.Within.Milliseconds(), p.Duration.Milliseconds(), p.Max.Milliseconds(), p.Memory.Milliseconds(),
-		p.GraceOrZero().Milliseconds(), req.Want, req.Refusals, first, anonCap, req.Subject)
+		p.GraceOrZero().Milliseconds(), req.Want, req.Refusals, first, anonCap, req.Subject, need)
 	for i, r := range req.Rates {
 		var st ratelimit.Settlement
 		if i < len(req.Settle) {
