@@ -517,3 +517,28 @@ func TestStrikeGrace(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryOutageIsLogged: a second outage within LogInterval of the first
+// is logged when it starts, and so is each recovery.
+func TestEveryOutageIsLogged(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	var logs bytes.Buffer
+	store := &switchStore{inner: ratelimit.NewMemoryStore()}
+	lim := ratelimit.New(store, ratelimit.Config{Clock: func() time.Time { return now },
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)), LogInterval: time.Hour})
+	for range 2 {
+		store.set("error")
+		for range 3 {
+			_, _ = lim.Decide(context.Background(), "key:k", ratelimittest.Free)
+		}
+		now = now.Add(time.Second)
+		store.set("")
+		if _, err := lim.Decide(context.Background(), "key:k", ratelimittest.Free); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(time.Second)
+	}
+	if f, r := strings.Count(logs.String(), "rate limit store failed"), strings.Count(logs.String(), "rate limit store recovered"); f != 2 || r != 2 {
+		t.Fatalf("two outages within a minute: %d failure and %d recovery lines, want 2 and 2:\n%s", f, r, logs.String())
+	}
+}
