@@ -620,7 +620,9 @@ func (l *Limiter) applyBan(ev BanEvent) {
 		e.banEnd = 0
 		return
 	}
-	if end := p + int64(clampDur(ev.Until.Sub(wall), l.ban.Max)); end > e.banEnd && ev.Until.After(wall) {
+	// A ban lasts its length at most (Until - At, both from the clock of
+	// the process that started it), whatever that clock said.
+	if end := p + int64(clampDur(ev.Until.Sub(wall), min(ev.Until.Sub(ev.At), l.ban.Max))); end > e.banEnd && ev.Until.After(wall) {
 		e.banEnd = end
 	}
 }

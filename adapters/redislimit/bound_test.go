@@ -256,3 +256,40 @@ func TestBanReachesEveryProcess(t *testing.T) {
 		})
 	}
 }
+
+// TestClockAheadBoundsWindowsAndBans: a process whose wall clock is an
+// hour ahead writes window and ban ends an hour late; another process
+// still holds them for their length at most, not an hour more.
+func TestClockAheadBoundsWindowsAndBans(t *testing.T) {
+	c := testenv.RedisClient(t)
+	prefix := testenv.RedisPrefix(t, c, "rl")
+	ahead := ratelimit.New(redislimit.New(c, prefix), ratelimit.Config{Clock: func() time.Time { return time.Now().Add(time.Hour) }})
+	right := ratelimit.New(redislimit.New(testenv.RedisClient(t), prefix), ratelimit.Config{})
+	t.Cleanup(func() { _ = ahead.Close(context.Background()); _ = right.Close(context.Background()) })
+	ctx := context.Background()
+	for range 60 {
+		if d, err := ahead.Decide(ctx, "key:full", ratelimittest.Free); err != nil || !d.Allowed {
+			t.Fatalf("%+v, %v", d, err)
+		}
+	}
+	d, err := right.Decide(ctx, "key:full", ratelimittest.Free)
+	if err != nil || d.Allowed || d.RetryAfter > time.Minute {
+		t.Fatalf("a minute window written an hour ahead: %+v, %v; want refused for a minute at most", d, err)
+	}
+	for i := 0; ; i++ {
+		d, err := ahead.Decide(ctx, "key:banned", ratelimittest.Free)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Code == petstore.CodeAPIKeyBanned {
+			break
+		}
+		if i == 60 {
+			time.Sleep(time.Second) // past the strike grace
+		}
+	}
+	d, err = right.Decide(ctx, "key:banned", ratelimittest.Free)
+	if err != nil || d.Code != petstore.CodeAPIKeyBanned || d.RetryAfter > 15*time.Minute {
+		t.Fatalf("a 15 min ban written an hour ahead: %+v, %v; want banned for 15 min at most", d, err)
+	}
+}

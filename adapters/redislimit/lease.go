@@ -33,6 +33,16 @@ local want, refusals, first = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(AR
 local anonCap, subject, need = tonumber(ARGV[12]), ARGV[13], tonumber(ARGV[14])
 local n = (#ARGV - 14) / 5
 
+local function banLength(level)
+  local length = banBase
+  for _ = 2, level do
+    if length >= banMax then break end
+    length = length * 2
+  end
+  if length > banMax then length = banMax end
+  return length
+end
+
 local f = {}
 local raw = redis.call("HGETALL", key)
 for i = 1, #raw, 2 do f[raw[i]] = tonumber(raw[i + 1]) end
@@ -69,8 +79,10 @@ for i = 1, n do
 end
 if want <= 0 then grant = 0 end
 
+-- A ban lasts its length at most, whatever clock wrote its end.
 local banEnd = f["be"] or 0
-if banEnd > now + banMax then banEnd = now + banMax end
+local banNow = banLength(f["bl"] or 1)
+if banEnd > now + banNow then banEnd = now + banNow end
 local banned, started = banEnd > now, 0
 if banned then grant, refused = 0, -1 end
 if grant > 0 then
@@ -102,13 +114,7 @@ if r > 0 and not banned and not nobans then
     local level, levelEnd = f["bl"] or 0, f["ble"] or 0
     if levelEnd <= now then level = 0 end
     level = level + 1
-    local length = banBase
-    for _ = 2, level do
-      if length >= banMax then break end
-      length = length * 2
-    end
-    if length > banMax then length = banMax end
-    banEnd = now + length
+    banEnd = now + banLength(level)
     banned, started, sc, se = true, 1, 0, 0
     redis.call("HSET", key, "be", banEnd, "bl", level, "ble", banEnd + banMemory)
     f["ble"] = banEnd + banMemory
