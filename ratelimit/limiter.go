@@ -225,8 +225,8 @@ func (l *Limiter) aggregate(subject string) string {
 	case lv == 1 && n < l.maxSubj/2:
 		l.level.Store(0)
 	}
-	if l.level.Load() == 0 || !anonymous(subject) {
-		return subject
+	if l.level.Load() == 0 || !anonymous(subject) || l.Refusing(subject) {
+		return subject // a banned or spent address stays so, flood or not
 	}
 	kind, rest, _ := strings.Cut(subject, ":")
 	var pfx netip.Prefix
