@@ -41,9 +41,11 @@
 // is 503 unavailable with Retry-After and is charged to nobody: an
 // unavailable store is not an invalid key. X-Forwarded-For
 // names the client only when the peer is in Config.TrustedProxies. When
-// the limiter's store is down, a limiter that fails open admits the
-// request without rate-limit headers (there are no true figures to give)
-// and one that fails closed gets 503 unavailable.
+// the limiter's store is slow or down, the request is decided by the
+// limiter's local fallback with the same limits, and sent without
+// rate-limit headers (its figures are this process's only); a limiter that
+// fails closed answers 503 unavailable instead while the store is
+// unreachable.
 //
 // # Retries
 //

@@ -112,8 +112,10 @@ func WithLimits(l petstore.Limits) Option {
 // headers.
 func WithoutRateLimits() Option { return func(c *config) { c.noLimits = true } }
 
-// WithBanPolicy sets when repeated 429s ban the key (default: the spec's,
-// more than 30 refusals within a minute ban it for 15 minutes).
+// WithBanPolicy sets when repeated 429s ban the key (default:
+// ratelimit.DefaultBanPolicy, the spec's: more than 30 strikes within a
+// minute ban it for 15 minutes, where refusals within 1 s after the first
+// of a strike window are no strikes).
 func WithBanPolicy(p ratelimit.BanPolicy) Option { return func(c *config) { c.ban = p } }
 
 // WithStore serves a store of the caller's choice instead of a new memory

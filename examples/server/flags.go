@@ -50,6 +50,7 @@ type config struct {
 	adminAddr   string // operator endpoint; empty: none
 
 	command []string // a subcommand ("keys ...") instead of serving
+	version bool     // -version: print what the binary was built from
 }
 
 // parseConfig reads flags, defaulting each to its environment variable.
@@ -86,10 +87,14 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	acmeEmail := fs.String("acme-email", env("PETSTORE_ACME_EMAIL", ""), "ACME account contact address (PETSTORE_ACME_EMAIL)")
 	acmeCAA := fs.String("acme-caa-identities", env("PETSTORE_ACME_CAA_IDENTITIES", ""), "comma-separated domain names that CAA issue records name the CA by (such as letsencrypt.org), overriding the ACME directory's caaIdentities; needed to check CAA for a CA whose directory names none (PETSTORE_ACME_CAA_IDENTITIES)")
 	tlsAddr := fs.String("tls-addr", env("PETSTORE_TLS_ADDR", ""), "HTTPS listen address; empty: no HTTPS listener (PETSTORE_TLS_ADDR)")
+	version := fs.Bool("version", false, "print the module version and VCS revision the binary was built from, and exit (as the version subcommand does)")
 	fs.Usage = func() { printUsage(out, fs) }
 	setObserve := observeFlags(fs, env)
 	if err := fs.Parse(args); err != nil {
 		return config{}, err // flag.ErrHelp for -h, after the usage
+	}
+	if *version {
+		return config{version: true}, nil
 	}
 	var command []string
 	if fs.NArg() > 0 {

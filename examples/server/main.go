@@ -38,6 +38,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -80,6 +81,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if err != nil {
 		return err
+	}
+	if cfg.version || (len(cfg.command) > 0 && cfg.command[0] == "version") {
+		info, ok := debug.ReadBuildInfo()
+		printVersion(stdout, info, ok)
+		return nil
 	}
 	// Log lines are buffered and written out every 100 ms: one write
 	// system call per request was most of the access log's cost. What

@@ -22,6 +22,7 @@ var subcommands = []subcommand{
 	{name: "keys", summary: "create, list, revoke or re-plan API keys in -db, telling running servers", usage: keyscli.Usage},
 	{name: "projects", summary: "list projects with their plan and last deploy, or record a deploy", usage: projectsUsage},
 	{name: "bans", summary: "list or lift rate-limit bans (Redis with -redis, else the server's -admin-addr)", usage: adminUsage},
+	{name: "version", summary: "print the module version and VCS revision the binary was built from", usage: versionUsage},
 }
 
 func findSubcommand(name string) (subcommand, bool) {

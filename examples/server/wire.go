@@ -279,8 +279,8 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 
 // health answers GET /healthz for load balancers and operators. It stays
 // 200 while the rate limiter fails open (the API is up), but says so:
-// Degraded means requests are admitted uncounted because the counter store
-// is unreachable.
+// degraded means the shared counter store failed, so requests are decided
+// by this process's local fallback, with the same limits.
 func health(limiter *ratelimit.Limiter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteJSON(w, http.StatusOK, map[string]any{
