@@ -1,18 +1,26 @@
-// Package redislimit is a ratelimit.Store on Redis (go-redis v9) for
-// limiters in many processes: each decision is one Lua script, run with
-// EVALSHA in one round trip, that checks the ban, both windows and records
-// the strike atomically on the server. Processes sharing one Redis therefore
-// admit, together, exactly what the plan allows, and bans hold across them.
+// Package redislimit is a ratelimit.Leaser on Redis (go-redis v9) for
+// limiters in many processes. A Limiter over it leases shares of a
+// subject's windows, one Lua script (EVALSHA, one round trip) per share,
+// and decides in memory from them; the script does the settlements, the
+// ban check, the grant and the strikes atomically, so processes sharing
+// one Redis never admit together more than the plan allows while Redis
+// answers. Take, the per-request step of ratelimit.Store, is one script
+// too.
 //
-// Each subject is one hash under the store's prefix (prefix + subject), so
-// a decision touches one key and works on Redis Cluster too. Its fields:
-// c:<period ms> and e:<period ms> (a window's count and end), sc and se (the
-// strikes and the strike window's end), be (the ban's end), bl and ble (the
-// ban level, for doubling, and when it is forgotten). The time comes from Go
-// (Request.Now, in milliseconds), so the limiter's clock is injectable; ends
-// are stored as values and compared with that time, while the key's TTL
-// (relative, so independent of the clock) only reclaims memory once
-// everything in it has ended.
+// Each subject is one hash under the store's prefix (prefix + subject).
+// Its fields: c:<period ms> and e:<period ms> (a window's count, shares
+// granted included, and end), sc and se (the strikes and the strike
+// window's end), be (the ban's end), bl and ble (the ban level, for
+// doubling, and when it is forgotten). Beside them, two sorted sets:
+// prefix + "~bans", the log of bans started and lifted that every process
+// polls, and prefix + "~anon", the addresses by last use, which caps them
+// (AnonymousCap). A script touches the subject's hash and these two keys;
+// on Redis Cluster, put a hash tag in the prefix ("{petstore}:rl:") so
+// they share a slot. The time comes from Go (Request.Now, in
+// milliseconds), so the limiter's clock is injectable; an end more than
+// its length ahead of that time (a clock that ran ahead) counts as its
+// length. Key TTLs (relative, so independent of the clock) reclaim memory
+// once everything in a hash has ended.
 package redislimit
 
 import (
