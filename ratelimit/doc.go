@@ -52,7 +52,8 @@
 // them; the store counts every unit it grants, so together the processes
 // never admit more than the quota while it answers. Shares are what is
 // waiting, plus spares while a window is less than half used; they are
-// given back when a window ends and by Limiter.Close. Bans are polled from
+// given back when a window ends, when left unused for a second, and by
+// Limiter.Close. Bans are polled from
 // the store every Config.BanPoll (250 ms), so every process refuses a ban
 // within a second, and keeps refusing it while the store is unreachable.
 // docs/rate-limits.md publishes the over-admission bound of each failure

@@ -193,6 +193,7 @@ type lease struct {
 	refusals     int64      // refusals not yet told to the store
 	firstRefusal time.Time
 	banEnd       int64
+	usedAt       int64 // when a request last took from the share
 }
 
 type leaseWindow struct {
@@ -385,6 +386,7 @@ func (l *Limiter) decideLeased(ctx context.Context, subject string, rates []Rate
 			return l.leaseDecision(rates, wall, p, false, -1, e.banEnd, false, e, counts[:], false), nil
 		case e.grant > 0:
 			e.grant--
+			e.usedAt = p
 			d := l.leaseDecision(rates, wall, p, true, -1, 0, false, e, counts[:], true)
 			e.mu.Unlock()
 			return d, nil
@@ -445,6 +447,7 @@ func (l *Limiter) decideLeased(ctx context.Context, subject string, rates []Rate
 			return d, nil
 		}
 		e.grant--
+		e.usedAt = p
 		d := l.leaseDecision(rates, wall, p, true, -1, 0, false, e, counts[:], true)
 		e.mu.Unlock()
 		return d, nil
@@ -510,6 +513,7 @@ func (l *Limiter) fallbackLeased(e *lease, rates []Rate, wall time.Time, p int64
 		return l.leaseDecision(rates, wall, p, false, -1, e.banEnd, false, e, counts, false), nil
 	case e.grant > 0:
 		e.grant--
+		e.usedAt = p
 		return l.leaseDecision(rates, wall, p, true, -1, 0, false, e, counts, true), nil
 	case e.full(rates, p) >= 0:
 		if !l.ban.Disabled {
@@ -577,14 +581,18 @@ func (l *Limiter) lease(ctx context.Context, req LeaseRequest) (res LeaseResult,
 
 // watchBans polls the store's ban events every interval until ctx ends,
 // and applies them: a ban started by any process is known here within
-// the interval, and stays known while the store is unreachable.
+// the interval, and stays known while the store is unreachable. Every
+// eighth interval it gives back the shares left idle (settleIdle).
 func (l *Limiter) watchBans(ctx context.Context, every time.Duration) {
 	defer close(l.watchDone)
 	var since time.Time
 	seen := map[string]bool{} // the events at since already applied
 	t := time.NewTicker(every)
 	defer t.Stop()
-	for {
+	for tick := 1; ; tick++ {
+		if tick%8 == 0 {
+			l.settleIdle(ctx)
+		}
 		cctx, cancel := context.WithTimeout(ctx, l.timeout)
 		evs, err := l.leaser.BanEvents(cctx, since)
 		cancel()
@@ -645,44 +653,91 @@ func (l *Limiter) Close(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return
 		}
-		wall, p := l.clock()
-		e.mu.Lock()
-		e.refresh(p, len(e.wins))
-		if e.call != nil {
-			e.mu.Unlock()
-			return
-		}
-		for i := range e.wins {
-			if e.wins[i].end > p {
-				e.wins[i].returned += e.grant
-			}
-		}
-		e.grant = 0
-		req := e.request(e.subject, nil, wall, l.ban, 0)
-		e.mu.Unlock()
-		if req.Settle == nil && req.Refusals == 0 {
-			return
-		}
-		req.Rates = e.rates
-		if req.Rates == nil {
-			return
-		}
-		cctx, cancel := context.WithTimeout(ctx, l.timeout)
-		_, err := l.leaser.Lease(cctx, req)
-		cancel()
-		if err != nil && firstErr == nil {
+		if err := l.settle(ctx, e, 0); err != nil && firstErr == nil {
 			firstErr = err
-		}
-		if err == nil {
-			e.mu.Lock()
-			e.settled(req)
-			e.mu.Unlock()
 		}
 	})
 	if firstErr == nil {
 		firstErr = ctx.Err()
 	}
 	return firstErr
+}
+
+// idleShare is how long a share may lie unused before the process gives
+// it back: another process may need it before the window ends.
+const idleShare = time.Second
+
+// settle gives back e's share if it has not been used for idle, with
+// what e owes and the strikes it holds, in one call; nothing when there
+// is nothing to tell or a call is in flight.
+func (l *Limiter) settle(ctx context.Context, e *lease, idle time.Duration) error {
+	wall, p := l.clock()
+	e.mu.Lock()
+	if e.call != nil || len(e.rates) != len(e.wins) {
+		e.mu.Unlock()
+		return nil
+	}
+	e.refresh(p, len(e.wins))
+	if e.grant > 0 && p-e.usedAt >= int64(idle) {
+		for i := range e.wins {
+			if e.wins[i].end > p {
+				e.wins[i].returned += e.grant
+			}
+		}
+		e.grant = 0
+	}
+	req := e.request(e.subject, e.rates, wall, l.ban, 0)
+	if req.Settle == nil && req.Refusals == 0 {
+		e.mu.Unlock()
+		return nil
+	}
+	c := &leaseCall{done: make(chan struct{})}
+	e.call = c
+	e.mu.Unlock()
+	res, err := l.lease(ctx, req)
+	_, p = l.clock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.call, c.err = nil, err
+	close(c.done)
+	if err != nil || len(res.Windows) != len(req.Rates) {
+		e.failedCall(req, err)
+		return err
+	}
+	e.applied(req, res, wall, p, l.ban.Max)
+	return nil
+}
+
+// settleIdle gives back, every few seconds, the shares no request has
+// used for idleShare, and tells the store what is owed: the work of the
+// ban poller's loop.
+func (l *Limiter) settleIdle(ctx context.Context) {
+	if l.degraded.Load() {
+		return // each call would wait for the timeout; the outage's end will tell
+	}
+	l.leases.each(func(e *lease) {
+		if ctx.Err() == nil && e.holds() {
+			_ = l.settle(ctx, e, idleShare)
+		}
+	})
+}
+
+// holds reports whether e has a share, a debt, a return or strikes to
+// tell the store.
+func (e *lease) holds() bool {
+	if !e.mu.TryLock() {
+		return false // busy: it is in use, so not idle
+	}
+	defer e.mu.Unlock()
+	if e.grant > 0 || e.refusals > 0 {
+		return true
+	}
+	for _, w := range e.wins {
+		if w.debt > 0 || w.returned > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // peek returns subject's lease, or nil when there is none.

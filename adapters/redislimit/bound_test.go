@@ -293,3 +293,37 @@ func TestClockAheadBoundsWindowsAndBans(t *testing.T) {
 		t.Fatalf("a 15 min ban written an hour ahead: %+v, %v; want banned for 15 min at most", d, err)
 	}
 }
+
+// TestIdleSharesGoBack: a process that leased spares and then fell quiet
+// gives them back within a few seconds, so Redis counts what it admitted,
+// and another process may use the rest of the window.
+func TestIdleSharesGoBack(t *testing.T) {
+	c := testenv.RedisClient(t)
+	prefix := testenv.RedisPrefix(t, c, "rl")
+	store := redislimit.New(c, prefix)
+	lim := ratelimit.New(store, ratelimit.Config{})
+	t.Cleanup(func() { _ = lim.Close(context.Background()) })
+	ctx := context.Background()
+	pro := petstore.Limits{PerMinute: 1000, PerDay: 10000}
+	for range 20 {
+		if d, err := lim.Decide(ctx, "key:quiet", pro); err != nil || !d.Allowed {
+			t.Fatalf("%+v, %v", d, err)
+		}
+	}
+	used := func() int64 {
+		w, err := store.Usage(ctx, "key:quiet", ratelimit.Rates(pro), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w[0].Quota - w[0].Remaining
+	}
+	first := used()
+	deadline := time.Now().Add(10 * time.Second)
+	for used() != 20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("Redis counts %d, then %d 10 s after the last of 20 requests, want 20: the idle share was not given back", first, used())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("Redis counted %d right after 20 requests (spares held), 20 once the share was idle", first)
+}
