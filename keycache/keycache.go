@@ -91,7 +91,7 @@ type Config struct {
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// NegativeSize is the most unknown-token hashes kept; default
-	// DefaultNegativeSize (about 8 MB).
+	// DefaultNegativeSize (at most about 12 MB).
 	NegativeSize int
 	// NegativeTTL is how long an unknown token is answered without a
 	// lookup; default DefaultNegativeTTL.
