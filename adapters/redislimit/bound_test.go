@@ -26,6 +26,7 @@ const procs = 3
 
 // cluster is procs limiters over one Redis prefix.
 type cluster struct {
+	prefix  string
 	lims    []*ratelimit.Limiter
 	proxies []*faultproxy.Proxy
 }
@@ -34,7 +35,7 @@ func newCluster(t *testing.T, cfg ratelimit.Config) *cluster {
 	t.Helper()
 	direct := testenv.RedisClient(t)
 	prefix := testenv.RedisPrefix(t, direct, "rl")
-	c := &cluster{}
+	c := &cluster{prefix: prefix}
 	for range procs {
 		p := newProxy(t)
 		lim := ratelimit.New(redislimit.New(proxied(t, p), prefix), cfg)
@@ -326,4 +327,47 @@ func TestIdleSharesGoBack(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Logf("Redis counted %d right after 20 requests (spares held), 20 once the share was idle", first)
+}
+
+// TestLiftReachesEveryProcess: an operator lifts a ban in Redis; every
+// process that knew of it stops refusing it as banned within 1 s.
+func TestLiftReachesEveryProcess(t *testing.T) {
+	c := newCluster(t, ratelimit.Config{})
+	direct := testenv.RedisClient(t)
+	ctx := context.Background()
+	for i := 0; ; i++ {
+		d, err := c.lims[0].Decide(ctx, "key:lifted", ratelimittest.Free)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Code == petstore.CodeAPIKeyBanned {
+			break
+		}
+		if i == 60 {
+			time.Sleep(time.Second) // past the strike grace
+		}
+	}
+	for _, lim := range c.lims {
+		if d, err := lim.Decide(ctx, "key:lifted", ratelimittest.Free); err != nil || d.Code != petstore.CodeAPIKeyBanned {
+			t.Fatalf("before the lift: %+v, %v", d, err)
+		}
+	}
+	// The operator's command: a Store of its own on the same prefix.
+	prefix := c.prefix
+	if ok, err := redislimit.New(direct, prefix).Lift(ctx, "key:lifted", time.Now()); err != nil || !ok {
+		t.Fatalf("Lift = %v, %v", ok, err)
+	}
+	lifted := time.Now()
+	for i, lim := range c.lims {
+		for {
+			d, err := lim.Decide(ctx, "key:lifted", ratelimittest.Free)
+			if err == nil && d.Code != petstore.CodeAPIKeyBanned {
+				break
+			}
+			if time.Since(lifted) > time.Second {
+				t.Fatalf("process %d: %+v, %v more than 1 s after the lift, want no longer banned", i+1, d, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 }
