@@ -48,8 +48,11 @@ type Config struct {
 	// BreakerCooldown is the wait between probes while the store is taken
 	// for down; 1 s when zero.
 	BreakerCooldown time.Duration
-	// FallbackSubjects caps the subjects the local fallback remembers
-	// (see MaxSubjects); DefaultMaxSubjects when zero.
+	// FallbackSubjects caps the subjects a limiter over a shared store
+	// keeps in memory: its shares and known bans over a Leaser, its local
+	// fallback over another store (see MaxSubjects). DefaultMaxSubjects
+	// when zero. Over a Leaser, only subjects that hold nothing (no share,
+	// debt, strike, ban or full window) are forgotten to make room.
 	FallbackSubjects int
 	// Logger receives one line when the store starts failing (then at most
 	// one per LogInterval while it keeps failing) and one when it
