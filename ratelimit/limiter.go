@@ -73,20 +73,26 @@ type Config struct {
 // Limiter decides whether requests may proceed under their limits. It is
 // safe for concurrent use.
 //
+// # Shared stores
+//
+// Over a Leaser (adapters/redislimit), the limiter decides from shares of
+// each subject's windows that it leases from the store, one call per
+// share, and learns of other processes' bans by polling the store (see
+// the package documentation). Over another shared store it calls the
+// store for every request and mirrors each answer in a local MemoryStore.
+//
 // # When the store fails
 //
-// A limiter over a shared store (Redis) keeps a local MemoryStore beside
-// it, the fallback. Every shared decision is mirrored there: the windows'
-// counts and any ban. When a store call fails or times out, the request is
-// decided by the fallback with the same limits, starting from the last
-// shared figures: over-admission is bounded by the number of processes
-// (each admits at most a plan's quota on its own), never unlimited, and a
-// known ban or a full window stays in force. Such decisions are marked
-// Decision.Degraded. After BreakerFailures failures in a row with no
-// success for a StoreTimeout, the store is taken for down and not called
-// (so a dead store costs no request its timeout) except for one probe
-// every BreakerCooldown; the first success ends the outage. Status reports
-// all of it.
+// When a store call fails or times out, the request is decided here with
+// the same limits, starting from the last shared figures: over-admission
+// is bounded by the number of processes (each admits at most a plan's
+// quota on its own), never unlimited, and a known ban or full window stays
+// in force. Such decisions are marked Decision.Degraded. After
+// BreakerFailures failures in a row with no success for a StoreTimeout,
+// the store is taken for down and not called (so a dead store costs no
+// request its timeout) except for one probe every BreakerCooldown; the
+// first success ends the outage. Status reports all of it. Close gives
+// back the shares this process holds.
 type Limiter struct {
 	store    Store
 	local    *MemoryStore // the fallback of a store that does not lease; nil otherwise
