@@ -382,8 +382,9 @@ func (l *Limiter) decideLeased(ctx context.Context, subject string, rates []Rate
 		e.rates = rates
 		switch {
 		case e.banEnd > p:
+			end := e.banEnd
 			e.mu.Unlock()
-			return l.leaseDecision(rates, wall, p, false, -1, e.banEnd, false, e, counts[:], false), nil
+			return l.leaseDecision(rates, wall, p, false, -1, end, false, e, counts[:], false), nil
 		case e.grant > 0:
 			e.grant--
 			e.usedAt = p

@@ -41,7 +41,9 @@ func (s *Store) Bans(ctx context.Context, now time.Time) ([]ratelimit.Ban, error
 var liftScript = redis.NewScript(`
 local be = tonumber(redis.call("HGET", KEYS[1], "be") or "0")
 redis.call("HDEL", KEYS[1], "be", "bl", "ble", "sc", "se")
-redis.call("ZADD", KEYS[2], ARGV[1], ARGV[2] .. "|0")
+-- "lifted" sorts after the digits of a ban's end: a lift in the same
+-- millisecond as the ban comes after it in the log.
+redis.call("ZADD", KEYS[2], ARGV[1], ARGV[2] .. "|lifted")
 if be > tonumber(ARGV[1]) then return 1 end
 return 0
 `)

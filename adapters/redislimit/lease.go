@@ -254,12 +254,12 @@ func (s *Store) BanEvents(ctx context.Context, since time.Time) ([]ratelimit.Ban
 		if i < 0 {
 			continue
 		}
-		end, err := strconv.ParseInt(m[i+1:], 10, 64)
-		if err != nil {
-			continue
-		}
 		ev := ratelimit.BanEvent{Subject: m[:i], At: time.UnixMilli(int64(z.Score))}
-		if end > 0 {
+		if tail := m[i+1:]; tail != "lifted" {
+			end, err := strconv.ParseInt(tail, 10, 64)
+			if err != nil || end <= 0 {
+				continue
+			}
 			ev.Until = time.UnixMilli(end)
 		}
 		out = append(out, ev)
@@ -271,5 +271,5 @@ func (s *Store) BanEvents(ctx context.Context, since time.Time) ([]ratelimit.Ban
 // with a kind and a colon ("key:", "ip:", "pub:"), so these never collide.
 const (
 	anonKey   = "~anon" // sorted set: anonymous subjects by last use
-	banLogKey = "~bans" // sorted set: "subject|ban end (ms)" by start; end 0 is a lift
+	banLogKey = "~bans" // sorted set: "subject|ban end (ms)" by start, or "subject|lifted" by the lift's time
 )
