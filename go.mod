@@ -1,6 +1,8 @@
 module github.com/petstorekit/petstore
 
-go 1.26.8
+go 1.26.0
+
+toolchain go1.26.8
 
 require (
 	github.com/caddyserver/certmagic v0.25.6

@@ -204,16 +204,6 @@ func (w *dashWorld) addTXT(t testing.TB, label, text string) {
 	}
 }
 
-// addA puts an A record at label.example.com.
-func (w *dashWorld) addA(t testing.TB, label, ip string) {
-	t.Helper()
-	if _, err := w.zone.AppendRecords(context.Background(), dashZone, []libdns.Record{
-		libdns.Address{Name: label, TTL: time.Minute, IP: netip.MustParseAddr(ip)},
-	}); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // call sends one dashboard API request with key (none when "") and a JSON
 // body (none when nil; a string is sent as it is), and checks the pair
 // against the dashboard's OpenAPI document.

@@ -314,7 +314,7 @@ func TestDashboardPage(t *testing.T) {
 		}
 	})
 	t.Run("no CDN", func(t *testing.T) {
-		for _, p := range []string{"/dashboard/", "/dashboard/dashboard.js", "/dashboard/dashboard.css"} {
+		for _, p := range []string{"/dashboard/", "/dashboard/dashboard.js", "/dashboard/webhooks.js", "/dashboard/dashboard.css"} {
 			rec := httptest.NewRecorder()
 			w.dash.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, p, nil))
 			if strings.Contains(rec.Body.String(), "http://") || strings.Contains(rec.Body.String(), "https://") {
@@ -355,8 +355,8 @@ func TestDashboardPage(t *testing.T) {
 				}
 			}
 		}
-		if ops != 10 {
-			t.Fatalf("document has %d operations, want 10", ops)
+		if ops != 14 {
+			t.Fatalf("document has %d operations, want 14", ops)
 		}
 	})
 }

@@ -188,7 +188,7 @@ func TestNoTracerProviderNoSpans(t *testing.T) {
 func attrs(s sdktrace.ReadOnlySpan) map[string]string {
 	out := map[string]string{}
 	for _, kv := range s.Attributes() {
-		out[string(kv.Key)] = kv.Value.Emit()
+		out[string(kv.Key)] = kv.Value.String()
 	}
 	return out
 }
@@ -197,7 +197,7 @@ func spanText(s sdktrace.ReadOnlySpan) string {
 	var b strings.Builder
 	b.WriteString(s.Name())
 	for _, kv := range s.Attributes() {
-		b.WriteString(" " + string(kv.Key) + "=" + kv.Value.Emit())
+		b.WriteString(" " + string(kv.Key) + "=" + kv.Value.String())
 	}
 	return b.String()
 }

@@ -1,9 +1,11 @@
-// Package bunstore stores pets, API keys, Idempotency-Key records, custom
-// domains and blobs (certificates, with cross-process locks) in SQL
+// Package bunstore stores pets, store orders, API keys, Idempotency-Key
+// records, custom domains, projects' deploys and blobs (certificates,
+// with cross-process locks) in SQL
 // databases through bun: SQLite (the embedded default, pure Go through
 // modernc.org/sqlite), PostgreSQL and MySQL/MariaDB. New works with any of
 // the three dialects; the store implements petstore.Store,
-// petstore.IdempotencyStore, blobs.Store and domain.Store.
+// petstore.IdempotencyStore, petstore.OrderStore, blobs.Store and
+// domain.Store.
 //
 // A deployment opens a *bun.DB, runs Migrate once (a separate step, so that
 // many replicas over one database do not race to change the schema), and
@@ -96,8 +98,9 @@
 // again is a no-op. The tables: pets (status limited to the three values by
 // a CHECK, an index on (status, id) for keyset pages), api_keys (only the
 // SHA-256 of each secret, unique), idempotency_keys, blobs, blob_locks,
-// domains, domain_configs and store_orders (each project's beta store
-// orders, indexed by (project_id, id) and (project_id, status, id)).
+// domains, domain_configs, store_orders (each project's beta store
+// orders, indexed by (project_id, id) and (project_id, status, id)) and
+// deploys (each project's last successful deploy).
 //
 // A feature adds its tables in a NEW file of this package named after a
 // 14-digit UTC timestamp and a lower-case comment, for example

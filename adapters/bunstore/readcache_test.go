@@ -55,9 +55,9 @@ func TestSQLiteReadsSeeAnotherProcesssChanges(t *testing.T) {
 	// More rounds than A has pooled connections, so that the reads land
 	// on connections that have and have not looked before.
 	for i := range 12 {
-		pets, _ := readTwice(t, a, first.ID)
+		readTwice(t, a, first.ID)
 		p := createPet(t, b, fmt.Sprintf("pet %d", i))
-		pets, _ = readTwice(t, a, first.ID)
+		pets, _ := readTwice(t, a, first.ID)
 		if got := pets[len(pets)-1]; got != p {
 			t.Fatalf("round %d: A's next page ends with %+v, want B's new pet %+v", i, got, p)
 		}

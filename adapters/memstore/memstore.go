@@ -34,6 +34,9 @@ type Store struct {
 
 	deploysOnce sync.Once
 	deploys     *deployTable
+
+	webhooksOnce sync.Once
+	webhooks     *webhookTable
 }
 
 type storedKey struct {

@@ -34,6 +34,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/petstorekit/petstore/internal/redact"
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
@@ -257,12 +258,12 @@ func ParseOptions(addr string) (*redis.Options, error) {
 	case strings.Contains(addr, "://"):
 		var err error
 		if o, err = redis.ParseURL(addr); err != nil {
-			return nil, fmt.Errorf("redislimit: %w", err)
+			return nil, fmt.Errorf("redislimit: Redis URL %s: %w", redact.URL(addr), redact.URLError(err))
 		}
 	default:
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil || port == "" {
-			return nil, fmt.Errorf("redislimit: Redis address %q is neither host:port nor a redis:// URL", addr)
+			return nil, fmt.Errorf("redislimit: Redis address %q is neither host:port nor a redis:// URL", redact.URL(addr))
 		}
 		if _, err := strconv.ParseUint(port, 10, 16); err != nil {
 			return nil, fmt.Errorf("redislimit: bad port in Redis address %q", addr)

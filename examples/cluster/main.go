@@ -32,6 +32,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/redisfeed"
 	"github.com/petstorekit/petstore/adapters/redislimit"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/internal/redact"
 	"github.com/petstorekit/petstore/keycache"
 	"github.com/petstorekit/petstore/keyscli"
 	"github.com/petstorekit/petstore/ratelimit"
@@ -52,12 +53,12 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	}
 	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
 	var c config
-	var keys, fail string
+	var fail string
 	fs.StringVar(&c.addr, "addr", env("PETSTORE_ADDR", ":8080"), "listen address (env PETSTORE_ADDR)")
-	fs.StringVar(&c.db, "db", env("PETSTORE_DB", ""), "shared database: postgres://… or mysql://… (env PETSTORE_DB)")
-	fs.StringVar(&c.redis, "redis", env("PETSTORE_REDIS", ""), "shared Redis for rate limits: host:port or redis://… (env PETSTORE_REDIS)")
+	db := redact.StringFlag(fs, "db", env("PETSTORE_DB", ""), redact.URL, "shared database: postgres://… or mysql://… (env PETSTORE_DB)")
+	rdb := redact.StringFlag(fs, "redis", env("PETSTORE_REDIS", ""), redact.URL, "shared Redis for rate limits: host:port or redis://… (env PETSTORE_REDIS)")
 	fs.StringVar(&c.prefix, "redis-prefix", env("PETSTORE_REDIS_PREFIX", "petstore:"), "put before every key written to Redis, as examples/server's -redis-prefix: rate limits under PREFIX rl:, key changes on PREFIX's channel (env PETSTORE_REDIS_PREFIX)")
-	fs.StringVar(&keys, "keys", env("PETSTORE_API_KEYS", ""), "API keys, KEY:PLAN or KEY:enterprise:PERMIN/PERDAY, comma-separated (env PETSTORE_API_KEYS)")
+	keys := redact.StringFlag(fs, "keys", env("PETSTORE_API_KEYS", ""), redact.Keys, "API keys, KEY:PLAN or KEY:enterprise:PERMIN/PERDAY, comma-separated (env PETSTORE_API_KEYS)")
 	migrateDefault, err := strconv.ParseBool(env("PETSTORE_MIGRATE", "false"))
 	if err != nil {
 		return c, fmt.Errorf("PETSTORE_MIGRATE: want true or false, got %q", getenv("PETSTORE_MIGRATE"))
@@ -67,6 +68,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
+	c.db, c.redis = *db, *rdb
 	switch {
 	case c.db == "":
 		return c, errors.New("-db is required: the processes of a cluster share one database")
@@ -77,7 +79,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	}
 	c.failOpen = fail == "open"
 
-	c.keys, err = keyscli.ParseSpecs(keys)
+	c.keys, err = keyscli.ParseSpecs(*keys)
 	return c, err
 }
 

@@ -62,7 +62,7 @@ func parseDNSProvider(s string) (*dnsProviderSpec, error) {
 			return nil, fmt.Errorf("key name: %w", err)
 		}
 		if secret, err = url.PathUnescape(secret); err != nil {
-			return nil, fmt.Errorf("key secret: %w", err)
+			return nil, errors.New("the TSIG secret's percent-encoding is malformed") // not err: it quotes part of the secret
 		}
 		if _, err := base64.StdEncoding.DecodeString(secret); err != nil {
 			return nil, errors.New("the TSIG secret is not base64")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/internal/redact"
 	"github.com/petstorekit/petstore/keyscli"
 )
 
@@ -49,6 +50,8 @@ type config struct {
 	traceFile   string // OpenTelemetry spans as JSON; "-": stderr; empty: off
 	adminAddr   string // operator endpoint; empty: none
 
+	webhookAllowPrivate bool // webhook receivers may be on non-public addresses
+
 	command []string // a subcommand ("keys ...") instead of serving
 	version bool     // -version: print what the binary was built from
 }
@@ -66,12 +69,12 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		return def
 	}
 	addr := fs.String("addr", env("PETSTORE_ADDR", ":8080"), "listen address (PETSTORE_ADDR)")
-	keys := fs.String("keys", env("PETSTORE_API_KEYS", ""), "comma-separated KEY:PLAN (free|pro|business) or KEY:enterprise:PERMIN/PERDAY; none: a Pro demo key (PETSTORE_API_KEYS)")
-	db := fs.String("db", env("PETSTORE_DB", "sqlite:petstore.db"), "storage: sqlite:PATH (a file), memory (adapters/memstore: everything in this process, no SQL, lost at exit), postgres://... or mysql://user@host:port/db (PETSTORE_DB)")
+	keys := redact.StringFlag(fs, "keys", env("PETSTORE_API_KEYS", ""), redact.Keys, "comma-separated KEY:PLAN (free|pro|business) or KEY:enterprise:PERMIN/PERDAY; none: a Pro demo key (PETSTORE_API_KEYS)")
+	db := redact.StringFlag(fs, "db", env("PETSTORE_DB", "sqlite:petstore.db"), redact.URL, "storage: sqlite:PATH (a file), memory (adapters/memstore: everything in this process, no SQL, lost at exit), postgres://... or mysql://user@host:port/db (PETSTORE_DB)")
 	dbMaxConns := fs.String("db-max-conns", env("PETSTORE_DB_MAX_CONNS", "10"), "most connections to PostgreSQL or MySQL; requests beyond it queue in the server, within -db-timeout (PETSTORE_DB_MAX_CONNS)")
 	dbTimeout := fs.String("db-timeout", env("PETSTORE_DB_TIMEOUT", "5s"), "how long a request may wait on the database (a queue for a connection included); past it the answer is 503 with Retry-After (PETSTORE_DB_TIMEOUT)")
 	migrate := fs.String("migrate", env("PETSTORE_MIGRATE", "true"), "run schema migrations at start; false when a separate step runs them (PETSTORE_MIGRATE)")
-	redis := fs.String("redis", env("PETSTORE_REDIS", ""), "Redis for rate-limit counters and key changes shared by processes: host:port or redis:// URL; empty: in memory (PETSTORE_REDIS)")
+	redis := redact.StringFlag(fs, "redis", env("PETSTORE_REDIS", ""), redact.URL, "Redis for rate-limit counters and key changes shared by processes: host:port or redis:// URL; empty: in memory (PETSTORE_REDIS)")
 	redisPrefix := fs.String("redis-prefix", env("PETSTORE_REDIS_PREFIX", "petstore:"), "put before every key this server and its subcommands write to Redis, so deployments (or a test and a developer) can share one Redis; processes that share limits need the same one (PETSTORE_REDIS_PREFIX)")
 	rlFail := fs.String("ratelimit-fail", env("PETSTORE_RATELIMIT_FAIL", "open"), "when the shared counter store (-redis) is slow or down: open decides limits in this process (same limits; over-admission bounded by the number of processes), closed does too while it is slow but answers 503 while it is unreachable (PETSTORE_RATELIMIT_FAIL)")
 	rlHeaders := fs.String("ratelimit-headers", env("PETSTORE_RATELIMIT_HEADERS", "x"), "rate-limit headers on every answer: x (X-RateLimit-Limit, -Remaining and -Reset of the binding window, as the spec says) or both (those and the IETF draft's RateLimit-Policy and RateLimit for every window) (PETSTORE_RATELIMIT_HEADERS)")
@@ -80,7 +83,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	cname := fs.String("cname-target", env("PETSTORE_CNAME_TARGET", domain.DefaultCNAMETarget), "the name customers point their CNAME or ALIAS at (PETSTORE_CNAME_TARGET)")
 	edgeIPs := fs.String("edge-ips", env("PETSTORE_EDGE_IPS", "127.0.0.1"), "comma-separated addresses of the edge, for apex domains (PETSTORE_EDGE_IPS)")
 	resolvers := fs.String("dns-resolvers", env("PETSTORE_DNS_RESOLVERS", ""), "comma-separated nameservers (host[:port]) that verification asks; empty: the system's (PETSTORE_DNS_RESOLVERS)")
-	dnsProvider := fs.String("dns-provider", env("PETSTORE_DNS_PROVIDER", ""), "the DNS the platform manages for customers, whose records the dashboard can write (\"Configure DNS for me\") for domains in its zones: "+dnsProviderUsage+"; empty: none (PETSTORE_DNS_PROVIDER; prefer the variable, a flag's secret shows in ps)")
+	dnsProvider := redact.StringFlag(fs, "dns-provider", env("PETSTORE_DNS_PROVIDER", ""), redact.URL, "the DNS the platform manages for customers, whose records the dashboard can write (\"Configure DNS for me\") for domains in its zones: "+dnsProviderUsage+"; empty: none (PETSTORE_DNS_PROVIDER; prefer the variable, a flag's secret shows in ps)")
 	maxDomains := fs.String("max-domains-per-project", env("PETSTORE_MAX_DOMAINS_PER_PROJECT", strconv.Itoa(domain.DefaultMaxDomainsPerProject)), "most custom domains one project may hold; -1: no cap (PETSTORE_MAX_DOMAINS_PER_PROJECT)")
 	acmeCA := fs.String("acme-ca", env("PETSTORE_ACME_CA", ""), "ACME directory URL; empty: no certificates (PETSTORE_ACME_CA)")
 	acmeRoot := fs.String("acme-root", env("PETSTORE_ACME_ROOT", ""), "PEM file of extra roots to trust when talking to the CA (PETSTORE_ACME_ROOT)")
@@ -90,6 +93,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	version := fs.Bool("version", false, "print the module version and VCS revision the binary was built from, and exit (as the version subcommand does)")
 	fs.Usage = func() { printUsage(out, fs) }
 	setObserve := observeFlags(fs, env)
+	setWebhooks := webhookFlags(fs, env)
 	if err := fs.Parse(args); err != nil {
 		return config{}, err // flag.ErrHelp for -h, after the usage
 	}
@@ -123,6 +127,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	cfg := config{addr: *addr, db: *db, redis: *redis, redisPrefix: *redisPrefix, cnameTarget: *cname, dbMaxConns: maxConns, dbTimeout: timeout,
 		acmeCA: *acmeCA, acmeRoot: *acmeRoot, acmeEmail: *acmeEmail, tlsAddr: *tlsAddr}
 	if err := setObserve(&cfg); err != nil {
+		return config{}, err
+	}
+	if err := setWebhooks(&cfg); err != nil {
 		return config{}, err
 	}
 	cfg.command = command

@@ -39,6 +39,7 @@ import (
 	"github.com/petstorekit/petstore/keyscli"
 	"github.com/petstorekit/petstore/ratelimit"
 	"github.com/petstorekit/petstore/tracing"
+	"github.com/petstorekit/petstore/webhook"
 )
 
 // backend is everything the server keeps: pets, keys, store orders,
@@ -51,6 +52,7 @@ type backend interface {
 	blobs.Store
 	domain.Store
 	DeployStore
+	webhook.Store
 }
 
 var (
@@ -217,8 +219,13 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 		}
 	}()
 
+	hooks, err := startWebhooks(ctx, cfg, store, logger)
+	if err != nil {
+		return nil, err
+	}
 	dash, err := dashboard.New(dashboard.Config{
 		Engine:         eng,
+		Webhooks:       hooks,
 		Auth:           auth,
 		Logger:         logger,
 		AccessLog:      accessLog,

@@ -1,8 +1,9 @@
 // Package dashboard is a hosting platform's Domains dashboard: a page at
 // <base>/ (default /dashboard) and a beta JSON API under <base>/api/
 // through which a key manages its project's custom domains (add, verify,
-// "Configure DNS for me", remove, the primary domain and redirects) and
-// reads its rate-limit usage, described by its own OpenAPI document
+// "Configure DNS for me", remove, the primary domain and redirects), its
+// webhook endpoints, and reads its rate-limit usage, described by its own
+// OpenAPI document
 // (OpenAPI). It runs behind the same chain as the /v1 API (httpx.Wrap):
 // give it the same Limiter so that a key's requests to both count
 // together.
@@ -72,6 +73,10 @@ type Config struct {
 	// panel (GET <base>/api/usage); usually the Limiter itself, with a
 	// ratelimit.History. nil: the panel says usage is not reported.
 	Usage UsageReporter
+
+	// Webhooks manages the projects' webhook endpoints (<base>/api/webhooks);
+	// usually a *webhook.Service. nil: those paths answer not_found.
+	Webhooks Webhooks
 }
 
 // dashboardOpenAPIJSON is the dashboard API's OpenAPI 3.0.3 document.
@@ -103,6 +108,7 @@ type dashboard struct {
 	openapiETag string
 	assets      map[string]asset // by path under base, "/" for the page
 	usage       UsageReporter    // nil: no Usage panel
+	webhooks    Webhooks         // nil: no webhooks
 	router      *httpx.Router    // the page, its files and the API, on ServeMux patterns
 }
 
@@ -125,6 +131,10 @@ type dashboard struct {
 //	GET    <base>/api/domains/{name}           Domain
 //	POST   <base>/api/domains/{name}/verify    Domain after checking DNS now
 //	DELETE <base>/api/domains/{name}           204; traffic stopped before the response
+//	GET    <base>/api/webhooks                 {"webhooks": [Webhook]}
+//	POST   <base>/api/webhooks                 {"url": ...} → 201 Webhook with its secret, shown only then
+//	DELETE <base>/api/webhooks/{id}            204
+//	GET    <base>/api/webhooks/{id}/deliveries {"deliveries": [Delivery]}, newest first, with their answers
 //	GET    <base>/api/openapi.json             the OpenAPI document
 func New(cfg Config) (http.Handler, error) {
 	if cfg.Engine == nil {
@@ -142,7 +152,7 @@ func New(cfg Config) (http.Handler, error) {
 	if base == "" || base == "/" {
 		return nil, errors.New(`dashboard: Config.BasePath must not be the root; use e.g. "/dashboard"`)
 	}
-	d := &dashboard{engine: cfg.Engine, base: base, api: base + "/api", assets: map[string]asset{}, usage: cfg.Usage}
+	d := &dashboard{engine: cfg.Engine, base: base, api: base + "/api", assets: map[string]asset{}, usage: cfg.Usage, webhooks: cfg.Webhooks}
 	if d.openapi, err = dashboardOpenAPIDocument(d.api); err != nil {
 		return nil, err
 	}
@@ -221,6 +231,9 @@ func (d *dashboard) routes() {
 		{"domains/{name}", []op{{"GET", d.handleGet}, {"DELETE", d.handleRemove}}},
 		{"domains/{name}/verify", []op{{"POST", d.handleVerify}}},
 		{"domains/{name}/dns", []op{{"POST", d.handleConfigureDNS}}},
+		{"webhooks", []op{{"GET", d.handleListWebhooks}, {"POST", d.handleCreateWebhook}}},
+		{"webhooks/{id}", []op{{"DELETE", d.handleDeleteWebhook}}},
+		{"webhooks/{id}/deliveries", []op{{"GET", d.handleWebhookDeliveries}}},
 	} {
 		var allow []string
 		for _, o := range p.ops {

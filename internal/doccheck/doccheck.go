@@ -18,9 +18,11 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Command is one shell command found in the documentation.
@@ -399,13 +401,14 @@ func goFiles(dir string) ([]string, error) {
 }
 
 // flagDefiners are the functions of package flag and methods of
-// *flag.FlagSet that define a flag, with the position of the name among
-// their arguments.
+// *flag.FlagSet that define a flag (and redact.StringFlag), with the
+// position of the name among their arguments.
 var flagDefiners = map[string]int{
 	"Bool": 0, "Duration": 0, "Float64": 0, "Int": 0, "Int64": 0, "String": 0, "Uint": 0, "Uint64": 0,
 	"Func": 0, "BoolFunc": 0,
 	"BoolVar": 1, "DurationVar": 1, "Float64Var": 1, "IntVar": 1, "Int64Var": 1, "StringVar": 1,
 	"UintVar": 1, "Uint64Var": 1, "Var": 1, "TextVar": 1,
+	"StringFlag": 1, // internal/redact's, for flags that carry secrets
 }
 
 // Flags returns the flags the main package in dir (under root) defines,
@@ -499,4 +502,83 @@ func Check(root string, c Command) error {
 		return CheckProgramFlags(args, flags)
 	}
 	return fmt.Errorf("go %s is neither go run nor go test", c.Args[1])
+}
+
+// linkRE matches a Markdown link or image: [text](target), the target
+// without spaces.
+var linkRE = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// CheckLinks checks every relative link of README.md and docs/*.md: the
+// file it names exists, and so does the heading its #anchor names (by
+// GitHub's rule: lower case, punctuation dropped, spaces to hyphens).
+// Links to other sites are not followed.
+func CheckLinks(root string) []error {
+	files, err := Docs(root)
+	if err != nil {
+		return []error{err}
+	}
+	var errs []error
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			return []error{err}
+		}
+		for n, line := range strings.Split(string(data), "\n") {
+			for _, m := range linkRE.FindAllStringSubmatch(line, -1) {
+				target := m[1]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				path, anchor, _ := strings.Cut(target, "#")
+				file := f
+				if path != "" {
+					file = filepath.ToSlash(filepath.Join(filepath.Dir(f), path))
+				}
+				if _, err := os.Stat(filepath.Join(root, file)); err != nil {
+					errs = append(errs, fmt.Errorf("%s:%d: link to %s: no such file", f, n+1, target))
+					continue
+				}
+				if anchor != "" && strings.HasSuffix(file, ".md") {
+					anchors, err := headings(filepath.Join(root, file))
+					if err != nil {
+						return []error{err}
+					}
+					if !anchors[anchor] {
+						errs = append(errs, fmt.Errorf("%s:%d: link to %s: no such heading in %s", f, n+1, target, file))
+					}
+				}
+			}
+		}
+	}
+	return errs
+}
+
+// headings returns the anchors of the headings of a Markdown file.
+func headings(path string) (map[string]bool, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	inCode := false
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "```") {
+			inCode = !inCode
+		}
+		if inCode || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		title := strings.TrimSpace(strings.TrimLeft(line, "#"))
+		var b strings.Builder
+		for _, r := range strings.ToLower(title) {
+			switch {
+			case r == ' ':
+				b.WriteByte('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		out[b.String()] = true
+	}
+	return out, nil
 }

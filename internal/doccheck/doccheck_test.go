@@ -104,3 +104,40 @@ func TestSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestLinks checks the relative links of README.md and docs/*.md.
+func TestLinks(t *testing.T) {
+	for _, err := range CheckLinks(root) {
+		t.Error(err)
+	}
+}
+
+func TestCheckLinksFindsMistakes(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "docs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"README.md": "# Top\n\n## Read on, now\n\n[a](docs/a.md) [b](docs/a.md#the-part) [c](docs/gone.md) [d](#read-on-now) [e](#nowhere) [f](https://example.com/x)\n",
+		"docs/a.md": "# A\n\n```sh\n# not a heading\n```\n\n## The part\n\n[up](../README.md#top) [bad](../README.md#not-a-heading)\n",
+		"docs/b.md": "[img](picture.png)\n",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(name)), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for _, err := range CheckLinks(dir) {
+		got = append(got, err.Error())
+	}
+	want := []string{
+		"README.md:5: link to docs/gone.md: no such file",
+		"README.md:5: link to #nowhere: no such heading in README.md",
+		"docs/a.md:9: link to ../README.md#not-a-heading: no such heading in README.md",
+		"docs/b.md:1: link to picture.png: no such file",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("reported:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

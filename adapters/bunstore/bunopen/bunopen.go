@@ -26,6 +26,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/petstorekit/petstore/adapters/bunstore"
+	"github.com/petstorekit/petstore/internal/redact"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/mysqldialect"
 	"github.com/uptrace/bun/dialect/pgdialect"
@@ -114,17 +115,10 @@ func parseMySQL(dsn string) (Target, error) {
 	return Target{Kind: KindMySQL, DriverDSN: cfg.FormatDSN()}, nil
 }
 
-// Redact returns dsn with any password replaced, for logs.
-func Redact(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil || u.User == nil {
-		return dsn
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
-}
+// Redact returns dsn with any password replaced, for logs and errors:
+// the user info's password and secret query parameters (password=...),
+// and the whole DSN after its scheme when it does not parse.
+func Redact(dsn string) string { return redact.URL(dsn) }
 
 // Open parses dsn, opens the database and checks that it answers within
 // ctx. It does not run migrations: call bunstore.Migrate for that.

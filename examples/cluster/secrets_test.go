@@ -1,0 +1,41 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"io"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestHelpShowsNoSecret: -h prints every flag's default, which is the
+// value of its environment variable; secrets show only redacted.
+func TestHelpShowsNoSecret(t *testing.T) {
+	env := map[string]string{
+		"PETSTORE_API_KEYS": "psk_PLANTEDapiKEY7rT2mX9qL4vB8nZ3:pro",
+		"PETSTORE_DB":       "postgres://app:PLANTEDdbPASS@127.0.0.1:5432/petstore",
+		"PETSTORE_REDIS":    "redis://:PLANTEDredisPASS@127.0.0.1:6379/0",
+	}
+	// The flag set prints its usage to os.Stderr.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := os.Stderr
+	os.Stderr = w
+	_, err = parseConfig([]string{"-h"}, func(k string) string { return env[k] })
+	os.Stderr = stderr
+	w.Close()
+	var out bytes.Buffer
+	io.Copy(&out, r)
+	if err != flag.ErrHelp {
+		t.Fatalf("-h: %v", err)
+	}
+	if strings.Contains(out.String(), "PLANTED") {
+		t.Errorf("-h shows a planted secret:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "app:xxxxx@127.0.0.1") {
+		t.Errorf("-h does not show the redacted -db:\n%s", out.String())
+	}
+}
