@@ -139,7 +139,7 @@ func newChain(cfg Config, next http.Handler, public func(*http.Request) bool) (h
 		measure(m, routeOf),
 		recoverPanics(cfg.Logger),
 		withTimeout(cfg.Timeout),
-		authenticate(cfg.Auth, public, lim.attempt),
+		authenticate(cfg.Auth, public, lim.client, lim.attempt),
 		lim.limitRequests,
 	), nil
 }

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"time"
 
 	"github.com/petstorekit/petstore"
 )
@@ -17,19 +18,44 @@ type Refunder interface {
 // Refund gives back one request of subject that Decide admitted under
 // limits: for a request the server could not serve after all (a database
 // outage), so that it spends no quota. It does nothing when the store is
-// not a Refunder; while a shared store is failing, the local fallback's
+// not a Refunder. With a store that leases shares (Leaser) it goes back
+// into this process's share; while a shared store is failing, the local fallback's
 // count is given back instead.
 func (l *Limiter) Refund(ctx context.Context, subject string, limits petstore.Limits) error {
 	if !limits.Valid() {
 		return petstore.Errorf(petstore.CodeInternal, "invalid rate limits")
 	}
-	req := Request{Subject: subject, Rates: Rates(limits), Now: l.now()}
+	subject = l.aggregate(subject)
+	rates := Rates(limits)
+	wall, p := l.clock()
+	switch {
+	case l.leaser != nil:
+		// The unit goes back into this process's share, while every
+		// window it was taken from still runs; the share returns to the
+		// store like any other.
+		if e := l.leases.peek(subject); e != nil {
+			e.mu.Lock()
+			e.refresh(p, len(rates))
+			running := len(e.wins) > 0
+			for _, w := range e.wins {
+				running = running && w.end > p
+			}
+			if running {
+				e.grant++
+			}
+			e.mu.Unlock()
+		}
+		return nil
+	case l.local == nil:
+		// The in-memory store counts on process time (decideInMemory).
+		return l.store.(Refunder).Refund(ctx, Request{Subject: subject, Rates: rates, Now: time.Unix(0, p)})
+	}
 	store := l.store
-	if l.local != nil && l.open.Load() {
+	if l.open.Load() {
 		store = l.local
 	}
 	if r, ok := store.(Refunder); ok {
-		return r.Refund(ctx, req)
+		return r.Refund(ctx, Request{Subject: subject, Rates: rates, Now: wall})
 	}
 	return nil
 }

@@ -27,6 +27,7 @@ type config struct {
 	dbTimeout  time.Duration // bound of a request's database calls
 
 	redis          string         // rate-limit counters; empty: in memory
+	redisPrefix    string         // put before every key the server writes to Redis
 	failOpen       bool           // admit when the counter store is down
 	ietfHeaders    bool           // also send the IETF draft's RateLimit-Policy and RateLimit
 	trustedProxies []netip.Prefix // peers whose X-Forwarded-For is believed
@@ -82,6 +83,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	dbTimeout := fs.String("db-timeout", env("PETSTORE_DB_TIMEOUT", "5s"), "how long a request may wait on the database (a queue for a connection included); past it the answer is 503 with Retry-After (PETSTORE_DB_TIMEOUT)")
 	migrate := fs.String("migrate", env("PETSTORE_MIGRATE", "true"), "run schema migrations at start; false when a separate step runs them (PETSTORE_MIGRATE)")
 	redis := redact.StringFlag(fs, "redis", env("PETSTORE_REDIS", ""), redact.URL, "Redis for rate-limit counters and key changes shared by processes: host:port or redis:// URL; empty: in memory (PETSTORE_REDIS)")
+	redisPrefix := fs.String("redis-prefix", env("PETSTORE_REDIS_PREFIX", "petstore:"), "put before every key this server and its subcommands write to Redis, so deployments (or a test and a developer) can share one Redis; processes that share limits need the same one (PETSTORE_REDIS_PREFIX)")
 	rlFail := fs.String("ratelimit-fail", env("PETSTORE_RATELIMIT_FAIL", "open"), "when the shared counter store (-redis) is slow or down: open decides limits in this process (same limits; over-admission bounded by the number of processes), closed does too while it is slow but answers 503 while it is unreachable (PETSTORE_RATELIMIT_FAIL)")
 	rlHeaders := fs.String("ratelimit-headers", env("PETSTORE_RATELIMIT_HEADERS", "x"), "rate-limit headers on every answer: x (X-RateLimit-Limit, -Remaining and -Reset of the binding window, as the spec says) or both (those and the IETF draft's RateLimit-Policy and RateLimit for every window) (PETSTORE_RATELIMIT_HEADERS)")
 	proxies := fs.String("trusted-proxies", env("PETSTORE_TRUSTED_PROXIES", ""), "comma-separated addresses or CIDRs whose X-Forwarded-For is trusted (PETSTORE_TRUSTED_PROXIES)")
@@ -134,7 +136,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if err != nil || timeout <= 0 {
 		return config{}, fmt.Errorf("-db-timeout: want a positive duration such as 5s, got %q", *dbTimeout)
 	}
-	cfg := config{addr: *addr, db: *db, redis: *redis, cnameTarget: *cname, dbMaxConns: maxConns, dbTimeout: timeout,
+	cfg := config{addr: *addr, db: *db, redis: *redis, redisPrefix: *redisPrefix, cnameTarget: *cname, dbMaxConns: maxConns, dbTimeout: timeout,
 		acmeCA: *acmeCA, acmeRoot: *acmeRoot, acmeEmail: *acmeEmail, tlsAddr: *tlsAddr}
 	if err := setObserve(&cfg); err != nil {
 		return config{}, err

@@ -34,7 +34,7 @@ func TestKeyChangesReachEveryProcess(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			common := []string{"-db", testenv.PostgresSchema(t)}
 			if tc.redis {
-				common = append(common, "-redis", testenv.RedisURL(t))
+				common = append(common, "-redis", testenv.RedisURL(t), "-redis-prefix", testenv.RedisPrefix(t, testenv.RedisClient(t), "server"))
 			}
 			// The first command migrates the fresh schema; the servers
 			// then need not.

@@ -167,6 +167,12 @@ var (
 		"When a custom domain's certificate expires, in Unix seconds: alert on petstore_certificate_expiry_seconds - time() < 14 * 86400.", []string{"domain"}, nil)
 	limiterUpDesc = prometheus.NewDesc("petstore_limiter_store_up",
 		"1 while the rate limiter's counter store answers, 0 while limits are decided locally (or refused, failing closed).", nil, nil)
+	limiterSubjectsDesc = prometheus.NewDesc("petstore_limiter_subjects",
+		"Rate-limit subjects (keys and client addresses) this process holds in memory.", nil, nil)
+	limiterEvictionsDesc = prometheus.NewDesc("petstore_limiter_evictions_total",
+		"Client addresses the rate limiter forgot to make room for new ones; never one banned, striking or with a full window.", nil, nil)
+	limiterAggregationDesc = prometheus.NewDesc("petstore_limiter_aggregation_level",
+		"How the rate limiter counts IPv6 clients: 0 per /64, 1 per /48 while a flood of new addresses fills its memory.", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
@@ -174,6 +180,9 @@ func (c platformCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- domainsDesc
 	ch <- certExpiryDesc
 	ch <- limiterUpDesc
+	ch <- limiterSubjectsDesc
+	ch <- limiterEvictionsDesc
+	ch <- limiterAggregationDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -183,6 +192,10 @@ func (c platformCollector) Collect(ch chan<- prometheus.Metric) {
 		up = 0
 	}
 	ch <- prometheus.MustNewConstMetric(limiterUpDesc, prometheus.GaugeValue, up)
+	ls := c.limiter.Stats()
+	ch <- prometheus.MustNewConstMetric(limiterSubjectsDesc, prometheus.GaugeValue, float64(ls.Subjects))
+	ch <- prometheus.MustNewConstMetric(limiterEvictionsDesc, prometheus.CounterValue, float64(ls.Evictions))
+	ch <- prometheus.MustNewConstMetric(limiterAggregationDesc, prometheus.GaugeValue, float64(ls.Aggregation))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -118,7 +119,16 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		return nil, err
 	}
 	a.closers = append(a.closers, closeFeed)
-	keys, auth := keycache.NewKeys(store, feed, keycache.Config{}, func(err error) {
+	limiter, limitAdmin, closeLimiter, err := newLimiter(cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, closeLimiter)
+	a.limitAdmin = limitAdmin
+	// A client the limiter refuses costs the key store at most a lookup a
+	// second; its cached key is still served.
+	refused := func(c netip.Addr) bool { return limiter.Refusing(httpx.LimitSubjects(c.String())[0]) }
+	keys, auth := keycache.NewKeys(store, feed, keycache.Config{Refused: refused}, func(err error) {
 		logger.Warn("key change not published: other processes apply it when their cached copy expires", "err", err)
 	})
 	// One subscription for both: revoked keys leave the key cache, and a
@@ -139,12 +149,6 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		return nil, err
 	}
 	a.keys = keys
-	limiter, limitAdmin, closeLimiter, err := newLimiter(cfg, logger)
-	if err != nil {
-		return nil, err
-	}
-	a.closers = append(a.closers, closeLimiter)
-	a.limitAdmin = limitAdmin
 
 	api, err := httpx.New(httpx.Config{
 		Service:        petstore.NewService(store),
@@ -451,7 +455,7 @@ func openFeed(cfg config) (changefeed.Feed, func(), error) {
 			return nil, nil, fmt.Errorf("-redis: %w", err)
 		}
 		client := redis.NewClient(opts)
-		return redisfeed.New(client, "petstore:"), func() { client.Close() }, nil
+		return redisfeed.New(client, cfg.redisPrefix), func() { client.Close() }, nil
 	}
 	if t, err := bunopen.Parse(cfg.db); err == nil && t.Kind == bunopen.KindPostgres {
 		f, err := pgfeed.New(t.DriverDSN, "")
@@ -530,13 +534,23 @@ func newLimiter(cfg config, logger *slog.Logger) (*ratelimit.Limiter, ratelimit.
 		return nil, nil, nil, fmt.Errorf("-redis: %w", err)
 	}
 	client := redis.NewClient(opts)
-	store := redislimit.New(client, limitPrefix)
-	return ratelimit.New(store, rcfg), store, func() { client.Close() }, nil
+	store := redislimit.New(client, limitPrefix(cfg))
+	lim := ratelimit.New(store, rcfg)
+	return lim, store, func() {
+		// Unused shares go back to Redis, so the other processes may
+		// admit them at once.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := lim.Close(ctx); err != nil {
+			logger.Warn("rate-limit shares not returned to Redis; they return when their windows end", "err", err)
+		}
+		client.Close()
+	}, nil
 }
 
-// limitPrefix is where the rate-limit hashes live in Redis; the bans and
-// keys usage commands read the same.
-const limitPrefix = "petstore:rl:"
+// limitPrefix is where the rate-limit hashes live in Redis, under
+// -redis-prefix; the bans and keys usage commands read the same.
+func limitPrefix(cfg config) string { return cfg.redisPrefix + "rl:" }
 
 // newIssuer builds the ACME certificate issuer for -acme-ca.
 func newIssuer(cfg config, store backend, resolver customdomain.Resolver, dcv dnsconfig.Provider, logger *slog.Logger, engine func() *customdomain.Engine) (*acme.Issuer, error) {
