@@ -30,6 +30,9 @@ const (
 	KindKey = "key"
 	// KindDomain: the custom domain with this name changed or was removed.
 	KindDomain = "domain"
+	// KindPets: the pets changed (ID is the id of the pet created), so
+	// pages and pets encoded before it may be out of date.
+	KindPets = "pets"
 
 	// KindLive is never published: Subscribe delivers it when the
 	// subscription starts receiving, first and after every reconnection.

@@ -2,16 +2,12 @@ package httpx_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
-	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/petstorekit/petstore/httpx"
 )
@@ -22,7 +18,7 @@ func TestAccessLogReceivesEveryRequest(t *testing.T) {
 	var lines, logs bytes.Buffer
 	e := newEnv(t, func(c *httpx.Config) {
 		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
-		c.AccessLog = httpx.NewJSONAccessLog(&lines)
+		c.AccessLog = slog.New(slog.NewJSONHandler(&lines, nil))
 	})
 	r := e.req("GET", "/v1/pets?limit=5&status=available", "")
 	r.Header.Set("User-Agent", "fetcher/2")
@@ -61,19 +57,4 @@ func TestAccessLogReceivesEveryRequest(t *testing.T) {
 	if strings.Contains(logs.String(), `"msg":"request"`) {
 		t.Errorf("Logger got the access log too:\n%s", logs.String())
 	}
-}
-
-// The access log writers format the line slog's handlers would; in a
-// server, give them the buffered writer the other logs go through and
-// set Config.AccessLog.
-func ExampleNewTextAccessLog() {
-	log := httpx.NewTextAccessLog(os.Stdout)
-	log.LogRequest(context.Background(), &httpx.RequestLog{
-		Time:   time.Date(2026, 11, 25, 17, 4, 30, 123456789, time.UTC),
-		Client: netip.MustParseAddr("203.0.113.7"), Method: "GET", Route: "GET /v1/pets", Path: "/v1/pets",
-		Status: 200, Bytes: 1223, Duration: 48250 * time.Nanosecond, UserAgent: "curl/8.5.0",
-		RequestID: "01a213aa-7e73-7d29-80c6-c4e00508c21b", KeyID: "key_abc",
-	})
-	// Output:
-	// time=2026-11-25T17:04:30.123Z level=INFO msg=request client=203.0.113.7 method=GET route="GET /v1/pets" path=/v1/pets status=200 bytes=1223 duration=48.25µs user_agent=curl/8.5.0 request_id=01a213aa-7e73-7d29-80c6-c4e00508c21b key_id=key_abc
 }

@@ -20,7 +20,7 @@ import (
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/memstore"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/httpx"
 )
 
@@ -102,9 +102,9 @@ func (r response) errorBody(t testing.TB) petstore.Error {
 }
 
 // domain decodes a Domain body.
-func (r response) domain(t testing.TB) domain.Domain {
+func (r response) domain(t testing.TB) customdomain.Domain {
 	t.Helper()
-	var d domain.Domain
+	var d customdomain.Domain
 	if err := json.Unmarshal(r.Body, &d); err != nil {
 		t.Fatalf("body is not a Domain: %q (%v)", r.Body, err)
 	}

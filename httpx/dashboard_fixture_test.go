@@ -19,7 +19,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/bunstore"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/adapters/memzone"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/httpx"
 	"github.com/petstorekit/petstore/httpx/dashboard"
 	"github.com/petstorekit/petstore/httpx/edge"
@@ -40,7 +40,7 @@ var dashEdgeIP = netip.MustParseAddr("127.0.0.1")
 // and domains.
 type dashStore interface {
 	petstore.Store
-	domain.Store
+	customdomain.Store
 }
 
 // dashWorld is a whole platform, composed the way examples/server does: one
@@ -48,7 +48,7 @@ type dashStore interface {
 // test DNS server, the dashboard, /v1 and the edge in front of them.
 type dashWorld struct {
 	store  dashStore
-	engine *domain.Engine
+	engine *customdomain.Engine
 	zone   *memzone.Provider
 	dns    *memzone.Server
 	dash   http.Handler // the dashboard alone
@@ -66,7 +66,7 @@ func (w *dashWorld) setPlan(projectID string, plan petstore.Plan) {
 }
 
 // dashStores lists the stores the dashboard tests run on: the memory store
-// and, once bunstore implements domain.Store, bunstore on SQLite.
+// and, once bunstore implements customdomain.Store, bunstore on SQLite.
 func dashStores(t *testing.T) map[string]func(t *testing.T) dashStore {
 	out := map[string]func(t *testing.T) dashStore{
 		"memstore": func(*testing.T) dashStore { return memstore.New() },
@@ -76,7 +76,7 @@ func dashStores(t *testing.T) map[string]func(t *testing.T) dashStore {
 		t.Fatalf("bunstore.OpenMemory: %v", err)
 	}
 	db.Close()
-	if _, ok := any(bunstore.New(db)).(domain.Store); ok {
+	if _, ok := any(bunstore.New(db)).(customdomain.Store); ok {
 		out["bunstore-sqlite"] = func(t *testing.T) dashStore {
 			db, err := bunstore.OpenMemory()
 			if err != nil {
@@ -104,7 +104,7 @@ func newDashWorld(t testing.TB, store dashStore, now func() time.Time) *dashWorl
 		if err != nil {
 			t.Fatalf("create key: %v", err)
 		}
-		w.projects.Set(domain.Project{ID: key.ProjectID, Plan: plan, Deployed: deployed})
+		w.projects.Set(customdomain.Project{ID: key.ProjectID, Plan: plan, Deployed: deployed})
 		return key, secret
 	}
 	w.proKey, w.pro = mk(petstore.PlanPro, true)
@@ -114,7 +114,7 @@ func newDashWorld(t testing.TB, store dashStore, now func() time.Time) *dashWorl
 
 	world := domaintest.New(t, domaintest.Options{
 		Zones: []string{dashZone, "example.org"}, Store: store, Projects: w.projects,
-		Config: func(c *domain.EngineConfig) {
+		Config: func(c *customdomain.EngineConfig) {
 			c.CNAMETarget = dashTarget
 			c.EdgeIPs = []netip.Addr{dashEdgeIP}
 			c.Now = now

@@ -9,7 +9,7 @@ import (
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/memstore"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/httpx"
 	"github.com/petstorekit/petstore/httpx/edge"
 )
@@ -53,7 +53,7 @@ func FuzzDashboardAddDomain(f *testing.F) {
 		rec := httptest.NewRecorder()
 		w.dash.ServeHTTP(rec, req)
 		dashFuzzResponse(t, rec, func(b []byte) bool {
-			var d domain.Domain
+			var d customdomain.Domain
 			return json.Unmarshal(b, &d) == nil && d.Name != "" && d.Name == strings.ToLower(d.Name) &&
 				!strings.HasSuffix(d.Name, ".") && dashIsASCII(d.Name) && len(d.Records) > 0
 		})
@@ -82,7 +82,7 @@ func FuzzDashboardConfig(f *testing.F) {
 		rec := httptest.NewRecorder()
 		w.dash.ServeHTTP(rec, req)
 		dashFuzzResponse(t, rec, func(b []byte) bool {
-			var c domain.Config
+			var c customdomain.Config
 			if json.Unmarshal(b, &c) != nil || c.Redirects == nil {
 				return false
 			}
@@ -121,7 +121,7 @@ func FuzzEdgeHost(f *testing.F) {
 		}
 		if strings.Contains(rec.Body.String(), project) {
 			h := edge.RequestHost(req)
-			n, err := domain.ParseName(h)
+			n, err := customdomain.ParseName(h)
 			if h != "shop.example.com" && (err != nil || n.ASCII != "shop.example.com") {
 				t.Fatalf("Host %q (%q) got the project's site", host, h)
 			}

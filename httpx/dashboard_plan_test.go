@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/petstorekit/petstore"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 )
 
 // TestDashboardSuspendedBelowPro: a project that falls below Pro keeps its
@@ -22,7 +22,7 @@ func TestDashboardSuspendedBelowPro(t *testing.T) {
 			w := newDashWorld(t, open(t), time.Now)
 			w.setCNAME(t, "shop", dashTarget)
 			w.call(t, w.pro, http.MethodPost, dashAPI+"/domains", map[string]string{"name": "shop.example.com"})
-			if res := w.call(t, w.pro, http.MethodPost, dashAPI+"/domains/shop.example.com/verify", nil); res.domain(t).Status != domain.StatusActive {
+			if res := w.call(t, w.pro, http.MethodPost, dashAPI+"/domains/shop.example.com/verify", nil); res.domain(t).Status != customdomain.StatusActive {
 				t.Fatalf("verify: %s", res.Body)
 			}
 			if got := w.get(t, "shop.example.com", "/", "").Code; got != http.StatusOK {
@@ -38,8 +38,8 @@ func TestDashboardSuspendedBelowPro(t *testing.T) {
 			}
 			res := w.call(t, w.pro, http.MethodGet, dashAPI+"/domains/shop.example.com", nil)
 			d := res.domain(t)
-			if res.Status != http.StatusOK || d.Status != domain.StatusSuspended || d.ResumesAs != domain.StatusActive ||
-				!strings.Contains(d.Reason, "Pro") || d.Diagnosis.NextAction != domain.ActionUpgradePlan {
+			if res.Status != http.StatusOK || d.Status != customdomain.StatusSuspended || d.ResumesAs != customdomain.StatusActive ||
+				!strings.Contains(d.Reason, "Pro") || d.Diagnosis.NextAction != customdomain.ActionUpgradePlan {
 				t.Fatalf("suspended domain: %d %s", res.Status, res.Body)
 			}
 			if res := w.call(t, w.pro, http.MethodGet, dashAPI+"/domains", nil); !strings.Contains(string(res.Body), `"suspended"`) {
@@ -50,7 +50,7 @@ func TestDashboardSuspendedBelowPro(t *testing.T) {
 				body         any
 			}{
 				{http.MethodPost, dashAPI + "/domains/shop.example.com/verify", nil},
-				{http.MethodPut, dashAPI + "/domains/config", domain.Config{Primary: "shop.example.com"}},
+				{http.MethodPut, dashAPI + "/domains/config", customdomain.Config{Primary: "shop.example.com"}},
 				{http.MethodPost, dashAPI + "/domains", map[string]string{"name": "new.example.com"}},
 			} {
 				res := w.call(t, w.pro, tc.method, tc.path, tc.body)
@@ -66,7 +66,7 @@ func TestDashboardSuspendedBelowPro(t *testing.T) {
 			if got := w.get(t, "shop.example.com", "/", "").Code; got != http.StatusOK {
 				t.Fatalf("after upgrade: %d", got)
 			}
-			if d := w.call(t, w.pro, http.MethodGet, dashAPI+"/domains/shop.example.com", nil).domain(t); d.Status != domain.StatusActive || d.ResumesAs != "" {
+			if d := w.call(t, w.pro, http.MethodGet, dashAPI+"/domains/shop.example.com", nil).domain(t); d.Status != customdomain.StatusActive || d.ResumesAs != "" {
 				t.Fatalf("after upgrade: %+v", d)
 			}
 		})

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/petstorekit/petstore"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 )
 
 const dashAPI = "/dashboard/api"
@@ -37,12 +37,12 @@ func TestDashboardDomainLifecycle(t *testing.T) {
 				t.Fatalf("Location = %q, want %q", got, want)
 			}
 			d := res.domain(t)
-			if d.Name != "shop.example.com" || d.Status != domain.StatusPending || d.Kind != domain.KindSubdomain {
+			if d.Name != "shop.example.com" || d.Status != customdomain.StatusPending || d.Kind != customdomain.KindSubdomain {
 				t.Fatalf("added domain = %+v", d)
 			}
-			want := domain.Record{Type: "CNAME", Name: "shop", Value: dashTarget, TTL: 3600}
-			if len(d.Records) != 1 || d.Records[0] != want {
-				t.Fatalf("records = %+v, want [%+v]", d.Records, want)
+			want := customdomain.Record{Type: "CNAME", Name: "shop", Value: dashTarget, TTL: 3600}
+			if len(d.Records) != 2 || d.Records[0] != want || d.Records[1].Name != "_petstore-challenge.shop" || !d.Records[1].Optional {
+				t.Fatalf("records = %+v, want [%+v] and the optional ownership TXT record", d.Records, want)
 			}
 
 			res = w.call(t, w.pro, http.MethodPost, dashAPI+"/domains", map[string]string{"name": "shop.example.com"})
@@ -50,7 +50,7 @@ func TestDashboardDomainLifecycle(t *testing.T) {
 				t.Fatalf("add again: %d %s", res.Status, res.Body)
 			}
 
-			verify := func(wantStatus domain.Status, wantFinding string) domain.Domain {
+			verify := func(wantStatus customdomain.Status, wantFinding string) customdomain.Domain {
 				t.Helper()
 				res := w.call(t, w.pro, http.MethodPost, dashAPI+"/domains/shop.example.com/verify", nil)
 				if res.Status != http.StatusOK {
@@ -69,26 +69,26 @@ func TestDashboardDomainLifecycle(t *testing.T) {
 				}
 				return d
 			}
-			verify(domain.StatusPending, domain.FindingNoRecords)
+			verify(customdomain.StatusPending, customdomain.FindingNoRecords)
 			if got := w.get(t, "shop.example.com", "/", "").Code; got != http.StatusNotFound {
 				t.Fatalf("pending domain served: %d", got)
 			}
 
 			w.setCNAME(t, "shop", "elsewhere.example.net")
-			d = verify(domain.StatusPending, domain.FindingCNAMEMismatch)
-			if d.Diagnosis.NextAction != domain.ActionFixDNS || d.Diagnosis.Observed.CNAME != "elsewhere.example.net" {
+			d = verify(customdomain.StatusPending, customdomain.FindingCNAMEMismatch)
+			if d.Diagnosis.NextAction != customdomain.ActionFixDNS || d.Diagnosis.Observed.CNAME != "elsewhere.example.net" {
 				t.Fatalf("diagnosis = %+v", d.Diagnosis)
 			}
 
 			w.setCNAME(t, "shop", dashTarget)
-			verify(domain.StatusActive, "")
+			verify(customdomain.StatusActive, "")
 			page := w.get(t, "shop.example.com", "/", "")
 			if page.Code != http.StatusOK || !strings.Contains(page.Body.String(), w.proKey.ProjectID) {
 				t.Fatalf("live domain: %d %s", page.Code, page.Body)
 			}
 
 			res = w.call(t, w.pro, http.MethodGet, dashAPI+"/domains/shop.example.com", nil)
-			if d := res.domain(t); res.Status != http.StatusOK || len(d.History) < 2 || d.History[0].Status != domain.StatusPending {
+			if d := res.domain(t); res.Status != http.StatusOK || len(d.History) < 2 || d.History[0].Status != customdomain.StatusPending {
 				t.Fatalf("get: %d %s", res.Status, res.Body)
 			}
 
@@ -96,13 +96,13 @@ func TestDashboardDomainLifecycle(t *testing.T) {
 			w.call(t, w.pro, http.MethodPost, dashAPI+"/domains", map[string]string{"name": "www.example.com"})
 			w.setCNAME(t, "www", dashTarget)
 			w.call(t, w.pro, http.MethodPost, dashAPI+"/domains/www.example.com/verify", nil)
-			cfg := domain.Config{Primary: "shop.example.com", Redirects: []domain.Redirect{{From: "www.example.com", To: "shop.example.com"}}}
+			cfg := customdomain.Config{Primary: "shop.example.com", Redirects: []customdomain.Redirect{{From: "www.example.com", To: "shop.example.com"}}}
 			res = w.call(t, w.pro, http.MethodPut, dashAPI+"/domains/config", cfg)
 			if res.Status != http.StatusOK || !strings.Contains(string(res.Body), `"status":301`) {
 				t.Fatalf("put config: %d %s", res.Status, res.Body)
 			}
 			res = w.call(t, w.pro, http.MethodGet, dashAPI+"/domains/config", nil)
-			var got domain.Config
+			var got customdomain.Config
 			if err := json.Unmarshal(res.Body, &got); err != nil || got.Primary != "shop.example.com" || len(got.Redirects) != 1 {
 				t.Fatalf("get config: %d %s", res.Status, res.Body)
 			}
@@ -113,8 +113,8 @@ func TestDashboardDomainLifecycle(t *testing.T) {
 
 			res = w.call(t, w.pro, http.MethodGet, dashAPI+"/domains", nil)
 			var list struct {
-				Domains []domain.Domain `json:"domains"`
-				Config  domain.Config   `json:"config"`
+				Domains []customdomain.Domain `json:"domains"`
+				Config  customdomain.Config   `json:"config"`
 			}
 			if err := json.Unmarshal(res.Body, &list); err != nil || len(list.Domains) != 2 || list.Config.Primary != "shop.example.com" {
 				t.Fatalf("list: %d %s", res.Status, res.Body)
@@ -202,7 +202,7 @@ func TestDashboardErrors(t *testing.T) {
 		{"held by another project, unicode form", "pro", http.MethodPost, dashAPI + "/domains", map[string]string{"name": "TAKEN.example.com."}, "", 409, petstore.CodeConflict, ""},
 		{"ip address", "pro", http.MethodPost, dashAPI + "/domains", map[string]string{"name": "192.0.2.1"}, "", 400, petstore.CodeInvalidRequest, "IP address"},
 		{"ipv6 address", "pro", http.MethodPost, dashAPI + "/domains", map[string]string{"name": "[2001:db8::1]"}, "", 400, petstore.CodeInvalidRequest, "IP address"},
-		{"wildcard", "pro", http.MethodPost, dashAPI + "/domains", map[string]string{"name": "*.example.com"}, "", 400, petstore.CodeInvalidRequest, "wildcard"},
+		{"wildcard not first", "pro", http.MethodPost, dashAPI + "/domains", map[string]string{"name": "shop.*.example.com"}, "", 400, petstore.CodeInvalidRequest, "wildcard"},
 		{"single label", "pro", http.MethodPost, dashAPI + "/domains", map[string]string{"name": "localhost"}, "", 400, petstore.CodeInvalidRequest, "single label"},
 		{"empty label", "pro", http.MethodPost, dashAPI + "/domains", map[string]string{"name": "shop..example.com"}, "", 400, petstore.CodeInvalidRequest, "empty label"},
 		{"label over 63", "pro", http.MethodPost, dashAPI + "/domains", map[string]string{"name": long}, "", 400, petstore.CodeInvalidRequest, "63"},
@@ -314,7 +314,7 @@ func TestDashboardPage(t *testing.T) {
 		}
 	})
 	t.Run("no CDN", func(t *testing.T) {
-		for _, p := range []string{"/dashboard/", "/dashboard/dashboard.js", "/dashboard/dashboard.css"} {
+		for _, p := range []string{"/dashboard/", "/dashboard/dashboard.js", "/dashboard/webhooks.js", "/dashboard/dashboard.css"} {
 			rec := httptest.NewRecorder()
 			w.dash.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, p, nil))
 			if strings.Contains(rec.Body.String(), "http://") || strings.Contains(rec.Body.String(), "https://") {
@@ -355,8 +355,8 @@ func TestDashboardPage(t *testing.T) {
 				}
 			}
 		}
-		if ops != 10 {
-			t.Fatalf("document has %d operations, want 10", ops)
+		if ops != 14 {
+			t.Fatalf("document has %d operations, want 14", ops)
 		}
 	})
 }
@@ -373,7 +373,7 @@ func TestDashboardOwnershipProof(t *testing.T) {
 			w := newDashWorld(t, open(t), newClock().Now)
 			w.setCNAME(t, "shop", dashTarget)
 			w.call(t, w.pro, http.MethodPost, dashAPI+"/domains", map[string]string{"name": "shop.example.com"})
-			if d := w.call(t, w.pro, http.MethodPost, dashAPI+"/domains/shop.example.com/verify", nil).domain(t); d.Status != domain.StatusActive {
+			if d := w.call(t, w.pro, http.MethodPost, dashAPI+"/domains/shop.example.com/verify", nil).domain(t); d.Status != customdomain.StatusActive {
 				t.Fatalf("first project: %s", d.Status)
 			}
 			if res := w.call(t, w.pro, http.MethodDelete, dashAPI+"/domains/shop.example.com", nil); res.Status != http.StatusNoContent {
@@ -390,7 +390,7 @@ func TestDashboardOwnershipProof(t *testing.T) {
 			token := d.Records[1].Value
 
 			res = w.call(t, w.pro2, http.MethodPost, dashAPI+"/domains/shop.example.com/verify", nil)
-			if d := res.domain(t); d.Status != domain.StatusPending || d.Diagnosis.NextAction != domain.ActionFixDNS ||
+			if d := res.domain(t); d.Status != customdomain.StatusPending || d.Diagnosis.NextAction != customdomain.ActionFixDNS ||
 				!strings.Contains(string(res.Body), `"code":"OWNERSHIP_UNPROVEN"`) || !strings.Contains(string(res.Body), token) {
 				t.Fatalf("verify with the CNAME only: %d %s", res.Status, res.Body)
 			}
@@ -400,7 +400,7 @@ func TestDashboardOwnershipProof(t *testing.T) {
 
 			w.addTXT(t, "_petstore-challenge.shop", token)
 			res = w.call(t, w.pro2, http.MethodPost, dashAPI+"/domains/shop.example.com/verify", nil)
-			if d := res.domain(t); d.Status != domain.StatusActive {
+			if d := res.domain(t); d.Status != customdomain.StatusActive {
 				t.Fatalf("verify with the TXT: %d %s", res.Status, res.Body)
 			}
 			if page := w.get(t, "shop.example.com", "/", ""); page.Code != http.StatusOK || !strings.Contains(page.Body.String(), w.pro2Key.ProjectID) {

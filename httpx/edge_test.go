@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/petstorekit/petstore"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/httpx/edge"
 )
 
@@ -31,7 +31,7 @@ func (w *dashWorld) activate(t testing.TB, key, label string) {
 		}
 	}
 	res := w.call(t, key, http.MethodPost, dashAPI+"/domains/"+name+"/verify", nil)
-	if d := res.domain(t); d.Status != domain.StatusActive {
+	if d := res.domain(t); d.Status != customdomain.StatusActive {
 		t.Fatalf("verify %s: %d %s", name, res.Status, res.Body)
 	}
 }
@@ -142,7 +142,7 @@ func TestEdgeRoutesByHost(t *testing.T) {
 			t.Fatal(err)
 		}
 		res := w.call(t, w.pro, http.MethodGet, dashAPI+"/domains/late.example.com", nil)
-		if d := res.domain(t); d.Status != domain.StatusFailed {
+		if d := res.domain(t); d.Status != customdomain.StatusFailed {
 			t.Fatalf("after 49 hours: %s", res.Body)
 		}
 		if got := w.get(t, "late.example.com", "/", "").Code; got != 404 {
@@ -154,7 +154,7 @@ func TestEdgeRoutesByHost(t *testing.T) {
 // TestNewEdgeConfig: the edge refuses an incomplete configuration.
 func TestNewEdgeConfig(t *testing.T) {
 	ok := http.NotFoundHandler()
-	router := edge.RouterFunc(func(string) domain.RouteAnswer { return domain.RouteAnswer{} })
+	router := edge.RouterFunc(func(string) customdomain.RouteAnswer { return customdomain.RouteAnswer{} })
 	site := func(string) http.Handler { return ok }
 	cases := []struct {
 		name string
@@ -178,8 +178,8 @@ func TestNewEdgeConfig(t *testing.T) {
 // client's Host port never reaches the Location (issue 26): it names the
 // target on the scheme's default port.
 func TestEdgeRedirectScheme(t *testing.T) {
-	router := edge.RouterFunc(func(host string) domain.RouteAnswer {
-		return domain.RouteAnswer{Kind: domain.RouteRedirect, Name: host, RedirectTo: "shop.example.com", Status: 0}
+	router := edge.RouterFunc(func(host string) customdomain.RouteAnswer {
+		return customdomain.RouteAnswer{Kind: customdomain.RouteRedirect, Name: host, RedirectTo: "shop.example.com", Status: 0}
 	})
 	for _, c := range []struct {
 		scheme, host, want string
@@ -209,8 +209,8 @@ func TestEdgeRedirectScheme(t *testing.T) {
 // TestEdgeSiteMissing: a routing answer for a project that has no site is
 // a 404, not a panic or another project's site.
 func TestEdgeSiteMissing(t *testing.T) {
-	router := edge.RouterFunc(func(host string) domain.RouteAnswer {
-		return domain.RouteAnswer{Kind: domain.RouteServe, Name: host, ProjectID: "prj_gone"}
+	router := edge.RouterFunc(func(host string) customdomain.RouteAnswer {
+		return customdomain.RouteAnswer{Kind: customdomain.RouteServe, Name: host, ProjectID: "prj_gone"}
 	})
 	h, err := edge.New(edge.Config{Platform: http.NotFoundHandler(), Router: router, Site: func(string) http.Handler { return nil }})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/internal/strictjson"
 )
 
 // FuzzDecodeNewPet: the body decoder never panics, fails only with
@@ -32,7 +33,7 @@ func FuzzDecodeNewPet(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		np, err := decodeNewPet(body)
+		np, err := strictjson.NewPet(body)
 		if err != nil {
 			if petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
 				t.Fatalf("error %v is not invalid_request", err)
@@ -122,8 +123,7 @@ func FuzzRequestID(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		var buf [36]byte
-		id := requestID(s, &buf, time.Now())
+		id := requestID(s)
 		if len(id) == 0 || len(id) > 128 {
 			t.Fatalf("id %q", id)
 		}
@@ -162,8 +162,8 @@ func FuzzRequestHash(f *testing.F) {
 		f.Add([]byte(s[0]), []byte(s[1]))
 	}
 	f.Fuzz(func(t *testing.T, a, b []byte) {
-		npA, errA := decodeNewPet(a)
-		npB, errB := decodeNewPet(b)
+		npA, errA := strictjson.NewPet(a)
+		npB, errB := strictjson.NewPet(b)
 		for _, err := range []error{errA, errB} {
 			if err != nil && petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
 				t.Fatalf("error %v is not invalid_request", err)

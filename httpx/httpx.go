@@ -29,32 +29,25 @@ type Config struct {
 	Now            func() time.Time       // nil: time.Now
 
 	// IETFRateLimitHeaders adds the IETF draft's RateLimit-Policy and
-	// RateLimit headers (draft-ietf-httpapi-ratelimit-headers), which
-	// describe every window, to the X-RateLimit-* headers of the binding
-	// one. Off by default: the draft is not final, and the two headers
-	// take a page of pets from seven header fields to nine, past the
-	// eight a Go map holds without growing, which more than doubles what
-	// net/http spends on them (about 3.5 µs and eight allocations more an
-	// answer, BenchmarkHeaderFields).
+	// RateLimit headers, for every window; off: the draft is not final.
 	IETFRateLimitHeaders bool
 
-	// AccessLog writes the access log, a line per request; nil: the
-	// line ("request", at Info) goes to Logger. NewJSONAccessLog and
-	// NewTextAccessLog write the very line Logger's built-in JSON or text
-	// handler would, at a fraction of slog's cost.
-	AccessLog AccessLogger
+	// AccessLog receives the access log, a "request" line at Info per
+	// request (see logRequests); nil: Logger does.
+	AccessLog *slog.Logger
 
-	// Timeout bounds each request's waits on the stores behind it
-	// (authentication, the operation, Idempotency-Key records): past it
-	// the request is 503 unavailable with Retry-After instead of hanging
-	// on a database that stopped answering. Zero: no bound but the
-	// client's own.
+	// Cache keeps the encoded pages and pets until a create changes them
+	// (see Cache); nil: every read asks the store and encodes.
+	Cache *Cache
+
+	// Timeout bounds each request's waits on the stores behind it: past
+	// it the request is 503 unavailable with Retry-After instead of
+	// hanging on a database that stopped answering. Zero: no bound.
 	Timeout time.Duration
 
-	// PublicBudgetPaths are paths whose requests are authenticated but
-	// spend their address's public budget (PublicLimits), never the key's,
-	// and are never refused for the key's ban: a report a key must be able
-	// to read after it ran out (the dashboard's usage). Used by Wrap.
+	// PublicBudgetPaths are authenticated paths that spend the address's
+	// public budget, never the key's: a report a key must read after it
+	// ran out or was banned (the dashboard's usage).
 	PublicBudgetPaths []string
 
 	// PublicLimits are the per-address allowances of the paths that need
@@ -67,23 +60,16 @@ type Config struct {
 	Idempotency petstore.IdempotencyStore
 
 	// Orders serves the store orders operations (beta) under
-	// /store/orders, each for the project of the caller's key; nil: those
-	// paths answer 404 like any unknown path and the OpenAPI document
-	// leaves them out.
+	// /store/orders, for the project of the caller's key; nil: those
+	// paths are 404 and the OpenAPI document leaves them out.
 	Orders petstore.OrderService
 
-	// Metrics receives the request, rate-limit, store-error and
-	// Idempotency-Key replay metrics (see metrics.go's list); nil: nothing
-	// is measured, at no cost. Nothing is registered globally.
+	// Metrics receives the metrics (see metrics.go); nil: none.
 	Metrics prometheus.Registerer
 
-	// TracerProvider receives a span per request, following
-	// OpenTelemetry's HTTP server conventions (named "GET /v1/pets" after
-	// the route, a child of the caller's span when the request carries a
-	// W3C traceparent), with a child span per call to the ports above:
-	// authentication, the rate limiter's decision, the pets and orders
-	// services and the Idempotency-Key store (see package tracing). nil:
-	// no spans, at no cost. The global provider is never used.
+	// TracerProvider receives a span per request (see traceRequests),
+	// with a child span per call to the ports above (package tracing);
+	// nil: no spans. The global provider is never used.
 	TracerProvider trace.TracerProvider
 }
 
@@ -99,28 +85,19 @@ var Sunset = time.Date(2030, 12, 5, 0, 0, 0, 0, time.UTC)
 // api is the /v1 handler behind the chain: the router and the operations.
 type api struct {
 	svc         petstore.PetService
+	cache       *Cache
 	base        string
+	petsPath    string // base + "/pets", for Link headers
 	openapi     []byte
 	openapiETag string
-	// getPet's deprecation headers' values, made once: Deprecation,
-	// Sunset and the successor Link. They are shared by every answer
-	// and never modified (each has capacity 1, so an Add copies).
-	deprec, sunset, successor []string
+	deprecation [3]string // getPet's Deprecation, Sunset and successor Link
 
-	// Route patterns for the log, made once; GET and HEAD each have their
-	// own (index 0 and 1, see getOrHead).
-	patList, patDoc, patPet [2]string
-	patCreate               string
-	petsPath                string // base + "/pets", for Link headers
+	// creator creates a decoded pet, wrapped in Idempotency-Key replay
+	// when Config.Idempotency is set.
+	creator decodedHandler[petstore.NewPet]
 
-	// create answers POST /pets once the body passed the media type and
-	// size checks and was decoded. It is a field so that New can wrap it
-	// in Idempotency-Key replay when Config.Idempotency is set.
-	create decodedHandler[petstore.NewPet]
-
-	orders *orderRoutes // nil without Config.Orders
-
-	router *Router // every path under the base, on ServeMux patterns
+	orders  *orderRoutes // nil without Config.Orders
+	*Router              // every path under the base, on ServeMux patterns
 }
 
 // New returns the handler of the whole API under cfg.BasePath. Mount it
@@ -144,27 +121,34 @@ func New(cfg Config) (http.Handler, error) {
 	if at.IsZero() {
 		at = DefaultDeprecatedAt
 	}
-	a := &api{svc: cfg.Service, base: base, openapi: doc, deprec: []string{"@" + itoa(at.Unix())}, sunset: []string{Sunset.Format(http.TimeFormat)}, patCreate: "POST " + base + "/pets", petsPath: base + "/pets", openapiETag: ETag(doc)}
-	a.successor = []string{"<" + base + `/pets>; rel="successor-version"`}
-	for i, m := range []string{http.MethodGet, http.MethodHead} {
-		a.patList[i] = m + " " + base + "/pets"
-		a.patPet[i] = m + " " + base + "/pets/{petId}"
-		a.patDoc[i] = m + " " + base + "/openapi.json"
-	}
-	a.create = createPet{a}
+	a := &api{svc: cfg.Service, cache: cfg.Cache, base: base, petsPath: base + "/pets", openapi: doc, openapiETag: ETag(doc), deprecation: [3]string{"@" + itoa(at.Unix()), Sunset.Format(http.TimeFormat), "<" + base + `/pets>; rel="successor-version"`}}
+	a.creator = petCreator{a}
 	if cfg.Idempotency != nil {
-		a.create = newIdempotent(cfg.Idempotency, cfg.Now, a.create)
+		a.creator = newIdempotent(cfg.Idempotency, cfg.Now, a.creator)
 	}
 	if cfg.Orders != nil {
 		a.orders = newOrderRoutes(cfg, base)
 	}
 	a.routes()
 	openapiPath := base + "/openapi.json"
-	c, err := newChain(cfg, a, func(r *http.Request) bool { return r.URL.Path == openapiPath })
-	if err != nil {
-		return nil, err
+	h, err := newChain(cfg, a, func(r *http.Request) bool { return r.URL.Path == openapiPath })
+	if err != nil || a.orders == nil {
+		return h, err
 	}
-	return c, nil
+	return betaUnder(a.orders.path, h), nil
+}
+
+// betaUnder marks every answer on path and path/{id} as beta
+// (X-API-Stability), before the chain, so that their 401, 429 and 503
+// carry it too.
+func betaUnder(path string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rest, ok := strings.CutPrefix(r.URL.Path, path)
+		if ok && (rest == "" || len(rest) > 1 && rest[0] == '/' && !strings.Contains(rest[1:], "/")) {
+			w.Header().Set(StabilityHeader, StabilityBeta)
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // cleanBase normalises the base path: "" is "/v1", a trailing slash is
@@ -179,95 +163,68 @@ func cleanBase(p string) (string, error) {
 	return strings.TrimSuffix(p, "/"), nil
 }
 
-// routes registers every operation of the API on its router, each GET
-// pattern with its HEAD twin (RFC 9110 §9.3.2: the same status and
-// headers, without the body, which ServeHTTP drops), a method-less pattern
-// per path that answers 405 with Allow, and 404 for everything else.
+// routes registers every operation, each GET with its HEAD twin (RFC
+// 9110 §9.3.2), a method-less pattern per path that answers 405 with
+// Allow, and 404 for everything else.
 func (a *api) routes() {
-	a.router = NewRouter()
-	for i := range 2 { // GET, then HEAD
-		a.operation(a.patList[i], a.handleListPets, false, false)
-		a.operation(a.patPet[i], a.handleGetPet, false, false)
-		a.operation(a.patDoc[i], a.handleOpenAPI, false, false)
-	}
-	a.operation(a.patCreate, a.handleCreatePet, true, false)
-	a.router.Refuse(a.base+"/pets", "GET, HEAD, POST", nil)
-	a.router.Refuse(a.base+"/pets/{petId}", "GET, HEAD", nil)
-	a.router.Refuse(a.base+"/openapi.json", "GET, HEAD", nil)
-	if o := a.orders; o != nil {
-		for i := range 2 {
-			a.operation(o.patList[i], o.handleList, false, true)
-			a.operation(o.patOrder[i], o.handleGet, false, true)
-		}
-		a.operation(o.patCreate, o.handleCreate, true, true)
-		a.router.Refuse(o.path, "GET, HEAD, POST", markBeta)
-		a.router.Refuse(o.path+"/{orderId}", "GET, HEAD", markBeta)
-	}
-	a.router.Refuse("/", "", nil)
-	if a.base != "" {
-		a.router.Refuse(a.base+"/", "", nil)
-		a.router.Refuse(a.base, "", nil)
-	}
-}
-
-// markBeta marks an answer as beta (X-API-Stability), as every answer of
-// a beta operation's path is.
-func markBeta(w http.ResponseWriter) { w.Header()["X-Api-Stability"] = stabilityBeta }
-
-// operation registers handle under pattern: it takes a JSON body (checked
-// for media type, coding and size first) when body is set, and is beta
-// when beta is.
-func (a *api) operation(pattern string, handle http.HandlerFunc, body, beta bool) {
-	a.router.Handle(pattern, func(w http.ResponseWriter, r *http.Request) {
-		if beta {
-			markBeta(w)
-		}
-		if body {
-			if _, err := ReadBody(w, r); err != nil {
+	a.Router = NewRouter()
+	get := func(path string, op func(http.ResponseWriter, *http.Request) error) {
+		h := func(w http.ResponseWriter, r *http.Request) {
+			if err := op(w, r); err != nil {
 				WriteError(w, r, err)
-				return
 			}
 		}
-		handle(w, r)
-	})
+		a.Handle("GET "+path, h)
+		a.Handle("HEAD "+path, h)
+	}
+	post := func(path string, op func(http.ResponseWriter, *http.Request, []byte) error) {
+		a.Handle("POST "+path, func(w http.ResponseWriter, r *http.Request) {
+			body, err := ReadBody(w, r)
+			if err == nil {
+				err = op(w, r, body)
+			}
+			if err != nil {
+				WriteError(w, r, err)
+			}
+		})
+	}
+	get(a.petsPath, a.listPets)
+	get(a.petsPath+"/{petId}", a.getPet)
+	get(a.base+"/openapi.json", a.openAPI)
+	post(a.petsPath, a.createPet)
+	a.Refuse(a.petsPath, "GET, HEAD, POST", nil)
+	a.Refuse(a.petsPath+"/{petId}", "GET, HEAD", nil)
+	a.Refuse(a.base+"/openapi.json", "GET, HEAD", nil)
+	if o := a.orders; o != nil {
+		get(o.path, o.list)
+		get(o.path+"/{orderId}", o.get)
+		post(o.path, o.create)
+		a.Refuse(o.path, "GET, HEAD, POST", nil)
+		a.Refuse(o.path+"/{orderId}", "GET, HEAD", nil)
+	}
+	a.Refuse("/", "", nil)
+	if a.base != "" {
+		a.Refuse(a.base+"/", "", nil)
+		a.Refuse(a.base, "", nil)
+	}
 }
 
-// ServeHTTP routes a request that already passed authentication and rate
-// limiting.
+// ServeHTTP routes a request that passed the chain.
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodHead {
 		w = headWriter{w}
 	}
-	a.router.ServeHTTP(w, r)
+	a.Router.ServeHTTP(w, r)
 }
 
-// headWriter answers a HEAD request: headers and status pass through,
-// the body is dropped. net/http's server drops it too, but not every
-// ResponseWriter a handler meets (a recorder, a proxy) does. WriteJSON
-// sets Content-Length, so HEAD announces the length GET would send.
+// headWriter drops a HEAD answer's body, which not every ResponseWriter
+// (a recorder, a proxy) drops as net/http's server does.
 type headWriter struct{ http.ResponseWriter }
 
 func (w headWriter) Write(p []byte) (int, error) { return len(p), nil }
 
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (w headWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// refuseUnrouted answers a request that match did not route, in JSON as
-// every answer under the base is: 404 when no route has the path, 405 with
-// Allow when the path's routes lack the method. It reports whether it
-// answered.
-func refuseUnrouted(w http.ResponseWriter, r *http.Request, ok bool, allow string) bool {
-	switch {
-	case !ok:
-		WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no such path: %s", r.URL.Path))
-		return true
-	case allow != "":
-		w.Header().Set("Allow", allow)
-		WriteError(w, r, petstore.Errorf(petstore.CodeMethodNotAllowed, "method %s is not allowed here; use %s", r.Method, allow))
-		return true
-	}
-	return false
-}
 
 // ReadBody enforces the JSON media type and an identity content coding
 // (415) and the size limit (413), then returns the bytes read and replaces
@@ -286,7 +243,8 @@ func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	}
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
 			return nil, tooLarge
 		}
 		return nil, petstore.Errorf(petstore.CodeInvalidRequest, "could not read the body")
@@ -296,9 +254,7 @@ func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 }
 
 // isIdentity reports whether a request's Content-Encoding values name no
-// coding but identity. Request bodies are never decompressed (RFC 9110
-// §8.4: 415 for a coding the server does not accept), and a body labelled
-// br but sent plain is refused too rather than read as if unlabelled.
+// coding but identity: bodies are never decompressed (RFC 9110 §8.4).
 func isIdentity(values []string) bool {
 	for _, v := range values {
 		for c := range strings.SplitSeq(v, ",") {

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/memstore"
+	"github.com/petstorekit/petstore/changefeed"
 	"github.com/petstorekit/petstore/httpx"
 	"github.com/petstorekit/petstore/internal/testenv"
 	"github.com/petstorekit/petstore/ratelimit"
@@ -31,6 +33,7 @@ type env struct {
 	secret string
 	key    petstore.APIKey
 	logs   *testenv.Buffer
+	cache  *httpx.Cache
 }
 
 func newEnv(t testing.TB, mutate func(*httpx.Config)) *env {
@@ -44,6 +47,7 @@ func newEnv(t testing.TB, mutate func(*httpx.Config)) *env {
 	logs := &testenv.Buffer{}
 	cfg := httpx.Config{
 		Service: petstore.NewService(store),
+		Cache:   httpx.NewCache(nil), // seed tells it of the pets it writes
 		Auth:    keys,
 		Logger:  slog.New(slog.NewJSONHandler(logs, nil)),
 	}
@@ -54,7 +58,7 @@ func newEnv(t testing.TB, mutate func(*httpx.Config)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{h: h, store: store, secret: secret, key: key, logs: logs}
+	return &env{h: h, store: store, secret: secret, key: key, logs: logs, cache: cfg.Cache}
 }
 
 // req builds a request authenticated with e's key; body "" means none.
@@ -87,6 +91,9 @@ func (e *env) seed(t testing.TB, pets ...petstore.NewPet) []petstore.Pet {
 			t.Fatal(err)
 		}
 		out = append(out, got)
+		if e.cache != nil {
+			e.cache.Apply(changefeed.Change{Kind: changefeed.KindPets, ID: strconv.FormatInt(got.ID, 10)})
+		}
 	}
 	return out
 }

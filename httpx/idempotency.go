@@ -93,6 +93,8 @@ func (m *idempotent[T]) serve(w http.ResponseWriter, r *http.Request, v T) {
 	m.purge(ctx, now)
 	rec := petstore.IdempotencyRecord{Scope: key.ID, Key: vals[0], RequestHash: requestHash(r.Method, r.URL.Path, v), CreatedAt: now}
 	var held *heldResponse
+	commits := &commitHooks{}
+	ctx = context.WithValue(ctx, commitHooksKey{}, commits)
 	create := func(ctx context.Context) (petstore.IdempotencyRecord, bool) {
 		held = &heldResponse{header: http.Header{}}
 		m.next.serve(held, r.WithContext(ctx), v)
@@ -109,6 +111,14 @@ func (m *idempotent[T]) serve(w http.ResponseWriter, r *http.Request, v T) {
 		// Expired but not purged yet: purge now and run afresh.
 		if _, err = m.store.PurgeIdempotencyKeys(ctx, now.Add(-petstore.IdempotencyTTL)); err == nil {
 			stored, ran, err = m.store.CreateOnce(ctx, rec, create)
+		}
+	}
+	if ran {
+		// The creation is committed, or may be: only now may the cache
+		// drop what it changed, or a read between the drop and the
+		// commit would keep the page without the new pet.
+		for _, fn := range commits.fns {
+			fn()
 		}
 	}
 	switch {
@@ -150,6 +160,22 @@ func replay(w http.ResponseWriter, rec petstore.IdempotencyRecord) {
 	h.Set("Idempotent-Replayed", "true")
 	w.WriteHeader(rec.Status)
 	_, _ = w.Write(rec.Body)
+}
+
+// commitHooks are what a creation inside CreateOnce asks to run once its
+// transaction has committed (afterCommit).
+type commitHooks struct{ fns []func() }
+
+type commitHooksKey struct{}
+
+// afterCommit runs fn once the creation running under ctx is committed:
+// at once, or, inside an Idempotency-Key's CreateOnce, after its commit.
+func afterCommit(ctx context.Context, fn func()) {
+	if h, ok := ctx.Value(commitHooksKey{}).(*commitHooks); ok {
+		h.fns = append(h.fns, fn)
+		return
+	}
+	fn()
 }
 
 // heldResponse keeps a response until the store has committed it: the

@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"math"
@@ -14,42 +15,101 @@ import (
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
-// limit asks the limiter, writes the rate-limit headers, and answers the
-// request itself (429 or 503) when it may not proceed.
-func (c *chain) limit(w http.ResponseWriter, r *http.Request, info *requestInfo, subject string, limits petstore.Limits) bool {
-	d, err := c.limiter.Decide(r.Context(), subject, limits)
-	c.metrics.decision(d, err)
+// unavailableRetryAfter is a 503's Retry-After: outages are often short.
+const unavailableRetryAfter = "2"
+
+var freeLimits, _ = petstore.PlanFree.Limits()
+
+// limits is the rate-limit step and what it needs.
+type limits struct {
+	RateLimiter  // nil: no limiting
+	logger       *slog.Logger
+	metrics      *metrics
+	now          func() time.Time
+	ietf         bool
+	proxies      []netip.Prefix
+	publicLimits petstore.Limits
+	offBudget    func(*http.Request) bool
+	routeOf      func(*http.Request) string
+}
+
+// limitRequests decides a request on the budget it spends (see
+// RateLimiter); a conditional one spends the plan's quota only once its
+// answer is not 304, and one a store failed (503) is refunded.
+func (l *limits) limitRequests(next http.Handler) http.Handler {
+	if l.RateLimiter == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		st := stateOf(r.Context())
+		var subject string
+		var lim petstore.Limits
+		var cond *chargeUnlessNotModified
+		switch {
+		case !st.hasKey, l.offBudget(r):
+			subject, lim = addrSubject("pub:", l.client(r)), l.publicLimits
+		case isConditional(r):
+			subject, lim = "cond:"+st.key.ID, ConditionalLimits(st.key.EffectiveLimits())
+			cond = &chargeUnlessNotModified{ResponseWriter: w, r: r, l: l}
+		default:
+			subject, lim = KeySubject(st.key.ID), st.key.EffectiveLimits()
+		}
+		if !l.allow(w, r, subject, lim) {
+			return
+		}
+		if cond != nil {
+			w = cond
+		}
+		next.ServeHTTP(w, r)
+		if st.w.Status == http.StatusServiceUnavailable && (st.cause == causeTimeout || st.cause == causeUnavailable) {
+			l.refund(r, subject, lim)
+			if cond != nil && cond.charged {
+				l.refund(r, KeySubject(st.key.ID), st.key.EffectiveLimits())
+			}
+		}
+	})
+}
+
+// refund gives back what a request spent, when the limiter can.
+func (l *limits) refund(r *http.Request, subject string, lim petstore.Limits) {
+	if rf, ok := l.RateLimiter.(Refunder); ok {
+		_ = rf.Refund(context.WithoutCancel(r.Context()), subject, lim) // as a decision, it fails only when the limiter does
+	}
+}
+
+// attempt charges a missing or wrong key's try to its address's budget.
+func (l *limits) attempt(w http.ResponseWriter, r *http.Request) bool {
+	return l.RateLimiter == nil || l.allow(w, r, addrSubject("ip:", l.client(r)), freeLimits)
+}
+
+// allow asks the limiter, sets the headers, and answers a 429 or 503.
+func (l *limits) allow(w http.ResponseWriter, r *http.Request, subject string, lim petstore.Limits) bool {
+	d, err := l.Decide(r.Context(), subject, lim)
+	l.metrics.decision(d, err)
 	if d.BanStarted {
-		c.logBan(r, info, subject, d)
+		l.logBan(r, subject, d)
 	}
 	if err != nil {
-		// A limiter's failure is counted as its decision, not as a
-		// store's error.
-		defer func() { info.cause = causeNone }()
-		if r.Context().Err() != nil {
-			// The client went away: nobody reads the answer, and nothing
-			// failed that an operator should hear about.
-			WriteError(w, r, petstore.Errorf(petstore.CodeUnavailable, "request canceled"))
+		if r.Context().Err() != nil { // the client went away: nothing failed
+			writeErrorQuietly(w, r, petstore.Errorf(petstore.CodeUnavailable, "request canceled"))
 			return false
 		}
 		if petstore.ErrorCode(err) != petstore.CodeUnavailable {
-			c.logger.LogAttrs(r.Context(), slog.LevelError, "rate limiter failed",
-				slog.String("request_id", info.id),
+			l.logger.LogAttrs(r.Context(), slog.LevelError, "rate limiter failed",
+				slog.String("request_id", RequestIDFromContext(r.Context())),
 				slog.String("error", err.Error()))
 			err = petstore.Errorf(petstore.CodeUnavailable, "rate limiting is unavailable; try again later")
 		}
-		WriteError(w, r, err)
+		writeErrorQuietly(w, r, err) // a limiter's failure is counted as its decision, not as a store's error
 		return false
 	}
-	if !d.Degraded {
-		// Seconds to reset are counted from the limiter's own clock, the
-		// one its windows were measured with; a limiter that does not say
-		// (At zero) is read against the handler's.
+	if !d.Degraded { // a fallback's figures are this process's only: none are sent
+		// Seconds to reset count from the limiter's clock, if it says.
 		now := d.At
 		if now.IsZero() {
-			now = c.now()
+			now = l.now()
 		}
-		setRateLimitHeaders(w.Header(), d, now, &info.vals, c.ietf)
+		setRateLimitHeaders(w.Header(), d, now, l.ietf)
 	}
 	if d.Allowed {
 		return true
@@ -58,80 +118,60 @@ func (c *chain) limit(w http.ResponseWriter, r *http.Request, info *requestInfo,
 	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 	code, msg := d.Code, fmt.Sprintf("rate limit exceeded; retry after %d seconds", secs)
 	switch {
-	case code == petstore.CodeAPIKeyBanned && !strings.HasPrefix(subject, "key:"):
+	case code == petstore.CodeAPIKeyBanned && !strings.HasPrefix(subject, "key:") && !strings.HasPrefix(subject, "cond:"):
 		msg = fmt.Sprintf("too many requests from this address; temporarily blocked; retry after %d seconds", secs)
 	case code == petstore.CodeAPIKeyBanned:
 		msg = fmt.Sprintf("API key temporarily banned for sending after being rate limited; retry after %d seconds", secs)
-	case code == petstore.CodeRateLimited:
-	default:
+	case code != petstore.CodeRateLimited:
 		code = petstore.CodeRateLimited
 	}
 	WriteError(w, r, petstore.Errorf(code, "%s", msg))
 	return false
 }
 
-// setRateLimitHeaders writes the GitHub-style X-RateLimit-* headers for
-// the binding window and, with ietf, the IETF draft headers for every
-// window. They go on every response, so they are built in one buffer and
-// stored under their canonical keys: fmt and Header.Set made them a third
-// of a small request's cost.
-func setRateLimitHeaders(h http.Header, d ratelimit.Decision, now time.Time, vals *[valSlots]string, ietf bool) {
-	b := d.Binding
-	var arr [192]byte // on the stack; one string is made of it
-	buf := arr[:0]
-	var ends [5]int
-	buf = strconv.AppendInt(buf, b.Quota, 10)
-	ends[0] = len(buf)
-	buf = strconv.AppendInt(buf, max(b.Remaining, 0), 10)
-	ends[1] = len(buf)
-	buf = strconv.AppendInt(buf, b.ResetUnix(), 10) // rounded up: never early
-	ends[2] = len(buf)
-	windows := d.Windows
-	if !ietf {
-		windows = nil
-	}
-	for i, win := range windows {
-		if i > 0 {
-			buf = append(buf, ", "...)
-		}
-		buf = strconv.AppendQuote(buf, win.Name)
-		buf = append(buf, ";q="...)
-		buf = strconv.AppendInt(buf, win.Quota, 10)
-		buf = append(buf, ";w="...)
-		buf = strconv.AppendInt(buf, int64(win.Length/time.Second), 10)
-	}
-	ends[3] = len(buf)
-	for i, win := range windows {
-		if i > 0 {
-			buf = append(buf, ", "...)
-		}
-		buf = strconv.AppendQuote(buf, win.Name)
-		buf = append(buf, ";r="...)
-		buf = strconv.AppendInt(buf, max(win.Remaining, 0), 10)
-		buf = append(buf, ";t="...)
-		buf = strconv.AppendInt(buf, win.ResetIn(now), 10)
-	}
-	ends[4] = len(buf)
-	all := string(buf)
-	start := 0
-	for i, end := range ends {
-		vals[i+1] = all[start:end]
-		start = end
-	}
-	// The keys are written in canonical form (textproto), as Set would.
-	h["X-Ratelimit-Limit"] = vals[1:2:2]
-	h["X-Ratelimit-Remaining"] = vals[2:3:3]
-	h["X-Ratelimit-Reset"] = vals[3:4:4]
-	if len(windows) == 0 {
-		return
-	}
-	h["Ratelimit-Policy"] = vals[4:5:5]
-	h["Ratelimit"] = vals[5:6:6]
+// writeErrorQuietly is WriteError for a failure that is no store's.
+func writeErrorQuietly(w http.ResponseWriter, r *http.Request, err error) {
+	st := stateOf(r.Context())
+	cause := st.cause
+	WriteError(w, r, err)
+	st.cause = cause
 }
 
-// addrSubject is the rate-limit subject of a client address. An IPv6
-// client is counted per /64, the block one subscriber usually gets, so
-// that walking through its own addresses gives it no fresh buckets.
+// setRateLimitHeaders writes X-RateLimit-* for the binding window and,
+// with ietf, the IETF draft headers for every window.
+func setRateLimitHeaders(h http.Header, d ratelimit.Decision, now time.Time, ietf bool) {
+	b := d.Binding
+	h.Set("X-RateLimit-Limit", strconv.FormatInt(b.Quota, 10))
+	h.Set("X-RateLimit-Remaining", strconv.FormatInt(max(b.Remaining, 0), 10))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(b.ResetUnix(), 10)) // rounded up: never early
+	if !ietf || len(d.Windows) == 0 {
+		return
+	}
+	policy := make([]string, len(d.Windows))
+	state := make([]string, len(d.Windows))
+	for i, win := range d.Windows {
+		policy[i] = fmt.Sprintf("%q;q=%d;w=%d", win.Name, win.Quota, int64(win.Length/time.Second))
+		state[i] = fmt.Sprintf("%q;r=%d;t=%d", win.Name, max(win.Remaining, 0), win.ResetIn(now))
+	}
+	h.Set("RateLimit-Policy", strings.Join(policy, ", "))
+	h.Set("RateLimit", strings.Join(state, ", "))
+}
+
+// logBan writes the one line that says whose ban started, until when.
+func (l *limits) logBan(r *http.Request, subject string, d ratelimit.Decision) {
+	kind, who, _ := strings.Cut(subject, ":")
+	attr := slog.String("client", l.client(r).String())
+	if kind == "key" || kind == "cond" {
+		attr = slog.String("key_id", who)
+	}
+	l.logger.LogAttrs(r.Context(), slog.LevelWarn, "ban started", attr,
+		slog.String("subject", kind), slog.Time("until", d.Binding.Reset.UTC()), slog.Duration("for", d.RetryAfter),
+		slog.String("route", routeOf(r, stateOf(r.Context()), l.routeOf)),
+		slog.String("request_id", RequestIDFromContext(r.Context())))
+}
+
+// addrSubject is the rate-limit subject of a client address; an IPv6
+// client is counted per /64, the block one subscriber usually gets.
 func addrSubject(kind string, a netip.Addr) string {
 	if a.Is6() {
 		if p, err := a.Prefix(64); err == nil {
@@ -141,12 +181,11 @@ func addrSubject(kind string, a netip.Addr) string {
 	return kind + a.String()
 }
 
-// clientAddr is the TCP peer, or, when the peer is a trusted proxy, the
-// right-most X-Forwarded-For entry that is not itself a trusted proxy.
-// Entries left of an untrusted hop could be forged by the client.
-func (c *chain) clientAddr(r *http.Request) netip.Addr {
+// client is the TCP peer or, from a trusted proxy, the right-most
+// X-Forwarded-For entry that is not a trusted proxy (the rest is forgeable).
+func (l *limits) client(r *http.Request) netip.Addr {
 	peer := parseAddr(r.RemoteAddr)
-	if !c.trusted(peer) {
+	if !l.trusted(peer) {
 		return peer
 	}
 	var hops []string
@@ -158,29 +197,24 @@ func (c *chain) clientAddr(r *http.Request) netip.Addr {
 		if err != nil {
 			break
 		}
-		a = a.Unmap()
-		if !c.trusted(a) {
+		if a = a.Unmap(); !l.trusted(a) {
 			return a
 		}
 	}
 	return peer
 }
 
-func (c *chain) trusted(a netip.Addr) bool {
-	if !a.IsValid() {
-		return false
-	}
-	for _, p := range c.proxies {
-		if p.Contains(a) {
+func (l *limits) trusted(a netip.Addr) bool {
+	for _, p := range l.proxies {
+		if a.IsValid() && p.Contains(a) {
 			return true
 		}
 	}
 	return false
 }
 
-// parseAddr reads the host of a RemoteAddr ("ip:port", "[ip]:port" or a
-// bare ip). An unparsable peer becomes the invalid address, which all such
-// peers share as one rate-limit subject.
+// parseAddr reads the host of a RemoteAddr; all unparsable peers share
+// the invalid address as one rate-limit subject.
 func parseAddr(s string) netip.Addr {
 	if ap, err := netip.ParseAddrPort(s); err == nil {
 		return ap.Addr().Unmap()
@@ -191,6 +225,15 @@ func parseAddr(s string) netip.Addr {
 	return netip.Addr{}
 }
 
-// KeySubject is the rate-limit subject of an API key's requests, as the
-// chain names it (see RateLimiter).
+// KeySubject is the rate-limit subject of an API key (see RateLimiter).
 func KeySubject(keyID string) string { return "key:" + keyID }
+
+// LimitSubjects returns the rate-limit subjects of an API key id or a
+// client address (see RateLimiter), for an operator lifting a ban.
+func LimitSubjects(keyIDOrAddress string) []string {
+	if a, err := netip.ParseAddr(keyIDOrAddress); err == nil {
+		a = a.Unmap()
+		return []string{addrSubject("ip:", a), addrSubject("pub:", a)}
+	}
+	return []string{KeySubject(keyIDOrAddress), "cond:" + keyIDOrAddress}
+}

@@ -5,8 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -14,88 +13,24 @@ import (
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
-// Metrics: Config.Metrics and dashboard.Config.Metrics take a
-// prometheus.Registerer (a *prometheus.Registry the caller made and
-// serves, usually with promhttp). Nothing is ever registered with the
-// global registry; with a nil Registerer nothing is measured and the
-// request path does no extra work. The API and the dashboard may share
-// one Registerer: they then share the collectors below, told apart by
-// their routes.
-//
-//	petstore_http_requests_total{route,method,code}      counter
-//	petstore_http_request_duration_seconds{route,method} histogram
-//	petstore_ratelimit_decisions_total{result}           counter
-//	petstore_store_errors_total{cause}                   counter
-//	petstore_idempotency_replays_total                   counter
-//
-// route is the route pattern without its method ("/v1/pets/{petId}"),
-// never the raw path, or "unmatched" when no route has the path; method
-// is the request method, or "OTHER" for one the API never routes. The
-// rate-limit results are allowed, limited and banned (decided by the
-// limiter's store), fallback (decided by the limiter's local fallback
-// while its shared store is slow or down: what failing open means for
-// ratelimit.Limiter) and unavailable (refused with 503 because the
-// limiter fails closed or could not decide). The store-error causes are
-// timeout (a store call outlived Config.Timeout), unavailable (a store
-// said it cannot answer), internal (any other failure) and panic.
-
-// metrics holds an API's or a dashboard's collectors and, per label
-// combination, the children resolved once, so that measuring a request
-// allocates nothing.
+// metrics holds an API's or a dashboard's collectors, which may share a
+// registry and then the collectors (docs/operating.md lists them).
 type metrics struct {
 	requests  *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
-	decisions [numResults]prometheus.Counter
-	causes    [numCauses]prometheus.Counter
+	decisions *prometheus.CounterVec
+	causes    *prometheus.CounterVec
 	replays   prometheus.Counter
-
-	// children maps a request's labels to their counter and histogram. It
-	// is copied on write: label combinations are few and settle quickly,
-	// so reads take no lock.
-	children atomic.Pointer[map[childKey]*child]
-	mu       sync.Mutex // serialises writers of children
 }
 
-type childKey struct {
-	route, method string
-	code          int
-}
-
-type child struct {
-	count    prometheus.Counter
-	duration prometheus.Observer
-}
-
-// Rate-limit results, the index of metrics.decisions.
-const (
-	resultAllowed = iota
-	resultLimited
-	resultBanned
-	resultFallback
-	resultUnavailable
-	numResults
-)
-
-var resultNames = [numResults]string{"allowed", "limited", "banned", "fallback", "unavailable"}
-
-// Store-error causes, the index of metrics.causes; causeNone is 0 so that
-// a requestInfo's zero value records nothing.
-const (
-	causeNone = iota
-	causeTimeout
-	causeUnavailable
-	causeInternal
-	causePanic
-	numCauses
-)
-
-var causeNames = [numCauses]string{"", "timeout", "unavailable", "internal", "panic"}
-
-// newMetrics registers the collectors with reg, or reuses the ones already
-// registered there (by another API or dashboard on the same registry).
+// newMetrics registers the collectors with reg, or reuses those another
+// API or dashboard registered there; every label value starts at 0.
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return nil, nil
+	}
+	counters := func(name, help, label string) (*prometheus.CounterVec, error) {
+		return register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{label}))
 	}
 	m := &metrics{}
 	var err error
@@ -112,25 +47,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}, []string{"route", "method"})); err != nil {
 		return nil, err
 	}
-	decisions, err := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "petstore_ratelimit_decisions_total",
-		Help: "Rate-limit decisions: allowed, limited, banned, fallback (decided locally while the shared store fails), unavailable (503).",
-	}, []string{"result"}))
-	if err != nil {
+	if m.decisions, err = counters("petstore_ratelimit_decisions_total", "Rate-limit decisions: allowed, limited, banned, fallback (decided locally while the shared store fails), unavailable (503).", "result"); err != nil {
 		return nil, err
 	}
-	for i, name := range resultNames {
-		m.decisions[i] = decisions.WithLabelValues(name)
-	}
-	causes, err := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "petstore_store_errors_total",
-		Help: "Requests failed by a store or the server itself, by cause: timeout, unavailable, internal, panic.",
-	}, []string{"cause"}))
-	if err != nil {
+	if m.causes, err = counters("petstore_store_errors_total", "Requests failed by a store or the server itself, by cause: timeout, unavailable, internal, panic.", "cause"); err != nil {
 		return nil, err
-	}
-	for i := 1; i < numCauses; i++ {
-		m.causes[i] = causes.WithLabelValues(causeNames[i])
 	}
 	if m.replays, err = register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "petstore_idempotency_replays_total",
@@ -138,16 +59,29 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	})); err != nil {
 		return nil, err
 	}
-	empty := map[childKey]*child{}
-	m.children.Store(&empty)
+	for _, result := range []string{"allowed", "limited", "banned", "fallback", "unavailable"} {
+		m.decisions.WithLabelValues(result)
+	}
+	for _, cause := range []string{causeTimeout, causeUnavailable, causeInternal, causePanic} {
+		m.causes.WithLabelValues(cause)
+	}
 	return m, nil
 }
+
+// Why a store or the server failed a request (state.cause): the
+// store_error of the access log and the cause label of the metrics.
+const (
+	causeTimeout     = "timeout"     // a store call outlived Config.Timeout
+	causeUnavailable = "unavailable" // a store said it cannot answer
+	causeInternal    = "internal"    // any other failure
+	causePanic       = "panic"
+)
 
 // register registers c, or returns the equal collector registered before.
 func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
 	if err := reg.Register(c); err != nil {
-		are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err)
-		if !ok {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
 			return c, err
 		}
 		existing, ok := are.ExistingCollector.(C)
@@ -159,50 +93,34 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error)
 	return c, nil
 }
 
-// observe counts one answered request.
-func (m *metrics) observe(route, method string, code int, seconds float64, cause int) {
-	if code == 0 {
-		code = http.StatusOK // nothing written: net/http sends 200
+// measure counts each request by route, method and status, times it,
+// and counts why a store failed it; with no metrics it is no step at all.
+func measure(m *metrics, find func(*http.Request) string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if m == nil {
+			return next
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(w, r)
+			st := stateOf(r.Context())
+			route := routeOf(r, st, find)
+			if _, path, ok := strings.Cut(route, " "); ok {
+				route = path // "GET /v1/pets" → "/v1/pets": method has its own label
+			}
+			if route == "" {
+				route = "unmatched"
+			}
+			method := metricMethod(r.Method)
+			m.requests.WithLabelValues(route, method, strconv.Itoa(statusOf(st))).Inc()
+			m.duration.WithLabelValues(route, method).Observe(time.Since(st.start).Seconds())
+			if st.cause != "" {
+				m.causes.WithLabelValues(st.cause).Inc()
+			}
+			if w.Header().Get("Idempotent-Replayed") != "" {
+				m.replays.Inc()
+			}
+		})
 	}
-	k := childKey{route: route, method: metricMethod(method), code: code}
-	ch := (*m.children.Load())[k]
-	if ch == nil {
-		ch = m.resolve(k)
-	}
-	ch.count.Inc()
-	ch.duration.Observe(seconds)
-	if cause != causeNone {
-		m.causes[cause].Inc()
-	}
-}
-
-// resolve makes the child of k once; the labels are normalised here, off
-// the path of every later request with the same k.
-func (m *metrics) resolve(k childKey) *child {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	old := *m.children.Load()
-	if ch := old[k]; ch != nil {
-		return ch
-	}
-	route := k.route
-	if _, path, ok := strings.Cut(route, " "); ok {
-		route = path // "GET /v1/pets" → "/v1/pets": method has its own label
-	}
-	if route == "" {
-		route = "unmatched"
-	}
-	ch := &child{
-		count:    m.requests.WithLabelValues(route, k.method, strconv.Itoa(k.code)),
-		duration: m.duration.WithLabelValues(route, k.method),
-	}
-	next := make(map[childKey]*child, len(old)+1)
-	for kk, v := range old {
-		next[kk] = v
-	}
-	next[k] = ch
-	m.children.Store(&next)
-	return ch
 }
 
 // metricMethod bounds the method label to the methods HTTP defines, so a
@@ -221,23 +139,16 @@ func (m *metrics) decision(d ratelimit.Decision, err error) {
 	if m == nil {
 		return
 	}
+	result := "limited"
 	switch {
 	case err != nil:
-		m.decisions[resultUnavailable].Inc()
+		result = "unavailable"
 	case d.Degraded:
-		m.decisions[resultFallback].Inc()
+		result = "fallback"
 	case d.Allowed:
-		m.decisions[resultAllowed].Inc()
+		result = "allowed"
 	case d.Code == petstore.CodeAPIKeyBanned:
-		m.decisions[resultBanned].Inc()
-	default:
-		m.decisions[resultLimited].Inc()
+		result = "banned"
 	}
-}
-
-// replayed counts one Idempotency-Key replay.
-func (m *metrics) replayed() {
-	if m != nil {
-		m.replays.Inc()
-	}
+	m.decisions.WithLabelValues(result).Inc()
 }

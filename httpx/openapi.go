@@ -9,57 +9,21 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 )
 
-// openAPIJSON is the API's OpenAPI 3.0.3 document as written, with the
-// production and staging servers.
+// openAPIJSON is the API's OpenAPI 3.0.3 document as written.
 //
 //go:embed openapi.json
 var openAPIJSON []byte
 
-// OpenAPI returns the embedded OpenAPI document as written: servers list
-// production and staging. The handler serves it with its own base path
-// added as the first server.
+// OpenAPI returns the embedded OpenAPI document as written; the handler
+// serves it with its own base path added as the first server.
 func OpenAPI() []byte { return append([]byte(nil), openAPIJSON...) }
 
-// renderedDocs caches openAPIDocument per base path. Rendering (decoding
-// and re-encoding the whole document) was nearly all of New's cost, and a
-// server or a test suite builds many handlers over few bases. The entries
-// are immutable byte slices shared by every handler on that base, which
-// only ever write them out. The set of bases a process uses is small and
-// fixed by its configuration, so the cache is never pruned.
-var renderedDocs sync.Map // docKey -> []byte
-
-// docKey names one rendered document: its base path, and whether it
-// documents the store orders operations (only a handler with
-// Config.Orders serves them).
-type docKey struct {
-	base   string
-	orders bool
-}
-
-// openAPIDocument returns the document served under base: the same, with
-// a first server whose URL is the base path, so tools pointed at
-// <base>/openapi.json call this server. Callers must not modify the
-// returned bytes. Without orders, the store orders paths are left out.
+// openAPIDocument returns the document served under base, with the base
+// path as its first server and, without orders, no store orders paths.
 func openAPIDocument(base string, orders bool) ([]byte, error) {
-	key := docKey{base, orders}
-	if doc, ok := renderedDocs.Load(key); ok {
-		return doc.([]byte), nil
-	}
-	doc, err := renderOpenAPI(base, orders)
-	if err != nil {
-		return nil, err
-	}
-	// Two concurrent first calls render the same bytes; whichever is stored
-	// first is the one every handler shares.
-	stored, _ := renderedDocs.LoadOrStore(key, doc)
-	return stored.([]byte), nil
-}
-
-func renderOpenAPI(base string, orders bool) ([]byte, error) {
 	var doc map[string]any
 	if err := json.Unmarshal(openAPIJSON, &doc); err != nil {
 		return nil, fmt.Errorf("httpx: embedded openapi.json: %w", err)
@@ -89,10 +53,9 @@ func ETag(b []byte) string {
 	return `"` + hex.EncodeToString(sum[:8]) + `"`
 }
 
-// ServeDocument is the one handler of the OpenAPI documents (the API's
-// and the dashboard's): a fixed JSON document, cacheable for five minutes
-// and revalidated by etag (ETag of doc), so a client that reloads it gets
-// 304 Not Modified, and HEAD as GET without the body.
+// ServeDocument serves a fixed JSON document (the API's and the
+// dashboard's OpenAPI documents), cacheable for five minutes and
+// revalidated by its etag (304 Not Modified).
 func ServeDocument(w http.ResponseWriter, r *http.Request, doc []byte, etag string) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")

@@ -1,22 +1,15 @@
 package httpx
 
 import (
-	"encoding/json"
-	"errors"
-	"io"
-	"math"
 	"net/http"
-	"strconv"
-	"time"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/internal/strictjson"
 )
 
-// The store orders operations (beta), served when Config.Orders is set.
-// Their checks and answers follow the pets operations: the chain
-// authenticates and limits, match routes (404, 405 with Allow), ServeHTTP
-// checks the media type and size, and the handlers decode and answer.
-// Every routed answer carries X-API-Stability: beta, errors included.
+// The store orders operations (beta), served when Config.Orders is set,
+// with the checks and answers of the pets operations; every answer on
+// their paths carries X-API-Stability: beta (betaUnder).
 
 // ordersPath is where the orders live under the base.
 const ordersPath = "/store/orders"
@@ -29,41 +22,27 @@ const (
 	StabilityBeta   = "beta"
 )
 
-// stabilityBeta is the shared, never-modified value of X-API-Stability.
-var stabilityBeta = []string{StabilityBeta}
-
 // orderRoutes are the orders operations of one handler.
 type orderRoutes struct {
 	svc  petstore.OrderService
-	base string
+	path string // base + ordersPath
 
-	// Route patterns for the log; GET and HEAD each have their own.
-	patList, patOrder [2]string
-	patCreate         string
-	path              string // base + ordersPath, for Link headers
-
-	// create answers POST /store/orders for a decoded body, wrapped in
-	// Idempotency-Key replay when Config.Idempotency is set, as createPet
-	// is.
-	create decodedHandler[petstore.NewOrder]
+	// creator creates a decoded order, wrapped in Idempotency-Key replay
+	// when Config.Idempotency is set, as the pets' creator is.
+	creator decodedHandler[petstore.NewOrder]
 }
 
 func newOrderRoutes(cfg Config, base string) *orderRoutes {
-	o := &orderRoutes{svc: cfg.Orders, base: base, patCreate: "POST " + base + ordersPath, path: base + ordersPath}
-	for i, m := range []string{http.MethodGet, http.MethodHead} {
-		o.patList[i] = m + " " + base + ordersPath
-		o.patOrder[i] = m + " " + base + ordersPath + "/{orderId}"
-	}
-	o.create = createOrder{o}
+	o := &orderRoutes{svc: cfg.Orders, path: base + ordersPath}
+	o.creator = createOrder{o}
 	if cfg.Idempotency != nil {
-		o.create = newIdempotent(cfg.Idempotency, cfg.Now, o.create)
+		o.creator = newIdempotent(cfg.Idempotency, cfg.Now, o.creator)
 	}
 	return o
 }
 
-// project returns the project of the request's key. The chain always
-// authenticates orders requests, so a missing key is a wiring error,
-// answered as unauthorized rather than served for no project.
+// project returns the project of the request's key; none (a wiring
+// error) is unauthorized rather than served for no project.
 func project(r *http.Request) (string, error) {
 	key, ok := KeyFromContext(r.Context())
 	if !ok || key.ProjectID == "" {
@@ -72,45 +51,37 @@ func project(r *http.Request) (string, error) {
 	return key.ProjectID, nil
 }
 
-// handleList answers GET /store/orders: one page, and a Link to the next.
-func (o *orderRoutes) handleList(w http.ResponseWriter, r *http.Request) {
+// list answers GET /store/orders: one page, and a Link to the next.
+func (o *orderRoutes) list(w http.ResponseWriter, r *http.Request) error {
 	projectID, err := project(r)
 	if err != nil {
-		WriteError(w, r, err)
-		return
+		return err
 	}
 	f, err := parseOrderListQuery(r.URL.RawQuery)
 	if err != nil {
-		WriteError(w, r, err)
-		return
+		return err
 	}
 	page, err := o.svc.ListOrders(r.Context(), projectID, f)
 	if err != nil {
-		WriteError(w, r, err)
-		return
+		return err
 	}
-	setNextLink(w, r, o.path, page.NextCursor, f.Limit, string(f.Status))
+	if link := nextLink(o.path, page.NextCursor, f.Limit, string(f.Status)); link != "" {
+		w.Header().Set("Link", link)
+	}
 	WriteJSON(w, http.StatusOK, page.Orders)
+	return nil
 }
 
-// handleCreate answers POST /store/orders. Like handleCreatePet it only
-// decodes, creates and responds, so the Idempotency-Key wrapper can
-// replay its stored response.
-func (o *orderRoutes) handleCreate(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
+// create answers POST /store/orders; defaults are applied before the
+// Idempotency-Key hash: sending a default is the same as leaving it out.
+func (o *orderRoutes) create(w http.ResponseWriter, r *http.Request, body []byte) error {
+	no, err := strictjson.NewOrder(body)
 	if err != nil {
-		WriteError(w, r, petstore.Errorf(petstore.CodeInvalidRequest, "could not read the body"))
-		return
+		return err
 	}
-	no, err := decodeNewOrder(body)
-	if err != nil {
-		WriteError(w, r, err)
-		return
-	}
-	// Defaults applied before the Idempotency-Key hash: sending a default
-	// is the same request as leaving it out.
 	no.Normalize()
-	o.create.serve(w, r, no)
+	o.creator.serve(w, r, no)
+	return nil
 }
 
 // createOrder is the operation: create, respond.
@@ -118,105 +89,31 @@ type createOrder struct{ o *orderRoutes }
 
 func (c createOrder) serve(w http.ResponseWriter, r *http.Request, no petstore.NewOrder) {
 	projectID, err := project(r)
-	if err != nil {
-		WriteError(w, r, err)
-		return
+	if err == nil {
+		var order petstore.Order
+		if order, err = c.o.svc.CreateOrder(r.Context(), projectID, no); err == nil {
+			w.Header().Set("Location", c.o.path+"/"+itoa(order.ID))
+			WriteJSON(w, http.StatusCreated, order)
+			return
+		}
 	}
-	order, err := c.o.svc.CreateOrder(r.Context(), projectID, no)
-	if err != nil {
-		WriteError(w, r, err)
-		return
-	}
-	w.Header().Set("Location", c.o.base+ordersPath+"/"+itoa(order.ID))
-	WriteJSON(w, http.StatusCreated, order)
+	WriteError(w, r, err)
 }
 
-// handleGet answers GET /store/orders/{orderId}.
-func (o *orderRoutes) handleGet(w http.ResponseWriter, r *http.Request) {
+// get answers GET /store/orders/{orderId}.
+func (o *orderRoutes) get(w http.ResponseWriter, r *http.Request) error {
 	projectID, err := project(r)
 	if err != nil {
-		WriteError(w, r, err)
-		return
+		return err
 	}
 	id, err := parseOrderID(r.PathValue("orderId"))
 	if err != nil {
-		WriteError(w, r, err)
-		return
+		return err
 	}
 	order, err := o.svc.GetOrder(r.Context(), projectID, id)
 	if err != nil {
-		WriteError(w, r, err)
-		return
+		return err
 	}
 	WriteJSON(w, http.StatusOK, order)
-}
-
-// decodeNewOrder reads an order's creation body with the strictness of
-// decodeNewPet (readObject: exactly one JSON object and nothing after it,
-// valid UTF-8, no member name repeated, ignoring case); fields matched
-// exactly; unknown fields (a client's "id" among them) ignored. A field that is sent must be of
-// its type and in range: null, "" and out-of-range numbers are 400 naming
-// the field, never read as "absent", which would apply a default behind
-// the client's back. petId must be an integer; whether it is >= 1 and
-// names an existing pet is the service's check.
-func decodeNewOrder(body []byte) (petstore.NewOrder, error) {
-	invalid := func(format string, args ...any) (petstore.NewOrder, error) {
-		return petstore.NewOrder{}, petstore.Errorf(petstore.CodeInvalidRequest, format, args...)
-	}
-	fields, err := readObject(body)
-	if err != nil {
-		return petstore.NewOrder{}, err
-	}
-	var no petstore.NewOrder
-	raw, ok := fields["petId"]
-	if !ok {
-		return invalid("petId is required")
-	}
-	id, err := strconv.ParseInt(string(raw), 10, 64)
-	if err != nil {
-		if errors.Is(err, strconv.ErrRange) {
-			return invalid("petId must be an integer >= 1 that fits in 64 bits")
-		}
-		return invalid("petId must be an integer >= 1")
-	}
-	no.PetID = id
-	if raw, ok := fields["quantity"]; ok {
-		n, err := strconv.ParseInt(string(raw), 10, 32)
-		if err != nil || n < 1 {
-			return invalid("quantity must be an integer from 1 to %d", math.MaxInt32)
-		}
-		no.Quantity = int32(n)
-	}
-	if raw, ok := fields["shipDate"]; ok {
-		var s string
-		if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
-			return invalid("shipDate must be an RFC 3339 date-time string")
-		}
-		t, err := time.Parse(time.RFC3339, s)
-		if err != nil {
-			return invalid("shipDate must be an RFC 3339 date-time such as 2026-05-01T12:00:00Z")
-		}
-		if t.IsZero() {
-			// The zero instant is how "no ship date" is kept.
-			return invalid("shipDate must be later than 0001-01-01T00:00:00Z")
-		}
-		no.ShipDate = t
-	}
-	if raw, ok := fields["status"]; ok {
-		var s string
-		if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil || !petstore.OrderStatus(s).Valid() {
-			return petstore.NewOrder{}, petstore.OrderStatusError()
-		}
-		no.Status = petstore.OrderStatus(s)
-	}
-	if raw, ok := fields["complete"]; ok {
-		switch string(raw) {
-		case "true":
-			no.Complete = true
-		case "false":
-		default:
-			return invalid("complete must be true or false")
-		}
-	}
-	return no, nil
+	return nil
 }

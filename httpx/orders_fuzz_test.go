@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/internal/strictjson"
 )
 
 // FuzzDecodeNewOrder: the order body decoder never panics, fails only with
@@ -22,7 +23,7 @@ func FuzzDecodeNewOrder(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		no, err := decodeNewOrder(body)
+		no, err := strictjson.NewOrder(body)
 		if err != nil {
 			if petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
 				t.Fatalf("error %v is not invalid_request", err)

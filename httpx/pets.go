@@ -1,232 +1,96 @@
 package httpx
 
 import (
-	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/internal/strictjson"
 )
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// handleListPets answers GET /pets: one page, and a Link to the next.
-func (a *api) handleListPets(w http.ResponseWriter, r *http.Request) {
+// listPets answers GET /pets: one page, and a Link to the next.
+func (a *api) listPets(w http.ResponseWriter, r *http.Request) error {
 	f, err := parseListQuery(r.URL.RawQuery)
 	if err != nil {
-		WriteError(w, r, err)
-		return
+		return err
 	}
-	page, err := a.svc.ListPets(r.Context(), f)
-	if err != nil {
-		WriteError(w, r, err)
-		return
-	}
-	setNextLink(w, r, a.petsPath, page.NextCursor, f.Limit, string(f.Status))
-	writePets(w, r, http.StatusOK, page.Pets)
+	key := a.petsPath + "?" + string(f.Status) + "&" + strconv.Itoa(f.Limit) + "&" + f.Cursor
+	return serveEncoded(w, r, a.cache, key, func() (*encoded, error) {
+		page, err := a.svc.ListPets(r.Context(), f)
+		if err != nil {
+			return nil, err
+		}
+		if page.Pets == nil {
+			page.Pets = []petstore.Pet{}
+		}
+		e, err := encode(page.Pets, nextLink(a.petsPath, page.NextCursor, f.Limit, string(f.Status)))
+		if n := len(page.Pets); err == nil && n > 0 {
+			e.page, e.status, e.lastID = true, f.Status, page.Pets[n-1].ID
+		} else if err == nil {
+			e.page, e.status = true, f.Status
+		}
+		return e, err
+	})
 }
 
-// handleCreatePet answers POST /pets: it decodes the body, once, and
-// hands the NewPet to a.create, which is createPet itself or, with
-// Config.Idempotency, the Idempotency-Key wrapper around it. The wrapper
-// hashes exactly the NewPet the operation creates, so a request's
-// identity cannot differ from what it does.
-func (a *api) handleCreatePet(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
+// createPet answers POST /pets: it decodes the body, once, and hands the
+// NewPet to a.creator (petCreator, or the Idempotency-Key wrapper).
+func (a *api) createPet(w http.ResponseWriter, r *http.Request, body []byte) error {
+	np, err := strictjson.NewPet(body)
 	if err != nil {
-		WriteError(w, r, petstore.Errorf(petstore.CodeInvalidRequest, "could not read the body"))
-		return
+		return err
 	}
-	np, err := decodeNewPet(body)
-	if err != nil {
-		WriteError(w, r, err)
-		return
-	}
-	a.create.serve(w, r, np)
+	a.creator.serve(w, r, np)
+	return nil
 }
 
-// decodedHandler answers a creation (POST /pets, POST /store/orders)
-// whose body was decoded to a T: the operation itself, or the
-// Idempotency-Key wrapper around it, which hashes exactly that T.
+// decodedHandler answers a creation whose body was decoded to a T: the
+// operation, or the Idempotency-Key wrapper, which hashes exactly that T.
 type decodedHandler[T any] interface {
 	serve(w http.ResponseWriter, r *http.Request, v T)
 }
 
-// createPet is the operation: create, respond. It is kept to that, so a
-// wrapper can replay its stored response.
-type createPet struct{ a *api }
+// petCreator is the operation: create, respond, nothing a replay lacks.
+type petCreator struct{ a *api }
 
-func (c createPet) serve(w http.ResponseWriter, r *http.Request, np petstore.NewPet) {
+func (c petCreator) serve(w http.ResponseWriter, r *http.Request, np petstore.NewPet) {
 	pet, err := c.a.svc.CreatePet(r.Context(), np)
-	if err != nil {
-		WriteError(w, r, err)
-		return
+	var e *encoded
+	if err == nil {
+		afterCommit(r.Context(), func() { c.a.cache.created(pet) })
+		if e, err = encode(pet, ""); err == nil {
+			w.Header().Set("Location", c.a.petsPath+"/"+itoa(pet.ID))
+			writeEncoded(w, r, http.StatusCreated, e)
+			return
+		}
 	}
-	w.Header().Set("Location", c.a.base+"/pets/"+itoa(pet.ID))
-	writePet(w, r, http.StatusCreated, pet)
+	WriteError(w, r, err)
 }
 
-// handleGetPet answers the deprecated GET /pets/{petId}; every answer,
-// errors included, carries the deprecation headers.
-func (a *api) handleGetPet(w http.ResponseWriter, r *http.Request) {
+// getPet answers the deprecated GET /pets/{petId}; every answer, errors
+// included, carries the deprecation headers.
+func (a *api) getPet(w http.ResponseWriter, r *http.Request) error {
 	h := w.Header()
-	h["Deprecation"] = a.deprec
-	h["Sunset"] = a.sunset
-	h["Link"] = a.successor
+	h.Set("Deprecation", a.deprecation[0])
+	h.Set("Sunset", a.deprecation[1])
+	h.Set("Link", a.deprecation[2])
 	id, err := parsePetID(r.PathValue("petId"))
 	if err != nil {
-		WriteError(w, r, err)
-		return
+		return err
 	}
-	pet, err := a.svc.GetPet(r.Context(), id)
-	if err != nil {
-		WriteError(w, r, err)
-		return
-	}
-	writePet(w, r, http.StatusOK, pet)
+	return serveEncoded(w, r, a.cache, a.petsPath+"/"+itoa(id), func() (*encoded, error) {
+		pet, err := a.svc.GetPet(r.Context(), id)
+		if err != nil {
+			return nil, err
+		}
+		return encode(pet, "")
+	})
 }
 
-// handleOpenAPI serves the OpenAPI document with this mount's base path.
-func (a *api) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
+// openAPI serves the OpenAPI document with this mount's base path.
+func (a *api) openAPI(w http.ResponseWriter, r *http.Request) error {
 	ServeDocument(w, r, a.openapi, a.openapiETag)
-}
-
-// foldedFields are the NewPet members' names as foldName folds them.
-var foldedFields = [...]string{foldName("name"), foldName("categoryId"), foldName("status")}
-
-// decodeNewPet reads a creation body: exactly one JSON object and nothing
-// after it. Fields are matched exactly; unknown fields (a client's "id"
-// among them) are ignored. Type errors, overflow and null name the field.
-// Every string in the body, ignored ones included, must be valid UTF-8,
-// and no two member names may be equal ignoring case (checkJSONText): a
-// body with "name" and "NAME" is 400, never read as either. A member that
-// is a field's name in another case ("NAME" alone) is 400 too, since
-// case-insensitive readers take it for the field.
-//
-// It is the only reader of the body: the Idempotency-Key hash is made of
-// its result.
-func decodeNewPet(body []byte) (petstore.NewPet, error) {
-	invalid := func(format string, args ...any) (petstore.NewPet, error) {
-		return petstore.NewPet{}, petstore.Errorf(petstore.CodeInvalidRequest, format, args...)
-	}
-	fields, err := readObject(body)
-	if err != nil {
-		return petstore.NewPet{}, err
-	}
-	for k := range fields {
-		// A member that only case-folds to a field ("NAME", "stAtus") is
-		// read as that field by encoding/json and many clients, and
-		// ignored here: refused, so no reader sees another pet.
-		for i, f := range [...]string{"name", "categoryId", "status"} {
-			// foldedFields[i] is foldName(f); a longer name cannot fold to
-			// it (folding shrinks a rune at most from 3 bytes to 1).
-			if k != f && len(k) <= 3*len(f) && foldName(k) == foldedFields[i] {
-				return invalid("member %s must be written %q: member names are case-sensitive", quoteShort(k), f)
-			}
-		}
-	}
-	var np petstore.NewPet
-	raw, ok := fields["name"]
-	if !ok {
-		return invalid("name is required")
-	}
-	if err := decodeString(raw, &np.Name); err != nil {
-		return invalid("name must be a string")
-	}
-	raw, ok = fields["categoryId"]
-	if !ok {
-		return invalid("categoryId is required")
-	}
-	id, err := strconv.ParseInt(string(raw), 10, 64)
-	if err != nil {
-		if ne, ok := err.(*strconv.NumError); ok && errors.Is(ne.Err, strconv.ErrRange) {
-			return invalid("categoryId must be an integer >= 1 that fits in 64 bits")
-		}
-		return petstore.NewPet{}, petstore.CategoryIDError()
-	}
-	np.CategoryID = id
-	if raw, ok := fields["status"]; ok {
-		// A status that is sent must be one of the three values: "" and
-		// null are refused like a null name, not read as "absent", which
-		// would give the pet the service's default behind the client's back.
-		var s string
-		if err := decodeString(raw, &s); err != nil || !petstore.PetStatus(s).Valid() {
-			return petstore.NewPet{}, petstore.PetStatusError()
-		}
-		np.Status = petstore.PetStatus(s)
-	}
-	return np, nil
-}
-
-// decodeString decodes a JSON string, refusing null (which encoding/json
-// would accept as "leave unchanged").
-func decodeString(raw json.RawMessage, dst *string) error {
-	if len(raw) == 0 || raw[0] != '"' {
-		return errors.New("not a string")
-	}
-	return json.Unmarshal(raw, dst)
-}
-
-// validJSONText reports whether a raw JSON string token holds only valid
-// UTF-8 and no unpaired surrogate escape. encoding/json replaces both with
-// U+FFFD while decoding, so the decoded string always looks valid: the
-// check has to read the token as the client sent it.
-func validJSONText(raw []byte) bool {
-	if !utf8.Valid(raw) {
-		return false
-	}
-	for i := 0; i < len(raw); i++ {
-		if raw[i] != '\\' {
-			continue
-		}
-		if i+1 >= len(raw) || raw[i+1] != 'u' {
-			i++ // a two-byte escape such as \\ or \"; skip its second byte
-			continue
-		}
-		r, ok := hex4(raw, i+2)
-		switch {
-		case !ok:
-			return false
-		case r >= 0xDC00 && r <= 0xDFFF:
-			return false // a low surrogate with no high one before it
-		case r >= 0xD800 && r <= 0xDBFF:
-			if i+7 >= len(raw) || raw[i+6] != '\\' || raw[i+7] != 'u' {
-				return false
-			}
-			lo, ok := hex4(raw, i+8)
-			if !ok || lo < 0xDC00 || lo > 0xDFFF {
-				return false
-			}
-			i += 11 // both escapes
-		default:
-			i += 5
-		}
-	}
-	return true
-}
-
-// hex4 reads the four hex digits of a \u escape starting at raw[i].
-func hex4(raw []byte, i int) (rune, bool) {
-	if i+4 > len(raw) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range raw[i : i+4] {
-		var d byte
-		switch {
-		case c >= '0' && c <= '9':
-			d = c - '0'
-		case c >= 'a' && c <= 'f':
-			d = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			d = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(d)
-	}
-	return r, true
+	return nil
 }

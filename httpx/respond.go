@@ -15,29 +15,34 @@ import (
 	"github.com/petstorekit/petstore"
 )
 
-// WriteJSON writes v as a JSON body with the given status. Encoding
-// errors after the header is sent cannot be reported to the client, so
-// they are dropped; v is always one of the API's own types. The body is
-// not HTML-escaped: a pet named "a>b" comes back as "a>b", not "a\u003eb".
-// It is served as application/json with nosniff, never as HTML.
+// WriteJSON writes v as a JSON body with the given status, not
+// HTML-escaped ("a>b" stays "a>b"), as application/json with nosniff.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
 	b, err := marshalJSON(v, "")
 	if err != nil {
 		b = []byte(`{"code":"internal","message":"Internal error.","status":500}` + "\n")
 		status = http.StatusInternalServerError
 	}
+	writeBody(w, status, b)
+}
+
+// writeBody writes a JSON body. net/http sets the Content-Length of a
+// body it holds whole (2 KiB) when the handler returns; a longer one, not
+// to be chunked, and a HEAD answer, whose body headWriter drops, get it
+// here.
+func writeBody(w http.ResponseWriter, status int, b []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
-	// An explicit length lets a HEAD answer announce what GET would send.
-	h.Set("Content-Length", strconv.Itoa(len(b)))
+	if _, head := w.(headWriter); head || len(b) > 2048 {
+		h.Set("Content-Length", strconv.Itoa(len(b)))
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }
 
-// marshalJSON encodes v as json.Marshal does (indented when indent is not
-// empty), followed by a newline, but without escaping <, > and &: every
-// JSON this package writes is a JSON document, not HTML.
+// marshalJSON is json.Marshal (indented when indent is set) plus a
+// newline, without escaping <, > and &: this JSON is never HTML.
 func marshalJSON(v any, indent string) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -52,15 +57,9 @@ func marshalJSON(v any, indent string) ([]byte, error) {
 }
 
 // WriteError writes err as an Error body with its status. Application
-// errors (*petstore.Error) are written as they are and not logged. A
-// deadline that expired (context.DeadlineExceeded) is 503 unavailable,
-// logged as a warning; the request's own cancellation (the client went
-// away) is 503 too, logged only at debug level, since there is nothing to
-// fix and nobody to answer. Any other error is logged with its cause and
-// the request id, and the client sees only "internal" with a generic
-// message. An unauthorized error also carries the WWW-Authenticate
-// challenge of RFC 6750, and a 503 a Retry-After of a few seconds unless
-// the handler set one.
+// errors are written as they are; an expired deadline or the request's
+// own cancellation is 503; any other error is logged and the client sees
+// only "internal". A 401 carries RFC 6750's challenge, a 503 Retry-After.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	e := petstore.AsError(err)
 	if e == nil { // a caller's bug; still answer something
@@ -86,8 +85,8 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		} else {
 			logger := slog.Default()
 			id := ""
-			if info := infoFrom(r.Context()); info != nil {
-				logger, id = info.logger, info.id
+			if st := stateOf(r.Context()); st != nil {
+				logger, id = st.logger, st.id
 			}
 			logger.LogAttrs(r.Context(), level, msg,
 				slog.String("method", r.Method),
@@ -119,11 +118,8 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 // outageLogEvery is how often each cause of 503s is logged at most.
 const outageLogEvery = 10 * time.Second
 
-// outageLogs rate-limits the log lines of 503s a dependency caused: one
-// line per cause per outageLogEvery, saying how many were left out since,
-// so an outage is visible without a line per request, and each cause has
-// its own slot, so one cause (a slow rate limiter) never hides another (a
-// database that is down). Each handler has its own.
+// outageLogs keeps, per cause of 503s, when it was last logged and how
+// many lines were left out since, so one cause never hides another.
 type outageLogs struct {
 	slots sync.Map // cause -> *outageSlot
 }
@@ -136,12 +132,12 @@ type outageSlot struct {
 // logOutage logs err under cause, unless cause was logged less than
 // outageLogEvery ago.
 func logOutage(r *http.Request, cause string, err error) {
-	info := infoFrom(r.Context())
-	if info == nil || info.outages == nil {
+	st := stateOf(r.Context())
+	if st == nil {
 		slog.Default().Warn(cause, "error", err.Error())
 		return
 	}
-	v, _ := info.outages.slots.LoadOrStore(cause, new(outageSlot))
+	v, _ := st.outages.slots.LoadOrStore(cause, new(outageSlot))
 	slot := v.(*outageSlot)
 	now := time.Now().UnixNano()
 	last := slot.last.Load()
@@ -149,9 +145,9 @@ func logOutage(r *http.Request, cause string, err error) {
 		slot.skipped.Add(1)
 		return
 	}
-	info.logger.LogAttrs(r.Context(), slog.LevelWarn, cause,
+	st.logger.LogAttrs(r.Context(), slog.LevelWarn, cause,
 		slog.String("method", r.Method),
-		slog.String("request_id", info.id),
+		slog.String("request_id", st.id),
 		slog.String("error", err.Error()),
 		slog.Int64("not_logged_since", slot.skipped.Swap(0)))
 }
@@ -160,17 +156,17 @@ func logOutage(r *http.Request, cause string, err error) {
 // the server failed the request answered with e; client errors and the
 // client's own cancellation record nothing.
 func noteCause(r *http.Request, err error, e *petstore.Error) {
-	info := infoFrom(r.Context())
-	if info == nil {
+	st := stateOf(r.Context())
+	if st == nil {
 		return
 	}
 	switch {
 	case e.Code == petstore.CodeUnavailable && errors.Is(err, context.DeadlineExceeded):
-		info.cause = causeTimeout
+		st.cause = causeTimeout
 	case e.Code == petstore.CodeUnavailable && errors.Is(err, context.Canceled):
 	case e.Code == petstore.CodeUnavailable:
-		info.cause = causeUnavailable
+		st.cause = causeUnavailable
 	case e.Code == petstore.CodeInternal:
-		info.cause = causeInternal
+		st.cause = causeInternal
 	}
 }

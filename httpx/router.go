@@ -4,15 +4,13 @@ import (
 	"net/http"
 	"path"
 	"strings"
+
+	"github.com/petstorekit/petstore"
 )
 
-// Router is an http.ServeMux whose every answer is a JSON Error, for APIs
-// behind the chain (Wrap): Refuse registers the patterns that answer 405
-// with Allow or 404, and paths the standard mux would redirect with an
-// HTML body ("//", ".", "..") are JSON 404s before it sees them. The /v1
-// API and the dashboard each route with one. Handled requests have their
-// pattern as their route in the log, the metrics and the trace; refused
-// ones have none.
+// Router is an http.ServeMux whose every answer is a JSON Error, paths it
+// would redirect with HTML ("//", ".", "..") included. A handled request's
+// route is its pattern; a refused one has none.
 type Router struct {
 	mux       *http.ServeMux
 	fallbacks map[string]bool // the method-less patterns that refuse
@@ -26,16 +24,15 @@ func NewRouter() *Router {
 // Handle registers an operation under a ServeMux pattern.
 func (rt *Router) Handle(pattern string, h http.HandlerFunc) {
 	rt.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		if info := infoFrom(r.Context()); info != nil {
-			info.route = pattern
+		if st := stateOf(r.Context()); st != nil {
+			st.route = pattern
 		}
 		h(w, r)
 	})
 }
 
-// Refuse registers a pattern that answers 405 with Allow (allow lists
-// the path's methods) or, with allow "", 404; before, if set, runs first
-// (to mark a beta path). A refused request has no route.
+// Refuse registers a pattern that answers 405 with Allow, or, with allow
+// "", 404; before, if set, runs first.
 func (rt *Router) Refuse(pattern, allow string, before func(http.ResponseWriter)) {
 	rt.fallbacks[pattern] = true
 	rt.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
@@ -48,16 +45,19 @@ func (rt *Router) Refuse(pattern, allow string, before func(http.ResponseWriter)
 
 // unrouted answers a request no operation takes: 404, or 405 with Allow.
 func unrouted(w http.ResponseWriter, r *http.Request, allow string) {
-	if info := infoFrom(r.Context()); info != nil {
-		info.unrouted = true
+	if st := stateOf(r.Context()); st != nil {
+		st.unrouted = true
 	}
-	refuseUnrouted(w, r, allow != "", allow)
+	if allow == "" {
+		WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no such path: %s", r.URL.Path))
+		return
+	}
+	w.Header().Set("Allow", allow)
+	WriteError(w, r, petstore.Errorf(petstore.CodeMethodNotAllowed, "method %s is not allowed here; use %s", r.Method, allow))
 }
 
-// Route returns the pattern of the operation that would answer r, or ""
-// when none would, without answering it: the route of a request refused
-// before routing (401, 429) for the log and the metrics. The chain asks it
-// of any handler it wraps that has this method.
+// Route returns the pattern of the operation that would answer r, or "":
+// the route of a request answered before routing (401, 429).
 func (rt *Router) Route(r *http.Request) string {
 	if !isCleanPath(r.URL.Path) {
 		return ""
@@ -78,8 +78,7 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt.mux.ServeHTTP(w, r)
 }
 
-// isCleanPath reports whether p is as the standard mux wants it (no "//",
-// "." or ".." segments).
+// isCleanPath reports whether p has no "//", "." or ".." segments.
 func isCleanPath(p string) bool {
 	if p == "" || p[0] != '/' {
 		return false

@@ -7,16 +7,14 @@ import (
 	"github.com/petstorekit/petstore/internal/httpcode"
 )
 
-// StatusOf returns the HTTP status every answer with an error of code
-// carries (400 for invalid_request, 429 for rate_limited, ...), or 500 for
-// a code the library does not know. This is the one table from codes to
-// statuses: the Error body's status is always StatusOf its code.
+// StatusOf returns the HTTP status of an error code (400 for
+// invalid_request, ...), or 500 for an unknown code: the one table from
+// codes to statuses, which every Error body's status follows.
 func StatusOf(code string) int { return httpcode.Status(code) }
 
-// CodeOf returns the general code of an HTTP status: the first code in
-// petstore.Codes that maps to it ("conflict" for 409), "internal" for
-// another 5xx and "invalid_request" for another 4xx. Clients and fakes use
-// it for answers that carry no Error body.
+// CodeOf returns the general code of an HTTP status ("conflict" for 409,
+// "internal" for another 5xx, "invalid_request" for another 4xx), for
+// answers that carry no Error body.
 func CodeOf(status int) string { return httpcode.Code(status) }
 
 // ErrorStatus returns the HTTP status WriteError answers err with: StatusOf

@@ -1,8 +1,10 @@
 package httpx
 
 import (
-	"context"
 	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -13,14 +15,12 @@ import (
 	"github.com/petstorekit/petstore/tracing"
 )
 
-// propagator reads a caller's W3C traceparent and baggage, so the request
-// span joins the caller's trace. OpenTelemetry's global propagator is not
-// used: nothing here depends on global state.
+// propagator reads a caller's W3C traceparent and baggage; the global
+// one is never used.
 var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 
 // traceConfig wraps the ports of cfg in spans (package tracing) when
-// cfg.TracerProvider is set: authentication, the rate limiter's decision,
-// the pets and orders services and the Idempotency-Key store.
+// cfg.TracerProvider is set.
 func traceConfig(cfg Config) Config {
 	tp := cfg.TracerProvider
 	if tp == nil {
@@ -30,61 +30,61 @@ func traceConfig(cfg Config) Config {
 	cfg.Orders = tracing.OrderService(cfg.Orders, tp)
 	cfg.Auth = tracing.Authenticator(cfg.Auth, tp)
 	cfg.Idempotency = tracing.IdempotencyStore(cfg.Idempotency, tp)
-	if cfg.Limiter != nil {
+	if rf, ok := cfg.Limiter.(Refunder); ok {
+		cfg.Limiter = refundingLimiter{tracing.Limiter(cfg.Limiter, tp), rf} // refunds are not traced
+	} else if cfg.Limiter != nil {
 		cfg.Limiter = tracing.Limiter(cfg.Limiter, tp)
 	}
 	return cfg
 }
 
-// startSpan starts the request's server span, a child of the caller's
-// span when the request carries a traceparent. Its name is the method
-// until the route is known (OpenTelemetry's HTTP conventions).
-func (c *chain) startSpan(ctx context.Context, r *http.Request) (context.Context, trace.Span) {
-	ctx = propagator.Extract(ctx, propagation.HeaderCarrier(r.Header))
-	attrs := [...]attribute.KeyValue{
-		semconv.HTTPRequestMethodKey.String(r.Method),
-		semconv.URLPath(r.URL.Path), // never the query, which may hold secrets
-		semconv.URLScheme(scheme(r)),
-		semconv.UserAgentOriginal(r.UserAgent()),
-	}
-	return c.tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs[:]...))
+type refundingLimiter struct {
+	RateLimiter
+	Refunder
 }
 
-// endSpan names the request's span after its route, records the client
-// address (as the rate limiter counted it), the key's public id and the
-// status, and ends it; a 5xx answer is an error (a 4xx is the client's).
-func (c *chain) endSpan(r *http.Request, info *requestInfo, route string) {
-	span := info.span
-	status := info.sw.Status
-	if status == 0 {
-		status = http.StatusOK
-	}
-	if route != "" {
-		// The route pattern may start with a method ("GET /v1/pets"):
-		// http.route is the path part.
-		path := route
-		for i := 0; i < len(route); i++ {
-			if route[i] == ' ' {
-				path = route[i+1:]
-				break
-			}
+// traceRequests gives each request a server span after OpenTelemetry's
+// HTTP conventions, with the client address, the key's public id and the
+// status; a 5xx answer is an error. Without a tracer it is no step.
+func traceRequests(tracer trace.Tracer, client func(*http.Request) netip.Addr, find func(*http.Request) string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if tracer == nil {
+			return next
 		}
-		span.SetName(r.Method + " " + path)
-		span.SetAttributes(semconv.HTTPRoute(path))
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ctx := propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+			ctx, span := tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
+				semconv.HTTPRequestMethodKey.String(r.Method),
+				semconv.URLPath(r.URL.Path), // never the query, which may hold secrets
+				semconv.URLScheme(scheme(r)),
+				semconv.UserAgentOriginal(r.UserAgent()),
+			))
+			defer span.End()
+			next.ServeHTTP(w, r.WithContext(ctx))
+			st := stateOf(ctx)
+			if route := routeOf(r, st, find); route != "" {
+				path := route
+				if _, p, ok := strings.Cut(route, " "); ok {
+					path = p
+				}
+				span.SetName(r.Method + " " + path)
+				span.SetAttributes(semconv.HTTPRoute(path))
+			}
+			status := statusOf(st)
+			span.SetAttributes(
+				semconv.HTTPResponseStatusCode(status),
+				semconv.ClientAddress(client(r).String()),
+				attribute.String("petstore.request.id", st.id),
+			)
+			if st.hasKey {
+				span.SetAttributes(tracing.KeyIDKey.String(st.key.ID))
+			}
+			if status >= 500 {
+				span.SetStatus(codes.Error, http.StatusText(status))
+				span.SetAttributes(attribute.String("error.type", strconv.Itoa(status)))
+			}
+		})
 	}
-	span.SetAttributes(
-		semconv.HTTPResponseStatusCode(status),
-		semconv.ClientAddress(c.client(r, info).String()),
-		attribute.String("petstore.request.id", info.id),
-	)
-	if info.hasKey {
-		span.SetAttributes(tracing.KeyIDKey.String(info.key.ID))
-	}
-	if status >= 500 {
-		span.SetStatus(codes.Error, http.StatusText(status))
-		span.SetAttributes(attribute.String("error.type", itoa(int64(status))))
-	}
-	span.End()
 }
 
 func scheme(r *http.Request) string {

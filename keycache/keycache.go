@@ -26,6 +26,21 @@
 //   - With no live feed (SQLite files shared by processes, MySQL), for at
 //     most Config.TTL, one second by default: each key costs one store
 //     lookup per TTL per process instead of one per request.
+//
+// # Lookups that cost the database nothing
+//
+// A token the store did not know is remembered too, by its hash, for
+// Config.NegativeTTL (a minute by default) in a cache of at most
+// Config.NegativeSize hashes: a flood of wrong keys costs at most one
+// lookup per distinct key per minute. Any key change forgets them all, so
+// a key created or re-enabled works at once.
+//
+// A client the rate limiter refuses (Config.Refused: banned, or out of
+// its address's budget of attempts) is served from memory as anyone is,
+// so a valid cached key still works; anything else it sends costs at most
+// one store lookup a second (AuthenticateClient). Past that budget its
+// token is refused as unknown without a lookup, and the rate limiter,
+// which already refuses the address, answers.
 package keycache
 
 import (
@@ -33,6 +48,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -42,10 +58,19 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultSize    = 10_000
-	DefaultTTL     = time.Second
-	DefaultLiveTTL = time.Minute
+	DefaultSize         = 10_000
+	DefaultTTL          = time.Second
+	DefaultLiveTTL      = time.Minute
+	DefaultNegativeSize = 100_000
+	DefaultNegativeTTL  = time.Minute
+	// RefusedLookupEvery is the most a refused client's tokens cost: one
+	// store lookup per address (an IPv6 client's /64) in this interval.
+	RefusedLookupEvery = time.Second
 )
+
+// maxRefusedClients bounds the refused addresses whose lookups are paced;
+// past it the oldest entries are dropped.
+const maxRefusedClients = 100_000
 
 // maxToken mirrors petstore.Keys: longer tokens are refused unhashed.
 const maxToken = 512
@@ -65,13 +90,25 @@ type Config struct {
 	LiveTTL time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// NegativeSize is the most unknown-token hashes kept; default
+	// DefaultNegativeSize (at most about 12 MB).
+	NegativeSize int
+	// NegativeTTL is how long an unknown token is answered without a
+	// lookup; default DefaultNegativeTTL.
+	NegativeTTL time.Duration
+	// Refused, when set, reports whether the rate limiter refuses client
+	// (banned, or out of its budget of attempts): AuthenticateClient then
+	// paces its lookups. It is asked only when the cache cannot answer.
+	Refused func(client netip.Addr) bool
 }
 
 // Stats counts a cache's lookups since it was made.
 type Stats struct {
-	Hits   uint64 // answered from memory
-	Misses uint64 // asked of the wrapped Authenticator
-	Len    int    // keys held now
+	Hits     uint64 // answered from memory
+	Misses   uint64 // asked of the wrapped Authenticator
+	Len      int    // keys held now
+	Negative uint64 // unknown tokens answered from memory
+	Paced    uint64 // tokens of refused clients refused without a lookup
 }
 
 // Cache is a petstore.Authenticator that remembers successful
@@ -89,6 +126,14 @@ type Cache struct {
 	gen   uint64
 	live  bool // following a live feed
 	stats Stats
+
+	// neg holds the hashes of unknown tokens until their expiry (Unix
+	// ns); negOrder is their insertion order, the eviction order.
+	neg      map[[sha256.Size]byte]int64
+	negOrder [][sha256.Size]byte
+	// paced holds, per refused client, when its next lookup may go.
+	paced      map[netip.Addr]int64
+	pacedOrder []netip.Addr
 }
 
 type entry struct {
@@ -114,12 +159,20 @@ func New(next petstore.Authenticator, cfg Config) *Cache {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.NegativeSize <= 0 {
+		cfg.NegativeSize = DefaultNegativeSize
+	}
+	if cfg.NegativeTTL <= 0 {
+		cfg.NegativeTTL = DefaultNegativeTTL
+	}
 	return &Cache{
 		next:   next,
 		cfg:    cfg,
 		lru:    list.New(),
 		byHash: map[[sha256.Size]byte]*list.Element{},
 		byID:   map[string]*list.Element{},
+		neg:    map[[sha256.Size]byte]int64{},
+		paced:  map[netip.Addr]int64{},
 	}
 }
 
@@ -129,6 +182,18 @@ func New(next petstore.Authenticator, cfg Config) *Cache {
 // of the wrapped Authenticator, and only a success is kept. Errors pass
 // through unchanged.
 func (c *Cache) Authenticate(ctx context.Context, token string) (petstore.APIKey, error) {
+	return c.AuthenticateClient(ctx, token, netip.Addr{})
+}
+
+// AuthenticateClient is Authenticate for a request from client. A cached
+// key is served whoever sends it, and an unknown token remembered as such
+// is refused without a lookup. Anything else is asked of the store, except
+// that while Config.Refused reports client refused, it is asked at most
+// once per RefusedLookupEvery for the client's address (an IPv6 client's
+// /64): past that, the token is refused as unknown without a lookup, and
+// the rate limiter that refuses the client answers. The invalid address
+// (no client known) is never paced.
+func (c *Cache) AuthenticateClient(ctx context.Context, token string, client netip.Addr) (petstore.APIKey, error) {
 	if token == "" || len(token) > maxToken {
 		return c.next.Authenticate(ctx, token)
 	}
@@ -150,12 +215,25 @@ func (c *Cache) Authenticate(ctx context.Context, token string) (petstore.APIKey
 		}
 		c.remove(el)
 	}
+	if exp, ok := c.neg[hash]; ok && now.UnixNano() < exp {
+		c.stats.Negative++
+		c.mu.Unlock()
+		return petstore.APIKey{}, petstore.UnauthorizedError()
+	}
+	c.mu.Unlock()
+	if client.IsValid() && c.cfg.Refused != nil && c.cfg.Refused(client) && !c.pace(client, now) {
+		return petstore.APIKey{}, petstore.UnauthorizedError()
+	}
+	c.mu.Lock()
 	c.stats.Misses++
 	gen := c.gen
 	c.mu.Unlock()
 
 	key, err := c.next.Authenticate(ctx, token)
 	if err != nil {
+		if petstore.ErrorCode(err) == petstore.CodeUnauthorized {
+			c.rememberUnknown(hash, now, gen)
+		}
 		return key, err
 	}
 
@@ -182,6 +260,52 @@ func (c *Cache) Authenticate(ctx context.Context, token string) (petstore.APIKey
 	return key, nil
 }
 
+// rememberUnknown keeps hash as an unknown token until NegativeTTL from
+// now, dropping the oldest past NegativeSize, unless a key changed since
+// the lookup began (gen): that change may have made it known.
+func (c *Cache) rememberUnknown(hash [sha256.Size]byte, now time.Time, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		return
+	}
+	if _, ok := c.neg[hash]; !ok {
+		for len(c.negOrder) >= c.cfg.NegativeSize {
+			delete(c.neg, c.negOrder[0])
+			c.negOrder = c.negOrder[1:]
+		}
+		c.negOrder = append(c.negOrder, hash)
+	}
+	c.neg[hash] = now.Add(c.cfg.NegativeTTL).UnixNano()
+}
+
+// pace reports whether refused client may cause a lookup now, and if so
+// takes its turn.
+func (c *Cache) pace(client netip.Addr, now time.Time) bool {
+	client = client.Unmap()
+	if client.Is6() {
+		if p, err := client.Prefix(64); err == nil {
+			client = p.Addr()
+		}
+	}
+	n := now.UnixNano()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if next, ok := c.paced[client]; ok && n < next {
+		c.stats.Paced++
+		return false
+	}
+	if _, ok := c.paced[client]; !ok {
+		for len(c.pacedOrder) >= maxRefusedClients {
+			delete(c.paced, c.pacedOrder[0])
+			c.pacedOrder = c.pacedOrder[1:]
+		}
+		c.pacedOrder = append(c.pacedOrder, client)
+	}
+	c.paced[client] = n + int64(RefusedLookupEvery)
+	return true
+}
+
 // remove drops el. c.mu is held.
 func (c *Cache) remove(el *list.Element) {
 	e := c.lru.Remove(el).(*entry)
@@ -200,6 +324,7 @@ func (c *Cache) Invalidate(id string) {
 	if el, ok := c.byID[id]; ok {
 		c.remove(el)
 	}
+	c.forgetUnknown()
 }
 
 // Flush drops every key.
@@ -214,6 +339,14 @@ func (c *Cache) flush() {
 	c.lru.Init()
 	clear(c.byHash)
 	clear(c.byID)
+	c.forgetUnknown()
+}
+
+// forgetUnknown drops every remembered unknown token: a key change may
+// have made one known. c.mu is held.
+func (c *Cache) forgetUnknown() {
+	clear(c.neg)
+	c.negOrder = nil
 }
 
 // Apply acts on one change from a feed: KindKey drops that key; KindLive

@@ -2,9 +2,12 @@ package keycache_test
 
 import (
 	"context"
+	"fmt"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,7 +86,98 @@ func TestOnlySuccessesAreKept(t *testing.T) {
 	for range 5 {
 		wantKey(t, c, secret, key)
 	}
-	wantStats(t, c, keycache.Stats{Hits: 4, Misses: before + 1, Len: 1})
+	// The two unknown tokens were asked once each; their repeats came
+	// from the negative cache.
+	wantStats(t, c, keycache.Stats{Hits: 4, Misses: before + 1, Len: 1, Negative: 4})
+}
+
+// countingAuth counts the lookups that reach the key store.
+type countingAuth struct {
+	next petstore.Authenticator
+	n    atomic.Int64
+}
+
+func (a *countingAuth) Authenticate(ctx context.Context, token string) (petstore.APIKey, error) {
+	a.n.Add(1)
+	return a.next.Authenticate(ctx, token)
+}
+
+// TestUnknownTokensCostOneLookupAMinute: a flood of wrong keys costs one
+// store lookup per distinct key per minute, and a key change forgets them.
+func TestUnknownTokensCostOneLookupAMinute(t *testing.T) {
+	store := openStore(t)
+	keys := petstore.NewKeys(store)
+	lookups := &countingAuth{next: keys}
+	clk := newClock()
+	c := keycache.New(lookups, keycache.Config{Now: clk.Now})
+	for range 1000 {
+		for k := range 10 {
+			wantCode(t, c, fmt.Sprintf("psk_wrong%d", k), petstore.CodeUnauthorized)
+		}
+	}
+	if got := lookups.n.Load(); got != 10 {
+		t.Fatalf("10,000 tries of 10 wrong keys cost %d lookups, want 10", got)
+	}
+	clk.Advance(keycache.DefaultNegativeTTL)
+	wantCode(t, c, "psk_wrong0", petstore.CodeUnauthorized)
+	if got := lookups.n.Load(); got != 11 {
+		t.Fatalf("a minute later: %d lookups, want 11", got)
+	}
+	c.Invalidate("any")
+	wantCode(t, c, "psk_wrong1", petstore.CodeUnauthorized)
+	if got := lookups.n.Load(); got != 12 {
+		t.Fatalf("after a key change: %d lookups, want 12 (the unknown tokens forgotten)", got)
+	}
+}
+
+// TestRefusedClientLookupsArePaced: a client the rate limiter refuses
+// costs at most one lookup a second, whatever it sends; its cached valid
+// key is still served without one, and so is an uncached one once a
+// second.
+func TestRefusedClientLookupsArePaced(t *testing.T) {
+	store := openStore(t)
+	keys := petstore.NewKeys(store)
+	key, secret := newKey(t, keys, petstore.PlanPro)
+	lookups := &countingAuth{next: keys}
+	clk := newClock()
+	bad := netip.MustParseAddr("2001:db8:1:2::7")
+	c := keycache.New(lookups, keycache.Config{Now: clk.Now, Refused: func(a netip.Addr) bool { return a.Is6() }})
+	ctx := context.Background()
+	for i := range 5000 {
+		// Wrong keys, all different, and a valid key not yet cached, from
+		// one /64.
+		addr := netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 2, 0, 0, 0, 0, 0, 0, byte(i >> 8), byte(i)})
+		tok := fmt.Sprintf("psk_junk%d", i)
+		if i == 4999 {
+			tok = secret
+		}
+		if _, err := c.AuthenticateClient(ctx, tok, addr); petstore.ErrorCode(err) != petstore.CodeUnauthorized {
+			t.Fatalf("request %d: %v, want unauthorized", i, err)
+		}
+	}
+	if got := lookups.n.Load(); got != 1 {
+		t.Fatalf("5,000 requests of a refused /64 in a second cost %d lookups, want 1", got)
+	}
+	clk.Advance(keycache.RefusedLookupEvery)
+	if got, err := c.AuthenticateClient(ctx, secret, bad); err != nil || got != key {
+		t.Fatalf("a valid key from a refused client a second later: %+v, %v; want served", got, err)
+	}
+	n := lookups.n.Load()
+	for range 100 {
+		if got, err := c.AuthenticateClient(ctx, secret, bad); err != nil || got != key {
+			t.Fatalf("cached key from a refused client: %+v, %v; want served", got, err)
+		}
+	}
+	if got := lookups.n.Load() - n; got != 0 {
+		t.Fatalf("a cached key from a refused client cost %d lookups, want none", got)
+	}
+	// A client that is not refused is not paced.
+	for i := range 5 {
+		wantCode(t, c, fmt.Sprintf("psk_other%d", i), petstore.CodeUnauthorized)
+	}
+	if got := lookups.n.Load() - n; got != 5 {
+		t.Fatalf("5 wrong keys from a client that is not refused cost %d lookups, want 5", got)
+	}
 }
 
 // TestTTL: a key changed in the store behind the cache's back (as by

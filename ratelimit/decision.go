@@ -21,7 +21,9 @@ type Decision struct {
 	Code string
 	// Binding is the window the X-RateLimit-* headers report: the one
 	// with the fewest requests remaining (the shorter on a tie), or, on a
-	// refusal, the window that refused. For a ban its Remaining is 0 and
+	// refusal, the full window that ends last: the minute when only the
+	// minute is spent, the day when the day is spent too, since no
+	// request is admitted before then. For a ban its Remaining is 0 and
 	// its Reset is the ban's end.
 	Binding Window
 	// Windows lists every window, shortest first, for the IETF headers.

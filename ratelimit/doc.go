@@ -44,32 +44,51 @@
 // waits. Bans live in the store, so they hold across processes. See
 // BanPolicy to change the figures.
 //
+// # Shared stores
+//
+// A store that implements Leaser (adapters/redislimit) is shared by many
+// processes without a round trip per request: each Limiter leases shares
+// of a subject's windows, one call per share, and decides in memory from
+// them; the store counts every unit it grants, so together the processes
+// never admit more than the quota while it answers. Shares are what is
+// waiting, plus spares while a window is less than half used; they are
+// given back when a window ends, when left unused for a second, and by
+// Limiter.Close. Bans are polled from
+// the store every Config.BanPoll (250 ms), so every process refuses a ban
+// within a second, and keeps refusing it while the store is unreachable.
+// docs/rate-limits.md publishes the over-admission bound of each failure
+// and the tests that hold it.
+//
 // # When the store fails
 //
 // Every store call is bounded by Config.StoreTimeout (1 s by default).
-// A Limiter over a shared store keeps a local MemoryStore that mirrors
-// every shared answer. When a call fails, times out or panics, that local
-// store decides with the same limits, starting from the last shared
-// figures: over-admission is bounded by the number of processes, never
-// unlimited, and known bans and full windows stay in force. Such decisions
-// carry Decision.Degraded (no rate-limit headers then: the figures are
-// this process's only). After Config.BreakerFailures failures in a row
-// with no success for a StoreTimeout, the store is taken for down and only
-// probed once per Config.BreakerCooldown. Failing closed
-// (Config.FailClosed) returns an unavailable error (503) only while the
-// store is unreachable: taken for down, or refusing connections; a call
-// that merely timed out is decided locally. An outage is logged when it
-// starts (then at most once per Config.LogInterval) and when it ends,
+// When a call fails or times out, the process decides on its own with the
+// same limits, starting from the last shared figures: over-admission is
+// bounded by the number of processes, never unlimited, and known bans and
+// full windows stay in force. What it admits so is owed to the store and
+// told to it with the next call. Such decisions carry Decision.Degraded
+// (no rate-limit headers then: the figures are this process's only).
+// After Config.BreakerFailures failures in a row with no success for a
+// StoreTimeout, the store is taken for down and only probed once per
+// Config.BreakerCooldown. Failing closed (Config.FailClosed) returns an
+// unavailable error (503) only while the store is unreachable (its last
+// call was refused or dropped); a store that is only slow is decided
+// locally in both modes. Every outage is logged when it starts (then at
+// most once per Config.LogInterval while it lasts) and when it ends,
 // without the subject, and Limiter.Status reports it for a readiness
-// check.
+// check. Windows and bans are measured on the monotonic clock within a
+// process, and an end read from a shared store lasts its length at most,
+// so a stepped wall clock never stretches them.
 //
 // # Stores
 //
 // MemoryStore (this package) serves one process; it holds at most
-// MaxSubjects subjects (100,000 by default), evicting the least recently
-// used, so a flood of new addresses costs bounded memory. adapters/redislimit shares
-// counters and bans between processes in one Lua script per decision (one
-// round trip). adapters/limiterstore builds the same step on any
+// MaxSubjects evictable subjects (100,000 by default), evicting the least
+// recently used address, never a key or a subject with a ban, strikes or
+// a full window. While the limiter is three quarters full, IPv6 clients
+// are counted per /48 instead of per /64. adapters/redislimit shares
+// counters and bans between processes, and caps the addresses it keeps.
+// adapters/limiterstore builds the per-request step on any
 // ulule/limiter/v3 store, at one call per window plus the ban check. All
 // of them pass the ratelimittest suite.
 package ratelimit

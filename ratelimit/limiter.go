@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -45,8 +48,11 @@ type Config struct {
 	// BreakerCooldown is the wait between probes while the store is taken
 	// for down; 1 s when zero.
 	BreakerCooldown time.Duration
-	// FallbackSubjects caps the subjects the local fallback remembers
-	// (see MaxSubjects); DefaultMaxSubjects when zero.
+	// FallbackSubjects caps the subjects a limiter over a shared store
+	// keeps in memory: its shares and known bans over a Leaser, its local
+	// fallback over another store (see MaxSubjects). DefaultMaxSubjects
+	// when zero. Over a Leaser, only subjects that hold nothing (no share,
+	// debt, strike, ban or full window) are forgotten to make room.
 	FallbackSubjects int
 	// Logger receives one line when the store starts failing (then at most
 	// one per LogInterval while it keeps failing) and one when it
@@ -58,28 +64,44 @@ type Config struct {
 	// History, when set, records every decision, for Report's last hour
 	// minute by minute (a customer's usage chart).
 	History *History
+	// BanPoll is how often a limiter over a Leaser asks the store for
+	// bans started by other processes; 250 ms when zero. A ban reaches
+	// every process within it (and a round trip).
+	BanPoll time.Duration
 }
 
 // Limiter decides whether requests may proceed under their limits. It is
 // safe for concurrent use.
 //
+// # Shared stores
+//
+// Over a Leaser (adapters/redislimit), the limiter decides from shares of
+// each subject's windows that it leases from the store, one call per
+// share, and learns of other processes' bans by polling the store (see
+// the package documentation). Over another shared store it calls the
+// store for every request and mirrors each answer in a local MemoryStore.
+//
 // # When the store fails
 //
-// A limiter over a shared store (Redis) keeps a local MemoryStore beside
-// it, the fallback. Every shared decision is mirrored there: the windows'
-// counts and any ban. When a store call fails or times out, the request is
-// decided by the fallback with the same limits, starting from the last
-// shared figures: over-admission is bounded by the number of processes
-// (each admits at most a plan's quota on its own), never unlimited, and a
-// known ban or a full window stays in force. Such decisions are marked
-// Decision.Degraded. After BreakerFailures failures in a row with no
-// success for a StoreTimeout, the store is taken for down and not called
-// (so a dead store costs no request its timeout) except for one probe
-// every BreakerCooldown; the first success ends the outage. Status reports
-// all of it.
+// When a store call fails or times out, the request is decided here with
+// the same limits, starting from the last shared figures: over-admission
+// is bounded by the number of processes (each admits at most a plan's
+// quota on its own), never unlimited, and a known ban or full window stays
+// in force. Such decisions are marked Decision.Degraded. After
+// BreakerFailures failures in a row with no success for a StoreTimeout,
+// the store is taken for down and not called (so a dead store costs no
+// request its timeout) except for one probe every BreakerCooldown; the
+// first success ends the outage. Status reports all of it. Close gives
+// back the shares this process holds.
 type Limiter struct {
 	store    Store
-	local    *MemoryStore // the fallback; nil when store is already local
+	local    *MemoryStore // the fallback of a store that does not lease; nil otherwise
+	leaser   Leaser       // store, when it leases shares
+	leases   *leaseTable  // the shares and bans known here, with leaser
+	base     time.Time    // the clock's reading at New: process time starts there
+	baseNano int64
+	maxSubj  int64
+	level    atomic.Int32 // anonymous addresses aggregated: 0 as given, 1 per /48 (IPv6)
 	now      func() time.Time
 	ban      BanPolicy
 	failOpen bool
@@ -102,6 +124,10 @@ type Limiter struct {
 	lastLog   atomic.Int64 // Unix nanoseconds of the last failure log
 
 	history *History // nil: decisions are not recorded
+
+	stopWatch func()
+	watchDone chan struct{}
+	closeOnce sync.Once
 }
 
 // New returns a Limiter that keeps its counters in store.
@@ -118,11 +144,22 @@ func New(store Store, cfg Config) *Limiter {
 		interval: cfg.LogInterval,
 		history:  cfg.History,
 	}
-	if _, ok := store.(*MemoryStore); !ok {
-		l.local = NewMemoryStore(MaxSubjects(cfg.FallbackSubjects))
-	}
 	if l.now == nil {
 		l.now = time.Now
+	}
+	l.base = l.now()
+	l.baseNano = l.base.UnixNano()
+	l.maxSubj = int64(cfg.FallbackSubjects)
+	if l.maxSubj <= 0 {
+		l.maxSubj = DefaultMaxSubjects
+	}
+	if ls, ok := store.(Leaser); ok {
+		l.leaser = ls
+		l.leases = newLeaseTable(int(l.maxSubj))
+	} else if m, ok := store.(*MemoryStore); ok {
+		l.maxSubj = int64(m.Cap())
+	} else {
+		l.local = NewMemoryStore(MaxSubjects(cfg.FallbackSubjects))
 	}
 	if !l.ban.Disabled {
 		l.ban = l.ban.WithDefaults()
@@ -142,7 +179,142 @@ func New(store Store, cfg Config) *Limiter {
 	if l.interval <= 0 {
 		l.interval = time.Minute
 	}
+	if l.leaser != nil {
+		poll := cfg.BanPoll
+		if poll <= 0 {
+			poll = 250 * time.Millisecond
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		l.stopWatch, l.watchDone = cancel, make(chan struct{})
+		go l.watchBans(ctx, poll)
+	}
 	return l
+}
+
+// clock reads the limiter's clock: the wall time, and the process time in
+// nanoseconds. Process time is the wall time at New plus the time elapsed
+// since on the monotonic clock, so windows and bans measured on it last
+// their length even when the wall clock is stepped; with an injected clock
+// (no monotonic reading) it is that clock's time.
+func (l *Limiter) clock() (time.Time, int64) {
+	wall := l.now()
+	return wall, l.baseNano + int64(wall.Sub(l.base))
+}
+
+// toWall moves a decision made on process time p to the wall clock read
+// at the same moment, for the headers that name instants.
+func toWall(d Decision, wall time.Time, p int64) Decision {
+	d.At = wall
+	shift := time.Duration(wall.UnixNano() - p)
+	if shift == 0 {
+		return d
+	}
+	for i := range d.Windows {
+		d.Windows[i].Reset = d.Windows[i].Reset.Add(shift)
+	}
+	d.Binding.Reset = d.Binding.Reset.Add(shift)
+	return d
+}
+
+// unavailable is the error of a limiter that fails closed while its
+// store is unreachable.
+func unavailable() error {
+	return petstore.Errorf(petstore.CodeUnavailable, "rate limiter unavailable")
+}
+
+// aggregate returns the subject that counts subject's request: itself, or,
+// while the limiter holds most of the subjects it may hold (a flood of new
+// addresses), an IPv6 client's /48 instead of its address or /64, so the
+// flood costs one subject per /48.
+func (l *Limiter) aggregate(subject string) string {
+	n := l.subjects()
+	switch lv := l.level.Load(); {
+	case lv == 0 && n >= l.maxSubj*3/4:
+		l.level.Store(1)
+	case lv == 1 && n < l.maxSubj/2:
+		l.level.Store(0)
+	}
+	if l.level.Load() == 0 || !anonymous(subject) || l.Refusing(subject) {
+		return subject // a banned or spent address stays so, flood or not
+	}
+	kind, rest, _ := strings.Cut(subject, ":")
+	var pfx netip.Prefix
+	if a, err := netip.ParseAddr(rest); err == nil {
+		pfx = netip.PrefixFrom(a, a.BitLen())
+	} else if pfx, err = netip.ParsePrefix(rest); err != nil {
+		return subject
+	}
+	if !pfx.Addr().Is6() || pfx.Addr().Is4In6() || pfx.Bits() <= 48 {
+		return subject
+	}
+	p, _ := pfx.Addr().Prefix(48)
+	return kind + ":" + p.String()
+}
+
+// subjects is how many subjects the limiter's own memory holds.
+func (l *Limiter) subjects() int64 {
+	switch {
+	case l.leases != nil:
+		return l.leases.count.Load()
+	case l.local != nil:
+		return l.local.count.Load()
+	default:
+		if m, ok := l.store.(*MemoryStore); ok {
+			return m.count.Load()
+		}
+	}
+	return 0
+}
+
+// Refusing reports whether this process would refuse subject's next
+// request without asking the store: a ban it knows of, or a window it
+// knows to be full. It counts nothing and never calls the store, so a key
+// cache may ask it on every lookup it cannot answer from memory, to pace
+// the lookups of a refused client (keycache.Config.Refused).
+func (l *Limiter) Refusing(subject string) bool {
+	wall, p := l.clock()
+	if l.leases != nil {
+		e := l.leases.peek(subject)
+		if e == nil {
+			return false
+		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.banEnd > p || (len(e.rates) == len(e.wins) && e.full(e.rates, p) >= 0)
+	}
+	s, now := l.local, wall.UnixNano()
+	if s == nil {
+		s, now = l.store.(*MemoryStore), p
+	}
+	return s.refusing(subject, now)
+}
+
+// Stats are a limiter's figures for metrics.
+type Stats struct {
+	// Subjects is how many subjects this process holds in memory.
+	Subjects int64
+	// Evictions counts subjects forgotten to make room since New: never
+	// one with a ban, a strike or a full window in force.
+	Evictions uint64
+	// Aggregation is 0 while addresses are counted as given (IPv6 per
+	// /64), 1 while IPv6 clients are counted per /48 under a flood.
+	Aggregation int
+}
+
+// Stats returns the limiter's figures.
+func (l *Limiter) Stats() Stats {
+	st := Stats{Subjects: l.subjects(), Aggregation: int(l.level.Load())}
+	switch {
+	case l.leases != nil:
+		st.Evictions = l.leases.evictions.Load()
+	case l.local != nil:
+		st.Evictions = l.local.Evictions()
+	default:
+		if m, ok := l.store.(*MemoryStore); ok {
+			st.Evictions = m.Evictions()
+		}
+	}
+	return st
 }
 
 // errDown is the failure of a call the open breaker did not make.
@@ -170,13 +342,17 @@ func (l *Limiter) decide(ctx context.Context, subject string, limits petstore.Li
 	if !limits.Valid() {
 		return Decision{}, petstore.Errorf(petstore.CodeInternal, "invalid rate limits")
 	}
-	now := l.now()
+	subject = l.aggregate(subject)
+	if l.leaser != nil {
+		return l.decideLeased(ctx, subject, Rates(limits))
+	}
+	wall, p := l.clock()
 	if l.local == nil {
-		return l.decideInMemory(ctx, subject, limits, now)
+		return l.decideInMemory(ctx, subject, limits, wall, p)
 	}
 	// A shared store: behind the breaker, mirrored in l.local.
-	req := Request{Subject: subject, Rates: Rates(limits), Now: now, Ban: l.ban}
-	call, probe := l.callable(now)
+	req := Request{Subject: subject, Rates: Rates(limits), Now: wall, Ban: l.ban}
+	call, probe := l.callable(p)
 	if !call {
 		return l.fallback(ctx, req, errDown)
 	}
@@ -200,10 +376,11 @@ func (l *Limiter) decide(ctx context.Context, subject string, limits petstore.Li
 		}
 		// The failure's own time: a call that hung for the timeout
 		// must count the time it hung against the store.
-		l.failed(l.now(), err, probe)
+		_, pf := l.clock()
+		l.failed(pf, err, probe)
 		return l.fallback(ctx, req, err)
 	}
-	l.succeeded(now)
+	l.succeeded(p)
 	return decide(req, res), nil
 }
 
@@ -211,15 +388,15 @@ func (l *Limiter) decide(ctx context.Context, subject string, limits petstore.Li
 // waits on anything but its own short critical section: no breaker, no
 // fallback, no timer, and the request's rates and counts on the stack
 // rather than the heap, as the store is called directly.
-func (l *Limiter) decideInMemory(ctx context.Context, subject string, limits petstore.Limits, now time.Time) (Decision, error) {
+func (l *Limiter) decideInMemory(ctx context.Context, subject string, limits petstore.Limits, wall time.Time, p int64) (Decision, error) {
 	var rateArr [2]Rate
 	var counts [2]WindowCount
 	rates := appendRates(rateArr[:0], limits)
+	now := time.Unix(0, p)
 	res, err := l.store.(*MemoryStore).take(ctx, subject, rates, now, l.ban, counts[:len(rates)])
 	if err != nil {
 		return Decision{}, err // only ctx ends a MemoryStore's take
 	}
-	l.succeeded(now)
 	// The ban's end is made anew from its nanoseconds (the store made it
 	// the same way): passed as it is, res would escape whole, counts with
 	// it.
@@ -227,17 +404,17 @@ func (l *Limiter) decideInMemory(ctx context.Context, subject string, limits pet
 	if res.Banned {
 		banEnd = time.Unix(0, res.BanEnd.UnixNano())
 	}
-	return decideWindows(rates, now, res.Allowed, res.Refused, res.Banned, banEnd, res.BanStarted, res.Windows), nil
+	return toWall(decideWindows(rates, now, res.Allowed, res.Refused, res.Banned, banEnd, res.BanStarted, res.Windows), wall, p), nil
 }
 
 // callable reports whether this request may call the store (the breaker
 // is closed, or its cool-down is over and this request is the probe) and
 // whether it is the probe.
-func (l *Limiter) callable(now time.Time) (call, probe bool) {
+func (l *Limiter) callable(p int64) (call, probe bool) {
 	if !l.open.Load() {
 		return true, false
 	}
-	if now.UnixNano()-l.openedAt.Load() < int64(l.cooldown) {
+	if p-l.openedAt.Load() < int64(l.cooldown) {
 		return false, false
 	}
 	probe = l.probing.CompareAndSwap(false, true)
@@ -247,8 +424,8 @@ func (l *Limiter) callable(now time.Time) (call, probe bool) {
 // fallback decides req locally after the store failed with err, or
 // refuses to decide when failing closed and the store is unreachable.
 func (l *Limiter) fallback(ctx context.Context, req Request, err error) (Decision, error) {
-	if !l.failOpen && (l.open.Load() || !isTimeout(err)) {
-		return Decision{}, petstore.Errorf(petstore.CodeUnavailable, "rate limiter unavailable")
+	if !l.failOpen && l.hard.Load() {
+		return Decision{}, unavailable()
 	}
 	res, lerr := l.local.Take(ctx, req)
 	if lerr != nil {
@@ -288,9 +465,10 @@ func (l *Limiter) take(ctx context.Context, req Request) (res Result, err error)
 	return res, err
 }
 
-// succeeded records a store call that worked, ending any outage.
-func (l *Limiter) succeeded(now time.Time) {
-	l.lastOK.Store(now.UnixNano())
+// succeeded records a store call that worked at process time p, ending
+// any outage.
+func (l *Limiter) succeeded(p int64) {
+	l.lastOK.Store(p)
 	if l.inRow.Load() != 0 {
 		l.inRow.Store(0)
 	}
@@ -300,36 +478,37 @@ func (l *Limiter) succeeded(now time.Time) {
 	l.hard.Store(false)
 	l.open.Store(false)
 	l.probing.Store(false)
-	since := time.Unix(0, l.since.Load())
 	l.log.Info("rate limit store recovered",
-		"outage", now.Sub(since).Round(time.Millisecond).String(),
+		"outage", time.Duration(p-l.since.Load()).Round(time.Millisecond).String(),
 		"failures", l.failures.Load(), "local_decisions", l.fallbacks.Load())
 }
 
-// failed records a failed store call: it starts an outage, or opens the
-// breaker when failures keep coming with no success for a StoreTimeout.
-func (l *Limiter) failed(now time.Time, err error, probe bool) {
+// failed records a store call that failed at process time p: it starts
+// an outage, or opens the breaker when failures keep coming with no
+// success for a StoreTimeout. Every outage's start is logged; while one
+// lasts, a line at most every LogInterval.
+func (l *Limiter) failed(p int64, err error, probe bool) {
 	l.failures.Add(1)
 	l.hard.Store(!isTimeout(err))
 	n := l.inRow.Add(1)
 	switch {
 	case probe:
 		// The probe failed: wait a cool-down again.
-		l.openedAt.Store(now.UnixNano())
+		l.openedAt.Store(p)
 		l.probing.Store(false)
-	case n >= l.trip && now.UnixNano()-l.lastOK.Load() >= int64(l.timeout):
-		l.openedAt.Store(now.UnixNano())
+	case n >= l.trip && p-l.lastOK.Load() >= int64(l.timeout):
+		l.openedAt.Store(p)
 		l.open.Store(true)
 	}
-	if !l.degraded.Load() && l.degraded.CompareAndSwap(false, true) {
-		l.since.Store(now.UnixNano())
-	}
-	last := l.lastLog.Load()
-	if last != 0 && now.UnixNano()-last < int64(l.interval) {
-		return
-	}
-	if !l.lastLog.CompareAndSwap(last, now.UnixNano()) {
-		return // another goroutine logs this one
+	started := !l.degraded.Load() && l.degraded.CompareAndSwap(false, true)
+	if started {
+		l.since.Store(p)
+		l.lastLog.Store(p)
+	} else {
+		last := l.lastLog.Load()
+		if p-last < int64(l.interval) || !l.lastLog.CompareAndSwap(last, p) {
+			return // logged lately, or another goroutine logs this one
+		}
 	}
 	what := "deciding locally"
 	if !l.failOpen {
@@ -337,7 +516,12 @@ func (l *Limiter) failed(now time.Time, err error, probe bool) {
 	}
 	l.log.Error("rate limit store failed; "+what,
 		"error", err, "failures", l.failures.Load(),
-		"since", time.Unix(0, l.since.Load()).UTC().Format(time.RFC3339Nano))
+		"since", l.wallOf(l.since.Load()).UTC().Format(time.RFC3339Nano))
+}
+
+// wallOf turns a process time into the wall time it stood for at New.
+func (l *Limiter) wallOf(p int64) time.Time {
+	return l.base.Add(time.Duration(p - l.baseNano))
 }
 
 // Status is the state of a Limiter's store, for a readiness check, a
@@ -347,9 +531,11 @@ type Status struct {
 	// one: decisions are the local fallback's (or refused, failing
 	// closed, while the store is unreachable).
 	Degraded bool
-	// Unreachable is true while the store is taken for down (the breaker
-	// is open) or its last call failed without timing out. A limiter that
-	// fails closed refuses every request then.
+	// Unreachable is true while the store's last call failed without
+	// timing out: it refused or dropped the connection. A store that is
+	// only slow (calls time out) is not unreachable, even while the
+	// breaker spares it calls. A limiter that fails closed refuses every
+	// request while it is unreachable.
 	Unreachable bool
 	// FailClosed reports the limiter's mode (Config.FailClosed).
 	FailClosed bool
@@ -376,8 +562,8 @@ func (l *Limiter) Status() Status {
 		LocalDecisions: l.fallbacks.Load(),
 	}
 	if st.Degraded {
-		st.Unreachable = l.open.Load() || l.hard.Load()
-		st.Since = time.Unix(0, l.since.Load())
+		st.Unreachable = l.hard.Load()
+		st.Since = l.wallOf(l.since.Load())
 	}
 	return st
 }
@@ -432,6 +618,13 @@ func decideWindows(rates []Rate, now time.Time, allowed bool, refused int, banne
 	case !allowed:
 		if refused >= 0 && refused < len(d.Windows) {
 			binding = refused
+		}
+		// A request needs room in every window: when another one is full
+		// too and ends later, that one says when a request is admitted.
+		for i, w := range d.Windows {
+			if w.Remaining == 0 && w.Reset.After(d.Windows[binding].Reset) {
+				binding = i
+			}
 		}
 		d.Code = petstore.CodeRateLimited
 		d.Windows[binding].Remaining = 0

@@ -203,30 +203,37 @@ func TestBreaker(t *testing.T) {
 			t.Fatalf("timeout %d: %+v, %v; want decided locally", i+1, d, err)
 		}
 	}
-	// Five in a row with no success: down. Failing closed now refuses,
-	// without calling the store.
-	if _, err := lim.Decide(ctx, "key:k", ratelimittest.Free); petstore.ErrorCode(err) != petstore.CodeUnavailable {
-		t.Fatalf("fifth timeout in a row: %v, want unavailable", err)
+	// Five in a row with no success: taken for down, so not called, but
+	// only slow: still decided locally, failing closed too (issue 28).
+	if d, err := lim.Decide(ctx, "key:k", ratelimittest.Free); err != nil || !d.Degraded {
+		t.Fatalf("fifth timeout in a row: %+v, %v; want decided locally", d, err)
 	}
 	st := lim.Status()
-	if !st.Unreachable || st.Ready() {
-		t.Fatalf("after 5 timeouts in a row: %+v, want unreachable and not ready", st)
+	if st.Unreachable || !st.Ready() {
+		t.Fatalf("after 5 timeouts in a row: %+v, want slow, not unreachable, and ready", st)
 	}
 	calls := store.Calls()
 	for range 10 {
-		if _, err := lim.Decide(ctx, "key:k", ratelimittest.Free); petstore.ErrorCode(err) != petstore.CodeUnavailable {
-			t.Fatalf("while down: %v, want unavailable", err)
+		if d, err := lim.Decide(ctx, "key:k", ratelimittest.Free); err != nil || !d.Degraded {
+			t.Fatalf("while taken for down: %+v, %v, want decided locally", d, err)
 		}
 	}
 	if got := store.Calls() - calls; got != 0 {
 		t.Fatalf("while down, %d calls reached the store, want none", got)
 	}
-	// After the cool-down one probe goes; it fails, so down again.
+	// After the cool-down one probe goes; it fails, so down again. Now
+	// the store refuses connections: failing closed refuses requests.
+	store.set("error")
 	now = now.Add(time.Second)
 	_, _ = lim.Decide(ctx, "key:k", ratelimittest.Free)
-	_, _ = lim.Decide(ctx, "key:k", ratelimittest.Free)
+	if _, err := lim.Decide(ctx, "key:k", ratelimittest.Free); petstore.ErrorCode(err) != petstore.CodeUnavailable {
+		t.Fatalf("while refusing connections: %v, want unavailable", err)
+	}
 	if got := store.Calls() - calls; got != 1 {
 		t.Fatalf("after the cool-down, %d calls reached the store, want one probe", got)
+	}
+	if st := lim.Status(); !st.Unreachable || st.Ready() {
+		t.Fatalf("while refusing connections: %+v, want unreachable and not ready", st)
 	}
 	// The store is back: the next probe succeeds and ends the outage.
 	store.set("")
@@ -508,5 +515,30 @@ func TestStrikeGrace(t *testing.T) {
 				t.Fatalf("91st request at one instant: %q, want %q", d.Code, tc.want)
 			}
 		})
+	}
+}
+
+// TestEveryOutageIsLogged: a second outage within LogInterval of the first
+// is logged when it starts, and so is each recovery.
+func TestEveryOutageIsLogged(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	var logs bytes.Buffer
+	store := &switchStore{inner: ratelimit.NewMemoryStore()}
+	lim := ratelimit.New(store, ratelimit.Config{Clock: func() time.Time { return now },
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)), LogInterval: time.Hour})
+	for range 2 {
+		store.set("error")
+		for range 3 {
+			_, _ = lim.Decide(context.Background(), "key:k", ratelimittest.Free)
+		}
+		now = now.Add(time.Second)
+		store.set("")
+		if _, err := lim.Decide(context.Background(), "key:k", ratelimittest.Free); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(time.Second)
+	}
+	if f, r := strings.Count(logs.String(), "rate limit store failed"), strings.Count(logs.String(), "rate limit store recovered"); f != 2 || r != 2 {
+		t.Fatalf("two outages within a minute: %d failure and %d recovery lines, want 2 and 2:\n%s", f, r, logs.String())
 	}
 }

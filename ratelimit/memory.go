@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"hash/maphash"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,20 +15,27 @@ import (
 // interval, by the requests that reach it; no goroutine runs in the
 // background and no clock is read, so time is only what requests say it is.
 //
-// The store holds at most MaxSubjects subjects (DefaultMaxSubjects unless
-// set): when a shard is full, its least recently used subject is evicted,
-// so a flood of new addresses costs bounded memory (about 250 bytes a
-// subject) instead of growing for as long as the flood lasts. An evicted
-// subject starts over with fresh windows: under such a flood the limiter
-// forgets its quietest subjects first, never the ones still sending. A
-// sweep that leaves a shard much smaller than it was rebuilds its map, so
-// the memory returns once the windows end.
+// The store holds at most MaxSubjects evictable subjects
+// (DefaultMaxSubjects unless set): when a shard is full, its least
+// recently used evictable subject is evicted, so a flood of new addresses
+// costs bounded memory (about 250 bytes a subject) instead of growing for
+// as long as the flood lasts. An evicted subject starts over with fresh
+// windows: under such a flood the limiter forgets its quietest subjects
+// first, never the ones still sending. What must not be forgotten is kept
+// apart and never evicted: every key's subject (keys come only from the
+// key store, which bounds them), and every subject with a ban, a ban level,
+// strikes or a full window still in force; those leave when their state
+// ends. An address can only get there by sending a window's quota, so a
+// flood of new addresses cannot grow that part. A sweep that leaves a
+// shard much smaller than it was rebuilds its map, so the memory returns
+// once the windows end.
 //
 // The zero value is not usable; call NewMemoryStore.
 type MemoryStore struct {
 	shards    [memShards]memShard
 	seed      maphash.Seed // random per store; see shard
 	evictions atomic.Uint64
+	count     atomic.Int64 // subjects held
 }
 
 const (
@@ -42,8 +50,9 @@ const DefaultMaxSubjects = 100_000
 type memShard struct {
 	mu        sync.Mutex
 	subjects  map[string]*memEntry
-	lru       memEntry // sentinel of the recency list: lru.next is the newest
-	max       int      // subjects this shard holds at most
+	lru       memEntry // sentinel of the recency list of evictable subjects: lru.next is the newest
+	lruLen    int      // subjects on the list
+	max       int      // evictable subjects this shard holds at most
 	peak      int      // the most subjects since the map was last rebuilt
 	nextSweep time.Time
 }
@@ -52,7 +61,7 @@ type memShard struct {
 // nanoseconds; an end at or before now means "not running".
 type memEntry struct {
 	key         string
-	prev, next  *memEntry // the shard's recency list
+	prev, next  *memEntry // the shard's recency list; nil when kept apart
 	windows     []memWindow
 	strikes     int64
 	strikesEnd  int64
@@ -67,6 +76,7 @@ type memWindow struct {
 	used   int64
 	end    int64
 	local  int64 // admitted here while mirroring a shared store (see observe)
+	full   bool  // the window reached its quota: kept until it ends
 }
 
 var _ Store = (*MemoryStore)(nil)
@@ -131,40 +141,59 @@ func (s *MemoryStore) Evictions() uint64 { return s.evictions.Load() }
 // is due. sh.mu must be held.
 func (s *MemoryStore) entry(sh *memShard, subject string, now time.Time) *memEntry {
 	if now.After(sh.nextSweep) {
-		sh.sweep(now.UnixNano())
+		s.sweep(sh, now.UnixNano())
 		sh.nextSweep = now.Add(sweepInterval)
 	}
 	if e := sh.subjects[subject]; e != nil {
-		if sh.lru.next != e { // a busy subject is already in front
+		if e.prev != nil && sh.lru.next != e { // a busy subject is already in front
 			sh.unlink(e)
 			sh.pushFront(e)
 		}
 		return e
 	}
-	for len(sh.subjects) >= sh.max {
+	n := now.UnixNano()
+	for sh.lruLen >= sh.max {
 		old := sh.lru.prev
-		if old.liveUntil() > now.UnixNano() {
+		sh.unlink(old)
+		if old.kept(n) {
+			continue // kept apart, off the list, until its state ends
+		}
+		if old.liveUntil() > n {
 			s.evictions.Add(1)
 		}
-		sh.unlink(old)
 		delete(sh.subjects, old.key)
+		s.count.Add(-1)
 	}
 	e := &memEntry{key: subject}
 	sh.subjects[subject] = e
-	sh.pushFront(e)
+	s.count.Add(1)
+	if !strings.HasPrefix(subject, "key:") {
+		sh.pushFront(e)
+	}
 	sh.peak = max(sh.peak, len(sh.subjects))
 	return e
 }
 
+// kept reports whether e holds state that must not be forgotten at n: a
+// ban, a ban level, strikes or a full window.
+func (e *memEntry) kept(n int64) bool {
+	return e.banEnd > n || e.banLevelEnd > n || e.strikesEnd > n || e.fullAt(n)
+}
+
 func (sh *memShard) unlink(e *memEntry) {
+	if e.prev == nil {
+		return
+	}
 	e.prev.next, e.next.prev = e.next, e.prev
 	e.prev, e.next = nil, nil
+	sh.lruLen--
 }
 
 func (sh *memShard) pushFront(e *memEntry) {
 	e.prev, e.next = &sh.lru, sh.lru.next
 	sh.lru.next.prev = e
 	sh.lru.next = e
+	sh.lruLen++
 }
 
 // Take implements Store.
@@ -198,7 +227,7 @@ func (s *MemoryStore) take(ctx context.Context, subject string, rates []Rate, at
 	for i, r := range rates {
 		w := &e.windows[wins[i]]
 		if w.end <= now {
-			w.used, w.end, w.local = 0, 0, 0
+			w.used, w.end, w.local, w.full = 0, 0, 0, false
 		}
 		// Shared calls still in flight may each be admitted: count them.
 		if !res.Allowed && res.Refused < 0 && w.used+e.pending+1 > r.Quota {
@@ -206,6 +235,9 @@ func (s *MemoryStore) take(ctx context.Context, subject string, rates []Rate, at
 		}
 	}
 
+	if res.Refused >= 0 {
+		e.windows[wins[res.Refused]].full = true
+	}
 	switch {
 	case e.banEnd > now:
 		res.Banned, res.BanEnd = true, time.Unix(0, e.banEnd)
@@ -219,6 +251,7 @@ func (s *MemoryStore) take(ctx context.Context, subject string, rates []Rate, at
 			}
 			w.used++
 			w.local++
+			w.full = w.used >= r.Quota
 		}
 	case !ban.Disabled:
 		p := ban.WithDefaults()
@@ -268,11 +301,12 @@ func (e *memEntry) window(period time.Duration) int {
 // all ended. A Go map keeps its buckets when entries are deleted, so when
 // the shard has shrunk to a quarter of its peak the map is rebuilt, and
 // the memory a flood took returns.
-func (sh *memShard) sweep(now int64) {
+func (s *MemoryStore) sweep(sh *memShard, now int64) {
 	for k, e := range sh.subjects {
 		if e.liveUntil() <= now {
 			sh.unlink(e)
 			delete(sh.subjects, k)
+			s.count.Add(-1)
 		}
 	}
 	if n := len(sh.subjects); sh.peak >= 64 && n < sh.peak/4 {
@@ -339,4 +373,24 @@ func (s *MemoryStore) end(req Request, res *Result) {
 	if res.Banned {
 		e.banEnd = max(e.banEnd, res.BanEnd.UnixNano())
 	}
+}
+
+// refusing reports whether subject is banned or has a full window at now
+// (Unix ns), without counting anything.
+func (s *MemoryStore) refusing(subject string, now int64) bool {
+	sh := s.shard(subject)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.subjects[subject]
+	return e != nil && (e.banEnd > now || e.fullAt(now))
+}
+
+// fullAt reports whether one of e's windows is full at now.
+func (e *memEntry) fullAt(now int64) bool {
+	for _, w := range e.windows {
+		if w.full && w.end > now {
+			return true
+		}
+	}
+	return false
 }

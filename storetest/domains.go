@@ -9,16 +9,16 @@ import (
 	"time"
 
 	"github.com/petstorekit/petstore"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 )
 
 // openDomains opens a store and fails the test when it does not implement
-// domain.Store.
-func openDomains(t *testing.T, open Opener) domain.Store {
+// customdomain.Store.
+func openDomains(t *testing.T, open Opener) customdomain.Store {
 	t.Helper()
-	s, ok := open(t).(domain.Store)
+	s, ok := open(t).(customdomain.Store)
 	if !ok {
-		lacks(t, "domain.Store")
+		lacks(t, "customdomain.Store")
 	}
 	return s
 }
@@ -27,21 +27,21 @@ func openDomains(t *testing.T, open Opener) domain.Store {
 // store must keep.
 var domainTime = time.Date(2026, 11, 22, 10, 0, 0, 123_000_000, time.UTC)
 
-func newEntry(id, project, name string) domain.Entry {
+func newEntry(id, project, name string) customdomain.Entry {
 	t := domainTime
-	return domain.Entry{
-		ID: id, ProjectID: project, Name: name, Status: domain.StatusPending,
-		Findings:     []domain.Finding{},
-		Observed:     domain.Observed{Addresses: []string{}},
+	return customdomain.Entry{
+		ID: id, ProjectID: project, Name: name, Status: customdomain.StatusPending,
+		Findings:     []customdomain.Finding{},
+		Observed:     customdomain.Observed{Addresses: []string{}},
 		PendingSince: t, NextCheckAt: t.Add(time.Minute),
-		History:   []domain.Transition{{Status: domain.StatusPending, At: t}},
+		History:   []customdomain.Transition{{Status: customdomain.StatusPending, At: t}},
 		CreatedAt: t, UpdatedAt: t,
 	}
 }
 
 // entryJSON is an entry's comparable form: times in UTC, nil and empty
 // slices alike.
-func entryJSON(t testing.TB, e domain.Entry) string {
+func entryJSON(t testing.TB, e customdomain.Entry) string {
 	t.Helper()
 	b, err := json.Marshal(e.Canonical())
 	if err != nil {
@@ -50,7 +50,7 @@ func entryJSON(t testing.TB, e domain.Entry) string {
 	return string(b)
 }
 
-func mustCreateDomain(t testing.TB, s domain.Store, e domain.Entry) domain.Entry {
+func mustCreateDomain(t testing.TB, s customdomain.Store, e customdomain.Entry) customdomain.Entry {
 	t.Helper()
 	got, err := s.CreateDomain(context.Background(), e)
 	if err != nil {
@@ -59,7 +59,7 @@ func mustCreateDomain(t testing.TB, s domain.Store, e domain.Entry) domain.Entry
 	return got
 }
 
-// RunDomains checks the domain.Store contract. Stores that do not
+// RunDomains checks the customdomain.Store contract. Stores that do not
 // implement it are skipped.
 func RunDomains(t *testing.T, open Opener) {
 	ctx := context.Background()
@@ -69,9 +69,9 @@ func RunDomains(t *testing.T, open Opener) {
 		e := newEntry("dom_1", "prj_a", "xn--bcher-kva.example")
 		e.Attempts = 3
 		e.Reason = `quote ' " \ ; --`
-		e.Findings = []domain.Finding{{Code: "CNAME_MISMATCH", Message: "points to x", Fix: "change it",
-			Records: []domain.Record{{Type: "CNAME", Name: "xn--bcher-kva.example", Value: "x.example.net"}}}}
-		e.Observed = domain.Observed{CNAME: "x.example.net", Addresses: []string{"203.0.113.9", "2001:db8::1"}}
+		e.Findings = []customdomain.Finding{{Code: "CNAME_MISMATCH", Message: "points to x", Fix: "change it",
+			Records: []customdomain.Record{{Type: "CNAME", Name: "xn--bcher-kva.example", Value: "x.example.net"}}}}
+		e.Observed = customdomain.Observed{CNAME: "x.example.net", Addresses: []string{"203.0.113.9", "2001:db8::1"}}
 		e.CheckedAt = domainTime.Add(time.Second)
 		e.VerifiedAt = domainTime.Add(2 * time.Second)
 		e.OwnershipToken = "petstore-verify=AAAAAAAAAAAAAAAAAAAAAA"
@@ -149,9 +149,9 @@ func RunDomains(t *testing.T, open Opener) {
 		t.Parallel()
 		s := openDomains(t, open)
 		e := mustCreateDomain(t, s, newEntry("dom_1", "prj_a", "shop.example.com"))
-		e.Status = domain.StatusActive
+		e.Status = customdomain.StatusActive
 		e.Attempts = 2
-		e.History = append(e.History, domain.Transition{Status: domain.StatusActive, At: domainTime.Add(time.Hour), Reason: "ok"})
+		e.History = append(e.History, customdomain.Transition{Status: customdomain.StatusActive, At: domainTime.Add(time.Hour), Reason: "ok"})
 		e.NextCheckAt = time.Time{}
 		updated, err := s.UpdateDomain(ctx, e)
 		if err != nil {
@@ -203,9 +203,9 @@ func RunDomains(t *testing.T, open Opener) {
 		t.Parallel()
 		s := openDomains(t, open)
 		e := mustCreateDomain(t, s, newEntry("dom_1", "prj_a", "shop.example.com"))
-		e.Status = domain.StatusRemoved
+		e.Status = customdomain.StatusRemoved
 		e.NextCheckAt = time.Time{}
-		e.History = append(e.History, domain.Transition{Status: domain.StatusRemoved, At: domainTime.Add(time.Hour)})
+		e.History = append(e.History, customdomain.Transition{Status: customdomain.StatusRemoved, At: domainTime.Add(time.Hour)})
 		removed, err := s.UpdateDomain(ctx, e)
 		if err != nil {
 			t.Fatal(err)
@@ -219,12 +219,39 @@ func RunDomains(t *testing.T, open Opener) {
 		if err != nil || got.ID != "dom_2" {
 			t.Fatalf("holder = %q (%v), want dom_2", got.ID, err)
 		}
-		old, err := s.ListDomains(ctx, domain.DomainQuery{ProjectID: "prj_a", Status: domain.StatusRemoved})
+		old, err := s.ListDomains(ctx, customdomain.DomainQuery{ProjectID: "prj_a", Status: customdomain.StatusRemoved})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(old) != 1 || old[0].ID != "dom_1" || len(old[0].History) != 2 {
 			t.Fatalf("removed entries of prj_a = %+v, want dom_1 with its 2 transitions", old)
+		}
+	})
+	t.Run("ReleaseFreesNameButStaysListed", func(t *testing.T) {
+		// A domain released after drift lets go of its name, so another
+		// project may claim it, but its project still lists it (with
+		// why) until it dismisses it by writing removed.
+		t.Parallel()
+		s := openDomains(t, open)
+		e := mustCreateDomain(t, s, newEntry("dom_1", "prj_a", "shop.example.com"))
+		e.Status, e.Reason, e.NextCheckAt = customdomain.StatusReleased, "released: the record moved", time.Time{}
+		released, err := s.UpdateDomain(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.DomainByName(ctx, "shop.example.com")
+		wantCode(t, err, petstore.CodeNotFound)
+		mustCreateDomain(t, s, newEntry("dom_2", "prj_b", "shop.example.com"))
+		listed, err := s.ListDomains(ctx, customdomain.DomainQuery{ProjectID: "prj_a"})
+		if err != nil || len(listed) != 1 || listed[0].Status != customdomain.StatusReleased || listed[0].Reason != e.Reason {
+			t.Fatalf("prj_a lists %+v (%v), want its released entry with its reason", listed, err)
+		}
+		released.Status = customdomain.StatusRemoved
+		if _, err := s.UpdateDomain(ctx, released); err != nil {
+			t.Fatalf("dismissing the released entry: %v", err)
+		}
+		if got, err := s.DomainByName(ctx, "shop.example.com"); err != nil || got.ID != "dom_2" {
+			t.Fatalf("holder after the dismissal = %q (%v), want dom_2 still", got.ID, err)
 		}
 	})
 	t.Run("OwnershipTokenSurvivesUpdateAndRemoval", func(t *testing.T) {
@@ -251,12 +278,12 @@ func RunDomains(t *testing.T, open Opener) {
 				if err != nil || got.OwnershipToken != tc.token {
 					t.Fatalf("after update token = %q (%v), want %q", got.OwnershipToken, err, tc.token)
 				}
-				e.Status = domain.StatusRemoved
+				e.Status = customdomain.StatusRemoved
 				e.NextCheckAt = time.Time{}
 				if _, err := s.UpdateDomain(ctx, e); err != nil {
 					t.Fatal(err)
 				}
-				old, err := s.ListDomains(ctx, domain.DomainQuery{Name: tc.name, Status: domain.StatusRemoved})
+				old, err := s.ListDomains(ctx, customdomain.DomainQuery{Name: tc.name, Status: customdomain.StatusRemoved})
 				if err != nil || len(old) != 1 || old[0].OwnershipToken != tc.token {
 					t.Fatalf("removed entries of %s = %+v (%v), want one with token %q", tc.name, old, err, tc.token)
 				}
@@ -275,7 +302,7 @@ func RunDomains(t *testing.T, open Opener) {
 			if i == 2 {
 				break // the current holder stays
 			}
-			e.Status = domain.StatusRemoved
+			e.Status = customdomain.StatusRemoved
 			e.NextCheckAt = time.Time{}
 			if _, err := s.UpdateDomain(ctx, e); err != nil {
 				t.Fatal(err)
@@ -283,12 +310,12 @@ func RunDomains(t *testing.T, open Opener) {
 		}
 		mustCreateDomain(t, s, newEntry("dom_other", "prj_a", "other.example.com"))
 		for _, tc := range []struct {
-			q    domain.DomainQuery
+			q    customdomain.DomainQuery
 			want string
 		}{
-			{domain.DomainQuery{Name: "shop.example.com", Status: domain.StatusRemoved}, "[prj_a prj_b]"},
-			{domain.DomainQuery{Name: "shop.example.com"}, "[prj_c]"},
-			{domain.DomainQuery{Name: "none.example.com", Status: domain.StatusRemoved}, "[]"},
+			{customdomain.DomainQuery{Name: "shop.example.com", Status: customdomain.StatusRemoved}, "[prj_a prj_b]"},
+			{customdomain.DomainQuery{Name: "shop.example.com"}, "[prj_c]"},
+			{customdomain.DomainQuery{Name: "none.example.com", Status: customdomain.StatusRemoved}, "[]"},
 		} {
 			got, err := s.ListDomains(ctx, tc.q)
 			if err != nil {
@@ -306,7 +333,7 @@ func RunDomains(t *testing.T, open Opener) {
 	t.Run("ListFiltersAndOrders", func(t *testing.T) {
 		t.Parallel()
 		s := openDomains(t, open)
-		empty, err := s.ListDomains(ctx, domain.DomainQuery{ProjectID: "prj_none"})
+		empty, err := s.ListDomains(ctx, customdomain.DomainQuery{ProjectID: "prj_none"})
 		if err != nil || empty == nil || len(empty) != 0 {
 			t.Fatalf("ListDomains on nothing = %#v, %v; want empty non-nil", empty, err)
 		}
@@ -317,20 +344,20 @@ func RunDomains(t *testing.T, open Opener) {
 			}
 			e := mustCreateDomain(t, s, newEntry(fmt.Sprint("dom_", i), project, n))
 			if n == "b.example.com" {
-				e.Status = domain.StatusActive
+				e.Status = customdomain.StatusActive
 				if _, err := s.UpdateDomain(ctx, e); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
 		for _, tc := range []struct {
-			q    domain.DomainQuery
+			q    customdomain.DomainQuery
 			want string
 		}{
-			{domain.DomainQuery{ProjectID: "prj_a"}, "[a.example.com b.example.com c.example.com]"},
-			{domain.DomainQuery{}, "[a.example.com b.example.com c.example.com d.example.com]"},
-			{domain.DomainQuery{Status: domain.StatusActive}, "[b.example.com]"},
-			{domain.DomainQuery{ProjectID: "prj_b", Status: domain.StatusActive}, "[]"},
+			{customdomain.DomainQuery{ProjectID: "prj_a"}, "[a.example.com b.example.com c.example.com]"},
+			{customdomain.DomainQuery{}, "[a.example.com b.example.com c.example.com d.example.com]"},
+			{customdomain.DomainQuery{Status: customdomain.StatusActive}, "[b.example.com]"},
+			{customdomain.DomainQuery{ProjectID: "prj_b", Status: customdomain.StatusActive}, "[]"},
 		} {
 			got, err := s.ListDomains(ctx, tc.q)
 			if err != nil {
@@ -351,14 +378,14 @@ func RunDomains(t *testing.T, open Opener) {
 		at := func(m int) time.Time { return domainTime.Add(time.Duration(m) * time.Minute) }
 		for i, tc := range []struct {
 			next   time.Time
-			status domain.Status
+			status customdomain.Status
 		}{
-			{at(5), domain.StatusPending},
-			{at(1), domain.StatusIssuing},
-			{time.Time{}, domain.StatusActive},
-			{at(3), domain.StatusPending},
-			{at(60), domain.StatusPending},
-			{at(2), domain.StatusRemoved},
+			{at(5), customdomain.StatusPending},
+			{at(1), customdomain.StatusIssuing},
+			{time.Time{}, customdomain.StatusActive},
+			{at(3), customdomain.StatusPending},
+			{at(60), customdomain.StatusPending},
+			{at(2), customdomain.StatusRemoved},
 		} {
 			e := newEntry(fmt.Sprint("dom_", i), "prj_a", fmt.Sprintf("n%d.example.com", i))
 			e = mustCreateDomain(t, s, e)
@@ -404,11 +431,11 @@ func RunDomains(t *testing.T, open Opener) {
 		if err != nil || list == nil || len(list) != 0 {
 			t.Fatalf("ListDomainConfigs on nothing = %#v, %v; want empty non-nil", list, err)
 		}
-		want := domain.Config{ProjectID: "prj_b", Primary: "shop.example.com", Redirects: []domain.Redirect{
+		want := customdomain.Config{ProjectID: "prj_b", Primary: "shop.example.com", Redirects: []customdomain.Redirect{
 			{From: "www.example.com", To: "shop.example.com", Status: 301},
 			{From: "old.example.com", To: "shop.example.com", Status: 308},
 		}}
-		for _, c := range []domain.Config{want, {ProjectID: "prj_a", Primary: "a.example.com", Redirects: []domain.Redirect{}}, {ProjectID: "prj_c"}} {
+		for _, c := range []customdomain.Config{want, {ProjectID: "prj_a", Primary: "a.example.com", Redirects: []customdomain.Redirect{}}, {ProjectID: "prj_c"}} {
 			if err := s.PutDomainConfig(ctx, c); err != nil {
 				t.Fatal(err)
 			}

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/petstorekit/petstore"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
@@ -208,7 +208,7 @@ func DecisionResult(d ratelimit.Decision) string {
 
 // Resolver wraps r: each lookup makes a client span with the name and
 // record type asked and the number of records found.
-func Resolver(r domain.Resolver, tp trace.TracerProvider) domain.Resolver {
+func Resolver(r customdomain.Resolver, tp trace.TracerProvider) customdomain.Resolver {
 	if tp == nil || r == nil {
 		return r
 	}
@@ -216,11 +216,11 @@ func Resolver(r domain.Resolver, tp trace.TracerProvider) domain.Resolver {
 }
 
 type resolver struct {
-	r domain.Resolver
+	r customdomain.Resolver
 	t trace.Tracer
 }
 
-func (r *resolver) Lookup(ctx context.Context, name, rrtype string) ([]domain.Record, error) {
+func (r *resolver) Lookup(ctx context.Context, name, rrtype string) ([]customdomain.Record, error) {
 	ctx, span := r.t.Start(ctx, "DNS "+rrtype, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(DNSNameKey.String(name), DNSTypeKey.String(rrtype)))
 	recs, err := r.r.Lookup(ctx, name, rrtype)
 	span.SetAttributes(ResultCountKey.Int(len(recs)))
@@ -231,13 +231,13 @@ func (r *resolver) Lookup(ctx context.Context, name, rrtype string) ([]domain.Re
 // CertIssuer wraps c: requesting, checking and removing a custom domain's
 // certificate each make a span naming the domain. A request starts the
 // ACME order; the order itself runs in the issuer's background. An issuer
-// that is also a domain.Diagnoser (adapters/acme is) stays one.
-func CertIssuer(c domain.CertIssuer, tp trace.TracerProvider) domain.CertIssuer {
+// that is also a customdomain.Diagnoser (adapters/acme is) stays one.
+func CertIssuer(c customdomain.CertIssuer, tp trace.TracerProvider) customdomain.CertIssuer {
 	if tp == nil || c == nil {
 		return c
 	}
 	ci := &certIssuer{c, Tracer(tp)}
-	if dg, ok := c.(domain.Diagnoser); ok {
+	if dg, ok := c.(customdomain.Diagnoser); ok {
 		return diagnosingCertIssuer{ci, dg}
 	}
 	return ci
@@ -246,15 +246,15 @@ func CertIssuer(c domain.CertIssuer, tp trace.TracerProvider) domain.CertIssuer 
 // diagnosingCertIssuer is a traced issuer that keeps its Diagnoser.
 type diagnosingCertIssuer struct {
 	*certIssuer
-	dg domain.Diagnoser
+	dg customdomain.Diagnoser
 }
 
-func (c diagnosingCertIssuer) Diagnose(ctx context.Context, d domain.Domain) []domain.Finding {
+func (c diagnosingCertIssuer) Diagnose(ctx context.Context, d customdomain.Domain) []customdomain.Finding {
 	return c.dg.Diagnose(ctx, d)
 }
 
 type certIssuer struct {
-	c domain.CertIssuer
+	c customdomain.CertIssuer
 	t trace.Tracer
 }
 
@@ -262,7 +262,7 @@ func (c *certIssuer) Request(ctx context.Context, name string) error {
 	return call0(ctx, c.t, "CertIssuer.Request", func(ctx context.Context) error { return c.c.Request(ctx, name) }, DomainKey.String(name))
 }
 
-func (c *certIssuer) Status(ctx context.Context, name string) (domain.CertStatus, error) {
+func (c *certIssuer) Status(ctx context.Context, name string) (customdomain.CertStatus, error) {
 	ctx, span := c.t.Start(ctx, "CertIssuer.Status", trace.WithAttributes(DomainKey.String(name)))
 	st, err := c.c.Status(ctx, name)
 	span.SetAttributes(attribute.String("petstore.cert.state", string(st.State)))

@@ -1,6 +1,6 @@
 // Package acme obtains, renews, serves and removes the TLS certificates of
 // customers' custom domains through ACME, with github.com/caddyserver/certmagic.
-// It is the domain engine's domain.CertIssuer.
+// It is the domain engine's customdomain.CertIssuer.
 //
 // When a name verifies, Request starts obtaining its certificate at once in
 // the background (with certmagic's retries), after checking that the
@@ -35,7 +35,7 @@ import (
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/acme/blobs"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 )
 
 // DefaultPendingTimeout is how long a certificate may stay pending before
@@ -55,7 +55,7 @@ type Config struct {
 	// Storage keeps certificates, keys, ACME accounts and locks.
 	Storage blobs.Store
 	// Resolver reads CAA records. Nil skips the CAA check.
-	Resolver domain.Resolver
+	Resolver customdomain.Resolver
 	// CAAIdentities are the CA's domain names as CAA issue records name
 	// it. Empty means the ACME directory's meta.caaIdentities.
 	CAAIdentities []string
@@ -67,14 +67,28 @@ type Config struct {
 	// names it allows, and a name it denies is evicted from the cache
 	// and refused, at a handshake or when certmagic would renew it, so a
 	// removal in one process reaches all of them. It runs on every
-	// handshake and must be fast: no I/O (domain.Engine.Admits).
+	// handshake and must be fast: no I/O (customdomain.Engine.Admits).
 	Allowed func(ctx context.Context, name string) bool
+	// Renewable, when set, is asked before certmagic renews a name's
+	// certificate; a name it denies is not renewed (its certificate is
+	// still served while Allowed admits it). Nil means Allowed decides.
+	// Like Allowed, it must be fast: no I/O (customdomain.Engine.Renews).
+	Renewable func(ctx context.Context, name string) bool
 	// DNSProvider, when set, solves DNS-01 challenges by writing TXT
 	// records through libdns, instead of HTTP-01 and TLS-ALPN-01.
 	DNSProvider certmagic.DNSProvider
 	// DNSResolvers are the nameservers ("host:port") used to find the
 	// zone of a DNS-01 record; empty means the system's.
 	DNSResolvers []string
+	// DCVZone and DCVProvider enable DCV delegation: a name whose
+	// _acme-challenge CNAME points into DCVZone (a zone the platform's own
+	// DNS serves, written through DCVProvider, a libdns provider) gets its
+	// certificate by DNS-01 with the TXT record written there, before its
+	// traffic reaches the platform; wildcard names (*.shop.example.com)
+	// always do. Resolver must be set to read the delegations. Empty:
+	// wildcards cannot be issued.
+	DCVZone     string
+	DCVProvider certmagic.DNSProvider
 	// HTTPPort and TLSPort are the ports of the server's plain-HTTP and
 	// TLS listeners, where the CA sends HTTP-01 and TLS-ALPN-01
 	// validation (the CA connects to 80 and 443 unless a test CA is told
@@ -99,7 +113,7 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Issuer is a domain.CertIssuer on certmagic.
+// Issuer is a customdomain.CertIssuer on certmagic.
 type Issuer struct {
 	cfg      Config
 	log      *slog.Logger
@@ -108,6 +122,8 @@ type Issuer struct {
 	cache    *certmagic.Cache
 	roots    *x509.CertPool
 	magic    *certmagic.Config // obtains and renews
+	dcv      *certmagic.Config // obtains and renews by DNS-01 through the DCV delegation; nil: none
+	dcvZone  string
 	onDemand *certmagic.Config // serves handshakes, with the on-demand fallback
 	acme     *certmagic.ACMEIssuer
 	httpc    *http.Client
@@ -116,9 +132,10 @@ type Issuer struct {
 	cancel    context.CancelFunc
 	closeOnce sync.Once // certmagic's Cache.Stop panics when called twice
 
-	mu       sync.Mutex
-	attempts map[string]*attempt
-	ids      []string // CA identities, once known
+	mu        sync.Mutex
+	attempts  map[string]*attempt
+	delegated map[string]bool // names Request found delegated: obtained and renewed through dcv
+	ids       []string        // CA identities, once known
 }
 
 // attempt is one Request's try at obtaining a certificate.
@@ -126,15 +143,15 @@ type attempt struct {
 	started time.Time
 	cancel  context.CancelFunc
 	done    bool
-	failed  *domain.CertStatus // set when the attempt ended without a certificate
-	lastErr string             // the latest error while certmagic retries
-	blocked *domain.Finding    // CAA block seen at a later renewal
+	failed  *customdomain.CertStatus // set when the attempt ended without a certificate
+	lastErr string                   // the latest error while certmagic retries
+	blocked *customdomain.Finding    // CAA block seen at a later renewal
 	// undecided is CAA_UNDECIDED: CAA records name CAs, and this CA's
 	// names are unknown, so the check could not be made.
-	undecided *domain.Finding
+	undecided *customdomain.Finding
 }
 
-var _ domain.CertIssuer = (*Issuer)(nil)
+var _ customdomain.CertIssuer = (*Issuer)(nil)
 
 // New returns an Issuer. It contacts nobody until a name is requested.
 func New(cfg Config) (*Issuer, error) {
@@ -161,9 +178,9 @@ func New(cfg Config) (*Issuer, error) {
 	is := &Issuer{
 		cfg: cfg, log: log, now: cfg.Now,
 		storage:  NewStorage(cfg.Storage, cfg.Now, log),
-		attempts: map[string]*attempt{},
-		ids:      cfg.CAAIdentities,
-		roots:    roots,
+		attempts: map[string]*attempt{}, delegated: map[string]bool{},
+		ids:   cfg.CAAIdentities,
+		roots: roots,
 		httpc: &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{
 			TLSClientConfig: &tls.Config{RootCAs: roots}, Proxy: http.ProxyFromEnvironment,
 		}},
@@ -171,7 +188,7 @@ func New(cfg Config) (*Issuer, error) {
 	is.ctx, is.cancel = context.WithCancel(context.Background())
 	zl := zapToSlog(log)
 	is.cache = certmagic.NewCache(certmagic.CacheOptions{
-		GetConfigForCert:   func(certmagic.Certificate) (*certmagic.Config, error) { return is.magic, nil },
+		GetConfigForCert:   is.configForCert,
 		RenewCheckInterval: cfg.RenewCheckInterval,
 		Logger:             zl,
 	})
@@ -181,6 +198,11 @@ func New(cfg Config) (*Issuer, error) {
 	// serves handshakes, with the fallback.
 	is.magic = is.newConfig(nil)
 	is.acme = is.magic.Issuers[0].(*certmagic.ACMEIssuer)
+	if cfg.DCVZone != "" && cfg.DCVProvider != nil {
+		is.dcvZone = normalize(cfg.DCVZone)
+		is.dcv = is.newConfig(nil)
+		is.dcv.Issuers[0].(*certmagic.ACMEIssuer).DNS01Solver = &dcvSolver{is: is, solvers: map[string]*certmagic.DNS01Solver{}}
+	}
 	is.onDemand = is.magic
 	if cfg.Allowed != nil {
 		is.onDemand = is.newConfig(&certmagic.OnDemandConfig{DecisionFunc: func(ctx context.Context, name string) error {
@@ -243,12 +265,23 @@ func normalize(name string) string {
 	return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(name)), ".")
 }
 
-// Request implements domain.CertIssuer: it starts a new attempt for name,
+// Request implements customdomain.CertIssuer: it starts a new attempt for name,
 // replacing any attempt still running, and returns at once.
 func (is *Issuer) Request(ctx context.Context, name string) error {
 	name = normalize(name)
 	if name == "" {
 		return petstore.Errorf(petstore.CodeInvalidRequest, "domain name must not be empty")
+	}
+	if is.dcv != nil && !strings.HasPrefix(name, "*.") {
+		// Delegated: DNS-01 works whether or not the name's traffic
+		// reaches the platform yet.
+		target, err := is.delegation(ctx, name)
+		if err != nil {
+			is.log.Warn("DCV delegation unknown; HTTP validation is tried", "domain", name, "err", err)
+		}
+		is.mu.Lock()
+		is.delegated[name] = target != ""
+		is.mu.Unlock()
 	}
 	actx, cancel := context.WithCancel(is.ctx)
 	a := &attempt{started: is.now(), cancel: cancel}
@@ -266,10 +299,11 @@ func (is *Issuer) Request(ctx context.Context, name string) error {
 // retries with backoff; its cert_obtaining event runs the CAA check), then
 // caches it so handshakes are served and maintenance renews it.
 func (is *Issuer) obtain(ctx context.Context, name string, a *attempt) {
-	_, err := is.magic.CacheManagedCertificate(ctx, name)
+	magic := is.configFor(name)
+	_, err := magic.CacheManagedCertificate(ctx, name)
 	if errors.Is(err, fs.ErrNotExist) {
-		if err = is.magic.ObtainCertAsync(ctx, name); err == nil && ctx.Err() == nil {
-			_, err = is.magic.CacheManagedCertificate(ctx, name)
+		if err = magic.ObtainCertAsync(ctx, name); err == nil && ctx.Err() == nil {
+			_, err = magic.CacheManagedCertificate(ctx, name)
 		}
 	}
 	if ctx.Err() != nil {
@@ -278,10 +312,10 @@ func (is *Issuer) obtain(ctx context.Context, name string, a *attempt) {
 	is.mu.Lock()
 	a.done = true
 	if err != nil {
-		st := domain.CertStatus{State: domain.CertFailed, Reason: reason(err)}
+		st := customdomain.CertStatus{State: customdomain.CertFailed, Reason: reason(err)}
 		var blocked *caaBlocked
 		if errors.As(err, &blocked) {
-			st.Findings = []domain.Finding{blocked.finding}
+			st.Findings = []customdomain.Finding{blocked.finding}
 		}
 		a.failed = &st
 	}
@@ -315,6 +349,13 @@ func (is *Issuer) onEvent(ctx context.Context, event string, data map[string]any
 	name = normalize(name)
 	switch event {
 	case "cert_obtaining":
+		if renewal, _ := data["renewal"].(bool); renewal && is.cfg.Renewable != nil && is.cfg.Allowed != nil &&
+			is.cfg.Allowed(ctx, name) && !is.cfg.Renewable(ctx, name) {
+			// Still served (its record moved away, within the grace
+			// period), but not kept alive: keep serving what is cached.
+			is.log.Info("not renewing the certificate of a domain whose record points elsewhere", "domain", name)
+			return certmagic.ErrNoRetry{Err: fmt.Errorf("%s does not point at the platform now; not renewed", name)}
+		}
 		if is.denied(ctx, name, data) {
 			// A removed name: another process removed it from the shared
 			// storage, and certmagic, finding the certificate it still
@@ -466,9 +507,9 @@ func (is *Issuer) noteUndecided(ctx context.Context, name string) {
 	})
 }
 
-// Status implements domain.CertIssuer. A certificate another process
+// Status implements customdomain.CertIssuer. A certificate another process
 // obtained into the shared storage is loaded and served from then on.
-func (is *Issuer) Status(ctx context.Context, name string) (domain.CertStatus, error) {
+func (is *Issuer) Status(ctx context.Context, name string) (customdomain.CertStatus, error) {
 	name = normalize(name)
 	cert, ok := is.cached(name)
 	is.mu.Lock()
@@ -479,32 +520,32 @@ func (is *Issuer) Status(ctx context.Context, name string) (domain.CertStatus, e
 	}
 	is.mu.Unlock()
 	if !ok && (a == nil || snap.failed == nil) {
-		if c, err := is.magic.CacheManagedCertificate(ctx, name); err == nil {
+		if c, err := is.configFor(name).CacheManagedCertificate(ctx, name); err == nil {
 			cert, ok = c, true
 		}
 	}
-	withUndecided := func(st domain.CertStatus) domain.CertStatus {
+	withUndecided := func(st customdomain.CertStatus) customdomain.CertStatus {
 		if snap.undecided != nil {
 			st.Findings = append(slices.Clone(st.Findings), *snap.undecided)
 		}
 		return st
 	}
 	if ok && cert.Leaf != nil {
-		st := domain.CertStatus{State: domain.CertIssued, Issuer: cert.Leaf.Issuer.CommonName, NotAfter: cert.Leaf.NotAfter}
+		st := customdomain.CertStatus{State: customdomain.CertIssued, Issuer: cert.Leaf.Issuer.CommonName, NotAfter: cert.Leaf.NotAfter}
 		if snap.blocked != nil {
-			st.Findings = []domain.Finding{*snap.blocked}
+			st.Findings = []customdomain.Finding{*snap.blocked}
 		}
 		return withUndecided(st), nil
 	}
 	switch {
 	case a == nil:
-		return domain.CertStatus{State: domain.CertNone}, nil
+		return customdomain.CertStatus{State: customdomain.CertNone}, nil
 	case snap.failed != nil:
 		return withUndecided(*snap.failed), nil
 	}
-	st := domain.CertStatus{State: domain.CertIssuing, Reason: snap.lastErr}
+	st := customdomain.CertStatus{State: customdomain.CertIssuing, Reason: snap.lastErr}
 	if is.now().Sub(snap.started) >= is.cfg.PendingTimeout {
-		st.Findings = []domain.Finding{domain.CertPendingTooLongFinding(name, is.cfg.PendingTimeout, snap.lastErr)}
+		st.Findings = []customdomain.Finding{customdomain.CertPendingTooLongFinding(name, is.cfg.PendingTimeout, snap.lastErr)}
 	}
 	return withUndecided(st), nil
 }
@@ -518,7 +559,7 @@ func (is *Issuer) cached(name string) (certmagic.Certificate, bool) {
 	return certmagic.Certificate{}, false
 }
 
-// Remove implements domain.CertIssuer: it stops any attempt, evicts the
+// Remove implements customdomain.CertIssuer: it stops any attempt, evicts the
 // certificate from the cache so the next handshake fails, and deletes it
 // from storage.
 func (is *Issuer) Remove(ctx context.Context, name string) error {
@@ -528,6 +569,7 @@ func (is *Issuer) Remove(ctx context.Context, name string) error {
 		a.cancel()
 		delete(is.attempts, name)
 	}
+	delete(is.delegated, name)
 	is.mu.Unlock()
 	is.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: name}})
 	return is.storage.Delete(ctx, certmagic.StorageKeys.CertsSitePrefix(is.acme.IssuerKey(), name))

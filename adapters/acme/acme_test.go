@@ -14,10 +14,10 @@ import (
 
 	"github.com/petstorekit/petstore/adapters/acme"
 	"github.com/petstorekit/petstore/adapters/acme/acmetest"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 )
 
-func status(t *testing.T, is *acme.Issuer, name string) domain.CertStatus {
+func status(t *testing.T, is *acme.Issuer, name string) customdomain.CertStatus {
 	t.Helper()
 	st, err := is.Status(context.Background(), name)
 	if err != nil {
@@ -60,12 +60,12 @@ func TestIssue(t *testing.T) {
 			if err := is.Request(context.Background(), name); err != nil {
 				t.Fatal(err)
 			}
-			if st := status(t, is, name); st.State != domain.CertIssuing && st.State != domain.CertIssued {
+			if st := status(t, is, name); st.State != customdomain.CertIssuing && st.State != customdomain.CertIssued {
 				t.Fatalf("status right after Request = %+v, want issuing", st)
 			}
 			e.waitChange(name)
 			st := status(t, is, name)
-			if st.State != domain.CertIssued || st.NotAfter.Before(time.Now()) || st.Issuer == "" {
+			if st.State != customdomain.CertIssued || st.NotAfter.Before(time.Now()) || st.Issuer == "" {
 				t.Fatalf("status = %+v, want issued with a future notAfter and an issuer", st)
 			}
 			leaf, err := e.handshake(name)
@@ -109,7 +109,7 @@ func TestCAABlocksWithoutAskingTheCA(t *testing.T) {
 			}
 			e.waitChange(name)
 			st := status(t, is, name)
-			if st.State != domain.CertFailed || len(st.Findings) != 1 || st.Findings[0].Code != "CAA_BLOCKS_CA" {
+			if st.State != customdomain.CertFailed || len(st.Findings) != 1 || st.Findings[0].Code != "CAA_BLOCKS_CA" {
 				t.Fatalf("status = %+v, want failed with CAA_BLOCKS_CA", st)
 			}
 			f := st.Findings[0]
@@ -156,7 +156,7 @@ func TestSharedStoreRemove(t *testing.T) {
 		t.Fatalf("%d certificates ordered for one name by two issuers sharing a store, want 1", n)
 	}
 	sa, sb := status(t, a, name), status(t, b, name)
-	if sa.State != domain.CertIssued || sb.State != domain.CertIssued || !sa.NotAfter.Equal(sb.NotAfter) {
+	if sa.State != customdomain.CertIssued || sb.State != customdomain.CertIssued || !sa.NotAfter.Equal(sb.NotAfter) {
 		t.Fatalf("statuses %+v and %+v, want the same issued certificate", sa, sb)
 	}
 	if _, err := e.handshake(name); err != nil {
@@ -175,7 +175,7 @@ func TestSharedStoreRemove(t *testing.T) {
 	if _, err := e.handshake(name); err == nil {
 		t.Fatal("handshake succeeded right after Remove")
 	}
-	if st := status(t, a, name); st.State != domain.CertNone {
+	if st := status(t, a, name); st.State != customdomain.CertNone {
 		t.Fatalf("status after Remove = %+v, want none", st)
 	}
 	e.mux.mu.Lock()
@@ -230,7 +230,7 @@ func TestSharedStoreRemoveNotRenewedElsewhere(t *testing.T) {
 				}
 				e.waitChange(name)
 			}
-			if st := status(t, b, name); st.State != domain.CertIssued {
+			if st := status(t, b, name); st.State != customdomain.CertIssued {
 				t.Fatalf("b's status = %+v, want issued from the shared storage", st)
 			}
 			orders := e.ca.Requests("/finalize-order/")
@@ -272,12 +272,12 @@ func TestPendingTooLong(t *testing.T) {
 		t.Fatal(err)
 	}
 	advance(29 * time.Minute)
-	if st := status(t, is, "nowhere.example.com"); st.State != domain.CertIssuing || len(st.Findings) != 0 {
+	if st := status(t, is, "nowhere.example.com"); st.State != customdomain.CertIssuing || len(st.Findings) != 0 {
 		t.Fatalf("after 29 minutes: %+v, want issuing without findings", st)
 	}
 	advance(time.Minute)
 	st := status(t, is, "nowhere.example.com")
-	if st.State != domain.CertIssuing || len(st.Findings) != 1 || st.Findings[0].Code != "CERT_PENDING_TOO_LONG" {
+	if st.State != customdomain.CertIssuing || len(st.Findings) != 1 || st.Findings[0].Code != "CERT_PENDING_TOO_LONG" {
 		t.Fatalf("after 30 minutes: %+v, want CERT_PENDING_TOO_LONG", st)
 	}
 	for _, step := range []string{"still verifies", "CAA", "Re-verify"} {
@@ -363,16 +363,56 @@ func TestCAAUndecidedWithoutIdentities(t *testing.T) {
 	}
 	e.waitChange(name)
 	st := status(t, is, name)
-	if st.State != domain.CertIssued {
+	if st.State != customdomain.CertIssued {
 		t.Fatalf("status = %+v, want issued: an undecided CAA check does not block", st)
 	}
-	i := slices.IndexFunc(st.Findings, func(f domain.Finding) bool { return f.Code == domain.FindingCAAUndecided })
+	i := slices.IndexFunc(st.Findings, func(f customdomain.Finding) bool { return f.Code == customdomain.FindingCAAUndecided })
 	if i < 0 {
-		t.Fatalf("findings %+v, want %s", st.Findings, domain.FindingCAAUndecided)
+		t.Fatalf("findings %+v, want %s", st.Findings, customdomain.FindingCAAUndecided)
 	}
 	f := st.Findings[i]
 	if !strings.Contains(f.Message, "digicert.com") || !strings.Contains(f.Message, "could not be decided") ||
 		len(f.Records) != 1 || f.Records[0].Name != "example.com" {
 		t.Fatalf("finding = %+v, want the record found, the CA it allows, and that it could not be decided", f)
+	}
+}
+
+// TestNotRenewedWhileMisconfigured: a name Allowed admits but Renewable
+// refuses (a custom domain whose record moved away, within its grace
+// period) keeps being served from the cache, and its certificate is not
+// renewed: no order reaches the CA when certmagic finds it due.
+func TestNotRenewedWhileMisconfigured(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	label := uniqueLabel("drift")
+	name := label + ".example.com"
+	e := newEnv(t, 10*time.Second)
+	e.point(label)
+	refused := newLogWait("not renewing the certificate of a domain whose record points elsewhere")
+	is := e.issuer(func(c *acme.Config) {
+		c.RenewCheckInterval = 250 * time.Millisecond
+		c.RenewalWindowRatio = 0.9 // renew 1 s into a 10 s lifetime
+		c.Renewable = func(context.Context, string) bool { return false }
+		c.Logger = slog.New(refused)
+	})
+	if err := is.Request(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	e.waitChange(name)
+	first, err := e.handshake(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orders := e.ca.Requests("/finalize-order/")
+	refused.wait(t)
+	again, err := e.handshake(name)
+	if err != nil {
+		t.Fatalf("the certificate is no longer served after the refused renewal: %v", err)
+	}
+	if again.SerialNumber.Cmp(first.SerialNumber) != 0 {
+		t.Fatal("the certificate was replaced although its renewal was refused")
+	}
+	if n := e.ca.Requests("/finalize-order/"); n != orders {
+		t.Fatalf("%d certificates ordered after the refusal, want none", n-orders)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 )
 
 // CAA is one parsed CAA record (RFC 8659 section 4.1).
@@ -23,7 +23,7 @@ type CAA struct {
 func (c CAA) Critical() bool { return c.Flags&128 != 0 }
 
 // ParseCAA parses the presentation form of a CAA record's data, as
-// domain.Resolver returns it: `0 issue "letsencrypt.org"`. The value may
+// customdomain.Resolver returns it: `0 issue "letsencrypt.org"`. The value may
 // be quoted (with \" and \\ escapes) or bare.
 func ParseCAA(s string) (CAA, error) {
 	s = strings.TrimSpace(s)
@@ -92,9 +92,9 @@ var knownTags = map[string]bool{
 // CAAVerdict is the outcome of checking a name's CAA records.
 type CAAVerdict struct {
 	Allowed bool
-	Owner   string          // name that owns the relevant record set; "" when none
-	Records []domain.Record // the relevant record set, as found
-	Reason  string          // why not allowed
+	Owner   string                // name that owns the relevant record set; "" when none
+	Records []customdomain.Record // the relevant record set, as found
+	Reason  string                // why not allowed
 	// Unreadable is set when a record blocks because it has an unknown
 	// critical property or cannot be parsed: adding an issue record
 	// would not help.
@@ -109,7 +109,7 @@ type CAAVerdict struct {
 // given the relevant CAA record set found at owner (RFC 8659 section 4).
 // An empty set allows every CA. With no identities nothing can be matched,
 // so the set is not evaluated: the verdict is allowed and Unchecked.
-func EvaluateCAA(name string, identities []string, owner string, records []domain.Record) CAAVerdict {
+func EvaluateCAA(name string, identities []string, owner string, records []customdomain.Record) CAAVerdict {
 	v := CAAVerdict{Allowed: true, Owner: owner, Records: records}
 	if len(records) == 0 {
 		v.Owner = ""
@@ -174,7 +174,7 @@ const maxCNAMEHops = 8
 // the nearest name, walking up from name towards the root, that has any
 // (RFC 8659 section 3). A name that is a CNAME gets the CAA records of its
 // target, as a resolver following the alias would return them.
-func relevantCAA(ctx context.Context, r domain.Resolver, name string) (owner string, records []domain.Record, err error) {
+func relevantCAA(ctx context.Context, r customdomain.Resolver, name string) (owner string, records []customdomain.Record, err error) {
 	name = strings.TrimSuffix(strings.TrimPrefix(strings.ToLower(name), "*."), ".")
 	for labels := name; labels != ""; {
 		recs, target, err := caaAt(ctx, r, labels)
@@ -195,7 +195,7 @@ func relevantCAA(ctx context.Context, r domain.Resolver, name string) (owner str
 
 // caaAt returns the CAA records at name, following CNAMEs; target is the
 // name that owns them.
-func caaAt(ctx context.Context, r domain.Resolver, name string) ([]domain.Record, string, error) {
+func caaAt(ctx context.Context, r customdomain.Resolver, name string) ([]customdomain.Record, string, error) {
 	for range maxCNAMEHops {
 		recs, err := r.Lookup(ctx, name, "CAA")
 		if err != nil {
@@ -218,18 +218,18 @@ func caaAt(ctx context.Context, r domain.Resolver, name string) ([]domain.Record
 
 // caaBlocked is the error that stops an attempt whose CAA records forbid
 // the CA; it carries the finding to show.
-type caaBlocked struct{ finding domain.Finding }
+type caaBlocked struct{ finding customdomain.Finding }
 
 func (e *caaBlocked) Error() string { return e.finding.Message }
 
 // CheckCAA finds the relevant CAA record set of name through r and
 // evaluates it for a CA known by identities. An error (wrapping
-// domain.ErrLookupFailed) means the records could not be read: no verdict.
-func CheckCAA(ctx context.Context, r domain.Resolver, name string, identities []string) (CAAVerdict, error) {
+// customdomain.ErrLookupFailed) means the records could not be read: no verdict.
+func CheckCAA(ctx context.Context, r customdomain.Resolver, name string, identities []string) (CAAVerdict, error) {
 	owner, records, err := relevantCAA(ctx, r, name)
 	if err != nil {
-		if !errors.Is(err, domain.ErrLookupFailed) {
-			err = fmt.Errorf("%w: %v", domain.ErrLookupFailed, err)
+		if !errors.Is(err, customdomain.ErrLookupFailed) {
+			err = fmt.Errorf("%w: %v", customdomain.ErrLookupFailed, err)
 		}
 		return CAAVerdict{}, fmt.Errorf("checking CAA records of %s: %w", name, err)
 	}
@@ -237,9 +237,9 @@ func CheckCAA(ctx context.Context, r domain.Resolver, name string, identities []
 }
 
 // checkCAA returns a *caaBlocked error when CAA forbids the CA to issue for
-// name, an error wrapping domain.ErrLookupFailed when it cannot tell, and
+// name, an error wrapping customdomain.ErrLookupFailed when it cannot tell, and
 // nil when issuance is allowed.
-func checkCAA(ctx context.Context, r domain.Resolver, name string, identities []string) error {
+func checkCAA(ctx context.Context, r customdomain.Resolver, name string, identities []string) error {
 	if r == nil {
 		return nil
 	}
@@ -259,8 +259,8 @@ func checkCAA(ctx context.Context, r domain.Resolver, name string, identities []
 	if !v.Unreadable && len(identities) > 0 {
 		fix = fmt.Sprintf("Add the CAA record %s CAA 0 %s %q (keep the others if you still use those CAs), or remove the CAA records at %s. Then use Re-verify.", owner, tag, identities[0], owner)
 	}
-	return &caaBlocked{finding: domain.Finding{
-		Code:    domain.FindingCAABlocksCA,
+	return &caaBlocked{finding: customdomain.Finding{
+		Code:    customdomain.FindingCAABlocksCA,
 		Message: "No certificate can be issued: " + v.Reason + ".",
 		Fix:     fix,
 		Records: v.Records,
@@ -271,9 +271,9 @@ func checkCAA(ctx context.Context, r domain.Resolver, name string, identities []
 // CA's own CAA identities are unknown (its ACME directory names none and
 // none were configured): the records are shown with the CAs they allow,
 // and the check is said to be undecided. It does not stop issuance.
-func undecidedCAA(v CAAVerdict) (domain.Finding, bool) {
+func undecidedCAA(v CAAVerdict) (customdomain.Finding, bool) {
 	if !v.Unchecked {
-		return domain.Finding{}, false
+		return customdomain.Finding{}, false
 	}
 	var allowed []string
 	for _, r := range v.Records {
@@ -284,10 +284,10 @@ func undecidedCAA(v CAAVerdict) (domain.Finding, bool) {
 		}
 	}
 	if len(allowed) == 0 {
-		return domain.Finding{}, false // no issue records: nothing restricts issuance
+		return customdomain.Finding{}, false // no issue records: nothing restricts issuance
 	}
-	return domain.Finding{
-		Code: domain.FindingCAAUndecided,
+	return customdomain.Finding{
+		Code: customdomain.FindingCAAUndecided,
 		Message: fmt.Sprintf("The CAA records at %s allow only %s to issue certificates. Whether this platform's certificate authority is one of them could not be decided: it does not publish the names CAA records use for it.",
 			v.Owner, strings.Join(allowed, ", ")),
 		Fix:     "If certificates do not arrive, add a CAA issue record for the platform's certificate authority beside these, or ask the platform which name to use (examples/server: -acme-caa-identities).",

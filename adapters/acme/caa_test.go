@@ -11,13 +11,13 @@ import (
 	"github.com/petstorekit/petstore/adapters/acme"
 	"github.com/petstorekit/petstore/adapters/dnsresolver"
 	"github.com/petstorekit/petstore/adapters/memzone"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 )
 
-func caa(owner string, values ...string) []domain.Record {
-	var out []domain.Record
+func caa(owner string, values ...string) []customdomain.Record {
+	var out []customdomain.Record
 	for _, v := range values {
-		out = append(out, domain.Record{Type: "CAA", Name: owner, Value: v})
+		out = append(out, customdomain.Record{Type: "CAA", Name: owner, Value: v})
 	}
 	return out
 }
@@ -27,7 +27,7 @@ func TestEvaluateCAA(t *testing.T) {
 	for _, tc := range []struct {
 		desc    string
 		name    string
-		records []domain.Record
+		records []customdomain.Record
 		allowed bool
 		noIDs   bool // the CA's identities are unknown
 	}{
@@ -106,7 +106,7 @@ func FuzzParseCAA(f *testing.F) {
 			t.Fatalf("ParseCAA(%q) tag %q: want non-empty and lower case", s, c.Tag)
 		}
 		// Whatever parses must evaluate without panicking.
-		acme.EvaluateCAA("a.example.com", []string{"ca.example"}, "example.com", []domain.Record{{Type: "CAA", Value: s}})
+		acme.EvaluateCAA("a.example.com", []string{"ca.example"}, "example.com", []customdomain.Record{{Type: "CAA", Value: s}})
 		_ = c.IssuerDomain()
 	})
 }

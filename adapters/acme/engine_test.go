@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyserver/certmagic"
 	"github.com/libdns/libdns"
 
 	"github.com/petstorekit/petstore"
@@ -23,7 +24,8 @@ import (
 	"github.com/petstorekit/petstore/adapters/dnsresolver"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/adapters/memzone"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/adapters/rfc2136/rfc2136test"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/internal/domaintest"
 )
 
@@ -39,17 +41,22 @@ const edgeTarget = "edge.petstore.example"
 type engineEnv struct {
 	t        *testing.T
 	world    *domaintest.World // the DNS server and the domains' store, shared by restarts
-	engine   *domain.Engine
+	engine   *customdomain.Engine
 	issuer   *acme.Issuer
 	zone     *memzone.Provider
 	ca       *acmetest.Pebble
 	tlsAddr  string
-	resolver domain.Resolver
+	resolver customdomain.Resolver
 	store    *memstore.Store // the domains: one database shared by restarts
 	certs    *memstore.Store // certmagic's storage, in the same database
 	httpPort int
 	tlsPort  int
 	serving  atomic.Pointer[acme.Issuer] // the issuer behind the listeners
+	// dcvZone, when set, is the platform's DCV zone, written through
+	// dcvProvider and read through dnsAddr.
+	dcvZone     string
+	dcvProvider certmagic.DNSProvider
+	dnsAddr     string // the nameserver everything asks: the World's, or a resolver in front of it and Knot
 	// unreachable makes the listeners refuse every connection's request,
 	// challenges included: the CA cannot validate, so nothing is issued
 	// while it is set.
@@ -61,12 +68,34 @@ const project = "prj_pro"
 
 func newEngineEnv(t *testing.T) *engineEnv {
 	t.Helper()
+	return newEngineEnvDCV(t, "")
+}
+
+// newEngineEnvDCV is newEngineEnv with DCV delegation into dcvZone when
+// it is not empty: a zone of the World's DNS server, written through its
+// memzone provider, or, with knot, a zone of a Knot server written through
+// RFC 2136, with a resolver in front of both servers that everything asks
+// (Pebble included), as a CA's recursive resolver follows the customer's
+// delegation CNAME to the platform's DNS.
+func newEngineEnvDCV(t *testing.T, dcvZone string, knot ...bool) *engineEnv {
+	t.Helper()
+	zones := []string{"example.com.", "example.org.", "example.test.", "petstore.example."}
+	useKnot := len(knot) > 0 && knot[0]
+	if dcvZone != "" && !useKnot {
+		zones = append(zones, dcvZone+".")
+	}
 	world := domaintest.New(t, domaintest.Options{
-		Zones: []string{"example.com.", "example.org.", "petstore.example."}, Store: memstore.New(),
-		Projects: domaintest.NewProjects(domain.Project{ID: project, Plan: petstore.PlanPro, Deployed: true}),
-		Config:   func(c *domain.EngineConfig) { c.CNAMETarget = edgeTarget },
+		Zones: zones, Store: memstore.New(),
+		Projects: domaintest.NewProjects(customdomain.Project{ID: project, Plan: petstore.PlanPro, Deployed: true}),
+		Config:   func(c *customdomain.EngineConfig) { c.CNAMETarget = edgeTarget },
 	})
-	zone, dnsSrv := world.Zone, world.DNS
+	zone, dnsAddr := world.Zone, world.DNS.Addr()
+	var dcvProvider certmagic.DNSProvider = zone
+	if useKnot {
+		k := rfc2136test.StartKnot(t, dcvZone+".")
+		dcvProvider = k.Provider()
+		dnsAddr = acmetest.Resolver(t, map[string]string{dcvZone: k.Addr, "": world.DNS.Addr()})
+	}
 	if _, err := zone.AppendRecords(context.Background(), "petstore.example.", []libdns.Record{
 		libdns.Address{Name: "edge", TTL: time.Hour, IP: netip.MustParseAddr("127.0.0.1")},
 	}); err != nil {
@@ -76,11 +105,12 @@ func newEngineEnv(t *testing.T) *engineEnv {
 	tlsLn := listen(t)
 	e := &engineEnv{
 		t: t, world: world, zone: zone, tlsAddr: tlsLn.Addr().String(),
-		resolver: dnsresolver.New(dnsSrv.Addr()),
+		dcvZone: dcvZone, dcvProvider: dcvProvider, dnsAddr: dnsAddr,
+		resolver: dnsresolver.New(dnsAddr),
 		store:    world.Store.(*memstore.Store), certs: memstore.New(),
 		httpPort: httpLn.Addr().(*net.TCPAddr).Port, tlsPort: tlsLn.Addr().(*net.TCPAddr).Port,
 	}
-	e.ca = acmetest.Start(t, acmetest.Options{DNSServer: dnsSrv.Addr(), HTTPPort: e.httpPort, TLSPort: e.tlsPort})
+	e.ca = acmetest.Start(t, acmetest.Options{DNSServer: dnsAddr, HTTPPort: e.httpPort, TLSPort: e.tlsPort})
 	e.start()
 
 	// The listeners are wired as a server wires them, through whichever
@@ -117,7 +147,7 @@ func (e *engineEnv) start() {
 	// issuer reports certificate changes, and asks during handshakes
 	// whether a name may be served. engine is set before any name is
 	// added, so neither callback can see it nil.
-	var engine *domain.Engine
+	var engine *customdomain.Engine
 	issuer, err := acme.New(acme.Config{
 		CA: e.ca.DirectoryURL(), RootCAs: e.ca.ServerRootPEM(), Email: "ops@example.com",
 		Storage:  e.certs,
@@ -129,14 +159,17 @@ func (e *engineEnv) start() {
 			}
 		},
 		// As examples/server wires it: from memory, no I/O per handshake.
-		Allowed: func(_ context.Context, name string) bool { return engine.Admits(name) },
+		Allowed:   func(_ context.Context, name string) bool { return engine.Admits(name) },
+		Renewable: func(_ context.Context, name string) bool { return engine.Renews(name) },
+		DCVZone:   e.dcvZone, DCVProvider: e.dcvProvider, DNSResolvers: []string{e.dnsAddr},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { issuer.Close() })
-	engine = e.world.Replica(t, func(c *domain.EngineConfig) {
+	engine = e.world.Replica(t, func(c *customdomain.EngineConfig) {
 		c.Resolver, c.CertIssuer = e.resolver, issuer
+		c.DCVZone = e.dcvZone
 		c.Now = time.Now // the CA's certificates are on real time
 	})
 	if err := engine.Refresh(context.Background()); err != nil {
@@ -157,15 +190,15 @@ func listen(t *testing.T) net.Listener {
 
 // add attaches name to the project and creates, in its zone, the CNAME the
 // engine asks for, plus any extra records.
-func (e *engineEnv) add(name, zone string, extra ...libdns.Record) domain.Domain {
+func (e *engineEnv) add(name, zone string, extra ...libdns.Record) customdomain.Domain {
 	e.t.Helper()
 	ctx := context.Background()
 	d, created, err := e.engine.Add(ctx, project, name)
-	if err != nil || !created || d.Status != domain.StatusPending {
+	if err != nil || !created || d.Status != customdomain.StatusPending {
 		e.t.Fatalf("Add(%s) = %s, created %v, %v; want a new pending domain", name, d.Status, created, err)
 	}
-	if len(d.Records) != 1 || d.Records[0].Type != "CNAME" || d.Records[0].Value != edgeTarget {
-		e.t.Fatalf("Add(%s) asks for %+v, want one CNAME to %s", name, d.Records, edgeTarget)
+	if len(d.Records) == 0 || d.Records[0].Type != "CNAME" || d.Records[0].Value != edgeTarget {
+		e.t.Fatalf("Add(%s) asks for %+v, want a CNAME to %s first", name, d.Records, edgeTarget)
 	}
 	recs := append([]libdns.Record{libdns.CNAME{Name: d.Records[0].Name, TTL: time.Hour, Target: edgeTarget + "."}}, extra...)
 	if _, err := e.zone.AppendRecords(ctx, zone, recs); err != nil {
@@ -179,13 +212,13 @@ func (e *engineEnv) add(name, zone string, extra ...libdns.Record) domain.Domain
 // in the background and Verify reports what it knows on return, so the
 // domain may already be past issuing (a CAA block is found in
 // milliseconds); what comes after is for the test to check, with await.
-func (e *engineEnv) verify(name string) domain.Domain {
+func (e *engineEnv) verify(name string) customdomain.Domain {
 	e.t.Helper()
 	d, err := e.engine.Verify(context.Background(), project, name)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	want := []domain.Status{domain.StatusPending, domain.StatusVerified, domain.StatusIssuing}
+	want := []customdomain.Status{customdomain.StatusPending, customdomain.StatusVerified, customdomain.StatusIssuing}
 	if got := history(d); len(got) < len(want) || !slices.Equal(got[:len(want)], want) {
 		e.t.Fatalf("right after Verify(%s): %s, history %v (%+v), want it to have gone through %v", name, d.Status, got, d.Diagnosis.Findings, want)
 	}
@@ -195,7 +228,7 @@ func (e *engineEnv) verify(name string) domain.Domain {
 // await polls Get until the domain leaves issuing: it must get there by
 // itself, through the issuer's OnChange, as nothing here runs the engine's
 // background loop.
-func (e *engineEnv) await(name string) domain.Domain {
+func (e *engineEnv) await(name string) customdomain.Domain {
 	e.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -203,7 +236,7 @@ func (e *engineEnv) await(name string) domain.Domain {
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		if d.Status != domain.StatusIssuing {
+		if d.Status != customdomain.StatusIssuing {
 			return d
 		}
 		if time.Now().After(deadline) {
@@ -224,8 +257,8 @@ func (e *engineEnv) handshake(name string) error {
 	return conn.Close()
 }
 
-func history(d domain.Domain) []domain.Status {
-	var out []domain.Status
+func history(d customdomain.Domain) []customdomain.Status {
+	var out []customdomain.Status
 	for _, h := range d.History {
 		out = append(out, h.Status)
 	}
@@ -246,14 +279,14 @@ func TestEngineIssuesThenRemoves(t *testing.T) {
 	e.verify(name)
 	d := e.await(name)
 
-	want := []domain.Status{domain.StatusPending, domain.StatusVerified, domain.StatusIssuing, domain.StatusActive}
+	want := []customdomain.Status{customdomain.StatusPending, customdomain.StatusVerified, customdomain.StatusIssuing, customdomain.StatusActive}
 	if got := history(d); !slices.Equal(got, want) {
 		t.Fatalf("history %v, want %v (reason %q, certificate %+v)", got, want, d.Reason, d.Certificate)
 	}
-	if c := d.Certificate; c.State != domain.CertIssued || c.Issuer == "" || !c.NotAfter.After(time.Now()) {
+	if c := d.Certificate; c.State != customdomain.CertIssued || c.Issuer == "" || !c.NotAfter.After(time.Now()) {
 		t.Fatalf("certificate %+v, want issued by a named issuer, not expired", c)
 	}
-	if !d.Diagnosis.OK || d.Diagnosis.NextAction != domain.ActionNone || len(d.Diagnosis.Findings) != 0 {
+	if !d.Diagnosis.OK || d.Diagnosis.NextAction != customdomain.ActionNone || len(d.Diagnosis.Findings) != 0 {
 		t.Fatalf("diagnosis of an active domain: %+v", d.Diagnosis)
 	}
 	if err := e.handshake(name); err != nil {
@@ -292,14 +325,14 @@ func TestEngineIssuesAfterRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Status != domain.StatusIssuing || d.Certificate.State != domain.CertNone {
+	if d.Status != customdomain.StatusIssuing || d.Certificate.State != customdomain.CertNone {
 		t.Fatalf("after the restart: %s, certificate %s; want issuing with no certificate known", d.Status, d.Certificate.State)
 	}
 	// The background check is due a minute after Verify.
 	if _, err := e.engine.RunDue(ctx, time.Now().Add(2*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if d := e.await(name); d.Status != domain.StatusActive {
+	if d := e.await(name); d.Status != customdomain.StatusActive {
 		t.Fatalf("after the restart and a background check: %s (%q), certificate %+v; want active", d.Status, d.Reason, d.Certificate)
 	}
 	if err := e.handshake(name); err != nil {
@@ -325,20 +358,20 @@ func TestEngineCAABlocks(t *testing.T) {
 			e.verify(tc.name)
 			d := e.await(tc.name)
 
-			if d.Status != domain.StatusFailed || d.Reason == "" {
+			if d.Status != customdomain.StatusFailed || d.Reason == "" {
 				t.Fatalf("status %s (reason %q), want failed with a reason", d.Status, d.Reason)
 			}
-			want := []domain.Status{domain.StatusPending, domain.StatusVerified, domain.StatusIssuing, domain.StatusFailed}
+			want := []customdomain.Status{customdomain.StatusPending, customdomain.StatusVerified, customdomain.StatusIssuing, customdomain.StatusFailed}
 			if got := history(d); !slices.Equal(got, want) {
 				t.Fatalf("history %v, want %v", got, want)
 			}
-			if d.Certificate.State != domain.CertFailed || !hasFinding(d.Certificate.Findings, domain.FindingCAABlocksCA) {
-				t.Fatalf("certificate %+v, want failed with %s", d.Certificate, domain.FindingCAABlocksCA)
+			if d.Certificate.State != customdomain.CertFailed || !hasFinding(d.Certificate.Findings, customdomain.FindingCAABlocksCA) {
+				t.Fatalf("certificate %+v, want failed with %s", d.Certificate, customdomain.FindingCAABlocksCA)
 			}
-			if !hasFinding(d.Diagnosis.Findings, domain.FindingCAABlocksCA) || d.Diagnosis.NextAction != domain.ActionFixDNS {
-				t.Fatalf("diagnosis %+v, want %s and next action %s", d.Diagnosis, domain.FindingCAABlocksCA, domain.ActionFixDNS)
+			if !hasFinding(d.Diagnosis.Findings, customdomain.FindingCAABlocksCA) || d.Diagnosis.NextAction != customdomain.ActionFixDNS {
+				t.Fatalf("diagnosis %+v, want %s and next action %s", d.Diagnosis, customdomain.FindingCAABlocksCA, customdomain.ActionFixDNS)
 			}
-			i := slices.IndexFunc(d.Certificate.Findings, func(f domain.Finding) bool { return f.Code == domain.FindingCAABlocksCA })
+			i := slices.IndexFunc(d.Certificate.Findings, func(f customdomain.Finding) bool { return f.Code == customdomain.FindingCAABlocksCA })
 			if f := d.Certificate.Findings[i]; !strings.Contains(f.Message+f.Fix+recordsText(f.Records), "othe-ca.example") ||
 				!strings.Contains(f.Fix, "pebble.letsencrypt.org") {
 				t.Fatalf("finding %+v must show the blocking record and the record to add", f)
@@ -353,11 +386,11 @@ func TestEngineCAABlocks(t *testing.T) {
 	}
 }
 
-func hasFinding(fs []domain.Finding, code string) bool {
-	return slices.ContainsFunc(fs, func(f domain.Finding) bool { return f.Code == code })
+func hasFinding(fs []customdomain.Finding, code string) bool {
+	return slices.ContainsFunc(fs, func(f customdomain.Finding) bool { return f.Code == code })
 }
 
-func recordsText(rs []domain.Record) string {
+func recordsText(rs []customdomain.Record) string {
 	var b strings.Builder
 	for _, r := range rs {
 		b.WriteString(r.Name + " " + r.Type + " " + r.Value + "\n")

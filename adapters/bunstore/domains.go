@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/petstorekit/petstore"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 )
 
-var _ domain.Store = (*Store)(nil)
+var _ customdomain.Store = (*Store)(nil)
 
 type domainRow struct {
 	bun.BaseModel `bun:"table:domains"`
@@ -33,7 +33,7 @@ type domainRow struct {
 	OwnershipToken string `bun:"ownership_token,nullzero"`
 }
 
-func newDomainRow(e domain.Entry) (domainRow, error) {
+func newDomainRow(e customdomain.Entry) (domainRow, error) {
 	e = e.Canonical()
 	data, err := json.Marshal(e)
 	if err != nil {
@@ -41,7 +41,7 @@ func newDomainRow(e domain.Entry) (domainRow, error) {
 	}
 	r := domainRow{ID: e.ID, ProjectID: e.ProjectID, Name: e.Name, Status: string(e.Status),
 		CreatedNS: e.CreatedAt.UnixNano(), Version: e.Version, Data: string(data), OwnershipToken: e.OwnershipToken}
-	if e.Status != domain.StatusRemoved {
+	if !e.Status.FreesName() {
 		r.HeldName = e.Name
 	}
 	if !e.NextCheckAt.IsZero() {
@@ -50,22 +50,22 @@ func newDomainRow(e domain.Entry) (domainRow, error) {
 	return r, nil
 }
 
-func (r domainRow) entry() (domain.Entry, error) {
-	var e domain.Entry
+func (r domainRow) entry() (customdomain.Entry, error) {
+	var e customdomain.Entry
 	if err := json.Unmarshal([]byte(r.Data), &e); err != nil {
-		return domain.Entry{}, err
+		return customdomain.Entry{}, err
 	}
 	e.Version = r.Version // the column is the truth; the JSON may lag by design
 	e.OwnershipToken = r.OwnershipToken
 	return e.Canonical(), nil
 }
 
-func (s *Store) scanDomains(ctx context.Context, op string, q *bun.SelectQuery) ([]domain.Entry, error) {
+func (s *Store) scanDomains(ctx context.Context, op string, q *bun.SelectQuery) ([]customdomain.Entry, error) {
 	var rows []domainRow
 	if err := q.Scan(ctx, &rows); err != nil {
 		return nil, mapErr(ctx, op, err)
 	}
-	out := make([]domain.Entry, 0, len(rows))
+	out := make([]customdomain.Entry, 0, len(rows))
 	for _, r := range rows {
 		e, err := r.entry()
 		if err != nil {
@@ -76,86 +76,86 @@ func (s *Store) scanDomains(ctx context.Context, op string, q *bun.SelectQuery) 
 	return out, nil
 }
 
-// CreateDomain implements domain.Store.
-func (s *Store) CreateDomain(ctx context.Context, e domain.Entry) (domain.Entry, error) {
+// CreateDomain implements customdomain.Store.
+func (s *Store) CreateDomain(ctx context.Context, e customdomain.Entry) (customdomain.Entry, error) {
 	if e.ID == "" {
-		return domain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain id %q already used", e.ID)
+		return customdomain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain id %q already used", e.ID)
 	}
 	e.Version = 1
 	row, err := newDomainRow(e)
 	if err != nil {
-		return domain.Entry{}, mapErr(ctx, "create domain", err)
+		return customdomain.Entry{}, mapErr(ctx, "create domain", err)
 	}
 	if _, err := s.db.NewInsert().Model(&row).Exec(ctx); err != nil {
 		err = mapErr(ctx, "create domain", err)
 		if petstore.ErrorCode(err) == petstore.CodeConflict {
-			return domain.Entry{}, petstore.Errorf(petstore.CodeConflict, "%s is already attached to a project", e.Name)
+			return customdomain.Entry{}, petstore.Errorf(petstore.CodeConflict, "%s is already attached to a project", e.Name)
 		}
-		return domain.Entry{}, err
+		return customdomain.Entry{}, err
 	}
 	return e.Canonical(), nil
 }
 
-// DomainByName implements domain.Store.
-func (s *Store) DomainByName(ctx context.Context, name string) (domain.Entry, error) {
+// DomainByName implements customdomain.Store.
+func (s *Store) DomainByName(ctx context.Context, name string) (customdomain.Entry, error) {
 	var row domainRow
 	err := s.db.NewSelect().Model(&row).Where("held_name = ?", name).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
-		return domain.Entry{}, petstore.Errorf(petstore.CodeNotFound, "domain %s not found", name)
+		return customdomain.Entry{}, petstore.Errorf(petstore.CodeNotFound, "domain %s not found", name)
 	}
 	if err != nil {
-		return domain.Entry{}, mapErr(ctx, "domain by name", err)
+		return customdomain.Entry{}, mapErr(ctx, "domain by name", err)
 	}
 	e, err := row.entry()
 	if err != nil {
-		return domain.Entry{}, mapErr(ctx, "domain by name", err)
+		return customdomain.Entry{}, mapErr(ctx, "domain by name", err)
 	}
 	return e, nil
 }
 
-// UpdateDomain implements domain.Store. The UPDATE is guarded by the
+// UpdateDomain implements customdomain.Store. The UPDATE is guarded by the
 // version read: of two processes writing one version, exactly one matches
 // a row and the other gets conflict.
-func (s *Store) UpdateDomain(ctx context.Context, e domain.Entry) (domain.Entry, error) {
+func (s *Store) UpdateDomain(ctx context.Context, e customdomain.Entry) (customdomain.Entry, error) {
 	var cur domainRow
 	err := s.db.NewSelect().Model(&cur).Where("id = ?", e.ID).Scan(ctx)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return domain.Entry{}, petstore.Errorf(petstore.CodeNotFound, "domain %s not found", e.ID)
+		return customdomain.Entry{}, petstore.Errorf(petstore.CodeNotFound, "domain %s not found", e.ID)
 	case err != nil:
-		return domain.Entry{}, mapErr(ctx, "update domain", err)
-	case cur.Status == string(domain.StatusRemoved):
-		return domain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain %s was removed", cur.Name)
+		return customdomain.Entry{}, mapErr(ctx, "update domain", err)
+	case cur.Status == string(customdomain.StatusRemoved):
+		return customdomain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain %s was removed", cur.Name)
 	case cur.Version != e.Version:
-		return domain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain %s changed meanwhile", cur.Name)
+		return customdomain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain %s changed meanwhile", cur.Name)
 	}
 	curEntry, err := cur.entry()
 	if err != nil {
-		return domain.Entry{}, mapErr(ctx, "update domain", err)
+		return customdomain.Entry{}, mapErr(ctx, "update domain", err)
 	}
 	// The name and owner are fixed at creation: they are the claim.
 	e.Name, e.ProjectID, e.CreatedAt = cur.Name, cur.ProjectID, curEntry.CreatedAt
 	e.Version = cur.Version + 1
 	row, err := newDomainRow(e)
 	if err != nil {
-		return domain.Entry{}, mapErr(ctx, "update domain", err)
+		return customdomain.Entry{}, mapErr(ctx, "update domain", err)
 	}
 	res, err := s.db.NewUpdate().Model(&row).
 		Column("held_name", "status", "next_check_ns", "version", "data", "ownership_token").
 		Where("id = ? AND version = ?", e.ID, cur.Version).Exec(ctx)
 	if err != nil {
-		return domain.Entry{}, mapErr(ctx, "update domain", err)
+		return customdomain.Entry{}, mapErr(ctx, "update domain", err)
 	}
 	// The version always changes, so MySQL counts the row whether or not
 	// the connection sets clientFoundRows.
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return domain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain %s changed meanwhile", cur.Name)
+		return customdomain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain %s changed meanwhile", cur.Name)
 	}
 	return e.Canonical(), nil
 }
 
-// ListDomains implements domain.Store.
-func (s *Store) ListDomains(ctx context.Context, q domain.DomainQuery) ([]domain.Entry, error) {
+// ListDomains implements customdomain.Store.
+func (s *Store) ListDomains(ctx context.Context, q customdomain.DomainQuery) ([]customdomain.Entry, error) {
 	sel := s.db.NewSelect().Model((*domainRow)(nil))
 	if q.ProjectID != "" {
 		sel = sel.Where("project_id = ?", q.ProjectID)
@@ -164,17 +164,17 @@ func (s *Store) ListDomains(ctx context.Context, q domain.DomainQuery) ([]domain
 		sel = sel.Where("name = ?", q.Name)
 	}
 	if q.Status == "" {
-		sel = sel.Where("status <> ?", string(domain.StatusRemoved))
+		sel = sel.Where("status <> ?", string(customdomain.StatusRemoved))
 	} else {
 		sel = sel.Where("status = ?", string(q.Status))
 	}
 	return s.scanDomains(ctx, "list domains", sel.Order("name ASC", "created_ns ASC", "id ASC"))
 }
 
-// DueDomains implements domain.Store.
-func (s *Store) DueDomains(ctx context.Context, now time.Time, limit int) ([]domain.Entry, error) {
+// DueDomains implements customdomain.Store.
+func (s *Store) DueDomains(ctx context.Context, now time.Time, limit int) ([]customdomain.Entry, error) {
 	if limit == 0 {
-		return []domain.Entry{}, ctx.Err()
+		return []customdomain.Entry{}, ctx.Err()
 	}
 	sel := s.db.NewSelect().Model((*domainRow)(nil)).
 		Where("held_name IS NOT NULL").
@@ -194,42 +194,42 @@ type domainConfigRow struct {
 	Data      string `bun:"data,notnull"` // primary and redirects as JSON
 }
 
-func (r domainConfigRow) config() (domain.Config, error) {
-	var c domain.Config
+func (r domainConfigRow) config() (customdomain.Config, error) {
+	var c customdomain.Config
 	if err := json.Unmarshal([]byte(r.Data), &c); err != nil {
-		return domain.Config{}, err
+		return customdomain.Config{}, err
 	}
 	c.ProjectID = r.ProjectID
 	if c.Redirects == nil {
-		c.Redirects = []domain.Redirect{}
+		c.Redirects = []customdomain.Redirect{}
 	}
 	return c, nil
 }
 
-// DomainConfig implements domain.Store.
-func (s *Store) DomainConfig(ctx context.Context, projectID string) (domain.Config, error) {
+// DomainConfig implements customdomain.Store.
+func (s *Store) DomainConfig(ctx context.Context, projectID string) (customdomain.Config, error) {
 	var row domainConfigRow
 	err := s.db.NewSelect().Model(&row).Where("project_id = ?", projectID).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
-		return domain.Config{ProjectID: projectID, Redirects: []domain.Redirect{}}, nil
+		return customdomain.Config{ProjectID: projectID, Redirects: []customdomain.Redirect{}}, nil
 	}
 	if err != nil {
-		return domain.Config{}, mapErr(ctx, "domain config", err)
+		return customdomain.Config{}, mapErr(ctx, "domain config", err)
 	}
 	c, err := row.config()
 	if err != nil {
-		return domain.Config{}, mapErr(ctx, "domain config", err)
+		return customdomain.Config{}, mapErr(ctx, "domain config", err)
 	}
 	return c, nil
 }
 
-// PutDomainConfig implements domain.Store with one upsert statement.
-func (s *Store) PutDomainConfig(ctx context.Context, c domain.Config) error {
+// PutDomainConfig implements customdomain.Store with one upsert statement.
+func (s *Store) PutDomainConfig(ctx context.Context, c customdomain.Config) error {
 	if c.ProjectID == "" {
 		return petstore.Errorf(petstore.CodeInvalidRequest, "config needs a project")
 	}
 	if c.Redirects == nil {
-		c.Redirects = []domain.Redirect{}
+		c.Redirects = []customdomain.Redirect{}
 	}
 	data, err := json.Marshal(c)
 	if err != nil {
@@ -248,13 +248,13 @@ func (s *Store) PutDomainConfig(ctx context.Context, c domain.Config) error {
 	return nil
 }
 
-// ListDomainConfigs implements domain.Store.
-func (s *Store) ListDomainConfigs(ctx context.Context) ([]domain.Config, error) {
+// ListDomainConfigs implements customdomain.Store.
+func (s *Store) ListDomainConfigs(ctx context.Context) ([]customdomain.Config, error) {
 	var rows []domainConfigRow
 	if err := s.db.NewSelect().Model(&rows).Order("project_id ASC").Scan(ctx); err != nil {
 		return nil, mapErr(ctx, "list domain configs", err)
 	}
-	out := []domain.Config{}
+	out := []customdomain.Config{}
 	for _, r := range rows {
 		c, err := r.config()
 		if err != nil {

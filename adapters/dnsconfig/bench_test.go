@@ -6,7 +6,7 @@ import (
 
 	"github.com/petstorekit/petstore/adapters/dnsconfig"
 	"github.com/petstorekit/petstore/adapters/memzone"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 )
 
 // BenchmarkConfigureUnconfigure measures a full write, read-back and removal
@@ -16,7 +16,7 @@ func BenchmarkConfigureUnconfigure(b *testing.B) {
 	z.AddZone("example.com.")
 	c := dnsconfig.New(z)
 	ctx := context.Background()
-	recs := []domain.Record{{Type: "CNAME", Name: "shop", Value: "stores.petstore.example", TTL: 300}}
+	recs := []customdomain.Record{{Type: "CNAME", Name: "shop", Value: "stores.petstore.example", TTL: 300}}
 	b.ReportAllocs()
 	for b.Loop() {
 		if f, err := c.Configure(ctx, "example.com", recs); err != nil || len(f) != 0 {

@@ -1,6 +1,6 @@
 // Package dnsconfig writes the DNS records a custom domain needs at the
 // customer's DNS provider, through any libdns provider. It implements
-// domain.DNSConfigurator: it reads the zone first and reports records that
+// customdomain.DNSConfigurator: it reads the zone first and reports records that
 // stand in the way as findings instead of overwriting them, writes only
 // what is missing, and reads the zone back because some servers (Knot, for
 // a CNAME next to other data) accept an update and silently ignore it.
@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/libdns/libdns"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 )
 
 // Provider is what the configurator needs from a libdns provider.
@@ -30,9 +30,9 @@ const (
 	// CodeConflictingRecord: other records own the name where the wanted
 	// record must go (an A record where a CNAME must go, a CNAME where an
 	// address or TXT must go, or addresses of another host).
-	CodeConflictingRecord = domain.FindingConflictingRecord
+	CodeConflictingRecord = customdomain.FindingConflictingRecord
 	// CodeCNAMEMismatch: the name already has a CNAME to another target.
-	CodeCNAMEMismatch = domain.FindingCNAMEMismatch
+	CodeCNAMEMismatch = customdomain.FindingCNAMEMismatch
 	// CodeWriteNotApplied: the provider accepted the write but the record
 	// is not in the zone when read back.
 	CodeWriteNotApplied = "WRITE_NOT_APPLIED"
@@ -41,33 +41,33 @@ const (
 	CodeUnsupportedRecord = "UNSUPPORTED_RECORD"
 )
 
-// DefaultTTL is the TTL of written records whose domain.Record has none:
+// DefaultTTL is the TTL of written records whose customdomain.Record has none:
 // short, so a customer's later fix takes effect quickly.
 const DefaultTTL = 5 * time.Minute
 
-// Configurator implements domain.DNSConfigurator over a libdns provider.
+// Configurator implements customdomain.DNSConfigurator over a libdns provider.
 // It is safe for concurrent use if the provider is.
 type Configurator struct {
 	p Provider
 }
 
-var _ domain.DNSConfigurator = (*Configurator)(nil)
+var _ customdomain.DNSConfigurator = (*Configurator)(nil)
 
 // New returns a configurator that reads and writes zones through p.
 func New(p Provider) *Configurator { return &Configurator{p: p} }
 
-// Configure implements domain.DNSConfigurator. Record names are relative to
+// Configure implements customdomain.DNSConfigurator. Record names are relative to
 // zone ("@" for the apex, "shop" for shop.<zone>) or fully qualified inside
 // it. Records already present (same name, type and data, any TTL) are left
 // as they are. It returns findings for conflicts and ignored writes; an
 // error means the provider could not be read or written (nothing is known
 // about the zone's state beyond the findings already made).
-func (c *Configurator) Configure(ctx context.Context, zone string, records []domain.Record) ([]domain.Finding, error) {
+func (c *Configurator) Configure(ctx context.Context, zone string, records []customdomain.Record) ([]customdomain.Finding, error) {
 	existing, err := c.p.GetRecords(ctx, zone)
 	if err != nil {
 		return nil, fmt.Errorf("dnsconfig: reading zone %s: %w", zone, err)
 	}
-	findings := []domain.Finding{}
+	findings := []customdomain.Finding{}
 	var toWrite []libdns.Record
 	for _, r := range records {
 		want, f := toLibdns(zone, r)
@@ -101,22 +101,22 @@ func (c *Configurator) Configure(ctx context.Context, zone string, records []dom
 			continue
 		}
 		rr := w.RR()
-		findings = append(findings, domain.Finding{
+		findings = append(findings, customdomain.Finding{
 			Code: CodeWriteNotApplied,
 			Message: fmt.Sprintf("The DNS provider accepted the %s record for %s but it is not in the zone: the provider ignored it, probably because of another record at that name.",
 				rr.Type, fqdn(zone, rr.Name)),
 			Fix:     fmt.Sprintf("Check the records at %s at your DNS provider, remove the ones that conflict, then create the record below.", fqdn(zone, rr.Name)),
-			Records: []domain.Record{toDomain(w)},
+			Records: []customdomain.Record{toDomain(w)},
 		})
 	}
 	return findings, nil
 }
 
-// Unconfigure implements domain.DNSConfigurator: it deletes the records
+// Unconfigure implements customdomain.DNSConfigurator: it deletes the records
 // that exactly match records (name, type and data; any TTL). Records at the
 // same names with other data, which the customer made, are never touched.
 // Deleting records that are already gone is not an error.
-func (c *Configurator) Unconfigure(ctx context.Context, zone string, records []domain.Record) error {
+func (c *Configurator) Unconfigure(ctx context.Context, zone string, records []customdomain.Record) error {
 	existing, err := c.p.GetRecords(ctx, zone)
 	if err != nil {
 		return fmt.Errorf("dnsconfig: reading zone %s: %w", zone, err)
@@ -144,7 +144,7 @@ func (c *Configurator) Unconfigure(ctx context.Context, zone string, records []d
 
 // conflict reports whether records at the wanted record's name stand in
 // its way.
-func conflict(zone string, want libdns.Record, at []libdns.Record) *domain.Finding {
+func conflict(zone string, want libdns.Record, at []libdns.Record) *customdomain.Finding {
 	rr := want.RR()
 	name := fqdn(zone, rr.Name)
 	var others, cnames []libdns.Record
@@ -163,7 +163,7 @@ func conflict(zone string, want libdns.Record, at []libdns.Record) *domain.Findi
 	switch rr.Type {
 	case "CNAME":
 		if len(cnames) > 0 {
-			return &domain.Finding{
+			return &customdomain.Finding{
 				Code:    CodeCNAMEMismatch,
 				Message: fmt.Sprintf("%s already has a CNAME record pointing to %s, not to %s.", name, trimDot(cnames[0].RR().Data), trimDot(rr.Data)),
 				Fix:     fmt.Sprintf("Change the CNAME record of %s to point to %s.", name, trimDot(rr.Data)),
@@ -171,7 +171,7 @@ func conflict(zone string, want libdns.Record, at []libdns.Record) *domain.Findi
 			}
 		}
 		if len(others) > 0 {
-			return &domain.Finding{
+			return &customdomain.Finding{
 				Code:    CodeConflictingRecord,
 				Message: fmt.Sprintf("%s already has %s, and a CNAME record cannot share a name with other records.", name, describe(others)),
 				Fix:     fmt.Sprintf("Delete the records listed here at %s, then create a CNAME record pointing to %s.", name, trimDot(rr.Data)),
@@ -180,7 +180,7 @@ func conflict(zone string, want libdns.Record, at []libdns.Record) *domain.Findi
 		}
 	default:
 		if len(cnames) > 0 {
-			return &domain.Finding{
+			return &customdomain.Finding{
 				Code:    CodeConflictingRecord,
 				Message: fmt.Sprintf("%s has a CNAME record to %s, so it cannot have a %s record.", name, trimDot(cnames[0].RR().Data), rr.Type),
 				Fix:     fmt.Sprintf("Delete the CNAME record of %s, then create the %s record below.", name, rr.Type),
@@ -197,7 +197,7 @@ func conflict(zone string, want libdns.Record, at []libdns.Record) *domain.Findi
 			if len(foreign) > 0 {
 				// Adding ours next to them would send part of the traffic
 				// elsewhere: the customer must choose.
-				return &domain.Finding{
+				return &customdomain.Finding{
 					Code:    CodeConflictingRecord,
 					Message: fmt.Sprintf("%s already has %s pointing to another server.", name, describe(foreign)),
 					Fix:     fmt.Sprintf("Delete the %s records listed here at %s, so that only %s remains.", rr.Type, name, rr.Data),
@@ -209,21 +209,21 @@ func conflict(zone string, want libdns.Record, at []libdns.Record) *domain.Findi
 	return nil
 }
 
-// toLibdns converts a wanted domain.Record, or says why it cannot be
+// toLibdns converts a wanted customdomain.Record, or says why it cannot be
 // written.
-func toLibdns(zone string, r domain.Record) (libdns.Record, *domain.Finding) {
+func toLibdns(zone string, r customdomain.Record) (libdns.Record, *customdomain.Finding) {
 	typ := strings.ToUpper(strings.TrimSpace(r.Type))
 	name := relName(zone, r.Name)
 	ttl := time.Duration(r.TTL) * time.Second
 	if ttl <= 0 {
 		ttl = DefaultTTL
 	}
-	unsupported := func(why string) *domain.Finding {
-		return &domain.Finding{
+	unsupported := func(why string) *customdomain.Finding {
+		return &customdomain.Finding{
 			Code:    CodeUnsupportedRecord,
 			Message: fmt.Sprintf("The %s record for %s cannot be created automatically: %s.", typ, fqdn(zone, name), why),
 			Fix:     "Create it yourself at your DNS provider.",
-			Records: []domain.Record{r},
+			Records: []customdomain.Record{r},
 		}
 	}
 	switch typ {
@@ -286,7 +286,7 @@ func recordsAt(recs []libdns.Record, name string) []libdns.Record {
 	return out
 }
 
-// relName makes a domain.Record name relative to zone, libdns style.
+// relName makes a customdomain.Record name relative to zone, libdns style.
 func relName(zone, name string) string {
 	zone = strings.ToLower(trimDot(zone))
 	name = strings.ToLower(trimDot(strings.TrimSpace(name)))
@@ -308,17 +308,17 @@ func fqdn(zone, name string) string {
 
 func trimDot(s string) string { return strings.TrimSuffix(s, ".") }
 
-func toDomain(r libdns.Record) domain.Record {
+func toDomain(r libdns.Record) customdomain.Record {
 	rr := r.RR()
 	v := rr.Data
 	if rr.Type == "CNAME" {
 		v = trimDot(v)
 	}
-	return domain.Record{Type: rr.Type, Name: rr.Name, Value: v, TTL: int(rr.TTL / time.Second)}
+	return customdomain.Record{Type: rr.Type, Name: rr.Name, Value: v, TTL: int(rr.TTL / time.Second)}
 }
 
-func domainRecords(recs []libdns.Record) []domain.Record {
-	out := make([]domain.Record, 0, len(recs))
+func domainRecords(recs []libdns.Record) []customdomain.Record {
+	out := make([]customdomain.Record, 0, len(recs))
 	for _, r := range recs {
 		out = append(out, toDomain(r))
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/dnsconfig"
 	"github.com/petstorekit/petstore/adapters/memzone"
 	"github.com/petstorekit/petstore/adapters/rfc2136/rfc2136test"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/internal/testenv"
 )
 
@@ -66,7 +66,7 @@ func zoneAt(t *testing.T, p dnsconfig.Provider, zone, name string) []string {
 	return out
 }
 
-func codes(fs []domain.Finding) []string {
+func codes(fs []customdomain.Finding) []string {
 	out := []string{}
 	for _, f := range fs {
 		out = append(out, f.Code)
@@ -78,14 +78,14 @@ func TestConfigure(t *testing.T) {
 	tests := []struct {
 		name      string
 		existing  []libdns.Record
-		want      []domain.Record
+		want      []customdomain.Record
 		codes     []string
 		at        string   // name to inspect afterwards
 		zoneAfter []string // records at `at` after Configure
 	}{
 		{
 			name:      "subdomain CNAME written",
-			want:      []domain.Record{{Type: "CNAME", Name: "shop", Value: "stores.petstore.example", TTL: 300}},
+			want:      []customdomain.Record{{Type: "CNAME", Name: "shop", Value: "stores.petstore.example", TTL: 300}},
 			codes:     []string{},
 			at:        "shop",
 			zoneAfter: []string{"CNAME stores.petstore.example."},
@@ -93,7 +93,7 @@ func TestConfigure(t *testing.T) {
 		{
 			name:      "A where the CNAME must go",
 			existing:  []libdns.Record{libdns.Address{Name: "shop", TTL: time.Hour, IP: ip("203.0.113.5")}},
-			want:      []domain.Record{{Type: "CNAME", Name: "shop", Value: "stores.petstore.example", TTL: 300}},
+			want:      []customdomain.Record{{Type: "CNAME", Name: "shop", Value: "stores.petstore.example", TTL: 300}},
 			codes:     []string{dnsconfig.CodeConflictingRecord},
 			at:        "shop",
 			zoneAfter: []string{"A 203.0.113.5"},
@@ -101,7 +101,7 @@ func TestConfigure(t *testing.T) {
 		{
 			name:      "other CNAME",
 			existing:  []libdns.Record{libdns.CNAME{Name: "shop", TTL: time.Hour, Target: "old-host.example.net."}},
-			want:      []domain.Record{{Type: "CNAME", Name: "shop", Value: "stores.petstore.example", TTL: 300}},
+			want:      []customdomain.Record{{Type: "CNAME", Name: "shop", Value: "stores.petstore.example", TTL: 300}},
 			codes:     []string{dnsconfig.CodeCNAMEMismatch},
 			at:        "shop",
 			zoneAfter: []string{"CNAME old-host.example.net."},
@@ -109,14 +109,14 @@ func TestConfigure(t *testing.T) {
 		{
 			name:      "same CNAME already there",
 			existing:  []libdns.Record{libdns.CNAME{Name: "shop", TTL: time.Hour, Target: "Stores.Petstore.Example."}},
-			want:      []domain.Record{{Type: "CNAME", Name: "shop", Value: "stores.petstore.example.", TTL: 300}},
+			want:      []customdomain.Record{{Type: "CNAME", Name: "shop", Value: "stores.petstore.example.", TTL: 300}},
 			codes:     []string{},
 			at:        "shop",
 			zoneAfter: []string{"CNAME stores.petstore.example."},
 		},
 		{
 			name: "apex addresses next to NS",
-			want: []domain.Record{
+			want: []customdomain.Record{
 				{Type: "A", Name: "@", Value: "192.0.2.10", TTL: 300},
 				{Type: "AAAA", Name: "@", Value: "2001:db8::10", TTL: 300},
 			},
@@ -127,7 +127,7 @@ func TestConfigure(t *testing.T) {
 		{
 			name:     "apex has another host's address",
 			existing: []libdns.Record{libdns.Address{Name: "@", TTL: time.Hour, IP: ip("203.0.113.5")}},
-			want: []domain.Record{
+			want: []customdomain.Record{
 				{Type: "A", Name: "@", Value: "192.0.2.10", TTL: 300},
 				{Type: "AAAA", Name: "@", Value: "2001:db8::10", TTL: 300},
 			},
@@ -138,7 +138,7 @@ func TestConfigure(t *testing.T) {
 		{
 			name:      "TXT next to a CNAME",
 			existing:  []libdns.Record{libdns.CNAME{Name: "shop", TTL: time.Hour, Target: "elsewhere.example.net."}},
-			want:      []domain.Record{{Type: "TXT", Name: "shop", Value: "verify=1"}},
+			want:      []customdomain.Record{{Type: "TXT", Name: "shop", Value: "verify=1"}},
 			codes:     []string{dnsconfig.CodeConflictingRecord},
 			at:        "shop",
 			zoneAfter: []string{"CNAME elsewhere.example.net."},
@@ -146,21 +146,21 @@ func TestConfigure(t *testing.T) {
 		{
 			name:      "TXT and CAA added beside the customer's",
 			existing:  []libdns.Record{libdns.TXT{Name: "@", TTL: time.Hour, Text: "v=spf1 -all"}},
-			want:      []domain.Record{{Type: "TXT", Name: "@", Value: "petstore-verify=abc"}, {Type: "CAA", Name: "@", Value: `0 issue "letsencrypt.org"`}},
+			want:      []customdomain.Record{{Type: "TXT", Name: "@", Value: "petstore-verify=abc"}, {Type: "CAA", Name: "@", Value: `0 issue "letsencrypt.org"`}},
 			codes:     []string{},
 			at:        "@",
 			zoneAfter: []string{`CAA 0 issue "letsencrypt.org"`, "NS ns1.%z", "TXT petstore-verify=abc", "TXT v=spf1 -all"},
 		},
 		{
 			name:      "ALIAS cannot be written",
-			want:      []domain.Record{{Type: "ALIAS", Name: "@", Value: "stores.petstore.example"}},
+			want:      []customdomain.Record{{Type: "ALIAS", Name: "@", Value: "stores.petstore.example"}},
 			codes:     []string{dnsconfig.CodeUnsupportedRecord},
 			at:        "@",
 			zoneAfter: []string{"NS ns1.%z"},
 		},
 		{
 			name:      "fully qualified name",
-			want:      []domain.Record{{Type: "CNAME", Name: "www.%z", Value: "stores.petstore.example"}},
+			want:      []customdomain.Record{{Type: "CNAME", Name: "www.%z", Value: "stores.petstore.example"}},
 			codes:     []string{},
 			at:        "www",
 			zoneAfter: []string{"CNAME stores.petstore.example."},
@@ -261,7 +261,7 @@ func TestConfigureReadBack(t *testing.T) {
 				}
 			}}
 			findings, err := dnsconfig.New(p).Configure(context.Background(), zone,
-				[]domain.Record{{Type: "CNAME", Name: "shop", Value: "stores.petstore.example"}})
+				[]customdomain.Record{{Type: "CNAME", Name: "shop", Value: "stores.petstore.example"}})
 			switch b.name {
 			case "knot":
 				// Knot accepts the CNAME next to the new A and ignores it.
@@ -286,10 +286,10 @@ func TestConfigureReadBack(t *testing.T) {
 
 func TestConfigureProviderDown(t *testing.T) {
 	c := dnsconfig.New(memzone.New()) // no zones: every call fails
-	if _, err := c.Configure(context.Background(), "example.com", []domain.Record{{Type: "CNAME", Name: "shop", Value: "x.example"}}); err == nil {
+	if _, err := c.Configure(context.Background(), "example.com", []customdomain.Record{{Type: "CNAME", Name: "shop", Value: "x.example"}}); err == nil {
 		t.Fatal("Configure on a zone the provider does not have: no error")
 	}
-	if err := c.Unconfigure(context.Background(), "example.com", []domain.Record{{Type: "CNAME", Name: "shop", Value: "x.example"}}); err == nil {
+	if err := c.Unconfigure(context.Background(), "example.com", []customdomain.Record{{Type: "CNAME", Name: "shop", Value: "x.example"}}); err == nil {
 		t.Fatal("Unconfigure on a zone the provider does not have: no error")
 	}
 }

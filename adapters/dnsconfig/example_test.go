@@ -8,7 +8,7 @@ import (
 	"github.com/libdns/libdns"
 	"github.com/petstorekit/petstore/adapters/dnsconfig"
 	"github.com/petstorekit/petstore/adapters/memzone"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 )
 
 // The customer's zone already points www at another host: the configurator
@@ -22,7 +22,7 @@ func Example() {
 	})
 
 	c := dnsconfig.New(zone)
-	findings, err := c.Configure(ctx, "example.com", []domain.Record{
+	findings, err := c.Configure(ctx, "example.com", []customdomain.Record{
 		{Type: "CNAME", Name: "shop", Value: "stores.petstore.example", TTL: 300},
 		{Type: "CNAME", Name: "www", Value: "stores.petstore.example", TTL: 300},
 	})

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/petstorekit/petstore"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 )
 
 // Zones is the DNS a platform manages for its customers: a configurator
@@ -24,7 +24,7 @@ type Zones struct {
 	zones []string // lower case, no trailing dot
 }
 
-var _ domain.DNSConfigurator = (*Zones)(nil)
+var _ customdomain.DNSConfigurator = (*Zones)(nil)
 
 // NewZones returns the configurator of zones, served by p.
 func NewZones(p Provider, zones ...string) *Zones {
@@ -60,9 +60,9 @@ func (z *Zones) zoneOf(fq string) (string, bool) {
 
 // place maps records named relative to zone into the managed zone that
 // holds them. Records outside every managed zone are returned apart.
-func (z *Zones) place(zone string, records []domain.Record) (map[string][]domain.Record, []domain.Record) {
-	in := map[string][]domain.Record{}
-	var out []domain.Record
+func (z *Zones) place(zone string, records []customdomain.Record) (map[string][]customdomain.Record, []customdomain.Record) {
+	in := map[string][]customdomain.Record{}
+	var out []customdomain.Record
 	for _, r := range records {
 		fq := strings.ToLower(fqdn(zone, relName(zone, r.Name)))
 		mz, ok := z.zoneOf(fq)
@@ -79,17 +79,17 @@ func (z *Zones) place(zone string, records []domain.Record) (map[string][]domain
 	return in, out
 }
 
-// Configure implements domain.DNSConfigurator for the managed zones. A
+// Configure implements customdomain.DNSConfigurator for the managed zones. A
 // record outside them is invalid_request: the platform cannot write it, and
 // writing only part of what a domain needs would help nobody.
-func (z *Zones) Configure(ctx context.Context, zone string, records []domain.Record) ([]domain.Finding, error) {
+func (z *Zones) Configure(ctx context.Context, zone string, records []customdomain.Record) ([]customdomain.Finding, error) {
 	in, out := z.place(zone, records)
 	if len(out) > 0 {
 		return nil, petstore.Errorf(petstore.CodeInvalidRequest,
 			"%s is not in a zone whose DNS the platform manages (%s); create the records at your DNS provider",
 			fqdn(zone, relName(zone, out[0].Name)), strings.Join(z.zones, ", "))
 	}
-	findings := []domain.Finding{}
+	findings := []customdomain.Finding{}
 	for mz, recs := range in {
 		f, err := z.c.Configure(ctx, mz, recs)
 		if err != nil {
@@ -100,9 +100,9 @@ func (z *Zones) Configure(ctx context.Context, zone string, records []domain.Rec
 	return findings, nil
 }
 
-// Unconfigure implements domain.DNSConfigurator: it deletes what Configure
+// Unconfigure implements customdomain.DNSConfigurator: it deletes what Configure
 // wrote in the managed zones; records outside them were never written.
-func (z *Zones) Unconfigure(ctx context.Context, zone string, records []domain.Record) error {
+func (z *Zones) Unconfigure(ctx context.Context, zone string, records []customdomain.Record) error {
 	in, _ := z.place(zone, records)
 	for mz, recs := range in {
 		if err := z.c.Unconfigure(ctx, mz, recs); err != nil {

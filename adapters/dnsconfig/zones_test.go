@@ -9,7 +9,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/dnsconfig"
 	"github.com/petstorekit/petstore/adapters/memzone"
 	"github.com/petstorekit/petstore/adapters/rfc2136/rfc2136test"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/internal/testenv"
 )
 
@@ -37,7 +37,7 @@ func TestZones(t *testing.T) {
 				}
 			}
 			// As the engine asks: relative to the registered domain.
-			recs := []domain.Record{
+			recs := []customdomain.Record{
 				{Type: "CNAME", Name: "shop.acme.customers", Value: "edge.petstore.test"},
 				{Type: "TXT", Name: "_petstore-challenge.shop.acme.customers", Value: "token-1"},
 			}
@@ -52,7 +52,7 @@ func TestZones(t *testing.T) {
 				t.Errorf("ownership record = %v", got)
 			}
 
-			_, err = z.Configure(ctx, "example.com", []domain.Record{{Type: "CNAME", Name: "shop", Value: "edge.petstore.test"}})
+			_, err = z.Configure(ctx, "example.com", []customdomain.Record{{Type: "CNAME", Name: "shop", Value: "edge.petstore.test"}})
 			if petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
 				t.Errorf("Configure outside the zones: %v, want invalid_request", err)
 			}

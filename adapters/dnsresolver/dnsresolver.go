@@ -1,4 +1,4 @@
-// Package dnsresolver is a domain.Resolver that asks configured nameservers
+// Package dnsresolver is a customdomain.Resolver that asks configured nameservers
 // directly with github.com/miekg/dns. A platform points it at the
 // authoritative servers (or a resolver it trusts) to skip caches, so a
 // customer's fix shows at the next check; a test points it at its own
@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 )
 
 // DefaultTimeout bounds one query to one server when the context has no
@@ -31,7 +31,7 @@ type Resolver struct {
 	Timeout time.Duration
 }
 
-var _ domain.Resolver = (*Resolver)(nil)
+var _ customdomain.Resolver = (*Resolver)(nil)
 
 // New returns a resolver asking servers ("host:port" each; a bare host
 // gets port 53). With none, it asks the nameservers of /etc/resolv.conf,
@@ -63,11 +63,11 @@ func New(servers ...string) *Resolver {
 // Servers returns the nameservers the resolver asks, in order.
 func (r *Resolver) Servers() []string { return append([]string(nil), r.servers...) }
 
-// Lookup implements domain.Resolver: the records of type rrtype owned by
+// Lookup implements customdomain.Resolver: the records of type rrtype owned by
 // exactly name, without following CNAMEs. NXDOMAIN and NODATA give an empty
 // slice; a timeout, SERVFAIL, REFUSED or any other failure of every server
-// gives an error wrapping domain.ErrLookupFailed.
-func (r *Resolver) Lookup(ctx context.Context, name, rrtype string) ([]domain.Record, error) {
+// gives an error wrapping customdomain.ErrLookupFailed.
+func (r *Resolver) Lookup(ctx context.Context, name, rrtype string) ([]customdomain.Record, error) {
 	qtype, ok := dns.StringToType[strings.ToUpper(rrtype)]
 	if !ok {
 		return nil, fmt.Errorf("dnsresolver: unknown record type %q", rrtype)
@@ -84,7 +84,7 @@ func (r *Resolver) Lookup(ctx context.Context, name, rrtype string) ([]domain.Re
 	var errs []error
 	for _, server := range r.servers {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("%w: %s %s: %w", domain.ErrLookupFailed, name, rrtype, err)
+			return nil, fmt.Errorf("%w: %s %s: %w", customdomain.ErrLookupFailed, name, rrtype, err)
 		}
 		resp, err := r.exchange(ctx, q, server)
 		if err != nil {
@@ -98,7 +98,7 @@ func (r *Resolver) Lookup(ctx context.Context, name, rrtype string) ([]domain.Re
 			errs = append(errs, fmt.Errorf("%s answered %s", server, dns.RcodeToString[resp.Rcode]))
 		}
 	}
-	return nil, fmt.Errorf("%w: %s %s: %w", domain.ErrLookupFailed, name, rrtype, errors.Join(errs...))
+	return nil, fmt.Errorf("%w: %s %s: %w", customdomain.ErrLookupFailed, name, rrtype, errors.Join(errs...))
 }
 
 // exchange asks one server over UDP and again over TCP when the answer was
@@ -125,14 +125,14 @@ func (r *Resolver) exchange(ctx context.Context, q *dns.Msg, server string) (*dn
 
 // records picks the answers of qtype owned by exactly fqdn: a server that
 // chases a CNAME also returns the target's records, which are not ours.
-func records(resp *dns.Msg, fqdn string, qtype uint16) []domain.Record {
-	out := []domain.Record{}
+func records(resp *dns.Msg, fqdn string, qtype uint16) []customdomain.Record {
+	out := []customdomain.Record{}
 	for _, rr := range resp.Answer {
 		h := rr.Header()
 		if h.Rrtype != qtype || !strings.EqualFold(h.Name, fqdn) {
 			continue
 		}
-		rec := domain.Record{Type: dns.TypeToString[qtype], Name: strings.TrimSuffix(strings.ToLower(h.Name), "."), TTL: int(h.Ttl)}
+		rec := customdomain.Record{Type: dns.TypeToString[qtype], Name: strings.TrimSuffix(strings.ToLower(h.Name), "."), TTL: int(h.Ttl)}
 		switch v := rr.(type) {
 		case *dns.A:
 			rec.Value = v.A.String()

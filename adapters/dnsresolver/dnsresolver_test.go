@@ -13,7 +13,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/petstorekit/petstore/adapters/dnsresolver"
 	"github.com/petstorekit/petstore/adapters/memzone"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 )
 
 func TestLookup(t *testing.T) {
@@ -56,7 +56,7 @@ func TestLookup(t *testing.T) {
 		t.Run(tc.name+"/"+tc.typ, func(t *testing.T) {
 			got, err := r.Lookup(ctx, tc.name, tc.typ)
 			if tc.failed {
-				if !errors.Is(err, domain.ErrLookupFailed) {
+				if !errors.Is(err, customdomain.ErrLookupFailed) {
 					t.Fatalf("Lookup = %v, %v; want an error wrapping ErrLookupFailed", got, err)
 				}
 				return
@@ -97,7 +97,7 @@ func TestLookup(t *testing.T) {
 		r := dnsresolver.New(silentServer(t))
 		r.Timeout = 100 * time.Millisecond
 		_, err := r.Lookup(ctx, "shop.example.com", "CNAME")
-		if !errors.Is(err, domain.ErrLookupFailed) {
+		if !errors.Is(err, customdomain.ErrLookupFailed) {
 			t.Fatalf("Lookup against a silent server = %v, want ErrLookupFailed", err)
 		}
 	})
@@ -105,13 +105,13 @@ func TestLookup(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
 		_, err := r.Lookup(cctx, "shop.example.com", "CNAME")
-		if !errors.Is(err, domain.ErrLookupFailed) || !errors.Is(err, context.Canceled) {
+		if !errors.Is(err, customdomain.ErrLookupFailed) || !errors.Is(err, context.Canceled) {
 			t.Fatalf("Lookup with a cancelled context = %v, want ErrLookupFailed and context.Canceled", err)
 		}
 	})
 	t.Run("BadInput", func(t *testing.T) {
 		for _, tc := range [][2]string{{"shop.example.com", "NOPE"}, {"a..b", "A"}} {
-			if _, err := r.Lookup(ctx, tc[0], tc[1]); err == nil || errors.Is(err, domain.ErrLookupFailed) {
+			if _, err := r.Lookup(ctx, tc[0], tc[1]); err == nil || errors.Is(err, customdomain.ErrLookupFailed) {
 				t.Fatalf("Lookup(%q, %q) = %v, want an input error", tc[0], tc[1], err)
 			}
 		}

@@ -9,61 +9,61 @@ import (
 	"time"
 
 	"github.com/petstorekit/petstore"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 )
 
-var _ domain.Store = (*Store)(nil)
+var _ customdomain.Store = (*Store)(nil)
 
 // domainTables holds one Store's domains and configs.
 type domainTables struct {
 	mu      sync.Mutex
-	byID    map[string]domain.Entry
+	byID    map[string]customdomain.Entry
 	holder  map[string]string // name -> ID of the entry that is not removed
-	configs map[string]domain.Config
+	configs map[string]customdomain.Config
 }
 
-// CreateDomain implements domain.Store.
-func (s *Store) CreateDomain(ctx context.Context, e domain.Entry) (domain.Entry, error) {
+// CreateDomain implements customdomain.Store.
+func (s *Store) CreateDomain(ctx context.Context, e customdomain.Entry) (customdomain.Entry, error) {
 	if err := ctx.Err(); err != nil {
-		return domain.Entry{}, err
+		return customdomain.Entry{}, err
 	}
 	t := s.dom
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, ok := t.holder[e.Name]; ok {
-		return domain.Entry{}, petstore.Errorf(petstore.CodeConflict, "%s is already attached to a project", e.Name)
+		return customdomain.Entry{}, petstore.Errorf(petstore.CodeConflict, "%s is already attached to a project", e.Name)
 	}
 	if _, ok := t.byID[e.ID]; ok || e.ID == "" {
-		return domain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain id %q already used", e.ID)
+		return customdomain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain id %q already used", e.ID)
 	}
 	e = e.Canonical()
 	e.Version = 1
 	t.byID[e.ID] = e
-	if e.Status != domain.StatusRemoved {
+	if !e.Status.FreesName() {
 		t.holder[e.Name] = e.ID
 	}
 	return e.Canonical(), nil
 }
 
-// DomainByName implements domain.Store.
-func (s *Store) DomainByName(ctx context.Context, name string) (domain.Entry, error) {
+// DomainByName implements customdomain.Store.
+func (s *Store) DomainByName(ctx context.Context, name string) (customdomain.Entry, error) {
 	if err := ctx.Err(); err != nil {
-		return domain.Entry{}, err
+		return customdomain.Entry{}, err
 	}
 	t := s.dom
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	id, ok := t.holder[name]
 	if !ok {
-		return domain.Entry{}, petstore.Errorf(petstore.CodeNotFound, "domain %s not found", name)
+		return customdomain.Entry{}, petstore.Errorf(petstore.CodeNotFound, "domain %s not found", name)
 	}
 	return t.byID[id].Canonical(), nil
 }
 
-// UpdateDomain implements domain.Store.
-func (s *Store) UpdateDomain(ctx context.Context, e domain.Entry) (domain.Entry, error) {
+// UpdateDomain implements customdomain.Store.
+func (s *Store) UpdateDomain(ctx context.Context, e customdomain.Entry) (customdomain.Entry, error) {
 	if err := ctx.Err(); err != nil {
-		return domain.Entry{}, err
+		return customdomain.Entry{}, err
 	}
 	t := s.dom
 	t.mu.Lock()
@@ -71,32 +71,34 @@ func (s *Store) UpdateDomain(ctx context.Context, e domain.Entry) (domain.Entry,
 	cur, ok := t.byID[e.ID]
 	switch {
 	case !ok:
-		return domain.Entry{}, petstore.Errorf(petstore.CodeNotFound, "domain %s not found", e.ID)
-	case cur.Status == domain.StatusRemoved:
-		return domain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain %s was removed", cur.Name)
+		return customdomain.Entry{}, petstore.Errorf(petstore.CodeNotFound, "domain %s not found", e.ID)
+	case cur.Status == customdomain.StatusRemoved:
+		return customdomain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain %s was removed", cur.Name)
 	case cur.Version != e.Version:
-		return domain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain %s changed meanwhile", cur.Name)
+		return customdomain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain %s changed meanwhile", cur.Name)
 	}
 	// The name and owner are fixed at creation: they are the claim.
 	e.Name, e.ProjectID, e.CreatedAt = cur.Name, cur.ProjectID, cur.CreatedAt
 	e = e.Canonical()
 	e.Version = cur.Version + 1
 	t.byID[e.ID] = e
-	if e.Status == domain.StatusRemoved {
+	if e.Status.FreesName() && t.holder[e.Name] == e.ID {
+		// Only its own hold: a released entry's name may already be
+		// held by a newer entry.
 		delete(t.holder, e.Name)
 	}
 	return e.Canonical(), nil
 }
 
-// ListDomains implements domain.Store.
-func (s *Store) ListDomains(ctx context.Context, q domain.DomainQuery) ([]domain.Entry, error) {
+// ListDomains implements customdomain.Store.
+func (s *Store) ListDomains(ctx context.Context, q customdomain.DomainQuery) ([]customdomain.Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	t := s.dom
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := []domain.Entry{}
+	out := []customdomain.Entry{}
 	for _, e := range t.byID {
 		if q.ProjectID != "" && e.ProjectID != q.ProjectID {
 			continue
@@ -104,7 +106,7 @@ func (s *Store) ListDomains(ctx context.Context, q domain.DomainQuery) ([]domain
 		if q.Name != "" && e.Name != q.Name {
 			continue
 		}
-		if q.Status == "" && e.Status == domain.StatusRemoved || q.Status != "" && e.Status != q.Status {
+		if q.Status == "" && e.Status == customdomain.StatusRemoved || q.Status != "" && e.Status != q.Status {
 			continue
 		}
 		out = append(out, e.Canonical())
@@ -121,15 +123,15 @@ func (s *Store) ListDomains(ctx context.Context, q domain.DomainQuery) ([]domain
 	return out, nil
 }
 
-// DueDomains implements domain.Store.
-func (s *Store) DueDomains(ctx context.Context, now time.Time, limit int) ([]domain.Entry, error) {
+// DueDomains implements customdomain.Store.
+func (s *Store) DueDomains(ctx context.Context, now time.Time, limit int) ([]customdomain.Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	t := s.dom
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := []domain.Entry{}
+	out := []customdomain.Entry{}
 	for _, id := range t.holder {
 		e := t.byID[id]
 		if !e.NextCheckAt.IsZero() && !e.NextCheckAt.After(now) {
@@ -151,10 +153,10 @@ func (s *Store) DueDomains(ctx context.Context, now time.Time, limit int) ([]dom
 	return out, nil
 }
 
-// DomainConfig implements domain.Store.
-func (s *Store) DomainConfig(ctx context.Context, projectID string) (domain.Config, error) {
+// DomainConfig implements customdomain.Store.
+func (s *Store) DomainConfig(ctx context.Context, projectID string) (customdomain.Config, error) {
 	if err := ctx.Err(); err != nil {
-		return domain.Config{}, err
+		return customdomain.Config{}, err
 	}
 	t := s.dom
 	t.mu.Lock()
@@ -163,13 +165,13 @@ func (s *Store) DomainConfig(ctx context.Context, projectID string) (domain.Conf
 	c.ProjectID = projectID
 	c.Redirects = slices.Clone(c.Redirects)
 	if c.Redirects == nil {
-		c.Redirects = []domain.Redirect{}
+		c.Redirects = []customdomain.Redirect{}
 	}
 	return c, nil
 }
 
-// PutDomainConfig implements domain.Store.
-func (s *Store) PutDomainConfig(ctx context.Context, c domain.Config) error {
+// PutDomainConfig implements customdomain.Store.
+func (s *Store) PutDomainConfig(ctx context.Context, c customdomain.Config) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -184,22 +186,22 @@ func (s *Store) PutDomainConfig(ctx context.Context, c domain.Config) error {
 	return nil
 }
 
-// ListDomainConfigs implements domain.Store.
-func (s *Store) ListDomainConfigs(ctx context.Context) ([]domain.Config, error) {
+// ListDomainConfigs implements customdomain.Store.
+func (s *Store) ListDomainConfigs(ctx context.Context) ([]customdomain.Config, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	t := s.dom
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := []domain.Config{}
+	out := []customdomain.Config{}
 	for _, c := range t.configs {
 		if c.Primary == "" && len(c.Redirects) == 0 {
 			continue
 		}
 		c.Redirects = slices.Clone(c.Redirects)
 		if c.Redirects == nil {
-			c.Redirects = []domain.Redirect{}
+			c.Redirects = []customdomain.Redirect{}
 		}
 		out = append(out, c)
 	}

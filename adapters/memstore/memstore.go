@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/petstorekit/petstore"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 )
 
 // Store keeps pets, keys, idempotency records, certificate blobs,
@@ -35,6 +35,9 @@ type Store struct {
 
 	deploysOnce sync.Once
 	deploys     *deployTable
+
+	webhooksOnce sync.Once
+	webhooks     *webhookTable
 }
 
 type storedKey struct {
@@ -50,7 +53,7 @@ func New() *Store {
 		nextID:   1,
 		keys:     map[string]storedKey{},
 		keyByID:  map[string]string{},
-		dom:      &domainTables{byID: map[string]domain.Entry{}, holder: map[string]string{}, configs: map[string]domain.Config{}},
+		dom:      &domainTables{byID: map[string]customdomain.Entry{}, holder: map[string]string{}, configs: map[string]customdomain.Config{}},
 		blobs:    &blobState{blobs: map[string]blob{}, locks: map[string]blobLock{}},
 		idemRecs: &idemTable{recs: map[idemID]petstore.IdempotencyRecord{}, running: map[idemID]chan struct{}{}, max: MaxIdempotencyRecords},
 		orders:   &orderTable{},

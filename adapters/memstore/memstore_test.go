@@ -17,4 +17,5 @@ func TestConformance(t *testing.T) {
 	t.Run("Orders", func(t *testing.T) { storetest.RunOrders(t, open) })
 	t.Run("Blobs", func(t *testing.T) { storetest.RunBlobs(t, open) })
 	t.Run("Domains", func(t *testing.T) { storetest.RunDomains(t, open) })
+	t.Run("Webhooks", func(t *testing.T) { storetest.RunWebhooks(t, open) })
 }

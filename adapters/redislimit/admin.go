@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -14,39 +13,22 @@ import (
 
 var _ ratelimit.Admin = (*Store)(nil)
 
-// Bans implements ratelimit.Admin: it scans the store's prefix (SCAN,
-// never KEYS, so a large keyspace does not block Redis) and reads each
-// subject's ban end.
+// Bans implements ratelimit.Admin from the ban log, which every ban
+// started and lifted goes into: one read, however many subjects Redis
+// holds.
 func (s *Store) Bans(ctx context.Context, now time.Time) ([]ratelimit.Ban, error) {
+	evs, err := s.BanEvents(ctx, time.Time{})
+	if err != nil {
+		return nil, err
+	}
+	latest := map[string]time.Time{}
+	for _, ev := range evs { // oldest first: the last event of a subject holds
+		latest[ev.Subject] = ev.Until
+	}
 	out := []ratelimit.Ban{}
-	pattern := escapeGlob(s.prefix) + "*"
-	var cursor uint64
-	for {
-		keys, next, err := s.client.Scan(ctx, cursor, pattern, 500).Result()
-		if err != nil {
-			return nil, fmt.Errorf("redislimit: %w", err)
-		}
-		if len(keys) > 0 {
-			cmds := make([]*redis.StringCmd, len(keys))
-			_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-				for i, k := range keys {
-					cmds[i] = p.HGet(ctx, k, "be")
-				}
-				return nil
-			})
-			if err != nil && err != redis.Nil {
-				return nil, fmt.Errorf("redislimit: %w", err)
-			}
-			for i, c := range cmds {
-				end, err := c.Int64()
-				if err != nil || end <= now.UnixMilli() {
-					continue // no ban field, or a ban that has ended
-				}
-				out = append(out, ratelimit.Ban{Subject: strings.TrimPrefix(keys[i], s.prefix), Until: time.UnixMilli(end)})
-			}
-		}
-		if cursor = next; cursor == 0 {
-			break
+	for sub, until := range latest {
+		if until.After(now) {
+			out = append(out, ratelimit.Ban{Subject: sub, Until: until})
 		}
 	}
 	ratelimit.SortBans(out)
@@ -54,17 +36,21 @@ func (s *Store) Bans(ctx context.Context, now time.Time) ([]ratelimit.Ban, error
 }
 
 // liftScript ends a ban and forgets strikes and ban level in one step,
-// reporting whether a ban was in force. ARGV: now (ms).
+// logs the lift for the other processes, and reports whether a ban was in
+// force. KEYS: the subject's hash, the ban log. ARGV: now (ms), subject.
 var liftScript = redis.NewScript(`
 local be = tonumber(redis.call("HGET", KEYS[1], "be") or "0")
 redis.call("HDEL", KEYS[1], "be", "bl", "ble", "sc", "se")
+-- "lifted" sorts after the digits of a ban's end: a lift in the same
+-- millisecond as the ban comes after it in the log.
+redis.call("ZADD", KEYS[2], ARGV[1], ARGV[2] .. "|lifted")
 if be > tonumber(ARGV[1]) then return 1 end
 return 0
 `)
 
 // Lift implements ratelimit.Admin.
 func (s *Store) Lift(ctx context.Context, subject string, now time.Time) (bool, error) {
-	n, err := liftScript.Run(ctx, s.client, []string{s.prefix + subject}, now.UnixMilli()).Int()
+	n, err := liftScript.Run(ctx, s.client, []string{s.prefix + subject, s.prefix + banLogKey}, now.UnixMilli(), subject).Int()
 	if err != nil {
 		return false, fmt.Errorf("redislimit: %w", err)
 	}
@@ -94,16 +80,4 @@ func (s *Store) Usage(ctx context.Context, subject string, rates []ratelimit.Rat
 		}
 	}
 	return ratelimit.UsageWindows(rates, counts), nil
-}
-
-// escapeGlob escapes the characters SCAN's MATCH treats specially.
-func escapeGlob(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[]\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

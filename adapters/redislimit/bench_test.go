@@ -29,3 +29,27 @@ func BenchmarkDecide(b *testing.B) {
 	}
 	b.ReportMetric(float64(count.Count()-before)/float64(b.N), "roundtrips/op")
 }
+
+// BenchmarkDecideParallel is a busy key decided by 16 goroutines at once,
+// as a server's connections do: in memory, from leased shares.
+func BenchmarkDecideParallel(b *testing.B) {
+	var count testenv.CommandCounter
+	c := testenv.RedisClient(b)
+	c.AddHook(&count)
+	lim := ratelimit.New(redislimit.New(c, testenv.RedisPrefix(b, c, "rl")), ratelimit.Config{})
+	b.Cleanup(func() { _ = lim.Close(context.Background()) })
+	limits := petstore.Limits{PerMinute: 1 << 40, PerDay: 1 << 41}
+	ctx := context.Background()
+	before := count.Count()
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := lim.Decide(ctx, "key:bench", limits); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(count.Count()-before)/float64(b.N), "roundtrips/op")
+}

@@ -218,7 +218,9 @@ func TestRedisOutage(t *testing.T) {
 						unavailable++
 						return
 					}
-					if err != nil || !d.Degraded || d.Code != want {
+					// Known full windows and bans are decided here without
+					// the store, outage or not.
+					if err != nil || d.Code != want {
 						t.Fatalf("%s during the outage: %+v, %v; want %q decided locally", sub, d, err, want)
 					}
 				}
@@ -233,15 +235,23 @@ func TestRedisOutage(t *testing.T) {
 						unavailable++
 					}
 				}
-				if failClosed {
+				// A pause is a slow Redis, decided locally in both modes; a
+				// cut refuses connections: unreachable, 503 failing closed.
+				unreachable := fault == "cut"
+				switch {
+				case failClosed && unreachable:
 					if unavailable == 0 {
 						t.Fatal("failing closed, no request was refused as unavailable while Redis was unreachable")
 					}
-				} else if admitted != 60 {
-					t.Fatalf("a new key admitted %d of 100 during the outage, want the plan's 60", admitted)
+				case unavailable > 0:
+					t.Fatalf("%d requests refused as unavailable while Redis was only slow (paused)", unavailable)
+				case admitted > 60 || admitted < 50:
+					// Shares asked for in calls that timed out may have been
+					// granted: they count as used, so a few fewer than 60.
+					t.Fatalf("a new key admitted %d of 100 during the outage, want the plan's 60 at most, less the shares of calls that timed out", admitted)
 				}
 				st := lim.Status()
-				if !st.Degraded || !st.Unreachable || st.Since.IsZero() || st.Ready() == failClosed {
+				if !st.Degraded || st.Unreachable != unreachable || st.Since.IsZero() || st.Ready() == (failClosed && unreachable) {
 					t.Fatalf("Status during the outage = %+v", st)
 				}
 				if n := strings.Count(logs.String(), "rate limit store failed"); n != 1 {

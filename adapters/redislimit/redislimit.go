@@ -1,18 +1,26 @@
-// Package redislimit is a ratelimit.Store on Redis (go-redis v9) for
-// limiters in many processes: each decision is one Lua script, run with
-// EVALSHA in one round trip, that checks the ban, both windows and records
-// the strike atomically on the server. Processes sharing one Redis therefore
-// admit, together, exactly what the plan allows, and bans hold across them.
+// Package redislimit is a ratelimit.Leaser on Redis (go-redis v9) for
+// limiters in many processes. A Limiter over it leases shares of a
+// subject's windows, one Lua script (EVALSHA, one round trip) per share,
+// and decides in memory from them; the script does the settlements, the
+// ban check, the grant and the strikes atomically, so processes sharing
+// one Redis never admit together more than the plan allows while Redis
+// answers. Take, the per-request step of ratelimit.Store, is one script
+// too.
 //
-// Each subject is one hash under the store's prefix (prefix + subject), so
-// a decision touches one key and works on Redis Cluster too. Its fields:
-// c:<period ms> and e:<period ms> (a window's count and end), sc and se (the
-// strikes and the strike window's end), be (the ban's end), bl and ble (the
-// ban level, for doubling, and when it is forgotten). The time comes from Go
-// (Request.Now, in milliseconds), so the limiter's clock is injectable; ends
-// are stored as values and compared with that time, while the key's TTL
-// (relative, so independent of the clock) only reclaims memory once
-// everything in it has ended.
+// Each subject is one hash under the store's prefix (prefix + subject).
+// Its fields: c:<period ms> and e:<period ms> (a window's count, shares
+// granted included, and end), sc and se (the strikes and the strike
+// window's end), be (the ban's end), bl and ble (the ban level, for
+// doubling, and when it is forgotten). Beside them, two sorted sets:
+// prefix + "~bans", the log of bans started and lifted that every process
+// polls, and prefix + "~anon", the addresses by last use, which caps them
+// (AnonymousCap). A script touches the subject's hash and these two keys;
+// on Redis Cluster, put a hash tag in the prefix ("{petstore}:rl:") so
+// they share a slot. The time comes from Go (Request.Now, in
+// milliseconds), so the limiter's clock is injectable; an end more than
+// its length ahead of that time (a clock that ran ahead) counts as its
+// length. Key TTLs (relative, so independent of the clock) reclaim memory
+// once everything in a hash has ended.
 package redislimit
 
 import (
@@ -30,9 +38,11 @@ import (
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
-// script is the whole decision. ARGV: now (ms), bans disabled (0/1),
+// script is the whole decision. KEYS: the subject's hash, the ban log.
+// ARGV: now (ms), bans disabled (0/1),
 // strikes tolerated, strike window, first ban, longest ban, ban memory,
-// strike grace (all ms), then quota and period (ms) per window. It returns {status, refused
+// strike grace (all ms), then quota and period (ms) per window, and last
+// the subject. It returns {status, refused
 // window index (0-based, -1 for none), ban end, then used and end per
 // window}; status 0 admitted, 1 refused by a window, 2 banned, 3 banned by
 // a ban this request started.
@@ -43,7 +53,7 @@ local nobans = ARGV[2] == "1"
 local strikes, within = tonumber(ARGV[3]), tonumber(ARGV[4])
 local banBase, banMax, banMemory = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local grace = tonumber(ARGV[8])
-local n = (#ARGV - 8) / 2
+local n = (#ARGV - 9) / 2
 
 local f = {}
 local raw = redis.call("HGETALL", key)
@@ -108,6 +118,8 @@ else
     if length > banMax then length = banMax end
     banEnd = now + length
     redis.call("HSET", key, "be", banEnd, "bl", level, "ble", banEnd + banMemory, "sc", 0, "se", 0)
+    redis.call("ZADD", KEYS[2], now, ARGV[#ARGV] .. "|" .. banEnd)
+    redis.call("ZREMRANGEBYSCORE", KEYS[2], "-inf", now - banMax)
     keep = banEnd + banMemory
     redis.call("PEXPIRE", key, keep - now)
     return reply(3, banEnd)
@@ -128,17 +140,43 @@ return reply(refused < 0 and 0 or 1, 0)
 
 // Store is a ratelimit.Store in Redis. It is safe for concurrent use.
 type Store struct {
-	client redis.UniversalClient
-	prefix string
+	client  redis.UniversalClient
+	prefix  string
+	anonCap int
 }
 
-var _ ratelimit.Store = (*Store)(nil)
+var _ ratelimit.Leaser = (*Store)(nil)
+
+// DefaultAnonymousCap is how many anonymous subjects (client addresses)
+// a Store tracks unless AnonymousCap says otherwise: at under 400 bytes a
+// subject with its index entry (TestFloodKeepsBansInRedis measures 356),
+// at most 40 MB of Redis.
+const DefaultAnonymousCap = 100_000
+
+// Option configures a Store.
+type Option func(*Store)
+
+// AnonymousCap caps the anonymous subjects (client addresses) the Store
+// keeps in Redis at n: past it, leasing a new one forgets the least
+// recently seen, never one that is banned, striking or has a full window.
+// Keys' subjects are never forgotten; the key store bounds them.
+func AnonymousCap(n int) Option {
+	return func(s *Store) {
+		if n > 0 {
+			s.anonCap = n
+		}
+	}
+}
 
 // New returns a Store that keeps its hashes in client under prefix (for
 // example "petstore:rl:"). For Decide's timeout to bound every call, the
 // client should have ContextTimeoutEnabled set (see NewClient).
-func New(client redis.UniversalClient, prefix string) *Store {
-	return &Store{client: client, prefix: prefix}
+func New(client redis.UniversalClient, prefix string, opts ...Option) *Store {
+	s := &Store{client: client, prefix: prefix, anonCap: DefaultAnonymousCap}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // Take implements ratelimit.Store in one round trip: EVALSHA, or, the first
@@ -155,7 +193,8 @@ func (s *Store) Take(ctx context.Context, req ratelimit.Request) (ratelimit.Resu
 	for _, r := range req.Rates {
 		args = append(args, r.Quota, r.Period.Milliseconds())
 	}
-	v, err := script.Run(ctx, s.client, []string{s.prefix + req.Subject}, args...).Result()
+	args = append(args, req.Subject)
+	v, err := script.Run(ctx, s.client, []string{s.prefix + req.Subject, s.prefix + banLogKey}, args...).Result()
 	if err != nil {
 		return ratelimit.Result{}, fmt.Errorf("redislimit: %w", err)
 	}

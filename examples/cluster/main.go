@@ -57,14 +57,14 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs.StringVar(&c.addr, "addr", env("PETSTORE_ADDR", ":8080"), "listen address (env PETSTORE_ADDR)")
 	db := redact.StringFlag(fs, "db", env("PETSTORE_DB", ""), redact.URL, "shared database: postgres://… or mysql://… (env PETSTORE_DB)")
 	rdb := redact.StringFlag(fs, "redis", env("PETSTORE_REDIS", ""), redact.URL, "shared Redis for rate limits: host:port or redis://… (env PETSTORE_REDIS)")
-	fs.StringVar(&c.prefix, "redis-prefix", env("PETSTORE_REDIS_PREFIX", "petstore:rl:"), "prefix of the rate-limit keys in Redis (env PETSTORE_REDIS_PREFIX)")
+	fs.StringVar(&c.prefix, "redis-prefix", env("PETSTORE_REDIS_PREFIX", "petstore:"), "put before every key written to Redis, as examples/server's -redis-prefix: rate limits under PREFIX rl:, key changes on PREFIX's channel (env PETSTORE_REDIS_PREFIX)")
 	keys := redact.StringFlag(fs, "keys", env("PETSTORE_API_KEYS", ""), redact.Keys, "API keys, KEY:PLAN or KEY:enterprise:PERMIN/PERDAY, comma-separated (env PETSTORE_API_KEYS)")
 	migrateDefault, err := strconv.ParseBool(env("PETSTORE_MIGRATE", "false"))
 	if err != nil {
 		return c, fmt.Errorf("PETSTORE_MIGRATE: want true or false, got %q", getenv("PETSTORE_MIGRATE"))
 	}
 	fs.BoolVar(&c.migrate, "migrate", migrateDefault, "apply database migrations before serving; run it in one process only (env PETSTORE_MIGRATE)")
-	fs.StringVar(&fail, "ratelimit-fail", env("PETSTORE_RATELIMIT_FAIL", "open"), "when Redis is slow or down: open (decide in this process, with the same limits) or closed (503 while it is unreachable) (env PETSTORE_RATELIMIT_FAIL)")
+	fs.StringVar(&fail, "ratelimit-fail", env("PETSTORE_RATELIMIT_FAIL", "open"), "when Redis is slow or down: open decides limits in this process (over-admission bounded, see docs/rate-limits.md), closed does too while Redis is slow but answers 503 while it refuses connections (env PETSTORE_RATELIMIT_FAIL)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -117,7 +117,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// Authenticated keys are cached; a key changed by any process reaches
 	// the others over Redis pub/sub, on the channel examples/server's keys
 	// subcommand publishes on.
-	feed := redisfeed.New(rdb, "petstore:")
+	feed := redisfeed.New(rdb, cfg.prefix)
 	keys, auth := keycache.NewKeys(store, feed, keycache.Config{}, func(err error) {
 		logger.Warn("key change not published", "err", err)
 	})
@@ -125,7 +125,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err := keyscli.Ensure(openCtx, keys, cfg.keys, logger); err != nil {
 		return err
 	}
-	limiter := ratelimit.New(redislimit.New(rdb, cfg.prefix), ratelimit.Config{FailClosed: !cfg.failOpen, Logger: logger})
+	limiter := ratelimit.New(redislimit.New(rdb, cfg.prefix+"rl:"), ratelimit.Config{FailClosed: !cfg.failOpen, Logger: logger})
+	// On the way out, unused shares of the limits go back to Redis.
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = limiter.Close(cctx)
+	}()
 
 	hcfg := httpx.Config{
 		Service: petstore.NewService(store),

@@ -87,7 +87,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/petstorekit/petstore/httpx"
 	"github.com/petstorekit/petstore/internal/logbuf"
 )
 
@@ -288,8 +287,8 @@ func pickList(flagName, list string, known []string) ([]string, error) {
 type stackConfig struct {
 	// The logs, as examples/server -log-format json writes them: every
 	// line formatted, as JSON, to one writer.
-	logger *slog.Logger       // everything but the access log
-	access httpx.AccessLogger // a line per request
+	logger *slog.Logger // everything but the access log
+	access *slog.Logger // a line per request
 	// mount serves the API under a prefix of a ServeMux of its own,
 	// mux.Handle("/v1/", api), as examples/server and most importers do;
 	// without it the API's handler is the server's, as bare's ServeMux is.
@@ -297,5 +296,5 @@ type stackConfig struct {
 }
 
 func newStack(w io.Writer, mount bool) stackConfig {
-	return stackConfig{logger: slog.New(slog.NewJSONHandler(w, nil)), access: httpx.NewJSONAccessLog(w), mount: mount}
+	return stackConfig{logger: slog.New(slog.NewJSONHandler(w, nil)), access: slog.New(slog.NewJSONHandler(w, nil)), mount: mount}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/petstorekit/petstore/adapters/acme/acmetest"
 	"github.com/petstorekit/petstore/adapters/memzone"
+	"github.com/petstorekit/petstore/adapters/rfc2136/rfc2136test"
 )
 
 // freeAddr returns a loopback address with a port free right now. The
@@ -188,4 +189,90 @@ func TestCustomDomainHTTPS(t *testing.T) {
 	if status, _, body := dashboard("GET", "/"+name, ""); status != 404 {
 		t.Fatalf("get after remove: %d %s, want 404", status, body)
 	}
+}
+
+// With -acme-dcv-zone naming a zone of -dns-provider (here Knot, written
+// through RFC 2136), the dashboard shows the _acme-challenge delegation
+// beside the routing record, and once the customer creates it, Verify has
+// the certificate obtained by DNS-01 while the routing CNAME still points
+// at the old host: the HTTPS listener then answers the name's handshake.
+func TestCustomDomainCertificateBeforeCutover(t *testing.T) {
+	const name = "www.example.test"
+	const dcvZone = "acme.petstore.example"
+	zone, dns := memzone.NewTestServer(t, "example.test.", "example.org.", "petstore.example.")
+	ctx := context.Background()
+	if _, err := zone.AppendRecords(ctx, "petstore.example.", []libdns.Record{
+		libdns.Address{Name: "edge", TTL: time.Hour, IP: netip.MustParseAddr("127.0.0.1")},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	knot := rfc2136test.StartKnot(t, dcvZone+".")
+	resolver := acmetest.Resolver(t, map[string]string{dcvZone: knot.Addr, "": dns.Addr()})
+	httpAddr, httpPort := freeAddr(t)
+	tlsAddr, tlsPort := freeAddr(t)
+	ca := acmetest.Start(t, acmetest.Options{DNSServer: resolver, HTTPPort: httpPort, TLSPort: tlsPort})
+	root := filepath.Join(t.TempDir(), "pebble-root.pem")
+	if err := os.WriteFile(root, ca.ServerRootPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const key = "psk_Pro5jW8cZ1qN6bY3xF7vGu2k"
+	base, _ := start(t, []string{
+		"-addr", httpAddr, "-tls-addr", tlsAddr,
+		"-acme-ca", ca.DirectoryURL(), "-acme-root", root, "-acme-dcv-zone", dcvZone,
+		"-dns-resolvers", resolver, "-cname-target", "edge.petstore.example",
+		"-keys", key + ":pro",
+	}, map[string]string{
+		"PETSTORE_DNS_PROVIDER": "rfc2136://" + rfc2136test.KeyName + ":" + knot.Secret + "@" + knot.Addr + "?zones=" + dcvZone,
+	})
+	type domainView struct {
+		Status      string `json:"status"`
+		Records     []struct{ Type, Name, Value string }
+		Certificate struct {
+			Status string `json:"status"`
+		} `json:"certificate"`
+	}
+	dashboard := func(method, path string) domainView {
+		t.Helper()
+		body := ""
+		if method == "POST" && path == "" {
+			body = `{"name":"` + name + `"}`
+		}
+		status, _, out := call(t, method, base+"/dashboard/api/domains"+path, key, "", body)
+		var d domainView
+		if status/100 != 2 || json.Unmarshal([]byte(out), &d) != nil {
+			t.Fatalf("%s %s: %d %s", method, path, status, out)
+		}
+		return d
+	}
+	d := dashboard("POST", "")
+	var dcv []libdns.Record
+	for _, r := range d.Records {
+		if r.Type == "CNAME" && strings.HasPrefix(r.Name, "_acme-challenge") && strings.HasSuffix(r.Value, "."+dcvZone) {
+			dcv = append(dcv, libdns.CNAME{Name: r.Name, TTL: time.Hour, Target: r.Value + "."})
+		}
+	}
+	if len(dcv) != 1 {
+		t.Fatalf("no delegation record among %+v", d.Records)
+	}
+	if _, err := zone.AppendRecords(ctx, "example.test.", append(dcv,
+		libdns.CNAME{Name: "www", TTL: time.Hour, Target: "old-host.example.org."})); err != nil {
+		t.Fatal(err)
+	}
+	if d := dashboard("POST", "/"+name+"/verify"); d.Status != "pending" {
+		t.Fatalf("verify with the CNAME at the old host: %+v, want pending", d)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if d = dashboard("GET", "/"+name); d.Certificate.Status == "issued" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no certificate after 30 s: %+v", d)
+		}
+	}
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", tlsAddr,
+		&tls.Config{ServerName: name, RootCAs: ca.IssuedRoots()})
+	if err != nil {
+		t.Fatalf("handshake before the cutover: %v", err)
+	}
+	conn.Close()
 }

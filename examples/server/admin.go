@@ -207,7 +207,7 @@ func runAdmin(ctx context.Context, cfg config, keys *petstore.Keys, stdout io.Wr
 		}
 		client := redis.NewClient(opts)
 		defer client.Close()
-		ops = adminOps{admin: redislimit.New(client, limitPrefix), keys: keys, now: time.Now}
+		ops = adminOps{admin: redislimit.New(client, limitPrefix(cfg)), keys: keys, now: time.Now}
 	case cfg.adminAddr != "":
 		base := "http://" + adminAddr(cfg.adminAddr) + "/admin/"
 		call = func(method, path string, out any) error {

@@ -89,9 +89,9 @@ func parseDNSProvider(s string) (*dnsProviderSpec, error) {
 	return spec, nil
 }
 
-// open returns the configurator of the managed zones, and what to close
-// when the server stops.
-func (s *dnsProviderSpec) open() (*dnsconfig.Zones, func(), error) {
+// open returns the provider of the managed zones, and what to close when
+// the server stops.
+func (s *dnsProviderSpec) open() (dnsconfig.Provider, func(), error) {
 	switch s.kind {
 	case "memory":
 		p := memzone.New()
@@ -102,8 +102,19 @@ func (s *dnsProviderSpec) open() (*dnsconfig.Zones, func(), error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("-dns-provider memory: %w", err)
 		}
-		return dnsconfig.NewZones(p, s.zones...), func() { srv.Close() }, nil
+		return p, func() { srv.Close() }, nil
 	default:
-		return dnsconfig.NewZones(s.rfc, s.zones...), func() {}, nil
+		return s.rfc, func() {}, nil
 	}
+}
+
+// servesZone reports whether zone is one of the provider's zones.
+func (s *dnsProviderSpec) servesZone(zone string) bool {
+	zone = strings.TrimSuffix(strings.ToLower(zone), ".")
+	for _, z := range s.zones {
+		if strings.TrimSuffix(strings.ToLower(z), ".") == zone {
+			return true
+		}
+	}
+	return false
 }

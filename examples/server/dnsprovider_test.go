@@ -163,3 +163,30 @@ func TestDNSProviderFlag(t *testing.T) {
 		t.Fatalf("parsed %+v %+v", p, p.rfc)
 	}
 }
+
+// TestDCVZoneFlag: -acme-dcv-zone must name a zone of -dns-provider (the
+// platform writes DNS-01 records there) and needs -acme-ca; the drift
+// flags take durations.
+func TestDCVZoneFlag(t *testing.T) {
+	const dns = "memory://?zones=example.com,acme.petstore.example&listen=127.0.0.1:0"
+	noEnv := func(string) string { return "" }
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-acme-dcv-zone", "acme.petstore.example", "-dns-provider", dns}, "-acme-dcv-zone needs -acme-ca"},
+		{[]string{"-acme-ca", "https://ca.example/dir", "-acme-dcv-zone", "other.example"}, "must be one of the zones of -dns-provider"},
+		{[]string{"-acme-ca", "https://ca.example/dir", "-acme-dcv-zone", "other.example", "-dns-provider", dns}, "must be one of the zones of -dns-provider"},
+		{[]string{"-recheck-active", "soon"}, "-recheck-active: want a positive duration"},
+		{[]string{"-drift-grace", "-1h"}, "-drift-grace: want a positive duration"},
+	} {
+		if _, err := parseConfig(tc.args, noEnv, &strings.Builder{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	cfg, err := parseConfig([]string{"-acme-ca", "https://ca.example/dir", "-acme-dcv-zone", "ACME.petstore.example.", "-dns-provider", dns,
+		"-recheck-active", "10m", "-drift-grace", "24h"}, noEnv, &strings.Builder{})
+	if err != nil || cfg.acmeDCVZone != "acme.petstore.example" || cfg.recheck != 10*time.Minute || cfg.driftGrace != 24*time.Hour {
+		t.Fatalf("parsed %q %v %v, %v", cfg.acmeDCVZone, cfg.recheck, cfg.driftGrace, err)
+	}
+}

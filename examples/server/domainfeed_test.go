@@ -43,7 +43,7 @@ func TestRemovalStopsEveryProcess(t *testing.T) {
 			common := []string{"-addr", "127.0.0.1:0", "-db", testenv.PostgresSchema(t), "-keys", planKey + ":pro",
 				"-dns-resolvers", dns.Addr(), "-cname-target", "edge.petstore.test"}
 			if tc.redis {
-				common = append(common, "-redis", testenv.RedisURL(t))
+				common = append(common, "-redis", testenv.RedisURL(t), "-redis-prefix", testenv.RedisPrefix(t, testenv.RedisClient(t), "server"))
 			}
 			var bases []string
 			for _, extra := range [][]string{nil, {"-migrate=false"}} { // A migrates the fresh schema

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/internal/redact"
 	"github.com/petstorekit/petstore/keyscli"
 )
@@ -27,6 +27,7 @@ type config struct {
 	dbTimeout  time.Duration // bound of a request's database calls
 
 	redis          string         // rate-limit counters; empty: in memory
+	redisPrefix    string         // put before every key the server writes to Redis
 	failOpen       bool           // admit when the counter store is down
 	ietfHeaders    bool           // also send the IETF draft's RateLimit-Policy and RateLimit
 	trustedProxies []netip.Prefix // peers whose X-Forwarded-For is believed
@@ -37,18 +38,28 @@ type config struct {
 	dnsResolvers  []string         // nameservers verification asks; empty: the system's
 	dnsProvider   *dnsProviderSpec // the DNS the platform manages; nil: none
 	maxDomains    int              // custom domains per project; 0: the engine's default, negative: no cap
+	cdnRanges     string           // file of CDN address ranges for the PROXIED diagnosis; empty: the embedded list
+	recheck       time.Duration    // how often live domains' records are checked again
+	driftGrace    time.Duration    // how long a misconfigured domain is still served
 
 	acmeCA    string // ACME directory; empty: no certificates
 	acmeRoot  string // PEM file of extra roots to trust for the CA
 	acmeEmail string
 	acmeCAA   []string // the CA's CAA identities; empty: the directory's
-	tlsAddr   string   // HTTPS listener; empty: none
+	// acmeDCVZone is the zone of -dns-provider where DNS-01 records of
+	// delegated names go; empty: no DCV delegation (and no wildcard
+	// certificates).
+	acmeDCVZone string
+	tlsAddr     string // HTTPS listener; empty: none
 
 	metricsAddr string // GET /metrics listener; empty: on the platform hosts
 	logFormat   string // text or json
 	traceFile   string // OpenTelemetry spans as JSON; "-": stderr; empty: off
 	adminAddr   string // operator endpoint; empty: none
 	adminToken  string // PETSTORE_ADMIN_TOKEN: bearer token of the operator endpoint; empty: loopback only
+	pprofAddr   string // net/http/pprof listener, loopback only; empty: none
+
+	webhookAllowPrivate bool // webhook receivers may be on non-public addresses
 
 	command []string // a subcommand ("keys ...") instead of serving
 	version bool     // -version: print what the binary was built from
@@ -73,23 +84,29 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	dbTimeout := fs.String("db-timeout", env("PETSTORE_DB_TIMEOUT", "5s"), "how long a request may wait on the database (a queue for a connection included); past it the answer is 503 with Retry-After (PETSTORE_DB_TIMEOUT)")
 	migrate := fs.String("migrate", env("PETSTORE_MIGRATE", "true"), "run schema migrations at start; false when a separate step runs them (PETSTORE_MIGRATE)")
 	redis := redact.StringFlag(fs, "redis", env("PETSTORE_REDIS", ""), redact.URL, "Redis for rate-limit counters and key changes shared by processes: host:port or redis:// URL; empty: in memory (PETSTORE_REDIS)")
+	redisPrefix := fs.String("redis-prefix", env("PETSTORE_REDIS_PREFIX", "petstore:"), "put before every key this server and its subcommands write to Redis, so deployments (or a test and a developer) can share one Redis; processes that share limits need the same one (PETSTORE_REDIS_PREFIX)")
 	rlFail := fs.String("ratelimit-fail", env("PETSTORE_RATELIMIT_FAIL", "open"), "when the shared counter store (-redis) is slow or down: open decides limits in this process (same limits; over-admission bounded by the number of processes), closed does too while it is slow but answers 503 while it is unreachable (PETSTORE_RATELIMIT_FAIL)")
 	rlHeaders := fs.String("ratelimit-headers", env("PETSTORE_RATELIMIT_HEADERS", "x"), "rate-limit headers on every answer: x (X-RateLimit-Limit, -Remaining and -Reset of the binding window, as the spec says) or both (those and the IETF draft's RateLimit-Policy and RateLimit for every window) (PETSTORE_RATELIMIT_HEADERS)")
 	proxies := fs.String("trusted-proxies", env("PETSTORE_TRUSTED_PROXIES", ""), "comma-separated addresses or CIDRs whose X-Forwarded-For is trusted (PETSTORE_TRUSTED_PROXIES)")
 	platform := fs.String("platform-hosts", env("PETSTORE_PLATFORM_HOSTS", "localhost"), "comma-separated hosts serving the platform itself; IP literals always do (PETSTORE_PLATFORM_HOSTS)")
-	cname := fs.String("cname-target", env("PETSTORE_CNAME_TARGET", domain.DefaultCNAMETarget), "the name customers point their CNAME or ALIAS at (PETSTORE_CNAME_TARGET)")
+	cname := fs.String("cname-target", env("PETSTORE_CNAME_TARGET", customdomain.DefaultCNAMETarget), "the name customers point their CNAME or ALIAS at (PETSTORE_CNAME_TARGET)")
 	edgeIPs := fs.String("edge-ips", env("PETSTORE_EDGE_IPS", "127.0.0.1"), "comma-separated addresses of the edge, for apex domains (PETSTORE_EDGE_IPS)")
 	resolvers := fs.String("dns-resolvers", env("PETSTORE_DNS_RESOLVERS", ""), "comma-separated nameservers (host[:port]) that verification asks; empty: the system's (PETSTORE_DNS_RESOLVERS)")
 	dnsProvider := redact.StringFlag(fs, "dns-provider", env("PETSTORE_DNS_PROVIDER", ""), redact.URL, "the DNS the platform manages for customers, whose records the dashboard can write (\"Configure DNS for me\") for domains in its zones: "+dnsProviderUsage+"; empty: none (PETSTORE_DNS_PROVIDER; prefer the variable, a flag's secret shows in ps)")
-	maxDomains := fs.String("max-domains-per-project", env("PETSTORE_MAX_DOMAINS_PER_PROJECT", strconv.Itoa(domain.DefaultMaxDomainsPerProject)), "most custom domains one project may hold; -1: no cap (PETSTORE_MAX_DOMAINS_PER_PROJECT)")
+	maxDomains := fs.String("max-domains-per-project", env("PETSTORE_MAX_DOMAINS_PER_PROJECT", strconv.Itoa(customdomain.DefaultMaxDomainsPerProject)), "most custom domains one project may hold; -1: no cap (PETSTORE_MAX_DOMAINS_PER_PROJECT)")
+	cdnRanges := fs.String("cdn-ranges", env("PETSTORE_CDN_RANGES", ""), "file of CDN address ranges (\"NAME CIDR\" a line, as customdomain/cdn-ranges.txt) that the diagnosis names as a proxy (PROXIED); empty: the list built in (PETSTORE_CDN_RANGES)")
+	recheck := fs.String("recheck-active", env("PETSTORE_RECHECK_ACTIVE", customdomain.DefaultRecheckActive.String()), "how often the DNS record of a live custom domain is checked again, so one pointed elsewhere is noticed (PETSTORE_RECHECK_ACTIVE)")
+	driftGrace := fs.String("drift-grace", env("PETSTORE_DRIFT_GRACE", customdomain.DefaultDriftGrace.String()), "how long a custom domain whose record no longer points here is still served, without certificate renewal, before it is released (PETSTORE_DRIFT_GRACE)")
 	acmeCA := fs.String("acme-ca", env("PETSTORE_ACME_CA", ""), "ACME directory URL; empty: no certificates (PETSTORE_ACME_CA)")
 	acmeRoot := fs.String("acme-root", env("PETSTORE_ACME_ROOT", ""), "PEM file of extra roots to trust when talking to the CA (PETSTORE_ACME_ROOT)")
 	acmeEmail := fs.String("acme-email", env("PETSTORE_ACME_EMAIL", ""), "ACME account contact address (PETSTORE_ACME_EMAIL)")
 	acmeCAA := fs.String("acme-caa-identities", env("PETSTORE_ACME_CAA_IDENTITIES", ""), "comma-separated domain names that CAA issue records name the CA by (such as letsencrypt.org), overriding the ACME directory's caaIdentities; needed to check CAA for a CA whose directory names none (PETSTORE_ACME_CAA_IDENTITIES)")
+	acmeDCV := fs.String("acme-dcv-zone", env("PETSTORE_ACME_DCV_ZONE", ""), "a zone of -dns-provider where certificate validation is delegated: customers' _acme-challenge CNAMEs point into it, so certificates are obtained by DNS-01 before traffic moves, and wildcards get theirs; empty: none (PETSTORE_ACME_DCV_ZONE)")
 	tlsAddr := fs.String("tls-addr", env("PETSTORE_TLS_ADDR", ""), "HTTPS listen address; empty: no HTTPS listener (PETSTORE_TLS_ADDR)")
 	version := fs.Bool("version", false, "print the module version and VCS revision the binary was built from, and exit (as the version subcommand does)")
 	fs.Usage = func() { printUsage(out, fs) }
 	setObserve := observeFlags(fs, env)
+	setWebhooks := webhookFlags(fs, env)
 	if err := fs.Parse(args); err != nil {
 		return config{}, err // flag.ErrHelp for -h, after the usage
 	}
@@ -120,9 +137,12 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if err != nil || timeout <= 0 {
 		return config{}, fmt.Errorf("-db-timeout: want a positive duration such as 5s, got %q", *dbTimeout)
 	}
-	cfg := config{addr: *addr, db: *db, redis: *redis, cnameTarget: *cname, dbMaxConns: maxConns, dbTimeout: timeout,
+	cfg := config{addr: *addr, db: *db, redis: *redis, redisPrefix: *redisPrefix, cnameTarget: *cname, dbMaxConns: maxConns, dbTimeout: timeout,
 		acmeCA: *acmeCA, acmeRoot: *acmeRoot, acmeEmail: *acmeEmail, tlsAddr: *tlsAddr}
 	if err := setObserve(&cfg); err != nil {
+		return config{}, err
+	}
+	if err := setWebhooks(&cfg); err != nil {
 		return config{}, err
 	}
 	cfg.command = command
@@ -167,7 +187,22 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if cfg.maxDomains, err = strconv.Atoi(*maxDomains); err != nil || cfg.maxDomains == 0 || cfg.maxDomains < -1 {
 		return config{}, fmt.Errorf("-max-domains-per-project: want a positive integer, or -1 for no cap; got %q", *maxDomains)
 	}
+	cfg.cdnRanges = *cdnRanges
+	if cfg.recheck, err = time.ParseDuration(*recheck); err != nil || cfg.recheck <= 0 {
+		return config{}, fmt.Errorf("-recheck-active: want a positive duration such as 1h, got %q", *recheck)
+	}
+	if cfg.driftGrace, err = time.ParseDuration(*driftGrace); err != nil || cfg.driftGrace <= 0 {
+		return config{}, fmt.Errorf("-drift-grace: want a positive duration such as 72h, got %q", *driftGrace)
+	}
 	cfg.acmeCAA = splitList(*acmeCAA)
+	if cfg.acmeDCVZone = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(*acmeDCV)), "."); cfg.acmeDCVZone != "" {
+		if cfg.acmeCA == "" {
+			return config{}, errors.New("-acme-dcv-zone needs -acme-ca: it delegates certificate validation")
+		}
+		if cfg.dnsProvider == nil || !cfg.dnsProvider.servesZone(cfg.acmeDCVZone) {
+			return config{}, fmt.Errorf("-acme-dcv-zone: %s must be one of the zones of -dns-provider, whose records the platform writes", cfg.acmeDCVZone)
+		}
+	}
 	if cfg.acmeCA == "" && (cfg.tlsAddr != "" || cfg.acmeRoot != "" || len(cfg.acmeCAA) > 0) {
 		return config{}, errors.New("-tls-addr, -acme-root and -acme-caa-identities need -acme-ca: certificates come from an ACME CA")
 	}

@@ -39,7 +39,7 @@ func TestKeyChangesReachEveryProcess(t *testing.T) {
 			common := []string{"-db", testenv.PostgresSchema(t)}
 			cmdArgs := common
 			if tc.redis {
-				common = append(common, "-redis", testenv.RedisURL(t))
+				common = append(common, "-redis", testenv.RedisURL(t), "-redis-prefix", testenv.RedisPrefix(t, testenv.RedisClient(t), "server"))
 			}
 			if !tc.cmdWithoutRedis {
 				cmdArgs = common

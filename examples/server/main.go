@@ -42,6 +42,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/petstorekit/petstore"
@@ -54,6 +55,10 @@ func main() {
 	// go-redis would log every failed dial while Redis is down; the limiter
 	// reports the outage itself, once per interval.
 	redis.SetLogger(redislimit.QuietLogger{})
+	// Request ids (UUID v7) take their random bits from a pool filled in
+	// batches rather than one read of the system's generator each: they
+	// must be unique, not secret.
+	uuid.EnableRandPool()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go exitOnSecondSignal(ctx)
@@ -116,7 +121,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	app, err := build(ctx, cfg, store, logger, newAccessLog(cfg.logFormat, logs))
+	app, err := build(ctx, cfg, store, logger)
 	if err != nil {
 		return err
 	}
@@ -166,6 +171,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return err
 		}
 		say("petstore: metrics at http://%s/metrics\n", displayAddr(maddr))
+	}
+	if cfg.pprofAddr != "" {
+		paddr, err := servePprof(ctx, cfg.pprofAddr, logger)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		say("petstore: profiles at http://%s/debug/pprof/\n", paddr)
 	}
 	if cfg.adminAddr != "" {
 		aaddr, err := serveAdmin(ctx, cfg.adminAddr, cfg.adminToken, adminOps{admin: app.limitAdmin, keys: app.keys, now: time.Now}, logger)

@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
+	"net/netip"
 	"os"
 	"os/signal"
 	"sync"
@@ -26,8 +29,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/petstorekit/petstore"
-	"github.com/petstorekit/petstore/domain"
-	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
@@ -41,7 +43,12 @@ func observeFlags(fs *flag.FlagSet, env func(name, def string) string) func(cfg 
 	// The admin token is read from the environment only: a flag's value
 	// shows in ps and in -h.
 	adminToken := env("PETSTORE_ADMIN_TOKEN", "")
+	pprofAddr := fs.String("pprof-addr", env("PETSTORE_PPROF_ADDR", ""), "serve net/http/pprof's profiles under /debug/pprof/ on this loopback address (127.0.0.1:PORT, [::1]:PORT or localhost:PORT); empty: off (PETSTORE_PPROF_ADDR)")
 	return func(cfg *config) error {
+		if *pprofAddr != "" && !isLoopbackAddr(*pprofAddr) {
+			return fmt.Errorf("-pprof-addr %q: profiles are served on loopback only, such as 127.0.0.1:6060", *pprofAddr)
+		}
+		cfg.pprofAddr = *pprofAddr
 		cfg.metricsAddr = *metricsAddr
 		cfg.adminAddr = *adminAddr
 		cfg.adminToken = adminToken
@@ -61,22 +68,52 @@ func observeFlags(fs *flag.FlagSet, env func(name, def string) string) func(cfg 
 	}
 }
 
+// isLoopbackAddr reports whether a listen address names a loopback host:
+// a wildcard (":6060", "0.0.0.0:6060") or another interface is refused.
+func isLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// servePprof serves net/http/pprof's handlers on addr (loopback, checked
+// by the flag) until ctx is done.
+func servePprof(ctx context.Context, addr string, logger *slog.Logger) (net.Addr, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("-pprof-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("pprof listener stopped", "err", err)
+		}
+	}()
+	return ln.Addr(), nil
+}
+
 // newLogger returns the server's logger writing to w in the -log-format.
 func newLogger(format string, w io.Writer) *slog.Logger {
 	if format == "json" {
 		return slog.New(slog.NewJSONHandler(w, nil))
 	}
 	return slog.New(slog.NewTextHandler(w, nil))
-}
-
-// newAccessLog returns the access log writing to w in the -log-format:
-// the line newLogger's handler would write, formatted by hand at a
-// fraction of slog's cost (httpx.BenchmarkAccessLog).
-func newAccessLog(format string, w io.Writer) httpx.AccessLogger {
-	if format == "json" {
-		return httpx.NewJSONAccessLog(w)
-	}
-	return httpx.NewTextAccessLog(w)
 }
 
 // newTracerProvider returns the server's tracer provider (never the
@@ -190,8 +227,8 @@ func (r *recorded) Write(b []byte) (int, error) { return r.body.Write(b) }
 // counted: custom domains by state, their certificates' expiry and
 // whether the rate limiter's store answers.
 type platformCollector struct {
-	store   domain.Store
-	certs   domain.CertIssuer // nil without -acme-ca
+	store   customdomain.Store
+	certs   customdomain.CertIssuer // nil without -acme-ca
 	limiter *ratelimit.Limiter
 	logger  *slog.Logger
 }
@@ -203,6 +240,12 @@ var (
 		"When a custom domain's certificate expires, in Unix seconds: alert on petstore_certificate_expiry_seconds - time() < 14 * 86400.", []string{"domain"}, nil)
 	limiterUpDesc = prometheus.NewDesc("petstore_limiter_store_up",
 		"1 while the rate limiter's counter store answers, 0 while limits are decided locally (or refused, failing closed).", nil, nil)
+	limiterSubjectsDesc = prometheus.NewDesc("petstore_limiter_subjects",
+		"Rate-limit subjects (keys and client addresses) this process holds in memory.", nil, nil)
+	limiterEvictionsDesc = prometheus.NewDesc("petstore_limiter_evictions_total",
+		"Client addresses the rate limiter forgot to make room for new ones; never one banned, striking or with a full window.", nil, nil)
+	limiterAggregationDesc = prometheus.NewDesc("petstore_limiter_aggregation_level",
+		"How the rate limiter counts IPv6 clients: 0 per /64, 1 per /48 while a flood of new addresses fills its memory.", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
@@ -210,6 +253,9 @@ func (c platformCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- domainsDesc
 	ch <- certExpiryDesc
 	ch <- limiterUpDesc
+	ch <- limiterSubjectsDesc
+	ch <- limiterEvictionsDesc
+	ch <- limiterAggregationDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -219,22 +265,29 @@ func (c platformCollector) Collect(ch chan<- prometheus.Metric) {
 		up = 0
 	}
 	ch <- prometheus.MustNewConstMetric(limiterUpDesc, prometheus.GaugeValue, up)
+	ls := c.limiter.Stats()
+	ch <- prometheus.MustNewConstMetric(limiterSubjectsDesc, prometheus.GaugeValue, float64(ls.Subjects))
+	ch <- prometheus.MustNewConstMetric(limiterEvictionsDesc, prometheus.CounterValue, float64(ls.Evictions))
+	ch <- prometheus.MustNewConstMetric(limiterAggregationDesc, prometheus.GaugeValue, float64(ls.Aggregation))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	entries, err := c.store.ListDomains(ctx, domain.DomainQuery{})
+	entries, err := c.store.ListDomains(ctx, customdomain.DomainQuery{})
 	if err != nil {
 		c.logger.Warn("metrics: custom domains not listed", "err", err)
 		ch <- prometheus.NewInvalidMetric(domainsDesc, err)
 		return
 	}
-	counts := map[domain.Status]int{}
-	for _, s := range []domain.Status{domain.StatusPending, domain.StatusVerified, domain.StatusIssuing, domain.StatusActive, domain.StatusFailed} {
+	counts := map[customdomain.Status]int{}
+	// verified is a milestone in a domain's history, never a current status,
+	// so it has no count.
+	for _, s := range []customdomain.Status{customdomain.StatusPending, customdomain.StatusIssuing, customdomain.StatusActive,
+		customdomain.StatusMisconfigured, customdomain.StatusFailed, customdomain.StatusReleased} {
 		counts[s] = 0 // every state is reported, zero included
 	}
 	for _, e := range entries {
 		counts[e.Status]++
-		if c.certs == nil || (e.Status != domain.StatusActive && e.Status != domain.StatusIssuing) {
+		if c.certs == nil || (e.Status != customdomain.StatusActive && e.Status != customdomain.StatusIssuing && e.Status != customdomain.StatusMisconfigured) {
 			continue
 		}
 		if st, err := c.certs.Status(ctx, e.Name); err == nil && !st.NotAfter.IsZero() {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/petstorekit/petstore"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/keyscli"
 )
 
@@ -65,22 +65,22 @@ func projectList(keys []petstore.APIKey) []*project {
 
 // projectsOf tells the domain engine each project's plan (the highest of
 // its keys') and whether it has a successful deploy.
-func projectsOf(keys *petstore.Keys, deploys DeployStore) domain.Projects {
-	return domain.ProjectsFunc(func(ctx context.Context, id string) (domain.Project, error) {
+func projectsOf(keys *petstore.Keys, deploys DeployStore) customdomain.Projects {
+	return customdomain.ProjectsFunc(func(ctx context.Context, id string) (customdomain.Project, error) {
 		all, err := keys.List(ctx)
 		if err != nil {
-			return domain.Project{}, err
+			return customdomain.Project{}, err
 		}
 		projects := projectList(all)
 		i := slices.IndexFunc(projects, func(p *project) bool { return p.ID == id })
 		if i < 0 {
-			return domain.Project{}, petstore.Errorf(petstore.CodeNotFound, "project %s not found", id)
+			return customdomain.Project{}, petstore.Errorf(petstore.CodeNotFound, "project %s not found", id)
 		}
 		at, err := deploys.LastDeploy(ctx, id)
 		if err != nil {
-			return domain.Project{}, err
+			return customdomain.Project{}, err
 		}
-		return domain.Project{ID: id, Plan: projects[i].Plan, Deployed: !at.IsZero()}, nil
+		return customdomain.Project{ID: id, Plan: projects[i].Plan, Deployed: !at.IsZero()}, nil
 	})
 }
 

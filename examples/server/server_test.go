@@ -213,7 +213,7 @@ func TestCustomDomainFlow(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &d); err != nil {
 		t.Fatal(err)
 	}
-	if d.Name != "shop.example.com" || d.Status != "pending" || len(d.Records) != 1 ||
+	if d.Name != "shop.example.com" || d.Status != "pending" || len(d.Records) != 2 ||
 		d.Records[0].Type != "CNAME" || d.Records[0].Name != "shop" || d.Records[0].Value != "edge.petstore.test" {
 		t.Fatalf("added domain: %+v", d)
 	}
@@ -335,5 +335,55 @@ func TestRevokedOperatorKeyStaysRevoked(t *testing.T) {
 	srv.stop()
 	if gotID, gotProject := keyID(); gotID != id || gotProject != project {
 		t.Fatalf("reinstated as %s in %s, want %s in %s", gotID, gotProject, id, project)
+	}
+}
+
+// With short -recheck-active and -drift-grace, a live domain whose CNAME
+// is pointed elsewhere is shown misconfigured while it is still served,
+// then released and no longer served, by the server's own background loop
+// on the real clock (the schedule itself is tested on a fake clock in
+// customdomain and httpx).
+func TestCustomDomainDriftFlags(t *testing.T) {
+	zone, dns := memzone.NewTestServer(t, "example.com.")
+	const key = "psk_Pro5jW8cZ1qN6bY3xF7vGu2k"
+	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-keys", key + ":pro",
+		"-dns-resolvers", dns.Addr(), "-cname-target", "edge.petstore.test",
+		"-recheck-active", "1s", "-drift-grace", "6s"}, nil)
+	ctx := context.Background()
+	setCNAME := func(target string) {
+		t.Helper()
+		if _, err := zone.SetRecords(ctx, "example.com.", []libdns.Record{libdns.CNAME{Name: "shop", TTL: time.Minute, Target: target}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setCNAME("edge.petstore.test.")
+	if status, _, body := call(t, "POST", base+"/dashboard/api/domains", key, "", `{"name":"shop.example.com"}`); status != 201 {
+		t.Fatalf("add: %d %s", status, body)
+	}
+	if status, _, body := call(t, "POST", base+"/dashboard/api/domains/shop.example.com/verify", key, "", ""); status != 200 || !strings.Contains(body, `"status":"active"`) {
+		t.Fatalf("verify: %d %s", status, body)
+	}
+	setCNAME("elsewhere.example.net.")
+	await := func(want string) string {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			_, _, body := call(t, "GET", base+"/dashboard/api/domains", key, "", "")
+			if strings.Contains(body, `"status":"`+want+`"`) {
+				return body
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("not %s after 30 s: %s", want, body)
+			}
+		}
+	}
+	if body := await("misconfigured"); !strings.Contains(body, "points to elsewhere.example.net") {
+		t.Fatalf("misconfigured without saying where the record points: %s", body)
+	}
+	if status, _, _ := call(t, "GET", base+"/", "", "shop.example.com", ""); status != 200 {
+		t.Fatalf("a misconfigured domain within its grace is not served: %d", status)
+	}
+	await("released")
+	if status, _, _ := call(t, "GET", base+"/", "", "shop.example.com", ""); status != 404 {
+		t.Fatalf("a released domain is served: %d", status)
 	}
 }

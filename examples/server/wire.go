@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -25,13 +26,14 @@ import (
 	"github.com/petstorekit/petstore/adapters/acme/blobs"
 	"github.com/petstorekit/petstore/adapters/bunstore"
 	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
+	"github.com/petstorekit/petstore/adapters/dnsconfig"
 	"github.com/petstorekit/petstore/adapters/dnsresolver"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/adapters/pgfeed"
 	"github.com/petstorekit/petstore/adapters/redisfeed"
 	"github.com/petstorekit/petstore/adapters/redislimit"
 	"github.com/petstorekit/petstore/changefeed"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/httpx"
 	"github.com/petstorekit/petstore/httpx/dashboard"
 	"github.com/petstorekit/petstore/httpx/edge"
@@ -39,6 +41,7 @@ import (
 	"github.com/petstorekit/petstore/keyscli"
 	"github.com/petstorekit/petstore/ratelimit"
 	"github.com/petstorekit/petstore/tracing"
+	"github.com/petstorekit/petstore/webhook"
 )
 
 // backend is everything the server keeps: pets, keys, store orders,
@@ -49,8 +52,9 @@ type backend interface {
 	petstore.OrderStore
 	petstore.IdempotencyStore
 	blobs.Store
-	domain.Store
+	customdomain.Store
 	DeployStore
+	webhook.Store
 }
 
 var (
@@ -103,9 +107,8 @@ func (a *app) close() {
 
 // build wires keys, limits, the pets API, the domain engine, certificates,
 // the dashboard and the edge. Background work stops when ctx is done.
-// accessLog writes the API's and the dashboard's access log lines, logger
-// everything else.
-func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, accessLog httpx.AccessLogger) (*app, error) {
+// logger writes the log, the access log's lines included.
+func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) (*app, error) {
 	a := &app{registry: newRegistry()}
 	tp, closeTracing, err := newTracerProvider(cfg.traceFile)
 	if err != nil {
@@ -117,7 +120,16 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 		return nil, err
 	}
 	a.closers = append(a.closers, closeFeed)
-	keys, auth := keycache.NewKeys(store, feed, keycache.Config{}, func(err error) {
+	limiter, limitAdmin, closeLimiter, err := newLimiter(cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, closeLimiter)
+	a.limitAdmin = limitAdmin
+	// A client the limiter refuses costs the key store at most a lookup a
+	// second; its cached key is still served.
+	refused := func(c netip.Addr) bool { return limiter.Refusing(httpx.LimitSubjects(c.String())[0]) }
+	keys, auth := keycache.NewKeys(store, feed, keycache.Config{Refused: refused}, func(err error) {
 		logger.Warn("key change not published: other processes apply it when their cached copy expires", "err", err)
 	})
 	// One subscription for both: revoked keys leave the key cache, and a
@@ -125,9 +137,10 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 	// within milliseconds. It starts before the engine exists, so the
 	// engine's share is handed over once it does (its initial Refresh
 	// covers what came before).
-	var engine atomic.Pointer[domain.Engine]
+	var engine atomic.Pointer[customdomain.Engine]
+	cache := petCache(cfg, feed)
 	if feed != nil {
-		go followFeed(ctx, feed, logger, auth.Apply, func(c changefeed.Change) {
+		go followFeed(ctx, feed, logger, auth.Apply, cache.Apply, func(c changefeed.Change) {
 			if e := engine.Load(); e != nil {
 				e.Apply(c)
 			}
@@ -140,22 +153,16 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 		return nil, err
 	}
 	a.keys = keys
-	limiter, limitAdmin, closeLimiter, err := newLimiter(cfg, logger)
-	if err != nil {
-		return nil, err
-	}
-	a.closers = append(a.closers, closeLimiter)
-	a.limitAdmin = limitAdmin
 
 	api, err := httpx.New(httpx.Config{
 		Service:        petstore.NewService(store),
 		Auth:           auth,
 		Logger:         logger,
-		AccessLog:      accessLog,
 		Limiter:        limiter,
 		TrustedProxies: cfg.trustedProxies,
 		Idempotency:    store,
 		Orders:         petstore.NewOrderService(store),
+		Cache:          cache,
 		Timeout:        storeTimeout(cfg),
 		Metrics:        a.registry,
 		TracerProvider: tp,
@@ -169,17 +176,32 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 	// The engine and the issuer know each other: the issuer reports
 	// certificate changes to the engine, the engine asks the issuer for
 	// certificates. eng is set before anything can call back.
-	var eng *domain.Engine
+	var eng *customdomain.Engine
 	resolver := tracing.Resolver(dnsresolver.New(cfg.dnsResolvers...), tp)
+	// The platform's own DNS: the zones "Configure DNS for me" writes,
+	// and the DCV zone where DNS-01 records go.
+	var dnsProvider dnsconfig.Provider
+	if cfg.dnsProvider != nil {
+		p, closeDNS, err := cfg.dnsProvider.open()
+		if err != nil {
+			return nil, err
+		}
+		a.closers = append(a.closers, closeDNS)
+		dnsProvider = p
+	}
 	var issuer *acme.Issuer
 	if cfg.acmeCA != "" {
-		if issuer, err = newIssuer(cfg, store, resolver, logger, func() *domain.Engine { return eng }); err != nil {
+		if issuer, err = newIssuer(cfg, store, resolver, dnsProvider, logger, func() *customdomain.Engine { return eng }); err != nil {
 			return nil, err
 		}
 		a.closers = append(a.closers, func() { issuer.Close() })
 		a.tlsConfig = issuer.TLSConfig()
 	}
-	ecfg := domain.EngineConfig{
+	hooks, err := startWebhooks(ctx, cfg, store, logger)
+	if err != nil {
+		return nil, err
+	}
+	ecfg := customdomain.EngineConfig{
 		Store:           store,
 		Projects:        projectsOf(keys, store),
 		Resolver:        resolver,
@@ -190,21 +212,32 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 		Logger:          logger,
 
 		MaxDomainsPerProject: cfg.maxDomains,
+		RecheckActive:        cfg.recheck,
+		DriftGrace:           cfg.driftGrace,
+		DCVZone:              cfg.acmeDCVZone,
+		Events:               domainEvents{hooks: hooks, logger: logger},
 	}
 	if issuer != nil {
 		ecfg.CertIssuer = tracing.CertIssuer(issuer, tp)
 	}
-	if cfg.dnsProvider != nil {
-		zones, closeDNS, err := cfg.dnsProvider.open()
+	if cfg.cdnRanges != "" {
+		f, err := os.Open(cfg.cdnRanges)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("-cdn-ranges: %w", err)
 		}
-		a.closers = append(a.closers, closeDNS)
+		ecfg.CDNs, err = customdomain.ParseCDNs(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("-cdn-ranges %s: %w", cfg.cdnRanges, err)
+		}
+	}
+	if dnsProvider != nil {
 		// The platform's DNS serves every project: which names it can
 		// write is the zones' business (dnsconfig.Zones.Manages).
-		ecfg.DNS = func(string) domain.DNSConfigurator { return zones }
+		zones := dnsconfig.NewZones(dnsProvider, cfg.dnsProvider.zones...)
+		ecfg.DNS = func(string) customdomain.DNSConfigurator { return zones }
 	}
-	if eng, err = domain.New(ecfg); err != nil {
+	if eng, err = customdomain.New(ecfg); err != nil {
 		return nil, err
 	}
 	if err := eng.Refresh(ctx); err != nil {
@@ -219,9 +252,9 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 
 	dash, err := dashboard.New(dashboard.Config{
 		Engine:         eng,
+		Webhooks:       hooks,
 		Auth:           auth,
 		Logger:         logger,
-		AccessLog:      accessLog,
 		Limiter:        limiter,
 		TrustedProxies: cfg.trustedProxies,
 		Metrics:        a.registry,
@@ -246,12 +279,15 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 	if cfg.metricsAddr == "" {
 		probes.Handle("GET /metrics", newSnapshot(metricsHandler(a.registry), time.Second, time.Now))
 	}
-	limitedProbes, err := httpx.Wrap(httpx.Config{Auth: auth, Logger: logger, AccessLog: accessLog, Limiter: limiter,
+	limitedProbes, err := httpx.Wrap(httpx.Config{Auth: auth, Logger: logger, Limiter: limiter,
 		TrustedProxies: cfg.trustedProxies, TracerProvider: tp}, probes, "/readyz", "/metrics")
 	if err != nil {
 		return nil, err
 	}
 	platform.Handle("GET /readyz", limitedProbes)
+	platform.Handle("/", notFound())
+	platform.Handle("/healthz", onlyGET())
+	platform.Handle("/readyz", onlyGET())
 	pc := platformCollector{store: store, limiter: limiter, logger: logger}
 	if issuer != nil {
 		pc.certs = issuer
@@ -259,6 +295,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 	a.registry.MustRegister(pc)
 	if cfg.metricsAddr == "" {
 		platform.Handle("GET /metrics", limitedProbes)
+		platform.Handle("/metrics", onlyGET())
 	}
 
 	var sites sync.Map // projectID -> http.Handler, one site per project
@@ -267,7 +304,8 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 		Platform:      apiPaths(platform),
 		UnknownHostHint: "it is neither one of -platform-hosts (PETSTORE_PLATFORM_HOSTS: add the name there to serve the API and dashboard at it) " +
 			"nor an active custom domain (add and verify it on the dashboard to serve a project at it)",
-		Router: eng,
+		Router:     eng,
+		Challenges: eng,
 		Site: func(projectID string) http.Handler {
 			if h, ok := sites.Load(projectID); ok {
 				return h.(http.Handler)
@@ -288,6 +326,35 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger, 
 		a.httpHandler = issuer.HTTPHandler(a.edge) // answers HTTP-01 challenges
 	}
 	return a, nil
+}
+
+// petCache returns the cache of encoded pages and pets when it can be
+// exact: on -db memory, which no other process writes, or with a change
+// feed, over which the processes sharing a database tell each other of
+// their creates. Otherwise (SQLite or MySQL without -redis) a process
+// cannot learn of another's create, so nothing is cached (nil).
+func petCache(cfg config, feed changefeed.Feed) *httpx.Cache {
+	if feed == nil && cfg.db != "memory" {
+		return nil
+	}
+	return httpx.NewCache(feed)
+}
+
+// notFound answers the platform hosts' paths that nothing serves with a
+// JSON Error, as every answer of the server is.
+func notFound() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no such path: %s; the API is under /v1/, such as /v1/pets", clip(r.URL.Path)))
+	})
+}
+
+// onlyGET answers another method than GET (or HEAD) on a path that only
+// serves GET: 405 with Allow, a JSON Error.
+func onlyGET() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", "GET, HEAD")
+		httpx.WriteError(w, r, petstore.Errorf(petstore.CodeMethodNotAllowed, "method %s is not allowed here; use GET", r.Method))
+	})
 }
 
 // health answers GET /healthz for load balancers and operators. It stays
@@ -405,7 +472,7 @@ func openFeed(cfg config) (changefeed.Feed, func(), error) {
 			return nil, nil, fmt.Errorf("-redis: %w", err)
 		}
 		client := redis.NewClient(opts)
-		return redisfeed.New(client, "petstore:"), func() { client.Close() }, nil
+		return redisfeed.New(client, cfg.redisPrefix), func() { client.Close() }, nil
 	}
 	if t, err := bunopen.Parse(cfg.db); err == nil && t.Kind == bunopen.KindPostgres {
 		f, err := pgfeed.New(t.DriverDSN, "")
@@ -504,7 +571,7 @@ func followFeed(ctx context.Context, feed changefeed.Feed, logger *slog.Logger, 
 		case c.Kind == changefeed.KindLost && ctx.Err() == nil:
 			lost = true
 			logger.Warn("change feed lost: keys are cached for at most " + keycache.DefaultTTL.String() +
-				" and other processes' domain changes are seen within " + domain.DefaultRefreshEvery.String() + " until it is back")
+				" and other processes' domain changes are seen within " + customdomain.DefaultRefreshEvery.String() + " until it is back")
 		case c.Kind == changefeed.KindLive && lost:
 			lost = false
 			logger.Info("change feed back")
@@ -529,16 +596,26 @@ func newLimiter(cfg config, logger *slog.Logger) (*ratelimit.Limiter, ratelimit.
 		return nil, nil, nil, fmt.Errorf("-redis: %w", err)
 	}
 	client := redis.NewClient(opts)
-	store := redislimit.New(client, limitPrefix)
-	return ratelimit.New(store, rcfg), store, func() { client.Close() }, nil
+	store := redislimit.New(client, limitPrefix(cfg))
+	lim := ratelimit.New(store, rcfg)
+	return lim, store, func() {
+		// Unused shares go back to Redis, so the other processes may
+		// admit them at once.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := lim.Close(ctx); err != nil {
+			logger.Warn("rate-limit shares not returned to Redis; they return when their windows end", "err", err)
+		}
+		client.Close()
+	}, nil
 }
 
-// limitPrefix is where the rate-limit hashes live in Redis; the bans and
-// keys usage commands read the same.
-const limitPrefix = "petstore:rl:"
+// limitPrefix is where the rate-limit hashes live in Redis, under
+// -redis-prefix; the bans and keys usage commands read the same.
+func limitPrefix(cfg config) string { return cfg.redisPrefix + "rl:" }
 
 // newIssuer builds the ACME certificate issuer for -acme-ca.
-func newIssuer(cfg config, store backend, resolver domain.Resolver, logger *slog.Logger, engine func() *domain.Engine) (*acme.Issuer, error) {
+func newIssuer(cfg config, store backend, resolver customdomain.Resolver, dcv dnsconfig.Provider, logger *slog.Logger, engine func() *customdomain.Engine) (*acme.Issuer, error) {
 	var roots []byte
 	if cfg.acmeRoot != "" {
 		var err error
@@ -556,7 +633,7 @@ func newIssuer(cfg config, store backend, resolver domain.Resolver, logger *slog
 			return nil, fmt.Errorf("-tls-addr: %w", err)
 		}
 	}
-	return acme.New(acme.Config{
+	acfg := acme.Config{
 		CA:            cfg.acmeCA,
 		RootCAs:       roots,
 		Email:         cfg.acmeEmail,
@@ -575,13 +652,24 @@ func newIssuer(cfg config, store backend, resolver domain.Resolver, logger *slog
 			}
 		},
 		// Asked on every TLS handshake, for any SNI anyone sends: the
-		// engine answers from memory (verified, issuing and active names,
-		// refreshed with the routing table), never from the database.
+		// engine answers from memory (issuing, active and misconfigured
+		// names, refreshed with the routing table), never from the
+		// database.
 		Allowed: func(_ context.Context, name string) bool {
 			e := engine()
 			return e != nil && e.Admits(name)
 		},
-	})
+		// A misconfigured domain is served through its grace period, but
+		// its certificate is not renewed.
+		Renewable: func(_ context.Context, name string) bool {
+			e := engine()
+			return e != nil && e.Renews(name)
+		},
+	}
+	if cfg.acmeDCVZone != "" {
+		acfg.DCVZone, acfg.DCVProvider = cfg.acmeDCVZone, dcv
+	}
+	return acme.New(acfg)
 }
 
 // portOf returns the port of a listen address such as ":8080".

@@ -1,8 +1,9 @@
 // Package dashboard is a hosting platform's Domains dashboard: a page at
 // <base>/ (default /dashboard) and a beta JSON API under <base>/api/
 // through which a key manages its project's custom domains (add, verify,
-// "Configure DNS for me", remove, the primary domain and redirects) and
-// reads its rate-limit usage, described by its own OpenAPI document
+// "Configure DNS for me", remove, the primary domain and redirects), its
+// webhook endpoints, and reads its rate-limit usage, described by its own
+// OpenAPI document
 // (OpenAPI). It runs behind the same chain as the /v1 API (httpx.Wrap):
 // give it the same Limiter so that a key's requests to both count
 // together.
@@ -30,33 +31,33 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/petstorekit/petstore"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/httpx"
 )
 
 // DomainEngine is what the dashboard needs of the custom-domain engine.
-// *domain.Engine implements it; a platform may wrap it, for example to
+// *customdomain.Engine implements it; a platform may wrap it, for example to
 // audit changes. Every method acts for one project and returns the
 // engine's application errors (invalid_request, not_found, plan_required,
 // deploy_required, conflict).
 type DomainEngine interface {
-	Add(ctx context.Context, projectID, name string) (d domain.Domain, created bool, err error)
-	Get(ctx context.Context, projectID, name string) (domain.Domain, error)
-	List(ctx context.Context, projectID string) ([]domain.Domain, error)
-	Verify(ctx context.Context, projectID, name string) (domain.Domain, error)
+	Add(ctx context.Context, projectID, name string) (d customdomain.Domain, created bool, err error)
+	Get(ctx context.Context, projectID, name string) (customdomain.Domain, error)
+	List(ctx context.Context, projectID string) ([]customdomain.Domain, error)
+	Verify(ctx context.Context, projectID, name string) (customdomain.Domain, error)
 	Remove(ctx context.Context, projectID, name string) error
-	Config(ctx context.Context, projectID string) (domain.Config, error)
-	SetConfig(ctx context.Context, projectID string, c domain.Config) (domain.Config, error)
+	Config(ctx context.Context, projectID string) (customdomain.Config, error)
+	SetConfig(ctx context.Context, projectID string, c customdomain.Config) (customdomain.Config, error)
 }
 
-var _ DomainEngine = (*domain.Engine)(nil)
+var _ DomainEngine = (*customdomain.Engine)(nil)
 
 // Config configures New.
 type Config struct {
 	Engine         DomainEngine           // required
 	Auth           petstore.Authenticator // required: the same keys as /v1
 	Logger         *slog.Logger           // nil: discard
-	AccessLog      httpx.AccessLogger     // nil: the access log goes to Logger (see httpx.Config)
+	AccessLog      *slog.Logger           // nil: the access log goes to Logger (see httpx.Config)
 	Limiter        httpx.RateLimiter      // nil: no rate limiting; share /v1's to count both together
 	TrustedProxies []netip.Prefix         // X-Forwarded-For is honoured only from these peers
 	BasePath       string                 // where the dashboard is mounted; default "/dashboard"
@@ -72,6 +73,10 @@ type Config struct {
 	// panel (GET <base>/api/usage); usually the Limiter itself, with a
 	// ratelimit.History. nil: the panel says usage is not reported.
 	Usage UsageReporter
+
+	// Webhooks manages the projects' webhook endpoints (<base>/api/webhooks);
+	// usually a *webhook.Service. nil: those paths answer not_found.
+	Webhooks Webhooks
 }
 
 // dashboardOpenAPIJSON is the dashboard API's OpenAPI 3.0.3 document.
@@ -103,6 +108,7 @@ type dashboard struct {
 	openapiETag string
 	assets      map[string]asset // by path under base, "/" for the page
 	usage       UsageReporter    // nil: no Usage panel
+	webhooks    Webhooks         // nil: no webhooks
 	router      *httpx.Router    // the page, its files and the API, on ServeMux patterns
 }
 
@@ -125,6 +131,10 @@ type dashboard struct {
 //	GET    <base>/api/domains/{name}           Domain
 //	POST   <base>/api/domains/{name}/verify    Domain after checking DNS now
 //	DELETE <base>/api/domains/{name}           204; traffic stopped before the response
+//	GET    <base>/api/webhooks                 {"webhooks": [Webhook]}
+//	POST   <base>/api/webhooks                 {"url": ...} → 201 Webhook with its secret, shown only then
+//	DELETE <base>/api/webhooks/{id}            204
+//	GET    <base>/api/webhooks/{id}/deliveries {"deliveries": [Delivery]}, newest first, with their answers
 //	GET    <base>/api/openapi.json             the OpenAPI document
 func New(cfg Config) (http.Handler, error) {
 	if cfg.Engine == nil {
@@ -142,7 +152,7 @@ func New(cfg Config) (http.Handler, error) {
 	if base == "" || base == "/" {
 		return nil, errors.New(`dashboard: Config.BasePath must not be the root; use e.g. "/dashboard"`)
 	}
-	d := &dashboard{engine: cfg.Engine, base: base, api: base + "/api", assets: map[string]asset{}, usage: cfg.Usage}
+	d := &dashboard{engine: cfg.Engine, base: base, api: base + "/api", assets: map[string]asset{}, usage: cfg.Usage, webhooks: cfg.Webhooks}
 	if d.openapi, err = dashboardOpenAPIDocument(d.api); err != nil {
 		return nil, err
 	}
@@ -221,6 +231,9 @@ func (d *dashboard) routes() {
 		{"domains/{name}", []op{{"GET", d.handleGet}, {"DELETE", d.handleRemove}}},
 		{"domains/{name}/verify", []op{{"POST", d.handleVerify}}},
 		{"domains/{name}/dns", []op{{"POST", d.handleConfigureDNS}}},
+		{"webhooks", []op{{"GET", d.handleListWebhooks}, {"POST", d.handleCreateWebhook}}},
+		{"webhooks/{id}", []op{{"DELETE", d.handleDeleteWebhook}}},
+		{"webhooks/{id}/deliveries", []op{{"GET", d.handleWebhookDeliveries}}},
 	} {
 		var allow []string
 		for _, o := range p.ops {
@@ -293,8 +306,8 @@ func (d *dashboard) handleOpenAPI(w http.ResponseWriter, r *http.Request, _ pets
 
 // domainList is the body of GET <base>/api/domains.
 type domainList struct {
-	Domains []domain.Domain `json:"domains"`
-	Config  domain.Config   `json:"config"`
+	Domains []customdomain.Domain `json:"domains"`
+	Config  customdomain.Config   `json:"config"`
 }
 
 func (d *dashboard) handleList(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
@@ -308,7 +321,7 @@ func (d *dashboard) handleList(w http.ResponseWriter, r *http.Request, key petst
 		httpx.WriteError(w, r, err)
 		return
 	}
-	out := domainList{Domains: make([]domain.Domain, 0, len(list)), Config: tidyConfig(cfg)}
+	out := domainList{Domains: make([]customdomain.Domain, 0, len(list)), Config: tidyConfig(cfg)}
 	for _, dm := range list {
 		out.Domains = append(out.Domains, tidyDomain(dm))
 	}
@@ -397,31 +410,31 @@ func (d *dashboard) handlePutConfig(w http.ResponseWriter, r *http.Request, key 
 // tidyDomain makes sure every list in a Domain encodes as [] rather than
 // null and the certificate has a status, whatever the engine left empty:
 // clients iterate over them without checks.
-func tidyDomain(d domain.Domain) domain.Domain {
+func tidyDomain(d customdomain.Domain) customdomain.Domain {
 	if d.Records == nil {
-		d.Records = []domain.Record{}
+		d.Records = []customdomain.Record{}
 	}
 	if d.History == nil {
-		d.History = []domain.Transition{}
+		d.History = []customdomain.Transition{}
 	}
 	if d.Diagnosis.Findings == nil {
-		d.Diagnosis.Findings = []domain.Finding{}
+		d.Diagnosis.Findings = []customdomain.Finding{}
 	}
 	if d.Diagnosis.Observed.Addresses == nil {
 		d.Diagnosis.Observed.Addresses = []string{}
 	}
 	if d.Diagnosis.NextAction == "" {
-		d.Diagnosis.NextAction = domain.ActionNone
+		d.Diagnosis.NextAction = customdomain.ActionNone
 	}
 	if d.Certificate.State == "" {
-		d.Certificate.State = domain.CertNone
+		d.Certificate.State = customdomain.CertNone
 	}
 	return d
 }
 
-func tidyConfig(c domain.Config) domain.Config {
+func tidyConfig(c customdomain.Config) customdomain.Config {
 	if c.Redirects == nil {
-		c.Redirects = []domain.Redirect{}
+		c.Redirects = []customdomain.Redirect{}
 	}
 	return c
 }
@@ -443,7 +456,7 @@ func decodeNewDomain(body []byte) (string, error) {
 
 // decodeDomainConfig reads {"primary": ..., "redirects": [{from, to,
 // status}]}. The engine validates names, statuses, chains and loops.
-func decodeDomainConfig(body []byte) (domain.Config, error) {
+func decodeDomainConfig(body []byte) (customdomain.Config, error) {
 	var in struct {
 		Primary   *string `json:"primary"`
 		Redirects []*struct {
@@ -453,20 +466,20 @@ func decodeDomainConfig(body []byte) (domain.Config, error) {
 		} `json:"redirects"`
 	}
 	if err := httpx.DecodeObject(body, &in); err != nil {
-		return domain.Config{}, err
+		return customdomain.Config{}, err
 	}
-	out := domain.Config{Redirects: make([]domain.Redirect, 0, len(in.Redirects))}
+	out := customdomain.Config{Redirects: make([]customdomain.Redirect, 0, len(in.Redirects))}
 	if in.Primary != nil {
 		out.Primary = strings.TrimSpace(*in.Primary)
 	}
 	for i, rd := range in.Redirects {
 		if rd == nil {
-			return domain.Config{}, petstore.Errorf(petstore.CodeInvalidRequest, "redirects[%d] must be an object with from, to and status", i)
+			return customdomain.Config{}, petstore.Errorf(petstore.CodeInvalidRequest, "redirects[%d] must be an object with from, to and status", i)
 		}
 		if strings.TrimSpace(rd.From) == "" || strings.TrimSpace(rd.To) == "" {
-			return domain.Config{}, petstore.Errorf(petstore.CodeInvalidRequest, "redirects[%d] needs both from and to", i)
+			return customdomain.Config{}, petstore.Errorf(petstore.CodeInvalidRequest, "redirects[%d] needs both from and to", i)
 		}
-		out.Redirects = append(out.Redirects, domain.Redirect{From: rd.From, To: rd.To, Status: rd.Status})
+		out.Redirects = append(out.Redirects, customdomain.Redirect{From: rd.From, To: rd.To, Status: rd.Status})
 	}
 	return out, nil
 }

@@ -5,25 +5,25 @@ import (
 	"net/http"
 
 	"github.com/petstorekit/petstore"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/httpx"
 )
 
 // DNSConfigurer is implemented by a DomainEngine that can write a domain's
-// records at the DNS the platform manages (*domain.Engine does, when its
+// records at the DNS the platform manages (*customdomain.Engine does, when its
 // EngineConfig.DNS is set). The dashboard offers "Configure DNS for me"
 // through it; with an engine that lacks it the operation is
 // invalid_request.
 type DNSConfigurer interface {
-	ConfigureDNS(ctx context.Context, projectID, name string) ([]domain.Finding, error)
+	ConfigureDNS(ctx context.Context, projectID, name string) ([]customdomain.Finding, error)
 }
 
-var _ DNSConfigurer = (*domain.Engine)(nil)
+var _ DNSConfigurer = (*customdomain.Engine)(nil)
 
 // dnsConfigured is the body of POST <base>/api/domains/{name}/dns.
 type dnsConfigured struct {
-	Findings []domain.Finding `json:"findings"`
-	Domain   domain.Domain    `json:"domain"`
+	Findings []customdomain.Finding `json:"findings"`
+	Domain   customdomain.Domain    `json:"domain"`
 }
 
 // handleConfigureDNS writes the domain's records at the platform's DNS
@@ -39,7 +39,7 @@ func (d *dashboard) handleConfigureDNS(w http.ResponseWriter, r *http.Request, k
 		httpx.WriteError(w, r, err)
 		return
 	}
-	var dm domain.Domain
+	var dm customdomain.Domain
 	if len(findings) == 0 {
 		dm, err = d.engine.Verify(r.Context(), key.ProjectID, name)
 	} else {
@@ -50,7 +50,7 @@ func (d *dashboard) handleConfigureDNS(w http.ResponseWriter, r *http.Request, k
 		return
 	}
 	if findings == nil {
-		findings = []domain.Finding{}
+		findings = []customdomain.Finding{}
 	}
 	httpx.WriteJSON(w, http.StatusOK, dnsConfigured{Findings: findings, Domain: tidyDomain(dm)})
 }

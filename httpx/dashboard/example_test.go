@@ -11,7 +11,7 @@ import (
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/dnsresolver"
 	"github.com/petstorekit/petstore/adapters/memstore"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/httpx/dashboard"
 )
 
@@ -23,10 +23,10 @@ func ExampleNew() {
 	keys := petstore.NewKeys(store)
 	key, secret, _ := keys.Create(ctx, "", petstore.PlanPro, petstore.Limits{})
 
-	engine, err := domain.New(domain.EngineConfig{
+	engine, err := customdomain.New(customdomain.EngineConfig{
 		Store: store,
-		Projects: domain.ProjectsFunc(func(_ context.Context, id string) (domain.Project, error) {
-			return domain.Project{ID: id, Plan: key.Plan, Deployed: true}, nil
+		Projects: customdomain.ProjectsFunc(func(_ context.Context, id string) (customdomain.Project, error) {
+			return customdomain.Project{ID: id, Plan: key.Plan, Deployed: true}, nil
 		}),
 		Resolver:    dnsresolver.New("127.0.0.1:53"),
 		CNAMETarget: "edge.petstore.example",

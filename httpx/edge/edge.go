@@ -7,7 +7,9 @@
 package edge
 
 import (
+	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,7 +17,7 @@ import (
 	"strings"
 
 	"github.com/petstorekit/petstore"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/httpx"
 )
 
@@ -28,14 +30,23 @@ type Router interface {
 	// domain, RouteRedirect with the target and status for a redirect
 	// domain, and RouteNone for anything else. host is lower-case, without
 	// port or trailing dot.
-	Route(host string) domain.RouteAnswer
+	Route(host string) customdomain.RouteAnswer
 }
 
 // RouterFunc adapts a function to Router.
-type RouterFunc func(host string) domain.RouteAnswer
+type RouterFunc func(host string) customdomain.RouteAnswer
 
 // Route implements Router.
-func (f RouterFunc) Route(host string) domain.RouteAnswer { return f(host) }
+func (f RouterFunc) Route(host string) customdomain.RouteAnswer { return f(host) }
+
+// Challenger answers the HTTP ownership check of a custom domain whose
+// record is proxied: the token the edge returns at
+// customdomain.ChallengePath for host, if host is a custom domain that is
+// not removed (customdomain.Engine.ChallengeToken). Implementations must
+// be safe for concurrent use.
+type Challenger interface {
+	ChallengeToken(ctx context.Context, host string) (string, bool)
+}
 
 // Config configures New.
 type Config struct {
@@ -51,6 +62,11 @@ type Config struct {
 
 	// Router says which project a custom domain belongs to. Required.
 	Router Router
+
+	// Challenges, when set, answers GET customdomain.ChallengePath for a
+	// custom domain in any state (pending ones included), so that the
+	// engine's HTTP check through a customer's proxy finds this platform.
+	Challenges Challenger
 
 	// Site returns the handler that serves a project's content on its
 	// custom domains. It is called on every request, so it should return
@@ -82,6 +98,7 @@ type server struct {
 	suffixes []string // ".example.net" for "*.example.net"
 	platform http.Handler
 	router   Router
+	chal     Challenger
 	site     func(string) http.Handler
 	scheme   string
 	hint     string
@@ -95,7 +112,9 @@ type server struct {
 //   - a redirect domain answers the configured status (301 by default)
 //     with Location set to the same path and query on the target;
 //   - any other Host (unknown, pending, failed or removed) is 404 with an
-//     Error body: never another project's content.
+//     Error body: never another project's content;
+//   - with Challenges, GET customdomain.ChallengePath on a custom domain
+//     in any state answers its ownership token.
 //
 // The answer is asked of Router on every request, so changes made through
 // the engine take effect at once.
@@ -117,7 +136,7 @@ func New(cfg Config) (http.Handler, error) {
 	if hosts == nil {
 		hosts = []string{"localhost"}
 	}
-	e := &server{exact: map[string]bool{}, platform: cfg.Platform, router: cfg.Router, site: cfg.Site, scheme: cfg.RedirectScheme, hint: cfg.UnknownHostHint}
+	e := &server{exact: map[string]bool{}, platform: cfg.Platform, router: cfg.Router, chal: cfg.Challenges, site: cfg.Site, scheme: cfg.RedirectScheme, hint: cfg.UnknownHostHint}
 	if e.hint == "" {
 		e.hint = "it is neither one of the platform's own hosts nor an active custom domain"
 	}
@@ -167,14 +186,22 @@ func (e *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.platform.ServeHTTP(w, r)
 		return
 	}
+	if e.chal != nil && r.URL.Path == customdomain.ChallengePath && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		if token, ok := e.chal.ChallengeToken(r.Context(), host); ok {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Header().Set("Cache-Control", "no-store")
+			io.WriteString(w, token)
+			return
+		}
+	}
 	ans := e.router.Route(host)
 	switch ans.Kind {
-	case domain.RouteServe:
+	case customdomain.RouteServe:
 		if h := e.site(ans.ProjectID); h != nil {
 			h.ServeHTTP(w, r)
 			return
 		}
-	case domain.RouteRedirect:
+	case customdomain.RouteRedirect:
 		e.redirect(w, r, ans)
 		return
 	}
@@ -187,7 +214,7 @@ func (e *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // domain, on the default port of the scheme: the Host header's port is
 // the client's word, and copying it would send visitors of the target to
 // wherever that word pointed.
-func (e *server) redirect(w http.ResponseWriter, r *http.Request, ans domain.RouteAnswer) {
+func (e *server) redirect(w http.ResponseWriter, r *http.Request, ans customdomain.RouteAnswer) {
 	scheme := e.scheme
 	if scheme == "" {
 		scheme = "http"

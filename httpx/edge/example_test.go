@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/httpx/edge"
 )
 
@@ -14,14 +14,14 @@ import (
 func ExampleNew() {
 	platform := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "platform") })
 	// The engine is the Router in a real server; a fixed table shows the idea.
-	router := edge.RouterFunc(func(host string) domain.RouteAnswer {
+	router := edge.RouterFunc(func(host string) customdomain.RouteAnswer {
 		switch host {
 		case "shop.example.com":
-			return domain.RouteAnswer{Kind: domain.RouteServe, Name: host, ProjectID: "prj_1"}
+			return customdomain.RouteAnswer{Kind: customdomain.RouteServe, Name: host, ProjectID: "prj_1"}
 		case "www.example.com":
-			return domain.RouteAnswer{Kind: domain.RouteRedirect, Name: host, ProjectID: "prj_1", RedirectTo: "shop.example.com", Status: 301}
+			return customdomain.RouteAnswer{Kind: customdomain.RouteRedirect, Name: host, ProjectID: "prj_1", RedirectTo: "shop.example.com", Status: 301}
 		}
-		return domain.RouteAnswer{Kind: domain.RouteNone, Name: host}
+		return customdomain.RouteAnswer{Kind: customdomain.RouteNone, Name: host}
 	})
 	front, err := edge.New(edge.Config{
 		PlatformHosts: []string{"localhost"},

@@ -19,7 +19,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/dnsresolver"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/adapters/memzone"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/internal/testenv"
 )
 
@@ -35,18 +35,18 @@ const Target = "edge.petstore.example"
 // concurrent use; a test changes a plan with Set while engines read it.
 type Projects struct {
 	mu sync.Mutex
-	m  map[string]domain.Project
+	m  map[string]customdomain.Project
 }
 
 // NewProjects returns Projects holding ps.
-func NewProjects(ps ...domain.Project) *Projects {
-	p := &Projects{m: map[string]domain.Project{}}
+func NewProjects(ps ...customdomain.Project) *Projects {
+	p := &Projects{m: map[string]customdomain.Project{}}
 	p.Set(ps...)
 	return p
 }
 
 // Set adds or replaces projects, by ID.
-func (p *Projects) Set(ps ...domain.Project) {
+func (p *Projects) Set(ps ...customdomain.Project) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, pr := range ps {
@@ -61,27 +61,27 @@ func (p *Projects) SetPlan(id string, plan petstore.Plan) {
 	defer p.mu.Unlock()
 	pr, ok := p.m[id]
 	if !ok {
-		pr = domain.Project{ID: id, Deployed: true}
+		pr = customdomain.Project{ID: id, Deployed: true}
 	}
 	pr.Plan = plan
 	p.m[id] = pr
 }
 
 // Lookup returns the project with id, if known.
-func (p *Projects) Lookup(id string) (domain.Project, bool) {
+func (p *Projects) Lookup(id string) (customdomain.Project, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pr, ok := p.m[id]
 	return pr, ok
 }
 
-// Project implements domain.Projects.
-func (p *Projects) Project(_ context.Context, id string) (domain.Project, error) {
+// Project implements customdomain.Projects.
+func (p *Projects) Project(_ context.Context, id string) (customdomain.Project, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pr, ok := p.m[id]
 	if !ok {
-		return domain.Project{}, petstore.Errorf(petstore.CodeNotFound, "project %s not found", id)
+		return customdomain.Project{}, petstore.Errorf(petstore.CodeNotFound, "project %s not found", id)
 	}
 	return pr, nil
 }
@@ -89,29 +89,29 @@ func (p *Projects) Project(_ context.Context, id string) (domain.Project, error)
 // Options shape a World. The zero value serves example.com. and
 // example.org. from a memory store, with no projects.
 type Options struct {
-	Zones    []string        // zones the DNS server serves; default example.com. and example.org.
-	Store    domain.Store    // default: a new memstore
-	Projects domain.Projects // default: an empty *Projects (World.Projects)
-	Start    time.Time       // the clock's start; default Start
+	Zones    []string              // zones the DNS server serves; default example.com. and example.org.
+	Store    customdomain.Store    // default: a new memstore
+	Projects customdomain.Projects // default: an empty *Projects (World.Projects)
+	Start    time.Time             // the clock's start; default Start
 	// CertIssuer is World.Engine's certificate layer (nil: none). Each
 	// process has its own, so replicas get theirs through Replica's edit.
-	CertIssuer domain.CertIssuer
+	CertIssuer customdomain.CertIssuer
 	// Config edits every engine's configuration, as settings a whole
 	// deployment shares: its store, projects, resolver (the World's DNS
 	// server), CNAME target (Target), edge addresses (127.0.0.1) and clock
 	// are already set.
-	Config func(*domain.EngineConfig)
+	Config func(*customdomain.EngineConfig)
 }
 
 // World is a DNS server, a store, a clock and an engine over them.
 type World struct {
-	Engine   *domain.Engine
-	Store    domain.Store
-	Projects domain.Projects
+	Engine   *customdomain.Engine
+	Store    customdomain.Store
+	Projects customdomain.Projects
 	Zone     *memzone.Provider // the records the DNS server answers with
 	DNS      *memzone.Server
 	Clock    *testenv.Clock
-	edit     func(*domain.EngineConfig)
+	edit     func(*customdomain.EngineConfig)
 }
 
 // New starts the World's DNS server (stopped when the test ends) and
@@ -133,14 +133,14 @@ func New(tb testing.TB, o Options) *World {
 		w.Projects = NewProjects()
 	}
 	w.Zone, w.DNS = memzone.NewTestServer(tb, zones...)
-	w.Engine = w.Replica(tb, func(c *domain.EngineConfig) { c.CertIssuer = o.CertIssuer })
+	w.Engine = w.Replica(tb, func(c *customdomain.EngineConfig) { c.CertIssuer = o.CertIssuer })
 	return w
 }
 
 // Config is the configuration the World's engines are built from, before
 // Options.Config edits it.
-func (w *World) Config() domain.EngineConfig {
-	return domain.EngineConfig{
+func (w *World) Config() customdomain.EngineConfig {
+	return customdomain.EngineConfig{
 		Store: w.Store, Projects: w.Projects, Resolver: dnsresolver.New(w.DNS.Addr()),
 		CNAMETarget: Target, EdgeIPs: []netip.Addr{netip.MustParseAddr("127.0.0.1")},
 		Now: w.Clock.Now,
@@ -150,7 +150,7 @@ func (w *World) Config() domain.EngineConfig {
 // Replica builds another engine on the World's store, DNS server and
 // clock, as another process of the deployment would be; edit, when not
 // nil, changes its configuration after Options.Config did.
-func (w *World) Replica(tb testing.TB, edit func(*domain.EngineConfig)) *domain.Engine {
+func (w *World) Replica(tb testing.TB, edit func(*customdomain.EngineConfig)) *customdomain.Engine {
 	tb.Helper()
 	cfg := w.Config()
 	if w.edit != nil {
@@ -159,9 +159,9 @@ func (w *World) Replica(tb testing.TB, edit func(*domain.EngineConfig)) *domain.
 	if edit != nil {
 		edit(&cfg)
 	}
-	e, err := domain.New(cfg)
+	e, err := customdomain.New(cfg)
 	if err != nil {
-		tb.Fatalf("domain.New: %v", err)
+		tb.Fatalf("customdomain.New: %v", err)
 	}
 	return e
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/libdns/libdns"
 
 	"github.com/petstorekit/petstore"
-	"github.com/petstorekit/petstore/domain"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/internal/domaintest"
 )
 
@@ -16,20 +16,20 @@ import (
 // it refreshes, and a plan change reaches both.
 func TestReplicasShareStoreDNSAndProjects(t *testing.T) {
 	ctx := context.Background()
-	projects := domaintest.NewProjects(domain.Project{ID: "prj", Plan: petstore.PlanPro, Deployed: true})
+	projects := domaintest.NewProjects(customdomain.Project{ID: "prj", Plan: petstore.PlanPro, Deployed: true})
 	w := domaintest.New(t, domaintest.Options{Projects: projects})
 	w.Set(t, "example.com.", libdns.CNAME{Name: "shop", Target: domaintest.Target + "."})
 	if _, _, err := w.Engine.Add(ctx, "prj", "shop.example.com"); err != nil {
 		t.Fatal(err)
 	}
-	if d, err := w.Engine.Verify(ctx, "prj", "shop.example.com"); err != nil || d.Status != domain.StatusActive {
+	if d, err := w.Engine.Verify(ctx, "prj", "shop.example.com"); err != nil || d.Status != customdomain.StatusActive {
 		t.Fatalf("Verify = %s, %v; want active", d.Status, err)
 	}
 	other := w.Replica(t, nil)
 	if err := other.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := other.Route("shop.example.com"); got.Kind != domain.RouteServe || got.ProjectID != "prj" {
+	if got := other.Route("shop.example.com"); got.Kind != customdomain.RouteServe || got.ProjectID != "prj" {
 		t.Fatalf("replica routes %+v, want it served for prj", got)
 	}
 
@@ -37,7 +37,7 @@ func TestReplicasShareStoreDNSAndProjects(t *testing.T) {
 	if err := other.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := other.Route("shop.example.com"); got.Kind != domain.RouteNone {
+	if got := other.Route("shop.example.com"); got.Kind != customdomain.RouteNone {
 		t.Fatalf("after a downgrade the replica routes %+v, want none", got)
 	}
 	if p, ok := projects.Lookup("prj"); !ok || p.Plan != petstore.PlanFree || !p.Deployed {

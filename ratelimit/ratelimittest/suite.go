@@ -120,6 +120,7 @@ func RunHarness(t *testing.T, h Harness) {
 		{"MinuteRefusalsCostNoDayQuota", testMinuteRefusalsFree},
 		{"MinuteWindowResets", testMinuteResets},
 		{"DayWindowExhausts", testDayExhausts},
+		{"RetryAfterWhenBothWindowsAreFull", testBothFull},
 		{"PlanChangeAppliesNextRequest", testPlanChange},
 		{"SubjectsAreIndependent", testIndependent},
 		{"StrikesBan", testStrikesBan},
@@ -511,5 +512,36 @@ func testCanceled(e *env) {
 	_, err := e.store.Take(ctx, ratelimit.Request{Subject: subject(), Rates: ratelimit.Rates(Free), Now: e.Now(), Ban: ratelimit.DefaultBanPolicy()})
 	if err == nil {
 		e.t.Fatal("Take with a canceled context succeeded, want an error")
+	}
+}
+
+// testBothFull fills the minute and the day together: Retry-After and the
+// binding window name the day's end, when a request is really admitted,
+// not the minute's, after which the next request would be refused again.
+func testBothFull(e *env) {
+	e.needsTravel()
+	t := e.t
+	sub := subject()
+	tiny := petstore.Limits{PerMinute: 2, PerDay: 4}
+	start := e.Now()
+	for i := range 4 {
+		if i == 2 {
+			e.advance(time.Minute + time.Second) // ulule's windows end a tick late
+		}
+		if d := e.decide(sub, tiny); !d.Allowed {
+			t.Fatalf("request %d refused (%s), want admitted", i+1, d.Code)
+		}
+	}
+	d := e.decide(sub, tiny)
+	if d.Allowed || d.Code != petstore.CodeRateLimited {
+		t.Fatalf("fifth request: allowed %v code %q, want rate_limited", d.Allowed, d.Code)
+	}
+	dayEnd := start.Add(24 * time.Hour)
+	if d.Binding.Name != "day" || d.RetryAfter < dayEnd.Sub(e.Now())-time.Second {
+		t.Fatalf("both windows full: binding %s, Retry-After %v; want the day, about %v", d.Binding.Name, d.RetryAfter, dayEnd.Sub(e.Now()))
+	}
+	e.advance(d.RetryAfter)
+	if d := e.decide(sub, tiny); !d.Allowed {
+		t.Fatalf("after Retry-After: refused (%s), want admitted", d.Code)
 	}
 }

@@ -22,7 +22,8 @@
 
   const STATUS = {
     pending: "Waiting for DNS", verified: "Verified", issuing: "Issuing certificate",
-    active: "Active", failed: "Failed", removed: "Removed", suspended: "Suspended",
+    active: "Active", misconfigured: "DNS moved away", failed: "Failed", released: "Released",
+    removed: "Removed", suspended: "Suspended",
   };
   const NEXT = {
     wait: "DNS changes can take up to 48 hours to propagate, usually minutes. We keep checking; you can also click Re-verify.",
@@ -32,7 +33,7 @@
   };
   // Statuses that change without the user doing anything: the page polls
   // while any domain is in one of them.
-  const MOVING = new Set(["pending", "verified", "issuing"]);
+  const MOVING = new Set(["pending", "issuing", "misconfigured"]);
 
   async function call(method, path, body) {
     const opts = { method, headers: { Authorization: "Bearer " + key, Accept: "application/json" } };
@@ -190,6 +191,9 @@
     else if (d.status === "active" && rd) next = "Live: redirects visitors to " + shownName(rd.to) + " (" + rd.status + ").";
     else if (d.status === "active" && cfg.primary === d.name) next = "Live: the primary domain of your project.";
     else if (d.status === "active") next = "Live: this domain serves your project.";
+    else if (d.status === "misconfigured") next = "Still served, but " + (d.reason || "its DNS record no longer points here") +
+      (d.driftedAt ? " (since " + new Date(d.driftedAt).toLocaleString() + ")" : "") + ". Restore the record below; no other action is needed.";
+    else if (d.status === "released") next = "No longer served: " + (d.reason || "its DNS record stopped pointing here") + ". Remove it to dismiss this entry.";
     else if (d.status === "failed") next = "Verification failed" + (d.reason ? ": " + d.reason : "") + ". Fix the records and click Re-verify.";
     else if (d.status === "issuing") next = "DNS is verified. The certificate is being issued; this usually takes a couple of minutes.";
     else if (!d.attempts && d.status === "pending") next = "Create the DNS record below at your DNS provider, then click Verify.";
@@ -203,17 +207,18 @@
         el("td", {}, el("code", { text: r.type })),
         el("td", {}, el("code", { text: r.name }), copyButton(r.name, r.type + " name")),
         el("td", {}, el("code", { text: r.value }), copyButton(r.value, r.type + " value")),
-        el("td", { text: r.ttl ? String(r.ttl) : "" })));
+        el("td", { text: (r.ttl ? String(r.ttl) : "") + (r.optional ? " (optional)" : "") })));
     }
     let recordsNote = d.kind === "apex"
       ? "This is an apex domain: use an ALIAS or ANAME record (not every DNS provider supports them), or the A/AAAA records instead."
       : "Create this record at your DNS provider. The Name is the part before your registered domain.";
-    // A TXT record is the ownership proof: the engine's note says why.
-    if (records.some((r) => r.type === "TXT")) {
-      recordsNote = "Create all these records at your DNS provider. " + (d.note || "");
+    // The ownership TXT record and the _acme-challenge delegation: the
+    // engine's note says when each is needed.
+    if (records.length > 1) {
+      recordsNote = "Create the records at your DNS provider; those marked optional only when the note says so. " + (d.note || "");
     }
     $(".records-note", li).textContent = recordsNote;
-    if (d.status === "active") $(".records-box", li).hidden = true;
+    if (d.status === "active" || d.status === "released") $(".records-box", li).hidden = true;
 
     const findings = diag.findings || [];
     if (findings.length) {

@@ -1,0 +1,280 @@
+package bunstore
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/webhook"
+)
+
+var _ webhook.Store = (*Store)(nil)
+
+type webhookEndpointRow struct {
+	bun.BaseModel `bun:"table:webhook_endpoints"`
+
+	ID        string `bun:"id,pk"`
+	ProjectID string `bun:"project_id,notnull"`
+	URL       string `bun:"url,notnull"`
+	Secret    string `bun:"secret,notnull"`
+	CreatedNS int64  `bun:"created_ns,notnull"`
+}
+
+func (r webhookEndpointRow) endpoint() webhook.Endpoint {
+	return webhook.Endpoint{ID: r.ID, ProjectID: r.ProjectID, URL: r.URL, Secret: r.Secret, CreatedAt: time.Unix(0, r.CreatedNS).UTC()}
+}
+
+type webhookDeliveryRow struct {
+	bun.BaseModel `bun:"table:webhook_deliveries"`
+
+	EventID       string `bun:"event_id,pk"`
+	EndpointID    string `bun:"endpoint_id,pk"`
+	ProjectID     string `bun:"project_id,notnull"`
+	Type          string `bun:"type,notnull"`
+	Payload       string `bun:"payload,notnull"`
+	CreatedNS     int64  `bun:"created_ns,notnull"`
+	State         string `bun:"state,notnull"`
+	Attempts      int    `bun:"attempts,notnull"`
+	NextAttemptNS int64  `bun:"next_attempt_ns,notnull"`
+	LeaseToken    string `bun:"lease_token,notnull"`
+	LeaseUntilNS  int64  `bun:"lease_until_ns,notnull"`
+	Answers       string `bun:"answers,notnull"`
+}
+
+func (r webhookDeliveryRow) delivery() (webhook.Delivery, error) {
+	d := webhook.Delivery{
+		EventID: r.EventID, EndpointID: r.EndpointID, ProjectID: r.ProjectID, Type: r.Type,
+		Payload: []byte(r.Payload), CreatedAt: time.Unix(0, r.CreatedNS).UTC(),
+		State: webhook.State(r.State), Attempts: r.Attempts, Answers: []webhook.Answer{},
+	}
+	if r.NextAttemptNS != 0 {
+		d.NextAttemptAt = time.Unix(0, r.NextAttemptNS).UTC()
+	}
+	if err := json.Unmarshal([]byte(r.Answers), &d.Answers); err != nil {
+		return webhook.Delivery{}, err
+	}
+	if d.Answers == nil {
+		d.Answers = []webhook.Answer{}
+	}
+	return d, nil
+}
+
+// CreateWebhookEndpoint implements webhook.Store.
+func (s *Store) CreateWebhookEndpoint(ctx context.Context, e webhook.Endpoint) error {
+	row := webhookEndpointRow{ID: e.ID, ProjectID: e.ProjectID, URL: e.URL, Secret: e.Secret, CreatedNS: e.CreatedAt.UnixNano()}
+	if _, err := s.db.NewInsert().Model(&row).Exec(ctx); err != nil {
+		err = mapErr(ctx, "create webhook endpoint", err)
+		if petstore.ErrorCode(err) == petstore.CodeConflict {
+			return petstore.Errorf(petstore.CodeConflict, "webhook endpoint %s already exists", e.ID)
+		}
+		return err
+	}
+	return nil
+}
+
+// WebhookEndpoints implements webhook.Store.
+func (s *Store) WebhookEndpoints(ctx context.Context, projectID string) ([]webhook.Endpoint, error) {
+	var rows []webhookEndpointRow
+	err := s.db.NewSelect().Model(&rows).Where("project_id = ?", projectID).Order("created_ns ASC", "id ASC").Scan(ctx)
+	if err != nil {
+		return nil, mapErr(ctx, "list webhook endpoints", err)
+	}
+	out := make([]webhook.Endpoint, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, r.endpoint())
+	}
+	return out, nil
+}
+
+// DeleteWebhookEndpoint implements webhook.Store. The endpoint goes
+// first: from then on no claim returns its deliveries, whatever a
+// concurrent enqueue adds.
+func (s *Store) DeleteWebhookEndpoint(ctx context.Context, projectID, id string) error {
+	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		res, err := tx.NewDelete().Model((*webhookEndpointRow)(nil)).Where("id = ?", id).Where("project_id = ?", projectID).Exec(ctx)
+		if err != nil {
+			return mapErr(ctx, "delete webhook endpoint", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return petstore.Errorf(petstore.CodeNotFound, "webhook endpoint %s not found", id)
+		}
+		if _, err := tx.NewDelete().Model((*webhookDeliveryRow)(nil)).Where("endpoint_id = ?", id).Exec(ctx); err != nil {
+			return mapErr(ctx, "delete webhook deliveries", err)
+		}
+		return nil
+	})
+}
+
+// EnqueueWebhookEvent implements webhook.Store in one INSERT … SELECT, so
+// the deliveries of an event are all stored or none is.
+func (s *Store) EnqueueWebhookEvent(ctx context.Context, ev webhook.Event) (int, error) {
+	at := ev.CreatedAt.UnixNano()
+	res, err := s.db.ExecContext(ctx, `INSERT INTO webhook_deliveries
+		(event_id, endpoint_id, project_id, type, payload, created_ns, state, attempts, next_attempt_ns, lease_token, lease_until_ns, answers)
+		SELECT ?, id, project_id, ?, ?, ?, ?, 0, ?, '', 0, '[]' FROM webhook_endpoints WHERE project_id = ?`,
+		ev.ID, ev.Type, string(ev.Payload), at, string(webhook.StatePending), at, ev.ProjectID)
+	if err != nil {
+		err = mapErr(ctx, "enqueue webhook event", err)
+		if petstore.ErrorCode(err) == petstore.CodeConflict {
+			return 0, petstore.Errorf(petstore.CodeConflict, "webhook event %s already enqueued", ev.ID)
+		}
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, mapErr(ctx, "enqueue webhook event", err)
+	}
+	return int(n), nil
+}
+
+// ClaimWebhookDeliveries implements webhook.Store without row locks, the
+// same way on the three databases: it reads candidates, then leases each
+// with an UPDATE whose WHERE repeats the conditions, so of two processes
+// racing for a delivery only one UPDATE changes the row.
+func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, leaseUntil time.Time, limit int) ([]webhook.Due, error) {
+	out := []webhook.Due{}
+	if limit <= 0 {
+		return out, ctx.Err()
+	}
+	nowNS := now.UnixNano()
+	var cands []webhookDeliveryRow
+	err := s.db.NewSelect().Model(&cands).Column("event_id", "endpoint_id").
+		Where("state = ?", string(webhook.StatePending)).
+		Where("next_attempt_ns <= ?", nowNS).
+		Where("lease_until_ns <= ?", nowNS).
+		Where("endpoint_id IN (SELECT id FROM webhook_endpoints)").
+		Order("next_attempt_ns ASC", "event_id ASC", "endpoint_id ASC").
+		Limit(int64(2 * limit)). // some may go to a racing claim
+		Scan(ctx)
+	if err != nil {
+		return nil, mapErr(ctx, "claim webhook deliveries", err)
+	}
+	var claimed []webhookDeliveryRow
+	for _, c := range cands {
+		if len(claimed) == limit {
+			break
+		}
+		res, err := s.db.NewUpdate().Model((*webhookDeliveryRow)(nil)).
+			Set("lease_token = ?", token).Set("lease_until_ns = ?", leaseUntil.UnixNano()).
+			Where("event_id = ?", c.EventID).Where("endpoint_id = ?", c.EndpointID).
+			Where("state = ?", string(webhook.StatePending)).
+			Where("next_attempt_ns <= ?", nowNS).
+			Where("lease_until_ns <= ?", nowNS).
+			Exec(ctx)
+		if err != nil {
+			return nil, mapErr(ctx, "claim webhook delivery", err)
+		}
+		if n, err := res.RowsAffected(); err == nil && n == 1 {
+			claimed = append(claimed, c)
+		}
+	}
+	if len(claimed) == 0 {
+		return out, nil
+	}
+	var rows []struct {
+		webhookDeliveryRow
+		URL       string `bun:"url"`
+		Secret    string `bun:"secret"`
+		EPCreated int64  `bun:"ep_created_ns"`
+	}
+	err = s.db.NewSelect().TableExpr("webhook_deliveries AS d").
+		ColumnExpr("d.*").ColumnExpr("e.url, e.secret, e.created_ns AS ep_created_ns").
+		Join("JOIN webhook_endpoints AS e ON e.id = d.endpoint_id").
+		Where("d.lease_token = ?", token).
+		WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			for _, c := range claimed { // these, not earlier claims with the same token
+				q = q.WhereOr("d.event_id = ? AND d.endpoint_id = ?", c.EventID, c.EndpointID)
+			}
+			return q
+		}).
+		Order("d.next_attempt_ns ASC", "d.event_id ASC", "d.endpoint_id ASC").
+		Scan(ctx, &rows)
+	if err != nil {
+		return nil, mapErr(ctx, "read claimed webhook deliveries", err)
+	}
+	for _, r := range rows {
+		d, err := r.delivery()
+		if err != nil {
+			return nil, mapErr(ctx, "read claimed webhook deliveries", err)
+		}
+		ep := webhookEndpointRow{ID: r.EndpointID, ProjectID: r.ProjectID, URL: r.URL, Secret: r.Secret, CreatedNS: r.EPCreated}
+		out = append(out, webhook.Due{Delivery: d, Endpoint: ep.endpoint()})
+	}
+	return out, nil
+}
+
+// FinishWebhookAttempt implements webhook.Store.
+func (s *Store) FinishWebhookAttempt(ctx context.Context, token string, d webhook.Delivery) error {
+	answers := d.Answers
+	if answers == nil {
+		answers = []webhook.Answer{}
+	}
+	b, err := json.Marshal(answers)
+	if err != nil {
+		return err
+	}
+	var next int64
+	if !d.NextAttemptAt.IsZero() {
+		next = d.NextAttemptAt.UnixNano()
+	}
+	res, err := s.db.NewUpdate().Model((*webhookDeliveryRow)(nil)).
+		Set("state = ?", string(d.State)).Set("attempts = ?", d.Attempts).Set("next_attempt_ns = ?", next).
+		Set("answers = ?", string(b)).Set("lease_token = ''").Set("lease_until_ns = 0").
+		Where("event_id = ?", d.EventID).Where("endpoint_id = ?", d.EndpointID).
+		Where("lease_token = ?", token).Where("lease_token <> ''").
+		Exec(ctx)
+	if err != nil {
+		return mapErr(ctx, "finish webhook attempt", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return petstore.Errorf(petstore.CodeConflict, "the delivery of %s to %s is not leased to this claim", d.EventID, d.EndpointID)
+	}
+	return nil
+}
+
+// WebhookDeliveries implements webhook.Store.
+func (s *Store) WebhookDeliveries(ctx context.Context, projectID, endpointID string, limit int) ([]webhook.Delivery, error) {
+	n, err := s.db.NewSelect().Model((*webhookEndpointRow)(nil)).Where("id = ?", endpointID).Where("project_id = ?", projectID).Count(ctx)
+	if err != nil {
+		return nil, mapErr(ctx, "read webhook endpoint", err)
+	}
+	if n == 0 {
+		return nil, petstore.Errorf(petstore.CodeNotFound, "webhook endpoint %s not found", endpointID)
+	}
+	out := []webhook.Delivery{}
+	if limit <= 0 {
+		return out, nil
+	}
+	var rows []webhookDeliveryRow
+	err = s.db.NewSelect().Model(&rows).Where("endpoint_id = ?", endpointID).
+		Order("created_ns DESC", "event_id DESC").Limit(int64(limit)).Scan(ctx)
+	if err != nil {
+		return nil, mapErr(ctx, "list webhook deliveries", err)
+	}
+	for _, r := range rows {
+		d, err := r.delivery()
+		if err != nil {
+			return nil, mapErr(ctx, "list webhook deliveries", err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// PurgeWebhookDeliveries implements webhook.Store.
+func (s *Store) PurgeWebhookDeliveries(ctx context.Context, before time.Time) (int, error) {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM webhook_deliveries
+		WHERE (state <> ? AND created_ns < ?) OR endpoint_id NOT IN (SELECT id FROM webhook_endpoints)`,
+		string(webhook.StatePending), before.UnixNano())
+	if err != nil {
+		return 0, mapErr(ctx, "purge webhook deliveries", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, mapErr(ctx, "purge webhook deliveries", err)
+	}
+	return int(n), nil
+}

@@ -1,0 +1,275 @@
+package redislimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/petstorekit/petstore/ratelimit"
+)
+
+// leaseScript is ratelimit.Leaser.Lease in one step. KEYS: the subject's
+// hash, the index of anonymous subjects, the ban log. ARGV: now (ms), bans
+// disabled (0/1), strikes tolerated, strike window, first ban, longest
+// ban, ban memory, strike grace (all ms), units wanted, refusals, first
+// refusal (ms), the cap of anonymous subjects (0: the subject is a key),
+// the subject, units needed now; then per window quota, period (ms), units returned, the
+// end (ms) they were granted in, debt. It returns {granted, refused
+// window (0-based, -1 for none), ban end (0: none), ban started (0/1),
+// then used and end per window}.
+var leaseScript = redis.NewScript(`
+local key, anon, banlog = KEYS[1], KEYS[2], KEYS[3]
+local now = tonumber(ARGV[1])
+local nobans = ARGV[2] == "1"
+local strikes, within = tonumber(ARGV[3]), tonumber(ARGV[4])
+local banBase, banMax, banMemory = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local grace = tonumber(ARGV[8])
+local want, refusals, first = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
+local anonCap, subject, need = tonumber(ARGV[12]), ARGV[13], tonumber(ARGV[14])
+local n = (#ARGV - 14) / 5
+
+local function banLength(level)
+  local length = banBase
+  for _ = 2, level do
+    if length >= banMax then break end
+    length = length * 2
+  end
+  if length > banMax then length = banMax end
+  return length
+end
+
+local f = {}
+local raw = redis.call("HGETALL", key)
+for i = 1, #raw, 2 do f[raw[i]] = tonumber(raw[i + 1]) end
+
+local used, ends, periods, quotas = {}, {}, {}, {}
+local grant, refused = want, -1
+for i = 1, n do
+  local b = 14 + 5 * (i - 1)
+  local quota, p = tonumber(ARGV[b + 1]), ARGV[b + 2]
+  local period = tonumber(p)
+  local ret, retEnd, debt = tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5])
+  local c, e = f["c:" .. p] or 0, f["e:" .. p] or 0
+  -- A window lasts its length at most, whatever clock wrote its end.
+  if e > now + period then e = now + period end
+  if e <= now then c, e = 0, 0 end
+  if ret > 0 and e > 0 and e == retEnd then c = math.max(0, c - ret) end
+  if debt > 0 then
+    c = c + debt
+    if e == 0 then e = now + period end
+  end
+  local room = quota - c
+  local share = 0
+  if room > 0 then
+    -- What is waiting; spares too (a quarter of what is left at most)
+    -- only while the window is less than half used, so that near the
+    -- quota no process holds what another could use.
+    share = math.min(need, room)
+    if room * 2 > quota then share = math.max(share, math.min(want, math.floor(room / 4))) end
+  elseif refused < 0 then
+    refused = i - 1
+  end
+  if share < grant then grant = share end
+  used[i], ends[i], periods[i], quotas[i] = c, e, p, quota
+end
+if want <= 0 then grant = 0 end
+
+-- A ban lasts its length at most, whatever clock wrote its end.
+local banEnd = f["be"] or 0
+local banNow = banLength(f["bl"] or 1)
+if banEnd > now + banNow then banEnd = now + banNow end
+local banned, started = banEnd > now, 0
+if banned then grant, refused = 0, -1 end
+if grant > 0 then
+  refused = -1
+  for i = 1, n do
+    used[i] = used[i] + grant
+    if ends[i] == 0 then ends[i] = now + tonumber(periods[i]) end
+  end
+end
+if want <= 0 then refused = -1 end
+
+local sc, se = f["sc"] or 0, f["se"] or 0
+local r = refusals
+if want > 0 and grant == 0 and not banned then r = r + 1 end
+if r > 0 and not banned and not nobans then
+  -- The first refusal at its own time; the others at now. Those within
+  -- the grace after a strike window's first may not have seen its 429.
+  local t = now
+  if refusals > 0 and first > 0 then t = first end
+  if se <= t then
+    sc, se = 1, t + within
+  elseif t >= se - within + grace then
+    sc = sc + 1
+  end
+  local rest = r - 1
+  if rest > 0 and se <= now then sc, se, rest = 1, now + within, rest - 1 end
+  if rest > 0 and now >= se - within + grace then sc = sc + rest end
+  if sc > strikes then
+    local level, levelEnd = f["bl"] or 0, f["ble"] or 0
+    if levelEnd <= now then level = 0 end
+    level = level + 1
+    banEnd = now + banLength(level)
+    banned, started, sc, se = true, 1, 0, 0
+    redis.call("HSET", key, "be", banEnd, "bl", level, "ble", banEnd + banMemory)
+    f["ble"] = banEnd + banMemory
+    redis.call("ZADD", banlog, now, subject .. "|" .. banEnd)
+    redis.call("ZREMRANGEBYSCORE", banlog, "-inf", now - banMax)
+  end
+end
+
+local set = {"sc", sc, "se", se}
+local keep = math.max(se, banEnd, f["ble"] or 0)
+local kept = banned or (f["ble"] or 0) > now or se > now
+for i = 1, n do
+  if ends[i] > 0 then
+    set[#set + 1] = "c:" .. periods[i]; set[#set + 1] = used[i]
+    set[#set + 1] = "e:" .. periods[i]; set[#set + 1] = ends[i]
+    if ends[i] > keep then keep = ends[i] end
+    if used[i] >= quotas[i] then kept = true end
+  end
+end
+if keep > now then
+  redis.call("HSET", key, unpack(set))
+  redis.call("PEXPIRE", key, keep - now)
+else
+  redis.call("DEL", key)
+end
+
+-- Anonymous subjects are capped: the least recently seen is forgotten,
+-- never one that is banned, striking or has a full window (those are not
+-- in the index, and leave Redis when their state ends).
+if anonCap > 0 then
+  if kept or keep <= now then
+    redis.call("ZREM", anon, key)
+  else
+    redis.call("ZADD", anon, now, key)
+    local over = redis.call("ZCARD", anon) - anonCap
+    if over > 0 then
+      local old = redis.call("ZPOPMIN", anon, over)
+      for i = 1, #old, 2 do
+        if old[i] ~= key then redis.call("DEL", old[i]) end
+      end
+    end
+  end
+end
+
+local reply = {grant, refused, 0, started}
+if banned then reply[3] = banEnd end
+for i = 1, n do
+  reply[#reply + 1] = used[i]
+  if ends[i] > 0 then reply[#reply + 1] = ends[i] else reply[#reply + 1] = now + tonumber(periods[i]) end
+end
+return reply
+`)
+
+// Lease implements ratelimit.Leaser in one round trip.
+func (s *Store) Lease(ctx context.Context, req ratelimit.LeaseRequest) (ratelimit.LeaseResult, error) {
+	p := req.Ban
+	if !p.Disabled {
+		p = p.WithDefaults()
+	}
+	anonCap := 0
+	if req.Anonymous {
+		anonCap = s.anonCap
+	}
+	var first int64
+	if !req.FirstRefusal.IsZero() {
+		first = req.FirstRefusal.UnixMilli()
+	}
+	need := min(max(req.Need, 1), req.Want)
+	args := make([]any, 0, 14+5*len(req.Rates))
+	args = append(args, req.Now.UnixMilli(), boolArg(p.Disabled), p.Strikes,
+		p.Within.Milliseconds(), p.Duration.Milliseconds(), p.Max.Milliseconds(), p.Memory.Milliseconds(),
+		p.GraceOrZero().Milliseconds(), req.Want, req.Refusals, first, anonCap, req.Subject, need)
+	for i, r := range req.Rates {
+		var st ratelimit.Settlement
+		if i < len(req.Settle) {
+			st = req.Settle[i]
+		}
+		var end int64
+		if !st.End.IsZero() {
+			end = st.End.UnixMilli()
+		}
+		args = append(args, r.Quota, r.Period.Milliseconds(), st.Returned, end, st.Debt)
+	}
+	keys := []string{s.prefix + req.Subject, s.prefix + anonKey, s.prefix + banLogKey}
+	v, err := leaseScript.Run(ctx, s.client, keys, args...).Result()
+	if err != nil {
+		return ratelimit.LeaseResult{}, fmt.Errorf("redislimit: %w", err)
+	}
+	return parseLeaseReply(v, len(req.Rates))
+}
+
+// parseLeaseReply decodes the lease script's reply for n windows.
+func parseLeaseReply(v any, n int) (ratelimit.LeaseResult, error) {
+	bad := errors.New("redislimit: malformed lease reply")
+	a, ok := v.([]any)
+	if !ok || len(a) != 4+2*n {
+		return ratelimit.LeaseResult{}, bad
+	}
+	ints := make([]int64, len(a))
+	for i, x := range a {
+		if ints[i], ok = x.(int64); !ok {
+			return ratelimit.LeaseResult{}, bad
+		}
+	}
+	granted, refused, ban, started := ints[0], ints[1], ints[2], ints[3]
+	if granted < 0 || refused < -1 || refused >= int64(n) || ban < 0 || (started == 1 && ban == 0) || (granted > 0 && (ban > 0 || refused >= 0)) {
+		return ratelimit.LeaseResult{}, bad
+	}
+	res := ratelimit.LeaseResult{Granted: granted, Refused: int(refused), Banned: ban > 0, BanStarted: started == 1, Windows: make([]ratelimit.WindowCount, n)}
+	if res.Banned {
+		res.BanEnd = time.UnixMilli(ban)
+	}
+	for i := range n {
+		used := ints[4+2*i]
+		if used < 0 {
+			return ratelimit.LeaseResult{}, bad
+		}
+		res.Windows[i] = ratelimit.WindowCount{Used: used, Reset: time.UnixMilli(ints[5+2*i])}
+	}
+	return res, nil
+}
+
+// BanEvents implements ratelimit.Leaser: one ZRANGE of the ban log.
+func (s *Store) BanEvents(ctx context.Context, since time.Time) ([]ratelimit.BanEvent, error) {
+	min := "-inf"
+	if !since.IsZero() {
+		min = strconv.FormatInt(since.UnixMilli(), 10)
+	}
+	zs, err := s.client.ZRangeByScoreWithScores(ctx, s.prefix+banLogKey, &redis.ZRangeBy{Min: min, Max: "+inf"}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redislimit: %w", err)
+	}
+	out := make([]ratelimit.BanEvent, 0, len(zs))
+	for _, z := range zs {
+		m, _ := z.Member.(string)
+		i := strings.LastIndexByte(m, '|')
+		if i < 0 {
+			continue
+		}
+		ev := ratelimit.BanEvent{Subject: m[:i], At: time.UnixMilli(int64(z.Score))}
+		if tail := m[i+1:]; tail != "lifted" {
+			end, err := strconv.ParseInt(tail, 10, 64)
+			if err != nil || end <= 0 {
+				continue
+			}
+			ev.Until = time.UnixMilli(end)
+		}
+		out = append(out, ev)
+	}
+	return out, nil
+}
+
+// The keys beside the subjects' hashes, under the prefix. Subjects start
+// with a kind and a colon ("key:", "ip:", "pub:"), so these never collide.
+const (
+	anonKey   = "~anon" // sorted set: anonymous subjects by last use
+	banLogKey = "~bans" // sorted set: "subject|ban end (ms)" by start, or "subject|lifted" by the lift's time
+)

@@ -1,0 +1,50 @@
+package redislimit_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	petstore "github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/redislimit"
+	"github.com/petstorekit/petstore/internal/testenv"
+	"github.com/petstorekit/petstore/ratelimit"
+)
+
+// A request the server could not serve spends no quota with leased shares
+// either: the refunded unit goes back into the process's share, so a
+// spent key admits one more request after a refund, and only one.
+func TestRefundGoesBackIntoTheShare(t *testing.T) {
+	c := testenv.RedisClient(t)
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	l := ratelimit.New(redislimit.New(c, testenv.RedisPrefix(t, c, "rl")),
+		ratelimit.Config{Clock: func() time.Time { return now }, StoreTimeout: 5 * time.Second})
+	defer l.Close(context.Background())
+	ctx := context.Background()
+	limits := petstore.Limits{PerMinute: 5, PerDay: 100}
+	admitted := func() bool {
+		t.Helper()
+		d, err := l.Decide(ctx, "key:refund", limits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Allowed
+	}
+	for i := range 5 {
+		if !admitted() {
+			t.Fatalf("request %d of a 5/min key refused", i+1)
+		}
+	}
+	if admitted() {
+		t.Fatal("a sixth request in the minute was admitted")
+	}
+	if err := l.Refund(ctx, "key:refund", limits); err != nil {
+		t.Fatal(err)
+	}
+	if !admitted() {
+		t.Fatal("after a refund the spent key still refuses")
+	}
+	if admitted() {
+		t.Fatal("one refund admitted two more requests")
+	}
+}

@@ -1,0 +1,218 @@
+package customdomain
+
+import (
+	"context"
+	"reflect"
+
+	"github.com/petstorekit/petstore"
+)
+
+// Events receives a domain's lifecycle events, for webhooks or email: one
+// call per change, after the change is stored, with the domain as the
+// dashboard shows it then. The types are EventAdded ("domain.added"),
+// EventVerified, EventActive, EventMisconfigured, EventCertIssued,
+// EventCertFailed and EventRemoved (removed by the customer, or released
+// after drift). The engine calls it from the request or background
+// goroutine that made the change, so an implementation must return
+// quickly (queue, do not deliver inline), must be safe for concurrent use,
+// and is not told twice: of several processes sharing a store, the one
+// whose write won tells it.
+type Events interface {
+	DomainEvent(ctx context.Context, projectID string, eventType string, d Domain)
+}
+
+// policy is Step's view of the configuration.
+func (e *Engine) policy() Policy {
+	return Policy{
+		Window:  e.cfg.PropagationWindow,
+		Issuer:  e.cfg.CertIssuer != nil,
+		Recheck: e.cfg.RecheckActive,
+		Grace:   e.cfg.DriftGrace,
+	}
+}
+
+// change is the one optimistic write loop of every change to a stored
+// domain (Verify, Remove, CertificateChanged, the background loop): read
+// the entry, apply Step with the event (whose inputs the caller gathered
+// before: no I/O runs in the loop), and write it if its version is still
+// the one read; on a conflict (another process, or the background loop,
+// wrote it meanwhile) read it again, at most tries times, then answer
+// conflict. The effects run only once the write won, so a lost write has
+// none. It returns the entry as stored.
+func (e *Engine) change(ctx context.Context, tries int, read func() (Entry, error), ev Event) (Entry, error) {
+	for range tries {
+		entry, err := read()
+		if err != nil {
+			return Entry{}, err
+		}
+		next, effects := Step(entry, ev, e.now(), e.policy())
+		if reflect.DeepEqual(next, entry.Canonical()) {
+			return entry, nil
+		}
+		stored, err := e.cfg.Store.UpdateDomain(ctx, next)
+		if petstore.ErrorCode(err) == petstore.CodeConflict {
+			continue
+		}
+		if err != nil {
+			return Entry{}, err
+		}
+		e.perform(ctx, stored, effects)
+		return stored, nil
+	}
+	return Entry{}, petstore.Errorf(petstore.CodeConflict, "the domain is changing right now; try again")
+}
+
+// perform runs a written Step's effects in their fixed order: routing
+// first (a removed name stops being served before anything else), then
+// the certificate, the customer's DNS records, and last the events, which
+// show the domain as it now is.
+func (e *Engine) perform(ctx context.Context, stored Entry, effects []Effect) {
+	has := func(k EffectKind) bool {
+		for _, f := range effects {
+			if f.Kind == k {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has(Unroute):
+		e.unroute(ctx, stored)
+	case has(Reroute):
+		e.reload(ctx)
+		e.publish(ctx, stored.Name)
+	}
+	if has(RequestCert) && e.cfg.CertIssuer != nil {
+		if err := e.cfg.CertIssuer.Request(ctx, stored.Name); err != nil {
+			// The background check asks again within a minute: the issuer
+			// then knows nothing of the name (CertNone).
+			e.cfg.Logger.Warn("certificate request failed; will retry", "domain", stored.Name, "err", err)
+		}
+		e.forgetCert(stored.Name)
+	}
+	if has(RemoveCert) && e.cfg.CertIssuer != nil {
+		e.removeCert(ctx, stored.Name)
+	}
+	if has(UnconfigureDNS) {
+		e.unconfigureDNS(ctx, stored)
+	}
+	if e.cfg.Events == nil {
+		return
+	}
+	var d *Domain
+	for _, f := range effects {
+		if f.Kind != Emit {
+			continue
+		}
+		if d == nil {
+			v := e.view(ctx, stored)
+			d = &v
+		}
+		e.cfg.Events.DomainEvent(ctx, stored.ProjectID, f.Event, *d)
+	}
+}
+
+// unroute stops serving a removed or released name in this process at
+// once, drops the redirects that mention it, reloads the table and tells
+// the other processes.
+func (e *Engine) unroute(ctx context.Context, stored Entry) {
+	e.routeMu.Lock()
+	e.unadmit(stored.Name)
+	e.patchRoutes(func(m map[string]RouteAnswer) {
+		delete(m, stored.Name)
+		for host, r := range m {
+			if r.RedirectTo == stored.Name {
+				// Its redirect is dropped below; the source is live, so
+				// it serves its project again.
+				m[host] = RouteAnswer{Kind: RouteServe, Name: host, ProjectID: r.ProjectID}
+			}
+		}
+	})
+	if err := e.dropFromConfig(ctx, stored.ProjectID, stored.Name); err != nil {
+		e.cfg.Logger.Warn("redirects of a removed domain not dropped; routing ignores them", "domain", stored.Name, "err", err)
+	}
+	if err := e.reloadLocked(ctx); err != nil {
+		e.cfg.Logger.Warn("routing table reload failed; the next refresh retries", "err", err)
+	}
+	e.routeMu.Unlock()
+	e.publish(ctx, stored.Name)
+}
+
+// removeCert removes a certificate; one that cannot be removed now is
+// retried by RunDue (removeLeftoverCerts).
+func (e *Engine) removeCert(ctx context.Context, name string) {
+	err := e.cfg.CertIssuer.Remove(ctx, name)
+	e.forgetCert(name)
+	if err != nil {
+		// The removal stands (it is stored and the name is no longer
+		// routed or admitted): the background loop retries.
+		e.cfg.Logger.Error("domain removed but its certificate was not; will retry", "domain", name, "err", err)
+		e.pendingMu.Lock()
+		e.certsToRemove[name] = true
+		e.pendingMu.Unlock()
+	}
+}
+
+// gather reads what a check of entry needs, before any write: DNS, and
+// the certificate's status when there is a CertIssuer.
+func (e *Engine) gather(ctx context.Context, entry Entry, manual bool) Checked {
+	c := Checked{DNS: e.check(ctx, entry), Manual: manual, Cert: CertStatus{State: CertNone}}
+	if e.cfg.CertIssuer != nil {
+		c.Cert = e.certNow(ctx, entry.Name)
+	}
+	return c
+}
+
+// certNow asks the certificate layer about name now; an error reads as
+// "unknown" (the empty state), which Step ignores.
+func (e *Engine) certNow(ctx context.Context, name string) CertStatus {
+	st, err := e.readCert(ctx, name)
+	if err != nil {
+		e.cfg.Logger.Warn("certificate status unknown; will retry", "domain", name, "err", err)
+		return CertStatus{}
+	}
+	return st
+}
+
+// CertificateChanged tells the engine that name's certificate changed
+// state, so an issuing domain becomes active (or failed) now rather than at
+// the next background check. The certificate layer calls it.
+func (e *Engine) CertificateChanged(ctx context.Context, name string) error {
+	if e.cfg.CertIssuer == nil {
+		return nil
+	}
+	n, err := ParseName(name)
+	if err != nil {
+		return err
+	}
+	e.forgetCert(n.ASCII) // renewed, failed or obtained: the next view asks
+	read := func() (Entry, error) { return e.cfg.Store.DomainByName(ctx, n.ASCII) }
+	if _, err := read(); err != nil {
+		return err
+	}
+	st := e.certNow(ctx, n.ASCII)
+	_, err = e.change(ctx, 3, read, CertReported{Cert: st})
+	if petstore.ErrorCode(err) == petstore.CodeConflict {
+		return nil // still changing: whoever changes it decides, and the loop checks again
+	}
+	return err
+}
+
+// settle asks the issuer once more about a domain just stored as issuing:
+// when the certificate already exists (another process obtained it into
+// shared storage) the issuer has it at once, and the domain need not
+// wait for the next background check.
+func (e *Engine) settle(ctx context.Context, stored Entry) Entry {
+	if stored.Status != StatusIssuing || e.cfg.CertIssuer == nil {
+		return stored
+	}
+	st := e.certNow(ctx, stored.Name)
+	if st.State != CertIssued && st.State != CertFailed {
+		return stored
+	}
+	again, err := e.change(ctx, 3, func() (Entry, error) { return e.cfg.Store.DomainByName(ctx, stored.Name) }, CertReported{Cert: st})
+	if err != nil {
+		return stored
+	}
+	return again
+}

@@ -1,0 +1,321 @@
+package customdomain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/changefeed"
+)
+
+// CertPendingLimit is how long after verification a domain may wait for
+// its certificate before its diagnosis gets CERT_PENDING_TOO_LONG (the
+// spec's 30 minutes).
+const CertPendingLimit = 30 * time.Minute
+
+// CertPendingTooLongFinding is the one wording of CERT_PENDING_TOO_LONG:
+// no certificate for name after (since verification), with the spec's
+// three steps; lastErr, when the certificate layer knows it, is the last
+// attempt's failure. The engine raises it after CertPendingLimit; a
+// certificate layer may raise it sooner (adapters/acme's PendingTimeout).
+func CertPendingTooLongFinding(name string, after time.Duration, lastErr string) Finding {
+	msg := fmt.Sprintf("No certificate has been issued for %s %v after verification.", name, after)
+	if lastErr != "" {
+		msg += " The last attempt failed: " + lastErr
+	}
+	return Finding{
+		Code:    FindingCertPendingTooLong,
+		Message: msg,
+		Fix: "1. Confirm the domain still verifies: its DNS records must still be as shown. " +
+			"2. Check that CAA records on " + name + " or its parent domains do not block the certificate authority. " +
+			"3. Use Re-verify to trigger a new attempt.",
+	}
+}
+
+// Defaults of EngineConfig.
+const (
+	DefaultCNAMETarget       = "edge.petstore.localhost"
+	DefaultRecordTTL         = 3600
+	DefaultPropagationWindow = 48 * time.Hour
+	DefaultRefreshEvery      = 2 * time.Second
+
+	// DefaultRecheckActive is how often a live domain's record is checked
+	// again for drift unless EngineConfig.RecheckActive says otherwise.
+	DefaultRecheckActive = time.Hour
+	// DefaultDriftGrace is how long a misconfigured domain is still served
+	// unless EngineConfig.DriftGrace says otherwise.
+	DefaultDriftGrace = 72 * time.Hour
+
+	// DefaultMaxDomainsPerProject is how many custom domains a project may
+	// hold at once unless EngineConfig.MaxDomainsPerProject says otherwise.
+	DefaultMaxDomainsPerProject = 50
+)
+
+// EngineConfig configures an Engine. Store, Projects and Resolver are
+// required; the rest have defaults.
+type EngineConfig struct {
+	Store    Store
+	Projects Projects
+	Resolver Resolver
+
+	// CertIssuer obtains certificates for verified names. Nil means the
+	// platform serves plain HTTP: verified domains go straight to active.
+	CertIssuer CertIssuer
+
+	// DNS returns the configurator of the DNS provider a project connected,
+	// or nil when it connected none. Nil means no project can connect one.
+	// ConfigureDNS writes a domain's records through it, and Remove deletes
+	// them again through it, so records the platform wrote at a customer's
+	// provider do not outlive the domain.
+	DNS func(projectID string) DNSConfigurator
+
+	// Diagnosers add findings to Get and Diagnose answers.
+	Diagnosers []Diagnoser
+
+	// CNAMETarget is the name customers point their CNAME (or ALIAS) at.
+	CNAMETarget string
+
+	// EdgeIPs are the addresses the edge listens on: offered as A/AAAA
+	// records for an apex, and the only addresses an apex may resolve to.
+	// When empty, the CNAMETarget's own A/AAAA records are used, as
+	// resolved at the last Refresh.
+	EdgeIPs []netip.Addr
+
+	// PlatformDomains are the platform's own names; neither they nor any
+	// name below them can be added. CNAMETarget is always one of them.
+	PlatformDomains []string
+
+	// PropagationWindow is how long a pending domain is re-checked before
+	// it fails: 48 hours by default, as the spec promises customers.
+	PropagationWindow time.Duration
+
+	// RecheckActive is how often the record of a live (active or
+	// misconfigured) domain is checked again, so that one pointed
+	// elsewhere is noticed: 1 hour by default; negative means never.
+	RecheckActive time.Duration
+
+	// DriftGrace is how long a domain whose record moved away
+	// (misconfigured) is still served, without certificate renewal,
+	// before it is released: 72 hours by default. A record that comes back
+	// within it makes the domain active again with no customer action.
+	DriftGrace time.Duration
+
+	// Events, when set, is told every lifecycle event (see Events).
+	Events Events
+
+	// CDNs are the address ranges the diagnosis recognises as a CDN's
+	// proxy (PROXIED). Nil means DefaultCDNs, the embedded
+	// cdn-ranges.txt; ParseCDNs reads a newer copy.
+	CDNs []CDN
+
+	// DCVZone, when set, is a zone the platform's own DNS serves where the
+	// certificate layer writes DNS-01 TXT records: each domain's
+	// instructions then include the delegation CNAME
+	// _acme-challenge.<name> → <label>.<DCVZone> , with which
+	// its certificate is obtained before its traffic moves, and without
+	// which a wildcard cannot get one. Empty: no delegation, and wildcards
+	// verify only without a CertIssuer.
+	DCVZone string
+
+	// ProbePort is the port the HTTP ownership check through a proxy
+	// connects to: 80 by default, where the proxy forwards plain HTTP.
+	ProbePort int
+
+	// ProbePrivate lets the HTTP ownership check connect to addresses
+	// that are not public (loopback, private ranges). Tests set it; a
+	// platform should not, so a customer's record cannot aim the check at
+	// its own network.
+	ProbePrivate bool
+
+	// RefreshEvery is how often Run reloads the routing table from the
+	// store, which bounds how late this process sees other processes'
+	// changes. 2 seconds by default.
+	RefreshEvery time.Duration
+
+	// MaxDomainsPerProject caps the custom domains one project holds at
+	// once (removed ones do not count): Add answers invalid_request beyond
+	// it. 0 means DefaultMaxDomainsPerProject (50); negative means no cap.
+	// The cap is exact within one engine, which serialises a project's
+	// adds; engines in several processes sharing a store check it without
+	// a common lock, so racing adds there may exceed it by a few.
+	MaxDomainsPerProject int
+
+	// Feed, when set, is the change feed the processes sharing Store
+	// share: after this engine stores a change to a domain's routing
+	// (verification, activation, failure, removal, redirects), it publishes
+	// a changefeed.KindDomain change naming it, and each process passes
+	// what its subscription receives to Apply, so every process stops
+	// serving a removed domain within milliseconds instead of RefreshEvery.
+	Feed changefeed.Feed
+
+	// Now is the clock; time.Now by default. Tests inject a fake one.
+	Now func() time.Time
+
+	// Logger receives background errors; discarded by default.
+	Logger *slog.Logger
+}
+
+// Engine is the custom-domain engine. It is safe for concurrent use; one
+// engine per process, several processes may share a store.
+type Engine struct {
+	cfg      EngineConfig
+	target   string
+	dcvZone  string
+	platform []string
+	edge     map[netip.Addr]bool
+
+	routeMu sync.Mutex // serialises reloads and local patches of routes
+	routes  atomic.Pointer[map[string]RouteAnswer]
+	// admitted holds the issuing, active and misconfigured names, for
+	// Admits and Renews;
+	// reloaded and patched with routes.
+	admitted atomic.Pointer[map[string]admission]
+	// edgeAddrs is what the CNAME target resolves to, when EdgeIPs is
+	// empty: looked up at each Refresh, so views and checks do not.
+	edgeAddrs atomic.Pointer[[]netip.Addr]
+
+	// certsToRemove holds names whose certificate removal failed in
+	// Remove; RunDue retries them. In memory only: after a restart the
+	// issuer's Allowed check still refuses to serve or renew them.
+	pendingMu     sync.Mutex
+	certsToRemove map[string]bool
+
+	// addLocks serialise the count-then-create of Add per project (striped
+	// by a hash of the project id), so concurrent adds cannot pass the cap
+	// together.
+	addLocks [64]sync.Mutex
+
+	follow follower // reloads asked for by Apply
+
+	// unscheduled is set once RunDue has scheduled the drift checks of
+	// domains that went active before they existed.
+	unscheduled atomic.Bool
+
+	certs certCache // the certificate layer's last answers, for views
+}
+
+// New returns an engine. It returns an error when a required part is
+// missing or CNAMETarget is not a valid name. Call Refresh (or Run) to load
+// the routing table of an existing store.
+func New(cfg EngineConfig) (*Engine, error) {
+	if cfg.Store == nil || cfg.Projects == nil || cfg.Resolver == nil {
+		return nil, errors.New("domain: EngineConfig needs Store, Projects and Resolver")
+	}
+	if cfg.CNAMETarget == "" {
+		cfg.CNAMETarget = DefaultCNAMETarget
+	}
+	if cfg.PropagationWindow <= 0 {
+		cfg.PropagationWindow = DefaultPropagationWindow
+	}
+	if cfg.RefreshEvery <= 0 {
+		cfg.RefreshEvery = DefaultRefreshEvery
+	}
+	if cfg.CDNs == nil {
+		cfg.CDNs = DefaultCDNs()
+	}
+	if cfg.ProbePort == 0 {
+		cfg.ProbePort = 80
+	}
+	if cfg.RecheckActive == 0 {
+		cfg.RecheckActive = DefaultRecheckActive
+	}
+	if cfg.DriftGrace <= 0 {
+		cfg.DriftGrace = DefaultDriftGrace
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.MaxDomainsPerProject == 0 {
+		cfg.MaxDomainsPerProject = DefaultMaxDomainsPerProject
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	target := dnsName(cfg.CNAMETarget)
+	if !strings.Contains(target, ".") {
+		return nil, fmt.Errorf("domain: CNAMETarget %q is not a fully qualified name", cfg.CNAMETarget)
+	}
+	e := &Engine{cfg: cfg, target: target, dcvZone: dnsName(cfg.DCVZone), platform: []string{target}, edge: map[netip.Addr]bool{}, certsToRemove: map[string]bool{}}
+	for _, p := range cfg.PlatformDomains {
+		if p = dnsName(p); p != "" {
+			e.platform = append(e.platform, p)
+		}
+	}
+	for _, ip := range cfg.EdgeIPs {
+		e.edge[ip.Unmap()] = true
+	}
+	empty := map[string]RouteAnswer{}
+	e.routes.Store(&empty)
+	none := map[string]admission{}
+	e.admitted.Store(&none)
+	return e, nil
+}
+
+func (e *Engine) now() time.Time { return e.cfg.Now().UTC() }
+
+// dnsName lower-cases a name from DNS or configuration and drops the
+// trailing dot, so names compare equal however they were written.
+func dnsName(s string) string {
+	return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(s)), ".")
+}
+
+// owned returns the project's entry for name, or not_found; a name held by
+// another project is not_found too, so a project cannot probe others.
+func (e *Engine) owned(ctx context.Context, projectID, name string) (Entry, error) {
+	n, err := ParseName(name)
+	if err != nil {
+		return Entry{}, err
+	}
+	got, err := e.cfg.Store.DomainByName(ctx, n.ASCII)
+	if petstore.ErrorCode(err) == petstore.CodeNotFound || err == nil && got.ProjectID != projectID {
+		// A released domain no longer holds its name, but its project
+		// still sees it, and why, until it dismisses it.
+		released, lerr := e.cfg.Store.ListDomains(ctx, DomainQuery{ProjectID: projectID, Name: n.ASCII, Status: StatusReleased})
+		if lerr != nil {
+			return Entry{}, lerr
+		}
+		if len(released) > 0 {
+			return released[len(released)-1], nil
+		}
+	}
+	if err == nil && got.ProjectID != projectID {
+		err = petstore.Errorf(petstore.CodeNotFound, "domain %s not found", n.Unicode)
+	}
+	return got, err
+}
+
+func isConflict(err error) bool { return petstore.ErrorCode(err) == petstore.CodeConflict }
+
+// Get returns the project's domain with its last check and certificate
+// state. Returns invalid_request for an invalid name and not_found when the
+// project does not hold it.
+func (e *Engine) Get(ctx context.Context, projectID, name string) (Domain, error) {
+	entry, err := e.owned(ctx, projectID, name)
+	if err != nil {
+		return Domain{}, err
+	}
+	return e.view(ctx, entry), nil
+}
+
+// List returns the project's domains (removed ones excluded), by name.
+func (e *Engine) List(ctx context.Context, projectID string) ([]Domain, error) {
+	entries, err := e.cfg.Store.ListDomains(ctx, DomainQuery{ProjectID: projectID})
+	if err != nil {
+		return nil, err
+	}
+	// Looked up once for the whole list, not once per domain.
+	suspended, edge := e.suspension(ctx, projectID), e.edgeList(ctx)
+	out := make([]Domain, 0, len(entries))
+	for _, en := range entries {
+		out = append(out, e.viewAs(ctx, en, suspended, edge))
+	}
+	return out, nil
+}

@@ -1,0 +1,77 @@
+package customdomain_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/petstorekit/petstore/changefeed"
+	"github.com/petstorekit/petstore/customdomain"
+)
+
+// waitRoute polls until e routes host as want; the deadline is a hang
+// guard, far beyond any reload, not a timing assertion.
+func waitRoute(t *testing.T, e *customdomain.Engine, host string, want customdomain.RouteKind) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for e.Route(host).Kind != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never routed as %v: %+v", host, want, e.Route(host))
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Two engines on one store, sharing a change feed and never refreshing
+// periodically: what one does reaches the other through the feed alone —
+// activation, redirects and removal.
+func TestFeedCarriesChangesToOtherProcesses(t *testing.T) {
+	f := newFixture(t, nil)
+	f.set(t, "example.com.", cname("shop", target), cname("www", target))
+	feed := &changefeed.Local{}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+
+	// f.engine has no feed: build a publishing one on the same store.
+	mk := func() *customdomain.Engine {
+		return f.replica(t, func(c *customdomain.EngineConfig) { c.Feed = feed })
+	}
+	a, b := mk(), mk()
+	live := make(chan struct{})
+	go feed.Subscribe(ctx, func(c changefeed.Change) {
+		b.Apply(c)
+		if c.Kind == changefeed.KindLive {
+			close(live)
+		}
+	})
+	<-live
+
+	for _, n := range []string{"shop.example.com", "www.example.com"} {
+		if _, _, err := a.Add(ctx, "prj_pro", n); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := a.Verify(ctx, "prj_pro", n); err != nil || d.Status != customdomain.StatusActive {
+			t.Fatalf("verify %s: %v %+v", n, err, d.Status)
+		}
+	}
+	waitRoute(t, b, "shop.example.com", customdomain.RouteServe)
+	waitRoute(t, b, "www.example.com", customdomain.RouteServe)
+	if !b.Admits("www.example.com") {
+		t.Fatal("www.example.com routed on b but not admitted")
+	}
+
+	if _, err := a.SetConfig(ctx, "prj_pro", customdomain.Config{Redirects: []customdomain.Redirect{{From: "www.example.com", To: "shop.example.com"}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitRoute(t, b, "www.example.com", customdomain.RouteRedirect)
+
+	if err := a.Remove(ctx, "prj_pro", "shop.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	waitRoute(t, b, "shop.example.com", customdomain.RouteNone)
+	// The redirect to it went with it: www serves again.
+	waitRoute(t, b, "www.example.com", customdomain.RouteServe)
+	if b.Admits("shop.example.com") {
+		t.Fatal("removed domain still admitted on b")
+	}
+}

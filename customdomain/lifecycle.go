@@ -1,0 +1,252 @@
+package customdomain
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/petstorekit/petstore"
+)
+
+// Add attaches name (Unicode or ASCII form) to the project and returns it
+// with the DNS records to create. created is false when the project already
+// had it, in which case the existing domain is returned unchanged.
+//
+// The records always include the ownership TXT record with the domain's
+// token (one per project and name), which verifies a proxied or flattened
+// record. When another project held the name last, or the name lies under
+// another project's wildcard, Verify requires it besides the CNAME (or
+// ALIAS): no domain takeover through a CNAME the customer left behind. A
+// wildcard (*.shop.example.com) may be added; see KindWildcard. The
+// project's own released entry of the name is dismissed.
+//
+// Returns invalid_request for an invalid name (ParseNewName: also a
+// special-use TLD, mixed scripts or a confusable label), one of the
+// platform's own, or when the project holds MaxDomainsPerProject domains;
+// not_found for an unknown project, plan_required below Pro,
+// deploy_required before a successful deploy, and conflict when another
+// project holds the name.
+func (e *Engine) Add(ctx context.Context, projectID, name string) (d Domain, created bool, err error) {
+	n, err := ParseNewName(name)
+	if err != nil {
+		return Domain{}, false, err
+	}
+	for _, p := range e.platform {
+		if isUnder(n.ASCII, p) {
+			return Domain{}, false, invalidName("%s belongs to the platform itself and cannot be added as a custom domain", n.Unicode)
+		}
+	}
+	p, err := e.cfg.Projects.Project(ctx, projectID)
+	if err != nil {
+		return Domain{}, false, err
+	}
+	if !p.Plan.AtLeast(petstore.PlanPro) {
+		return Domain{}, false, petstore.Errorf(petstore.CodePlanRequired,
+			"custom domains need the Pro plan or above; this project is on the %s plan", planName(p.Plan))
+	}
+	if !p.Deployed {
+		return Domain{}, false, petstore.Errorf(petstore.CodeDeployRequired,
+			"deploy the project successfully before adding a custom domain")
+	}
+	// The project's count and the new entry must not be interleaved with
+	// another add of the same project, or both could take the last slot.
+	lock := &e.addLocks[projectStripe(projectID, len(e.addLocks))]
+	lock.Lock()
+	defer lock.Unlock()
+	if existing, ok, err := e.existing(ctx, projectID, n); ok || err != nil {
+		return existing, false, err
+	}
+	// The project's own released entry of the name gives way to the new one.
+	released, err := e.cfg.Store.ListDomains(ctx, DomainQuery{ProjectID: projectID, Name: n.ASCII, Status: StatusReleased})
+	if err != nil {
+		return Domain{}, false, err
+	}
+	for _, r := range released {
+		if _, err := e.change(ctx, 3, func() (Entry, error) { return r, nil }, Removed{}); err != nil && !isConflict(err) {
+			return Domain{}, false, err
+		}
+	}
+	if err := e.checkDomainCap(ctx, projectID); err != nil {
+		return Domain{}, false, err
+	}
+	token, proof, err := e.ownershipToken(ctx, projectID, n)
+	if err != nil {
+		return Domain{}, false, err
+	}
+	now := e.now()
+	entry := Entry{
+		Token:          token,
+		OwnershipToken: proof,
+		ID:             "dom_" + uuid.Must(uuid.NewV7()).String(),
+		ProjectID:      projectID,
+		Name:           n.ASCII,
+		Status:         StatusPending,
+		Findings:       []Finding{},
+		Observed:       Observed{Addresses: []string{}},
+		PendingSince:   now,
+		NextCheckAt:    now.Add(time.Minute),
+		History:        []Transition{{Status: StatusPending, At: now}},
+		CreatedAt:      now,
+		UpdatedAt:      now,
+	}
+	stored, err := e.cfg.Store.CreateDomain(ctx, entry)
+	if petstore.ErrorCode(err) == petstore.CodeConflict {
+		// Lost a race: to this project (return its domain) or another.
+		if existing, ok, err := e.existing(ctx, projectID, n); ok || err != nil {
+			return existing, false, err
+		}
+	}
+	if err != nil {
+		return Domain{}, false, err
+	}
+	e.perform(ctx, stored, []Effect{{Kind: Emit, Event: EventAdded}})
+	return e.view(ctx, stored), true, nil
+}
+
+// checkDomainCap returns invalid_request when the project already holds
+// MaxDomainsPerProject domains (removed ones excluded).
+func (e *Engine) checkDomainCap(ctx context.Context, projectID string) error {
+	limit := e.cfg.MaxDomainsPerProject
+	if limit < 0 {
+		return nil
+	}
+	held, err := e.cfg.Store.ListDomains(ctx, DomainQuery{ProjectID: projectID})
+	if err != nil {
+		return err
+	}
+	held = slices.DeleteFunc(held, func(en Entry) bool { return en.Status.FreesName() })
+	if len(held) >= limit {
+		return petstore.Errorf(petstore.CodeInvalidRequest,
+			"this project already has %d custom domains, the most it may have; remove one before adding another", len(held))
+	}
+	return nil
+}
+
+// projectStripe picks one of n locks for a project id (FNV-1a).
+func projectStripe(projectID string, n int) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(projectID); i++ {
+		h ^= uint32(projectID[i])
+		h *= 16777619
+	}
+	return int(h % uint32(n))
+}
+
+// existing returns the project's domain for n (ok true), or conflict when
+// another project holds n, or ok false when n is free.
+func (e *Engine) existing(ctx context.Context, projectID string, n Name) (Domain, bool, error) {
+	got, err := e.cfg.Store.DomainByName(ctx, n.ASCII)
+	switch {
+	case petstore.ErrorCode(err) == petstore.CodeNotFound:
+		return Domain{}, false, nil
+	case err != nil:
+		return Domain{}, false, err
+	case got.ProjectID != projectID:
+		return Domain{}, false, petstore.Errorf(petstore.CodeConflict,
+			"%s is already attached to another project; it must be removed there before it can be added here", n.Unicode)
+	}
+	return e.view(ctx, got), true, nil
+}
+
+func planName(p petstore.Plan) string {
+	if p == "" {
+		return "unknown"
+	}
+	return string(p)
+}
+
+// Verify checks the domain's DNS now (the dashboard's Verify and
+// Re-verify) and advances it (see Step): a pending or failed domain whose
+// records are right is verified, then issuing (or active without a
+// CertIssuer); an issuing domain gets a new certificate attempt; a failed
+// domain whose records are still wrong goes back to pending for a new
+// 48-hour window; a misconfigured domain whose record is back is active
+// again; a pending domain whose DCV delegation exists gets its certificate
+// before its traffic moves. A lookup failure changes nothing but the
+// findings. Returns the domain as it is afterwards, or invalid_request /
+// not_found, and plan_required while the project is below Pro.
+func (e *Engine) Verify(ctx context.Context, projectID, name string) (Domain, error) {
+	entry, err := e.owned(ctx, projectID, name)
+	if err != nil {
+		return Domain{}, err
+	}
+	if err := e.requirePlan(ctx, projectID); err != nil {
+		return Domain{}, err
+	}
+	now := e.now()
+	ev := e.gather(ctx, entry, true)
+	stored, err := e.change(ctx, 3, func() (Entry, error) { return e.owned(ctx, projectID, name) }, ev)
+	if err != nil {
+		return Domain{}, err
+	}
+	stored = e.settle(ctx, stored)
+	d := e.view(ctx, stored)
+	d.Diagnosis = e.diagnosis(ctx, d, ev.DNS.Observed, ev.DNS.Findings, now)
+	return d, nil
+}
+
+// Remove detaches the domain (see Step): the routing answer for it is gone
+// before Remove returns, redirects that mention it are dropped, the
+// records ConfigureDNS wrote at the project's DNS provider are deleted,
+// the CertIssuer removes its certificate, the history is kept and the name
+// is free for any project. A released domain is dismissed from the list.
+// Returns invalid_request / not_found. Once the removal is stored it
+// stands: a certificate that cannot be removed now is logged and retried
+// by RunDue, and Remove returns nil.
+func (e *Engine) Remove(ctx context.Context, projectID, name string) error {
+	_, err := e.change(ctx, 3, func() (Entry, error) { return e.owned(ctx, projectID, name) }, Removed{})
+	return err
+}
+
+// removeLeftoverCerts retries certificate removals that failed in Remove.
+// A name attached again meanwhile keeps its certificate.
+func (e *Engine) removeLeftoverCerts(ctx context.Context) {
+	e.pendingMu.Lock()
+	names := slices.Collect(maps.Keys(e.certsToRemove))
+	e.pendingMu.Unlock()
+	for _, name := range names {
+		_, err := e.cfg.Store.DomainByName(ctx, name)
+		switch {
+		case err == nil: // attached again: its certificate is wanted
+		case petstore.ErrorCode(err) != petstore.CodeNotFound:
+			continue // cannot tell now; next time
+		default:
+			err := e.cfg.CertIssuer.Remove(ctx, name)
+			e.forgetCert(name)
+			if err != nil {
+				e.cfg.Logger.Warn("removing a removed domain's certificate failed again; will retry", "domain", name, "err", err)
+				continue
+			}
+		}
+		e.pendingMu.Lock()
+		delete(e.certsToRemove, name)
+		e.pendingMu.Unlock()
+	}
+}
+
+func (e *Engine) dropFromConfig(ctx context.Context, projectID, name string) error {
+	c, err := e.cfg.Store.DomainConfig(ctx, projectID)
+	if err != nil {
+		return err
+	}
+	changed := false
+	if c.Primary == name {
+		c.Primary, changed = "", true
+	}
+	kept := c.Redirects[:0:0]
+	for _, r := range c.Redirects {
+		if r.From == name || r.To == name {
+			changed = true
+			continue
+		}
+		kept = append(kept, r)
+	}
+	if !changed {
+		return nil
+	}
+	c.ProjectID, c.Redirects = projectID, kept
+	return e.cfg.Store.PutDomainConfig(ctx, c)
+}

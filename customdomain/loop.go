@@ -1,0 +1,96 @@
+package customdomain
+
+import (
+	"context"
+	"time"
+)
+
+// RunDue does the background work due at now: re-checks pending domains
+// whose time has come (failing those past the propagation window), re-checks
+// live domains' records for drift, asks the CertIssuer about issuing
+// domains, and retries certificate removals. It returns how many domains it
+// looked at. Tests call it with a fake clock; Run calls it in production.
+func (e *Engine) RunDue(ctx context.Context, now time.Time) (int, error) {
+	now = now.UTC()
+	done := 0
+	if e.cfg.CertIssuer != nil {
+		e.removeLeftoverCerts(ctx)
+	}
+	if e.cfg.RecheckActive > 0 && e.unscheduled.CompareAndSwap(false, true) {
+		// Domains that went active before drift checks existed have no
+		// next check: check them once now, which schedules them.
+		active, err := e.cfg.Store.ListDomains(ctx, DomainQuery{Status: StatusActive})
+		if err != nil {
+			e.unscheduled.Store(false)
+			return done, err
+		}
+		for _, entry := range active {
+			if entry.NextCheckAt.IsZero() {
+				e.runOne(ctx, entry)
+				done++
+			}
+		}
+	}
+	for {
+		due, err := e.cfg.Store.DueDomains(ctx, now, 100)
+		if err != nil {
+			return done, err
+		}
+		for _, entry := range due {
+			if err := ctx.Err(); err != nil {
+				return done, err
+			}
+			e.runOne(ctx, entry)
+			done++
+		}
+		if len(due) < 100 {
+			return done, nil
+		}
+	}
+}
+
+// runOne gathers what entry's next step needs and applies it through
+// change, once: of several processes sharing the store, the one whose
+// write wins moves the domain on, and the others, finding it changed,
+// leave it to that one.
+func (e *Engine) runOne(ctx context.Context, entry Entry) {
+	var ev Event
+	switch {
+	case e.suspension(ctx, entry.ProjectID) != "":
+		ev = PlanChanged{Suspended: true} // nothing moves on until the project upgrades
+	case entry.Status == StatusIssuing:
+		ev = CertReported{Cert: e.certNow(ctx, entry.Name)}
+	default:
+		ev = e.gather(ctx, entry, false)
+	}
+	read := func() (Entry, error) { return entry, nil }
+	stored, err := e.change(ctx, 1, read, ev)
+	if err != nil {
+		if !isConflict(err) {
+			e.cfg.Logger.Warn("background domain check failed", "domain", entry.Name, "err", err)
+		}
+		return
+	}
+	e.settle(ctx, stored)
+}
+
+// Run does the background work until ctx ends: every RefreshEvery it runs
+// RunDue and reloads the routing table, so changes made by other processes
+// sharing the store reach this one within that time. It returns ctx's error.
+func (e *Engine) Run(ctx context.Context) error {
+	t := time.NewTicker(e.cfg.RefreshEvery)
+	defer t.Stop()
+	for {
+		if _, err := e.RunDue(ctx, e.now()); err != nil && ctx.Err() == nil {
+			e.cfg.Logger.Error("domain background checks failed", "err", err)
+		}
+		if err := e.Refresh(ctx); err != nil && ctx.Err() == nil {
+			e.cfg.Logger.Error("domain routing refresh failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,392 @@
+package customdomain
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// This file is the whole lifecycle of a domain: Step, a pure function of
+// (entry, event, now, policy) → (entry, effects). The engine gathers what
+// an event needs (a DNS check, the certificate's status) before it writes,
+// applies Step inside its one optimistic write loop (change), and runs the
+// effects once the write won (perform), so a lost write has none.
+
+// Event is something that happened to a domain: Checked, CertReported,
+// Removed or PlanChanged.
+type Event interface{ isEvent() }
+
+// Checked is a DNS check of the domain: by Verify (Manual) or by the
+// background loop. Cert is the certificate's status read with it (CertNone
+// without a CertIssuer).
+type Checked struct {
+	DNS    CheckResult
+	Cert   CertStatus
+	Manual bool
+}
+
+// CertReported is the certificate layer's answer about the domain's
+// certificate, read when it reported a change (Engine.CertificateChanged)
+// or when the background loop asked.
+type CertReported struct{ Cert CertStatus }
+
+// Removed is the customer removing the domain.
+type Removed struct{}
+
+// PlanChanged is the project's plan as the background loop found it. A
+// suspended project's domains wait (see StatusSuspended): nothing moves on
+// until it upgrades.
+type PlanChanged struct{ Suspended bool }
+
+func (Checked) isEvent()      {}
+func (CertReported) isEvent() {}
+func (Removed) isEvent()      {}
+func (PlanChanged) isEvent()  {}
+
+// CheckResult is the outcome of one DNS check of a name.
+type CheckResult struct {
+	OK           bool      // the routing record (and any required proof) is right
+	LookupFailed bool      // DNS could not be asked: never a verdict
+	Observed     Observed  // what DNS showed
+	Findings     []Finding // never nil
+	// Delegated is true when the DCV delegation CNAME
+	// (_acme-challenge.<name>) points at the name's label in the DCV
+	// zone, so a certificate can be obtained by DNS-01 before the routing
+	// record is right.
+	Delegated bool
+}
+
+// Policy is what Step needs from the engine's configuration.
+type Policy struct {
+	Window  time.Duration // how long a pending domain is re-checked before it fails
+	Issuer  bool          // a CertIssuer is configured
+	Recheck time.Duration // how often a live domain's record is checked again; 0: never
+	Grace   time.Duration // how long a misconfigured domain is still served
+}
+
+// EffectKind is one kind of thing Step asks the engine to do once the
+// entry is written.
+type EffectKind uint8
+
+// Effects, in the order the engine runs them.
+const (
+	Unroute        EffectKind = iota + 1 // stop serving the name now, drop redirects that mention it
+	Reroute                              // the routing table changed: reload it and tell the other processes
+	RequestCert                          // ask the CertIssuer for the certificate
+	RemoveCert                           // the CertIssuer removes the certificate
+	UnconfigureDNS                       // delete the records ConfigureDNS wrote
+	Emit                                 // tell Events (Effect.Event)
+)
+
+// String returns the effect's name, as written above.
+func (k EffectKind) String() string {
+	names := [...]string{"", "Unroute", "Reroute", "RequestCert", "RemoveCert", "UnconfigureDNS", "Emit"}
+	if int(k) < len(names) && k > 0 {
+		return names[k]
+	}
+	return fmt.Sprintf("EffectKind(%d)", k)
+}
+
+// Effect is one effect of a Step; Event is set for Emit.
+type Effect struct {
+	Kind  EffectKind
+	Event string
+}
+
+// Event types given to Events.
+const (
+	EventAdded         = "domain.added"
+	EventVerified      = "domain.verified"
+	EventActive        = "domain.active"
+	EventMisconfigured = "domain.misconfigured"
+	EventCertIssued    = "domain.certificate.issued"
+	EventCertFailed    = "domain.certificate.failed"
+	EventRemoved       = "domain.removed"
+)
+
+// Step applies ev to e at now. It does no I/O; the effects are for the
+// caller to run, in their order, after the entry is written. An entry
+// returned equal to e needs no write.
+func Step(e Entry, ev Event, now time.Time, p Policy) (Entry, []Effect) {
+	m := machine{e: e.Canonical(), now: now, p: p}
+	m.e.History = append([]Transition{}, m.e.History...)
+	switch ev := ev.(type) {
+	case Checked:
+		m.checked(ev)
+	case CertReported:
+		m.certReported(ev.Cert)
+	case Removed:
+		m.removed()
+	case PlanChanged:
+		if ev.Suspended && !m.e.Status.FreesName() {
+			m.e.NextCheckAt = now.Add(suspendedRecheck)
+		}
+	}
+	return m.e, m.fx
+}
+
+type machine struct {
+	e   Entry
+	now time.Time
+	p   Policy
+	fx  []Effect
+}
+
+func (m *machine) do(k EffectKind)      { m.fx = append(m.fx, Effect{Kind: k}) }
+func (m *machine) emit(typ string)      { m.fx = append(m.fx, Effect{Kind: Emit, Event: typ}) }
+func (m *machine) next(d time.Duration) { m.e.NextCheckAt = m.now.Add(d) }
+
+// to records a status change in the entry and its history.
+func (m *machine) to(s Status, reason string) {
+	if m.e.Status == s && m.e.Reason == reason {
+		return
+	}
+	m.e.Status, m.e.Reason = s, reason
+	m.e.History = append(m.e.History, Transition{Status: s, At: m.now, Reason: reason})
+	m.e.UpdatedAt = m.now
+}
+
+func (m *machine) checked(c Checked) {
+	if m.e.Status.FreesName() {
+		return
+	}
+	m.e.Attempts++
+	m.e.CheckedAt, m.e.UpdatedAt = m.now, m.now
+	m.e.Findings = c.DNS.Findings
+	if !c.DNS.LookupFailed {
+		m.e.Observed = c.DNS.Observed
+	}
+	if m.p.Issuer {
+		m.noteCert(c.Cert)
+	}
+	switch s := m.e.Status; {
+	case s.live():
+		m.recheckLive(c.DNS)
+	case c.DNS.OK && (s == StatusPending || s == StatusFailed || s == StatusIssuing && c.Manual):
+		m.verified(c)
+	case c.DNS.OK && s == StatusIssuing:
+		// The background loop asks the certificate layer about issuing
+		// domains (CertReported); a check changes nothing more.
+	case s == StatusFailed && c.Manual:
+		m.e.PendingSince = m.now
+		m.to(StatusPending, "")
+		m.next(time.Minute)
+	case s == StatusPending:
+		if c.DNS.Delegated && m.p.Issuer && (c.Cert.State == CertNone || c.Manual && c.Cert.State == CertFailed) {
+			// Certificate before the cutover: DNS-01 through the DCV
+			// delegation works while the routing record still points
+			// elsewhere.
+			m.do(RequestCert)
+		}
+		m.schedule(c.DNS)
+	}
+}
+
+// verified is DNS verifying: the milestone, then issuing or active.
+func (m *machine) verified(c Checked) {
+	m.e.VerifiedAt = m.now
+	if m.e.Status != StatusIssuing {
+		m.to(StatusVerified, "")
+		m.emit(EventVerified)
+	}
+	if !m.p.Issuer || c.Cert.State == CertIssued {
+		m.activate()
+		return
+	}
+	m.to(StatusIssuing, "")
+	m.next(time.Minute)
+	if c.Cert.State != CertIssuing || c.Manual {
+		m.do(RequestCert)
+	}
+}
+
+func (m *machine) activate() {
+	m.to(StatusActive, "")
+	m.e.DriftedAt = time.Time{}
+	m.e.NextCheckAt = time.Time{}
+	if m.p.Recheck > 0 {
+		m.next(m.p.Recheck)
+	}
+	m.do(Reroute)
+	m.emit(EventActive)
+}
+
+// recheckLive is the drift check of a served domain: a record that moved
+// away makes it misconfigured (still served, not renewed); one that
+// stays away past the grace period releases it; one that comes back
+// makes it active again.
+func (m *machine) recheckLive(r CheckResult) {
+	switch {
+	case r.OK && m.e.Status == StatusMisconfigured:
+		m.activate()
+	case r.OK:
+		m.e.NextCheckAt = time.Time{}
+		if m.p.Recheck > 0 {
+			m.next(m.p.Recheck)
+		}
+	case r.LookupFailed && m.e.Status == StatusActive:
+		m.next(recheckInterval(0)) // "could not check" is never drift
+	case m.e.Status == StatusActive:
+		m.e.DriftedAt = m.now
+		m.to(StatusMisconfigured, driftReason(r, m.p.Grace))
+		m.do(Reroute) // certificates of misconfigured names are not renewed
+		m.emit(EventMisconfigured)
+		m.scheduleDrift()
+	case !r.LookupFailed && !m.now.Before(m.e.DriftedAt.Add(m.p.Grace)):
+		reason := fmt.Sprintf("released: its DNS record did not point at the platform for %s", words(m.p.Grace))
+		if len(r.Findings) > 0 {
+			reason += " (" + r.Findings[0].Message + ")"
+		}
+		reason += "; add it again to serve it"
+		m.to(StatusReleased, reason)
+		m.e.NextCheckAt = time.Time{}
+		m.do(Unroute)
+		if m.p.Issuer {
+			m.do(RemoveCert)
+		}
+		m.do(UnconfigureDNS)
+		m.emit(EventRemoved)
+	default:
+		m.scheduleDrift()
+	}
+}
+
+func (m *machine) scheduleDrift() {
+	deadline := m.e.DriftedAt.Add(m.p.Grace)
+	next := m.now.Add(recheckInterval(m.now.Sub(m.e.DriftedAt)))
+	if next.After(deadline) && m.now.Before(deadline) {
+		next = deadline
+	}
+	m.e.NextCheckAt = next
+}
+
+func driftReason(r CheckResult, grace time.Duration) string {
+	s := "the DNS record no longer points at the platform"
+	switch {
+	case r.Observed.CNAME != "":
+		s += ": it points to " + r.Observed.CNAME
+	case len(r.Observed.Addresses) > 0:
+		s += ": it resolves to " + strings.Join(r.Observed.Addresses, ", ")
+	default:
+		s += ": it has no records"
+	}
+	return s + fmt.Sprintf("; the domain is still served, without certificate renewal, for %s, then released unless the record comes back", words(grace))
+}
+
+// schedule sets when a pending entry is checked next: every minute in the
+// first hour, then less often, and fails it once the window has passed.
+func (m *machine) schedule(r CheckResult) {
+	deadline := m.e.PendingSince.Add(m.p.Window)
+	if !m.now.Before(deadline) && r.LookupFailed {
+		// "Could not check" is never a verdict: keep trying.
+		m.next(recheckInterval(m.now.Sub(m.e.PendingSince)))
+		return
+	}
+	if !m.now.Before(deadline) {
+		reason := "the DNS records were not right within " + words(m.p.Window)
+		if len(r.Findings) > 0 {
+			reason += ": " + r.Findings[0].Message
+		}
+		m.to(StatusFailed, reason)
+		m.e.NextCheckAt = time.Time{}
+		return
+	}
+	next := m.now.Add(recheckInterval(m.now.Sub(m.e.PendingSince)))
+	if next.After(deadline) {
+		next = deadline
+	}
+	m.e.NextCheckAt = next
+}
+
+// noteCert records the certificate state and tells a change once.
+func (m *machine) noteCert(c CertStatus) {
+	if c.State == m.e.Cert || c.State == "" {
+		return
+	}
+	m.e.Cert = c.State
+	switch c.State {
+	case CertIssued:
+		m.emit(EventCertIssued)
+		if m.e.Status == StatusPending {
+			// Obtained before the cutover (DCV): handshakes for the name
+			// are answered from now on, though it is not routed yet.
+			m.do(Reroute)
+		}
+	case CertFailed:
+		m.emit(EventCertFailed)
+	}
+}
+
+// certReported moves an issuing domain on by its certificate: an issuer
+// that knows nothing of the name (it restarted, or it is another process
+// and no certificate is in shared storage) is asked again, so the domain
+// cannot stay issuing forever.
+func (m *machine) certReported(c CertStatus) {
+	if m.e.Status.FreesName() || !m.p.Issuer {
+		if m.e.Status == StatusIssuing { // the issuer went away: serve plain HTTP
+			m.activate()
+		}
+		return
+	}
+	m.noteCert(c)
+	if m.e.Status != StatusIssuing {
+		return
+	}
+	m.next(time.Minute)
+	switch c.State {
+	case CertNone:
+		m.do(RequestCert)
+	case CertIssued:
+		m.activate()
+	case CertFailed:
+		reason := c.Reason
+		if reason == "" {
+			reason = "the certificate authority refused the certificate"
+		}
+		m.to(StatusFailed, reason)
+		m.e.NextCheckAt = time.Time{}
+	}
+}
+
+func (m *machine) removed() {
+	if m.e.Status == StatusRemoved {
+		return
+	}
+	wasReleased := m.e.Status == StatusReleased
+	m.to(StatusRemoved, "")
+	m.e.UpdatedAt = m.now
+	m.e.NextCheckAt = time.Time{}
+	if wasReleased { // released already let go of everything
+		return
+	}
+	m.do(Unroute)
+	if m.p.Issuer {
+		m.do(RemoveCert)
+	}
+	m.do(UnconfigureDNS)
+	m.emit(EventRemoved)
+}
+
+// words says a duration the way people do: "48 hours", else Go's form.
+func words(d time.Duration) string {
+	if d%time.Hour == 0 {
+		return fmt.Sprintf("%d hours", d/time.Hour)
+	}
+	return d.String()
+}
+
+// RecheckInterval is how long the background loop waits before checking a
+// domain again, given how long it has been waiting (pending, or
+// misconfigured): every minute in the first hour (most DNS changes show
+// within minutes), then backing off to at most every 30 minutes.
+func recheckInterval(pending time.Duration) time.Duration {
+	switch {
+	case pending < time.Hour:
+		return time.Minute
+	case pending < 3*time.Hour:
+		return 5 * time.Minute
+	case pending < 12*time.Hour:
+		return 15 * time.Minute
+	}
+	return 30 * time.Minute
+}

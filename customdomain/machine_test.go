@@ -1,0 +1,161 @@
+package customdomain
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestStep is the lifecycle as one table: (status, event) → (status,
+// effects, next check). Step does no I/O, so no DNS server, store or
+// issuer is needed.
+func TestStep(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	p := Policy{Window: 48 * time.Hour, Issuer: true, Recheck: time.Hour, Grace: 72 * time.Hour}
+	noIssuer := p
+	noIssuer.Issuer = false
+	ok := CheckResult{OK: true, Findings: []Finding{}}
+	wrong := CheckResult{Observed: Observed{CNAME: "elsewhere.example.net"}, Findings: []Finding{{Code: FindingCNAMEMismatch, Message: "shop.example.com points to elsewhere.example.net"}}}
+	lost := CheckResult{LookupFailed: true, Findings: []Finding{{Code: FindingLookupFailed}}}
+	delegated := wrong
+	delegated.Delegated = true
+	none, issuing, issued, refused := CertStatus{State: CertNone}, CertStatus{State: CertIssuing}, CertStatus{State: CertIssued}, CertStatus{State: CertFailed, Reason: "CAA forbids it"}
+	checked := func(r CheckResult, c CertStatus) Checked { return Checked{DNS: r, Cert: c} }
+	verify := func(r CheckResult, c CertStatus) Checked { return Checked{DNS: r, Cert: c, Manual: true} }
+	const never = -1
+
+	tests := []struct {
+		name    string
+		from    Status
+		since   time.Duration // how long ago PendingSince / DriftedAt was
+		ev      Event
+		p       Policy
+		want    Status
+		effects string        // effect kinds and events, in order
+		next    time.Duration // from t0; never: zero; 0: not checked
+	}{
+		// pending
+		{"pending, right, no issuer", StatusPending, 0, verify(ok, none), noIssuer, StatusActive, "Emit(domain.verified) Reroute Emit(domain.active)", time.Hour},
+		{"pending, right", StatusPending, 0, verify(ok, none), p, StatusIssuing, "Emit(domain.verified) RequestCert", time.Minute},
+		{"pending, right, background", StatusPending, time.Hour, checked(ok, none), p, StatusIssuing, "Emit(domain.verified) RequestCert", time.Minute},
+		{"pending, right, certificate already issued by DCV", StatusPending, 0, verify(ok, issued), p, StatusActive, "Emit(domain.certificate.issued) Reroute Emit(domain.verified) Reroute Emit(domain.active)", time.Hour},
+		{"pending, right, certificate being issued by DCV", StatusPending, 0, checked(ok, issuing), p, StatusIssuing, "Emit(domain.verified)", time.Minute},
+		{"pending, wrong, first hour", StatusPending, 10 * time.Minute, checked(wrong, none), p, StatusPending, "", time.Minute},
+		{"pending, wrong, after 2 h", StatusPending, 2 * time.Hour, checked(wrong, none), p, StatusPending, "", 5 * time.Minute},
+		{"pending, wrong, window over", StatusPending, 48 * time.Hour, checked(wrong, none), p, StatusFailed, "", never},
+		{"pending, lookup failed, window over", StatusPending, 48 * time.Hour, checked(lost, none), p, StatusPending, "", 30 * time.Minute},
+		{"pending, wrong, DCV delegated: certificate before the cutover", StatusPending, 0, verify(delegated, none), p, StatusPending, "RequestCert", time.Minute},
+		{"pending, DCV delegated, certificate already issuing", StatusPending, 0, checked(delegated, issuing), p, StatusPending, "", time.Minute},
+		{"pending, DCV delegated, certificate issued", StatusPending, 0, checked(delegated, issued), p, StatusPending, "Emit(domain.certificate.issued) Reroute", time.Minute},
+		{"pending, certificate issued", StatusPending, 0, CertReported{issued}, p, StatusPending, "Emit(domain.certificate.issued) Reroute", 0},
+		{"pending, removed", StatusPending, 0, Removed{}, p, StatusRemoved, "Unroute RemoveCert UnconfigureDNS Emit(domain.removed)", never},
+		{"pending, suspended", StatusPending, 0, PlanChanged{Suspended: true}, p, StatusPending, "", time.Minute},
+		// issuing
+		{"issuing, Re-verify", StatusIssuing, 0, verify(ok, issuing), p, StatusIssuing, "RequestCert", time.Minute},
+		{"issuing, background check", StatusIssuing, 0, checked(ok, issuing), p, StatusIssuing, "", 0},
+		{"issuing, certificate issued", StatusIssuing, 0, CertReported{issued}, p, StatusActive, "Emit(domain.certificate.issued) Reroute Emit(domain.active)", time.Hour},
+		{"issuing, certificate refused", StatusIssuing, 0, CertReported{refused}, p, StatusFailed, "Emit(domain.certificate.failed)", never},
+		{"issuing, issuer knows nothing", StatusIssuing, 0, CertReported{none}, p, StatusIssuing, "RequestCert", time.Minute},
+		{"issuing, still issuing", StatusIssuing, 0, CertReported{issuing}, p, StatusIssuing, "", time.Minute},
+		{"issuing, no issuer any more", StatusIssuing, 0, CertReported{none}, noIssuer, StatusActive, "Reroute Emit(domain.active)", time.Hour},
+		// active
+		{"active, right", StatusActive, 0, checked(ok, issued), p, StatusActive, "", time.Hour},
+		{"active, drifted", StatusActive, 0, checked(wrong, issued), p, StatusMisconfigured, "Reroute Emit(domain.misconfigured)", time.Minute},
+		{"active, lookup failed", StatusActive, 0, checked(lost, issued), p, StatusActive, "", time.Minute},
+		{"active, removed", StatusActive, 0, Removed{}, p, StatusRemoved, "Unroute RemoveCert UnconfigureDNS Emit(domain.removed)", never},
+		{"active, removed, no issuer", StatusActive, 0, Removed{}, noIssuer, StatusRemoved, "Unroute UnconfigureDNS Emit(domain.removed)", never},
+		// misconfigured
+		{"misconfigured, record back", StatusMisconfigured, time.Hour, checked(ok, issued), p, StatusActive, "Reroute Emit(domain.active)", time.Hour},
+		{"misconfigured, still wrong", StatusMisconfigured, 2 * time.Hour, checked(wrong, issued), p, StatusMisconfigured, "", 5 * time.Minute},
+		{"misconfigured, still wrong near the end", StatusMisconfigured, 72*time.Hour - 10*time.Minute, checked(wrong, issued), p, StatusMisconfigured, "", 10 * time.Minute},
+		{"misconfigured, grace over", StatusMisconfigured, 72 * time.Hour, checked(wrong, issued), p, StatusReleased, "Unroute RemoveCert UnconfigureDNS Emit(domain.removed)", never},
+		{"misconfigured, grace over, lookup failed", StatusMisconfigured, 72 * time.Hour, checked(lost, issued), p, StatusMisconfigured, "", 30 * time.Minute},
+		{"misconfigured, removed", StatusMisconfigured, 0, Removed{}, p, StatusRemoved, "Unroute RemoveCert UnconfigureDNS Emit(domain.removed)", never},
+		// failed
+		{"failed, right", StatusFailed, 0, verify(ok, none), p, StatusIssuing, "Emit(domain.verified) RequestCert", time.Minute},
+		{"failed, still wrong, Re-verify", StatusFailed, 0, verify(wrong, none), p, StatusPending, "", time.Minute},
+		{"failed, still wrong, background", StatusFailed, 0, checked(wrong, none), p, StatusFailed, "", 0},
+		// released and removed: nothing moves them but a dismissal
+		{"released, checked", StatusReleased, 0, verify(ok, none), p, StatusReleased, "", 0},
+		{"released, dismissed", StatusReleased, 0, Removed{}, p, StatusRemoved, "", never},
+		{"removed, removed again", StatusRemoved, 0, Removed{}, p, StatusRemoved, "", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := Entry{Name: "shop.example.com", Status: tt.from, PendingSince: t0.Add(-tt.since), Cert: CertNone}
+			if tt.from.live() {
+				e.DriftedAt = time.Time{}
+				if tt.from == StatusMisconfigured {
+					e.DriftedAt = t0.Add(-tt.since)
+				}
+			}
+			if c, ok := tt.ev.(Checked); ok && c.Cert.State == CertIssued && tt.from.live() {
+				e.Cert = CertIssued
+			}
+			got, effects := Step(e, tt.ev, t0, tt.p)
+			if got.Status != tt.want || describe(effects) != tt.effects {
+				t.Fatalf("%s → %s [%s], want %s [%s]", tt.from, got.Status, describe(effects), tt.want, tt.effects)
+			}
+			switch {
+			case tt.next == never && !got.NextCheckAt.IsZero():
+				t.Errorf("next check at %v, want none", got.NextCheckAt)
+			case tt.next > 0 && !got.NextCheckAt.Equal(t0.Add(tt.next)):
+				t.Errorf("next check in %v, want %v", got.NextCheckAt.Sub(t0), tt.next)
+			}
+			if _, ok := tt.ev.(Checked); ok && !tt.from.FreesName() && (got.CheckedAt != t0 || got.Attempts != 1) {
+				t.Errorf("the check is not recorded: checked %v, attempts %d", got.CheckedAt, got.Attempts)
+			}
+			if tt.want != tt.from && got.History[len(got.History)-1].Status != tt.want {
+				t.Errorf("history %v does not end in %s", got.History, tt.want)
+			}
+			if tt.want == StatusMisconfigured && tt.from == StatusActive &&
+				(!got.DriftedAt.Equal(t0) || !strings.Contains(got.Reason, "points to elsewhere.example.net")) {
+				t.Errorf("drift not recorded: since %v, reason %q", got.DriftedAt, got.Reason)
+			}
+			if tt.want == StatusActive && !got.DriftedAt.IsZero() {
+				t.Errorf("active with a drift time %v", got.DriftedAt)
+			}
+		})
+	}
+}
+
+// TestStepVerifiedIsAMilestone: verified is in the history, never the
+// status Step leaves a domain in.
+func TestStepVerifiedIsAMilestone(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	for _, p := range []Policy{{Window: time.Hour, Issuer: true}, {Window: time.Hour}} {
+		e := Entry{Status: StatusPending, History: []Transition{{Status: StatusPending, At: t0}}}
+		got, _ := Step(e, Checked{DNS: CheckResult{OK: true}, Cert: CertStatus{State: CertNone}, Manual: true}, t0, p)
+		var h []Status
+		for _, tr := range got.History {
+			h = append(h, tr.Status)
+		}
+		if got.Status == StatusVerified || !slices.Contains(h, StatusVerified) || !got.VerifiedAt.Equal(t0) {
+			t.Errorf("issuer %v: status %s, history %v, verified at %v", p.Issuer, got.Status, h, got.VerifiedAt)
+		}
+	}
+}
+
+func describe(effects []Effect) string {
+	var out []string
+	for _, f := range effects {
+		s := f.Kind.String()
+		if f.Kind == Emit {
+			s += "(" + f.Event + ")"
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, " ")
+}
+
+func TestRecheckInterval(t *testing.T) {
+	for _, tc := range []struct{ pending, want time.Duration }{
+		{0, time.Minute}, {59 * time.Minute, time.Minute}, {time.Hour, 5 * time.Minute},
+		{3 * time.Hour, 15 * time.Minute}, {12 * time.Hour, 30 * time.Minute}, {100 * time.Hour, 30 * time.Minute},
+	} {
+		if got := recheckInterval(tc.pending); got != tc.want {
+			t.Errorf("recheckInterval(%s) = %s, want %s", tc.pending, got, tc.want)
+		}
+	}
+}

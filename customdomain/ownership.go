@@ -1,0 +1,149 @@
+package customdomain
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/petstorekit/petstore"
+)
+
+// OwnershipChallengeLabel is the label below a domain where the ownership
+// TXT record goes: _petstore-challenge.shop.example.com for
+// shop.example.com. The underscore keeps it apart from any host name.
+const OwnershipChallengeLabel = "_petstore-challenge"
+
+// ownershipTokenPrefix starts every token, so a customer (or support)
+// reading the zone can tell what the record is for.
+const ownershipTokenPrefix = "petstore-verify="
+
+// newOwnershipToken returns a fresh token: 128 random bits, base64url,
+// unguessable, so only whoever controls the zone can publish it.
+func newOwnershipToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // never fails (crypto/rand documents it)
+	return ownershipTokenPrefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// ownershipToken returns the token of a new entry for n held by
+// projectID, and the proof it needs before it verifies ("" when none).
+//
+// The token is one per project and name: the project's own name back again
+// keeps the token of its last entry, so a TXT record already published
+// stays valid; any other project gets a new one.
+//
+// A proof is needed when the latest removed entry belonged to another
+// project (customers point CNAMEs at one shared target and often leave them
+// after the project removes the name, so the CNAME alone proves nothing
+// about who controls the name now), when the name lies under another
+// project's wildcard (whose CNAME answers for every name below it), and
+// when the project's own last entry still waited for its proof: removing
+// and re-adding must not skip it.
+func (e *Engine) ownershipToken(ctx context.Context, projectID string, n Name) (token, proof string, err error) {
+	old, err := e.cfg.Store.ListDomains(ctx, DomainQuery{Name: n.ASCII, Status: StatusRemoved})
+	if err != nil {
+		return "", "", err
+	}
+	released, err := e.cfg.Store.ListDomains(ctx, DomainQuery{Name: n.ASCII, Status: StatusReleased})
+	if err != nil {
+		return "", "", err
+	}
+	old = append(old, released...)
+	slices.SortFunc(old, func(a, b Entry) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	token = newOwnershipToken()
+	var last *Entry
+	if len(old) > 0 {
+		last = &old[len(old)-1] // by creation: the most recent holder
+	}
+	if last != nil && last.ProjectID == projectID {
+		token = cmp.Or(last.Token, last.OwnershipToken, token)
+	}
+	switch {
+	case last != nil && last.ProjectID != projectID:
+		return token, token, nil
+	case last != nil && last.OwnershipToken != "" && last.VerifiedAt.IsZero():
+		return token, token, nil
+	}
+	if w, ok := wildcardParent(n.ASCII); ok {
+		held, err := e.cfg.Store.DomainByName(ctx, w)
+		switch {
+		case err == nil && held.ProjectID != projectID:
+			return token, token, nil
+		case err != nil && petstore.ErrorCode(err) != petstore.CodeNotFound:
+			return "", "", err
+		}
+	}
+	return token, "", nil
+}
+
+// outstandingProof returns the token a check of entry must find, or ""
+// once the entry has verified: the proof is needed once per claim, so a
+// customer who deletes the TXT record afterwards (the note says they may)
+// keeps the domain.
+func outstandingProof(entry Entry) string {
+	if !entry.VerifiedAt.IsZero() {
+		return ""
+	}
+	return entry.OwnershipToken
+}
+
+// challengeName is the fully qualified owner of the ownership TXT record
+// of the name ascii; a wildcard's is its base name's.
+func challengeName(ascii string) string {
+	return OwnershipChallengeLabel + "." + strings.TrimPrefix(ascii, "*.")
+}
+
+// challengeLabel is challengeName relative to the registered domain, the
+// form DNS providers ask for.
+func challengeLabel(n Name) string {
+	label := strings.TrimPrefix(strings.TrimPrefix(n.Label, "*"), ".")
+	if n.Kind == KindApex || label == "" {
+		return OwnershipChallengeLabel
+	}
+	return OwnershipChallengeLabel + "." + label
+}
+
+// ownershipRecord is the TXT record a customer creates to prove control
+// (required, or Optional when only a proxied record needs it).
+func ownershipRecord(n Name, token string) Record {
+	return Record{Type: "TXT", Name: challengeLabel(n), Value: token, TTL: DefaultRecordTTL}
+}
+
+// ownershipNote explains the extra record in the DNS instructions.
+const ownershipNote = "This name was recently used by another project, or lies under another project's wildcard; prove you control its DNS by also creating the TXT record shown. It can be deleted once the domain is active."
+
+// checkOwnership looks for the token among the TXT records at n's
+// challenge name. It returns the finding when the proof is missing or
+// wrong, nil when it is right, and the lookup error when DNS could not be
+// asked.
+func (e *Engine) checkOwnership(ctx context.Context, n Name, token string) (*Finding, error) {
+	got, err := e.cfg.Resolver.Lookup(ctx, challengeName(n.ASCII), "TXT")
+	if err != nil {
+		return nil, err
+	}
+	var seen []Record
+	for _, r := range got {
+		if strings.TrimSpace(r.Value) == token {
+			return nil, nil
+		}
+		seen = append(seen, Record{Type: "TXT", Name: challengeName(n.ASCII), Value: r.Value, TTL: r.TTL})
+	}
+	f := &Finding{
+		Code: FindingOwnershipUnproven,
+		Message: fmt.Sprintf("%s was recently used by another project, or lies under another project's wildcard, so its CNAME alone does not prove it is yours: "+
+			"the ownership TXT record at %s is missing.", n.Unicode, challengeName(n.ASCII)),
+		Fix: fmt.Sprintf("Create a TXT record with name %s and value %s (TTL 3600) at your DNS provider, then click Re-verify.",
+			challengeLabel(n), token),
+		Records: seen,
+	}
+	if len(seen) > 0 {
+		f.Message = fmt.Sprintf("%s was recently used by another project, or lies under another project's wildcard, so its CNAME alone does not prove it is yours: "+
+			"the TXT record at %s does not have the expected value.", n.Unicode, challengeName(n.ASCII))
+		f.Fix = fmt.Sprintf("Change the TXT record %s to the value %s (TTL 3600), then click Re-verify.", challengeLabel(n), token)
+	}
+	return f, nil
+}

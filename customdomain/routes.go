@@ -1,0 +1,187 @@
+package customdomain
+
+import (
+	"context"
+	"maps"
+	"strings"
+)
+
+// Route tells the edge what to do with a request for host (a Host header:
+// any case, with or without port and trailing dot): serve a project, send a
+// redirect, or nothing (RouteNone) for a name that is not an active custom
+// domain. It reads an in-memory table and does no I/O.
+//
+// A name with no domain of its own is routed by the wildcard one label
+// above it, if any: a.shop.example.com by *.shop.example.com.
+func (e *Engine) Route(host string) RouteAnswer {
+	name := hostName(host)
+	routes := *e.routes.Load()
+	if r, ok := routes[name]; ok {
+		return r
+	}
+	if w, ok := wildcardParent(name); ok {
+		if r, ok := routes[w]; ok {
+			r.Name = name
+			return r
+		}
+	}
+	return RouteAnswer{Kind: RouteNone, Name: name}
+}
+
+// hostName normalises a Host header to a stored name without allocating
+// for the common, already-normal case.
+func hostName(host string) string {
+	if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.Contains(host[i:], "]") {
+		host = host[:i]
+	}
+	host = strings.TrimSuffix(host, ".")
+	upper := false
+	for i := 0; i < len(host); i++ {
+		c := host[i]
+		if c >= 0x80 {
+			if n, err := ParseName(host); err == nil {
+				return n.ASCII
+			}
+			return strings.ToLower(host)
+		}
+		upper = upper || 'A' <= c && c <= 'Z'
+	}
+	if upper {
+		return strings.ToLower(host)
+	}
+	return host
+}
+
+// Refresh reloads the routing table from the store, picking up changes
+// other processes made, and, when EdgeIPs is empty, resolves the CNAME
+// target's addresses again; views then ask the certificate layer once
+// more for each domain they show. Run calls it every RefreshEvery; changes made
+// through this engine take effect at once without it.
+func (e *Engine) Refresh(ctx context.Context) error {
+	if len(e.cfg.EdgeIPs) == 0 {
+		e.lookupEdge(ctx)
+	}
+	e.forgetCerts()
+	e.routeMu.Lock()
+	defer e.routeMu.Unlock()
+	return e.reloadLocked(ctx)
+}
+
+// reload refreshes after a local change; a failure only delays the change
+// until the next Refresh, so it is logged, not returned.
+func (e *Engine) reload(ctx context.Context) {
+	e.routeMu.Lock()
+	err := e.reloadLocked(ctx)
+	e.routeMu.Unlock()
+	if err != nil {
+		e.cfg.Logger.Warn("routing table reload failed; the next refresh retries", "err", err)
+	}
+}
+
+func (e *Engine) reloadLocked(ctx context.Context) error {
+	attached, err := e.cfg.Store.ListDomains(ctx, DomainQuery{})
+	if err != nil {
+		return err
+	}
+	configs, err := e.cfg.Store.ListDomainConfigs(ctx)
+	if err != nil {
+		return err
+	}
+	live := map[string]bool{}
+	for _, en := range attached {
+		if en.Status.live() {
+			live[en.ProjectID] = true
+		}
+	}
+	suspended := e.suspendedProjects(ctx, live)
+	m := make(map[string]RouteAnswer, len(attached))
+	admitted := make(map[string]admission, len(attached))
+	for _, en := range attached {
+		switch en.Status {
+		case StatusActive, StatusMisconfigured:
+			// A misconfigured domain is still served through its grace
+			// period, but its certificate is not renewed.
+			admitted[en.Name] = admission{renew: en.Status == StatusActive}
+			if suspended[en.ProjectID] {
+				continue // not served until the project upgrades
+			}
+			m[en.Name] = RouteAnswer{Kind: RouteServe, Name: en.Name, ProjectID: en.ProjectID}
+		case StatusIssuing:
+			admitted[en.Name] = admission{renew: true}
+		case StatusPending:
+			if en.Cert == CertIssued {
+				// Its certificate was obtained before the cutover (DCV
+				// delegation): served at a handshake, and renewed.
+				admitted[en.Name] = admission{renew: true}
+			}
+		}
+	}
+	for _, c := range configs {
+		for _, r := range c.Redirects {
+			// Only a live name redirects: one whose DNS the customer proved
+			// is theirs, and only within the project that holds it.
+			if cur, ok := m[r.From]; ok && cur.ProjectID == c.ProjectID {
+				m[r.From] = RouteAnswer{Kind: RouteRedirect, Name: r.From, ProjectID: c.ProjectID, RedirectTo: r.To, Status: r.Status}
+			}
+		}
+	}
+	e.routes.Store(&m)
+	e.admitted.Store(&admitted)
+	return nil
+}
+
+// admission is what the certificate layer may do for an admitted name.
+type admission struct{ renew bool }
+
+// Admits reports whether host (a TLS handshake's server name, or a Host
+// header) is a custom domain whose DNS verified and that is not removed:
+// issuing, active or misconfigured (or pending with a certificate obtained
+// through DCV delegation), or a name one label below such a
+// wildcard with no domain of its own. A certificate layer asks it on every
+// handshake, for any name anyone sends, so it reads an in-memory set kept
+// with the routing table and does no I/O; other processes' changes reach
+// it within RefreshEvery (within milliseconds with EngineConfig.Feed), and
+// this engine's own at once.
+func (e *Engine) Admits(host string) bool {
+	_, ok := e.admission(hostName(host))
+	return ok
+}
+
+// Renews reports whether host's certificate may be obtained or renewed:
+// Admits, except for a misconfigured domain, whose record points
+// elsewhere, so that the platform does not keep a certificate alive for a
+// name it may no longer control. No I/O, like Admits.
+func (e *Engine) Renews(host string) bool {
+	a, ok := e.admission(hostName(host))
+	return ok && a.renew
+}
+
+func (e *Engine) admission(name string) (admission, bool) {
+	set := *e.admitted.Load()
+	if a, ok := set[name]; ok {
+		return a, true
+	}
+	if w, ok := wildcardParent(name); ok {
+		if _, own := (*e.routes.Load())[name]; !own {
+			a, ok := set[w]
+			return a, ok
+		}
+	}
+	return admission{}, false
+}
+
+// patchRoutes applies a change to a copy of the table and publishes it;
+// the caller holds routeMu.
+func (e *Engine) patchRoutes(change func(map[string]RouteAnswer)) {
+	m := maps.Clone(*e.routes.Load())
+	change(m)
+	e.routes.Store(&m)
+}
+
+// unadmit drops name from the admitted set at once; the caller holds
+// routeMu.
+func (e *Engine) unadmit(name string) {
+	a := maps.Clone(*e.admitted.Load())
+	delete(a, name)
+	e.admitted.Store(&a)
+}

@@ -1,0 +1,90 @@
+package customdomain
+
+import (
+	"context"
+	"time"
+)
+
+// Record is one DNS record: what the customer must create, or what DNS
+// shows now. Name is relative to the registered domain ("@" for the apex,
+// "shop" for shop.example.com) in instructions, and fully qualified (no
+// trailing dot) in lookups.
+type Record struct {
+	Type  string `json:"type"` // "CNAME", "ALIAS", "A", "AAAA", "CAA", "TXT"
+	Name  string `json:"name"`
+	Value string `json:"value"`
+	TTL   int    `json:"ttl,omitempty"`
+	// Optional marks an instruction needed only in some cases, which the
+	// domain's note explains (the ownership TXT record when the name is
+	// not proxied).
+	Optional bool `json:"optional,omitempty"`
+}
+
+// Finding is one diagnosed problem, in words a customer can act on.
+type Finding struct {
+	Code    string   `json:"code"`    // e.g. "CNAME_MISMATCH", "CAA_BLOCKS_CA"
+	Message string   `json:"message"` // what is wrong
+	Fix     string   `json:"fix"`     // what to do about it
+	Records []Record `json:"records,omitempty"`
+}
+
+// Resolver reads DNS. The default adapter asks configured nameservers
+// directly. Implementations must honour context cancellation and be safe
+// for concurrent use.
+type Resolver interface {
+	// Lookup returns the records of type rrtype ("CNAME", "A", "AAAA",
+	// "CAA", "TXT") owned by exactly name, without following CNAMEs. A name
+	// with no such records, or that does not exist, gives an empty slice
+	// and no error. A timeout, SERVFAIL or refusal gives an error wrapping
+	// ErrLookupFailed: "could not check", never "not configured".
+	Lookup(ctx context.Context, name, rrtype string) ([]Record, error)
+}
+
+// CertState is the state of a name's certificate.
+type CertState string
+
+// Certificate states.
+const (
+	CertNone    CertState = "none"    // no certificate requested
+	CertIssuing CertState = "issuing" // being obtained (retrying with backoff)
+	CertIssued  CertState = "issued"  // obtained and being served
+	CertFailed  CertState = "failed"  // refused, e.g. by CAA; Reason says why
+)
+
+// CertStatus describes a name's certificate.
+type CertStatus struct {
+	State    CertState `json:"status"`
+	Reason   string    `json:"reason,omitempty"`
+	Findings []Finding `json:"findings,omitempty"`
+	Issuer   string    `json:"issuer,omitempty"`
+	NotAfter time.Time `json:"notAfter,omitzero"`
+}
+
+// CertIssuer obtains, reports and removes certificates for verified names.
+// The engine calls Request when a name verifies (and on Re-verify), Status
+// when it advances a domain and, for views, once per domain after each
+// Refresh (and after a change), and Remove before Remove returns. A change
+// the issuer makes on its own (obtained, failed, renewed) reaches views at
+// once when it calls Engine.CertificateChanged, else at the next Refresh.
+// Implementations must be safe for concurrent use.
+type CertIssuer interface {
+	// Request starts obtaining a certificate for name and returns at once;
+	// obtaining goes on in the background with retries.
+	Request(ctx context.Context, name string) error
+	// Status reports the certificate of name.
+	Status(ctx context.Context, name string) (CertStatus, error)
+	// Remove stops serving name's certificate at once and deletes it from
+	// storage before returning.
+	Remove(ctx context.Context, name string) error
+}
+
+// DNSConfigurator writes the records a domain needs at the customer's DNS
+// provider, when the customer connected one. It reports conflicting records
+// instead of overwriting them.
+type DNSConfigurator interface {
+	// Configure creates records, read back to confirm they took effect.
+	// Existing records that conflict come back as findings, unchanged.
+	Configure(ctx context.Context, zone string, records []Record) ([]Finding, error)
+	// Unconfigure deletes records that Configure created.
+	Unconfigure(ctx context.Context, zone string, records []Record) error
+}

@@ -1,0 +1,209 @@
+package customdomain
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/petstorekit/petstore"
+)
+
+// Status is where a domain is in its life.
+type Status string
+
+// Domain statuses. A domain moves pending → issuing → active; a live
+// domain whose record moves away becomes misconfigured, and goes back to
+// active when the record comes back, or is released when it does not
+// within the grace period. It may end failed (with a reason) or removed.
+// Step (machine.go) is the whole table.
+const (
+	StatusPending       Status = "pending"       // waiting for DNS
+	StatusIssuing       Status = "issuing"       // DNS verified; certificate being obtained
+	StatusActive        Status = "active"        // live: the edge serves it
+	StatusMisconfigured Status = "misconfigured" // live, but its record no longer points here; Reason says where
+	StatusFailed        Status = "failed"        // gave up; Reason says why; Verify tries again
+	StatusReleased      Status = "released"      // misconfigured past the grace period: no longer served, name free
+	StatusRemoved       Status = "removed"       // detached by the customer; the name is free again
+)
+
+// StatusVerified is a milestone, never a current status: the History entry
+// written at the moment DNS (and the ownership proof, when one is needed)
+// verified, which VerifiedAt also records. The domain moves on in the same
+// write, to issuing, or to active without a CertIssuer.
+const StatusVerified Status = "verified"
+
+// FreesName reports whether an entry in status s no longer holds its name:
+// removed and released entries do not, so a new CreateDomain may claim
+// it. Stores use it; a released entry stays listed so that its project
+// sees why it was released.
+func (s Status) FreesName() bool { return s == StatusRemoved || s == StatusReleased }
+
+// live reports whether a domain in status s is served by the edge.
+func (s Status) live() bool { return s == StatusActive || s == StatusMisconfigured }
+
+// Transition is one entry of a domain's history.
+type Transition struct {
+	Status Status    `json:"status"`
+	At     time.Time `json:"at"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// Observed is what DNS showed for a name at the last check.
+type Observed struct {
+	CNAME     string   `json:"cname"`     // the CNAME target, "" when there is none
+	Addresses []string `json:"addresses"` // A and AAAA values, never nil
+}
+
+// Entry is what a Store keeps about one domain. The engine reads an entry,
+// changes it and writes it back; Version makes that write fail instead of
+// overwriting a change another process made meanwhile.
+type Entry struct {
+	ID           string       // "dom_" + UUID v7; a re-added name gets a new ID
+	ProjectID    string       // the owner
+	Name         string       // ASCII (punycode) form, as ParseName returns it
+	Status       Status       // current status
+	Reason       string       // why it failed; "" otherwise
+	Attempts     int          // DNS checks made, by Verify and in the background
+	Findings     []Finding    // the last check's findings, never nil
+	Observed     Observed     // the last check's DNS answers
+	CheckedAt    time.Time    // time of the last check; zero before the first
+	PendingSince time.Time    // start of the current 48-hour propagation window
+	VerifiedAt   time.Time    // when DNS last verified; zero if never
+	DriftedAt    time.Time    // when a live domain's record was first seen elsewhere; zero when it points here
+	NextCheckAt  time.Time    // when the background loop looks at it next; zero: never
+	History      []Transition // every status change, oldest first
+	// Cert is the certificate state last reported (CertNone before any),
+	// so that a change is told once: domain.certificate.issued or
+	// domain.certificate.failed.
+	Cert CertState `json:",omitempty"`
+	// Token is the entry's challenge token, one per project and name: the
+	// value of the TXT record at OwnershipChallengeLabel.Name, which the
+	// HTTP check through a proxy also fetches, and the seed of the DCV
+	// delegation label. "" for entries stored before it existed.
+	Token string `json:",omitempty"`
+	// OwnershipToken is the value of the TXT record at
+	// OwnershipChallengeLabel + "." + Name that must prove control of
+	// the name's DNS before it verifies; "" when no proof is needed. Set
+	// (to Token) on creation when the name was last held by another
+	// project, or lies under another project's wildcard (see Engine.Add),
+	// so a CNAME left pointing at the shared target cannot hand the name
+	// to whoever adds it next.
+	OwnershipToken string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	Version        int64 // set by the store: 1 on create, +1 on each update
+}
+
+// Canonical returns a copy of e that shares no slices with it, with empty
+// rather than nil slices and every time in UTC: the form in which every
+// Store returns entries, so that entries from any store compare alike.
+func (e Entry) Canonical() Entry {
+	e.Findings = slices.Clone(e.Findings)
+	if e.Findings == nil {
+		e.Findings = []Finding{}
+	}
+	for i := range e.Findings {
+		e.Findings[i].Records = slices.Clone(e.Findings[i].Records)
+	}
+	e.Observed.Addresses = slices.Clone(e.Observed.Addresses)
+	if e.Observed.Addresses == nil {
+		e.Observed.Addresses = []string{}
+	}
+	e.History = slices.Clone(e.History)
+	if e.History == nil {
+		e.History = []Transition{}
+	}
+	for i := range e.History {
+		e.History[i].At = e.History[i].At.UTC()
+	}
+	for _, t := range []*time.Time{&e.CheckedAt, &e.PendingSince, &e.VerifiedAt, &e.DriftedAt, &e.NextCheckAt, &e.CreatedAt, &e.UpdatedAt} {
+		*t = t.UTC()
+	}
+	return e
+}
+
+// Redirect sends requests for From to To with an HTTP status.
+type Redirect struct {
+	From   string `json:"from"`
+	To     string `json:"to"`
+	Status int    `json:"status"` // 301 (default), 302, 307 or 308
+}
+
+// Config is a project's primary domain and redirects, in the shape the
+// dashboard shows and accepts.
+type Config struct {
+	ProjectID string     `json:"-"`
+	Primary   string     `json:"primary"`
+	Redirects []Redirect `json:"redirects"` // never nil
+}
+
+// DomainQuery selects entries for ListDomains.
+type DomainQuery struct {
+	ProjectID string // "" means every project
+	Name      string // "" means every name; else the ASCII name, exactly
+	Status    Status // "" means every status except removed
+}
+
+// Store persists domains and per-project configs. Implementations must be
+// safe for concurrent use, also across processes sharing one database, and
+// must honour context cancellation. storetest's Domains suite checks all of
+// this.
+//
+// Times are stored with at least millisecond precision and read back in UTC.
+type Store interface {
+	// CreateDomain stores a new entry (its ID, name and project set) and
+	// returns it with Version 1. The name is claimed atomically: returns
+	// conflict if any entry whose status does not FreesName holds the name, whichever
+	// project owns it, so that of two concurrent creates exactly one wins.
+	CreateDomain(ctx context.Context, e Entry) (Entry, error)
+
+	// DomainByName returns the entry that holds name (its status does not
+	// FreesName), or not_found.
+	DomainByName(ctx context.Context, name string) (Entry, error)
+
+	// UpdateDomain replaces the stored entry with e.ID if its stored Version
+	// equals e.Version, and returns e with the next Version. Returns
+	// not_found for an unknown ID and conflict when the entry changed since
+	// it was read or was already removed. Writing a status that FreesName
+	// (removed, released) frees the name for a new CreateDomain.
+	UpdateDomain(ctx context.Context, e Entry) (Entry, error)
+
+	// ListDomains returns the entries q selects, ordered by name, then by
+	// creation. It never returns nil.
+	ListDomains(ctx context.Context, q DomainQuery) ([]Entry, error)
+
+	// DueDomains returns at most limit entries that are not removed and
+	// whose NextCheckAt is set and not after now, earliest first.
+	DueDomains(ctx context.Context, now time.Time, limit int) ([]Entry, error)
+
+	// DomainConfig returns a project's config; a project that never stored
+	// one gets an empty config (ProjectID set, no primary, no redirects).
+	DomainConfig(ctx context.Context, projectID string) (Config, error)
+
+	// PutDomainConfig replaces the config of c.ProjectID.
+	PutDomainConfig(ctx context.Context, c Config) error
+
+	// ListDomainConfigs returns every stored config that has a primary or a
+	// redirect, ordered by project ID. It never returns nil.
+	ListDomainConfigs(ctx context.Context) ([]Config, error)
+}
+
+// Project is what the engine needs to know about a project before it
+// accepts a domain for it.
+type Project struct {
+	ID       string
+	Plan     petstore.Plan
+	Deployed bool // the project has at least one successful deploy
+}
+
+// Projects is implemented by the platform: it knows plans and deploys.
+type Projects interface {
+	// Project returns the project with id, or not_found.
+	Project(ctx context.Context, id string) (Project, error)
+}
+
+// ProjectsFunc adapts a function to Projects.
+type ProjectsFunc func(ctx context.Context, id string) (Project, error)
+
+// Project implements Projects.
+func (f ProjectsFunc) Project(ctx context.Context, id string) (Project, error) { return f(ctx, id) }

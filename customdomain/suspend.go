@@ -1,0 +1,88 @@
+package customdomain
+
+import (
+	"context"
+	"time"
+
+	"github.com/petstorekit/petstore"
+)
+
+// StatusSuspended is what Get, List, Find and Diagnose show, instead of
+// the stored status, for a domain of a project below the Pro plan. It is
+// never stored: it is derived from the project's plan (EngineConfig.
+// Projects) each time the engine shows or routes a domain, so a plan
+// change takes effect on every process at its next routing refresh and an
+// upgrade resumes the domains without a new verification. Domain.ResumesAs
+// tells the stored status a suspended domain returns to.
+//
+// While suspended, a domain is not routed (the edge answers 404 for it),
+// Verify, SetConfig and ConfigureDNS answer plan_required, and the
+// background loop leaves it as it is (a pending domain does not go
+// active). Remove still works. Its certificate is kept, and still renewed
+// (Admits stays true), so that resuming serves HTTPS at once.
+const StatusSuspended Status = "suspended"
+
+// ActionUpgradePlan is the next action of a suspended domain.
+const ActionUpgradePlan Action = "upgrade_plan"
+
+// suspendedRecheck is how often the background loop looks again at a
+// pending or issuing domain of a suspended project: after an upgrade its
+// checks resume within this time (Verify resumes them at once).
+const suspendedRecheck = time.Minute
+
+// suspension returns why projectID's domains are suspended, or "" when
+// they are not. A project the platform does not know, or whose plan cannot
+// be read now, is not suspended: serving must not flap on a lookup error.
+func (e *Engine) suspension(ctx context.Context, projectID string) string {
+	p, err := e.cfg.Projects.Project(ctx, projectID)
+	if err != nil {
+		if petstore.ErrorCode(err) != petstore.CodeNotFound {
+			e.cfg.Logger.Warn("project plan unknown; its domains stay as they are", "project", projectID, "err", err)
+		}
+		return ""
+	}
+	if p.Plan.AtLeast(petstore.PlanPro) {
+		return ""
+	}
+	return suspendedReason(p.Plan)
+}
+
+func suspendedReason(p petstore.Plan) string {
+	return "custom domains need the Pro plan or above and this project is on the " + planName(p) +
+		" plan; upgrade to Pro to serve the domain again (its DNS records need not change)"
+}
+
+// requirePlan returns plan_required when projectID is below Pro, for the
+// operations a suspended domain refuses.
+func (e *Engine) requirePlan(ctx context.Context, projectID string) error {
+	p, err := e.cfg.Projects.Project(ctx, projectID)
+	if err != nil {
+		return err
+	}
+	if !p.Plan.AtLeast(petstore.PlanPro) {
+		return petstore.Errorf(petstore.CodePlanRequired,
+			"custom domains need the Pro plan or above; this project is on the %s plan, so its domains are suspended until it upgrades", planName(p.Plan))
+	}
+	return nil
+}
+
+// suspend marks a view as suspended, keeping the stored status in
+// ResumesAs.
+func suspend(d *Domain, reason string) {
+	if reason == "" || d.Status == StatusRemoved {
+		return
+	}
+	d.ResumesAs, d.Status, d.Reason = d.Status, StatusSuspended, reason
+}
+
+// suspendedProjects returns, of the given projects, those whose domains
+// are suspended, asking the platform once per project.
+func (e *Engine) suspendedProjects(ctx context.Context, ids map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for id := range ids {
+		if e.suspension(ctx, id) != "" {
+			out[id] = true
+		}
+	}
+	return out
+}

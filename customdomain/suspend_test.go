@@ -1,0 +1,120 @@
+package customdomain_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/customdomain"
+	"github.com/petstorekit/petstore/internal/domaintest"
+)
+
+// planFixture is newFixture with projects prj_a and prj_b, both Pro
+// and deployed, whose plans the test changes.
+func planFixture(t *testing.T) (*fixture, *domaintest.Projects) {
+	t.Helper()
+	f := newFixture(t, nil)
+	p := domaintest.NewProjects(
+		customdomain.Project{ID: "prj_a", Plan: petstore.PlanPro, Deployed: true},
+		customdomain.Project{ID: "prj_b", Plan: petstore.PlanPro, Deployed: true})
+	f.engine = f.replica(t, func(c *customdomain.EngineConfig) { c.Projects = p })
+	return f, p
+}
+
+func TestDowngradeSuspendsAndUpgradeResumes(t *testing.T) {
+	ctx := context.Background()
+	f, p := planFixture(t)
+	f.set(t, "example.com.", cname("shop", target), cname("www", target), cname("b", target))
+	f.add(t, "prj_a", "shop.example.com")
+	f.verify(t, "prj_a", "shop.example.com")
+	f.add(t, "prj_a", "www.example.com")
+	f.add(t, "prj_a", "later.example.com") // pending, no records yet
+	if _, err := f.engine.SetConfig(ctx, "prj_a", customdomain.Config{Redirects: []customdomain.Redirect{{From: "www.example.com", To: "shop.example.com"}}}); err != nil {
+		t.Fatal(err)
+	}
+	f.verify(t, "prj_a", "www.example.com")
+	f.add(t, "prj_b", "b.example.com")
+	f.verify(t, "prj_b", "b.example.com")
+
+	p.SetPlan("prj_a", petstore.PlanFree)
+	if err := f.engine.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, host := range []string{"shop.example.com", "www.example.com", "later.example.com"} {
+		if got := f.engine.Route(host); got.Kind != customdomain.RouteNone {
+			t.Fatalf("suspended %s routes: %+v", host, got)
+		}
+	}
+	if got := f.engine.Route("b.example.com"); got.Kind != customdomain.RouteServe {
+		t.Fatalf("another project's domain stopped: %+v", got)
+	}
+
+	list, err := f.engine.List(ctx, "prj_a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]customdomain.Status{"shop.example.com": customdomain.StatusActive, "www.example.com": customdomain.StatusActive, "later.example.com": customdomain.StatusPending}
+	for _, d := range list {
+		if d.Status != customdomain.StatusSuspended || d.ResumesAs != want[d.Name] || d.Reason == "" ||
+			d.Diagnosis.NextAction != customdomain.ActionUpgradePlan || d.Diagnosis.OK {
+			t.Fatalf("%s: status %s resumesAs %s reason %q next %s ok %v", d.Name, d.Status, d.ResumesAs, d.Reason, d.Diagnosis.NextAction, d.Diagnosis.OK)
+		}
+	}
+	if d, err := f.engine.Get(ctx, "prj_a", "shop.example.com"); err != nil || d.Status != customdomain.StatusSuspended {
+		t.Fatalf("Get = %s, %v", d.Status, err)
+	}
+
+	// Verify, config changes, DNS configuration and adding are refused.
+	_, err = f.engine.Verify(ctx, "prj_a", "later.example.com")
+	wantCode(t, err, petstore.CodePlanRequired)
+	_, err = f.engine.SetConfig(ctx, "prj_a", customdomain.Config{Primary: "shop.example.com"})
+	wantCode(t, err, petstore.CodePlanRequired)
+	_, err = f.engine.ConfigureDNS(ctx, "prj_a", "shop.example.com")
+	wantCode(t, err, petstore.CodePlanRequired)
+	_, _, err = f.engine.Add(ctx, "prj_a", "new.example.com")
+	wantCode(t, err, petstore.CodePlanRequired)
+	_, err = f.engine.Verify(ctx, "prj_a", "b.example.com") // not its domain: 404 first
+	wantCode(t, err, petstore.CodeNotFound)
+
+	// The pending domain does not go live in the background, even with
+	// its records right.
+	f.set(t, "example.com.", cname("shop", target), cname("www", target), cname("b", target), cname("later", target))
+	for range 3 {
+		if _, err := f.engine.RunDue(ctx, f.clock.Advance(2*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d, _ := f.engine.Get(ctx, "prj_a", "later.example.com"); d.ResumesAs != customdomain.StatusPending {
+		t.Fatalf("pending domain of a suspended project moved on: %+v", d)
+	}
+
+	// Upgrade: served again with no new verification, redirects included;
+	// the pending one resumes its checks.
+	p.SetPlan("prj_a", petstore.PlanBusiness)
+	if err := f.engine.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.engine.Route("shop.example.com"); got.Kind != customdomain.RouteServe {
+		t.Fatalf("after upgrade: %+v", got)
+	}
+	if got := f.engine.Route("www.example.com"); got.Kind != customdomain.RouteRedirect || got.RedirectTo != "shop.example.com" {
+		t.Fatalf("redirect after upgrade: %+v", got)
+	}
+	d, err := f.engine.Get(ctx, "prj_a", "shop.example.com")
+	if err != nil || d.Status != customdomain.StatusActive || d.ResumesAs != "" || d.Attempts != 1 {
+		t.Fatalf("after upgrade: %s resumesAs %q attempts %d (%v)", d.Status, d.ResumesAs, d.Attempts, err)
+	}
+	if _, err := f.engine.RunDue(ctx, f.clock.Advance(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := f.engine.Get(ctx, "prj_a", "later.example.com"); d.Status != customdomain.StatusActive {
+		t.Fatalf("pending domain after upgrade: %s", d.Status)
+	}
+
+	// A suspended domain can still be removed.
+	p.SetPlan("prj_a", petstore.PlanFree)
+	if err := f.engine.Remove(ctx, "prj_a", "www.example.com"); err != nil {
+		t.Fatal(err)
+	}
+}

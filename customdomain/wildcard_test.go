@@ -1,0 +1,53 @@
+package customdomain_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/petstorekit/petstore/customdomain"
+)
+
+// TestWildcardRoutesNamesBelowIt: *.shop.example.com verifies by the
+// CNAME at the wildcard and serves every name one label below it that has
+// no domain of its own; a name below another project's wildcard needs the
+// ownership proof, since the wildcard's CNAME answers for it too.
+func TestWildcardRoutesNamesBelowIt(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil)
+	f.set(t, "example.com.", cname("*.shop", target))
+	d := f.add(t, "prj_pro", "*.shop.example.com")
+	if d.Kind != customdomain.KindWildcard || d.Records[0].Type != "CNAME" || d.Records[0].Name != "*.shop" {
+		t.Fatalf("wildcard instructions: %+v", d)
+	}
+	if d := f.verify(t, "prj_pro", "*.shop.example.com"); d.Status != customdomain.StatusActive {
+		t.Fatalf("Verify(*.shop.example.com) = %s %+v", d.Status, d.Diagnosis.Findings)
+	}
+	for host, want := range map[string]customdomain.RouteKind{
+		"a.shop.example.com":   customdomain.RouteServe,
+		"B.Shop.Example.com.":  customdomain.RouteServe,
+		"x.a.shop.example.com": customdomain.RouteNone,
+		"shop.example.com":     customdomain.RouteNone,
+	} {
+		if r := f.engine.Route(host); r.Kind != want || want == customdomain.RouteServe && r.ProjectID != "prj_pro" {
+			t.Errorf("Route(%s) = %+v, want kind %v", host, r, want)
+		}
+		if got := f.engine.Admits(host); got != (want == customdomain.RouteServe) {
+			t.Errorf("Admits(%s) = %v", host, got)
+		}
+	}
+
+	// What the wildcard record answers for a.shop (the test DNS server
+	// does not synthesise wildcard answers, so it is spelled out).
+	f.set(t, "example.com.", cname("a.shop", target))
+	other := f.add(t, "prj_business", "a.shop.example.com")
+	if rec, required := ownershipRecord(other); !required || rec.Name != "_petstore-challenge.a.shop" {
+		t.Fatalf("a name under another project's wildcard: records %+v, want the ownership proof required", other.Records)
+	}
+	d, err := f.engine.Verify(ctx, "prj_business", "a.shop.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Status != customdomain.StatusPending || len(d.Diagnosis.Findings) != 1 || d.Diagnosis.Findings[0].Code != customdomain.FindingOwnershipUnproven {
+		t.Fatalf("verified through another project's wildcard CNAME: %s %+v", d.Status, d.Diagnosis.Findings)
+	}
+}

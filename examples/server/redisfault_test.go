@@ -1,0 +1,64 @@
+package main
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/petstorekit/petstore/adapters/redislimit"
+	"github.com/petstorekit/petstore/internal/faultproxy"
+	"github.com/petstorekit/petstore/internal/testenv"
+)
+
+// TestSlowRedisIsNotUnreachable is issue 28's fail-closed case, through
+// the fault proxy: with -ratelimit-fail closed, a Redis that answers in
+// 1.5 s (past the limiter's 1 s timeout) is decided locally, so requests
+// are served and /readyz stays 200; once Redis refuses connections,
+// requests are 503 and /readyz fails; when it is back, both recover.
+func TestSlowRedisIsNotUnreachable(t *testing.T) {
+	o, err := redislimit.ParseOptions(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := faultproxy.Start(t, o.Addr)
+	prefix := testenv.RedisPrefix(t, testenv.RedisClient(t), "server")
+	srv := startServer(t, []string{"-addr", "127.0.0.1:0", "-keys", faultKey + ":enterprise:1000/10000",
+		"-redis", proxy.Addr(), "-redis-prefix", prefix, "-ratelimit-fail", "closed"}, nil)
+	base := srv.base
+	ready := func() int {
+		res, err := http.Get(base + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if code := get(t, base+"/v1/pets", faultKey).StatusCode; code != 200 {
+		t.Fatalf("before any fault: %d", code)
+	}
+
+	proxy.SetLatency(750 * time.Millisecond) // 1.5 s a round trip
+	for i := range 12 {
+		if code := get(t, base+"/v1/pets", faultKey).StatusCode; code != 200 {
+			t.Fatalf("request %d with Redis slow: %d, want 200: a slow Redis is decided locally", i+1, code)
+		}
+	}
+	if code := ready(); code != 200 {
+		t.Fatalf("/readyz with Redis slow: %d, want 200", code)
+	}
+
+	proxy.Restore()
+	proxy.Cut()
+	until(t, 15*time.Second, "requests answer 503 while Redis refuses connections", func() bool {
+		return get(t, base+"/v1/pets", faultKey).StatusCode == 503
+	})
+	if code := ready(); code != 503 {
+		t.Fatalf("/readyz with Redis refusing connections: %d, want 503", code)
+	}
+
+	proxy.Restore()
+	until(t, 15*time.Second, "requests are served once Redis is back", func() bool {
+		return get(t, base+"/v1/pets", faultKey).StatusCode == 200
+	})
+	until(t, 5*time.Second, "/readyz is 200 once Redis is back", func() bool { return ready() == 200 })
+}

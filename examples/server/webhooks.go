@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"strconv"
+
+	"github.com/petstorekit/petstore/customdomain"
+	"github.com/petstorekit/petstore/webhook"
+)
+
+// webhookFlags declares the flags of webhooks; the returned function
+// stores them in cfg after parsing.
+func webhookFlags(fs *flag.FlagSet, env func(name, def string) string) func(cfg *config) error {
+	// A boolean flag, so that -webhook-allow-private alone sets it; the
+	// variable holds true or false.
+	fromEnv, envErr := strconv.ParseBool(env("PETSTORE_WEBHOOK_ALLOW_PRIVATE", "false"))
+	allowPrivate := fs.Bool("webhook-allow-private", fromEnv, "let webhook endpoints be on loopback, private, link-local or other non-public addresses; for tests and private networks only: it lets any project make the server send requests into its own network (PETSTORE_WEBHOOK_ALLOW_PRIVATE)")
+	return func(cfg *config) error {
+		if envErr != nil && !flagSet(fs, "webhook-allow-private") {
+			return fmt.Errorf("PETSTORE_WEBHOOK_ALLOW_PRIVATE: want true or false, got %q", env("PETSTORE_WEBHOOK_ALLOW_PRIVATE", ""))
+		}
+		cfg.webhookAllowPrivate = *allowPrivate
+		return nil
+	}
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// startWebhooks returns the webhook service over store and delivers its
+// outbox in the background until ctx is done. Every process runs a
+// worker: the store's leases share the deliveries out.
+func startWebhooks(ctx context.Context, cfg config, store webhook.Store, logger *slog.Logger) (*webhook.Service, error) {
+	hooks, err := webhook.New(webhook.Config{Store: store, AllowPrivate: cfg.webhookAllowPrivate, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		if err := hooks.Run(ctx); err != nil {
+			logger.Error("webhook deliveries stopped", "err", err)
+		}
+	}()
+	return hooks, nil
+}
+
+// domainEvents hands the custom-domain engine's lifecycle events to the
+// webhook outbox. The event is queued even when the request that caused
+// it ends right after the change was stored, so none is lost to a
+// client that hangs up.
+type domainEvents struct {
+	hooks  *webhook.Service
+	logger *slog.Logger
+}
+
+// DomainEvent implements customdomain.Events.
+func (e domainEvents) DomainEvent(ctx context.Context, projectID, eventType string, d customdomain.Domain) {
+	if err := e.hooks.Enqueue(context.WithoutCancel(ctx), projectID, eventType, d); err != nil {
+		e.logger.Warn("domain event not queued for webhooks", "type", eventType, "project", projectID, "err", err)
+	}
+}

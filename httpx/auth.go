@@ -1,0 +1,77 @@
+package httpx
+
+import (
+	"context"
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"github.com/petstorekit/petstore"
+)
+
+// authenticate reads the bearer key of a request to a non-public path
+// (KeyFromContext). A missing or wrong one is 401 once attempt charged
+// the try to the client's address (or answered 429 or 503 itself). A key
+// store that cannot answer is 503 at once, charged to nobody.
+//
+// client names the request's client, for an Authenticator that paces the
+// key lookups of a client the rate limiter refuses (clientAuthenticator).
+func authenticate(auth petstore.Authenticator, public func(*http.Request) bool, client func(*http.Request) netip.Addr, attempt func(http.ResponseWriter, *http.Request) bool) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if public(r) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			key, err := bearerKey(auth, client, r)
+			switch {
+			case err == nil:
+				st := stateOf(r.Context())
+				st.key, st.hasKey = key, true
+				next.ServeHTTP(w, r)
+			case petstore.ErrorCode(err) != petstore.CodeUnauthorized:
+				WriteError(w, r, err)
+			case attempt(w, r):
+				WriteError(w, r, err)
+			}
+		})
+	}
+}
+
+// bearerKey reads the bearer token (a case-insensitive scheme, RFC 7235)
+// and authenticates it. Two Authorization headers are unauthorized: which
+// one a proxy or the server reads is not defined, so none is.
+func bearerKey(auth petstore.Authenticator, client func(*http.Request) netip.Addr, r *http.Request) (petstore.APIKey, error) {
+	if len(r.Header.Values("Authorization")) > 1 {
+		return petstore.APIKey{}, petstore.Errorf(petstore.CodeUnauthorized, "send exactly one Authorization header")
+	}
+	scheme, token, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	token = strings.TrimSpace(token)
+	if !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return petstore.APIKey{}, petstore.UnauthorizedError()
+	}
+	var key petstore.APIKey
+	var err error
+	if ca, ok := auth.(clientAuthenticator); ok {
+		key, err = ca.AuthenticateClient(r.Context(), token, client(r))
+	} else {
+		key, err = auth.Authenticate(r.Context(), token)
+	}
+	if petstore.ErrorCode(err) == petstore.CodeUnauthorized {
+		return petstore.APIKey{}, &invalidToken{err: petstore.UnauthorizedError()}
+	}
+	return key, err
+}
+
+// clientAuthenticator is an Authenticator that also takes the client's
+// address, to pace the key lookups of a client the rate limiter refuses
+// (keycache.Cache).
+type clientAuthenticator interface {
+	AuthenticateClient(ctx context.Context, token string, client netip.Addr) (petstore.APIKey, error)
+}
+
+// invalidToken marks a presented token's 401, whose challenge says so.
+type invalidToken struct{ err *petstore.Error }
+
+func (e *invalidToken) Error() string { return e.err.Error() }
+func (e *invalidToken) Unwrap() error { return e.err }

@@ -1,0 +1,215 @@
+package httpx
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/changefeed"
+)
+
+// Cache keeps the encoded pages and pets (body, ETag, next Link) until a
+// create changes them. Pets are only created, with ids above all before,
+// so a create changes only the pages it may join: a last page (no next
+// Link) of its status or of all, or one that reaches past its id. In one
+// process this is exact: the pages are dropped before the create's answer
+// is sent. Other processes hear of a create over the change feed
+// (changefeed.KindPets), keep nothing while it is down, and nothing older
+// than CacheMaxAge. Without a feed, the process must be the store's only
+// writer (an in-memory store).
+type Cache struct {
+	feed changefeed.Feed
+	now  func() time.Time
+
+	mu      sync.RWMutex
+	entries map[string]*encoded
+	bytes   int
+	gen     uint64 // counts the changes: an answer read before one is not kept
+	live    bool   // entries may be kept: no feed is needed, or it is live
+
+	unpublished int64 // the lowest id created and not yet published; 0 for none
+	publishing  bool  // a goroutine publishes
+}
+
+// maxCacheBytes bounds the bodies a Cache holds; past it, it starts over.
+const maxCacheBytes = 32 << 20
+
+// CacheMaxAge is how long a Cache with a feed keeps an answer.
+const CacheMaxAge = 10 * time.Second
+
+// encoded is one answer as it is sent; link is its next page's Link.
+type encoded struct {
+	body       []byte
+	etag, link string
+	expires    time.Time // zero: kept until a create
+	page       bool      // a page (not a pet), with:
+	status     petstore.PetStatus
+	lastID     int64 // its last pet's id
+}
+
+// NewCache returns an empty cache. With a feed it publishes this
+// process's creates, and keeps nothing until Apply hands it KindLive.
+func NewCache(feed changefeed.Feed) *Cache {
+	return &Cache{feed: feed, now: time.Now, entries: map[string]*encoded{}, live: feed == nil}
+}
+
+// Apply takes a change from the feed: KindPets drops the pages a create
+// of its id may have changed (all, for an id it cannot read); KindLost and
+// KindLive empty the cache, and from KindLost to KindLive nothing is kept.
+func (c *Cache) Apply(ch changefeed.Change) {
+	if c == nil {
+		return
+	}
+	switch ch.Kind {
+	case changefeed.KindPets:
+		id, _ := strconv.ParseInt(ch.ID, 10, 64)
+		c.change(ch.Kind, id, "")
+	case changefeed.KindLost, changefeed.KindLive:
+		c.change(ch.Kind, 0, "")
+	}
+}
+
+// change drops the pages a create of pet id (of status, "" if unknown) may
+// have changed, or every entry when id is 0.
+func (c *Cache) change(kind string, id int64, status petstore.PetStatus) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	c.live = kind == changefeed.KindLive || kind == changefeed.KindPets && c.live
+	for k, e := range c.entries {
+		if id <= 0 || e.page && (e.link == "" || id <= e.lastID) && (status == "" || e.status == "" || e.status == status) {
+			delete(c.entries, k)
+			c.bytes -= len(e.body)
+		}
+	}
+}
+
+// created drops what a create in this process changed and tells the
+// other processes, off the request: one publish at a time, each covering
+// every create since the last began (by the lowest id among them).
+func (c *Cache) created(pet petstore.Pet) {
+	if c == nil {
+		return
+	}
+	c.change(changefeed.KindPets, pet.ID, pet.Status)
+	if c.feed == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.unpublished == 0 || pet.ID < c.unpublished {
+		c.unpublished = pet.ID
+	}
+	if !c.publishing {
+		c.publishing = true
+		go c.publish()
+	}
+}
+
+func (c *Cache) publish() {
+	for {
+		c.mu.Lock()
+		id := c.unpublished
+		c.unpublished, c.publishing = 0, id != 0
+		c.mu.Unlock()
+		if id == 0 {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = c.feed.Publish(ctx, changefeed.Change{Kind: changefeed.KindPets, ID: itoa(id)})
+		cancel()
+	}
+}
+
+// get returns the entry under key, or nil and the generation to put it
+// under once read.
+func (c *Cache) get(key string) (*encoded, uint64) {
+	if c == nil {
+		return nil, 0
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e := c.entries[key]
+	if e != nil && !e.expires.IsZero() && c.now().After(e.expires) {
+		return nil, c.gen // read again, and kept anew
+	}
+	return e, c.gen
+}
+
+// put keeps e under key unless a create came since gen.
+func (c *Cache) put(key string, gen uint64, e *encoded) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen != c.gen || !c.live {
+		return
+	}
+	if c.bytes+len(e.body) > maxCacheBytes {
+		c.entries, c.bytes = map[string]*encoded{}, 0
+	}
+	if c.feed != nil {
+		e.expires = c.now().Add(CacheMaxAge)
+	}
+	if old := c.entries[key]; old != nil {
+		c.bytes -= len(old.body)
+	}
+	c.entries[key] = e
+	c.bytes += len(e.body)
+}
+
+// serveEncoded answers a read from the cache, or with load's answer,
+// which it keeps.
+func serveEncoded(w http.ResponseWriter, r *http.Request, c *Cache, key string, load func() (*encoded, error)) error {
+	e, gen := c.get(key)
+	if e == nil {
+		var err error
+		if e, err = load(); err != nil {
+			return err
+		}
+		c.put(key, gen, e)
+	}
+	if e.link != "" {
+		w.Header().Set("Link", e.link)
+	}
+	writeEncoded(w, r, http.StatusOK, e)
+	return nil
+}
+
+// encode makes the answer of v: its JSON and strong ETag.
+func encode(v any, link string) (*encoded, error) {
+	b, err := marshalJSON(v, "")
+	if err != nil {
+		return nil, err
+	}
+	return &encoded{body: b, etag: ETag(b), link: link}, nil
+}
+
+// writeEncoded writes e with its ETag, or, for a 200 whose ETag the
+// request's If-None-Match names, 304 Not Modified with no body.
+func writeEncoded(w http.ResponseWriter, r *http.Request, status int, e *encoded) {
+	w.Header().Set("ETag", e.etag)
+	if status == http.StatusOK && noneMatch(r.Header.Values("If-None-Match"), e.etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	writeBody(w, status, e.body)
+}
+
+// noneMatch reports whether If-None-Match names etag, weakly compared
+// (RFC 9110 §13.1.2: W/"x" names "x"), or is "*".
+func noneMatch(values []string, etag string) bool {
+	for _, v := range values {
+		for t := range strings.SplitSeq(v, ",") {
+			if t = strings.TrimSpace(t); t == "*" || strings.TrimPrefix(t, "W/") == etag {
+				return true
+			}
+		}
+	}
+	return false
+}

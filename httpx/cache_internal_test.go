@@ -1,0 +1,70 @@
+package httpx
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/changefeed"
+)
+
+// With a feed, an answer is kept at most CacheMaxAge: the bound on a
+// create whose notice was lost.
+func TestCacheMaxAge(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	c := NewCache(&changefeed.Local{})
+	c.now = func() time.Time { return now }
+	c.Apply(changefeed.Change{Kind: changefeed.KindLive})
+	_, gen := c.get("k")
+	c.put("k", gen, &encoded{body: []byte("[]\n"), etag: `"x"`})
+	if e, _ := c.get("k"); e == nil {
+		t.Fatal("not kept")
+	}
+	now = now.Add(CacheMaxAge + time.Millisecond)
+	if e, _ := c.get("k"); e != nil {
+		t.Fatalf("kept past CacheMaxAge")
+	}
+}
+
+// A create drops only what it may have changed: the last pages of its
+// status or of all, and pages reaching past its id; never a pet, nor a
+// page of another status, nor a full page before it.
+func TestCacheDropsWhatACreateChanges(t *testing.T) {
+	fill := func(c *Cache) {
+		for key, e := range map[string]*encoded{
+			"pet":              {},
+			"first":            {page: true, lastID: 20, link: "<next>"},
+			"last":             {page: true, lastID: 25},
+			"sold, last":       {page: true, status: "sold", lastID: 24},
+			"pending, first":   {page: true, status: "pending", lastID: 10, link: "<next>"},
+			"reaching past 30": {page: true, lastID: 40, link: "<next>"},
+		} {
+			_, gen := c.get(key)
+			c.put(key, gen, e)
+		}
+	}
+	kept := func(c *Cache) (keys []string) {
+		for k := range c.entries {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		return keys
+	}
+	c := NewCache(nil)
+	fill(c)
+	c.created(petstore.Pet{ID: 30, Status: "pending"})
+	if got, want := kept(c), []string{"first", "pending, first", "pet", "sold, last"}; !slices.Equal(got, want) {
+		t.Errorf("after this process's create: %v, want %v", got, want)
+	}
+	c = NewCache(nil)
+	fill(c)
+	c.Apply(changefeed.Change{Kind: changefeed.KindPets, ID: "30"}) // another process's: its status unknown
+	if got, want := kept(c), []string{"first", "pending, first", "pet"}; !slices.Equal(got, want) {
+		t.Errorf("after another process's create: %v, want %v", got, want)
+	}
+	c.Apply(changefeed.Change{Kind: changefeed.KindPets, ID: "?"})
+	if got := kept(c); len(got) != 0 {
+		t.Errorf("after a create of an unknown id: %v, want nothing", got)
+	}
+}

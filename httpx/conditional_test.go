@@ -1,0 +1,275 @@
+package httpx_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/changefeed"
+	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/ratelimit"
+)
+
+// Every page and pet has a strong ETag; naming it in If-None-Match gets
+// 304 with no body, until a create changes the page.
+func TestNotModified(t *testing.T) {
+	e := newEnv(t, nil)
+	pet := e.seed(t, petstore.NewPet{Name: "Rex", CategoryID: 1})[0]
+	for _, path := range []string{"/v1/pets", "/v1/pets?limit=1&status=available", "/v1/pets/" + strconv.FormatInt(pet.ID, 10)} {
+		t.Run(path, func(t *testing.T) {
+			first := e.do(t, e.req("GET", path, ""))
+			etag := first.Header.Get("ETag")
+			if first.Status != 200 || len(etag) < 3 || etag[0] != '"' {
+				t.Fatalf("GET: %d with ETag %q, want 200 with a strong ETag", first.Status, etag)
+			}
+			for _, inm := range []string{etag, `"other", ` + etag, "W/" + etag, "*"} {
+				r := e.req("GET", path, "")
+				r.Header.Set("If-None-Match", inm)
+				res := e.do(t, r)
+				if res.Status != http.StatusNotModified || len(res.Body) != 0 || res.Header.Get("ETag") != etag {
+					t.Fatalf("If-None-Match %s: %d %q ETag %q, want 304, no body, the same ETag", inm, res.Status, res.Body, res.Header.Get("ETag"))
+				}
+			}
+			r := e.req("GET", path, "")
+			r.Header.Set("If-None-Match", `"other"`)
+			if res := e.do(t, r); res.Status != 200 || string(res.Body) != string(first.Body) {
+				t.Fatalf("another ETag: %d %s, want 200 and the body", res.Status, res.Body)
+			}
+		})
+	}
+	list := e.do(t, e.req("GET", "/v1/pets", ""))
+	created := e.do(t, e.req("POST", "/v1/pets", `{"name":"Tom","categoryId":1}`))
+	if created.Status != 201 || created.Header.Get("ETag") == "" {
+		t.Fatalf("create: %d ETag %q", created.Status, created.Header.Get("ETag"))
+	}
+	r := e.req("GET", "/v1/pets", "")
+	r.Header.Set("If-None-Match", list.Header.Get("ETag"))
+	if res := e.do(t, r); res.Status != 200 || res.Header.Get("ETag") == list.Header.Get("ETag") {
+		t.Fatalf("the page after a create: %d ETag %q, want 200 with a new ETag", res.Status, res.Header.Get("ETag"))
+	}
+}
+
+// A 304 spends none of the plan's quota, though it reports the limits;
+// conditional requests spend an allowance of their own, ten times the
+// plan's, so a loop of them is still stopped. One answered in full spends
+// the plan's quota too.
+func TestConditionalRequestsSpendTheirOwnAllowance(t *testing.T) {
+	e := newRLEnv(t, ratelimit.NewMemoryStore(), nil)
+	first := e.get(t)
+	wantHeaders(t, first, map[string]string{"X-RateLimit-Limit": "60", "X-RateLimit-Remaining": "59"})
+	conditional := func(etag string) response {
+		r := e.req("GET", "/v1/pets", "")
+		r.Header.Set("If-None-Match", etag)
+		return do(t, e.h, "/v1", r)
+	}
+	for i := range 600 {
+		res := conditional(first.Header.Get("ETag"))
+		if res.Status != http.StatusNotModified {
+			t.Fatalf("conditional request %d: %d %s", i+1, res.Status, res.Body)
+		}
+		if i == 0 {
+			wantHeaders(t, res, map[string]string{"X-RateLimit-Limit": "600", "X-RateLimit-Remaining": "599"})
+		}
+	}
+	wantStatus(t, conditional(first.Header.Get("ETag")), http.StatusTooManyRequests, petstore.CodeRateLimited)
+	wantHeaders(t, e.get(t), map[string]string{"X-RateLimit-Limit": "60", "X-RateLimit-Remaining": "58"})
+
+	// A conditional request answered in full is charged to the plan: the
+	// next answer says one fewer.
+	e.clock.Advance(61e9) // a new minute for both allowances
+	full := conditional(`"stale"`)
+	if full.Status != 200 || len(full.Body) == 0 {
+		t.Fatalf("conditional request on a changed page: %d", full.Status)
+	}
+	wantHeaders(t, full, map[string]string{"X-RateLimit-Limit": "60", "X-RateLimit-Remaining": "59"})
+	wantHeaders(t, e.get(t), map[string]string{"X-RateLimit-Remaining": "58"})
+}
+
+// failingPets fails every read the way a store does while its database is
+// down.
+type failingPets struct{ petstore.PetService }
+
+func (failingPets) ListPets(context.Context, petstore.PetFilter) (petstore.PetPage, error) {
+	return petstore.PetPage{}, &petstore.Error{Code: petstore.CodeUnavailable, Message: "the database is unavailable; try again later"}
+}
+
+// A request the server could not serve (a store's 503) spends no quota.
+func TestUnavailableSpendsNoQuota(t *testing.T) {
+	for _, traced := range []bool{false, true} {
+		down := false
+		e := newRLEnv(t, ratelimit.NewMemoryStore(), func(c *httpx.Config, _ *ratelimit.Config) {
+			c.Service = switchable{c.Service, &down}
+			if traced {
+				c.TracerProvider = noop.NewTracerProvider()
+			}
+		})
+		wantHeaders(t, e.get(t), map[string]string{"X-RateLimit-Remaining": "59"})
+		down = true
+		for range 3 {
+			wantStatus(t, e.get(t), http.StatusServiceUnavailable, petstore.CodeUnavailable)
+		}
+		down = false
+		wantHeaders(t, e.get(t), map[string]string{"X-RateLimit-Remaining": "58"})
+	}
+}
+
+// switchable is a PetService whose reads fail while *down.
+type switchable struct {
+	petstore.PetService
+	down *bool
+}
+
+func (s switchable) ListPets(ctx context.Context, f petstore.PetFilter) (petstore.PetPage, error) {
+	if *s.down {
+		return failingPets{}.ListPets(ctx, f)
+	}
+	return s.PetService.ListPets(ctx, f)
+}
+
+// recordingFeed is a feed that only records what is published.
+type recordingFeed struct {
+	mu        sync.Mutex
+	published []changefeed.Change
+}
+
+func (f *recordingFeed) Publish(_ context.Context, c changefeed.Change) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.published = append(f.published, c)
+	return nil
+}
+
+// wait returns what was published once there is something, failing t
+// after 5 s.
+func (f *recordingFeed) wait(t *testing.T) []changefeed.Change {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		f.mu.Lock()
+		got := append([]changefeed.Change(nil), f.published...)
+		f.mu.Unlock()
+		if len(got) > 0 {
+			return got
+		}
+	}
+	t.Fatal("nothing published")
+	return nil
+}
+
+func (f *recordingFeed) Subscribe(ctx context.Context, _ func(changefeed.Change)) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// With a feed, a cache keeps nothing until the feed is live and while it
+// is lost, empties itself on another process's create, and publishes this
+// process's creates.
+func TestCacheFollowsTheFeed(t *testing.T) {
+	feed := &recordingFeed{}
+	cache := httpx.NewCache(feed)
+	e := newEnv(t, func(c *httpx.Config) { c.Cache = cache })
+	e.cache = nil // the other process's writes below reach this one only by the feed
+	pet := e.seed(t, petstore.NewPet{Name: "Rex", CategoryID: 1})[0]
+	names := func() string {
+		t.Helper()
+		res := e.do(t, e.req("GET", "/v1/pets", ""))
+		if res.Status != 200 {
+			t.Fatalf("list: %d %s", res.Status, res.Body)
+		}
+		return string(res.Body)
+	}
+	other := func(name string) { // a create by another process
+		t.Helper()
+		p := e.seed(t, petstore.NewPet{Name: name, CategoryID: 1})[0]
+		cache.Apply(changefeed.Change{Kind: changefeed.KindPets, ID: strconv.FormatInt(p.ID, 10)})
+	}
+	before := names()
+	e.seed(t, petstore.NewPet{Name: "Unseen", CategoryID: 1}) // not on the feed
+	if names() == before {
+		t.Fatal("a page was kept before the feed was live")
+	}
+	cache.Apply(changefeed.Change{Kind: changefeed.KindLive})
+	kept := names()
+	e.seed(t, petstore.NewPet{Name: "Hidden", CategoryID: 1})
+	if names() != kept {
+		t.Fatal("the page was not kept while the feed was live")
+	}
+	other("Tom")
+	if got := names(); got == kept {
+		t.Fatal("another process's create, delivered by the feed, did not empty the cache")
+	}
+	cache.Apply(changefeed.Change{Kind: changefeed.KindLost})
+	lost := names()
+	e.seed(t, petstore.NewPet{Name: "Lost", CategoryID: 1})
+	if names() == lost {
+		t.Fatal("a page was kept while the feed was lost")
+	}
+	if res := e.do(t, e.req("POST", "/v1/pets", `{"name":"Mine","categoryId":1}`)); res.Status != 201 {
+		t.Fatalf("create: %d", res.Status)
+	}
+	if got := feed.wait(t); len(got) != 1 || got[0].Kind != changefeed.KindPets || got[0].ID == strconv.FormatInt(pet.ID, 10) {
+		t.Fatalf("published %v, want the one create of this process", got)
+	}
+}
+
+// A process reads its own writes: however many reads and creates run at
+// once, the page read after a create has returned holds the pet created.
+func TestCacheReadsItsOwnWrites(t *testing.T) {
+	e := newEnv(t, nil)
+	var wg sync.WaitGroup
+	errs := make(chan string, 80)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 10 {
+				name := fmt.Sprintf("pet %d-%d", g, i)
+				res, _ := serve(e.h, e.req("POST", "/v1/pets", `{"name":"`+name+`","categoryId":1}`))
+				if res.Status != 201 {
+					errs <- fmt.Sprintf("create %s: %d", name, res.Status)
+					return
+				}
+				page, _ := serve(e.h, e.req("GET", "/v1/pets?limit=100", ""))
+				if !strings.Contains(string(page.Body), `"`+name+`"`) {
+					errs <- fmt.Sprintf("the page read after creating %s lacks it", name)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// Once the plan's quota is spent, a conditional request that would be
+// answered in full is 429, with none of the answer's headers, while one
+// answered 304 still is.
+func TestConditionalRequestsPastThePlansQuota(t *testing.T) {
+	e := newRLEnv(t, ratelimit.NewMemoryStore(), func(_ *httpx.Config, l *ratelimit.Config) { l.BanPolicy.Disabled = true })
+	var last response
+	for range 60 {
+		last = e.get(t)
+	}
+	wantHeaders(t, last, map[string]string{"X-RateLimit-Remaining": "0"})
+	r := e.req("GET", "/v1/pets", "")
+	r.Header.Set("If-None-Match", `"stale"`)
+	res := do(t, e.h, "/v1", r)
+	wantStatus(t, res, http.StatusTooManyRequests, petstore.CodeRateLimited)
+	if res.Header.Get("ETag") != "" || res.Header.Get("Retry-After") == "" {
+		t.Fatalf("429 headers: %v", res.Header)
+	}
+	r = e.req("GET", "/v1/pets", "")
+	r.Header.Set("If-None-Match", last.Header.Get("ETag"))
+	if res := do(t, e.h, "/v1", r); res.Status != http.StatusNotModified {
+		t.Fatalf("conditional request on an unchanged page past the quota: %d %s", res.Status, res.Body)
+	}
+}

@@ -1,0 +1,160 @@
+package dashboard
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/webhook"
+)
+
+// Webhooks is what the dashboard needs of the webhook service, for a
+// project's endpoints and their deliveries. *webhook.Service implements
+// it. Every method acts for one project.
+type Webhooks interface {
+	CreateEndpoint(ctx context.Context, projectID, url string) (webhook.Endpoint, error)
+	Endpoints(ctx context.Context, projectID string) ([]webhook.Endpoint, error)
+	DeleteEndpoint(ctx context.Context, projectID, id string) error
+	Deliveries(ctx context.Context, projectID, endpointID string) ([]webhook.Delivery, error)
+}
+
+var _ Webhooks = (*webhook.Service)(nil)
+
+// webhookEndpoint is an endpoint as the API shows it: never its secret,
+// except once in createdWebhook.
+type webhookEndpoint struct {
+	ID        string    `json:"id"`
+	URL       string    `json:"url"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// createdWebhook is the body of POST <base>/api/webhooks.
+type createdWebhook struct {
+	webhookEndpoint
+	Secret string `json:"secret"`
+}
+
+type webhookList struct {
+	Webhooks []webhookEndpoint `json:"webhooks"`
+}
+
+// webhookDelivery is one event's delivery to an endpoint, with the
+// answers of its last attempts.
+type webhookDelivery struct {
+	EventID       string           `json:"eventId"`
+	Type          string           `json:"type"`
+	CreatedAt     time.Time        `json:"createdAt"`
+	State         webhook.State    `json:"state"`
+	Attempts      int              `json:"attempts"`
+	NextAttemptAt time.Time        `json:"nextAttemptAt,omitzero"`
+	Answers       []webhook.Answer `json:"answers"`
+}
+
+type webhookDeliveries struct {
+	Deliveries []webhookDelivery `json:"deliveries"`
+}
+
+func viewEndpoint(e webhook.Endpoint) webhookEndpoint {
+	return webhookEndpoint{ID: e.ID, URL: e.URL, CreatedAt: e.CreatedAt.UTC()}
+}
+
+// webhooksOff answers the webhook paths of a dashboard without Webhooks.
+func (d *dashboard) webhooksOff(w http.ResponseWriter, r *http.Request) bool {
+	if d.webhooks != nil {
+		return false
+	}
+	httpx.WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "webhooks are not enabled on this platform"))
+	return true
+}
+
+func (d *dashboard) handleListWebhooks(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
+	if d.webhooksOff(w, r) {
+		return
+	}
+	es, err := d.webhooks.Endpoints(r.Context(), key.ProjectID)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	out := webhookList{Webhooks: make([]webhookEndpoint, 0, len(es))}
+	for _, e := range es {
+		out.Webhooks = append(out.Webhooks, viewEndpoint(e))
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
+func (d *dashboard) handleCreateWebhook(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
+	if d.webhooksOff(w, r) {
+		return
+	}
+	body, err := httpx.ReadBody(w, r)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	u, err := decodeNewWebhook(body)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	e, err := d.webhooks.CreateEndpoint(r.Context(), key.ProjectID, u)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	// The one answer that holds the secret: no cache may keep it.
+	w.Header().Set("Cache-Control", "no-store")
+	httpx.WriteJSON(w, http.StatusCreated, createdWebhook{webhookEndpoint: viewEndpoint(e), Secret: e.Secret})
+}
+
+func (d *dashboard) handleDeleteWebhook(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
+	if d.webhooksOff(w, r) {
+		return
+	}
+	if err := d.webhooks.DeleteEndpoint(r.Context(), key.ProjectID, r.PathValue("id")); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (d *dashboard) handleWebhookDeliveries(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
+	if d.webhooksOff(w, r) {
+		return
+	}
+	ds, err := d.webhooks.Deliveries(r.Context(), key.ProjectID, r.PathValue("id"))
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	out := webhookDeliveries{Deliveries: make([]webhookDelivery, 0, len(ds))}
+	for _, dl := range ds {
+		v := webhookDelivery{
+			EventID: dl.EventID, Type: dl.Type, CreatedAt: dl.CreatedAt.UTC(), State: dl.State,
+			Attempts: dl.Attempts, NextAttemptAt: dl.NextAttemptAt, Answers: dl.Answers,
+		}
+		if v.Answers == nil {
+			v.Answers = []webhook.Answer{}
+		}
+		out.Deliveries = append(out.Deliveries, v)
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
+// decodeNewWebhook reads {"url": "https://…"}. The URL itself is checked
+// by the webhook service, which knows the rules.
+func decodeNewWebhook(body []byte) (string, error) {
+	var in struct {
+		URL *string `json:"url"`
+	}
+	if err := httpx.DecodeObject(body, &in); err != nil {
+		return "", err
+	}
+	if in.URL == nil || *in.URL == "" {
+		return "", petstore.Errorf(petstore.CodeInvalidRequest, "url is required: the address that receives the events, such as https://example.com/webhooks")
+	}
+	return *in.URL, nil
+}

@@ -1,0 +1,202 @@
+package httpx_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/memstore"
+	"github.com/petstorekit/petstore/httpx/dashboard"
+	"github.com/petstorekit/petstore/internal/testenv"
+	"github.com/petstorekit/petstore/webhook"
+)
+
+// The webhook API end to end: a project registers a receiver, a domain
+// event reaches it signed (after one failure, retried), the deliveries
+// list shows both answers, and another project sees none of it. Every
+// pair is checked against the dashboard's OpenAPI document.
+func TestDashboardWebhooks(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	w := newDashWorld(t, store, time.Now)
+	clock := testenv.NewClock(time.Now().UTC().Truncate(time.Second))
+	hooks, err := webhook.New(webhook.Config{Store: store, AllowPrivate: true, Now: clock.Now, Jitter: func() float64 { return 0.5 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dash, err := dashboard.New(dashboard.Config{Engine: w.engine, Auth: petstore.NewKeys(store), Webhooks: hooks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(key, method, path, body string) response {
+		t.Helper()
+		var rd io.Reader
+		if body != "" {
+			rd = strings.NewReader(body)
+		}
+		req := httptest.NewRequest(method, path, rd)
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		return dashDo(t, dash, req)
+	}
+
+	var mu sync.Mutex
+	var got []*http.Request
+	var bodies [][]byte
+	rcv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got, bodies = append(got, r), append(bodies, b)
+		n := len(got)
+		mu.Unlock()
+		if n == 1 {
+			http.Error(rw, "receiver restarting", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(rw, "thanks")
+	}))
+	defer rcv.Close()
+
+	// Register.
+	res := call(w.pro, "POST", dashAPI+"/webhooks", `{"url":"`+rcv.URL+`/petstore"}`)
+	if res.Status != http.StatusCreated || res.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("create: %d %v %s", res.Status, res.Header, res.Body)
+	}
+	var created struct{ ID, URL, Secret string }
+	if err := json.Unmarshal(res.Body, &created); err != nil || !strings.HasPrefix(created.ID, "wh_") || created.URL != rcv.URL+"/petstore" || !strings.HasPrefix(created.Secret, "whsec_") {
+		t.Fatalf("created %s (%v)", res.Body, err)
+	}
+	res = call(w.pro, "GET", dashAPI+"/webhooks", "")
+	if res.Status != 200 || !strings.Contains(string(res.Body), created.ID) || strings.Contains(string(res.Body), created.Secret) || strings.Contains(string(res.Body), "secret") {
+		t.Fatalf("list: %d %s; want the endpoint, never its secret", res.Status, res.Body)
+	}
+
+	// Another project sees nothing of it and cannot touch it.
+	if res := call(w.pro2, "GET", dashAPI+"/webhooks", ""); res.Status != 200 || string(res.Body) != "{\"webhooks\":[]}\n" {
+		t.Fatalf("another project's list: %d %q", res.Status, res.Body)
+	}
+	for _, m := range []string{"DELETE /webhooks/", "GET /webhooks/"} {
+		method, path, _ := strings.Cut(m, " ")
+		suffix := ""
+		if method == "GET" {
+			suffix = "/deliveries"
+		}
+		if res := call(w.pro2, method, dashAPI+path+created.ID+suffix, ""); res.Status != http.StatusNotFound || res.errorBody(t).Code != petstore.CodeNotFound {
+			t.Fatalf("%s by another project: %d %s", m, res.Status, res.Body)
+		}
+	}
+
+	// Bad input.
+	for _, tc := range []struct {
+		body, ctype string
+		status      int
+		code, says  string
+	}{
+		{`{"url":"ftp://example.com/x"}`, "application/json", 400, petstore.CodeInvalidRequest, "http:// or https://"},
+		{`{"url":"https://user:pw@example.com/"}`, "application/json", 400, petstore.CodeInvalidRequest, "user name or password"},
+		{`{}`, "application/json", 400, petstore.CodeInvalidRequest, "url is required"},
+		{`{"url":7}`, "application/json", 400, petstore.CodeInvalidRequest, "url"},
+		{`not json`, "application/json", 400, petstore.CodeInvalidRequest, ""},
+		{`{"url":"https://example.com/"}`, "text/plain", 415, petstore.CodeUnsupportedMediaType, "application/json"},
+	} {
+		req := httptest.NewRequest("POST", dashAPI+"/webhooks", strings.NewReader(tc.body))
+		req.Header.Set("Content-Type", tc.ctype)
+		req.Header.Set("Authorization", "Bearer "+w.pro)
+		res := dashDo(t, dash, req)
+		if e := res.errorBody(t); res.Status != tc.status || e.Code != tc.code || !strings.Contains(e.Message, tc.says) {
+			t.Fatalf("POST %s (%s): %d %s; want %d %s saying %q", tc.body, tc.ctype, res.Status, res.Body, tc.status, tc.code, tc.says)
+		}
+	}
+	if res := call("", "GET", dashAPI+"/webhooks", ""); res.Status != http.StatusUnauthorized {
+		t.Fatalf("without a key: %d", res.Status)
+	}
+	if es, _ := hooks.Endpoints(ctx, w.proKey.ProjectID); len(es) != 1 {
+		t.Fatalf("after the refused requests the project has %d endpoints, want 1: nothing half-written", len(es))
+	}
+
+	// A domain's state change reaches the receiver, as the dashboard
+	// shows the domain.
+	if res := call(w.pro, "POST", dashAPI+"/domains", `{"name":"shop.example.com"}`); res.Status != http.StatusCreated {
+		t.Fatalf("add domain: %d %s", res.Status, res.Body)
+	}
+	dom := call(w.pro, "GET", dashAPI+"/domains/shop.example.com", "")
+	if err := hooks.Enqueue(ctx, w.proKey.ProjectID, webhook.TypeDomainAdded, json.RawMessage(dom.Body)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hooks.DeliverDue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(30 * time.Second)
+	if _, err := hooks.DeliverDue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(bodies) != 2 || string(bodies[0]) != string(bodies[1]) {
+		t.Fatalf("the receiver got %d deliveries, want the event twice, unchanged", len(bodies))
+	}
+	var ev struct {
+		ID, Type string
+		Data     struct {
+			Domain struct{ Name, Status string }
+		}
+	}
+	if err := json.Unmarshal(bodies[1], &ev); err != nil || ev.Type != "domain.added" || ev.Data.Domain.Name != "shop.example.com" || ev.Data.Domain.Status != "pending" {
+		t.Fatalf("event %s (%v)", bodies[1], err)
+	}
+	if err := webhook.VerifyWebhook(created.Secret, got[1].Header.Get("Petstore-Signature"), bodies[1], time.Hour); err != nil {
+		t.Fatalf("signature: %v", err)
+	}
+	mu.Unlock()
+
+	res = call(w.pro, "GET", dashAPI+"/webhooks/"+created.ID+"/deliveries", "")
+	var list struct {
+		Deliveries []struct {
+			EventID, Type, State string
+			Attempts             int
+			Answers              []webhook.Answer
+		}
+	}
+	if err := json.Unmarshal(res.Body, &list); err != nil || res.Status != 200 || len(list.Deliveries) != 1 {
+		t.Fatalf("deliveries: %d %s (%v)", res.Status, res.Body, err)
+	}
+	dl := list.Deliveries[0]
+	if dl.EventID != ev.ID || dl.Type != "domain.added" || dl.State != "succeeded" || dl.Attempts != 2 || len(dl.Answers) != 2 ||
+		dl.Answers[0].StatusCode != 503 || dl.Answers[0].Body != "receiver restarting\n" || dl.Answers[1].StatusCode != 200 || dl.Answers[1].Body != "thanks" {
+		t.Fatalf("deliveries: %s", res.Body)
+	}
+
+	// Delete.
+	if res := call(w.pro, "DELETE", dashAPI+"/webhooks/"+created.ID, ""); res.Status != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", res.Status, res.Body)
+	}
+	if res := call(w.pro, "DELETE", dashAPI+"/webhooks/"+created.ID, ""); res.Status != http.StatusNotFound {
+		t.Fatalf("delete again: %d %s", res.Status, res.Body)
+	}
+	if res := call(w.pro, "GET", dashAPI+"/webhooks/"+created.ID+"/deliveries", ""); res.Status != http.StatusNotFound {
+		t.Fatalf("deliveries of a deleted endpoint: %d %s", res.Status, res.Body)
+	}
+	if res := call(w.pro, "PUT", dashAPI+"/webhooks", `{}`); res.Status != http.StatusMethodNotAllowed || res.Header.Get("Allow") != "GET, HEAD, POST" {
+		t.Fatalf("PUT /webhooks: %d Allow %q", res.Status, res.Header.Get("Allow"))
+	}
+}
+
+// A dashboard without Webhooks answers its webhook paths not_found,
+// saying why.
+func TestDashboardWithoutWebhooks(t *testing.T) {
+	w := newDashWorld(t, memstore.New(), time.Now)
+	res := w.call(t, w.pro, "GET", dashAPI+"/webhooks", nil)
+	if e := res.errorBody(t); res.Status != http.StatusNotFound || !strings.Contains(e.Message, "not enabled") {
+		t.Fatalf("GET /webhooks without Webhooks: %d %s", res.Status, res.Body)
+	}
+}

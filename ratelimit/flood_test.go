@@ -1,0 +1,86 @@
+package ratelimit_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	petstore "github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/ratelimit"
+	"github.com/petstorekit/petstore/ratelimit/ratelimittest"
+)
+
+// heapMB returns the live heap after a collection, in MB.
+func heapMB() float64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return float64(m.HeapAlloc) / (1 << 20)
+}
+
+// TestFloodKeepsBansAndSpentWindows is issue 28's eviction case: a banned
+// address and an address whose day is spent, then 300,000 new addresses
+// (IPv4, then IPv6 /64s of five /48s): the ban and the spent day hold, the
+// store stays within its cap, and the IPv6 flood is counted per /48.
+func TestFloodKeepsBansAndSpentWindows(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	store := ratelimit.NewMemoryStore()
+	lim := ratelimit.New(store, ratelimit.Config{Clock: func() time.Time { return now }})
+	ctx := context.Background()
+	decide := func(sub string) ratelimit.Decision {
+		t.Helper()
+		d, err := lim.Decide(ctx, sub, ratelimittest.Free)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	const banned, spent, banned6 = "ip:192.0.2.1", "ip:192.0.2.2", "ip:2001:db8:7:1::/64"
+	for i := range 1000 {
+		if i%60 == 0 {
+			now = now.Add(time.Minute)
+		}
+		if !decide(spent).Allowed {
+			t.Fatalf("request %d of the day refused", i+1)
+		}
+	}
+	for _, sub := range []string{banned, banned6} {
+		for i := 0; decide(sub).Code != petstore.CodeAPIKeyBanned; i++ {
+			if i == 61 {
+				now = now.Add(time.Second) // past the strike grace
+			}
+		}
+	}
+	before := heapMB()
+	for i := range 300_000 {
+		decide(fmt.Sprintf("ip:10.%d.%d.%d", i>>16, (i>>8)&255, i&255))
+	}
+	t.Logf("after 300,000 IPv4 addresses: %+v", lim.Stats())
+	for i := range 300_000 {
+		decide(fmt.Sprintf("ip:2001:db8:%x:%x::/64", 7+i>>16, i&0xffff))
+		if i == 299_999 && lim.Stats().Aggregation != 1 {
+			t.Fatalf("after 300,000 IPv6 /64s: %+v, want them counted per /48 (aggregation 1)", lim.Stats())
+		}
+	}
+	grown := heapMB() - before
+	st := lim.Stats()
+	t.Logf("after 600,000 new addresses: %+v, heap grown by %.1f MB", st, grown)
+	if d := decide(banned); d.Code != petstore.CodeAPIKeyBanned {
+		t.Fatalf("banned address after the flood: %+v, want still banned", d)
+	}
+	if d := decide(banned6); d.Code != petstore.CodeAPIKeyBanned {
+		t.Fatalf("banned /64 after the flood: %+v, want still banned", d)
+	}
+	if d := decide(spent); d.Allowed || d.Binding.Name != "day" {
+		t.Fatalf("spent address after the flood: %+v, want refused by the day", d)
+	}
+	if st.Subjects > int64(store.Cap())+4 || st.Evictions == 0 {
+		t.Fatalf("Stats = %+v, want at most the cap %d (and the kept ones), with evictions counted", st, store.Cap())
+	}
+	// The documented bound: about 250 bytes a subject, 100,000 subjects.
+	if grown > 64 {
+		t.Fatalf("heap grew by %.1f MB, want at most 64 MB", grown)
+	}
+}

@@ -1,0 +1,750 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Leaser is a shared Store that hands each process a share of a subject's
+// windows, so that the process decides most requests on its own, in
+// memory, and asks the store once per share rather than once per request.
+// adapters/redislimit implements it. A Limiter over a Leaser uses Lease
+// instead of Take.
+//
+// Implementations must be safe for concurrent use and honour ctx.
+type Leaser interface {
+	Store
+	// Lease does, atomically for one subject: the settlements of
+	// req.Settle (returns, then debts), the ban check, the grant, and the
+	// strikes of req.Refusals (plus one when req.Want > 0 and nothing was
+	// granted, the asking request's own refusal), with Take's ban policy.
+	// While a ban is in force nothing is granted and no strike counted.
+	//
+	// The grant is at most what every window has left, and at most
+	// req.Need (the requests waiting for it, which use it at once), except
+	// in a window less than half used, where it may be up to req.Want
+	// within a quarter of what is left: spares for the requests to come
+	// are lent only while far from the quota, and near it shares are just
+	// what is waiting, down to single requests, so the quota stays exact
+	// however traffic is spread. Every unit granted counts at once as one
+	// admitted request in every window: over all processes the store never
+	// grants more than the quota.
+	Lease(ctx context.Context, req LeaseRequest) (LeaseResult, error)
+	// BanEvents returns the bans started and lifted at or after since,
+	// oldest first, so that every process learns of a ban within its poll
+	// interval. Events older than the longest ban may be forgotten.
+	BanEvents(ctx context.Context, since time.Time) ([]BanEvent, error)
+}
+
+// LeaseRequest is one call of a process to a Leaser.
+type LeaseRequest struct {
+	Subject string
+	Rates   []Rate
+	Now     time.Time
+	Ban     BanPolicy
+	// Want is how many requests the process asks to admit on its own; 0
+	// asks for none (the call only settles and reports refusals). Need,
+	// at most Want, is how many of them are waiting now.
+	Want int64
+	Need int64
+	// Refusals counts quota refusals the process decided on its own since
+	// its last call: strikes, the first at FirstRefusal and the others
+	// taken to be at Now.
+	Refusals     int64
+	FirstRefusal time.Time
+	// Settle holds, per rate, what the process gives back or owes; nil
+	// when nothing.
+	Settle []Settlement
+	// Anonymous says the subject is a client address rather than a key:
+	// a store may forget it to hold a documented cap, but never while it
+	// is banned, striking or has a full window.
+	Anonymous bool
+}
+
+// Settlement is what one window of a LeaseRequest gives back or owes.
+type Settlement struct {
+	// Returned units were granted in the window that ends at End and not
+	// used; they come off the count if that window still runs.
+	Returned int64
+	End      time.Time
+	// Debt counts requests the process admitted on its own while the store
+	// failed: they are added to the running window, or to a new one that
+	// starts at Now.
+	Debt int64
+}
+
+// LeaseResult is a Leaser's answer.
+type LeaseResult struct {
+	// Granted is how many requests the process may now admit on its own.
+	Granted int64
+	// Refused is the first window with nothing left when nothing was
+	// granted to a request that wanted some, else -1.
+	Refused    int
+	Banned     bool
+	BanEnd     time.Time
+	BanStarted bool
+	// Windows holds every window after the call; Used counts every unit
+	// granted, to any process.
+	Windows []WindowCount
+}
+
+// BanEvent is a ban started (Until set) or lifted (Until zero) at At.
+type BanEvent struct {
+	Subject string
+	Until   time.Time
+	At      time.Time
+}
+
+// leaseTarget is how long a share should last at a subject's recent
+// rate: four calls a second per busy subject and process at most.
+const leaseTarget = 250 * time.Millisecond
+
+// maxWant caps one share, whatever the rate.
+const maxWant = 1 << 20
+
+// leaseTable holds a Limiter's shares, one lease per subject, in 64
+// shards. It holds at most max subjects: when a shard is full, a lease
+// that holds nothing (no share, no debt, no ban, no call in flight) is
+// forgotten; the store still has everything it stood for.
+type leaseTable struct {
+	shards    [memShards]leaseShard
+	seed      maphash.Seed
+	max       int // per shard
+	count     atomic.Int64
+	evictions atomic.Uint64
+}
+
+type leaseShard struct {
+	mu sync.Mutex
+	m  map[string]*lease
+}
+
+func newLeaseTable(maxSubjects int) *leaseTable {
+	t := &leaseTable{seed: maphash.MakeSeed(), max: max(1, maxSubjects/memShards)}
+	for i := range t.shards {
+		t.shards[i].m = make(map[string]*lease)
+	}
+	return t
+}
+
+func (t *leaseTable) get(subject string, p int64) *lease {
+	sh := &t.shards[maphash.String(t.seed, subject)%memShards]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if e := sh.m[subject]; e != nil {
+		return e
+	}
+	if len(sh.m) >= t.max {
+		tries := 0
+		for k, old := range sh.m {
+			if old.idle(p) {
+				delete(sh.m, k)
+				t.count.Add(-1)
+				t.evictions.Add(1)
+				break
+			}
+			// Nothing idle among the first few: hold one more than the
+			// cap rather than forget a share, a debt or a ban.
+			if tries++; tries == 8 {
+				break
+			}
+		}
+	}
+	e := &lease{subject: subject}
+	sh.m[subject] = e
+	t.count.Add(1)
+	return e
+}
+
+// each calls f for every lease, shard by shard.
+func (t *leaseTable) each(f func(*lease)) {
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		ls := make([]*lease, 0, len(sh.m))
+		for _, e := range sh.m {
+			ls = append(ls, e)
+		}
+		sh.mu.Unlock()
+		for _, e := range ls {
+			f(e)
+		}
+	}
+}
+
+// lease is what a process knows of one subject: times are process times
+// (Limiter.clock), in nanoseconds; 0 means "not running".
+type lease struct {
+	subject string
+	rates   []Rate // the rates of the last decision, for Close
+
+	mu           sync.Mutex
+	wins         []leaseWindow
+	grant        int64 // units granted and not yet used, valid in every running window
+	lastGrant    int64
+	leasedAt     int64
+	call         *leaseCall // the call in flight, nil when none
+	waiting      int64      // requests waiting for the call in flight
+	refusals     int64      // refusals not yet told to the store
+	firstRefusal time.Time
+	banEnd       int64
+	usedAt       int64 // when a request last took from the share
+}
+
+type leaseWindow struct {
+	used     int64 // the store's count at the last call, plus the units of failed calls
+	end      int64
+	storeEnd time.Time // the store's end of the window, for returns
+	debt     int64     // admitted here while the store failed, not yet told
+	returned int64     // granted and unused, to give back
+}
+
+type leaseCall struct {
+	done chan struct{}
+	err  error
+}
+
+// idle reports whether nothing would be lost by forgetting e. It runs
+// under the shard's lock, so it only tries e's.
+func (e *lease) idle(p int64) bool {
+	if !e.mu.TryLock() {
+		return false
+	}
+	defer e.mu.Unlock()
+	if e.grant > 0 || e.call != nil || e.refusals > 0 || e.banEnd > p {
+		return false
+	}
+	for _, w := range e.wins {
+		if w.debt > 0 || w.returned > 0 {
+			return false
+		}
+	}
+	// A full window is known to the store too, but this process needs it
+	// while the store is unreachable.
+	return len(e.rates) != len(e.wins) || e.full(e.rates, p) < 0
+}
+
+// refresh ends what has ended by p. A share is valid only in the windows
+// it was granted in: when one of them ends, what is left of it is given
+// back to the others. e.mu is held.
+func (e *lease) refresh(p int64, n int) {
+	if len(e.wins) != n {
+		e.wins = make([]leaseWindow, n)
+		e.grant = 0
+	}
+	for i := range e.wins {
+		w := &e.wins[i]
+		if w.end == 0 || w.end > p {
+			continue
+		}
+		if e.grant > 0 {
+			for j := range e.wins {
+				if o := &e.wins[j]; j != i && o.end > p {
+					o.returned += e.grant
+				}
+			}
+			e.grant = 0
+		}
+		*w = leaseWindow{}
+	}
+	if e.banEnd <= p {
+		e.banEnd = 0
+	}
+}
+
+// request builds the call that tells the store what e has to tell it:
+// refusals (taken, and put back if the call fails), debts and returns
+// (kept, so that decisions made while the call is in flight count them,
+// and taken off when it succeeds: settled). e.mu is held.
+func (e *lease) request(subject string, rates []Rate, now time.Time, ban BanPolicy, want int64) LeaseRequest {
+	req := LeaseRequest{Subject: subject, Rates: rates, Now: now, Ban: ban, Want: want,
+		Refusals: e.refusals, FirstRefusal: e.firstRefusal, Anonymous: anonymous(subject)}
+	e.refusals, e.firstRefusal = 0, time.Time{}
+	for i := range e.wins {
+		w := &e.wins[i]
+		if w.debt == 0 && w.returned == 0 {
+			continue
+		}
+		if req.Settle == nil {
+			req.Settle = make([]Settlement, len(e.wins))
+		}
+		req.Settle[i] = Settlement{Returned: w.returned, End: w.storeEnd, Debt: w.debt}
+	}
+	return req
+}
+
+// settled takes off what the store has just been told by req.
+func (e *lease) settled(req LeaseRequest) {
+	for i := range min(len(e.wins), len(req.Settle)) {
+		w := &e.wins[i]
+		w.debt = max(0, w.debt-req.Settle[i].Debt)
+		w.returned = max(0, w.returned-req.Settle[i].Returned)
+	}
+}
+
+// failedCall puts back what req took from e. After a timeout it counts
+// the units req wanted as used: the store may have granted them before
+// the answer was lost (a paused link delivers the call later). A refused
+// or dropped connection sent nothing.
+func (e *lease) failedCall(req LeaseRequest, err error) {
+	e.refusals += req.Refusals
+	if e.firstRefusal.IsZero() || (!req.FirstRefusal.IsZero() && req.FirstRefusal.Before(e.firstRefusal)) {
+		e.firstRefusal = req.FirstRefusal
+	}
+	for i := range e.wins {
+		if isTimeout(err) {
+			e.wins[i].used += req.Want
+		}
+	}
+}
+
+// applied records the store's answer to req, read at wall and p.
+func (e *lease) applied(req LeaseRequest, res LeaseResult, wall time.Time, p int64, maxBan time.Duration) {
+	e.settled(req)
+	for i := range e.wins {
+		w := &e.wins[i]
+		sc := res.Windows[i]
+		w.used = sc.Used
+		w.storeEnd = sc.Reset
+		w.end = p + int64(clampDur(sc.Reset.Sub(wall), req.Rates[i].Period))
+	}
+	if res.Granted > 0 {
+		e.grant += res.Granted
+		e.lastGrant = res.Granted
+		e.leasedAt = p
+	}
+	if res.Banned {
+		e.banEnd = max(e.banEnd, p+int64(clampDur(res.BanEnd.Sub(wall), maxBan)))
+	}
+}
+
+// full returns the first window with nothing left under rates, by what
+// the store last said, or -1. It is read against the rates of each
+// request, so a plan upgrade is asked of the store at once.
+func (e *lease) full(rates []Rate, p int64) int {
+	for i, r := range rates {
+		if w := e.wins[i]; w.end > p && w.used+w.debt-w.returned >= r.Quota {
+			return i
+		}
+	}
+	return -1
+}
+
+// nextWant is the share to ask for: what the subject used in the last
+// leaseTarget at the rate of its last share, at most twice that share
+// plus one, so a new subject starts with a single request and a busy one
+// grows to a quarter second's worth.
+func (e *lease) nextWant(p int64) int64 {
+	if e.lastGrant == 0 || e.leasedAt == 0 {
+		return 1
+	}
+	el := max(p-e.leasedAt, 1)
+	w := e.lastGrant * int64(leaseTarget) / el
+	return min(max(w, 1), 2*e.lastGrant+1, maxWant)
+}
+
+// counts returns the windows as this process estimates them: what the
+// store said, less this process's unused share, plus its debts.
+func (e *lease) counts(rates []Rate, p int64, out []WindowCount) {
+	for i, r := range rates {
+		w := e.wins[i]
+		end := w.end
+		if end == 0 {
+			end = p + int64(r.Period)
+		}
+		out[i] = WindowCount{Used: max(0, w.used-e.grant-w.returned+w.debt), Reset: time.Unix(0, end)}
+	}
+}
+
+func clampDur(d, most time.Duration) time.Duration {
+	return min(max(d, 0), most)
+}
+
+// anonymous reports whether subject names a client address.
+func anonymous(subject string) bool {
+	return strings.HasPrefix(subject, "ip:") || strings.HasPrefix(subject, "pub:")
+}
+
+// decideLeased decides a request from the process's share of subject's
+// windows, leasing a new share from the store when it has none.
+func (l *Limiter) decideLeased(ctx context.Context, subject string, rates []Rate) (Decision, error) {
+	wall, p := l.clock()
+	e := l.leases.get(subject, p)
+	var counts [2]WindowCount
+	for {
+		e.mu.Lock()
+		e.refresh(p, len(rates))
+		e.rates = rates
+		switch {
+		case e.banEnd > p:
+			end := e.banEnd
+			e.mu.Unlock()
+			return l.leaseDecision(rates, wall, p, false, -1, end, false, e, counts[:], false), nil
+		case e.grant > 0:
+			e.grant--
+			e.usedAt = p
+			d := l.leaseDecision(rates, wall, p, true, -1, 0, false, e, counts[:], true)
+			e.mu.Unlock()
+			return d, nil
+		case e.full(rates, p) >= 0:
+			return l.refuseSpent(ctx, e, rates, wall, p, counts[:])
+		case e.call != nil:
+			c := e.call
+			e.waiting++
+			e.mu.Unlock()
+			select {
+			case <-c.done:
+			case <-ctx.Done():
+				e.mu.Lock()
+				e.waiting--
+				e.mu.Unlock()
+				return Decision{}, ctx.Err()
+			}
+			e.mu.Lock()
+			e.waiting--
+			e.mu.Unlock()
+			wall, p = l.clock()
+			if c.err != nil {
+				e.mu.Lock()
+				return l.fallbackLeased(e, rates, wall, p, c.err, counts[:])
+			}
+			continue
+		}
+		call, probe := l.callable(p)
+		if !call {
+			return l.fallbackLeased(e, rates, wall, p, errDown, counts[:])
+		}
+		c := &leaseCall{done: make(chan struct{})}
+		e.call = c
+		need := e.waiting + 1
+		req := e.request(subject, rates, wall, l.ban, max(need, e.nextWant(p)))
+		req.Need = need
+		e.mu.Unlock()
+
+		res, err := l.lease(ctx, req)
+		if err == nil && len(res.Windows) != len(rates) {
+			err = fmt.Errorf("ratelimit: store returned %d windows for %d rates", len(res.Windows), len(rates))
+		}
+		wall, p = l.clock()
+		e.mu.Lock()
+		e.call, c.err = nil, err
+		close(c.done)
+		if err != nil {
+			e.failedCall(req, err)
+			l.failed(p, err, probe)
+			return l.fallbackLeased(e, rates, wall, p, err, counts[:])
+		}
+		l.succeeded(p)
+		e.applied(req, res, wall, p, l.ban.Max)
+		if res.Granted == 0 {
+			// This request's own refusal: the store counted its strike.
+			d := l.leaseDecision(rates, wall, p, false, res.Refused, e.banEnd, res.BanStarted, e, counts[:], true)
+			e.mu.Unlock()
+			return d, nil
+		}
+		e.grant--
+		e.usedAt = p
+		d := l.leaseDecision(rates, wall, p, true, -1, 0, false, e, counts[:], true)
+		e.mu.Unlock()
+		return d, nil
+	}
+}
+
+// refuseSpent refuses a request while every share is used and a window is
+// known to be full. The refusal is a strike: unless a call is already in
+// flight it is told to the store now, with those counted meanwhile, so
+// strikes reach the store (and a ban every process) at the pace of one
+// call per subject and process at most. e.mu is held; it is released.
+func (l *Limiter) refuseSpent(ctx context.Context, e *lease, rates []Rate, wall time.Time, p int64, counts []WindowCount) (Decision, error) {
+	if !l.ban.Disabled {
+		if e.refusals == 0 {
+			e.firstRefusal = wall
+		}
+		e.refusals++
+	}
+	call, probe := false, false
+	if e.call == nil && e.refusals > 0 {
+		call, probe = l.callable(p)
+	}
+	if !call {
+		d := l.leaseDecision(rates, wall, p, false, e.full(rates, p), e.banEnd, false, e, counts, true)
+		e.mu.Unlock()
+		return d, nil
+	}
+	c := &leaseCall{done: make(chan struct{})}
+	e.call = c
+	req := e.request(e.subject, rates, wall, l.ban, 0)
+	e.mu.Unlock()
+	res, err := l.lease(ctx, req)
+	if err == nil && len(res.Windows) != len(rates) {
+		err = fmt.Errorf("ratelimit: store returned %d windows for %d rates", len(res.Windows), len(rates))
+	}
+	e.mu.Lock()
+	e.call, c.err = nil, err
+	close(c.done)
+	var started bool
+	if err != nil {
+		e.failedCall(req, err)
+		l.failed(p, err, probe)
+	} else {
+		l.succeeded(p)
+		e.applied(req, res, wall, p, l.ban.Max)
+		started = res.BanStarted
+	}
+	d := l.leaseDecision(rates, wall, p, false, e.full(rates, p), e.banEnd, started, e, counts, true)
+	e.mu.Unlock()
+	return d, nil
+}
+
+// fallbackLeased decides locally after the store failed with err: from
+// the unused share first, then, marked Degraded, up to each window's quota
+// over what the store last said plus what this process admitted on its
+// own since. Those admissions are owed to the store and told to it with
+// the next call. e.mu is held; it is released.
+func (l *Limiter) fallbackLeased(e *lease, rates []Rate, wall time.Time, p int64, err error, counts []WindowCount) (Decision, error) {
+	defer e.mu.Unlock()
+	e.refresh(p, len(rates))
+	switch {
+	case e.banEnd > p:
+		return l.leaseDecision(rates, wall, p, false, -1, e.banEnd, false, e, counts, false), nil
+	case e.grant > 0:
+		e.grant--
+		e.usedAt = p
+		return l.leaseDecision(rates, wall, p, true, -1, 0, false, e, counts, true), nil
+	case e.full(rates, p) >= 0:
+		if !l.ban.Disabled {
+			if e.refusals == 0 {
+				e.firstRefusal = wall
+			}
+			e.refusals++
+		}
+		return l.leaseDecision(rates, wall, p, false, e.full(rates, p), 0, false, e, counts, true), nil
+	}
+	if !l.failOpen && l.hard.Load() {
+		return Decision{}, unavailable()
+	}
+	l.fallbacks.Add(1)
+	for i, r := range rates {
+		w := &e.wins[i]
+		if w.end == 0 {
+			w.end = p + int64(r.Period)
+			w.storeEnd = wall.Add(r.Period)
+		}
+		w.debt++
+	}
+	d := l.leaseDecision(rates, wall, p, true, -1, 0, false, e, counts, true)
+	d.Degraded = true
+	return d, nil
+}
+
+// leaseDecision makes the Decision of a request from e's estimate. e.mu
+// is held when withCounts; a banned decision needs no counts.
+func (l *Limiter) leaseDecision(rates []Rate, wall time.Time, p int64, allowed bool, refused int, banEnd int64, banStarted bool, e *lease, counts []WindowCount, withCounts bool) Decision {
+	counts = counts[:len(rates)]
+	if withCounts {
+		e.counts(rates, p, counts)
+	} else {
+		for i, r := range rates {
+			counts[i] = WindowCount{Reset: time.Unix(0, p+int64(r.Period))}
+		}
+	}
+	var end time.Time
+	if banEnd > 0 {
+		end = time.Unix(0, banEnd)
+	}
+	d := decideWindows(rates, time.Unix(0, p), allowed, refused, banEnd > 0, end, banStarted, counts)
+	return toWall(d, wall, p)
+}
+
+// lease calls the Leaser within the timeout, turning a panic into an
+// error. The call is detached from the caller's cancellation: other
+// requests wait on its answer, and a share granted must not be lost
+// because one client went away.
+func (l *Limiter) lease(ctx context.Context, req LeaseRequest) (res LeaseResult, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("ratelimit: store panicked: %v", p)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
+	defer cancel()
+	res, err = l.leaser.Lease(ctx, req)
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	return res, err
+}
+
+// watchBans polls the store's ban events every interval until ctx ends,
+// and applies them: a ban started by any process is known here within
+// the interval, and stays known while the store is unreachable. Every
+// eighth interval it gives back the shares left idle (settleIdle).
+func (l *Limiter) watchBans(ctx context.Context, every time.Duration) {
+	defer close(l.watchDone)
+	var since time.Time
+	seen := map[string]bool{} // the events at since already applied
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for tick := 1; ; tick++ {
+		if tick%8 == 0 {
+			l.settleIdle(ctx)
+		}
+		cctx, cancel := context.WithTimeout(ctx, l.timeout)
+		evs, err := l.leaser.BanEvents(cctx, since)
+		cancel()
+		if err == nil {
+			for _, ev := range evs {
+				id := ev.Subject + "|" + ev.Until.String()
+				if ev.At.Equal(since) && seen[id] {
+					continue
+				}
+				if !ev.At.Equal(since) {
+					since = ev.At
+					clear(seen)
+				}
+				seen[id] = true
+				l.applyBan(ev)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// applyBan records a ban event in the subject's lease.
+func (l *Limiter) applyBan(ev BanEvent) {
+	wall, p := l.clock()
+	e := l.leases.get(ev.Subject, p)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if ev.Until.IsZero() {
+		e.banEnd = 0
+		return
+	}
+	// A ban lasts its length at most (Until - At, both from the clock of
+	// the process that started it), whatever that clock said.
+	if end := p + int64(clampDur(ev.Until.Sub(wall), min(ev.Until.Sub(ev.At), l.ban.Max))); end > e.banEnd && ev.Until.After(wall) {
+		e.banEnd = end
+	}
+}
+
+// Close stops the limiter's background work and gives back to the shared
+// store every share this process holds unused, with what it owes, so that
+// a stopped process keeps no quota hostage. It returns ctx's error if ctx
+// ends first. A limiter over a store that does not lease has nothing to
+// give back.
+func (l *Limiter) Close(ctx context.Context) error {
+	if l.leaser == nil {
+		return nil
+	}
+	l.closeOnce.Do(func() {
+		l.stopWatch()
+		<-l.watchDone
+	})
+	var firstErr error
+	l.leases.each(func(e *lease) {
+		if ctx.Err() != nil {
+			return
+		}
+		if err := l.settle(ctx, e, 0); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	})
+	if firstErr == nil {
+		firstErr = ctx.Err()
+	}
+	return firstErr
+}
+
+// idleShare is how long a share may lie unused before the process gives
+// it back: another process may need it before the window ends.
+const idleShare = time.Second
+
+// settle gives back e's share if it has not been used for idle, with
+// what e owes and the strikes it holds, in one call; nothing when there
+// is nothing to tell or a call is in flight.
+func (l *Limiter) settle(ctx context.Context, e *lease, idle time.Duration) error {
+	wall, p := l.clock()
+	e.mu.Lock()
+	if e.call != nil || len(e.rates) != len(e.wins) {
+		e.mu.Unlock()
+		return nil
+	}
+	e.refresh(p, len(e.wins))
+	if e.grant > 0 && p-e.usedAt >= int64(idle) {
+		for i := range e.wins {
+			if e.wins[i].end > p {
+				e.wins[i].returned += e.grant
+			}
+		}
+		e.grant = 0
+	}
+	req := e.request(e.subject, e.rates, wall, l.ban, 0)
+	if req.Settle == nil && req.Refusals == 0 {
+		e.mu.Unlock()
+		return nil
+	}
+	c := &leaseCall{done: make(chan struct{})}
+	e.call = c
+	e.mu.Unlock()
+	res, err := l.lease(ctx, req)
+	_, p = l.clock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.call, c.err = nil, err
+	close(c.done)
+	if err != nil || len(res.Windows) != len(req.Rates) {
+		e.failedCall(req, err)
+		return err
+	}
+	e.applied(req, res, wall, p, l.ban.Max)
+	return nil
+}
+
+// settleIdle gives back, every few seconds, the shares no request has
+// used for idleShare, and tells the store what is owed: the work of the
+// ban poller's loop.
+func (l *Limiter) settleIdle(ctx context.Context) {
+	if l.degraded.Load() {
+		return // each call would wait for the timeout; the outage's end will tell
+	}
+	l.leases.each(func(e *lease) {
+		if ctx.Err() == nil && e.holds() {
+			_ = l.settle(ctx, e, idleShare)
+		}
+	})
+}
+
+// holds reports whether e has a share, a debt, a return or strikes to
+// tell the store.
+func (e *lease) holds() bool {
+	if !e.mu.TryLock() {
+		return false // busy: it is in use, so not idle
+	}
+	defer e.mu.Unlock()
+	if e.grant > 0 || e.refusals > 0 {
+		return true
+	}
+	for _, w := range e.wins {
+		if w.debt > 0 || w.returned > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// peek returns subject's lease, or nil when there is none.
+func (t *leaseTable) peek(subject string) *lease {
+	sh := &t.shards[maphash.String(t.seed, subject)%memShards]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.m[subject]
+}

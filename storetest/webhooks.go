@@ -1,0 +1,334 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/webhook"
+)
+
+// hookTime is a fixed instant with millisecond precision, the least a
+// store must keep.
+var hookTime = time.Date(2026, 11, 26, 9, 0, 0, 250_000_000, time.UTC)
+
+// RunWebhooks checks the webhook.Store contract: endpoints, the outbox of
+// deliveries and the leases that keep two processes from sending the
+// same attempt. It fails when the store does not implement webhook.Store.
+func RunWebhooks(t *testing.T, open Opener) {
+	ctx := context.Background()
+	openHooks := func(t *testing.T) webhook.Store {
+		t.Helper()
+		s, ok := open(t).(webhook.Store)
+		if !ok {
+			lacks(t, "webhook.Store")
+		}
+		return s
+	}
+	endpoint := func(t *testing.T, s webhook.Store, id, project string, at time.Time) webhook.Endpoint {
+		t.Helper()
+		e := webhook.Endpoint{ID: id, ProjectID: project, URL: "https://hooks.example.com/" + id + "?q=ü", Secret: "whsec_" + id, CreatedAt: at}
+		if err := s.CreateWebhookEndpoint(ctx, e); err != nil {
+			t.Fatalf("CreateWebhookEndpoint(%s): %v", id, err)
+		}
+		return e
+	}
+	enqueue := func(t *testing.T, s webhook.Store, id, project string, at time.Time) int {
+		t.Helper()
+		n, err := s.EnqueueWebhookEvent(ctx, webhook.Event{
+			ID: id, ProjectID: project, Type: webhook.TypeDomainActive, CreatedAt: at,
+			Payload: []byte(`{"id":"` + id + `","type":"domain.active","data":{"domain":{"name":"ünï.example"}}}`),
+		})
+		if err != nil {
+			t.Fatalf("EnqueueWebhookEvent(%s): %v", id, err)
+		}
+		return n
+	}
+	claim := func(t *testing.T, s webhook.Store, token string, now time.Time, limit int) []webhook.Due {
+		t.Helper()
+		dues, err := s.ClaimWebhookDeliveries(ctx, token, now, now.Add(time.Minute), limit)
+		if err != nil {
+			t.Fatalf("ClaimWebhookDeliveries(%s): %v", token, err)
+		}
+		if dues == nil {
+			t.Fatal("ClaimWebhookDeliveries returned nil, want a non-nil slice")
+		}
+		return dues
+	}
+	keys := func(dues []webhook.Due) string {
+		var out []string
+		for _, d := range dues {
+			out = append(out, d.Delivery.EventID+">"+d.Delivery.EndpointID)
+		}
+		return fmt.Sprint(out)
+	}
+	deliveries := func(t *testing.T, s webhook.Store, project, endpoint string) []webhook.Delivery {
+		t.Helper()
+		ds, err := s.WebhookDeliveries(ctx, project, endpoint, 100)
+		if err != nil {
+			t.Fatalf("WebhookDeliveries(%s): %v", endpoint, err)
+		}
+		if ds == nil {
+			t.Fatal("WebhookDeliveries returned nil, want a non-nil slice")
+		}
+		return ds
+	}
+
+	t.Run("Endpoints", func(t *testing.T) {
+		t.Parallel()
+		s := openHooks(t)
+		if es, err := s.WebhookEndpoints(ctx, "prj_none"); err != nil || es == nil || len(es) != 0 {
+			t.Fatalf("WebhookEndpoints of a project without any = %v, %v; want [] and no error", es, err)
+		}
+		b := endpoint(t, s, "wh_b", "prj_a", hookTime.Add(time.Second))
+		a := endpoint(t, s, "wh_a", "prj_a", hookTime.Add(time.Second)) // same time: by ID
+		first := endpoint(t, s, "wh_z", "prj_a", hookTime)
+		endpoint(t, s, "wh_other", "prj_b", hookTime)
+		err := s.CreateWebhookEndpoint(ctx, webhook.Endpoint{ID: "wh_a", ProjectID: "prj_b", URL: "https://x.example/", Secret: "s", CreatedAt: hookTime})
+		wantCode(t, err, petstore.CodeConflict)
+
+		es, err := s.WebhookEndpoints(ctx, "prj_a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(es) != 3 {
+			t.Fatalf("WebhookEndpoints = %+v, want 3", es)
+		}
+		for i, want := range []webhook.Endpoint{first, a, b} {
+			got := es[i]
+			if got.ID != want.ID || got.ProjectID != want.ProjectID || got.URL != want.URL || got.Secret != want.Secret || !got.CreatedAt.Equal(want.CreatedAt) {
+				t.Fatalf("endpoint %d = %+v, want %+v (oldest first, then by ID)", i, got, want)
+			}
+		}
+
+		wantCode(t, s.DeleteWebhookEndpoint(ctx, "prj_b", "wh_a"), petstore.CodeNotFound)
+		if err := s.DeleteWebhookEndpoint(ctx, "prj_a", "wh_a"); err != nil {
+			t.Fatalf("DeleteWebhookEndpoint: %v", err)
+		}
+		wantCode(t, s.DeleteWebhookEndpoint(ctx, "prj_a", "wh_a"), petstore.CodeNotFound)
+		if es, _ := s.WebhookEndpoints(ctx, "prj_a"); len(es) != 2 {
+			t.Fatalf("after delete: %+v, want 2 endpoints", es)
+		}
+	})
+
+	t.Run("EnqueueFansOutToTheProjectsEndpoints", func(t *testing.T) {
+		t.Parallel()
+		s := openHooks(t)
+		endpoint(t, s, "wh_1", "prj_a", hookTime)
+		endpoint(t, s, "wh_2", "prj_a", hookTime)
+		endpoint(t, s, "wh_3", "prj_b", hookTime)
+		if n := enqueue(t, s, "evt_1", "prj_a", hookTime); n != 2 {
+			t.Fatalf("enqueued %d deliveries, want 2 (one per endpoint of the project)", n)
+		}
+		if n := enqueue(t, s, "evt_none", "prj_c", hookTime); n != 0 {
+			t.Fatalf("enqueued %d deliveries for a project without endpoints, want 0", n)
+		}
+		_, err := s.EnqueueWebhookEvent(ctx, webhook.Event{ID: "evt_1", ProjectID: "prj_a", Type: webhook.TypeDomainAdded, CreatedAt: hookTime, Payload: []byte("{}")})
+		wantCode(t, err, petstore.CodeConflict)
+
+		ds := deliveries(t, s, "prj_a", "wh_1")
+		if len(ds) != 1 {
+			t.Fatalf("deliveries of wh_1 = %+v, want 1", ds)
+		}
+		d := ds[0]
+		if d.EventID != "evt_1" || d.EndpointID != "wh_1" || d.ProjectID != "prj_a" || d.Type != webhook.TypeDomainActive ||
+			d.State != webhook.StatePending || d.Attempts != 0 || !d.CreatedAt.Equal(hookTime) || !d.NextAttemptAt.Equal(hookTime) ||
+			d.Answers == nil || len(d.Answers) != 0 || !json.Valid(d.Payload) || string(d.Payload) != `{"id":"evt_1","type":"domain.active","data":{"domain":{"name":"ünï.example"}}}` {
+			t.Fatalf("delivery = %+v (payload %s), want a pending delivery of evt_1, due at once, with no answers", d, d.Payload)
+		}
+		if ds := deliveries(t, s, "prj_b", "wh_3"); len(ds) != 0 {
+			t.Fatalf("another project's endpoint got %+v", ds)
+		}
+		_, err = s.WebhookDeliveries(ctx, "prj_b", "wh_1", 10)
+		wantCode(t, err, petstore.CodeNotFound)
+		_, err = s.WebhookDeliveries(ctx, "prj_a", "wh_missing", 10)
+		wantCode(t, err, petstore.CodeNotFound)
+	})
+
+	t.Run("ClaimLeaseAndFinish", func(t *testing.T) {
+		t.Parallel()
+		s := openHooks(t)
+		e := endpoint(t, s, "wh_1", "prj_a", hookTime)
+		enqueue(t, s, "evt_later", "prj_a", hookTime.Add(time.Minute))
+		enqueue(t, s, "evt_first", "prj_a", hookTime)
+
+		dues := claim(t, s, "tok_1", hookTime, 10)
+		if got := keys(dues); got != "[evt_first>wh_1]" {
+			t.Fatalf("claimed %s at the first event's time, want only it", got)
+		}
+		if ep := dues[0].Endpoint; ep.URL != e.URL || ep.Secret != e.Secret || ep.ID != e.ID {
+			t.Fatalf("claimed endpoint %+v, want %+v with its URL and secret", ep, e)
+		}
+		if got := keys(claim(t, s, "tok_2", hookTime.Add(30*time.Second), 10)); got != "[]" {
+			t.Fatalf("claimed %s while the lease holds, want nothing", got)
+		}
+		// The lease ends (its holder died): another claim takes it over,
+		// and the first holder can no longer record its attempt.
+		if got := keys(claim(t, s, "tok_3", hookTime.Add(time.Minute), 10)); got != "[evt_first>wh_1 evt_later>wh_1]" {
+			t.Fatalf("claimed %s once the lease ended, want both, earliest due first", got)
+		}
+		d := dues[0].Delivery
+		d.Attempts, d.State, d.NextAttemptAt = 1, webhook.StatePending, hookTime.Add(10*time.Minute)
+		d.Answers = []webhook.Answer{{Attempt: 1, At: hookTime.Add(time.Minute), StatusCode: 503, Body: "down ünï", Error: "", DurationMS: 12}}
+		wantCode(t, s.FinishWebhookAttempt(ctx, "tok_1", d), petstore.CodeConflict)
+		if err := s.FinishWebhookAttempt(ctx, "tok_3", d); err != nil {
+			t.Fatalf("FinishWebhookAttempt by the lease holder: %v", err)
+		}
+		wantCode(t, s.FinishWebhookAttempt(ctx, "tok_3", d), petstore.CodeConflict) // the lease ended with it
+
+		got := deliveries(t, s, "prj_a", "wh_1")
+		if len(got) != 2 || got[0].EventID != "evt_later" || got[1].EventID != "evt_first" {
+			t.Fatalf("deliveries = %+v, want evt_later then evt_first (newest first)", got)
+		}
+		f := got[1]
+		if f.Attempts != 1 || f.State != webhook.StatePending || !f.NextAttemptAt.Equal(d.NextAttemptAt) || len(f.Answers) != 1 ||
+			f.Answers[0].StatusCode != 503 || f.Answers[0].Body != "down ünï" || !f.Answers[0].At.Equal(d.Answers[0].At) || f.Answers[0].DurationMS != 12 {
+			t.Fatalf("after the attempt: %+v, want it recorded", f)
+		}
+		// evt_first is not due again before its next attempt; evt_later's
+		// lease has ended.
+		if got := keys(claim(t, s, "tok_4", hookTime.Add(9*time.Minute), 10)); got != "[evt_later>wh_1]" {
+			t.Fatalf("claimed %s before evt_first's next attempt, want only evt_later", got)
+		}
+		// A lease ends at its end: claimable again at that instant.
+		if got := keys(claim(t, s, "tok_5", hookTime.Add(10*time.Minute), 1)); got != "[evt_later>wh_1]" {
+			t.Fatalf("claimed %s with limit 1, want the one due earliest (evt_later, due since +1m)", got)
+		}
+		if got := keys(claim(t, s, "tok_6", hookTime.Add(10*time.Minute), 10)); got != "[evt_first>wh_1]" {
+			t.Fatalf("claimed %s, want evt_first now due", got)
+		}
+		// A finished delivery is never claimed again.
+		d.Attempts, d.State, d.NextAttemptAt = 2, webhook.StateSucceeded, time.Time{}
+		if err := s.FinishWebhookAttempt(ctx, "tok_6", d); err != nil {
+			t.Fatal(err)
+		}
+		if got := keys(claim(t, s, "tok_7", hookTime.Add(48*time.Hour), 10)); got != "[evt_later>wh_1]" {
+			t.Fatalf("claimed %s, want only the unfinished evt_later", got)
+		}
+	})
+
+	t.Run("ConcurrentClaimsTakeEachDeliveryOnce", func(t *testing.T) {
+		t.Parallel()
+		s := openHooks(t)
+		endpoint(t, s, "wh_1", "prj_a", hookTime)
+		endpoint(t, s, "wh_2", "prj_a", hookTime)
+		const events = 15
+		for i := range events {
+			enqueue(t, s, fmt.Sprintf("evt_%02d", i), "prj_a", hookTime.Add(time.Duration(i)*time.Millisecond))
+		}
+		var mu sync.Mutex
+		seen := map[string]string{}
+		var errs []error
+		var wg sync.WaitGroup
+		for w := range 6 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				token := fmt.Sprint("tok_", w)
+				for {
+					dues, err := s.ClaimWebhookDeliveries(ctx, token, hookTime.Add(time.Second), hookTime.Add(time.Hour), 4)
+					mu.Lock()
+					if err != nil {
+						errs = append(errs, err)
+					}
+					for _, d := range dues {
+						k := d.Delivery.EventID + ">" + d.Delivery.EndpointID
+						if prev, ok := seen[k]; ok {
+							errs = append(errs, fmt.Errorf("%s claimed by %s and %s", k, prev, token))
+						}
+						seen[k] = token
+					}
+					mu.Unlock()
+					if err != nil || len(dues) == 0 {
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		if len(seen) != 2*events {
+			t.Fatalf("%d deliveries claimed, want %d", len(seen), 2*events)
+		}
+	})
+
+	t.Run("DeletingAnEndpointDropsItsDeliveries", func(t *testing.T) {
+		t.Parallel()
+		s := openHooks(t)
+		endpoint(t, s, "wh_1", "prj_a", hookTime)
+		endpoint(t, s, "wh_2", "prj_a", hookTime)
+		enqueue(t, s, "evt_1", "prj_a", hookTime)
+		dues := claim(t, s, "tok_1", hookTime, 10)
+		if len(dues) != 2 {
+			t.Fatalf("claimed %s, want both", keys(dues))
+		}
+		if err := s.DeleteWebhookEndpoint(ctx, "prj_a", "wh_1"); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range dues {
+			err := s.FinishWebhookAttempt(ctx, "tok_1", d.Delivery)
+			if d.Delivery.EndpointID == "wh_1" {
+				wantCode(t, err, petstore.CodeConflict)
+			} else if err != nil {
+				t.Fatalf("finishing the other endpoint's delivery: %v", err)
+			}
+		}
+		if got := keys(claim(t, s, "tok_2", hookTime.Add(time.Hour), 10)); got != "[evt_1>wh_2]" {
+			t.Fatalf("claimed %s, want only the remaining endpoint's delivery", got)
+		}
+	})
+
+	t.Run("Purge", func(t *testing.T) {
+		t.Parallel()
+		s := openHooks(t)
+		endpoint(t, s, "wh_1", "prj_a", hookTime)
+		for i, id := range []string{"evt_old_done", "evt_old_failed", "evt_old_pending", "evt_new_done"} {
+			enqueue(t, s, id, "prj_a", hookTime.Add(time.Duration(i)*time.Hour))
+		}
+		for _, due := range claim(t, s, "tok", hookTime.Add(4*time.Hour), 10) {
+			d := due.Delivery
+			d.Attempts = 1
+			switch d.EventID {
+			case "evt_old_done", "evt_new_done":
+				d.State = webhook.StateSucceeded
+			case "evt_old_failed":
+				d.State = webhook.StateFailed
+			default:
+				d.State, d.NextAttemptAt = webhook.StatePending, hookTime.Add(5*time.Hour)
+			}
+			if err := s.FinishWebhookAttempt(ctx, "tok", d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		n, err := s.PurgeWebhookDeliveries(ctx, hookTime.Add(3*time.Hour))
+		if err != nil || n != 2 {
+			t.Fatalf("PurgeWebhookDeliveries = %d, %v; want the 2 old finished ones", n, err)
+		}
+		var left []string
+		for _, d := range deliveries(t, s, "prj_a", "wh_1") {
+			left = append(left, d.EventID)
+		}
+		if got := fmt.Sprint(left); got != "[evt_new_done evt_old_pending]" {
+			t.Fatalf("left %s, want the new finished one and the pending one", got)
+		}
+	})
+
+	t.Run("ListLimit", func(t *testing.T) {
+		t.Parallel()
+		s := openHooks(t)
+		endpoint(t, s, "wh_1", "prj_a", hookTime)
+		for i := range 5 {
+			enqueue(t, s, fmt.Sprint("evt_", i), "prj_a", hookTime.Add(time.Duration(i)*time.Second))
+		}
+		ds, err := s.WebhookDeliveries(ctx, "prj_a", "wh_1", 2)
+		if err != nil || len(ds) != 2 || ds[0].EventID != "evt_4" || ds[1].EventID != "evt_3" {
+			t.Fatalf("WebhookDeliveries(limit 2) = %+v, %v; want evt_4, evt_3", ds, err)
+		}
+	})
+}

@@ -1,0 +1,120 @@
+package webhook
+
+import (
+	"context"
+	"time"
+)
+
+// Endpoint is a project's webhook receiver.
+type Endpoint struct {
+	ID        string // "wh_" and a UUID v7
+	ProjectID string
+	URL       string
+	// Secret signs the deliveries (HMAC-SHA256). It is stored as it is,
+	// because signing needs it, shown to the project once when the
+	// endpoint is created, and never logged or listed.
+	Secret    string
+	CreatedAt time.Time
+}
+
+// State is where a delivery stands.
+type State string
+
+// The states of a delivery.
+const (
+	StatePending   State = "pending"   // waiting for its next attempt
+	StateSucceeded State = "succeeded" // the receiver answered 2xx
+	StateFailed    State = "failed"    // the receiver kept failing for Config.RetryFor: given up
+)
+
+// Answer is what one attempt of a delivery got back.
+type Answer struct {
+	Attempt    int       `json:"attempt"` // 1 for the first
+	At         time.Time `json:"at"`
+	StatusCode int       `json:"statusCode,omitempty"` // 0: no HTTP answer (see Error)
+	Body       string    `json:"body"`                 // the answer's first MaxAnswerBody bytes
+	Error      string    `json:"error,omitempty"`      // why there was no answer: timeout, refused, …
+	DurationMS int64     `json:"durationMs"`
+}
+
+// MaxAnswerBody is how much of a receiver's answer a delivery keeps, and
+// MaxAnswers how many of its last answers.
+const (
+	MaxAnswerBody = 1024
+	MaxAnswers    = 10
+)
+
+// Delivery is one event on its way to one endpoint. Its identity is the
+// pair (EventID, EndpointID).
+type Delivery struct {
+	EventID    string
+	EndpointID string
+	ProjectID  string
+	Type       string
+	Payload    []byte
+	CreatedAt  time.Time
+
+	State         State
+	Attempts      int       // made so far
+	NextAttemptAt time.Time // when State is pending; zero otherwise
+	Answers       []Answer  // the last MaxAnswers, oldest first; never nil from a store
+}
+
+// Due is a claimed delivery with the endpoint it goes to.
+type Due struct {
+	Delivery Delivery
+	Endpoint Endpoint
+}
+
+// Store is the durable outbox of webhook deliveries and the endpoints they
+// go to. memstore and bunstore implement it, and storetest.RunWebhooks
+// checks the contract. Implementations must be safe for concurrent use by
+// several processes sharing the store, and honour context cancellation.
+type Store interface {
+	// CreateWebhookEndpoint stores e. Returns conflict if its ID is taken.
+	CreateWebhookEndpoint(ctx context.Context, e Endpoint) error
+
+	// WebhookEndpoints returns the project's endpoints, oldest first
+	// (then by ID). It never returns nil.
+	WebhookEndpoints(ctx context.Context, projectID string) ([]Endpoint, error)
+
+	// DeleteWebhookEndpoint removes the project's endpoint id and its
+	// deliveries. Returns not_found when the project has no such
+	// endpoint, whichever project has it.
+	DeleteWebhookEndpoint(ctx context.Context, projectID, id string) error
+
+	// EnqueueWebhookEvent stores, in one atomic write, one pending
+	// delivery of ev, due at ev.CreatedAt with no attempts, for every
+	// endpoint ev.ProjectID has, and returns how many. An endpoint
+	// deleted concurrently may get one; ClaimWebhookDeliveries never
+	// returns it. Returns conflict, storing nothing, when a delivery of
+	// ev.ID is stored already.
+	EnqueueWebhookEvent(ctx context.Context, ev Event) (int, error)
+
+	// ClaimWebhookDeliveries leases to token, until leaseUntil, at most
+	// limit pending deliveries that are due (NextAttemptAt not after now)
+	// and not leased (no lease, or one that ended by now), earliest due
+	// first, and returns them with their endpoints. Of concurrent claims,
+	// in this process or another sharing the store, each delivery goes
+	// to one. It never returns nil.
+	ClaimWebhookDeliveries(ctx context.Context, token string, now, leaseUntil time.Time, limit int) ([]Due, error)
+
+	// FinishWebhookAttempt stores the outcome of an attempt of a delivery
+	// leased to token: d's State, Attempts, NextAttemptAt and Answers
+	// (identified by d.EventID and d.EndpointID), and ends the lease.
+	// Returns conflict, changing nothing, when the delivery is no longer
+	// leased to token (another claim took it over after the lease ended)
+	// or is gone.
+	FinishWebhookAttempt(ctx context.Context, token string, d Delivery) error
+
+	// WebhookDeliveries returns at most limit deliveries of the project's
+	// endpoint, newest first (by CreatedAt, then EventID descending). It
+	// returns not_found when the project has no such endpoint, and never
+	// nil.
+	WebhookDeliveries(ctx context.Context, projectID, endpointID string, limit int) ([]Delivery, error)
+
+	// PurgeWebhookDeliveries deletes the deliveries that are finished
+	// (succeeded or failed) and were created before before, and those
+	// whose endpoint is gone, and returns how many.
+	PurgeWebhookDeliveries(ctx context.Context, before time.Time) (int, error)
+}

@@ -1,0 +1,223 @@
+// Package webhook tells a project's systems about its custom domains'
+// state changes: each project registers endpoints (URLs), and every
+// change is POSTed to each of them as JSON, signed as Stripe signs
+// (Petstore-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256>), retried
+// with exponential backoff for 24 hours while the receiver fails, from a
+// durable outbox (Store) that survives restarts and is shared safely by
+// replicas. Receivers check deliveries with VerifyWebhook.
+//
+// The pure core is the event body, Sign, VerifyWebhook, the retry
+// schedule and the public-address rule; Service is the shell that stores
+// endpoints and events and delivers them.
+package webhook
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	mathrand "math/rand/v2"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/petstorekit/petstore"
+)
+
+// Defaults of Config.
+const (
+	DefaultRetryFor     = 24 * time.Hour
+	DefaultTimeout      = 10 * time.Second
+	DefaultLease        = 2 * time.Minute
+	DefaultPollInterval = time.Second
+	DefaultRetention    = 7 * 24 * time.Hour
+	DefaultMaxEndpoints = 10
+)
+
+// deliveriesShown is how many of an endpoint's deliveries Deliveries
+// returns, newest first.
+const deliveriesShown = 50
+
+// Config configures New.
+type Config struct {
+	Store Store // required
+
+	// AllowPrivate lets receivers be on loopback, private, link-local and
+	// other non-public addresses (-webhook-allow-private). Off, every
+	// connection is checked at dial time, after DNS, so that no endpoint
+	// can make the platform call into its own network.
+	AllowPrivate bool
+
+	Now    func() time.Time // nil: time.Now; tests inject a clock
+	Logger *slog.Logger     // nil: discard
+
+	RetryFor     time.Duration // how long a failing delivery is retried; 0: DefaultRetryFor
+	Timeout      time.Duration // of one attempt; 0: DefaultTimeout
+	Lease        time.Duration // how long a claim holds a delivery; 0: DefaultLease; more than 4 × Timeout
+	PollInterval time.Duration // how often Run looks for due deliveries; 0: DefaultPollInterval
+	Retention    time.Duration // how long finished deliveries are kept; 0: DefaultRetention
+	MaxEndpoints int           // per project; 0: DefaultMaxEndpoints
+
+	// Jitter returns a number in [0, 1) that places each retry within
+	// ±25% of its delay; nil: math/rand/v2.
+	Jitter func() float64
+}
+
+// Service registers endpoints, enqueues events and delivers them. It is
+// safe for concurrent use; several processes may each run one over a
+// shared Store.
+type Service struct {
+	cfg    Config
+	store  Store
+	now    func() time.Time
+	log    *slog.Logger
+	jitter func() float64
+	client *http.Client
+	wake   chan struct{}
+
+	purgeMu   sync.Mutex
+	lastPurge time.Time
+}
+
+// New returns a Service over cfg.Store.
+func New(cfg Config) (*Service, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("webhook: Config.Store is required")
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&cfg.RetryFor, DefaultRetryFor)
+	def(&cfg.Timeout, DefaultTimeout)
+	def(&cfg.Lease, DefaultLease)
+	def(&cfg.PollInterval, DefaultPollInterval)
+	def(&cfg.Retention, DefaultRetention)
+	// A claim's last attempts start after the batch's earlier rounds: the
+	// lease must outlast them all, or another process could send the
+	// same attempt.
+	if rounds := time.Duration((claimBatch + concurrentAttempts - 1) / concurrentAttempts); cfg.Lease <= rounds*cfg.Timeout {
+		return nil, fmt.Errorf("webhook: Config.Lease must be longer than %d times Config.Timeout, the most one claim's attempts take", rounds)
+	}
+	if cfg.MaxEndpoints <= 0 {
+		cfg.MaxEndpoints = DefaultMaxEndpoints
+	}
+	s := &Service{cfg: cfg, store: cfg.Store, now: cfg.Now, log: cfg.Logger, jitter: cfg.Jitter, wake: make(chan struct{}, 1)}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.jitter == nil {
+		s.jitter = mathrand.Float64
+	}
+	dialer := &net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second}
+	if !cfg.AllowPrivate {
+		dialer.Control = dialControl
+	}
+	s.client = &http.Client{
+		Transport: &http.Transport{
+			Proxy:                 nil, // a proxy would connect where the guard cannot see
+			DialContext:           dialer.DialContext,
+			ForceAttemptHTTP2:     true,
+			TLSHandshakeTimeout:   cfg.Timeout,
+			ResponseHeaderTimeout: cfg.Timeout,
+			MaxIdleConnsPerHost:   2,
+			IdleConnTimeout:       30 * time.Second,
+		},
+		// A redirect is an answer, not an instruction: it counts as a
+		// failure, and the platform never follows it somewhere else.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return s, nil
+}
+
+// CreateEndpoint registers a receiver for the project's events and
+// returns it with its Secret, which is shown to the project only now.
+// Returns invalid_request for a URL that is not absolute http(s), has
+// credentials or a fragment, or (without Config.AllowPrivate) names a
+// non-public address or localhost, and when the project already has
+// Config.MaxEndpoints endpoints.
+func (s *Service) CreateEndpoint(ctx context.Context, projectID, rawURL string) (Endpoint, error) {
+	u, err := parseEndpointURL(rawURL, s.cfg.AllowPrivate)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	have, err := s.store.WebhookEndpoints(ctx, projectID)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	if len(have) >= s.cfg.MaxEndpoints {
+		return Endpoint{}, petstore.Errorf(petstore.CodeInvalidRequest, "the project already has %d webhook endpoints, the most it may have: delete one first", len(have))
+	}
+	secret := make([]byte, 32)
+	rand.Read(secret) // never fails (crypto/rand)
+	e := Endpoint{
+		ID: "wh_" + uuid.Must(uuid.NewV7()).String(), ProjectID: projectID, URL: u,
+		Secret: "whsec_" + base64.RawURLEncoding.EncodeToString(secret), CreatedAt: s.now().UTC(),
+	}
+	if err := s.store.CreateWebhookEndpoint(ctx, e); err != nil {
+		return Endpoint{}, err
+	}
+	return e, nil
+}
+
+// Endpoints returns the project's endpoints, oldest first, without their
+// secrets.
+func (s *Service) Endpoints(ctx context.Context, projectID string) ([]Endpoint, error) {
+	es, err := s.store.WebhookEndpoints(ctx, projectID)
+	for i := range es {
+		es[i].Secret = ""
+	}
+	return es, err
+}
+
+// DeleteEndpoint removes the project's endpoint and its deliveries; no
+// further attempt is made. Returns not_found.
+func (s *Service) DeleteEndpoint(ctx context.Context, projectID, id string) error {
+	return s.store.DeleteWebhookEndpoint(ctx, projectID, id)
+}
+
+// Deliveries returns the last deliveries of the project's endpoint,
+// newest first, each with its last answers. Returns not_found.
+func (s *Service) Deliveries(ctx context.Context, projectID, endpointID string) ([]Delivery, error) {
+	return s.store.WebhookDeliveries(ctx, projectID, endpointID, deliveriesShown)
+}
+
+// Enqueue records a state change of one of the project's domains for
+// delivery to each of the project's endpoints: once it returns nil, the
+// event is in the store and is delivered (or retried for
+// Config.RetryFor) whatever happens to this process. domain is encoded
+// with encoding/json as the event's data.domain (a json.RawMessage is
+// sent as it is). Returns invalid_request for an unknown event type.
+func (s *Service) Enqueue(ctx context.Context, projectID, eventType string, domain any) error {
+	if !knownType(eventType) {
+		return petstore.Errorf(petstore.CodeInvalidRequest, "unknown webhook event type %q", eventType)
+	}
+	if projectID == "" {
+		return petstore.Errorf(petstore.CodeInvalidRequest, "a webhook event needs a project")
+	}
+	ev := Event{ID: "evt_" + uuid.Must(uuid.NewV7()).String(), ProjectID: projectID, Type: eventType, CreatedAt: s.now().UTC()}
+	var err error
+	if ev.Payload, err = encodeBody(ev.ID, ev.Type, ev.CreatedAt, domain); err != nil {
+		return err
+	}
+	n, err := s.store.EnqueueWebhookEvent(ctx, ev)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		select { // Run delivers it now rather than at its next poll
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}

@@ -1,0 +1,192 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+)
+
+// claimBatch is how many deliveries one DeliverDue claims, and
+// concurrentAttempts how many of them it sends at once.
+const (
+	claimBatch         = 32
+	concurrentAttempts = 8
+)
+
+// userAgent names the sender to receivers.
+const userAgent = "petstore-webhooks/1"
+
+// DeliverDue claims the deliveries due now (at most a batch of them),
+// makes one attempt of each, records the answers and schedules retries,
+// and returns how many it claimed. Run calls it in a loop; tests call it
+// with an injected clock. A delivery leased to another process is left
+// to it.
+func (s *Service) DeliverDue(ctx context.Context) (int, error) {
+	now := s.now()
+	token := uuid.NewString()
+	dues, err := s.store.ClaimWebhookDeliveries(ctx, token, now, now.Add(s.cfg.Lease), claimBatch)
+	if err != nil {
+		return 0, err
+	}
+	sem := make(chan struct{}, concurrentAttempts)
+	var wg sync.WaitGroup
+	for _, due := range dues {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			s.attempt(ctx, token, due)
+		}()
+	}
+	wg.Wait()
+	return len(dues), nil
+}
+
+// Run delivers due deliveries until ctx is done: at once after Enqueue
+// in this process, and every Config.PollInterval for the rest (retries,
+// and events enqueued by other processes). It also deletes finished
+// deliveries older than Config.Retention, hourly. It returns nil when ctx
+// is done.
+func (s *Service) Run(ctx context.Context) error {
+	t := time.NewTicker(s.cfg.PollInterval)
+	defer t.Stop()
+	defer s.client.CloseIdleConnections()
+	for {
+		n, err := s.DeliverDue(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("webhook deliveries: claim failed; retrying at the next poll", "err", err)
+		}
+		if n == claimBatch && ctx.Err() == nil {
+			continue // more are due
+		}
+		s.purge(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		case <-s.wake:
+		}
+	}
+}
+
+// purge deletes old finished deliveries, at most once an hour.
+func (s *Service) purge(ctx context.Context) {
+	s.purgeMu.Lock()
+	defer s.purgeMu.Unlock()
+	now := s.now()
+	if now.Sub(s.lastPurge) < time.Hour {
+		return
+	}
+	s.lastPurge = now
+	if _, err := s.store.PurgeWebhookDeliveries(ctx, now.Add(-s.cfg.Retention)); err != nil && ctx.Err() == nil {
+		s.log.Warn("webhook deliveries: purge failed", "err", err)
+	}
+}
+
+// attempt sends one delivery once and records the answer.
+func (s *Service) attempt(ctx context.Context, token string, due Due) {
+	d := due.Delivery
+	at := s.now()
+	started := time.Now() // the duration is real time, whatever the clock says
+	status, body, err := s.post(ctx, due.Endpoint, d.Payload, at)
+	if ctx.Err() != nil {
+		// Shutting down: the lease runs out and a process retries this
+		// attempt; recording it would need the context that just ended.
+		return
+	}
+	d.Attempts++
+	ans := Answer{Attempt: d.Attempts, At: at.UTC(), StatusCode: status, Body: body, DurationMS: time.Since(started).Milliseconds()}
+	if err != nil {
+		ans.Error = err.Error()
+	}
+	d.Answers = append(d.Answers, ans)
+	if len(d.Answers) > MaxAnswers {
+		d.Answers = d.Answers[len(d.Answers)-MaxAnswers:]
+	}
+	switch next, ok := nextAttempt(d.CreatedAt, at, d.Attempts, s.jitter(), s.cfg.RetryFor); {
+	case err == nil && status >= 200 && status <= 299:
+		d.State, d.NextAttemptAt = StateSucceeded, time.Time{}
+	case ok:
+		d.State, d.NextAttemptAt = StatePending, next
+	default:
+		d.State, d.NextAttemptAt = StateFailed, time.Time{}
+	}
+	log := s.log.With("endpoint", d.EndpointID, "event", d.EventID, "type", d.Type, "attempt", d.Attempts, "status", status)
+	if d.State != StateSucceeded {
+		// Never the URL (it may carry the receiver's own token) nor the
+		// secret nor a body.
+		log.Info("webhook delivery failed", "state", d.State, "next", d.NextAttemptAt, "err", ans.Error)
+	}
+	if err := s.store.FinishWebhookAttempt(ctx, token, d); err != nil {
+		log.Warn("webhook delivery: answer not recorded; the attempt will be made again", "err", err)
+	}
+}
+
+// post sends payload to e signed at at, and returns the status and the
+// start of the answer's body, or why there was no answer.
+func (s *Service) post(ctx context.Context, e Endpoint, payload []byte, at time.Time) (int, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL, bytes.NewReader(payload))
+	if err != nil {
+		return 0, "", errors.New("the endpoint's URL cannot be requested")
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", userAgent)
+	req.Header.Set(SignatureHeader, Sign(e.Secret, at, payload))
+	res, err := s.client.Do(req)
+	if err != nil {
+		return 0, "", attemptError(err, s.cfg.Timeout)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(res.Body, MaxAnswerBody+utf8.UTFMax))
+	// Read on a little, so that the connection can be used again.
+	_, _ = io.CopyN(io.Discard, res.Body, 64<<10)
+	return res.StatusCode, answerBody(b), nil
+}
+
+// answerBody keeps the first MaxAnswerBody bytes of an answer, cut at a
+// character boundary, as valid UTF-8.
+func answerBody(b []byte) string {
+	if len(b) > MaxAnswerBody {
+		b = b[:MaxAnswerBody]
+		// Drop a character the cut went through.
+		for i := 0; i < utf8.UTFMax-1 && len(b) > 0; i++ {
+			if r, size := utf8.DecodeLastRune(b); r != utf8.RuneError || size != 1 {
+				break
+			}
+			b = b[:len(b)-1]
+		}
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+// attemptError says why an attempt got no answer, in words a project
+// can act on, without the Go client's "Post <url>:" prefix.
+func attemptError(err error, timeout time.Duration) error {
+	var refused *refusedAddrError
+	switch {
+	case errors.As(err, &refused):
+		return refused
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("no answer within %v", timeout)
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if ue.Timeout() {
+			return fmt.Errorf("no answer within %v", timeout)
+		}
+		return ue.Err
+	}
+	return err
+}
