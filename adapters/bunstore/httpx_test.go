@@ -210,3 +210,65 @@ func TestIdempotentOrderCreate(t *testing.T) {
 		})
 	}
 }
+
+// readBeforeCommit is an IdempotencyStore whose creations, once they
+// have answered and before their transaction commits, have read run: a
+// reader on another connection at that moment.
+type readBeforeCommit struct {
+	*bunstore.Store
+	read func()
+}
+
+func (s readBeforeCommit) CreateOnce(ctx context.Context, rec petstore.IdempotencyRecord, create func(context.Context) (petstore.IdempotencyRecord, bool)) (petstore.IdempotencyRecord, bool, error) {
+	return s.Store.CreateOnce(ctx, rec, func(ctx context.Context) (petstore.IdempotencyRecord, bool) {
+		out, keep := create(ctx)
+		s.read()
+		return out, keep
+	})
+}
+
+// TestCachedPageSeesAnIdempotentCreate: a page read and cached while an
+// Idempotency-Key's create is inserted but not yet committed (it cannot
+// see the pet) is dropped once the create commits, so the next read
+// lists the pet.
+func TestCachedPageSeesAnIdempotentCreate(t *testing.T) {
+	store := bunstore.New(openFile(t))
+	ctx := context.Background()
+	_, secret, err := petstore.NewKeys(store).Create(ctx, "", petstore.PlanPro, petstore.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h http.Handler
+	list := func() string {
+		r := httptest.NewRequest("GET", "/v1/pets", nil)
+		r.Header.Set("Authorization", "Bearer "+secret)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Body.String()
+	}
+	var during string
+	h, err = httpx.New(httpx.Config{
+		Service:     petstore.NewService(store),
+		Auth:        petstore.NewKeys(store),
+		Idempotency: readBeforeCommit{Store: store, read: func() { during = list() }},
+		Cache:       httpx.NewCache(nil),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest("POST", "/v1/pets", strings.NewReader(`{"name":"Fresh","categoryId":1}`))
+	r.Header.Set("Authorization", "Bearer "+secret)
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Idempotency-Key", "fresh-1")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != http.StatusCreated {
+		t.Fatalf("create: %d %s", w.Code, w.Body)
+	}
+	if strings.Contains(during, "Fresh") {
+		t.Fatalf("the read during the create saw the uncommitted pet: %s", during)
+	}
+	if after := list(); !strings.Contains(after, "Fresh") {
+		t.Fatalf("the page after the create: %s, want it to list the pet", after)
+	}
+}
