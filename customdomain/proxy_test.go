@@ -52,9 +52,10 @@ func proxiedWorld(t *testing.T) *domaintest.World {
 	edgeSrv := &http.Server{Handler: front}
 	go edgeSrv.Serve(edgeLn)
 	origin, _ := url.Parse("http://" + edgeLn.Addr().String())
-	proxy := httputil.NewSingleHostReverseProxy(origin)
-	director := proxy.Director
-	proxy.Director = func(r *http.Request) { host := r.Host; director(r); r.Host = host } // a CDN keeps the Host
+	proxy := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(origin)
+		pr.Out.Host = pr.In.Host // a CDN keeps the Host
+	}}
 	proxySrv := &http.Server{Handler: proxy}
 	go proxySrv.Serve(proxyLn)
 	t.Cleanup(func() { edgeSrv.Close(); proxySrv.Close() })

@@ -47,17 +47,16 @@ var DefaultPublicLimits = petstore.Limits{PerMinute: 600, PerDay: 20_000}
 // Each field has one writer: withState makes it; authenticate sets key;
 // the router sets route or unrouted; WriteError sets cause.
 type state struct {
-	id          string
-	w           *statuswriter.Writer // the response as the chain wrote it
-	start       time.Time
-	key         petstore.APIKey
-	hasKey      bool
-	route       string
-	unrouted    bool   // refused for its path or method (404, 405): no route
-	cause       string // why a store failed the request (causeTimeout, ...); "" for none
-	conditional bool   // spent the conditional allowance, not the plan's
-	logger      *slog.Logger
-	outages     *outageLogs
+	id       string
+	w        *statuswriter.Writer // the response as the chain wrote it
+	start    time.Time
+	key      petstore.APIKey
+	hasKey   bool
+	route    string
+	unrouted bool   // refused for its path or method (404, 405): no route
+	cause    string // why a store failed the request (causeTimeout, ...); "" for none
+	logger   *slog.Logger
+	outages  *outageLogs
 }
 
 type stateKey struct{}
