@@ -2,6 +2,8 @@ package petstore
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -66,8 +68,19 @@ type KeyStore interface {
 	// SetKeyPlan changes a key's plan and custom limits. Returns not_found.
 	SetKeyPlan(ctx context.Context, id string, plan Plan, limits Limits) (APIKey, error)
 
-	// DeleteKey revokes a key: it no longer authenticates. Returns not_found.
+	// DeleteKey revokes a key: it no longer authenticates, and it is kept
+	// as revoked under its hash (RevokedKey), so that the same secret is
+	// not stored again by accident. Returns not_found.
 	DeleteKey(ctx context.Context, id string) error
+
+	// RevokedKey returns the revoked key stored under hash, or not_found.
+	RevokedKey(ctx context.Context, hash string) (APIKey, error)
+
+	// UnrevokeKey reinstates the revoked key id, with its id, project,
+	// plan and creation time, and forgets its revocation. Returns
+	// not_found if no revoked key has that id, conflict if its secret
+	// was stored again meanwhile.
+	UnrevokeKey(ctx context.Context, id string) (APIKey, error)
 }
 
 // Store is the storage every backend provides: pets and keys. Optional
@@ -249,10 +262,18 @@ func (k *Keys) Create(ctx context.Context, projectID string, plan Plan, limits L
 	return key, secret, nil
 }
 
+// ErrKeyRevoked is wrapped by the error Keys.Ensure returns for a secret
+// whose key was revoked: a revocation sticks, whatever configuration
+// still lists the secret, until Keys.Unrevoke reinstates the key.
+var ErrKeyRevoked = errors.New("key was revoked")
+
 // Ensure stores a key whose secret the operator chose (the -keys flag),
-// or updates its plan when it is stored already, and returns it. The
-// secret must pass CheckSecretStrength (at least 20 characters and about
-// 80 bits): it is stored as an unsalted SHA-256 (HashAPIKey), which only a
+// or updates its plan when it is stored already, and returns it. A
+// secret whose key was revoked is not stored again: Ensure returns that
+// key and an error wrapping ErrKeyRevoked, whose message names the key's
+// id, never the secret. The
+// secret must pass CheckSecretStrength (128 random bits in hex or base64,
+// or a generated key): it is stored as an unsalted SHA-256 (HashAPIKey), which only a
 // secret too random to guess makes safe. Returns invalid_request
 // otherwise.
 func (k *Keys) Ensure(ctx context.Context, secret string, plan Plan, limits Limits) (APIKey, error) {
@@ -262,6 +283,12 @@ func (k *Keys) Ensure(ctx context.Context, secret string, plan Plan, limits Limi
 	if err := CheckSecretStrength(secret); err != nil {
 		return APIKey{}, err
 	}
+	hash := HashAPIKey(secret)
+	if revoked, err := k.store.RevokedKey(ctx, hash); err == nil {
+		return revoked, fmt.Errorf("%w: key %s stays revoked; `keys unrevoke %s` reinstates it", ErrKeyRevoked, revoked.ID, revoked.ID)
+	} else if ErrorCode(err) != CodeNotFound {
+		return APIKey{}, err
+	}
 	key := APIKey{ID: NewKeyID(), ProjectID: NewProjectID(), Plan: plan, CreatedAt: k.now().UTC().Truncate(time.Second)}
 	if plan == PlanEnterprise {
 		key.Limits = limits
@@ -269,7 +296,7 @@ func (k *Keys) Ensure(ctx context.Context, secret string, plan Plan, limits Limi
 	if err := key.Validate(); err != nil {
 		return APIKey{}, err
 	}
-	stored, err := k.store.UpsertKey(ctx, key, HashAPIKey(secret))
+	stored, err := k.store.UpsertKey(ctx, key, hash)
 	if err != nil {
 		return APIKey{}, err
 	}
@@ -302,11 +329,24 @@ func (k *Keys) SetPlan(ctx context.Context, id string, plan Plan, limits Limits)
 // List returns every key, oldest first, without secrets.
 func (k *Keys) List(ctx context.Context) ([]APIKey, error) { return k.store.ListKeys(ctx) }
 
-// Revoke deletes a key so it no longer authenticates. Returns not_found.
+// Revoke deletes a key so it no longer authenticates, and keeps it as
+// revoked: Ensure does not add its secret again. Returns not_found.
 func (k *Keys) Revoke(ctx context.Context, id string) error {
 	if err := k.store.DeleteKey(ctx, id); err != nil {
 		return err
 	}
 	k.changed(ctx, id)
 	return nil
+}
+
+// Unrevoke reinstates a revoked key with its id, project and plan: the
+// explicit operator action that undoes Revoke. Returns not_found if no
+// revoked key has that id, conflict if its secret was stored again.
+func (k *Keys) Unrevoke(ctx context.Context, id string) (APIKey, error) {
+	key, err := k.store.UnrevokeKey(ctx, id)
+	if err != nil {
+		return APIKey{}, err
+	}
+	k.changed(ctx, id)
+	return key, nil
 }

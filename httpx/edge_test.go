@@ -82,7 +82,7 @@ func TestEdgeRoutesByHost(t *testing.T) {
 		{"active domain hides the dashboard", "shop.example.com", "/dashboard/", "", 404, "not_found", "Project settings", ""},
 		{"second project's domain", "other.example.com", "/", "", 200, b, a, ""},
 		{"redirect default 301", "www.example.com", "/a/b?c=d&e", "", 301, "", a, "http://shop.example.com/a/b?c=d&e"},
-		{"redirect keeps the port", "www.example.com:8080", "/", "", 301, "", a, "http://shop.example.com:8080/"},
+		{"redirect drops the client's port", "www.example.com:8080", "/", "", 301, "", a, "http://shop.example.com/"},
 		{"redirect 302", "old.example.com", "/x", "", 302, "", a, "http://shop.example.com/x"},
 		{"redirect 307", "tmp.example.com", "/x", "", 307, "", a, "http://shop.example.com/x"},
 		{"redirect 308", "perm.example.com", "/x", "", 308, "", a, "http://shop.example.com/x"},
@@ -174,8 +174,9 @@ func TestNewEdgeConfig(t *testing.T) {
 	}
 }
 
-// TestEdgeRedirectScheme: behind TLS the Location says https, and a fixed
-// scheme drops the client's port (the TLS listener has its own).
+// TestEdgeRedirectScheme: behind TLS the Location says https, and the
+// client's Host port never reaches the Location (issue 26): it names the
+// target on the scheme's default port.
 func TestEdgeRedirectScheme(t *testing.T) {
 	router := edge.RouterFunc(func(host string) customdomain.RouteAnswer {
 		return customdomain.RouteAnswer{Kind: customdomain.RouteRedirect, Name: host, RedirectTo: "shop.example.com", Status: 0}
@@ -184,6 +185,8 @@ func TestEdgeRedirectScheme(t *testing.T) {
 		scheme, host, want string
 	}{
 		{"", "www.example.com", "http://shop.example.com/p?q=1"},
+		{"", "www.example.com:8080", "http://shop.example.com/p?q=1"},
+		{"", "www.example.com:1", "http://shop.example.com/p?q=1"},
 		{"https", "www.example.com:8080", "https://shop.example.com/p?q=1"},
 	} {
 		t.Run(c.scheme, func(t *testing.T) {

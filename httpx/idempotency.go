@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/petstorekit/petstore"
-	"github.com/petstorekit/petstore/internal/statuswriter"
 )
 
 // idempotencyPurgeEvery is how often expired Idempotency-Key records are
@@ -20,49 +19,46 @@ import (
 // about a day of keys without a background goroutine.
 const idempotencyPurgeEvery = time.Hour
 
-// idempotent makes POST /pets safe to retry (the IETF httpapi
-// Idempotency-Key draft, Stripe's model). A request without the header
-// passes through. With it, the first request claims the key in the store,
-// runs, and its response is stored; a repeat with the same key and body
-// within 24 hours gets that response again with Idempotent-Replayed: true,
-// a repeat with another body is 422 idempotency_key_reused, and a repeat
-// while the first is still running is 409 idempotency_key_in_use. Keys are
-// scoped to the API key, so two clients never see each other's responses.
+// idempotent makes POST /pets and POST /store/orders safe to retry (the
+// IETF httpapi Idempotency-Key draft, Stripe's model). A request without
+// the header passes through. With it, the store runs the operation once
+// per key (petstore.IdempotencyStore.CreateOnce): the pet and the record
+// of its response are committed together, so a retry finds both or
+// neither. A repeat with the same key and body within 24 hours gets the
+// stored response again with Idempotent-Replayed: true, a repeat with
+// another body is 422 idempotency_key_reused, and a repeat while the
+// first is still running waits for it and gets its answer. Keys are
+// scoped to the API key, so two clients never see each other's
+// responses.
 //
-// A 5xx answer is not stored: the key is released so the client's retry
-// runs again. A process that dies mid-request leaves its key in flight;
-// once the claim is older than the lease (petstore.IdempotencyLease), a
-// repeat takes it over and runs, so the key is not locked until the purge.
-// If the response cannot be stored after it was sent, the key also stays
-// in flight for the lease to decide: releasing it would let a retry create
-// a second pet.
+// The operation's response is held until the store has committed: a
+// client is never told 201 about a pet whose record could not be stored.
+// A 5xx answer is not stored (nothing is written) and the retry runs
+// again. When the commit's outcome is unknown (a timeout, a lost
+// connection) the answer is 503 and nothing is released, since nothing
+// was claimed apart from the write itself: the retry finds the record if
+// the commit landed, and runs otherwise.
 //
 // Two bodies are the same request when they decode to the same NewPet:
 // the wrapper is handed the NewPet the operation will create, decoded once
 // by decodeNewPet, and hashes that. So a retry that re-serializes its JSON
 // (other whitespace or field order, unknown fields moved or dropped) is
 // replayed, and two bodies that create different pets never share a hash.
-// A body that does not decode is refused (400) before any key is claimed:
+// A body that does not decode is refused (400) before the store is asked:
 // nothing ran, so there is nothing to replay, and its retry is refused the
 // same way.
 type idempotent[T any] struct {
 	store     petstore.IdempotencyStore
 	now       func() time.Time
 	next      decodedHandler[T]
-	lease     time.Duration
 	lastPurge atomic.Int64 // unix nanoseconds of the last purge
-	retrying  atomic.Int64 // releases being retried in the background
 }
-
-// maxReleaseRetries bounds the releases retried at once: past it a key
-// waits for its lease, as it would if this process had died.
-const maxReleaseRetries = 1024
 
 func newIdempotent[T any](store petstore.IdempotencyStore, now func() time.Time, next decodedHandler[T]) *idempotent[T] {
 	if now == nil {
 		now = time.Now
 	}
-	return &idempotent[T]{store: store, now: now, next: next, lease: petstore.IdempotencyLease}
+	return &idempotent[T]{store: store, now: now, next: next}
 }
 
 // requestHash is the hex SHA-256 of a creation: method, path and the
@@ -79,7 +75,7 @@ func requestHash(method, path string, v any) string {
 	return hex.EncodeToString(sum.Sum(nil))
 }
 
-// serveNewPet runs a decoded POST /pets with Idempotency-Key replay.
+// serve runs a decoded creation with Idempotency-Key replay.
 func (m *idempotent[T]) serve(w http.ResponseWriter, r *http.Request, v T) {
 	vals := r.Header.Values("Idempotency-Key")
 	if len(vals) == 0 {
@@ -96,92 +92,50 @@ func (m *idempotent[T]) serve(w http.ResponseWriter, r *http.Request, v T) {
 	now := m.now().UTC()
 	m.purge(ctx, now)
 	rec := petstore.IdempotencyRecord{Scope: key.ID, Key: vals[0], RequestHash: requestHash(r.Method, r.URL.Path, v), CreatedAt: now}
-	stored, claimed, err := m.store.ClaimIdempotencyKey(ctx, rec)
-	if err == nil && !claimed && now.Sub(stored.CreatedAt) > petstore.IdempotencyTTL {
-		// Expired but not purged yet: purge now and claim afresh.
+	var held *heldResponse
+	commits := &commitHooks{}
+	ctx = context.WithValue(ctx, commitHooksKey{}, commits)
+	create := func(ctx context.Context) (petstore.IdempotencyRecord, bool) {
+		held = &heldResponse{header: http.Header{}}
+		m.next.serve(held, r.WithContext(ctx), v)
+		out := rec
+		out.Completed = true
+		out.Status = held.status
+		out.ContentType = held.header.Get("Content-Type")
+		out.Location = held.header.Get("Location")
+		out.Body = held.body.Bytes()
+		return out, held.status != 0 && held.status < 500
+	}
+	stored, ran, err := m.store.CreateOnce(ctx, rec, create)
+	if err == nil && !ran && now.Sub(stored.CreatedAt) > petstore.IdempotencyTTL {
+		// Expired but not purged yet: purge now and run afresh.
 		if _, err = m.store.PurgeIdempotencyKeys(ctx, now.Add(-petstore.IdempotencyTTL)); err == nil {
-			stored, claimed, err = m.store.ClaimIdempotencyKey(ctx, rec)
+			stored, ran, err = m.store.CreateOnce(ctx, rec, create)
 		}
 	}
-	if err == nil && !claimed && !stored.Completed && stored.RequestHash == rec.RequestHash && now.Sub(stored.CreatedAt) > m.lease {
-		// The first request's process died: its lease is over. Of the
-		// retries that notice, the store lets exactly one take over.
-		claimed, err = m.store.TakeOverIdempotencyKey(ctx, rec, now.Add(-m.lease))
+	if ran {
+		// The creation is committed, or may be: only now may the cache
+		// drop what it changed, or a read between the drop and the
+		// commit would keep the page without the new pet.
+		for _, fn := range commits.fns {
+			fn()
+		}
 	}
 	switch {
 	case err != nil:
+		// Whatever create answered, it was not stored, or not known to
+		// be: the client must retry, and its retry learns the outcome.
 		WriteError(w, r, err)
-		return
-	case !claimed && stored.RequestHash != rec.RequestHash:
+	case ran:
+		held.sendTo(w)
+	case stored.RequestHash != rec.RequestHash:
 		WriteError(w, r, petstore.Errorf(petstore.CodeIdempotencyKeyReused, "this Idempotency-Key was used with a different request; use a new key for a new request"))
-		return
-	case !claimed && !stored.Completed:
+	case !stored.Completed:
 		w.Header().Set("Retry-After", "1")
 		WriteError(w, r, petstore.Errorf(petstore.CodeIdempotencyKeyInUse, "a request with this Idempotency-Key is still being processed; retry later"))
-		return
-	case !claimed:
+	default:
 		replay(w, stored)
-		return
 	}
-
-	// The claim is ours. Whatever happens below, the key must not stay in
-	// flight, and the store must be told even if the client has gone.
-	bg := context.WithoutCancel(ctx)
-	done := false
-	defer func() {
-		if !done {
-			m.release(bg, rec.Scope, rec.Key, now)
-		}
-	}()
-	cw := &captureWriter{Writer: statuswriter.Writer{ResponseWriter: w}}
-	m.next.serve(cw, r, v)
-	if cw.Status == 0 || cw.Status >= 500 {
-		return // released by the deferred call: the retry runs again
-	}
-	rec.Status = cw.Status
-	rec.ContentType = cw.Header().Get("Content-Type")
-	rec.Location = cw.Header().Get("Location")
-	rec.Body = cw.body.Bytes()
-	// The response has been sent: whatever the store says now, the key
-	// must not be released, or a retry would create the pet again. If it
-	// cannot be completed, it stays in flight (409 to retries) until its
-	// lease ends and a retry takes it over.
-	done = true
-	if err := m.store.CompleteIdempotencyKey(bg, rec); err != nil {
-		if info := stateOf(ctx); info != nil {
-			info.logger.Error("storing the Idempotency-Key response; the key stays in flight until its lease ends",
-				"request_id", info.id, "lease", m.lease, "error", err)
-		}
-	}
-}
-
-// release gives up a claim whose request wrote nothing, so that the
-// client's retry runs again. When the store cannot be reached (the outage
-// that failed the request usually fails the release too), it is retried
-// in the background with backoff until it succeeds or half the claim's
-// lease has passed, so the key is retryable as soon as the store is back
-// rather than 409 for the whole lease. Half, because after the lease a
-// retry may take the claim over, and a late release must never delete
-// that newer claim, whatever the skew between two processes' clocks.
-func (m *idempotent[T]) release(ctx context.Context, scope, key string, claimedAt time.Time) {
-	if m.store.ReleaseIdempotencyKey(ctx, scope, key) == nil {
-		return
-	}
-	if m.retrying.Add(1) > maxReleaseRetries {
-		m.retrying.Add(-1)
-		return
-	}
-	go func() {
-		defer m.retrying.Add(-1)
-		wait := 50 * time.Millisecond
-		for m.now().Before(claimedAt.Add(m.lease / 2)) {
-			time.Sleep(wait)
-			if m.store.ReleaseIdempotencyKey(ctx, scope, key) == nil {
-				return
-			}
-			wait = min(2*wait, time.Second)
-		}
-	}()
 }
 
 // purge deletes expired records at most once per idempotencyPurgeEvery.
@@ -208,13 +162,51 @@ func replay(w http.ResponseWriter, rec petstore.IdempotencyRecord) {
 	_, _ = w.Write(rec.Body)
 }
 
-// captureWriter passes a response through and keeps a copy of it.
-type captureWriter struct {
-	statuswriter.Writer
-	body bytes.Buffer
+// commitHooks are what a creation inside CreateOnce asks to run once its
+// transaction has committed (afterCommit).
+type commitHooks struct{ fns []func() }
+
+type commitHooksKey struct{}
+
+// afterCommit runs fn once the creation running under ctx is committed:
+// at once, or, inside an Idempotency-Key's CreateOnce, after its commit.
+func afterCommit(ctx context.Context, fn func()) {
+	if h, ok := ctx.Value(commitHooksKey{}).(*commitHooks); ok {
+		h.fns = append(h.fns, fn)
+		return
+	}
+	fn()
 }
 
-func (w *captureWriter) Write(b []byte) (int, error) {
-	w.body.Write(b)
-	return w.Writer.Write(b)
+// heldResponse keeps a response until the store has committed it: the
+// client must not see a 201 whose record was not stored.
+type heldResponse struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (h *heldResponse) Header() http.Header { return h.header }
+
+func (h *heldResponse) WriteHeader(status int) {
+	if h.status == 0 {
+		h.status = status
+	}
+}
+
+func (h *heldResponse) Write(b []byte) (int, error) {
+	if h.status == 0 {
+		h.status = http.StatusOK
+	}
+	return h.body.Write(b)
+}
+
+// sendTo writes the held response to w.
+func (h *heldResponse) sendTo(w http.ResponseWriter) {
+	dst := w.Header()
+	for k, v := range h.header {
+		dst[k] = v
+	}
+	w.WriteHeader(h.status)
+	_, _ = w.Write(h.body.Bytes())
 }

@@ -24,18 +24,24 @@ type idemEnv struct {
 	idem *failingIdemStore
 }
 
-// failingIdemStore is a real memory store whose CompleteIdempotencyKey
-// can be made to fail, as a database can after the response went out.
+// failingIdemStore is a real memory store whose commits can be made to
+// fail as a database's do: lostReply commits but answers an error (the
+// reply was lost), failCommit writes nothing and answers an error.
 type failingIdemStore struct {
 	*memstore.Store
-	failComplete atomic.Bool
+	lostReply, failCommit atomic.Bool
 }
 
-func (s *failingIdemStore) CompleteIdempotencyKey(ctx context.Context, rec petstore.IdempotencyRecord) error {
-	if s.failComplete.Load() {
-		return fmt.Errorf("database went away")
+func (s *failingIdemStore) CreateOnce(ctx context.Context, rec petstore.IdempotencyRecord, create func(context.Context) (petstore.IdempotencyRecord, bool)) (petstore.IdempotencyRecord, bool, error) {
+	failCommit := s.failCommit.Load()
+	out, ran, err := s.Store.CreateOnce(ctx, rec, func(ctx context.Context) (petstore.IdempotencyRecord, bool) {
+		out, keep := create(ctx)
+		return out, keep && !failCommit
+	})
+	if ran && (failCommit || s.lostReply.Load()) {
+		return petstore.IdempotencyRecord{}, true, petstore.Errorf(petstore.CodeUnavailable, "the database is unavailable; try again later")
 	}
-	return s.Store.CompleteIdempotencyKey(ctx, rec)
+	return out, ran, err
 }
 
 type fakeNow struct {
@@ -82,13 +88,16 @@ func newIdemEnv(t testing.TB) *idemEnv {
 	t.Helper()
 	clock := &fakeNow{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
 	var svc *gatedService
-	idem := &failingIdemStore{Store: memstore.New()}
+	idem := &failingIdemStore{}
 	e := newEnv(t, func(c *httpx.Config) {
 		svc = &gatedService{PetService: c.Service}
 		c.Service = svc
 		c.Idempotency = idem
 		c.Now = clock.Now
 	})
+	// The records are kept by the pets' store, as in production, so a
+	// creation and its record are written together.
+	idem.Store = e.store
 	return &idemEnv{env: e, svc: svc, now: clock, idem: idem}
 }
 
@@ -140,62 +149,38 @@ func TestIdempotentCreate(t *testing.T) {
 			t.Fatalf("%d pets, want 1", n)
 		}
 	})
-	t.Run("crashed claim is taken over after the lease", func(t *testing.T) {
+	t.Run("commit landed, reply lost: the retry gets the stored 201", func(t *testing.T) {
 		t.Parallel()
 		e := newIdemEnv(t)
-		// Claims left in flight by a process that died, as the store
-		// holds them: one within its lease, one past it.
-		scopeRec := func(key string, age time.Duration) petstore.IdempotencyRecord {
-			return petstore.IdempotencyRecord{Scope: e.key.ID, Key: key, CreatedAt: e.now.Now().Add(-age)}
+		e.idem.lostReply.Store(true)
+		if got := e.post(t, "k-1", body); got.Status != 503 || got.Header.Get("Retry-After") == "" {
+			t.Fatalf("first: %d %s, want 503 with Retry-After: the outcome is unknown", got.Status, got.Body)
 		}
-		// The hash must be the retry's: take it from a claim the handler
-		// makes itself on another key.
-		e.post(t, "probe", body)
-		probe, err := e.idem.GetIdempotencyKey(context.Background(), e.key.ID, "probe")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range []struct {
-			key    string
-			age    time.Duration
-			status int
-		}{
-			{"young", petstore.IdempotencyLease, 409},
-			{"stale", petstore.IdempotencyLease + time.Second, 201},
-		} {
-			r := scopeRec(c.key, c.age)
-			r.RequestHash = probe.RequestHash
-			if _, claimed, err := e.idem.ClaimIdempotencyKey(context.Background(), r); err != nil || !claimed {
-				t.Fatalf("seeding %s: %v %v", c.key, claimed, err)
-			}
-			if got := e.post(t, c.key, body); got.Status != c.status {
-				t.Fatalf("%s claim: retry status %d, want %d: %s", c.key, got.Status, c.status, got.Body)
-			}
-		}
-		if n := e.petCount(t); n != 2 {
-			t.Fatalf("%d pets, want 2 (the probe and the takeover)", n)
-		}
-		if got := e.post(t, "stale", body); got.Status != 201 || got.Header.Get("Idempotent-Replayed") != "true" {
-			t.Fatalf("after the takeover: %d replayed %q, want the stored 201", got.Status, got.Header.Get("Idempotent-Replayed"))
-		}
-	})
-	t.Run("response sent but not stored keeps the key", func(t *testing.T) {
-		t.Parallel()
-		e := newIdemEnv(t)
-		e.idem.failComplete.Store(true)
-		if got := e.post(t, "k-1", body); got.Status != 201 {
-			t.Fatalf("first: %d %s, want 201", got.Status, got.Body)
-		}
-		// The client got its pet; a retry must not create another one
-		// while the lease lasts.
-		if got := e.post(t, "k-1", body); got.Status != 409 || got.errorBody(t).Code != petstore.CodeIdempotencyKeyInUse {
-			t.Fatalf("retry: %d %s, want 409 idempotency_key_in_use", got.Status, got.Body)
+		e.idem.lostReply.Store(false)
+		got := e.post(t, "k-1", body)
+		if got.Status != 201 || got.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("retry: %d replayed %q, want the stored 201", got.Status, got.Header.Get("Idempotent-Replayed"))
 		}
 		if n := e.petCount(t); n != 1 {
 			t.Fatalf("%d pets, want 1", n)
 		}
-		if !strings.Contains(e.logs.String(), "storing the Idempotency-Key response") {
-			t.Fatalf("the failure was not logged:\n%s", e.logs.String())
+	})
+	t.Run("commit failed: no 201 is sent and the retry creates", func(t *testing.T) {
+		t.Parallel()
+		e := newIdemEnv(t)
+		e.idem.failCommit.Store(true)
+		if got := e.post(t, "k-1", body); got.Status != 503 || got.Header.Get("Location") != "" {
+			t.Fatalf("first: %d %s (Location %q), want 503 and no trace of the 201", got.Status, got.Body, got.Header.Get("Location"))
+		}
+		if n := e.petCount(t); n != 0 {
+			t.Fatalf("%d pets after a failed commit, want 0", n)
+		}
+		e.idem.failCommit.Store(false)
+		if got := e.post(t, "k-1", body); got.Status != 201 || got.Header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("retry: %d replayed %q, want a fresh 201", got.Status, got.Header.Get("Idempotent-Replayed"))
+		}
+		if n := e.petCount(t); n != 1 {
+			t.Fatalf("%d pets, want 1", n)
 		}
 	})
 	t.Run("different body", func(t *testing.T) {
@@ -210,7 +195,7 @@ func TestIdempotentCreate(t *testing.T) {
 			t.Fatalf("%d pets, want 1", n)
 		}
 	})
-	t.Run("in flight", func(t *testing.T) {
+	t.Run("in flight: a repeat waits for the answer", func(t *testing.T) {
 		t.Parallel()
 		e := newIdemEnv(t)
 		e.svc.gate, e.svc.entered = make(chan struct{}), make(chan struct{}, 1)
@@ -221,13 +206,15 @@ func TestIdempotentCreate(t *testing.T) {
 		gate := e.svc.gate
 		e.svc.gate = nil
 		e.svc.mu.Unlock()
-		got := e.post(t, "k-1", body)
-		if got.Status != 409 || got.errorBody(t).Code != petstore.CodeIdempotencyKeyInUse || got.Header.Get("Retry-After") == "" {
-			t.Fatalf("while in flight: %d %s, want 409 idempotency_key_in_use with Retry-After", got.Status, got.Body)
-		}
+		// The repeat waits for the first and answers what it answered.
+		second := make(chan response, 1)
+		go func() { second <- e.post(t, "k-1", body) }()
 		close(gate)
 		if first := <-done; first.Status != 201 {
 			t.Fatalf("first request: %d", first.Status)
+		}
+		if got := <-second; got.Status != 201 || got.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("repeat while in flight: %d %s, replayed %q; want the first's 201", got.Status, got.Body, got.Header.Get("Idempotent-Replayed"))
 		}
 		if got := e.post(t, "k-1", body); got.Status != 201 || got.Header.Get("Idempotent-Replayed") != "true" {
 			t.Fatalf("after completion: %d, replayed %q", got.Status, got.Header.Get("Idempotent-Replayed"))
@@ -249,8 +236,8 @@ func TestIdempotentCreate(t *testing.T) {
 		}
 		wg.Wait()
 		for _, s := range statuses {
-			if s != 201 && s != 409 {
-				t.Fatalf("statuses %v, want only 201 and 409", statuses)
+			if s != 201 {
+				t.Fatalf("statuses %v, want only 201", statuses)
 			}
 		}
 		if n := e.petCount(t); n != 1 {

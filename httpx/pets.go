@@ -59,7 +59,7 @@ func (c petCreator) serve(w http.ResponseWriter, r *http.Request, np petstore.Ne
 	pet, err := c.a.svc.CreatePet(r.Context(), np)
 	var e *encoded
 	if err == nil {
-		c.a.cache.created(pet)
+		afterCommit(r.Context(), func() { c.a.cache.created(pet) })
 		if e, err = encode(pet, ""); err == nil {
 			w.Header().Set("Location", c.a.petsPath+"/"+itoa(pet.ID))
 			writeEncoded(w, r, http.StatusCreated, e)

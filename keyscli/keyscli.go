@@ -22,8 +22,11 @@ const Usage = `usage:
   keys create [-plan free|pro|business|enterprise] [-project ID] [-per-minute N -per-day N]
   keys list
   keys revoke ID
+  keys unrevoke ID
   keys set-plan ID PLAN [-per-minute N -per-day N]
--per-minute and -per-day set the custom limits of the enterprise plan.`
+-per-minute and -per-day set the custom limits of the enterprise plan.
+A revoked key stays revoked, even when a server's -keys still lists it,
+until "keys unrevoke ID" reinstates it with its id, project and plan.`
 
 // ErrUsage is wrapped by the errors Run returns for a malformed command
 // line; a server prints Usage and exits with status 2 for them.
@@ -33,8 +36,8 @@ func usagef(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrUsage}, args...)...)
 }
 
-// Run executes the keys subcommand in args (args[0] is create, list, revoke
-// or set-plan) against store, writing its output to w. Secrets appear in
+// Run executes the keys subcommand in args (args[0] is create, list,
+// revoke, unrevoke or set-plan) against store, writing its output to w. Secrets appear in
 // the output of create only. opts configure the key manager; running
 // servers that cache keys (keycache) learn of a revoke or a plan change
 // through the hook of petstore.WithKeyChangeHook.
@@ -60,7 +63,7 @@ func Run(ctx context.Context, store petstore.KeyStore, args []string, w io.Write
 	case "set-plan":
 		fs.Int64Var(&perMinute, "per-minute", 0, "enterprise requests per minute")
 		fs.Int64Var(&perDay, "per-day", 0, "enterprise requests per day")
-	case "list", "revoke":
+	case "list", "revoke", "unrevoke":
 	default:
 		return usagef("unknown subcommand %q", cmd)
 	}
@@ -108,7 +111,17 @@ func Run(ctx context.Context, store petstore.KeyStore, args []string, w io.Write
 		if err := keys.Revoke(ctx, pos[0]); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "revoked %s\n", pos[0])
+		fmt.Fprintf(w, "revoked %s: it stays revoked, even where -keys lists its secret, until \"keys unrevoke %s\"\n", pos[0], pos[0])
+		return nil
+	case "unrevoke":
+		if len(pos) != 1 {
+			return usagef("unrevoke takes one key id")
+		}
+		k, err := keys.Unrevoke(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "reinstated %s (project %s, plan %s)\n", k.ID, k.ProjectID, k.Plan)
 		return nil
 	default: // set-plan
 		if len(pos) != 2 {

@@ -126,7 +126,7 @@ func ExampleRun() {
 	}
 	store := bunstore.New(db)
 	// An operator's key, as the server's -keys flag would store it.
-	if _, err := petstore.NewKeys(store).Ensure(ctx, "psk_Operator7kW2xQ9mB4vT", petstore.PlanBusiness, petstore.Limits{}); err != nil {
+	if _, err := petstore.NewKeys(store).Ensure(ctx, "psk_Operator7kW2xQ9mB4vTJd6", petstore.PlanBusiness, petstore.Limits{}); err != nil {
 		panic(err)
 	}
 
@@ -141,4 +141,41 @@ func ExampleRun() {
 	// Output:
 	// [ID PROJECT PLAN PER MINUTE PER DAY CREATED]
 	// 1 key on plan business
+}
+
+// TestRevokeSticksUntilUnrevoke: a key listed by an operator and revoked
+// is not added again by Ensure (what a restart runs); unrevoke brings it
+// back with its id, and its usage errors are usage errors.
+func TestRevokeSticksUntilUnrevoke(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	keys := petstore.NewKeys(s)
+	spec := keyscli.Spec{Secret: keyA, Plan: petstore.PlanPro}
+	if err := keyscli.Ensure(ctx, keys, []keyscli.Spec{spec}, nil); err != nil {
+		t.Fatal(err)
+	}
+	k, err := keys.Authenticate(ctx, keyA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(t, s, "revoke", k.ID); err != nil || !strings.Contains(out, "keys unrevoke "+k.ID) {
+		t.Fatalf("revoke: %v %q", err, out)
+	}
+	if err := keyscli.Ensure(ctx, keys, []keyscli.Spec{spec}, nil); err != nil {
+		t.Fatalf("Ensure of a revoked key must go on without it: %v", err)
+	}
+	if _, err := keys.Authenticate(ctx, keyA); petstore.ErrorCode(err) != petstore.CodeUnauthorized {
+		t.Fatalf("revoked key after Ensure: %v, want unauthorized", err)
+	}
+	for _, args := range [][]string{{"unrevoke"}, {"unrevoke", "a", "b"}} {
+		if _, err := run(t, s, args...); !errors.Is(err, keyscli.ErrUsage) {
+			t.Fatalf("%v: %v, want a usage error", args, err)
+		}
+	}
+	if out, err := run(t, s, "unrevoke", k.ID); err != nil || !strings.Contains(out, "reinstated "+k.ID) {
+		t.Fatalf("unrevoke: %v %q", err, out)
+	}
+	if got, err := keys.Authenticate(ctx, keyA); err != nil || got.ID != k.ID || got.ProjectID != k.ProjectID {
+		t.Fatalf("after unrevoke: %+v, %v; want %+v", got, err, k)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 
@@ -19,9 +20,9 @@ type Spec struct {
 
 // ParseSpecs reads the -keys flag: a comma-separated list of KEY:PLAN
 // (free, pro or business) or KEY:enterprise:PERMIN/PERDAY. The plan is read
-// from the end, so a key may itself contain colons. Every KEY must pass
-// petstore.CheckSecretStrength (at least 20 characters and about 80 bits
-// of estimated entropy) and appear once: keys are stored as unsalted
+// from the end. Every KEY must pass
+// petstore.CheckSecretStrength (128 random bits in hex or base64, or a
+// generated key) and appear once: keys are stored as unsalted
 // hashes, safe only for secrets too random to guess, and a secret given
 // twice would silently keep only one plan. Errors name the key by its
 // position, never by its text.
@@ -71,27 +72,48 @@ func ParseSpecs(s string) ([]Spec, error) {
 
 // Ensure stores every spec's key, or updates its plan when it is stored
 // already: each new key becomes its own project. It refuses, before
-// storing any, a weak secret or one given twice, as ParseSpecs does.
-func Ensure(ctx context.Context, keys *petstore.Keys, specs []Spec) error {
+// storing any, a weak secret or one given twice, as ParseSpecs does. A
+// spec whose key was revoked is not stored again: Ensure says so on
+// logger, once, by the spec's position and the key's id (never the
+// secret), and goes on with the others.
+func Ensure(ctx context.Context, keys *petstore.Keys, specs []Spec, logger *slog.Logger) error {
 	seen := map[string]int{}
 	for i, s := range specs {
 		if err := checkSecret(s.Secret, i+1, seen); err != nil {
 			return err
 		}
 	}
-	for _, s := range specs {
-		if _, err := keys.Ensure(ctx, s.Secret, s.Plan, s.Limits); err != nil {
-			return fmt.Errorf("store key: %w", err)
+	for i, s := range specs {
+		if _, _, err := EnsureOne(ctx, keys, s, i+1, logger); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// EnsureOne stores the n-th spec's key (1-based) as Ensure does. It
+// returns the key, and stored false when the key was revoked and is left
+// so, which it logs.
+func EnsureOne(ctx context.Context, keys *petstore.Keys, s Spec, n int, logger *slog.Logger) (key petstore.APIKey, stored bool, err error) {
+	k, err := keys.Ensure(ctx, s.Secret, s.Plan, s.Limits)
+	if errors.Is(err, petstore.ErrKeyRevoked) {
+		if logger != nil {
+			logger.Warn("a key listed in -keys was revoked and is not added again; \"keys unrevoke ID\" reinstates it",
+				"key", fmt.Sprintf("#%d", n), "id", k.ID, "project", k.ProjectID)
+		}
+		return k, false, nil
+	}
+	if err != nil {
+		return petstore.APIKey{}, false, fmt.Errorf("store key: %w", err)
+	}
+	return k, true, nil
 }
 
 // checkSecret refuses the n-th key (1-based) when it is weak or when an
 // earlier one had the same secret, recording it in seen.
 func checkSecret(secret string, n int, seen map[string]int) error {
 	if err := petstore.CheckSecretStrength(secret); err != nil {
-		// "key has only…" becomes "key #2 has only…".
+		// "key is too guessable…" becomes "key #2 is too guessable…".
 		return fmt.Errorf("key #%d %s", n, strings.TrimPrefix(petstore.ErrorMessage(err), "key "))
 	}
 	if first, dup := seen[secret]; dup {

@@ -12,9 +12,9 @@ import (
 
 // Secrets strong enough for petstore.CheckSecretStrength.
 const (
-	keyA = "psk_Alpha3kW9xQ2mT7vB4n"
-	keyB = "psk_Bravo8jR2pZ6cY1wN5x"
-	keyC = "psk_Charlie4gH7tL9qD2fS"
+	keyA = "psk_Alpha3kW9xQ2mT7vB4nZrE"
+	keyB = "psk_Bravo8jR2pZ6cY1wN5xHq4"
+	keyC = "psk_Charlie4gH7tL9qD2fSVm8"
 )
 
 func TestParseSpecs(t *testing.T) {
@@ -26,9 +26,9 @@ func TestParseSpecs(t *testing.T) {
 	}{
 		{in: "", want: nil},
 		{in: keyA + ":free, " + keyB + ":PRO," + keyC + ":business", want: []keyscli.Spec{{keyA, petstore.PlanFree, none}, {keyB, petstore.PlanPro, none}, {keyC, petstore.PlanBusiness, none}}},
-		{in: keyA + ":y:pro", want: []keyscli.Spec{{keyA + ":y", petstore.PlanPro, none}}},
+		{in: keyA + ":y:pro", bad: "key #1 is too guessable"}, // a colon is in no documented alphabet
 		{in: keyA + ":enterprise:100/5000", want: []keyscli.Spec{{keyA, petstore.PlanEnterprise, petstore.Limits{PerMinute: 100, PerDay: 5000}}}},
-		{in: keyA + ":b:enterprise:1/2", want: []keyscli.Spec{{keyA + ":b", petstore.PlanEnterprise, petstore.Limits{PerMinute: 1, PerDay: 2}}}},
+		{in: keyA + ":b:enterprise:1/2", bad: "key #1 is too guessable"},
 		{in: "nokey", bad: "KEY:PLAN"},
 		{in: ":pro", bad: "empty"},
 		{in: keyA + ":gold", bad: "unknown plan"},
@@ -39,10 +39,11 @@ func TestParseSpecs(t *testing.T) {
 		{in: keyA + ":enterprise:x/5", bad: "enterprise limits"},
 		// Weak and repeated secrets: stored as unsalted hashes, they must
 		// not be guessable.
-		{in: "a:pro", bad: "key #1 has only 1 characters"},
-		{in: keyA + ":free,KEY:enterprise:1/100", bad: "key #2 has only 3"},
+		{in: "a:pro", bad: "key #1 is too guessable"},
+		{in: keyA + ":free,KEY:enterprise:1/100", bad: "key #2 is too guessable"},
+		{in: "correcthorsebatterystaple:free", bad: "too guessable"},
 		{in: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa:free", bad: "too guessable"},
-		{in: "password1234567890ab:free", bad: "too guessable"},
+		{in: "password1234567890abcdefgh:free", bad: "too guessable"},
 		{in: "abcdefghijklmnopqrstuvwxyz:free", bad: "too guessable"},
 		{in: keyA + ":free," + keyB + ":pro," + keyA + ":business", bad: "key #3 is the same secret as key #1"},
 	}
@@ -83,7 +84,7 @@ func TestEnsureRefusesWeakAndDuplicateSecrets(t *testing.T) {
 		{{Secret: keyA, Plan: petstore.PlanFree}, {Secret: "short", Plan: petstore.PlanPro}},
 		{{Secret: keyA, Plan: petstore.PlanFree}, {Secret: keyA, Plan: petstore.PlanPro}},
 	} {
-		if err := keyscli.Ensure(ctx, keys, specs); err == nil {
+		if err := keyscli.Ensure(ctx, keys, specs, nil); err == nil {
 			t.Fatalf("Ensure(%d specs) accepted a weak or repeated secret", len(specs))
 		}
 	}
@@ -93,7 +94,7 @@ func TestEnsureRefusesWeakAndDuplicateSecrets(t *testing.T) {
 	if _, err := keys.Ensure(ctx, "tooweak", petstore.PlanFree, petstore.Limits{}); petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
 		t.Fatalf("Keys.Ensure of a weak secret: %v, want invalid_request", err)
 	}
-	if err := keyscli.Ensure(ctx, keys, []keyscli.Spec{{Secret: keyA, Plan: petstore.PlanFree}, {Secret: keyB, Plan: petstore.PlanPro}}); err != nil {
+	if err := keyscli.Ensure(ctx, keys, []keyscli.Spec{{Secret: keyA, Plan: petstore.PlanFree}, {Secret: keyB, Plan: petstore.PlanPro}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := keys.Authenticate(ctx, keyB); err != nil {

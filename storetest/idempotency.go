@@ -44,56 +44,117 @@ func RunIdempotency(t *testing.T, open Opener) {
 		}
 	}
 
-	t.Run("ClaimCompleteGet", func(t *testing.T) {
-		t.Parallel()
-		s := idem(t)
-		r := rec("key_a", "k1")
-		got, claimed, err := s.ClaimIdempotencyKey(ctx, r)
-		if err != nil || !claimed {
-			t.Fatalf("first claim = %v, %v; want claimed", claimed, err)
+	// response is what a create answers: a 201 naming the pet it made.
+	response := func(r petstore.IdempotencyRecord, pet petstore.Pet) petstore.IdempotencyRecord {
+		r.Completed, r.Status, r.ContentType = true, 201, "application/json"
+		r.Location = fmt.Sprint("/v1/pets/", pet.ID)
+		r.Body = []byte(fmt.Sprintf(`{"id":%d,"name":"Rex 🐕"}`, pet.ID))
+		return r
+	}
+	// createPet is a create that makes a pet through the store, as the
+	// API's does, and keeps the response when keep is set.
+	createPet := func(t *testing.T, s petstore.IdempotencyStore, r petstore.IdempotencyRecord, name string, keep bool) func(context.Context) (petstore.IdempotencyRecord, bool) {
+		return func(ctx context.Context) (petstore.IdempotencyRecord, bool) {
+			pet, err := s.(petstore.PetStore).CreatePet(ctx, petstore.NewPet{Name: name})
+			if err != nil {
+				t.Errorf("CreatePet inside CreateOnce: %v", err)
+				return r, false
+			}
+			return response(r, pet), keep
 		}
-		sameRecord(t, got, r)
-		again := r
-		again.RequestHash = "other"
-		got, claimed, err = s.ClaimIdempotencyKey(ctx, again)
-		if err != nil || claimed {
-			t.Fatalf("second claim = %v, %v; want the stored record", claimed, err)
-		}
-		sameRecord(t, got, r)
-
-		done := r
-		done.Completed, done.Status, done.ContentType, done.Location = true, 201, "application/json", "/v1/pets/7"
-		done.Body = []byte(`{"id":7,"name":"Rex 🐕","categoryId":1}`)
-		if err := s.CompleteIdempotencyKey(ctx, done); err != nil {
-			t.Fatal(err)
-		}
-		got, err = s.GetIdempotencyKey(ctx, "key_a", "k1")
+	}
+	petsNamed := func(t *testing.T, s petstore.IdempotencyStore, name string) int {
+		t.Helper()
+		pets, err := s.(petstore.PetStore).ListPets(ctx, petstore.PetQuery{Limit: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
-		sameRecord(t, got, done)
-		got, claimed, err = s.ClaimIdempotencyKey(ctx, r)
-		if err != nil || claimed {
-			t.Fatalf("claim after completion = %v, %v", claimed, err)
+		n := 0
+		for _, p := range pets {
+			if p.Name == name {
+				n++
+			}
 		}
-		sameRecord(t, got, done)
+		return n
+	}
+
+	t.Run("RunsOnceAndKeeps", func(t *testing.T) {
+		t.Parallel()
+		s := idem(t)
+		r := rec("key_a", "k1")
+		got, ran, err := s.CreateOnce(ctx, r, createPet(t, s, r, "once", true))
+		if err != nil || !ran {
+			t.Fatalf("first CreateOnce = %v, %v; want ran", ran, err)
+		}
+		want := got
+		stored, err := s.GetIdempotencyKey(ctx, "key_a", "k1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameRecord(t, stored, want)
+		again := r
+		again.RequestHash = "other"
+		got, ran, err = s.CreateOnce(ctx, again, func(context.Context) (petstore.IdempotencyRecord, bool) {
+			t.Error("create ran for a stored key")
+			return again, true
+		})
+		if err != nil || ran {
+			t.Fatalf("second CreateOnce = %v, %v; want the stored record", ran, err)
+		}
+		sameRecord(t, got, want)
+		if n := petsNamed(t, s, "once"); n != 1 {
+			t.Fatalf("%d pets made, want 1", n)
+		}
+	})
+	t.Run("NotKeptWritesNothing", func(t *testing.T) {
+		t.Parallel()
+		s := idem(t)
+		r := rec("key_a", "5xx")
+		if _, ran, err := s.CreateOnce(ctx, r, createPet(t, s, r, "taken-back", false)); err != nil || !ran {
+			t.Fatalf("CreateOnce = %v, %v; want ran", ran, err)
+		}
+		_, err := s.GetIdempotencyKey(ctx, "key_a", "5xx")
+		wantCode(t, err, petstore.CodeNotFound)
+		if n := petsNamed(t, s, "taken-back"); n != 0 {
+			t.Fatalf("%d pets of a response not kept remain, want 0", n)
+		}
+		// The retry runs.
+		if _, ran, err := s.CreateOnce(ctx, r, createPet(t, s, r, "taken-back", true)); err != nil || !ran {
+			t.Fatalf("retry = %v, %v; want ran", ran, err)
+		}
+		if n := petsNamed(t, s, "taken-back"); n != 1 {
+			t.Fatalf("%d pets after the retry, want 1", n)
+		}
+	})
+	t.Run("KeepsAResponseWithoutCreation", func(t *testing.T) {
+		t.Parallel()
+		s := idem(t)
+		r := rec("key_a", "400")
+		out := r
+		out.Completed, out.Status, out.ContentType = true, 400, "application/json"
+		if _, ran, err := s.CreateOnce(ctx, r, func(context.Context) (petstore.IdempotencyRecord, bool) { return out, true }); err != nil || !ran {
+			t.Fatalf("CreateOnce = %v, %v", ran, err)
+		}
+		got, err := s.GetIdempotencyKey(ctx, "key_a", "400")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.Body = []byte{} // stored empty, never absent
+		sameRecord(t, got, out)
 	})
 	t.Run("Missing", func(t *testing.T) {
 		t.Parallel()
 		s := idem(t)
 		_, err := s.GetIdempotencyKey(ctx, "key_a", "nope")
 		wantCode(t, err, petstore.CodeNotFound)
-		wantCode(t, s.CompleteIdempotencyKey(ctx, rec("key_a", "nope")), petstore.CodeNotFound)
-		if err := s.ReleaseIdempotencyKey(ctx, "key_a", "nope"); err != nil {
-			t.Fatalf("release of a missing key: %v", err)
-		}
 	})
 	t.Run("ScopedPerAPIKey", func(t *testing.T) {
 		t.Parallel()
 		s := idem(t)
 		for _, scope := range []string{"key_a", "key_b"} {
-			if _, claimed, err := s.ClaimIdempotencyKey(ctx, rec(scope, "shared")); err != nil || !claimed {
-				t.Fatalf("claim in scope %s = %v, %v; want claimed", scope, claimed, err)
+			r := rec(scope, "shared")
+			if _, ran, err := s.CreateOnce(ctx, r, func(context.Context) (petstore.IdempotencyRecord, bool) { return response(r, petstore.Pet{}), true }); err != nil || !ran {
+				t.Fatalf("CreateOnce in scope %s = %v, %v; want ran", scope, ran, err)
 			}
 		}
 	})
@@ -103,35 +164,10 @@ func RunIdempotency(t *testing.T, open Opener) {
 		// Keys differing only in case or trailing space are different keys,
 		// whatever the database's collation does.
 		for _, k := range []string{"abc", "ABC", "abc ", "a\\b'c\"%_", string(bytes.Repeat([]byte("x"), petstore.MaxIdempotencyKeyLength))} {
-			if _, claimed, err := s.ClaimIdempotencyKey(ctx, rec("key_a", k)); err != nil || !claimed {
-				t.Fatalf("claim %q = %v, %v; want claimed", k, claimed, err)
+			r := rec("key_a", k)
+			if _, ran, err := s.CreateOnce(ctx, r, func(context.Context) (petstore.IdempotencyRecord, bool) { return response(r, petstore.Pet{}), true }); err != nil || !ran {
+				t.Fatalf("CreateOnce %q = %v, %v; want ran", k, ran, err)
 			}
-		}
-	})
-	t.Run("ReleaseOnlyInFlight", func(t *testing.T) {
-		t.Parallel()
-		s := idem(t)
-		r := rec("key_a", "rel")
-		if _, _, err := s.ClaimIdempotencyKey(ctx, r); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.ReleaseIdempotencyKey(ctx, "key_a", "rel"); err != nil {
-			t.Fatal(err)
-		}
-		if _, claimed, err := s.ClaimIdempotencyKey(ctx, r); err != nil || !claimed {
-			t.Fatalf("claim after release = %v, %v; want claimed", claimed, err)
-		}
-		done := r
-		done.Completed, done.Status = true, 400
-		if err := s.CompleteIdempotencyKey(ctx, done); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.ReleaseIdempotencyKey(ctx, "key_a", "rel"); err != nil {
-			t.Fatal(err)
-		}
-		got, err := s.GetIdempotencyKey(ctx, "key_a", "rel")
-		if err != nil || !got.Completed || got.Status != 400 {
-			t.Fatalf("completed record after release = %+v, %v; want kept", got, err)
 		}
 	})
 	t.Run("PurgeOlderThan", func(t *testing.T) {
@@ -141,7 +177,7 @@ func RunIdempotency(t *testing.T, open Opener) {
 		old.CreatedAt = now.Add(-25 * time.Hour)
 		young := rec("key_a", "young")
 		for _, r := range []petstore.IdempotencyRecord{old, young} {
-			if _, _, err := s.ClaimIdempotencyKey(ctx, r); err != nil {
+			if _, _, err := s.CreateOnce(ctx, r, func(context.Context) (petstore.IdempotencyRecord, bool) { return response(r, petstore.Pet{}), true }); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -155,107 +191,43 @@ func RunIdempotency(t *testing.T, open Opener) {
 			t.Fatalf("young record purged: %v", err)
 		}
 	})
-	t.Run("ConcurrentClaimsOneWinner", func(t *testing.T) {
+	t.Run("ConcurrentCallsCreateOnce", func(t *testing.T) {
 		t.Parallel()
 		s := idem(t)
-		const n = 32
-		var wins atomic.Int32
+		const n = 16
+		var runs atomic.Int32
 		var wg sync.WaitGroup
 		errs := make([]error, n)
+		got := make([]petstore.IdempotencyRecord, n)
 		for i := range n {
 			wg.Go(func() {
 				r := rec("key_a", "race")
-				r.RequestHash = fmt.Sprint("h", i)
-				_, claimed, err := s.ClaimIdempotencyKey(ctx, r)
-				if claimed {
-					wins.Add(1)
-				}
-				errs[i] = err
+				create := createPet(t, s, r, "raced", true)
+				got[i], _, errs[i] = s.CreateOnce(ctx, r, func(ctx context.Context) (petstore.IdempotencyRecord, bool) {
+					runs.Add(1)
+					return create(ctx)
+				})
 			})
 		}
 		wg.Wait()
 		for i, err := range errs {
 			if err != nil {
-				t.Fatalf("claim %d: %v", i, err)
+				t.Fatalf("CreateOnce %d: %v", i, err)
 			}
+			sameRecord(t, got[i], got[0])
 		}
-		if got := wins.Load(); got != 1 {
-			t.Fatalf("%d concurrent claims won, want exactly 1", got)
+		if made := petsNamed(t, s, "raced"); made != 1 {
+			t.Fatalf("%d pets made by %d concurrent calls with one key (%d ran), want 1", made, n, runs.Load())
 		}
-	})
-	t.Run("TakeOverStale", func(t *testing.T) {
-		t.Parallel()
-		s := idem(t)
-		lease := 2 * time.Minute
-		staleBefore := now.Add(-lease)
-		claim := func(key string, age time.Duration, complete bool) {
-			t.Helper()
-			r := rec("key_a", key)
-			r.CreatedAt = now.Add(-age)
-			if _, claimed, err := s.ClaimIdempotencyKey(ctx, r); err != nil || !claimed {
-				t.Fatalf("claim %s = %v, %v", key, claimed, err)
-			}
-			if complete {
-				r.Completed, r.Status = true, 201
-				if err := s.CompleteIdempotencyKey(ctx, r); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		claim("fresh", time.Minute, false)
-		claim("done", 3*time.Minute, true)
-		for _, key := range []string{"fresh", "done", "missing"} {
-			took, err := s.TakeOverIdempotencyKey(ctx, rec("key_a", key), staleBefore)
-			if err != nil || took {
-				t.Fatalf("take over %s = %v, %v; want left alone", key, took, err)
-			}
-		}
-		if got, err := s.GetIdempotencyKey(ctx, "key_a", "done"); err != nil || !got.Completed || got.Status != 201 {
-			t.Fatalf("completed record after a takeover attempt = %+v, %v", got, err)
-		}
-
-		// Two (and more) retries race to take over a crashed claim:
-		// exactly one may run the request again.
-		claim("crashed", 3*time.Minute, false)
-		const n = 8
-		var wins atomic.Int32
-		var wg sync.WaitGroup
-		errs := make([]error, n)
-		for i := range n {
-			wg.Go(func() {
-				r := rec("key_a", "crashed")
-				r.RequestHash = "h-retry"
-				took, err := s.TakeOverIdempotencyKey(ctx, r, staleBefore)
-				if took {
-					wins.Add(1)
-				}
-				errs[i] = err
-			})
-		}
-		wg.Wait()
-		for i, err := range errs {
-			if err != nil {
-				t.Fatalf("takeover %d: %v", i, err)
-			}
-		}
-		if got := wins.Load(); got != 1 {
-			t.Fatalf("%d concurrent takeovers won, want exactly 1", got)
-		}
-		want := rec("key_a", "crashed")
-		want.RequestHash = "h-retry"
-		got, err := s.GetIdempotencyKey(ctx, "key_a", "crashed")
-		if err != nil {
-			t.Fatal(err)
-		}
-		sameRecord(t, got, want)
 	})
 	t.Run("CanceledContext", func(t *testing.T) {
 		t.Parallel()
 		s := idem(t)
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		if _, _, err := s.ClaimIdempotencyKey(cctx, rec("key_a", "c")); err == nil {
-			t.Fatal("claim with a canceled context succeeded")
+		r := rec("key_a", "c")
+		if _, _, err := s.CreateOnce(cctx, r, func(context.Context) (petstore.IdempotencyRecord, bool) { return response(r, petstore.Pet{}), true }); err == nil {
+			t.Fatal("CreateOnce with a canceled context succeeded")
 		}
 		_, err := s.GetIdempotencyKey(ctx, "key_a", "c")
 		wantCode(t, err, petstore.CodeNotFound)

@@ -15,6 +15,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -325,18 +326,18 @@ func RunKeys(t *testing.T, open Opener) {
 		t.Parallel()
 		s := open(t)
 		keys := petstore.NewKeys(s)
-		first, err := keys.Ensure(ctx, "psk_Chosen4mT9xB2wQ6kZ8r", petstore.PlanFree, petstore.Limits{})
+		first, err := keys.Ensure(ctx, "psk_Chosen4mT9xB2wQ6kZ8rNh3", petstore.PlanFree, petstore.Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		second, err := keys.Ensure(ctx, "psk_Chosen4mT9xB2wQ6kZ8r", petstore.PlanEnterprise, petstore.Limits{PerMinute: 5, PerDay: 50})
+		second, err := keys.Ensure(ctx, "psk_Chosen4mT9xB2wQ6kZ8rNh3", petstore.PlanEnterprise, petstore.Limits{PerMinute: 5, PerDay: 50})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if second.ID != first.ID || second.ProjectID != first.ProjectID || second.Plan != petstore.PlanEnterprise {
 			t.Fatalf("second Ensure = %+v, want same id/project as %+v on enterprise", second, first)
 		}
-		got, err := keys.Authenticate(ctx, "psk_Chosen4mT9xB2wQ6kZ8r")
+		got, err := keys.Authenticate(ctx, "psk_Chosen4mT9xB2wQ6kZ8rNh3")
 		if err != nil || got.EffectiveLimits() != (petstore.Limits{PerMinute: 5, PerDay: 50}) {
 			t.Fatalf("Authenticate = %+v, %v", got, err)
 		}
@@ -388,6 +389,43 @@ func RunKeys(t *testing.T, open Opener) {
 		wantCode(t, keys.Revoke(ctx, ids[1]), petstore.CodeNotFound)
 		if all, _ := keys.List(ctx); len(all) != 2 {
 			t.Fatalf("%d keys after revoke, want 2", len(all))
+		}
+	})
+	t.Run("RevocationSticks", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		keys := petstore.NewKeys(s)
+		const secret = "psk_Sticky7dQ2wN9xK4vB8mR3z"
+		first, err := keys.Ensure(ctx, secret, petstore.PlanPro, petstore.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := keys.Revoke(ctx, first.ID); err != nil {
+			t.Fatal(err)
+		}
+		// The configuration still lists the secret: it stays revoked.
+		got, err := keys.Ensure(ctx, secret, petstore.PlanPro, petstore.Limits{})
+		if !errors.Is(err, petstore.ErrKeyRevoked) || got.ID != first.ID || strings.Contains(err.Error(), secret) {
+			t.Fatalf("Ensure of a revoked secret = %+v, %v; want ErrKeyRevoked naming %s, not the secret", got, err, first.ID)
+		}
+		_, err = keys.Authenticate(ctx, secret)
+		wantCode(t, err, petstore.CodeUnauthorized)
+		if all, _ := keys.List(ctx); len(all) != 0 {
+			t.Fatalf("%d keys after Ensure of a revoked secret, want 0", len(all))
+		}
+		_, err = keys.Unrevoke(ctx, "key_missing")
+		wantCode(t, err, petstore.CodeNotFound)
+		back, err := keys.Unrevoke(ctx, first.ID)
+		if err != nil || back.ID != first.ID || back.ProjectID != first.ProjectID || back.Plan != petstore.PlanPro {
+			t.Fatalf("Unrevoke = %+v, %v; want %+v", back, err, first)
+		}
+		if got, err := keys.Authenticate(ctx, secret); err != nil || got.ID != first.ID {
+			t.Fatalf("Authenticate after Unrevoke = %+v, %v", got, err)
+		}
+		_, err = keys.Unrevoke(ctx, first.ID)
+		wantCode(t, err, petstore.CodeNotFound)
+		if again, err := keys.Ensure(ctx, secret, petstore.PlanBusiness, petstore.Limits{}); err != nil || again.ID != first.ID {
+			t.Fatalf("Ensure after Unrevoke = %+v, %v; want the same key", again, err)
 		}
 	})
 }

@@ -139,33 +139,18 @@ type idempotencyStore struct {
 	t trace.Tracer
 }
 
-func (s *idempotencyStore) ClaimIdempotencyKey(ctx context.Context, rec petstore.IdempotencyRecord) (petstore.IdempotencyRecord, bool, error) {
-	ctx, span := s.t.Start(ctx, "IdempotencyStore.Claim", trace.WithAttributes(IdempotencyScope.String(rec.Scope)))
-	stored, claimed, err := s.s.ClaimIdempotencyKey(ctx, rec)
-	span.SetAttributes(attribute.Bool("petstore.idempotency.claimed", claimed))
+func (s *idempotencyStore) CreateOnce(ctx context.Context, rec petstore.IdempotencyRecord, create func(context.Context) (petstore.IdempotencyRecord, bool)) (petstore.IdempotencyRecord, bool, error) {
+	ctx, span := s.t.Start(ctx, "IdempotencyStore.CreateOnce", trace.WithAttributes(IdempotencyScope.String(rec.Scope)))
+	stored, ran, err := s.s.CreateOnce(ctx, rec, create)
+	span.SetAttributes(attribute.Bool("petstore.idempotency.ran", ran))
 	End(span, err)
-	return stored, claimed, err
-}
-
-func (s *idempotencyStore) TakeOverIdempotencyKey(ctx context.Context, rec petstore.IdempotencyRecord, staleBefore time.Time) (bool, error) {
-	return call(ctx, s.t, "IdempotencyStore.TakeOver", func(ctx context.Context) (bool, error) { return s.s.TakeOverIdempotencyKey(ctx, rec, staleBefore) },
-		IdempotencyScope.String(rec.Scope))
-}
-
-func (s *idempotencyStore) CompleteIdempotencyKey(ctx context.Context, rec petstore.IdempotencyRecord) error {
-	return call0(ctx, s.t, "IdempotencyStore.Complete", func(ctx context.Context) error { return s.s.CompleteIdempotencyKey(ctx, rec) },
-		IdempotencyScope.String(rec.Scope))
+	return stored, ran, err
 }
 
 func (s *idempotencyStore) GetIdempotencyKey(ctx context.Context, scope, key string) (petstore.IdempotencyRecord, error) {
 	return call(ctx, s.t, "IdempotencyStore.Get", func(ctx context.Context) (petstore.IdempotencyRecord, error) {
 		return s.s.GetIdempotencyKey(ctx, scope, key)
 	},
-		IdempotencyScope.String(scope))
-}
-
-func (s *idempotencyStore) ReleaseIdempotencyKey(ctx context.Context, scope, key string) error {
-	return call0(ctx, s.t, "IdempotencyStore.Release", func(ctx context.Context) error { return s.s.ReleaseIdempotencyKey(ctx, scope, key) },
 		IdempotencyScope.String(scope))
 }
 

@@ -36,6 +36,9 @@ type Store struct {
 	// Fetches of pets in flight together are one query on PostgreSQL
 	// (petbatch.go).
 	petBatches petBatches
+	// noIdleTxTimeout is set once the server turned out to be MySQL,
+	// which lacks MariaDB's idle_transaction_timeout (boundTx).
+	noIdleTxTimeout atomic.Bool
 }
 
 var _ petstore.Store = (*Store)(nil)
@@ -108,25 +111,40 @@ func (r keyRow) key() petstore.APIKey {
 	return k
 }
 
-// CreatePet implements petstore.PetStore.
+// CreatePet implements petstore.PetStore. Inside CreateOnce it joins
+// that call's transaction.
 func (s *Store) CreatePet(ctx context.Context, p petstore.NewPet) (petstore.Pet, error) {
-	st, err := s.q.insertPet.get(ctx, s.db.DB)
-	if err != nil {
-		return petstore.Pet{}, mapErr(ctx, "create pet", err)
-	}
 	pet := petstore.Pet{Name: p.Name, CategoryID: p.CategoryID, Status: p.Status}
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		st := onTx(ctx, tx, st)
+	args := []any{p.Name, p.CategoryID, nullString(string(p.Status))}
+	insert := func(exec func(...any) (sql.Result, error), queryRow func(...any) *sql.Row) error {
 		if s.pg { // no LastInsertId: RETURNING id
-			return st.QueryRowContext(ctx, p.Name, p.CategoryID, nullString(string(p.Status))).Scan(&pet.ID)
+			return queryRow(args...).Scan(&pet.ID)
 		}
-		res, err := st.ExecContext(ctx, p.Name, p.CategoryID, nullString(string(p.Status)))
+		res, err := exec(args...)
 		if err != nil {
 			return err
 		}
 		pet.ID, err = res.LastInsertId()
 		return err
-	})
+	}
+	var err error
+	if tx := s.unitTx(ctx); tx != nil {
+		// Not the prepared statement: preparing it may need a second
+		// connection, which an in-memory SQLite database (one
+		// connection) lacks while the transaction holds it.
+		q := s.q.insertPet.query
+		err = insert(func(a ...any) (sql.Result, error) { return tx.ExecContext(ctx, q, a...) },
+			func(a ...any) *sql.Row { return tx.QueryRowContext(ctx, q, a...) })
+	} else {
+		var st *sql.Stmt
+		if st, err = s.q.insertPet.get(ctx, s.db.DB); err == nil {
+			err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+				st := onTx(ctx, tx, st)
+				return insert(func(a ...any) (sql.Result, error) { return st.ExecContext(ctx, a...) },
+					func(a ...any) *sql.Row { return st.QueryRowContext(ctx, a...) })
+			})
+		}
+	}
 	if err != nil {
 		return petstore.Pet{}, mapErr(ctx, "create pet", err)
 	}
@@ -147,6 +165,15 @@ func scanPet(scan func(dest ...any) error) (petstore.Pet, error) {
 // a query that started after each arrived: of one pet on MySQL
 // (flights.go), of all their pets on PostgreSQL (petbatch.go).
 func (s *Store) GetPet(ctx context.Context, id int64) (petstore.Pet, error) {
+	if tx := s.unitTx(ctx); tx != nil {
+		// Inside CreateOnce (an order checking its pet): read on its
+		// transaction, as CreatePet writes on it.
+		p, err := scanPet(tx.QueryRowContext(ctx, s.q.getPet.query, id).Scan)
+		if errors.Is(err, sql.ErrNoRows) {
+			return petstore.Pet{}, petstore.Errorf(petstore.CodeNotFound, "pet %d not found", id)
+		}
+		return p, mapErr(ctx, "get pet", err)
+	}
 	if s.reads == nil {
 		one := func(ctx context.Context) (petstore.Pet, error) { return s.getPet(ctx, id) }
 		if s.pg {
@@ -411,14 +438,84 @@ func (s *Store) SetKeyPlan(ctx context.Context, id string, plan petstore.Plan, l
 	return row.key(), nil
 }
 
-// DeleteKey implements petstore.KeyStore.
+// revokedRow is a revoked key, kept under the hash of its secret.
+type revokedRow struct {
+	bun.BaseModel `bun:"table:revoked_keys"`
+
+	Hash        string `bun:"hash,pk"`
+	ID          string `bun:"id,notnull"`
+	ProjectID   string `bun:"project_id,notnull"`
+	Plan        string `bun:"plan,notnull"`
+	PerMinute   int64  `bun:"per_minute,notnull"`
+	PerDay      int64  `bun:"per_day,notnull"`
+	CreatedAtNS int64  `bun:"created_at_ns,notnull"`
+	RevokedAtNS int64  `bun:"revoked_at_ns,notnull"`
+}
+
+func (r revokedRow) keyRow() keyRow {
+	return keyRow{ID: r.ID, Hash: r.Hash, ProjectID: r.ProjectID, Plan: r.Plan,
+		PerMinute: r.PerMinute, PerDay: r.PerDay, CreatedAtNS: r.CreatedAtNS}
+}
+
+// DeleteKey implements petstore.KeyStore. The key moves to revoked_keys in
+// the transaction that deletes it, so no restart finds it in neither.
 func (s *Store) DeleteKey(ctx context.Context, id string) error {
-	res, err := s.db.NewDelete().Model((*keyRow)(nil)).Where("id = ?", id).Exec(ctx)
-	if err != nil {
-		return mapErr(ctx, "delete key", err)
-	}
-	if n, err := res.RowsAffected(); err == nil && n == 0 {
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var row keyRow
+		if err := tx.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
+			return err
+		}
+		rev := revokedRow{Hash: row.Hash, ID: row.ID, ProjectID: row.ProjectID, Plan: row.Plan,
+			PerMinute: row.PerMinute, PerDay: row.PerDay, CreatedAtNS: row.CreatedAtNS, RevokedAtNS: time.Now().UnixNano()}
+		if _, err := tx.NewDelete().Model((*revokedRow)(nil)).Where("hash = ?", row.Hash).Exec(ctx); err != nil {
+			return err
+		}
+		if _, err := tx.NewInsert().Model(&rev).Exec(ctx); err != nil {
+			return err
+		}
+		_, err := tx.NewDelete().Model((*keyRow)(nil)).Where("id = ?", id).Exec(ctx)
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
 		return petstore.Errorf(petstore.CodeNotFound, "key %s not found", id)
 	}
-	return nil
+	return mapErr(ctx, "delete key", err)
+}
+
+// RevokedKey implements petstore.KeyStore.
+func (s *Store) RevokedKey(ctx context.Context, hash string) (petstore.APIKey, error) {
+	var row revokedRow
+	err := s.db.NewSelect().Model(&row).Where("hash = ?", hash).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return petstore.APIKey{}, petstore.Errorf(petstore.CodeNotFound, "no revoked key")
+	}
+	if err != nil {
+		return petstore.APIKey{}, mapErr(ctx, "revoked key", err)
+	}
+	return row.keyRow().key(), nil
+}
+
+// UnrevokeKey implements petstore.KeyStore.
+func (s *Store) UnrevokeKey(ctx context.Context, id string) (petstore.APIKey, error) {
+	var key petstore.APIKey
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var rev revokedRow
+		if err := tx.NewSelect().Model(&rev).Where("id = ?", id).Limit(1).Scan(ctx); err != nil {
+			return err
+		}
+		row := rev.keyRow()
+		if _, err := tx.NewInsert().Model(&row).Exec(ctx); err != nil {
+			return err
+		}
+		key = row.key()
+		_, err := tx.NewDelete().Model((*revokedRow)(nil)).Where("hash = ?", rev.Hash).Exec(ctx)
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return petstore.APIKey{}, petstore.Errorf(petstore.CodeNotFound, "no revoked key %s", id)
+	}
+	if err != nil {
+		return petstore.APIKey{}, mapErr(ctx, "unrevoke key", err)
+	}
+	return key, nil
 }

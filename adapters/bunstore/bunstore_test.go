@@ -118,7 +118,7 @@ func TestFileConcurrentWriters(t *testing.T) {
 					errs <- err
 				}
 				// The same operator key from every goroutine: upserts race.
-				if _, err := keys.Ensure(ctx, "psk_Shared5nR8wK2qX7jL3v", petstore.PlanPro, petstore.Limits{}); err != nil {
+				if _, err := keys.Ensure(ctx, "psk_Shared5nR8wK2qX7jL3vTb6", petstore.PlanPro, petstore.Limits{}); err != nil {
 					errs <- err
 				}
 				if _, err := s.ListPets(ctx, petstore.PetQuery{Status: petstore.StatusSold, Limit: 5}); err != nil {

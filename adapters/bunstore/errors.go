@@ -101,8 +101,11 @@ func isUnavailable(err error) bool {
 	if errors.As(err, &ps) {
 		s := ps.SQLState()
 		// Class 08 is connection exceptions, 53 insufficient resources
-		// (too many connections), 57P0x the server shutting down.
-		return strings.HasPrefix(s, "08") || strings.HasPrefix(s, "53") || strings.HasPrefix(s, "57P0")
+		// (too many connections), 57P0x the server shutting down; 57014
+		// and 25P03 are the statement and idle-in-transaction timeouts
+		// CreateOnce sets from the request's deadline.
+		return strings.HasPrefix(s, "08") || strings.HasPrefix(s, "53") || strings.HasPrefix(s, "57P0") ||
+			s == "57014" || s == "25P03"
 	}
 	var ne net.Error
 	switch {
@@ -116,6 +119,7 @@ func isUnavailable(err error) bool {
 		"sql: database is closed", // database/sql has no exported value for it
 		"invalid connection",      // go-sql-driver/mysql's ErrInvalidConn
 		"failed to connect",       // pgconn.ConnectError, when not wrapping a net error
+		"conn closed",             // pgx: a commit on a connection lost mid-transaction
 		"Error 1040 ",             // MySQL: too many connections
 		"Error 1053 ",             // MySQL: server shutdown in progress
 		"connection refused",

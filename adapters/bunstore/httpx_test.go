@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/bunstore"
@@ -160,5 +161,114 @@ func TestIdempotentRetryAcrossProcesses(t *testing.T) {
 	pets, err := store.ListPets(context.Background(), petstore.PetQuery{Limit: 10})
 	if err != nil || len(pets) != 1 {
 		t.Fatalf("%d pets stored, %v; want 1", len(pets), err)
+	}
+}
+
+// TestIdempotentOrderCreate: an order created with an Idempotency-Key
+// checks its pet and is stored inside the record's transaction, on every
+// database (an in-memory SQLite database has one connection, which the
+// transaction holds), and its retry replays it without a second order.
+func TestIdempotentOrderCreate(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			store := bunstore.New(b.open(t))
+			ctx := context.Background()
+			key, secret, err := petstore.NewKeys(store).Create(ctx, "", petstore.PlanPro, petstore.Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pet, err := store.CreatePet(ctx, petstore.NewPet{Name: "Rex", CategoryID: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := httpx.New(httpx.Config{Service: petstore.NewService(store), Auth: petstore.NewKeys(store), Idempotency: store,
+				Orders: petstore.NewOrderService(store), Timeout: 10 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var bodies []string
+			for _, idem := range []string{"o-1", "o-1"} {
+				r := httptest.NewRequest("POST", "/v1/store/orders", strings.NewReader(fmt.Sprintf(`{"petId":%d,"quantity":2}`, pet.ID)))
+				r.Header.Set("Authorization", "Bearer "+secret)
+				r.Header.Set("Content-Type", "application/json")
+				r.Header.Set("Idempotency-Key", idem)
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, r)
+				if w.Code != http.StatusCreated {
+					t.Fatalf("order: %d %s", w.Code, w.Body)
+				}
+				bodies = append(bodies, w.Body.String())
+			}
+			if bodies[0] != bodies[1] {
+				t.Fatalf("retry %s, want the first answer %s", bodies[1], bodies[0])
+			}
+			orders, err := store.ListOrders(ctx, petstore.OrderQuery{ProjectID: key.ProjectID, Limit: 10})
+			if err != nil || len(orders) != 1 {
+				t.Fatalf("%d orders, %v; want 1", len(orders), err)
+			}
+		})
+	}
+}
+
+// readBeforeCommit is an IdempotencyStore whose creations, once they
+// have answered and before their transaction commits, have read run: a
+// reader on another connection at that moment.
+type readBeforeCommit struct {
+	*bunstore.Store
+	read func()
+}
+
+func (s readBeforeCommit) CreateOnce(ctx context.Context, rec petstore.IdempotencyRecord, create func(context.Context) (petstore.IdempotencyRecord, bool)) (petstore.IdempotencyRecord, bool, error) {
+	return s.Store.CreateOnce(ctx, rec, func(ctx context.Context) (petstore.IdempotencyRecord, bool) {
+		out, keep := create(ctx)
+		s.read()
+		return out, keep
+	})
+}
+
+// TestCachedPageSeesAnIdempotentCreate: a page read and cached while an
+// Idempotency-Key's create is inserted but not yet committed (it cannot
+// see the pet) is dropped once the create commits, so the next read
+// lists the pet.
+func TestCachedPageSeesAnIdempotentCreate(t *testing.T) {
+	store := bunstore.New(openFile(t))
+	ctx := context.Background()
+	_, secret, err := petstore.NewKeys(store).Create(ctx, "", petstore.PlanPro, petstore.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h http.Handler
+	list := func() string {
+		r := httptest.NewRequest("GET", "/v1/pets", nil)
+		r.Header.Set("Authorization", "Bearer "+secret)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Body.String()
+	}
+	var during string
+	h, err = httpx.New(httpx.Config{
+		Service:     petstore.NewService(store),
+		Auth:        petstore.NewKeys(store),
+		Idempotency: readBeforeCommit{Store: store, read: func() { during = list() }},
+		Cache:       httpx.NewCache(nil),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest("POST", "/v1/pets", strings.NewReader(`{"name":"Fresh","categoryId":1}`))
+	r.Header.Set("Authorization", "Bearer "+secret)
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Idempotency-Key", "fresh-1")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != http.StatusCreated {
+		t.Fatalf("create: %d %s", w.Code, w.Body)
+	}
+	if strings.Contains(during, "Fresh") {
+		t.Fatalf("the read during the create saw the uncommitted pet: %s", during)
+	}
+	if after := list(); !strings.Contains(after, "Fresh") {
+		t.Fatalf("the page after the create: %s, want it to list the pet", after)
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/petstorekit/petstore"
@@ -32,29 +35,28 @@ func (r idemRow) record() petstore.IdempotencyRecord {
 		ContentType: r.ContentType, Location: r.Location, Body: r.Body}
 }
 
-// ClaimIdempotencyKey implements petstore.IdempotencyStore. The primary
-// key on (scope, idem_key) decides concurrent claims, across processes too:
-// one insert wins, the others conflict and read the winner's row.
-func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec petstore.IdempotencyRecord) (petstore.IdempotencyRecord, bool, error) {
-	st, err := s.q.idemClaim.get(ctx, s.db.DB)
-	if err != nil {
-		return petstore.IdempotencyRecord{}, false, mapErr(ctx, "claim idempotency key", err)
-	}
-	row := idemRow{Scope: rec.Scope, Key: rec.Key, RequestHash: rec.RequestHash, CreatedAtNS: rec.CreatedAt.UnixNano()}
+// CreateOnce implements petstore.IdempotencyStore. One transaction
+// inserts the record, runs create (whose CreatePet and CreateOrder join
+// it, see unitTx) and stores create's response on the record, so the
+// creation and its record commit together or not at all. No row says a
+// key is in flight: two calls with one key meet at the primary key on
+// (scope, idem_key), where the second waits for the first's transaction
+// and, once it commits, conflicts and reads its record. A transaction
+// whose connection was lost (a black hole, a cut) holds the key only
+// until the database ends it: on PostgreSQL and MariaDB the request's
+// remaining time bounds each wait between its statements (boundTx).
+func (s *Store) CreateOnce(ctx context.Context, rec petstore.IdempotencyRecord, create func(context.Context) (petstore.IdempotencyRecord, bool)) (petstore.IdempotencyRecord, bool, error) {
 	for attempt := 0; ; attempt++ {
-		err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-			_, err := onTx(ctx, tx, st).ExecContext(ctx, row.Scope, row.Key, row.RequestHash, row.CreatedAtNS)
-			return err
-		})
-		if err == nil {
-			return row.record(), true, nil
+		out, ran, err := s.createOnce(ctx, rec, create)
+		if ran || err == nil {
+			return out, ran, mapErr(ctx, "create once", err)
 		}
-		if err = mapErr(ctx, "claim idempotency key", err); petstore.ErrorCode(err) != petstore.CodeConflict {
+		if err = mapErr(ctx, "create once", err); petstore.ErrorCode(err) != petstore.CodeConflict {
 			return petstore.IdempotencyRecord{}, false, err
 		}
 		stored, err := s.GetIdempotencyKey(ctx, rec.Scope, rec.Key)
-		// not_found: the winner released its claim between our insert and
-		// this read; try to claim again, once.
+		// not_found: the record was purged between the conflict and this
+		// read; run again, once.
 		if petstore.ErrorCode(err) == petstore.CodeNotFound && attempt == 0 {
 			continue
 		}
@@ -62,54 +64,148 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec petstore.Idempotenc
 	}
 }
 
-// TakeOverIdempotencyKey implements petstore.IdempotencyStore. One
-// conditional UPDATE decides concurrent takeovers: the database re-checks
-// the condition on the row it locks, so after the first takeover has set
-// a fresh created_at_ns the others match no row. The new created_at_ns
-// always differs from the stale one, so MySQL's affected rows (changed
-// rows) count it too.
-func (s *Store) TakeOverIdempotencyKey(ctx context.Context, rec petstore.IdempotencyRecord, staleBefore time.Time) (bool, error) {
-	st, err := s.q.idemTakeOver.get(ctx, s.db.DB)
-	if err != nil {
-		return false, mapErr(ctx, "take over idempotency key", err)
-	}
-	var n int64
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := onTx(ctx, tx, st).ExecContext(ctx, rec.RequestHash, rec.CreatedAt.UnixNano(),
-			rec.Scope, rec.Key, staleBefore.UnixNano())
-		if err != nil {
-			return err
+// savepoint names the part of a shared SQLite transaction that is one
+// CreateOnce call, so that a response not kept takes back only its own
+// writes.
+const savepoint = "create_once"
+
+// createOnce is one attempt of CreateOnce: ran reports whether create ran;
+// a conflict error means another call's record holds the key.
+func (s *Store) createOnce(ctx context.Context, rec petstore.IdempotencyRecord, create func(context.Context) (petstore.IdempotencyRecord, bool)) (out petstore.IdempotencyRecord, ran bool, err error) {
+	// A create that panics writes nothing and leaves no transaction or
+	// SQLite group behind: the panic is caught where create runs (on
+	// SQLite, maybe another request's goroutine) and raised again here,
+	// on the caller's, once everything is rolled back.
+	var panicked any
+	defer func() {
+		if panicked != nil {
+			panic(panicked)
 		}
-		n, err = res.RowsAffected()
-		return err
-	})
-	if err != nil {
-		return false, mapErr(ctx, "take over idempotency key", err)
+	}()
+	run := func(ctx context.Context) (out petstore.IdempotencyRecord, keep bool) {
+		defer func() {
+			if p := recover(); p != nil {
+				panicked, keep = p, false
+			}
+		}()
+		return create(ctx)
 	}
-	return n == 1, nil
+	claim, err := s.q.idemClaim.get(ctx, s.db.DB)
+	if err != nil {
+		return out, false, err
+	}
+	complete, err := s.q.idemComplete.get(ctx, s.db.DB)
+	if err != nil {
+		return out, false, err
+	}
+	// body runs the record's statements and create on tx; ctx is the
+	// caller's, so each statement ends with the request.
+	body := func(tx *sql.Tx) (keep bool, err error) {
+		if _, err := tx.StmtContext(ctx, claim).ExecContext(ctx, rec.Scope, rec.Key, rec.RequestHash, rec.CreatedAt.UnixNano()); err != nil {
+			return false, err
+		}
+		ran = true
+		out, keep = run(context.WithValue(ctx, unitKey{}, &unit{store: s, tx: tx}))
+		if !keep {
+			return false, nil
+		}
+		resp := out.Body
+		if resp == nil {
+			resp = []byte{} // a completed record's body is empty, not absent
+		}
+		_, err = tx.StmtContext(ctx, complete).ExecContext(ctx, out.Status, out.ContentType, out.Location, resp, rec.Scope, rec.Key)
+		return true, err
+	}
+	if s.group != nil {
+		err = s.group.do(ctx, func(gctx context.Context, tx *sql.Tx) error {
+			if _, err := tx.ExecContext(gctx, "SAVEPOINT "+savepoint); err != nil {
+				return err
+			}
+			keep, err := body(tx)
+			if err == nil && keep {
+				_, err = tx.ExecContext(gctx, "RELEASE "+savepoint)
+				return err
+			}
+			if err != nil && !isConstraint(err) {
+				return err // the group rolls back
+			}
+			if _, rerr := tx.ExecContext(gctx, "ROLLBACK TO "+savepoint+"; RELEASE "+savepoint); rerr != nil {
+				return rerr
+			}
+			return err // nil, or the conflict, which leaves the group's transaction open
+		})
+		return out, ran, err
+	}
+	tx, err := s.db.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return out, false, err
+	}
+	defer func() {
+		if err != nil || !ran {
+			_ = tx.Rollback()
+		}
+	}()
+	if dl, ok := ctx.Deadline(); ok {
+		if err = s.boundTx(ctx, tx, time.Until(dl)); err != nil {
+			return out, false, err
+		}
+	}
+	keep, err := body(tx)
+	if err != nil {
+		return out, ran, err
+	}
+	if !keep {
+		return out, ran, tx.Rollback()
+	}
+	return out, ran, tx.Commit()
 }
 
-// CompleteIdempotencyKey implements petstore.IdempotencyStore.
-func (s *Store) CompleteIdempotencyKey(ctx context.Context, rec petstore.IdempotencyRecord) error {
-	st, err := s.q.idemComplete.get(ctx, s.db.DB)
-	if err != nil {
-		return mapErr(ctx, "complete idempotency key", err)
-	}
-	body := rec.Body
-	if body == nil {
-		body = []byte{} // a completed record's body is empty, not absent
-	}
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := onTx(ctx, tx, st).ExecContext(ctx, rec.Status, rec.ContentType, rec.Location, body, rec.Scope, rec.Key)
+// boundTx makes the database end tx by itself, should its connection go
+// into a black hole, at most d after its last statement: on PostgreSQL,
+// for this transaction only (statement_timeout,
+// idle_in_transaction_session_timeout); on MariaDB, for the session
+// (idle_transaction_timeout, which only applies inside transactions, and
+// innodb_lock_wait_timeout, which bounds waiting for another
+// transaction's key). MySQL has no idle transaction timeout: there only
+// the lock wait is bounded, and an orphan lasts until the server sees its
+// connection close.
+func (s *Store) boundTx(ctx context.Context, tx *sql.Tx, d time.Duration) error {
+	if s.pg {
+		ms := strconv.FormatInt(max(1, d.Milliseconds()), 10)
+		_, err := tx.ExecContext(ctx, "SELECT set_config('statement_timeout', $1, true), set_config('idle_in_transaction_session_timeout', $1, true)", ms)
 		return err
-	})
-	if err != nil {
-		return mapErr(ctx, "complete idempotency key", err)
 	}
-	// Read back rather than count updated rows, which MySQL reports as
-	// zero for an unchanged row without clientFoundRows.
-	_, err = s.GetIdempotencyKey(ctx, rec.Scope, rec.Key)
+	if s.group != nil {
+		return nil // SQLite: in-process, no link to lose
+	}
+	secs := max(1, int64(math.Ceil(d.Seconds())))
+	if !s.noIdleTxTimeout.Load() {
+		_, err := tx.ExecContext(ctx, "SET SESSION idle_transaction_timeout = ?, innodb_lock_wait_timeout = ?", secs, secs)
+		if err == nil || !strings.HasPrefix(err.Error(), "Error 1193 ") { // 1193: unknown system variable
+			return err
+		}
+		s.noIdleTxTimeout.Store(true) // MySQL
+	}
+	_, err := tx.ExecContext(ctx, "SET SESSION innodb_lock_wait_timeout = ?", secs)
 	return err
+}
+
+// unit is the transaction of one CreateOnce call, which the store's
+// creations called with its context join.
+type unit struct {
+	store *Store
+	tx    *sql.Tx
+}
+
+type unitKey struct{}
+
+// unitTx returns the transaction of the CreateOnce call of s that ctx
+// runs in, or nil.
+func (s *Store) unitTx(ctx context.Context) *sql.Tx {
+	if u, ok := ctx.Value(unitKey{}).(*unit); ok && u.store == s {
+		return u.tx
+	}
+	return nil
 }
 
 // GetIdempotencyKey implements petstore.IdempotencyStore.
@@ -131,19 +227,6 @@ func (s *Store) GetIdempotencyKey(ctx context.Context, scope, key string) (petst
 		row.Body = []byte{} // drivers may read an empty BLOB as NULL
 	}
 	return row.record(), nil
-}
-
-// ReleaseIdempotencyKey implements petstore.IdempotencyStore.
-func (s *Store) ReleaseIdempotencyKey(ctx context.Context, scope, key string) error {
-	st, err := s.q.idemRelease.get(ctx, s.db.DB)
-	if err != nil {
-		return mapErr(ctx, "release idempotency key", err)
-	}
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := onTx(ctx, tx, st).ExecContext(ctx, scope, key)
-		return err
-	})
-	return mapErr(ctx, "release idempotency key", err)
 }
 
 // PurgeIdempotencyKeys implements petstore.IdempotencyStore.

@@ -41,7 +41,11 @@ func (s *Store) CreateOrder(ctx context.Context, projectID string, o petstore.Ne
 	if !o.ShipDate.IsZero() {
 		row.ShipDateUS = sql.NullInt64{Int64: o.ShipDate.UnixMicro(), Valid: true}
 	}
-	if _, err := s.db.NewInsert().Model(&row).Exec(ctx); err != nil {
+	q := s.db.NewInsert().Model(&row)
+	if tx := s.unitTx(ctx); tx != nil { // inside CreateOnce: join its transaction
+		q = q.Conn(tx)
+	}
+	if _, err := q.Exec(ctx); err != nil {
 		return petstore.Order{}, mapErr(ctx, "create order", err)
 	}
 	return row.order(), nil

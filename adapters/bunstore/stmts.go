@@ -63,8 +63,6 @@ type queries struct {
 	idemClaim    stmt
 	idemGet      stmt
 	idemComplete stmt
-	idemRelease  stmt
-	idemTakeOver stmt
 }
 
 const petColumns = "id, name, category_id, status"
@@ -85,19 +83,16 @@ func newQueries(d dialect.Name) *queries {
 		keyByHash: stmt{query: "SELECT id, hash, project_id, plan, per_minute, per_day, created_at_ns" +
 			" FROM api_keys WHERE hash = ?"},
 
-		// The columns left out take their defaults: in flight, no response.
+		// The columns left out take their defaults: no response yet, which
+		// the same transaction stores (CreateOnce).
 		idemClaim: stmt{query: "INSERT INTO idempotency_keys (scope, idem_key, request_hash, created_at_ns) VALUES (?, ?, ?, ?)"},
 		idemGet:   stmt{query: "SELECT " + idemColumns + " FROM idempotency_keys WHERE scope = ? AND idem_key = ?"},
 		idemComplete: stmt{query: "UPDATE idempotency_keys SET completed = TRUE, status = ?, content_type = ?, location = ?, body = ?" +
 			" WHERE scope = ? AND idem_key = ?"},
-		idemRelease: stmt{query: "DELETE FROM idempotency_keys WHERE scope = ? AND idem_key = ? AND completed = FALSE"},
-		idemTakeOver: stmt{query: "UPDATE idempotency_keys SET request_hash = ?, created_at_ns = ?, status = 0," +
-			" content_type = '', location = '', body = NULL" +
-			" WHERE scope = ? AND idem_key = ? AND completed = FALSE AND created_at_ns < ?"},
 	}
 	if d == dialect.PG {
 		for _, s := range []*stmt{&qs.insertPet, &qs.getPet, &qs.getPets, &qs.listPets, &qs.listPetsStatus, &qs.keyByHash,
-			&qs.idemClaim, &qs.idemGet, &qs.idemComplete, &qs.idemRelease, &qs.idemTakeOver} {
+			&qs.idemClaim, &qs.idemGet, &qs.idemComplete} {
 			s.query = dollarPlaceholders(s.query)
 		}
 	}

@@ -14,10 +14,10 @@ import (
 
 // TestConcurrentWritesStayIndependent runs, at once, creates of valid pets,
 // creates the schema refuses, creates whose context is already canceled,
-// and claims of one Idempotency-Key. On SQLite these share transactions,
+// and creations under one Idempotency-Key. On SQLite these share transactions,
 // and the outcome must be what each would get alone: every valid pet is
 // stored and listed, every refused or canceled one fails without taking
-// the others down, and exactly one claim wins.
+// the others down, and exactly one creation under the key runs.
 func TestConcurrentWritesStayIndependent(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
@@ -55,14 +55,18 @@ func TestConcurrentWritesStayIndependent(t *testing.T) {
 				})
 				wg.Go(func() {
 					rec := petstore.IdempotencyRecord{Scope: "key_1", Key: "order-1", RequestHash: fmt.Sprint("h", i), CreatedAt: time.Now()}
-					stored, claimed, err := s.ClaimIdempotencyKey(ctx, rec)
+					stored, ran, err := s.CreateOnce(ctx, rec, func(ctx context.Context) (petstore.IdempotencyRecord, bool) {
+						p, err := s.CreatePet(ctx, petstore.NewPet{Name: "once", CategoryID: 1})
+						rec.Completed, rec.Status = true, 201
+						return rec, err == nil && p.ID > 0
+					})
 					mu.Lock()
 					defer mu.Unlock()
 					if err != nil {
-						t.Errorf("ClaimIdempotencyKey %d: %v", i, err)
+						t.Errorf("CreateOnce %d: %v", i, err)
 						return
 					}
-					if claimed {
+					if ran {
 						wins++
 					}
 					hashes[stored.RequestHash]++
@@ -76,7 +80,13 @@ func TestConcurrentWritesStayIndependent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(pets) != each || len(created) != each {
+			once := 0
+			for _, p := range pets {
+				if p.Name == "once" {
+					once++
+				}
+			}
+			if once != 1 || len(pets) != each+1 || len(created) != each {
 				t.Fatalf("listed %d pets, created %d; want %d", len(pets), len(created), each)
 			}
 			ids := map[int64]bool{}
@@ -87,6 +97,45 @@ func TestConcurrentWritesStayIndependent(t *testing.T) {
 				if got, err := s.GetPet(ctx, p.ID); err != nil || got != p || !ids[p.ID] {
 					t.Errorf("created %+v, read back %+v, %v (listed: %t)", p, got, err, ids[p.ID])
 				}
+			}
+		})
+	}
+}
+
+// TestCreateOncePanicLeavesNothing: a create that panics (a bug in a
+// handler) writes nothing, its panic reaches the caller, and the store
+// keeps working: on SQLite the group commit is not left held.
+func TestCreateOncePanicLeavesNothing(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			s := bunstore.New(b.open(t))
+			ctx := context.Background()
+			rec := petstore.IdempotencyRecord{Scope: "key_p", Key: "k", RequestHash: "h", CreatedAt: time.Now()}
+			func() {
+				defer func() {
+					if p := recover(); p != "handler bug" {
+						t.Errorf("recovered %v, want the create's panic", p)
+					}
+				}()
+				_, _, _ = s.CreateOnce(ctx, rec, func(ctx context.Context) (petstore.IdempotencyRecord, bool) {
+					if _, err := s.CreatePet(ctx, petstore.NewPet{Name: "half", CategoryID: 1}); err != nil {
+						t.Error(err)
+					}
+					panic("handler bug")
+				})
+			}()
+			if _, err := s.GetIdempotencyKey(ctx, "key_p", "k"); petstore.ErrorCode(err) != petstore.CodeNotFound {
+				t.Fatalf("record after a panic: %v, want not_found", err)
+			}
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			if _, err := s.CreatePet(wctx, petstore.NewPet{Name: "after", CategoryID: 1}); err != nil {
+				t.Fatalf("a write after the panic: %v", err)
+			}
+			pets, err := s.ListPets(ctx, petstore.PetQuery{Limit: 10})
+			if err != nil || len(pets) != 1 || pets[0].Name != "after" {
+				t.Fatalf("pets %+v, %v; want only the one made after the panic", pets, err)
 			}
 		})
 	}

@@ -12,7 +12,7 @@ import (
 var _ petstore.IdempotencyStore = (*Store)(nil)
 
 // MaxIdempotencyRecords bounds the Idempotency-Key records a Store keeps
-// in memory. Past it, claiming a new key forgets the oldest record first,
+// in memory. Past it, storing a new record forgets the oldest record first,
 // so a flood of keys costs bounded memory; a retry of a forgotten key runs
 // as a new request. Records are otherwise kept for petstore.IdempotencyTTL.
 const MaxIdempotencyRecords = 100_000
@@ -20,11 +20,14 @@ const MaxIdempotencyRecords = 100_000
 // idemTable holds one store's Idempotency-Key records, and the order they
 // were claimed in for forgetting the oldest at the cap.
 type idemTable struct {
-	mu    sync.Mutex
-	recs  map[idemID]petstore.IdempotencyRecord
-	order []idemID // claim order; may hold ids deleted since
-	head  int      // order[:head] is already forgotten
-	max   int
+	mu   sync.Mutex
+	recs map[idemID]petstore.IdempotencyRecord
+	// running holds the keys whose create is under way, each with a
+	// channel closed when it ends.
+	running map[idemID]chan struct{}
+	order   []idemID // claim order; may hold ids deleted since
+	head    int      // order[:head] is already forgotten
+	max     int
 }
 
 // remember records a fresh claim of id, forgetting the oldest records
@@ -51,59 +54,89 @@ func copyRecord(rec petstore.IdempotencyRecord) petstore.IdempotencyRecord {
 	return rec
 }
 
-// ClaimIdempotencyKey implements petstore.IdempotencyStore.
-func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec petstore.IdempotencyRecord) (petstore.IdempotencyRecord, bool, error) {
-	if err := ctx.Err(); err != nil {
-		return petstore.IdempotencyRecord{}, false, err
-	}
+// CreateOnce implements petstore.IdempotencyStore. A call finding the key
+// running in another call waits for it. The pets create makes through ctx
+// are taken back if its response is not kept; its orders cannot fail
+// once stored, so a response that is not kept never follows one.
+func (s *Store) CreateOnce(ctx context.Context, rec petstore.IdempotencyRecord, create func(context.Context) (petstore.IdempotencyRecord, bool)) (petstore.IdempotencyRecord, bool, error) {
 	t := s.idemRecs
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	id := idemID{rec.Scope, rec.Key}
-	if old, ok := t.recs[id]; ok {
-		return copyRecord(old), false, nil
+	for {
+		if err := ctx.Err(); err != nil {
+			return petstore.IdempotencyRecord{}, false, err
+		}
+		t.mu.Lock()
+		if old, ok := t.recs[id]; ok {
+			t.mu.Unlock()
+			return copyRecord(old), false, nil
+		}
+		running, busy := t.running[id]
+		if !busy {
+			break // t.mu still held
+		}
+		t.mu.Unlock()
+		select {
+		case <-running:
+		case <-ctx.Done():
+			return petstore.IdempotencyRecord{}, false, ctx.Err()
+		}
 	}
-	rec.Completed, rec.Status, rec.ContentType, rec.Location, rec.Body = false, 0, "", "", nil
-	t.recs[id] = rec
-	t.remember(id)
-	return rec, true, nil
+	done := make(chan struct{})
+	t.running[id] = done
+	t.mu.Unlock()
+
+	u := &unit{store: s}
+	out, keep := petstore.IdempotencyRecord{}, false
+	defer func() {
+		if !keep {
+			u.undo()
+		}
+		t.mu.Lock()
+		delete(t.running, id)
+		if keep {
+			out.Completed = true
+			t.recs[id] = copyRecord(out)
+			t.remember(id)
+		}
+		t.mu.Unlock()
+		close(done)
+	}()
+	out, keep = create(context.WithValue(ctx, unitKey{}, u))
+	return out, true, nil
 }
 
-// TakeOverIdempotencyKey implements petstore.IdempotencyStore.
-func (s *Store) TakeOverIdempotencyKey(ctx context.Context, rec petstore.IdempotencyRecord, staleBefore time.Time) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
-	t := s.idemRecs
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	id := idemID{rec.Scope, rec.Key}
-	old, ok := t.recs[id]
-	if !ok || old.Completed || !old.CreatedAt.Before(staleBefore) {
-		return false, nil
-	}
-	rec.Completed, rec.Status, rec.ContentType, rec.Location, rec.Body = false, 0, "", "", nil
-	t.recs[id] = rec
-	return true, nil
+// unit is one CreateOnce call's creations, to take back when its response
+// is not kept.
+type unit struct {
+	store *Store
+	mu    sync.Mutex
+	pets  []int64
 }
 
-// CompleteIdempotencyKey implements petstore.IdempotencyStore.
-func (s *Store) CompleteIdempotencyKey(ctx context.Context, rec petstore.IdempotencyRecord) error {
-	if err := ctx.Err(); err != nil {
-		return err
+type unitKey struct{}
+
+// unitOf returns the CreateOnce call of s that ctx runs in, or nil.
+func (s *Store) unitOf(ctx context.Context) *unit {
+	if u, ok := ctx.Value(unitKey{}).(*unit); ok && u.store == s {
+		return u
 	}
-	t := s.idemRecs
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	id := idemID{rec.Scope, rec.Key}
-	old, ok := t.recs[id]
-	if !ok {
-		return petstore.Errorf(petstore.CodeNotFound, "idempotency key not found")
-	}
-	old.Completed = true
-	old.Status, old.ContentType, old.Location, old.Body = rec.Status, rec.ContentType, rec.Location, slices.Clone(rec.Body)
-	t.recs[id] = old
 	return nil
+}
+
+// undo deletes the unit's pets.
+func (u *unit) undo() {
+	u.mu.Lock()
+	ids := u.pets
+	u.pets = nil
+	u.mu.Unlock()
+	s := u.store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		if i, ok := s.find(id); ok {
+			s.pets = slices.Delete(s.pets, i, i+1)
+		}
+	}
 }
 
 // GetIdempotencyKey implements petstore.IdempotencyStore.
@@ -119,21 +152,6 @@ func (s *Store) GetIdempotencyKey(ctx context.Context, scope, key string) (petst
 		return petstore.IdempotencyRecord{}, petstore.Errorf(petstore.CodeNotFound, "idempotency key not found")
 	}
 	return copyRecord(rec), nil
-}
-
-// ReleaseIdempotencyKey implements petstore.IdempotencyStore.
-func (s *Store) ReleaseIdempotencyKey(ctx context.Context, scope, key string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	t := s.idemRecs
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	id := idemID{scope, key}
-	if rec, ok := t.recs[id]; ok && !rec.Completed {
-		delete(t.recs, id)
-	}
-	return nil
 }
 
 // PurgeIdempotencyKeys implements petstore.IdempotencyStore.

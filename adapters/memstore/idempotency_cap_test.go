@@ -19,8 +19,8 @@ func TestIdempotencyRecordsCapped(t *testing.T) {
 	now := time.Now()
 	for i := range 10_000 {
 		rec := petstore.IdempotencyRecord{Scope: "key_1", Key: strconv.Itoa(i), RequestHash: "h", CreatedAt: now}
-		if _, claimed, err := s.ClaimIdempotencyKey(ctx, rec); err != nil || !claimed {
-			t.Fatalf("claim %d: %v %v", i, claimed, err)
+		if _, ran, err := s.CreateOnce(ctx, rec, func(context.Context) (petstore.IdempotencyRecord, bool) { return rec, true }); err != nil || !ran {
+			t.Fatalf("CreateOnce %d: %v %v", i, ran, err)
 		}
 	}
 	if n := len(s.idemRecs.recs); n != 100 {

@@ -15,9 +15,10 @@ func TestIdempotencyRecordsArePerStore(t *testing.T) {
 	ctx := context.Background()
 	a, b := memstore.New(), memstore.New()
 	rec := petstore.IdempotencyRecord{Scope: "key_1", Key: "k", RequestHash: "h", CreatedAt: time.Now()}
+	keep := func(context.Context) (petstore.IdempotencyRecord, bool) { return rec, true }
 	for _, s := range []*memstore.Store{a, b} {
-		if _, claimed, err := s.ClaimIdempotencyKey(ctx, rec); err != nil || !claimed {
-			t.Fatalf("claim = %v, %v; want claimed in a fresh store", claimed, err)
+		if _, ran, err := s.CreateOnce(ctx, rec, keep); err != nil || !ran {
+			t.Fatalf("CreateOnce = %v, %v; want ran in a fresh store", ran, err)
 		}
 	}
 	if n, err := a.PurgeIdempotencyKeys(ctx, time.Now().Add(time.Hour)); err != nil || n != 1 {
@@ -28,13 +29,13 @@ func TestIdempotencyRecordsArePerStore(t *testing.T) {
 	}
 }
 
-func BenchmarkClaimIdempotencyKey(b *testing.B) {
+func BenchmarkCreateOnce(b *testing.B) {
 	ctx := context.Background()
 	s := memstore.New()
 	rec := petstore.IdempotencyRecord{Scope: "key_1", RequestHash: "h", CreatedAt: time.Now()}
 	for i := 0; b.Loop(); i++ {
 		rec.Key = string(rune('a'+i%26)) + time.Duration(i).String()
-		if _, _, err := s.ClaimIdempotencyKey(ctx, rec); err != nil {
+		if _, _, err := s.CreateOnce(ctx, rec, func(context.Context) (petstore.IdempotencyRecord, bool) { return rec, true }); err != nil {
 			b.Fatal(err)
 		}
 	}

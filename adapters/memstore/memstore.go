@@ -24,6 +24,7 @@ type Store struct {
 	keys     map[string]storedKey // by hash
 	keyByID  map[string]string    // id -> hash
 	keyOrder []string             // ids, creation order
+	revoked  map[string]storedKey // revoked keys, by hash
 
 	// Each later feature's tables have their own lock, so that domain or
 	// certificate traffic never waits behind pet writes.
@@ -54,7 +55,7 @@ func New() *Store {
 		keyByID:  map[string]string{},
 		dom:      &domainTables{byID: map[string]customdomain.Entry{}, holder: map[string]string{}, configs: map[string]customdomain.Config{}},
 		blobs:    &blobState{blobs: map[string]blob{}, locks: map[string]blobLock{}},
-		idemRecs: &idemTable{recs: map[idemID]petstore.IdempotencyRecord{}, max: MaxIdempotencyRecords},
+		idemRecs: &idemTable{recs: map[idemID]petstore.IdempotencyRecord{}, running: map[idemID]chan struct{}{}, max: MaxIdempotencyRecords},
 		orders:   &orderTable{},
 	}
 }
@@ -69,6 +70,11 @@ func (s *Store) CreatePet(ctx context.Context, p petstore.NewPet) (petstore.Pet,
 	pet := petstore.Pet{ID: s.nextID, Name: p.Name, CategoryID: p.CategoryID, Status: p.Status}
 	s.nextID++
 	s.pets = append(s.pets, pet)
+	if u := s.unitOf(ctx); u != nil {
+		u.mu.Lock()
+		u.pets = append(u.pets, pet.ID)
+		u.mu.Unlock()
+	}
 	return pet, nil
 }
 
@@ -230,8 +236,52 @@ func (s *Store) DeleteKey(ctx context.Context, id string) error {
 	if !ok {
 		return petstore.Errorf(petstore.CodeNotFound, "key %s not found", id)
 	}
+	if s.revoked == nil {
+		s.revoked = map[string]storedKey{}
+	}
+	s.revoked[hash] = s.keys[hash]
 	delete(s.keys, hash)
 	delete(s.keyByID, id)
 	s.keyOrder = slices.DeleteFunc(s.keyOrder, func(k string) bool { return k == id })
 	return nil
+}
+
+// RevokedKey implements petstore.KeyStore.
+func (s *Store) RevokedKey(ctx context.Context, hash string) (petstore.APIKey, error) {
+	if err := ctx.Err(); err != nil {
+		return petstore.APIKey{}, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	sk, ok := s.revoked[hash]
+	if !ok {
+		return petstore.APIKey{}, petstore.Errorf(petstore.CodeNotFound, "no revoked key")
+	}
+	return sk.key, nil
+}
+
+// UnrevokeKey implements petstore.KeyStore.
+func (s *Store) UnrevokeKey(ctx context.Context, id string) (petstore.APIKey, error) {
+	if err := ctx.Err(); err != nil {
+		return petstore.APIKey{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for hash, sk := range s.revoked {
+		if sk.key.ID != id {
+			continue
+		}
+		if _, taken := s.keys[hash]; taken {
+			return petstore.APIKey{}, petstore.Errorf(petstore.CodeConflict, "the secret of key %s was stored again", id)
+		}
+		if _, taken := s.keyByID[id]; taken {
+			return petstore.APIKey{}, petstore.Errorf(petstore.CodeConflict, "key %s already exists", id)
+		}
+		delete(s.revoked, hash)
+		s.keys[hash] = sk
+		s.keyByID[id] = hash
+		s.keyOrder = append(s.keyOrder, id)
+		return sk.key, nil
+	}
+	return petstore.APIKey{}, petstore.Errorf(petstore.CodeNotFound, "no revoked key %s", id)
 }

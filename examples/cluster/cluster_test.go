@@ -142,9 +142,9 @@ func TestParseConfig(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{"ok", []string{"-db", "postgres://x/y", "-redis", "127.0.0.1:6379", "-keys", "psk_Alpha3kW9xQ2mT7vB4n:free,psk_Bravo8jR2pZ6cY1wN5x:enterprise:5/50"}, ""},
-		{"weak key", []string{"-db", "d", "-redis", "r", "-keys", "a:free"}, "at least 20"},
-		{"repeated key", []string{"-db", "d", "-redis", "r", "-keys", "psk_Alpha3kW9xQ2mT7vB4n:free,psk_Alpha3kW9xQ2mT7vB4n:pro"}, "same secret"},
+		{"ok", []string{"-db", "postgres://x/y", "-redis", "127.0.0.1:6379", "-keys", "psk_Alpha3kW9xQ2mT7vB4nZrE:free,psk_Bravo8jR2pZ6cY1wN5xHq4:enterprise:5/50"}, ""},
+		{"weak key", []string{"-db", "d", "-redis", "r", "-keys", "a:free"}, "too guessable"},
+		{"repeated key", []string{"-db", "d", "-redis", "r", "-keys", "psk_Alpha3kW9xQ2mT7vB4nZrE:free,psk_Alpha3kW9xQ2mT7vB4nZrE:pro"}, "same secret"},
 		{"no db", []string{"-redis", "r:1"}, "-db is required"},
 		{"no redis", []string{"-db", "postgres://x/y"}, "-redis is required"},
 		{"bad plan", []string{"-db", "d", "-redis", "r", "-keys", "a:gold"}, "unknown plan"},

@@ -122,7 +122,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		logger.Warn("key change not published", "err", err)
 	})
 	go func() { _ = auth.Follow(ctx, feed) }()
-	if err := keyscli.Ensure(openCtx, keys, cfg.keys); err != nil {
+	if err := keyscli.Ensure(openCtx, keys, cfg.keys, logger); err != nil {
 		return err
 	}
 	limiter := ratelimit.New(redislimit.New(rdb, cfg.prefix+"rl:"), ratelimit.Config{FailClosed: !cfg.failOpen, Logger: logger})

@@ -60,7 +60,7 @@ func TestCustomDomainHTTPS(t *testing.T) {
 		"-addr", httpAddr, "-tls-addr", tlsAddr,
 		"-acme-ca", ca.DirectoryURL(), "-acme-root", root, "-acme-email", "ops@example.com",
 		"-dns-resolvers", dns.Addr(), "-cname-target", "edge.petstore.example",
-		"-keys", "psk_Pro5jW8cZ1qN6bY3xF7v:pro",
+		"-keys", "psk_Pro5jW8cZ1qN6bY3xF7vGu2k:pro",
 	}, nil)
 
 	type domainView struct {
@@ -74,7 +74,7 @@ func TestCustomDomainHTTPS(t *testing.T) {
 	}
 	dashboard := func(method, path, reqBody string) (int, domainView, string) {
 		t.Helper()
-		status, _, body := call(t, method, base+"/dashboard/api/domains"+path, "psk_Pro5jW8cZ1qN6bY3xF7v", "", reqBody)
+		status, _, body := call(t, method, base+"/dashboard/api/domains"+path, "psk_Pro5jW8cZ1qN6bY3xF7vGu2k", "", reqBody)
 		var d domainView
 		if status == 200 || status == 201 {
 			if err := json.Unmarshal([]byte(body), &d); err != nil {
@@ -155,7 +155,7 @@ func TestCustomDomainHTTPS(t *testing.T) {
 		path, key, want string
 	}{
 		{"/", "", "served by the Petstore platform for project"},
-		{"/v1/pets", "psk_Pro5jW8cZ1qN6bY3xF7v", "["}, // the project's (empty) pet list
+		{"/v1/pets", "psk_Pro5jW8cZ1qN6bY3xF7vGu2k", "["}, // the project's (empty) pet list
 	} {
 		t.Run("https "+tc.path, func(t *testing.T) {
 			req, _ := http.NewRequest("GET", origin+tc.path, nil)
@@ -215,7 +215,7 @@ func TestCustomDomainCertificateBeforeCutover(t *testing.T) {
 	if err := os.WriteFile(root, ca.ServerRootPEM(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	const key = "psk_Pro5jW8cZ1qN6bY3xF7v"
+	const key = "psk_Pro5jW8cZ1qN6bY3xF7vGu2k"
 	base, _ := start(t, []string{
 		"-addr", httpAddr, "-tls-addr", tlsAddr,
 		"-acme-ca", ca.DirectoryURL(), "-acme-root", root, "-acme-dcv-zone", dcvZone,

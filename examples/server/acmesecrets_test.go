@@ -23,7 +23,7 @@ import (
 // output or log, where certmagic's own log lines go too.
 func TestACMEKeysNeverShown(t *testing.T) {
 	const name = "keys.example.com"
-	const key = "psk_Acme7hR2kW9pV4xZ1qM6"
+	const key = "psk_Acme7hR2kW9pV4xZ1qM6Tc3"
 	zone, dns := memzone.NewTestServer(t, "example.com.", "petstore.example.")
 	ctx := context.Background()
 	if _, err := zone.AppendRecords(ctx, "petstore.example.", []libdns.Record{

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -114,13 +117,74 @@ func adminHandler(o adminOps) http.Handler {
 	return mux
 }
 
-// serveAdmin serves adminHandler on -admin-addr until ctx is done.
-func serveAdmin(ctx context.Context, addr string, o adminOps, logger *slog.Logger) (net.Addr, error) {
-	ln, err := net.Listen("tcp", adminAddr(addr))
+// isLoopback reports whether host (an IP or "localhost") is a loopback
+// address.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// adminGuard lets through only the requests the operator's commands make
+// (issue 26): addressed to the listen address itself, so a DNS-rebinding
+// page, whose requests carry its own name in Host, is refused; not from
+// a browser page of another origin (Origin, Sec-Fetch-Site); and, when a
+// token is configured, carrying it as a bearer token, compared in
+// constant time. listen is the address the endpoint listens on.
+func adminGuard(next http.Handler, listen net.Addr, token string) http.Handler {
+	host, port, _ := net.SplitHostPort(listen.String())
+	allowed := map[string]bool{listen.String(): true}
+	wildcard := net.ParseIP(host) != nil && net.ParseIP(host).IsUnspecified()
+	if isLoopback(host) || wildcard {
+		allowed[net.JoinHostPort("localhost", port)] = true
+	}
+	// On a wildcard address the endpoint answers at each of the host's
+	// addresses: any IP literal with its port is its own, and no
+	// rebinding page can send one (it would have to name itself).
+	addressed := func(h string) bool {
+		if allowed[h] {
+			return true
+		}
+		hh, p, err := net.SplitHostPort(h)
+		return wildcard && err == nil && p == port && net.ParseIP(strings.Trim(hh, "[]")) != nil
+	}
+	want := sha256.Sum256([]byte("Bearer " + token))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch site := r.Header.Get("Sec-Fetch-Site"); {
+		case !addressed(r.Host):
+			httpx.WriteError(w, r, petstore.Errorf(petstore.CodeInvalidRequest, "the operator endpoint answers only requests addressed to %s", listen))
+			return
+		case site != "" && site != "same-origin" && site != "none",
+			r.Header.Get("Origin") != "" && r.Header.Get("Origin") != "http://"+r.Host:
+			httpx.WriteError(w, r, petstore.Errorf(petstore.CodeInvalidRequest, "the operator endpoint refuses requests from other origins' pages"))
+			return
+		}
+		if token != "" {
+			got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+			if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="petstore-admin"`)
+				httpx.WriteError(w, r, petstore.Errorf(petstore.CodeUnauthorized, "the operator endpoint needs PETSTORE_ADMIN_TOKEN as a bearer token"))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// serveAdmin serves adminHandler on -admin-addr until ctx is done. It
+// listens on a loopback address only, unless a token is configured.
+func serveAdmin(ctx context.Context, addr, token string, o adminOps, logger *slog.Logger) (net.Addr, error) {
+	addr = adminAddr(addr)
+	if host, _, err := net.SplitHostPort(addr); err == nil && !isLoopback(host) && token == "" {
+		return nil, fmt.Errorf("-admin-addr %s is not a loopback address: set PETSTORE_ADMIN_TOKEN (a bearer token the bans and keys usage commands send) to serve the operator endpoint there", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("-admin-addr: %w", err)
 	}
-	srv := newServer(adminHandler(o), logger)
+	srv := newServer(adminGuard(adminHandler(o), ln.Addr(), token), logger)
 	go func() { _ = srv.Serve(ln) }()
 	go func() {
 		<-ctx.Done()
@@ -148,6 +212,9 @@ func runAdmin(ctx context.Context, cfg config, keys *petstore.Keys, stdout io.Wr
 		base := "http://" + adminAddr(cfg.adminAddr) + "/admin/"
 		call = func(method, path string, out any) error {
 			req, _ := http.NewRequestWithContext(ctx, method, base+path, nil)
+			if cfg.adminToken != "" {
+				req.Header.Set("Authorization", "Bearer "+cfg.adminToken)
+			}
 			res, err := http.DefaultClient.Do(req)
 			if err != nil {
 				return fmt.Errorf("the server's admin endpoint (-admin-addr %s): %w", cfg.adminAddr, err)

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -116,5 +118,90 @@ func waitLog(t *testing.T, s *testServer, want string) string {
 		}
 		// Poll for the outcome: the buffered log is flushed on a ticker.
 		waitTick()
+	}
+}
+
+// adminRequest sends a request to the operator endpoint with the given
+// headers and returns its status.
+func adminRequest(t *testing.T, method, url string, header map[string]string) int {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res.StatusCode
+}
+
+// TestAdminEndpointRefusesStrangers (issue 26): a DNS-rebinding page
+// (foreign Host) and a cross-origin browser page cannot lift bans; the
+// endpoint listens beyond loopback only with PETSTORE_ADMIN_TOKEN, and
+// then only answers requests carrying it.
+func TestAdminEndpointRefusesStrangers(t *testing.T) {
+	s := startServer(t, []string{"-addr", "127.0.0.1:0", "-keys", freeKey + ":free", "-admin-addr", "127.0.0.1:0"}, nil)
+	m := regexp.MustCompile(`operator endpoint at http://(\S+)/admin/`).FindStringSubmatch(strings.Join(s.printed, "\n"))
+	if m == nil {
+		t.Fatalf("no operator endpoint printed:\n%s", strings.Join(s.printed, "\n"))
+	}
+	lift := "http://" + m[1] + "/admin/bans/192.0.2.7"
+	for _, c := range []struct {
+		name   string
+		header map[string]string
+		want   int
+	}{
+		{"the operator's command", nil, 200},
+		{"localhost with the port", map[string]string{"Host": "localhost:" + strings.Split(m[1], ":")[1]}, 200},
+		{"DNS rebinding", map[string]string{"Host": "attacker.example:" + strings.Split(m[1], ":")[1]}, 400},
+		{"another port", map[string]string{"Host": "127.0.0.1:1"}, 400},
+		{"cross-site fetch", map[string]string{"Sec-Fetch-Site": "cross-site"}, 400},
+		{"same-site fetch of another origin", map[string]string{"Sec-Fetch-Site": "same-site"}, 400},
+		{"foreign Origin", map[string]string{"Origin": "http://attacker.example"}, 400},
+		{"its own origin", map[string]string{"Origin": "http://" + m[1], "Sec-Fetch-Site": "same-origin"}, 200},
+	} {
+		if got := adminRequest(t, "DELETE", lift, c.header); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+
+	// Beyond loopback: refused without a token.
+	if _, err := runErr("-addr", "127.0.0.1:0", "-db", "memory", "-admin-addr", "0.0.0.0:0"); err == nil || !strings.Contains(err.Error(), "PETSTORE_ADMIN_TOKEN") {
+		t.Fatalf("-admin-addr 0.0.0.0 without a token: %v, want a refusal naming PETSTORE_ADMIN_TOKEN", err)
+	}
+	const token = "psk_AdminTok3nQ7vX2mK9wL4zR8"
+	s = startServer(t, []string{"-addr", "127.0.0.1:0", "-keys", freeKey + ":free", "-admin-addr", "0.0.0.0:0"},
+		map[string]string{"PETSTORE_ADMIN_TOKEN": token})
+	m = regexp.MustCompile(`operator endpoint at http://\S+:(\d+)/admin/`).FindStringSubmatch(strings.Join(s.printed, "\n"))
+	if m == nil {
+		t.Fatalf("no operator endpoint printed:\n%s", strings.Join(s.printed, "\n"))
+	}
+	lift = "http://127.0.0.1:" + m[1] + "/admin/bans/192.0.2.7"
+	for _, c := range []struct {
+		name   string
+		header map[string]string
+		want   int
+	}{
+		{"no token", nil, 401},
+		{"wrong token", map[string]string{"Authorization": "Bearer psk_wrong"}, 401},
+		{"the token", map[string]string{"Authorization": "Bearer " + token}, 200},
+		{"the token, rebinding Host", map[string]string{"Authorization": "Bearer " + token, "Host": "attacker.example:" + m[1]}, 400},
+	} {
+		if got := adminRequest(t, "DELETE", lift, c.header); got != c.want {
+			t.Errorf("token %s: %d, want %d", c.name, got, c.want)
+		}
+	}
+	if strings.Contains(s.logs.String(), token) || strings.Contains(strings.Join(s.printed, "\n"), token) {
+		t.Fatal("the token was printed")
 	}
 }

@@ -65,7 +65,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	const target = "edge.petstore.test"
 	ctx := newBrowser(t, 45*time.Second)
 	zone, dns := memzone.NewTestServer(t, "example.com.")
-	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", "memory", "-keys", "psk_Pro5jW8cZ1qN6bY3xF7v:pro",
+	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", "memory", "-keys", "psk_Pro5jW8cZ1qN6bY3xF7vGu2k:pro",
 		"-dns-resolvers", dns.Addr(), "-cname-target", target}, nil)
 
 	// setCNAME creates the record a customer creates at their DNS host.
@@ -151,7 +151,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("#key")),
 	)
 	step("paste the key",
-		chromedp.SendKeys(chromedp.CSS("#key"), "psk_Pro5jW8cZ1qN6bY3xF7v"),
+		chromedp.SendKeys(chromedp.CSS("#key"), "psk_Pro5jW8cZ1qN6bY3xF7vGu2k"),
 		chromedp.Click(chromedp.CSS(`#key-form button[type="submit"]`)),
 		chromedp.WaitVisible(chromedp.CSS("#domain-name")),
 	)
@@ -199,7 +199,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	if code, _, body := call(t, "GET", base+"/", "", "shop.example.com", ""); code != 200 || !strings.Contains(body, "for project <code>prj_") {
 		t.Fatalf("live domain over the edge: %d %s", code, body)
 	}
-	if code, _, body := call(t, "GET", base+"/v1/pets", "psk_Pro5jW8cZ1qN6bY3xF7v", "shop.example.com", ""); code != 200 {
+	if code, _, body := call(t, "GET", base+"/v1/pets", "psk_Pro5jW8cZ1qN6bY3xF7vGu2k", "shop.example.com", ""); code != 200 {
 		t.Fatalf("pets API on the live domain: %d %s", code, body)
 	}
 
@@ -261,7 +261,7 @@ func TestDashboardInBrowser(t *testing.T) {
 // although its own budget is spent. PETSTORE_SCREENSHOT_DIR keeps the
 // screenshot (the README's docs/dashboard-usage.png is one).
 func TestUsagePanelInBrowser(t *testing.T) {
-	const key = "psk_Ent3rpr1seQ7vX2mK9wL4"
+	const key = "psk_Ent3rpr1seQ7vX2mK9wL4Xc"
 	ctx := newBrowser(t, 45*time.Second)
 	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", "memory", "-keys", key + ":enterprise:10/1000"}, nil)
 	for i := range 13 {

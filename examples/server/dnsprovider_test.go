@@ -21,7 +21,7 @@ import (
 // is refused, and removing the domain deletes what was written.
 func TestConfigureDNSForMe(t *testing.T) {
 	knot := rfc2136test.StartKnot(t, "example.com.")
-	const pro = "psk_Pro5jW8cZ1qN6bY3xF7v"
+	const pro = "psk_Pro5jW8cZ1qN6bY3xF7vGu2k"
 	// The secret is base64 with "/" and "+" in it, given as it is.
 	provider := "rfc2136://" + rfc2136test.KeyName + ":" + knot.Secret + "@" + knot.Addr + "?alg=hmac-sha256&zones=example.com"
 	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-keys", pro + ":pro",

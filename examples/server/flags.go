@@ -56,6 +56,7 @@ type config struct {
 	logFormat   string // text or json
 	traceFile   string // OpenTelemetry spans as JSON; "-": stderr; empty: off
 	adminAddr   string // operator endpoint; empty: none
+	adminToken  string // PETSTORE_ADMIN_TOKEN: bearer token of the operator endpoint; empty: loopback only
 	pprofAddr   string // net/http/pprof listener, loopback only; empty: none
 
 	webhookAllowPrivate bool // webhook receivers may be on non-public addresses

@@ -30,15 +30,23 @@ func TestKeyChangesReachEveryProcess(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		redis bool
-	}{{"PostgreSQL", false}, {"Redis", true}} {
+		// cmdWithoutRedis runs the keys commands with -db alone, as an
+		// operator who forgot -redis would (issue 26): the servers hear
+		// the change on PostgreSQL's feed too.
+		cmdWithoutRedis bool
+	}{{"PostgreSQL", false, false}, {"Redis", true, false}, {"RedisServersCommandWithoutRedis", true, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			common := []string{"-db", testenv.PostgresSchema(t)}
+			cmdArgs := common
 			if tc.redis {
 				common = append(common, "-redis", testenv.RedisURL(t), "-redis-prefix", testenv.RedisPrefix(t, testenv.RedisClient(t), "server"))
 			}
+			if !tc.cmdWithoutRedis {
+				cmdArgs = common
+			}
 			// The first command migrates the fresh schema; the servers
 			// then need not.
-			out := runServerCmd(t, bin, append(common, "keys", "create", "-plan", "pro")...)
+			out := runServerCmd(t, bin, append(cmdArgs, "keys", "create", "-plan", "pro")...)
 			m := regexp.MustCompile(`(?m)^id:\s+(\S+)$[\s\S]*^key:\s+(\S+)$`).FindStringSubmatch(out)
 			if m == nil {
 				t.Fatalf("keys create printed:\n%s", out)
@@ -63,11 +71,13 @@ func TestKeyChangesReachEveryProcess(t *testing.T) {
 				}
 			}
 
-			runServerCmd(t, bin, append(common, "keys", "set-plan", id, "business")...)
+			if out := runServerCmd(t, bin, append(cmdArgs, "keys", "set-plan", id, "business")...); !strings.Contains(out, "told at once") {
+				t.Fatalf("set-plan does not say the servers were told:\n%s", out)
+			}
 			holdsAfterBound(t, servers, secret, "the Business plan's 1000 a minute",
 				func(res *http.Response) bool { return limit(res) == "1000" })
 
-			runServerCmd(t, bin, append(common, "keys", "revoke", id)...)
+			runServerCmd(t, bin, append(cmdArgs, "keys", "revoke", id)...)
 			holdsAfterBound(t, servers, secret, "401",
 				func(res *http.Response) bool { return res.StatusCode == http.StatusUnauthorized })
 		})

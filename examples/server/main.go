@@ -181,7 +181,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		say("petstore: profiles at http://%s/debug/pprof/\n", paddr)
 	}
 	if cfg.adminAddr != "" {
-		aaddr, err := serveAdmin(ctx, cfg.adminAddr, adminOps{admin: app.limitAdmin, keys: app.keys, now: time.Now}, logger)
+		aaddr, err := serveAdmin(ctx, cfg.adminAddr, cfg.adminToken, adminOps{admin: app.limitAdmin, keys: app.keys, now: time.Now}, logger)
 		if err != nil {
 			ln.Close()
 			return err

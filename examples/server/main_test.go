@@ -17,9 +17,9 @@ import (
 
 // Operator keys for -keys: random enough for petstore.CheckSecretStrength.
 const (
-	testKey  = "psk_Test3vR8mQ2xK7pW9nL4z"
-	testKey1 = "psk_One6fH2kT9wB4qZ7xN3c"
-	testKey2 = "psk_Two8gJ3nY5rC1vM6pD9s"
+	testKey  = "psk_Test3vR8mQ2xK7pW9nL4zYa1"
+	testKey1 = "psk_One6fH2kT9wB4qZ7xN3cRi7s"
+	testKey2 = "psk_Two8gJ3nY5rC1vM6pD9sEo4u"
 )
 
 // start runs the server on a free loopback port and returns its base URL

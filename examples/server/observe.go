@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -13,6 +14,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -26,6 +28,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/ratelimit"
 )
@@ -36,7 +39,10 @@ func observeFlags(fs *flag.FlagSet, env func(name, def string) string) func(cfg 
 	metricsAddr := fs.String("metrics-addr", env("PETSTORE_METRICS_ADDR", ""), "serve GET /metrics (Prometheus) on this address only; empty: on the platform hosts of -addr (PETSTORE_METRICS_ADDR)")
 	logFormat := fs.String("log-format", env("PETSTORE_LOG_FORMAT", "text"), "log lines on stderr as text (logfmt) or json (PETSTORE_LOG_FORMAT)")
 	traceFile := fs.String("trace-file", env("PETSTORE_TRACE_FILE", ""), "write OpenTelemetry spans (each request, its store calls and rate-limit decision, DNS lookups, certificate requests) as JSON to this file, - for stderr; empty: no tracing (PETSTORE_TRACE_FILE)")
-	adminAddr := fs.String("admin-addr", env("PETSTORE_ADMIN_ADDR", ""), "serve the operator endpoint (bans, usage) on this address, loopback when only :PORT is given; the bans and keys usage commands call it; empty: off (PETSTORE_ADMIN_ADDR)")
+	adminAddr := fs.String("admin-addr", env("PETSTORE_ADMIN_ADDR", ""), "serve the operator endpoint (bans, usage) on this address, loopback when only :PORT is given, another address only with PETSTORE_ADMIN_TOKEN set; the bans and keys usage commands call it; empty: off (PETSTORE_ADMIN_ADDR)")
+	// The admin token is read from the environment only: a flag's value
+	// shows in ps and in -h.
+	adminToken := env("PETSTORE_ADMIN_TOKEN", "")
 	pprofAddr := fs.String("pprof-addr", env("PETSTORE_PPROF_ADDR", ""), "serve net/http/pprof's profiles under /debug/pprof/ on this loopback address (127.0.0.1:PORT, [::1]:PORT or localhost:PORT); empty: off (PETSTORE_PPROF_ADDR)")
 	return func(cfg *config) error {
 		if *pprofAddr != "" && !isLoopbackAddr(*pprofAddr) {
@@ -45,6 +51,12 @@ func observeFlags(fs *flag.FlagSet, env func(name, def string) string) func(cfg 
 		cfg.pprofAddr = *pprofAddr
 		cfg.metricsAddr = *metricsAddr
 		cfg.adminAddr = *adminAddr
+		cfg.adminToken = adminToken
+		if adminToken != "" {
+			if err := petstore.CheckSecretStrength(adminToken); err != nil {
+				return fmt.Errorf("PETSTORE_ADMIN_TOKEN: %s", petstore.ErrorMessage(err))
+			}
+		}
 		cfg.traceFile = *traceFile
 		switch *logFormat {
 		case "text", "json":
@@ -145,10 +157,71 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-// metricsHandler serves reg in the Prometheus exposition format.
+// metricsHandler serves reg in the Prometheus text exposition format,
+// uncompressed: one form, so that a snapshot of it serves every scraper.
 func metricsHandler(reg *prometheus.Registry) http.Handler {
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, DisableCompression: true})
 }
+
+// snapshot answers with a copy of next's answer to a plain GET of the
+// same path, made at most once per every: a flood of requests costs one
+// database query or ping a second, whatever its rate. The copy is made
+// with the first waiting request's values but not its cancellation, so a
+// client that hangs up does not leave a failed answer for the others.
+type snapshot struct {
+	next  http.Handler
+	every time.Duration
+	now   func() time.Time
+
+	mu     sync.Mutex // held while a copy is made: one at a time
+	at     time.Time
+	status int
+	header http.Header
+	body   []byte
+}
+
+func newSnapshot(next http.Handler, every time.Duration, now func() time.Time) *snapshot {
+	return &snapshot{next: next, every: every, now: now}
+}
+
+func (s *snapshot) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	if s.body == nil || s.now().Sub(s.at) >= s.every {
+		req, _ := http.NewRequestWithContext(context.WithoutCancel(r.Context()), http.MethodGet, r.URL.Path, nil)
+		rec := &recorded{header: http.Header{}}
+		s.next.ServeHTTP(rec, req)
+		if rec.status == 0 {
+			rec.status = http.StatusOK
+		}
+		s.at, s.status, s.header, s.body = s.now(), rec.status, rec.header, rec.body.Bytes()
+	}
+	status, header, body := s.status, s.header, s.body
+	s.mu.Unlock()
+	for k, v := range header {
+		w.Header()[k] = append([]string(nil), v...)
+	}
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(body)
+	}
+}
+
+// recorded is an answer kept in memory.
+type recorded struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorded) Header() http.Header { return r.header }
+
+func (r *recorded) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+}
+
+func (r *recorded) Write(b []byte) (int, error) { return r.body.Write(b) }
 
 // platformCollector reports what is read on each scrape rather than
 // counted: custom domains by state, their certificates' expiry and
@@ -253,7 +326,7 @@ func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, lo
 		return nil, fmt.Errorf("-metrics-addr: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", metricsHandler(reg))
+	mux.Handle("GET /metrics", newSnapshot(metricsHandler(reg), time.Second, time.Now))
 	srv := newServer(mux, logger)
 	go func() { _ = srv.Serve(ln) }()
 	go func() {

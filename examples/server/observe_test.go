@@ -2,18 +2,24 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/petstorekit/petstore/httpx"
 )
 
 // scrape reads url's metrics in the Prometheus text format.
@@ -329,5 +335,74 @@ func TestTraceFile(t *testing.T) {
 		if !children[name] {
 			t.Errorf("no child span %s of the request's (children: %v)", name, children)
 		}
+	}
+}
+
+// TestSnapshotBoundsTheWork (issue 26): however many requests arrive,
+// the handler behind a snapshot (a database ping, a scrape's queries)
+// runs at most once per period, and a request after the period sees a
+// fresh answer.
+func TestSnapshotBoundsTheWork(t *testing.T) {
+	var runs atomic.Int32
+	now := time.Date(2026, 11, 26, 5, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	h := newSnapshot(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := runs.Add(1)
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintf(w, "run %d", n)
+	}), time.Second, clock)
+	get := func() (int, string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+		return rec.Code, rec.Body.String()
+	}
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			if code, body := get(); code != 503 || body != "run 1" {
+				t.Errorf("%d %q, want the first run's 503", code, body)
+			}
+		})
+	}
+	wg.Wait()
+	mu.Lock()
+	now = now.Add(999 * time.Millisecond)
+	mu.Unlock()
+	if _, body := get(); body != "run 1" || runs.Load() != 1 {
+		t.Fatalf("within the second: %q after %d runs, want run 1 after 1", body, runs.Load())
+	}
+	mu.Lock()
+	now = now.Add(time.Millisecond)
+	mu.Unlock()
+	if _, body := get(); body != "run 2" {
+		t.Fatalf("after the second: %q, want a fresh run", body)
+	}
+}
+
+// TestProbesSpendThePublicBudget (issue 26): /readyz and /metrics are
+// rate-limited per address like the OpenAPI document.
+func TestProbesSpendThePublicBudget(t *testing.T) {
+	s := startServer(t, []string{"-addr", "127.0.0.1:0", "-keys", freeKey + ":free"}, nil)
+	limited := 0
+	for i := range httpx.DefaultPublicLimits.PerMinute + 5 {
+		path := "/readyz"
+		if i%2 == 1 {
+			path = "/metrics"
+		}
+		switch code := do(t, "GET", s.base+path, "", "", ""); code {
+		case 200:
+		case 429:
+			limited++
+		default:
+			t.Fatalf("%s: %d", path, code)
+		}
+	}
+	if limited != 5 {
+		t.Fatalf("%d of %d probes refused, want the 5 past the public budget of %d a minute", limited, httpx.DefaultPublicLimits.PerMinute+5, httpx.DefaultPublicLimits.PerMinute)
+	}
+	if code := do(t, "GET", s.base+"/v1/openapi.json", "", "", ""); code != 429 {
+		t.Fatalf("the OpenAPI document after the probes spent the budget: %d, want 429 (one budget)", code)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"text/tabwriter"
 	"time"
@@ -85,12 +86,16 @@ func projectsOf(keys *petstore.Keys, deploys DeployStore) customdomain.Projects 
 
 // ensureOperatorKeys stores the -keys keys, as keyscli.Ensure does, and
 // counts their projects as deployed: they are the operator's own
-// configuration. A project already deployed keeps its deploy time.
-func ensureOperatorKeys(ctx context.Context, keys *petstore.Keys, specs []keyscli.Spec, deploys DeployStore) error {
-	for _, s := range specs {
-		k, err := keys.Ensure(ctx, s.Secret, s.Plan, s.Limits)
+// configuration. A project already deployed keeps its deploy time. A
+// revoked key stays revoked, which is logged once.
+func ensureOperatorKeys(ctx context.Context, keys *petstore.Keys, specs []keyscli.Spec, deploys DeployStore, logger *slog.Logger) error {
+	for i, s := range specs {
+		k, stored, err := keyscli.EnsureOne(ctx, keys, s, i+1, logger)
 		if err != nil {
-			return fmt.Errorf("store key: %w", err)
+			return err
+		}
+		if !stored {
+			continue
 		}
 		if err := deployedOnce(ctx, deploys, k.ProjectID); err != nil {
 			return err

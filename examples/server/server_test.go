@@ -128,6 +128,11 @@ func TestKeysSubcommand(t *testing.T) {
 	if out, err = runCmd(t, "-db", db, "keys", "revoke", id[1]); err != nil {
 		t.Fatalf("revoke: %v\n%s", err, out)
 	}
+	// No change feed reaches servers on SQLite: the command says for how
+	// long servers following another feed may still accept the key.
+	if !strings.Contains(out, "no change feed was reached") || !strings.Contains(out, "for up to 1m0s") {
+		t.Fatalf("revoke without a feed does not state the bound:\n%s", out)
+	}
 	base, _, _ = startStoppable(t, []string{"-addr", "127.0.0.1:0", "-db", db, "-keys", "psk_Other4gT9kP2wQ7zM3rV8n:free"}, nil)
 	if status, _, _ := call(t, "GET", base+"/v1/pets", secret[1], "", ""); status != 401 {
 		t.Fatalf("revoked key: %d, want 401", status)
@@ -189,14 +194,14 @@ func TestBadFlags(t *testing.T) {
 // remove it and the Host is 404 at once.
 func TestCustomDomainFlow(t *testing.T) {
 	zone, dns := memzone.NewTestServer(t, "example.com.")
-	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-keys", "psk_Pro5jW8cZ1qN6bY3xF7v:pro,psk_Free7hQ2nX9vL4mR8tK3w:free",
+	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-keys", "psk_Pro5jW8cZ1qN6bY3xF7vGu2k:pro,psk_Free7hQ2nX9vL4mR8tK3wPe5:free",
 		"-dns-resolvers", dns.Addr(), "-cname-target", "edge.petstore.test"}, nil)
 
-	status, _, body := call(t, "POST", base+"/dashboard/api/domains", "psk_Free7hQ2nX9vL4mR8tK3w", "", `{"name":"free.example.com"}`)
+	status, _, body := call(t, "POST", base+"/dashboard/api/domains", "psk_Free7hQ2nX9vL4mR8tK3wPe5", "", `{"name":"free.example.com"}`)
 	if status != 403 || !strings.Contains(body, "plan_required") {
 		t.Fatalf("Free plan add: %d %s", status, body)
 	}
-	status, _, body = call(t, "POST", base+"/dashboard/api/domains", "psk_Pro5jW8cZ1qN6bY3xF7v", "", `{"name":"Shop.Example.com"}`)
+	status, _, body = call(t, "POST", base+"/dashboard/api/domains", "psk_Pro5jW8cZ1qN6bY3xF7vGu2k", "", `{"name":"Shop.Example.com"}`)
 	if status != 201 {
 		t.Fatalf("add: %d %s", status, body)
 	}
@@ -221,7 +226,7 @@ func TestCustomDomainFlow(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	status, _, body = call(t, "POST", base+"/dashboard/api/domains/shop.example.com/verify", "psk_Pro5jW8cZ1qN6bY3xF7v", "", "")
+	status, _, body = call(t, "POST", base+"/dashboard/api/domains/shop.example.com/verify", "psk_Pro5jW8cZ1qN6bY3xF7vGu2k", "", "")
 	if status != 200 || !strings.Contains(body, `"status":"active"`) {
 		t.Fatalf("verify: %d %s", status, body)
 	}
@@ -229,11 +234,11 @@ func TestCustomDomainFlow(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("live domain /: %d %s", status, body)
 	}
-	if status, _, _ := call(t, "GET", base+"/v1/pets", "psk_Pro5jW8cZ1qN6bY3xF7v", "shop.example.com", ""); status != 200 {
+	if status, _, _ := call(t, "GET", base+"/v1/pets", "psk_Pro5jW8cZ1qN6bY3xF7vGu2k", "shop.example.com", ""); status != 200 {
 		t.Fatalf("live domain /v1/pets: %d", status)
 	}
 
-	status, _, body = call(t, "DELETE", base+"/dashboard/api/domains/shop.example.com", "psk_Pro5jW8cZ1qN6bY3xF7v", "", "")
+	status, _, body = call(t, "DELETE", base+"/dashboard/api/domains/shop.example.com", "psk_Pro5jW8cZ1qN6bY3xF7vGu2k", "", "")
 	if status != 204 {
 		t.Fatalf("remove: %d %s", status, body)
 	}
@@ -246,7 +251,7 @@ func TestCustomDomainFlow(t *testing.T) {
 // TestMaxDomainsFlag: the per-project cap is configurable; beyond it an
 // add is 400 with a message, and a removed domain frees its slot.
 func TestMaxDomainsFlag(t *testing.T) {
-	const pro = "psk_Pro5jW8cZ1qN6bY3xF7v"
+	const pro = "psk_Pro5jW8cZ1qN6bY3xF7vGu2k"
 	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-keys", pro + ":pro"},
 		map[string]string{"PETSTORE_MAX_DOMAINS_PER_PROJECT": "1"})
 	add := func(name string) (int, string) {
@@ -267,6 +272,72 @@ func TestMaxDomainsFlag(t *testing.T) {
 	}
 }
 
+// TestRevokedOperatorKeyStaysRevoked (issue 26): a key listed in -keys
+// and revoked with "keys revoke" stays revoked when the server restarts
+// with the same -keys, under no new id or project; the server says so
+// once at start, without the secret; "keys unrevoke" reinstates it with
+// its id and project.
+func TestRevokedOperatorKeyStaysRevoked(t *testing.T) {
+	db := "sqlite:" + filepath.Join(t.TempDir(), "revoked.db")
+	const listed = "psk_Listed6hW3qZ8nR2vK9xT4m"
+	args := []string{"-addr", "127.0.0.1:0", "-db", db, "-keys", listed + ":pro," + testKey + ":free"}
+	keyID := func() (id, project string) {
+		out, err := runCmd(t, "-db", db, "keys", "list")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(line); len(f) > 2 && f[2] == "pro" {
+				return f[0], f[1]
+			}
+		}
+		return "", ""
+	}
+
+	srv := startServer(t, args, nil)
+	if status, _, _ := call(t, "GET", srv.base+"/v1/pets", listed, "", ""); status != 200 {
+		t.Fatalf("listed key: %d, want 200", status)
+	}
+	srv.stop()
+	id, project := keyID()
+	if out, err := runCmd(t, "-db", db, "keys", "revoke", id); err != nil || !strings.Contains(out, "keys unrevoke "+id) {
+		t.Fatalf("revoke: %v\n%s", err, out)
+	}
+
+	for range 2 { // restarts, as any replica does
+		srv = startServer(t, args, nil)
+		if status, _, _ := call(t, "GET", srv.base+"/v1/pets", listed, "", ""); status != 401 {
+			t.Fatalf("revoked key after a restart: %d, want 401", status)
+		}
+		if status, _, _ := call(t, "GET", srv.base+"/v1/pets", testKey, "", ""); status != 200 {
+			t.Fatalf("the other listed key after a restart: %d, want 200", status)
+		}
+		srv.stop()
+		logs := srv.logs.String()
+		if n := strings.Count(logs, "was revoked and is not added again"); n != 1 || !strings.Contains(logs, id) {
+			t.Fatalf("the start logged the revoked key %d times (want once, naming %s):\n%s", n, id, logs)
+		}
+		if strings.Contains(logs, listed) {
+			t.Fatal("the log shows the revoked key's secret")
+		}
+		if again, _ := keyID(); again != "" {
+			t.Fatalf("the revoked key came back as %s", again)
+		}
+	}
+
+	if out, err := runCmd(t, "-db", db, "keys", "unrevoke", id); err != nil || !strings.Contains(out, "reinstated "+id) {
+		t.Fatalf("unrevoke: %v\n%s", err, out)
+	}
+	srv = startServer(t, args, nil)
+	if status, _, _ := call(t, "GET", srv.base+"/v1/pets", listed, "", ""); status != 200 {
+		t.Fatalf("reinstated key: %d, want 200", status)
+	}
+	srv.stop()
+	if gotID, gotProject := keyID(); gotID != id || gotProject != project {
+		t.Fatalf("reinstated as %s in %s, want %s in %s", gotID, gotProject, id, project)
+	}
+}
+
 // With short -recheck-active and -drift-grace, a live domain whose CNAME
 // is pointed elsewhere is shown misconfigured while it is still served,
 // then released and no longer served, by the server's own background loop
@@ -274,7 +345,7 @@ func TestMaxDomainsFlag(t *testing.T) {
 // customdomain and httpx).
 func TestCustomDomainDriftFlags(t *testing.T) {
 	zone, dns := memzone.NewTestServer(t, "example.com.")
-	const key = "psk_Pro5jW8cZ1qN6bY3xF7v"
+	const key = "psk_Pro5jW8cZ1qN6bY3xF7vGu2k"
 	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-keys", key + ":pro",
 		"-dns-resolvers", dns.Addr(), "-cname-target", "edge.petstore.test",
 		"-recheck-active", "1s", "-drift-grace", "6s"}, nil)

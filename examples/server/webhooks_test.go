@@ -21,7 +21,7 @@ import (
 func TestWebhookEndpointsFlag(t *testing.T) {
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
 	defer rcv.Close()
-	const key = "psk_Pro5jW8cZ1qN6bY3xF7v"
+	const key = "psk_Pro5jW8cZ1qN6bY3xF7vGu2k"
 	body := `{"url":"` + rcv.URL + `/hook"}`
 
 	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-keys", key + ":pro"}, nil)
@@ -53,7 +53,7 @@ func TestWebhookEndpointsFlag(t *testing.T) {
 // secret once, see it listed with no deliveries yet, delete it.
 func TestWebhooksInBrowser(t *testing.T) {
 	ctx := newBrowser(t, 45*time.Second)
-	const key = "psk_Pro5jW8cZ1qN6bY3xF7v"
+	const key = "psk_Pro5jW8cZ1qN6bY3xF7vGu2k"
 	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-keys", key + ":pro", "-webhook-allow-private"}, nil)
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
 	defer rcv.Close()
@@ -127,7 +127,7 @@ func TestDomainEventsReachWebhooks(t *testing.T) {
 		got <- delivery{r.Header.Get("Petstore-Signature"), b}
 	}))
 	defer rcv.Close()
-	const key = "psk_Pro5jW8cZ1qN6bY3xF7v"
+	const key = "psk_Pro5jW8cZ1qN6bY3xF7vGu2k"
 	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-keys", key + ":pro", "-webhook-allow-private"}, nil)
 	status, _, out := call(t, "POST", base+"/dashboard/api/webhooks", key, "", `{"url":"`+rcv.URL+`"}`)
 	var created struct{ ID, Secret string }

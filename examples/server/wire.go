@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -145,7 +146,10 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 			}
 		})
 	}
-	if err := ensureOperatorKeys(ctx, keys, cfg.keys, store); err != nil {
+	if err := followDatabaseFeed(ctx, cfg, logger, auth.Apply, a); err != nil {
+		return nil, err
+	}
+	if err := ensureOperatorKeys(ctx, keys, cfg.keys, store, logger); err != nil {
 		return nil, err
 	}
 	a.keys = keys
@@ -267,7 +271,20 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	platform.Handle("/dashboard/", dash)
 	platform.Handle("/dashboard", http.RedirectHandler("/dashboard/", http.StatusMovedPermanently))
 	platform.Handle("GET /healthz", health(limiter))
-	platform.Handle("GET /readyz", ready(store, limiter, cfg))
+	// /readyz pings the database and /metrics reads it: each is answered
+	// from a copy made at most once a second, and each address spends its
+	// public budget on them, as on the OpenAPI document (issue 26).
+	probes := http.NewServeMux()
+	probes.Handle("GET /readyz", newSnapshot(ready(store, limiter, cfg), time.Second, time.Now))
+	if cfg.metricsAddr == "" {
+		probes.Handle("GET /metrics", newSnapshot(metricsHandler(a.registry), time.Second, time.Now))
+	}
+	limitedProbes, err := httpx.Wrap(httpx.Config{Auth: auth, Logger: logger, Limiter: limiter,
+		TrustedProxies: cfg.trustedProxies, TracerProvider: tp}, probes, "/readyz", "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	platform.Handle("GET /readyz", limitedProbes)
 	platform.Handle("/", notFound())
 	platform.Handle("/healthz", onlyGET())
 	platform.Handle("/readyz", onlyGET())
@@ -277,7 +294,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	}
 	a.registry.MustRegister(pc)
 	if cfg.metricsAddr == "" {
-		platform.Handle("GET /metrics", metricsHandler(a.registry))
+		platform.Handle("GET /metrics", limitedProbes)
 		platform.Handle("/metrics", onlyGET())
 	}
 
@@ -467,6 +484,48 @@ func openFeed(cfg config) (changefeed.Feed, func(), error) {
 	return nil, func() {}, nil
 }
 
+// followDatabaseFeed has a server whose feed is Redis, on a PostgreSQL
+// database, also hear the key changes published on the database's own
+// feed (LISTEN/NOTIFY): a keys command run with -db alone then reaches it
+// at once too, instead of after its cache's live bound (issue 26).
+func followDatabaseFeed(ctx context.Context, cfg config, logger *slog.Logger, apply func(changefeed.Change), a *app) error {
+	t, err := bunopen.Parse(cfg.db)
+	if cfg.redis == "" || err != nil || t.Kind != bunopen.KindPostgres {
+		return nil
+	}
+	f, err := pgfeed.New(t.DriverDSN, "")
+	if err != nil {
+		return fmt.Errorf("-db %s: %w", bunopen.Redact(cfg.db), err)
+	}
+	a.closers = append(a.closers, func() { f.Close() })
+	go func() {
+		// Only key changes: whether the feed is live is the Redis
+		// feed's to say, as it is the one the cache's bound relies on.
+		_ = f.Subscribe(ctx, func(c changefeed.Change) {
+			if c.Kind == changefeed.KindKey {
+				apply(c)
+			}
+		})
+	}()
+	return nil
+}
+
+// keyChangeReach says whom a key change made by the keys subcommand
+// reached, and for how long the servers it did not reach may still act
+// on the old key: the bound an operator must know after a revoke.
+func keyChangeReach(cfg config) string {
+	switch t, err := bunopen.Parse(cfg.db); {
+	case cfg.redis != "":
+		return "running servers started with this -redis were told at once."
+	case err == nil && t.Kind == bunopen.KindPostgres:
+		return "running servers on this PostgreSQL database were told at once (LISTEN/NOTIFY)."
+	default:
+		return fmt.Sprintf("no change feed was reached: running servers without -redis apply it within %v, "+
+			"but servers started with -redis may act on the old key for up to %v; run this command with their -redis to tell them at once.",
+			keycache.DefaultTTL, keycache.DefaultLiveTTL)
+	}
+}
+
 // runKeys runs the keys subcommand. A revoke or a plan change is
 // published on the servers' change feed, so running servers apply it
 // within a second; without a feed they do within keycache.DefaultTTL.
@@ -492,6 +551,9 @@ func runKeys(ctx context.Context, cfg config, store backend, stdout io.Writer) e
 	}
 	if publishErr != nil {
 		return fmt.Errorf("the change is stored, but running servers were not told (%v): they apply it within %v", publishErr, keycache.DefaultLiveTTL)
+	}
+	if len(cfg.command) > 1 && slices.Contains([]string{"revoke", "unrevoke", "set-plan"}, cfg.command[1]) {
+		fmt.Fprintln(stdout, keyChangeReach(cfg))
 	}
 	return nil
 }

@@ -75,7 +75,9 @@ type Config struct {
 
 	// RedirectScheme is the scheme of redirect Locations: "https" when
 	// the platform serves custom domains over TLS. "" means the scheme of
-	// the request.
+	// the request. A Location never carries a port: the target is named
+	// as the redirect configures it, and the port a client reached this
+	// server on says nothing about where the target domain listens.
 	RedirectScheme string
 
 	// UnknownHostHint ends the message of the 404 for a Host that is
@@ -209,8 +211,9 @@ func (e *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // redirect sends the client to the same path and query on the target
-// host. A port the client used is kept, so a local server on :8080
-// redirects to :8080.
+// domain, on the default port of the scheme: the Host header's port is
+// the client's word, and copying it would send visitors of the target to
+// wherever that word pointed.
 func (e *server) redirect(w http.ResponseWriter, r *http.Request, ans customdomain.RouteAnswer) {
 	scheme := e.scheme
 	if scheme == "" {
@@ -220,9 +223,6 @@ func (e *server) redirect(w http.ResponseWriter, r *http.Request, ans customdoma
 		}
 	}
 	target := ans.RedirectTo
-	if _, port, err := net.SplitHostPort(r.Host); err == nil && port != "" && e.scheme == "" {
-		target = net.JoinHostPort(target, port)
-	}
 	status := ans.Status
 	switch status {
 	case http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:

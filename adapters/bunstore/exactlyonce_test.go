@@ -1,0 +1,367 @@
+package bunstore_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/bunstore"
+	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
+	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/internal/faultproxy"
+	"github.com/petstorekit/petstore/internal/testenv"
+)
+
+// staticAuth lets one token in as one key, without the database: the
+// test is of the write path, whose faults must not be masked by the
+// key lookup's.
+type staticAuth struct{ key petstore.APIKey }
+
+func (a staticAuth) Authenticate(_ context.Context, token string) (petstore.APIKey, error) {
+	if token != "t" {
+		return petstore.APIKey{}, petstore.UnauthorizedError()
+	}
+	return a.key, nil
+}
+
+// TestIdempotentCreateExactlyOnceThroughFaults (issue 26): writers create
+// pets through the API, each create with its own Idempotency-Key and name,
+// retrying every 503 until it gets 201, while the database link behind a
+// real TCP proxy is paused (a black hole), cut, and paused again. Pauses
+// catch commits whose reply is held: the database has the pet, the
+// request times out. Afterwards, counted on a direct connection, every
+// acknowledged name exists exactly once and no name twice, every create
+// ended in 201, and the creates under way when the database came back
+// for good ended within 5 s of it.
+func TestIdempotentCreateExactlyOnceThroughFaults(t *testing.T) {
+	for _, b := range []struct {
+		name string
+		dsn  func(testing.TB) string
+	}{
+		{"PostgreSQL", testenv.PostgresSchema},
+		{"MariaDB", testenv.MySQLDatabase},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			direct := b.dsn(t)
+			u, err := url.Parse(direct)
+			if err != nil {
+				t.Fatal(err)
+			}
+			proxy := faultproxy.Start(t, u.Host)
+			u.Host = proxy.Addr()
+			ctx := context.Background()
+			directDB := openDSN(t, direct) // migrates
+			proxied, err := bunopen.Open(ctx, u.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = proxied.Close() })
+			store := bunstore.New(proxied)
+			const timeout = time.Second
+			h, err := httpx.New(httpx.Config{
+				Service:     petstore.NewService(store),
+				Auth:        staticAuth{petstore.APIKey{ID: "key_faults", ProjectID: "prj_faults", Plan: petstore.PlanEnterprise}},
+				Idempotency: store,
+				Timeout:     timeout,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(h)
+			t.Cleanup(srv.Close)
+
+			const writers = 16
+			var (
+				mu       sync.Mutex
+				acked    = map[string]int{} // name -> 201s received
+				stop     = make(chan struct{})
+				wg       sync.WaitGroup
+				budgetHi = time.Now().Add(90 * time.Second) // the retry budget of the whole run
+			)
+			create := func(name string) error {
+				for attempt := 0; ; attempt++ {
+					if time.Now().After(budgetHi) {
+						return fmt.Errorf("%s: no 201 within the retry budget (%d attempts)", name, attempt)
+					}
+					req, _ := http.NewRequest("POST", srv.URL+"/v1/pets", strings.NewReader(`{"name":"`+name+`","categoryId":1}`))
+					req.Header.Set("Authorization", "Bearer t")
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set("Idempotency-Key", name)
+					res, err := srv.Client().Do(req)
+					if err != nil {
+						return err
+					}
+					res.Body.Close()
+					switch res.StatusCode {
+					case http.StatusCreated:
+						mu.Lock()
+						acked[name]++
+						mu.Unlock()
+						return nil
+					case http.StatusServiceUnavailable:
+						time.Sleep(20 * time.Millisecond)
+					default:
+						return fmt.Errorf("%s: status %d", name, res.StatusCode)
+					}
+				}
+			}
+			errs := make(chan error, writers)
+			for w := range writers {
+				wg.Go(func() {
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						if err := create(fmt.Sprintf("w%d-%d", w, i)); err != nil {
+							errs <- err
+							return
+						}
+					}
+				})
+			}
+			// waitCreated waits until n more pets have been acknowledged,
+			// so each fault strikes a stream of writes.
+			waitCreated := func(n int) {
+				t.Helper()
+				mu.Lock()
+				want := len(acked) + n
+				mu.Unlock()
+				deadline := time.Now().Add(30 * time.Second)
+				for {
+					mu.Lock()
+					got := len(acked)
+					mu.Unlock()
+					if got >= want {
+						return
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("only %d of %d creates acknowledged", got, want)
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			waitCreated(50)
+			for _, fault := range []struct {
+				name  string
+				start func()
+				hold  time.Duration
+			}{
+				{"pause", proxy.Pause, 2 * timeout},
+				{"cut", proxy.Cut, timeout / 2},
+				{"pause", proxy.Pause, 3 * timeout},
+			} {
+				fault.start()
+				time.Sleep(fault.hold) // the fault's length: a duration, not a wait for an outcome
+				proxy.Restore()
+				waitCreated(50)
+			}
+			// One last pause; when it ends the writers finish the creates
+			// under way and stop: all must end within 5 s of the return.
+			proxy.Pause()
+			time.Sleep(2 * timeout)
+			close(stop)
+			proxy.Restore()
+			back := time.Now()
+			wg.Wait()
+			if took := time.Since(back); took > 5*time.Second {
+				t.Errorf("the creates under way took %v after the database came back, want at most 5 s", took)
+			}
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+
+			var rows []struct {
+				Name string `bun:"name"`
+				N    int    `bun:"n"`
+			}
+			if err := directDB.NewRaw("SELECT name, COUNT(*) AS n FROM pets GROUP BY name").Scan(ctx, &rows); err != nil {
+				t.Fatal(err)
+			}
+			stored := map[string]int{}
+			for _, r := range rows {
+				stored[r.Name] = r.N
+				if r.N != 1 {
+					t.Errorf("%s: stored %d times", r.Name, r.N)
+				}
+			}
+			for name, n := range acked {
+				if n != 1 || stored[name] != 1 {
+					t.Errorf("%s: acknowledged %d times, stored %d times; want once and once", name, n, stored[name])
+				}
+			}
+			for name := range stored {
+				if acked[name] == 0 {
+					t.Errorf("%s: stored but never acknowledged", name)
+				}
+			}
+			t.Logf("%d creates acknowledged through 2 pauses, a cut and a final pause", len(acked))
+		})
+	}
+}
+
+// TestOrphanedCreateFreesItsKey (issue 26): a create whose link goes
+// into a black hole after the record's insert, and stays there, leaves a
+// transaction the database still holds open. The key must be free again
+// once the request's time has run out twice over (the request plus the
+// database timeout), not when the link is repaired: another server's
+// create with the same key runs within that bound.
+func TestOrphanedCreateFreesItsKey(t *testing.T) {
+	for _, b := range []struct {
+		name string
+		dsn  func(testing.TB) string
+	}{
+		{"PostgreSQL", testenv.PostgresSchema},
+		{"MariaDB", testenv.MySQLDatabase},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			direct := b.dsn(t)
+			u, err := url.Parse(direct)
+			if err != nil {
+				t.Fatal(err)
+			}
+			proxy := faultproxy.Start(t, u.Host)
+			u.Host = proxy.Addr()
+			ctx := context.Background()
+			other := bunstore.New(openDSN(t, direct)) // another server, with a healthy link
+			proxied, err := bunopen.Open(ctx, u.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = proxied.Close() })
+			s := bunstore.New(proxied)
+
+			rec := petstore.IdempotencyRecord{Scope: "key_orphan", Key: "k", RequestHash: "h", CreatedAt: time.Now()}
+			const timeout = time.Second
+			rctx, cancel := context.WithTimeout(ctx, timeout)
+			_, _, err = s.CreateOnce(rctx, rec, func(ctx context.Context) (petstore.IdempotencyRecord, bool) {
+				proxy.Pause() // the record is inserted; nothing more reaches the database
+				return rec, true
+			})
+			cancel()
+			if err == nil {
+				t.Fatal("a create whose link went into a black hole succeeded")
+			}
+			t.Cleanup(proxy.Restore)
+
+			start := time.Now()
+			octx, cancel := context.WithTimeout(ctx, 10*timeout)
+			defer cancel()
+			_, ran, err := other.CreateOnce(octx, rec, func(context.Context) (petstore.IdempotencyRecord, bool) {
+				out := rec
+				out.Status = 201
+				return out, true
+			})
+			if err != nil || !ran {
+				t.Fatalf("the other server's create with the key: ran %v, %v after %v; want it to run", ran, err, time.Since(start))
+			}
+			// The orphan ended at most a timeout after its last statement,
+			// which came before the request's own timeout.
+			if took := time.Since(start); took > 2*timeout+time.Second {
+				t.Fatalf("the key was held %v after the request ended, want at most the database timeout (%v)", took, timeout)
+			}
+		})
+	}
+}
+
+// faultAfterCreate is a PetService whose CreatePet, once the pet's
+// insert has gone out, strikes the link with fault, the first time.
+type faultAfterCreate struct {
+	petstore.PetService
+	once  sync.Once
+	fault func()
+}
+
+func (f *faultAfterCreate) CreatePet(ctx context.Context, p petstore.NewPet) (petstore.Pet, error) {
+	pet, err := f.PetService.CreatePet(ctx, p)
+	f.once.Do(f.fault)
+	return pet, err
+}
+
+// TestFaultAsTheWriteGoesOut (issue 26): the link is cut, or paused, the
+// moment the pet's insert has gone out, before the record's response and
+// the commit: the request cannot learn the outcome and answers 503; once
+// the link is back, the retry with the same key gets a 201 within 5 s,
+// and one pet exists.
+func TestFaultAsTheWriteGoesOut(t *testing.T) {
+	for _, b := range []struct {
+		name string
+		dsn  func(testing.TB) string
+	}{
+		{"PostgreSQL", testenv.PostgresSchema},
+		{"MariaDB", testenv.MySQLDatabase},
+	} {
+		for _, fault := range []string{"cut", "pause"} {
+			t.Run(b.name+"/"+fault, func(t *testing.T) {
+				t.Parallel()
+				direct := b.dsn(t)
+				u, err := url.Parse(direct)
+				if err != nil {
+					t.Fatal(err)
+				}
+				proxy := faultproxy.Start(t, u.Host)
+				u.Host = proxy.Addr()
+				ctx := context.Background()
+				directDB := openDSN(t, direct)
+				proxied, err := bunopen.Open(ctx, u.String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = proxied.Close() })
+				store := bunstore.New(proxied)
+				strike := proxy.Cut
+				if fault == "pause" {
+					strike = proxy.Pause
+				}
+				h, err := httpx.New(httpx.Config{
+					Service:     &faultAfterCreate{PetService: petstore.NewService(store), fault: strike},
+					Auth:        staticAuth{petstore.APIKey{ID: "key_faults", ProjectID: "prj_faults", Plan: petstore.PlanEnterprise}},
+					Idempotency: store,
+					Timeout:     time.Second,
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				post := func() *httptest.ResponseRecorder {
+					r := httptest.NewRequest("POST", "/v1/pets", strings.NewReader(`{"name":"Struck","categoryId":1}`))
+					r.Header.Set("Authorization", "Bearer t")
+					r.Header.Set("Content-Type", "application/json")
+					r.Header.Set("Idempotency-Key", "struck-1")
+					w := httptest.NewRecorder()
+					h.ServeHTTP(w, r)
+					return w
+				}
+				if w := post(); w.Code != http.StatusServiceUnavailable {
+					t.Fatalf("the struck create: %d %s, want 503: its outcome is unknown", w.Code, w.Body)
+				}
+				proxy.Restore()
+				back := time.Now()
+				var w *httptest.ResponseRecorder
+				for w = post(); w.Code == http.StatusServiceUnavailable && time.Since(back) < 5*time.Second; w = post() {
+					time.Sleep(20 * time.Millisecond)
+				}
+				if w.Code != http.StatusCreated {
+					t.Fatalf("the retry %v after the link came back: %d %s, want 201", time.Since(back), w.Code, w.Body)
+				}
+				if again := post(); again.Code != http.StatusCreated || again.Header().Get("Idempotent-Replayed") != "true" || again.Body.String() != w.Body.String() {
+					t.Fatalf("the replay: %d %s", again.Code, again.Body)
+				}
+				var n int
+				if err := directDB.NewRaw("SELECT COUNT(*) FROM pets WHERE name = 'Struck'").Scan(ctx, &n); err != nil || n != 1 {
+					t.Fatalf("%d pets named Struck (%v), want 1", n, err)
+				}
+			})
+		}
+	}
+}
