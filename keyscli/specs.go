@@ -55,7 +55,9 @@ func ParseSpecs(s string) ([]Spec, error) {
 		} else {
 			plan, err := petstore.ParsePlan(last)
 			if err != nil || plan == petstore.PlanEnterprise {
-				return nil, fmt.Errorf("unknown plan %q: use free, pro, business or enterprise:PERMIN/PERDAY", last)
+				// Not quoted: a key and plan given in the wrong order would
+				// put the secret here.
+				return nil, errors.New("unknown plan after the last colon: use free, pro, business or enterprise:PERMIN/PERDAY")
 			}
 			spec.Secret, spec.Plan = rest, plan
 		}

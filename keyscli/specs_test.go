@@ -33,6 +33,7 @@ func TestParseSpecs(t *testing.T) {
 		{in: ":pro", bad: "empty"},
 		{in: keyA + ":gold", bad: "unknown plan"},
 		{in: keyA + ":enterprise", bad: "unknown plan"},
+		{in: "pro:" + keyA, bad: "unknown plan"}, // the wrong order: the secret is where the plan goes
 		{in: keyA + ":pro:1/2", bad: "enterprise"},
 		{in: keyA + ":enterprise:10/5", bad: "enterprise limits"},
 		{in: keyA + ":enterprise:0/5", bad: "enterprise limits"},

@@ -266,7 +266,7 @@ func ParseOptions(addr string) (*redis.Options, error) {
 			return nil, fmt.Errorf("redislimit: Redis address %q is neither host:port nor a redis:// URL", redact.URL(addr))
 		}
 		if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-			return nil, fmt.Errorf("redislimit: bad port in Redis address %q", addr)
+			return nil, fmt.Errorf("redislimit: bad port in Redis address %q", redact.URL(addr))
 		}
 		o = &redis.Options{Addr: net.JoinHostPort(host, port)}
 	}

@@ -91,11 +91,13 @@ func servePprof(ctx context.Context, addr string, logger *slog.Logger) (net.Addr
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	// No /debug/pprof/cmdline: the command line may carry secrets given
+	// as flags. Loopback is not enough against a DNS-rebinding page, so
+	// the admin endpoint's guard (Host, Origin) stands in front.
+	srv := &http.Server{Handler: adminGuard(mux, ln.Addr(), ""), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
 		srv.Close()

@@ -49,6 +49,14 @@ func TestPprofOnlyOnLoopback(t *testing.T) {
 	if status, _, body := call(t, "GET", m[1]+"goroutine?debug=1", "", "", ""); status != 200 || !strings.Contains(body, "goroutine") {
 		t.Fatalf("GET %sgoroutine: %d %.200s", m[1], status, body)
 	}
+	// The command line may carry secrets given as flags: not served. A
+	// page that rebound its own name to loopback is refused by Host.
+	if status, _, body := call(t, "GET", m[1]+"cmdline", "", "", ""); status == 200 || strings.Contains(body, "pprof-addr") {
+		t.Fatalf("GET %scmdline: %d %.200s; want the command line kept back", m[1], status, body)
+	}
+	if status, _, body := call(t, "GET", m[1]+"goroutine?debug=1", "", "rebound.example:6060", ""); status != http.StatusBadRequest {
+		t.Fatalf("GET %sgoroutine with a foreign Host: %d %.200s; want 400", m[1], status, body)
+	}
 }
 
 // pageBound is how soon another process serves a page that a create
