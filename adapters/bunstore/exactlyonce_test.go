@@ -365,3 +365,34 @@ func TestFaultAsTheWriteGoesOut(t *testing.T) {
 		}
 	}
 }
+
+// On MySQL and MariaDB the timeouts that bound a create's transaction are
+// the session's: a connection must get the defaults back before another
+// transaction draws it from the pool, or that one inherits the request's
+// second or two of lock wait.
+func TestCreateOnceLeavesNoSessionTimeouts(t *testing.T) {
+	db := openMySQL(t)
+	db.SetMaxOpenConns(1) // the next query gets the create's connection
+	s := bunstore.New(db)
+	ctx := context.Background()
+	var before int
+	if err := db.QueryRowContext(ctx, "SELECT @@SESSION.innodb_lock_wait_timeout").Scan(&before); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	rec := petstore.IdempotencyRecord{Scope: "key_session", Key: "k", RequestHash: "h", CreatedAt: time.Now()}
+	if _, _, err := s.CreateOnce(rctx, rec, func(ctx context.Context) (petstore.IdempotencyRecord, bool) {
+		rec.Status = http.StatusCreated
+		return rec, true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var after int
+	if err := db.QueryRowContext(ctx, "SELECT @@SESSION.innodb_lock_wait_timeout").Scan(&after); err != nil {
+		t.Fatal(err)
+	}
+	if after != before {
+		t.Fatalf("innodb_lock_wait_timeout after an idempotent create: %d s, want the session's %d s back", after, before)
+	}
+}

@@ -3,6 +3,7 @@ package bunstore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"math"
 	"strconv"
@@ -136,7 +137,19 @@ func (s *Store) createOnce(ctx context.Context, rec petstore.IdempotencyRecord, 
 		})
 		return out, ran, err
 	}
-	tx, err := s.db.DB.BeginTx(ctx, nil)
+	// On MySQL and MariaDB boundTx can only set the session's timeouts,
+	// so the transaction runs on a connection of its own that gets them
+	// back before it returns to the pool (after the transaction ends).
+	begin := s.db.DB.BeginTx
+	if !s.pg {
+		conn, cerr := s.db.DB.Conn(ctx)
+		if cerr != nil {
+			return out, false, cerr
+		}
+		defer s.resetSession(conn)
+		begin = conn.BeginTx
+	}
+	tx, err := begin(ctx, nil)
 	if err != nil {
 		return out, false, err
 	}
@@ -188,6 +201,26 @@ func (s *Store) boundTx(ctx context.Context, tx *sql.Tx, d time.Duration) error 
 	}
 	_, err := tx.ExecContext(ctx, "SET SESSION innodb_lock_wait_timeout = ?", secs)
 	return err
+}
+
+// resetSession gives a MySQL or MariaDB connection that boundTx may have
+// shortened its session's timeouts back before it returns to the pool, so
+// no later transaction on it inherits a request's second or two; a
+// connection that cannot be reset (its link is gone) is discarded. It
+// runs off the request: the answer does not wait for it.
+func (s *Store) resetSession(conn *sql.Conn) {
+	go func() {
+		defer conn.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		reset := "SET SESSION idle_transaction_timeout = DEFAULT, innodb_lock_wait_timeout = DEFAULT"
+		if s.noIdleTxTimeout.Load() {
+			reset = "SET SESSION innodb_lock_wait_timeout = DEFAULT" // MySQL
+		}
+		if _, err := conn.ExecContext(ctx, reset); err != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
 }
 
 // unit is the transaction of one CreateOnce call, which the store's
