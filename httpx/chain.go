@@ -36,7 +36,7 @@ type RateLimiter interface {
 // A Refunder is a RateLimiter that can give back what a decision spent,
 // for a request a store failed (503): an outage spends nobody's quota.
 type Refunder interface {
-	Refund(ctx context.Context, subject string, limits petstore.Limits) error
+	Refund(ctx context.Context, subject string, limits petstore.Limits, at time.Time) error
 }
 
 // DefaultPublicLimits are the per-address allowances of public paths (the

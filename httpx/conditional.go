@@ -2,6 +2,7 @@ package httpx
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/petstorekit/petstore"
 )
@@ -24,6 +25,7 @@ type chargeUnlessNotModified struct {
 	r                         *http.Request
 	l                         *limits
 	decided, refused, charged bool
+	chargedAt                 time.Time // the plan's decision, when charged
 }
 
 func (c *chargeUnlessNotModified) WriteHeader(status int) {
@@ -61,7 +63,8 @@ func (c *chargeUnlessNotModified) charge() {
 			delete(h, k)
 		}
 	}
-	if c.l.allow(c.ResponseWriter, c.r, KeySubject(st.key.ID), st.key.EffectiveLimits()) {
+	if at, ok := c.l.decide(c.ResponseWriter, c.r, KeySubject(st.key.ID), st.key.EffectiveLimits()); ok {
+		c.chargedAt = at
 		for k, v := range saved {
 			if _, set := h[k]; !set {
 				h[k] = v

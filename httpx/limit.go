@@ -54,7 +54,8 @@ func (l *limits) limitRequests(next http.Handler) http.Handler {
 		default:
 			subject, lim = KeySubject(st.key.ID), st.key.EffectiveLimits()
 		}
-		if !l.allow(w, r, subject, lim) {
+		at, ok := l.decide(w, r, subject, lim)
+		if !ok {
 			return
 		}
 		if cond != nil {
@@ -62,18 +63,18 @@ func (l *limits) limitRequests(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 		if st.w.Status == http.StatusServiceUnavailable && (st.cause == causeTimeout || st.cause == causeUnavailable) {
-			l.refund(r, subject, lim)
+			l.refund(r, subject, lim, at)
 			if cond != nil && cond.charged {
-				l.refund(r, KeySubject(st.key.ID), st.key.EffectiveLimits())
+				l.refund(r, KeySubject(st.key.ID), st.key.EffectiveLimits(), cond.chargedAt)
 			}
 		}
 	})
 }
 
 // refund gives back what a request spent, when the limiter can.
-func (l *limits) refund(r *http.Request, subject string, lim petstore.Limits) {
+func (l *limits) refund(r *http.Request, subject string, lim petstore.Limits, at time.Time) {
 	if rf, ok := l.RateLimiter.(Refunder); ok {
-		_ = rf.Refund(context.WithoutCancel(r.Context()), subject, lim) // as a decision, it fails only when the limiter does
+		_ = rf.Refund(context.WithoutCancel(r.Context()), subject, lim, at) // as a decision, it fails only when the limiter does
 	}
 }
 
@@ -84,6 +85,12 @@ func (l *limits) attempt(w http.ResponseWriter, r *http.Request) bool {
 
 // allow asks the limiter, sets the headers, and answers a 429 or 503.
 func (l *limits) allow(w http.ResponseWriter, r *http.Request, subject string, lim petstore.Limits) bool {
+	_, ok := l.decide(w, r, subject, lim)
+	return ok
+}
+
+// decide is allow that also returns the decision's instant, for a refund.
+func (l *limits) decide(w http.ResponseWriter, r *http.Request, subject string, lim petstore.Limits) (time.Time, bool) {
 	d, err := l.Decide(r.Context(), subject, lim)
 	l.metrics.decision(d, err)
 	if d.BanStarted {
@@ -92,7 +99,7 @@ func (l *limits) allow(w http.ResponseWriter, r *http.Request, subject string, l
 	if err != nil {
 		if r.Context().Err() != nil { // the client went away: nothing failed
 			writeErrorQuietly(w, r, petstore.Errorf(petstore.CodeUnavailable, "request canceled"))
-			return false
+			return time.Time{}, false
 		}
 		if petstore.ErrorCode(err) != petstore.CodeUnavailable {
 			l.logger.LogAttrs(r.Context(), slog.LevelError, "rate limiter failed",
@@ -101,7 +108,7 @@ func (l *limits) allow(w http.ResponseWriter, r *http.Request, subject string, l
 			err = petstore.Errorf(petstore.CodeUnavailable, "rate limiting is unavailable; try again later")
 		}
 		writeErrorQuietly(w, r, err) // a limiter's failure is counted as its decision, not as a store's error
-		return false
+		return time.Time{}, false
 	}
 	if !d.Degraded { // a fallback's figures are this process's only: none are sent
 		// Seconds to reset count from the limiter's clock, if it says.
@@ -112,7 +119,7 @@ func (l *limits) allow(w http.ResponseWriter, r *http.Request, subject string, l
 		setRateLimitHeaders(w.Header(), d, now, l.ietf)
 	}
 	if d.Allowed {
-		return true
+		return d.At, true
 	}
 	secs := max(int64(math.Ceil(d.RetryAfter.Seconds())), 1)
 	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
@@ -126,7 +133,7 @@ func (l *limits) allow(w http.ResponseWriter, r *http.Request, subject string, l
 		code = petstore.CodeRateLimited
 	}
 	WriteError(w, r, petstore.Errorf(code, "%s", msg))
-	return false
+	return time.Time{}, false
 }
 
 // writeErrorQuietly is WriteError for a failure that is no store's.

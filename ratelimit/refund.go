@@ -9,38 +9,44 @@ import (
 
 // A Refunder is a Store that can give back one request it admitted.
 // Refund takes one request off each of req.Rates' windows of req.Subject
-// that is still running at req.Now (a window that ended has nothing left
-// to give back); it never starts a window, a strike or a ban.
+// that the request was admitted in, req.Now being the instant it was
+// admitted: a window that has ended since, or begun since, never gets it
+// (the one would have nothing to give back, the other would admit one
+// more than its quota). It never starts a window, a strike or a ban.
 type Refunder interface {
 	Refund(ctx context.Context, req Request) error
 }
 
 // Refund gives back one request of subject that Decide admitted under
-// limits: for a request the server could not serve after all (a database
-// outage), so that it spends no quota. It does nothing when the store is
-// not a Refunder. With a store that leases shares (Leaser) it goes back
-// into this process's share; while a shared store is failing, the local fallback's
-// count is given back instead.
-func (l *Limiter) Refund(ctx context.Context, subject string, limits petstore.Limits) error {
+// limits at the instant at (the Decision's At): for a request the server
+// could not serve after all (a database outage), so that it spends no
+// quota. Only the windows that were running at that instant and still
+// run get it back, so a refund never lets a later window over its quota.
+// With a store that leases shares (Leaser) the unit goes back into this
+// process's share; with a shared store that does not, into the store
+// when it is a Refunder, or into the local fallback while the store is
+// taken for down. A zero at means now.
+func (l *Limiter) Refund(ctx context.Context, subject string, limits petstore.Limits, at time.Time) error {
 	if !limits.Valid() {
 		return petstore.Errorf(petstore.CodeInternal, "invalid rate limits")
 	}
 	subject = l.aggregate(subject)
 	rates := Rates(limits)
 	wall, p := l.clock()
+	if at.IsZero() {
+		at = wall
+	}
+	pAt := l.baseNano + int64(at.Sub(l.base)) // at on process time
 	switch {
 	case l.leaser != nil:
-		// The unit goes back into this process's share, while every
-		// window it was taken from still runs; the share returns to the
-		// store like any other.
 		if e := l.leases.peek(subject); e != nil {
 			e.mu.Lock()
 			e.refresh(p, len(rates))
-			running := len(e.wins) > 0
-			for _, w := range e.wins {
-				running = running && w.end > p
+			admittedHere := len(e.wins) == len(rates)
+			for i, w := range e.wins {
+				admittedHere = admittedHere && w.end > pAt && w.end-int64(rates[i].Period) <= pAt
 			}
-			if running {
+			if admittedHere {
 				e.grant++
 			}
 			e.mu.Unlock()
@@ -48,14 +54,14 @@ func (l *Limiter) Refund(ctx context.Context, subject string, limits petstore.Li
 		return nil
 	case l.local == nil:
 		// The in-memory store counts on process time (decideInMemory).
-		return l.store.(Refunder).Refund(ctx, Request{Subject: subject, Rates: rates, Now: time.Unix(0, p)})
+		return l.store.(Refunder).Refund(ctx, Request{Subject: subject, Rates: rates, Now: time.Unix(0, pAt)})
 	}
 	store := l.store
 	if l.open.Load() {
 		store = l.local
 	}
 	if r, ok := store.(Refunder); ok {
-		return r.Refund(ctx, Request{Subject: subject, Rates: rates, Now: wall})
+		return r.Refund(ctx, Request{Subject: subject, Rates: rates, Now: at})
 	}
 	return nil
 }
@@ -72,11 +78,11 @@ func (s *MemoryStore) Refund(ctx context.Context, req Request) error {
 	if e == nil {
 		return nil
 	}
-	now := req.Now.UnixNano()
+	at := req.Now.UnixNano()
 	for i := range e.windows {
 		w := &e.windows[i]
 		for _, r := range req.Rates {
-			if w.period == r.Period && w.end > now && w.used > 0 {
+			if w.period == r.Period && w.end > at && w.end-int64(w.period) <= at && w.used > 0 {
 				w.used--
 				w.local = max(w.local-1, 0)
 			}

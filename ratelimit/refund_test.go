@@ -9,8 +9,9 @@ import (
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
-// A refund gives back one admitted request in every running window, and
-// nothing once the window it was counted in has ended.
+// A refund gives back one admitted request in the windows it was admitted
+// in, and none to a window that began since: that one would admit more
+// than its quota.
 func TestRefund(t *testing.T) {
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	l := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{Clock: func() time.Time { return now }})
@@ -25,18 +26,20 @@ func TestRefund(t *testing.T) {
 		return d
 	}
 	decide()
-	decide()
-	if err := l.Refund(ctx, "key:k", limits); err != nil {
+	admitted := decide().At
+	if err := l.Refund(ctx, "key:k", limits, admitted); err != nil {
 		t.Fatal(err)
 	}
 	if d := decide(); d.Windows[0].Remaining != 3 || d.Windows[1].Remaining != 98 {
 		t.Fatalf("after a refund: %+v, want 3 and 98 left", d.Windows)
 	}
-	now = now.Add(time.Minute) // the minute ended: only the day gives back
-	if err := l.Refund(ctx, "key:k", limits); err != nil {
+	admitted = decide().At // 3 of the minute, 3 of the day used
+	now = now.Add(time.Minute)
+	decide() // a new minute: 1 of it used, 4 of the day
+	if err := l.Refund(ctx, "key:k", limits, admitted); err != nil {
 		t.Fatal(err)
 	}
-	if d := decide(); d.Windows[0].Remaining != 4 || d.Windows[1].Remaining != 98 {
-		t.Fatalf("after a refund past the minute: %+v, want 4 and 98 left", d.Windows)
+	if d := decide(); d.Windows[0].Remaining != 3 || d.Windows[1].Remaining != 96 {
+		t.Fatalf("after refunding a request of the previous minute: %+v, want 3 (the new minute keeps its count) and 96 (the day gives one back) left", d.Windows)
 	}
 }

@@ -22,11 +22,15 @@ func TestRefundGoesBackIntoTheShare(t *testing.T) {
 	defer l.Close(context.Background())
 	ctx := context.Background()
 	limits := petstore.Limits{PerMinute: 5, PerDay: 100}
+	var last time.Time // when the last admitted request was admitted
 	admitted := func() bool {
 		t.Helper()
 		d, err := l.Decide(ctx, "key:refund", limits)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if d.Allowed {
+			last = d.At
 		}
 		return d.Allowed
 	}
@@ -38,7 +42,7 @@ func TestRefundGoesBackIntoTheShare(t *testing.T) {
 	if admitted() {
 		t.Fatal("a sixth request in the minute was admitted")
 	}
-	if err := l.Refund(ctx, "key:refund", limits); err != nil {
+	if err := l.Refund(ctx, "key:refund", limits, last); err != nil {
 		t.Fatal(err)
 	}
 	if !admitted() {
@@ -46,5 +50,23 @@ func TestRefundGoesBackIntoTheShare(t *testing.T) {
 	}
 	if admitted() {
 		t.Fatal("one refund admitted two more requests")
+	}
+
+	// A request of the last minute refunded once the next has begun
+	// must not let the new minute admit a sixth.
+	old := last
+	now = now.Add(time.Minute)
+	if !admitted() {
+		t.Fatal("the first request of a new minute was refused")
+	}
+	if err := l.Refund(ctx, "key:refund", limits, old); err != nil {
+		t.Fatal(err)
+	}
+	n := 1
+	for admitted() {
+		n++
+	}
+	if n != 5 {
+		t.Fatalf("the new minute admitted %d after a refund of the last one's request, want its quota of 5", n)
 	}
 }
