@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/petstorekit/petstore/internal/netguard"
 )
 
 // ChallengePath is the path the HTTP ownership check fetches over a
@@ -164,7 +166,7 @@ func (e *Engine) probe(ctx context.Context, n Name, addrs []netip.Addr, token st
 	var last error
 	for _, a := range addrs {
 		a = a.Unmap()
-		if !e.cfg.ProbePrivate && !publicAddr(a) {
+		if !e.cfg.ProbePrivate && !netguard.Public(a) {
 			last = fmt.Errorf("%s is not a public address", a)
 			continue
 		}
@@ -210,11 +212,6 @@ func (e *Engine) probeOne(ctx context.Context, n Name, a netip.Addr, token strin
 		return fmt.Errorf("%s answered, but not with this platform's token", a)
 	}
 	return nil
-}
-
-// publicAddr reports whether a is a public unicast address.
-func publicAddr(a netip.Addr) bool {
-	return a.IsGlobalUnicast() && !a.IsPrivate() && !a.IsLoopback() && !a.IsLinkLocalUnicast()
 }
 
 func addrStrings(addrs []netip.Addr) []string {

@@ -133,21 +133,27 @@ func TestProxiedCheckNeedsThisPlatform(t *testing.T) {
 // never connects to a loopback or private address, whatever the
 // customer's record says.
 func TestProbeRefusesPrivateAddresses(t *testing.T) {
-	ctx := context.Background()
-	w := domaintest.New(t, domaintest.Options{Projects: projects})
-	w.Set(t, "example.com.", addr("shop", "10.1.2.3"))
-	d, _, err := w.Engine.Add(ctx, "prj_pro", "shop.example.com")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, _ := ownershipRecord(d)
-	w.Set(t, "example.com.", libdns.TXT{Name: "_petstore-challenge.shop", Text: rec.Value})
-	d, err = w.Engine.Verify(ctx, "prj_pro", "shop.example.com")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f := d.Diagnosis.Findings; d.Status != customdomain.StatusPending || len(f) != 1 || !strings.Contains(f[0].Message, "10.1.2.3 is not a public address") {
-		t.Fatalf("a private address: %s %+v", d.Status, f)
+	// Private, shared (CGNAT) and NAT64-embedded private addresses: none
+	// is the internet's, so none is fetched from.
+	for _, a := range []string{"10.1.2.3", "100.64.0.1", "64:ff9b::a01:203"} {
+		t.Run(a, func(t *testing.T) {
+			ctx := context.Background()
+			w := domaintest.New(t, domaintest.Options{Projects: projects})
+			w.Set(t, "example.com.", addr("shop", a))
+			d, _, err := w.Engine.Add(ctx, "prj_pro", "shop.example.com")
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, _ := ownershipRecord(d)
+			w.Set(t, "example.com.", libdns.TXT{Name: "_petstore-challenge.shop", Text: rec.Value})
+			d, err = w.Engine.Verify(ctx, "prj_pro", "shop.example.com")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f := d.Diagnosis.Findings; d.Status != customdomain.StatusPending || len(f) != 1 || !strings.Contains(f[0].Message, a+" is not a public address") {
+				t.Fatalf("a non-public address: %s %+v", d.Status, f)
+			}
+		})
 	}
 }
 

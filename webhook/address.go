@@ -11,53 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/internal/netguard"
 )
-
-// nonPublic lists the address blocks a receiver may not be in unless
-// Config.AllowPrivate is set: IANA's special-purpose blocks (loopback,
-// private, shared CGNAT, link-local, unspecified, multicast, reserved,
-// documentation, benchmarking) and the IPv6 forms that embed or reach
-// them. 6to4 and NAT64 addresses are judged by the IPv4 address inside.
-var nonPublic = func() []netip.Prefix {
-	var out []netip.Prefix
-	for _, s := range []string{
-		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
-		"172.16.0.0/12", "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16",
-		"198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
-		"::/96", "64:ff9b:1::/48", "100::/64", "2001::/23", "2001:db8::/32",
-		"fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8",
-	} {
-		out = append(out, netip.MustParsePrefix(s))
-	}
-	return out
-}()
-
-var (
-	nat64     = netip.MustParsePrefix("64:ff9b::/96")
-	sixToFour = netip.MustParsePrefix("2002::/16")
-)
-
-// publicAddr reports whether a is a public unicast address, one a
-// receiver may have without Config.AllowPrivate.
-func publicAddr(a netip.Addr) bool {
-	a = a.Unmap().WithZone("")
-	if !a.IsValid() {
-		return false
-	}
-	b := a.As16()
-	switch {
-	case nat64.Contains(a):
-		return publicAddr(netip.AddrFrom4([4]byte(b[12:16])))
-	case sixToFour.Contains(a):
-		return publicAddr(netip.AddrFrom4([4]byte(b[2:6])))
-	}
-	for _, p := range nonPublic {
-		if p.Contains(a) {
-			return false
-		}
-	}
-	return true
-}
 
 // refusedAddrError is a dial refused because the address is not public.
 type refusedAddrError struct{ addr netip.Addr }
@@ -75,7 +30,7 @@ func dialControl(_, address string, _ syscall.RawConn) error {
 	if err != nil {
 		return fmt.Errorf("refused to connect to %q: not an IP address and port", address)
 	}
-	if !publicAddr(ap.Addr()) {
+	if !netguard.Public(ap.Addr()) {
 		return &refusedAddrError{addr: ap.Addr().Unmap()}
 	}
 	return nil
@@ -123,7 +78,7 @@ func parseEndpointURL(raw string, allowPrivate bool) (string, error) {
 	}
 	if !allowPrivate {
 		host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
-		if ip, err := netip.ParseAddr(host); err == nil && !publicAddr(ip) {
+		if ip, err := netip.ParseAddr(host); err == nil && !netguard.Public(ip) {
 			return "", petstore.Errorf(petstore.CodeInvalidRequest, "url points to %s, which is not a public address: receivers must be reachable on the internet", ip)
 		}
 		if host == "localhost" || strings.HasSuffix(host, ".localhost") {
