@@ -99,9 +99,8 @@ func (s *Store) createOnce(ctx context.Context, rec petstore.IdempotencyRecord, 
 	if err != nil {
 		return out, false, err
 	}
-	// body runs the record's statements and create on tx; ctx is the
-	// caller's, so each statement ends with the request.
-	body := func(tx *sql.Tx) (keep bool, err error) {
+	// body runs the record's statements and create on tx, under ctx.
+	body := func(ctx context.Context, tx *sql.Tx) (keep bool, err error) {
 		if _, err := tx.StmtContext(ctx, claim).ExecContext(ctx, rec.Scope, rec.Key, rec.RequestHash, rec.CreatedAt.UnixNano()); err != nil {
 			return false, err
 		}
@@ -122,7 +121,10 @@ func (s *Store) createOnce(ctx context.Context, rec petstore.IdempotencyRecord, 
 			if _, err := tx.ExecContext(gctx, "SAVEPOINT "+savepoint); err != nil {
 				return err
 			}
-			keep, err := body(tx)
+			// Not the caller's cancellation: a client hanging up inside
+			// the group would roll back every other write in it. SQLite
+			// is in the process, so the statements cannot hang.
+			keep, err := body(context.WithoutCancel(ctx), tx)
 			if err == nil && keep {
 				_, err = tx.ExecContext(gctx, "RELEASE "+savepoint)
 				return err
@@ -163,7 +165,8 @@ func (s *Store) createOnce(ctx context.Context, rec petstore.IdempotencyRecord, 
 			return out, false, err
 		}
 	}
-	keep, err := body(tx)
+	// The caller's context: each statement ends with the request.
+	keep, err := body(ctx, tx)
 	if err != nil {
 		return out, ran, err
 	}

@@ -140,3 +140,28 @@ func TestCreateOncePanicLeavesNothing(t *testing.T) {
 		})
 	}
 }
+
+// On SQLite an idempotent create runs inside the group commit, beside
+// other requests' writes: a client that hangs up halfway must not roll
+// the group back (which would fail every write in it), so its create
+// completes and its record keeps the answer for a retry.
+func TestCreateOnceOutlivesItsClientOnSQLite(t *testing.T) {
+	s := bunstore.New(openFile(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	rec := petstore.IdempotencyRecord{Scope: "key_gone", Key: "k", RequestHash: "h", CreatedAt: time.Now()}
+	_, _, err := s.CreateOnce(ctx, rec, func(ctx context.Context) (petstore.IdempotencyRecord, bool) {
+		if _, err := s.CreatePet(ctx, petstore.NewPet{Name: "kept", CategoryID: 1}); err != nil {
+			t.Error(err)
+		}
+		cancel() // the client hangs up before the record is completed
+		rec.Status = 201
+		return rec, true
+	})
+	if err != nil {
+		t.Fatalf("CreateOnce after its client hung up: %v", err)
+	}
+	got, err := s.GetIdempotencyKey(context.Background(), "key_gone", "k")
+	if err != nil || got.Status != 201 {
+		t.Fatalf("record %+v, %v; want the completed answer", got, err)
+	}
+}
