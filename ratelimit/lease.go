@@ -586,29 +586,41 @@ func (l *Limiter) lease(ctx context.Context, req LeaseRequest) (res LeaseResult,
 // eighth interval it gives back the shares left idle (settleIdle).
 func (l *Limiter) watchBans(ctx context.Context, every time.Duration) {
 	defer close(l.watchDone)
-	var since time.Time
-	seen := map[string]bool{} // the events at since already applied
+	var since time.Time            // the latest event applied
+	seen := map[string]time.Time{} // the events of the last banSkew applied, by id
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for tick := 1; ; tick++ {
 		if tick%8 == 0 {
 			l.settleIdle(ctx)
 		}
+		// Each event carries the clock of the process that logged it: one
+		// a little behind the others logs events older than the latest
+		// seen here, so the poll reaches banSkew further back and skips
+		// what it already applied.
+		from := since
+		if !from.IsZero() {
+			from = from.Add(-banSkew)
+		}
 		cctx, cancel := context.WithTimeout(ctx, l.timeout)
-		evs, err := l.leaser.BanEvents(cctx, since)
+		evs, err := l.leaser.BanEvents(cctx, from)
 		cancel()
 		if err == nil {
 			for _, ev := range evs {
-				id := ev.Subject + "|" + ev.Until.String()
-				if ev.At.Equal(since) && seen[id] {
+				id := ev.Subject + "|" + ev.Until.String() + "|" + ev.At.String()
+				if _, ok := seen[id]; ok {
 					continue
 				}
-				if !ev.At.Equal(since) {
+				seen[id] = ev.At
+				if ev.At.After(since) {
 					since = ev.At
-					clear(seen)
 				}
-				seen[id] = true
 				l.applyBan(ev)
+			}
+			for id, at := range seen {
+				if at.Before(since.Add(-banSkew)) {
+					delete(seen, id)
+				}
 			}
 		}
 		select {
@@ -618,6 +630,11 @@ func (l *Limiter) watchBans(ctx context.Context, every time.Duration) {
 		}
 	}
 }
+
+// banSkew is how far apart the clocks of processes sharing a store may
+// be for a ban logged by one to reach the others through the log (their
+// next call to the store for the subject learns of it in any case).
+const banSkew = 5 * time.Second
 
 // applyBan records a ban event in the subject's lease.
 func (l *Limiter) applyBan(ev BanEvent) {

@@ -371,3 +371,58 @@ func TestLiftReachesEveryProcess(t *testing.T) {
 		}
 	}
 }
+
+// TestBanFromAClockBehindReachesEveryProcess: ban events carry the clock
+// of the process that logged them. One logged by a process whose clock is
+// behind is older than the last event another process applied; it must
+// still reach that process through the log, so that it holds the ban
+// while Redis is unreachable.
+func TestBanFromAClockBehindReachesEveryProcess(t *testing.T) {
+	direct := testenv.RedisClient(t)
+	prefix := testenv.RedisPrefix(t, direct, "rl")
+	ctx := context.Background()
+	newLimiter := func(clock func() time.Time) (*ratelimit.Limiter, *faultproxy.Proxy) {
+		p := newProxy(t)
+		l := ratelimit.New(redislimit.New(proxied(t, p), prefix), ratelimit.Config{Clock: clock})
+		t.Cleanup(func() { _ = l.Close(context.Background()) })
+		return l, p
+	}
+	ahead, _ := newLimiter(nil)
+	behind, _ := newLimiter(func() time.Time { return time.Now().Add(-3 * time.Second) })
+	watcher, link := newLimiter(nil)
+	ban := func(l *ratelimit.Limiter, subject string) {
+		t.Helper()
+		for i := 0; ; i++ {
+			d, err := l.Decide(ctx, subject, ratelimittest.Free)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Code == petstore.CodeAPIKeyBanned {
+				return
+			}
+			if i == 60 {
+				time.Sleep(time.Second) // past the strike grace
+			}
+			if i > 200 {
+				t.Fatalf("%s: no ban after 200 requests", subject)
+			}
+		}
+	}
+	refuses := func(subject string) bool {
+		d, err := watcher.Decide(ctx, subject, ratelimittest.Free)
+		return err == nil && d.Code == petstore.CodeAPIKeyBanned
+	}
+	ban(ahead, "key:first")
+	for deadline := time.Now().Add(time.Second); !refuses("key:first"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the watcher does not refuse the first ban within 1 s")
+		}
+	}
+	ban(behind, "key:second")
+	time.Sleep(time.Second) // the log's promise: within 1 s
+	link.Pause()
+	defer link.Restore()
+	if !refuses("key:second") {
+		t.Fatal("a ban logged by a process whose clock is 3 s behind did not reach another process within 1 s")
+	}
+}
