@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uptrace/bun"
+
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/bunstore"
 	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
@@ -41,30 +43,11 @@ func (a staticAuth) Authenticate(_ context.Context, token string) (petstore.APIK
 // ended in 201, and the creates under way when the database came back
 // for good ended within 5 s of it.
 func TestIdempotentCreateExactlyOnceThroughFaults(t *testing.T) {
-	for _, b := range []struct {
-		name string
-		dsn  func(testing.TB) string
-	}{
-		{"PostgreSQL", testenv.PostgresSchema},
-		{"MariaDB", testenv.MySQLDatabase},
-	} {
+	for _, b := range linkedBackends {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			direct := b.dsn(t)
-			u, err := url.Parse(direct)
-			if err != nil {
-				t.Fatal(err)
-			}
-			proxy := faultproxy.Start(t, u.Host)
-			u.Host = proxy.Addr()
+			directDB, store, proxy := throughProxy(t, b.dsn(t))
 			ctx := context.Background()
-			directDB := openDSN(t, direct) // migrates
-			proxied, err := bunopen.Open(ctx, u.String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = proxied.Close() })
-			store := bunstore.New(proxied)
 			const timeout = time.Second
 			h, err := httpx.New(httpx.Config{
 				Service:     petstore.NewService(store),
@@ -217,35 +200,17 @@ func TestIdempotentCreateExactlyOnceThroughFaults(t *testing.T) {
 // database timeout), not when the link is repaired: another server's
 // create with the same key runs within that bound.
 func TestOrphanedCreateFreesItsKey(t *testing.T) {
-	for _, b := range []struct {
-		name string
-		dsn  func(testing.TB) string
-	}{
-		{"PostgreSQL", testenv.PostgresSchema},
-		{"MariaDB", testenv.MySQLDatabase},
-	} {
+	for _, b := range linkedBackends {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			direct := b.dsn(t)
-			u, err := url.Parse(direct)
-			if err != nil {
-				t.Fatal(err)
-			}
-			proxy := faultproxy.Start(t, u.Host)
-			u.Host = proxy.Addr()
+			directDB, s, proxy := throughProxy(t, b.dsn(t))
+			other := bunstore.New(directDB) // another server, with a healthy link
 			ctx := context.Background()
-			other := bunstore.New(openDSN(t, direct)) // another server, with a healthy link
-			proxied, err := bunopen.Open(ctx, u.String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = proxied.Close() })
-			s := bunstore.New(proxied)
 
 			rec := petstore.IdempotencyRecord{Scope: "key_orphan", Key: "k", RequestHash: "h", CreatedAt: time.Now()}
 			const timeout = time.Second
 			rctx, cancel := context.WithTimeout(ctx, timeout)
-			_, _, err = s.CreateOnce(rctx, rec, func(ctx context.Context) (petstore.IdempotencyRecord, bool) {
+			_, _, err := s.CreateOnce(rctx, rec, func(ctx context.Context) (petstore.IdempotencyRecord, bool) {
 				proxy.Pause() // the record is inserted; nothing more reaches the database
 				return rec, true
 			})
@@ -295,31 +260,12 @@ func (f *faultAfterCreate) CreatePet(ctx context.Context, p petstore.NewPet) (pe
 // the link is back, the retry with the same key gets a 201 within 5 s,
 // and one pet exists.
 func TestFaultAsTheWriteGoesOut(t *testing.T) {
-	for _, b := range []struct {
-		name string
-		dsn  func(testing.TB) string
-	}{
-		{"PostgreSQL", testenv.PostgresSchema},
-		{"MariaDB", testenv.MySQLDatabase},
-	} {
+	for _, b := range linkedBackends {
 		for _, fault := range []string{"cut", "pause"} {
 			t.Run(b.name+"/"+fault, func(t *testing.T) {
 				t.Parallel()
-				direct := b.dsn(t)
-				u, err := url.Parse(direct)
-				if err != nil {
-					t.Fatal(err)
-				}
-				proxy := faultproxy.Start(t, u.Host)
-				u.Host = proxy.Addr()
+				directDB, store, proxy := throughProxy(t, b.dsn(t))
 				ctx := context.Background()
-				directDB := openDSN(t, direct)
-				proxied, err := bunopen.Open(ctx, u.String())
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = proxied.Close() })
-				store := bunstore.New(proxied)
 				strike := proxy.Cut
 				if fault == "pause" {
 					strike = proxy.Pause
@@ -395,4 +341,34 @@ func TestCreateOnceLeavesNoSessionTimeouts(t *testing.T) {
 	if after != before {
 		t.Fatalf("innodb_lock_wait_timeout after an idempotent create: %d s, want the session's %d s back", after, before)
 	}
+}
+
+// linkedBackends are the databases reached over a TCP link, which a
+// fault proxy can cut or pause.
+var linkedBackends = []struct {
+	name string
+	dsn  func(testing.TB) string
+}{
+	{"PostgreSQL", testenv.PostgresSchema},
+	{"MariaDB", testenv.MySQLDatabase},
+}
+
+// throughProxy opens dsn's database twice: directly (migrated), for the
+// counts and for other servers with a healthy link, and through a fault
+// proxy, as the store whose link the test breaks.
+func throughProxy(t *testing.T, dsn string) (*bun.DB, *bunstore.Store, *faultproxy.Proxy) {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := faultproxy.Start(t, u.Host)
+	u.Host = proxy.Addr()
+	direct := openDSN(t, dsn)
+	proxied, err := bunopen.Open(context.Background(), u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = proxied.Close() })
+	return direct, bunstore.New(proxied), proxy
 }
