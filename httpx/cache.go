@@ -19,8 +19,9 @@ import (
 // process this is exact: the pages are dropped before the create's answer
 // is sent. Other processes hear of a create over the change feed
 // (changefeed.KindPets), keep nothing while it is down, and nothing older
-// than CacheMaxAge. Without a feed, the process must be the store's only
-// writer (an in-memory store).
+// than CacheMaxAge. Without a feed, either the process is the store's
+// only writer (an in-memory store), or something else hands Apply the
+// store's changes, as bunstore's WatchChanges does on SQLite.
 type Cache struct {
 	feed changefeed.Feed
 	now  func() time.Time

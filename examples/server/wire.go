@@ -138,7 +138,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	// engine's share is handed over once it does (its initial Refresh
 	// covers what came before).
 	var engine atomic.Pointer[customdomain.Engine]
-	cache := petCache(cfg, feed)
+	cache := petCache(ctx, cfg, feed, store)
 	if feed != nil {
 		go followFeed(ctx, feed, logger, auth.Apply, cache.Apply, func(c changefeed.Change) {
 			if e := engine.Load(); e != nil {
@@ -328,16 +328,25 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	return a, nil
 }
 
-// petCache returns the cache of encoded pages and pets when it can be
-// exact: on -db memory, which no other process writes, or with a change
-// feed, over which the processes sharing a database tell each other of
-// their creates. Otherwise (SQLite or MySQL without -redis) a process
-// cannot learn of another's create, so nothing is cached (nil).
-func petCache(cfg config, feed changefeed.Feed) *httpx.Cache {
-	if feed == nil && cfg.db != "memory" {
+// petCache returns the cache of encoded pages and pets where it can be
+// exact in this process and bounded across processes: on -db memory,
+// which no other process writes; with a change feed, over which the
+// processes sharing a database tell each other of their creates; and on
+// SQLite, whose own counters tell of any other process's commit
+// (bunstore's WatchChanges, within 100 ms). Otherwise (MySQL without
+// -redis) a process cannot learn of another's create, so nothing is
+// cached (nil).
+func petCache(ctx context.Context, cfg config, feed changefeed.Feed, store backend) *httpx.Cache {
+	if feed != nil || cfg.db == "memory" {
+		return httpx.NewCache(feed)
+	}
+	s, ok := store.(*bunstore.Store)
+	if t, err := bunopen.Parse(cfg.db); !ok || err != nil || t.Kind != bunopen.KindSQLite {
 		return nil
 	}
-	return httpx.NewCache(feed)
+	cache := httpx.NewCache(nil)
+	go func() { _ = s.WatchChanges(ctx, 0, cache.Apply) }()
+	return cache
 }
 
 // notFound answers the platform hosts' paths that nothing serves with a
