@@ -142,7 +142,7 @@ func (t *leaseTable) get(subject string, p int64) *lease {
 	if len(sh.m) >= t.max {
 		tries := 0
 		for k, old := range sh.m {
-			if old.idle(p) {
+			if old.evict(p) {
 				delete(sh.m, k)
 				t.count.Add(-1)
 				t.evictions.Add(1)
@@ -159,6 +159,20 @@ func (t *leaseTable) get(subject string, p int64) *lease {
 	sh.m[subject] = e
 	t.count.Add(1)
 	return e
+}
+
+// lock returns subject's lease, locked, and never one that was evicted
+// between its lookup and its lock: whatever a caller then puts in it (a
+// share, a ban) stays where settle, Close and the next request find it.
+func (t *leaseTable) lock(subject string, p int64) *lease {
+	for {
+		e := t.get(subject, p)
+		e.mu.Lock()
+		if !e.evicted {
+			return e
+		}
+		e.mu.Unlock()
+	}
 }
 
 // each calls f for every lease, shard by shard.
@@ -184,6 +198,7 @@ type lease struct {
 	rates   []Rate // the rates of the last decision, for Close
 
 	mu           sync.Mutex
+	evicted      bool // no longer in the table: lock looks again
 	wins         []leaseWindow
 	grant        int64 // units granted and not yet used, valid in every running window
 	lastGrant    int64
@@ -209,14 +224,14 @@ type leaseCall struct {
 	err  error
 }
 
-// idle reports whether nothing would be lost by forgetting e. It runs
-// under the shard's lock, so it only tries e's.
-func (e *lease) idle(p int64) bool {
+// evict marks e evicted and reports true when nothing would be lost by
+// forgetting it. It runs under the shard's lock, so it only tries e's.
+func (e *lease) evict(p int64) bool {
 	if !e.mu.TryLock() {
 		return false
 	}
 	defer e.mu.Unlock()
-	if e.grant > 0 || e.call != nil || e.refusals > 0 || e.banEnd > p {
+	if e.grant > 0 || e.call != nil || e.waiting > 0 || e.refusals > 0 || e.banEnd > p {
 		return false
 	}
 	for _, w := range e.wins {
@@ -226,7 +241,8 @@ func (e *lease) idle(p int64) bool {
 	}
 	// A full window is known to the store too, but this process needs it
 	// while the store is unreachable.
-	return len(e.rates) != len(e.wins) || e.full(e.rates, p) < 0
+	e.evicted = len(e.rates) != len(e.wins) || e.full(e.rates, p) < 0
+	return e.evicted
 }
 
 // refresh ends what has ended by p. A share is valid only in the windows
@@ -374,10 +390,9 @@ func anonymous(subject string) bool {
 // windows, leasing a new share from the store when it has none.
 func (l *Limiter) decideLeased(ctx context.Context, subject string, rates []Rate) (Decision, error) {
 	wall, p := l.clock()
-	e := l.leases.get(subject, p)
 	var counts [2]WindowCount
 	for {
-		e.mu.Lock()
+		e := l.leases.lock(subject, p)
 		e.refresh(p, len(rates))
 		e.rates = rates
 		switch {
@@ -639,8 +654,7 @@ const banSkew = 5 * time.Second
 // applyBan records a ban event in the subject's lease.
 func (l *Limiter) applyBan(ev BanEvent) {
 	wall, p := l.clock()
-	e := l.leases.get(ev.Subject, p)
-	e.mu.Lock()
+	e := l.leases.lock(ev.Subject, p)
 	defer e.mu.Unlock()
 	if ev.Until.IsZero() {
 		e.banEnd = 0
