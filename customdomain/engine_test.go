@@ -931,3 +931,44 @@ func TestLostBackgroundWriteRequestsNoCertificate(t *testing.T) {
 		t.Fatalf("%d requests after a background check whose write won, want 2", n)
 	}
 }
+
+// readOnlyStore is a real memstore whose domain writes fail once armed, as
+// a database gone read-only does.
+type readOnlyStore struct {
+	*memstore.Store
+	armed atomic.Bool
+}
+
+func (s *readOnlyStore) UpdateDomain(ctx context.Context, e customdomain.Entry) (customdomain.Entry, error) {
+	if s.armed.Load() {
+		return customdomain.Entry{}, errors.New("attempt to write a readonly database")
+	}
+	return s.Store.UpdateDomain(ctx, e)
+}
+
+// TestRunDueEndsWhenEveryWriteFails: with more due domains than one batch
+// and every write failing, the due list never shrinks. RunDue must still
+// visit each domain once and return, instead of fetching the same batch
+// again and again until its context ends.
+func TestRunDueEndsWhenEveryWriteFails(t *testing.T) {
+	store := &readOnlyStore{Store: memstore.New()}
+	w := domaintest.New(t, domaintest.Options{Store: store, Projects: projects, Start: start,
+		Config: func(c *customdomain.EngineConfig) { c.MaxDomainsPerProject = -1 }})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	const n = 150
+	for i := range n {
+		if _, _, err := w.Engine.Add(ctx, "prj_pro", fmt.Sprintf("s%d.example.com", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store.armed.Store(true)
+	later := start.Add(1000 * time.Hour)
+	if due, err := store.DueDomains(ctx, later, n+1); err != nil || len(due) != n {
+		t.Fatalf("%d due (%v), want all %d: the test proves nothing", len(due), err, n)
+	}
+	done, err := w.Engine.RunDue(ctx, later)
+	if err != nil || done != n {
+		t.Fatalf("RunDue = %d, %v; want each of the %d domains run once and no error", done, err, n)
+	}
+}

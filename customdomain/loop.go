@@ -31,19 +31,31 @@ func (e *Engine) RunDue(ctx context.Context, now time.Time) (int, error) {
 			}
 		}
 	}
+	// A domain whose write failed is still due, so the next batch holds
+	// it again: each is run once per call, each batch asks for the ones
+	// run so far plus 100 new, and a batch with nothing new ends the call
+	// (the next one retries them).
+	ran := map[string]bool{}
 	for {
-		due, err := e.cfg.Store.DueDomains(ctx, now, 100)
+		limit := len(ran) + 100
+		due, err := e.cfg.Store.DueDomains(ctx, now, limit)
 		if err != nil {
 			return done, err
 		}
+		fresh := 0
 		for _, entry := range due {
 			if err := ctx.Err(); err != nil {
 				return done, err
 			}
+			if ran[entry.Name] {
+				continue
+			}
+			ran[entry.Name] = true
+			fresh++
 			e.runOne(ctx, entry)
 			done++
 		}
-		if len(due) < 100 {
+		if len(due) < limit || fresh == 0 {
 			return done, nil
 		}
 	}
