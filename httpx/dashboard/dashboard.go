@@ -218,7 +218,7 @@ func (d *dashboard) routes() {
 	api := d.api + "/"
 	type op struct {
 		method string
-		handle func(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string)
+		handle func(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) error
 	}
 	for _, p := range []struct {
 		path string
@@ -240,7 +240,9 @@ func (d *dashboard) routes() {
 			handle := o.handle
 			d.router.Handle(o.method+" "+api+p.path, func(w http.ResponseWriter, r *http.Request) {
 				key, _ := httpx.KeyFromContext(r.Context())
-				handle(w, r, key, r.PathValue("name"))
+				if err := handle(w, r, key, r.PathValue("name")); err != nil {
+					httpx.WriteError(w, r, err)
+				}
 			})
 			allow = append(allow, o.method)
 			if o.method == "GET" {
@@ -300,8 +302,9 @@ func (d *dashboard) handleAsset(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(a.body))
 }
 
-func (d *dashboard) handleOpenAPI(w http.ResponseWriter, r *http.Request, _ petstore.APIKey, _ string) {
+func (d *dashboard) handleOpenAPI(w http.ResponseWriter, r *http.Request, _ petstore.APIKey, _ string) error {
 	httpx.ServeDocument(w, r, d.openapi, d.openapiETag)
+	return nil
 }
 
 // domainList is the body of GET <base>/api/domains.
@@ -310,39 +313,35 @@ type domainList struct {
 	Config  customdomain.Config   `json:"config"`
 }
 
-func (d *dashboard) handleList(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
+func (d *dashboard) handleList(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) error {
 	list, err := d.engine.List(r.Context(), key.ProjectID)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	cfg, err := d.engine.Config(r.Context(), key.ProjectID)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	out := domainList{Domains: make([]customdomain.Domain, 0, len(list)), Config: tidyConfig(cfg)}
 	for _, dm := range list {
 		out.Domains = append(out.Domains, tidyDomain(dm))
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
 }
 
-func (d *dashboard) handleAdd(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
+func (d *dashboard) handleAdd(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) error {
 	body, err := httpx.ReadBody(w, r)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	name, err := decodeNewDomain(body)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	dm, created, err := d.engine.Add(r.Context(), key.ProjectID, name)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	status := http.StatusOK
 	if created {
@@ -350,61 +349,60 @@ func (d *dashboard) handleAdd(w http.ResponseWriter, r *http.Request, key petsto
 		w.Header().Set("Location", d.api+"/domains/"+url.PathEscape(dm.Name))
 	}
 	httpx.WriteJSON(w, status, tidyDomain(dm))
+	return nil
 }
 
-func (d *dashboard) handleGet(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) {
+func (d *dashboard) handleGet(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) error {
 	dm, err := d.engine.Get(r.Context(), key.ProjectID, name)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, tidyDomain(dm))
+	return nil
 }
 
-func (d *dashboard) handleVerify(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) {
+func (d *dashboard) handleVerify(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) error {
 	dm, err := d.engine.Verify(r.Context(), key.ProjectID, name)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, tidyDomain(dm))
+	return nil
 }
 
-func (d *dashboard) handleRemove(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) {
+func (d *dashboard) handleRemove(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) error {
 	if err := d.engine.Remove(r.Context(), key.ProjectID, name); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
-func (d *dashboard) handleGetConfig(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
+func (d *dashboard) handleGetConfig(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) error {
 	cfg, err := d.engine.Config(r.Context(), key.ProjectID)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, tidyConfig(cfg))
+	return nil
 }
 
-func (d *dashboard) handlePutConfig(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
+func (d *dashboard) handlePutConfig(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) error {
 	body, err := httpx.ReadBody(w, r)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	in, err := decodeDomainConfig(body)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	in.ProjectID = key.ProjectID
 	cfg, err := d.engine.SetConfig(r.Context(), key.ProjectID, in)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, tidyConfig(cfg))
+	return nil
 }
 
 // tidyDomain makes sure every list in a Domain encodes as [] rather than

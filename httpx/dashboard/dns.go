@@ -28,16 +28,14 @@ type dnsConfigured struct {
 
 // handleConfigureDNS writes the domain's records at the platform's DNS
 // and, when nothing stood in the way, verifies the domain at once.
-func (d *dashboard) handleConfigureDNS(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) {
+func (d *dashboard) handleConfigureDNS(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) error {
 	c, ok := d.engine.(DNSConfigurer)
 	if !ok {
-		httpx.WriteError(w, r, petstore.Errorf(petstore.CodeInvalidRequest, "this platform does not manage DNS; create the records at your DNS provider"))
-		return
+		return petstore.Errorf(petstore.CodeInvalidRequest, "this platform does not manage DNS; create the records at your DNS provider")
 	}
 	findings, err := c.ConfigureDNS(r.Context(), key.ProjectID, name)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	var dm customdomain.Domain
 	if len(findings) == 0 {
@@ -46,11 +44,11 @@ func (d *dashboard) handleConfigureDNS(w http.ResponseWriter, r *http.Request, k
 		dm, err = d.engine.Get(r.Context(), key.ProjectID, name)
 	}
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	if findings == nil {
 		findings = []customdomain.Finding{}
 	}
 	httpx.WriteJSON(w, http.StatusOK, dnsConfigured{Findings: findings, Domain: tidyDomain(dm)})
+	return nil
 }

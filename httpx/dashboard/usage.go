@@ -47,15 +47,13 @@ const banReason = "requests kept coming after the rate limit answered 429; wait 
 
 // handleUsage answers the Usage panel: the signed-in key's windows
 // against its plan's limits, its last hour and its ban.
-func (d *dashboard) handleUsage(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
+func (d *dashboard) handleUsage(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) error {
 	if d.usage == nil {
-		httpx.WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "usage is not reported on this platform"))
-		return
+		return petstore.Errorf(petstore.CodeNotFound, "usage is not reported on this platform")
 	}
 	rep, err := d.usage.Report(r.Context(), httpx.KeySubject(key.ID), key.EffectiveLimits())
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	out := usageBody{KeyID: key.ID, Plan: key.Plan, At: rep.At.UTC(), Windows: make([]usageWindow, 0, len(rep.Windows)), Minutes: rep.Minutes}
 	for _, win := range rep.Windows {
@@ -73,4 +71,5 @@ func (d *dashboard) handleUsage(w http.ResponseWriter, r *http.Request, key pets
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
 }
