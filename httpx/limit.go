@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -80,16 +81,16 @@ func (l *limits) refund(r *http.Request, subject string, lim petstore.Limits, at
 
 // attempt charges a missing or wrong key's try to its address's budget.
 func (l *limits) attempt(w http.ResponseWriter, r *http.Request) bool {
-	return l.RateLimiter == nil || l.allow(w, r, addrSubject("ip:", l.client(r)), freeLimits)
-}
-
-// allow asks the limiter, sets the headers, and answers a 429 or 503.
-func (l *limits) allow(w http.ResponseWriter, r *http.Request, subject string, lim petstore.Limits) bool {
-	_, ok := l.decide(w, r, subject, lim)
+	if l.RateLimiter == nil {
+		return true
+	}
+	_, ok := l.decide(w, r, addrSubject("ip:", l.client(r)), freeLimits)
 	return ok
 }
 
-// decide is allow that also returns the decision's instant, for a refund.
+// decide asks the limiter, sets the headers, and answers a 429 or 503; it
+// returns whether the request may go on and the decision's instant, for a
+// refund.
 func (l *limits) decide(w http.ResponseWriter, r *http.Request, subject string, lim petstore.Limits) (time.Time, bool) {
 	d, err := l.Decide(r.Context(), subject, lim)
 	l.metrics.decision(d, err)
@@ -195,10 +196,7 @@ func (l *limits) client(r *http.Request) netip.Addr {
 	if !l.trusted(peer) {
 		return peer
 	}
-	var hops []string
-	for _, v := range r.Header.Values("X-Forwarded-For") {
-		hops = append(hops, strings.Split(v, ",")...)
-	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
 	for i := len(hops) - 1; i >= 0; i-- {
 		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
 		if err != nil {
@@ -212,12 +210,7 @@ func (l *limits) client(r *http.Request) netip.Addr {
 }
 
 func (l *limits) trusted(a netip.Addr) bool {
-	for _, p := range l.proxies {
-		if a.IsValid() && p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	return a.IsValid() && slices.ContainsFunc(l.proxies, func(p netip.Prefix) bool { return p.Contains(a) })
 }
 
 // parseAddr reads the host of a RemoteAddr; all unparsable peers share
