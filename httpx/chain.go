@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -183,13 +184,18 @@ func routerOf(next http.Handler) func(*http.Request) string {
 // routeOf is the route pattern the request matched or, answered before
 // routing (401, 429, 503), would have matched; "" for none.
 func routeOf(r *http.Request, st *state, find func(*http.Request) string) string {
-	switch {
-	case st.unrouted:
-		return ""
-	case st.route != "":
-		return st.route
-	case find != nil:
+	if st.route == "" && !st.unrouted && find != nil {
 		return find(r)
 	}
-	return ""
+	return st.route
+}
+
+// routePath is routeOf without the pattern's method ("GET /v1/pets" is
+// "/v1/pets"), for the metrics and spans, which name the method apart.
+func routePath(r *http.Request, st *state, find func(*http.Request) string) string {
+	route := routeOf(r, st, find)
+	if _, path, ok := strings.Cut(route, " "); ok {
+		return path
+	}
+	return route
 }

@@ -1,10 +1,10 @@
 package httpx
 
 import (
+	"cmp"
 	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -103,13 +103,7 @@ func measure(m *metrics, find func(*http.Request) string) func(http.Handler) htt
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			next.ServeHTTP(w, r)
 			st := stateOf(r.Context())
-			route := routeOf(r, st, find)
-			if _, path, ok := strings.Cut(route, " "); ok {
-				route = path // "GET /v1/pets" → "/v1/pets": method has its own label
-			}
-			if route == "" {
-				route = "unmatched"
-			}
+			route := cmp.Or(routePath(r, st, find), "unmatched")
 			method := metricMethod(r.Method)
 			m.requests.WithLabelValues(route, method, strconv.Itoa(statusOf(st))).Inc()
 			m.duration.WithLabelValues(route, method).Observe(time.Since(st.start).Seconds())

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
-	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -62,11 +61,7 @@ func traceRequests(tracer trace.Tracer, client func(*http.Request) netip.Addr, f
 			defer span.End()
 			next.ServeHTTP(w, r.WithContext(ctx))
 			st := stateOf(ctx)
-			if route := routeOf(r, st, find); route != "" {
-				path := route
-				if _, p, ok := strings.Cut(route, " "); ok {
-					path = p
-				}
+			if path := routePath(r, st, find); path != "" {
 				span.SetName(r.Method + " " + path)
 				span.SetAttributes(semconv.HTTPRoute(path))
 			}
