@@ -85,19 +85,21 @@ var Sunset = time.Date(2030, 12, 5, 0, 0, 0, 0, time.UTC)
 // api is the /v1 handler behind the chain: the router and the operations.
 type api struct {
 	svc         petstore.PetService
+	orders      petstore.OrderService // nil without Config.Orders
 	cache       *Cache
 	base        string
 	petsPath    string // base + "/pets", for Link headers
+	ordersPath  string // base + "/store/orders"
 	openapi     []byte
 	openapiETag string
 	deprecation [3]string // getPet's Deprecation, Sunset and successor Link
 
-	// creator creates a decoded pet, wrapped in Idempotency-Key replay
-	// when Config.Idempotency is set.
-	creator decodedHandler[petstore.NewPet]
+	// petCreator and orderCreator create a decoded pet or order, wrapped
+	// in Idempotency-Key replay when Config.Idempotency is set.
+	petCreator   creation[petstore.NewPet]
+	orderCreator creation[petstore.NewOrder]
 
-	orders  *orderRoutes // nil without Config.Orders
-	*Router              // every path under the base, on ServeMux patterns
+	*Router // every path under the base, on ServeMux patterns
 }
 
 // New returns the handler of the whole API under cfg.BasePath. Mount it
@@ -121,21 +123,16 @@ func New(cfg Config) (http.Handler, error) {
 	if at.IsZero() {
 		at = DefaultDeprecatedAt
 	}
-	a := &api{svc: cfg.Service, cache: cfg.Cache, base: base, petsPath: base + "/pets", openapi: doc, openapiETag: ETag(doc), deprecation: [3]string{"@" + itoa(at.Unix()), Sunset.Format(http.TimeFormat), "<" + base + `/pets>; rel="successor-version"`}}
-	a.creator = petCreator{a}
-	if cfg.Idempotency != nil {
-		a.creator = newIdempotent(cfg.Idempotency, cfg.Now, a.creator)
-	}
-	if cfg.Orders != nil {
-		a.orders = newOrderRoutes(cfg, base)
-	}
+	a := &api{svc: cfg.Service, orders: cfg.Orders, cache: cfg.Cache, base: base, petsPath: base + "/pets", ordersPath: base + ordersPath, openapi: doc, openapiETag: ETag(doc), deprecation: [3]string{"@" + itoa(at.Unix()), Sunset.Format(http.TimeFormat), "<" + base + `/pets>; rel="successor-version"`}}
+	a.petCreator = idempotently(cfg, a.createPet)
+	a.orderCreator = idempotently(cfg, a.createOrder)
 	a.routes()
 	openapiPath := base + "/openapi.json"
 	h, err := newChain(cfg, a, func(r *http.Request) bool { return r.URL.Path == openapiPath })
 	if err != nil || a.orders == nil {
 		return h, err
 	}
-	return betaUnder(a.orders.path, h), nil
+	return betaUnder(a.ordersPath, h), nil
 }
 
 // betaUnder marks every answer on path and path/{id} as beta
@@ -191,16 +188,16 @@ func (a *api) routes() {
 	get(a.petsPath, a.listPets)
 	get(a.petsPath+"/{petId}", a.getPet)
 	get(a.base+"/openapi.json", a.openAPI)
-	post(a.petsPath, a.createPet)
+	post(a.petsPath, a.postPet)
 	a.Refuse(a.petsPath, "GET, HEAD, POST", nil)
 	a.Refuse(a.petsPath+"/{petId}", "GET, HEAD", nil)
 	a.Refuse(a.base+"/openapi.json", "GET, HEAD", nil)
-	if o := a.orders; o != nil {
-		get(o.path, o.list)
-		get(o.path+"/{orderId}", o.get)
-		post(o.path, o.create)
-		a.Refuse(o.path, "GET, HEAD, POST", nil)
-		a.Refuse(o.path+"/{orderId}", "GET, HEAD", nil)
+	if a.orders != nil {
+		get(a.ordersPath, a.listOrders)
+		get(a.ordersPath+"/{orderId}", a.getOrder)
+		post(a.ordersPath, a.postOrder)
+		a.Refuse(a.ordersPath, "GET, HEAD, POST", nil)
+		a.Refuse(a.ordersPath+"/{orderId}", "GET, HEAD", nil)
 	}
 	a.Refuse("/", "", nil)
 	if a.base != "" {

@@ -50,15 +50,25 @@ const idempotencyPurgeEvery = time.Hour
 type idempotent[T any] struct {
 	store     petstore.IdempotencyStore
 	now       func() time.Time
-	next      decodedHandler[T]
+	next      creation[T]
 	lastPurge atomic.Int64 // unix nanoseconds of the last purge
 }
 
-func newIdempotent[T any](store petstore.IdempotencyStore, now func() time.Time, next decodedHandler[T]) *idempotent[T] {
-	if now == nil {
-		now = time.Now
+// creation answers a creation whose body was decoded to a T: the
+// operation, or the Idempotency-Key wrapper, which hashes exactly that T.
+type creation[T any] func(w http.ResponseWriter, r *http.Request, v T)
+
+// idempotently returns op wrapped in Idempotency-Key replay when
+// cfg.Idempotency is set, and op itself otherwise.
+func idempotently[T any](cfg Config, op creation[T]) creation[T] {
+	if cfg.Idempotency == nil {
+		return op
 	}
-	return &idempotent[T]{store: store, now: now, next: next}
+	m := &idempotent[T]{store: cfg.Idempotency, now: cfg.Now, next: op}
+	if m.now == nil {
+		m.now = time.Now
+	}
+	return m.serve
 }
 
 // requestHash is the hex SHA-256 of a creation: method, path and the
@@ -79,7 +89,7 @@ func requestHash(method, path string, v any) string {
 func (m *idempotent[T]) serve(w http.ResponseWriter, r *http.Request, v T) {
 	vals := r.Header.Values("Idempotency-Key")
 	if len(vals) == 0 {
-		m.next.serve(w, r, v)
+		m.next(w, r, v)
 		return
 	}
 	if len(vals) > 1 || !petstore.ValidIdempotencyKey(vals[0]) {
@@ -97,7 +107,7 @@ func (m *idempotent[T]) serve(w http.ResponseWriter, r *http.Request, v T) {
 	ctx = context.WithValue(ctx, commitHooksKey{}, commits)
 	create := func(ctx context.Context) (petstore.IdempotencyRecord, bool) {
 		held = &heldResponse{header: http.Header{}}
-		m.next.serve(held, r.WithContext(ctx), v)
+		m.next(held, r.WithContext(ctx), v)
 		out := rec
 		out.Completed = true
 		out.Status = held.status

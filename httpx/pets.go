@@ -35,33 +35,25 @@ func (a *api) listPets(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
-// createPet answers POST /pets: it decodes the body, once, and hands the
-// NewPet to a.creator (petCreator, or the Idempotency-Key wrapper).
-func (a *api) createPet(w http.ResponseWriter, r *http.Request, body []byte) error {
+// postPet answers POST /pets: it decodes the body, once, and hands the
+// NewPet to a.petCreator (createPet, or the Idempotency-Key wrapper).
+func (a *api) postPet(w http.ResponseWriter, r *http.Request, body []byte) error {
 	np, err := strictjson.NewPet(body)
 	if err != nil {
 		return err
 	}
-	a.creator.serve(w, r, np)
+	a.petCreator(w, r, np)
 	return nil
 }
 
-// decodedHandler answers a creation whose body was decoded to a T: the
-// operation, or the Idempotency-Key wrapper, which hashes exactly that T.
-type decodedHandler[T any] interface {
-	serve(w http.ResponseWriter, r *http.Request, v T)
-}
-
-// petCreator is the operation: create, respond, nothing a replay lacks.
-type petCreator struct{ a *api }
-
-func (c petCreator) serve(w http.ResponseWriter, r *http.Request, np petstore.NewPet) {
-	pet, err := c.a.svc.CreatePet(r.Context(), np)
+// createPet is the operation: create, respond, nothing a replay lacks.
+func (a *api) createPet(w http.ResponseWriter, r *http.Request, np petstore.NewPet) {
+	pet, err := a.svc.CreatePet(r.Context(), np)
 	var e *encoded
 	if err == nil {
-		afterCommit(r.Context(), func() { c.a.cache.created(pet) })
+		afterCommit(r.Context(), func() { a.cache.created(pet) })
 		if e, err = encode(pet, ""); err == nil {
-			w.Header().Set("Location", c.a.petsPath+"/"+itoa(pet.ID))
+			w.Header().Set("Location", a.petsPath+"/"+itoa(pet.ID))
 			writeEncoded(w, r, http.StatusCreated, e)
 			return
 		}
