@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -213,10 +214,7 @@ func (h *heldResponse) Write(b []byte) (int, error) {
 
 // sendTo writes the held response to w.
 func (h *heldResponse) sendTo(w http.ResponseWriter) {
-	dst := w.Header()
-	for k, v := range h.header {
-		dst[k] = v
-	}
+	maps.Copy(w.Header(), h.header)
 	w.WriteHeader(h.status)
 	_, _ = w.Write(h.body.Bytes())
 }

@@ -2,6 +2,7 @@ package httpx
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
@@ -37,11 +38,7 @@ func openAPIDocument(base string, orders bool) ([]byte, error) {
 		}
 	}
 	servers, _ := doc["servers"].([]any)
-	url := base
-	if url == "" {
-		url = "/"
-	}
-	here := map[string]any{"url": url, "description": "This server"}
+	here := map[string]any{"url": cmp.Or(base, "/"), "description": "This server"}
 	doc["servers"] = append([]any{here}, servers...)
 	return marshalJSON(doc, "  ")
 }

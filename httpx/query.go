@@ -75,11 +75,8 @@ func nextLink(path, cursor string, limit int, status string) string {
 // parsePathID reads the int64 id in a path (petId, orderId): anything
 // else is 400 naming it; any integer, even <= 0, is the service's to find.
 func parsePathID(name, s string) (int64, error) {
-	if s == "" || s[0] == '+' {
-		return 0, petstore.Errorf(petstore.CodeInvalidRequest, "%s must be a 64-bit integer", name)
-	}
 	id, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
+	if err != nil || s[0] == '+' {
 		return 0, petstore.Errorf(petstore.CodeInvalidRequest, "%s must be a 64-bit integer", name)
 	}
 	return id, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -27,15 +28,11 @@ func withState(logger *slog.Logger) func(http.Handler) http.Handler {
 // requestID keeps a client's own id when it is a sane token, so a caller
 // can correlate its logs with ours, and otherwise makes a UUID v7.
 func requestID(client string) string {
-	if n := len(client); n > 0 && n <= 128 {
-		ok := true
-		for i := 0; i < n && ok; i++ {
-			ch := client[i]
-			ok = ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '.' || ch == '_' || ch == '-'
-		}
-		if ok {
-			return client
-		}
+	notToken := func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-')
+	}
+	if n := len(client); n > 0 && n <= 128 && !strings.ContainsFunc(client, notToken) {
+		return client
 	}
 	return uuid.Must(uuid.NewV7()).String() // fails only if the system has no randomness
 }

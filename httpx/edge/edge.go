@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/petstorekit/petstore"
@@ -172,12 +173,7 @@ func (e *server) isPlatform(host string) bool {
 	if _, err := netip.ParseAddr(host); err == nil {
 		return true
 	}
-	for _, s := range e.suffixes {
-		if strings.HasSuffix(host, s) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(e.suffixes, func(s string) bool { return strings.HasSuffix(host, s) })
 }
 
 func (e *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -222,14 +218,13 @@ func (e *server) redirect(w http.ResponseWriter, r *http.Request, ans customdoma
 			scheme = "https"
 		}
 	}
-	target := ans.RedirectTo
 	status := ans.Status
 	switch status {
 	case http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
 	default:
 		status = http.StatusMovedPermanently
 	}
-	loc := scheme + "://" + target + r.URL.EscapedPath()
+	loc := scheme + "://" + ans.RedirectTo + r.URL.EscapedPath()
 	if r.URL.RawQuery != "" {
 		loc += "?" + r.URL.RawQuery
 	}
