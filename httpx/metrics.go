@@ -29,15 +29,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return nil, nil
 	}
-	counters := func(name, help, label string) (*prometheus.CounterVec, error) {
-		return register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{label}))
+	counters := func(name, help string, labels ...string) (*prometheus.CounterVec, error) {
+		return register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels))
 	}
 	m := &metrics{}
 	var err error
-	if m.requests, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "petstore_http_requests_total",
-		Help: "HTTP requests answered, by route pattern, method and status code.",
-	}, []string{"route", "method", "code"})); err != nil {
+	if m.requests, err = counters("petstore_http_requests_total", "HTTP requests answered, by route pattern, method and status code.", "route", "method", "code"); err != nil {
 		return nil, err
 	}
 	if m.duration, err = register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -53,10 +50,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if m.causes, err = counters("petstore_store_errors_total", "Requests failed by a store or the server itself, by cause: timeout, unavailable, internal, panic.", "cause"); err != nil {
 		return nil, err
 	}
-	if m.replays, err = register(reg, prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "petstore_idempotency_replays_total",
-		Help: "POST requests answered with the stored response of an earlier one with the same Idempotency-Key.",
-	})); err != nil {
+	if m.replays, err = register(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: "petstore_idempotency_replays_total", Help: "POST requests answered with the stored response of an earlier one with the same Idempotency-Key."})); err != nil {
 		return nil, err
 	}
 	for _, result := range []string{"allowed", "limited", "banned", "fallback", "unavailable"} {
