@@ -11,6 +11,7 @@ package dashboard
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -140,23 +141,19 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Engine == nil {
 		return nil, errors.New("dashboard: Config.Engine is required")
 	}
-	base := cfg.BasePath
-	if base == "" {
-		base = "/dashboard"
-	}
+	base := cmp.Or(cfg.BasePath, "/dashboard")
 	if !strings.HasPrefix(base, "/") || strings.ContainsAny(base, "?#{} ") || strings.Contains(base, "//") {
 		return nil, errors.New(`dashboard: Config.BasePath must be an absolute path such as "/dashboard"`)
 	}
-	base = strings.TrimSuffix(base, "/")
-	var err error
-	if base == "" || base == "/" {
+	if base = strings.TrimSuffix(base, "/"); base == "" {
 		return nil, errors.New(`dashboard: Config.BasePath must not be the root; use e.g. "/dashboard"`)
 	}
 	d := &dashboard{engine: cfg.Engine, base: base, api: base + "/api", assets: map[string]asset{}, usage: cfg.Usage, webhooks: cfg.Webhooks}
-	if d.openapi, err = dashboardOpenAPIDocument(d.api); err != nil {
+	doc, err := dashboardOpenAPIDocument(d.api)
+	if err != nil {
 		return nil, err
 	}
-	d.openapiETag = httpx.ETag(d.openapi)
+	d.openapi, d.openapiETag = doc, httpx.ETag(doc)
 	public := []string{base, d.api + "/openapi.json"}
 	err = fs.WalkDir(dashboardUI, "dashboardui", func(p string, e fs.DirEntry, err error) error {
 		if err != nil || e.IsDir() {
@@ -166,13 +163,9 @@ func New(cfg Config) (http.Handler, error) {
 		if err != nil {
 			return err
 		}
-		name := strings.TrimPrefix(p, "dashboardui")
+		name, ctype := strings.TrimPrefix(p, "dashboardui"), mime.TypeByExtension(path.Ext(p))
 		if name == "/index.html" {
-			name = "/"
-		}
-		ctype := mime.TypeByExtension(path.Ext(p))
-		if name == "/" {
-			ctype = "text/html; charset=utf-8"
+			name, ctype = "/", "text/html; charset=utf-8"
 		}
 		d.assets[name] = asset{body: b, ctype: ctype, etag: httpx.ETag(b)}
 		public = append(public, base+name)
