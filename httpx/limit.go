@@ -99,10 +99,8 @@ func (l *limits) decide(w http.ResponseWriter, r *http.Request, subject string, 
 	}
 	if err != nil {
 		if r.Context().Err() != nil { // the client went away: nothing failed
-			writeErrorQuietly(w, r, petstore.Errorf(petstore.CodeUnavailable, "request canceled"))
-			return time.Time{}, false
-		}
-		if petstore.ErrorCode(err) != petstore.CodeUnavailable {
+			err = petstore.Errorf(petstore.CodeUnavailable, "request canceled")
+		} else if petstore.ErrorCode(err) != petstore.CodeUnavailable {
 			l.logger.LogAttrs(r.Context(), slog.LevelError, "rate limiter failed",
 				slog.String("request_id", RequestIDFromContext(r.Context())),
 				slog.String("error", err.Error()))
