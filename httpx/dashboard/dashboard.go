@@ -102,15 +102,15 @@ type asset struct {
 
 // dashboard serves the page and the JSON API under base.
 type dashboard struct {
-	engine      DomainEngine
-	base        string
-	api         string // base + "/api"
-	openapi     []byte
-	openapiETag string
-	assets      map[string]asset // by path under base, "/" for the page
-	usage       UsageReporter    // nil: no Usage panel
-	webhooks    Webhooks         // nil: no webhooks
-	router      *httpx.Router    // the page, its files and the API, on ServeMux patterns
+	engine        DomainEngine
+	base          string
+	api           string // base + "/api"
+	openapi       []byte
+	openapiETag   string
+	assets        map[string]asset // by path under base, "/" for the page
+	usage         UsageReporter    // nil: no Usage panel
+	webhooks      Webhooks         // nil: no webhooks
+	*httpx.Router                  // the page, its files and the API, on ServeMux patterns
 }
 
 // New returns the handler of the dashboard: the Domains page at
@@ -207,7 +207,7 @@ func dashboardOpenAPIDocument(api string) ([]byte, error) {
 // routes registers the page, its files and the JSON API on the
 // dashboard's router; a GET operation answers HEAD too.
 func (d *dashboard) routes() {
-	d.router = httpx.NewRouter()
+	d.Router = httpx.NewRouter()
 	api := d.api + "/"
 	type op struct {
 		method string
@@ -231,7 +231,7 @@ func (d *dashboard) routes() {
 		var allow []string
 		for _, o := range p.ops {
 			handle := o.handle
-			d.router.Handle(o.method+" "+api+p.path, func(w http.ResponseWriter, r *http.Request) {
+			d.Handle(o.method+" "+api+p.path, func(w http.ResponseWriter, r *http.Request) {
 				key, _ := httpx.KeyFromContext(r.Context())
 				if err := handle(w, r, key, r.PathValue("name")); err != nil {
 					httpx.WriteError(w, r, err)
@@ -248,7 +248,7 @@ func (d *dashboard) routes() {
 		allowed := strings.Join(allow, ", ")
 		for _, m := range standardMethods {
 			if !slices.Contains(allow, m) {
-				d.router.Refuse(m+" "+api+p.path, allowed, nil)
+				d.Refuse(m+" "+api+p.path, allowed, nil)
 			}
 		}
 	}
@@ -257,24 +257,17 @@ func (d *dashboard) routes() {
 		if name == "/" {
 			pattern += "{$}"
 		}
-		d.router.Handle("GET "+pattern, d.handleAsset)
-		d.router.Refuse(pattern, "GET, HEAD", nil)
+		d.Handle("GET "+pattern, d.handleAsset)
+		d.Refuse(pattern, "GET, HEAD", nil)
 	}
 	// The base without its slash goes to the page, whatever the method.
-	d.router.Handle(d.base, d.handleToPage)
-	d.router.Refuse("/", "", nil)
+	d.Handle(d.base, d.handleToPage)
+	d.Refuse("/", "", nil)
 }
 
 // standardMethods are the methods of RFC 9110 and PATCH; a request with
 // another method on a known path is 404.
 var standardMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE"}
-
-// Route is the route of a request the chain refused before routing (401,
-// 429), for the log and the metrics.
-func (d *dashboard) Route(r *http.Request) string { return d.router.Route(r) }
-
-// ServeHTTP routes a request that passed the chain.
-func (d *dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) { d.router.ServeHTTP(w, r) }
 
 func (d *dashboard) handleToPage(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, d.base+"/", http.StatusMovedPermanently)
