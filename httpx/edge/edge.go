@@ -7,6 +7,7 @@
 package edge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -127,20 +128,15 @@ func New(cfg Config) (http.Handler, error) {
 		return nil, errors.New("edge: Config.Router is required")
 	case cfg.Site == nil:
 		return nil, errors.New("edge: Config.Site is required")
-	}
-	switch cfg.RedirectScheme {
-	case "", "http", "https":
-	default:
+	case !slices.Contains([]string{"", "http", "https"}, cfg.RedirectScheme):
 		return nil, errors.New(`edge: Config.RedirectScheme must be "", "http" or "https"`)
 	}
 	hosts := cfg.PlatformHosts
 	if hosts == nil {
 		hosts = []string{"localhost"}
 	}
-	e := &server{exact: map[string]bool{}, platform: cfg.Platform, router: cfg.Router, chal: cfg.Challenges, site: cfg.Site, scheme: cfg.RedirectScheme, hint: cfg.UnknownHostHint}
-	if e.hint == "" {
-		e.hint = "it is neither one of the platform's own hosts nor an active custom domain"
-	}
+	hint := cmp.Or(cfg.UnknownHostHint, "it is neither one of the platform's own hosts nor an active custom domain")
+	e := &server{exact: map[string]bool{}, platform: cfg.Platform, router: cfg.Router, chal: cfg.Challenges, site: cfg.Site, scheme: cfg.RedirectScheme, hint: hint}
 	for _, h := range hosts {
 		h = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
 		switch {
