@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"maps"
 	"net/http"
 	"time"
 
@@ -58,19 +59,14 @@ func (c *chargeUnlessNotModified) charge() {
 	h := c.ResponseWriter.Header()
 	saved := h.Clone()
 	// A 429 carries the chain's headers, none of the handler's.
-	for k := range h {
-		if k != "X-Request-Id" && k != "X-Api-Stability" {
-			delete(h, k)
-		}
-	}
+	maps.DeleteFunc(h, func(k string, _ []string) bool { return k != "X-Request-Id" && k != "X-Api-Stability" })
 	if at, ok := c.l.decide(c.ResponseWriter, c.r, KeySubject(st.key.ID), st.key.EffectiveLimits()); ok {
-		c.chargedAt = at
+		c.charged, c.chargedAt = true, at
 		for k, v := range saved {
 			if _, set := h[k]; !set {
 				h[k] = v
 			}
 		}
-		c.charged = true
 		return
 	}
 	c.refused = true
