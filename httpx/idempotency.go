@@ -40,14 +40,11 @@ const idempotencyPurgeEvery = time.Hour
 // was claimed apart from the write itself: the retry finds the record if
 // the commit landed, and runs otherwise.
 //
-// Two bodies are the same request when they decode to the same NewPet:
-// the wrapper is handed the NewPet the operation will create, decoded once
-// by decodeNewPet, and hashes that. So a retry that re-serializes its JSON
-// (other whitespace or field order, unknown fields moved or dropped) is
-// replayed, and two bodies that create different pets never share a hash.
-// A body that does not decode is refused (400) before the store is asked:
-// nothing ran, so there is nothing to replay, and its retry is refused the
-// same way.
+// Two bodies are the same request when they decode to the same T, the
+// NewPet or NewOrder the operation will create, which the wrapper hashes
+// (requestHash): a retry that re-serializes its JSON is replayed. A body
+// that does not decode is refused (400) before the store is asked, and so
+// is its retry.
 type idempotent[T any] struct {
 	store     petstore.IdempotencyStore
 	now       func() time.Time
