@@ -9,12 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/internal/statuswriter"
 	"github.com/petstorekit/petstore/ratelimit"
-	"github.com/petstorekit/petstore/tracing"
 )
 
 // RateLimiter decides on each request. subject says whose budget the
@@ -128,14 +125,10 @@ func newChain(cfg Config, next http.Handler, public func(*http.Request) bool) (h
 	routeOf := routerOf(next)
 	lim := &limits{RateLimiter: cfg.Limiter, logger: cfg.Logger, metrics: m, now: cfg.Now, ietf: cfg.IETFRateLimitHeaders,
 		proxies: cfg.TrustedProxies, publicLimits: cfg.PublicLimits, offBudget: pathSet(cfg.PublicBudgetPaths), routeOf: routeOf}
-	var tracer trace.Tracer
-	if cfg.TracerProvider != nil {
-		tracer = tracing.Tracer(cfg.TracerProvider)
-	}
 	return chain(next,
 		withState(cfg.Logger),
 		logRequests(cfg.AccessLog, lim.client, routeOf),
-		traceRequests(tracer, lim.client, routeOf),
+		traceRequests(cfg.TracerProvider, lim.client, routeOf),
 		measure(m, routeOf),
 		recoverPanics(cfg.Logger),
 		withTimeout(cfg.Timeout),

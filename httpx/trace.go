@@ -44,12 +44,13 @@ type refundingLimiter struct {
 
 // traceRequests gives each request a server span after OpenTelemetry's
 // HTTP conventions, with the client address, the key's public id and the
-// status; a 5xx answer is an error. Without a tracer it is no step.
-func traceRequests(tracer trace.Tracer, client func(*http.Request) netip.Addr, find func(*http.Request) string) func(http.Handler) http.Handler {
+// status; a 5xx answer is an error. Without a provider it is no step.
+func traceRequests(tp trace.TracerProvider, client func(*http.Request) netip.Addr, find func(*http.Request) string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
-		if tracer == nil {
+		if tp == nil {
 			return next
 		}
+		tracer := tracing.Tracer(tp)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			ctx := propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 			ctx, span := tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
