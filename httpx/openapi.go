@@ -40,7 +40,7 @@ func openAPIDocument(base string, orders bool) ([]byte, error) {
 	servers, _ := doc["servers"].([]any)
 	here := map[string]any{"url": cmp.Or(base, "/"), "description": "This server"}
 	doc["servers"] = append([]any{here}, servers...)
-	return marshalJSON(doc, "  ")
+	return MarshalDocument(doc)
 }
 
 // ETag is a strong ETag for a fixed body: the first 8 bytes of its

@@ -41,6 +41,10 @@ func writeBody(w http.ResponseWriter, status int, b []byte) {
 	_, _ = w.Write(b)
 }
 
+// MarshalDocument encodes a JSON document as the API's OpenAPI document is
+// served: indented by two spaces, not HTML-escaped, with a final newline.
+func MarshalDocument(v any) ([]byte, error) { return marshalJSON(v, "  ") }
+
 // marshalJSON is json.Marshal (indented when indent is set) plus a
 // newline, without escaping <, > and &: this JSON is never HTML.
 func marshalJSON(v any, indent string) ([]byte, error) {

@@ -201,7 +201,7 @@ func dashboardOpenAPIDocument(api string) ([]byte, error) {
 		return nil, fmt.Errorf("dashboard: embedded dashboard_openapi.json: %w", err)
 	}
 	doc["servers"] = []any{map[string]any{"url": api, "description": "The dashboard API of this server"}}
-	return marshalIndent(doc)
+	return httpx.MarshalDocument(doc)
 }
 
 // routes registers the page, its files and the JSON API on the
@@ -466,17 +466,4 @@ func decodeDomainConfig(body []byte) (customdomain.Config, error) {
 		out.Redirects = append(out.Redirects, customdomain.Redirect{From: rd.From, To: rd.To, Status: rd.Status})
 	}
 	return out, nil
-}
-
-// marshalIndent encodes the document as httpx writes JSON: indented, and
-// not HTML-escaped.
-func marshalIndent(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
 }
