@@ -442,12 +442,8 @@ func decodeNewDomain(body []byte) (string, error) {
 // status}]}. The engine validates names, statuses, chains and loops.
 func decodeDomainConfig(body []byte) (customdomain.Config, error) {
 	var in struct {
-		Primary   *string `json:"primary"`
-		Redirects []*struct {
-			From   string `json:"from"`
-			To     string `json:"to"`
-			Status int    `json:"status"`
-		} `json:"redirects"`
+		Primary   *string                  `json:"primary"`
+		Redirects []*customdomain.Redirect `json:"redirects"`
 	}
 	if err := httpx.DecodeObject(body, &in); err != nil {
 		return customdomain.Config{}, err
@@ -463,7 +459,7 @@ func decodeDomainConfig(body []byte) (customdomain.Config, error) {
 		if strings.TrimSpace(rd.From) == "" || strings.TrimSpace(rd.To) == "" {
 			return customdomain.Config{}, petstore.Errorf(petstore.CodeInvalidRequest, "redirects[%d] needs both from and to", i)
 		}
-		out.Redirects = append(out.Redirects, customdomain.Redirect{From: rd.From, To: rd.To, Status: rd.Status})
+		out.Redirects = append(out.Redirects, *rd)
 	}
 	return out, nil
 }
