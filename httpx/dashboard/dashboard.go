@@ -395,32 +395,27 @@ func (d *dashboard) handlePutConfig(w http.ResponseWriter, r *http.Request, key 
 // null and the certificate has a status, whatever the engine left empty:
 // clients iterate over them without checks.
 func tidyDomain(d customdomain.Domain) customdomain.Domain {
-	if d.Records == nil {
-		d.Records = []customdomain.Record{}
-	}
-	if d.History == nil {
-		d.History = []customdomain.Transition{}
-	}
-	if d.Diagnosis.Findings == nil {
-		d.Diagnosis.Findings = []customdomain.Finding{}
-	}
-	if d.Diagnosis.Observed.Addresses == nil {
-		d.Diagnosis.Observed.Addresses = []string{}
-	}
-	if d.Diagnosis.NextAction == "" {
-		d.Diagnosis.NextAction = customdomain.ActionNone
-	}
-	if d.Certificate.State == "" {
-		d.Certificate.State = customdomain.CertNone
-	}
+	d.Records = orEmpty(d.Records)
+	d.History = orEmpty(d.History)
+	d.Diagnosis.Findings = orEmpty(d.Diagnosis.Findings)
+	d.Diagnosis.Observed.Addresses = orEmpty(d.Diagnosis.Observed.Addresses)
+	d.Diagnosis.NextAction = cmp.Or(d.Diagnosis.NextAction, customdomain.ActionNone)
+	d.Certificate.State = cmp.Or(d.Certificate.State, customdomain.CertNone)
 	return d
 }
 
 func tidyConfig(c customdomain.Config) customdomain.Config {
-	if c.Redirects == nil {
-		c.Redirects = []customdomain.Redirect{}
-	}
+	c.Redirects = orEmpty(c.Redirects)
 	return c
+}
+
+// orEmpty is s, or an empty slice for nil: a list the API answers encodes
+// as [], never null, so clients iterate over it without checks.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 // decodeNewDomain reads {"name": "shop.example.com"}. The name itself is

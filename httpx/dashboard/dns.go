@@ -46,9 +46,6 @@ func (d *dashboard) handleConfigureDNS(w http.ResponseWriter, r *http.Request, k
 	if err != nil {
 		return err
 	}
-	if findings == nil {
-		findings = []customdomain.Finding{}
-	}
-	httpx.WriteJSON(w, http.StatusOK, dnsConfigured{Findings: findings, Domain: tidyDomain(dm)})
+	httpx.WriteJSON(w, http.StatusOK, dnsConfigured{Findings: orEmpty(findings), Domain: tidyDomain(dm)})
 	return nil
 }

@@ -55,16 +55,13 @@ func (d *dashboard) handleUsage(w http.ResponseWriter, r *http.Request, key pets
 	if err != nil {
 		return err
 	}
-	out := usageBody{KeyID: key.ID, Plan: key.Plan, At: rep.At.UTC(), Windows: make([]usageWindow, 0, len(rep.Windows)), Minutes: rep.Minutes}
+	out := usageBody{KeyID: key.ID, Plan: key.Plan, At: rep.At.UTC(), Windows: make([]usageWindow, 0, len(rep.Windows)), Minutes: orEmpty(rep.Minutes)}
 	for _, win := range rep.Windows {
 		uw := usageWindow{Name: win.Name, Quota: win.Quota, Remaining: win.Remaining, Used: win.Quota - win.Remaining}
 		if win.Reset.After(rep.At) {
 			uw.Reset = win.Reset.UTC()
 		}
 		out.Windows = append(out.Windows, uw)
-	}
-	if out.Minutes == nil {
-		out.Minutes = []ratelimit.Minute{}
 	}
 	if !rep.BannedUntil.IsZero() {
 		out.Ban = &usageBan{Until: rep.BannedUntil.UTC(), Reason: banReason}

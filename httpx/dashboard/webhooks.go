@@ -122,14 +122,10 @@ func (d *dashboard) handleWebhookDeliveries(w http.ResponseWriter, r *http.Reque
 	}
 	out := webhookDeliveries{Deliveries: make([]webhookDelivery, 0, len(ds))}
 	for _, dl := range ds {
-		v := webhookDelivery{
+		out.Deliveries = append(out.Deliveries, webhookDelivery{
 			EventID: dl.EventID, Type: dl.Type, CreatedAt: dl.CreatedAt.UTC(), State: dl.State,
-			Attempts: dl.Attempts, NextAttemptAt: dl.NextAttemptAt, Answers: dl.Answers,
-		}
-		if v.Answers == nil {
-			v.Answers = []webhook.Answer{}
-		}
-		out.Deliveries = append(out.Deliveries, v)
+			Attempts: dl.Attempts, NextAttemptAt: dl.NextAttemptAt, Answers: orEmpty(dl.Answers),
+		})
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	httpx.WriteJSON(w, http.StatusOK, out)
