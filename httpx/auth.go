@@ -29,9 +29,7 @@ func authenticate(auth petstore.Authenticator, public func(*http.Request) bool, 
 				st := stateOf(r.Context())
 				st.key, st.hasKey = key, true
 				next.ServeHTTP(w, r)
-			case petstore.ErrorCode(err) != petstore.CodeUnauthorized:
-				WriteError(w, r, err)
-			case attempt(w, r):
+			case petstore.ErrorCode(err) != petstore.CodeUnauthorized || attempt(w, r):
 				WriteError(w, r, err)
 			}
 		})
