@@ -73,18 +73,14 @@ const (
 
 // register registers c, or returns the equal collector registered before.
 func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if !errors.As(err, &are) {
-			return c, err
+	err := reg.Register(c)
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing, nil
 		}
-		existing, ok := are.ExistingCollector.(C)
-		if !ok {
-			return c, err
-		}
-		return existing, nil
 	}
-	return c, nil
+	return c, err
 }
 
 // measure counts each request by route, method and status, times it,
