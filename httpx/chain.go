@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/petstorekit/petstore"
@@ -54,7 +55,7 @@ type state struct {
 	unrouted bool   // refused for its path or method (404, 405): no route
 	cause    string // why a store failed the request (causeTimeout, ...); "" for none
 	logger   *slog.Logger
-	outages  *outageLogs
+	outages  *sync.Map // cause of 503s -> *outageSlot, for logOutage
 }
 
 type stateKey struct{}

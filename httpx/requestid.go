@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -14,7 +15,7 @@ import (
 
 // withState is the first step: the request's state and X-Request-Id.
 func withState(logger *slog.Logger) func(http.Handler) http.Handler {
-	outages := new(outageLogs)
+	outages := new(sync.Map)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			st := &state{start: time.Now(), id: requestID(r.Header.Get("X-Request-Id")), logger: logger, outages: outages}

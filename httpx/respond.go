@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -122,12 +121,9 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 // outageLogEvery is how often each cause of 503s is logged at most.
 const outageLogEvery = 10 * time.Second
 
-// outageLogs keeps, per cause of 503s, when it was last logged and how
-// many lines were left out since, so one cause never hides another.
-type outageLogs struct {
-	slots sync.Map // cause -> *outageSlot
-}
-
+// outageSlot keeps, for one cause of 503s (state.outages), when it was
+// last logged and how many lines were left out since, so one cause never
+// hides another.
 type outageSlot struct {
 	last    atomic.Int64 // unix nanoseconds of the last line
 	skipped atomic.Int64 // lines left out since
@@ -141,7 +137,7 @@ func logOutage(r *http.Request, cause string, err error) {
 		slog.Default().Warn(cause, "error", err.Error())
 		return
 	}
-	v, _ := st.outages.slots.LoadOrStore(cause, new(outageSlot))
+	v, _ := st.outages.LoadOrStore(cause, new(outageSlot))
 	slot := v.(*outageSlot)
 	now := time.Now().UnixNano()
 	last := slot.last.Load()
