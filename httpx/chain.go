@@ -124,8 +124,7 @@ func newChain(cfg Config, next http.Handler, public func(*http.Request) bool) (h
 		return nil, fmt.Errorf("httpx: Config.Metrics: %w", err)
 	}
 	routeOf := routerOf(next)
-	lim := &limits{RateLimiter: cfg.Limiter, logger: cfg.Logger, metrics: m, now: cfg.Now, ietf: cfg.IETFRateLimitHeaders,
-		proxies: cfg.TrustedProxies, publicLimits: cfg.PublicLimits, offBudget: pathSet(cfg.PublicBudgetPaths), routeOf: routeOf}
+	lim := &limits{Config: cfg, metrics: m, offBudget: pathSet(cfg.PublicBudgetPaths), routeOf: routeOf}
 	return chain(next,
 		withState(cfg.Logger),
 		logRequests(cfg.AccessLog, lim.client, routeOf),

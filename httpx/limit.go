@@ -21,24 +21,20 @@ const unavailableRetryAfter = "2"
 
 var freeLimits, _ = petstore.PlanFree.Limits()
 
-// limits is the rate-limit step and what it needs.
+// limits is the rate-limit step: the chain's Config (Limiter nil: no
+// limiting) and what newChain makes of it.
 type limits struct {
-	RateLimiter  // nil: no limiting
-	logger       *slog.Logger
-	metrics      *metrics
-	now          func() time.Time
-	ietf         bool
-	proxies      []netip.Prefix
-	publicLimits petstore.Limits
-	offBudget    func(*http.Request) bool
-	routeOf      func(*http.Request) string
+	Config
+	metrics   *metrics
+	offBudget func(*http.Request) bool // Config.PublicBudgetPaths
+	routeOf   func(*http.Request) string
 }
 
 // limitRequests decides a request on the budget it spends (see
 // RateLimiter); a conditional one spends the plan's quota only once its
 // answer is not 304, and one a store failed (503) is refunded.
 func (l *limits) limitRequests(next http.Handler) http.Handler {
-	if l.RateLimiter == nil {
+	if l.Limiter == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -48,7 +44,7 @@ func (l *limits) limitRequests(next http.Handler) http.Handler {
 		var cond *chargeUnlessNotModified
 		switch {
 		case !st.hasKey, l.offBudget(r):
-			subject, lim = addrSubject("pub:", l.client(r)), l.publicLimits
+			subject, lim = addrSubject("pub:", l.client(r)), l.PublicLimits
 		case isConditional(r):
 			subject, lim = "cond:"+st.key.ID, ConditionalLimits(st.key.EffectiveLimits())
 			cond = &chargeUnlessNotModified{ResponseWriter: w, r: r, l: l}
@@ -74,14 +70,14 @@ func (l *limits) limitRequests(next http.Handler) http.Handler {
 
 // refund gives back what a request spent, when the limiter can.
 func (l *limits) refund(r *http.Request, subject string, lim petstore.Limits, at time.Time) {
-	if rf, ok := l.RateLimiter.(Refunder); ok {
+	if rf, ok := l.Limiter.(Refunder); ok {
 		_ = rf.Refund(context.WithoutCancel(r.Context()), subject, lim, at) // as a decision, it fails only when the limiter does
 	}
 }
 
 // attempt charges a missing or wrong key's try to its address's budget.
 func (l *limits) attempt(w http.ResponseWriter, r *http.Request) bool {
-	if l.RateLimiter == nil {
+	if l.Limiter == nil {
 		return true
 	}
 	_, ok := l.decide(w, r, addrSubject("ip:", l.client(r)), freeLimits)
@@ -92,7 +88,7 @@ func (l *limits) attempt(w http.ResponseWriter, r *http.Request) bool {
 // returns whether the request may go on and the decision's instant, for a
 // refund.
 func (l *limits) decide(w http.ResponseWriter, r *http.Request, subject string, lim petstore.Limits) (time.Time, bool) {
-	d, err := l.Decide(r.Context(), subject, lim)
+	d, err := l.Limiter.Decide(r.Context(), subject, lim)
 	l.metrics.decision(d, err)
 	if d.BanStarted {
 		l.logBan(r, subject, d)
@@ -101,7 +97,7 @@ func (l *limits) decide(w http.ResponseWriter, r *http.Request, subject string, 
 		if r.Context().Err() != nil { // the client went away: nothing failed
 			err = petstore.Errorf(petstore.CodeUnavailable, "request canceled")
 		} else if petstore.ErrorCode(err) != petstore.CodeUnavailable {
-			l.logger.LogAttrs(r.Context(), slog.LevelError, "rate limiter failed",
+			l.Logger.LogAttrs(r.Context(), slog.LevelError, "rate limiter failed",
 				slog.String("request_id", RequestIDFromContext(r.Context())),
 				slog.String("error", err.Error()))
 			err = petstore.Errorf(petstore.CodeUnavailable, "rate limiting is unavailable; try again later")
@@ -113,9 +109,9 @@ func (l *limits) decide(w http.ResponseWriter, r *http.Request, subject string, 
 		// Seconds to reset count from the limiter's clock, if it says.
 		now := d.At
 		if now.IsZero() {
-			now = l.now()
+			now = l.Now()
 		}
-		setRateLimitHeaders(w.Header(), d, now, l.ietf)
+		setRateLimitHeaders(w.Header(), d, now, l.IETFRateLimitHeaders)
 	}
 	if d.Allowed {
 		return d.At, true
@@ -170,7 +166,7 @@ func (l *limits) logBan(r *http.Request, subject string, d ratelimit.Decision) {
 	if kind == "key" || kind == "cond" {
 		attr = slog.String("key_id", who)
 	}
-	l.logger.LogAttrs(r.Context(), slog.LevelWarn, "ban started", attr,
+	l.Logger.LogAttrs(r.Context(), slog.LevelWarn, "ban started", attr,
 		slog.String("subject", kind), slog.Time("until", d.Binding.Reset.UTC()), slog.Duration("for", d.RetryAfter),
 		slog.String("route", routeOf(r, stateOf(r.Context()), l.routeOf)),
 		slog.String("request_id", RequestIDFromContext(r.Context())))
@@ -208,7 +204,7 @@ func (l *limits) client(r *http.Request) netip.Addr {
 }
 
 func (l *limits) trusted(a netip.Addr) bool {
-	return a.IsValid() && slices.ContainsFunc(l.proxies, func(p netip.Prefix) bool { return p.Contains(a) })
+	return a.IsValid() && slices.ContainsFunc(l.TrustedProxies, func(p netip.Prefix) bool { return p.Contains(a) })
 }
 
 // parseAddr reads the host of a RemoteAddr; all unparsable peers share
