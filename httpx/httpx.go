@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/internal/strictjson"
 )
 
 // Config configures the /v1 API handler.
@@ -249,6 +250,10 @@ func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	r.Body = io.NopCloser(bytes.NewReader(b))
 	return b, nil
 }
+
+// DecodeObject decodes exactly one JSON object from body into v by the
+// /v1 API's rules (strictjson.Decode); any failure is invalid_request.
+func DecodeObject(body []byte, v any) error { return strictjson.Decode(body, v) }
 
 // isIdentity reports whether a request's Content-Encoding values name no
 // coding but identity: bodies are never decompressed (RFC 9110 §8.4).

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/internal/httpcode"
 )
 
 // WriteJSON writes v as a JSON body with the given status, not
@@ -116,6 +117,25 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", unavailableRetryAfter)
 	}
 	WriteJSON(w, body.Status, &body)
+}
+
+// StatusOf returns the HTTP status of an error code (400 for
+// invalid_request, ...), or 500 for an unknown code: the one table from
+// codes to statuses, which every Error body's status follows.
+func StatusOf(code string) int { return httpcode.Status(code) }
+
+// CodeOf returns the general code of an HTTP status ("conflict" for 409,
+// "internal" for another 5xx, "invalid_request" for another 4xx), for
+// answers that carry no Error body.
+func CodeOf(status int) string { return httpcode.Code(status) }
+
+// ErrorStatus returns the HTTP status WriteError answers err with: StatusOf
+// its code, 500 for an error that is not an application error, 200 for nil.
+func ErrorStatus(err error) int {
+	if err == nil {
+		return http.StatusOK
+	}
+	return StatusOf(petstore.ErrorCode(err))
 }
 
 // outageLogEvery is how often each cause of 503s is logged at most.
