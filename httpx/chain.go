@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/internal/statuswriter"
@@ -83,6 +86,31 @@ func RequestIDFromContext(ctx context.Context) string {
 	return ""
 }
 
+// withState is the first step: the request's state and X-Request-Id.
+func withState(logger *slog.Logger) func(http.Handler) http.Handler {
+	outages := new(sync.Map)
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			st := &state{start: time.Now(), id: requestID(r.Header.Get("X-Request-Id")), logger: logger, outages: outages}
+			st.w = &statuswriter.Writer{ResponseWriter: w}
+			w.Header().Set("X-Request-Id", st.id)
+			next.ServeHTTP(st.w, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
+		})
+	}
+}
+
+// requestID keeps a client's own id when it is a sane token, so a caller
+// can correlate its logs with ours, and otherwise makes a UUID v7.
+func requestID(client string) string {
+	notToken := func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-')
+	}
+	if n := len(client); n > 0 && n <= 128 && !strings.ContainsFunc(client, notToken) {
+		return client
+	}
+	return uuid.Must(uuid.NewV7()).String() // fails only if the system has no randomness
+}
+
 // Wrap puts next behind the same chain as the /v1 API, with JSON Error
 // bodies throughout. Requests whose URL path is one of publicPaths skip
 // authentication and spend their address's public budget
@@ -155,6 +183,36 @@ func withTimeout(d time.Duration) func(http.Handler) http.Handler {
 			ctx, cancel := context.WithTimeout(r.Context(), d)
 			defer cancel()
 			next.ServeHTTP(w, r.WithContext(ctx))
+		})
+	}
+}
+
+// recoverPanics logs a panic's stack and answers 500 (in the log only,
+// when the response has started).
+func recoverPanics(logger *slog.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			defer func() {
+				v := recover()
+				if v == nil {
+					return
+				}
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				st := stateOf(r.Context())
+				logger.LogAttrs(r.Context(), slog.LevelError, "panic",
+					slog.String("request_id", st.id),
+					slog.String("panic", fmt.Sprint(v)),
+					slog.String("stack", string(debug.Stack())))
+				if st.w.Status == 0 {
+					WriteError(w, r, petstore.Errorf(petstore.CodeInternal, "Internal error."))
+				} else {
+					st.w.Status = http.StatusInternalServerError // what the log should say
+				}
+				st.cause = causePanic
+			}()
+			next.ServeHTTP(w, r)
 		})
 	}
 }
