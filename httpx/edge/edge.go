@@ -96,14 +96,9 @@ type Config struct {
 
 // server routes requests by Host; see New.
 type server struct {
+	Config
 	exact    map[string]bool
 	suffixes []string // ".example.net" for "*.example.net"
-	platform http.Handler
-	router   Router
-	chal     Challenger
-	site     func(string) http.Handler
-	scheme   string
-	hint     string
 }
 
 // New returns the handler in front of everything a platform serves,
@@ -135,8 +130,8 @@ func New(cfg Config) (http.Handler, error) {
 	if hosts == nil {
 		hosts = []string{"localhost"}
 	}
-	hint := cmp.Or(cfg.UnknownHostHint, "it is neither one of the platform's own hosts nor an active custom domain")
-	e := &server{exact: map[string]bool{}, platform: cfg.Platform, router: cfg.Router, chal: cfg.Challenges, site: cfg.Site, scheme: cfg.RedirectScheme, hint: hint}
+	cfg.UnknownHostHint = cmp.Or(cfg.UnknownHostHint, "it is neither one of the platform's own hosts nor an active custom domain")
+	e := &server{Config: cfg, exact: map[string]bool{}}
 	for _, h := range hosts {
 		h = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
 		switch {
@@ -175,21 +170,21 @@ func (e *server) isPlatform(host string) bool {
 func (e *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	host := RequestHost(r)
 	if e.isPlatform(host) {
-		e.platform.ServeHTTP(w, r)
+		e.Platform.ServeHTTP(w, r)
 		return
 	}
-	if e.chal != nil && r.URL.Path == customdomain.ChallengePath && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-		if token, ok := e.chal.ChallengeToken(r.Context(), host); ok {
+	if e.Challenges != nil && r.URL.Path == customdomain.ChallengePath && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		if token, ok := e.Challenges.ChallengeToken(r.Context(), host); ok {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			w.Header().Set("Cache-Control", "no-store")
 			io.WriteString(w, token)
 			return
 		}
 	}
-	ans := e.router.Route(host)
+	ans := e.Router.Route(host)
 	switch ans.Kind {
 	case customdomain.RouteServe:
-		if h := e.site(ans.ProjectID); h != nil {
+		if h := e.Site(ans.ProjectID); h != nil {
 			h.ServeHTTP(w, r)
 			return
 		}
@@ -199,7 +194,7 @@ func (e *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// The message names only the host the client sent, so it reveals
 	// nothing about which names other projects hold.
-	httpx.WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no site is served at %s: %s", clipHost(host), e.hint))
+	httpx.WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no site is served at %s: %s", clipHost(host), e.UnknownHostHint))
 }
 
 // redirect sends the client to the same path and query on the target
@@ -207,7 +202,7 @@ func (e *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the client's word, and copying it would send visitors of the target to
 // wherever that word pointed.
 func (e *server) redirect(w http.ResponseWriter, r *http.Request, ans customdomain.RouteAnswer) {
-	scheme := e.scheme
+	scheme := e.RedirectScheme
 	if scheme == "" {
 		scheme = "http"
 		if r.TLS != nil {
