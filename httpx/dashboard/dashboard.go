@@ -230,10 +230,9 @@ func (d *dashboard) routes() {
 	} {
 		var allow []string
 		for _, o := range p.ops {
-			handle := o.handle
 			d.Handle(o.method+" "+api+p.path, func(w http.ResponseWriter, r *http.Request) {
 				key, _ := httpx.KeyFromContext(r.Context())
-				if err := handle(w, r, key, r.PathValue("name")); err != nil {
+				if err := o.handle(w, r, key, r.PathValue("name")); err != nil {
 					httpx.WriteError(w, r, err)
 				}
 			})
