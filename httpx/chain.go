@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -133,12 +134,8 @@ func newChain(cfg Config, next http.Handler, public func(*http.Request) bool) (h
 	if cfg.Auth == nil {
 		return nil, errors.New("httpx: Config.Auth is required")
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.AccessLog == nil {
-		cfg.AccessLog = cfg.Logger
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	cfg.AccessLog = cmp.Or(cfg.AccessLog, cfg.Logger)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
