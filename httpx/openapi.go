@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -31,11 +32,7 @@ func openAPIDocument(base string, orders bool) ([]byte, error) {
 	}
 	if !orders {
 		paths, _ := doc["paths"].(map[string]any)
-		for p := range paths {
-			if strings.HasPrefix(p, ordersPath) {
-				delete(paths, p)
-			}
-		}
+		maps.DeleteFunc(paths, func(p string, _ any) bool { return strings.HasPrefix(p, ordersPath) })
 	}
 	servers, _ := doc["servers"].([]any)
 	here := map[string]any{"url": cmp.Or(base, "/"), "description": "This server"}
