@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -122,11 +123,8 @@ func Wrap(cfg Config, next http.Handler, publicPaths ...string) (http.Handler, e
 
 // pathSet reports whether a request's path is one of paths.
 func pathSet(paths []string) func(*http.Request) bool {
-	set := make(map[string]bool, len(paths))
-	for _, p := range paths {
-		set[p] = true
-	}
-	return func(r *http.Request) bool { return set[r.URL.Path] }
+	paths = slices.Clone(paths) // the caller's slice may change later
+	return func(r *http.Request) bool { return slices.Contains(paths, r.URL.Path) }
 }
 
 // newChain puts next behind the steps every API shares, outermost first.
