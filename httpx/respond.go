@@ -51,9 +51,7 @@ func marshalJSON(v any, indent string) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if indent != "" {
-		enc.SetIndent("", indent)
-	}
+	enc.SetIndent("", indent) // "" indents nothing
 	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
