@@ -241,8 +241,7 @@ func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	}
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
+		if errors.As(err, new(*http.MaxBytesError)) {
 			return nil, tooLarge
 		}
 		return nil, petstore.Errorf(petstore.CodeInvalidRequest, "could not read the body")
