@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"cmp"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -19,8 +20,7 @@ func logRequests(logger *slog.Logger, client func(*http.Request) netip.Addr, fin
 				return
 			}
 			st := stateOf(ctx)
-			attrs := make([]slog.Attr, 0, 11)
-			attrs = append(attrs,
+			attrs := append(make([]slog.Attr, 0, 11),
 				slog.String("client", client(r).String()),
 				slog.String("method", r.Method),
 				slog.String("route", routeOf(r, st, find)),
@@ -42,9 +42,4 @@ func logRequests(logger *slog.Logger, client func(*http.Request) netip.Addr, fin
 }
 
 // statusOf is the status the client got (200 when nothing was written).
-func statusOf(st *state) int {
-	if st.w.Status == 0 {
-		return http.StatusOK
-	}
-	return st.w.Status
-}
+func statusOf(st *state) int { return cmp.Or(st.w.Status, http.StatusOK) }
