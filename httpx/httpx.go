@@ -175,28 +175,17 @@ func (a *api) routes() {
 		a.Handle("GET "+path, h)
 		a.Handle("HEAD "+path, h)
 	}
-	post := func(path string, op func(http.ResponseWriter, *http.Request, []byte) error) {
-		a.Handle("POST "+path, func(w http.ResponseWriter, r *http.Request) {
-			body, err := ReadBody(w, r)
-			if err == nil {
-				err = op(w, r, body)
-			}
-			if err != nil {
-				WriteError(w, r, err)
-			}
-		})
-	}
 	get(a.petsPath, a.listPets)
 	get(a.petsPath+"/{petId}", a.getPet)
 	get(a.base+"/openapi.json", a.openAPI)
-	post(a.petsPath, a.postPet)
+	handlePost(a.Router, a.petsPath, strictjson.NewPet, a.petCreator)
 	a.Refuse(a.petsPath, "GET, HEAD, POST", nil)
 	a.Refuse(a.petsPath+"/{petId}", "GET, HEAD", nil)
 	a.Refuse(a.base+"/openapi.json", "GET, HEAD", nil)
 	if a.orders != nil {
 		get(a.ordersPath, a.listOrders)
 		get(a.ordersPath+"/{orderId}", a.getOrder)
-		post(a.ordersPath, a.postOrder)
+		handlePost(a.Router, a.ordersPath, decodeOrder, a.orderCreator)
 		a.Refuse(a.ordersPath, "GET, HEAD, POST", nil)
 		a.Refuse(a.ordersPath+"/{orderId}", "GET, HEAD", nil)
 	}
@@ -205,6 +194,24 @@ func (a *api) routes() {
 		a.Refuse(a.base+"/", "", nil)
 		a.Refuse(a.base, "", nil)
 	}
+}
+
+// handlePost registers POST path: the body is read (ReadBody) and decoded
+// once, and the value handed to create, the operation or the
+// Idempotency-Key wrapper that hashes exactly that value.
+func handlePost[T any](rt *Router, path string, decode func([]byte) (T, error), create creation[T]) {
+	rt.Handle("POST "+path, func(w http.ResponseWriter, r *http.Request) {
+		body, err := ReadBody(w, r)
+		var v T
+		if err == nil {
+			v, err = decode(body)
+		}
+		if err != nil {
+			WriteError(w, r, err)
+			return
+		}
+		create(w, r, v)
+	})
 }
 
 // ServeHTTP routes a request that passed the chain.

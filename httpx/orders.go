@@ -53,16 +53,15 @@ func (a *api) listOrders(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// postOrder answers POST /store/orders; defaults are applied before the
-// Idempotency-Key hash: sending a default is the same as leaving it out.
-func (a *api) postOrder(w http.ResponseWriter, r *http.Request, body []byte) error {
+// decodeOrder decodes POST /store/orders's body with its defaults applied,
+// before the Idempotency-Key hash: sending a default is the same as
+// leaving it out.
+func decodeOrder(body []byte) (petstore.NewOrder, error) {
 	no, err := strictjson.NewOrder(body)
-	if err != nil {
-		return err
+	if err == nil {
+		no.Normalize()
 	}
-	no.Normalize()
-	a.orderCreator(w, r, no)
-	return nil
+	return no, err
 }
 
 // createOrder is the operation: create, respond.

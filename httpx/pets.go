@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"github.com/petstorekit/petstore"
-	"github.com/petstorekit/petstore/internal/strictjson"
 )
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
@@ -33,17 +32,6 @@ func (a *api) listPets(w http.ResponseWriter, r *http.Request) error {
 		}
 		return e, err
 	})
-}
-
-// postPet answers POST /pets: it decodes the body, once, and hands the
-// NewPet to a.petCreator (createPet, or the Idempotency-Key wrapper).
-func (a *api) postPet(w http.ResponseWriter, r *http.Request, body []byte) error {
-	np, err := strictjson.NewPet(body)
-	if err != nil {
-		return err
-	}
-	a.petCreator(w, r, np)
-	return nil
 }
 
 // createPet is the operation: create, respond, nothing a replay lacks.
