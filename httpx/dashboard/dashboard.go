@@ -113,14 +113,12 @@ type asset struct {
 
 // dashboard serves the page and the JSON API under base.
 type dashboard struct {
-	engine        DomainEngine
-	base          string
+	Config
+	base          string // Config.BasePath, checked
 	api           string // base + "/api"
 	openapi       []byte
 	openapiETag   string
 	assets        map[string]asset // by path under base, "/" for the page
-	usage         UsageReporter    // nil: no Usage panel
-	webhooks      Webhooks         // nil: no webhooks
 	*httpx.Router                  // the page, its files and the API, on ServeMux patterns
 }
 
@@ -159,7 +157,7 @@ func New(cfg Config) (http.Handler, error) {
 	if base = strings.TrimSuffix(base, "/"); base == "" {
 		return nil, errors.New(`dashboard: Config.BasePath must not be the root; use e.g. "/dashboard"`)
 	}
-	d := &dashboard{engine: cfg.Engine, base: base, api: base + "/api", assets: map[string]asset{}, usage: cfg.Usage, webhooks: cfg.Webhooks}
+	d := &dashboard{Config: cfg, base: base, api: base + "/api", assets: map[string]asset{}}
 	doc, err := dashboardOpenAPIDocument(d.api)
 	if err != nil {
 		return nil, err
@@ -310,11 +308,11 @@ type domainList struct {
 }
 
 func (d *dashboard) handleList(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) error {
-	list, err := d.engine.List(r.Context(), key.ProjectID)
+	list, err := d.Engine.List(r.Context(), key.ProjectID)
 	if err != nil {
 		return err
 	}
-	cfg, err := d.engine.Config(r.Context(), key.ProjectID)
+	cfg, err := d.Engine.Config(r.Context(), key.ProjectID)
 	if err != nil {
 		return err
 	}
@@ -335,7 +333,7 @@ func (d *dashboard) handleAdd(w http.ResponseWriter, r *http.Request, key petsto
 	if err != nil {
 		return err
 	}
-	dm, created, err := d.engine.Add(r.Context(), key.ProjectID, name)
+	dm, created, err := d.Engine.Add(r.Context(), key.ProjectID, name)
 	if err != nil {
 		return err
 	}
@@ -349,7 +347,7 @@ func (d *dashboard) handleAdd(w http.ResponseWriter, r *http.Request, key petsto
 }
 
 func (d *dashboard) handleGet(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) error {
-	dm, err := d.engine.Get(r.Context(), key.ProjectID, name)
+	dm, err := d.Engine.Get(r.Context(), key.ProjectID, name)
 	if err != nil {
 		return err
 	}
@@ -358,7 +356,7 @@ func (d *dashboard) handleGet(w http.ResponseWriter, r *http.Request, key petsto
 }
 
 func (d *dashboard) handleVerify(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) error {
-	dm, err := d.engine.Verify(r.Context(), key.ProjectID, name)
+	dm, err := d.Engine.Verify(r.Context(), key.ProjectID, name)
 	if err != nil {
 		return err
 	}
@@ -375,7 +373,7 @@ type dnsConfigured struct {
 // handleConfigureDNS writes the domain's records at the platform's DNS
 // and, when nothing stood in the way, verifies the domain at once.
 func (d *dashboard) handleConfigureDNS(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) error {
-	c, ok := d.engine.(DNSConfigurer)
+	c, ok := d.Engine.(DNSConfigurer)
 	if !ok {
 		return petstore.Errorf(petstore.CodeInvalidRequest, "this platform does not manage DNS; create the records at your DNS provider")
 	}
@@ -385,9 +383,9 @@ func (d *dashboard) handleConfigureDNS(w http.ResponseWriter, r *http.Request, k
 	}
 	var dm customdomain.Domain
 	if len(findings) == 0 {
-		dm, err = d.engine.Verify(r.Context(), key.ProjectID, name)
+		dm, err = d.Engine.Verify(r.Context(), key.ProjectID, name)
 	} else {
-		dm, err = d.engine.Get(r.Context(), key.ProjectID, name)
+		dm, err = d.Engine.Get(r.Context(), key.ProjectID, name)
 	}
 	if err != nil {
 		return err
@@ -397,7 +395,7 @@ func (d *dashboard) handleConfigureDNS(w http.ResponseWriter, r *http.Request, k
 }
 
 func (d *dashboard) handleRemove(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) error {
-	if err := d.engine.Remove(r.Context(), key.ProjectID, name); err != nil {
+	if err := d.Engine.Remove(r.Context(), key.ProjectID, name); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -405,7 +403,7 @@ func (d *dashboard) handleRemove(w http.ResponseWriter, r *http.Request, key pet
 }
 
 func (d *dashboard) handleGetConfig(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) error {
-	cfg, err := d.engine.Config(r.Context(), key.ProjectID)
+	cfg, err := d.Engine.Config(r.Context(), key.ProjectID)
 	if err != nil {
 		return err
 	}
@@ -423,7 +421,7 @@ func (d *dashboard) handlePutConfig(w http.ResponseWriter, r *http.Request, key 
 		return err
 	}
 	in.ProjectID = key.ProjectID
-	cfg, err := d.engine.SetConfig(r.Context(), key.ProjectID, in)
+	cfg, err := d.Engine.SetConfig(r.Context(), key.ProjectID, in)
 	if err != nil {
 		return err
 	}

@@ -48,10 +48,10 @@ const banReason = "requests kept coming after the rate limit answered 429; wait 
 // handleUsage answers the Usage panel: the signed-in key's windows
 // against its plan's limits, its last hour and its ban.
 func (d *dashboard) handleUsage(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) error {
-	if d.usage == nil {
+	if d.Usage == nil {
 		return petstore.Errorf(petstore.CodeNotFound, "usage is not reported on this platform")
 	}
-	rep, err := d.usage.Report(r.Context(), httpx.KeySubject(key.ID), key.EffectiveLimits())
+	rep, err := d.Usage.Report(r.Context(), httpx.KeySubject(key.ID), key.EffectiveLimits())
 	if err != nil {
 		return err
 	}

@@ -64,10 +64,10 @@ func viewEndpoint(e webhook.Endpoint) webhookEndpoint {
 var errWebhooksOff = petstore.Errorf(petstore.CodeNotFound, "webhooks are not enabled on this platform")
 
 func (d *dashboard) handleListWebhooks(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) error {
-	if d.webhooks == nil {
+	if d.Webhooks == nil {
 		return errWebhooksOff
 	}
-	es, err := d.webhooks.Endpoints(r.Context(), key.ProjectID)
+	es, err := d.Webhooks.Endpoints(r.Context(), key.ProjectID)
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func (d *dashboard) handleListWebhooks(w http.ResponseWriter, r *http.Request, k
 }
 
 func (d *dashboard) handleCreateWebhook(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) error {
-	if d.webhooks == nil {
+	if d.Webhooks == nil {
 		return errWebhooksOff
 	}
 	body, err := httpx.ReadBody(w, r)
@@ -91,7 +91,7 @@ func (d *dashboard) handleCreateWebhook(w http.ResponseWriter, r *http.Request, 
 	if err != nil {
 		return err
 	}
-	e, err := d.webhooks.CreateEndpoint(r.Context(), key.ProjectID, u)
+	e, err := d.Webhooks.CreateEndpoint(r.Context(), key.ProjectID, u)
 	if err != nil {
 		return err
 	}
@@ -102,10 +102,10 @@ func (d *dashboard) handleCreateWebhook(w http.ResponseWriter, r *http.Request, 
 }
 
 func (d *dashboard) handleDeleteWebhook(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) error {
-	if d.webhooks == nil {
+	if d.Webhooks == nil {
 		return errWebhooksOff
 	}
-	if err := d.webhooks.DeleteEndpoint(r.Context(), key.ProjectID, r.PathValue("id")); err != nil {
+	if err := d.Webhooks.DeleteEndpoint(r.Context(), key.ProjectID, r.PathValue("id")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -113,10 +113,10 @@ func (d *dashboard) handleDeleteWebhook(w http.ResponseWriter, r *http.Request, 
 }
 
 func (d *dashboard) handleWebhookDeliveries(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) error {
-	if d.webhooks == nil {
+	if d.Webhooks == nil {
 		return errWebhooksOff
 	}
-	ds, err := d.webhooks.Deliveries(r.Context(), key.ProjectID, r.PathValue("id"))
+	ds, err := d.Webhooks.Deliveries(r.Context(), key.ProjectID, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
