@@ -210,9 +210,7 @@ func (e *server) redirect(w http.ResponseWriter, r *http.Request, ans customdoma
 		}
 	}
 	status := ans.Status
-	switch status {
-	case http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
-	default:
+	if !slices.Contains([]int{http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect}, status) {
 		status = http.StatusMovedPermanently
 	}
 	loc := scheme + "://" + ans.RedirectTo + r.URL.EscapedPath()
