@@ -3,10 +3,9 @@
 // through which a key manages its project's custom domains (add, verify,
 // "Configure DNS for me", remove, the primary domain and redirects), its
 // webhook endpoints, and reads its rate-limit usage, described by its own
-// OpenAPI document
-// (OpenAPI). It runs behind the same chain as the /v1 API (httpx.Wrap):
-// give it the same Limiter so that a key's requests to both count
-// together.
+// OpenAPI document (OpenAPI). It runs behind the same chain as the /v1 API
+// (httpx.Wrap): give it the same Limiter so that a key's requests to both
+// count together.
 package dashboard
 
 import (
