@@ -21,16 +21,11 @@ import (
 const idempotencyPurgeEvery = time.Hour
 
 // idempotent makes POST /pets and POST /store/orders safe to retry (the
-// IETF httpapi Idempotency-Key draft, Stripe's model). A request without
-// the header passes through. With it, the store runs the operation once
-// per key (petstore.IdempotencyStore.CreateOnce): the pet and the record
-// of its response are committed together, so a retry finds both or
-// neither. A repeat with the same key and body within 24 hours gets the
-// stored response again with Idempotent-Replayed: true, a repeat with
-// another body is 422 idempotency_key_reused, and a repeat while the
-// first is still running waits for it and gets its answer. Keys are
-// scoped to the API key, so two clients never see each other's
-// responses.
+// IETF httpapi Idempotency-Key draft, Stripe's model; docs/api.md says
+// what a client sees). The store runs the operation once per key, scoped
+// to the API key (petstore.IdempotencyStore.CreateOnce): the pet and the
+// record of its response are committed together, so a retry finds both
+// or neither.
 //
 // The operation's response is held until the store has committed: a
 // client is never told 201 about a pet whose record could not be stored.
