@@ -149,9 +149,8 @@ func (l *limits) attempt(w http.ResponseWriter, r *http.Request) bool {
 	return ok
 }
 
-// decide asks the limiter, sets the headers, and answers a 429 or 503; it
-// returns whether the request may go on and the decision's instant, for a
-// refund.
+// decide asks the limiter, sets the headers, and answers a 429 or 503; ok
+// is whether the request may go on, at the decision's instant (for refund).
 func (l *limits) decide(w http.ResponseWriter, r *http.Request, subject string, lim petstore.Limits) (time.Time, bool) {
 	d, err := l.Limiter.Decide(r.Context(), subject, lim)
 	l.metrics.decision(d, err)

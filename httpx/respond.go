@@ -103,8 +103,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	noteCause(r, err, e)
 	if e.Code == petstore.CodeUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
 		challenge := `Bearer realm="petstore"`
-		var it *invalidToken
-		if errors.As(err, &it) {
+		if errors.As(err, new(*invalidToken)) {
 			challenge += `, error="invalid_token"`
 		}
 		w.Header().Set("WWW-Authenticate", challenge)
