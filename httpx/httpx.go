@@ -85,10 +85,8 @@ var Sunset = time.Date(2030, 12, 5, 0, 0, 0, 0, time.UTC)
 
 // api is the /v1 handler behind the chain: the router and the operations.
 type api struct {
-	svc         petstore.PetService
-	orders      petstore.OrderService // nil without Config.Orders
-	cache       *Cache
-	base        string
+	Config             // traced (traceConfig); Orders nil: no orders
+	base        string // Config.BasePath, cleaned
 	petsPath    string // base + "/pets", for Link headers
 	ordersPath  string // base + "/store/orders"
 	openapi     []byte
@@ -124,13 +122,13 @@ func New(cfg Config) (http.Handler, error) {
 	if at.IsZero() {
 		at = DefaultDeprecatedAt
 	}
-	a := &api{svc: cfg.Service, orders: cfg.Orders, cache: cfg.Cache, base: base, petsPath: base + "/pets", ordersPath: base + ordersPath, openapi: doc, openapiETag: ETag(doc), deprecation: [3]string{"@" + itoa(at.Unix()), Sunset.Format(http.TimeFormat), "<" + base + `/pets>; rel="successor-version"`}}
+	a := &api{Config: cfg, base: base, petsPath: base + "/pets", ordersPath: base + ordersPath, openapi: doc, openapiETag: ETag(doc), deprecation: [3]string{"@" + itoa(at.Unix()), Sunset.Format(http.TimeFormat), "<" + base + `/pets>; rel="successor-version"`}}
 	a.petCreator = idempotently(cfg, a.createPet)
 	a.orderCreator = idempotently(cfg, a.createOrder)
 	a.routes()
 	openapiPath := base + "/openapi.json"
 	h, err := newChain(cfg, a, func(r *http.Request) bool { return r.URL.Path == openapiPath })
-	if err != nil || a.orders == nil {
+	if err != nil || a.Orders == nil {
 		return h, err
 	}
 	return betaUnder(a.ordersPath, h), nil
@@ -182,7 +180,7 @@ func (a *api) routes() {
 	a.Refuse(a.petsPath, "GET, HEAD, POST", nil)
 	a.Refuse(a.petsPath+"/{petId}", "GET, HEAD", nil)
 	a.Refuse(a.base+"/openapi.json", "GET, HEAD", nil)
-	if a.orders != nil {
+	if a.Orders != nil {
 		get(a.ordersPath, a.listOrders)
 		get(a.ordersPath+"/{orderId}", a.getOrder)
 		handlePost(a.Router, a.ordersPath, decodeOrder, a.orderCreator)

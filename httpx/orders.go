@@ -42,7 +42,7 @@ func (a *api) listOrders(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page, err := a.orders.ListOrders(r.Context(), projectID, f)
+	page, err := a.Orders.ListOrders(r.Context(), projectID, f)
 	if err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ func (a *api) createOrder(w http.ResponseWriter, r *http.Request, no petstore.Ne
 	projectID, err := project(r)
 	if err == nil {
 		var order petstore.Order
-		if order, err = a.orders.CreateOrder(r.Context(), projectID, no); err == nil {
+		if order, err = a.Orders.CreateOrder(r.Context(), projectID, no); err == nil {
 			w.Header().Set("Location", a.ordersPath+"/"+itoa(order.ID))
 			WriteJSON(w, http.StatusCreated, order)
 			return
@@ -88,7 +88,7 @@ func (a *api) getOrder(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	order, err := a.orders.GetOrder(r.Context(), projectID, id)
+	order, err := a.Orders.GetOrder(r.Context(), projectID, id)
 	if err != nil {
 		return err
 	}

@@ -16,8 +16,8 @@ func (a *api) listPets(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	key := a.petsPath + "?" + string(f.Status) + "&" + strconv.Itoa(f.Limit) + "&" + f.Cursor
-	return serveEncoded(w, r, a.cache, key, func() (*encoded, error) {
-		page, err := a.svc.ListPets(r.Context(), f)
+	return serveEncoded(w, r, a.Cache, key, func() (*encoded, error) {
+		page, err := a.Service.ListPets(r.Context(), f)
 		if err != nil {
 			return nil, err
 		}
@@ -36,10 +36,10 @@ func (a *api) listPets(w http.ResponseWriter, r *http.Request) error {
 
 // createPet is the operation: create, respond, nothing a replay lacks.
 func (a *api) createPet(w http.ResponseWriter, r *http.Request, np petstore.NewPet) {
-	pet, err := a.svc.CreatePet(r.Context(), np)
+	pet, err := a.Service.CreatePet(r.Context(), np)
 	var e *encoded
 	if err == nil {
-		afterCommit(r.Context(), func() { a.cache.created(pet) })
+		afterCommit(r.Context(), func() { a.Cache.created(pet) })
 		if e, err = encode(pet, ""); err == nil {
 			w.Header().Set("Location", a.petsPath+"/"+itoa(pet.ID))
 			writeEncoded(w, r, http.StatusCreated, e)
@@ -60,8 +60,8 @@ func (a *api) getPet(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return serveEncoded(w, r, a.cache, a.petsPath+"/"+itoa(id), func() (*encoded, error) {
-		pet, err := a.svc.GetPet(r.Context(), id)
+	return serveEncoded(w, r, a.Cache, a.petsPath+"/"+itoa(id), func() (*encoded, error) {
+		pet, err := a.Service.GetPet(r.Context(), id)
 		if err != nil {
 			return nil, err
 		}
