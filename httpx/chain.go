@@ -185,7 +185,7 @@ func newChain(cfg Config, next http.Handler, public func(*http.Request) bool) (h
 	}
 	routeOf := routerOf(next)
 	lim := &limits{Config: cfg, metrics: m, offBudget: pathSet(cfg.PublicBudgetPaths), routeOf: routeOf}
-	return chain(next,
+	steps := []func(http.Handler) http.Handler{
 		withState(cfg.Logger),
 		logRequests(cfg.AccessLog, lim.client, routeOf),
 		traceRequests(cfg.TracerProvider, lim.client, routeOf),
@@ -194,15 +194,11 @@ func newChain(cfg Config, next http.Handler, public func(*http.Request) bool) (h
 		withTimeout(cfg.Timeout),
 		authenticate(cfg.Auth, public, lim.client, lim.attempt),
 		lim.limitRequests,
-	), nil
-}
-
-// chain wraps h in steps, the first outermost.
-func chain(h http.Handler, steps ...func(http.Handler) http.Handler) http.Handler {
-	for i := len(steps) - 1; i >= 0; i-- {
-		h = steps[i](h)
 	}
-	return h
+	for _, step := range slices.Backward(steps) { // the first step is outermost
+		next = step(next)
+	}
+	return next, nil
 }
 
 // withTimeout bounds the request's waits on the stores (Config.Timeout).
