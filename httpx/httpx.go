@@ -175,7 +175,10 @@ func (a *api) routes() {
 	}
 	get(a.petsPath, a.listPets)
 	get(a.petsPath+"/{petId}", a.getPet)
-	get(a.base+"/openapi.json", a.openAPI)
+	get(a.base+"/openapi.json", func(w http.ResponseWriter, r *http.Request) error {
+		ServeDocument(w, r, a.openapi, a.openapiETag) // with this mount's base path
+		return nil
+	})
 	handlePost(a.Router, a.petsPath, strictjson.NewPet, a.petCreator)
 	a.Refuse(a.petsPath, "GET, HEAD, POST", nil)
 	a.Refuse(a.petsPath+"/{petId}", "GET, HEAD", nil)

@@ -68,9 +68,3 @@ func (a *api) getPet(w http.ResponseWriter, r *http.Request) error {
 		return encode(pet, "")
 	})
 }
-
-// openAPI serves the OpenAPI document with this mount's base path.
-func (a *api) openAPI(w http.ResponseWriter, r *http.Request) error {
-	ServeDocument(w, r, a.openapi, a.openapiETag)
-	return nil
-}
