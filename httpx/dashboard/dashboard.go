@@ -268,17 +268,15 @@ func (d *dashboard) routes() {
 		d.Refuse(pattern, "GET, HEAD", nil)
 	}
 	// The base without its slash goes to the page, whatever the method.
-	d.Handle(d.base, d.handleToPage)
+	d.Handle(d.base, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, d.base+"/", http.StatusMovedPermanently)
+	})
 	d.Refuse("/", "", nil)
 }
 
 // standardMethods are the methods of RFC 9110 and PATCH; a request with
 // another method on a known path is 404.
 var standardMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE"}
-
-func (d *dashboard) handleToPage(w http.ResponseWriter, r *http.Request) {
-	http.Redirect(w, r, d.base+"/", http.StatusMovedPermanently)
-}
 
 // handleAsset serves the page and its files. The page is strict about
 // what it may load: only its own script, style and API, never a frame.
@@ -428,9 +426,8 @@ func (d *dashboard) handlePutConfig(w http.ResponseWriter, r *http.Request, key 
 	return nil
 }
 
-// tidyDomain makes sure every list in a Domain encodes as [] rather than
-// null and the certificate has a status, whatever the engine left empty:
-// clients iterate over them without checks.
+// tidyDomain fills what the engine may leave empty in a Domain: its lists
+// (orEmpty), its next action and its certificate's state.
 func tidyDomain(d customdomain.Domain) customdomain.Domain {
 	d.Records = orEmpty(d.Records)
 	d.History = orEmpty(d.History)
