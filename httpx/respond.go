@@ -63,11 +63,10 @@ func marshalJSON(v any, indent string) ([]byte, error) {
 // own cancellation is 503; any other error is logged and the client sees
 // only "internal". A 401 carries RFC 6750's challenge, a 503 Retry-After.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
-	e := petstore.AsError(err)
-	if e == nil { // a caller's bug; still answer something
+	if err == nil { // a caller's bug; still answer something
 		err = errors.New("httpx: WriteError called with a nil error")
-		e = petstore.AsError(err)
 	}
+	e := petstore.AsError(err)
 	if e.Code == petstore.CodeInternal {
 		level, msg := slog.LevelError, "internal error"
 		switch {
