@@ -145,10 +145,9 @@ func (m *idempotent[T]) serve(w http.ResponseWriter, r *http.Request, v T) {
 // A failed purge is retried by the next period's first request.
 func (m *idempotent[T]) purge(ctx context.Context, now time.Time) {
 	last := m.lastPurge.Load()
-	if now.UnixNano()-last < int64(idempotencyPurgeEvery) || !m.lastPurge.CompareAndSwap(last, now.UnixNano()) {
-		return
+	if now.UnixNano()-last >= int64(idempotencyPurgeEvery) && m.lastPurge.CompareAndSwap(last, now.UnixNano()) {
+		_, _ = m.store.PurgeIdempotencyKeys(ctx, now.Add(-petstore.IdempotencyTTL))
 	}
-	_, _ = m.store.PurgeIdempotencyKeys(ctx, now.Add(-petstore.IdempotencyTTL))
 }
 
 // replay writes a stored response again.
