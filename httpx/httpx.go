@@ -2,6 +2,7 @@ package httpx
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"io"
 	"log/slog"
@@ -150,9 +151,7 @@ func betaUnder(path string, next http.Handler) http.Handler {
 // cleanBase normalises the base path: "" is "/v1", a trailing slash is
 // dropped, and "/" mounts the API at the root.
 func cleanBase(p string) (string, error) {
-	if p == "" {
-		return "/v1", nil
-	}
+	p = cmp.Or(p, "/v1")
 	if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "?#{} ") || strings.Contains(p, "//") {
 		return "", errors.New(`httpx: BasePath must be an absolute path such as "/v1"`)
 	}
