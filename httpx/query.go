@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"cmp"
 	"net/url"
 	"strconv"
 
@@ -62,10 +63,7 @@ func nextLink(path, cursor string, limit int, status string) string {
 	if cursor == "" {
 		return ""
 	}
-	if limit == 0 {
-		limit = petstore.DefaultLimit
-	}
-	link := "<" + path + "?cursor=" + cursor + "&limit=" + strconv.Itoa(limit)
+	link := "<" + path + "?cursor=" + cursor + "&limit=" + strconv.Itoa(cmp.Or(limit, petstore.DefaultLimit))
 	if status != "" {
 		link += "&status=" + status
 	}
