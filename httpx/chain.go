@@ -1,19 +1,24 @@
 package httpx
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
+	"github.com/google/uuid"
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/internal/statuswriter"
 	"github.com/petstorekit/petstore/ratelimit"
-	"github.com/petstorekit/petstore/tracing"
 )
 
 // RateLimiter decides on each request. subject says whose budget the
@@ -56,7 +61,7 @@ type state struct {
 	unrouted bool   // refused for its path or method (404, 405): no route
 	cause    string // why a store failed the request (causeTimeout, ...); "" for none
 	logger   *slog.Logger
-	outages  *outageLogs
+	outages  *sync.Map // cause of 503s -> *outageSlot, for logOutage
 }
 
 type stateKey struct{}
@@ -84,6 +89,67 @@ func RequestIDFromContext(ctx context.Context) string {
 	return ""
 }
 
+// withState is the first step: the request's state and X-Request-Id.
+func withState(logger *slog.Logger) func(http.Handler) http.Handler {
+	outages := new(sync.Map)
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			st := &state{start: time.Now(), id: requestID(r.Header.Get("X-Request-Id")), logger: logger, outages: outages}
+			st.w = &statuswriter.Writer{ResponseWriter: w}
+			w.Header().Set("X-Request-Id", st.id)
+			next.ServeHTTP(st.w, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
+		})
+	}
+}
+
+// requestID keeps a client's own id when it is a sane token, so a caller
+// can correlate its logs with ours, and otherwise makes a UUID v7.
+func requestID(client string) string {
+	notToken := func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-')
+	}
+	if n := len(client); n > 0 && n <= 128 && !strings.ContainsFunc(client, notToken) {
+		return client
+	}
+	return uuid.Must(uuid.NewV7()).String() // fails only if the system has no randomness
+}
+
+// logRequests writes a "request" line at Info per answered request; see
+// docs/operating.md#logs. Never the query (it may hold secrets), never
+// the key's secret.
+func logRequests(logger *slog.Logger, client func(*http.Request) netip.Addr, find func(*http.Request) string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(w, r)
+			ctx := r.Context()
+			if !logger.Enabled(ctx, slog.LevelInfo) {
+				return
+			}
+			st := stateOf(ctx)
+			attrs := append(make([]slog.Attr, 0, 11),
+				slog.String("client", client(r).String()),
+				slog.String("method", r.Method),
+				slog.String("route", routeOf(r, st, find)),
+				slog.String("path", r.URL.Path),
+				slog.Int("status", statusOf(st)),
+				slog.Int64("bytes", st.w.Bytes),
+				slog.Duration("duration", time.Since(st.start)),
+				slog.String("user_agent", r.UserAgent()),
+				slog.String("request_id", st.id))
+			if st.hasKey {
+				attrs = append(attrs, slog.String("key_id", st.key.ID))
+			}
+			if st.cause != "" {
+				attrs = append(attrs, slog.String("store_error", st.cause))
+			}
+			logger.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
+		})
+	}
+}
+
+// statusOf is the status the client got (200 when nothing was written).
+func statusOf(st *state) int { return cmp.Or(st.w.Status, http.StatusOK) }
+
 // Wrap puts next behind the same chain as the /v1 API, with JSON Error
 // bodies throughout. Requests whose URL path is one of publicPaths skip
 // authentication and spend their address's public budget
@@ -94,11 +160,8 @@ func Wrap(cfg Config, next http.Handler, publicPaths ...string) (http.Handler, e
 
 // pathSet reports whether a request's path is one of paths.
 func pathSet(paths []string) func(*http.Request) bool {
-	set := make(map[string]bool, len(paths))
-	for _, p := range paths {
-		set[p] = true
-	}
-	return func(r *http.Request) bool { return set[r.URL.Path] }
+	paths = slices.Clone(paths) // the caller's slice may change later
+	return func(r *http.Request) bool { return slices.Contains(paths, r.URL.Path) }
 }
 
 // newChain puts next behind the steps every API shares, outermost first.
@@ -106,12 +169,8 @@ func newChain(cfg Config, next http.Handler, public func(*http.Request) bool) (h
 	if cfg.Auth == nil {
 		return nil, errors.New("httpx: Config.Auth is required")
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.AccessLog == nil {
-		cfg.AccessLog = cfg.Logger
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	cfg.AccessLog = cmp.Or(cfg.AccessLog, cfg.Logger)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -125,30 +184,21 @@ func newChain(cfg Config, next http.Handler, public func(*http.Request) bool) (h
 		return nil, fmt.Errorf("httpx: Config.Metrics: %w", err)
 	}
 	routeOf := routerOf(next)
-	lim := &limits{RateLimiter: cfg.Limiter, logger: cfg.Logger, metrics: m, now: cfg.Now, ietf: cfg.IETFRateLimitHeaders,
-		proxies: cfg.TrustedProxies, publicLimits: cfg.PublicLimits, offBudget: pathSet(cfg.PublicBudgetPaths), routeOf: routeOf}
-	var tracer trace.Tracer
-	if cfg.TracerProvider != nil {
-		tracer = tracing.Tracer(cfg.TracerProvider)
-	}
-	return chain(next,
+	lim := &limits{Config: cfg, metrics: m, offBudget: pathSet(cfg.PublicBudgetPaths), routeOf: routeOf}
+	steps := []func(http.Handler) http.Handler{
 		withState(cfg.Logger),
 		logRequests(cfg.AccessLog, lim.client, routeOf),
-		traceRequests(tracer, lim.client, routeOf),
+		traceRequests(cfg.TracerProvider, lim.client, routeOf),
 		measure(m, routeOf),
 		recoverPanics(cfg.Logger),
 		withTimeout(cfg.Timeout),
 		authenticate(cfg.Auth, public, lim.client, lim.attempt),
 		lim.limitRequests,
-	), nil
-}
-
-// chain wraps h in steps, the first outermost.
-func chain(h http.Handler, steps ...func(http.Handler) http.Handler) http.Handler {
-	for i := len(steps) - 1; i >= 0; i-- {
-		h = steps[i](h)
 	}
-	return h
+	for _, step := range slices.Backward(steps) { // the first step is outermost
+		next = step(next)
+	}
+	return next, nil
 }
 
 // withTimeout bounds the request's waits on the stores (Config.Timeout).
@@ -161,6 +211,36 @@ func withTimeout(d time.Duration) func(http.Handler) http.Handler {
 			ctx, cancel := context.WithTimeout(r.Context(), d)
 			defer cancel()
 			next.ServeHTTP(w, r.WithContext(ctx))
+		})
+	}
+}
+
+// recoverPanics logs a panic's stack and answers 500 (in the log only,
+// when the response has started).
+func recoverPanics(logger *slog.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			defer func() {
+				v := recover()
+				if v == nil {
+					return
+				}
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				st := stateOf(r.Context())
+				logger.LogAttrs(r.Context(), slog.LevelError, "panic",
+					slog.String("request_id", st.id),
+					slog.String("panic", fmt.Sprint(v)),
+					slog.String("stack", string(debug.Stack())))
+				if st.w.Status == 0 {
+					WriteError(w, r, petstore.Errorf(petstore.CodeInternal, "Internal error."))
+				} else {
+					st.w.Status = http.StatusInternalServerError // what the log should say
+				}
+				st.cause = causePanic
+			}()
+			next.ServeHTTP(w, r)
 		})
 	}
 }
@@ -183,13 +263,18 @@ func routerOf(next http.Handler) func(*http.Request) string {
 // routeOf is the route pattern the request matched or, answered before
 // routing (401, 429, 503), would have matched; "" for none.
 func routeOf(r *http.Request, st *state, find func(*http.Request) string) string {
-	switch {
-	case st.unrouted:
-		return ""
-	case st.route != "":
-		return st.route
-	case find != nil:
+	if st.route == "" && !st.unrouted && find != nil {
 		return find(r)
 	}
-	return ""
+	return st.route
+}
+
+// routePath is routeOf without the pattern's method ("GET /v1/pets" is
+// "/v1/pets"), for the metrics and spans, which name the method apart.
+func routePath(r *http.Request, st *state, find func(*http.Request) string) string {
+	route := routeOf(r, st, find)
+	if _, path, ok := strings.Cut(route, " "); ok {
+		return path
+	}
+	return route
 }

@@ -2,6 +2,7 @@ package httpx
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"io"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/internal/strictjson"
 )
 
 // Config configures the /v1 API handler.
@@ -84,20 +86,20 @@ var Sunset = time.Date(2030, 12, 5, 0, 0, 0, 0, time.UTC)
 
 // api is the /v1 handler behind the chain: the router and the operations.
 type api struct {
-	svc         petstore.PetService
-	cache       *Cache
-	base        string
+	Config             // traced (traceConfig); Orders nil: no orders
+	base        string // Config.BasePath, cleaned
 	petsPath    string // base + "/pets", for Link headers
+	ordersPath  string // base + "/store/orders"
 	openapi     []byte
 	openapiETag string
 	deprecation [3]string // getPet's Deprecation, Sunset and successor Link
 
-	// creator creates a decoded pet, wrapped in Idempotency-Key replay
-	// when Config.Idempotency is set.
-	creator decodedHandler[petstore.NewPet]
+	// petCreator and orderCreator create a decoded pet or order, wrapped
+	// in Idempotency-Key replay when Config.Idempotency is set.
+	petCreator   creation[petstore.NewPet]
+	orderCreator creation[petstore.NewOrder]
 
-	orders  *orderRoutes // nil without Config.Orders
-	*Router              // every path under the base, on ServeMux patterns
+	*Router // every path under the base, on ServeMux patterns
 }
 
 // New returns the handler of the whole API under cfg.BasePath. Mount it
@@ -121,21 +123,16 @@ func New(cfg Config) (http.Handler, error) {
 	if at.IsZero() {
 		at = DefaultDeprecatedAt
 	}
-	a := &api{svc: cfg.Service, cache: cfg.Cache, base: base, petsPath: base + "/pets", openapi: doc, openapiETag: ETag(doc), deprecation: [3]string{"@" + itoa(at.Unix()), Sunset.Format(http.TimeFormat), "<" + base + `/pets>; rel="successor-version"`}}
-	a.creator = petCreator{a}
-	if cfg.Idempotency != nil {
-		a.creator = newIdempotent(cfg.Idempotency, cfg.Now, a.creator)
-	}
-	if cfg.Orders != nil {
-		a.orders = newOrderRoutes(cfg, base)
-	}
+	a := &api{Config: cfg, base: base, petsPath: base + "/pets", ordersPath: base + ordersPath, openapi: doc, openapiETag: ETag(doc), deprecation: [3]string{"@" + itoa(at.Unix()), Sunset.Format(http.TimeFormat), "<" + base + `/pets>; rel="successor-version"`}}
+	a.petCreator = idempotently(cfg, a.createPet)
+	a.orderCreator = idempotently(cfg, a.createOrder)
 	a.routes()
 	openapiPath := base + "/openapi.json"
 	h, err := newChain(cfg, a, func(r *http.Request) bool { return r.URL.Path == openapiPath })
-	if err != nil || a.orders == nil {
+	if err != nil || a.Orders == nil {
 		return h, err
 	}
-	return betaUnder(a.orders.path, h), nil
+	return betaUnder(a.ordersPath, h), nil
 }
 
 // betaUnder marks every answer on path and path/{id} as beta
@@ -154,9 +151,7 @@ func betaUnder(path string, next http.Handler) http.Handler {
 // cleanBase normalises the base path: "" is "/v1", a trailing slash is
 // dropped, and "/" mounts the API at the root.
 func cleanBase(p string) (string, error) {
-	if p == "" {
-		return "/v1", nil
-	}
+	p = cmp.Or(p, "/v1")
 	if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "?#{} ") || strings.Contains(p, "//") {
 		return "", errors.New(`httpx: BasePath must be an absolute path such as "/v1"`)
 	}
@@ -177,36 +172,46 @@ func (a *api) routes() {
 		a.Handle("GET "+path, h)
 		a.Handle("HEAD "+path, h)
 	}
-	post := func(path string, op func(http.ResponseWriter, *http.Request, []byte) error) {
-		a.Handle("POST "+path, func(w http.ResponseWriter, r *http.Request) {
-			body, err := ReadBody(w, r)
-			if err == nil {
-				err = op(w, r, body)
-			}
-			if err != nil {
-				WriteError(w, r, err)
-			}
-		})
-	}
 	get(a.petsPath, a.listPets)
 	get(a.petsPath+"/{petId}", a.getPet)
-	get(a.base+"/openapi.json", a.openAPI)
-	post(a.petsPath, a.createPet)
+	get(a.base+"/openapi.json", func(w http.ResponseWriter, r *http.Request) error {
+		ServeDocument(w, r, a.openapi, a.openapiETag) // with this mount's base path
+		return nil
+	})
+	handlePost(a.Router, a.petsPath, strictjson.NewPet, a.petCreator)
 	a.Refuse(a.petsPath, "GET, HEAD, POST", nil)
 	a.Refuse(a.petsPath+"/{petId}", "GET, HEAD", nil)
 	a.Refuse(a.base+"/openapi.json", "GET, HEAD", nil)
-	if o := a.orders; o != nil {
-		get(o.path, o.list)
-		get(o.path+"/{orderId}", o.get)
-		post(o.path, o.create)
-		a.Refuse(o.path, "GET, HEAD, POST", nil)
-		a.Refuse(o.path+"/{orderId}", "GET, HEAD", nil)
+	if a.Orders != nil {
+		get(a.ordersPath, a.listOrders)
+		get(a.ordersPath+"/{orderId}", a.getOrder)
+		handlePost(a.Router, a.ordersPath, decodeOrder, a.orderCreator)
+		a.Refuse(a.ordersPath, "GET, HEAD, POST", nil)
+		a.Refuse(a.ordersPath+"/{orderId}", "GET, HEAD", nil)
 	}
 	a.Refuse("/", "", nil)
 	if a.base != "" {
 		a.Refuse(a.base+"/", "", nil)
 		a.Refuse(a.base, "", nil)
 	}
+}
+
+// handlePost registers POST path: the body is read (ReadBody) and decoded
+// once, and the value handed to create, the operation or the
+// Idempotency-Key wrapper that hashes exactly that value.
+func handlePost[T any](rt *Router, path string, decode func([]byte) (T, error), create creation[T]) {
+	rt.Handle("POST "+path, func(w http.ResponseWriter, r *http.Request) {
+		body, err := ReadBody(w, r)
+		var v T
+		if err == nil {
+			v, err = decode(body)
+		}
+		if err != nil {
+			WriteError(w, r, err)
+			return
+		}
+		create(w, r, v)
+	})
 }
 
 // ServeHTTP routes a request that passed the chain.
@@ -243,8 +248,7 @@ func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	}
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
+		if errors.As(err, new(*http.MaxBytesError)) {
 			return nil, tooLarge
 		}
 		return nil, petstore.Errorf(petstore.CodeInvalidRequest, "could not read the body")
@@ -252,6 +256,10 @@ func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	r.Body = io.NopCloser(bytes.NewReader(b))
 	return b, nil
 }
+
+// DecodeObject decodes exactly one JSON object from body into v by the
+// /v1 API's rules (strictjson.Decode); any failure is invalid_request.
+func DecodeObject(body []byte, v any) error { return strictjson.Decode(body, v) }
 
 // isIdentity reports whether a request's Content-Encoding values name no
 // coding but identity: bodies are never decompressed (RFC 9110 §8.4).

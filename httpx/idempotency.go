@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -20,16 +21,11 @@ import (
 const idempotencyPurgeEvery = time.Hour
 
 // idempotent makes POST /pets and POST /store/orders safe to retry (the
-// IETF httpapi Idempotency-Key draft, Stripe's model). A request without
-// the header passes through. With it, the store runs the operation once
-// per key (petstore.IdempotencyStore.CreateOnce): the pet and the record
-// of its response are committed together, so a retry finds both or
-// neither. A repeat with the same key and body within 24 hours gets the
-// stored response again with Idempotent-Replayed: true, a repeat with
-// another body is 422 idempotency_key_reused, and a repeat while the
-// first is still running waits for it and gets its answer. Keys are
-// scoped to the API key, so two clients never see each other's
-// responses.
+// IETF httpapi Idempotency-Key draft, Stripe's model; docs/api.md says
+// what a client sees). The store runs the operation once per key, scoped
+// to the API key (petstore.IdempotencyStore.CreateOnce): the pet and the
+// record of its response are committed together, so a retry finds both
+// or neither.
 //
 // The operation's response is held until the store has committed: a
 // client is never told 201 about a pet whose record could not be stored.
@@ -39,26 +35,33 @@ const idempotencyPurgeEvery = time.Hour
 // was claimed apart from the write itself: the retry finds the record if
 // the commit landed, and runs otherwise.
 //
-// Two bodies are the same request when they decode to the same NewPet:
-// the wrapper is handed the NewPet the operation will create, decoded once
-// by decodeNewPet, and hashes that. So a retry that re-serializes its JSON
-// (other whitespace or field order, unknown fields moved or dropped) is
-// replayed, and two bodies that create different pets never share a hash.
-// A body that does not decode is refused (400) before the store is asked:
-// nothing ran, so there is nothing to replay, and its retry is refused the
-// same way.
+// Two bodies are the same request when they decode to the same T, the
+// NewPet or NewOrder the operation will create, which the wrapper hashes
+// (requestHash): a retry that re-serializes its JSON is replayed. A body
+// that does not decode is refused (400) before the store is asked, and so
+// is its retry.
 type idempotent[T any] struct {
 	store     petstore.IdempotencyStore
 	now       func() time.Time
-	next      decodedHandler[T]
+	next      creation[T]
 	lastPurge atomic.Int64 // unix nanoseconds of the last purge
 }
 
-func newIdempotent[T any](store petstore.IdempotencyStore, now func() time.Time, next decodedHandler[T]) *idempotent[T] {
-	if now == nil {
-		now = time.Now
+// creation answers a creation whose body was decoded to a T: the
+// operation, or the Idempotency-Key wrapper, which hashes exactly that T.
+type creation[T any] func(w http.ResponseWriter, r *http.Request, v T)
+
+// idempotently returns op wrapped in Idempotency-Key replay when
+// cfg.Idempotency is set, and op itself otherwise.
+func idempotently[T any](cfg Config, op creation[T]) creation[T] {
+	if cfg.Idempotency == nil {
+		return op
 	}
-	return &idempotent[T]{store: store, now: now, next: next}
+	m := &idempotent[T]{store: cfg.Idempotency, now: cfg.Now, next: op}
+	if m.now == nil {
+		m.now = time.Now
+	}
+	return m.serve
 }
 
 // requestHash is the hex SHA-256 of a creation: method, path and the
@@ -79,7 +82,7 @@ func requestHash(method, path string, v any) string {
 func (m *idempotent[T]) serve(w http.ResponseWriter, r *http.Request, v T) {
 	vals := r.Header.Values("Idempotency-Key")
 	if len(vals) == 0 {
-		m.next.serve(w, r, v)
+		m.next(w, r, v)
 		return
 	}
 	if len(vals) > 1 || !petstore.ValidIdempotencyKey(vals[0]) {
@@ -97,7 +100,7 @@ func (m *idempotent[T]) serve(w http.ResponseWriter, r *http.Request, v T) {
 	ctx = context.WithValue(ctx, commitHooksKey{}, commits)
 	create := func(ctx context.Context) (petstore.IdempotencyRecord, bool) {
 		held = &heldResponse{header: http.Header{}}
-		m.next.serve(held, r.WithContext(ctx), v)
+		m.next(held, r.WithContext(ctx), v)
 		out := rec
 		out.Completed = true
 		out.Status = held.status
@@ -142,10 +145,9 @@ func (m *idempotent[T]) serve(w http.ResponseWriter, r *http.Request, v T) {
 // A failed purge is retried by the next period's first request.
 func (m *idempotent[T]) purge(ctx context.Context, now time.Time) {
 	last := m.lastPurge.Load()
-	if now.UnixNano()-last < int64(idempotencyPurgeEvery) || !m.lastPurge.CompareAndSwap(last, now.UnixNano()) {
-		return
+	if now.UnixNano()-last >= int64(idempotencyPurgeEvery) && m.lastPurge.CompareAndSwap(last, now.UnixNano()) {
+		_, _ = m.store.PurgeIdempotencyKeys(ctx, now.Add(-petstore.IdempotencyTTL))
 	}
-	_, _ = m.store.PurgeIdempotencyKeys(ctx, now.Add(-petstore.IdempotencyTTL))
 }
 
 // replay writes a stored response again.
@@ -203,10 +205,7 @@ func (h *heldResponse) Write(b []byte) (int, error) {
 
 // sendTo writes the held response to w.
 func (h *heldResponse) sendTo(w http.ResponseWriter) {
-	dst := w.Header()
-	for k, v := range h.header {
-		dst[k] = v
-	}
+	maps.Copy(w.Header(), h.header)
 	w.WriteHeader(h.status)
 	_, _ = w.Write(h.body.Bytes())
 }

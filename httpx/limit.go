@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,24 +22,20 @@ const unavailableRetryAfter = "2"
 
 var freeLimits, _ = petstore.PlanFree.Limits()
 
-// limits is the rate-limit step and what it needs.
+// limits is the rate-limit step: the chain's Config (Limiter nil: no
+// limiting) and what newChain makes of it.
 type limits struct {
-	RateLimiter  // nil: no limiting
-	logger       *slog.Logger
-	metrics      *metrics
-	now          func() time.Time
-	ietf         bool
-	proxies      []netip.Prefix
-	publicLimits petstore.Limits
-	offBudget    func(*http.Request) bool
-	routeOf      func(*http.Request) string
+	Config
+	metrics   *metrics
+	offBudget func(*http.Request) bool // Config.PublicBudgetPaths
+	routeOf   func(*http.Request) string
 }
 
 // limitRequests decides a request on the budget it spends (see
 // RateLimiter); a conditional one spends the plan's quota only once its
 // answer is not 304, and one a store failed (503) is refunded.
 func (l *limits) limitRequests(next http.Handler) http.Handler {
-	if l.RateLimiter == nil {
+	if l.Limiter == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -47,7 +45,7 @@ func (l *limits) limitRequests(next http.Handler) http.Handler {
 		var cond *chargeUnlessNotModified
 		switch {
 		case !st.hasKey, l.offBudget(r):
-			subject, lim = addrSubject("pub:", l.client(r)), l.publicLimits
+			subject, lim = addrSubject("pub:", l.client(r)), l.PublicLimits
 		case isConditional(r):
 			subject, lim = "cond:"+st.key.ID, ConditionalLimits(st.key.EffectiveLimits())
 			cond = &chargeUnlessNotModified{ResponseWriter: w, r: r, l: l}
@@ -71,38 +69,99 @@ func (l *limits) limitRequests(next http.Handler) http.Handler {
 	})
 }
 
+// ConditionalLimits are the allowance of a key's conditional requests
+// (If-None-Match), ten times its plan's: a 304 spends only this.
+func ConditionalLimits(plan petstore.Limits) petstore.Limits {
+	return petstore.Limits{PerMinute: 10 * plan.PerMinute, PerDay: 10 * plan.PerDay}
+}
+
+// isConditional reports whether r may be answered 304 Not Modified.
+func isConditional(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.Header.Get("If-None-Match") != ""
+}
+
+// chargeUnlessNotModified spends the plan's quota of a conditional
+// request whose answer is not 304, or drops that answer for the 429.
+type chargeUnlessNotModified struct {
+	http.ResponseWriter
+	r                         *http.Request
+	l                         *limits
+	decided, refused, charged bool
+	chargedAt                 time.Time // the plan's decision, when charged
+}
+
+func (c *chargeUnlessNotModified) WriteHeader(status int) {
+	if !c.decided {
+		c.decided = true
+		if status != http.StatusNotModified {
+			c.charge()
+		}
+	}
+	if !c.refused {
+		c.ResponseWriter.WriteHeader(status)
+	}
+}
+
+func (c *chargeUnlessNotModified) Write(b []byte) (int, error) {
+	if !c.decided {
+		c.WriteHeader(http.StatusOK)
+	}
+	if c.refused {
+		return len(b), nil
+	}
+	return c.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (c *chargeUnlessNotModified) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+func (c *chargeUnlessNotModified) charge() {
+	st := stateOf(c.r.Context())
+	h := c.ResponseWriter.Header()
+	saved := h.Clone()
+	// A 429 carries the chain's headers, none of the handler's.
+	maps.DeleteFunc(h, func(k string, _ []string) bool { return k != "X-Request-Id" && k != "X-Api-Stability" })
+	if at, ok := c.l.decide(c.ResponseWriter, c.r, KeySubject(st.key.ID), st.key.EffectiveLimits()); ok {
+		c.charged, c.chargedAt = true, at
+		for k, v := range saved {
+			if _, set := h[k]; !set {
+				h[k] = v
+			}
+		}
+		return
+	}
+	c.refused = true
+}
+
 // refund gives back what a request spent, when the limiter can.
 func (l *limits) refund(r *http.Request, subject string, lim petstore.Limits, at time.Time) {
-	if rf, ok := l.RateLimiter.(Refunder); ok {
+	if rf, ok := l.Limiter.(Refunder); ok {
 		_ = rf.Refund(context.WithoutCancel(r.Context()), subject, lim, at) // as a decision, it fails only when the limiter does
 	}
 }
 
 // attempt charges a missing or wrong key's try to its address's budget.
 func (l *limits) attempt(w http.ResponseWriter, r *http.Request) bool {
-	return l.RateLimiter == nil || l.allow(w, r, addrSubject("ip:", l.client(r)), freeLimits)
-}
-
-// allow asks the limiter, sets the headers, and answers a 429 or 503.
-func (l *limits) allow(w http.ResponseWriter, r *http.Request, subject string, lim petstore.Limits) bool {
-	_, ok := l.decide(w, r, subject, lim)
+	if l.Limiter == nil {
+		return true
+	}
+	_, ok := l.decide(w, r, addrSubject("ip:", l.client(r)), freeLimits)
 	return ok
 }
 
-// decide is allow that also returns the decision's instant, for a refund.
+// decide asks the limiter, sets the headers, and answers a 429 or 503; ok
+// is whether the request may go on, at the decision's instant (for refund).
 func (l *limits) decide(w http.ResponseWriter, r *http.Request, subject string, lim petstore.Limits) (time.Time, bool) {
-	d, err := l.Decide(r.Context(), subject, lim)
+	d, err := l.Limiter.Decide(r.Context(), subject, lim)
 	l.metrics.decision(d, err)
 	if d.BanStarted {
 		l.logBan(r, subject, d)
 	}
 	if err != nil {
 		if r.Context().Err() != nil { // the client went away: nothing failed
-			writeErrorQuietly(w, r, petstore.Errorf(petstore.CodeUnavailable, "request canceled"))
-			return time.Time{}, false
-		}
-		if petstore.ErrorCode(err) != petstore.CodeUnavailable {
-			l.logger.LogAttrs(r.Context(), slog.LevelError, "rate limiter failed",
+			err = petstore.Errorf(petstore.CodeUnavailable, "request canceled")
+		} else if petstore.ErrorCode(err) != petstore.CodeUnavailable {
+			l.Logger.LogAttrs(r.Context(), slog.LevelError, "rate limiter failed",
 				slog.String("request_id", RequestIDFromContext(r.Context())),
 				slog.String("error", err.Error()))
 			err = petstore.Errorf(petstore.CodeUnavailable, "rate limiting is unavailable; try again later")
@@ -114,9 +173,9 @@ func (l *limits) decide(w http.ResponseWriter, r *http.Request, subject string, 
 		// Seconds to reset count from the limiter's clock, if it says.
 		now := d.At
 		if now.IsZero() {
-			now = l.now()
+			now = l.Now()
 		}
-		setRateLimitHeaders(w.Header(), d, now, l.ietf)
+		setRateLimitHeaders(w.Header(), d, now, l.IETFRateLimitHeaders)
 	}
 	if d.Allowed {
 		return d.At, true
@@ -171,7 +230,7 @@ func (l *limits) logBan(r *http.Request, subject string, d ratelimit.Decision) {
 	if kind == "key" || kind == "cond" {
 		attr = slog.String("key_id", who)
 	}
-	l.logger.LogAttrs(r.Context(), slog.LevelWarn, "ban started", attr,
+	l.Logger.LogAttrs(r.Context(), slog.LevelWarn, "ban started", attr,
 		slog.String("subject", kind), slog.Time("until", d.Binding.Reset.UTC()), slog.Duration("for", d.RetryAfter),
 		slog.String("route", routeOf(r, stateOf(r.Context()), l.routeOf)),
 		slog.String("request_id", RequestIDFromContext(r.Context())))
@@ -195,10 +254,7 @@ func (l *limits) client(r *http.Request) netip.Addr {
 	if !l.trusted(peer) {
 		return peer
 	}
-	var hops []string
-	for _, v := range r.Header.Values("X-Forwarded-For") {
-		hops = append(hops, strings.Split(v, ",")...)
-	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
 	for i := len(hops) - 1; i >= 0; i-- {
 		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
 		if err != nil {
@@ -212,12 +268,7 @@ func (l *limits) client(r *http.Request) netip.Addr {
 }
 
 func (l *limits) trusted(a netip.Addr) bool {
-	for _, p := range l.proxies {
-		if a.IsValid() && p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	return a.IsValid() && slices.ContainsFunc(l.TrustedProxies, func(p netip.Prefix) bool { return p.Contains(a) })
 }
 
 // parseAddr reads the host of a RemoteAddr; all unparsable peers share

@@ -1,10 +1,10 @@
 package httpx
 
 import (
+	"cmp"
 	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,15 +29,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return nil, nil
 	}
-	counters := func(name, help, label string) (*prometheus.CounterVec, error) {
-		return register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{label}))
+	counters := func(name, help string, labels ...string) (*prometheus.CounterVec, error) {
+		return register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels))
 	}
 	m := &metrics{}
 	var err error
-	if m.requests, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "petstore_http_requests_total",
-		Help: "HTTP requests answered, by route pattern, method and status code.",
-	}, []string{"route", "method", "code"})); err != nil {
+	if m.requests, err = counters("petstore_http_requests_total", "HTTP requests answered, by route pattern, method and status code.", "route", "method", "code"); err != nil {
 		return nil, err
 	}
 	if m.duration, err = register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -53,10 +50,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if m.causes, err = counters("petstore_store_errors_total", "Requests failed by a store or the server itself, by cause: timeout, unavailable, internal, panic.", "cause"); err != nil {
 		return nil, err
 	}
-	if m.replays, err = register(reg, prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "petstore_idempotency_replays_total",
-		Help: "POST requests answered with the stored response of an earlier one with the same Idempotency-Key.",
-	})); err != nil {
+	if m.replays, err = register(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: "petstore_idempotency_replays_total", Help: "POST requests answered with the stored response of an earlier one with the same Idempotency-Key."})); err != nil {
 		return nil, err
 	}
 	for _, result := range []string{"allowed", "limited", "banned", "fallback", "unavailable"} {
@@ -79,18 +73,14 @@ const (
 
 // register registers c, or returns the equal collector registered before.
 func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if !errors.As(err, &are) {
-			return c, err
+	err := reg.Register(c)
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing, nil
 		}
-		existing, ok := are.ExistingCollector.(C)
-		if !ok {
-			return c, err
-		}
-		return existing, nil
 	}
-	return c, nil
+	return c, err
 }
 
 // measure counts each request by route, method and status, times it,
@@ -103,13 +93,7 @@ func measure(m *metrics, find func(*http.Request) string) func(http.Handler) htt
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			next.ServeHTTP(w, r)
 			st := stateOf(r.Context())
-			route := routeOf(r, st, find)
-			if _, path, ok := strings.Cut(route, " "); ok {
-				route = path // "GET /v1/pets" → "/v1/pets": method has its own label
-			}
-			if route == "" {
-				route = "unmatched"
-			}
+			route := cmp.Or(routePath(r, st, find), "unmatched")
 			method := metricMethod(r.Method)
 			m.requests.WithLabelValues(route, method, strconv.Itoa(statusOf(st))).Inc()
 			m.duration.WithLabelValues(route, method).Observe(time.Since(st.start).Seconds())

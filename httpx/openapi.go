@@ -2,11 +2,13 @@ package httpx
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -30,20 +32,12 @@ func openAPIDocument(base string, orders bool) ([]byte, error) {
 	}
 	if !orders {
 		paths, _ := doc["paths"].(map[string]any)
-		for p := range paths {
-			if strings.HasPrefix(p, ordersPath) {
-				delete(paths, p)
-			}
-		}
+		maps.DeleteFunc(paths, func(p string, _ any) bool { return strings.HasPrefix(p, ordersPath) })
 	}
 	servers, _ := doc["servers"].([]any)
-	url := base
-	if url == "" {
-		url = "/"
-	}
-	here := map[string]any{"url": url, "description": "This server"}
+	here := map[string]any{"url": cmp.Or(base, "/"), "description": "This server"}
 	doc["servers"] = append([]any{here}, servers...)
-	return marshalJSON(doc, "  ")
+	return MarshalDocument(doc)
 }
 
 // ETag is a strong ETag for a fixed body: the first 8 bytes of its

@@ -22,25 +22,6 @@ const (
 	StabilityBeta   = "beta"
 )
 
-// orderRoutes are the orders operations of one handler.
-type orderRoutes struct {
-	svc  petstore.OrderService
-	path string // base + ordersPath
-
-	// creator creates a decoded order, wrapped in Idempotency-Key replay
-	// when Config.Idempotency is set, as the pets' creator is.
-	creator decodedHandler[petstore.NewOrder]
-}
-
-func newOrderRoutes(cfg Config, base string) *orderRoutes {
-	o := &orderRoutes{svc: cfg.Orders, path: base + ordersPath}
-	o.creator = createOrder{o}
-	if cfg.Idempotency != nil {
-		o.creator = newIdempotent(cfg.Idempotency, cfg.Now, o.creator)
-	}
-	return o
-}
-
 // project returns the project of the request's key; none (a wiring
 // error) is unauthorized rather than served for no project.
 func project(r *http.Request) (string, error) {
@@ -51,8 +32,8 @@ func project(r *http.Request) (string, error) {
 	return key.ProjectID, nil
 }
 
-// list answers GET /store/orders: one page, and a Link to the next.
-func (o *orderRoutes) list(w http.ResponseWriter, r *http.Request) error {
+// listOrders answers GET /store/orders: one page, and a Link to the next.
+func (a *api) listOrders(w http.ResponseWriter, r *http.Request) error {
 	projectID, err := project(r)
 	if err != nil {
 		return err
@@ -61,38 +42,35 @@ func (o *orderRoutes) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page, err := o.svc.ListOrders(r.Context(), projectID, f)
+	page, err := a.Orders.ListOrders(r.Context(), projectID, f)
 	if err != nil {
 		return err
 	}
-	if link := nextLink(o.path, page.NextCursor, f.Limit, string(f.Status)); link != "" {
+	if link := nextLink(a.ordersPath, page.NextCursor, f.Limit, string(f.Status)); link != "" {
 		w.Header().Set("Link", link)
 	}
 	WriteJSON(w, http.StatusOK, page.Orders)
 	return nil
 }
 
-// create answers POST /store/orders; defaults are applied before the
-// Idempotency-Key hash: sending a default is the same as leaving it out.
-func (o *orderRoutes) create(w http.ResponseWriter, r *http.Request, body []byte) error {
+// decodeOrder decodes POST /store/orders's body with its defaults applied,
+// before the Idempotency-Key hash: sending a default is the same as
+// leaving it out.
+func decodeOrder(body []byte) (petstore.NewOrder, error) {
 	no, err := strictjson.NewOrder(body)
-	if err != nil {
-		return err
+	if err == nil {
+		no.Normalize()
 	}
-	no.Normalize()
-	o.creator.serve(w, r, no)
-	return nil
+	return no, err
 }
 
 // createOrder is the operation: create, respond.
-type createOrder struct{ o *orderRoutes }
-
-func (c createOrder) serve(w http.ResponseWriter, r *http.Request, no petstore.NewOrder) {
+func (a *api) createOrder(w http.ResponseWriter, r *http.Request, no petstore.NewOrder) {
 	projectID, err := project(r)
 	if err == nil {
 		var order petstore.Order
-		if order, err = c.o.svc.CreateOrder(r.Context(), projectID, no); err == nil {
-			w.Header().Set("Location", c.o.path+"/"+itoa(order.ID))
+		if order, err = a.Orders.CreateOrder(r.Context(), projectID, no); err == nil {
+			w.Header().Set("Location", a.ordersPath+"/"+itoa(order.ID))
 			WriteJSON(w, http.StatusCreated, order)
 			return
 		}
@@ -100,8 +78,8 @@ func (c createOrder) serve(w http.ResponseWriter, r *http.Request, no petstore.N
 	WriteError(w, r, err)
 }
 
-// get answers GET /store/orders/{orderId}.
-func (o *orderRoutes) get(w http.ResponseWriter, r *http.Request) error {
+// getOrder answers GET /store/orders/{orderId}.
+func (a *api) getOrder(w http.ResponseWriter, r *http.Request) error {
 	projectID, err := project(r)
 	if err != nil {
 		return err
@@ -110,7 +88,7 @@ func (o *orderRoutes) get(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	order, err := o.svc.GetOrder(r.Context(), projectID, id)
+	order, err := a.Orders.GetOrder(r.Context(), projectID, id)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"github.com/petstorekit/petstore"
-	"github.com/petstorekit/petstore/internal/strictjson"
 )
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
@@ -17,8 +16,8 @@ func (a *api) listPets(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	key := a.petsPath + "?" + string(f.Status) + "&" + strconv.Itoa(f.Limit) + "&" + f.Cursor
-	return serveEncoded(w, r, a.cache, key, func() (*encoded, error) {
-		page, err := a.svc.ListPets(r.Context(), f)
+	return serveEncoded(w, r, a.Cache, key, func() (*encoded, error) {
+		page, err := a.Service.ListPets(r.Context(), f)
 		if err != nil {
 			return nil, err
 		}
@@ -35,33 +34,14 @@ func (a *api) listPets(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
-// createPet answers POST /pets: it decodes the body, once, and hands the
-// NewPet to a.creator (petCreator, or the Idempotency-Key wrapper).
-func (a *api) createPet(w http.ResponseWriter, r *http.Request, body []byte) error {
-	np, err := strictjson.NewPet(body)
-	if err != nil {
-		return err
-	}
-	a.creator.serve(w, r, np)
-	return nil
-}
-
-// decodedHandler answers a creation whose body was decoded to a T: the
-// operation, or the Idempotency-Key wrapper, which hashes exactly that T.
-type decodedHandler[T any] interface {
-	serve(w http.ResponseWriter, r *http.Request, v T)
-}
-
-// petCreator is the operation: create, respond, nothing a replay lacks.
-type petCreator struct{ a *api }
-
-func (c petCreator) serve(w http.ResponseWriter, r *http.Request, np petstore.NewPet) {
-	pet, err := c.a.svc.CreatePet(r.Context(), np)
+// createPet is the operation: create, respond, nothing a replay lacks.
+func (a *api) createPet(w http.ResponseWriter, r *http.Request, np petstore.NewPet) {
+	pet, err := a.Service.CreatePet(r.Context(), np)
 	var e *encoded
 	if err == nil {
-		afterCommit(r.Context(), func() { c.a.cache.created(pet) })
+		afterCommit(r.Context(), func() { a.Cache.created(pet) })
 		if e, err = encode(pet, ""); err == nil {
-			w.Header().Set("Location", c.a.petsPath+"/"+itoa(pet.ID))
+			w.Header().Set("Location", a.petsPath+"/"+itoa(pet.ID))
 			writeEncoded(w, r, http.StatusCreated, e)
 			return
 		}
@@ -80,17 +60,11 @@ func (a *api) getPet(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return serveEncoded(w, r, a.cache, a.petsPath+"/"+itoa(id), func() (*encoded, error) {
-		pet, err := a.svc.GetPet(r.Context(), id)
+	return serveEncoded(w, r, a.Cache, a.petsPath+"/"+itoa(id), func() (*encoded, error) {
+		pet, err := a.Service.GetPet(r.Context(), id)
 		if err != nil {
 			return nil, err
 		}
 		return encode(pet, "")
 	})
-}
-
-// openAPI serves the OpenAPI document with this mount's base path.
-func (a *api) openAPI(w http.ResponseWriter, r *http.Request) error {
-	ServeDocument(w, r, a.openapi, a.openapiETag)
-	return nil
 }

@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"cmp"
 	"net/url"
 	"strconv"
 
@@ -62,10 +63,7 @@ func nextLink(path, cursor string, limit int, status string) string {
 	if cursor == "" {
 		return ""
 	}
-	if limit == 0 {
-		limit = petstore.DefaultLimit
-	}
-	link := "<" + path + "?cursor=" + cursor + "&limit=" + strconv.Itoa(limit)
+	link := "<" + path + "?cursor=" + cursor + "&limit=" + strconv.Itoa(cmp.Or(limit, petstore.DefaultLimit))
 	if status != "" {
 		link += "&status=" + status
 	}
@@ -75,11 +73,8 @@ func nextLink(path, cursor string, limit int, status string) string {
 // parsePathID reads the int64 id in a path (petId, orderId): anything
 // else is 400 naming it; any integer, even <= 0, is the service's to find.
 func parsePathID(name, s string) (int64, error) {
-	if s == "" || s[0] == '+' {
-		return 0, petstore.Errorf(petstore.CodeInvalidRequest, "%s must be a 64-bit integer", name)
-	}
 	id, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
+	if err != nil || s[0] == '+' {
 		return 0, petstore.Errorf(petstore.CodeInvalidRequest, "%s must be a 64-bit integer", name)
 	}
 	return id, nil

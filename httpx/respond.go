@@ -8,11 +8,11 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/internal/httpcode"
 )
 
 // WriteJSON writes v as a JSON body with the given status, not
@@ -41,15 +41,17 @@ func writeBody(w http.ResponseWriter, status int, b []byte) {
 	_, _ = w.Write(b)
 }
 
+// MarshalDocument encodes a JSON document as the API's OpenAPI document is
+// served: indented by two spaces, not HTML-escaped, with a final newline.
+func MarshalDocument(v any) ([]byte, error) { return marshalJSON(v, "  ") }
+
 // marshalJSON is json.Marshal (indented when indent is set) plus a
 // newline, without escaping <, > and &: this JSON is never HTML.
 func marshalJSON(v any, indent string) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if indent != "" {
-		enc.SetIndent("", indent)
-	}
+	enc.SetIndent("", indent) // "" indents nothing
 	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
@@ -61,11 +63,10 @@ func marshalJSON(v any, indent string) ([]byte, error) {
 // own cancellation is 503; any other error is logged and the client sees
 // only "internal". A 401 carries RFC 6750's challenge, a 503 Retry-After.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
-	e := petstore.AsError(err)
-	if e == nil { // a caller's bug; still answer something
+	if err == nil { // a caller's bug; still answer something
 		err = errors.New("httpx: WriteError called with a nil error")
-		e = petstore.AsError(err)
 	}
+	e := petstore.AsError(err)
 	if e.Code == petstore.CodeInternal {
 		level, msg := slog.LevelError, "internal error"
 		switch {
@@ -101,8 +102,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	noteCause(r, err, e)
 	if e.Code == petstore.CodeUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
 		challenge := `Bearer realm="petstore"`
-		var it *invalidToken
-		if errors.As(err, &it) {
+		if errors.As(err, new(*invalidToken)) {
 			challenge += `, error="invalid_token"`
 		}
 		w.Header().Set("WWW-Authenticate", challenge)
@@ -115,15 +115,31 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	WriteJSON(w, body.Status, &body)
 }
 
+// StatusOf returns the HTTP status of an error code (400 for
+// invalid_request, ...), or 500 for an unknown code: the one table from
+// codes to statuses, which every Error body's status follows.
+func StatusOf(code string) int { return httpcode.Status(code) }
+
+// CodeOf returns the general code of an HTTP status ("conflict" for 409,
+// "internal" for another 5xx, "invalid_request" for another 4xx), for
+// answers that carry no Error body.
+func CodeOf(status int) string { return httpcode.Code(status) }
+
+// ErrorStatus returns the HTTP status WriteError answers err with: StatusOf
+// its code, 500 for an error that is not an application error, 200 for nil.
+func ErrorStatus(err error) int {
+	if err == nil {
+		return http.StatusOK
+	}
+	return StatusOf(petstore.ErrorCode(err))
+}
+
 // outageLogEvery is how often each cause of 503s is logged at most.
 const outageLogEvery = 10 * time.Second
 
-// outageLogs keeps, per cause of 503s, when it was last logged and how
-// many lines were left out since, so one cause never hides another.
-type outageLogs struct {
-	slots sync.Map // cause -> *outageSlot
-}
-
+// outageSlot keeps, for one cause of 503s (state.outages), when it was
+// last logged and how many lines were left out since, so one cause never
+// hides another.
 type outageSlot struct {
 	last    atomic.Int64 // unix nanoseconds of the last line
 	skipped atomic.Int64 // lines left out since
@@ -137,7 +153,7 @@ func logOutage(r *http.Request, cause string, err error) {
 		slog.Default().Warn(cause, "error", err.Error())
 		return
 	}
-	v, _ := st.outages.slots.LoadOrStore(cause, new(outageSlot))
+	v, _ := st.outages.LoadOrStore(cause, new(outageSlot))
 	slot := v.(*outageSlot)
 	now := time.Now().UnixNano()
 	last := slot.last.Load()

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
-	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -45,12 +44,13 @@ type refundingLimiter struct {
 
 // traceRequests gives each request a server span after OpenTelemetry's
 // HTTP conventions, with the client address, the key's public id and the
-// status; a 5xx answer is an error. Without a tracer it is no step.
-func traceRequests(tracer trace.Tracer, client func(*http.Request) netip.Addr, find func(*http.Request) string) func(http.Handler) http.Handler {
+// status; a 5xx answer is an error. Without a provider it is no step.
+func traceRequests(tp trace.TracerProvider, client func(*http.Request) netip.Addr, find func(*http.Request) string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
-		if tracer == nil {
+		if tp == nil {
 			return next
 		}
+		tracer := tracing.Tracer(tp)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			ctx := propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 			ctx, span := tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
@@ -62,11 +62,7 @@ func traceRequests(tracer trace.Tracer, client func(*http.Request) netip.Addr, f
 			defer span.End()
 			next.ServeHTTP(w, r.WithContext(ctx))
 			st := stateOf(ctx)
-			if route := routeOf(r, st, find); route != "" {
-				path := route
-				if _, p, ok := strings.Cut(route, " "); ok {
-					path = p
-				}
+			if path := routePath(r, st, find); path != "" {
 				span.SetName(r.Method + " " + path)
 				span.SetAttributes(semconv.HTTPRoute(path))
 			}

@@ -3,14 +3,14 @@
 // through which a key manages its project's custom domains (add, verify,
 // "Configure DNS for me", remove, the primary domain and redirects), its
 // webhook endpoints, and reads its rate-limit usage, described by its own
-// OpenAPI document
-// (OpenAPI). It runs behind the same chain as the /v1 API (httpx.Wrap):
-// give it the same Limiter so that a key's requests to both count
-// together.
+// OpenAPI document (OpenAPI). It runs behind the same chain as the /v1 API
+// (httpx.Wrap): give it the same Limiter so that a key's requests to both
+// count together.
 package dashboard
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -51,6 +51,17 @@ type DomainEngine interface {
 }
 
 var _ DomainEngine = (*customdomain.Engine)(nil)
+
+// DNSConfigurer is implemented by a DomainEngine that can write a domain's
+// records at the DNS the platform manages (*customdomain.Engine does, when its
+// EngineConfig.DNS is set). The dashboard offers "Configure DNS for me"
+// through it; with an engine that lacks it the operation is
+// invalid_request.
+type DNSConfigurer interface {
+	ConfigureDNS(ctx context.Context, projectID, name string) ([]customdomain.Finding, error)
+}
+
+var _ DNSConfigurer = (*customdomain.Engine)(nil)
 
 // Config configures New.
 type Config struct {
@@ -101,15 +112,13 @@ type asset struct {
 
 // dashboard serves the page and the JSON API under base.
 type dashboard struct {
-	engine      DomainEngine
-	base        string
-	api         string // base + "/api"
-	openapi     []byte
-	openapiETag string
-	assets      map[string]asset // by path under base, "/" for the page
-	usage       UsageReporter    // nil: no Usage panel
-	webhooks    Webhooks         // nil: no webhooks
-	router      *httpx.Router    // the page, its files and the API, on ServeMux patterns
+	Config
+	base          string // Config.BasePath, checked
+	api           string // base + "/api"
+	openapi       []byte
+	openapiETag   string
+	assets        map[string]asset // by path under base, "/" for the page
+	*httpx.Router                  // the page, its files and the API, on ServeMux patterns
 }
 
 // New returns the handler of the dashboard: the Domains page at
@@ -140,23 +149,19 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Engine == nil {
 		return nil, errors.New("dashboard: Config.Engine is required")
 	}
-	base := cfg.BasePath
-	if base == "" {
-		base = "/dashboard"
-	}
+	base := cmp.Or(cfg.BasePath, "/dashboard")
 	if !strings.HasPrefix(base, "/") || strings.ContainsAny(base, "?#{} ") || strings.Contains(base, "//") {
 		return nil, errors.New(`dashboard: Config.BasePath must be an absolute path such as "/dashboard"`)
 	}
-	base = strings.TrimSuffix(base, "/")
-	var err error
-	if base == "" || base == "/" {
+	if base = strings.TrimSuffix(base, "/"); base == "" {
 		return nil, errors.New(`dashboard: Config.BasePath must not be the root; use e.g. "/dashboard"`)
 	}
-	d := &dashboard{engine: cfg.Engine, base: base, api: base + "/api", assets: map[string]asset{}, usage: cfg.Usage, webhooks: cfg.Webhooks}
-	if d.openapi, err = dashboardOpenAPIDocument(d.api); err != nil {
+	d := &dashboard{Config: cfg, base: base, api: base + "/api", assets: map[string]asset{}}
+	doc, err := dashboardOpenAPIDocument(d.api)
+	if err != nil {
 		return nil, err
 	}
-	d.openapiETag = httpx.ETag(d.openapi)
+	d.openapi, d.openapiETag = doc, httpx.ETag(doc)
 	public := []string{base, d.api + "/openapi.json"}
 	err = fs.WalkDir(dashboardUI, "dashboardui", func(p string, e fs.DirEntry, err error) error {
 		if err != nil || e.IsDir() {
@@ -166,13 +171,9 @@ func New(cfg Config) (http.Handler, error) {
 		if err != nil {
 			return err
 		}
-		name := strings.TrimPrefix(p, "dashboardui")
+		name, ctype := strings.TrimPrefix(p, "dashboardui"), mime.TypeByExtension(path.Ext(p))
 		if name == "/index.html" {
-			name = "/"
-		}
-		ctype := mime.TypeByExtension(path.Ext(p))
-		if name == "/" {
-			ctype = "text/html; charset=utf-8"
+			name, ctype = "/", "text/html; charset=utf-8"
 		}
 		d.assets[name] = asset{body: b, ctype: ctype, etag: httpx.ETag(b)}
 		public = append(public, base+name)
@@ -208,17 +209,17 @@ func dashboardOpenAPIDocument(api string) ([]byte, error) {
 		return nil, fmt.Errorf("dashboard: embedded dashboard_openapi.json: %w", err)
 	}
 	doc["servers"] = []any{map[string]any{"url": api, "description": "The dashboard API of this server"}}
-	return marshalIndent(doc)
+	return httpx.MarshalDocument(doc)
 }
 
 // routes registers the page, its files and the JSON API on the
 // dashboard's router; a GET operation answers HEAD too.
 func (d *dashboard) routes() {
-	d.router = httpx.NewRouter()
+	d.Router = httpx.NewRouter()
 	api := d.api + "/"
 	type op struct {
 		method string
-		handle func(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string)
+		handle func(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) error
 	}
 	for _, p := range []struct {
 		path string
@@ -237,10 +238,11 @@ func (d *dashboard) routes() {
 	} {
 		var allow []string
 		for _, o := range p.ops {
-			handle := o.handle
-			d.router.Handle(o.method+" "+api+p.path, func(w http.ResponseWriter, r *http.Request) {
+			d.Handle(o.method+" "+api+p.path, func(w http.ResponseWriter, r *http.Request) {
 				key, _ := httpx.KeyFromContext(r.Context())
-				handle(w, r, key, r.PathValue("name"))
+				if err := o.handle(w, r, key, r.PathValue("name")); err != nil {
+					httpx.WriteError(w, r, err)
+				}
 			})
 			allow = append(allow, o.method)
 			if o.method == "GET" {
@@ -253,7 +255,7 @@ func (d *dashboard) routes() {
 		allowed := strings.Join(allow, ", ")
 		for _, m := range standardMethods {
 			if !slices.Contains(allow, m) {
-				d.router.Refuse(m+" "+api+p.path, allowed, nil)
+				d.Refuse(m+" "+api+p.path, allowed, nil)
 			}
 		}
 	}
@@ -262,28 +264,19 @@ func (d *dashboard) routes() {
 		if name == "/" {
 			pattern += "{$}"
 		}
-		d.router.Handle("GET "+pattern, d.handleAsset)
-		d.router.Refuse(pattern, "GET, HEAD", nil)
+		d.Handle("GET "+pattern, d.handleAsset)
+		d.Refuse(pattern, "GET, HEAD", nil)
 	}
 	// The base without its slash goes to the page, whatever the method.
-	d.router.Handle(d.base, d.handleToPage)
-	d.router.Refuse("/", "", nil)
+	d.Handle(d.base, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, d.base+"/", http.StatusMovedPermanently)
+	})
+	d.Refuse("/", "", nil)
 }
 
 // standardMethods are the methods of RFC 9110 and PATCH; a request with
 // another method on a known path is 404.
 var standardMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE"}
-
-// Route is the route of a request the chain refused before routing (401,
-// 429), for the log and the metrics.
-func (d *dashboard) Route(r *http.Request) string { return d.router.Route(r) }
-
-// ServeHTTP routes a request that passed the chain.
-func (d *dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) { d.router.ServeHTTP(w, r) }
-
-func (d *dashboard) handleToPage(w http.ResponseWriter, r *http.Request) {
-	http.Redirect(w, r, d.base+"/", http.StatusMovedPermanently)
-}
 
 // handleAsset serves the page and its files. The page is strict about
 // what it may load: only its own script, style and API, never a frame.
@@ -300,8 +293,9 @@ func (d *dashboard) handleAsset(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(a.body))
 }
 
-func (d *dashboard) handleOpenAPI(w http.ResponseWriter, r *http.Request, _ petstore.APIKey, _ string) {
+func (d *dashboard) handleOpenAPI(w http.ResponseWriter, r *http.Request, _ petstore.APIKey, _ string) error {
 	httpx.ServeDocument(w, r, d.openapi, d.openapiETag)
+	return nil
 }
 
 // domainList is the body of GET <base>/api/domains.
@@ -310,39 +304,35 @@ type domainList struct {
 	Config  customdomain.Config   `json:"config"`
 }
 
-func (d *dashboard) handleList(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
-	list, err := d.engine.List(r.Context(), key.ProjectID)
+func (d *dashboard) handleList(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) error {
+	list, err := d.Engine.List(r.Context(), key.ProjectID)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
-	cfg, err := d.engine.Config(r.Context(), key.ProjectID)
+	cfg, err := d.Engine.Config(r.Context(), key.ProjectID)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	out := domainList{Domains: make([]customdomain.Domain, 0, len(list)), Config: tidyConfig(cfg)}
 	for _, dm := range list {
 		out.Domains = append(out.Domains, tidyDomain(dm))
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
 }
 
-func (d *dashboard) handleAdd(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
+func (d *dashboard) handleAdd(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) error {
 	body, err := httpx.ReadBody(w, r)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	name, err := decodeNewDomain(body)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
-	dm, created, err := d.engine.Add(r.Context(), key.ProjectID, name)
+	dm, created, err := d.Engine.Add(r.Context(), key.ProjectID, name)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	status := http.StatusOK
 	if created {
@@ -350,93 +340,116 @@ func (d *dashboard) handleAdd(w http.ResponseWriter, r *http.Request, key petsto
 		w.Header().Set("Location", d.api+"/domains/"+url.PathEscape(dm.Name))
 	}
 	httpx.WriteJSON(w, status, tidyDomain(dm))
+	return nil
 }
 
-func (d *dashboard) handleGet(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) {
-	dm, err := d.engine.Get(r.Context(), key.ProjectID, name)
+func (d *dashboard) handleGet(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) error {
+	dm, err := d.Engine.Get(r.Context(), key.ProjectID, name)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, tidyDomain(dm))
+	return nil
 }
 
-func (d *dashboard) handleVerify(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) {
-	dm, err := d.engine.Verify(r.Context(), key.ProjectID, name)
+func (d *dashboard) handleVerify(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) error {
+	dm, err := d.Engine.Verify(r.Context(), key.ProjectID, name)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, tidyDomain(dm))
+	return nil
 }
 
-func (d *dashboard) handleRemove(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) {
-	if err := d.engine.Remove(r.Context(), key.ProjectID, name); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+// dnsConfigured is the body of POST <base>/api/domains/{name}/dns.
+type dnsConfigured struct {
+	Findings []customdomain.Finding `json:"findings"`
+	Domain   customdomain.Domain    `json:"domain"`
+}
+
+// handleConfigureDNS writes the domain's records at the platform's DNS
+// and, when nothing stood in the way, verifies the domain at once.
+func (d *dashboard) handleConfigureDNS(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) error {
+	c, ok := d.Engine.(DNSConfigurer)
+	if !ok {
+		return petstore.Errorf(petstore.CodeInvalidRequest, "this platform does not manage DNS; create the records at your DNS provider")
+	}
+	findings, err := c.ConfigureDNS(r.Context(), key.ProjectID, name)
+	if err != nil {
+		return err
+	}
+	var dm customdomain.Domain
+	if len(findings) == 0 {
+		dm, err = d.Engine.Verify(r.Context(), key.ProjectID, name)
+	} else {
+		dm, err = d.Engine.Get(r.Context(), key.ProjectID, name)
+	}
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, dnsConfigured{Findings: orEmpty(findings), Domain: tidyDomain(dm)})
+	return nil
+}
+
+func (d *dashboard) handleRemove(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) error {
+	if err := d.Engine.Remove(r.Context(), key.ProjectID, name); err != nil {
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
-func (d *dashboard) handleGetConfig(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
-	cfg, err := d.engine.Config(r.Context(), key.ProjectID)
+func (d *dashboard) handleGetConfig(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) error {
+	cfg, err := d.Engine.Config(r.Context(), key.ProjectID)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, tidyConfig(cfg))
+	return nil
 }
 
-func (d *dashboard) handlePutConfig(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
+func (d *dashboard) handlePutConfig(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) error {
 	body, err := httpx.ReadBody(w, r)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	in, err := decodeDomainConfig(body)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	in.ProjectID = key.ProjectID
-	cfg, err := d.engine.SetConfig(r.Context(), key.ProjectID, in)
+	cfg, err := d.Engine.SetConfig(r.Context(), key.ProjectID, in)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, tidyConfig(cfg))
+	return nil
 }
 
-// tidyDomain makes sure every list in a Domain encodes as [] rather than
-// null and the certificate has a status, whatever the engine left empty:
-// clients iterate over them without checks.
+// tidyDomain fills what the engine may leave empty in a Domain: its lists
+// (orEmpty), its next action and its certificate's state.
 func tidyDomain(d customdomain.Domain) customdomain.Domain {
-	if d.Records == nil {
-		d.Records = []customdomain.Record{}
-	}
-	if d.History == nil {
-		d.History = []customdomain.Transition{}
-	}
-	if d.Diagnosis.Findings == nil {
-		d.Diagnosis.Findings = []customdomain.Finding{}
-	}
-	if d.Diagnosis.Observed.Addresses == nil {
-		d.Diagnosis.Observed.Addresses = []string{}
-	}
-	if d.Diagnosis.NextAction == "" {
-		d.Diagnosis.NextAction = customdomain.ActionNone
-	}
-	if d.Certificate.State == "" {
-		d.Certificate.State = customdomain.CertNone
-	}
+	d.Records = orEmpty(d.Records)
+	d.History = orEmpty(d.History)
+	d.Diagnosis.Findings = orEmpty(d.Diagnosis.Findings)
+	d.Diagnosis.Observed.Addresses = orEmpty(d.Diagnosis.Observed.Addresses)
+	d.Diagnosis.NextAction = cmp.Or(d.Diagnosis.NextAction, customdomain.ActionNone)
+	d.Certificate.State = cmp.Or(d.Certificate.State, customdomain.CertNone)
 	return d
 }
 
 func tidyConfig(c customdomain.Config) customdomain.Config {
-	if c.Redirects == nil {
-		c.Redirects = []customdomain.Redirect{}
-	}
+	c.Redirects = orEmpty(c.Redirects)
 	return c
+}
+
+// orEmpty is s, or an empty slice for nil: a list the API answers encodes
+// as [], never null, so clients iterate over it without checks.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 // decodeNewDomain reads {"name": "shop.example.com"}. The name itself is
@@ -458,12 +471,8 @@ func decodeNewDomain(body []byte) (string, error) {
 // status}]}. The engine validates names, statuses, chains and loops.
 func decodeDomainConfig(body []byte) (customdomain.Config, error) {
 	var in struct {
-		Primary   *string `json:"primary"`
-		Redirects []*struct {
-			From   string `json:"from"`
-			To     string `json:"to"`
-			Status int    `json:"status"`
-		} `json:"redirects"`
+		Primary   *string                  `json:"primary"`
+		Redirects []*customdomain.Redirect `json:"redirects"`
 	}
 	if err := httpx.DecodeObject(body, &in); err != nil {
 		return customdomain.Config{}, err
@@ -479,20 +488,7 @@ func decodeDomainConfig(body []byte) (customdomain.Config, error) {
 		if strings.TrimSpace(rd.From) == "" || strings.TrimSpace(rd.To) == "" {
 			return customdomain.Config{}, petstore.Errorf(petstore.CodeInvalidRequest, "redirects[%d] needs both from and to", i)
 		}
-		out.Redirects = append(out.Redirects, customdomain.Redirect{From: rd.From, To: rd.To, Status: rd.Status})
+		out.Redirects = append(out.Redirects, *rd)
 	}
 	return out, nil
-}
-
-// marshalIndent encodes the document as httpx writes JSON: indented, and
-// not HTML-escaped.
-func marshalIndent(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
 }

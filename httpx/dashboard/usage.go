@@ -47,17 +47,15 @@ const banReason = "requests kept coming after the rate limit answered 429; wait 
 
 // handleUsage answers the Usage panel: the signed-in key's windows
 // against its plan's limits, its last hour and its ban.
-func (d *dashboard) handleUsage(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
-	if d.usage == nil {
-		httpx.WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "usage is not reported on this platform"))
-		return
+func (d *dashboard) handleUsage(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) error {
+	if d.Usage == nil {
+		return petstore.Errorf(petstore.CodeNotFound, "usage is not reported on this platform")
 	}
-	rep, err := d.usage.Report(r.Context(), httpx.KeySubject(key.ID), key.EffectiveLimits())
+	rep, err := d.Usage.Report(r.Context(), httpx.KeySubject(key.ID), key.EffectiveLimits())
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
-	out := usageBody{KeyID: key.ID, Plan: key.Plan, At: rep.At.UTC(), Windows: make([]usageWindow, 0, len(rep.Windows)), Minutes: rep.Minutes}
+	out := usageBody{KeyID: key.ID, Plan: key.Plan, At: rep.At.UTC(), Windows: make([]usageWindow, 0, len(rep.Windows)), Minutes: orEmpty(rep.Minutes)}
 	for _, win := range rep.Windows {
 		uw := usageWindow{Name: win.Name, Quota: win.Quota, Remaining: win.Remaining, Used: win.Quota - win.Remaining}
 		if win.Reset.After(rep.At) {
@@ -65,12 +63,10 @@ func (d *dashboard) handleUsage(w http.ResponseWriter, r *http.Request, key pets
 		}
 		out.Windows = append(out.Windows, uw)
 	}
-	if out.Minutes == nil {
-		out.Minutes = []ratelimit.Minute{}
-	}
 	if !rep.BannedUntil.IsZero() {
 		out.Ban = &usageBan{Until: rep.BannedUntil.UTC(), Reason: banReason}
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
 }

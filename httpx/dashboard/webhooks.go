@@ -60,88 +60,76 @@ func viewEndpoint(e webhook.Endpoint) webhookEndpoint {
 	return webhookEndpoint{ID: e.ID, URL: e.URL, CreatedAt: e.CreatedAt.UTC()}
 }
 
-// webhooksOff answers the webhook paths of a dashboard without Webhooks.
-func (d *dashboard) webhooksOff(w http.ResponseWriter, r *http.Request) bool {
-	if d.webhooks != nil {
-		return false
-	}
-	httpx.WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "webhooks are not enabled on this platform"))
-	return true
-}
+// errWebhooksOff answers the webhook paths of a dashboard without Webhooks.
+var errWebhooksOff = petstore.Errorf(petstore.CodeNotFound, "webhooks are not enabled on this platform")
 
-func (d *dashboard) handleListWebhooks(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
-	if d.webhooksOff(w, r) {
-		return
+func (d *dashboard) handleListWebhooks(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) error {
+	if d.Webhooks == nil {
+		return errWebhooksOff
 	}
-	es, err := d.webhooks.Endpoints(r.Context(), key.ProjectID)
+	es, err := d.Webhooks.Endpoints(r.Context(), key.ProjectID)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	out := webhookList{Webhooks: make([]webhookEndpoint, 0, len(es))}
 	for _, e := range es {
 		out.Webhooks = append(out.Webhooks, viewEndpoint(e))
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
 }
 
-func (d *dashboard) handleCreateWebhook(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
-	if d.webhooksOff(w, r) {
-		return
+func (d *dashboard) handleCreateWebhook(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) error {
+	if d.Webhooks == nil {
+		return errWebhooksOff
 	}
 	body, err := httpx.ReadBody(w, r)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	u, err := decodeNewWebhook(body)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
-	e, err := d.webhooks.CreateEndpoint(r.Context(), key.ProjectID, u)
+	e, err := d.Webhooks.CreateEndpoint(r.Context(), key.ProjectID, u)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	// The one answer that holds the secret: no cache may keep it.
 	w.Header().Set("Cache-Control", "no-store")
 	httpx.WriteJSON(w, http.StatusCreated, createdWebhook{webhookEndpoint: viewEndpoint(e), Secret: e.Secret})
+	return nil
 }
 
-func (d *dashboard) handleDeleteWebhook(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
-	if d.webhooksOff(w, r) {
-		return
+func (d *dashboard) handleDeleteWebhook(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) error {
+	if d.Webhooks == nil {
+		return errWebhooksOff
 	}
-	if err := d.webhooks.DeleteEndpoint(r.Context(), key.ProjectID, r.PathValue("id")); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+	if err := d.Webhooks.DeleteEndpoint(r.Context(), key.ProjectID, r.PathValue("id")); err != nil {
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
-func (d *dashboard) handleWebhookDeliveries(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) {
-	if d.webhooksOff(w, r) {
-		return
+func (d *dashboard) handleWebhookDeliveries(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) error {
+	if d.Webhooks == nil {
+		return errWebhooksOff
 	}
-	ds, err := d.webhooks.Deliveries(r.Context(), key.ProjectID, r.PathValue("id"))
+	ds, err := d.Webhooks.Deliveries(r.Context(), key.ProjectID, r.PathValue("id"))
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	out := webhookDeliveries{Deliveries: make([]webhookDelivery, 0, len(ds))}
 	for _, dl := range ds {
-		v := webhookDelivery{
+		out.Deliveries = append(out.Deliveries, webhookDelivery{
 			EventID: dl.EventID, Type: dl.Type, CreatedAt: dl.CreatedAt.UTC(), State: dl.State,
-			Attempts: dl.Attempts, NextAttemptAt: dl.NextAttemptAt, Answers: dl.Answers,
-		}
-		if v.Answers == nil {
-			v.Answers = []webhook.Answer{}
-		}
-		out.Deliveries = append(out.Deliveries, v)
+			Attempts: dl.Attempts, NextAttemptAt: dl.NextAttemptAt, Answers: orEmpty(dl.Answers),
+		})
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
 }
 
 // decodeNewWebhook reads {"url": "https://…"}. The URL itself is checked

@@ -7,6 +7,7 @@
 package edge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/petstorekit/petstore"
@@ -94,14 +96,9 @@ type Config struct {
 
 // server routes requests by Host; see New.
 type server struct {
+	Config
 	exact    map[string]bool
 	suffixes []string // ".example.net" for "*.example.net"
-	platform http.Handler
-	router   Router
-	chal     Challenger
-	site     func(string) http.Handler
-	scheme   string
-	hint     string
 }
 
 // New returns the handler in front of everything a platform serves,
@@ -126,20 +123,15 @@ func New(cfg Config) (http.Handler, error) {
 		return nil, errors.New("edge: Config.Router is required")
 	case cfg.Site == nil:
 		return nil, errors.New("edge: Config.Site is required")
-	}
-	switch cfg.RedirectScheme {
-	case "", "http", "https":
-	default:
+	case !slices.Contains([]string{"", "http", "https"}, cfg.RedirectScheme):
 		return nil, errors.New(`edge: Config.RedirectScheme must be "", "http" or "https"`)
 	}
 	hosts := cfg.PlatformHosts
 	if hosts == nil {
 		hosts = []string{"localhost"}
 	}
-	e := &server{exact: map[string]bool{}, platform: cfg.Platform, router: cfg.Router, chal: cfg.Challenges, site: cfg.Site, scheme: cfg.RedirectScheme, hint: cfg.UnknownHostHint}
-	if e.hint == "" {
-		e.hint = "it is neither one of the platform's own hosts nor an active custom domain"
-	}
+	cfg.UnknownHostHint = cmp.Or(cfg.UnknownHostHint, "it is neither one of the platform's own hosts nor an active custom domain")
+	e := &server{Config: cfg, exact: map[string]bool{}}
 	for _, h := range hosts {
 		h = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
 		switch {
@@ -172,32 +164,27 @@ func (e *server) isPlatform(host string) bool {
 	if _, err := netip.ParseAddr(host); err == nil {
 		return true
 	}
-	for _, s := range e.suffixes {
-		if strings.HasSuffix(host, s) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(e.suffixes, func(s string) bool { return strings.HasSuffix(host, s) })
 }
 
 func (e *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	host := RequestHost(r)
 	if e.isPlatform(host) {
-		e.platform.ServeHTTP(w, r)
+		e.Platform.ServeHTTP(w, r)
 		return
 	}
-	if e.chal != nil && r.URL.Path == customdomain.ChallengePath && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-		if token, ok := e.chal.ChallengeToken(r.Context(), host); ok {
+	if e.Challenges != nil && r.URL.Path == customdomain.ChallengePath && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		if token, ok := e.Challenges.ChallengeToken(r.Context(), host); ok {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			w.Header().Set("Cache-Control", "no-store")
 			io.WriteString(w, token)
 			return
 		}
 	}
-	ans := e.router.Route(host)
+	ans := e.Router.Route(host)
 	switch ans.Kind {
 	case customdomain.RouteServe:
-		if h := e.site(ans.ProjectID); h != nil {
+		if h := e.Site(ans.ProjectID); h != nil {
 			h.ServeHTTP(w, r)
 			return
 		}
@@ -207,7 +194,7 @@ func (e *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// The message names only the host the client sent, so it reveals
 	// nothing about which names other projects hold.
-	httpx.WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no site is served at %s: %s", clipHost(host), e.hint))
+	httpx.WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no site is served at %s: %s", clipHost(host), e.UnknownHostHint))
 }
 
 // redirect sends the client to the same path and query on the target
@@ -215,21 +202,18 @@ func (e *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the client's word, and copying it would send visitors of the target to
 // wherever that word pointed.
 func (e *server) redirect(w http.ResponseWriter, r *http.Request, ans customdomain.RouteAnswer) {
-	scheme := e.scheme
+	scheme := e.RedirectScheme
 	if scheme == "" {
 		scheme = "http"
 		if r.TLS != nil {
 			scheme = "https"
 		}
 	}
-	target := ans.RedirectTo
 	status := ans.Status
-	switch status {
-	case http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
-	default:
+	if !slices.Contains([]int{http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect}, status) {
 		status = http.StatusMovedPermanently
 	}
-	loc := scheme + "://" + target + r.URL.EscapedPath()
+	loc := scheme + "://" + ans.RedirectTo + r.URL.EscapedPath()
 	if r.URL.RawQuery != "" {
 		loc += "?" + r.URL.RawQuery
 	}
