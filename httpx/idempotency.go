@@ -159,6 +159,10 @@ func replay(w http.ResponseWriter, rec petstore.IdempotencyRecord) {
 	if rec.Location != "" {
 		h.Set("Location", rec.Location)
 	}
+	if rec.Status/100 == 2 {
+		h.Set("ETag", ETag(rec.Body)) // the original's: a strong ETag is its body's
+	}
+	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Idempotent-Replayed", "true")
 	w.WriteHeader(rec.Status)
 	_, _ = w.Write(rec.Body)

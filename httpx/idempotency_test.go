@@ -132,6 +132,11 @@ func TestIdempotentCreate(t *testing.T) {
 		if first.Header.Get("Idempotent-Replayed") != "" || second.Header.Get("Idempotent-Replayed") != "true" {
 			t.Fatalf("Idempotent-Replayed = %q then %q, want none then true", first.Header.Get("Idempotent-Replayed"), second.Header.Get("Idempotent-Replayed"))
 		}
+		for _, h := range []string{"Content-Type", "ETag", "X-Content-Type-Options"} {
+			if a, b := first.Header.Get(h), second.Header.Get(h); a == "" || a != b {
+				t.Errorf("%s: %q, then %q on the replay; want the same, not empty", h, a, b)
+			}
+		}
 		if n := e.petCount(t); n != 1 {
 			t.Fatalf("%d pets, want 1", n)
 		}
