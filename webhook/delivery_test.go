@@ -510,6 +510,22 @@ func TestEndpointCap(t *testing.T) {
 	}
 }
 
+// TestEndpointCapHoldsUnderConcurrentCreates: creates that race each
+// other in one process still stop at the cap.
+func TestEndpointCapHoldsUnderConcurrentCreates(t *testing.T) {
+	ctx := context.Background()
+	store := openSQLite(t, filepath.Join(t.TempDir(), "webhooks.db"))
+	svc := newService(t, webhook.Config{Store: store, MaxEndpoints: 3})
+	var wg sync.WaitGroup
+	for range 40 {
+		wg.Go(func() { _, _ = svc.CreateEndpoint(ctx, "prj_a", "https://hooks.example.com/a") })
+	}
+	wg.Wait()
+	if es, err := svc.Endpoints(ctx, "prj_a"); err != nil || len(es) != 3 {
+		t.Fatalf("%d endpoints after 40 concurrent creates (%v), want the cap, 3", len(es), err)
+	}
+}
+
 // The log says which delivery failed and why, never the secret, the
 // endpoint's URL (it may carry the receiver's own token) or a body.
 func TestLogsHoldNoSecrets(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	mathrand "math/rand/v2"
 	"net"
@@ -82,6 +83,11 @@ type Service struct {
 
 	purgeMu   sync.Mutex
 	lastPurge time.Time
+
+	// createLocks serialise CreateEndpoint's count-then-create per
+	// project (striped by a hash of its id), so racing creates cannot
+	// pass the cap together.
+	createLocks [64]sync.Mutex
 }
 
 // New returns a Service over cfg.Store.
@@ -144,12 +150,19 @@ func New(cfg Config) (*Service, error) {
 // Returns invalid_request for a URL that is not absolute http(s), has
 // credentials or a fragment, or (without Config.AllowPrivate) names a
 // non-public address or localhost, and when the project already has
-// Config.MaxEndpoints endpoints.
+// Config.MaxEndpoints endpoints. The cap is exact within one Service;
+// Services in several processes sharing a store check it without a
+// common lock, so racing creates there may exceed it by a few.
 func (s *Service) CreateEndpoint(ctx context.Context, projectID, rawURL string) (Endpoint, error) {
 	u, err := parseEndpointURL(rawURL, s.cfg.AllowPrivate)
 	if err != nil {
 		return Endpoint{}, err
 	}
+	h := fnv.New32a()
+	h.Write([]byte(projectID))
+	lock := &s.createLocks[h.Sum32()%uint32(len(s.createLocks))]
+	lock.Lock()
+	defer lock.Unlock()
 	have, err := s.store.WebhookEndpoints(ctx, projectID)
 	if err != nil {
 		return Endpoint{}, err
