@@ -14,6 +14,7 @@ import (
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/changefeed"
+	"github.com/petstorekit/petstore/internal/keylock"
 )
 
 // CertPendingLimit is how long after verification a domain may wait for
@@ -188,10 +189,9 @@ type Engine struct {
 	pendingMu     sync.Mutex
 	certsToRemove map[string]bool
 
-	// addLocks serialise the count-then-create of Add per project (striped
-	// by a hash of the project id), so concurrent adds cannot pass the cap
-	// together.
-	addLocks [64]sync.Mutex
+	// addLocks serialise the count-then-create of Add per project, so
+	// concurrent adds cannot pass the cap together.
+	addLocks keylock.Locks
 
 	follow follower // reloads asked for by Apply
 

@@ -53,9 +53,7 @@ func (e *Engine) Add(ctx context.Context, projectID, name string) (d Domain, cre
 	}
 	// The project's count and the new entry must not be interleaved with
 	// another add of the same project, or both could take the last slot.
-	lock := &e.addLocks[projectStripe(projectID, len(e.addLocks))]
-	lock.Lock()
-	defer lock.Unlock()
+	defer e.addLocks.Lock(projectID)()
 	if existing, ok, err := e.existing(ctx, projectID, n); ok || err != nil {
 		return existing, false, err
 	}
@@ -123,16 +121,6 @@ func (e *Engine) checkDomainCap(ctx context.Context, projectID string) error {
 			"this project already has %d custom domains, the most it may have; remove one before adding another", len(held))
 	}
 	return nil
-}
-
-// projectStripe picks one of n locks for a project id (FNV-1a).
-func projectStripe(projectID string, n int) int {
-	h := uint32(2166136261)
-	for i := 0; i < len(projectID); i++ {
-		h ^= uint32(projectID[i])
-		h *= 16777619
-	}
-	return int(h % uint32(n))
 }
 
 // existing returns the project's domain for n (ok true), or conflict when

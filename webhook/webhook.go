@@ -17,7 +17,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	mathrand "math/rand/v2"
 	"net"
@@ -28,6 +27,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/internal/keylock"
 )
 
 // Defaults of Config.
@@ -85,9 +85,8 @@ type Service struct {
 	lastPurge time.Time
 
 	// createLocks serialise CreateEndpoint's count-then-create per
-	// project (striped by a hash of its id), so racing creates cannot
-	// pass the cap together.
-	createLocks [64]sync.Mutex
+	// project, so racing creates cannot pass the cap together.
+	createLocks keylock.Locks
 }
 
 // New returns a Service over cfg.Store.
@@ -158,11 +157,7 @@ func (s *Service) CreateEndpoint(ctx context.Context, projectID, rawURL string) 
 	if err != nil {
 		return Endpoint{}, err
 	}
-	h := fnv.New32a()
-	h.Write([]byte(projectID))
-	lock := &s.createLocks[h.Sum32()%uint32(len(s.createLocks))]
-	lock.Lock()
-	defer lock.Unlock()
+	defer s.createLocks.Lock(projectID)()
 	have, err := s.store.WebhookEndpoints(ctx, projectID)
 	if err != nil {
 		return Endpoint{}, err
