@@ -425,8 +425,7 @@ func (l *Limiter) decideLeased(ctx context.Context, subject string, rates []Rate
 			e.mu.Unlock()
 			wall, p = l.clock()
 			if c.err != nil {
-				e.mu.Lock()
-				return l.fallbackLeased(e, rates, wall, p, c.err, counts[:])
+				return l.fallbackLeased(l.leases.lock(subject, p), rates, wall, p, c.err, counts[:])
 			}
 			continue
 		}
