@@ -3,7 +3,11 @@ package ratelimit_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,10 +24,28 @@ func heapMB() float64 {
 	return float64(m.HeapAlloc) / (1 << 20)
 }
 
+// rssMB returns the process's resident memory once freed pages are given
+// back, in MB, or 0 where /proc is missing.
+func rssMB() float64 {
+	debug.FreeOSMemory()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if kb, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(kb), " kB"), 64)
+			return n / 1024
+		}
+	}
+	return 0
+}
+
 // TestFloodKeepsBansAndSpentWindows is issue 28's eviction case: a banned
-// address and an address whose day is spent, then 300,000 new addresses
-// (IPv4, then IPv6 /64s of five /48s): the ban and the spent day hold, the
-// store stays within its cap, and the IPv6 flood is counted per /48.
+// key and address, and a key and an address whose day is spent, then
+// 300,000 new addresses (IPv4, then IPv6 /64s of five /48s): the bans and
+// the spent days hold, the store stays within its cap, and the IPv6 flood
+// is counted per /48.
 func TestFloodKeepsBansAndSpentWindows(t *testing.T) {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	store := ratelimit.NewMemoryStore()
@@ -38,22 +60,23 @@ func TestFloodKeepsBansAndSpentWindows(t *testing.T) {
 		return d
 	}
 	const banned, spent, banned6 = "ip:192.0.2.1", "ip:192.0.2.2", "ip:2001:db8:7:1::/64"
+	const bannedKey, spentKey = "key:flood-banned", "key:flood-spent"
 	for i := range 1000 {
 		if i%60 == 0 {
 			now = now.Add(time.Minute)
 		}
-		if !decide(spent).Allowed {
+		if !decide(spent).Allowed || !decide(spentKey).Allowed {
 			t.Fatalf("request %d of the day refused", i+1)
 		}
 	}
-	for _, sub := range []string{banned, banned6} {
+	for _, sub := range []string{banned, banned6, bannedKey} {
 		for i := 0; decide(sub).Code != petstore.CodeAPIKeyBanned; i++ {
 			if i == 61 {
 				now = now.Add(time.Second) // past the strike grace
 			}
 		}
 	}
-	before := heapMB()
+	before, rssBefore := heapMB(), rssMB()
 	for i := range 300_000 {
 		decide(fmt.Sprintf("ip:10.%d.%d.%d", i>>16, (i>>8)&255, i&255))
 	}
@@ -64,23 +87,30 @@ func TestFloodKeepsBansAndSpentWindows(t *testing.T) {
 			t.Fatalf("after 300,000 IPv6 /64s: %+v, want them counted per /48 (aggregation 1)", lim.Stats())
 		}
 	}
-	grown := heapMB() - before
+	grown, rssGrown := heapMB()-before, rssMB()-rssBefore
 	st := lim.Stats()
-	t.Logf("after 600,000 new addresses: %+v, heap grown by %.1f MB", st, grown)
-	if d := decide(banned); d.Code != petstore.CodeAPIKeyBanned {
-		t.Fatalf("banned address after the flood: %+v, want still banned", d)
+	t.Logf("after 600,000 new addresses: %+v, heap grown by %.1f MB, RSS by %.1f MB", st, grown, rssGrown)
+	for _, sub := range []string{banned, bannedKey} {
+		if d := decide(sub); d.Code != petstore.CodeAPIKeyBanned {
+			t.Fatalf("banned %s after the flood: %+v, want still banned", sub, d)
+		}
 	}
 	if d := decide(banned6); d.Code != petstore.CodeAPIKeyBanned {
 		t.Fatalf("banned /64 after the flood: %+v, want still banned", d)
 	}
-	if d := decide(spent); d.Allowed || d.Binding.Name != "day" {
-		t.Fatalf("spent address after the flood: %+v, want refused by the day", d)
+	for _, sub := range []string{spent, spentKey} {
+		if d := decide(sub); d.Allowed || d.Binding.Name != "day" {
+			t.Fatalf("spent %s after the flood: %+v, want refused by the day", sub, d)
+		}
 	}
-	if st.Subjects > int64(store.Cap())+4 || st.Evictions == 0 {
-		t.Fatalf("Stats = %+v, want at most the cap %d (and the kept ones), with evictions counted", st, store.Cap())
+	if st.Subjects > int64(store.Cap())+5 || st.Evictions == 0 {
+		t.Fatalf("Stats = %+v, want at most the cap %d and the 5 kept ones, with evictions counted", st, store.Cap())
 	}
 	// The documented bound: about 250 bytes a subject, 100,000 subjects.
 	if grown > 64 {
 		t.Fatalf("heap grew by %.1f MB, want at most 64 MB", grown)
+	}
+	if rssGrown > 64 && !raceEnabled {
+		t.Fatalf("RSS grew by %.1f MB, want at most 64 MB", rssGrown)
 	}
 }

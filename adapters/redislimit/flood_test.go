@@ -15,10 +15,11 @@ import (
 	"github.com/petstorekit/petstore/ratelimit/ratelimittest"
 )
 
-// TestFloodKeepsBansInRedis is issue 28's Redis case: a banned address and
-// an address whose day is spent, then a flood of new addresses. Redis holds
-// at most the anonymous cap of addresses, at a bounded size each, and a
-// process that never saw the two still refuses them: Redis kept them.
+// TestFloodKeepsBansInRedis is issue 28's Redis case: a banned key and
+// address, and a key and an address whose day is spent, then a flood of new
+// addresses. Redis holds at most the anonymous cap of addresses, at a
+// bounded size each, and a process that never saw the four still refuses
+// them: Redis kept them.
 func TestFloodKeepsBansInRedis(t *testing.T) {
 	c := testenv.RedisClient(t)
 	prefix := testenv.RedisPrefix(t, c, "flood")
@@ -41,17 +42,22 @@ func TestFloodKeepsBansInRedis(t *testing.T) {
 		return d
 	}
 	const banned, spent = "ip:192.0.2.1", "ip:192.0.2.2"
+	const bannedKey, spentKey = "key:flood-banned", "key:flood-spent"
 	for i := range 1000 {
 		if i%60 == 0 {
 			off.Add(int64(time.Minute))
 		}
-		if d := decide(lim, spent); !d.Allowed {
-			t.Fatalf("request %d of the day refused: %+v", i+1, d)
+		for _, sub := range []string{spent, spentKey} {
+			if d := decide(lim, sub); !d.Allowed {
+				t.Fatalf("request %d of the day for %s refused: %+v", i+1, sub, d)
+			}
 		}
 	}
-	for i := 0; decide(lim, banned).Code != petstore.CodeAPIKeyBanned; i++ {
-		if i == 61 {
-			off.Add(int64(time.Second)) // past the strike grace
+	for _, sub := range []string{banned, bannedKey} {
+		for i := 0; decide(lim, sub).Code != petstore.CodeAPIKeyBanned; i++ {
+			if i == 61 {
+				off.Add(int64(time.Second)) // past the strike grace
+			}
 		}
 	}
 
@@ -74,11 +80,15 @@ func TestFloodKeepsBansInRedis(t *testing.T) {
 	// A process that never saw them asks Redis.
 	other := ratelimit.New(redislimit.New(testenv.RedisClient(t), prefix), ratelimit.Config{Clock: clock})
 	t.Cleanup(func() { _ = other.Close(context.Background()) })
-	if d := decide(other, banned); d.Code != petstore.CodeAPIKeyBanned {
-		t.Fatalf("banned address after the flood: %+v, want still banned", d)
+	for _, sub := range []string{banned, bannedKey} {
+		if d := decide(other, sub); d.Code != petstore.CodeAPIKeyBanned {
+			t.Fatalf("banned %s after the flood: %+v, want still banned", sub, d)
+		}
 	}
-	if d := decide(other, spent); d.Allowed || d.Binding.Name != "day" {
-		t.Fatalf("spent address after the flood: %+v, want refused by the day", d)
+	for _, sub := range []string{spent, spentKey} {
+		if d := decide(other, sub); d.Allowed || d.Binding.Name != "day" {
+			t.Fatalf("spent %s after the flood: %+v, want refused by the day", sub, d)
+		}
 	}
 
 	var keys []string

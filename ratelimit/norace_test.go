@@ -1,0 +1,5 @@
+//go:build !race
+
+package ratelimit_test
+
+const raceEnabled = false
