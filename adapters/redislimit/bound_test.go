@@ -329,6 +329,41 @@ func TestIdleSharesGoBack(t *testing.T) {
 	t.Logf("Redis counted %d right after 20 requests (spares held), 20 once the share was idle", first)
 }
 
+// TestStoppedProcessGivesSharesBack: a process that stops gives back the
+// spares it leased at once, so the next process may admit the rest of
+// the window: a stopped process keeps no quota hostage.
+func TestStoppedProcessGivesSharesBack(t *testing.T) {
+	c := testenv.RedisClient(t)
+	prefix := testenv.RedisPrefix(t, c, "rl")
+	ctx := context.Background()
+	pro := petstore.Limits{PerMinute: 1000, PerDay: 10000}
+	decide := func(lim *ratelimit.Limiter) bool {
+		d, err := lim.Decide(ctx, "key:stopping", pro)
+		if err != nil || d.Degraded {
+			t.Fatalf("%+v, %v", d, err)
+		}
+		return d.Allowed
+	}
+	first := ratelimit.New(redislimit.New(c, prefix), ratelimit.Config{})
+	for range 400 {
+		if !decide(first) {
+			t.Fatal("refused within the quota")
+		}
+	}
+	if err := first.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	next := ratelimit.New(redislimit.New(testenv.RedisClient(t), prefix), ratelimit.Config{})
+	t.Cleanup(func() { _ = next.Close(context.Background()) })
+	admitted := 0
+	for decide(next) {
+		admitted++
+	}
+	if admitted != 600 {
+		t.Fatalf("after a process admitted 400 of 1,000 and stopped, the next admitted %d, want the other 600", admitted)
+	}
+}
+
 // TestLiftReachesEveryProcess: an operator lifts a ban in Redis; every
 // process that knew of it stops refusing it as banned within 1 s.
 func TestLiftReachesEveryProcess(t *testing.T) {
