@@ -30,8 +30,10 @@ const (
 	KindKey = "key"
 	// KindDomain: the custom domain with this name changed or was removed.
 	KindDomain = "domain"
-	// KindPets: the pets changed (ID is the id of the pet created), so
-	// pages and pets encoded before it may be out of date.
+	// KindPets: pets were created, so pages encoded before it may be out
+	// of date. ID is the lowest id among them, followed, when every one
+	// had a status, by ':' and their statuses, comma-separated
+	// ("31:available,pending"); without them, any status may have changed.
 	KindPets = "pets"
 
 	// KindLive is never published: Subscribe delivers it when the

@@ -3,6 +3,7 @@ package httpx
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,11 @@ import (
 // than CacheMaxAge. Without a feed, either the process is the store's
 // only writer (an in-memory store), or something else hands Apply the
 // store's changes, as bunstore's WatchChanges does on SQLite.
+//
+// A create is published with the statuses of the pets it covers (see
+// changefeed.KindPets), so the other processes drop no more than this
+// one did; a change that names no status (or one this process cannot
+// read) drops the last pages of every status.
 type Cache struct {
 	feed changefeed.Feed
 	now  func() time.Time
@@ -32,8 +38,10 @@ type Cache struct {
 	gen     uint64 // counts the changes: an answer read before one is not kept
 	live    bool   // entries may be kept: no feed is needed, or it is live
 
-	unpublished int64 // the lowest id created and not yet published; 0 for none
-	publishing  bool  // a goroutine publishes
+	unpublished int64                // the lowest id created and not yet published; 0 for none
+	statuses    []petstore.PetStatus // the statuses of the creates not yet published
+	anyStatus   bool                 // one of them had none: publish no status
+	publishing  bool                 // a goroutine publishes
 }
 
 // maxCacheBytes bounds the bodies a Cache holds; past it, it starts over.
@@ -59,30 +67,61 @@ func NewCache(feed changefeed.Feed) *Cache {
 }
 
 // Apply takes a change from the feed: KindPets drops the pages a create
-// of its id may have changed (all, for an id it cannot read); KindLost and
-// KindLive empty the cache, and from KindLost to KindLive nothing is kept.
+// of its id and statuses may have changed (all, for an id it cannot read);
+// KindLost and KindLive empty the cache, and from KindLost to KindLive
+// nothing is kept.
 func (c *Cache) Apply(ch changefeed.Change) {
 	if c == nil {
 		return
 	}
 	switch ch.Kind {
 	case changefeed.KindPets:
-		id, _ := strconv.ParseInt(ch.ID, 10, 64)
-		c.change(ch.Kind, id, "")
+		id, statuses := parsePetsChange(ch.ID)
+		c.change(ch.Kind, id, statuses...)
 	case changefeed.KindLost, changefeed.KindLive:
-		c.change(ch.Kind, 0, "")
+		c.change(ch.Kind, 0)
 	}
 }
 
-// change drops the pages a create of pet id (of status, "" if unknown) may
-// have changed, or every entry when id is 0.
-func (c *Cache) change(kind string, id int64, status petstore.PetStatus) {
+// petsChange is the ID of a KindPets change: the lowest id created and,
+// when every pet created had one, their statuses ("31:available,pending").
+func petsChange(id int64, statuses []petstore.PetStatus) string {
+	s, sep := itoa(id), ":"
+	for _, st := range statuses {
+		s, sep = s+sep+string(st), ","
+	}
+	return s
+}
+
+// parsePetsChange reverses petsChange: an id of 0 for one it cannot read,
+// and no statuses (any status) unless every one is valid.
+func parsePetsChange(s string) (int64, []petstore.PetStatus) {
+	idText, list, _ := strings.Cut(s, ":")
+	id, err := strconv.ParseInt(idText, 10, 64)
+	if err != nil || list == "" {
+		return id, nil
+	}
+	var statuses []petstore.PetStatus
+	for name := range strings.SplitSeq(list, ",") {
+		if st := petstore.PetStatus(name); st.Valid() {
+			statuses = append(statuses, st)
+		} else {
+			return id, nil
+		}
+	}
+	return id, statuses
+}
+
+// change drops the pages a create of pet id may have changed, or every
+// entry when id is 0. statuses are those of the pets created; none means
+// any status.
+func (c *Cache) change(kind string, id int64, statuses ...petstore.PetStatus) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
 	c.live = kind == changefeed.KindLive || kind == changefeed.KindPets && c.live
 	for k, e := range c.entries {
-		if id <= 0 || e.page && (e.link == "" || id <= e.lastID) && (status == "" || e.status == "" || e.status == status) {
+		if id <= 0 || e.page && (e.link == "" || id <= e.lastID) && (len(statuses) == 0 || e.status == "" || slices.Contains(statuses, e.status)) {
 			delete(c.entries, k)
 			c.bytes -= len(e.body)
 		}
@@ -96,7 +135,11 @@ func (c *Cache) created(pet petstore.Pet) {
 	if c == nil {
 		return
 	}
-	c.change(changefeed.KindPets, pet.ID, pet.Status)
+	var statuses []petstore.PetStatus // none: any
+	if pet.Status != "" {
+		statuses = []petstore.PetStatus{pet.Status}
+	}
+	c.change(changefeed.KindPets, pet.ID, statuses...)
 	if c.feed == nil {
 		return
 	}
@@ -104,6 +147,10 @@ func (c *Cache) created(pet petstore.Pet) {
 	defer c.mu.Unlock()
 	if c.unpublished == 0 || pet.ID < c.unpublished {
 		c.unpublished = pet.ID
+	}
+	c.anyStatus = c.anyStatus || pet.Status == ""
+	if pet.Status != "" && !slices.Contains(c.statuses, pet.Status) {
+		c.statuses = append(c.statuses, pet.Status)
 	}
 	if !c.publishing {
 		c.publishing = true
@@ -114,14 +161,18 @@ func (c *Cache) created(pet petstore.Pet) {
 func (c *Cache) publish() {
 	for {
 		c.mu.Lock()
-		id := c.unpublished
-		c.unpublished, c.publishing = 0, id != 0
+		id, statuses := c.unpublished, c.statuses
+		if c.anyStatus {
+			statuses = nil
+		}
+		c.unpublished, c.statuses, c.anyStatus, c.publishing = 0, nil, false, id != 0
 		c.mu.Unlock()
 		if id == 0 {
 			return
 		}
+		slices.Sort(statuses)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_ = c.feed.Publish(ctx, changefeed.Change{Kind: changefeed.KindPets, ID: itoa(id)})
+		_ = c.feed.Publish(ctx, changefeed.Change{Kind: changefeed.KindPets, ID: petsChange(id, statuses)})
 		cancel()
 	}
 }

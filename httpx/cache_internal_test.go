@@ -67,4 +67,39 @@ func TestCacheDropsWhatACreateChanges(t *testing.T) {
 	if got := kept(c); len(got) != 0 {
 		t.Errorf("after a create of an unknown id: %v, want nothing", got)
 	}
+	for id, want := range map[string][]string{
+		"30:pending":         {"first", "pending, first", "pet", "sold, last"},
+		"30:pending,sold":    {"first", "pending, first", "pet"},
+		"30:pending,unknown": {"first", "pending, first", "pet"}, // a status it cannot read: any
+	} {
+		c = NewCache(nil)
+		fill(c)
+		c.Apply(changefeed.Change{Kind: changefeed.KindPets, ID: id}) // another process's, with statuses
+		if got := kept(c); !slices.Equal(got, want) {
+			t.Errorf("after another process's create %q: %v, want %v", id, got, want)
+		}
+	}
+}
+
+// The creates published together name the lowest id among them and their
+// statuses, or none when one had no status; parsePetsChange reads them
+// back.
+func TestPetsChangeRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		id       int64
+		statuses []petstore.PetStatus
+		want     string
+	}{
+		{31, nil, "31"},
+		{31, []petstore.PetStatus{"pending"}, "31:pending"},
+		{31, []petstore.PetStatus{"available", "sold"}, "31:available,sold"},
+	} {
+		got := petsChange(tc.id, tc.statuses)
+		if got != tc.want {
+			t.Errorf("petsChange(%d, %v) = %q, want %q", tc.id, tc.statuses, got, tc.want)
+		}
+		if id, statuses := parsePetsChange(got); id != tc.id || !slices.Equal(statuses, tc.statuses) {
+			t.Errorf("parsePetsChange(%q) = %d, %v", got, id, statuses)
+		}
+	}
 }

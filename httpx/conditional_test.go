@@ -2,6 +2,7 @@ package httpx_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -211,11 +212,14 @@ func TestCacheFollowsTheFeed(t *testing.T) {
 	if names() == lost {
 		t.Fatal("a page was kept while the feed was lost")
 	}
-	if res := e.do(t, e.req("POST", "/v1/pets", `{"name":"Mine","categoryId":1}`)); res.Status != 201 {
-		t.Fatalf("create: %d", res.Status)
+	res := e.do(t, e.req("POST", "/v1/pets", `{"name":"Mine","categoryId":1,"status":"sold"}`))
+	var mine petstore.Pet
+	if res.Status != 201 || json.Unmarshal(res.Body, &mine) != nil {
+		t.Fatalf("create: %d %s", res.Status, res.Body)
 	}
-	if got := feed.wait(t); len(got) != 1 || got[0].Kind != changefeed.KindPets || got[0].ID == strconv.FormatInt(pet.ID, 10) {
-		t.Fatalf("published %v, want the one create of this process", got)
+	want := changefeed.Change{Kind: changefeed.KindPets, ID: strconv.FormatInt(mine.ID, 10) + ":sold"}
+	if got := feed.wait(t); len(got) != 1 || got[0] != want || mine.ID == pet.ID {
+		t.Fatalf("published %v, want %v: the one create of this process, with its status", got, want)
 	}
 }
 

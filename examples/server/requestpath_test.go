@@ -87,31 +87,43 @@ func TestPagesChangeOnEveryProcess(t *testing.T) {
 				bases = append(bases, strings.TrimSuffix(testenv.StartListening(t, cmd).Addr, "/v1"))
 			}
 			a, b := bases[0], bases[1]
-			for i := range 3 {
-				for range 3 { // B's page is cached from the second read on
-					if status, _, body := call(t, "GET", b+"/v1/pets?limit=100", planKey, "", ""); status != 200 {
-						t.Fatalf("list on B: %d %s", status, body)
+			// Each create is seen on the page of all pets and on its
+			// status's page, which the feed's change names.
+			for i, status := range []string{"", "pending", "sold"} {
+				pages := []string{"/v1/pets?limit=100"}
+				body := fmt.Sprintf(`{"name":"pet %d","categoryId":1}`, i)
+				if status != "" {
+					pages = append(pages, "/v1/pets?limit=100&status="+status)
+					body = fmt.Sprintf(`{"name":"pet %d","categoryId":1,"status":%q}`, i, status)
+				}
+				for _, page := range pages {
+					for range 3 { // B's page is cached from the second read on
+						if code, _, got := call(t, "GET", b+page, planKey, "", ""); code != 200 {
+							t.Fatalf("list on B: %d %s", code, got)
+						}
 					}
 				}
 				name := fmt.Sprintf("pet %d", i)
-				if status, _, body := call(t, "POST", a+"/v1/pets", planKey, "", `{"name":"`+name+`","categoryId":1}`); status != 201 {
-					t.Fatalf("create on A: %d %s", status, body)
+				if code, _, got := call(t, "POST", a+"/v1/pets", planKey, "", body); code != 201 {
+					t.Fatalf("create on A: %d %s", code, got)
 				}
 				began := time.Now()
-				for {
-					_, _, body := call(t, "GET", b+"/v1/pets?limit=100", planKey, "", "")
-					if strings.Contains(body, `"`+name+`"`) {
-						t.Logf("B served the new page %v after A answered the create", time.Since(began))
-						break
+				for _, page := range pages {
+					for {
+						_, _, got := call(t, "GET", b+page, planKey, "", "")
+						if strings.Contains(got, `"`+name+`"`) {
+							t.Logf("B served %s with the new pet %v after A answered the create", page, time.Since(began))
+							break
+						}
+						if time.Since(began) > pageBound {
+							t.Fatalf("B still serves %s without %q %v after A answered the create", page, name, time.Since(began))
+						}
+						time.Sleep(2 * time.Millisecond)
 					}
-					if time.Since(began) > pageBound {
-						t.Fatalf("B still serves a page without %q %v after A answered the create", name, time.Since(began))
+					// A reads its own write at once.
+					if _, _, got := call(t, "GET", a+page, planKey, "", ""); !strings.Contains(got, `"`+name+`"`) {
+						t.Fatalf("A's page %s lacks its own create: %s", page, got)
 					}
-					time.Sleep(2 * time.Millisecond)
-				}
-				// A reads its own write at once.
-				if _, _, body := call(t, "GET", a+"/v1/pets?limit=100", planKey, "", ""); !strings.Contains(body, `"`+name+`"`) {
-					t.Fatalf("A's page lacks its own create: %s", body)
 				}
 			}
 		})
