@@ -90,8 +90,9 @@
 // stale, only unchanged data is read once instead of every time. The
 // memory held is bounded (256 pages and 4,096 pets); readcache.go says
 // why this is correct. PostgreSQL and MySQL keep nothing between reads.
-// WatchChanges looks at the same counters on a timer, so that a cache
-// above the store (httpx.Cache) learns of any commit within 25 ms.
+// WatchChanges looks at PRAGMA data_version on a timer, so that a cache
+// above the store (httpx.Cache) learns within 25 ms of any commit but the
+// store's own creates, which the cache drops for itself.
 //
 // # Schema
 //

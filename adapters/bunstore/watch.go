@@ -15,18 +15,27 @@ const DefaultWatchEvery = 25 * time.Millisecond
 
 // WatchChanges is, on SQLite, the change feed that processes sharing the
 // database file have without any other service: every interval it looks
-// at the counters the read cache looks at (see readcache.go) and calls fn
-// with a changefeed.KindPets change (ID "": anything may have changed)
-// when any connection, of this process or another, committed since the
-// last look. It calls fn with KindLive after its first good look and
-// after a failed one, and with KindLost when a look fails, so a cache
-// that follows it (httpx.Cache.Apply) keeps nothing while it cannot tell.
+// at SQLite's PRAGMA data_version and calls fn with a changefeed.KindPets
+// change (ID "": anything may have changed) when another process, or a
+// row changed by hand, committed since the last look. It calls fn with
+// KindLive after its first good look and after a failed one, and with
+// KindLost when a look fails, so a cache that follows it
+// (httpx.Cache.Apply) keeps nothing while it cannot tell.
 //
-// A reader of the database that keeps answers until fn says otherwise
-// thus serves another process's commit, or a row changed by hand, within
-// interval plus one look; its own process's writes it must drop itself.
-// An interval of 0 means DefaultWatchEvery. On PostgreSQL and MySQL, which
-// have no such counter, it returns errors.ErrUnsupported at once;
+// The store's own pet creates and Idempotency-Key records are not
+// reported: while WatchChanges runs, the store commits them on one
+// pooled connection it holds, and data_version on that connection moves
+// only for the commits of other connections. Its other writes (keys,
+// domains, ...) are reported, as they commit on other connections. A
+// reader of the database that keeps answers until fn says otherwise thus
+// serves another process's commit within interval plus one look, and
+// must drop what its own process's creates change itself, as
+// httpx.Cache does. On an in-memory database, whose one connection no
+// other process shares, the look is the read cache's (readcache.go), and
+// every commit is reported.
+//
+// An interval of 0 means DefaultWatchEvery. On PostgreSQL and MySQL,
+// which have no such counter, it returns errors.ErrUnsupported at once;
 // otherwise it returns ctx.Err() when ctx is done. fn is called from one
 // goroutine and should return quickly.
 func (s *Store) WatchChanges(ctx context.Context, interval time.Duration, fn func(changefeed.Change)) error {
@@ -36,11 +45,18 @@ func (s *Store) WatchChanges(ctx context.Context, interval time.Duration, fn fun
 	if interval <= 0 {
 		interval = DefaultWatchEvery
 	}
+	look := s.reads.check
+	if s.db.DB.Stats().MaxOpenConnections != 1 {
+		look = s.othersCommits
+		defer func() { // the held connection goes back to the pool
+			_ = s.group.between(context.WithoutCancel(ctx), func() error { s.group.dropConn(); return nil })
+		}()
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	live, last := false, uint64(0)
 	for {
-		epoch, ok := s.reads.check(ctx)
+		epoch, ok := look(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
@@ -60,4 +76,35 @@ func (s *Store) WatchChanges(ctx context.Context, interval time.Duration, fn fun
 		case <-t.C:
 		}
 	}
+}
+
+// othersCommits returns a value that changes whenever a connection other
+// than the one the store's groups write on has committed, holding that
+// connection for the groups first if none is. A connection held anew
+// changes the value too (its data_version starts afresh).
+func (s *Store) othersCommits(ctx context.Context) (epoch uint64, ok bool) {
+	g := s.group
+	err := g.between(ctx, func() error {
+		// A held connection answers even after the database is closed;
+		// the pool says whether it is.
+		if err := s.db.DB.PingContext(ctx); err != nil {
+			g.dropConn()
+			return err
+		}
+		if g.conn == nil {
+			c, err := s.db.DB.Conn(ctx)
+			if err != nil {
+				return err
+			}
+			g.conn, g.connGen = c, g.connGen+1
+		}
+		var version uint64
+		if err := g.conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&version); err != nil {
+			g.dropConn()
+			return err
+		}
+		epoch = g.connGen<<32 | version
+		return nil
+	})
+	return epoch, err == nil
 }

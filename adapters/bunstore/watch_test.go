@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -117,4 +118,63 @@ func TestWatchChangesSaysWhenItCannotTell(t *testing.T) {
 			t.Fatal("no KindLost within 5 s of the database closing")
 		}
 	}
+}
+
+// TestWatchChangesSkipsTheStoresOwnCreates: the store's own creates,
+// which a cache above it drops for itself, are not reported, however many
+// run at once; another process's create is, within 100 ms, and so is a
+// write of this process that commits on another connection. Once the
+// watch ends, creates still commit.
+func TestWatchChangesSkipsTheStoresOwnCreates(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "shared.db")
+	a := bunstore.New(migrated(t, openFileAt(t, path)))
+	b := bunstore.New(openFileAt(t, path))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	kinds := make(chan string, 1000)
+	done := make(chan error, 1)
+	go func() {
+		done <- a.WatchChanges(ctx, time.Millisecond, func(c changefeed.Change) { kinds <- c.Kind })
+	}()
+	if k := <-kinds; k != changefeed.KindLive {
+		t.Fatalf("first change %q, want %q", k, changefeed.KindLive)
+	}
+	// next is the next change reported within d, or "" for none.
+	next := func(d time.Duration) string {
+		select {
+		case k := <-kinds:
+			return k
+		case <-time.After(d):
+			return ""
+		}
+	}
+	for round := range 5 {
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Go(func() { createPet(t, a, fmt.Sprintf("a %d-%d", round, i)) })
+		}
+		wg.Wait()
+		if k := next(50 * time.Millisecond); k != "" {
+			t.Fatalf("round %d: the store's own creates were reported as %q", round, k)
+		}
+		start := time.Now()
+		createPet(t, b, fmt.Sprintf("b %d", round))
+		if k := next(time.Second); k != changefeed.KindPets {
+			t.Fatalf("round %d: another process's create gave %q, want %q", round, k, changefeed.KindPets)
+		}
+		if d := time.Since(start); d > 100*time.Millisecond {
+			t.Errorf("round %d: another process's create reported after %v, want within 100 ms", round, d)
+		}
+	}
+	if _, _, err := petstore.NewKeys(a).Create(ctx, "", petstore.PlanPro, petstore.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if k := next(time.Second); k != changefeed.KindPets {
+		t.Fatalf("a key created by this process gave %q, want %q", k, changefeed.KindPets)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("WatchChanges returned %v, want context.Canceled", err)
+	}
+	createPet(t, a, "after the watch")
 }

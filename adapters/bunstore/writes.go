@@ -43,6 +43,14 @@ type groupCommitter struct {
 	db    *sql.DB
 	token chan struct{} // capacity 1: held while a group runs
 
+	// While WatchChanges runs, every group writes on conn, one pooled
+	// connection held for the watch, which reads PRAGMA data_version on
+	// it: that moves only for the commits of other connections, so the
+	// store's own grouped writes are not reported (watch.go). connGen
+	// counts the connections held. Both are guarded by token.
+	conn    *sql.Conn
+	connGen uint64
+
 	mu    sync.Mutex // guards queue
 	queue []*groupWrite
 }
@@ -107,7 +115,15 @@ func (g *groupCommitter) run(group []*groupWrite) {
 	// The group outlives any one caller's cancellation: a canceled caller
 	// must not roll back the others' writes.
 	ctx := context.WithoutCancel(group[0].ctx)
-	tx, err := g.db.BeginTx(ctx, nil)
+	var tx *sql.Tx
+	var err error
+	if g.conn != nil {
+		if tx, err = g.conn.BeginTx(ctx, nil); err != nil {
+			g.dropConn() // the watch's next look holds another
+		}
+	} else {
+		tx, err = g.db.BeginTx(ctx, nil)
+	}
 	if err != nil {
 		for _, w := range group {
 			w.err = err
@@ -148,4 +164,25 @@ func (g *groupCommitter) run(group []*groupWrite) {
 func isConstraint(err error) bool {
 	var se *sqlite.Error
 	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT
+}
+
+// between runs fn while no group runs, or returns ctx's error if one runs
+// until ctx is done.
+func (g *groupCommitter) between(ctx context.Context, fn func() error) error {
+	select {
+	case g.token <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-g.token }()
+	return fn()
+}
+
+// dropConn gives the held connection back to the pool, if any; the token
+// must be held.
+func (g *groupCommitter) dropConn() {
+	if g.conn != nil {
+		_ = g.conn.Close()
+		g.conn = nil
+	}
 }
