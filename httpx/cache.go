@@ -39,8 +39,7 @@ type Cache struct {
 	live    bool   // entries may be kept: no feed is needed, or it is live
 
 	unpublished int64                // the lowest id created and not yet published; 0 for none
-	statuses    []petstore.PetStatus // the statuses of the creates not yet published
-	anyStatus   bool                 // one of them had none: publish no status
+	statuses    []petstore.PetStatus // the statuses of the creates not yet published ("" for none)
 	publishing  bool                 // a goroutine publishes
 }
 
@@ -113,15 +112,16 @@ func parsePetsChange(s string) (int64, []petstore.PetStatus) {
 }
 
 // change drops the pages a create of pet id may have changed, or every
-// entry when id is 0. statuses are those of the pets created; none means
-// any status.
+// entry when id is 0. statuses are those of the pets created; none, or
+// "" among them, means any status.
 func (c *Cache) change(kind string, id int64, statuses ...petstore.PetStatus) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
 	c.live = kind == changefeed.KindLive || kind == changefeed.KindPets && c.live
+	anyStatus := len(statuses) == 0 || slices.Contains(statuses, "")
 	for k, e := range c.entries {
-		if id <= 0 || e.page && (e.link == "" || id <= e.lastID) && (len(statuses) == 0 || e.status == "" || slices.Contains(statuses, e.status)) {
+		if id <= 0 || e.page && (e.link == "" || id <= e.lastID) && (anyStatus || e.status == "" || slices.Contains(statuses, e.status)) {
 			delete(c.entries, k)
 			c.bytes -= len(e.body)
 		}
@@ -135,11 +135,7 @@ func (c *Cache) created(pet petstore.Pet) {
 	if c == nil {
 		return
 	}
-	var statuses []petstore.PetStatus // none: any
-	if pet.Status != "" {
-		statuses = []petstore.PetStatus{pet.Status}
-	}
-	c.change(changefeed.KindPets, pet.ID, statuses...)
+	c.change(changefeed.KindPets, pet.ID, pet.Status)
 	if c.feed == nil {
 		return
 	}
@@ -148,8 +144,7 @@ func (c *Cache) created(pet petstore.Pet) {
 	if c.unpublished == 0 || pet.ID < c.unpublished {
 		c.unpublished = pet.ID
 	}
-	c.anyStatus = c.anyStatus || pet.Status == ""
-	if pet.Status != "" && !slices.Contains(c.statuses, pet.Status) {
+	if !slices.Contains(c.statuses, pet.Status) {
 		c.statuses = append(c.statuses, pet.Status)
 	}
 	if !c.publishing {
@@ -162,10 +157,10 @@ func (c *Cache) publish() {
 	for {
 		c.mu.Lock()
 		id, statuses := c.unpublished, c.statuses
-		if c.anyStatus {
-			statuses = nil
+		if slices.Contains(statuses, "") {
+			statuses = nil // one had no status: name none, which means any
 		}
-		c.unpublished, c.statuses, c.anyStatus, c.publishing = 0, nil, false, id != 0
+		c.unpublished, c.statuses, c.publishing = 0, nil, id != 0
 		c.mu.Unlock()
 		if id == 0 {
 			return

@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -100,6 +101,37 @@ func TestPetsChangeRoundTrip(t *testing.T) {
 		}
 		if id, statuses := parsePetsChange(got); id != tc.id || !slices.Equal(statuses, tc.statuses) {
 			t.Errorf("parsePetsChange(%q) = %d, %v", got, id, statuses)
+		}
+	}
+}
+
+// A create is published with its pet's status, and a pet without one
+// names no status, which every process reads as any.
+func TestCachePublishesTheStatus(t *testing.T) {
+	feed := &changefeed.Local{}
+	got := make(chan changefeed.Change, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = feed.Subscribe(ctx, func(c changefeed.Change) { got <- c }) }()
+	if c := <-got; c.Kind != changefeed.KindLive {
+		t.Fatalf("first change %v, want live", c)
+	}
+	c := NewCache(feed)
+	for _, tc := range []struct {
+		pet  petstore.Pet
+		want string
+	}{
+		{petstore.Pet{ID: 7, Status: petstore.StatusSold}, "7:sold"},
+		{petstore.Pet{ID: 8}, "8"},
+	} {
+		c.created(tc.pet)
+		select {
+		case ch := <-got:
+			if ch != (changefeed.Change{Kind: changefeed.KindPets, ID: tc.want}) {
+				t.Errorf("create of %+v published %v, want ID %q", tc.pet, ch, tc.want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("create of %+v published nothing", tc.pet)
 		}
 	}
 }
