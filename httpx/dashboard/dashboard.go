@@ -345,20 +345,12 @@ func (d *dashboard) handleAdd(w http.ResponseWriter, r *http.Request, key petsto
 
 func (d *dashboard) handleGet(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) error {
 	dm, err := d.Engine.Get(r.Context(), key.ProjectID, name)
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, tidyDomain(dm))
-	return nil
+	return answer(w, tidyDomain(dm), err)
 }
 
 func (d *dashboard) handleVerify(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) error {
 	dm, err := d.Engine.Verify(r.Context(), key.ProjectID, name)
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, tidyDomain(dm))
-	return nil
+	return answer(w, tidyDomain(dm), err)
 }
 
 // dnsConfigured is the body of POST <base>/api/domains/{name}/dns.
@@ -384,11 +376,7 @@ func (d *dashboard) handleConfigureDNS(w http.ResponseWriter, r *http.Request, k
 	} else {
 		dm, err = d.Engine.Get(r.Context(), key.ProjectID, name)
 	}
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, dnsConfigured{Findings: orEmpty(findings), Domain: tidyDomain(dm)})
-	return nil
+	return answer(w, dnsConfigured{Findings: orEmpty(findings), Domain: tidyDomain(dm)}, err)
 }
 
 func (d *dashboard) handleRemove(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) error {
@@ -401,11 +389,7 @@ func (d *dashboard) handleRemove(w http.ResponseWriter, r *http.Request, key pet
 
 func (d *dashboard) handleGetConfig(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) error {
 	cfg, err := d.Engine.Config(r.Context(), key.ProjectID)
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, tidyConfig(cfg))
-	return nil
+	return answer(w, tidyConfig(cfg), err)
 }
 
 func (d *dashboard) handlePutConfig(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) error {
@@ -419,11 +403,16 @@ func (d *dashboard) handlePutConfig(w http.ResponseWriter, r *http.Request, key 
 	}
 	in.ProjectID = key.ProjectID
 	cfg, err := d.Engine.SetConfig(r.Context(), key.ProjectID, in)
-	if err != nil {
-		return err
+	return answer(w, tidyConfig(cfg), err)
+}
+
+// answer writes v as the 200 answer of an operation that succeeded, or
+// returns its error, which the route writes as an Error.
+func answer(w http.ResponseWriter, v any, err error) error {
+	if err == nil {
+		httpx.WriteJSON(w, http.StatusOK, v)
 	}
-	httpx.WriteJSON(w, http.StatusOK, tidyConfig(cfg))
-	return nil
+	return err
 }
 
 // tidyDomain fills what the engine may leave empty in a Domain: its lists
