@@ -66,7 +66,10 @@ func TestWebhooksInBrowser(t *testing.T) {
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		if err := chromedp.Do(sctx, actions...); err != nil {
-			t.Fatalf("%s: %v", what, err)
+			// What the page shows says which part never came: the
+			// alert holds a failed call's error.
+			shown, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`JSON.stringify({alert: document.querySelector("#alert").textContent, open: document.querySelector("#hooks-details").open})`))
+			t.Fatalf("%s: %v; the page shows %s", what, err, shown)
 		}
 	}
 	text := func(sel string) string {
@@ -81,7 +84,9 @@ func TestWebhooksInBrowser(t *testing.T) {
 		chromedp.Navigate(base+"/dashboard/"),
 		chromedp.SendKeys(chromedp.CSS("#key"), key),
 		chromedp.Click(chromedp.CSS(`#key-form button[type="submit"]`)),
-		chromedp.WaitVisible(chromedp.CSS("#hooks-details > summary")),
+		// The domains list loads after the panels appear and moves the
+		// Webhooks summary down; a click aimed before it moved misses.
+		chromedp.WaitVisible(chromedp.CSS("#empty")),
 		chromedp.Click(chromedp.CSS("#hooks-details > summary")),
 		chromedp.WaitVisible(chromedp.CSS("#hooks-empty")),
 	)
