@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/internal/lazydeadline"
 	"github.com/petstorekit/petstore/internal/statuswriter"
 	"github.com/petstorekit/petstore/ratelimit"
 )
@@ -208,8 +209,8 @@ func withTimeout(d time.Duration) func(http.Handler) http.Handler {
 			return next
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			ctx, cancel := context.WithTimeout(r.Context(), d)
-			defer cancel()
+			ctx := lazydeadline.WithDeadline(r.Context(), time.Now().Add(d))
+			defer ctx.Stop()
 			next.ServeHTTP(w, r.WithContext(ctx))
 		})
 	}

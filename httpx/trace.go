@@ -67,11 +67,8 @@ func traceRequests(tp trace.TracerProvider, client func(*http.Request) netip.Add
 				span.SetAttributes(semconv.HTTPRoute(path))
 			}
 			status := statusOf(st)
-			span.SetAttributes(
-				semconv.HTTPResponseStatusCode(status),
-				semconv.ClientAddress(client(r).String()),
-				attribute.String("petstore.request.id", st.id),
-			)
+			span.SetAttributes(semconv.HTTPResponseStatusCode(status), semconv.ClientAddress(client(r).String()),
+				attribute.String("petstore.request.id", st.id))
 			if st.hasKey {
 				span.SetAttributes(tracing.KeyIDKey.String(st.key.ID))
 			}
