@@ -45,6 +45,16 @@ func TestBehavesAsWithDeadline(t *testing.T) {
 			}
 			return ctx, ctx.Err()
 		}, nil},
+		{"a parent's earlier deadline is reported", func(t *testing.T) (context.Context, error) {
+			parent, cancel := context.WithTimeout(request(t), time.Minute)
+			t.Cleanup(cancel)
+			want, _ := parent.Deadline()
+			ctx := lazydeadline.WithDeadline(parent, time.Now().Add(time.Hour))
+			if d, _ := ctx.Deadline(); !d.Equal(want) {
+				t.Errorf("Deadline() = %v, want the parent's %v", d, want)
+			}
+			return ctx, ctx.Err()
+		}, nil},
 		{"deadline passed, never waited on", func(t *testing.T) (context.Context, error) {
 			ctx := lazydeadline.WithDeadline(request(t), past)
 			return ctx, ctx.Err()
