@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
 	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/internal/redact"
 	"github.com/petstorekit/petstore/keyscli"
@@ -80,7 +81,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	addr := fs.String("addr", env("PETSTORE_ADDR", ":8080"), "listen address (PETSTORE_ADDR)")
 	keys := redact.StringFlag(fs, "keys", env("PETSTORE_API_KEYS", ""), redact.Keys, "comma-separated KEY:PLAN (free|pro|business) or KEY:enterprise:PERMIN/PERDAY; none: a Pro demo key (PETSTORE_API_KEYS)")
 	db := redact.StringFlag(fs, "db", env("PETSTORE_DB", "sqlite:petstore.db"), redact.URL, "storage: sqlite:PATH (a file), memory (adapters/memstore: everything in this process, no SQL, lost at exit), postgres://... or mysql://user@host:port/db (PETSTORE_DB)")
-	dbMaxConns := fs.String("db-max-conns", env("PETSTORE_DB_MAX_CONNS", "10"), "most connections to PostgreSQL or MySQL; requests beyond it queue in the server, within -db-timeout (PETSTORE_DB_MAX_CONNS)")
+	dbMaxConns := fs.String("db-max-conns", env("PETSTORE_DB_MAX_CONNS", strconv.Itoa(bunopen.DefaultMaxConns)), "most connections to PostgreSQL or MySQL; requests beyond it queue in the server, within -db-timeout (PETSTORE_DB_MAX_CONNS)")
 	dbTimeout := fs.String("db-timeout", env("PETSTORE_DB_TIMEOUT", "5s"), "how long a request may wait on the database (a queue for a connection included); past it the answer is 503 with Retry-After (PETSTORE_DB_TIMEOUT)")
 	migrate := fs.String("migrate", env("PETSTORE_MIGRATE", "true"), "run schema migrations at start; false when a separate step runs them (PETSTORE_MIGRATE)")
 	redis := redact.StringFlag(fs, "redis", env("PETSTORE_REDIS", ""), redact.URL, "Redis for rate-limit counters and key changes shared by processes: host:port or redis:// URL; empty: in memory (PETSTORE_REDIS)")

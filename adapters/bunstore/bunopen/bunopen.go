@@ -120,8 +120,16 @@ func parseMySQL(dsn string) (Target, error) {
 // and the whole DSN after its scheme when it does not parse.
 func Redact(dsn string) string { return redact.URL(dsn) }
 
+// DefaultMaxConns is how many connections Open lets a PostgreSQL or MySQL
+// pool hold, open and idle alike: beyond it, callers wait in the pool,
+// within their context. Keeping as many idle as open spares concurrent
+// callers a new connection each (database/sql keeps 2 idle by default).
+// A caller wanting another cap sets both on the returned DB.
+const DefaultMaxConns = 10
+
 // Open parses dsn, opens the database and checks that it answers within
-// ctx. It does not run migrations: call bunstore.Migrate for that.
+// ctx. It does not run migrations: call bunstore.Migrate for that. A
+// PostgreSQL or MySQL pool holds up to DefaultMaxConns connections.
 func Open(ctx context.Context, dsn string) (*bun.DB, error) {
 	t, err := Parse(dsn)
 	if err != nil {
@@ -148,6 +156,8 @@ func Open(ctx context.Context, dsn string) (*bun.DB, error) {
 		sqldb.SetConnMaxLifetime(3 * time.Minute)
 		db = bun.NewDB(sqldb, mysqldialect.New())
 	}
+	db.SetMaxOpenConns(DefaultMaxConns)
+	db.SetMaxIdleConns(DefaultMaxConns)
 	if err := db.PingContext(ctx); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("bunopen: cannot reach %s database %s: %w", t.Kind, Redact(dsn), err)

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/petstorekit/petstore"
@@ -94,6 +95,47 @@ func TestOpen(t *testing.T) {
 			var one int
 			if err := db.NewSelect().ColumnExpr("1").Scan(ctx, &one); err != nil || one != 1 {
 				t.Fatalf("SELECT 1 = %d, %v", one, err)
+			}
+		})
+	}
+}
+
+// TestOpenKeepsItsConnections: waves of more concurrent queries than
+// DefaultMaxConns share a pool of at most that many connections, which
+// stay open between waves instead of being closed and dialled again.
+func TestOpenKeepsItsConnections(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		dsn   func(t testing.TB) string
+		sleep string
+	}{
+		{"PostgreSQL", testenv.PostgresDSN, "SELECT pg_sleep(0.02)"},
+		{"MariaDB", testenv.MySQLDSN, "SELECT SLEEP(0.02)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			db, err := bunopen.Open(ctx, tc.dsn(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			for range 3 {
+				var wg sync.WaitGroup
+				for range 2 * bunopen.DefaultMaxConns {
+					wg.Go(func() {
+						if _, err := db.ExecContext(ctx, tc.sleep); err != nil {
+							t.Error(err)
+						}
+					})
+				}
+				wg.Wait()
+			}
+			st := db.Stats()
+			if st.MaxOpenConnections != bunopen.DefaultMaxConns || st.OpenConnections > bunopen.DefaultMaxConns {
+				t.Errorf("pool cap %d with %d open, want a cap of %d", st.MaxOpenConnections, st.OpenConnections, bunopen.DefaultMaxConns)
+			}
+			if st.MaxIdleClosed != 0 {
+				t.Errorf("%d connections closed for want of idle room between waves, want none", st.MaxIdleClosed)
 			}
 		})
 	}
