@@ -65,8 +65,8 @@ func TestPprofOnlyOnLoopback(t *testing.T) {
 const pageBound = 100 * time.Millisecond
 
 // Two processes on one PostgreSQL schema cache their pages; once A
-// answers a create, B serves the new page within pageBound, however often
-// it served the old one. Their feed is PostgreSQL's LISTEN/NOTIFY, or
+// answers a create, B serves the new page to every request sent pageBound
+// later, however often it served the old one. Their feed is PostgreSQL's LISTEN/NOTIFY, or
 // Redis pub/sub with -redis.
 func TestPagesChangeOnEveryProcess(t *testing.T) {
 	testenv.PostgresDSN(t)
@@ -110,13 +110,16 @@ func TestPagesChangeOnEveryProcess(t *testing.T) {
 				began := time.Now()
 				for _, page := range pages {
 					for {
+						// The bound is on when a request is sent, not on
+						// when a loaded machine gets its answer back.
+						sent := time.Since(began)
 						_, _, got := call(t, "GET", b+page, planKey, "", "")
 						if strings.Contains(got, `"`+name+`"`) {
-							t.Logf("B served %s with the new pet %v after A answered the create", page, time.Since(began))
+							t.Logf("B served %s with the new pet to a request sent %v after A answered the create", page, sent)
 							break
 						}
-						if time.Since(began) > pageBound {
-							t.Fatalf("B still serves %s without %q %v after A answered the create", page, name, time.Since(began))
+						if sent > pageBound {
+							t.Fatalf("B served %s without %q to a request sent %v after A answered the create", page, name, sent)
 						}
 						time.Sleep(2 * time.Millisecond)
 					}
