@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/uptrace/bun"
+
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/bunstore"
 	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
@@ -87,11 +89,7 @@ func TestOpen(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			db, err := bunopen.Open(ctx, tc.dsn(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
+			db := open(t, tc.dsn(t))
 			var one int
 			if err := db.NewSelect().ColumnExpr("1").Scan(ctx, &one); err != nil || one != 1 {
 				t.Fatalf("SELECT 1 = %d, %v", one, err)
@@ -114,11 +112,7 @@ func TestOpenKeepsItsConnections(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			db, err := bunopen.Open(ctx, tc.dsn(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
+			db := open(t, tc.dsn(t))
 			for range 3 {
 				var wg sync.WaitGroup
 				for range 2 * bunopen.DefaultMaxConns {
@@ -139,6 +133,18 @@ func TestOpenKeepsItsConnections(t *testing.T) {
 			}
 		})
 	}
+}
+
+// open is bunopen.Open for a test: it fails t on an error and closes the
+// database when t ends.
+func open(t *testing.T, dsn string) *bun.DB {
+	t.Helper()
+	db, err := bunopen.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
 }
 
 func TestOpenUnreachable(t *testing.T) {
