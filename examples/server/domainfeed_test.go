@@ -24,8 +24,8 @@ const removalBound = 500 * time.Millisecond
 // TestRemovalStopsEveryProcess runs two server processes on one
 // PostgreSQL schema: a domain verified through A is served by B too, and
 // once A answers the DELETE, B answers 404 for its Host to every request
-// sent removalBound later. Their change feed is PostgreSQL's LISTEN/NOTIFY, or Redis
-// pub/sub with -redis.
+// sent removalBound later. Their change feed is PostgreSQL's
+// LISTEN/NOTIFY, or Redis pub/sub with -redis.
 func TestRemovalStopsEveryProcess(t *testing.T) {
 	testenv.PostgresDSN(t)
 	bin := testenv.Build(t, ".")

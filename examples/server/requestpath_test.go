@@ -66,8 +66,8 @@ const pageBound = 100 * time.Millisecond
 
 // Two processes on one PostgreSQL schema cache their pages; once A
 // answers a create, B serves the new page to every request sent pageBound
-// later, however often it served the old one. Their feed is PostgreSQL's LISTEN/NOTIFY, or
-// Redis pub/sub with -redis.
+// later, however often it served the old one. Their feed is
+// PostgreSQL's LISTEN/NOTIFY, or Redis pub/sub with -redis.
 func TestPagesChangeOnEveryProcess(t *testing.T) {
 	testenv.PostgresDSN(t)
 	bin := testenv.Build(t, ".")
