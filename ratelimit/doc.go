@@ -53,7 +53,8 @@
 // never admit more than the quota while it answers. Shares are what is
 // waiting, plus spares while a window is less than half used; they are
 // given back when a window ends, when left unused for a second, and by
-// Limiter.Close. Bans are polled from
+// Limiter.Close; until then a spare is held, not lost, and another
+// process may refuse what it would have admitted. Bans are polled from
 // the store every Config.BanPoll (250 ms), so every process refuses a ban
 // within a second, and keeps refusing it while the store is unreachable.
 // docs/rate-limits.md publishes the over-admission bound of each failure

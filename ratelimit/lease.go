@@ -30,10 +30,9 @@ type Leaser interface {
 	// in a window less than half used, where it may be up to req.Want
 	// within a quarter of what is left: spares for the requests to come
 	// are lent only while far from the quota, and near it shares are just
-	// what is waiting, down to single requests, so the quota stays exact
-	// however traffic is spread. Every unit granted counts at once as one
-	// admitted request in every window: over all processes the store never
-	// grants more than the quota.
+	// what is waiting, down to single requests. Every unit granted counts
+	// at once as one admitted request in every window: over all processes
+	// the store never grants more than the quota.
 	Lease(ctx context.Context, req LeaseRequest) (LeaseResult, error)
 	// BanEvents returns the bans started and lifted at or after since,
 	// oldest first, so that every process learns of a ban within its poll
@@ -470,10 +469,12 @@ func (l *Limiter) decideLeased(ctx context.Context, subject string, rates []Rate
 }
 
 // refuseSpent refuses a request while every share is used and a window is
-// known to be full. The refusal is a strike: unless a call is already in
-// flight it is told to the store now, with those counted meanwhile, so
+// known to be full. Unless a call is already in flight the store is asked
+// now, and told the refusal (a strike) with those counted meanwhile, so
 // strikes reach the store (and a ban every process) at the pace of one
-// call per subject and process at most. e.mu is held; it is released.
+// call per subject and process at most; the answer also shows whether the
+// window is still full, for a share another process gave back is leased
+// by the next request. e.mu is held; it is released.
 func (l *Limiter) refuseSpent(ctx context.Context, e *lease, rates []Rate, wall time.Time, p int64, counts []WindowCount) (Decision, error) {
 	if !l.ban.Disabled {
 		if e.refusals == 0 {
@@ -482,7 +483,7 @@ func (l *Limiter) refuseSpent(ctx context.Context, e *lease, rates []Rate, wall 
 		e.refusals++
 	}
 	call, probe := false, false
-	if e.call == nil && e.refusals > 0 {
+	if e.call == nil {
 		call, probe = l.callable(p)
 	}
 	if !call {

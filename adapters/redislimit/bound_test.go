@@ -2,6 +2,7 @@ package redislimit_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -361,6 +362,77 @@ func TestStoppedProcessGivesSharesBack(t *testing.T) {
 	}
 	if admitted != 600 {
 		t.Fatalf("after a process admitted 400 of 1,000 and stopped, the next admitted %d, want the other 600", admitted)
+	}
+}
+
+// TestReturnedSpareIsAdmittedElsewhere: process A leases a spare and its
+// requests stop; process B fills the window and is refused. Once A's
+// idle spare goes back, B admits it: a spare is held, never lost, with
+// bans counted or not.
+func TestReturnedSpareIsAdmittedElsewhere(t *testing.T) {
+	for _, bans := range []ratelimit.BanPolicy{{}, {Disabled: true}} {
+		t.Run(fmt.Sprintf("bans disabled %v", bans.Disabled), func(t *testing.T) {
+			c := testenv.RedisClient(t)
+			prefix := testenv.RedisPrefix(t, c, "rl")
+			store := redislimit.New(c, prefix)
+			clk := testenv.NewClock(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
+			// Idle shares go back within 8 ban polls of a second unused.
+			cfg := ratelimit.Config{Clock: clk.Now, BanPolicy: bans, BanPoll: 10 * time.Millisecond}
+			a := ratelimit.New(store, cfg)
+			b := ratelimit.New(redislimit.New(testenv.RedisClient(t), prefix), cfg)
+			for _, l := range []*ratelimit.Limiter{a, b} {
+				t.Cleanup(func() { _ = l.Close(context.Background()) })
+			}
+			ctx := context.Background()
+			const subject = "key:spare"
+			admits := func(l *ratelimit.Limiter) bool {
+				d, err := l.Decide(ctx, subject, ratelimittest.Free)
+				if err != nil || d.Degraded {
+					t.Fatalf("%+v, %v", d, err)
+				}
+				return d.Allowed
+			}
+			used := func() int64 {
+				w, err := store.Usage(ctx, subject, ratelimit.Rates(ratelimittest.Free), clk.Now())
+				if err != nil {
+					t.Fatal(err)
+				}
+				return w[0].Quota - w[0].Remaining
+			}
+			// A's first share is its one request; its second lends spares.
+			for range 2 {
+				if !admits(a) {
+					t.Fatal("A refused within the quota")
+				}
+			}
+			spares := used() - 2
+			if spares <= 0 {
+				t.Fatalf("Redis counts %d after A's 2 requests, want spares lent to A", used())
+			}
+			admitted := int64(2)
+			for admits(b) {
+				admitted++
+			}
+			if admitted+spares != 60 {
+				t.Fatalf("B admitted up to %d with %d spares held by A, want 60 in all", admitted, spares)
+			}
+			clk.Advance(time.Second)
+			for deadline := time.Now().Add(5 * time.Second); used() != admitted; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("Redis counts %d 5 s after A's spares fell idle, want the %d admitted", used(), admitted)
+				}
+			}
+			// B saw the window full: its next refusal asks Redis, which
+			// has room again.
+			for range spares + 3 {
+				if admits(b) {
+					admitted++
+				}
+			}
+			if admitted != 60 {
+				t.Fatalf("admitted %d in the minute once A's %d spares were back, want 60", admitted, spares)
+			}
+		})
 	}
 }
 
