@@ -312,13 +312,7 @@ func TestIdleSharesGoBack(t *testing.T) {
 			t.Fatalf("%+v, %v", d, err)
 		}
 	}
-	used := func() int64 {
-		w, err := store.Usage(ctx, "key:quiet", ratelimit.Rates(pro), time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return w[0].Quota - w[0].Remaining
-	}
+	used := func() int64 { return minuteUsed(t, store, "key:quiet", pro, time.Now()) }
 	first := used()
 	deadline := time.Now().Add(10 * time.Second)
 	for used() != 20 {
@@ -328,6 +322,17 @@ func TestIdleSharesGoBack(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Logf("Redis counted %d right after 20 requests (spares held), 20 once the share was idle", first)
+}
+
+// minuteUsed is what Redis counts in subject's minute window at now:
+// every unit it granted, admitted or still held as a share.
+func minuteUsed(t *testing.T, store *redislimit.Store, subject string, limits petstore.Limits, now time.Time) int64 {
+	t.Helper()
+	w, err := store.Usage(context.Background(), subject, ratelimit.Rates(limits), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w[0].Quota - w[0].Remaining
 }
 
 // TestStoppedProcessGivesSharesBack: a process that stops gives back the
@@ -392,13 +397,7 @@ func TestReturnedSpareIsAdmittedElsewhere(t *testing.T) {
 				}
 				return d.Allowed
 			}
-			used := func() int64 {
-				w, err := store.Usage(ctx, subject, ratelimit.Rates(ratelimittest.Free), clk.Now())
-				if err != nil {
-					t.Fatal(err)
-				}
-				return w[0].Quota - w[0].Remaining
-			}
+			used := func() int64 { return minuteUsed(t, store, subject, ratelimittest.Free, clk.Now()) }
 			// A's first share is its one request; its second lends spares.
 			for range 2 {
 				if !admits(a) {
