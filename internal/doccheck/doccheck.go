@@ -32,6 +32,8 @@ type Command struct {
 	Args []string // the words after any VAR=value assignments: "go", "run", "./examples/server", ...
 }
 
+// String gives the command as a test failure names it: where it is, then
+// its words.
 func (c Command) String() string {
 	return fmt.Sprintf("%s:%d: %s", c.File, c.Line, strings.Join(c.Args, " "))
 }
