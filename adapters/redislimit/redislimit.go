@@ -170,7 +170,8 @@ func AnonymousCap(n int) Option {
 
 // New returns a Store that keeps its hashes in client under prefix (for
 // example "petstore:rl:"). For Decide's timeout to bound every call, the
-// client should have ContextTimeoutEnabled set (see NewClient).
+// client should have ContextTimeoutEnabled set, as ParseOptions's options
+// do.
 func New(client redis.UniversalClient, prefix string, opts ...Option) *Store {
 	s := &Store{client: client, prefix: prefix, anonCap: DefaultAnonymousCap}
 	for _, o := range opts {
