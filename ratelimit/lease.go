@@ -338,6 +338,18 @@ func (e *lease) applied(req LeaseRequest, res LeaseResult, wall time.Time, p int
 	}
 }
 
+// refused counts a refusal decided in memory at wall, which the next
+// call tells the store as a strike (none while bans are off). e.mu is held.
+func (e *lease) refused(wall time.Time, ban BanPolicy) {
+	if ban.Disabled {
+		return
+	}
+	if e.refusals == 0 {
+		e.firstRefusal = wall
+	}
+	e.refusals++
+}
+
 // full returns the first window with nothing left under rates, by what
 // the store last said, or -1. It is read against the rates of each
 // request, so a plan upgrade is asked of the store at once.
@@ -386,7 +398,10 @@ func anonymous(subject string) bool {
 }
 
 // decideLeased decides a request from the process's share of subject's
-// windows, leasing a new share from the store when it has none.
+// windows, leasing a new share from the store when it has none. While a
+// window is known to be full, one request at a time still asks the store
+// for itself (and tells it the refusals counted meanwhile), so a spare
+// another process gave back is admitted; the others are refused in memory.
 func (l *Limiter) decideLeased(ctx context.Context, subject string, rates []Rate) (Decision, error) {
 	wall, p := l.clock()
 	var counts [2]WindowCount
@@ -405,8 +420,14 @@ func (l *Limiter) decideLeased(ctx context.Context, subject string, rates []Rate
 			d := l.leaseDecision(rates, wall, p, true, -1, 0, false, e, counts[:], true)
 			e.mu.Unlock()
 			return d, nil
-		case e.full(rates, p) >= 0:
-			return l.refuseSpent(ctx, e, rates, wall, p, counts[:])
+		case e.full(rates, p) >= 0 && e.call != nil:
+			// Refused in memory, without waiting: the call in flight
+			// asks the store for its own request only, and the next
+			// one tells it of this refusal.
+			e.refused(wall, l.ban)
+			d := l.leaseDecision(rates, wall, p, false, e.full(rates, p), 0, false, e, counts[:], true)
+			e.mu.Unlock()
+			return d, nil
 		case e.call != nil:
 			c := e.call
 			e.waiting++
@@ -468,54 +489,6 @@ func (l *Limiter) decideLeased(ctx context.Context, subject string, rates []Rate
 	}
 }
 
-// refuseSpent refuses a request while every share is used and a window is
-// known to be full. Unless a call is already in flight the store is asked
-// now, and told the refusal (a strike) with those counted meanwhile, so
-// strikes reach the store (and a ban every process) at the pace of one
-// call per subject and process at most; the answer also shows whether the
-// window is still full, for a share another process gave back is leased
-// by the next request. e.mu is held; it is released.
-func (l *Limiter) refuseSpent(ctx context.Context, e *lease, rates []Rate, wall time.Time, p int64, counts []WindowCount) (Decision, error) {
-	if !l.ban.Disabled {
-		if e.refusals == 0 {
-			e.firstRefusal = wall
-		}
-		e.refusals++
-	}
-	call, probe := false, false
-	if e.call == nil {
-		call, probe = l.callable(p)
-	}
-	if !call {
-		d := l.leaseDecision(rates, wall, p, false, e.full(rates, p), e.banEnd, false, e, counts, true)
-		e.mu.Unlock()
-		return d, nil
-	}
-	c := &leaseCall{done: make(chan struct{})}
-	e.call = c
-	req := e.request(e.subject, rates, wall, l.ban, 0)
-	e.mu.Unlock()
-	res, err := l.lease(ctx, req)
-	if err == nil && len(res.Windows) != len(rates) {
-		err = fmt.Errorf("ratelimit: store returned %d windows for %d rates", len(res.Windows), len(rates))
-	}
-	e.mu.Lock()
-	e.call, c.err = nil, err
-	close(c.done)
-	var started bool
-	if err != nil {
-		e.failedCall(req, err)
-		l.failed(p, err, probe)
-	} else {
-		l.succeeded(p)
-		e.applied(req, res, wall, p, l.ban.Max)
-		started = res.BanStarted
-	}
-	d := l.leaseDecision(rates, wall, p, false, e.full(rates, p), e.banEnd, started, e, counts, true)
-	e.mu.Unlock()
-	return d, nil
-}
-
 // fallbackLeased decides locally after the store failed with err: from
 // the unused share first, then, marked Degraded, up to each window's quota
 // over what the store last said plus what this process admitted on its
@@ -532,12 +505,7 @@ func (l *Limiter) fallbackLeased(e *lease, rates []Rate, wall time.Time, p int64
 		e.usedAt = p
 		return l.leaseDecision(rates, wall, p, true, -1, 0, false, e, counts, true), nil
 	case e.full(rates, p) >= 0:
-		if !l.ban.Disabled {
-			if e.refusals == 0 {
-				e.firstRefusal = wall
-			}
-			e.refusals++
-		}
+		e.refused(wall, l.ban)
 		return l.leaseDecision(rates, wall, p, false, e.full(rates, p), 0, false, e, counts, true), nil
 	}
 	if !l.failOpen && l.hard.Load() {
