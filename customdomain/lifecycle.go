@@ -18,8 +18,9 @@ import (
 // The records always include the ownership TXT record with the domain's
 // token (one per project and name), which verifies a proxied or flattened
 // record. When another project held the name last, or the name lies under
-// another project's wildcard, Verify requires it besides the CNAME (or
-// ALIAS): no domain takeover through a CNAME the customer left behind. A
+// a wildcard another project holds or held last, Verify requires it
+// besides the CNAME (or ALIAS): no domain takeover through a CNAME the
+// customer left behind. A
 // wildcard (*.shop.example.com) may be added; see KindWildcard. The
 // project's own released entry of the name is dismissed.
 //

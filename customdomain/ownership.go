@@ -40,25 +40,15 @@ func newOwnershipToken() string {
 // project (customers point CNAMEs at one shared target and often leave them
 // after the project removes the name, so the CNAME alone proves nothing
 // about who controls the name now), when the name lies under another
-// project's wildcard (whose CNAME answers for every name below it), and
-// when the project's own last entry still waited for its proof: removing
-// and re-adding must not skip it.
+// project's wildcard, held now or last (whose CNAME answers for every name
+// below it, and is as often left behind), and when the project's own last
+// entry still waited for its proof: removing and re-adding must not skip it.
 func (e *Engine) ownershipToken(ctx context.Context, projectID string, n Name) (token, proof string, err error) {
-	old, err := e.cfg.Store.ListDomains(ctx, DomainQuery{Name: n.ASCII, Status: StatusRemoved})
+	last, err := e.lastFormer(ctx, n.ASCII)
 	if err != nil {
 		return "", "", err
 	}
-	released, err := e.cfg.Store.ListDomains(ctx, DomainQuery{Name: n.ASCII, Status: StatusReleased})
-	if err != nil {
-		return "", "", err
-	}
-	old = append(old, released...)
-	slices.SortFunc(old, func(a, b Entry) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	token = newOwnershipToken()
-	var last *Entry
-	if len(old) > 0 {
-		last = &old[len(old)-1] // by creation: the most recent holder
-	}
 	if last != nil && last.ProjectID == projectID {
 		token = cmp.Or(last.Token, last.OwnershipToken, token)
 	}
@@ -75,9 +65,36 @@ func (e *Engine) ownershipToken(ctx context.Context, projectID string, n Name) (
 			return token, token, nil
 		case err != nil && petstore.ErrorCode(err) != petstore.CodeNotFound:
 			return "", "", err
+		case err != nil: // nobody holds the wildcard now: who held it last?
+			former, err := e.lastFormer(ctx, w)
+			if err != nil {
+				return "", "", err
+			}
+			if former != nil && former.ProjectID != projectID {
+				return token, token, nil
+			}
 		}
 	}
 	return token, "", nil
+}
+
+// lastFormer returns the most recently created entry for the name ascii
+// that let go of it (removed or released), or nil when none did.
+func (e *Engine) lastFormer(ctx context.Context, ascii string) (*Entry, error) {
+	old, err := e.cfg.Store.ListDomains(ctx, DomainQuery{Name: ascii, Status: StatusRemoved})
+	if err != nil {
+		return nil, err
+	}
+	released, err := e.cfg.Store.ListDomains(ctx, DomainQuery{Name: ascii, Status: StatusReleased})
+	if err != nil {
+		return nil, err
+	}
+	old = append(old, released...)
+	if len(old) == 0 {
+		return nil, nil
+	}
+	last := slices.MaxFunc(old, func(a, b Entry) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return &last, nil
 }
 
 // outstandingProof returns the token a check of entry must find, or ""

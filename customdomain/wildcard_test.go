@@ -51,3 +51,38 @@ func TestWildcardRoutesNamesBelowIt(t *testing.T) {
 		t.Fatalf("verified through another project's wildcard CNAME: %s %+v", d.Status, d.Diagnosis.Findings)
 	}
 }
+
+// TestNameUnderARemovedWildcardNeedsProof: a removed wildcard's CNAME is
+// often left in the zone, where it still answers for every name below
+// it, so another project adding such a name must prove it controls the
+// zone; the project that held the wildcard need not.
+func TestNameUnderARemovedWildcardNeedsProof(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil)
+	f.set(t, "example.com.", cname("*.shop", target))
+	f.add(t, "prj_pro", "*.shop.example.com")
+	if d := f.verify(t, "prj_pro", "*.shop.example.com"); d.Status != customdomain.StatusActive {
+		t.Fatalf("Verify(*.shop.example.com) = %s %+v", d.Status, d.Diagnosis.Findings)
+	}
+	if err := f.engine.Remove(ctx, "prj_pro", "*.shop.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	// What the dangling wildcard record answers for a.shop and b.shop.
+	f.set(t, "example.com.", cname("a.shop", target), cname("b.shop", target))
+
+	other := f.add(t, "prj_business", "a.shop.example.com")
+	if _, required := ownershipRecord(other); !required {
+		t.Fatalf("a name under another project's removed wildcard: records %+v, want the ownership proof required", other.Records)
+	}
+	if d := f.verify(t, "prj_business", "a.shop.example.com"); d.Status == customdomain.StatusActive {
+		t.Fatalf("verified through another project's dangling wildcard CNAME: %s %+v", d.Status, d.Diagnosis.Findings)
+	}
+
+	own := f.add(t, "prj_pro", "b.shop.example.com")
+	if _, required := ownershipRecord(own); required {
+		t.Fatalf("a name under the project's own removed wildcard: records %+v, want no proof required", own.Records)
+	}
+	if d := f.verify(t, "prj_pro", "b.shop.example.com"); d.Status != customdomain.StatusActive {
+		t.Fatalf("Verify(b.shop.example.com) = %s %+v", d.Status, d.Diagnosis.Findings)
+	}
+}
