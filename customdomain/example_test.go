@@ -104,7 +104,7 @@ func ExampleStep() {
 	e, fx = customdomain.Step(e, customdomain.Checked{DNS: moved}, now.Add(73*time.Hour), p)
 	show(e, fx)
 	// Output:
-	// issuing [domain.verified RequestCert]
+	// issuing [domain.verified Reroute RequestCert]
 	// active [domain.certificate.issued Reroute domain.active]
 	// misconfigured [Reroute domain.misconfigured]
 	// released [Unroute RemoveCert UnconfigureDNS domain.removed]

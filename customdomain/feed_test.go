@@ -75,3 +75,44 @@ func TestFeedCarriesChangesToOtherProcesses(t *testing.T) {
 		t.Fatal("removed domain still admitted on b")
 	}
 }
+
+// A verified domain that waits for its certificate (issuing) is admitted
+// at once by the engine that verified it, and through the feed by the
+// others, so that any process can answer the name's TLS handshakes.
+func TestFeedCarriesVerifyingToOtherProcesses(t *testing.T) {
+	certs := &issuer{state: map[string]customdomain.CertStatus{}}
+	f := newFixture(t, certs)
+	f.set(t, "example.com.", cname("shop", target))
+	feed := &changefeed.Local{}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	mk := func() *customdomain.Engine {
+		return f.replica(t, func(c *customdomain.EngineConfig) { c.Feed = feed; c.CertIssuer = certs })
+	}
+	a, b := mk(), mk()
+	live := make(chan struct{})
+	go feed.Subscribe(ctx, func(c changefeed.Change) {
+		b.Apply(c)
+		if c.Kind == changefeed.KindLive {
+			close(live)
+		}
+	})
+	<-live
+
+	if _, _, err := a.Add(ctx, "prj_pro", "shop.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := a.Verify(ctx, "prj_pro", "shop.example.com"); err != nil || d.Status != customdomain.StatusIssuing {
+		t.Fatalf("verify: %v %s", err, d.Status)
+	}
+	if !a.Admits("shop.example.com") {
+		t.Fatal("the verifying engine does not admit its issuing domain")
+	}
+	deadline := time.Now().Add(10 * time.Second) // a hang guard, not a timing assertion
+	for !b.Admits("shop.example.com") {
+		if time.Now().After(deadline) {
+			t.Fatal("another process never admitted the issuing domain")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -20,9 +20,9 @@ import (
 // record. When another project held the name last, or the name lies under
 // a wildcard another project holds or held last, Verify requires it
 // besides the CNAME (or ALIAS): no domain takeover through a CNAME the
-// customer left behind. A
-// wildcard (*.shop.example.com) may be added; see KindWildcard. The
-// project's own released entry of the name is dismissed.
+// customer left behind. A wildcard (*.shop.example.com) may be added; see
+// KindWildcard. The project's own released entry of the name is
+// dismissed.
 //
 // Returns invalid_request for an invalid name (ParseNewName: also a
 // special-use TLD, mixed scripts or a confusable label), one of the

@@ -193,7 +193,10 @@ func (m *machine) verified(c Checked) {
 		m.activate()
 		return
 	}
-	m.to(StatusIssuing, "")
+	if m.e.Status != StatusIssuing {
+		m.to(StatusIssuing, "")
+		m.do(Reroute) // the certificate layer admits an issuing name's handshakes
+	}
 	m.next(time.Minute)
 	if c.Cert.State != CertIssuing || c.Manual {
 		m.do(RequestCert)
@@ -247,6 +250,9 @@ func (m *machine) recheckLive(r CheckResult) {
 		m.do(UnconfigureDNS)
 		m.emit(EventRemoved)
 	default:
+		if !r.LookupFailed { // the reason says what the record points to now
+			m.e.Reason = driftReason(r, m.p.Grace)
+		}
 		m.scheduleDrift()
 	}
 }
