@@ -103,7 +103,10 @@ func (e *Engine) reloadLocked(ctx context.Context) error {
 			// period, but its certificate is not renewed.
 			admitted[en.Name] = admission{renew: en.Status == StatusActive}
 			if suspended[en.ProjectID] {
-				continue // not served until the project upgrades
+				// Not served until the project upgrades, and not by a
+				// wildcard above it either: the name is the project's.
+				m[en.Name] = RouteAnswer{Kind: RouteNone, Name: en.Name}
+				continue
 			}
 			m[en.Name] = RouteAnswer{Kind: RouteServe, Name: en.Name, ProjectID: en.ProjectID}
 		case StatusIssuing:

@@ -118,3 +118,34 @@ func TestDowngradeSuspendsAndUpgradeResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A suspended project's domain answers nothing (the edge's 404), even
+// below another project's wildcard: the name is not the wildcard's.
+func TestSuspendedDomainIsNotServedByAWildcard(t *testing.T) {
+	ctx := context.Background()
+	f, p := planFixture(t)
+	f.set(t, "example.com.", cname("*.shop", target))
+	f.add(t, "prj_a", "*.shop.example.com")
+	if d := f.verify(t, "prj_a", "*.shop.example.com"); d.Status != customdomain.StatusActive {
+		t.Fatalf("wildcard: %s %+v", d.Status, d.Diagnosis.Findings)
+	}
+	// What the wildcard answers for b.shop, and prj_b's proof that it
+	// controls the zone (it needs one, being below prj_a's wildcard).
+	f.set(t, "example.com.", cname("b.shop", target))
+	rec, _ := ownershipRecord(f.add(t, "prj_b", "b.shop.example.com"))
+	f.set(t, "example.com.", txt("_petstore-challenge.b.shop", rec.Value))
+	if d := f.verify(t, "prj_b", "b.shop.example.com"); d.Status != customdomain.StatusActive {
+		t.Fatalf("b.shop: %s %+v", d.Status, d.Diagnosis.Findings)
+	}
+
+	p.SetPlan("prj_b", petstore.PlanFree)
+	if err := f.engine.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.engine.Route("b.shop.example.com"); r.Kind != customdomain.RouteNone {
+		t.Fatalf("suspended b.shop.example.com routes %+v, want nothing", r)
+	}
+	if r := f.engine.Route("c.shop.example.com"); r.Kind != customdomain.RouteServe || r.ProjectID != "prj_a" {
+		t.Fatalf("c.shop.example.com, below the wildcard, routes %+v", r)
+	}
+}
