@@ -26,7 +26,8 @@ import (
 //
 // Returns invalid_request for an invalid name (ParseNewName: also a
 // special-use TLD, mixed scripts or a confusable label), one of the
-// platform's own, or when the project holds MaxDomainsPerProject domains;
+// platform's own, a wildcard when there is a CertIssuer but no DCVZone,
+// or when the project holds MaxDomainsPerProject domains;
 // not_found for an unknown project, plan_required below Pro,
 // deploy_required before a successful deploy, and conflict when another
 // project holds the name.
@@ -39,6 +40,11 @@ func (e *Engine) Add(ctx context.Context, projectID, name string) (d Domain, cre
 		if isUnder(n.ASCII, p) {
 			return Domain{}, false, invalidName("%s belongs to the platform itself and cannot be added as a custom domain", n.Unicode)
 		}
+	}
+	if n.Kind == KindWildcard && e.cfg.CertIssuer != nil && e.dcvZone == "" {
+		// Its certificate can be obtained only by DNS-01 through a DCV
+		// delegation, which needs the platform's DCV zone.
+		return Domain{}, false, invalidName("%s is a wildcard, and this platform cannot obtain wildcard certificates: it has no DCV zone", n.Unicode)
 	}
 	p, err := e.cfg.Projects.Project(ctx, projectID)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/customdomain"
 )
 
@@ -84,5 +85,20 @@ func TestNameUnderARemovedWildcardNeedsProof(t *testing.T) {
 	}
 	if d := f.verify(t, "prj_pro", "b.shop.example.com"); d.Status != customdomain.StatusActive {
 		t.Fatalf("Verify(b.shop.example.com) = %s %+v", d.Status, d.Diagnosis.Findings)
+	}
+}
+
+// TestWildcardNeedsTheDCVZoneWithAnIssuer: a wildcard's certificate can
+// be obtained only through a DCV delegation, so a platform issuing
+// certificates without a DCV zone refuses wildcards instead of verifying
+// one it can never serve over HTTPS.
+func TestWildcardNeedsTheDCVZoneWithAnIssuer(t *testing.T) {
+	certs := &issuer{state: map[string]customdomain.CertStatus{}}
+	f := newFixture(t, certs)
+	f.set(t, "example.com.", cname("*.shop", target))
+	_, _, err := f.engine.Add(context.Background(), "prj_pro", "*.shop.example.com")
+	wantCode(t, err, petstore.CodeInvalidRequest)
+	if len(certs.requests) != 0 {
+		t.Fatalf("certificates requested: %v", certs.requests)
 	}
 }
