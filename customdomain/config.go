@@ -26,7 +26,8 @@ func (e *Engine) Config(ctx context.Context, projectID string) (Config, error) {
 // Names may be given in either form; status 0 means 301.
 //
 // Returns invalid_request, saying which entry is wrong, when a name is
-// invalid or not attached to the project, a status is not 301, 302, 307 or
+// invalid or not attached to the project, the primary or a redirect's
+// target is a wildcard, a status is not 301, 302, 307 or
 // 308, the primary redirects, a name redirects twice, or redirects form a
 // chain or a loop; plan_required while the project is below Pro (its
 // domains are suspended, see StatusSuspended).
@@ -42,7 +43,10 @@ func (e *Engine) SetConfig(ctx context.Context, projectID string, c Config) (Con
 	for _, en := range attached {
 		mine[en.Name] = true
 	}
-	resolve := func(what, s string) (string, error) {
+	// resolve returns the stored form of the name s given as what; a
+	// destination (the primary, a redirect's target) is one host a
+	// Location can name, never a wildcard.
+	resolve := func(what, s string, destination bool) (string, error) {
 		n, err := ParseName(s)
 		if err != nil {
 			return "", petstore.Errorf(petstore.CodeInvalidRequest, "%s: %s", what, petstore.ErrorMessage(err))
@@ -50,22 +54,25 @@ func (e *Engine) SetConfig(ctx context.Context, projectID string, c Config) (Con
 		if !mine[n.ASCII] {
 			return "", petstore.Errorf(petstore.CodeInvalidRequest, "%s: %s is not a domain of this project; add it first", what, n.Unicode)
 		}
+		if destination && n.Kind == KindWildcard {
+			return "", petstore.Errorf(petstore.CodeInvalidRequest, "%s: %s is a wildcard, not one host that browsers can be sent to", what, n.Unicode)
+		}
 		return n.ASCII, nil
 	}
 	out := Config{ProjectID: projectID, Redirects: make([]Redirect, 0, len(c.Redirects))}
 	if c.Primary != "" {
-		if out.Primary, err = resolve("primary", c.Primary); err != nil {
+		if out.Primary, err = resolve("primary", c.Primary, true); err != nil {
 			return Config{}, err
 		}
 	}
 	from := map[string]bool{}
 	for i, r := range c.Redirects {
 		what := func(field string) string { return "redirects[" + strconv.Itoa(i) + "]." + field }
-		f, err := resolve(what("from"), r.From)
+		f, err := resolve(what("from"), r.From, false)
 		if err != nil {
 			return Config{}, err
 		}
-		t, err := resolve(what("to"), r.To)
+		t, err := resolve(what("to"), r.To, true)
 		if err != nil {
 			return Config{}, err
 		}

@@ -95,7 +95,7 @@ func ParseName(s string) (Name, error) {
 		return Name{}, invalidName("%q is not a valid wildcard: only a whole first label may be *, as in *.shop.example.com", clip(s))
 	}
 	s = strings.TrimSuffix(s, ".")
-	if s == "" || strings.HasPrefix(s, ".") || strings.Contains(s, "..") {
+	if s == "" || strings.HasPrefix(s, ".") || strings.HasSuffix(s, ".") || strings.Contains(s, "..") {
 		return Name{}, invalidName("%q has an empty label: labels between dots must not be empty", clip(s))
 	}
 	ascii, err := strict.ToASCII(s)

@@ -63,6 +63,7 @@ func TestParseNameRejects(t *testing.T) {
 		{"empty label", "shop..example.com", "empty label"},
 		{"leading dot", ".example.com", "empty label"},
 		{"only a dot", ".", "empty label"},
+		{"two trailing dots", "shop.example.com..", "empty label"},
 		{"label over 63", strings.Repeat("a", 64) + ".example.com", "at most 63"},
 		{"name over 253", strings.Repeat(strings.Repeat("a", 60)+".", 5) + "com", "at most 253"},
 		{"public suffix", "co.uk", "public suffix"},

@@ -34,6 +34,7 @@ func liveFixture(t *testing.T, certs customdomain.CertIssuer) *fixture {
 func TestSetConfig(t *testing.T) {
 	ctx := context.Background()
 	f := liveFixture(t, nil)
+	f.add(t, "prj_pro", "*.shop.example.com")
 	r := func(from, to string, status int) customdomain.Redirect {
 		return customdomain.Redirect{From: from, To: to, Status: status}
 	}
@@ -56,6 +57,9 @@ func TestSetConfig(t *testing.T) {
 		{"to itself", customdomain.Config{Redirects: []customdomain.Redirect{r("www.example.com", "WWW.example.com", 0)}}, "cannot redirect to itself"},
 		{"chain", customdomain.Config{Redirects: []customdomain.Redirect{r("old.example.com", "www.example.com", 0), r("www.example.com", "shop.example.com", 0)}}, "redirects[0].to: www.example.com redirects too"},
 		{"loop", customdomain.Config{Redirects: []customdomain.Redirect{r("old.example.com", "www.example.com", 0), r("www.example.com", "old.example.com", 0)}}, "chain or a loop"},
+		{"from a wildcard", customdomain.Config{Redirects: []customdomain.Redirect{r("*.shop.example.com", "shop.example.com", 0)}}, ""},
+		{"to a wildcard", customdomain.Config{Redirects: []customdomain.Redirect{r("www.example.com", "*.shop.example.com", 0)}}, "redirects[0].to: *.shop.example.com is a wildcard"},
+		{"primary a wildcard", customdomain.Config{Primary: "*.shop.example.com"}, "primary: *.shop.example.com is a wildcard"},
 		{"twice from one name", customdomain.Config{Redirects: []customdomain.Redirect{r("www.example.com", "shop.example.com", 0), r("www.example.com", "old.example.com", 0)}}, "already redirects"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
