@@ -2,6 +2,7 @@ package customdomain
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -86,22 +87,39 @@ func (e *Engine) runOne(ctx context.Context, entry Entry) {
 	e.settle(ctx, stored)
 }
 
-// Run does the background work until ctx ends: every RefreshEvery it runs
-// RunDue and reloads the routing table, so changes made by other processes
-// sharing the store reach this one within that time. It returns ctx's error.
+// Run does the background work until ctx ends: every RefreshEvery it
+// reloads the routing table, so changes made by other processes sharing
+// the store reach this one within that time, and, in its own loop so that
+// slow DNS checks never hold a reload back, runs RunDue as often. It
+// returns ctx's error once both loops have stopped.
 func (e *Engine) Run(ctx context.Context) error {
-	t := time.NewTicker(e.cfg.RefreshEvery)
-	defer t.Stop()
-	for {
-		if _, err := e.RunDue(ctx, e.now()); err != nil && ctx.Err() == nil {
-			e.cfg.Logger.Error("domain background checks failed", "err", err)
-		}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		every(ctx, e.cfg.RefreshEvery, func() {
+			if _, err := e.RunDue(ctx, e.now()); err != nil && ctx.Err() == nil {
+				e.cfg.Logger.Error("domain background checks failed", "err", err)
+			}
+		})
+	})
+	every(ctx, e.cfg.RefreshEvery, func() {
 		if err := e.Refresh(ctx); err != nil && ctx.Err() == nil {
 			e.cfg.Logger.Error("domain routing refresh failed", "err", err)
 		}
+	})
+	wg.Wait()
+	return ctx.Err()
+}
+
+// every runs do at once and then every d, never two at a time (a tick
+// that comes while do runs is dropped), until ctx ends.
+func every(ctx context.Context, d time.Duration, do func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		do()
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return
 		case <-t.C:
 		}
 	}

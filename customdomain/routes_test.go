@@ -236,6 +236,59 @@ func TestRunRefreshesUntilCancelled(t *testing.T) {
 	}
 }
 
+// stuckResolver answers lookups of names below stuck only when the
+// lookup's context ends: nameservers that never answer.
+type stuckResolver struct {
+	customdomain.Resolver
+	stuck string
+}
+
+func (s stuckResolver) Lookup(ctx context.Context, name, typ string) ([]customdomain.Record, error) {
+	if strings.HasSuffix(strings.TrimSuffix(name, "."), s.stuck) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return s.Resolver.Lookup(ctx, name, typ)
+}
+
+// TestRunRefreshesWhileChecksHang: Run's reloads never wait for its DNS
+// checks, so a domain another process removed stops being served within
+// RefreshEvery even while the checks of pending domains hang.
+func TestRunRefreshesWhileChecksHang(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil)
+	f.set(t, "example.com.", cname("shop", target))
+	f.add(t, "prj_pro", "shop.example.com")
+	f.verify(t, "prj_pro", "shop.example.com")
+	for _, n := range []string{"a", "b", "c"} {
+		f.add(t, "prj_pro", n+".slow.example.com")
+	}
+	f.clock.Advance(2 * time.Minute) // their next checks are due
+	other := f.replica(t, func(c *customdomain.EngineConfig) {
+		c.RefreshEvery = 10 * time.Millisecond
+		c.Resolver = stuckResolver{Resolver: c.Resolver, stuck: "slow.example.com"}
+	})
+	if err := other.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- other.Run(runCtx) }()
+	defer func() { cancel(); <-done }()
+
+	if err := f.engine.Remove(ctx, "prj_pro", "shop.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(10 * time.Second) // a hang guard, not a timing assertion
+	for other.Route("shop.example.com").Kind != customdomain.RouteNone {
+		select {
+		case <-deadline:
+			t.Fatal("the removed domain is still served: the reload waits for the hanging checks")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
 func BenchmarkRoute(b *testing.B) {
 	ctx := context.Background()
 	f := newFixture(b, nil)
