@@ -53,9 +53,11 @@ type LeaseRequest struct {
 	Need int64
 	// Refusals counts quota refusals the process decided on its own since
 	// its last call: strikes, the first at FirstRefusal and the others
-	// taken to be at Now.
+	// taken to be at LastRefusal (they came between the two), so that a
+	// burst told to the store later still falls within the grace.
 	Refusals     int64
 	FirstRefusal time.Time
+	LastRefusal  time.Time
 	// Settle holds, per rate, what the process gives back or owes; nil
 	// when nothing.
 	Settle []Settlement
@@ -206,6 +208,7 @@ type lease struct {
 	waiting      int64      // requests waiting for the call in flight
 	refusals     int64      // refusals not yet told to the store
 	firstRefusal time.Time
+	lastRefusal  time.Time
 	banEnd       int64
 	usedAt       int64 // when a request last took from the share
 }
@@ -278,8 +281,8 @@ func (e *lease) refresh(p int64, n int) {
 // and taken off when it succeeds: settled). e.mu is held.
 func (e *lease) request(subject string, rates []Rate, now time.Time, ban BanPolicy, want int64) LeaseRequest {
 	req := LeaseRequest{Subject: subject, Rates: rates, Now: now, Ban: ban, Want: want,
-		Refusals: e.refusals, FirstRefusal: e.firstRefusal, Anonymous: anonymous(subject)}
-	e.refusals, e.firstRefusal = 0, time.Time{}
+		Refusals: e.refusals, FirstRefusal: e.firstRefusal, LastRefusal: e.lastRefusal, Anonymous: anonymous(subject)}
+	e.refusals, e.firstRefusal, e.lastRefusal = 0, time.Time{}, time.Time{}
 	for i := range e.wins {
 		w := &e.wins[i]
 		if w.debt == 0 && w.returned == 0 {
@@ -310,6 +313,9 @@ func (e *lease) failedCall(req LeaseRequest, err error) {
 	e.refusals += req.Refusals
 	if e.firstRefusal.IsZero() || (!req.FirstRefusal.IsZero() && req.FirstRefusal.Before(e.firstRefusal)) {
 		e.firstRefusal = req.FirstRefusal
+	}
+	if req.LastRefusal.After(e.lastRefusal) {
+		e.lastRefusal = req.LastRefusal
 	}
 	for i := range e.wins {
 		if isTimeout(err) {
@@ -347,6 +353,7 @@ func (e *lease) refused(wall time.Time, ban BanPolicy) {
 	if e.refusals == 0 {
 		e.firstRefusal = wall
 	}
+	e.lastRefusal = wall
 	e.refusals++
 }
 

@@ -18,7 +18,7 @@ import (
 // disabled (0/1), strikes tolerated, strike window, first ban, longest
 // ban, ban memory, strike grace (all ms), units wanted, refusals, first
 // refusal (ms), the cap of anonymous subjects (0: the subject is a key),
-// the subject, units needed now; then per window quota, period (ms), units returned, the
+// the subject, units needed now, last refusal (ms); then per window quota, period (ms), units returned, the
 // end (ms) they were granted in, debt. It returns {granted, refused
 // window (0-based, -1 for none), ban end (0: none), ban started (0/1),
 // then used and end per window}.
@@ -31,7 +31,8 @@ local banBase, banMax, banMemory = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumbe
 local grace = tonumber(ARGV[8])
 local want, refusals, first = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
 local anonCap, subject, need = tonumber(ARGV[12]), ARGV[13], tonumber(ARGV[14])
-local n = (#ARGV - 14) / 5
+local last = tonumber(ARGV[15])
+local n = (#ARGV - 15) / 5
 
 local function banLength(level)
   local length = banBase
@@ -50,7 +51,7 @@ for i = 1, #raw, 2 do f[raw[i]] = tonumber(raw[i + 1]) end
 local used, ends, periods, quotas = {}, {}, {}, {}
 local grant, refused = want, -1
 for i = 1, n do
-  local b = 14 + 5 * (i - 1)
+  local b = 15 + 5 * (i - 1)
   local quota, p = tonumber(ARGV[b + 1]), ARGV[b + 2]
   local period = tonumber(p)
   local ret, retEnd, debt = tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5])
@@ -85,41 +86,44 @@ local banNow = banLength(f["bl"] or 1)
 if banEnd > now + banNow then banEnd = now + banNow end
 local banned, started = banEnd > now, 0
 if banned then grant, refused = 0, -1 end
-if grant > 0 then
-  refused = -1
-  for i = 1, n do
-    used[i] = used[i] + grant
-    if ends[i] == 0 then ends[i] = now + tonumber(periods[i]) end
-  end
-end
 if want <= 0 then refused = -1 end
 
 local sc, se = f["sc"] or 0, f["se"] or 0
-local r = refusals
-if want > 0 and grant == 0 and not banned then r = r + 1 end
-if r > 0 and not banned and not nobans then
-  -- The first refusal at its own time; the others at now. Those within
-  -- the grace after a strike window's first may not have seen its 429.
-  local t = now
-  if refusals > 0 and first > 0 then t = first end
-  if se <= t then
-    sc, se = 1, t + within
-  elseif t >= se - within + grace then
-    sc = sc + 1
+-- strike counts k refusals at t. The first of a strike window starts it;
+-- those within the grace after it may not have seen its 429.
+local function strike(t, k)
+  if k <= 0 then return end
+  if se <= t then sc, se, k = 1, t + within, k - 1 end
+  if k > 0 and t >= se - within + grace then sc = sc + k end
+end
+local own = want > 0 and grant == 0 and not banned
+if (refusals > 0 or own) and not banned and not nobans then
+  -- The process's refusals: the first at its own time, the others at the
+  -- last one's (they came between); then this call's own, now.
+  if refusals > 0 then
+    strike(first > 0 and first or now, 1)
+    strike(last > 0 and last or now, refusals - 1)
   end
-  local rest = r - 1
-  if rest > 0 and se <= now then sc, se, rest = 1, now + within, rest - 1 end
-  if rest > 0 and now >= se - within + grace then sc = sc + rest end
+  if own then strike(now, 1) end
   if sc > strikes then
     local level, levelEnd = f["bl"] or 0, f["ble"] or 0
     if levelEnd <= now then level = 0 end
     level = level + 1
     banEnd = now + banLength(level)
-    banned, started, sc, se = true, 1, 0, 0
+    -- The ban refuses this call's requests too: nothing is granted.
+    banned, started, sc, se, grant = true, 1, 0, 0, 0
     redis.call("HSET", key, "be", banEnd, "bl", level, "ble", banEnd + banMemory)
     f["ble"] = banEnd + banMemory
     redis.call("ZADD", banlog, now, subject .. "|" .. banEnd)
     redis.call("ZREMRANGEBYSCORE", banlog, "-inf", now - banMax)
+  end
+end
+
+if grant > 0 then
+  refused = -1
+  for i = 1, n do
+    used[i] = used[i] + grant
+    if ends[i] == 0 then ends[i] = now + tonumber(periods[i]) end
   end
 end
 
@@ -178,15 +182,18 @@ func (s *Store) Lease(ctx context.Context, req ratelimit.LeaseRequest) (ratelimi
 	if req.Anonymous {
 		anonCap = s.anonCap
 	}
-	var first int64
+	var first, last int64
 	if !req.FirstRefusal.IsZero() {
 		first = req.FirstRefusal.UnixMilli()
 	}
+	if !req.LastRefusal.IsZero() {
+		last = req.LastRefusal.UnixMilli()
+	}
 	need := min(max(req.Need, 1), req.Want)
-	args := make([]any, 0, 14+5*len(req.Rates))
+	args := make([]any, 0, 15+5*len(req.Rates))
 	args = append(args, req.Now.UnixMilli(), boolArg(p.Disabled), p.Strikes,
 		p.Within.Milliseconds(), p.Duration.Milliseconds(), p.Max.Milliseconds(), p.Memory.Milliseconds(),
-		p.GraceOrZero().Milliseconds(), req.Want, req.Refusals, first, anonCap, req.Subject, need)
+		p.GraceOrZero().Milliseconds(), req.Want, req.Refusals, first, anonCap, req.Subject, need, last)
 	for i, r := range req.Rates {
 		var st ratelimit.Settlement
 		if i < len(req.Settle) {
