@@ -59,12 +59,24 @@ local f = {}
 local raw = redis.call("HGETALL", key)
 for i = 1, #raw, 2 do f[raw[i]] = tonumber(raw[i + 1]) end
 
+local function banLength(level)
+  local length = banBase
+  for _ = 2, level do
+    if length >= banMax then break end
+    length = length * 2
+  end
+  if length > banMax then length = banMax end
+  return length
+end
+
 local used, ends, live, periods = {}, {}, {}, {}
 local refused = -1
 for i = 1, n do
   local quota, p = tonumber(ARGV[7 + 2 * i]), ARGV[8 + 2 * i]
   periods[i] = p
   local c, e = f["c:" .. p] or 0, f["e:" .. p] or 0
+  -- A window lasts its length at most, whatever clock wrote its end.
+  if e > now + tonumber(p) then e = now + tonumber(p) end
   live[i] = e > now
   if not live[i] then c = 0; e = now + tonumber(p) end
   used[i], ends[i] = c, e
@@ -77,7 +89,10 @@ local function reply(status, banEnd)
   return r
 end
 
+-- A ban lasts its length at most, whatever clock wrote its end.
 local banEnd = f["be"] or 0
+local banNow = banLength(f["bl"] or 1)
+if banEnd > now + banNow then banEnd = now + banNow end
 if banEnd > now then
   refused = -1
   return reply(2, banEnd)
@@ -110,13 +125,7 @@ else
     local level, levelEnd = f["bl"] or 0, f["ble"] or 0
     if levelEnd <= now then level = 0 end
     level = level + 1
-    local length = banBase
-    for _ = 2, level do
-      if length >= banMax then break end
-      length = length * 2
-    end
-    if length > banMax then length = banMax end
-    banEnd = now + length
+    banEnd = now + banLength(level)
     redis.call("HSET", key, "be", banEnd, "bl", level, "ble", banEnd + banMemory, "sc", 0, "se", 0)
     redis.call("ZADD", KEYS[2], now, ARGV[#ARGV] .. "|" .. banEnd)
     redis.call("ZREMRANGEBYSCORE", KEYS[2], "-inf", now - banMax)

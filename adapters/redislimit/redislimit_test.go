@@ -268,3 +268,32 @@ func TestAdmin(t *testing.T) {
 		return redislimit.New(c, testenv.RedisPrefix(t, c, "rl"))
 	})
 }
+
+// TestTakeBoundsAClockAhead: Take, like Lease, counts a window or ban end
+// written by a clock that ran ahead as its length at most.
+func TestTakeBoundsAClockAhead(t *testing.T) {
+	c := testenv.RedisClient(t)
+	s := redislimit.New(c, testenv.RedisPrefix(t, c, "rl"))
+	ctx := context.Background()
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	ahead := now.Add(time.Hour)
+	take := func(subject string, at time.Time) ratelimit.Result {
+		t.Helper()
+		res, err := s.Take(ctx, ratelimit.Request{Subject: subject, Rates: ratelimit.Rates(ratelimittest.Free), Now: at, Ban: ratelimit.BanPolicy{Grace: -1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	for range ratelimittest.Free.PerMinute {
+		take("key:full", ahead)
+	}
+	if res := take("key:full", now); res.Allowed || res.Windows[0].Reset.Sub(now) > time.Minute {
+		t.Fatalf("a minute filled an hour ahead: allowed %v, resets in %v; want refused for a minute at most", res.Allowed, res.Windows[0].Reset.Sub(now))
+	}
+	for res := take("key:banned", ahead); !res.Banned; res = take("key:banned", ahead) {
+	}
+	if res := take("key:banned", now); !res.Banned || res.BanEnd.Sub(now) > 15*time.Minute {
+		t.Fatalf("a 15 min ban started an hour ahead: banned %v until %v; want 15 min at most", res.Banned, res.BanEnd.Sub(now))
+	}
+}
