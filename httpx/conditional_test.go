@@ -277,3 +277,24 @@ func TestConditionalRequestsPastThePlansQuota(t *testing.T) {
 		t.Fatalf("conditional request on an unchanged page past the quota: %d %s", res.Status, res.Body)
 	}
 }
+
+// A key banned on its plan's quota still gets its 304s: the conditional
+// allowance has its own strikes and bans (docs/rate-limits.md).
+func TestBannedKeyStillGetsNotModified(t *testing.T) {
+	e := newRLEnv(t, ratelimit.NewMemoryStore(), nil)
+	first := e.get(t)
+	for range 59 {
+		wantStatus(t, e.get(t), http.StatusOK, "")
+	}
+	for range 31 { // 429s a second apart: strikes, past the grace
+		e.clock.Advance(time.Second)
+		e.get(t)
+	}
+	wantStatus(t, e.get(t), http.StatusTooManyRequests, petstore.CodeAPIKeyBanned)
+	r := e.req("GET", "/v1/pets", "")
+	r.Header.Set("If-None-Match", first.Header.Get("ETag"))
+	res := do(t, e.h, "/v1", r)
+	if res.Status != http.StatusNotModified || res.Header.Get("X-RateLimit-Limit") != "600" {
+		t.Fatalf("conditional request of a key banned on its plan: %d, X-RateLimit-Limit %q; want 304 on the allowance of 600", res.Status, res.Header.Get("X-RateLimit-Limit"))
+	}
+}
