@@ -23,7 +23,8 @@ type Refunder interface {
 // quota. Only the windows that were running at that instant and still
 // run get it back, so a refund never lets a later window over its quota.
 // With a store that leases shares (Leaser) the unit goes back into this
-// process's share; with a shared store that does not, into the store
+// process's share, or, once one of its windows has ended, to the store's
+// others that still run; with a shared store that does not, into the store
 // when it is a Refunder, or into the local fallback while the store is
 // taken for down. A zero at means now.
 func (l *Limiter) Refund(ctx context.Context, subject string, limits petstore.Limits, at time.Time) error {
@@ -42,12 +43,20 @@ func (l *Limiter) Refund(ctx context.Context, subject string, limits petstore.Li
 		if e := l.leases.peek(subject); e != nil {
 			e.mu.Lock()
 			e.refresh(p, len(rates))
-			admittedHere := len(e.wins) == len(rates)
+			running := make([]bool, len(e.wins)) // still the window it was admitted in
+			all := true
 			for i, w := range e.wins {
-				admittedHere = admittedHere && w.end > pAt && w.end-int64(rates[i].Period) <= pAt
+				running[i] = w.end > pAt && w.end-int64(rates[i].Period) <= pAt
+				all = all && running[i]
 			}
-			if admittedHere {
+			if all { // back into the share, for any window
 				e.grant++
+			} else { // back to the store, for those windows only
+				for i := range e.wins {
+					if running[i] {
+						e.wins[i].returned++
+					}
+				}
 			}
 			e.mu.Unlock()
 		}

@@ -70,3 +70,33 @@ func TestRefundGoesBackIntoTheShare(t *testing.T) {
 		t.Fatalf("the new minute admitted %d after a refund of the last one's request, want its quota of 5", n)
 	}
 }
+
+// A request refunded after its minute ended gives its unit back to the
+// day it was admitted in, which still runs, as the in-memory store does.
+func TestRefundAfterTheMinuteGoesBackToTheDay(t *testing.T) {
+	c := testenv.RedisClient(t)
+	store := redislimit.New(c, testenv.RedisPrefix(t, c, "rl"))
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := newClock(t0)
+	l := ratelimit.New(store, ratelimit.Config{Clock: clk.Now, StoreTimeout: 5 * time.Second})
+	ctx := context.Background()
+	limits := petstore.Limits{PerMinute: 5, PerDay: 100}
+	d, err := l.Decide(ctx, "key:late", limits)
+	if err != nil || !d.Allowed {
+		t.Fatalf("%+v, %v", d, err)
+	}
+	clk.Set(t0.Add(61 * time.Second))
+	if err := l.Refund(ctx, "key:late", limits, d.At); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(ctx); err != nil { // gives back what the process holds
+		t.Fatal(err)
+	}
+	ws, err := store.Usage(ctx, "key:late", ratelimit.Rates(limits), clk.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws[1].Remaining != 100 {
+		t.Fatalf("the day has %d of 100 left after the refund of its only request", ws[1].Remaining)
+	}
+}
