@@ -2,6 +2,7 @@ package httpx_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -660,5 +661,32 @@ func TestRateLimitHeadersDefaultToTheSpecs(t *testing.T) {
 		if ietf && res.Header.Get("RateLimit") != `"minute";r=59;t=60, "day";r=999;t=86400` {
 			t.Errorf("RateLimit = %q", res.Header.Get("RateLimit"))
 		}
+	}
+}
+
+// downStore is a shared store that never answers.
+type downStore struct{}
+
+func (downStore) Take(context.Context, ratelimit.Request) (ratelimit.Result, error) {
+	return ratelimit.Result{}, errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
+}
+
+// While the shared store is down, a failing-open limiter decides in
+// memory: what it admits carries no rate-limit headers (its figures are
+// one process's), but its 429s carry the refusing window's, as every 429
+// must.
+func TestRateLimitStoreDownRefusalHasHeaders(t *testing.T) {
+	e := newRLEnv(t, downStore{}, func(_ *httpx.Config, l *ratelimit.Config) { l.FailClosed = false })
+	for i := range 60 {
+		res := e.get(t)
+		wantStatus(t, res, http.StatusOK, "")
+		if i == 0 {
+			wantHeaders(t, res, map[string]string{"X-RateLimit-Limit": "", "X-RateLimit-Remaining": ""})
+		}
+	}
+	res := e.get(t)
+	wantStatus(t, res, http.StatusTooManyRequests, petstore.CodeRateLimited)
+	if res.Header.Get("X-RateLimit-Limit") != "60" || res.Header.Get("X-RateLimit-Remaining") != "0" || res.Header.Get("X-RateLimit-Reset") == "" {
+		t.Fatalf("429 while the store is down: headers %v", res.Header)
 	}
 }
