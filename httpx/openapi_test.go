@@ -1,6 +1,7 @@
 package httpx_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/ratelimit"
 )
 
 // TestOpenAPIServerPerBase builds handlers on several bases at once, twice
@@ -80,6 +82,28 @@ func BenchmarkNew(b *testing.B) {
 	for b.Loop() {
 		if _, err := httpx.New(cfg); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// The OpenAPI document is served whole, with one of the statuses it
+// lists for itself: Range and If-Match, which a plain file server would
+// honour (206, 416, 412), are ignored.
+func TestOpenAPIDocumentIsServedWhole(t *testing.T) {
+	e := newRLEnv(t, ratelimit.NewMemoryStore(), nil)
+	whole := do(t, e.h, "/v1", httptest.NewRequest("GET", "/v1/openapi.json", nil))
+	wantStatus(t, whole, http.StatusOK, "")
+	for _, h := range [][2]string{
+		{"Range", "bytes=0-10"},
+		{"Range", "bytes=999999-"},
+		{"If-Match", `"nope"`},
+		{"If-Unmodified-Since", "Mon, 02 Jan 2006 15:04:05 GMT"},
+	} {
+		r := httptest.NewRequest("GET", "/v1/openapi.json", nil)
+		r.Header.Set(h[0], h[1])
+		res := do(t, e.h, "/v1", r)
+		if res.Status != http.StatusOK || !bytes.Equal(res.Body, whole.Body) {
+			t.Fatalf("with %s: %s: %d and %d bytes; want 200 and the whole document (%d bytes)", h[0], h[1], res.Status, len(res.Body), len(whole.Body))
 		}
 	}
 }
