@@ -8,7 +8,9 @@
 // number of attempts and a bounded total time. It never retries a request
 // answered with api_key_banned, and it retries a POST only because every
 // CreatePet carries an Idempotency-Key, reused across that call's attempts,
-// so a retry never creates a second pet.
+// so a retry never creates a second pet on a server that keeps those keys
+// (httpx.Config.Idempotency, as examples/server does); one that ignores
+// them may create two when an answer is lost.
 //
 // Error responses come back as *petstore.Error (use errors.As) with the
 // HTTP status in Status.
@@ -385,7 +387,7 @@ func (c *Client) attempt(ctx context.Context, method string, u *url.URL, body []
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, nil, fmt.Errorf("petstore client: %s %s: %w", method, u.Path, err)
+		return nil, nil, &noAnswer{fmt.Errorf("petstore client: %s %s: %w", method, u.Path, err)}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
@@ -395,10 +397,17 @@ func (c *Client) attempt(ctx context.Context, method string, u *url.URL, body []
 		c.mu.Unlock()
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("petstore client: %s %s: reading response: %w", method, u.Path, err)
+		return nil, nil, &noAnswer{fmt.Errorf("petstore client: %s %s: reading response: %w", method, u.Path, err)}
 	}
 	return resp, data, nil
 }
+
+// noAnswer is a call that got no whole answer (a network error, or the
+// body broke off): what the client retries besides error answers.
+type noAnswer struct{ err error }
+
+func (e *noAnswer) Error() string { return e.err.Error() }
+func (e *noAnswer) Unwrap() error { return e.err }
 
 // rateLimitWait is how long to wait after a 429: Retry-After, else until
 // X-RateLimit-Reset, else the backoff.
@@ -446,9 +455,12 @@ func IsRetryable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
+	if na := (*noAnswer)(nil); errors.As(err, &na) {
+		return true
+	}
 	var e *petstore.Error
 	if !errors.As(err, &e) {
-		return true
+		return false // an answer the client could not use: a retry gets the same
 	}
 	switch e.Code {
 	case petstore.CodeRateLimited, petstore.CodeIdempotencyKeyInUse:

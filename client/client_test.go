@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
@@ -356,6 +358,41 @@ func TestCreateRetriedWithSameKeyCreatesOnePet(t *testing.T) {
 	}
 }
 
+// IsRetryable on what the client itself returns: no answer (nothing
+// listens) is retryable; an answer it cannot use (a 200 that is no list of
+// pets) is not, since a retry would get the same.
+func TestIsRetryableOnTheClientsErrors(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close()
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"not":"a list"}`)
+	}))
+	t.Cleanup(bad.Close)
+	for _, tt := range []struct {
+		name, url string
+		want      bool
+	}{
+		{"no answer", closed, true},
+		{"an unusable answer", bad.URL, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := client.New(tt.url, "psk_any", client.WithMaxAttempts(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.ListPets(context.Background(), petstore.PetFilter{})
+			if err == nil || client.IsRetryable(err) != tt.want {
+				t.Fatalf("IsRetryable(%v) = %v, want %v", err, client.IsRetryable(err), tt.want)
+			}
+		})
+	}
+}
+
 func TestIsRetryable(t *testing.T) {
 	tests := []struct {
 		err  error
@@ -364,7 +401,6 @@ func TestIsRetryable(t *testing.T) {
 		{nil, false},
 		{context.Canceled, false},
 		{fmt.Errorf("wrapped: %w", context.DeadlineExceeded), false},
-		{errors.New("connection reset"), true},
 		{&petstore.Error{Code: petstore.CodeUnavailable, Status: 503}, true},
 		{&petstore.Error{Code: petstore.CodeInternal, Status: 500}, true},
 		{&petstore.Error{Code: petstore.CodeRateLimited, Status: 429}, true},

@@ -98,6 +98,9 @@ func NewAPI(ctx context.Context, logger *slog.Logger) (http.Handler, string, err
 		Logger:   logger,
 		BasePath: APIBase,
 		Limiter:  ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{Logger: logger}),
+		// A create retried with its Idempotency-Key (as client retries
+		// them) replays the first answer instead of making a second pet.
+		Idempotency: store,
 		// The IETF draft's RateLimit-Policy and RateLimit too, for clients
 		// that read them, besides the spec's X-RateLimit-*.
 		IETFRateLimitHeaders: true,
