@@ -150,7 +150,7 @@ type OrderService interface {
 
 // OrderStore persists orders. Implementations must be safe for concurrent
 // use, honour context cancellation, and report an unreachable backend as
-// unavailable. storetest checks all of this.
+// unavailable. storetest checks the first two (see PetStore).
 type OrderStore interface {
 	// CreateOrder stores a valid, normalized order for projectID and
 	// assigns it a new, unique id greater than every id assigned before

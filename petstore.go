@@ -27,7 +27,9 @@ type PetService interface {
 
 // PetStore persists pets. Implementations must be safe for concurrent use,
 // honour context cancellation, and report an unreachable backend as
-// unavailable rather than with driver text. storetest checks all of this.
+// unavailable rather than with driver text. storetest checks the first
+// two; the last needs a backend made unreachable, which an adapter's own
+// fault tests do (bunstore's, through internal/faultproxy).
 type PetStore interface {
 	// CreatePet stores a valid pet and assigns it a new, unique id greater
 	// than every id assigned before. On databases with concurrent writers
@@ -85,7 +87,7 @@ type KeyStore interface {
 
 // Store is the storage every backend provides: pets and keys. Optional
 // features have their own store interfaces, next to their consumers
-// (IdempotencyStore here, domain.Store, adapters/acme/blobs.Store), which
+// (IdempotencyStore here, customdomain.Store, adapters/acme/blobs.Store), which
 // memstore and bunstore implement too.
 type Store interface {
 	PetStore

@@ -2,6 +2,7 @@ package petstoretest
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"net/http"
@@ -104,8 +105,12 @@ func (s *Server) Inject(f Fault) {
 }
 
 // FailNext makes the next n requests, whatever their route, fail with
-// status and an Error body.
-func (s *Server) FailNext(n, status int) { s.Inject(Fault{Times: n, Status: status}) }
+// status and an Error body; n <= 0 fails none.
+func (s *Server) FailNext(n, status int) {
+	if n > 0 {
+		s.Inject(Fault{Times: n, Status: status})
+	}
+}
 
 // ClearFaults removes every fault.
 func (s *Server) ClearFaults() {
@@ -169,7 +174,7 @@ func (s *Server) front(next http.Handler) http.Handler {
 		case !s.applyFault(sw, r, f):
 			next.ServeHTTP(sw, r)
 		}
-		if sw.Status == 0 {
+		if sw.Status == 0 && r.Context().Err() == nil { // nothing written: net/http sends 200
 			sw.Status = http.StatusOK
 		}
 	})
@@ -198,7 +203,7 @@ func (s *Server) applyFault(w *statuswriter.Writer, r *http.Request, f *Fault) b
 	if e == nil {
 		e = &petstore.Error{Code: httpx.CodeOf(f.Status), Message: fmt.Sprintf("fault injected by petstoretest: %d %s", f.Status, http.StatusText(f.Status))}
 	}
-	status := f.Status
+	status := cmp.Or(f.Status, e.Status)
 	if status == 0 {
 		status = httpx.ErrorStatus(e)
 	}
