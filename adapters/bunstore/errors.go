@@ -84,6 +84,16 @@ func isUnique(err error) bool {
 	return strings.HasPrefix(err.Error(), "Error 1062 ")
 }
 
+// isDeadlock reports a transaction the database chose to end to break a
+// deadlock (MySQL's 1213, PostgreSQL's 40P01): nothing of it was written.
+func isDeadlock(err error) bool {
+	var ps sqlStater
+	if errors.As(err, &ps) {
+		return ps.SQLState() == "40P01"
+	}
+	return strings.HasPrefix(err.Error(), "Error 1213 ")
+}
+
 func isUnavailable(err error) bool {
 	var se *sqlite.Error
 	if errors.As(err, &se) {

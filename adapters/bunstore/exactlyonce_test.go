@@ -372,3 +372,54 @@ func throughProxy(t *testing.T, dsn string) (*bun.DB, *bunstore.Store, *faultpro
 	t.Cleanup(func() { _ = proxied.Close() })
 	return direct, bunstore.New(proxied), proxy
 }
+
+// TestWaitersOfAFirstCallNotKept: calls waiting on one Idempotency-Key
+// while the first call's response is not kept (a 5xx) run after it, or
+// replay one of them that ran: none fails. On MariaDB the first's rollback
+// deadlocks the waiters' inserts, and they must try again.
+func TestWaitersOfAFirstCallNotKept(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			s := bunstore.New(b.open(t))
+			ctx := context.Background()
+			for round := range 3 {
+				rec := petstore.IdempotencyRecord{Scope: "key_a", Key: fmt.Sprintf("waiters-%d", round), RequestHash: "h", CreatedAt: time.Now().UTC()}
+				started := make(chan struct{})
+				var wg sync.WaitGroup
+				wg.Go(func() {
+					_, _, err := s.CreateOnce(ctx, rec, func(ctx context.Context) (petstore.IdempotencyRecord, bool) {
+						if _, err := s.CreatePet(ctx, petstore.NewPet{Name: "first", CategoryID: 1}); err != nil {
+							t.Errorf("first create: %v", err)
+						}
+						close(started)
+						time.Sleep(300 * time.Millisecond) // the waiters queue on the key meanwhile
+						return rec, false
+					})
+					if err != nil {
+						t.Errorf("first call: %v", err)
+					}
+				})
+				<-started
+				errs := make([]error, 4)
+				for i := range errs {
+					wg.Go(func() {
+						_, _, errs[i] = s.CreateOnce(ctx, rec, func(ctx context.Context) (petstore.IdempotencyRecord, bool) {
+							if _, err := s.CreatePet(ctx, petstore.NewPet{Name: "waiter", CategoryID: 1}); err != nil {
+								return rec, false
+							}
+							out := rec
+							out.Completed, out.Status, out.Body = true, 201, []byte("{}")
+							return out, true
+						})
+					})
+				}
+				wg.Wait()
+				for i, err := range errs {
+					if err != nil {
+						t.Errorf("round %d, waiter %d: %v", round, i, err)
+					}
+				}
+			}
+		})
+	}
+}

@@ -52,6 +52,11 @@ func (s *Store) CreateOnce(ctx context.Context, rec petstore.IdempotencyRecord, 
 		if ran || err == nil {
 			return out, ran, mapErr(ctx, "create once", err)
 		}
+		if isDeadlock(err) && attempt < 5 && ctx.Err() == nil {
+			// Waiters for a first call that rolled back (MariaDB's insert
+			// locks): create never ran, so trying again is safe.
+			continue
+		}
 		if err = mapErr(ctx, "create once", err); petstore.ErrorCode(err) != petstore.CodeConflict {
 			return petstore.IdempotencyRecord{}, false, err
 		}
