@@ -29,11 +29,13 @@
 //
 // # Lookups that cost the database nothing
 //
-// A token the store did not know is remembered too, by its hash, for
-// Config.NegativeTTL (a minute by default) in a cache of at most
-// Config.NegativeSize hashes: a flood of wrong keys costs at most one
-// lookup per distinct key per minute. Any key change forgets them all, so
-// a key created or re-enabled works at once.
+// A token the store did not know is remembered too, by its hash, in a
+// cache of at most Config.NegativeSize hashes: for Config.NegativeTTL (a
+// minute by default) while the cache follows a live feed, so a flood of
+// wrong keys costs at most one lookup per distinct key per minute, and for
+// Config.TTL at most without one. Any key change the cache hears of
+// forgets them all, so a key created or re-enabled works at once, and
+// within TTL where no feed tells.
 //
 // A client the rate limiter refuses (Config.Refused: banned, or out of
 // its address's budget of attempts) is served from memory as anyone is,
@@ -94,7 +96,8 @@ type Config struct {
 	// DefaultNegativeSize (at most about 12 MB).
 	NegativeSize int
 	// NegativeTTL is how long an unknown token is answered without a
-	// lookup; default DefaultNegativeTTL.
+	// lookup while the cache follows a live feed (TTL at most without
+	// one); default DefaultNegativeTTL.
 	NegativeTTL time.Duration
 	// Refused, when set, reports whether the rate limiter refuses client
 	// (banned, or out of its budget of attempts): AuthenticateClient then
@@ -261,8 +264,10 @@ func (c *Cache) AuthenticateClient(ctx context.Context, token string, client net
 }
 
 // rememberUnknown keeps hash as an unknown token until NegativeTTL from
-// now, dropping the oldest past NegativeSize, unless a key changed since
-// the lookup began (gen): that change may have made it known.
+// now (TTL at most without a live feed, which alone would tell that the
+// token became known), dropping the oldest past NegativeSize, unless a
+// key changed since the lookup began (gen): that change may have made it
+// known.
 func (c *Cache) rememberUnknown(hash [sha256.Size]byte, now time.Time, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -276,7 +281,11 @@ func (c *Cache) rememberUnknown(hash [sha256.Size]byte, now time.Time, gen uint6
 		}
 		c.negOrder = append(c.negOrder, hash)
 	}
-	c.neg[hash] = now.Add(c.cfg.NegativeTTL).UnixNano()
+	ttl := c.cfg.NegativeTTL
+	if !c.live {
+		ttl = min(ttl, c.cfg.TTL)
+	}
+	c.neg[hash] = now.Add(ttl).UnixNano()
 }
 
 // pace reports whether refused client may cause a lookup now, and if so

@@ -110,6 +110,7 @@ func TestUnknownTokensCostOneLookupAMinute(t *testing.T) {
 	lookups := &countingAuth{next: keys}
 	clk := newClock()
 	c := keycache.New(lookups, keycache.Config{Now: clk.Now})
+	c.Apply(changefeed.Change{Kind: changefeed.KindLive}) // a live feed tells when a key becomes known
 	for range 1000 {
 		for k := range 10 {
 			wantCode(t, c, fmt.Sprintf("psk_wrong%d", k), petstore.CodeUnauthorized)
@@ -127,6 +128,30 @@ func TestUnknownTokensCostOneLookupAMinute(t *testing.T) {
 	wantCode(t, c, "psk_wrong1", petstore.CodeUnauthorized)
 	if got := lookups.n.Load(); got != 12 {
 		t.Fatalf("after a key change: %d lookups, want 12 (the unknown tokens forgotten)", got)
+	}
+}
+
+// TestUnknownTokenBecomesKnownWithinTTLWithoutAFeed: with no feed to tell
+// of a key created or re-enabled elsewhere, an unknown token is
+// remembered for TTL at most, the cache's staleness bound.
+func TestUnknownTokenBecomesKnownWithinTTLWithoutAFeed(t *testing.T) {
+	store := openStore(t)
+	keys := petstore.NewKeys(store)
+	key, secret := newKey(t, keys, petstore.PlanPro)
+	other := petstore.NewKeys(store) // another process's, which this cache never hears from
+	ctx := context.Background()
+	if err := other.Revoke(ctx, key.ID); err != nil {
+		t.Fatal(err)
+	}
+	clk := newClock()
+	c := keycache.New(keys, keycache.Config{Now: clk.Now})
+	wantCode(t, c, secret, petstore.CodeUnauthorized)
+	if _, err := other.Unrevoke(ctx, key.ID); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(keycache.DefaultTTL)
+	if _, err := c.Authenticate(ctx, secret); err != nil {
+		t.Fatalf("a key re-enabled elsewhere, %v later: %v", keycache.DefaultTTL, err)
 	}
 }
 
