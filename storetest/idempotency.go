@@ -126,6 +126,29 @@ func RunIdempotency(t *testing.T, open Opener) {
 			t.Fatalf("%d pets after the retry, want 1", n)
 		}
 	})
+	t.Run("NotKeptTakesBackOrders", func(t *testing.T) {
+		t.Parallel()
+		s := idem(t)
+		orders, ok := s.(petstore.OrderStore)
+		if !ok {
+			t.Skip("the store keeps no orders")
+		}
+		r := rec("key_a", "order-5xx")
+		if _, ran, err := s.CreateOnce(ctx, r, func(ctx context.Context) (petstore.IdempotencyRecord, bool) {
+			o := petstore.NewOrder{PetID: 1}
+			o.Normalize()
+			if _, err := orders.CreateOrder(ctx, "prj_taken_back", o); err != nil {
+				t.Errorf("CreateOrder inside CreateOnce: %v", err)
+			}
+			return r, false
+		}); err != nil || !ran {
+			t.Fatalf("CreateOnce = %v, %v; want ran", ran, err)
+		}
+		got, err := orders.ListOrders(ctx, petstore.OrderQuery{ProjectID: "prj_taken_back", Limit: 10})
+		if err != nil || len(got) != 0 {
+			t.Fatalf("orders of a response not kept: %v, %v; want none", got, err)
+		}
+	})
 	t.Run("KeepsAResponseWithoutCreation", func(t *testing.T) {
 		t.Parallel()
 		s := idem(t)

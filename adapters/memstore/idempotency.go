@@ -55,9 +55,8 @@ func copyRecord(rec petstore.IdempotencyRecord) petstore.IdempotencyRecord {
 }
 
 // CreateOnce implements petstore.IdempotencyStore. A call finding the key
-// running in another call waits for it. The pets create makes through ctx
-// are taken back if its response is not kept; its orders cannot fail
-// once stored, so a response that is not kept never follows one.
+// running in another call waits for it. The pets and orders create makes
+// through ctx are taken back if its response is not kept.
 func (s *Store) CreateOnce(ctx context.Context, rec petstore.IdempotencyRecord, create func(context.Context) (petstore.IdempotencyRecord, bool)) (petstore.IdempotencyRecord, bool, error) {
 	t := s.idemRecs
 	id := idemID{rec.Scope, rec.Key}
@@ -108,9 +107,10 @@ func (s *Store) CreateOnce(ctx context.Context, rec petstore.IdempotencyRecord, 
 // unit is one CreateOnce call's creations, to take back when its response
 // is not kept.
 type unit struct {
-	store *Store
-	mu    sync.Mutex
-	pets  []int64
+	store  *Store
+	mu     sync.Mutex
+	pets   []int64
+	orders []int64
 }
 
 type unitKey struct{}
@@ -123,19 +123,25 @@ func (s *Store) unitOf(ctx context.Context) *unit {
 	return nil
 }
 
-// undo deletes the unit's pets.
+// undo deletes the unit's pets and orders.
 func (u *unit) undo() {
 	u.mu.Lock()
-	ids := u.pets
-	u.pets = nil
+	pets, orders := u.pets, u.orders
+	u.pets, u.orders = nil, nil
 	u.mu.Unlock()
 	s := u.store
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, id := range ids {
+	for _, id := range pets {
 		if i, ok := s.find(id); ok {
 			s.pets = slices.Delete(s.pets, i, i+1)
 		}
+	}
+	s.mu.Unlock()
+	if len(orders) > 0 {
+		t := s.orders
+		t.mu.Lock()
+		t.orders = slices.DeleteFunc(t.orders, func(o storedOrder) bool { return slices.Contains(orders, o.order.ID) })
+		t.mu.Unlock()
 	}
 }
 
@@ -168,6 +174,17 @@ func (s *Store) PurgeIdempotencyKeys(ctx context.Context, before time.Time) (int
 			delete(t.recs, id)
 			n++
 		}
+	}
+	if n > 0 {
+		// The claim order keeps only the records left, so a key used
+		// again later is queued by its new claim alone.
+		kept := make([]idemID, 0, len(t.recs))
+		for _, id := range t.order[t.head:] {
+			if _, ok := t.recs[id]; ok {
+				kept = append(kept, id)
+			}
+		}
+		t.order, t.head = kept, 0
 	}
 	return n, nil
 }

@@ -36,3 +36,52 @@ func TestIdempotencyRecordsCapped(t *testing.T) {
 		t.Fatalf("the oldest record is still kept: %v", err)
 	}
 }
+
+// TestClaimQueueFollowsPurges: below the cap, the hourly purge keeps the
+// claim queue as short as the records it keeps.
+func TestClaimQueueFollowsPurges(t *testing.T) {
+	s := New()
+	s.idemRecs.max = 100
+	ctx := context.Background()
+	now := time.Now()
+	for day := range 2000 {
+		for i := range 50 {
+			rec := petstore.IdempotencyRecord{Scope: "key_1", Key: strconv.Itoa(day) + "-" + strconv.Itoa(i), RequestHash: "h", CreatedAt: now}
+			if _, _, err := s.CreateOnce(ctx, rec, func(context.Context) (petstore.IdempotencyRecord, bool) { return rec, true }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.PurgeIdempotencyKeys(ctx, now.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if q := len(s.idemRecs.order) - s.idemRecs.head; q > 2*1024+100 {
+		t.Fatalf("claim queue holds %d ids while %d records are kept", q, len(s.idemRecs.recs))
+	}
+}
+
+// TestReclaimedKeyIsForgottenAsNew: a key purged and claimed again is
+// the newest record, so it is not the first forgotten at the cap.
+func TestReclaimedKeyIsForgottenAsNew(t *testing.T) {
+	s := New()
+	s.idemRecs.max = 3
+	ctx := context.Background()
+	now := time.Now()
+	claim := func(k string, at time.Time) {
+		rec := petstore.IdempotencyRecord{Scope: "key_1", Key: k, RequestHash: "h", CreatedAt: at}
+		if _, ran, err := s.CreateOnce(ctx, rec, func(context.Context) (petstore.IdempotencyRecord, bool) { return rec, true }); err != nil || !ran {
+			t.Fatalf("CreateOnce %s: %v %v", k, ran, err)
+		}
+	}
+	claim("A", now.Add(-25*time.Hour)) // expired
+	claim("B", now)
+	if _, err := s.PurgeIdempotencyKeys(ctx, now.Add(-petstore.IdempotencyTTL)); err != nil {
+		t.Fatal(err)
+	}
+	claim("A", now) // claimed again: newer than B
+	claim("C", now)
+	claim("D", now) // over the cap of 3: B is the oldest
+	if _, err := s.GetIdempotencyKey(ctx, "key_1", "A"); err != nil {
+		t.Fatalf("the newest claim of A was forgotten: %v (B: %v)", err, func() error { _, e := s.GetIdempotencyKey(ctx, "key_1", "B"); return e }())
+	}
+}

@@ -34,6 +34,11 @@ func (s *Store) CreateOrder(ctx context.Context, projectID string, o petstore.Ne
 	t.nextID++
 	order := petstore.Order{ID: t.nextID, PetID: o.PetID, Quantity: o.Quantity, ShipDate: o.ShipDate, Status: o.Status, Complete: o.Complete}
 	t.orders = append(t.orders, storedOrder{project: projectID, order: order})
+	if u := s.unitOf(ctx); u != nil {
+		u.mu.Lock()
+		u.orders = append(u.orders, order.ID)
+		u.mu.Unlock()
+	}
 	return order, nil
 }
 
