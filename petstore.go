@@ -349,6 +349,6 @@ func (k *Keys) Unrevoke(ctx context.Context, id string) (APIKey, error) {
 	if err != nil {
 		return APIKey{}, err
 	}
-	k.changed(ctx, id)
+	k.changed(ctx, key.ID)
 	return key, nil
 }

@@ -381,6 +381,11 @@ func RunKeys(t *testing.T, open Opener) {
 		}
 		_, err = keys.SetPlan(ctx, "key_missing", petstore.PlanPro, petstore.Limits{})
 		wantCode(t, err, petstore.CodeNotFound)
+		// Ids are exact: one with a trailing space (which a padding
+		// collation would match) names no key.
+		_, err = keys.SetPlan(ctx, ids[0]+" ", petstore.PlanPro, petstore.Limits{})
+		wantCode(t, err, petstore.CodeNotFound)
+		wantCode(t, keys.Revoke(ctx, ids[1]+" "), petstore.CodeNotFound)
 		if err := keys.Revoke(ctx, ids[1]); err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -418,7 +419,16 @@ func (s *Store) ListKeys(ctx context.Context) ([]petstore.APIKey, error) {
 // SetKeyPlan implements petstore.KeyStore. It reads the key back rather
 // than trusting the count of updated rows, which MySQL reports as zero for
 // an update that changes nothing unless the connection sets clientFoundRows.
+// exactID reports whether id can name a stored key. MySQL's utf8mb4_bin
+// collation pads with spaces, so "key_x " would match key_x there (and
+// be announced to other processes' key caches as typed); no key id ends
+// in a space.
+func exactID(id string) bool { return !strings.HasSuffix(id, " ") }
+
 func (s *Store) SetKeyPlan(ctx context.Context, id string, plan petstore.Plan, limits petstore.Limits) (petstore.APIKey, error) {
+	if !exactID(id) {
+		return petstore.APIKey{}, petstore.Errorf(petstore.CodeNotFound, "key %s not found", id)
+	}
 	_, err := s.db.NewUpdate().Model((*keyRow)(nil)).
 		Set("plan = ?", string(plan)).
 		Set("per_minute = ?", limits.PerMinute).
@@ -460,6 +470,9 @@ func (r revokedRow) keyRow() keyRow {
 // DeleteKey implements petstore.KeyStore. The key moves to revoked_keys in
 // the transaction that deletes it, so no restart finds it in neither.
 func (s *Store) DeleteKey(ctx context.Context, id string) error {
+	if !exactID(id) {
+		return petstore.Errorf(petstore.CodeNotFound, "key %s not found", id)
+	}
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var row keyRow
 		if err := tx.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
@@ -497,6 +510,9 @@ func (s *Store) RevokedKey(ctx context.Context, hash string) (petstore.APIKey, e
 
 // UnrevokeKey implements petstore.KeyStore.
 func (s *Store) UnrevokeKey(ctx context.Context, id string) (petstore.APIKey, error) {
+	if !exactID(id) {
+		return petstore.APIKey{}, petstore.Errorf(petstore.CodeNotFound, "no revoked key %s", id)
+	}
 	var key petstore.APIKey
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var rev revokedRow
