@@ -132,10 +132,17 @@ func isLoopback(host string) bool {
 // page, whose requests carry its own name in Host, is refused; not from
 // a browser page of another origin (Origin, Sec-Fetch-Site); and, when a
 // token is configured, carrying it as a bearer token, compared in
-// constant time. listen is the address the endpoint listens on.
-func adminGuard(next http.Handler, listen net.Addr, token string) http.Handler {
+// constant time. listen is the address the endpoint listens on; names are
+// the host names the operator gave for it (-admin-addr), which the
+// commands send, and which a rebinding page cannot (it sends its own).
+func adminGuard(next http.Handler, listen net.Addr, token string, names ...string) http.Handler {
 	host, port, _ := net.SplitHostPort(listen.String())
 	allowed := map[string]bool{listen.String(): true}
+	for _, n := range names {
+		if n != "" && net.ParseIP(n) == nil {
+			allowed[net.JoinHostPort(n, port)] = true
+		}
+	}
 	wildcard := net.ParseIP(host) != nil && net.ParseIP(host).IsUnspecified()
 	if isLoopback(host) || wildcard {
 		allowed[net.JoinHostPort("localhost", port)] = true
@@ -184,7 +191,8 @@ func serveAdmin(ctx context.Context, addr, token string, o adminOps, logger *slo
 	if err != nil {
 		return nil, fmt.Errorf("-admin-addr: %w", err)
 	}
-	srv := newServer(adminGuard(adminHandler(o), ln.Addr(), token), logger)
+	name, _, _ := net.SplitHostPort(addr)
+	srv := newServer(adminGuard(adminHandler(o), ln.Addr(), token, name), logger)
 	go func() { _ = srv.Serve(ln) }()
 	go func() {
 		<-ctx.Done()

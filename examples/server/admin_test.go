@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -203,5 +205,27 @@ func TestAdminEndpointRefusesStrangers(t *testing.T) {
 	}
 	if strings.Contains(s.logs.String(), token) || strings.Contains(strings.Join(s.printed, "\n"), token) {
 		t.Fatal("the token was printed")
+	}
+}
+
+// TestAdminGuardAcceptsTheGivenName: an -admin-addr given as a host name
+// (one that resolves to the endpoint) is what the commands send in Host,
+// so it is accepted; another name still is not.
+func TestAdminGuardAcceptsTheGivenName(t *testing.T) {
+	listen := &net.TCPAddr{IP: net.IPv4(10, 0, 0, 7), Port: 9000}
+	h := adminGuard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), listen, "tok", "admin.internal")
+	for host, want := range map[string]int{
+		"admin.internal:9000":   200,
+		"10.0.0.7:9000":         200,
+		"admin.internal:9001":   400,
+		"attacker.example:9000": 400,
+	} {
+		r := httptest.NewRequest("GET", "http://"+host+"/admin/bans", nil)
+		r.Header.Set("Authorization", "Bearer tok")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != want {
+			t.Errorf("Host %s: %d, want %d", host, w.Code, want)
+		}
 	}
 }
