@@ -22,6 +22,7 @@ type usageJSON struct {
 	Windows []struct {
 		Name                   string
 		Quota, Used, Remaining int64
+		ResetsAt               time.Time `json:"resetsAt"`
 	} `json:"windows"`
 	Minutes []ratelimit.Minute `json:"minutes"`
 	Ban     *struct {
@@ -76,10 +77,19 @@ func TestDashboardUsage(t *testing.T) {
 		return u
 	}
 
+	// A key that has sent nothing has windows that have not started.
+	for _, w := range usage().Windows {
+		if !w.ResetsAt.IsZero() {
+			t.Fatalf("window %s of a fresh key resets at %v; want none", w.Name, w.ResetsAt)
+		}
+	}
 	for range 5 { // 3 admitted, 2 refused
 		call(api, "/v1/pets")
 	}
 	u := usage()
+	if !u.Windows[0].ResetsAt.Equal(now.Add(time.Minute)) {
+		t.Errorf("the minute resets at %v, want %v", u.Windows[0].ResetsAt, now.Add(time.Minute))
+	}
 	if u.KeyID != key.ID || u.Plan != "enterprise" || len(u.Windows) != 2 || len(u.Minutes) != ratelimit.HistoryMinutes {
 		t.Fatalf("usage: %+v", u)
 	}

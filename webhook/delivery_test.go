@@ -16,6 +16,7 @@ import (
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/bunstore"
+	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/internal/faultproxy"
 	"github.com/petstorekit/petstore/internal/testenv"
@@ -550,6 +551,30 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 	for _, secret := range []string{ep.Secret, "receivers-own-token", "private-name", "from the receiver"} {
 		if strings.Contains(out, secret) {
 			t.Fatalf("log shows %q: %s", secret, out)
+		}
+	}
+}
+
+// An endpoint id from a URL may hold anything: one no endpoint can have
+// (a NUL byte, which PostgreSQL cannot even compare) is not_found, like
+// any unknown id, never an internal error.
+func TestImpossibleEndpointIDsAreNotFound(t *testing.T) {
+	ctx := context.Background()
+	db, err := bunopen.Open(ctx, testenv.PostgresSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if err := bunstore.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	s := newService(t, webhook.Config{Store: bunstore.New(db)})
+	for _, id := range []string{"wh_a\x00b", "wh_\xff", strings.Repeat("x", 65), "wh_unknown"} {
+		if err := s.DeleteEndpoint(ctx, "prj_a", id); petstore.ErrorCode(err) != petstore.CodeNotFound {
+			t.Errorf("DeleteEndpoint(%q) = %v, want not_found", id, err)
+		}
+		if _, err := s.Deliveries(ctx, "prj_a", id); petstore.ErrorCode(err) != petstore.CodeNotFound {
+			t.Errorf("Deliveries(%q) = %v, want not_found", id, err)
 		}
 	}
 }

@@ -21,8 +21,10 @@ import (
 	mathrand "math/rand/v2"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -190,13 +192,30 @@ func (s *Service) Endpoints(ctx context.Context, projectID string) ([]Endpoint, 
 // DeleteEndpoint removes the project's endpoint and its deliveries; no
 // further attempt is made. Returns not_found.
 func (s *Service) DeleteEndpoint(ctx context.Context, projectID, id string) error {
+	if !possibleID(id) {
+		return endpointNotFound(id)
+	}
 	return s.store.DeleteWebhookEndpoint(ctx, projectID, id)
 }
 
 // Deliveries returns the last deliveries of the project's endpoint,
 // newest first, each with its last answers. Returns not_found.
 func (s *Service) Deliveries(ctx context.Context, projectID, endpointID string) ([]Delivery, error) {
+	if !possibleID(endpointID) {
+		return nil, endpointNotFound(endpointID)
+	}
 	return s.store.WebhookDeliveries(ctx, projectID, endpointID, deliveriesShown)
+}
+
+// possibleID reports whether id could be an endpoint's ("wh_" and a
+// UUID): an id from a URL may hold anything, and a store may fail on what
+// it cannot even compare (PostgreSQL on a NUL byte), which is no outage.
+func possibleID(id string) bool {
+	return len(id) <= 64 && utf8.ValidString(id) && !strings.ContainsRune(id, 0)
+}
+
+func endpointNotFound(id string) error {
+	return petstore.Errorf(petstore.CodeNotFound, "webhook endpoint %q not found", id)
 }
 
 // Enqueue records a state change of one of the project's domains for

@@ -58,7 +58,9 @@ func (d *dashboard) handleUsage(w http.ResponseWriter, r *http.Request, key pets
 	out := usageBody{KeyID: key.ID, Plan: key.Plan, At: rep.At.UTC(), Windows: make([]usageWindow, 0, len(rep.Windows)), Minutes: orEmpty(rep.Minutes)}
 	for _, win := range rep.Windows {
 		uw := usageWindow{Name: win.Name, Quota: win.Quota, Remaining: win.Remaining, Used: win.Quota - win.Remaining}
-		if win.Reset.After(rep.At) {
+		if win.Reset.After(rep.At) && win.Remaining < win.Quota {
+			// A store tells a window nothing has used as one that would
+			// start now; it has not started.
 			uw.Reset = win.Reset.UTC()
 		}
 		out.Windows = append(out.Windows, uw)
