@@ -329,3 +329,34 @@ func TestUsagePanelInBrowser(t *testing.T) {
 	}
 	t.Logf("screenshot: %s", p)
 }
+
+// TestApexAlternativesInBrowser: an apex domain's page shows, beside the
+// ALIAS, the A records to -edge-ips for DNS providers without ALIAS.
+func TestApexAlternativesInBrowser(t *testing.T) {
+	ctx := newBrowser(t, 45*time.Second)
+	const key = "psk_Pro5jW8cZ1qN6bY3xF7vGu2k"
+	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", "memory", "-keys", key + ":pro",
+		"-cname-target", "edge.petstore.test", "-edge-ips", "192.0.2.10"}, nil)
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	card := `.domain[data-name="example.com"]`
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"/dashboard/"),
+		chromedp.WaitVisible(chromedp.CSS("#key")),
+		chromedp.SendKeys(chromedp.CSS("#key"), key),
+		chromedp.Click(chromedp.CSS(`#key-form button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#domain-name")),
+		chromedp.SendKeys(chromedp.CSS("#domain-name"), "example.com"),
+		chromedp.Click(chromedp.CSS("#add-button")),
+		chromedp.WaitVisible(chromedp.CSS(card+" .records tbody tr.alternative")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	row, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(card+" .records tbody tr.alternative")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(row, "192.0.2.10") || !strings.Contains(row, "A") {
+		t.Fatalf("the apex's A record row: %q, want one to 192.0.2.10", row)
+	}
+}

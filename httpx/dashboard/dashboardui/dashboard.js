@@ -209,6 +209,14 @@
         el("td", {}, el("code", { text: r.value }), copyButton(r.value, r.type + " value")),
         el("td", { text: (r.ttl ? String(r.ttl) : "") + (r.optional ? " (optional)" : "") })));
     }
+    // An apex's A/AAAA records, for DNS providers without ALIAS.
+    for (const r of d.alternatives || []) {
+      tbody.append(el("tr", { class: "alternative" },
+        el("td", {}, el("code", { text: r.type })),
+        el("td", {}, el("code", { text: r.name }), copyButton(r.name, r.type + " name")),
+        el("td", {}, el("code", { text: r.value }), copyButton(r.value, r.type + " value")),
+        el("td", { text: (r.ttl ? String(r.ttl) : "") + " (instead of the ALIAS)" })));
+    }
     let recordsNote = d.kind === "apex"
       ? "This is an apex domain: use an ALIAS or ANAME record (not every DNS provider supports them), or the A/AAAA records instead."
       : "Create this record at your DNS provider. The Name is the part before your registered domain.";
