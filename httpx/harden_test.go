@@ -1,6 +1,7 @@
 package httpx_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -40,6 +41,13 @@ func TestIdempotencyHashIsWhatIsCreated(t *testing.T) {
 		}
 		if n := e.petCount(t); n != 0 {
 			t.Fatalf("%d pets created", n)
+		}
+		// A member encoding/json does not match to a field (the dotless ı
+		// is no i to it) is an unknown field: ignored, not refused.
+		for i, body := range []string{`{"name":"Alpha","categoryId":1,"categoryıd":7}`, `{"name":"Alpha","categoryId":1,"id":1,"ıd":2}`} {
+			if got := e.post(t, fmt.Sprintf("dotless-%d", i), body); got.Status != 201 {
+				t.Fatalf("%s: %d %s, want 201 (the member is unknown)", body, got.Status, got.Body)
+			}
 		}
 		// The key was never claimed: a real request under it runs.
 		if got := e.post(t, "k-1", `{"name":"Bravo","categoryId":1}`); got.Status != 201 || got.Header.Get("Idempotent-Replayed") != "" {

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/petstorekit/petstore"
@@ -126,10 +127,29 @@ func checkText(body []byte) error {
 	}
 }
 
-// Fold is the case-insensitive form of a member name. ToUpper then
-// ToLower folds the special cases encoding/json also matches, such as the
-// Kelvin sign (U+212A) for "k" and the long s (U+017F) for "s".
-func Fold(s string) string { return strings.ToLower(strings.ToUpper(s)) }
+// Fold is the case-insensitive form of a member name: two names fold
+// alike exactly when encoding/json matches them (strings.EqualFold,
+// simple Unicode case folding), such as "k" and the Kelvin sign (U+212A),
+// but not "i" and the dotless ı (U+0131). Each rune becomes the smallest
+// of its folding orbit, which for an ASCII letter is its upper case.
+func Fold(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return strings.Map(foldRune, s)
+		}
+	}
+	return strings.ToUpper(s)
+}
+
+// foldRune returns the smallest rune that simple case folding equates
+// with r.
+func foldRune(r rune) rune {
+	least := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		least = min(least, f)
+	}
+	return least
+}
 
 // Quote quotes a member name for a message, cut to 64 bytes.
 func Quote(s string) string {

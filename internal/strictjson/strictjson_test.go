@@ -2,6 +2,7 @@ package strictjson_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -46,4 +47,20 @@ func TestObject(t *testing.T) {
 			t.Errorf("Object(%s): %v, want ok %v", tc.body, err, tc.ok)
 		}
 	}
+}
+
+// FuzzFold: two member names fold alike exactly when encoding/json
+// matches them, by simple Unicode case folding (strings.EqualFold).
+func FuzzFold(f *testing.F) {
+	for _, p := range [][2]string{{"categoryId", "CATEGORYID"}, {"categoryId", "categoryıd"}, {"id", "İD"}, {"kind", "\u212aind"}, {"status", "\u017ftatus"}} {
+		f.Add(p[0], p[1])
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if !utf8.ValidString(a) || !utf8.ValidString(b) {
+			return
+		}
+		if got, want := strictjson.Fold(a) == strictjson.Fold(b), strings.EqualFold(a, b); got != want {
+			t.Fatalf("Fold(%q) == Fold(%q) is %v, strings.EqualFold %v", a, b, got, want)
+		}
+	})
 }
