@@ -159,6 +159,27 @@ func (e *Engine) Renews(host string) bool {
 	return ok && a.renew
 }
 
+// CoveredByWildcard reports whether host is admitted only as a name one
+// label below an admitted wildcard, with no domain of its own: its
+// handshakes are answered with the wildcard's certificate, so a
+// certificate of its own is never to be obtained (each made-up label
+// would otherwise cost an order at the CA). No I/O, like Admits.
+func (e *Engine) CoveredByWildcard(host string) bool {
+	name := hostName(host)
+	if _, own := (*e.admitted.Load())[name]; own {
+		return false
+	}
+	if _, own := (*e.routes.Load())[name]; own {
+		return false
+	}
+	w, ok := wildcardParent(name)
+	if !ok {
+		return false
+	}
+	_, ok = (*e.admitted.Load())[w]
+	return ok
+}
+
 func (e *Engine) admission(name string) (admission, bool) {
 	set := *e.admitted.Load()
 	if a, ok := set[name]; ok {

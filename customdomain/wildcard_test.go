@@ -102,3 +102,30 @@ func TestWildcardNeedsTheDCVZoneWithAnIssuer(t *testing.T) {
 		t.Fatalf("certificates requested: %v", certs.requests)
 	}
 }
+
+// TestCoveredByWildcard: a name below a live wildcard with no domain of
+// its own is served with the wildcard's certificate; one with its own
+// domain, the wildcard itself and names elsewhere are not.
+func TestCoveredByWildcard(t *testing.T) {
+	f := newFixture(t, nil)
+	f.set(t, "example.com.", cname("*.shop", target), cname("own.shop", target))
+	if f.engine.CoveredByWildcard("a.shop.example.com") {
+		t.Fatal("covered before the wildcard is added")
+	}
+	f.add(t, "prj_pro", "*.shop.example.com")
+	f.verify(t, "prj_pro", "*.shop.example.com")
+	f.add(t, "prj_pro", "own.shop.example.com")
+	f.verify(t, "prj_pro", "own.shop.example.com")
+	for host, want := range map[string]bool{
+		"a.shop.example.com":   true,
+		"A.Shop.example.com.":  true,
+		"own.shop.example.com": false,
+		"*.shop.example.com":   false,
+		"x.a.shop.example.com": false,
+		"shop.example.com":     false,
+	} {
+		if got := f.engine.CoveredByWildcard(host); got != want {
+			t.Errorf("CoveredByWildcard(%s) = %v, want %v", host, got, want)
+		}
+	}
+}

@@ -74,6 +74,11 @@ type Config struct {
 	// still served while Allowed admits it). Nil means Allowed decides.
 	// Like Allowed, it must be fast: no I/O (customdomain.Engine.Renews).
 	Renewable func(ctx context.Context, name string) bool
+	// Covered, when set, reports whether a name is served only with its
+	// wildcard's certificate (customdomain.Engine.CoveredByWildcard): no
+	// certificate of its own is ordered for it, at a handshake or
+	// otherwise, unless Request asks. Like Allowed, it must be fast.
+	Covered func(ctx context.Context, name string) bool
 	// DNSProvider, when set, solves DNS-01 challenges by writing TXT
 	// records through libdns, instead of HTTP-01 and TLS-ALPN-01.
 	DNSProvider certmagic.DNSProvider
@@ -356,6 +361,13 @@ func (is *Issuer) onEvent(ctx context.Context, event string, data map[string]any
 			is.log.Info("not renewing the certificate of a domain whose record points elsewhere", "domain", name)
 			return certmagic.ErrNoRetry{Err: fmt.Errorf("%s does not point at the platform now; not renewed", name)}
 		}
+		if is.cfg.Covered != nil && !is.requested(name, data) && is.cfg.Covered(ctx, name) {
+			// A handshake for a name below a wildcard whose certificate
+			// this process does not hold yet: the wildcard's answers it
+			// once obtained, and an order per made-up label would spend
+			// the CA's rate limits.
+			return certmagic.ErrNoRetry{Err: fmt.Errorf("%s is served with its wildcard's certificate", name)}
+		}
 		if is.denied(ctx, name, data) {
 			// A removed name: another process removed it from the shared
 			// storage, and certmagic, finding the certificate it still
@@ -408,19 +420,22 @@ func (is *Issuer) onEvent(ctx context.Context, event string, data map[string]any
 // the name yet) and is not checked; renewals, and orders by certmagic for
 // certificates it caches but nobody requested now, are.
 func (is *Issuer) denied(ctx context.Context, name string, data map[string]any) bool {
-	if is.cfg.Allowed == nil {
+	if is.cfg.Allowed == nil || is.requested(name, data) {
 		return false
 	}
-	if renewal, _ := data["renewal"].(bool); !renewal {
-		is.mu.Lock()
-		a := is.attempts[name]
-		requested := a != nil && !a.done
-		is.mu.Unlock()
-		if requested {
-			return false
-		}
-	}
 	return !is.cfg.Allowed(ctx, name)
+}
+
+// requested reports whether an order (not a renewal) is one a Request
+// still running in this process asked for.
+func (is *Issuer) requested(name string, data map[string]any) bool {
+	if renewal, _ := data["renewal"].(bool); renewal {
+		return false
+	}
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	a := is.attempts[name]
+	return a != nil && !a.done
 }
 
 func (is *Issuer) changedAfterSwap(name string, old certmagic.Certificate) {

@@ -2,6 +2,7 @@ package acme_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -211,5 +212,63 @@ func TestCertificateBeforeCutoverWithKnot(t *testing.T) {
 		if err := e.handshake(host); err != nil {
 			t.Errorf("handshake for %s: %v", host, err)
 		}
+	}
+}
+
+// failingDNS is a DCV zone provider whose writes fail: a wildcard's
+// DNS-01 order cannot complete, so the wildcard stays issuing.
+type failingDNS struct{}
+
+func (failingDNS) AppendRecords(context.Context, string, []libdns.Record) ([]libdns.Record, error) {
+	return nil, errors.New("provider down")
+}
+
+func (failingDNS) DeleteRecords(context.Context, string, []libdns.Record) ([]libdns.Record, error) {
+	return nil, errors.New("provider down")
+}
+
+// TestNoCertificatePerNameBelowAWildcard: a name below a wildcard that
+// has no certificate yet gets none of its own at a handshake; the
+// wildcard's answers it once obtained. Else each made-up label anyone
+// sends would cost an order at the CA.
+func TestNoCertificatePerNameBelowAWildcard(t *testing.T) {
+	ctx := context.Background()
+	e := newEngineEnvDCV(t, dcvZone)
+	e.dcvProvider = failingDNS{}
+	e.start() // a process whose DCV writes fail
+	label := uniqueLabel("wshop")
+	name := "*." + label + ".example.test"
+	d, _, err := e.engine.Add(ctx, project, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dcv := dcvRecord(t, d)
+	if _, err := e.zone.AppendRecords(ctx, "example.test.", []libdns.Record{
+		libdns.CNAME{Name: "*." + label, TTL: time.Hour, Target: edgeTarget + "."},
+		libdns.CNAME{Name: dcv.Name, TTL: time.Hour, Target: dcv.Value + "."},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if d := e.verify(name); d.Status != customdomain.StatusIssuing {
+		t.Fatalf("wildcard %s, want issuing (its DNS-01 cannot complete)", d.Status)
+	}
+	orders := e.ca.Requests("/finalize-order/")
+	for _, l := range []string{"rnd1", "rnd2", "rnd3"} {
+		// What the wildcard CNAME answers for each (the test DNS server
+		// does not synthesise wildcard answers).
+		if _, err := e.zone.AppendRecords(ctx, "example.test.", []libdns.Record{
+			libdns.CNAME{Name: l + "." + label, TTL: time.Hour, Target: edgeTarget + "."},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		host := l + "." + label + ".example.test"
+		for range 3 {
+			if err := e.handshake(host); err == nil {
+				t.Fatalf("handshake for %s answered before the wildcard has a certificate", host)
+			}
+		}
+	}
+	if n := e.ca.Requests("/finalize-order/") - orders; n != 0 {
+		t.Fatalf("handshakes for made-up names below the wildcard finalized %d orders, want none", n)
 	}
 }

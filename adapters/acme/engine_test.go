@@ -161,6 +161,7 @@ func (e *engineEnv) start() {
 		// As examples/server wires it: from memory, no I/O per handshake.
 		Allowed:   func(_ context.Context, name string) bool { return engine.Admits(name) },
 		Renewable: func(_ context.Context, name string) bool { return engine.Renews(name) },
+		Covered:   func(_ context.Context, name string) bool { return engine.CoveredByWildcard(name) },
 		DCVZone:   e.dcvZone, DCVProvider: e.dcvProvider, DNSResolvers: []string{e.dnsAddr},
 	})
 	if err != nil {

@@ -674,6 +674,12 @@ func newIssuer(cfg config, store backend, resolver customdomain.Resolver, dcv dn
 			e := engine()
 			return e != nil && e.Renews(name)
 		},
+		// A name below a wildcard, with no domain of its own, is served
+		// with the wildcard's certificate: never one of its own.
+		Covered: func(_ context.Context, name string) bool {
+			e := engine()
+			return e != nil && e.CoveredByWildcard(name)
+		},
 	}
 	if cfg.acmeDCVZone != "" {
 		acfg.DCVZone, acfg.DCVProvider = cfg.acmeDCVZone, dcv
