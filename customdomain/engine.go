@@ -74,8 +74,8 @@ type EngineConfig struct {
 	// DNS returns the configurator of the DNS provider a project connected,
 	// or nil when it connected none. Nil means no project can connect one.
 	// ConfigureDNS writes a domain's records through it, and Remove deletes
-	// them again through it, so records the platform wrote at a customer's
-	// provider do not outlive the domain.
+	// those records again through it, whoever made them, so none pointing
+	// at the platform outlives the domain in a zone the platform manages.
 	DNS func(projectID string) DNSConfigurator
 
 	// Diagnosers add findings to Get and Diagnose answers.
