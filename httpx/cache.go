@@ -153,22 +153,51 @@ func (c *Cache) created(pet petstore.Pet) {
 	}
 }
 
+// publish tells the feed of the creates since the last publish until none
+// is left. A failed publish (a link cut or paused) is tried again, with
+// the creates since merged in, until it goes through or CacheMaxAge has
+// passed, by when what the other processes keep has expired anyway.
 func (c *Cache) publish() {
+	failures, since := 0, time.Time{}
 	for {
 		c.mu.Lock()
-		id, statuses := c.unpublished, c.statuses
-		if slices.Contains(statuses, "") {
-			statuses = nil // one had no status: name none, which means any
-		}
+		id, all := c.unpublished, c.statuses
 		c.unpublished, c.statuses, c.publishing = 0, nil, id != 0
 		c.mu.Unlock()
 		if id == 0 {
 			return
 		}
+		statuses := slices.Clone(all)
+		if slices.Contains(statuses, "") {
+			statuses = nil // one had no status: name none, which means any
+		}
 		slices.Sort(statuses)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_ = c.feed.Publish(ctx, changefeed.Change{Kind: changefeed.KindPets, ID: petsChange(id, statuses)})
+		err := c.feed.Publish(ctx, changefeed.Change{Kind: changefeed.KindPets, ID: petsChange(id, statuses)})
 		cancel()
+		if err == nil {
+			failures = 0
+			continue
+		}
+		if failures == 0 {
+			since = time.Now()
+		}
+		failures++
+		if time.Since(since) >= CacheMaxAge {
+			failures = 0 // given up: the others' copies have expired
+			continue
+		}
+		c.mu.Lock()
+		if c.unpublished == 0 || id < c.unpublished {
+			c.unpublished = id
+		}
+		for _, st := range all {
+			if !slices.Contains(c.statuses, st) {
+				c.statuses = append(c.statuses, st)
+			}
+		}
+		c.mu.Unlock()
+		time.Sleep(changefeed.Backoff(failures))
 	}
 }
 
