@@ -20,7 +20,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -47,9 +46,14 @@ type Feed struct {
 	// be made, for logging. Set it before Subscribe.
 	OnError func(error)
 
-	mu  sync.Mutex // guards pub
-	pub *pgx.Conn  // Publish's connection, nil until used or after a failure
+	pub  *pgx.Conn     // Publish's connection, nil until used or after a failure
+	turn chan struct{} // holds one token for whoever uses pub
 }
+
+// DefaultPublishTimeout bounds a Publish whose context has no deadline,
+// so a paused link holds up the publishes queued behind it that long at
+// most.
+const DefaultPublishTimeout = 5 * time.Second
 
 var _ changefeed.Feed = (*Feed)(nil)
 
@@ -67,21 +71,32 @@ func New(connString, channel string) (*Feed, error) {
 	if len(channel) > 63 { // NAMEDATALEN-1: PostgreSQL would truncate it
 		return nil, fmt.Errorf("pgfeed: channel name longer than 63 bytes")
 	}
-	return &Feed{config: cfg, channel: channel}, nil
+	return &Feed{config: cfg, channel: channel, turn: make(chan struct{}, 1)}, nil
 }
 
 // Channel returns the channel the feed uses.
 func (f *Feed) Channel() string { return f.channel }
 
 // Publish implements changefeed.Feed. The notification is sent outside
-// any transaction, so subscribers hear of it at once.
+// any transaction, so subscribers hear of it at once. Publishes take
+// turns on one connection; waiting for a turn ends with ctx, and a ctx
+// with no deadline gets DefaultPublishTimeout.
 func (f *Feed) Publish(ctx context.Context, c changefeed.Change) error {
 	payload, err := changefeed.Encode(c)
 	if err != nil {
 		return err
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultPublishTimeout)
+		defer cancel()
+	}
+	select {
+	case f.turn <- struct{}{}:
+		defer func() { <-f.turn }()
+	case <-ctx.Done():
+		return fmt.Errorf("pgfeed: notify: waiting for the connection: %w", ctx.Err())
+	}
 	// A kept connection may have died while idle; then one new connection
 	// is tried. A change delivered twice does no harm.
 	for reused := f.pub != nil; ; reused = false {
@@ -105,8 +120,8 @@ func (f *Feed) Publish(ctx context.Context, c changefeed.Change) error {
 
 // Close closes Publish's connection. Subscriptions end with their context.
 func (f *Feed) Close() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.turn <- struct{}{}
+	defer func() { <-f.turn }()
 	if f.pub == nil {
 		return nil
 	}

@@ -149,3 +149,52 @@ func TestSilentPartition(t *testing.T) {
 	proxy.Restore()
 	r.Want(t, changefeed.Change{Kind: changefeed.KindLive})
 }
+
+// TestPublishWaitsNoLongerThanItsContext: while one publish without a
+// deadline is stuck on a paused link, another with a deadline waits for
+// its turn no longer than that deadline, and the stuck one ends after
+// DefaultPublishTimeout, not when the pause does.
+func TestPublishWaitsNoLongerThanItsContext(t *testing.T) {
+	u, err := url.Parse(testenv.PostgresDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := faultproxy.Start(t, u.Host)
+	u.Host = proxy.Addr()
+	f, err := pgfeed.New(u.String(), "petstore_test_"+random())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Publish(context.Background(), changefeed.Change{Kind: "domain", ID: "warm"}); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Pause()
+	defer proxy.Restore()
+	stuck := make(chan error, 1)
+	started := time.Now()
+	go func() { stuck <- f.Publish(context.Background(), changefeed.Change{Kind: "domain", ID: "stuck"}) }()
+	for len(stuck) == 0 && time.Since(started) < 100*time.Millisecond { // let it take its turn first
+		time.Sleep(5 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	bounded := make(chan error, 1)
+	go func() { bounded <- f.Publish(ctx, changefeed.Change{Kind: "key", ID: "key_1"}) }()
+	select {
+	case err := <-bounded:
+		if err == nil {
+			t.Fatal("a publish through a paused link succeeded")
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("a publish with a 200 ms deadline is still waiting behind a stuck one after 3 s")
+	}
+	select {
+	case err := <-stuck:
+		if err == nil {
+			t.Fatal("the stuck publish succeeded through a paused link")
+		}
+	case <-time.After(pgfeed.DefaultPublishTimeout + 5*time.Second): // a hang guard
+		t.Fatal("a publish without a deadline outlived DefaultPublishTimeout")
+	}
+}
