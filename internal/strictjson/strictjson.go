@@ -300,6 +300,21 @@ func decodeString(raw json.RawMessage, dst *string) error {
 	return json.Unmarshal(raw, dst)
 }
 
+// rfc3339Only reports whether s, which time.Parse took as time.RFC3339,
+// is RFC 3339 indeed: Go also takes a comma before the fraction of a
+// second and an offset of 24 hours or more, which RFC 3339 (and the
+// OpenAPI document's date-time) do not.
+func rfc3339Only(s string) bool {
+	if strings.ContainsRune(s, ',') {
+		return false
+	}
+	if n := len(s); n >= 6 && (s[n-6] == '+' || s[n-6] == '-') {
+		hh, mm := s[n-5:n-3], s[n-2:]
+		return hh <= "23" && mm <= "59"
+	}
+	return true
+}
+
 // NewOrder reads an order's creation body with the strictness of
 // NewPet (Object: exactly one JSON object and nothing after it,
 // valid UTF-8, no member name repeated, ignoring case); fields matched
@@ -342,10 +357,10 @@ func NewOrder(body []byte) (petstore.NewOrder, error) {
 			return invalid("shipDate must be an RFC 3339 date-time string")
 		}
 		t, err := time.Parse(time.RFC3339, s)
-		if err != nil {
+		if err != nil || !rfc3339Only(s) {
 			return invalid("shipDate must be an RFC 3339 date-time such as 2026-05-01T12:00:00Z")
 		}
-		if t.IsZero() {
+		if t.Truncate(time.Microsecond).IsZero() { // kept at microsecond precision
 			// The zero instant is how "no ship date" is kept.
 			return invalid("shipDate must be later than 0001-01-01T00:00:00Z")
 		}
