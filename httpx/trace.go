@@ -52,9 +52,16 @@ func traceRequests(tp trace.TracerProvider, client func(*http.Request) netip.Add
 		}
 		tracer := tracing.Tracer(tp)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// A method HTTP does not define is _OTHER, and its span
+			// "HTTP", as the conventions say: a client cannot make
+			// span names or attribute values without bound.
+			method, name := r.Method, r.Method
+			if metricMethod(method) == "OTHER" {
+				method, name = "_OTHER", "HTTP"
+			}
 			ctx := propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-			ctx, span := tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
-				semconv.HTTPRequestMethodKey.String(r.Method),
+			ctx, span := tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
+				semconv.HTTPRequestMethodKey.String(method),
 				semconv.URLPath(r.URL.Path), // never the query, which may hold secrets
 				semconv.URLScheme(scheme(r)),
 				semconv.UserAgentOriginal(r.UserAgent()),
@@ -63,7 +70,7 @@ func traceRequests(tp trace.TracerProvider, client func(*http.Request) netip.Add
 			next.ServeHTTP(w, r.WithContext(ctx))
 			st := stateOf(ctx)
 			if path := routePath(r, st, find); path != "" {
-				span.SetName(r.Method + " " + path)
+				span.SetName(name + " " + path)
 				span.SetAttributes(semconv.HTTPRoute(path))
 			}
 			status := statusOf(st)

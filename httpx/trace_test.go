@@ -172,6 +172,13 @@ func TestTraces(t *testing.T) {
 			if !named {
 				t.Error("a 401 has no span named GET /v1/pets with status 401")
 			}
+
+			// A method HTTP does not define: _OTHER, and a span named
+			// HTTP, whatever the client sent.
+			_, server, _ = serve("INVENTED-1", "/v1/store/orders", "", nil)
+			if n := server.Name(); n != "HTTP" && !strings.HasPrefix(n, "HTTP ") || attrs(server)["http.request.method"] != "_OTHER" {
+				t.Errorf("an invented method's span: %q, method %q; want HTTP and _OTHER", n, attrs(server)["http.request.method"])
+			}
 		})
 	}
 }
