@@ -279,3 +279,35 @@ func TestPoolCappedUnderBurst(t *testing.T) {
 		t.Fatalf("%d connections to PostgreSQL, over the cap of 8", c)
 	}
 }
+
+// TestShutdownWithAPausedDatabaseIsBounded: with the database's link
+// paused, a stopping server still exits within its 15 s: closing the
+// pool, whose connections each free their prepared statements over that
+// link (5 s apiece), waits no longer than the shutdown may take.
+func TestShutdownWithAPausedDatabaseIsBounded(t *testing.T) {
+	dsn, proxy := proxiedPostgres(t)
+	s := startServer(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-keys", faultKey + ":enterprise:100000/1000000"}, nil)
+	send := func(method, path, body string) {
+		req, _ := http.NewRequest(method, s.base+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+faultKey)
+		req.Header.Set("Content-Type", "application/json")
+		if res, err := http.DefaultClient.Do(req); err == nil {
+			res.Body.Close()
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range 20 { // a warm pool: several connections, each with statements prepared
+		wg.Go(func() {
+			send("POST", "/v1/pets", `{"name":"Warm","categoryId":`+strconv.Itoa(i+1)+`}`)
+			send("GET", "/v1/pets/1", "")
+		})
+	}
+	wg.Wait()
+	proxy.Pause()
+	defer proxy.Restore()
+	begun := time.Now()
+	s.stop() // fails the test if run has not returned within 20 s
+	if d := time.Since(begun); d > shutdownGrace+2*time.Second {
+		t.Fatalf("the server took %v to stop with its database paused, want at most %v", d, shutdownGrace)
+	}
+}

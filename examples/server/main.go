@@ -124,7 +124,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	// stopBy is when a shutdown must be over, set once it starts; closing
+	// the store and the rest waits no later (see closeBy).
+	var stopBy time.Time
+	defer func() { closeBy(stopBy, closeStore) }()
 	if len(cfg.command) > 0 && cfg.command[0] == "projects" {
 		return runProjects(ctx, store, cfg.command[1:], stdout)
 	}
@@ -141,7 +144,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	defer app.close()
+	defer func() { closeBy(stopBy, app.close) }()
 
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -227,7 +230,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		say("petstore: shutting down: draining %d request%s in flight (at most %v; signal again to exit now)\n", n, s, shutdownGrace)
 	}
-	sctx, scancel := context.WithTimeout(context.Background(), shutdownGrace)
+	stopBy = time.Now().Add(shutdownGrace)
+	sctx, scancel := context.WithDeadline(context.Background(), stopBy)
 	defer scancel()
 	// Every listener is drained even when one fails to shut down in time.
 	var shutdownErrs []error
@@ -244,6 +248,29 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	say("petstore: stopped\n")
 	return nil
+}
+
+// closeBy runs fn and waits for it until deadline at most (not at all
+// when the deadline has passed; for ever when it is zero): a store or
+// service whose link is paused must not keep a stopping process alive,
+// and closing PostgreSQL's pool waits 5 s on each statement it frees
+// there.
+func closeBy(deadline time.Time, fn func()) {
+	if deadline.IsZero() {
+		fn()
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
 
 // newServer returns an http.Server with timeouts that keep slow or idle
