@@ -173,16 +173,27 @@ func TestBoundSlowRedisBeyondTimeout(t *testing.T) {
 	}
 }
 
-func TestBoundRedisCut(t *testing.T) {
+func TestBoundRedisCut(t *testing.T) { boundThroughFault(t, "cut", (*faultproxy.Proxy).Cut) }
+
+// TestBoundRedisPaused is TestBoundRedisCut with the links paused (a
+// black hole) instead: the calls in flight hang until their timeout.
+func TestBoundRedisPaused(t *testing.T) {
+	boundThroughFault(t, "paused", (*faultproxy.Proxy).Pause)
+}
+
+// boundThroughFault puts fault on every process's link to Redis for 2 s
+// under a burst, then bursts on: the processes together admit at most
+// N × quota over the fault and the minute after it.
+func boundThroughFault(t *testing.T, name string, fault func(*faultproxy.Proxy)) {
 	c := newCluster(t, ratelimit.Config{BreakerCooldown: 100 * time.Millisecond})
 	var ty tally
 	for _, p := range c.proxies {
-		p.Cut()
+		fault(p)
 	}
-	cut := time.Now()
+	began := time.Now()
 	c.burst(t, "key:fresh", 200, &ty)
 	during := ty.admitted.Load()
-	time.Sleep(time.Until(cut.Add(2 * time.Second)))
+	time.Sleep(time.Until(began.Add(2 * time.Second)))
 	for _, p := range c.proxies {
 		p.Restore()
 	}
@@ -202,10 +213,10 @@ func TestBoundRedisCut(t *testing.T) {
 	for range 3 {
 		c.burst(t, "key:fresh", 200, &ty)
 	}
-	t.Logf("Redis cut for 2 s: %d admitted during the cut, %d in all with 3 × 600 more after it, %d decided locally",
-		during, ty.admitted.Load(), ty.local.Load())
+	t.Logf("Redis %s for 2 s: %d admitted during the fault, %d in all with 3 × 600 more after it, %d decided locally",
+		name, during, ty.admitted.Load(), ty.local.Load())
 	if got, bound := ty.admitted.Load(), int64(procs*60); got > bound {
-		t.Fatalf("admitted %d over the cut and after it, want at most N × quota = %d", got, bound)
+		t.Fatalf("admitted %d over the fault and after it, want at most N × quota = %d", got, bound)
 	}
 }
 
