@@ -128,8 +128,9 @@ func TestDatabaseOutageIsNotAnInvalidKey(t *testing.T) {
 	}
 }
 
-// TestPausedDatabaseIsBounded (item 3): a black-holed database makes a
-// request 503 after -db-timeout instead of hanging, /readyz names the
+// TestPausedDatabaseIsBounded (item 3): a black-holed database makes
+// every request that reaches it (pets and orders, reads and creates) 503
+// after -db-timeout instead of hanging, /readyz names the
 // database while /healthz stays 200, and both recover with it.
 func TestPausedDatabaseIsBounded(t *testing.T) {
 	dsn, proxy := proxiedPostgres(t)
@@ -143,6 +144,26 @@ func TestPausedDatabaseIsBounded(t *testing.T) {
 	status, h, body := call(t, "POST", base+"/v1/pets", faultKey, "", `{"name":"Held","categoryId":1}`)
 	if status != 503 || h.Get("Retry-After") == "" {
 		t.Fatalf("create against a paused database: %d Retry-After=%q %s", status, h.Get("Retry-After"), body)
+	}
+	// Every operation that reaches the store answers within -db-timeout
+	// (and a margin for a busy machine): 503 with Retry-After, never a
+	// hang and never 401, also once the key cache's 1 s has passed.
+	for round := range 2 {
+		for _, r := range [][3]string{
+			{"GET", "/v1/pets/987654", ""},
+			{"GET", "/v1/pets?status=sold&limit=7", ""},
+			{"POST", "/v1/store/orders", `{"petId":1,"quantity":1}`},
+			{"GET", "/v1/store/orders", ""},
+		} {
+			begun := time.Now()
+			status, h, body := call(t, r[0], base+r[1], faultKey, "", r[2])
+			if d := time.Since(begun); status != 503 || h.Get("Retry-After") == "" || d > 2*time.Second {
+				t.Fatalf("round %d, %s %s against a paused database: %d in %v, Retry-After=%q %s; want 503 within -db-timeout", round, r[0], r[1], status, d, h.Get("Retry-After"), body)
+			}
+		}
+		if round == 0 {
+			time.Sleep(1100 * time.Millisecond) // past the key cache's TTL: the key is looked up again
+		}
 	}
 	// /readyz answers from a copy made at most once a second.
 	until(t, 5*time.Second, "readyz is 503 naming the database", func() bool {

@@ -12,8 +12,9 @@ import (
 
 // TestSlowRedisIsNotUnreachable is issue 28's fail-closed case, through
 // the fault proxy: with -ratelimit-fail closed, a Redis that answers in
-// 1.5 s (past the limiter's 1 s timeout) is decided locally, so requests
-// are served and /readyz stays 200; once Redis refuses connections,
+// 1.5 s (past the limiter's 1 s timeout), or not at all (paused), is
+// decided locally, so requests are served and /readyz stays 200; once
+// Redis refuses connections,
 // requests are 503 and /readyz fails; when it is back, both recover.
 func TestSlowRedisIsNotUnreachable(t *testing.T) {
 	o, err := redislimit.ParseOptions(testenv.RedisURL(t))
@@ -45,6 +46,17 @@ func TestSlowRedisIsNotUnreachable(t *testing.T) {
 	}
 	if code := ready(); code != 200 {
 		t.Fatalf("/readyz with Redis slow: %d, want 200", code)
+	}
+
+	proxy.Restore()
+	proxy.Pause() // a black hole: calls hang until their timeout
+	for i := range 12 {
+		if code := get(t, base+"/v1/pets", faultKey).StatusCode; code != 200 {
+			t.Fatalf("request %d with Redis paused: %d, want 200: a paused Redis is decided locally", i+1, code)
+		}
+	}
+	if code := ready(); code != 200 {
+		t.Fatalf("/readyz with Redis paused: %d, want 200", code)
 	}
 
 	proxy.Restore()
