@@ -18,8 +18,9 @@ import (
 // disabled (0/1), strikes tolerated, strike window, first ban, longest
 // ban, ban memory, strike grace (all ms), units wanted, refusals, first
 // refusal (ms), the cap of anonymous subjects (0: the subject is a key),
-// the subject, units needed now, last refusal (ms); then per window quota, period (ms), units returned, the
-// end (ms) they were granted in, debt. It returns {granted, refused
+// the subject, units needed now, last refusal (ms); then per window
+// quota, period (ms), units returned, the end (ms) they were granted in,
+// debt. It returns {granted, refused
 // window (0-based, -1 for none), ban end (0: none), ban started (0/1),
 // then used and end per window}.
 var leaseScript = redis.NewScript(`
@@ -34,16 +35,7 @@ local anonCap, subject, need = tonumber(ARGV[12]), ARGV[13], tonumber(ARGV[14])
 local last = tonumber(ARGV[15])
 local n = (#ARGV - 15) / 5
 
-local function banLength(level)
-  local length = banBase
-  for _ = 2, level do
-    if length >= banMax then break end
-    length = length * 2
-  end
-  if length > banMax then length = banMax end
-  return length
-end
-
+` + banLengthLua + `
 local f = {}
 local raw = redis.call("HGETALL", key)
 for i = 1, #raw, 2 do f[raw[i]] = tonumber(raw[i + 1]) end

@@ -38,6 +38,21 @@ import (
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
+// banLengthLua is the Lua function both scripts use for a ban's length
+// at a level: the first ban's (banBase), doubled per level, at most
+// banMax, which the script has read from ARGV before it.
+const banLengthLua = `
+local function banLength(level)
+  local length = banBase
+  for _ = 2, level do
+    if length >= banMax then break end
+    length = length * 2
+  end
+  if length > banMax then length = banMax end
+  return length
+end
+`
+
 // script is the whole decision. KEYS: the subject's hash, the ban log.
 // ARGV: now (ms), bans disabled (0/1),
 // strikes tolerated, strike window, first ban, longest ban, ban memory,
@@ -59,16 +74,7 @@ local f = {}
 local raw = redis.call("HGETALL", key)
 for i = 1, #raw, 2 do f[raw[i]] = tonumber(raw[i + 1]) end
 
-local function banLength(level)
-  local length = banBase
-  for _ = 2, level do
-    if length >= banMax then break end
-    length = length * 2
-  end
-  if length > banMax then length = banMax end
-  return length
-end
-
+` + banLengthLua + `
 local used, ends, live, periods = {}, {}, {}, {}
 local refused = -1
 for i = 1, n do

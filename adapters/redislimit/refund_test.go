@@ -77,7 +77,7 @@ func TestRefundAfterTheMinuteGoesBackToTheDay(t *testing.T) {
 	c := testenv.RedisClient(t)
 	store := redislimit.New(c, testenv.RedisPrefix(t, c, "rl"))
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	clk := newClock(t0)
+	clk := testenv.NewClock(t0)
 	l := ratelimit.New(store, ratelimit.Config{Clock: clk.Now, StoreTimeout: 5 * time.Second})
 	ctx := context.Background()
 	limits := petstore.Limits{PerMinute: 5, PerDay: 100}

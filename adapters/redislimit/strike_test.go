@@ -52,16 +52,7 @@ func (h *heldLeaser) Lease(ctx context.Context, req ratelimit.LeaseRequest) (rat
 	return h.Store.Lease(ctx, req)
 }
 
-// clock is a settable fake clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Set(t time.Time)     { c.mu.Lock(); c.now = t; c.mu.Unlock() }
-func newClock(t time.Time) *clock    { return &clock{now: t} }
-func (c *clock) Add(d time.Duration) { c.Set(c.Now().Add(d)) }
+// fill spends subject's minute on the Free plan.
 func fill(t *testing.T, lim *ratelimit.Limiter, subject string) {
 	t.Helper()
 	for range ratelimittest.Free.PerMinute {
@@ -79,13 +70,13 @@ func fill(t *testing.T, lim *ratelimit.Limiter, subject string) {
 func TestBurstThenRetryAfterIsNeverBanned(t *testing.T) {
 	c := testenv.RedisClient(t)
 	st := &heldLeaser{Store: redislimit.New(c, testenv.RedisPrefix(t, c, "rl"))}
-	clk := newClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	clk := testenv.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	lim := ratelimit.New(st, ratelimit.Config{Clock: clk.Now, BanPoll: time.Hour})
 	t.Cleanup(func() { _ = lim.Close(context.Background()) })
 	ctx := context.Background()
 	fill(t, lim, "key:burst")
 
-	clk.Add(10 * time.Second)
+	clk.Advance(10 * time.Second)
 	entered, release := st.hold()
 	done := make(chan ratelimit.Decision)
 	go func() { d, _ := lim.Decide(ctx, "key:burst", ratelimittest.Free); done <- d }()
@@ -103,13 +94,13 @@ func TestBurstThenRetryAfterIsNeverBanned(t *testing.T) {
 		t.Fatalf("the burst's first request into a full minute was admitted: %+v", d)
 	}
 
-	clk.Add(retry) // the client honours Retry-After
+	clk.Advance(retry) // the client honours Retry-After
 	for i := range 2 {
 		d, err := lim.Decide(ctx, "key:burst", ratelimittest.Free)
 		if err != nil || !d.Allowed {
 			t.Fatalf("request %d after Retry-After: %+v, %v; want admitted", i+1, d, err)
 		}
-		clk.Add(time.Second)
+		clk.Advance(time.Second)
 	}
 	if bans, err := st.Bans(ctx, clk.Now()); err != nil || len(bans) > 0 {
 		t.Fatalf("bans %v, %v; want none", bans, err)
@@ -124,7 +115,7 @@ func TestBanStartedByReportedStrikesRefuses(t *testing.T) {
 	c := testenv.RedisClient(t)
 	st := &heldLeaser{Store: redislimit.New(c, testenv.RedisPrefix(t, c, "rl"))}
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	clk := newClock(t0)
+	clk := testenv.NewClock(t0)
 	lim := ratelimit.New(st, ratelimit.Config{Clock: clk.Now, BanPoll: time.Hour})
 	t.Cleanup(func() { _ = lim.Close(context.Background()) })
 	ctx := context.Background()
