@@ -22,21 +22,23 @@ func waitRoute(t *testing.T, e *customdomain.Engine, host string, want customdom
 	}
 }
 
-// Two engines on one store, sharing a change feed and never refreshing
-// periodically: what one does reaches the other through the feed alone —
-// activation, redirects and removal.
-func TestFeedCarriesChangesToOtherProcesses(t *testing.T) {
-	f := newFixture(t, nil)
-	f.set(t, "example.com.", cname("shop", target), cname("www", target))
+// feedReplicas builds two engines on f's store sharing a change feed (f's
+// own engine has none), configured further by configure when set: a
+// publishes, b follows, live by the time it returns.
+func feedReplicas(t *testing.T, f *fixture, configure func(*customdomain.EngineConfig)) (a, b *customdomain.Engine) {
+	t.Helper()
 	feed := &changefeed.Local{}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-
-	// f.engine has no feed: build a publishing one on the same store.
 	mk := func() *customdomain.Engine {
-		return f.replica(t, func(c *customdomain.EngineConfig) { c.Feed = feed })
+		return f.replica(t, func(c *customdomain.EngineConfig) {
+			c.Feed = feed
+			if configure != nil {
+				configure(c)
+			}
+		})
 	}
-	a, b := mk(), mk()
+	a, b = mk(), mk()
 	live := make(chan struct{})
 	go feed.Subscribe(ctx, func(c changefeed.Change) {
 		b.Apply(c)
@@ -45,6 +47,17 @@ func TestFeedCarriesChangesToOtherProcesses(t *testing.T) {
 		}
 	})
 	<-live
+	return a, b
+}
+
+// Two engines on one store, sharing a change feed and never refreshing
+// periodically: what one does reaches the other through the feed alone —
+// activation, redirects and removal.
+func TestFeedCarriesChangesToOtherProcesses(t *testing.T) {
+	f := newFixture(t, nil)
+	f.set(t, "example.com.", cname("shop", target), cname("www", target))
+	ctx := context.Background()
+	a, b := feedReplicas(t, f, nil)
 
 	for _, n := range []string{"shop.example.com", "www.example.com"} {
 		if _, _, err := a.Add(ctx, "prj_pro", n); err != nil {
@@ -83,21 +96,8 @@ func TestFeedCarriesVerifyingToOtherProcesses(t *testing.T) {
 	certs := &issuer{state: map[string]customdomain.CertStatus{}}
 	f := newFixture(t, certs)
 	f.set(t, "example.com.", cname("shop", target))
-	feed := &changefeed.Local{}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	mk := func() *customdomain.Engine {
-		return f.replica(t, func(c *customdomain.EngineConfig) { c.Feed = feed; c.CertIssuer = certs })
-	}
-	a, b := mk(), mk()
-	live := make(chan struct{})
-	go feed.Subscribe(ctx, func(c changefeed.Change) {
-		b.Apply(c)
-		if c.Kind == changefeed.KindLive {
-			close(live)
-		}
-	})
-	<-live
+	ctx := context.Background()
+	a, b := feedReplicas(t, f, func(c *customdomain.EngineConfig) { c.CertIssuer = certs })
 
 	if _, _, err := a.Add(ctx, "prj_pro", "shop.example.com"); err != nil {
 		t.Fatal(err)

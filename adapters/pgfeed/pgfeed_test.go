@@ -127,10 +127,10 @@ func TestNewRefusesBadInput(t *testing.T) {
 	}
 }
 
-// TestSilentPartition: when PostgreSQL stops answering without closing
-// the connection, the subscriber's ping times out and it reports
-// KindLost; once the server is reachable again, KindLive.
-func TestSilentPartition(t *testing.T) {
+// proxiedFeed is a feed on a channel of its own whose link to
+// PostgreSQL goes through a fault proxy, closed when the test ends.
+func proxiedFeed(t *testing.T) (*pgfeed.Feed, *faultproxy.Proxy) {
+	t.Helper()
 	u, err := url.Parse(testenv.PostgresDSN(t))
 	if err != nil {
 		t.Fatal(err)
@@ -141,6 +141,15 @@ func TestSilentPartition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { f.Close() })
+	return f, proxy
+}
+
+// TestSilentPartition: when PostgreSQL stops answering without closing
+// the connection, the subscriber's ping times out and it reports
+// KindLost; once the server is reachable again, KindLive.
+func TestSilentPartition(t *testing.T) {
+	f, proxy := proxiedFeed(t)
 	f.HealthInterval = 100 * time.Millisecond
 	r := feedtest.Subscribe(t, f)
 	r.Want(t, changefeed.Change{Kind: changefeed.KindLive})
@@ -155,17 +164,7 @@ func TestSilentPartition(t *testing.T) {
 // its turn no longer than that deadline, and the stuck one ends after
 // DefaultPublishTimeout, not when the pause does.
 func TestPublishWaitsNoLongerThanItsContext(t *testing.T) {
-	u, err := url.Parse(testenv.PostgresDSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := faultproxy.Start(t, u.Host)
-	u.Host = proxy.Addr()
-	f, err := pgfeed.New(u.String(), "petstore_test_"+random())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, proxy := proxiedFeed(t)
 	if err := f.Publish(context.Background(), changefeed.Change{Kind: "domain", ID: "warm"}); err != nil {
 		t.Fatal(err)
 	}
