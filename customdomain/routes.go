@@ -146,7 +146,7 @@ type admission struct{ renew bool }
 // it within RefreshEvery (within milliseconds with EngineConfig.Feed), and
 // this engine's own at once.
 func (e *Engine) Admits(host string) bool {
-	_, ok := e.admission(hostName(host))
+	_, _, ok := e.admission(hostName(host))
 	return ok
 }
 
@@ -155,7 +155,7 @@ func (e *Engine) Admits(host string) bool {
 // elsewhere, so that the platform does not keep a certificate alive for a
 // name it may no longer control. No I/O, like Admits.
 func (e *Engine) Renews(host string) bool {
-	a, ok := e.admission(hostName(host))
+	a, _, ok := e.admission(hostName(host))
 	return ok && a.renew
 }
 
@@ -165,33 +165,24 @@ func (e *Engine) Renews(host string) bool {
 // certificate of its own is never to be obtained (each made-up label
 // would otherwise cost an order at the CA). No I/O, like Admits.
 func (e *Engine) CoveredByWildcard(host string) bool {
-	name := hostName(host)
-	if _, own := (*e.admitted.Load())[name]; own {
-		return false
-	}
-	if _, own := (*e.routes.Load())[name]; own {
-		return false
-	}
-	w, ok := wildcardParent(name)
-	if !ok {
-		return false
-	}
-	_, ok = (*e.admitted.Load())[w]
-	return ok
+	_, byWildcard, ok := e.admission(hostName(host))
+	return ok && byWildcard
 }
 
-func (e *Engine) admission(name string) (admission, bool) {
+// admission is what the certificate layer may do for name, and whether
+// it is admitted through the wildcard above it rather than on its own.
+func (e *Engine) admission(name string) (a admission, byWildcard, ok bool) {
 	set := *e.admitted.Load()
 	if a, ok := set[name]; ok {
-		return a, true
+		return a, false, true
 	}
 	if w, ok := wildcardParent(name); ok {
 		if _, own := (*e.routes.Load())[name]; !own {
 			a, ok := set[w]
-			return a, ok
+			return a, ok, ok
 		}
 	}
-	return admission{}, false
+	return admission{}, false, false
 }
 
 // patchRoutes applies a change to a copy of the table and publishes it;

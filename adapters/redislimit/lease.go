@@ -20,9 +20,8 @@ import (
 // refusal (ms), the cap of anonymous subjects (0: the subject is a key),
 // the subject, units needed now, last refusal (ms); then per window
 // quota, period (ms), units returned, the end (ms) they were granted in,
-// debt. It returns {granted, refused
-// window (0-based, -1 for none), ban end (0: none), ban started (0/1),
-// then used and end per window}.
+// debt. It returns {granted, refused window (0-based, -1 for none), ban
+// end (0: none), ban started (0/1), then used and end per window}.
 var leaseScript = redis.NewScript(`
 local key, anon, banlog = KEYS[1], KEYS[2], KEYS[3]
 local now = tonumber(ARGV[1])
