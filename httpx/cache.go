@@ -141,15 +141,23 @@ func (c *Cache) created(pet petstore.Pet) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.unpublished == 0 || pet.ID < c.unpublished {
-		c.unpublished = pet.ID
-	}
-	if !slices.Contains(c.statuses, pet.Status) {
-		c.statuses = append(c.statuses, pet.Status)
-	}
+	c.owe(pet.ID, pet.Status)
 	if !c.publishing {
 		c.publishing = true
 		go c.publish()
+	}
+}
+
+// owe records creates from id on, of statuses, as not yet published.
+// c.mu is held.
+func (c *Cache) owe(id int64, statuses ...petstore.PetStatus) {
+	if c.unpublished == 0 || id < c.unpublished {
+		c.unpublished = id
+	}
+	for _, st := range statuses {
+		if !slices.Contains(c.statuses, st) {
+			c.statuses = append(c.statuses, st)
+		}
 	}
 }
 
@@ -188,14 +196,7 @@ func (c *Cache) publish() {
 			continue
 		}
 		c.mu.Lock()
-		if c.unpublished == 0 || id < c.unpublished {
-			c.unpublished = id
-		}
-		for _, st := range all {
-			if !slices.Contains(c.statuses, st) {
-				c.statuses = append(c.statuses, st)
-			}
-		}
+		c.owe(id, all...)
 		c.mu.Unlock()
 		time.Sleep(changefeed.Backoff(failures))
 	}

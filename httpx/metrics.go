@@ -110,12 +110,21 @@ func measure(m *metrics, find func(*http.Request) string) func(http.Handler) htt
 // metricMethod bounds the method label to the methods HTTP defines, so a
 // client inventing methods cannot grow the label set.
 func metricMethod(m string) string {
-	switch m {
-	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
-		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+	if standardMethod(m) {
 		return m
 	}
 	return "OTHER"
+}
+
+// standardMethod reports whether m is a method HTTP defines: any other is
+// the client's own word, which no label or span name may carry.
+func standardMethod(m string) bool {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return true
+	}
+	return false
 }
 
 // decision counts one rate-limit decision.

@@ -56,7 +56,7 @@ func traceRequests(tp trace.TracerProvider, client func(*http.Request) netip.Add
 			// "HTTP", as the conventions say: a client cannot make
 			// span names or attribute values without bound.
 			method, name := r.Method, r.Method
-			if metricMethod(method) == "OTHER" {
+			if !standardMethod(method) {
 				method, name = "_OTHER", "HTTP"
 			}
 			ctx := propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
