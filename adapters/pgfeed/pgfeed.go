@@ -32,8 +32,10 @@ import (
 const DefaultChannel = "petstore_changes"
 
 // DefaultHealthInterval is how long a subscription waits for a
-// notification before it pings the server.
-const DefaultHealthInterval = 500 * time.Millisecond
+// notification before it pings the server; a dead connection, or one
+// paused, is noticed within twice that: 800 ms, so that a subscriber
+// that forgets what it cached then still meets a 1 s staleness bound.
+const DefaultHealthInterval = 400 * time.Millisecond
 
 // Feed is a changefeed.Feed over PostgreSQL LISTEN/NOTIFY.
 type Feed struct {

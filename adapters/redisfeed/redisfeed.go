@@ -22,9 +22,10 @@ import (
 )
 
 // DefaultHealthInterval is how long a subscription waits for a message
-// before it checks its connection; a dead connection is noticed within
-// twice that.
-const DefaultHealthInterval = 500 * time.Millisecond
+// before it checks its connection; a dead connection, or one paused, is
+// noticed within twice that: 800 ms, so that a subscriber that forgets
+// what it cached then still meets a 1 s staleness bound.
+const DefaultHealthInterval = 400 * time.Millisecond
 
 // Feed is a changefeed.Feed over Redis pub/sub.
 type Feed struct {

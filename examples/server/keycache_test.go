@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/petstorekit/petstore/adapters/redislimit"
+	"github.com/petstorekit/petstore/internal/faultproxy"
 	"github.com/petstorekit/petstore/internal/testenv"
 )
 
@@ -157,4 +159,82 @@ func TestKeysSubcommandSaysWhenServersWereNotTold(t *testing.T) {
 	if !strings.Contains(out.String(), "revoked "+m[1]) {
 		t.Fatalf("revoke printed %q, want it to say the key is revoked", out.String())
 	}
+}
+
+// TestRevokeReachesAServerWhoseFeedIsPaused: a server whose link to its
+// change feed is paused (a black hole) never hears the revoke, yet
+// refuses the key within the staleness bound: it notices the quiet feed
+// within a second, forgets its cached keys, and asks the database again.
+// The database is MySQL, so that Redis is the server's only feed.
+func TestRevokeReachesAServerWhoseFeedIsPaused(t *testing.T) {
+	db := testenv.MySQLDatabase(t)
+	o, err := redislimit.ParseOptions(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := testenv.RedisPrefix(t, testenv.RedisClient(t), "server")
+	direct := []string{"-db", db, "-redis", testenv.RedisURL(t), "-redis-prefix", prefix}
+	keys := func(args ...string) string {
+		t.Helper()
+		var out strings.Builder
+		if err := run(context.Background(), append(direct, append([]string{"keys"}, args...)...), func(string) string { return "" }, &out, io.Discard); err != nil {
+			t.Fatalf("keys %s: %v\n%s", strings.Join(args, " "), err, out.String())
+		}
+		return out.String()
+	}
+	m := regexp.MustCompile(`(?m)^id:\s+(\S+)$[\s\S]*^key:\s+(\S+)$`).FindStringSubmatch(keys("create", "-plan", "pro"))
+	if m == nil {
+		t.Fatal("keys create printed no id and key")
+	}
+	id, secret := m[1], m[2]
+
+	proxy := faultproxy.Start(t, o.Addr)
+	srv := startServer(t, []string{"-addr", "127.0.0.1:0", "-db", db, "-migrate=false",
+		"-redis", proxy.Addr(), "-redis-prefix", prefix}, nil)
+	pets := srv.base + "/v1/pets"
+	if res := get(t, pets, secret); res.StatusCode != http.StatusOK {
+		t.Fatalf("before the pause: %s", res.Status) // the key is now cached
+	}
+
+	proxy.Pause()
+	if out := keys("revoke", id); !strings.Contains(out, "revoked "+id) {
+		t.Fatalf("revoke printed %q", out)
+	}
+	// Requests wait for the paused Redis (the limiter's 1 s timeout), so
+	// they are sent apart from each other's answers: one every 20 ms,
+	// for half a bound past the bound.
+	type answer struct {
+		sent time.Duration // after the revoke
+		code int
+	}
+	revoked := time.Now()
+	answers := make(chan answer)
+	var sent int
+	for at := time.Duration(0); at < staleness*3/2; at += 20 * time.Millisecond {
+		time.Sleep(time.Until(revoked.Add(at)))
+		sent++
+		go func() {
+			since := time.Since(revoked)
+			req, _ := http.NewRequest("GET", pets, nil)
+			req.Header.Set("Authorization", "Bearer "+secret)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				answers <- answer{since, 0}
+				return
+			}
+			res.Body.Close()
+			answers <- answer{since, res.StatusCode}
+		}()
+	}
+	first := time.Duration(-1)
+	for range sent {
+		a := <-answers
+		if a.code == http.StatusUnauthorized && (first < 0 || a.sent < first) {
+			first = a.sent
+		}
+		if a.sent > staleness && a.code != http.StatusUnauthorized {
+			t.Errorf("a request sent %v after the revoke answered %d, want 401 past the %v bound", a.sent.Round(time.Millisecond), a.code, staleness)
+		}
+	}
+	t.Logf("401 from a request sent %v after the revoke", first.Round(time.Millisecond))
 }
