@@ -39,7 +39,7 @@ func authenticate(auth petstore.Authenticator, public func(*http.Request) bool, 
 // one a proxy or the server reads is not defined, so none is.
 func bearerKey(auth petstore.Authenticator, client func(*http.Request) netip.Addr, r *http.Request) (petstore.APIKey, error) {
 	if len(r.Header.Values("Authorization")) > 1 {
-		return petstore.APIKey{}, petstore.Errorf(petstore.CodeUnauthorized, "send exactly one Authorization header")
+		return petstore.APIKey{}, &bearerError{code: "invalid_request", err: petstore.Errorf(petstore.CodeUnauthorized, "send exactly one Authorization header")}
 	}
 	scheme, token, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
 	token = strings.TrimSpace(token)
@@ -54,7 +54,7 @@ func bearerKey(auth petstore.Authenticator, client func(*http.Request) netip.Add
 		key, err = auth.Authenticate(r.Context(), token)
 	}
 	if petstore.ErrorCode(err) == petstore.CodeUnauthorized {
-		return petstore.APIKey{}, &invalidToken{err: petstore.UnauthorizedError()}
+		return petstore.APIKey{}, &bearerError{code: "invalid_token", err: petstore.UnauthorizedError()}
 	}
 	return key, err
 }
@@ -66,8 +66,14 @@ type clientAuthenticator interface {
 	AuthenticateClient(ctx context.Context, token string, client netip.Addr) (petstore.APIKey, error)
 }
 
-// invalidToken marks a presented token's 401, whose challenge says so.
-type invalidToken struct{ err *petstore.Error }
+// bearerError is a 401 whose challenge names RFC 6750's error code:
+// invalid_token for a presented token refused, invalid_request for a
+// request that sends more than one. A request with no bearer token gets
+// no code, as the RFC says.
+type bearerError struct {
+	code string
+	err  *petstore.Error
+}
 
-func (e *invalidToken) Error() string { return e.err.Error() }
-func (e *invalidToken) Unwrap() error { return e.err }
+func (e *bearerError) Error() string { return e.err.Error() }
+func (e *bearerError) Unwrap() error { return e.err }

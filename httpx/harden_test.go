@@ -103,8 +103,8 @@ func TestRequestHeadersHardening(t *testing.T) {
 			if res.Status != 401 || res.errorBody(t).Code != petstore.CodeUnauthorized || !strings.Contains(res.errorBody(t).Message, "one Authorization") {
 				t.Fatalf("second %q: %d %s, want 401", second, res.Status, res.Body)
 			}
-			if res.Header.Get("WWW-Authenticate") == "" {
-				t.Fatal("401 without a challenge")
+			if got, want := res.Header.Get("WWW-Authenticate"), `Bearer realm="petstore", error="invalid_request"`; got != want {
+				t.Fatalf("second %q: WWW-Authenticate %q, want %q (RFC 6750: more than one token)", second, got, want)
 			}
 		}
 	})

@@ -102,8 +102,8 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	noteCause(r, err, e)
 	if e.Code == petstore.CodeUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
 		challenge := `Bearer realm="petstore"`
-		if errors.As(err, new(*invalidToken)) {
-			challenge += `, error="invalid_token"`
+		if be := (*bearerError)(nil); errors.As(err, &be) {
+			challenge += `, error="` + be.code + `"`
 		}
 		w.Header().Set("WWW-Authenticate", challenge)
 	}
