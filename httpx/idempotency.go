@@ -44,6 +44,7 @@ type idempotent[T any] struct {
 	store     petstore.IdempotencyStore
 	now       func() time.Time
 	next      creation[T]
+	etag      bool         // next's answers carry their body's ETag, so replays do
 	lastPurge atomic.Int64 // unix nanoseconds of the last purge
 }
 
@@ -52,12 +53,14 @@ type idempotent[T any] struct {
 type creation[T any] func(w http.ResponseWriter, r *http.Request, v T)
 
 // idempotently returns op wrapped in Idempotency-Key replay when
-// cfg.Idempotency is set, and op itself otherwise.
-func idempotently[T any](cfg Config, op creation[T]) creation[T] {
+// cfg.Idempotency is set, and op itself otherwise. etag says whether op's
+// answers carry an ETag (a pet's do, an order's do not), so that a replay
+// has the headers the first answer had.
+func idempotently[T any](cfg Config, op creation[T], etag bool) creation[T] {
 	if cfg.Idempotency == nil {
 		return op
 	}
-	m := &idempotent[T]{store: cfg.Idempotency, now: cfg.Now, next: op}
+	m := &idempotent[T]{store: cfg.Idempotency, now: cfg.Now, next: op, etag: etag}
 	if m.now == nil {
 		m.now = time.Now
 	}
@@ -137,7 +140,7 @@ func (m *idempotent[T]) serve(w http.ResponseWriter, r *http.Request, v T) {
 		w.Header().Set("Retry-After", "1")
 		WriteError(w, r, petstore.Errorf(petstore.CodeIdempotencyKeyInUse, "a request with this Idempotency-Key is still being processed; retry later"))
 	default:
-		replay(w, stored)
+		replay(w, stored, m.etag)
 	}
 }
 
@@ -150,8 +153,8 @@ func (m *idempotent[T]) purge(ctx context.Context, now time.Time) {
 	}
 }
 
-// replay writes a stored response again.
-func replay(w http.ResponseWriter, rec petstore.IdempotencyRecord) {
+// replay writes a stored response again, with its body's ETag when etag.
+func replay(w http.ResponseWriter, rec petstore.IdempotencyRecord, etag bool) {
 	h := w.Header()
 	if rec.ContentType != "" {
 		h.Set("Content-Type", rec.ContentType)
@@ -159,7 +162,7 @@ func replay(w http.ResponseWriter, rec petstore.IdempotencyRecord) {
 	if rec.Location != "" {
 		h.Set("Location", rec.Location)
 	}
-	if rec.Status/100 == 2 {
+	if etag && rec.Status/100 == 2 {
 		h.Set("ETag", ETag(rec.Body)) // the original's: a strong ETag is its body's
 	}
 	h.Set("X-Content-Type-Options", "nosniff")

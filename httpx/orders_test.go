@@ -345,6 +345,11 @@ func TestIdempotentCreateOrder(t *testing.T) {
 	if string(first.Body) != string(second.Body) || first.Header.Get("Location") != second.Header.Get("Location") {
 		t.Fatalf("replay differs: %s vs %s", first.Body, second.Body)
 	}
+	for _, h := range []string{"Content-Type", "ETag", "X-Content-Type-Options"} {
+		if a, b := first.Header.Get(h), second.Header.Get(h); a != b {
+			t.Errorf("%s: %q, then %q on the replay; want the first answer's", h, a, b)
+		}
+	}
 	if got := e.do(t, e.req("GET", "/v1/store/orders", "")).orders(t); len(got) != 1 {
 		t.Fatalf("%d orders, want 1", len(got))
 	}
