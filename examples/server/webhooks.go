@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"time"
 
 	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/webhook"
@@ -53,15 +54,24 @@ func startWebhooks(ctx context.Context, cfg config, store webhook.Store, logger 
 // domainEvents hands the custom-domain engine's lifecycle events to the
 // webhook outbox. The event is queued even when the request that caused
 // it ends right after the change was stored, so none is lost to a
-// client that hangs up.
+// client that hangs up. Queuing keeps the request's deadline, or waits at
+// most timeout (-db-timeout) without one, so a paused database does not
+// hold the request that caused it past its bound.
 type domainEvents struct {
-	hooks  *webhook.Service
-	logger *slog.Logger
+	hooks   *webhook.Service
+	logger  *slog.Logger
+	timeout time.Duration
 }
 
 // DomainEvent implements customdomain.Events.
 func (e domainEvents) DomainEvent(ctx context.Context, projectID, eventType string, d customdomain.Domain) {
-	if err := e.hooks.Enqueue(context.WithoutCancel(ctx), projectID, eventType, d); err != nil {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(e.timeout)
+	}
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	defer cancel()
+	if err := e.hooks.Enqueue(ctx, projectID, eventType, d); err != nil {
 		e.logger.Warn("domain event not queued for webhooks", "type", eventType, "project", projectID, "err", err)
 	}
 }

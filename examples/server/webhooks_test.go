@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +13,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/petstorekit/petstore/adapters/bunstore"
+	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
+	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/webhook"
 )
 
@@ -158,5 +162,62 @@ func TestDomainEventsReachWebhooks(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("no delivery within 20 s of adding the domain")
+	}
+}
+
+// TestDomainEventWaitsNoLongerThanTheDatabaseTimeout: the engine queues a
+// domain's webhook event from the request that changed it, apart from
+// that request's cancellation; with the database paused, queuing gives up
+// at the request's deadline, or after -db-timeout when it has none, and
+// says so, rather than holding the request until the database is back.
+func TestDomainEventWaitsNoLongerThanTheDatabaseTimeout(t *testing.T) {
+	dsn, proxy := proxiedPostgres(t)
+	ctx := context.Background()
+	db, err := bunopen.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Restore(); db.Close() })
+	if err := bunstore.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	hooks, err := startWebhooks(t.Context(), config{webhookAllowPrivate: true}, bunstore.New(db), logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hooks.CreateEndpoint(ctx, "prj_a", "https://hooks.example.com/a"); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Pause()
+
+	withDeadline, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		name    string
+		ctx     context.Context
+		timeout time.Duration
+	}{
+		{"the request's deadline", withDeadline, time.Minute},
+		{"-db-timeout without one", ctx, time.Second},
+	} {
+		start := time.Now()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			domainEvents{hooks, logger, tc.timeout}.DomainEvent(tc.ctx, "prj_a", "domain.added", customdomain.Domain{Name: "a.example.com"})
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second): // a hang guard, far past the bound
+			t.Fatalf("%s: DomainEvent still waits 10 s into a database pause, with a 1 s bound", tc.name)
+		}
+		if took := time.Since(start); took > 2*time.Second {
+			t.Fatalf("%s: DomainEvent took %v with a 1 s bound and the database paused", tc.name, took)
+		}
+	}
+	if n := strings.Count(logs.String(), "domain event not queued"); n != 2 {
+		t.Fatalf("%d of the 2 lost events are logged:\n%s", n, logs.String())
 	}
 }

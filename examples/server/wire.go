@@ -215,7 +215,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		RecheckActive:        cfg.recheck,
 		DriftGrace:           cfg.driftGrace,
 		DCVZone:              cfg.acmeDCVZone,
-		Events:               domainEvents{hooks: hooks, logger: logger},
+		Events:               domainEvents{hooks: hooks, logger: logger, timeout: cfg.dbTimeout},
 	}
 	if issuer != nil {
 		ecfg.CertIssuer = tracing.CertIssuer(issuer, tp)
