@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -341,6 +343,105 @@ func TestTwoWorkersShareTheOutbox(t *testing.T) {
 	for id, n := range ids {
 		if n != 1 {
 			t.Fatalf("event %s was sent %d times, want once", id, n)
+		}
+	}
+}
+
+// TestReplicasNeverSendAnAttemptTwiceOverASlowDatabase: two workers on
+// one PostgreSQL schema, through a link slowed 150 ms each way, with the
+// shortest lease New accepts for their 1 s timeout and a receiver that
+// answers within it. One claim of 32 deliveries then takes more than its
+// lease, yet no event reaches the receiver twice: an attempt starts only
+// while its lease has room for it and for its answer's record.
+func TestReplicasNeverSendAnAttemptTwiceOverASlowDatabase(t *testing.T) {
+	ctx := context.Background()
+	direct := testenv.PostgresSchema(t)
+	u, err := url.Parse(direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := faultproxy.Start(t, u.Host)
+	u.Host = proxy.Addr()
+	open := func() *bunstore.Store {
+		db, err := bunopen.Open(ctx, u.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return bunstore.New(db)
+	}
+	first := open()
+	if err := bunstore.Migrate(ctx, first.DB()); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	sent := map[string]int{} // event id: requests
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ev struct{ ID string }
+		_ = json.NewDecoder(r.Body).Decode(&ev)
+		mu.Lock()
+		sent[ev.ID]++
+		mu.Unlock()
+		time.Sleep(700 * time.Millisecond) // a 200 within the 1 s timeout
+	}))
+	t.Cleanup(srv.Close)
+	config := func(s *bunstore.Store) webhook.Config {
+		return webhook.Config{Store: s, AllowPrivate: true, Timeout: time.Second, Lease: 5 * time.Second}
+	}
+	a, b := newService(t, config(first)), newService(t, config(open()))
+	ep, err := a.CreateEndpoint(ctx, "prj_a", srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const events = 32
+	for range events {
+		if err := a.Enqueue(ctx, "prj_a", webhook.TypeDomainVerified, map[string]string{"name": "a.example.com"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	proxy.SetLatency(150 * time.Millisecond)
+	allRecorded := func() bool {
+		ds, err := a.Deliveries(ctx, "prj_a", ep.ID)
+		if err != nil {
+			t.Error(err)
+			return true
+		}
+		for _, d := range ds {
+			if d.State != webhook.StateSucceeded {
+				return false
+			}
+		}
+		return len(ds) == events
+	}
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	for i, svc := range []*webhook.Service{a, b} {
+		wg.Go(func() {
+			time.Sleep(time.Duration(i) * time.Second) // b starts polling while a's claim runs
+			for !done.Load() {
+				if n, _ := svc.DeliverDue(ctx); n == 0 {
+					time.Sleep(200 * time.Millisecond) // a poll interval
+				}
+			}
+		})
+	}
+	for deadline := time.Now().Add(90 * time.Second); !allRecorded(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) { // a hang guard
+			done.Store(true)
+			wg.Wait()
+			t.Fatalf("not every delivery succeeded within 90 s; sent: %v", sent)
+		}
+	}
+	done.Store(true)
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sent) != events {
+		t.Fatalf("the receiver got %d distinct events, want %d", len(sent), events)
+	}
+	for id, n := range sent {
+		if n != 1 {
+			t.Errorf("event %s reached the receiver %d times, though it answered 200 each time", id, n)
 		}
 	}
 }

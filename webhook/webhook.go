@@ -61,7 +61,7 @@ type Config struct {
 
 	RetryFor     time.Duration // how long a failing delivery is retried; 0: DefaultRetryFor
 	Timeout      time.Duration // of one attempt; 0: DefaultTimeout
-	Lease        time.Duration // how long a claim holds a delivery; 0: DefaultLease; more than 4 × Timeout
+	Lease        time.Duration // how long a claim holds a delivery; 0: DefaultLease; more than 4 × Timeout, and attempts start only with 2 × Timeout of it left
 	PollInterval time.Duration // how often Run looks for due deliveries; 0: DefaultPollInterval
 	Retention    time.Duration // how long finished deliveries are kept; 0: DefaultRetention
 	MaxEndpoints int           // per project; 0: DefaultMaxEndpoints

@@ -31,17 +31,32 @@ const userAgent = "petstore-webhooks/1"
 // and returns how many it claimed. Run calls it in a loop; tests call it
 // with an injected clock. A delivery leased to another process is left
 // to it.
+//
+// Another process may claim a delivery once its lease has run out, so an
+// attempt starts only while the lease has room for it and for recording
+// its answer (a Timeout each), and the answer is recorded before the
+// lease ends or not at all. A slow claim or slow receivers leave the
+// rest of the batch to wait for the lease to run out; an answer not
+// recorded in time (a database paused mid-batch) is sent again, as after
+// a crash.
 func (s *Service) DeliverDue(ctx context.Context) (int, error) {
+	leaseEnd := time.Now().Add(s.cfg.Lease) // real time, from before the claim
 	now := s.now()
 	token := uuid.NewString()
 	dues, err := s.store.ClaimWebhookDeliveries(ctx, token, now, now.Add(s.cfg.Lease), claimBatch)
 	if err != nil {
 		return 0, err
 	}
+	ctx, cancel := context.WithDeadline(ctx, leaseEnd)
+	defer cancel()
 	sem := make(chan struct{}, concurrentAttempts)
 	var wg sync.WaitGroup
 	for _, due := range dues {
 		sem <- struct{}{}
+		if time.Until(leaseEnd) < 2*s.cfg.Timeout {
+			<-sem
+			break
+		}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
@@ -100,8 +115,9 @@ func (s *Service) attempt(ctx context.Context, token string, due Due) {
 	started := time.Now() // the duration is real time, whatever the clock says
 	status, body, err := s.post(ctx, due.Endpoint, d.Payload, at)
 	if ctx.Err() != nil {
-		// Shutting down: the lease runs out and a process retries this
-		// attempt; recording it would need the context that just ended.
+		// Shutting down, or the lease ended: it runs out and a process
+		// retries this attempt; recording it would need the context that
+		// just ended.
 		return
 	}
 	d.Attempts++

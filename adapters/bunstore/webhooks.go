@@ -3,6 +3,7 @@ package bunstore
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -131,9 +132,11 @@ func (s *Store) EnqueueWebhookEvent(ctx context.Context, ev webhook.Event) (int,
 }
 
 // ClaimWebhookDeliveries implements webhook.Store without row locks, the
-// same way on the three databases: it reads candidates, then leases each
-// with an UPDATE whose WHERE repeats the conditions, so of two processes
-// racing for a delivery only one UPDATE changes the row.
+// same way on the three databases: it reads candidates, then leases them
+// with one UPDATE whose WHERE repeats the conditions, so of two processes
+// racing for a delivery only one UPDATE changes the row, and reads back
+// those now leased to token. Three round trips, whatever limit is: the
+// lease runs while the claim does.
 func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, leaseUntil time.Time, limit int) ([]webhook.Due, error) {
 	out := []webhook.Due{}
 	if limit <= 0 {
@@ -147,32 +150,31 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, l
 		Where("lease_until_ns <= ?", nowNS).
 		Where("endpoint_id IN (SELECT id FROM webhook_endpoints)").
 		Order("next_attempt_ns ASC", "event_id ASC", "endpoint_id ASC").
-		Limit(int64(2 * limit)). // some may go to a racing claim
+		Limit(int64(limit)).
 		Scan(ctx)
 	if err != nil {
 		return nil, mapErr(ctx, "claim webhook deliveries", err)
 	}
-	var claimed []webhookDeliveryRow
-	for _, c := range cands {
-		if len(claimed) == limit {
-			break
-		}
-		res, err := s.db.NewUpdate().Model((*webhookDeliveryRow)(nil)).
-			Set("lease_token = ?", token).Set("lease_until_ns = ?", leaseUntil.UnixNano()).
-			Where("event_id = ?", c.EventID).Where("endpoint_id = ?", c.EndpointID).
-			Where("state = ?", string(webhook.StatePending)).
-			Where("next_attempt_ns <= ?", nowNS).
-			Where("lease_until_ns <= ?", nowNS).
-			Exec(ctx)
-		if err != nil {
-			return nil, mapErr(ctx, "claim webhook delivery", err)
-		}
-		if n, err := res.RowsAffected(); err == nil && n == 1 {
-			claimed = append(claimed, c)
-		}
-	}
-	if len(claimed) == 0 {
+	if len(cands) == 0 {
 		return out, nil
+	}
+	// These candidates, and not earlier claims with the same token:
+	// event_id and endpoint_id are only the deliveries' columns.
+	pairs, args := make([]string, len(cands)), make([]any, 0, 2*len(cands))
+	for i, c := range cands {
+		pairs[i] = "(event_id = ? AND endpoint_id = ?)"
+		args = append(args, c.EventID, c.EndpointID)
+	}
+	these := "(" + strings.Join(pairs, " OR ") + ")"
+	_, err = s.db.NewUpdate().Model((*webhookDeliveryRow)(nil)).
+		Set("lease_token = ?", token).Set("lease_until_ns = ?", leaseUntil.UnixNano()).
+		Where("state = ?", string(webhook.StatePending)).
+		Where("next_attempt_ns <= ?", nowNS).
+		Where("lease_until_ns <= ?", nowNS).
+		Where(these, args...).
+		Exec(ctx)
+	if err != nil {
+		return nil, mapErr(ctx, "claim webhook deliveries", err)
 	}
 	var rows []struct {
 		webhookDeliveryRow
@@ -184,12 +186,7 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, l
 		ColumnExpr("d.*").ColumnExpr("e.url, e.secret, e.created_ns AS ep_created_ns").
 		Join("JOIN webhook_endpoints AS e ON e.id = d.endpoint_id").
 		Where("d.lease_token = ?", token).
-		WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
-			for _, c := range claimed { // these, not earlier claims with the same token
-				q = q.WhereOr("d.event_id = ? AND d.endpoint_id = ?", c.EventID, c.EndpointID)
-			}
-			return q
-		}).
+		Where(these, args...).
 		Order("d.next_attempt_ns ASC", "d.event_id ASC", "d.endpoint_id ASC").
 		Scan(ctx, &rows)
 	if err != nil {
