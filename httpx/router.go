@@ -39,17 +39,26 @@ func (rt *Router) Refuse(pattern, allow string, before func(http.ResponseWriter)
 		if before != nil {
 			before(w)
 		}
-		unrouted(w, r, allow)
+		rt.unrouted(w, r, allow)
 	})
 }
 
 // unrouted answers a request no operation takes: 404, or 405 with Allow.
-func unrouted(w http.ResponseWriter, r *http.Request, allow string) {
+// A 404 says what to write instead where it can tell: the clean path, or,
+// for a path one slash short of a subtree ("/v1"), the subtree.
+func (rt *Router) unrouted(w http.ResponseWriter, r *http.Request, allow string) {
 	if st := stateOf(r.Context()); st != nil {
 		st.unrouted = true
 	}
 	if allow == "" {
-		WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no such path: %s", r.URL.Path))
+		p, hint := r.URL.Path, ""
+		switch {
+		case !isCleanPath(p):
+			hint = "; paths are not cleaned: write it as " + cleanPath(p)
+		case rt.fallbacks[p+"/"]:
+			hint = "; the paths here start with " + p + "/"
+		}
+		WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no such path: %s%s", p, hint))
 		return
 	}
 	w.Header().Set("Allow", allow)
@@ -72,7 +81,7 @@ func (rt *Router) Route(r *http.Request) string {
 // ServeHTTP routes r.
 func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !isCleanPath(r.URL.Path) {
-		unrouted(w, r, "")
+		rt.unrouted(w, r, "")
 		return
 	}
 	rt.mux.ServeHTTP(w, r)
@@ -80,9 +89,15 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // isCleanPath reports whether p has no "//", "." or ".." segments.
 func isCleanPath(p string) bool {
-	if p == "" || p[0] != '/' {
-		return false
+	return p != "" && p[0] == '/' && cleanPath(p) == p
+}
+
+// cleanPath is path.Clean keeping a trailing slash, as http.ServeMux
+// cleans: what it would redirect p to.
+func cleanPath(p string) string {
+	c := path.Clean("/" + strings.TrimPrefix(p, "/"))
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
 	}
-	c := path.Clean(p)
-	return c == p || (strings.HasSuffix(p, "/") && c+"/" == p)
+	return c
 }

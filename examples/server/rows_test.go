@@ -15,8 +15,9 @@ import (
 )
 
 // rawGet sends a request line exactly as given (http.Client would clean
-// the path) to the server at base and returns the response and its body.
-func rawGet(t *testing.T, base, target string) (*http.Response, string) {
+// the path), with the given header lines, to the server at base and
+// returns the response and its body.
+func rawGet(t *testing.T, base, target string, headers ...string) (*http.Response, string) {
 	t.Helper()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
 	if err != nil {
@@ -24,7 +25,11 @@ func rawGet(t *testing.T, base, target string) (*http.Response, string) {
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", target)
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n", target)
+	for _, h := range headers {
+		fmt.Fprintf(conn, "%s\r\n", h)
+	}
+	fmt.Fprint(conn, "\r\n")
 	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -34,28 +39,44 @@ func rawGet(t *testing.T, base, target string) (*http.Response, string) {
 	return res, string(b)
 }
 
-// Paths at and around the API base answer a JSON Error that says what to
-// write instead, never the standard mux's HTML redirect.
+// Paths at and around the API base are the API's to answer, never the
+// standard mux's HTML redirect: with a key, a JSON 404 that says what to
+// write instead; without one, the 401 any unknown path gets. Either has a
+// request id and an access log line.
 func TestPathsAroundBaseAreJSON(t *testing.T) {
-	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-keys", planKey + ":pro"}, nil)
+	srv := startServer(t, []string{"-addr", "127.0.0.1:0", "-keys", planKey + ":pro"}, nil)
 	for _, target := range []string{"/v1", "//v1/pets", "/v1/./pets", "/v1/../x", "/v1//pets", "/v1/pets/../pets"} {
 		t.Run(target, func(t *testing.T) {
-			res, body := rawGet(t, base, target)
-			var e struct {
-				Code    string `json:"code"`
-				Message string `json:"message"`
-			}
-			if res.StatusCode != http.StatusNotFound || !strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") ||
-				json.Unmarshal([]byte(body), &e) != nil || e.Code != "not_found" {
-				t.Fatalf("GET %s: %d %s %s, want a JSON not_found Error", target, res.StatusCode, res.Header.Get("Content-Type"), body)
-			}
-			if !strings.Contains(e.Message, "/v1/") {
-				t.Fatalf("GET %s: message %q does not say which path to use", target, e.Message)
+			for _, tc := range []struct {
+				auth []string
+				want int
+				code string
+			}{
+				{[]string{"Authorization: Bearer " + planKey}, http.StatusNotFound, "not_found"},
+				{nil, http.StatusUnauthorized, "unauthorized"},
+			} {
+				res, body := rawGet(t, srv.base, target, tc.auth...)
+				var e struct {
+					Code    string `json:"code"`
+					Message string `json:"message"`
+				}
+				if res.StatusCode != tc.want || !strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") ||
+					json.Unmarshal([]byte(body), &e) != nil || e.Code != tc.code {
+					t.Fatalf("GET %s (%d header lines): %d %s %s, want a JSON %s Error", target, len(tc.auth), res.StatusCode, res.Header.Get("Content-Type"), body, tc.code)
+				}
+				id := res.Header.Get("X-Request-Id")
+				if id == "" {
+					t.Fatalf("GET %s: no X-Request-Id", target)
+				}
+				if tc.want == http.StatusNotFound && !strings.Contains(e.Message, "/v1/") {
+					t.Fatalf("GET %s: message %q does not say which path to use", target, e.Message)
+				}
+				until(t, 5*time.Second, "an access log line for "+target, func() bool { return strings.Contains(srv.logs.String(), id) })
 			}
 		})
 	}
 	// Clean paths still work.
-	if res, body := rawGet(t, base, "/v1/openapi.json"); res.StatusCode != 200 {
+	if res, body := rawGet(t, srv.base, "/v1/openapi.json"); res.StatusCode != 200 {
 		t.Fatalf("GET /v1/openapi.json: %d %s", res.StatusCode, body)
 	}
 }

@@ -301,7 +301,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	var sites sync.Map // projectID -> http.Handler, one site per project
 	ecfgEdge := edge.Config{
 		PlatformHosts: cfg.platformHosts,
-		Platform:      apiPaths(platform),
+		Platform:      apiPaths(api, platform),
 		UnknownHostHint: "it is neither one of -platform-hosts (PETSTORE_PLATFORM_HOSTS: add the name there to serve the API and dashboard at it) " +
 			"nor an active custom domain (add and verify it on the dashboard to serve a project at it)",
 		Router:     eng,
