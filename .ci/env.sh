@@ -22,7 +22,7 @@ fi
 # ---------------------------------------------------------------------------
 
 # Start whichever service is down, with the commands the machine image uses
-# (the README's "Tests and CI" lists the addresses the tests expect).
+# (docs/testing.md lists the addresses the tests expect).
 pg_up    || pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start
 maria_up || start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd
 redis_up || redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no

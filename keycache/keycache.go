@@ -4,10 +4,11 @@
 //
 // A Cache wraps a petstore.Authenticator (usually *petstore.Keys). It is
 // keyed by the SHA-256 hash of the presented token, never the token
-// itself, and holds only successful authentications: an unknown or
-// revoked token is asked of the store every time, so guessing cannot fill
-// the cache, and a store that is unavailable is never taken for an answer.
-// It holds at most Config.Size keys, dropping the least recently used.
+// itself. It holds the keys of successful authentications, at most
+// Config.Size, dropping the least recently used; a token the store did
+// not know is remembered apart, for a short time and in a bounded set
+// (below), so guessing cannot fill the cache; and a store that is
+// unavailable is never taken for an answer.
 //
 // # Staleness
 //

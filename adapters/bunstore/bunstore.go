@@ -416,15 +416,15 @@ func (s *Store) ListKeys(ctx context.Context) ([]petstore.APIKey, error) {
 	return keys, nil
 }
 
-// SetKeyPlan implements petstore.KeyStore. It reads the key back rather
-// than trusting the count of updated rows, which MySQL reports as zero for
-// an update that changes nothing unless the connection sets clientFoundRows.
 // exactID reports whether id can name a stored key. MySQL's utf8mb4_bin
 // collation pads with spaces, so "key_x " would match key_x there (and
 // be announced to other processes' key caches as typed); no key id ends
 // in a space.
 func exactID(id string) bool { return !strings.HasSuffix(id, " ") }
 
+// SetKeyPlan implements petstore.KeyStore. It reads the key back rather
+// than trusting the count of updated rows, which MySQL reports as zero for
+// an update that changes nothing unless the connection sets clientFoundRows.
 func (s *Store) SetKeyPlan(ctx context.Context, id string, plan petstore.Plan, limits petstore.Limits) (petstore.APIKey, error) {
 	if !exactID(id) {
 		return petstore.APIKey{}, petstore.Errorf(petstore.CodeNotFound, "key %s not found", id)

@@ -81,7 +81,7 @@ func main() {
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "server:", err)
 		if errors.Is(err, keyscli.ErrUsage) {
-			fmt.Fprint(os.Stderr, keyscli.Usage)
+			fmt.Fprintln(os.Stderr, keysUsage)
 			os.Exit(2)
 		}
 		os.Exit(1)

@@ -19,11 +19,18 @@ type subcommand struct {
 // subcommands lists every subcommand, in the order the usage shows them:
 // parseConfig accepts exactly these, and the usage text is made from them.
 var subcommands = []subcommand{
-	{name: "keys", summary: "create, list, revoke or re-plan API keys in -db, telling running servers", usage: keyscli.Usage},
+	{name: "keys", summary: "create, list, revoke or re-plan API keys in -db, telling running servers", usage: keysUsage},
 	{name: "projects", summary: "list projects with their plan and last deploy, or record a deploy", usage: projectsUsage},
 	{name: "bans", summary: "list or lift rate-limit bans (Redis with -redis, else the server's -admin-addr)", usage: adminUsage},
 	{name: "version", summary: "print the module version and VCS revision the binary was built from", usage: versionUsage},
 }
+
+// keysUsage is keyscli's usage with what this server adds to the keys
+// subcommand.
+const keysUsage = keyscli.Usage + `
+This server adds:
+  keys create -deployed   the key's new project counts as deployed (custom domains need it)
+  keys usage ID           the key's counts in both windows (as bans, see server bans -h)`
 
 func findSubcommand(name string) (subcommand, bool) {
 	for _, sc := range subcommands {
