@@ -64,7 +64,8 @@ type KeyStore interface {
 	// itself, or not_found. Callers compare the two in constant time.
 	KeyByHash(ctx context.Context, hash string) (key APIKey, storedHash string, err error)
 
-	// ListKeys returns every key, oldest first.
+	// ListKeys returns every key, oldest first: by CreatedAt, then by ID
+	// (a UUIDv7, in the order keys were made), a reinstated key too.
 	ListKeys(ctx context.Context) ([]APIKey, error)
 
 	// SetKeyPlan changes a key's plan and custom limits. Returns not_found.

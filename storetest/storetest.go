@@ -395,6 +395,21 @@ func RunKeys(t *testing.T, open Opener) {
 		if all, _ := keys.List(ctx); len(all) != 2 {
 			t.Fatalf("%d keys after revoke, want 2", len(all))
 		}
+		// A key reinstated is as old as it was: back in its place.
+		if _, err := keys.Unrevoke(ctx, ids[1]); err != nil {
+			t.Fatal(err)
+		}
+		all, err = keys.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = got[:0]
+		for _, k := range all {
+			got = append(got, k.ID)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(ids) {
+			t.Fatalf("List ids after Unrevoke = %v, want %v (oldest first)", got, ids)
+		}
 	})
 	t.Run("RevocationSticks", func(t *testing.T) {
 		t.Parallel()

@@ -406,7 +406,9 @@ func (s *Store) KeyByHash(ctx context.Context, hash string) (petstore.APIKey, st
 // ListKeys implements petstore.KeyStore.
 func (s *Store) ListKeys(ctx context.Context) ([]petstore.APIKey, error) {
 	var rows []keyRow
-	if err := s.db.NewSelect().Model(&rows).Order("seq ASC").Scan(ctx); err != nil {
+	// Not by seq: a key reinstated (UnrevokeKey) is stored again, with a
+	// new seq, but keeps its creation time and id.
+	if err := s.db.NewSelect().Model(&rows).Order("created_at_ns ASC", "id ASC").Scan(ctx); err != nil {
 		return nil, mapErr(ctx, "list keys", err)
 	}
 	keys := make([]petstore.APIKey, len(rows))

@@ -4,9 +4,11 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/petstorekit/petstore"
@@ -205,6 +207,9 @@ func (s *Store) ListKeys(ctx context.Context) ([]petstore.APIKey, error) {
 	for _, id := range s.keyOrder {
 		out = append(out, s.keys[s.keyByID[id]].key)
 	}
+	slices.SortFunc(out, func(a, b petstore.APIKey) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
+	})
 	return out, nil
 }
 
