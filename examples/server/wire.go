@@ -266,8 +266,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	if err != nil {
 		return nil, err
 	}
-	platform := http.NewServeMux()
-	platform.Handle("/v1/", api)
+	platform := http.NewServeMux() // the API's paths never reach it (apiPaths)
 	platform.Handle("/dashboard/", dash)
 	platform.Handle("/dashboard", http.RedirectHandler("/dashboard/", http.StatusMovedPermanently))
 	platform.Handle("GET /healthz", health(limiter))
