@@ -3,7 +3,6 @@ package httpx
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"testing"
 	"time"
 
@@ -40,18 +39,14 @@ func redisFeedPair(t *testing.T) feedPair {
 }
 
 func pgFeedPair(t *testing.T) feedPair {
-	u, err := url.Parse(testenv.PostgresDSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dsn := testenv.PostgresDSN(t)
 	channel := fmt.Sprintf("cachefault_%d", time.Now().UnixNano())
-	direct, err := pgfeed.New(u.String(), channel)
+	direct, err := pgfeed.New(dsn, channel)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := faultproxy.Start(t, u.Host)
-	u.Host = p.Addr()
-	proxied, err := pgfeed.New(u.String(), channel)
+	p, through := faultproxy.StartFor(t, dsn)
+	proxied, err := pgfeed.New(through, channel)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -355,15 +354,9 @@ func TestTwoWorkersShareTheOutbox(t *testing.T) {
 // while its lease has room for it and for its answer's record.
 func TestReplicasNeverSendAnAttemptTwiceOverASlowDatabase(t *testing.T) {
 	ctx := context.Background()
-	direct := testenv.PostgresSchema(t)
-	u, err := url.Parse(direct)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := faultproxy.Start(t, u.Host)
-	u.Host = proxy.Addr()
+	proxy, dsn := faultproxy.StartFor(t, testenv.PostgresSchema(t))
 	open := func() *bunstore.Store {
-		db, err := bunopen.Open(ctx, u.String())
+		db, err := bunopen.Open(ctx, dsn)
 		if err != nil {
 			t.Fatal(err)
 		}

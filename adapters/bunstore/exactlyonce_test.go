@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -358,14 +357,9 @@ var linkedBackends = []struct {
 // proxy, as the store whose link the test breaks.
 func throughProxy(t *testing.T, dsn string) (*bun.DB, *bunstore.Store, *faultproxy.Proxy) {
 	t.Helper()
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := faultproxy.Start(t, u.Host)
-	u.Host = proxy.Addr()
+	proxy, through := faultproxy.StartFor(t, dsn)
 	direct := openDSN(t, dsn)
-	proxied, err := bunopen.Open(context.Background(), u.String())
+	proxied, err := bunopen.Open(context.Background(), through)
 	if err != nil {
 		t.Fatal(err)
 	}

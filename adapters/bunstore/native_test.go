@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"net/url"
 	"testing"
 	"time"
 
@@ -95,14 +94,8 @@ func TestPostgresReadsNativeOrNot(t *testing.T) {
 // against a crashed database is unavailable, and reads work again once
 // the database is back, on a new connection.
 func TestPostgresNativeReadsUnderFaults(t *testing.T) {
-	direct := testenv.PostgresSchema(t)
-	u, err := url.Parse(direct)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := faultproxy.Start(t, u.Host)
-	u.Host = proxy.Addr()
-	db := openDSN(t, u.String()) // migrated through the proxy
+	proxy, dsn := faultproxy.StartFor(t, testenv.PostgresSchema(t))
+	db := openDSN(t, dsn) // migrated through the proxy
 	// One connection, so that after a fault no other idle one, broken
 	// by it too, is handed out: the recovery checked is the one read's.
 	db.DB.SetMaxOpenConns(1)

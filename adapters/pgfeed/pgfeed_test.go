@@ -131,13 +131,8 @@ func TestNewRefusesBadInput(t *testing.T) {
 // PostgreSQL goes through a fault proxy, closed when the test ends.
 func proxiedFeed(t *testing.T) (*pgfeed.Feed, *faultproxy.Proxy) {
 	t.Helper()
-	u, err := url.Parse(testenv.PostgresDSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := faultproxy.Start(t, u.Host)
-	u.Host = proxy.Addr()
-	f, err := pgfeed.New(u.String(), "petstore_test_"+random())
+	proxy, dsn := faultproxy.StartFor(t, testenv.PostgresDSN(t))
+	f, err := pgfeed.New(dsn, "petstore_test_"+random())
 	if err != nil {
 		t.Fatal(err)
 	}

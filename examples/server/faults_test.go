@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,18 +36,13 @@ func proxiedPostgres(t *testing.T) (string, *faultproxy.Proxy) {
 func proxiedPostgresDirect(t *testing.T) (string, *bun.DB, *faultproxy.Proxy) {
 	t.Helper()
 	direct := testenv.PostgresSchema(t)
-	u, err := url.Parse(direct)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := faultproxy.Start(t, u.Host)
-	u.Host = p.Addr()
+	p, proxied := faultproxy.StartFor(t, direct)
 	db, err := bunopen.Open(context.Background(), direct)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return u.String(), db, p
+	return proxied, db, p
 }
 
 // until polls f every 20 ms until it reports true, failing after limit.

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -328,4 +329,18 @@ func Start(tb testing.TB, target string) *Proxy {
 	}
 	tb.Cleanup(func() { _ = p.Close() })
 	return p
+}
+
+// StartFor is Start in front of the server a URL names
+// ("postgres://user@127.0.0.1:5432/db?..."): it returns the proxy and the
+// same URL with the proxy's address for its host.
+func StartFor(tb testing.TB, rawURL string) (*Proxy, string) {
+	tb.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := Start(tb, u.Host)
+	u.Host = p.Addr()
+	return p, u.String()
 }
