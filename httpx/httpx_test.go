@@ -711,11 +711,12 @@ func (f *fakeLimiter) Decide(_ context.Context, subject string, l petstore.Limit
 	if f.err != nil {
 		return ratelimit.Decision{}, f.err
 	}
-	if f.degraded {
-		return ratelimit.Decision{Allowed: true, Degraded: true}, nil
-	}
 	minute := ratelimit.Window{Name: "minute", Quota: l.PerMinute, Length: time.Minute, Reset: f.now.Add(time.Minute)}
 	day := ratelimit.Window{Name: "day", Quota: l.PerDay, Length: 24 * time.Hour, Reset: f.now.Add(24 * time.Hour)}
+	if f.degraded {
+		minute.Remaining, day.Remaining = l.PerMinute-1, l.PerDay-1
+		return ratelimit.Decision{Allowed: true, Degraded: true, Binding: minute, Windows: []ratelimit.Window{minute, day}}, nil
+	}
 	if f.banned {
 		ban := ratelimit.Window{Name: "minute", Quota: l.PerMinute, Length: time.Minute, Reset: f.now.Add(15 * time.Minute)}
 		return ratelimit.Decision{Code: petstore.CodeAPIKeyBanned, Binding: ban, Windows: []ratelimit.Window{minute, day}, RetryAfter: 15 * time.Minute}, nil
@@ -770,10 +771,10 @@ func TestRateLimitHook(t *testing.T) {
 			f.banned = true
 			return e.req("GET", "/v1/pets", "")
 		}, 429, petstore.CodeAPIKeyBanned, map[string]string{"Retry-After": "900", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": fmt.Sprint(now.Add(15 * time.Minute).Unix())}, "key"},
-		{"degraded sends no headers", func(f *fakeLimiter, e *env) *http.Request {
+		{"degraded sends its estimate", func(f *fakeLimiter, e *env) *http.Request {
 			f.degraded = true
 			return e.req("GET", "/v1/pets", "")
-		}, 200, "", map[string]string{"X-RateLimit-Limit": "", "RateLimit": "", "RateLimit-Policy": ""}, "key"},
+		}, 200, "", map[string]string{"X-RateLimit-Limit": "60", "X-RateLimit-Remaining": "59", "RateLimit": `"minute";r=59;t=60, "day";r=999;t=86400`}, "key"},
 		{"limiter failure", func(f *fakeLimiter, e *env) *http.Request {
 			f.err = errors.New("redis: connection refused")
 			return e.req("GET", "/v1/pets", "")

@@ -169,16 +169,14 @@ func (l *limits) decide(w http.ResponseWriter, r *http.Request, subject string, 
 		writeErrorQuietly(w, r, err) // a limiter's failure is counted as its decision, not as a store's error
 		return time.Time{}, false
 	}
-	if !d.Degraded || !d.Allowed {
-		// A fallback's figures are this process's only: sent only with
-		// the refusal they explain. Seconds to reset count from the
-		// limiter's clock, if it says.
-		now := d.At
-		if now.IsZero() {
-			now = l.Now()
-		}
-		setRateLimitHeaders(w.Header(), d, now, l.IETFRateLimitHeaders)
+	// Every answer carries the headers, as the spec says; a fallback's
+	// figures are this process's estimate, as a lease's are. Seconds to
+	// reset count from the limiter's clock, if it says.
+	now := d.At
+	if now.IsZero() {
+		now = l.Now()
 	}
+	setRateLimitHeaders(w.Header(), d, now, l.IETFRateLimitHeaders)
 	if d.Allowed {
 		return d.At, true
 	}

@@ -496,7 +496,7 @@ func TestRateLimitStoreDown(t *testing.T) {
 		status   int
 		code     string
 	}{
-		{"fail open admits without headers", true, 200, ""},
+		{"fail open admits with its own count", true, 200, ""},
 		{"fail closed answers unavailable", false, 503, petstore.CodeUnavailable},
 	}
 	for _, tt := range tests {
@@ -528,13 +528,16 @@ func TestRateLimitStoreDown(t *testing.T) {
 					t.Fatal("the request outlived its context: the store call was not bounded")
 				}
 				wantStatus(t, res, status, tt.code)
-				retry := "" // admitted: nothing to wait for
-				if status == 503 {
-					retry = "2" // a 503 says when to come back
+				if status != 503 { // admitted, counted in this process: nothing to wait for
+					wantHeaders(t, res, map[string]string{"Retry-After": ""})
+					if res.Header.Get("X-RateLimit-Limit") == "" || res.Header.Get("X-RateLimit-Remaining") == "" || res.Header.Get("X-RateLimit-Reset") == "" {
+						t.Fatalf("%s %s admitted while the store is down: headers %v", r.Method, r.URL.Path, res.Header)
+					}
+					continue
 				}
-				wantHeaders(t, res, map[string]string{
+				wantHeaders(t, res, map[string]string{ // no decision to report; when to come back
 					"X-RateLimit-Limit": "", "X-RateLimit-Remaining": "", "X-RateLimit-Reset": "",
-					"RateLimit-Policy": "", "RateLimit": "", "Retry-After": retry,
+					"RateLimit-Policy": "", "RateLimit": "", "Retry-After": "2",
 				})
 			}
 		})
@@ -672,16 +675,16 @@ func (downStore) Take(context.Context, ratelimit.Request) (ratelimit.Result, err
 }
 
 // While the shared store is down, a failing-open limiter decides in
-// memory: what it admits carries no rate-limit headers (its figures are
-// one process's), but its 429s carry the refusing window's, as every 429
-// must.
-func TestRateLimitStoreDownRefusalHasHeaders(t *testing.T) {
+// memory, and every answer still carries the rate-limit headers, as the
+// spec says of every response: what it admits, its own count; its 429s,
+// the refusing window's.
+func TestRateLimitStoreDownHasHeaders(t *testing.T) {
 	e := newRLEnv(t, downStore{}, func(_ *httpx.Config, l *ratelimit.Config) { l.FailClosed = false })
 	for i := range 60 {
 		res := e.get(t)
 		wantStatus(t, res, http.StatusOK, "")
-		if i == 0 {
-			wantHeaders(t, res, map[string]string{"X-RateLimit-Limit": "", "X-RateLimit-Remaining": ""})
+		if res.Header.Get("X-RateLimit-Limit") != "60" || res.Header.Get("X-RateLimit-Remaining") != strconv.Itoa(59-i) || res.Header.Get("X-RateLimit-Reset") == "" {
+			t.Fatalf("request %d admitted while the store is down: headers %v", i+1, res.Header)
 		}
 	}
 	res := e.get(t)

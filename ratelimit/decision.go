@@ -35,8 +35,8 @@ type Decision struct {
 	RetryAfter time.Duration
 	// Degraded is true when the shared counter store failed and the
 	// limiter's local fallback took the decision. Its figures are this
-	// process's only, not the shared ones, so no rate-limit headers should
-	// be sent; a refusal still carries its RetryAfter.
+	// process's estimate: what the store last said plus what this process
+	// admitted since, never more than the quota remaining.
 	Degraded bool
 	// BanStarted is true on the one refusal whose strike started the ban
 	// (Code api_key_banned): the moment to log it, once.

@@ -68,7 +68,7 @@
 // bounded by the number of processes, never unlimited, and known bans and
 // full windows stay in force. What it admits so is owed to the store and
 // told to it with the next call. Such decisions carry Decision.Degraded
-// (no rate-limit headers then: the figures are this process's only).
+// (their figures are this process's estimate).
 // After Config.BreakerFailures failures in a row with no success for a
 // StoreTimeout, the store is taken for down and only probed once per
 // Config.BreakerCooldown. Failing closed (Config.FailClosed) returns an

@@ -149,8 +149,8 @@ func TestHealthReportsDegradedLimits(t *testing.T) {
 
 	base, _ = start(t, []string{"-addr", "127.0.0.1:0", "-keys", testKey + ":free", "-redis", "127.0.0.1:1"}, nil)
 	status, hdr, body := call(t, "GET", base+"/v1/pets", testKey, "", "")
-	if status != 200 || hdr.Get("X-RateLimit-Limit") != "" {
-		t.Fatalf("fail-open with Redis down: %d, X-RateLimit-Limit %q, %s", status, hdr.Get("X-RateLimit-Limit"), body)
+	if status != 200 || hdr.Get("X-RateLimit-Limit") != "60" {
+		t.Fatalf("fail-open with Redis down: %d, X-RateLimit-Limit %q (want the Free plan's 60), %s", status, hdr.Get("X-RateLimit-Limit"), body)
 	}
 	if status, _, body := call(t, "GET", base+"/healthz", "", "", ""); status != 200 || !strings.Contains(body, `"degraded":true`) {
 		t.Fatalf("healthz with Redis down: %d %s", status, body)
