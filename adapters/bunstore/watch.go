@@ -20,7 +20,10 @@ const DefaultWatchEvery = 25 * time.Millisecond
 // row changed by hand, committed since the last look. It calls fn with
 // KindLive after its first good look and after a failed one, and with
 // KindLost when a look fails, so a cache that follows it
-// (httpx.Cache.Apply) keeps nothing while it cannot tell.
+// (httpx.Cache.Apply) keeps nothing while it cannot tell. A look that
+// cannot be made within two intervals fails too: it waits for the
+// store's own creates, and one of them may wait up to SQLite's
+// busy_timeout for another process's write lock.
 //
 // The store's own pet creates and Idempotency-Key records are not
 // reported: while WatchChanges runs, the store commits them on one
@@ -56,7 +59,9 @@ func (s *Store) WatchChanges(ctx context.Context, interval time.Duration, fn fun
 	defer t.Stop()
 	live, last := false, uint64(0)
 	for {
-		epoch, ok := look(ctx)
+		lctx, cancel := context.WithTimeout(ctx, 2*interval)
+		epoch, ok := look(lctx)
+		cancel()
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()

@@ -178,3 +178,71 @@ func TestWatchChangesSkipsTheStoresOwnCreates(t *testing.T) {
 	}
 	createPet(t, a, "after the watch")
 }
+
+// TestWatchSeesCommitsWhileAnOwnCreateWaits: another process B commits a
+// pet and goes on writing, so a create of A's own waits for SQLite's
+// write lock, which the watch's look waits behind. A's page still shows
+// B's pet to every request made more than 100 ms after B's commit: a look
+// that cannot be made in time empties A's cache instead.
+func TestWatchSeesCommitsWhileAnOwnCreateWaits(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "shared.db")
+	a := bunstore.New(migrated(t, openFileAt(t, path)))
+	dbB := openFileAt(t, path)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, secret, err := petstore.NewKeys(a).Create(ctx, "", petstore.PlanPro, petstore.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := httpx.NewCache(nil)
+	done := make(chan error, 1)
+	go func() { done <- a.WatchChanges(ctx, 0, cache.Apply) }()
+	h, err := httpx.New(httpx.Config{Service: petstore.NewService(a), Auth: petstore.NewKeys(a), Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := func() string {
+		w := do(t, h, http.MethodGet, "/v1/pets?limit=100", secret, "")
+		if w.Code != http.StatusOK {
+			t.Fatalf("GET: %d %s", w.Code, w.Body)
+		}
+		return w.Body.String()
+	}
+	createPet(t, a, "first")
+	page() // kept
+
+	tx, err := dbB.BeginTx(ctx, nil) // B takes the write lock
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO pets (name, category_id, status) VALUES ('from B', 1, 'available')"); err != nil {
+		t.Fatal(err)
+	}
+	created := make(chan struct{})
+	go func() { defer close(created); createPet(t, a, "A's, waiting for the lock") }()
+	time.Sleep(50 * time.Millisecond) // A's create waits in BEGIN IMMEDIATE
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	committed := time.Now()
+	tx2, err := dbB.BeginTx(ctx, nil) // B writes on, for a second
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx2.ExecContext(ctx, "INSERT INTO pets (name, category_id, status) VALUES ('B again', 1, 'available')"); err != nil {
+		t.Fatal(err)
+	}
+	release := time.AfterFunc(time.Second, func() { _ = tx2.Commit() })
+	defer func() { release.Stop(); _ = tx2.Rollback() }()
+	for !strings.Contains(page(), "from B") {
+		if made := time.Since(committed); made > 100*time.Millisecond {
+			t.Fatalf("A answered a page without B's committed pet to a request made %v after the commit, want within 100 ms", made)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	<-created
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("WatchChanges = %v", err)
+	}
+}
