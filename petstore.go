@@ -44,7 +44,8 @@ type PetStore interface {
 
 	// ListPets returns at most q.Limit pets with id > q.AfterID in
 	// ascending id order, filtered by q.Status when it is set. It never
-	// returns nil for an empty result.
+	// returns nil for an empty result, and the slice is the caller's to
+	// change, whatever other calls read at the same time.
 	ListPets(ctx context.Context, q PetQuery) ([]Pet, error)
 }
 

@@ -273,11 +273,10 @@ func (s *Store) ListPets(ctx context.Context, q petstore.PetQuery) ([]petstore.P
 	}
 	key := pageKey{status: q.Status, after: q.AfterID, limit: q.Limit}
 	if s.reads == nil {
-		pets, shared, err := s.pageReads.do(ctx, key, func(ctx context.Context) ([]petstore.Pet, error) { return s.listPets(ctx, q) })
-		if shared {
-			pets = slices.Clone(pets)
-		}
-		return pets, err
+		pets, _, err := s.pageReads.do(ctx, key, func(ctx context.Context) ([]petstore.Pet, error) { return s.listPets(ctx, q) })
+		// Every caller gets its own: the reads that shared this one copy
+		// the same slice, perhaps while this caller writes to its own.
+		return slices.Clone(pets), err
 	}
 	epoch, ok := s.reads.check(ctx)
 	if !ok {

@@ -36,7 +36,8 @@ type flight[V any] struct {
 }
 
 // do returns the result of a run of read for k that started after do was
-// called: its own, or a shared one. shared reports the latter; a shared
+// called: its own, or a shared one. shared reports the latter. Either may
+// be read by other callers, its own too (the reads that joined it): a
 // value must not be modified.
 func (f *flights[K, V]) do(ctx context.Context, k K, read func(context.Context) (V, error)) (v V, shared bool, err error) {
 	f.mu.Lock()

@@ -69,3 +69,38 @@ func TestReadYourWritesUnderLoad(t *testing.T) {
 		})
 	}
 }
+
+// TestListedPagesAreTheCallersOwn: reads of one page in flight together
+// share a query (flights.go), but each caller gets a slice of its own, so
+// one caller's writes to its page never reach another's.
+func TestListedPagesAreTheCallersOwn(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			s := bunstore.New(b.open(t))
+			ctx := context.Background()
+			for i := range 3 {
+				if _, err := s.CreatePet(ctx, petstore.NewPet{Name: fmt.Sprintf("p%d", i), CategoryID: 1}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var wg sync.WaitGroup
+			for g := range 8 {
+				wg.Go(func() {
+					for i := range 100 {
+						pets, err := s.ListPets(ctx, petstore.PetQuery{Limit: 10})
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if pets[0].Name != "p0" {
+							t.Errorf("reader %d got %q as pet %d's name: another caller's write", g, pets[0].Name, pets[0].ID)
+							return
+						}
+						pets[0].Name = fmt.Sprintf("written by %d/%d", g, i)
+					}
+				})
+			}
+			wg.Wait()
+		})
+	}
+}
