@@ -184,7 +184,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		say("petstore: HTTPS for custom domains on %s\n", listeners[1].Addr())
 	}
 	if cfg.metricsAddr != "" {
-		maddr, err := serveMetrics(ctx, cfg.metricsAddr, app.registry, logger)
+		maddr, err := serveMetrics(ctx, cfg.metricsAddr, app.registry, app.auth, logger)
 		if err != nil {
 			ln.Close()
 			return err

@@ -30,6 +30,7 @@ import (
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/customdomain"
+	"github.com/petstorekit/petstore/httpx"
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
@@ -161,8 +162,10 @@ func newRegistry() *prometheus.Registry {
 
 // metricsHandler serves reg in the Prometheus text exposition format,
 // uncompressed: one form, so that a snapshot of it serves every scraper.
+// A collector that fails (the database is down: no domain counts) leaves
+// out its metrics, not the others: the ones that tell of the outage.
 func metricsHandler(reg *prometheus.Registry) http.Handler {
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, DisableCompression: true})
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, DisableCompression: true, ErrorHandling: promhttp.ContinueOnError})
 }
 
 // snapshot answers with a copy of next's answer to a plain GET of the
@@ -233,6 +236,7 @@ type platformCollector struct {
 	certs   customdomain.CertIssuer // nil without -acme-ca
 	limiter *ratelimit.Limiter
 	logger  *slog.Logger
+	timeout time.Duration // of the database reads: -db-timeout
 }
 
 var (
@@ -272,7 +276,7 @@ func (c platformCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(limiterEvictionsDesc, prometheus.CounterValue, float64(ls.Evictions))
 	ch <- prometheus.MustNewConstMetric(limiterAggregationDesc, prometheus.GaugeValue, float64(ls.Aggregation))
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	entries, err := c.store.ListDomains(ctx, customdomain.DomainQuery{})
 	if err != nil {
@@ -321,15 +325,20 @@ func (f *inflight) collector() prometheus.Collector {
 	}, func() float64 { return float64(f.n.Load()) })
 }
 
-// serveMetrics serves reg alone on -metrics-addr until ctx is done.
-func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, logger *slog.Logger) (net.Addr, error) {
+// serveMetrics serves reg alone on -metrics-addr until ctx is done, each
+// scrape with a request id and an access log line, and no rate limit.
+func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, auth petstore.Authenticator, logger *slog.Logger) (net.Addr, error) {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", newSnapshot(metricsHandler(reg), time.Second, time.Now))
+	h, err := httpx.Wrap(httpx.Config{Auth: auth, Logger: logger}, mux, "/metrics")
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("-metrics-addr: %w", err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", newSnapshot(metricsHandler(reg), time.Second, time.Now))
-	srv := newServer(mux, logger)
+	srv := newServer(h, logger)
 	go func() { _ = srv.Serve(ln) }()
 	go func() {
 		<-ctx.Done()

@@ -130,9 +130,9 @@ func TestMetricsAfterRequests(t *testing.T) {
 		{"petstore_http_requests_total", map[string]string{"route": "/dashboard/api/domains", "method": "GET", "code": "401"}, 1},
 		{"petstore_http_requests_total", map[string]string{"route": "/v1/pets", "method": "POST", "code": "201"}, 2},
 		{"petstore_http_request_duration_seconds", map[string]string{"route": "/v1/pets", "method": "GET"}, 3},
-		// Allowed: 3 lists, the 404, 2 posts by the key and the 3 refused
-		// attempts charged to the address's budget.
-		{"petstore_ratelimit_decisions_total", map[string]string{"result": "allowed"}, 9},
+		// Allowed: 3 lists, the 404, 2 posts by the key, the 3 refused
+		// attempts charged to the address's budget, and this scrape.
+		{"petstore_ratelimit_decisions_total", map[string]string{"result": "allowed"}, 10},
 		{"petstore_ratelimit_decisions_total", map[string]string{"result": "limited"}, 0},
 		{"petstore_idempotency_replays_total", nil, 1},
 		{"petstore_limiter_store_up", nil, 1},
@@ -405,4 +405,86 @@ func TestProbesSpendThePublicBudget(t *testing.T) {
 	if code := do(t, "GET", s.base+"/v1/openapi.json", "", "", ""); code != 429 {
 		t.Fatalf("the OpenAPI document after the probes spent the budget: %d, want 429 (one budget)", code)
 	}
+}
+
+// TestMetricsDuringADatabasePause: with the database paused, a scrape
+// still answers within -db-timeout, with the counters that tell of the
+// outage; only the metrics read from the database (custom domains) are
+// left out.
+func TestMetricsDuringADatabasePause(t *testing.T) {
+	dsn, proxy := proxiedPostgres(t)
+	s := startServer(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-timeout", "1s", "-keys", freeKey + ":free"}, nil)
+	if code := do(t, "POST", s.base+"/v1/pets", freeKey, "", `{"name":"Rex","categoryId":1}`); code != 201 {
+		t.Fatalf("before the pause: %d", code)
+	}
+	proxy.Pause()
+	defer proxy.Restore()
+	if code := do(t, "POST", s.base+"/v1/pets", freeKey, "", `{"name":"Held","categoryId":1}`); code != 503 {
+		t.Fatalf("create with the database paused: %d, want 503", code)
+	}
+	time.Sleep(time.Second) // past the last scrape's copy: the next reads afresh
+	start := time.Now()
+	fams := scrape(t, s.base+"/metrics")
+	if took := time.Since(start); took > 2500*time.Millisecond {
+		t.Fatalf("the scrape took %v with a 1 s -db-timeout", took)
+	}
+	if got := value(fams, "petstore_store_errors_total", map[string]string{"cause": "timeout"}); got < 1 {
+		t.Fatalf("petstore_store_errors_total{cause=timeout} = %v during the pause, want the 503 counted", got)
+	}
+	if fams["petstore_domains"] != nil {
+		t.Fatal("petstore_domains served while the database cannot be read")
+	}
+}
+
+// TestProbesAnswerWhileRedisIsDownFailingClosed: with
+// -ratelimit-fail closed, API requests answer 503 while Redis refuses
+// connections, but the probes still answer, through the limiter that
+// reports the outage: /readyz names Redis, /metrics says its store is
+// down.
+func TestProbesAnswerWhileRedisIsDownFailingClosed(t *testing.T) {
+	s := startServer(t, []string{"-addr", "127.0.0.1:0", "-keys", freeKey + ":free",
+		"-redis", "127.0.0.1:1", "-ratelimit-fail", "closed"}, nil) // nothing listens on port 1
+	until(t, 15*time.Second, "API requests answer 503 while Redis refuses connections", func() bool {
+		return do(t, "GET", s.base+"/v1/pets", freeKey, "", "") == 503
+	})
+	res, err := http.Get(s.base + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ready struct{ Checks map[string]string }
+	err = json.NewDecoder(res.Body).Decode(&ready)
+	res.Body.Close()
+	if res.StatusCode != 503 || err != nil || !strings.HasPrefix(ready.Checks["redis"], "unreachable") {
+		t.Fatalf("/readyz: %d %+v %v, want 503 naming Redis unreachable", res.StatusCode, ready, err)
+	}
+	if got := value(scrape(t, s.base+"/metrics"), "petstore_limiter_store_up", nil); got != 0 {
+		t.Fatalf("petstore_limiter_store_up = %v, want 0", got)
+	}
+}
+
+// TestProbesAreMeasuredAndLogged: /readyz and /metrics requests are in
+// petstore_http_requests_total and the limiter's decisions, and each one
+// has an access log line, on the platform hosts and on -metrics-addr.
+func TestProbesAreMeasuredAndLogged(t *testing.T) {
+	s := startServer(t, []string{"-addr", "127.0.0.1:0", "-keys", freeKey + ":free"}, nil)
+	if code := do(t, "GET", s.base+"/readyz", "", "", ""); code != 200 {
+		t.Fatalf("/readyz: %d", code)
+	}
+	fams := scrape(t, s.base+"/metrics")
+	if got := value(fams, "petstore_http_requests_total", map[string]string{"route": "/readyz", "method": "GET", "code": "200"}); got != 1 {
+		t.Fatalf("/readyz requests counted: %v, want 1", got)
+	}
+	if got := value(fams, "petstore_ratelimit_decisions_total", map[string]string{"result": "allowed"}); got < 1 {
+		t.Fatalf("allowed decisions: %v, want the probe's", got)
+	}
+
+	m := startServer(t, []string{"-addr", "127.0.0.1:0", "-keys", freeKey + ":free", "-metrics-addr", "127.0.0.1:0"}, nil)
+	u := regexp.MustCompile(`metrics at (http://\S+/metrics)`).FindStringSubmatch(strings.Join(m.printed, "\n"))
+	if u == nil {
+		t.Fatalf("no metrics address printed:\n%s", strings.Join(m.printed, "\n"))
+	}
+	scrape(t, u[1])
+	until(t, 5*time.Second, "an access log line for the scrape on -metrics-addr", func() bool {
+		return strings.Contains(m.logs.String(), "path=/metrics")
+	})
 }

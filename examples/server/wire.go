@@ -96,6 +96,7 @@ type app struct {
 	registry    *prometheus.Registry
 	limitAdmin  ratelimit.Admin // the rate limiter's store, for operators
 	keys        *petstore.Keys
+	auth        petstore.Authenticator // keys, cached
 	closers     []func()
 }
 
@@ -120,18 +121,20 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		return nil, err
 	}
 	a.closers = append(a.closers, closeFeed)
-	limiter, limitAdmin, closeLimiter, err := newLimiter(cfg, logger)
+	lims, err := newLimiters(cfg, logger)
 	if err != nil {
 		return nil, err
 	}
-	a.closers = append(a.closers, closeLimiter)
-	a.limitAdmin = limitAdmin
+	a.closers = append(a.closers, lims.close)
+	a.limitAdmin = lims.admin
+	limiter := lims.api
 	// A client the limiter refuses costs the key store at most a lookup a
 	// second; its cached key is still served.
 	refused := func(c netip.Addr) bool { return limiter.Refusing(httpx.LimitSubjects(c.String())[0]) }
 	keys, auth := keycache.NewKeys(store, feed, keycache.Config{Refused: refused}, func(err error) {
 		logger.Warn("key change not published: other processes apply it when their cached copy expires", "err", err)
 	})
+	a.auth = auth
 	// One subscription for both: revoked keys leave the key cache, and a
 	// domain removed through another process stops being served here
 	// within milliseconds. It starts before the engine exists, so the
@@ -278,8 +281,8 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	if cfg.metricsAddr == "" {
 		probes.Handle("GET /metrics", newSnapshot(metricsHandler(a.registry), time.Second, time.Now))
 	}
-	limitedProbes, err := httpx.Wrap(httpx.Config{Auth: auth, Logger: logger, Limiter: limiter,
-		TrustedProxies: cfg.trustedProxies, TracerProvider: tp}, probes, "/readyz", "/metrics")
+	limitedProbes, err := httpx.Wrap(httpx.Config{Auth: auth, Logger: logger, Limiter: lims.probes,
+		TrustedProxies: cfg.trustedProxies, TracerProvider: tp, Metrics: a.registry}, probes, "/readyz", "/metrics")
 	if err != nil {
 		return nil, err
 	}
@@ -287,7 +290,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	platform.Handle("/", notFound())
 	platform.Handle("/healthz", onlyGET())
 	platform.Handle("/readyz", onlyGET())
-	pc := platformCollector{store: store, limiter: limiter, logger: logger}
+	pc := platformCollector{store: store, limiter: limiter, logger: logger, timeout: cfg.dbTimeout}
 	if issuer != nil {
 		pc.certs = issuer
 	}
@@ -587,9 +590,20 @@ func followFeed(ctx context.Context, feed changefeed.Feed, logger *slog.Logger, 
 	})
 }
 
-// newLimiter builds the rate limiter: counters in memory, or in Redis
+// limiters are the server's rate limiters over one counter store.
+type limiters struct {
+	api *ratelimit.Limiter
+	// probes limits /readyz and /metrics on the same counters, but fails
+	// open whatever -ratelimit-fail says: the probes report a Redis
+	// outage, so they must answer through one.
+	probes *ratelimit.Limiter
+	admin  ratelimit.Admin // the store, for operators
+	close  func()
+}
+
+// newLimiters builds the rate limiters: counters in memory, or in Redis
 // when several processes must share them.
-func newLimiter(cfg config, logger *slog.Logger) (*ratelimit.Limiter, ratelimit.Admin, func(), error) {
+func newLimiters(cfg config, logger *slog.Logger) (limiters, error) {
 	// The dashboard's Usage panel charts each key's last hour from this
 	// process's decisions; addresses are not kept, so a flood of them
 	// cannot push the keys out.
@@ -597,25 +611,35 @@ func newLimiter(cfg config, logger *slog.Logger) (*ratelimit.Limiter, ratelimit.
 	rcfg := ratelimit.Config{FailClosed: !cfg.failOpen, Logger: logger, History: history}
 	if cfg.redis == "" {
 		mem := ratelimit.NewMemoryStore()
-		return ratelimit.New(mem, rcfg), mem, func() {}, nil
+		lim := ratelimit.New(mem, rcfg)
+		return limiters{api: lim, probes: lim, admin: mem, close: func() {}}, nil
 	}
 	opts, err := redislimit.ParseOptions(cfg.redis)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("-redis: %w", err)
+		return limiters{}, fmt.Errorf("-redis: %w", err)
 	}
 	client := redis.NewClient(opts)
 	store := redislimit.New(client, limitPrefix(cfg))
-	lim := ratelimit.New(store, rcfg)
-	return lim, store, func() {
+	l := limiters{api: ratelimit.New(store, rcfg), admin: store}
+	l.probes = l.api
+	all := []*ratelimit.Limiter{l.api}
+	if !cfg.failOpen {
+		l.probes = ratelimit.New(store, ratelimit.Config{Logger: logger})
+		all = append(all, l.probes)
+	}
+	l.close = func() {
 		// Unused shares go back to Redis, so the other processes may
 		// admit them at once.
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		if err := lim.Close(ctx); err != nil {
-			logger.Warn("rate-limit shares not returned to Redis; they return when their windows end", "err", err)
+		for _, lim := range all {
+			if err := lim.Close(ctx); err != nil {
+				logger.Warn("rate-limit shares not returned to Redis; they return when their windows end", "err", err)
+			}
 		}
 		client.Close()
-	}, nil
+	}
+	return l, nil
 }
 
 // limitPrefix is where the rate-limit hashes live in Redis, under
