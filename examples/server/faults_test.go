@@ -295,6 +295,51 @@ func TestPoolCappedUnderBurst(t *testing.T) {
 	}
 }
 
+// TestBurstBeyondThePoolAnswersWithinTheTimeout: the requests queued for
+// a connection beyond -db-max-conns wait no longer than -db-timeout: over
+// a slow link, a burst of creates that the pool cannot serve in time gets
+// its 201s and, for the rest, 503 with Retry-After, each within the bound
+// (the queue alone would take seconds).
+func TestBurstBeyondThePoolAnswersWithinTheTimeout(t *testing.T) {
+	dsn, proxy := proxiedPostgres(t)
+	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-max-conns", "2", "-db-timeout", "1s",
+		"-keys", faultKey + ":enterprise:100000/1000000"}, nil)
+	if status, _, body := call(t, "GET", base+"/v1/pets", faultKey, "", ""); status != 200 {
+		t.Fatalf("warm-up: %d %s", status, body)
+	}
+	proxy.SetLatency(100 * time.Millisecond)
+	const n = 40
+	type answer struct {
+		status int
+		retry  string
+		took   time.Duration
+	}
+	answers := make(chan answer, n)
+	for i := range n {
+		go func() {
+			start := time.Now()
+			status, h, _ := call(t, "POST", base+"/v1/pets", faultKey, "", `{"name":"Burst","categoryId":`+strconv.Itoa(i+1)+`}`)
+			answers <- answer{status, h.Get("Retry-After"), time.Since(start)}
+		}()
+	}
+	counts := map[int]int{}
+	for range n {
+		a := <-answers
+		counts[a.status]++
+		switch {
+		case a.took > 2*time.Second:
+			t.Errorf("a create answered %d after %v, with a 1 s -db-timeout", a.status, a.took)
+		case a.status == 503 && a.retry == "":
+			t.Error("a 503 without Retry-After")
+		case a.status != 201 && a.status != 503:
+			t.Errorf("a create answered %d, want 201 or 503", a.status)
+		}
+	}
+	if counts[201] == 0 || counts[503] == 0 {
+		t.Fatalf("statuses %v: want some created and the rest refused in time", counts)
+	}
+}
+
 // TestShutdownWithAPausedDatabaseIsBounded: with the database's link
 // paused, a stopping server still exits within its 15 s: closing the
 // pool, whose connections each free their prepared statements over that
