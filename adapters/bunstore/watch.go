@@ -20,10 +20,10 @@ const DefaultWatchEvery = 25 * time.Millisecond
 // row changed by hand, committed since the last look. It calls fn with
 // KindLive after its first good look and after a failed one, and with
 // KindLost when a look fails, so a cache that follows it
-// (httpx.Cache.Apply) keeps nothing while it cannot tell. A look that
-// cannot be made within two intervals fails too: it waits for the
-// store's own creates, and one of them may wait up to SQLite's
-// busy_timeout for another process's write lock.
+// (httpx.Cache.Apply) keeps nothing while it cannot tell. A look waits
+// for the store's own creates, and fails once one of them has waited an
+// interval for another connection's write lock (which it may do for up
+// to SQLite's busy_timeout): someone else is writing then.
 //
 // The store's own pet creates and Idempotency-Key records are not
 // reported: while WatchChanges runs, the store commits them on one
@@ -48,7 +48,7 @@ func (s *Store) WatchChanges(ctx context.Context, interval time.Duration, fn fun
 	if interval <= 0 {
 		interval = DefaultWatchEvery
 	}
-	look := s.reads.check
+	look := func(ctx context.Context, _ time.Duration) (uint64, bool) { return s.reads.check(ctx) }
 	if s.db.DB.Stats().MaxOpenConnections != 1 {
 		look = s.othersCommits
 		defer func() { // the held connection goes back to the pool
@@ -59,9 +59,7 @@ func (s *Store) WatchChanges(ctx context.Context, interval time.Duration, fn fun
 	defer t.Stop()
 	live, last := false, uint64(0)
 	for {
-		lctx, cancel := context.WithTimeout(ctx, 2*interval)
-		epoch, ok := look(lctx)
-		cancel()
+		epoch, ok := look(ctx, interval)
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
@@ -86,10 +84,11 @@ func (s *Store) WatchChanges(ctx context.Context, interval time.Duration, fn fun
 // othersCommits returns a value that changes whenever a connection other
 // than the one the store's groups write on has committed, holding that
 // connection for the groups first if none is. A connection held anew
-// changes the value too (its data_version starts afresh).
-func (s *Store) othersCommits(ctx context.Context) (epoch uint64, ok bool) {
+// changes the value too (its data_version starts afresh). It fails once
+// a group it waits for has waited patience for the write lock.
+func (s *Store) othersCommits(ctx context.Context, patience time.Duration) (epoch uint64, ok bool) {
 	g := s.group
-	err := g.between(ctx, func() error {
+	err := g.betweenUnlessLocked(ctx, patience, func() error {
 		// A held connection answers even after the database is closed;
 		// the pool says whether it is.
 		if err := s.db.DB.PingContext(ctx); err != nil {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -50,6 +52,10 @@ type groupCommitter struct {
 	// counts the connections held. Both are guarded by token.
 	conn    *sql.Conn
 	connGen uint64
+
+	// lockWait is when the running group began waiting for SQLite's write
+	// lock (BEGIN IMMEDIATE), in Unix nanoseconds; 0 while none waits.
+	lockWait atomic.Int64
 
 	mu    sync.Mutex // guards queue
 	queue []*groupWrite
@@ -117,6 +123,7 @@ func (g *groupCommitter) run(group []*groupWrite) {
 	ctx := context.WithoutCancel(group[0].ctx)
 	var tx *sql.Tx
 	var err error
+	g.lockWait.Store(time.Now().UnixNano())
 	if g.conn != nil {
 		if tx, err = g.conn.BeginTx(ctx, nil); err != nil {
 			g.dropConn() // the watch's next look holds another
@@ -124,6 +131,7 @@ func (g *groupCommitter) run(group []*groupWrite) {
 	} else {
 		tx, err = g.db.BeginTx(ctx, nil)
 	}
+	g.lockWait.Store(0)
 	if err != nil {
 		for _, w := range group {
 			w.err = err
@@ -176,6 +184,30 @@ func (g *groupCommitter) between(ctx context.Context, fn func() error) error {
 	}
 	defer func() { <-g.token }()
 	return fn()
+}
+
+// errLocked says a group has waited too long for SQLite's write lock.
+var errLocked = errors.New("bunstore: a write waits for another connection's lock")
+
+// betweenUnlessLocked is between, except that it gives up with errLocked
+// once the group running has waited patience for the write lock: another
+// connection, likely another process, is writing meanwhile.
+func (g *groupCommitter) betweenUnlessLocked(ctx context.Context, patience time.Duration, fn func() error) error {
+	t := time.NewTicker(patience / 2)
+	defer t.Stop()
+	for {
+		select {
+		case g.token <- struct{}{}:
+			defer func() { <-g.token }()
+			return fn()
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			if w := g.lockWait.Load(); w != 0 && time.Since(time.Unix(0, w)) >= patience {
+				return errLocked
+			}
+		}
+	}
 }
 
 // dropConn gives the held connection back to the pool, if any; the token
