@@ -197,8 +197,28 @@ func isUnder(name, base string) bool {
 	return name == base || strings.HasSuffix(name, "."+base)
 }
 
+// wildcardAncestors returns every wildcard whose DNS record answers for
+// name (RFC 4592: a wildcard answers for names at any depth below it),
+// nearest first: *.a.shop.example.com, *.shop.example.com and
+// *.example.com for x.a.shop.example.com, and the same for
+// *.x.a.shop.example.com, which never lists itself.
+func wildcardAncestors(name string) []string {
+	var out []string
+	rest := strings.TrimPrefix(name, "*.")
+	for {
+		_, parent, ok := strings.Cut(rest, ".")
+		if !ok || !strings.Contains(parent, ".") {
+			return out
+		}
+		out = append(out, "*."+parent)
+		rest = parent
+	}
+}
+
 // wildcardParent returns the wildcard that would cover name
-// (*.shop.example.com for a.shop.example.com), if name has one.
+// (*.shop.example.com for a.shop.example.com), if name has one: the one
+// the platform serves it by, as a certificate's wildcard covers one
+// label.
 func wildcardParent(name string) (string, bool) {
 	_, rest, ok := strings.Cut(name, ".")
 	if !ok || !strings.Contains(rest, ".") || strings.HasPrefix(name, "*.") {

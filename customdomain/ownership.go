@@ -40,8 +40,8 @@ func newOwnershipToken() string {
 // project (customers point CNAMEs at one shared target and often leave them
 // after the project removes the name, so the CNAME alone proves nothing
 // about who controls the name now), when the name lies under another
-// project's wildcard, held now or last (whose CNAME answers for every name
-// below it, and is as often left behind), and when the project's own last
+// project's wildcard at any depth, held now or last (whose CNAME answers
+// for every name below it, and is as often left behind), and when the project's own last
 // entry still waited for its proof: removing and re-adding must not skip it.
 func (e *Engine) ownershipToken(ctx context.Context, projectID string, n Name) (token, proof string, err error) {
 	last, err := e.lastFormer(ctx, n.ASCII)
@@ -58,7 +58,9 @@ func (e *Engine) ownershipToken(ctx context.Context, projectID string, n Name) (
 	case last != nil && last.OwnershipToken != "" && last.VerifiedAt.IsZero():
 		return token, token, nil
 	}
-	if w, ok := wildcardParent(n.ASCII); ok {
+	// Every wildcard above the name answers for it in DNS, at any depth,
+	// although the platform serves a wildcard one label down only.
+	for _, w := range wildcardAncestors(n.ASCII) {
 		held, err := e.cfg.Store.DomainByName(ctx, w)
 		switch {
 		case err == nil && held.ProjectID != projectID:

@@ -88,6 +88,42 @@ func TestNameUnderARemovedWildcardNeedsProof(t *testing.T) {
 	}
 }
 
+// TestNamesDeepUnderAWildcardNeedProof: a wildcard's DNS record answers
+// for names at any depth below it (RFC 4592), though the platform serves
+// it one label down only, so another project adding a name two labels
+// below, or a wildcard below it, must prove it controls the zone.
+func TestNamesDeepUnderAWildcardNeedProof(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil)
+	f.set(t, "example.com.", cname("*.shop", target))
+	f.add(t, "prj_pro", "*.shop.example.com")
+	if d := f.verify(t, "prj_pro", "*.shop.example.com"); d.Status != customdomain.StatusActive {
+		t.Fatalf("Verify(*.shop.example.com) = %s %+v", d.Status, d.Diagnosis.Findings)
+	}
+	// What the wildcard record answers for the names below (the test DNS
+	// server does not synthesise wildcard answers).
+	f.set(t, "example.com.", cname("*.shop", target), cname("x.a.shop", target), cname("*.b.shop", target))
+	for _, name := range []string{"x.a.shop.example.com", "*.b.shop.example.com"} {
+		other := f.add(t, "prj_business", name)
+		if _, required := ownershipRecord(other); !required {
+			t.Fatalf("%s under another project's wildcard: records %+v, want the ownership proof required", name, other.Records)
+		}
+		d, err := f.engine.Verify(ctx, "prj_business", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Status == customdomain.StatusActive {
+			t.Fatalf("%s verified through another project's wildcard CNAME: %+v", name, d.Diagnosis.Findings)
+		}
+	}
+	// The wildcard's own project needs no proof below it.
+	f.set(t, "example.com.", cname("*.shop", target), cname("y.a.shop", target))
+	own := f.add(t, "prj_pro", "y.a.shop.example.com")
+	if _, required := ownershipRecord(own); required {
+		t.Fatalf("a name under the project's own wildcard: records %+v, want no proof required", own.Records)
+	}
+}
+
 // TestWildcardNeedsTheDCVZoneWithAnIssuer: a wildcard's certificate can
 // be obtained only through a DCV delegation, so a platform issuing
 // certificates without a DCV zone refuses wildcards instead of verifying
