@@ -34,17 +34,31 @@ type Cache struct {
 
 	mu      sync.RWMutex
 	entries map[string]*encoded
-	bytes   int
+	bytes   int    // the entries' cost (entryCost)
 	gen     uint64 // counts the changes: an answer read before one is not kept
 	live    bool   // entries may be kept: no feed is needed, or it is live
 
 	unpublished int64                // the lowest id created and not yet published; 0 for none
 	statuses    []petstore.PetStatus // the statuses of the creates not yet published ("" for none)
 	publishing  bool                 // a goroutine publishes
+	lastCreate  time.Time            // of the latest create this process made
 }
 
-// maxCacheBytes bounds the bodies a Cache holds; past it, it starts over.
+// maxCacheBytes bounds what a Cache holds, by entryCost; past it, it
+// starts over.
 const maxCacheBytes = 32 << 20
+
+// entryCost is about the memory an entry takes: its key, body and
+// headers, and its map slot and struct (entryOverhead). Counting bodies
+// alone let a flood of empty pages, each a cursor of its own, hold
+// gigabytes.
+func entryCost(key string, e *encoded) int {
+	return entryOverhead + len(key) + len(e.body) + len(e.etag) + len(e.link)
+}
+
+// entryOverhead is an entry's cost beside its strings: the map slot,
+// the encoded struct and the slice and string headers, rounded up.
+const entryOverhead = 256
 
 // CacheMaxAge is how long a Cache with a feed keeps an answer.
 const CacheMaxAge = 10 * time.Second
@@ -123,7 +137,7 @@ func (c *Cache) change(kind string, id int64, statuses ...petstore.PetStatus) {
 	for k, e := range c.entries {
 		if id <= 0 || e.page && (e.link == "" || id <= e.lastID) && (anyStatus || e.status == "" || slices.Contains(statuses, e.status)) {
 			delete(c.entries, k)
-			c.bytes -= len(e.body)
+			c.bytes -= entryCost(k, e)
 		}
 	}
 }
@@ -142,6 +156,7 @@ func (c *Cache) created(pet petstore.Pet) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.owe(pet.ID, pet.Status)
+	c.lastCreate = c.now()
 	if !c.publishing {
 		c.publishing = true
 		go c.publish()
@@ -164,12 +179,13 @@ func (c *Cache) owe(id int64, statuses ...petstore.PetStatus) {
 // publish tells the feed of the creates since the last publish until none
 // is left. A failed publish (a link cut or paused) is tried again, with
 // the creates since merged in, until it goes through or CacheMaxAge has
-// passed, by when what the other processes keep has expired anyway.
+// passed since the latest of them, by when what the other processes kept
+// from before it has expired anyway.
 func (c *Cache) publish() {
-	failures, since := 0, time.Time{}
+	failures := 0
 	for {
 		c.mu.Lock()
-		id, all := c.unpublished, c.statuses
+		id, all, last := c.unpublished, c.statuses, c.lastCreate
 		c.unpublished, c.statuses, c.publishing = 0, nil, id != 0
 		c.mu.Unlock()
 		if id == 0 {
@@ -187,11 +203,8 @@ func (c *Cache) publish() {
 			failures = 0
 			continue
 		}
-		if failures == 0 {
-			since = time.Now()
-		}
 		failures++
-		if time.Since(since) >= CacheMaxAge {
+		if c.now().Sub(last) >= CacheMaxAge {
 			failures = 0 // given up: the others' copies have expired
 			continue
 		}
@@ -227,17 +240,17 @@ func (c *Cache) put(key string, gen uint64, e *encoded) {
 	if gen != c.gen || !c.live {
 		return
 	}
-	if c.bytes+len(e.body) > maxCacheBytes {
+	if c.bytes+entryCost(key, e) > maxCacheBytes {
 		c.entries, c.bytes = map[string]*encoded{}, 0
 	}
 	if c.feed != nil {
 		e.expires = c.now().Add(CacheMaxAge)
 	}
 	if old := c.entries[key]; old != nil {
-		c.bytes -= len(old.body)
+		c.bytes -= entryCost(key, old)
 	}
 	c.entries[key] = e
-	c.bytes += len(e.body)
+	c.bytes += entryCost(key, e)
 }
 
 // serveEncoded answers a read from the cache, or with load's answer,

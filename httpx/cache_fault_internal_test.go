@@ -2,7 +2,9 @@ package httpx
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -106,5 +108,66 @@ func TestCreateReachesOthersAfterAPause(t *testing.T) {
 				time.Sleep(5 * time.Millisecond)
 			}
 		})
+	}
+}
+
+// cutFeed fails every Publish while cut (a refused link); otherwise it
+// hands the change to the other process's cache.
+type cutFeed struct {
+	mu    sync.Mutex
+	cut   bool
+	other *Cache
+}
+
+func (f *cutFeed) Publish(_ context.Context, c changefeed.Change) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cut {
+		return errors.New("connection refused")
+	}
+	f.other.Apply(c)
+	return nil
+}
+
+func (f *cutFeed) Subscribe(ctx context.Context, _ func(changefeed.Change)) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestLateCreateOfAFailingStreakIsPublished: publishes fail for longer
+// than CacheMaxAge, and a create comes late in that streak. The retry
+// gives up only CacheMaxAge after the latest create, so once the link is
+// back the other process drops the page it read before that create,
+// rather than serving it until it expires.
+func TestLateCreateOfAFailingStreakIsPublished(t *testing.T) {
+	clock := testenv.NewClock(time.Now())
+	b := NewCache(&changefeed.Local{}) // the other process, whose copies expire on the clock only
+	b.now = clock.Now
+	b.Apply(changefeed.Change{Kind: changefeed.KindLive})
+	feed := &cutFeed{cut: true, other: b}
+	a := NewCache(feed)
+	a.now = clock.Now
+	a.Apply(changefeed.Change{Kind: changefeed.KindLive})
+
+	a.created(petstore.Pet{ID: 10, Status: petstore.StatusAvailable}) // the failures begin
+	time.Sleep(300 * time.Millisecond)                                // a few of them
+	clock.Advance(7 * time.Second)
+	_, gen := b.get("last")
+	b.put("last", gen, &encoded{body: []byte("[10]\n"), etag: `"x"`, page: true, lastID: 10}) // without pet 11
+	a.created(petstore.Pet{ID: 11, Status: petstore.StatusAvailable})
+	clock.Advance(4 * time.Second) // 11 s into the streak, 4 s after pet 11
+	time.Sleep(500 * time.Millisecond)
+	feed.mu.Lock()
+	feed.cut = false // the link is back
+	feed.mu.Unlock()
+	restored := time.Now()
+	for {
+		if e, _ := b.get("last"); e == nil {
+			return
+		}
+		if time.Since(restored) > 6*time.Second { // past any backoff: given up
+			t.Fatal("the other process still serves the page from before pet 11: the late create was given up with the streak")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -135,3 +135,18 @@ func TestCachePublishesTheStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheBoundCountsEntries: the bound counts what an entry costs, not
+// only its body, so a flood of distinct empty pages (one per cursor) is
+// held to it as well.
+func TestCacheBoundCountsEntries(t *testing.T) {
+	c := NewCache(nil)
+	for i := range maxCacheBytes/entryOverhead + 1000 {
+		key := "page:" + itoa(int64(i))
+		_, gen := c.get(key)
+		c.put(key, gen, &encoded{body: []byte("[]\n"), etag: `"e"`, page: true})
+	}
+	if n := len(c.entries); n*entryOverhead > maxCacheBytes {
+		t.Fatalf("%d empty pages kept, at least %d MiB, past the %d MiB bound", n, n*entryOverhead>>20, maxCacheBytes>>20)
+	}
+}

@@ -94,6 +94,22 @@ func TestConditionalRequestsSpendTheirOwnAllowance(t *testing.T) {
 	wantHeaders(t, e.get(t), map[string]string{"X-RateLimit-Remaining": "58"})
 }
 
+// An If-None-Match spread over two header lines is one list (RFC 9110
+// §5.3), empty items ignored: a request whose first line is empty is
+// conditional all the same, answered 304 on the allowance.
+func TestIfNoneMatchOverTwoLinesIsConditional(t *testing.T) {
+	e := newRLEnv(t, ratelimit.NewMemoryStore(), nil)
+	first := e.get(t)
+	r := e.req("GET", "/v1/pets", "")
+	r.Header["If-None-Match"] = []string{"", " , " + first.Header.Get("ETag")}
+	res := do(t, e.h, "/v1", r)
+	if res.Status != http.StatusNotModified {
+		t.Fatalf("If-None-Match over two lines naming the page: %d, want 304", res.Status)
+	}
+	wantHeaders(t, res, map[string]string{"X-RateLimit-Limit": "600", "X-RateLimit-Remaining": "599"})
+	wantHeaders(t, e.get(t), map[string]string{"X-RateLimit-Limit": "60", "X-RateLimit-Remaining": "58"})
+}
+
 // failingPets fails every read the way a store does while its database is
 // down.
 type failingPets struct{ petstore.PetService }

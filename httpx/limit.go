@@ -75,9 +75,19 @@ func ConditionalLimits(plan petstore.Limits) petstore.Limits {
 	return petstore.Limits{PerMinute: 10 * plan.PerMinute, PerDay: 10 * plan.PerDay}
 }
 
-// isConditional reports whether r may be answered 304 Not Modified.
+// isConditional reports whether r may be answered 304 Not Modified: a
+// GET or HEAD with an If-None-Match that names something, on any of its
+// lines (RFC 9110 reads them as one list), as writeEncoded reads it.
 func isConditional(r *http.Request) bool {
-	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.Header.Get("If-None-Match") != ""
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	for _, v := range r.Header.Values("If-None-Match") {
+		if strings.Trim(v, " \t,") != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // chargeUnlessNotModified spends the plan's quota of a conditional
