@@ -22,15 +22,19 @@ import (
 // besides the CNAME (or ALIAS): no domain takeover through a CNAME the
 // customer left behind. A wildcard (*.shop.example.com) may be added; see
 // KindWildcard. The project's own released entry of the name is
-// dismissed.
+// dismissed. A name another project holds but never verified (pending or
+// failed) may be claimed: the conflict names a TXT record, and once it is
+// published, adding the name again removes the other project's entry and
+// makes that record this one's required proof.
 //
 // Returns invalid_request for an invalid name (ParseNewName: also a
 // special-use TLD, mixed scripts or a confusable label), one of the
 // platform's own, a wildcard when there is a CertIssuer but no DCVZone,
 // or when the project holds MaxDomainsPerProject domains;
 // not_found for an unknown project, plan_required below Pro,
-// deploy_required before a successful deploy, and conflict when another
-// project holds the name.
+// deploy_required before a successful deploy, conflict when another
+// project holds the name (unclaimed), and unavailable when a claim's
+// record could not be looked up.
 func (e *Engine) Add(ctx context.Context, projectID, name string) (d Domain, created bool, err error) {
 	n, err := ParseNewName(name)
 	if err != nil {
@@ -61,8 +65,14 @@ func (e *Engine) Add(ctx context.Context, projectID, name string) (d Domain, cre
 	// The project's count and the new entry must not be interleaved with
 	// another add of the same project, or both could take the last slot.
 	defer e.addLocks.Lock(projectID)()
+	claimed := "" // the token of a claim proven on another project's unverified hold
 	if existing, ok, err := e.existing(ctx, projectID, n); ok || err != nil {
-		return existing, false, err
+		if petstore.ErrorCode(err) != petstore.CodeConflict {
+			return existing, false, err
+		}
+		if claimed, err = e.claim(ctx, projectID, n); err != nil {
+			return Domain{}, false, err
+		}
 	}
 	// The project's own released entry of the name gives way to the new one.
 	released, err := e.cfg.Store.ListDomains(ctx, DomainQuery{ProjectID: projectID, Name: n.ASCII, Status: StatusReleased})
@@ -80,6 +90,9 @@ func (e *Engine) Add(ctx context.Context, projectID, name string) (d Domain, cre
 	token, proof, err := e.ownershipToken(ctx, projectID, n)
 	if err != nil {
 		return Domain{}, false, err
+	}
+	if claimed != "" { // the record its owner published stays the proof
+		token, proof = claimed, claimed
 	}
 	now := e.now()
 	entry := Entry{

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
 	"slices"
@@ -165,4 +166,63 @@ func (e *Engine) checkOwnership(ctx context.Context, n Name, token string) (*Fin
 		f.Fix = fmt.Sprintf("Change the TXT record %s to the value %s (TTL 3600), then click Re-verify.", challengeLabel(n), token)
 	}
 	return f, nil
+}
+
+// claim lets whoever controls a name's DNS take it from another project
+// that holds it without ever having verified it (pending or failed), so a
+// project cannot keep a name it never proved from its owner. The claimant
+// proves control with a TXT record whose token only the engine derives
+// (claimToken), which the refusal names; once it is published, the
+// holder's entry is removed and the token returned, to be the claimant's
+// ownership token. A verified holder, or any other state, is a conflict
+// as before. It returns "" when the name has no other holder by now.
+func (e *Engine) claim(ctx context.Context, projectID string, n Name) (string, error) {
+	held, err := e.cfg.Store.DomainByName(ctx, n.ASCII)
+	switch {
+	case petstore.ErrorCode(err) == petstore.CodeNotFound:
+		return "", nil
+	case err != nil:
+		return "", err
+	case held.ProjectID == projectID:
+		return "", nil
+	}
+	taken := petstore.Errorf(petstore.CodeConflict,
+		"%s is already attached to another project; it must be removed there before it can be added here", n.Unicode)
+	claimable := func(en Entry) bool {
+		return en.ID == held.ID && en.VerifiedAt.IsZero() && (en.Status == StatusPending || en.Status == StatusFailed)
+	}
+	if !claimable(held) {
+		return "", taken
+	}
+	token := claimToken(held, projectID)
+	missing, err := e.checkOwnership(ctx, n, token)
+	if err != nil {
+		return "", petstore.Errorf(petstore.CodeUnavailable,
+			"%s is attached to another project, which has not verified it, and its claim record could not be looked up now; try again", n.Unicode)
+	}
+	if missing != nil {
+		return "", petstore.Errorf(petstore.CodeConflict,
+			"%s is attached to another project, which has not verified it. If its DNS is yours, claim it: create a TXT record with name %s and value %s (TTL 3600) at your DNS provider, then add the name again.",
+			n.Unicode, challengeLabel(n), token)
+	}
+	_, err = e.change(ctx, 3, func() (Entry, error) {
+		cur, err := e.cfg.Store.DomainByName(ctx, n.ASCII)
+		if err == nil && !claimable(cur) {
+			err = taken // verified or replaced meanwhile
+		}
+		return cur, err
+	}, Removed{})
+	if err != nil {
+		return "", err
+	}
+	return token, nil
+}
+
+// claimToken is the token a project publishes to claim a name held, and
+// never verified, by another project: derived from the holder's own
+// token, so that it is stable for the claimant while that hold lasts and
+// no other project can work it out.
+func claimToken(held Entry, projectID string) string {
+	sum := sha256.Sum256([]byte(cmp.Or(held.Token, held.OwnershipToken, held.ID) + "\x00" + projectID + "\x00" + held.Name))
+	return ownershipTokenPrefix + base64.RawURLEncoding.EncodeToString(sum[:16])
 }

@@ -3,6 +3,7 @@ package customdomain_test
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -292,4 +293,43 @@ func Example_ownershipProof() {
 	// records: CNAME and TXT _petstore-challenge.shop
 	// CNAME only: pending OWNERSHIP_UNPROVEN
 	// with the TXT: active
+}
+
+// TestUnverifiedHoldCanBeClaimed: a project that adds a name it does not
+// control cannot keep it from the name's owner. The owner's add is refused
+// with the TXT record that claims it; once that record is published, the
+// next add removes the other project's unverified entry, and the record
+// is the owner's ownership proof. A verified hold cannot be claimed.
+func TestUnverifiedHoldCanBeClaimed(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil)
+	f.add(t, "prj_pro", "shop.example.com") // a squatter: no DNS of its own there
+
+	_, _, err := f.engine.Add(ctx, "prj_business", "shop.example.com")
+	wantCode(t, err, petstore.CodeConflict)
+	m := regexp.MustCompile(`name (_petstore-challenge\.shop) and value (petstore-verify=\S+) `).FindStringSubmatch(err.Error())
+	if m == nil {
+		t.Fatalf("refusal %q names no claim record", err)
+	}
+	if _, _, again := f.engine.Add(ctx, "prj_business", "shop.example.com"); again == nil || again.Error() != err.Error() {
+		t.Fatalf("the claim record changed between adds: %v, then %v", err, again)
+	}
+	f.set(t, "example.com.", txt(m[1], m[2]), cname("shop", target))
+	d := f.add(t, "prj_business", "shop.example.com")
+	if rec, required := ownershipRecord(d); !required || rec.Value != m[2] {
+		t.Fatalf("the claimant's records %+v: want the published claim record as its required proof", d.Records)
+	}
+	if _, err := f.engine.Get(ctx, "prj_pro", "shop.example.com"); petstore.ErrorCode(err) != petstore.CodeNotFound {
+		t.Fatalf("the squatter's domain after the claim: %v, want not_found", err)
+	}
+	if d := f.verify(t, "prj_business", "shop.example.com"); d.Status != customdomain.StatusActive {
+		t.Fatalf("the claimant's domain: %s %+v, want active", d.Status, d.Diagnosis.Findings)
+	}
+
+	// Now verified: nobody can claim it, whatever they publish.
+	_, _, err = f.engine.Add(ctx, "prj_pro", "shop.example.com")
+	wantCode(t, err, petstore.CodeConflict)
+	if strings.Contains(err.Error(), "claim") {
+		t.Fatalf("a verified domain offered for a claim: %v", err)
+	}
 }
