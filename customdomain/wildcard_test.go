@@ -60,11 +60,7 @@ func TestWildcardRoutesNamesBelowIt(t *testing.T) {
 func TestNameUnderARemovedWildcardNeedsProof(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, nil)
-	f.set(t, "example.com.", cname("*.shop", target))
-	f.add(t, "prj_pro", "*.shop.example.com")
-	if d := f.verify(t, "prj_pro", "*.shop.example.com"); d.Status != customdomain.StatusActive {
-		t.Fatalf("Verify(*.shop.example.com) = %s %+v", d.Status, d.Diagnosis.Findings)
-	}
+	activeWildcard(t, f)
 	if err := f.engine.Remove(ctx, "prj_pro", "*.shop.example.com"); err != nil {
 		t.Fatal(err)
 	}
@@ -95,11 +91,7 @@ func TestNameUnderARemovedWildcardNeedsProof(t *testing.T) {
 func TestNamesDeepUnderAWildcardNeedProof(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, nil)
-	f.set(t, "example.com.", cname("*.shop", target))
-	f.add(t, "prj_pro", "*.shop.example.com")
-	if d := f.verify(t, "prj_pro", "*.shop.example.com"); d.Status != customdomain.StatusActive {
-		t.Fatalf("Verify(*.shop.example.com) = %s %+v", d.Status, d.Diagnosis.Findings)
-	}
+	activeWildcard(t, f)
 	// What the wildcard record answers for the names below (the test DNS
 	// server does not synthesise wildcard answers).
 	f.set(t, "example.com.", cname("*.shop", target), cname("x.a.shop", target), cname("*.b.shop", target))
@@ -163,5 +155,15 @@ func TestCoveredByWildcard(t *testing.T) {
 		if got := f.engine.CoveredByWildcard(host); got != want {
 			t.Errorf("CoveredByWildcard(%s) = %v, want %v", host, got, want)
 		}
+	}
+}
+
+// activeWildcard makes prj_pro's *.shop.example.com active.
+func activeWildcard(t *testing.T, f *fixture) {
+	t.Helper()
+	f.set(t, "example.com.", cname("*.shop", target))
+	f.add(t, "prj_pro", "*.shop.example.com")
+	if d := f.verify(t, "prj_pro", "*.shop.example.com"); d.Status != customdomain.StatusActive {
+		t.Fatalf("Verify(*.shop.example.com) = %s %+v", d.Status, d.Diagnosis.Findings)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uptrace/bun"
+
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/bunstore"
 	"github.com/petstorekit/petstore/changefeed"
@@ -24,24 +26,9 @@ import (
 // change within 100 ms, and meanwhile A's reads are answered from what it
 // keeps (they would show the change at once otherwise).
 func TestWatchedCacheServesAnotherProcesssCommitsWithin100ms(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "shared.db")
-	dbA := migrated(t, openFileAt(t, path))
-	a := bunstore.New(dbA)
-	dbB := openFileAt(t, path)
+	w := newWatched(t)
+	a, dbB, h, secret, ctx := w.a, w.dbB, w.h, w.secret, w.ctx
 	b := bunstore.New(dbB)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	_, secret, err := petstore.NewKeys(a).Create(ctx, "", petstore.PlanPro, petstore.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache := httpx.NewCache(nil)
-	done := make(chan error, 1)
-	go func() { done <- a.WatchChanges(ctx, 0, cache.Apply) }()
-	h, err := httpx.New(httpx.Config{Service: petstore.NewService(a), Auth: petstore.NewKeys(a), Cache: cache})
-	if err != nil {
-		t.Fatal(err)
-	}
 	first := createPet(t, a, "first")
 	get := func(target string) string {
 		w := do(t, h, http.MethodGet, target, secret, "")
@@ -86,10 +73,7 @@ func TestWatchedCacheServesAnotherProcesssCommitsWithin100ms(t *testing.T) {
 	if !fromCache {
 		t.Error("A never answered from what it keeps: the test proved nothing")
 	}
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Errorf("WatchChanges returned %v after its context ended, want context.Canceled", err)
-	}
+	w.stop(t)
 }
 
 // TestWatchChangesSaysWhenItCannotTell: a look that fails (the database is
@@ -185,22 +169,8 @@ func TestWatchChangesSkipsTheStoresOwnCreates(t *testing.T) {
 // B's pet to every request made more than 100 ms after B's commit: a look
 // that cannot be made in time empties A's cache instead.
 func TestWatchSeesCommitsWhileAnOwnCreateWaits(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "shared.db")
-	a := bunstore.New(migrated(t, openFileAt(t, path)))
-	dbB := openFileAt(t, path)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	_, secret, err := petstore.NewKeys(a).Create(ctx, "", petstore.PlanPro, petstore.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache := httpx.NewCache(nil)
-	done := make(chan error, 1)
-	go func() { done <- a.WatchChanges(ctx, 0, cache.Apply) }()
-	h, err := httpx.New(httpx.Config{Service: petstore.NewService(a), Auth: petstore.NewKeys(a), Cache: cache})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newWatched(t)
+	a, dbB, h, secret, ctx := w.a, w.dbB, w.h, w.secret, w.ctx
 	page := func() string {
 		w := do(t, h, http.MethodGet, "/v1/pets?limit=100", secret, "")
 		if w.Code != http.StatusOK {
@@ -241,8 +211,45 @@ func TestWatchSeesCommitsWhileAnOwnCreateWaits(t *testing.T) {
 		time.Sleep(2 * time.Millisecond)
 	}
 	<-created
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
+	w.stop(t)
+}
+
+// watched is process A of a SQLite file shared with another, serving the
+// API from a cache that follows its WatchChanges, and dbB, the other
+// process's handle on the file.
+type watched struct {
+	a      *bunstore.Store
+	dbB    *bun.DB
+	h      http.Handler
+	secret string // a Pro key's
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan error // what WatchChanges returned
+}
+
+func newWatched(t *testing.T) *watched {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "shared.db")
+	w := &watched{a: bunstore.New(migrated(t, openFileAt(t, path))), dbB: openFileAt(t, path), done: make(chan error, 1)}
+	w.ctx, w.cancel = context.WithCancel(context.Background())
+	t.Cleanup(w.cancel)
+	var err error
+	if _, w.secret, err = petstore.NewKeys(w.a).Create(w.ctx, "", petstore.PlanPro, petstore.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	cache := httpx.NewCache(nil)
+	go func() { w.done <- w.a.WatchChanges(w.ctx, 0, cache.Apply) }()
+	if w.h, err = httpx.New(httpx.Config{Service: petstore.NewService(w.a), Auth: petstore.NewKeys(w.a), Cache: cache}); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// stop ends the watch and checks that it returned for that reason.
+func (w *watched) stop(t *testing.T) {
+	t.Helper()
+	w.cancel()
+	if err := <-w.done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("WatchChanges = %v", err)
 	}
 }

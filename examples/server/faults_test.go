@@ -253,12 +253,7 @@ func TestIdempotencyKeyFreeAfterOutage(t *testing.T) {
 // clients already"), for this server and everyone else on the database.
 // With -db-max-conns the burst queues in the server instead.
 func TestPoolCappedUnderBurst(t *testing.T) {
-	dsn, proxy := proxiedPostgres(t)
-	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-max-conns", "8", "-db-timeout", "60s",
-		"-keys", faultKey + ":enterprise:100000/1000000"}, nil)
-	if status, _, body := call(t, "GET", base+"/v1/pets", faultKey, "", ""); status != 200 {
-		t.Fatalf("warm-up: %d %s", status, body)
-	}
+	base, proxy := warmPooledServer(t, "8", "60s")
 	proxy.SetLatency(10 * time.Millisecond) // each query now holds its connection for 20 ms or more
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 300}}
@@ -301,12 +296,7 @@ func TestPoolCappedUnderBurst(t *testing.T) {
 // its 201s and, for the rest, 503 with Retry-After, each within the bound
 // (the queue alone would take seconds).
 func TestBurstBeyondThePoolAnswersWithinTheTimeout(t *testing.T) {
-	dsn, proxy := proxiedPostgres(t)
-	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-max-conns", "2", "-db-timeout", "1s",
-		"-keys", faultKey + ":enterprise:100000/1000000"}, nil)
-	if status, _, body := call(t, "GET", base+"/v1/pets", faultKey, "", ""); status != 200 {
-		t.Fatalf("warm-up: %d %s", status, body)
-	}
+	base, proxy := warmPooledServer(t, "2", "1s")
 	proxy.SetLatency(100 * time.Millisecond)
 	const n = 40
 	type answer struct {
@@ -338,6 +328,20 @@ func TestBurstBeyondThePoolAnswersWithinTheTimeout(t *testing.T) {
 	if counts[201] == 0 || counts[503] == 0 {
 		t.Fatalf("statuses %v: want some created and the rest refused in time", counts)
 	}
+}
+
+// warmPooledServer starts a server on PostgreSQL through the fault proxy
+// with -db-max-conns conns and -db-timeout timeout, and answers one list
+// before returning its base URL and the proxy.
+func warmPooledServer(t *testing.T, conns, timeout string) (string, *faultproxy.Proxy) {
+	t.Helper()
+	dsn, proxy := proxiedPostgres(t)
+	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-max-conns", conns, "-db-timeout", timeout,
+		"-keys", faultKey + ":enterprise:100000/1000000"}, nil)
+	if status, _, body := call(t, "GET", base+"/v1/pets", faultKey, "", ""); status != 200 {
+		t.Fatalf("warm-up: %d %s", status, body)
+	}
+	return base, proxy
 }
 
 // TestShutdownWithAPausedDatabaseIsBounded: with the database's link
