@@ -168,33 +168,29 @@ func (e *Engine) checkOwnership(ctx context.Context, n Name, token string) (*Fin
 	return f, nil
 }
 
-// claim lets whoever controls a name's DNS take it from another project
-// that holds it without ever having verified it (pending or failed), so a
-// project cannot keep a name it never proved from its owner. The claimant
-// proves control with a TXT record whose token only the engine derives
-// (claimToken), which the refusal names; once it is published, the
-// holder's entry is removed and the token returned, to be the claimant's
-// ownership token. A verified holder, or any other state, is a conflict
-// as before. It returns "" when the name has no other holder by now.
-func (e *Engine) claim(ctx context.Context, projectID string, n Name) (string, error) {
+// provenClaim lets whoever controls a name's DNS take it from another
+// project that holds it without ever having verified it (pending or
+// failed), so a project cannot keep a name it never proved from its
+// owner. The claimant proves control with a TXT record whose token names
+// the claimant's project and the name (claimToken), which the refusal
+// names; it returns that token once the record is published, and takeOver
+// then removes the holder's entry. A verified holder, or any other state,
+// is a conflict as before. It writes nothing.
+func (e *Engine) provenClaim(ctx context.Context, projectID string, n Name) (string, error) {
 	held, err := e.cfg.Store.DomainByName(ctx, n.ASCII)
 	switch {
 	case petstore.ErrorCode(err) == petstore.CodeNotFound:
-		return "", nil
+		return "", nil // free by now
 	case err != nil:
 		return "", err
 	case held.ProjectID == projectID:
 		return "", nil
 	}
-	taken := petstore.Errorf(petstore.CodeConflict,
-		"%s is already attached to another project; it must be removed there before it can be added here", n.Unicode)
-	claimable := func(en Entry) bool {
-		return en.ID == held.ID && en.VerifiedAt.IsZero() && (en.Status == StatusPending || en.Status == StatusFailed)
-	}
 	if !claimable(held) {
-		return "", taken
+		return "", petstore.Errorf(petstore.CodeConflict,
+			"%s is already attached to another project; it must be removed there before it can be added here", n.Unicode)
 	}
-	token := claimToken(held, projectID)
+	token := claimToken(projectID, n.ASCII)
 	missing, err := e.checkOwnership(ctx, n, token)
 	if err != nil {
 		return "", petstore.Errorf(petstore.CodeUnavailable,
@@ -202,27 +198,42 @@ func (e *Engine) claim(ctx context.Context, projectID string, n Name) (string, e
 	}
 	if missing != nil {
 		return "", petstore.Errorf(petstore.CodeConflict,
-			"%s is attached to another project, which has not verified it. If its DNS is yours, claim it: create a TXT record with name %s and value %s (TTL 3600) at your DNS provider, then add the name again.",
+			"%s is attached to another project, which has not verified it. If its DNS is yours, claim it: create a TXT record with name %s and value %s (TTL 3600) at your DNS provider, then add the name again. "+
+				"Create its routing record only once the name is yours: the other project's entry would verify on it.",
 			n.Unicode, challengeLabel(n), token)
-	}
-	_, err = e.change(ctx, 3, func() (Entry, error) {
-		cur, err := e.cfg.Store.DomainByName(ctx, n.ASCII)
-		if err == nil && !claimable(cur) {
-			err = taken // verified or replaced meanwhile
-		}
-		return cur, err
-	}, Removed{})
-	if err != nil {
-		return "", err
 	}
 	return token, nil
 }
 
-// claimToken is the token a project publishes to claim a name held, and
-// never verified, by another project: derived from the holder's own
-// token, so that it is stable for the claimant while that hold lasts and
-// no other project can work it out.
-func claimToken(held Entry, projectID string) string {
-	sum := sha256.Sum256([]byte(cmp.Or(held.Token, held.OwnershipToken, held.ID) + "\x00" + projectID + "\x00" + held.Name))
+// takeOver removes another project's unverified entry of n, for a claim
+// provenClaim found proven. A name freed meanwhile is fine; one verified
+// meanwhile is a conflict.
+func (e *Engine) takeOver(ctx context.Context, n Name) error {
+	_, err := e.change(ctx, 3, func() (Entry, error) {
+		cur, err := e.cfg.Store.DomainByName(ctx, n.ASCII)
+		if err == nil && !claimable(cur) {
+			err = petstore.Errorf(petstore.CodeConflict, "%s was verified by the project holding it while it was claimed", n.Unicode)
+		}
+		return cur, err
+	}, Removed{})
+	if petstore.ErrorCode(err) == petstore.CodeNotFound {
+		return nil
+	}
+	return err
+}
+
+// claimable reports whether an entry may be claimed: it never verified,
+// and still waits for its records (pending) or gave up (failed).
+func claimable(en Entry) bool {
+	return en.VerifiedAt.IsZero() && (en.Status == StatusPending || en.Status == StatusFailed)
+}
+
+// claimToken is the token a project publishes to claim the name ascii
+// from another project's unverified hold. It is not secret: publishing it
+// in the name's DNS is the proof, and it names the claimant, so a record
+// published for one project claims nothing for another, whoever holds
+// the name meanwhile.
+func claimToken(projectID, ascii string) string {
+	sum := sha256.Sum256([]byte("claim\x00" + projectID + "\x00" + ascii))
 	return ownershipTokenPrefix + base64.RawURLEncoding.EncodeToString(sum[:16])
 }

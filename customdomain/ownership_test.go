@@ -297,9 +297,11 @@ func Example_ownershipProof() {
 
 // TestUnverifiedHoldCanBeClaimed: a project that adds a name it does not
 // control cannot keep it from the name's owner. The owner's add is refused
-// with the TXT record that claims it; once that record is published, the
-// next add removes the other project's unverified entry, and the record
-// is the owner's ownership proof. A verified hold cannot be claimed.
+// with the TXT record that claims it, the same whoever holds the name;
+// once that record is published, the next add removes the other project's
+// unverified entry, and the record is the owner's ownership proof. A claim
+// refused for another reason (the claimant's domain cap) removes nothing,
+// and a verified hold cannot be claimed.
 func TestUnverifiedHoldCanBeClaimed(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, nil)
@@ -311,10 +313,26 @@ func TestUnverifiedHoldCanBeClaimed(t *testing.T) {
 	if m == nil {
 		t.Fatalf("refusal %q names no claim record", err)
 	}
-	if _, _, again := f.engine.Add(ctx, "prj_business", "shop.example.com"); again == nil || again.Error() != err.Error() {
-		t.Fatalf("the claim record changed between adds: %v, then %v", err, again)
+	// The holder lets go and holds the name anew: the record stays the same.
+	if err := f.engine.Remove(ctx, "prj_pro", "shop.example.com"); err != nil {
+		t.Fatal(err)
 	}
-	f.set(t, "example.com.", txt(m[1], m[2]), cname("shop", target))
+	f.add(t, "prj_pro", "shop.example.com")
+	if _, _, again := f.engine.Add(ctx, "prj_business", "shop.example.com"); again == nil || again.Error() != err.Error() {
+		t.Fatalf("the claim record changed with the hold: %v, then %v", err, again)
+	}
+
+	f.set(t, "example.com.", txt(m[1], m[2]))
+	capped := f.replica(t, func(c *customdomain.EngineConfig) { c.MaxDomainsPerProject = 1 })
+	if _, _, err := capped.Add(ctx, "prj_business", "other.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = capped.Add(ctx, "prj_business", "shop.example.com")
+	wantCode(t, err, petstore.CodeInvalidRequest)
+	if _, err := f.engine.Get(ctx, "prj_pro", "shop.example.com"); err != nil {
+		t.Fatalf("a claim refused at the claimant's cap removed the holder's domain: %v", err)
+	}
+
 	d := f.add(t, "prj_business", "shop.example.com")
 	if rec, required := ownershipRecord(d); !required || rec.Value != m[2] {
 		t.Fatalf("the claimant's records %+v: want the published claim record as its required proof", d.Records)
@@ -322,6 +340,7 @@ func TestUnverifiedHoldCanBeClaimed(t *testing.T) {
 	if _, err := f.engine.Get(ctx, "prj_pro", "shop.example.com"); petstore.ErrorCode(err) != petstore.CodeNotFound {
 		t.Fatalf("the squatter's domain after the claim: %v, want not_found", err)
 	}
+	f.set(t, "example.com.", txt(m[1], m[2]), cname("shop", target))
 	if d := f.verify(t, "prj_business", "shop.example.com"); d.Status != customdomain.StatusActive {
 		t.Fatalf("the claimant's domain: %s %+v, want active", d.Status, d.Diagnosis.Findings)
 	}
