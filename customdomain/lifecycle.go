@@ -70,7 +70,7 @@ func (e *Engine) Add(ctx context.Context, projectID, name string) (d Domain, cre
 		if petstore.ErrorCode(err) != petstore.CodeConflict {
 			return existing, false, err
 		}
-		if claimed, err = e.provenClaim(ctx, projectID, n); err != nil {
+		if claimed, err = e.provenClaim(ctx, projectID, n, err); err != nil {
 			return Domain{}, false, err
 		}
 	}
@@ -87,17 +87,14 @@ func (e *Engine) Add(ctx context.Context, projectID, name string) (d Domain, cre
 	if err := e.checkDomainCap(ctx, projectID); err != nil {
 		return Domain{}, false, err
 	}
-	if claimed != "" { // only now, when nothing else can refuse the add
+	token, proof := claimed, claimed // a claim's record, once published, stays the proof
+	if claimed != "" {
+		// Only now, when nothing else can refuse the add.
 		if err := e.takeOver(ctx, n); err != nil {
 			return Domain{}, false, err
 		}
-	}
-	token, proof, err := e.ownershipToken(ctx, projectID, n)
-	if err != nil {
+	} else if token, proof, err = e.ownershipToken(ctx, projectID, n); err != nil {
 		return Domain{}, false, err
-	}
-	if claimed != "" { // the record its owner published stays the proof
-		token, proof = claimed, claimed
 	}
 	now := e.now()
 	entry := Entry{

@@ -42,8 +42,9 @@ func newOwnershipToken() string {
 // after the project removes the name, so the CNAME alone proves nothing
 // about who controls the name now), when the name lies under another
 // project's wildcard at any depth, held now or last (whose CNAME answers
-// for every name below it, and is as often left behind), and when the project's own last
-// entry still waited for its proof: removing and re-adding must not skip it.
+// for every name below it, and is as often left behind), and when the
+// project's own last entry still waited for its proof: removing and
+// re-adding must not skip it.
 func (e *Engine) ownershipToken(ctx context.Context, projectID string, n Name) (token, proof string, err error) {
 	last, err := e.lastFormer(ctx, n.ASCII)
 	if err != nil {
@@ -175,8 +176,8 @@ func (e *Engine) checkOwnership(ctx context.Context, n Name, token string) (*Fin
 // the claimant's project and the name (claimToken), which the refusal
 // names; it returns that token once the record is published, and takeOver
 // then removes the holder's entry. A verified holder, or any other state,
-// is a conflict as before. It writes nothing.
-func (e *Engine) provenClaim(ctx context.Context, projectID string, n Name) (string, error) {
+// gets taken, the conflict existing answered. It writes nothing.
+func (e *Engine) provenClaim(ctx context.Context, projectID string, n Name, taken error) (string, error) {
 	held, err := e.cfg.Store.DomainByName(ctx, n.ASCII)
 	switch {
 	case petstore.ErrorCode(err) == petstore.CodeNotFound:
@@ -187,8 +188,7 @@ func (e *Engine) provenClaim(ctx context.Context, projectID string, n Name) (str
 		return "", nil
 	}
 	if !claimable(held) {
-		return "", petstore.Errorf(petstore.CodeConflict,
-			"%s is already attached to another project; it must be removed there before it can be added here", n.Unicode)
+		return "", taken
 	}
 	token := claimToken(projectID, n.ASCII)
 	missing, err := e.checkOwnership(ctx, n, token)

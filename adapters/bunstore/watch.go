@@ -48,9 +48,9 @@ func (s *Store) WatchChanges(ctx context.Context, interval time.Duration, fn fun
 	if interval <= 0 {
 		interval = DefaultWatchEvery
 	}
-	look := func(ctx context.Context, _ time.Duration) (uint64, bool) { return s.reads.check(ctx) }
+	look := s.reads.check
 	if s.db.DB.Stats().MaxOpenConnections != 1 {
-		look = s.othersCommits
+		look = func(ctx context.Context) (uint64, bool) { return s.othersCommits(ctx, interval) }
 		defer func() { // the held connection goes back to the pool
 			_ = s.group.between(context.WithoutCancel(ctx), func() error { s.group.dropConn(); return nil })
 		}()
@@ -59,7 +59,7 @@ func (s *Store) WatchChanges(ctx context.Context, interval time.Duration, fn fun
 	defer t.Stop()
 	live, last := false, uint64(0)
 	for {
-		epoch, ok := look(ctx, interval)
+		epoch, ok := look(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
