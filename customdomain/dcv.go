@@ -16,7 +16,7 @@ import (
 const dcvLabel = "_acme-challenge"
 
 // dcvTarget is the delegation CNAME's value for an entry: a label derived
-// from its token (one per project and name, unguessable) in the DCV
+// from its token (one per project and name) in the DCV
 // zone, or "" when delegation is off or the entry has no token.
 func (e *Engine) dcvTarget(en Entry) string {
 	token := cmp.Or(en.Token, en.OwnershipToken)

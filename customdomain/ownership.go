@@ -3,7 +3,6 @@ package customdomain
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
@@ -22,20 +21,13 @@ const OwnershipChallengeLabel = "_petstore-challenge"
 // reading the zone can tell what the record is for.
 const ownershipTokenPrefix = "petstore-verify="
 
-// newOwnershipToken returns a fresh token: 128 random bits, base64url,
-// unguessable, so only whoever controls the zone can publish it.
-func newOwnershipToken() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b) // never fails (crypto/rand documents it)
-	return ownershipTokenPrefix + base64.RawURLEncoding.EncodeToString(b)
-}
-
 // ownershipToken returns the token of a new entry for n held by
 // projectID, and the proof it needs before it verifies ("" when none).
 //
-// The token is one per project and name: the project's own name back again
-// keeps the token of its last entry, so a TXT record already published
-// stays valid; any other project gets a new one.
+// The token is one per project and name (projectToken), so a TXT record
+// already published stays valid: a claim record proves the name once its
+// holder lets go of it too, and the project's own name back again keeps
+// the token of its last entry, which may predate projectToken.
 //
 // A proof is needed when the latest removed entry belonged to another
 // project (customers point CNAMEs at one shared target and often leave them
@@ -50,7 +42,7 @@ func (e *Engine) ownershipToken(ctx context.Context, projectID string, n Name) (
 	if err != nil {
 		return "", "", err
 	}
-	token = newOwnershipToken()
+	token = projectToken(projectID, n.ASCII)
 	if last != nil && last.ProjectID == projectID {
 		token = cmp.Or(last.Token, last.OwnershipToken, token)
 	}
@@ -173,7 +165,7 @@ func (e *Engine) checkOwnership(ctx context.Context, n Name, token string) (*Fin
 // project that holds it without ever having verified it (pending or
 // failed), so a project cannot keep a name it never proved from its
 // owner. The claimant proves control with a TXT record whose token names
-// the claimant's project and the name (claimToken), which the refusal
+// the claimant's project and the name (projectToken), which the refusal
 // names; it returns that token once the record is published, and takeOver
 // then removes the holder's entry. A verified holder, or any other state,
 // gets taken, the conflict existing answered. It writes nothing.
@@ -190,7 +182,7 @@ func (e *Engine) provenClaim(ctx context.Context, projectID string, n Name, take
 	if !claimable(held) {
 		return "", taken
 	}
-	token := claimToken(projectID, n.ASCII)
+	token := projectToken(projectID, n.ASCII)
 	missing, err := e.checkOwnership(ctx, n, token)
 	if err != nil {
 		return "", petstore.Errorf(petstore.CodeUnavailable,
@@ -228,12 +220,13 @@ func claimable(en Entry) bool {
 	return en.VerifiedAt.IsZero() && (en.Status == StatusPending || en.Status == StatusFailed)
 }
 
-// claimToken is the token a project publishes to claim the name ascii
-// from another project's unverified hold. It is not secret: publishing it
-// in the name's DNS is the proof, and it names the claimant, so a record
-// published for one project claims nothing for another, whoever holds
-// the name meanwhile.
-func claimToken(projectID, ascii string) string {
+// projectToken is the token a project publishes to prove it controls the
+// name ascii: to claim it from another project's unverified hold, and as a
+// new entry's ownership proof. It is not secret: publishing it in the
+// name's DNS is the proof, and it names the project, so a record published
+// for one project proves nothing for another, whoever holds the name
+// meanwhile.
+func projectToken(projectID, ascii string) string {
 	sum := sha256.Sum256([]byte("claim\x00" + projectID + "\x00" + ascii))
 	return ownershipTokenPrefix + base64.RawURLEncoding.EncodeToString(sum[:16])
 }

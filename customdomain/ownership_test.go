@@ -352,3 +352,31 @@ func TestUnverifiedHoldCanBeClaimed(t *testing.T) {
 		t.Fatalf("a verified domain offered for a claim: %v", err)
 	}
 }
+
+// A claimant whose holder lets go of the name before the claim is taken
+// adds a freed name that needs a proof (another project held it last): the
+// claim record it already published is that proof, not a new token.
+func TestClaimRecordProvesANameFreedMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil)
+	f.add(t, "prj_pro", "shop.example.com")
+	_, _, err := f.engine.Add(ctx, "prj_business", "shop.example.com")
+	wantCode(t, err, petstore.CodeConflict)
+	m := regexp.MustCompile(`name (_petstore-challenge\.shop) and value (petstore-verify=\S+) `).FindStringSubmatch(err.Error())
+	if m == nil {
+		t.Fatalf("refusal %q names no claim record", err)
+	}
+	f.set(t, "example.com.", txt(m[1], m[2]))
+	if err := f.engine.Remove(ctx, "prj_pro", "shop.example.com"); err != nil {
+		t.Fatal(err)
+	}
+
+	d := f.add(t, "prj_business", "shop.example.com")
+	if rec, required := ownershipRecord(d); !required || rec.Value != m[2] {
+		t.Fatalf("the claimant's records %+v: want the published claim record %s as its required proof", d.Records, m[2])
+	}
+	f.set(t, "example.com.", txt(m[1], m[2]), cname("shop", target))
+	if d := f.verify(t, "prj_business", "shop.example.com"); d.Status != customdomain.StatusActive {
+		t.Fatalf("the claimant's domain: %s %+v, want active", d.Status, d.Diagnosis.Findings)
+	}
+}
