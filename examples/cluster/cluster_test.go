@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/client"
@@ -166,5 +167,62 @@ func TestParseConfig(t *testing.T) {
 				t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestRevokeWithTheDatabaseAloneReachesEveryProcess: an operator who runs
+// examples/server's keys subcommand with the cluster's PostgreSQL -db but
+// without -redis is told the running servers heard of it at once
+// (LISTEN/NOTIFY); the cluster's processes then refuse the key within the
+// 1 s bound too, as examples/server's started with -redis do.
+func TestRevokeWithTheDatabaseAloneReachesEveryProcess(t *testing.T) {
+	dsn := testenv.PostgresSchema(t)
+	rd := testenv.RedisURL(t)
+	prefix := testenv.RedisPrefix(t, testenv.RedisClient(t), "cluster")
+	bin := testenv.Build(t, ".")
+	server := testenv.Build(t, "../server")
+
+	key := "psk_cluster_revoked_" + random(t)
+	u := start(t, bin, "-migrate", "-db", dsn, "-redis", rd, "-redis-prefix", prefix, "-keys", key+":pro")
+	c, _ := client.New(u, key, client.WithMaxAttempts(1))
+	ctx := context.Background()
+	if _, err := c.ListPets(ctx, petstore.PetFilter{}); err != nil {
+		t.Fatalf("before the revoke: %v", err) // the key is now cached
+	}
+
+	keys := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(server, append([]string{"-db", dsn, "-migrate=false", "keys"}, args...)...)
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "PETSTORE_") || strings.HasPrefix(kv, "PETSTORE_TEST_") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("keys %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	list := strings.Split(strings.TrimSpace(keys("list")), "\n")
+	if len(list) != 2 {
+		t.Fatalf("keys list printed %q, want one key", list)
+	}
+	id := strings.Fields(list[1])[0]
+	if out := keys("revoke", id); !strings.Contains(out, "told at once") {
+		t.Fatalf("revoke does not say the servers were told:\n%s", out)
+	}
+	revoked := time.Now()
+	deadline := revoked.Add(time.Second)
+	for {
+		_, err := c.ListPets(ctx, petstore.PetFilter{})
+		if petstore.ErrorCode(err) == petstore.CodeUnauthorized {
+			t.Logf("401 %v after the revoke", time.Since(revoked).Round(time.Millisecond))
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%v after a revoke the command said every server heard: %v, want 401", time.Since(revoked).Round(time.Millisecond), err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

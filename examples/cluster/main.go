@@ -29,8 +29,10 @@ import (
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/bunstore"
 	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
+	"github.com/petstorekit/petstore/adapters/pgfeed"
 	"github.com/petstorekit/petstore/adapters/redisfeed"
 	"github.com/petstorekit/petstore/adapters/redislimit"
+	"github.com/petstorekit/petstore/changefeed"
 	"github.com/petstorekit/petstore/httpx"
 	"github.com/petstorekit/petstore/internal/redact"
 	"github.com/petstorekit/petstore/keycache"
@@ -122,6 +124,24 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		logger.Warn("key change not published", "err", err)
 	})
 	go func() { _ = auth.Follow(ctx, feed) }()
+	// On PostgreSQL the key changes published on the database's own feed
+	// (LISTEN/NOTIFY) are heard too, as examples/server's are: its keys
+	// subcommand run with -db alone publishes there, and says that the
+	// servers were told.
+	if t, err := bunopen.Parse(cfg.db); err == nil && t.Kind == bunopen.KindPostgres {
+		pg, err := pgfeed.New(t.DriverDSN, "")
+		if err != nil {
+			return fmt.Errorf("database %s: %w", bunopen.Redact(cfg.db), err)
+		}
+		defer pg.Close()
+		go func() {
+			_ = pg.Subscribe(ctx, func(c changefeed.Change) {
+				if c.Kind == changefeed.KindKey {
+					auth.Apply(c)
+				}
+			})
+		}()
+	}
 	if err := keyscli.Ensure(openCtx, keys, cfg.keys, logger); err != nil {
 		return err
 	}
