@@ -24,7 +24,8 @@ const Usage = `usage:
   keys revoke ID
   keys unrevoke ID
   keys set-plan ID PLAN [-per-minute N -per-day N]
--per-minute and -per-day set the custom limits of the enterprise plan.
+-per-minute and -per-day set the custom limits of the enterprise plan
+(and are refused with another plan).
 A revoked key stays revoked, even when a server's -keys still lists it,
 until "keys unrevoke ID" reinstates it with its id, project and plan.`
 
@@ -72,6 +73,16 @@ func Run(ctx context.Context, store petstore.KeyStore, args []string, w io.Write
 		return usagef("%v", err)
 	}
 	limits := petstore.Limits{PerMinute: perMinute, PerDay: perDay}
+	// Custom limits belong to the enterprise plan; given with another,
+	// they are refused rather than dropped, as -keys refuses KEY:pro:5/50.
+	customLimits := false
+	fs.Visit(func(f *flag.Flag) { customLimits = customLimits || f.Name == "per-minute" || f.Name == "per-day" })
+	checkLimits := func(p petstore.Plan) error {
+		if customLimits && p != petstore.PlanEnterprise {
+			return petstore.Errorf(petstore.CodeInvalidRequest, "-per-minute and -per-day set the custom limits of the enterprise plan only, not of %s", p)
+		}
+		return nil
+	}
 
 	switch cmd {
 	case "create":
@@ -80,6 +91,9 @@ func Run(ctx context.Context, store petstore.KeyStore, args []string, w io.Write
 		}
 		p, err := petstore.ParsePlan(plan)
 		if err != nil {
+			return err
+		}
+		if err := checkLimits(p); err != nil {
 			return err
 		}
 		key, secret, err := keys.Create(ctx, project, p, limits)
@@ -129,6 +143,9 @@ func Run(ctx context.Context, store petstore.KeyStore, args []string, w io.Write
 		}
 		p, err := petstore.ParsePlan(pos[1])
 		if err != nil {
+			return err
+		}
+		if err := checkLimits(p); err != nil {
 			return err
 		}
 		k, err := keys.SetPlan(ctx, pos[0], p, limits)

@@ -98,6 +98,8 @@ func TestErrors(t *testing.T) {
 		{"enterprise without limits", []string{"create", "-plan", "enterprise"}, false, petstore.CodeInvalidRequest},
 		{"revoke unknown", []string{"revoke", "key_missing"}, false, petstore.CodeNotFound},
 		{"set-plan unknown", []string{"set-plan", "key_missing", "pro"}, false, petstore.CodeNotFound},
+		{"create limits without enterprise", []string{"create", "-plan", "pro", "-per-minute", "5", "-per-day", "50"}, false, petstore.CodeInvalidRequest},
+		{"set-plan limits without enterprise", []string{"set-plan", "key_x", "business", "-per-day", "50"}, false, petstore.CodeInvalidRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := run(t, s, tc.args...)
@@ -177,5 +179,29 @@ func TestRevokeSticksUntilUnrevoke(t *testing.T) {
 	}
 	if got, err := keys.Authenticate(ctx, keyA); err != nil || got.ID != k.ID || got.ProjectID != k.ProjectID {
 		t.Fatalf("after unrevoke: %+v, %v; want %+v", got, err, k)
+	}
+}
+
+// TestLimitsNeedTheEnterprisePlan: -per-minute and -per-day with another
+// plan are refused, as -keys refuses KEY:pro:5/50, rather than dropped
+// while the command reports success; nothing is stored or changed.
+func TestLimitsNeedTheEnterprisePlan(t *testing.T) {
+	s := newStore(t)
+	if out, err := run(t, s, "create", "-plan", "free", "-per-minute", "1000", "-per-day", "100000"); err == nil {
+		t.Fatalf("create -plan free with limits succeeded:\n%s", out)
+	}
+	if all, _ := petstore.NewKeys(s).List(context.Background()); len(all) != 0 {
+		t.Fatalf("a refused create stored %+v", all)
+	}
+	out, err := run(t, s, "create", "-plan", "free")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := regexp.MustCompile(`id:\s+(key_\S+)`).FindStringSubmatch(out)[1]
+	if out, err := run(t, s, "set-plan", id, "pro", "-per-minute", "5", "-per-day", "50"); err == nil {
+		t.Fatalf("set-plan pro with limits succeeded:\n%s", out)
+	}
+	if all, _ := petstore.NewKeys(s).List(context.Background()); len(all) != 1 || all[0].Plan != petstore.PlanFree {
+		t.Fatalf("a refused set-plan changed the key: %+v", all)
 	}
 }
