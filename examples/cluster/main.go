@@ -202,6 +202,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return // the usage asked for is printed: a success
+		}
 		fmt.Fprintln(os.Stderr, "cluster:", err)
 		os.Exit(1)
 	}

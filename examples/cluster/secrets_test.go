@@ -5,8 +5,11 @@ import (
 	"flag"
 	"io"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/petstorekit/petstore/internal/testenv"
 )
 
 // TestHelpShowsNoSecret: -h prints every flag's default, which is the
@@ -37,5 +40,15 @@ func TestHelpShowsNoSecret(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "app:xxxxx@127.0.0.1") {
 		t.Errorf("-h does not show the redacted -db:\n%s", out.String())
+	}
+}
+
+// TestHelpIsASuccess: -h prints the usage and exits 0, as examples/server
+// does, without an error line.
+func TestHelpIsASuccess(t *testing.T) {
+	cmd := exec.Command(testenv.Build(t, "."), "-h")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "-redis-prefix") || strings.Contains(string(out), "help requested") {
+		t.Fatalf("-h: %v\n%s", err, out)
 	}
 }
