@@ -108,6 +108,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		printVersion(stdout, info, ok)
 		return nil
 	}
+	// -db memory lives in the serving process only: a subcommand that
+	// manages the database would work on a store of its own, print a key
+	// no server accepts, or revoke nothing.
+	if cfg.db == "memory" && len(cfg.command) > 0 && (cfg.command[0] == "keys" || cfg.command[0] == "projects") && !isAdminCommand(cfg.command) {
+		return fmt.Errorf("%s: -db memory keeps keys and projects inside the serving process, out of this command's reach; "+
+			"give the server a database (-db sqlite:PATH, postgres://… or mysql://…) to manage them", cfg.command[0])
+	}
 	// Log lines are buffered and written out every 100 ms: one write
 	// system call per request was most of the access log's cost. What
 	// the program prints for a person goes through say, which flushes the

@@ -179,3 +179,25 @@ func TestRunConfiguredKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestSubcommandsRefuseAMemoryDatabase: with -db memory the keys live in
+// the serving process only, so "keys create" would print a key that no
+// server accepts and "keys revoke" would revoke nothing; the subcommands
+// that manage the database refuse it and store nothing.
+func TestSubcommandsRefuseAMemoryDatabase(t *testing.T) {
+	for _, args := range [][]string{
+		{"keys", "create", "-plan", "pro"},
+		{"keys", "list"},
+		{"keys", "revoke", "key_x"},
+		{"projects", "list"},
+	} {
+		var out bytes.Buffer
+		err := run(context.Background(), append([]string{"-db", "memory"}, args...), func(string) string { return "" }, &out, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "-db memory") {
+			t.Errorf("%v with -db memory: %v, want an error naming -db memory", args, err)
+		}
+		if strings.Contains(out.String(), "psk_") {
+			t.Errorf("%v with -db memory printed a key no server will accept:\n%s", args, out.String())
+		}
+	}
+}
