@@ -275,6 +275,29 @@ func (e *lease) refresh(p int64, n int) {
 	}
 }
 
+// fit gives back the share when rates leave it no room: a share is
+// granted under the quotas of the request that leased it, and a plan
+// downgrade applies from the next request, so a window whose admitted
+// requests already reach its new quota admits nothing more from it.
+// e.mu is held.
+func (e *lease) fit(rates []Rate, p int64) {
+	if e.grant == 0 {
+		return
+	}
+	for i, r := range rates {
+		if w := e.wins[i]; w.used-e.grant-w.returned+w.debt < r.Quota {
+			continue
+		}
+		for j := range e.wins {
+			if e.wins[j].end > p {
+				e.wins[j].returned += e.grant
+			}
+		}
+		e.grant = 0
+		return
+	}
+}
+
 // request builds the call that tells the store what e has to tell it:
 // refusals (taken, and put back if the call fails), debts and returns
 // (kept, so that decisions made while the call is in flight count them,
@@ -415,6 +438,7 @@ func (l *Limiter) decideLeased(ctx context.Context, subject string, rates []Rate
 	for {
 		e := l.leases.lock(subject, p)
 		e.refresh(p, len(rates))
+		e.fit(rates, p)
 		e.rates = rates
 		switch {
 		case e.banEnd > p:
@@ -504,6 +528,7 @@ func (l *Limiter) decideLeased(ctx context.Context, subject string, rates []Rate
 func (l *Limiter) fallbackLeased(e *lease, rates []Rate, wall time.Time, p int64, err error, counts []WindowCount) (Decision, error) {
 	defer e.mu.Unlock()
 	e.refresh(p, len(rates))
+	e.fit(rates, p)
 	switch {
 	case e.banEnd > p:
 		return l.leaseDecision(rates, wall, p, false, -1, e.banEnd, false, e, counts, false), nil

@@ -122,6 +122,7 @@ func RunHarness(t *testing.T, h Harness) {
 		{"DayWindowExhausts", testDayExhausts},
 		{"RetryAfterWhenBothWindowsAreFull", testBothFull},
 		{"PlanChangeAppliesNextRequest", testPlanChange},
+		{"PlanDowngradeAppliesNextRequest", testPlanDowngrade},
 		{"SubjectsAreIndependent", testIndependent},
 		{"StrikesBan", testStrikesBan},
 		{"BanDoesNotExtendItself", testBanNotExtended},
@@ -338,6 +339,32 @@ func testPlanChange(e *env) {
 	}
 	if d.Binding.Quota != 300 || d.Binding.Remaining != 239 {
 		t.Fatalf("binding = %+v, want Pro minute quota 300 with 239 remaining", d.Binding)
+	}
+}
+
+// testPlanDowngrade checks that a downgrade applies from the next request
+// too: a key that already used more than its new plan's minute is refused
+// at once, whatever share of the old plan's quota a process holds.
+func testPlanDowngrade(e *env) {
+	t := e.t
+	sub := subject()
+	business := petstore.Limits{PerMinute: 1000, PerDay: 100_000}
+	for i := range 100 {
+		if d := e.decide(sub, business); !d.Allowed {
+			t.Fatalf("Business request %d refused (%s)", i+1, d.Code)
+		}
+	}
+	d := e.decide(sub, Free)
+	if d.Allowed || d.Code != petstore.CodeRateLimited {
+		t.Fatalf("first request after a downgrade to Free, 100 used: allowed %v code %q, want rate_limited", d.Allowed, d.Code)
+	}
+	if d.Binding.Quota != 60 || d.Binding.Remaining != 0 {
+		t.Fatalf("binding = %+v, want the Free minute with 0 remaining", d.Binding)
+	}
+	// What was leased under Business and not used is given back, not
+	// counted: the day has spent the 100 admitted requests only.
+	if got := d.Windows[1].Remaining; got != 900 {
+		t.Fatalf("day remaining = %d, want 900", got)
 	}
 }
 
