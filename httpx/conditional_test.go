@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -313,4 +314,24 @@ func TestBannedKeyStillGetsNotModified(t *testing.T) {
 	if res.Status != http.StatusNotModified || res.Header.Get("X-RateLimit-Limit") != "600" {
 		t.Fatalf("conditional request of a key banned on its plan: %d, X-RateLimit-Limit %q; want 304 on the allowance of 600", res.Status, res.Header.Get("X-RateLimit-Limit"))
 	}
+}
+
+// An Enterprise key's limits may be as large as an int64 holds; its
+// conditional allowance, ten times them, is then as large as one holds,
+// not a negative overflow that fails every conditional request with 503.
+func TestConditionalAllowanceOfHugeLimits(t *testing.T) {
+	e := newRLEnv(t, ratelimit.NewMemoryStore(), nil)
+	huge := petstore.Limits{PerMinute: 1_000_000_000_000_000_000, PerDay: math.MaxInt64}
+	if _, err := e.keys.SetPlan(context.Background(), e.key.ID, petstore.PlanEnterprise, huge); err != nil {
+		t.Fatal(err)
+	}
+	first := e.get(t)
+	wantStatus(t, first, http.StatusOK, "")
+	r := e.req("GET", "/v1/pets", "")
+	r.Header.Set("If-None-Match", first.Header.Get("ETag"))
+	res := do(t, e.h, "/v1", r)
+	if res.Status != http.StatusNotModified {
+		t.Fatalf("conditional request of a key with limits %+v: %d %s, want 304", huge, res.Status, res.Body)
+	}
+	wantHeaders(t, res, map[string]string{"X-RateLimit-Limit": strconv.FormatInt(math.MaxInt64, 10)})
 }

@@ -70,9 +70,16 @@ func (l *limits) limitRequests(next http.Handler) http.Handler {
 }
 
 // ConditionalLimits are the allowance of a key's conditional requests
-// (If-None-Match), ten times its plan's: a 304 spends only this.
+// (If-None-Match), ten times its plan's (at most math.MaxInt64): a 304
+// spends only this.
 func ConditionalLimits(plan petstore.Limits) petstore.Limits {
-	return petstore.Limits{PerMinute: 10 * plan.PerMinute, PerDay: 10 * plan.PerDay}
+	times10 := func(n int64) int64 {
+		if n > math.MaxInt64/10 {
+			return math.MaxInt64 // not an overflow into limits that are not valid
+		}
+		return 10 * n
+	}
+	return petstore.Limits{PerMinute: times10(plan.PerMinute), PerDay: times10(plan.PerDay)}
 }
 
 // isConditional reports whether r may be answered 304 Not Modified: a
