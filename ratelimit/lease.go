@@ -74,8 +74,10 @@ type Settlement struct {
 	Returned int64
 	End      time.Time
 	// Debt counts requests the process admitted on its own while the store
-	// failed: they are added to the running window, or to a new one that
-	// starts at Now.
+	// failed: they are added to the running window or, when none runs, to
+	// a new one that ends at End (the end the process gave its clients),
+	// or that starts at Now if End is not within the window's length after
+	// Now.
 	Debt int64
 }
 
@@ -216,7 +218,7 @@ type lease struct {
 type leaseWindow struct {
 	used     int64 // the store's count at the last call, plus the units of failed calls
 	end      int64
-	storeEnd time.Time // the store's end of the window, for returns
+	storeEnd time.Time // the window's end by the store's clock: for returns and a debt's window
 	debt     int64     // admitted here while the store failed, not yet told
 	returned int64     // granted and unused, to give back
 }

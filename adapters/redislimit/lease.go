@@ -19,8 +19,8 @@ import (
 // ban, ban memory, strike grace (all ms), units wanted, refusals, first
 // refusal (ms), the cap of anonymous subjects (0: the subject is a key),
 // the subject, units needed now, last refusal (ms); then per window
-// quota, period (ms), units returned, the end (ms) they were granted in,
-// debt. It returns {granted, refused window (0-based, -1 for none), ban
+// quota, period (ms), units returned, the end (ms) they were granted in
+// (or, with no window running, where the debt's window ends), debt. It returns {granted, refused window (0-based, -1 for none), ban
 // end (0: none), ban started (0/1), then used and end per window}.
 var leaseScript = redis.NewScript(`
 local key, anon, banlog = KEYS[1], KEYS[2], KEYS[3]
@@ -53,7 +53,12 @@ for i = 1, n do
   if ret > 0 and e > 0 and e == retEnd then c = math.max(0, c - ret) end
   if debt > 0 then
     c = c + debt
-    if e == 0 then e = now + period end
+    -- A window the process started on its own while Redis failed ends
+    -- where the process said it ends (retEnd), so that the Retry-After
+    -- it gave is not early; it lasts its length at most.
+    if e == 0 then
+      if retEnd > now and retEnd <= now + period then e = retEnd else e = now + period end
+    end
   end
   local room = quota - c
   local share = 0

@@ -1,0 +1,95 @@
+package redislimit_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	petstore "github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/redislimit"
+	"github.com/petstorekit/petstore/internal/faultproxy"
+	"github.com/petstorekit/petstore/internal/testenv"
+	"github.com/petstorekit/petstore/ratelimit"
+	"github.com/petstorekit/petstore/ratelimit/ratelimittest"
+)
+
+// TestRetryAfterOfAnOutageIsNeverEarly: a key that spends its minute
+// while Redis is cut, paused or slower than the store timeout is refused
+// with a Retry-After; once Redis
+// is back and the process has told it what it admitted alone, a client
+// that waited exactly that long is admitted, not refused again.
+func TestRetryAfterOfAnOutageIsNeverEarly(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fault func(*faultproxy.Proxy)
+	}{
+		{"cut", (*faultproxy.Proxy).Cut},
+		{"pause", (*faultproxy.Proxy).Pause},
+		{"slower than the timeout", func(p *faultproxy.Proxy) { p.SetLatency(150 * time.Millisecond) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			direct := testenv.RedisClient(t)
+			prefix := testenv.RedisPrefix(t, direct, "rl")
+			p := newProxy(t)
+			var clk testClock
+			lim := ratelimit.New(redislimit.New(proxied(t, p), prefix), ratelimit.Config{
+				Clock: clk.Now, StoreTimeout: 200 * time.Millisecond,
+			})
+			t.Cleanup(func() { _ = lim.Close(context.Background()) })
+			ctx := context.Background()
+			decide := func(sub string) ratelimit.Decision {
+				t.Helper()
+				d, err := lim.Decide(ctx, sub, ratelimittest.Free)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return d
+			}
+			if d := decide("key:warm"); !d.Allowed || d.Degraded {
+				t.Fatalf("before the outage: %+v", d)
+			}
+			tc.fault(p)
+			clk.Advance(time.Second) // no success for a StoreTimeout: the breaker may open
+			admitted := 0
+			for range 60 {
+				if decide("key:outage").Allowed {
+					admitted++
+				}
+			}
+			refused := decide("key:outage")
+			if refused.Allowed || refused.Code != petstore.CodeRateLimited {
+				t.Fatalf("after %d admitted during the outage: %+v, want rate_limited", admitted, refused)
+			}
+			back := refused.At.Add(refused.RetryAfter)
+
+			clk.Advance(5 * time.Second) // the outage lasts a few seconds
+			p.Restore()
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				clk.Advance(100 * time.Millisecond)
+				if d, err := lim.Decide(ctx, "key:probe", ratelimittest.Free); err == nil && !d.Degraded {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("Redis back for 30 s, decisions still local")
+				}
+			}
+			// The process tells Redis what it admitted alone (its idle
+			// settlement does, every few seconds).
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				n, _ := direct.HGet(ctx, prefix+"key:outage", "c:60000").Int64()
+				if n >= int64(admitted) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("Redis counts %d of the %d admitted during the outage after 30 s", n, admitted)
+				}
+			}
+
+			clk.Advance(back.Sub(clk.Now()))
+			if d := decide("key:outage"); !d.Allowed {
+				t.Fatalf("a client that waited the Retry-After (%v) of a refusal during the outage was refused again: %s, Retry-After %v",
+					refused.RetryAfter, d.Code, d.RetryAfter)
+			}
+		})
+	}
+}
