@@ -15,8 +15,10 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/redislimit"
 	"github.com/petstorekit/petstore/changefeed"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/internal/testenv"
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
@@ -334,4 +336,46 @@ func TestConditionalAllowanceOfHugeLimits(t *testing.T) {
 		t.Fatalf("conditional request of a key with limits %+v: %d %s, want 304", huge, res.Status, res.Body)
 	}
 	wantHeaders(t, res, map[string]string{"X-RateLimit-Limit": strconv.FormatInt(math.MaxInt64, 10)})
+}
+
+// A key banned on its conditional allowance still makes unconditional
+// requests, on its plan's quota (docs/rate-limits.md), with the store in
+// memory and in Redis.
+func TestKeyBannedOnTheAllowanceStillMakesUnconditionalRequests(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		store func(t *testing.T) ratelimit.Store
+	}{
+		{"memory", func(*testing.T) ratelimit.Store { return ratelimit.NewMemoryStore() }},
+		{"redis", func(t *testing.T) ratelimit.Store {
+			c := testenv.RedisClient(t)
+			return redislimit.New(c, testenv.RedisPrefix(t, c, "httpx"))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newRLEnv(t, tc.store(t), nil)
+			first := e.get(t)
+			conditional := func() response {
+				r := e.req("GET", "/v1/pets", "")
+				r.Header.Set("If-None-Match", first.Header.Get("ETag"))
+				return do(t, e.h, "/v1", r)
+			}
+			for i := range 600 {
+				if res := conditional(); res.Status != http.StatusNotModified {
+					t.Fatalf("conditional request %d: %d %s", i+1, res.Status, res.Body)
+				}
+			}
+			for range 30 { // 429s a second apart: strikes, past the grace
+				e.clock.Advance(time.Second)
+				wantStatus(t, conditional(), http.StatusTooManyRequests, petstore.CodeRateLimited)
+			}
+			e.clock.Advance(time.Second)
+			res := conditional() // the 31st strike
+			wantStatus(t, res, http.StatusTooManyRequests, petstore.CodeAPIKeyBanned)
+			wantHeaders(t, res, map[string]string{"X-RateLimit-Limit": "600", "Retry-After": "900"})
+			res = e.get(t)
+			wantStatus(t, res, http.StatusOK, "")
+			wantHeaders(t, res, map[string]string{"X-RateLimit-Limit": "60", "X-RateLimit-Remaining": "58"})
+		})
+	}
 }

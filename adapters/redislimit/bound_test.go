@@ -222,10 +222,19 @@ func boundThroughFault(t *testing.T, name string, fault func(*faultproxy.Proxy))
 
 // TestBanReachesEveryProcess bans a key in one process and checks that
 // the others, which never decided it, refuse it within 1 s: with Redis up,
-// and during a Redis pause that starts once the second is over.
+// and while Redis is paused, cut or slower than the store timeout from
+// once the second is over.
 func TestBanReachesEveryProcess(t *testing.T) {
-	for _, down := range []bool{false, true} {
-		t.Run(map[bool]string{false: "Redis up", true: "Redis down"}[down], func(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fault func(*faultproxy.Proxy) // nil: Redis stays up
+	}{
+		{"Redis up", nil},
+		{"Redis down", (*faultproxy.Proxy).Pause},
+		{"Redis cut", (*faultproxy.Proxy).Cut},
+		{"Redis slow", func(p *faultproxy.Proxy) { p.SetLatency(600 * time.Millisecond) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			c := newCluster(t, ratelimit.Config{})
 			ctx := context.Background()
 			var banned time.Time
@@ -246,10 +255,10 @@ func TestBanReachesEveryProcess(t *testing.T) {
 				}
 			}
 			deadline := banned.Add(time.Second)
-			if down {
+			if tc.fault != nil {
 				time.Sleep(time.Until(deadline))
 				for _, p := range c.proxies {
-					p.Pause()
+					tc.fault(p)
 				}
 				deadline = time.Now().Add(time.Second)
 			}
