@@ -623,6 +623,7 @@ func (l *Limiter) watchBans(ctx context.Context, every time.Duration) {
 		evs, err := l.leaser.BanEvents(cctx, from)
 		cancel()
 		if err == nil {
+			l.reached()
 			for _, ev := range evs {
 				id := ev.Subject + "|" + ev.Until.String() + "|" + ev.At.String()
 				if _, ok := seen[id]; ok {
@@ -645,6 +646,29 @@ func (l *Limiter) watchBans(ctx context.Context, every time.Duration) {
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// reached ends an outage in which the store was unreachable once a ban
+// poll has reached it: a server that fails closed is then out of its load
+// balancer's rotation (its readiness check fails), and no request would
+// come to probe the store. While the breaker is open the poll is its
+// probe, one per cool-down.
+func (l *Limiter) reached() {
+	if !l.hard.Load() {
+		return
+	}
+	_, p := l.clock()
+	probe := false
+	if l.open.Load() {
+		var call bool
+		if call, probe = l.callable(p); !call {
+			return
+		}
+	}
+	l.succeeded(p)
+	if probe {
+		l.probing.Store(false)
 	}
 }
 

@@ -93,3 +93,40 @@ func TestRetryAfterOfAnOutageIsNeverEarly(t *testing.T) {
 		})
 	}
 }
+
+// TestReachableAgainWithoutRequests: a limiter that fails closed reports
+// Redis unreachable while it is cut (a readiness check fails on it), and
+// reachable again once it is back, with no request deciding anything in
+// between: behind a load balancer that honours the readiness check, none
+// would come.
+func TestReachableAgainWithoutRequests(t *testing.T) {
+	direct := testenv.RedisClient(t)
+	prefix := testenv.RedisPrefix(t, direct, "rl")
+	p := newProxy(t)
+	var clk testClock
+	lim := ratelimit.New(redislimit.New(proxied(t, p), prefix), ratelimit.Config{Clock: clk.Now, FailClosed: true})
+	t.Cleanup(func() { _ = lim.Close(context.Background()) })
+	ctx := context.Background()
+	if d, err := lim.Decide(ctx, "key:ready", ratelimittest.Free); err != nil || !d.Allowed {
+		t.Fatalf("before the cut: %+v, %v", d, err)
+	}
+	p.Cut()
+	clk.Advance(2 * time.Second) // no success for a StoreTimeout: failures open the breaker
+	for range 6 {
+		if _, err := lim.Decide(ctx, "key:other", ratelimittest.Free); petstore.ErrorCode(err) != petstore.CodeUnavailable {
+			t.Fatalf("failing closed while Redis is cut: %v, want unavailable", err)
+		}
+	}
+	if st := lim.Status(); st.Ready() || !st.Unreachable {
+		t.Fatalf("Status while Redis is cut = %+v, want unreachable, not ready", st)
+	}
+	p.Restore()
+	for deadline := time.Now().Add(5 * time.Second); !lim.Status().Ready(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("Redis back for 5 s with no request: Status = %+v, want ready", lim.Status())
+		}
+	}
+	if d, err := lim.Decide(ctx, "key:ready", ratelimittest.Free); err != nil || !d.Allowed || d.Degraded {
+		t.Fatalf("after the cut: %+v, %v; want admitted by Redis", d, err)
+	}
+}

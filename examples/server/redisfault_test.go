@@ -73,3 +73,38 @@ func TestSlowRedisIsNotUnreachable(t *testing.T) {
 	})
 	until(t, 5*time.Second, "/readyz is 200 once Redis is back", func() bool { return ready() == 200 })
 }
+
+// TestReadyzRecoversWithoutAPITraffic: with -ratelimit-fail closed, a
+// load balancer takes the server out of rotation while /readyz names
+// Redis unreachable, so no API request comes; once Redis is back, /readyz
+// must say so on its own, or the server never gets traffic again.
+func TestReadyzRecoversWithoutAPITraffic(t *testing.T) {
+	o, err := redislimit.ParseOptions(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := faultproxy.Start(t, o.Addr)
+	prefix := testenv.RedisPrefix(t, testenv.RedisClient(t), "server")
+	srv := startServer(t, []string{"-addr", "127.0.0.1:0", "-keys", faultKey + ":enterprise:1000/10000",
+		"-redis", proxy.Addr(), "-redis-prefix", prefix, "-ratelimit-fail", "closed"}, nil)
+	base := srv.base
+	ready := func() int {
+		res, err := http.Get(base + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if code := get(t, base+"/v1/pets", faultKey).StatusCode; code != 200 {
+		t.Fatalf("before any fault: %d", code)
+	}
+	proxy.Cut()
+	until(t, 15*time.Second, "requests answer 503 while Redis refuses connections", func() bool {
+		return get(t, base+"/v1/pets", faultKey).StatusCode == 503
+	})
+	until(t, 1500*time.Millisecond, "/readyz is 503 while Redis refuses connections", func() bool { return ready() == 503 })
+
+	proxy.Restore() // from here on, only the load balancer's probes
+	until(t, 10*time.Second, "/readyz is 200 once Redis is back, with no API request", func() bool { return ready() == 200 })
+}
