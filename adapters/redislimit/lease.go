@@ -20,8 +20,9 @@ import (
 // refusal (ms), the cap of anonymous subjects (0: the subject is a key),
 // the subject, units needed now, last refusal (ms); then per window
 // quota, period (ms), units returned, the end (ms) they were granted in
-// (or, with no window running, where the debt's window ends), debt. It returns {granted, refused window (0-based, -1 for none), ban
-// end (0: none), ban started (0/1), then used and end per window}.
+// (or, with no window running, where the debt's window ends), debt. It
+// returns {granted, refused window (0-based, -1 for none), ban end (0:
+// none), ban started (0/1), then used and end per window}.
 var leaseScript = redis.NewScript(`
 local key, anon, banlog = KEYS[1], KEYS[2], KEYS[3]
 local now = tonumber(ARGV[1])

@@ -15,9 +15,9 @@ import (
 
 // TestRetryAfterOfAnOutageIsNeverEarly: a key that spends its minute
 // while Redis is cut, paused or slower than the store timeout is refused
-// with a Retry-After; once Redis
-// is back and the process has told it what it admitted alone, a client
-// that waited exactly that long is admitted, not refused again.
+// with a Retry-After; once Redis is back and the process has told it what
+// it admitted alone, a client that waited exactly that long is admitted,
+// not refused again.
 func TestRetryAfterOfAnOutageIsNeverEarly(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
