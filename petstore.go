@@ -58,7 +58,10 @@ type KeyStore interface {
 
 	// UpsertKey stores the key under hash, or, when hash is already
 	// stored, updates that key's plan and limits and returns it with its
-	// existing id, project and creation time.
+	// existing id, project and creation time. A hash kept as revoked
+	// (RevokedKey) is not stored again: it returns the revoked key and an
+	// error wrapping ErrKeyRevoked, so that a revoke landing after
+	// Keys.Ensure looked for one still sticks.
 	UpsertKey(ctx context.Context, key APIKey, hash string) (APIKey, error)
 
 	// KeyByHash returns the key stored under hash and the stored hash
@@ -289,7 +292,7 @@ func (k *Keys) Ensure(ctx context.Context, secret string, plan Plan, limits Limi
 	}
 	hash := HashAPIKey(secret)
 	if revoked, err := k.store.RevokedKey(ctx, hash); err == nil {
-		return revoked, fmt.Errorf("%w: key %s stays revoked; `keys unrevoke %s` reinstates it", ErrKeyRevoked, revoked.ID, revoked.ID)
+		return revoked, stillRevoked(revoked)
 	} else if ErrorCode(err) != CodeNotFound {
 		return APIKey{}, err
 	}
@@ -301,12 +304,21 @@ func (k *Keys) Ensure(ctx context.Context, secret string, plan Plan, limits Limi
 		return APIKey{}, err
 	}
 	stored, err := k.store.UpsertKey(ctx, key, hash)
+	if errors.Is(err, ErrKeyRevoked) { // revoked since the look above
+		return stored, stillRevoked(stored)
+	}
 	if err != nil {
 		return APIKey{}, err
 	}
 	// The key may have existed on another plan.
 	k.changed(ctx, stored.ID)
 	return stored, nil
+}
+
+// stillRevoked is Ensure's error for a secret whose key was revoked: it
+// names the key's id, never the secret.
+func stillRevoked(revoked APIKey) error {
+	return fmt.Errorf("%w: key %s stays revoked; `keys unrevoke %s` reinstates it", ErrKeyRevoked, revoked.ID, revoked.ID)
 }
 
 // SetPlan changes a key's plan; the new limits apply from its next request

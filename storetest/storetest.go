@@ -448,4 +448,29 @@ func RunKeys(t *testing.T, open Opener) {
 			t.Fatalf("Ensure after Unrevoke = %+v, %v; want the same key", again, err)
 		}
 	})
+	t.Run("UpsertOfARevokedHash", func(t *testing.T) {
+		// Keys.Ensure looks for a revocation before it upserts; a revoke
+		// landing between the two leaves the store the last word.
+		t.Parallel()
+		s := open(t)
+		const secret = "psk_Raced4hT8nW2qL6vX9cJ5pE"
+		hash := petstore.HashAPIKey(secret)
+		first, err := s.UpsertKey(ctx, petstore.APIKey{ID: petstore.NewKeyID(), ProjectID: "prj_raced", Plan: petstore.PlanPro, CreatedAt: time.Unix(1700000000, 0).UTC()}, hash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DeleteKey(ctx, first.ID); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.UpsertKey(ctx, petstore.APIKey{ID: petstore.NewKeyID(), ProjectID: "prj_other", Plan: petstore.PlanBusiness, CreatedAt: time.Unix(1700000100, 0).UTC()}, hash)
+		if !errors.Is(err, petstore.ErrKeyRevoked) || got.ID != first.ID {
+			t.Fatalf("UpsertKey of a revoked hash = %+v, %v; want the revoked key %s and ErrKeyRevoked", got, err, first.ID)
+		}
+		if _, _, err := s.KeyByHash(ctx, hash); petstore.ErrorCode(err) != petstore.CodeNotFound {
+			t.Fatalf("KeyByHash after UpsertKey of a revoked hash: %v, want not_found", err)
+		}
+		if all, _ := s.ListKeys(ctx); len(all) != 0 {
+			t.Fatalf("%d keys after UpsertKey of a revoked hash, want 0", len(all))
+		}
+	})
 }

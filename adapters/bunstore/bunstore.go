@@ -369,6 +369,14 @@ func (s *Store) UpsertKey(ctx context.Context, key petstore.APIKey, hash string)
 		if petstore.ErrorCode(err) != petstore.CodeNotFound {
 			return petstore.APIKey{}, err
 		}
+		// Not stored: perhaps revoked since the caller looked. A revoke
+		// moves the row in one transaction, so once the lookup above
+		// misses it, this one finds it.
+		if revoked, err := s.RevokedKey(ctx, hash); err == nil {
+			return revoked, petstore.ErrKeyRevoked
+		} else if petstore.ErrorCode(err) != petstore.CodeNotFound {
+			return petstore.APIKey{}, err
+		}
 		row := newKeyRow(key, hash)
 		_, err = s.db.NewInsert().Model(&row).Exec(ctx)
 		if err == nil {

@@ -168,6 +168,9 @@ func (s *Store) UpsertKey(ctx context.Context, key petstore.APIKey, hash string)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if sk, ok := s.revoked[hash]; ok {
+		return sk.key, petstore.ErrKeyRevoked
+	}
 	if sk, ok := s.keys[hash]; ok {
 		sk.key.Plan, sk.key.Limits = key.Plan, key.Limits
 		s.keys[hash] = sk
