@@ -36,7 +36,8 @@ type Opener func(t testing.TB) petstore.Store
 // The optional store interfaces have suites of their own, which a store's
 // test calls for each interface it implements: RunIdempotency
 // (petstore.IdempotencyStore), RunOrders (petstore.OrderStore), RunBlobs
-// (blobs.Store) and RunDomains (customdomain.Store). Each fails, rather
+// (blobs.Store), RunDomains (customdomain.Store) and RunWebhooks
+// (webhook.Store); docs/testing.md lists what each checks. Each fails, rather
 // than skips, when the store lacks its interface: a suite that was asked
 // for and did not run would look like a pass.
 func Run(t *testing.T, open Opener) {
