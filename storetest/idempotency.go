@@ -12,6 +12,10 @@ import (
 	"github.com/petstorekit/petstore"
 )
 
+// holdCreate is how long RunIdempotency's ConcurrentCallsCreateOnce
+// holds the first create while the other calls with its key arrive.
+const holdCreate = 100 * time.Millisecond
+
 // RunIdempotency checks the petstore.IdempotencyStore contract. It fails
 // when the store does not implement the interface.
 func RunIdempotency(t *testing.T, open Opener) {
@@ -219,15 +223,34 @@ func RunIdempotency(t *testing.T, open Opener) {
 		s := idem(t)
 		const n = 16
 		var runs atomic.Int32
-		var wg sync.WaitGroup
+		var wg, calling sync.WaitGroup
+		calling.Add(n)
+		// The first create is held while the other calls arrive, so that
+		// they meet it running: a store that lets one of them run as well
+		// ends the hold at once; one that makes them wait sees it end
+		// after holdCreate. Without the hold the calls rarely overlap,
+		// and a store that never waits would pass.
+		second := make(chan struct{})
+		var secondOnce sync.Once
 		errs := make([]error, n)
 		got := make([]petstore.IdempotencyRecord, n)
 		for i := range n {
 			wg.Go(func() {
 				r := rec("key_a", "race")
 				create := createPet(t, s, r, "raced", true)
+				calling.Done()
 				got[i], _, errs[i] = s.CreateOnce(ctx, r, func(ctx context.Context) (petstore.IdempotencyRecord, bool) {
-					runs.Add(1)
+					if runs.Add(1) == 1 {
+						calling.Wait()
+						hold := time.NewTimer(holdCreate)
+						select {
+						case <-second:
+						case <-hold.C:
+						}
+						hold.Stop()
+					} else {
+						secondOnce.Do(func() { close(second) })
+					}
 					return create(ctx)
 				})
 			})
