@@ -346,6 +346,16 @@ func RunKeys(t *testing.T, open Opener) {
 		if err != nil || len(all) != 1 {
 			t.Fatalf("List = %v, %v; want one key", all, err)
 		}
+		// An upsert of a stored hash keeps the key's id, project and
+		// creation time, whatever the new key says.
+		later := petstore.APIKey{ID: petstore.NewKeyID(), ProjectID: "prj_other", Plan: petstore.PlanPro, CreatedAt: first.CreatedAt.Add(time.Hour)}
+		third, err := s.UpsertKey(ctx, later, petstore.HashAPIKey("psk_Chosen4mT9xB2wQ6kZ8rNh3"))
+		if err != nil || third.ID != first.ID || third.ProjectID != first.ProjectID || !third.CreatedAt.Equal(first.CreatedAt) || third.Plan != petstore.PlanPro {
+			t.Fatalf("UpsertKey of a stored hash = %+v, %v; want %s of %s created %v, on pro", third, err, first.ID, first.ProjectID, first.CreatedAt)
+		}
+		if k, _ := keys.Authenticate(ctx, "psk_Chosen4mT9xB2wQ6kZ8rNh3"); k.ID != first.ID || !k.CreatedAt.Equal(first.CreatedAt) {
+			t.Fatalf("after the upsert, Authenticate = %+v; want %s created %v", k, first.ID, first.CreatedAt)
+		}
 	})
 	t.Run("ListSetPlanRevoke", func(t *testing.T) {
 		t.Parallel()
@@ -379,6 +389,20 @@ func RunKeys(t *testing.T, open Opener) {
 		}
 		if k, _ := keys.Authenticate(ctx, secrets[ids[0]]); k.Plan != petstore.PlanBusiness {
 			t.Fatalf("plan after SetPlan = %q", k.Plan)
+		}
+		// Custom limits are stored with the plan, and cleared with it.
+		custom := petstore.Limits{PerMinute: 7, PerDay: 70}
+		if k, err := keys.SetPlan(ctx, ids[2], petstore.PlanEnterprise, custom); err != nil || k.Limits != custom {
+			t.Fatalf("SetPlan(enterprise, %+v) = %+v, %v", custom, k, err)
+		}
+		if k, err := keys.Authenticate(ctx, secrets[ids[2]]); err != nil || k.Plan != petstore.PlanEnterprise || k.EffectiveLimits() != custom {
+			t.Fatalf("after SetPlan(enterprise, %+v): Authenticate = %+v, %v", custom, k, err)
+		}
+		if _, err := keys.SetPlan(ctx, ids[2], petstore.PlanBusiness, petstore.Limits{}); err != nil {
+			t.Fatal(err)
+		}
+		if k, err := keys.Authenticate(ctx, secrets[ids[2]]); err != nil || k.Plan != petstore.PlanBusiness || k.Limits != (petstore.Limits{}) {
+			t.Fatalf("after SetPlan(business): Authenticate = %+v, %v; want no custom limits", k, err)
 		}
 		_, err = keys.SetPlan(ctx, "key_missing", petstore.PlanPro, petstore.Limits{})
 		wantCode(t, err, petstore.CodeNotFound)
