@@ -179,10 +179,14 @@ func RunOrders(t *testing.T, open Opener) {
 	t.Run("CanceledContext", func(t *testing.T) {
 		t.Parallel()
 		s := orders(t)
+		o := create(t, s, "prj_a", petstore.NewOrder{PetID: 1})
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
 		if _, err := s.CreateOrder(cctx, "prj_a", petstore.NewOrder{PetID: 1, Quantity: 1, Status: petstore.OrderPlaced}); err == nil {
 			t.Fatal("CreateOrder with a canceled context succeeded")
+		}
+		if _, err := s.GetOrder(cctx, "prj_a", o.ID); err == nil {
+			t.Fatal("GetOrder with a canceled context succeeded")
 		}
 		if _, err := s.ListOrders(cctx, petstore.OrderQuery{ProjectID: "prj_a", Limit: 1}); err == nil {
 			t.Fatal("ListOrders with a canceled context succeeded")

@@ -261,16 +261,20 @@ func RunPets(t *testing.T, open Opener) {
 	t.Run("CanceledContext", func(t *testing.T) {
 		t.Parallel()
 		s := open(t)
+		pet := mustCreate(t, s, petstore.NewPet{Name: "there", CategoryID: 1})
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
 		if _, err := s.CreatePet(cctx, petstore.NewPet{Name: "x", CategoryID: 1}); err == nil {
 			t.Fatal("CreatePet with a canceled context succeeded")
 		}
+		if _, err := s.GetPet(cctx, pet.ID); err == nil {
+			t.Fatal("GetPet with a canceled context succeeded")
+		}
 		if _, err := s.ListPets(cctx, petstore.PetQuery{Limit: 1}); err == nil {
 			t.Fatal("ListPets with a canceled context succeeded")
 		}
 		pets, err := s.ListPets(ctx, petstore.PetQuery{Limit: 10})
-		if err != nil || len(pets) != 0 {
+		if err != nil || len(pets) != 1 || pets[0] != pet {
 			t.Fatalf("after a canceled create: %v, %v; want nothing written", pets, err)
 		}
 	})
