@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -171,6 +172,37 @@ func RunPets(t *testing.T, open Opener) {
 			}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Fatalf("status %q: listed\n%v\nwant\n%v", st, got, want)
+			}
+		}
+	})
+	t.Run("ListIsTheCallers", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		for i := range 3 {
+			mustCreate(t, s, petstore.NewPet{Name: fmt.Sprint("p", i), CategoryID: 1, Status: petstore.StatusAvailable})
+		}
+		// Changing a listed page, as a caller may, changes nothing the
+		// store answers afterwards, whether it reads the database again
+		// or keeps pages.
+		for _, q := range []petstore.PetQuery{{Limit: 10}, {Status: petstore.StatusAvailable, Limit: 10}} {
+			want, err := s.ListPets(ctx, q)
+			if err != nil || len(want) != 3 {
+				t.Fatalf("ListPets(%+v) = %v, %v", q, want, err)
+			}
+			want = slices.Clone(want)
+			page, _ := s.ListPets(ctx, q)
+			for i := range page {
+				page[i].Name, page[i].Status = "changed", petstore.StatusSold
+			}
+			_ = append(page[:1], petstore.Pet{ID: 99, Name: "appended"})
+			again, err := s.ListPets(ctx, q)
+			if err != nil || fmt.Sprint(again) != fmt.Sprint(want) {
+				t.Fatalf("ListPets(%+v) after the caller changed a page = %v, %v; want %v", q, again, err, want)
+			}
+			for _, p := range want {
+				if got, err := s.GetPet(ctx, p.ID); err != nil || got != p {
+					t.Fatalf("GetPet(%d) after the caller changed a page = %+v, %v; want %+v", p.ID, got, err, p)
+				}
 			}
 		}
 	})
