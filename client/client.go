@@ -450,13 +450,18 @@ func decodeError(resp *http.Response, data []byte) *petstore.Error {
 
 // IsRetryable reports whether err is one the client would have retried
 // had it attempts and time left: a network error, 5xx, rate_limited or
-// idempotency_key_in_use. It is false for api_key_banned and context errors.
+// idempotency_key_in_use (an attempt that outran the http.Client's Timeout
+// is a network error). It is false for api_key_banned and for the errors of
+// the call's own context.
 func IsRetryable(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
+	// First: an attempt cut short by the http.Client's Timeout matches
+	// context.DeadlineExceeded too, yet the client retries it. The
+	// caller's own context errors are never wrapped in a noAnswer.
 	if na := (*noAnswer)(nil); errors.As(err, &na) {
 		return true
+	}
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
 	}
 	var e *petstore.Error
 	if !errors.As(err, &e) {

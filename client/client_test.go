@@ -7,12 +7,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/client"
+	"github.com/petstorekit/petstore/internal/faultproxy"
 	"github.com/petstorekit/petstore/internal/testenv"
 	"github.com/petstorekit/petstore/petstoretest"
 )
@@ -415,5 +417,48 @@ func TestIsRetryable(t *testing.T) {
 				t.Fatalf("IsRetryable(%v) = %v, want %v", tt.err, got, tt.want)
 			}
 		})
+	}
+}
+
+// An attempt cut short by the http.Client's Timeout (a server that hangs:
+// a black hole) is one the client retries, so IsRetryable must say so,
+// although the error it gets matches context.DeadlineExceeded.
+func TestIsRetryableOnAttemptTimeout(t *testing.T) {
+	t.Parallel()
+	srv := petstoretest.NewServer(t)
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := faultproxy.New(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	proxy.Pause()
+	base := "http://" + proxy.Addr() + u.Path
+	hc := &http.Client{Timeout: 200 * time.Millisecond}
+
+	once, err := client.New(base, srv.Key(), client.WithHTTPClient(hc), client.WithMaxAttempts(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = once.ListPets(context.Background(), petstore.PetFilter{})
+	if err == nil || !client.IsRetryable(err) {
+		t.Fatalf("timed-out attempt: IsRetryable(%v) = false, want true", err)
+	}
+
+	// The client itself retries it: the wait before the second attempt
+	// ends the black hole, and the call succeeds.
+	twice, err := client.New(base, srv.Key(), client.WithHTTPClient(hc), client.WithMaxAttempts(2),
+		client.WithClock(nil, func(ctx context.Context, d time.Duration) error {
+			proxy.Restore()
+			return ctx.Err()
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := twice.ListPets(context.Background(), petstore.PetFilter{}); err != nil {
+		t.Fatalf("the client did not retry a timed-out attempt: %v", err)
 	}
 }
