@@ -19,6 +19,7 @@ import (
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/client"
+	"github.com/petstorekit/petstore/internal/redact"
 )
 
 // Restock adds one available pet per name in category, and returns the pets
@@ -58,7 +59,8 @@ func AvailableNames(ctx context.Context, svc petstore.PetService) ([]string, err
 func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("faketest", flag.ContinueOnError)
 	url := fs.String("url", envOr("PETSTORE_URL", "http://localhost:8080/v1"), "base URL of the API (env PETSTORE_URL)")
-	key := fs.String("key", os.Getenv("PETSTORE_API_KEY"), "API key (env PETSTORE_API_KEY)")
+	// -h shows a flag's default, here the variable's value: mask the key.
+	key := redact.StringFlag(fs, "key", os.Getenv("PETSTORE_API_KEY"), redact.Keys, "API key (env PETSTORE_API_KEY; prefer the variable, a flag's secret shows in ps)")
 	category := fs.Int64("category", 1, "category of restocked pets")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
+	"io"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -101,5 +104,31 @@ func TestRun(t *testing.T) {
 	}
 	if got := strings.Fields(out.String()); !slices.Equal(got, []string{"Old", "New"}) {
 		t.Fatalf("output %q", out.String())
+	}
+}
+
+// TestHelpShowsNoKey: -h prints every flag's default, and -key defaults
+// to PETSTORE_API_KEY; the key must not show.
+func TestHelpShowsNoKey(t *testing.T) {
+	t.Setenv("PETSTORE_API_KEY", "psk_PLANTEDapiKEY7rT2mX9qL4vB8nZ3")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := os.Stderr
+	os.Stderr = w
+	err = run(context.Background(), []string{"-h"}, io.Discard)
+	os.Stderr = stderr
+	w.Close()
+	var out bytes.Buffer
+	io.Copy(&out, r)
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: %v", err)
+	}
+	if strings.Contains(out.String(), "PLANTED") {
+		t.Errorf("-h shows the API key:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "-key") {
+		t.Errorf("-h does not list -key:\n%s", out.String())
 	}
 }
