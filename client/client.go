@@ -75,7 +75,9 @@ var _ petstore.PetService = (*Client)(nil)
 type Option func(*Client)
 
 // WithHTTPClient sets the HTTP client used for every attempt, for example
-// petstoretest's in-memory one. Its Timeout bounds each attempt.
+// petstoretest's in-memory one. Its Timeout bounds each attempt. The
+// client uses a copy that follows no redirect leaving the base URL's
+// scheme and host, so the key never goes elsewhere.
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
 
 // WithMaxAttempts sets how many times one call may be tried in all
@@ -136,7 +138,32 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	for _, o := range opts {
 		o(c)
 	}
+	c.hc = c.keepKeyHome(c.hc)
 	return c, nil
+}
+
+// keepKeyHome returns a copy of hc that follows a redirect only within
+// the base URL's scheme and host. net/http forwards Authorization to any
+// port and scheme of the same host name (and to its subdomains), which
+// would send the key to another service, or in clear text after a
+// redirect from https to http; such a redirect is returned as the answer
+// instead, an error. hc's own CheckRedirect, if any, still applies.
+func (c *Client) keepKeyHome(hc *http.Client) *http.Client {
+	cp := *hc
+	check := hc.CheckRedirect
+	cp.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if req.URL.Scheme != c.base.Scheme || req.URL.Host != c.base.Host {
+			return http.ErrUseLastResponse
+		}
+		if check != nil {
+			return check(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	return &cp
 }
 
 func sleepContext(ctx context.Context, d time.Duration) error {

@@ -1,0 +1,91 @@
+package client_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/client"
+	"github.com/petstorekit/petstore/petstoretest"
+)
+
+// TestRedirectKeepsKeyHome: the key goes only to the base URL's scheme
+// and host, as with Link rel="next". Go's http.Client forwards
+// Authorization on a redirect to the same host name, whatever the port or
+// scheme, so a redirect to another port (another service) or from https
+// to http (the key in clear text) must not be followed; the client
+// reports the redirect instead. A redirect within the base's origin is
+// still followed.
+func TestRedirectKeepsKeyHome(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []string // Authorization headers the other origin received
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte("[]"))
+	}))
+	t.Cleanup(other.Close)
+
+	tests := []struct {
+		name string
+		tls  bool
+	}{
+		{"http to another port", false},
+		{"https to http", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, other.URL+r.URL.RequestURI(), http.StatusFound)
+			})
+			var api *httptest.Server
+			if tt.tls {
+				api = httptest.NewTLSServer(h)
+			} else {
+				api = httptest.NewServer(h)
+			}
+			t.Cleanup(api.Close)
+			c, err := client.New(api.URL+"/v1", "psk_PLANTEDsecret", client.WithHTTPClient(api.Client()), client.WithMaxAttempts(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.ListPets(context.Background(), petstore.PetFilter{})
+			mu.Lock()
+			defer mu.Unlock()
+			for _, a := range seen {
+				if strings.Contains(a, "PLANTED") {
+					t.Fatalf("the key reached %s after a redirect from %s", other.URL, api.URL)
+				}
+			}
+			if e := asError(t, err); e.Status != http.StatusFound {
+				t.Fatalf("error %+v, want the 302 reported", e)
+			}
+		})
+	}
+
+	t.Run("within the origin", func(t *testing.T) {
+		srv := petstoretest.NewServer(t, petstoretest.WithPets(petstore.NewPet{Name: "Rex", CategoryID: 1}))
+		mux := http.NewServeMux()
+		mux.HandleFunc("/old/v1/", func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, strings.Replace(r.URL.RequestURI(), "/old", "", 1), http.StatusMovedPermanently)
+		})
+		mux.Handle("/v1/", srv.Handler())
+		api := httptest.NewServer(mux)
+		t.Cleanup(api.Close)
+		c, err := client.New(api.URL+"/old/v1", srv.Key())
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, err := c.ListPets(context.Background(), petstore.PetFilter{})
+		if err != nil || len(page.Pets) != 1 {
+			t.Fatalf("ListPets through a redirect within the origin: %+v, %v", page, err)
+		}
+	})
+}
