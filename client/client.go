@@ -31,6 +31,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -298,8 +299,16 @@ func fetchPage[T any](ctx context.Context, c *Client, u *url.URL, what string) (
 
 // CreatePet implements petstore.PetService. It sends an Idempotency-Key
 // (random, or the one from WithIdempotencyKey) and reuses it on every
-// retry, so the pet is created once however many attempts it takes.
+// retry, so the pet is created once however many attempts it takes. A
+// name that is not valid UTF-8 is refused as the local service refuses it,
+// without a request (so the error has no Status).
 func (c *Client) CreatePet(ctx context.Context, p petstore.NewPet) (petstore.Pet, error) {
+	// JSON cannot carry a name that is not UTF-8 (encoding/json would send
+	// U+FFFD in its place, and the pet would get another name): refuse it
+	// with the service's own invalid_request.
+	if !utf8.ValidString(p.Name) {
+		return petstore.Pet{}, p.Validate()
+	}
 	body, err := json.Marshal(p)
 	if err != nil {
 		return petstore.Pet{}, err

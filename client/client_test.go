@@ -462,3 +462,23 @@ func TestIsRetryableOnAttemptTimeout(t *testing.T) {
 		t.Fatalf("the client did not retry a timed-out attempt: %v", err)
 	}
 }
+
+// A name that is not valid UTF-8 cannot be sent as JSON (encoding/json
+// would turn its bad bytes into U+FFFD): the client refuses it as the
+// local service does, instead of creating a pet under another name.
+func TestCreatePetInvalidUTF8NameIsRefused(t *testing.T) {
+	t.Parallel()
+	srv := petstoretest.NewServer(t, petstoretest.WithoutListener())
+	bad := petstore.NewPet{Name: "Re\xffx", CategoryID: 1}
+	_, local := petstore.NewService(srv.Store()).CreatePet(context.Background(), bad)
+	pet, err := srv.Client().CreatePet(context.Background(), bad)
+	if err == nil {
+		t.Fatalf("CreatePet(%q) created %+v; the local service says %v", bad.Name, pet, local)
+	}
+	if e := asError(t, err); e.Code != petstore.CodeInvalidRequest || e.Message != petstore.ErrorMessage(local) {
+		t.Fatalf("error %+v, want the local service's %v", e, local)
+	}
+	if pets := srv.Pets(); len(pets) != 0 {
+		t.Fatalf("store holds %+v, want no pet", pets)
+	}
+}
