@@ -5,7 +5,10 @@
 // The client does what the spec asks of well-behaved clients: on 429 it
 // waits for Retry-After (or X-RateLimit-Reset), on 5xx and network errors it
 // backs off exponentially with full jitter, and it stops after a bounded
-// number of attempts and a bounded total time. It never retries a request
+// number of attempts and a bounded total time. Until a 429's Retry-After
+// has passed, the client's other calls send nothing either: they wait too,
+// or return that 429 at once when the wait is past WithMaxWait, since each
+// request refused meanwhile counts towards a ban. It never retries a request
 // answered with api_key_banned, and it retries a POST only because every
 // CreatePet carries an Idempotency-Key, reused across that call's attempts,
 // so a retry never creates a second pet on a server that keeps those keys
@@ -68,6 +71,11 @@ type Client struct {
 	mu   sync.Mutex
 	rl   RateLimit
 	rlOK bool
+	// No call sends a request before hold: the end of the latest
+	// Retry-After of a 429 rate_limited, which holdErr is. Every 429 is a
+	// strike towards a ban, so the client's other calls wait it out too.
+	hold    time.Time
+	holdErr *petstore.Error
 }
 
 var _ petstore.PetService = (*Client)(nil)
@@ -360,6 +368,16 @@ func (c *Client) do(ctx context.Context, method string, u *url.URL, body []byte,
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
+		if attempt == 1 { // a retry waits below, hold included
+			if wait, herr := c.held(); wait > 0 {
+				if wait > c.maxWait {
+					return nil, nil, herr
+				}
+				if serr := c.sleep(ctx, wait); serr != nil {
+					return nil, nil, serr
+				}
+			}
+		}
 		resp, data, err := c.attempt(ctx, method, u, body, idemKey)
 		if err == nil && resp.StatusCode/100 == 2 {
 			return resp, data, nil
@@ -379,6 +397,7 @@ func (c *Client) do(ctx context.Context, method string, u *url.URL, body []byte,
 				return nil, nil, perr
 			case resp.StatusCode == http.StatusTooManyRequests:
 				wait = c.rateLimitWait(resp.Header, attempt)
+				c.holdFor(wait, perr)
 			case perr.Code == petstore.CodeIdempotencyKeyInUse:
 				// Our own earlier attempt is still running on the server.
 				wait = c.backoff(attempt)
@@ -391,12 +410,38 @@ func (c *Client) do(ctx context.Context, method string, u *url.URL, body []byte,
 				return nil, nil, perr
 			}
 		}
+		if held, _ := c.held(); held > wait {
+			wait = held
+		}
 		if !retriable || attempt >= c.attempts || c.now().Sub(start)+wait > c.maxWait {
 			return nil, nil, err
 		}
 		if serr := c.sleep(ctx, wait); serr != nil {
 			return nil, nil, serr
 		}
+	}
+}
+
+// held returns how long no request may be sent yet, and the 429 that said
+// so (a copy).
+func (c *Client) held() (time.Duration, *petstore.Error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	wait := c.hold.Sub(c.now())
+	if wait <= 0 {
+		return 0, nil
+	}
+	e := *c.holdErr
+	return wait, &e
+}
+
+// holdFor keeps every call from sending for wait, as the 429 perr asked.
+func (c *Client) holdFor(wait time.Duration, perr *petstore.Error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if until := c.now().Add(wait); until.After(c.hold) {
+		e := *perr
+		c.hold, c.holdErr = until, &e
 	}
 }
 

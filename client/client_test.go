@@ -170,12 +170,13 @@ func TestBanIsNotRetried(t *testing.T) {
 		clk := newClock()
 		srv := petstoretest.NewServer(t, petstoretest.WithoutListener(), petstoretest.WithClock(clk.Now),
 			petstoretest.WithLimits(petstore.Limits{PerMinute: 1, PerDay: 100}))
-		// A client that ignores Retry-After: each call tries once, every
-		// 100 ms, long past the second of grace after its first 429.
-		rude := srv.Client(client.WithMaxAttempts(1))
+		// A program that ignores Retry-After: each call, from a client of
+		// its own (a Client holds back its calls after a 429), tries once,
+		// every 100 ms, long past the second of grace after its first 429.
 		var err error
 		for range 60 {
 			clk.Advance(100 * time.Millisecond)
+			rude := srv.Client(client.WithMaxAttempts(1))
 			if _, err = rude.ListPets(context.Background(), petstore.PetFilter{}); petstore.ErrorCode(err) == petstore.CodeAPIKeyBanned {
 				break
 			}

@@ -103,10 +103,11 @@ func TestTwoProcessesShareStateAndLimits(t *testing.T) {
 	})
 
 	t.Run("a free key's 60 a minute are shared, not doubled", func(t *testing.T) {
-		// No retries: every 429 must be seen.
+		// No retries and no waits: a refused call returns its 429 (or,
+		// while its client holds back after one, that 429, unsent).
 		clients := []*client.Client{}
 		for _, u := range []string{a, b} {
-			c, _ := client.New(u, free, client.WithMaxAttempts(1))
+			c, _ := client.New(u, free, client.WithMaxAttempts(1), client.WithMaxWait(0))
 			clients = append(clients, c)
 		}
 		admitted := [2]int{}
