@@ -97,7 +97,8 @@ func WithMaxAttempts(n int) Option {
 
 // WithMaxWait bounds the total time of one call, attempts and waits
 // together (default 2 minutes). The client gives up at once, returning the
-// last error, when a wait would take it past the bound.
+// last error, when a wait would take it past the bound, or past the
+// deadline of the call's context.
 func WithMaxWait(d time.Duration) Option { return func(c *Client) { c.maxWait = d } }
 
 // WithBackoff sets the exponential backoff after 5xx and network errors:
@@ -370,7 +371,7 @@ func (c *Client) do(ctx context.Context, method string, u *url.URL, body []byte,
 		}
 		if attempt == 1 { // a retry waits below, hold included
 			if wait, herr := c.held(); wait > 0 {
-				if wait > c.maxWait {
+				if wait > c.maxWait || outlasts(ctx, wait) {
 					return nil, nil, herr
 				}
 				if serr := c.sleep(ctx, wait); serr != nil {
@@ -413,13 +414,22 @@ func (c *Client) do(ctx context.Context, method string, u *url.URL, body []byte,
 		if held, _ := c.held(); held > wait {
 			wait = held
 		}
-		if !retriable || attempt >= c.attempts || c.now().Sub(start)+wait > c.maxWait {
+		if !retriable || attempt >= c.attempts || c.now().Sub(start)+wait > c.maxWait || outlasts(ctx, wait) {
 			return nil, nil, err
 		}
 		if serr := c.sleep(ctx, wait); serr != nil {
 			return nil, nil, serr
 		}
 	}
+}
+
+// outlasts reports whether waiting d would take the call past ctx's
+// deadline. The client then gives up at once with the error that asked for
+// the wait, as past WithMaxWait, rather than sleeping into
+// DeadlineExceeded, which would hide why it waited.
+func outlasts(ctx context.Context, d time.Duration) bool {
+	deadline, ok := ctx.Deadline()
+	return ok && time.Until(deadline) < d
 }
 
 // held returns how long no request may be sent yet, and the 429 that said

@@ -149,6 +149,32 @@ func TestRateLimitWaitBeyondBudgetFailsAtOnce(t *testing.T) {
 	}
 }
 
+// A wait that would outlast the call's deadline is not begun: the call
+// returns the 429 that asked for it, not DeadlineExceeded, so the caller
+// learns why and when to come back.
+func TestRateLimitWaitBeyondDeadlineFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	clk := newClock()
+	srv := petstoretest.NewServer(t, petstoretest.WithoutListener())
+	srv.Inject(petstoretest.Fault{Times: 1, Status: 429, Header: http.Header{"Retry-After": {"30"}}})
+	c := srv.Client(client.WithClock(clk.Now, clk.Sleep))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := c.ListPets(ctx, petstore.PetFilter{})
+	if e := asError(t, err); e.Code != petstore.CodeRateLimited || !client.IsRetryable(err) {
+		t.Fatalf("error %+v, want rate_limited, retryable", e)
+	}
+	if len(clk.Sleeps()) != 0 {
+		t.Fatalf("waited %v although the wait outlasted the deadline", clk.Sleeps())
+	}
+	// The next call, under the same deadline, sends nothing: the client
+	// holds its calls back until the Retry-After has passed.
+	_, err = c.ListPets(ctx, petstore.PetFilter{})
+	if e := asError(t, err); e.Code != petstore.CodeRateLimited || len(srv.Requests()) != 1 || len(clk.Sleeps()) != 0 {
+		t.Fatalf("second call: %+v after %d requests and waits %v; want the held 429 at once, 1 request", e, len(srv.Requests()), clk.Sleeps())
+	}
+}
+
 func TestBanIsNotRetried(t *testing.T) {
 	t.Parallel()
 	t.Run("injected", func(t *testing.T) {
