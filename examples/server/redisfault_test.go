@@ -14,26 +14,10 @@ import (
 // the fault proxy: with -ratelimit-fail closed, a Redis that answers in
 // 1.5 s (past the limiter's 1 s timeout), or not at all (paused), is
 // decided locally, so requests are served and /readyz stays 200; once
-// Redis refuses connections,
-// requests are 503 and /readyz fails; when it is back, both recover.
+// Redis refuses connections, requests are 503 and /readyz fails; when it
+// is back, both recover.
 func TestSlowRedisIsNotUnreachable(t *testing.T) {
-	o, err := redislimit.ParseOptions(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := faultproxy.Start(t, o.Addr)
-	prefix := testenv.RedisPrefix(t, testenv.RedisClient(t), "server")
-	srv := startServer(t, []string{"-addr", "127.0.0.1:0", "-keys", faultKey + ":enterprise:1000/10000",
-		"-redis", proxy.Addr(), "-redis-prefix", prefix, "-ratelimit-fail", "closed"}, nil)
-	base := srv.base
-	ready := func() int {
-		res, err := http.Get(base + "/readyz")
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		return res.StatusCode
-	}
+	proxy, base, ready := failClosedServer(t)
 	if code := get(t, base+"/v1/pets", faultKey).StatusCode; code != 200 {
 		t.Fatalf("before any fault: %d", code)
 	}
@@ -79,23 +63,7 @@ func TestSlowRedisIsNotUnreachable(t *testing.T) {
 // Redis unreachable, so no API request comes; once Redis is back, /readyz
 // must say so on its own, or the server never gets traffic again.
 func TestReadyzRecoversWithoutAPITraffic(t *testing.T) {
-	o, err := redislimit.ParseOptions(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := faultproxy.Start(t, o.Addr)
-	prefix := testenv.RedisPrefix(t, testenv.RedisClient(t), "server")
-	srv := startServer(t, []string{"-addr", "127.0.0.1:0", "-keys", faultKey + ":enterprise:1000/10000",
-		"-redis", proxy.Addr(), "-redis-prefix", prefix, "-ratelimit-fail", "closed"}, nil)
-	base := srv.base
-	ready := func() int {
-		res, err := http.Get(base + "/readyz")
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		return res.StatusCode
-	}
+	proxy, base, ready := failClosedServer(t)
 	if code := get(t, base+"/v1/pets", faultKey).StatusCode; code != 200 {
 		t.Fatalf("before any fault: %d", code)
 	}
@@ -107,4 +75,29 @@ func TestReadyzRecoversWithoutAPITraffic(t *testing.T) {
 
 	proxy.Restore() // from here on, only the load balancer's probes
 	until(t, 10*time.Second, "/readyz is 200 once Redis is back, with no API request", func() bool { return ready() == 200 })
+}
+
+// failClosedServer starts a server with -ratelimit-fail closed whose
+// Redis is behind a fault proxy. It returns the proxy, the server's base
+// URL, and a function that answers /readyz's status.
+func failClosedServer(t *testing.T) (proxy *faultproxy.Proxy, base string, ready func() int) {
+	t.Helper()
+	o, err := redislimit.ParseOptions(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy = faultproxy.Start(t, o.Addr)
+	prefix := testenv.RedisPrefix(t, testenv.RedisClient(t), "server")
+	srv := startServer(t, []string{"-addr", "127.0.0.1:0", "-keys", faultKey + ":enterprise:1000/10000",
+		"-redis", proxy.Addr(), "-redis-prefix", prefix, "-ratelimit-fail", "closed"}, nil)
+	base = srv.base
+	ready = func() int {
+		res, err := http.Get(base + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	return proxy, base, ready
 }
