@@ -12,7 +12,8 @@ import (
 // domain. It reads an in-memory table and does no I/O.
 //
 // A name with no domain of its own is routed by the wildcard one label
-// above it, if any: a.shop.example.com by *.shop.example.com.
+// above it, if any: a.shop.example.com by *.shop.example.com, which
+// serves it when the wildcard redirects to that very name.
 func (e *Engine) Route(host string) RouteAnswer {
 	name := hostName(host)
 	routes := *e.routes.Load()
@@ -21,6 +22,12 @@ func (e *Engine) Route(host string) RouteAnswer {
 	}
 	if w, ok := wildcardParent(name); ok {
 		if r, ok := routes[w]; ok {
+			if r.Kind == RouteRedirect && r.RedirectTo == name {
+				// The wildcard redirects to this very name, which has no
+				// live domain of its own yet: serve it, as the wildcard
+				// would, rather than redirect it to itself.
+				return RouteAnswer{Kind: RouteServe, Name: name, ProjectID: r.ProjectID}
+			}
 			r.Name = name
 			return r
 		}

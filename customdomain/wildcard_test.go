@@ -158,6 +158,27 @@ func TestCoveredByWildcard(t *testing.T) {
 	}
 }
 
+// TestWildcardRedirectNeverSendsANameToItself: a wildcard that redirects
+// to a name below it must not answer that name with a redirect to itself
+// while the name has no live domain of its own (pending): browsers would
+// loop until they give up.
+func TestWildcardRedirectNeverSendsANameToItself(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil)
+	activeWildcard(t, f)
+	f.add(t, "prj_pro", "a.shop.example.com") // pending: its CNAME is not there yet
+	if _, err := f.engine.SetConfig(ctx, "prj_pro", customdomain.Config{Redirects: []customdomain.Redirect{{From: "*.shop.example.com", To: "a.shop.example.com"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.engine.Route("b.shop.example.com"); got.Kind != customdomain.RouteRedirect || got.RedirectTo != "a.shop.example.com" {
+		t.Fatalf("Route(b.shop) = %+v, want a redirect to a.shop", got)
+	}
+	want := customdomain.RouteAnswer{Kind: customdomain.RouteServe, Name: "a.shop.example.com", ProjectID: "prj_pro"}
+	if got := f.engine.Route("A.Shop.example.com"); got != want {
+		t.Fatalf("Route(a.shop) = %+v, want %+v: served through the wildcard, not redirected to itself", got, want)
+	}
+}
+
 // activeWildcard makes prj_pro's *.shop.example.com active.
 func activeWildcard(t *testing.T, f *fixture) {
 	t.Helper()
