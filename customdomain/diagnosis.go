@@ -99,7 +99,7 @@ func nextAction(s Status, findings []Finding, dnsOK bool) Action {
 		return slices.ContainsFunc(findings, func(f Finding) bool { return slices.Contains(codes, f.Code) })
 	}
 	switch {
-	case has(FindingConflictingRecord, FindingCNAMEMismatch, FindingApexForeignIPs, FindingOwnershipUnproven, FindingCAABlocksCA, FindingProxied, FindingDCVMissing):
+	case has(FindingConflictingRecord, FindingCNAMEMismatch, FindingApexForeignIPs, FindingOwnershipUnproven, FindingCAABlocksCA, FindingProxied, FindingDCVMissing, FindingCertExpired):
 		return ActionFixDNS
 	case has(FindingCertPendingTooLong):
 		return ActionReverify

@@ -41,6 +41,25 @@ func CertPendingTooLongFinding(name string, after time.Duration, lastErr string)
 	}
 }
 
+// CertExpiredFinding is the one wording of CERT_EXPIRED: name's
+// certificate expired at notAfter without being renewed, so browsers
+// refuse it; lastErr, when the certificate layer knows it, is why the
+// last renewal failed. A certificate layer raises it, with the state
+// CertFailed, for a certificate it still holds past its notAfter.
+func CertExpiredFinding(name string, notAfter time.Time, lastErr string) Finding {
+	msg := fmt.Sprintf("The certificate of %s expired at %s and has not been renewed: browsers refuse it.", name, notAfter.UTC().Format(time.RFC3339))
+	if lastErr != "" {
+		msg += " The last renewal failed: " + lastErr
+	}
+	return Finding{
+		Code:    FindingCertExpired,
+		Message: msg,
+		Fix: "1. Confirm the domain still verifies: its DNS records must still be as shown. " +
+			"2. Check that CAA records on " + name + " or its parent domains do not block the certificate authority. " +
+			"The platform keeps trying to renew it; this goes away once it is renewed.",
+	}
+}
+
 // Defaults of EngineConfig.
 const (
 	DefaultCNAMETarget       = "edge.petstore.localhost"

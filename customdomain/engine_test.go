@@ -532,6 +532,41 @@ func TestCertificateFlow(t *testing.T) {
 	}
 }
 
+// TestExpiredCertificateShows: an active domain whose certificate the
+// certificate layer reports expired (renewals kept failing) stays served,
+// but its diagnosis is not OK and says what to check, and the project is
+// told domain.certificate.failed at the next check.
+func TestExpiredCertificateShows(t *testing.T) {
+	ctx := context.Background()
+	certs := &issuer{state: map[string]customdomain.CertStatus{}, stored: true}
+	ev := &events{}
+	w := driftWorld(t, certs, ev)
+	if _, err := w.Zone.SetRecords(ctx, "example.com.", []libdns.Record{cname("shop", domaintest.Target)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := w.Engine.Add(ctx, "prj_pro", "shop.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := w.Engine.Verify(ctx, "prj_pro", "shop.example.com"); err != nil || d.Status != customdomain.StatusActive {
+		t.Fatalf("Verify = %s, %v; want active", d.Status, err)
+	}
+	notAfter := w.Clock.Now().Add(time.Hour)
+	certs.set("shop.example.com", customdomain.CertStatus{State: customdomain.CertFailed, Reason: "the certificate expired and has not been renewed", NotAfter: notAfter,
+		Findings: []customdomain.Finding{customdomain.CertExpiredFinding("shop.example.com", notAfter, "")}})
+	ev.take()
+	runUntil(t, w, w.Clock.Now().Add(customdomain.DefaultRecheckActive))
+	d := get(t, w, "prj_pro", "shop.example.com")
+	if d.Status != customdomain.StatusActive || d.Diagnosis.OK || d.Diagnosis.NextAction != customdomain.ActionFixDNS || codes(d.Diagnosis.Findings) != customdomain.FindingCertExpired {
+		t.Fatalf("expired certificate: %s, ok %v, next %s, findings %q; want active, not OK, fix_dns, CERT_EXPIRED", d.Status, d.Diagnosis.OK, d.Diagnosis.NextAction, codes(d.Diagnosis.Findings))
+	}
+	if got := ev.take(); !slices.Contains(got, "prj_pro domain.certificate.failed shop.example.com active") {
+		t.Fatalf("events %v, want domain.certificate.failed", got)
+	}
+	if r := w.Engine.Route("shop.example.com"); r.Kind != customdomain.RouteServe {
+		t.Fatalf("Route = %+v, want still served", r)
+	}
+}
+
 // A certificate another process already obtained into shared storage is
 // found by Request at once, before Verify has stored the issuing state:
 // Verify must still end active, not wait for the next background check.

@@ -6,7 +6,7 @@ import (
 )
 
 // Finding codes the engine raises. The certificate layer adds its own
-// (CAA_BLOCKS_CA, CERT_PENDING_TOO_LONG) through CertStatus.Findings or a
+// (CAA_BLOCKS_CA, CERT_PENDING_TOO_LONG, CERT_EXPIRED) through CertStatus.Findings or a
 // Diagnoser; the engine raises CERT_PENDING_TOO_LONG itself, from the
 // stored VerifiedAt, when the certificate layer did not.
 const (
@@ -21,6 +21,7 @@ const (
 	FindingCAAUndecided       = "CAA_UNDECIDED"         // CAA records name CAs, but the CA's own names are unknown
 	FindingProxied            = "PROXIED"               // the name resolves to a known CDN's addresses: its CNAME is hidden
 	FindingDCVMissing         = "DCV_MISSING"           // a wildcard without its _acme-challenge delegation
+	FindingCertExpired        = "CERT_EXPIRED"          // raised by the certificate layer: the certificate expired unrenewed
 )
 
 // Action is what the customer should do next.

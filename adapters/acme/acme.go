@@ -547,8 +547,17 @@ func (is *Issuer) Status(ctx context.Context, name string) (customdomain.CertSta
 	}
 	if ok && cert.Leaf != nil {
 		st := customdomain.CertStatus{State: customdomain.CertIssued, Issuer: cert.Leaf.Issuer.CommonName, NotAfter: cert.Leaf.NotAfter}
+		if !cert.Leaf.NotAfter.After(is.now()) {
+			// Renewals kept failing (certmagic goes on retrying): what is
+			// served now is refused by browsers.
+			st.State, st.Reason = customdomain.CertFailed, "the certificate expired and has not been renewed"
+			if snap.lastErr != "" {
+				st.Reason += ": " + snap.lastErr
+			}
+			st.Findings = []customdomain.Finding{customdomain.CertExpiredFinding(name, cert.Leaf.NotAfter, snap.lastErr)}
+		}
 		if snap.blocked != nil {
-			st.Findings = []customdomain.Finding{*snap.blocked}
+			st.Findings = append(st.Findings, *snap.blocked)
 		}
 		return withUndecided(st), nil
 	}

@@ -416,3 +416,33 @@ func TestNotRenewedWhileMisconfigured(t *testing.T) {
 		t.Fatalf("%d certificates ordered after the refusal, want none", n-orders)
 	}
 }
+
+// TestExpiredCertificateIsNotReportedIssued: a certificate that was not
+// renewed in time (renewals kept failing) and has expired is what
+// browsers refuse: Status must not report it issued, as if all were well.
+func TestExpiredCertificateIsNotReportedIssued(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 0)
+	label := uniqueLabel("expire")
+	name := label + ".example.com"
+	e.point(label)
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	is := e.issuer(func(c *acme.Config) { c.Now = clock })
+	if err := is.Request(context.Background(), name); err != nil {
+		t.Fatal(err)
+	}
+	e.waitChange(name)
+	st := status(t, is, name)
+	if st.State != customdomain.CertIssued {
+		t.Fatalf("status = %+v, want issued", st)
+	}
+	mu.Lock()
+	now = st.NotAfter.Add(time.Second)
+	mu.Unlock()
+	got := status(t, is, name)
+	if got.State == customdomain.CertIssued || len(got.Findings) != 1 || got.Findings[0].Code != customdomain.FindingCertExpired {
+		t.Fatalf("a second after the certificate expired: %+v, want failed with %s", got, customdomain.FindingCertExpired)
+	}
+}
