@@ -41,7 +41,9 @@ func (e *Engine) SetConfig(ctx context.Context, projectID string, c Config) (Con
 	}
 	mine := map[string]bool{}
 	for _, en := range attached {
-		mine[en.Name] = true
+		// A released domain no longer holds its name: another project
+		// may hold it now.
+		mine[en.Name] = !en.Status.FreesName()
 	}
 	// resolve returns the stored form of the name s given as what; a
 	// destination (the primary, a redirect's target) is one host a

@@ -243,3 +243,47 @@ func TestRemoveEmitsRemoved(t *testing.T) {
 		t.Fatalf("events %q, want %q", got, want)
 	}
 }
+
+// TestReleasedDomainIsNoRedirectTarget: a released domain no longer
+// holds its name, which another project may take, so its old project can
+// neither redirect to it nor make it the primary: visitors would be sent
+// to the other project's site.
+func TestReleasedDomainIsNoRedirectTarget(t *testing.T) {
+	ctx := context.Background()
+	w := driftWorld(t, nil, &events{})
+	w.Set(t, "example.com.", cname("shop", target), cname("www", target))
+	for _, name := range []string{"shop.example.com", "www.example.com"} {
+		if _, _, err := w.Engine.Add(ctx, "prj_pro", name); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := w.Engine.Verify(ctx, "prj_pro", name); err != nil || d.Status != customdomain.StatusActive {
+			t.Fatalf("Verify(%s) = %s, %v; want active", name, d.Status, err)
+		}
+	}
+	if _, err := w.Zone.DeleteRecords(ctx, "example.com.", []libdns.Record{libdns.RR{Name: "shop", Type: "CNAME"}}); err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, w, w.Clock.Now().Add(time.Hour+72*time.Hour))
+	if d := get(t, w, "prj_pro", "shop.example.com"); d.Status != customdomain.StatusReleased {
+		t.Fatalf("shop is %s, want released", d.Status)
+	}
+	for _, c := range []customdomain.Config{
+		{Redirects: []customdomain.Redirect{{From: "www.example.com", To: "shop.example.com"}}},
+		{Primary: "shop.example.com"},
+	} {
+		_, err := w.Engine.SetConfig(ctx, "prj_pro", c)
+		if petstore.ErrorCode(err) != petstore.CodeInvalidRequest || !strings.Contains(petstore.ErrorMessage(err), "shop.example.com") {
+			t.Fatalf("SetConfig(%+v) = %v, want invalid_request naming the released domain", c, err)
+		}
+	}
+	// A redirect to it stored before SetConfig refused one is not followed.
+	if err := w.Store.PutDomainConfig(ctx, customdomain.Config{ProjectID: "prj_pro", Redirects: []customdomain.Redirect{{From: "www.example.com", To: "shop.example.com", Status: 301}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Engine.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := w.Engine.Route("www.example.com"); r.Kind != customdomain.RouteServe {
+		t.Fatalf("Route(www) = %+v, want served, not sent to a name the project no longer holds", r)
+	}
+}

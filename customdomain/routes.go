@@ -95,9 +95,13 @@ func (e *Engine) reloadLocked(ctx context.Context) error {
 		return err
 	}
 	live := map[string]bool{}
+	holder := map[string]string{} // name → the project holding it
 	for _, en := range attached {
 		if en.Status.live() {
 			live[en.ProjectID] = true
+		}
+		if !en.Status.FreesName() {
+			holder[en.Name] = en.ProjectID
 		}
 	}
 	suspended := e.suspendedProjects(ctx, live)
@@ -129,8 +133,10 @@ func (e *Engine) reloadLocked(ctx context.Context) error {
 	for _, c := range configs {
 		for _, r := range c.Redirects {
 			// Only a live name redirects: one whose DNS the customer proved
-			// is theirs, and only within the project that holds it.
-			if cur, ok := m[r.From]; ok && cur.ProjectID == c.ProjectID {
+			// is theirs, and only within the project that holds it, to a
+			// name the project still holds (not one removed or released
+			// while the redirect was being stored).
+			if cur, ok := m[r.From]; ok && cur.ProjectID == c.ProjectID && holder[r.To] == c.ProjectID {
 				m[r.From] = RouteAnswer{Kind: RouteRedirect, Name: r.From, ProjectID: c.ProjectID, RedirectTo: r.To, Status: r.Status}
 			}
 		}
