@@ -102,7 +102,8 @@ func (r *Resolver) Lookup(ctx context.Context, name, rrtype string) ([]customdom
 }
 
 // exchange asks one server over UDP and again over TCP when the answer was
-// truncated.
+// truncated. A truncated answer may be cut anywhere, even inside a record,
+// so that it does not unpack: its header's TC bit is enough to ask again.
 func (r *Resolver) exchange(ctx context.Context, q *dns.Msg, server string) (*dns.Msg, error) {
 	timeout := r.Timeout
 	if timeout <= 0 {
@@ -111,7 +112,7 @@ func (r *Resolver) exchange(ctx context.Context, q *dns.Msg, server string) (*dn
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	resp, _, err := r.udp.ExchangeContext(ctx, q, server)
-	if err == nil && resp.Truncated {
+	if resp != nil && resp.Id == q.Id && resp.Truncated {
 		resp, _, err = r.tcp.ExchangeContext(ctx, q, server)
 	}
 	if err != nil {

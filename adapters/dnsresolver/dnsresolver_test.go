@@ -162,3 +162,73 @@ func BenchmarkLookup(b *testing.B) {
 		}
 	}
 }
+
+// scriptedServer serves udp's answers over UDP and, when tcp is not nil,
+// tcp's over TCP on the same port, on 127.0.0.1: a real DNS server that
+// answers as badly as a test needs.
+func scriptedServer(t *testing.T, udp, tcp dns.HandlerFunc) string {
+	t.Helper()
+	var servers []*dns.Server
+	var pc net.PacketConn
+	// The TCP port must be the one the kernel chose for UDP, and may be
+	// taken: try a few.
+	for range 10 {
+		var err error
+		if pc, err = net.ListenPacket("udp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+		servers = []*dns.Server{{PacketConn: pc, Handler: udp}}
+		if tcp == nil {
+			break
+		}
+		ln, err := net.Listen("tcp", pc.LocalAddr().String())
+		if err == nil {
+			servers = append(servers, &dns.Server{Listener: ln, Handler: tcp})
+			break
+		}
+		pc.Close()
+		servers = nil
+	}
+	if servers == nil {
+		t.Fatal("no port free for both UDP and TCP")
+	}
+	for _, s := range servers {
+		started := make(chan struct{})
+		s.NotifyStartedFunc = func() { close(started) }
+		go s.ActivateAndServe()
+		<-started
+		t.Cleanup(func() { s.Shutdown() })
+	}
+	return pc.LocalAddr().String()
+}
+
+// manyA answers req with 100 A records.
+func manyA(req *dns.Msg) *dns.Msg {
+	m := new(dns.Msg)
+	m.SetReply(req)
+	m.Authoritative = true
+	for i := range 100 {
+		m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: req.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60}, A: net.IPv4(10, 0, 0, byte(i))})
+	}
+	return m
+}
+
+// TestTruncatedMidRecordFallsBackToTCP: some servers truncate a UDP answer
+// at 512 octets wherever that falls, inside a record, with the TC bit set
+// and the counts of the whole answer; the answer is then asked over TCP.
+func TestTruncatedMidRecordFallsBackToTCP(t *testing.T) {
+	addr := scriptedServer(t, func(w dns.ResponseWriter, req *dns.Msg) {
+		m := manyA(req)
+		m.Truncated = true
+		b, err := m.Pack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		w.Write(b[:dns.MinMsgSize])
+	}, func(w dns.ResponseWriter, req *dns.Msg) { w.WriteMsg(manyA(req)) })
+	got, err := dnsresolver.New(addr).Lookup(context.Background(), "shop.example.com", "A")
+	if err != nil || len(got) != 100 {
+		t.Fatalf("Lookup = %d records, %v; want the 100 records over TCP", len(got), err)
+	}
+}
