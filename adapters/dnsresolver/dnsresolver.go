@@ -65,8 +65,9 @@ func (r *Resolver) Servers() []string { return append([]string(nil), r.servers..
 
 // Lookup implements customdomain.Resolver: the records of type rrtype owned by
 // exactly name, without following CNAMEs. NXDOMAIN and NODATA give an empty
-// slice; a timeout, SERVFAIL, REFUSED or any other failure of every server
-// gives an error wrapping customdomain.ErrLookupFailed.
+// slice; a timeout, SERVFAIL, REFUSED, an answer to another question or
+// any other failure of every server gives an error wrapping
+// customdomain.ErrLookupFailed.
 func (r *Resolver) Lookup(ctx context.Context, name, rrtype string) ([]customdomain.Record, error) {
 	qtype, ok := dns.StringToType[strings.ToUpper(rrtype)]
 	if !ok {
@@ -120,6 +121,14 @@ func (r *Resolver) exchange(ctx context.Context, q *dns.Msg, server string) (*dn
 	}
 	if resp.Id != q.Id {
 		return nil, errors.New("answer does not match the query")
+	}
+	// An answer to another question (a confused or spoofing server) says
+	// nothing about this one: taken as "no records", it would fail a
+	// domain whose records are right.
+	want := q.Question[0]
+	if len(resp.Question) != 1 || !strings.EqualFold(resp.Question[0].Name, want.Name) ||
+		resp.Question[0].Qtype != want.Qtype || resp.Question[0].Qclass != want.Qclass {
+		return nil, errors.New("answer is for another question")
 	}
 	return resp, nil
 }

@@ -232,3 +232,38 @@ func TestTruncatedMidRecordFallsBackToTCP(t *testing.T) {
 		t.Fatalf("Lookup = %d records, %v; want the 100 records over TCP", len(got), err)
 	}
 }
+
+// TestAnswerToAnotherQuestionIsLookupFailed: a server that answers another
+// question than the one asked (its records owned by another name) says
+// nothing about the name: "could not check", not "no records", and the
+// next server is asked.
+func TestAnswerToAnotherQuestionIsLookupFailed(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		reply func(m *dns.Msg)
+	}{
+		{"other name", func(m *dns.Msg) { m.Question[0].Name = "other.example.com." }},
+		{"other type", func(m *dns.Msg) { m.Question[0].Qtype = dns.TypeTXT }},
+		{"no question", func(m *dns.Msg) { m.Question = nil }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			confused := scriptedServer(t, func(w dns.ResponseWriter, req *dns.Msg) {
+				m := new(dns.Msg)
+				m.SetReply(req)
+				m.Authoritative = true
+				tc.reply(m)
+				w.WriteMsg(m)
+			}, nil)
+			if got, err := dnsresolver.New(confused).Lookup(context.Background(), "shop.example.com", "CNAME"); !errors.Is(err, customdomain.ErrLookupFailed) {
+				t.Fatalf("Lookup = %v, %v; want an error wrapping ErrLookupFailed", got, err)
+			}
+			zone, srv := memzone.NewTestServer(t, "example.com.")
+			if _, err := zone.AppendRecords(context.Background(), "example.com.", []libdns.Record{libdns.CNAME{Name: "shop", TTL: time.Hour, Target: "edge.petstore.example."}}); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := dnsresolver.New(confused, srv.Addr()).Lookup(context.Background(), "shop.example.com", "CNAME"); err != nil || len(got) != 1 {
+				t.Fatalf("Lookup = %v, %v; want the second server's CNAME", got, err)
+			}
+		})
+	}
+}
