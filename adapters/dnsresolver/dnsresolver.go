@@ -65,8 +65,8 @@ func (r *Resolver) Servers() []string { return append([]string(nil), r.servers..
 
 // Lookup implements customdomain.Resolver: the records of type rrtype owned by
 // exactly name, without following CNAMEs. NXDOMAIN and NODATA give an empty
-// slice; a timeout, SERVFAIL, REFUSED, an answer to another question or
-// any other failure of every server gives an error wrapping
+// slice; a timeout, SERVFAIL, REFUSED, a referral, an answer to another
+// question or any other failure of every server gives an error wrapping
 // customdomain.ErrLookupFailed.
 func (r *Resolver) Lookup(ctx context.Context, name, rrtype string) ([]customdomain.Record, error) {
 	qtype, ok := dns.StringToType[strings.ToUpper(rrtype)]
@@ -92,8 +92,10 @@ func (r *Resolver) Lookup(ctx context.Context, name, rrtype string) ([]customdom
 			errs = append(errs, fmt.Errorf("%s: %w", server, err))
 			continue
 		}
-		switch resp.Rcode {
-		case dns.RcodeSuccess, dns.RcodeNameError:
+		switch {
+		case referral(resp):
+			errs = append(errs, fmt.Errorf("%s answered with a referral: it neither serves the zone nor recurses", server))
+		case resp.Rcode == dns.RcodeSuccess, resp.Rcode == dns.RcodeNameError:
 			return records(resp, fqdn, qtype), nil
 		default:
 			errs = append(errs, fmt.Errorf("%s answered %s", server, dns.RcodeToString[resp.Rcode]))
@@ -131,6 +133,27 @@ func (r *Resolver) exchange(ctx context.Context, q *dns.Msg, server string) (*dn
 		return nil, errors.New("answer is for another question")
 	}
 	return resp, nil
+}
+
+// referral reports whether resp is an empty NOERROR that is not a "no
+// such records" answer: not authoritative, without the SOA a negative
+// answer carries, and either pointing at other nameservers or from a
+// server that offers no recursion (a lame server, or one only
+// authoritative for other zones).
+func referral(resp *dns.Msg) bool {
+	if resp.Rcode != dns.RcodeSuccess || len(resp.Answer) > 0 || resp.Authoritative {
+		return false
+	}
+	ns := false
+	for _, rr := range resp.Ns {
+		switch rr.Header().Rrtype {
+		case dns.TypeSOA:
+			return false
+		case dns.TypeNS:
+			ns = true
+		}
+	}
+	return ns || !resp.RecursionAvailable
 }
 
 // records picks the answers of qtype owned by exactly fqdn: a server that

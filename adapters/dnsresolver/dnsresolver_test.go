@@ -267,3 +267,46 @@ func TestAnswerToAnotherQuestionIsLookupFailed(t *testing.T) {
 		})
 	}
 }
+
+// TestReferralIsLookupFailed: a server that neither serves the zone nor
+// recurses answers an empty NOERROR, often pointing at other nameservers.
+// That is no answer about the name's records: "could not check", not "no
+// records". A resolver's negative answer (with the zone's SOA, or from a
+// server offering recursion) still means no records.
+func TestReferralIsLookupFailed(t *testing.T) {
+	ns, err := dns.NewRR("com. 172800 IN NS a.gtld-servers.net.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	soa, err := dns.NewRR("example.com. 3600 IN SOA ns.example.com. hostmaster.example.com. 1 7200 900 1209600 300")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		recursion bool
+		authority []dns.RR
+		failed    bool
+	}{
+		{"referral", false, []dns.RR{ns}, true},
+		{"referral from a resolver", true, []dns.RR{ns}, true},
+		{"lame, empty", false, nil, true},
+		{"resolver's NODATA", true, []dns.RR{soa}, false},
+		{"resolver's NODATA without SOA", true, nil, false},
+		{"NODATA with SOA", false, []dns.RR{soa}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := scriptedServer(t, func(w dns.ResponseWriter, req *dns.Msg) {
+				m := new(dns.Msg)
+				m.SetReply(req)
+				m.RecursionAvailable = tc.recursion
+				m.Ns = tc.authority
+				w.WriteMsg(m)
+			}, nil)
+			got, err := dnsresolver.New(addr).Lookup(context.Background(), "shop.example.com", "CNAME")
+			if tc.failed && !errors.Is(err, customdomain.ErrLookupFailed) || !tc.failed && (err != nil || len(got) != 0) {
+				t.Fatalf("Lookup = %v, %v; want failed %v", got, err, tc.failed)
+			}
+		})
+	}
+}
