@@ -15,6 +15,7 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/petstorekit/petstore/customdomain"
+	"github.com/petstorekit/petstore/internal/dnsconv"
 )
 
 // DefaultTimeout bounds one query to one server when the context has no
@@ -176,7 +177,7 @@ func records(resp *dns.Msg, fqdn string, qtype uint16) []customdomain.Record {
 		case *dns.CAA:
 			rec.Value = fmt.Sprintf("%d %s %q", v.Flag, v.Tag, v.Value)
 		case *dns.TXT:
-			rec.Value = strings.Join(v.Txt, "")
+			rec.Value = dnsconv.Text(v)
 		default:
 			rec.Value = strings.TrimPrefix(rr.String(), h.String())
 		}

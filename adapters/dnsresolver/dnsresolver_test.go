@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -308,5 +309,21 @@ func TestReferralIsLookupFailed(t *testing.T) {
 				t.Fatalf("Lookup = %v, %v; want failed %v", got, err, tc.failed)
 			}
 		})
+	}
+}
+
+// TestTXTValueIsTheText: a TXT record's value is its text as written, its
+// strings joined (text over 255 bytes travels as several), without the
+// escapes of the zone-file form: the diagnosis shows customers the value
+// they typed, quotes and all.
+func TestTXTValueIsTheText(t *testing.T) {
+	zone, srv := memzone.NewTestServer(t, "example.com.")
+	text := `"petstore-verify=abc" \ bücher ` + strings.Repeat("x", 300)
+	if _, err := zone.AppendRecords(context.Background(), "example.com.", []libdns.Record{libdns.TXT{Name: "_petstore-challenge.shop", TTL: time.Hour, Text: text}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := dnsresolver.New(srv.Addr()).Lookup(context.Background(), "_petstore-challenge.shop.example.com", "TXT")
+	if err != nil || len(got) != 1 || got[0].Value != text {
+		t.Fatalf("Lookup = %+v, %v; want one record with value %q", got, err, text)
 	}
 }

@@ -157,11 +157,7 @@ func FromDNS(zone string, rr dns.RR) (libdns.Record, error) {
 	case *dns.CNAME:
 		return libdns.CNAME{Name: name, TTL: ttl, Target: v.Target}, nil
 	case *dns.TXT:
-		var b strings.Builder
-		for _, s := range v.Txt {
-			b.WriteString(unescapeOctets(s))
-		}
-		return libdns.TXT{Name: name, TTL: ttl, Text: b.String()}, nil
+		return libdns.TXT{Name: name, TTL: ttl, Text: Text(v)}, nil
 	case *dns.CAA:
 		// Unpacked CAA values are raw octets (miekg/dns does not escape
 		// them on unpack), so they are already libdns data.
@@ -181,6 +177,17 @@ func FromDNS(zone string, rr dns.RR) (libdns.Record, error) {
 		return generic, nil
 	}
 	return parsed, nil
+}
+
+// Text returns a TXT record's text as its owner wrote it: its strings
+// joined, without the escapes miekg/dns adds when it unpacks them (\" for
+// a quote, \DDD for a byte that is not printable ASCII).
+func Text(txt *dns.TXT) string {
+	var b strings.Builder
+	for _, s := range txt.Txt {
+		b.WriteString(unescapeOctets(s))
+	}
+	return b.String()
 }
 
 // OwnerName returns the fully qualified, lower-case owner name of a libdns
