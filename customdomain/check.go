@@ -111,7 +111,15 @@ func (e *Engine) checkRouting(ctx context.Context, n Name, token string) CheckRe
 		}
 	}
 	if len(addrs) == 0 {
-		res.Findings = append(res.Findings, e.noRecords(ctx, n))
+		f, err := e.otherRecords(ctx, n)
+		switch {
+		case err != nil:
+			return failed(err)
+		case f != nil:
+			res.Findings = append(res.Findings, *f)
+		default:
+			res.Findings = append(res.Findings, e.noRecords(ctx, n))
+		}
 		return res
 	}
 	if e.isEdge(ctx, addrs) {
@@ -144,6 +152,42 @@ func (e *Engine) checkRouting(ctx context.Context, n Name, token string) CheckRe
 		res.Findings = append(res.Findings, *f)
 	}
 	return res
+}
+
+// otherRecords returns the CONFLICTING_RECORD finding of a subdomain
+// without a CNAME or addresses that has TXT or MX records: a name with a
+// CNAME can have no other records, so DNS providers refuse to create the
+// CNAME until they are gone. It returns nil when there are none, and
+// always for an apex, where they sit beside an ALIAS.
+func (e *Engine) otherRecords(ctx context.Context, n Name) (*Finding, error) {
+	if n.Kind == KindApex {
+		return nil, nil
+	}
+	var recs []Record
+	var types []string
+	for _, typ := range []string{"TXT", "MX"} {
+		got, err := e.cfg.Resolver.Lookup(ctx, n.ASCII, typ)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range got {
+			recs = append(recs, Record{Type: typ, Name: n.ASCII, Value: r.Value, TTL: r.TTL})
+		}
+		if len(got) > 0 {
+			types = append(types, typ)
+		}
+	}
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	kinds := strings.Join(types, " and ")
+	return &Finding{
+		Code: FindingConflictingRecord,
+		Message: fmt.Sprintf("%s has %s records, which block the CNAME record: a name with a CNAME can have no other records, so the CNAME cannot be created",
+			n.Unicode, kinds),
+		Fix:     fmt.Sprintf("Delete the %s records for %s at your DNS provider, then create the CNAME record %s → %s", kinds, n.Label, n.Label, e.target),
+		Records: recs,
+	}, nil
 }
 
 func (e *Engine) noRecords(ctx context.Context, n Name) Finding {

@@ -294,6 +294,19 @@ func TestVerify(t *testing.T) {
 			observed: customdomain.Observed{Addresses: []string{"203.0.113.9"}},
 		},
 		{
+			name: "a TXT record blocks the CNAME", domain: "shop.example.com", zone: "example.com.",
+			records: []libdns.Record{libdns.TXT{Name: "shop", TTL: time.Hour, Text: "v=spf1 -all"}, libdns.MX{Name: "shop", TTL: time.Hour, Preference: 10, Target: "mx.example.net."}},
+			status:  customdomain.StatusPending, findings: "CONFLICTING_RECORD", action: customdomain.ActionFixDNS,
+			says:     []string{"shop.example.com has TXT and MX records, which block the CNAME", "Delete the TXT and MX records for shop", "shop → " + target},
+			observed: customdomain.Observed{Addresses: []string{}},
+		},
+		{
+			name: "apex TXT and MX records beside the ALIAS are no conflict", domain: "example.org", zone: "example.org.",
+			records: []libdns.Record{libdns.TXT{Name: "@", TTL: time.Hour, Text: "v=spf1 -all"}, libdns.MX{Name: "@", TTL: time.Hour, Preference: 10, Target: "mx.example.net."}},
+			status:  customdomain.StatusPending, findings: "NO_RECORDS", action: customdomain.ActionWait,
+			observed: customdomain.Observed{Addresses: []string{}},
+		},
+		{
 			name: "wrong CNAME names the current target", domain: "shop.example.com", zone: "example.com.",
 			records: []libdns.Record{cname("shop", "elsewhere.example.net")}, status: customdomain.StatusPending,
 			findings: "CNAME_MISMATCH", action: customdomain.ActionFixDNS,

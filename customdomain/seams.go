@@ -33,7 +33,7 @@ type Finding struct {
 // for concurrent use.
 type Resolver interface {
 	// Lookup returns the records of type rrtype ("CNAME", "A", "AAAA",
-	// "CAA", "TXT") owned by exactly name, without following CNAMEs. A name
+	// "CAA", "TXT", "MX") owned by exactly name, without following CNAMEs. A name
 	// with no such records, or that does not exist, gives an empty slice
 	// and no error. A timeout, SERVFAIL or refusal gives an error wrapping
 	// ErrLookupFailed: "could not check", never "not configured".
