@@ -13,7 +13,7 @@ import (
 )
 
 // Server answers DNS queries over UDP and TCP from a Provider's zones, as an
-// authoritative server would. Changes made through the provider are visible
+// authoritative server would, wildcards included (RFC 4592). Changes made through the provider are visible
 // to the next query.
 type Server struct {
 	p    *Provider
@@ -181,6 +181,9 @@ func (s *Server) answer(req *dns.Msg) *dns.Msg {
 		seen[name] = true
 		rrs, exists := z.lookup(name)
 		if !exists {
+			rrs, exists = z.wildcard(name)
+		}
+		if !exists {
 			resp.Rcode = dns.RcodeNameError
 			resp.Ns = []dns.RR{dns.Copy(z.soa)}
 			return resp
@@ -192,7 +195,7 @@ func (s *Server) answer(req *dns.Msg) *dns.Msg {
 				cname = c
 			}
 			if q.Qtype == dns.TypeANY || rr.Header().Rrtype == q.Qtype {
-				matched = append(matched, answerCopy(rr, q.Name, name == qname))
+				matched = append(matched, answerCopy(rr, owner(q.Name, name, qname)))
 			}
 		}
 		if len(matched) > 0 {
@@ -204,7 +207,7 @@ func (s *Server) answer(req *dns.Msg) *dns.Msg {
 			return resp
 		}
 		// A CNAME answers every type; chase it while it stays in our zones.
-		resp.Answer = append(resp.Answer, answerCopy(cname, q.Name, name == qname))
+		resp.Answer = append(resp.Answer, answerCopy(cname, owner(q.Name, name, qname)))
 		next := dns.CanonicalName(cname.Target)
 		nz := p.findZone(next)
 		if nz == nil || seen[next] || len(seen) > 8 {
@@ -214,14 +217,39 @@ func (s *Server) answer(req *dns.Msg) *dns.Msg {
 	}
 }
 
-// answerCopy copies rr for an answer, keeping the case the client asked in
-// (some resolvers check it, 0x20 randomisation) for the queried name.
-func answerCopy(rr dns.RR, qname string, atQname bool) dns.RR {
+// answerCopy copies rr for an answer owned by name: the name asked about,
+// which a wildcard's records take (RFC 4592).
+func answerCopy(rr dns.RR, name string) dns.RR {
 	c := dns.Copy(rr)
-	if atQname {
-		c.Header().Name = qname
-	}
+	c.Header().Name = name
 	return c
+}
+
+// owner is the owner of the answers for name: the queried name in the case
+// the client asked in (some resolvers check it, 0x20 randomisation), or
+// name itself along a CNAME chain.
+func owner(asked, name, qname string) string {
+	if name == qname {
+		return asked
+	}
+	return name
+}
+
+// wildcard returns the records a wildcard synthesises for name, which does
+// not exist (RFC 4592): those of "*." + its closest encloser, the nearest
+// ancestor that exists. The second result is false when there is none.
+func (z *zone) wildcard(name string) ([]dns.RR, bool) {
+	for ancestor := name; ancestor != z.name; {
+		_, parent, ok := strings.Cut(ancestor, ".")
+		if !ok || !dns.IsSubDomain(z.name, parent) {
+			return nil, false
+		}
+		ancestor = parent
+		if _, exists := z.lookup(ancestor); exists {
+			return z.lookup("*." + ancestor)
+		}
+	}
+	return nil, false
 }
 
 // findZone returns the closest enclosing zone of name; the caller holds p.mu.

@@ -50,6 +50,9 @@ func newZone(t *testing.T) (*memzone.Provider, *memzone.Server) {
 		libdns.CAA{Name: "@", TTL: time.Hour, Flags: 128, Tag: "tbs", Value: "x"},
 		libdns.TXT{Name: "_verify", TTL: time.Minute, Text: `token "quoted" \ ` + strings.Repeat("x", 300)},
 		libdns.TXT{Name: "a.b.deep", TTL: time.Minute, Text: "deep"},
+		libdns.CNAME{Name: "*.app", TTL: time.Minute, Target: "www.example.com."},
+		libdns.Address{Name: "real.app", TTL: time.Minute, IP: netip.MustParseAddr("192.0.2.3")},
+		libdns.CNAME{Name: "towild", TTL: time.Minute, Target: "z.app.example.com."},
 	}
 	if _, err := p.AppendRecords(context.Background(), "example.com.", recs); err != nil {
 		t.Fatal(err)
@@ -92,6 +95,15 @@ func TestServerAnswers(t *testing.T) {
 		{"NXDOMAIN", "nope.example.com", dns.TypeA, dns.RcodeNameError, []string{}, true, true},
 		{"NODATA", "www.example.com", dns.TypeTXT, dns.RcodeSuccess, []string{}, true, true},
 		{"empty non-terminal", "b.deep.example.com", dns.TypeA, dns.RcodeSuccess, []string{}, true, true},
+		{"wildcard", "a.app.example.com", dns.TypeCNAME, dns.RcodeSuccess, []string{"a.app.example.com. CNAME www.example.com."}, false, true},
+		{"wildcard chased", "A.App.example.com", dns.TypeA, dns.RcodeSuccess,
+			[]string{"A.App.example.com. CNAME www.example.com.", "www.example.com. A 192.0.2.2"}, false, true},
+		{"wildcard any depth", "x.y.app.example.com", dns.TypeCNAME, dns.RcodeSuccess, []string{"x.y.app.example.com. CNAME www.example.com."}, false, true},
+		{"wildcard at the end of a chain", "towild.example.com", dns.TypeA, dns.RcodeSuccess,
+			[]string{"towild.example.com. CNAME z.app.example.com.", "z.app.example.com. CNAME www.example.com.", "www.example.com. A 192.0.2.2"}, false, true},
+		{"wildcard asked", "*.app.example.com", dns.TypeCNAME, dns.RcodeSuccess, []string{"*.app.example.com. CNAME www.example.com."}, false, true},
+		{"no wildcard over a name", "real.app.example.com", dns.TypeCNAME, dns.RcodeSuccess, []string{}, true, true},
+		{"no wildcard of another level", "app.example.com", dns.TypeA, dns.RcodeSuccess, []string{}, true, true},
 		{"REFUSED", "example.org", dns.TypeA, dns.RcodeRefused, []string{}, false, false},
 	}
 	for _, tt := range tests {
