@@ -16,6 +16,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/internal/dnsconv"
+	"golang.org/x/net/idna"
 )
 
 // DefaultTimeout bounds one query to one server when the context has no
@@ -65,7 +66,8 @@ func New(servers ...string) *Resolver {
 func (r *Resolver) Servers() []string { return append([]string(nil), r.servers...) }
 
 // Lookup implements customdomain.Resolver: the records of type rrtype owned by
-// exactly name, without following CNAMEs. NXDOMAIN and NODATA give an empty
+// exactly name, without following CNAMEs. An internationalised name may be
+// given in Unicode ("laden.bücher.example"); records name it in ASCII. NXDOMAIN and NODATA give an empty
 // slice; a timeout, SERVFAIL, REFUSED, a referral, an answer to another
 // question or any other failure of every server gives an error wrapping
 // customdomain.ErrLookupFailed.
@@ -74,7 +76,11 @@ func (r *Resolver) Lookup(ctx context.Context, name, rrtype string) ([]customdom
 	if !ok {
 		return nil, fmt.Errorf("dnsresolver: unknown record type %q", rrtype)
 	}
-	fqdn := dns.Fqdn(strings.ToLower(strings.TrimSpace(name)))
+	ascii, err := asciiName(strings.TrimSpace(name))
+	if err != nil {
+		return nil, fmt.Errorf("dnsresolver: %q is not a domain name: %w", name, err)
+	}
+	fqdn := dns.Fqdn(strings.ToLower(ascii))
 	if _, ok := dns.IsDomainName(fqdn); !ok {
 		return nil, fmt.Errorf("dnsresolver: %q is not a domain name", name)
 	}
@@ -103,6 +109,34 @@ func (r *Resolver) Lookup(ctx context.Context, name, rrtype string) ([]customdom
 		}
 	}
 	return nil, fmt.Errorf("%w: %s %s: %w", customdomain.ErrLookupFailed, name, rrtype, errors.Join(errs...))
+}
+
+// asciiName gives each label of name that is not ASCII in its punycode
+// (A-label) form, which is what DNS holds: "laden.bücher.example" is asked
+// as "laden.xn--bcher-kva.example". ASCII labels stay as they are, so
+// "_acme-challenge" and "*" pass.
+func asciiName(name string) (string, error) {
+	labels := strings.Split(name, ".")
+	for i, l := range labels {
+		if isASCII(l) {
+			continue
+		}
+		a, err := idna.Lookup.ToASCII(l)
+		if err != nil {
+			return "", err
+		}
+		labels[i] = a
+	}
+	return strings.Join(labels, "."), nil
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // exchange asks one server over UDP and again over TCP when the answer was

@@ -164,6 +164,30 @@ func BenchmarkLookup(b *testing.B) {
 	}
 }
 
+// TestUnicodeNameIsAskedInPunycode: DNS holds an internationalised name
+// in its ASCII (punycode) form; a name given in Unicode, in any case, is
+// asked in that form.
+func TestUnicodeNameIsAskedInPunycode(t *testing.T) {
+	zone, srv := memzone.NewTestServer(t, "xn--bcher-kva.example.")
+	if _, err := zone.AppendRecords(context.Background(), "xn--bcher-kva.example.", []libdns.Record{
+		libdns.CNAME{Name: "laden", TTL: time.Hour, Target: "edge.petstore.example."},
+		libdns.TXT{Name: "_petstore-challenge.laden", TTL: time.Hour, Text: "token"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r := dnsresolver.New(srv.Addr())
+	for _, tc := range [][3]string{
+		{"laden.bücher.example", "CNAME", "laden.xn--bcher-kva.example edge.petstore.example"},
+		{"Laden.BÜCHER.example.", "CNAME", "laden.xn--bcher-kva.example edge.petstore.example"},
+		{"_petstore-challenge.laden.bücher.example", "TXT", "_petstore-challenge.laden.xn--bcher-kva.example token"},
+	} {
+		got, err := r.Lookup(context.Background(), tc[0], tc[1])
+		if err != nil || len(got) != 1 || got[0].Name+" "+got[0].Value != tc[2] {
+			t.Fatalf("Lookup(%q, %s) = %+v, %v; want %s", tc[0], tc[1], got, err, tc[2])
+		}
+	}
+}
+
 // scriptedServer serves udp's answers over UDP and, when tcp is not nil,
 // tcp's over TCP on the same port, on 127.0.0.1: a real DNS server that
 // answers as badly as a test needs.
