@@ -6,10 +6,11 @@
 // that LISTENs on the channel. PostgreSQL queues notifications for a
 // listening session only: a subscriber whose connection drops misses what
 // is published meanwhile. The subscription therefore pings the server
-// whenever nothing arrived for a HealthInterval, reports KindLost when the
-// ping or the connection fails, reconnects with backoff and reports
-// KindLive once it listens again. Publish uses a second connection, opened
-// on first use and kept, reopened when it has failed.
+// every HealthInterval, whether or not notifications arrive, reports
+// KindLost when a ping goes unanswered for an interval or the connection
+// fails, reconnects with backoff and reports KindLive once it listens
+// again. Publish uses a second connection, opened on first use and kept,
+// reopened when it has failed.
 //
 // Notifications go to every session listening on the channel in the same
 // database, whatever its search_path: deployments that share a database
@@ -31,9 +32,11 @@ import (
 // DefaultChannel is the channel servers use unless told otherwise.
 const DefaultChannel = "petstore_changes"
 
-// DefaultHealthInterval is how long a subscription waits for a
-// notification before it pings the server; a dead connection, or one
-// paused, is noticed within twice that: 800 ms, so that a subscriber
+// DefaultHealthInterval is how often a subscription pings the server, and
+// how long it waits for the answer. The server sends the notifications it
+// queued for the session before the answer, so one sent at any moment
+// has arrived within twice that, 800 ms, or the subscription reports
+// KindLost, whether the connection is dead, paused or slow: a subscriber
 // that forgets what it cached then still meets a 1 s staleness bound.
 const DefaultHealthInterval = 400 * time.Millisecond
 
@@ -161,21 +164,19 @@ func (f *Feed) listenOnce(ctx context.Context, fn func(changefeed.Change)) (live
 	}
 	fn(changefeed.Change{Kind: changefeed.KindLive})
 
+	// Every interval, whether or not notifications arrive, the session
+	// must answer a ping within an interval. PostgreSQL sends what it
+	// queued for the session before the answer, so a notification sent at
+	// any moment has arrived within two intervals, or the subscription
+	// ends: a link that slows down while notifications keep coming is
+	// noticed too.
+	check := time.Now().Add(interval)
 	for {
-		wctx, cancel := context.WithTimeout(ctx, interval)
-		n, err := conn.WaitForNotification(wctx)
-		cancel()
-		if ctx.Err() != nil {
-			return true, nil
-		}
-		if err != nil {
-			if !pgconn.Timeout(err) && !errors.Is(err, context.DeadlineExceeded) {
-				return true, fmt.Errorf("pgfeed: wait: %w", err)
-			}
-			// Quiet for an interval: make sure the session still
-			// listens. Notifications arriving meanwhile are kept by pgx
-			// for the next wait.
-			pctx, cancel := context.WithTimeout(ctx, interval)
+		if !time.Now().Before(check) {
+			// Notifications arriving meanwhile are kept by pgx for the
+			// next wait.
+			check = time.Now().Add(interval)
+			pctx, cancel := context.WithDeadline(ctx, check)
 			err := conn.Ping(pctx)
 			cancel()
 			if ctx.Err() != nil {
@@ -185,6 +186,18 @@ func (f *Feed) listenOnce(ctx context.Context, fn func(changefeed.Change)) (live
 				return true, fmt.Errorf("pgfeed: ping: %w", err)
 			}
 			continue
+		}
+		wctx, cancel := context.WithDeadline(ctx, check)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		if ctx.Err() != nil {
+			return true, nil
+		}
+		if err != nil {
+			if !pgconn.Timeout(err) && !errors.Is(err, context.DeadlineExceeded) {
+				return true, fmt.Errorf("pgfeed: wait: %w", err)
+			}
+			continue // the ping is due
 		}
 		if n.Channel != f.channel {
 			continue

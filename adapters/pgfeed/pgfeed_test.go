@@ -192,3 +192,15 @@ func TestPublishWaitsNoLongerThanItsContext(t *testing.T) {
 		t.Fatal("a publish without a deadline outlived DefaultPublishTimeout")
 	}
 }
+
+// TestFaults: under every fault of the subscriber's link to PostgreSQL, a
+// change reaches it, or it reports that it may have missed it, within the
+// 1 s staleness bound of docs/keys.md (it notices within twice
+// DefaultHealthInterval, 800 ms): what a cache that follows it relies on.
+func TestFaults(t *testing.T) {
+	testenv.PostgresDSN(t)
+	feedtest.RunFaults(t, time.Second, func(t *testing.T) (proxied, direct changefeed.Feed, faults feedtest.Faults) {
+		f, proxy := proxiedFeed(t)
+		return f, open(t, f.Channel(), "petstore-test"), proxy
+	})
+}

@@ -3,10 +3,10 @@
 //
 // Redis delivers a published message to the subscribers connected at that
 // moment, and to no one else. The subscription therefore watches its own
-// connection: it pings Redis whenever nothing arrived for a
-// HealthInterval, and reports KindLost when a ping goes unanswered for
-// another interval or the connection fails, then reconnects with backoff
-// and reports KindLive once subscribed again.
+// connection: it pings Redis every HealthInterval, whether or not messages
+// arrive, and reports KindLost when a ping goes unanswered for an interval
+// or the connection fails, then reconnects with backoff and reports
+// KindLive once subscribed again.
 package redisfeed
 
 import (
@@ -21,10 +21,12 @@ import (
 	"github.com/petstorekit/petstore/changefeed"
 )
 
-// DefaultHealthInterval is how long a subscription waits for a message
-// before it checks its connection; a dead connection, or one paused, is
-// noticed within twice that: 800 ms, so that a subscriber that forgets
-// what it cached then still meets a 1 s staleness bound.
+// DefaultHealthInterval is how often a subscription pings Redis, and how
+// long it waits for the answer. Redis answers after every message it sent
+// before, so a message published at any moment has arrived within twice
+// that, 800 ms, or the subscription reports KindLost, whether the
+// connection is dead, paused or slow: a subscriber that forgets what it
+// cached then still meets a 1 s staleness bound.
 const DefaultHealthInterval = 400 * time.Millisecond
 
 // Feed is a changefeed.Feed over Redis pub/sub.
@@ -98,9 +100,29 @@ func (f *Feed) subscribeOnce(ctx context.Context, fn func(changefeed.Change)) (l
 	}
 	fn(changefeed.Change{Kind: changefeed.KindLive})
 
-	pinged := false
+	// Every interval, whether or not messages arrive, the last ping must
+	// have been answered, and another is sent. Redis answers a ping after
+	// every message it sent before, so a message published at any moment
+	// has arrived within two intervals, or KindLost is reported: a link
+	// that slows down while messages keep coming is noticed too.
+	check := time.Now().Add(interval)
+	answered := true
 	for {
-		msg, err := ps.ReceiveTimeout(ctx, interval)
+		wait := time.Until(check)
+		if wait <= 0 {
+			if !answered {
+				return true, errors.New("redisfeed: Redis did not answer a ping")
+			}
+			if err := ps.Ping(ctx); err != nil {
+				if ctx.Err() != nil {
+					return true, nil
+				}
+				return true, fmt.Errorf("redisfeed: ping: %w", err)
+			}
+			answered, check = false, time.Now().Add(interval)
+			continue
+		}
+		msg, err := ps.ReceiveTimeout(ctx, wait)
 		if ctx.Err() != nil {
 			return true, nil
 		}
@@ -109,21 +131,15 @@ func (f *Feed) subscribeOnce(ctx context.Context, fn func(changefeed.Change)) (l
 			if !errors.As(err, &ne) || !ne.Timeout() {
 				return true, fmt.Errorf("redisfeed: receive: %w", err)
 			}
-			// Quiet for an interval: ask Redis whether we are still
-			// connected, and give up when the last ask went unanswered.
-			if pinged {
-				return true, errors.New("redisfeed: Redis did not answer a ping")
-			}
-			if err := ps.Ping(ctx); err != nil {
-				return true, fmt.Errorf("redisfeed: ping: %w", err)
-			}
-			pinged = true
+			continue // the check is due
+		}
+		if _, ok := msg.(*redis.Pong); ok {
+			answered = true
 			continue
 		}
-		pinged = false
 		m, ok := msg.(*redis.Message)
 		if !ok || m.Channel != f.channel {
-			continue // a Pong, or a subscription notice
+			continue // a subscription notice
 		}
 		c, err := changefeed.Decode(m.Payload)
 		if err != nil {

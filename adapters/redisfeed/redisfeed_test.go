@@ -139,3 +139,24 @@ func TestSilentPartition(t *testing.T) {
 	proxy.Restore()
 	r.Want(t, changefeed.Change{Kind: changefeed.KindLive})
 }
+
+// TestFaults: under every fault of the subscriber's link to Redis, a
+// change reaches it, or it reports that it may have missed it, within the
+// 1 s staleness bound of docs/keys.md (it notices within twice
+// DefaultHealthInterval, 800 ms): what a cache that follows it relies on.
+func TestFaults(t *testing.T) {
+	testenv.RedisURL(t)
+	feedtest.RunFaults(t, time.Second, func(t *testing.T) (proxied, direct changefeed.Feed, faults feedtest.Faults) {
+		o, err := redislimit.ParseOptions(testenv.RedisURL(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxy := faultproxy.Start(t, o.Addr)
+		o.Addr = proxy.Addr()
+		c := redis.NewClient(o)
+		t.Cleanup(func() { c.Close() })
+		d := testenv.RedisClient(t)
+		prefix := testenv.RedisPrefix(t, d, "feed")
+		return redisfeed.New(c, prefix), redisfeed.New(d, prefix), proxy
+	})
+}

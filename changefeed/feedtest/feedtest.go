@@ -6,6 +6,7 @@ package feedtest
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -126,5 +127,197 @@ func (r *Receiver) Want(t *testing.T, want changefeed.Change) {
 		}
 	case <-time.After(patience):
 		t.Fatalf("nothing received within %v, want %+v", patience, want)
+	}
+}
+
+// Faults is what RunFaults does to the link between one feed and its
+// backend: internal/faultproxy's Proxy, in this repository.
+type Faults interface {
+	Cut()                     // closes every connection and refuses new ones
+	Pause()                   // forwards nothing, as a black hole
+	SetLatency(time.Duration) // delays everything by that much each way
+	Restore()                 // ends every fault
+}
+
+// OpenFaulty returns two feeds on one shared medium, as two processes of
+// a deployment would hold them: proxied reaches the backend through
+// faults, direct does not.
+type OpenFaulty func(t *testing.T) (proxied, direct changefeed.Feed, faults Faults)
+
+// RunFaults checks the promise caches rely on, under every fault of the
+// proxied feed's link: a change published at any moment reaches its
+// subscription within bound, or the subscription reports KindLost or
+// KindLive (it may have missed it) within bound, or had already reported
+// KindLost. A cache that forgets what it holds on those then serves
+// nothing older than bound.
+func RunFaults(t *testing.T, bound time.Duration, open OpenFaulty) {
+	t.Run("paused link", func(t *testing.T) {
+		proxied, direct, faults := open(t)
+		r := Follow(t, proxied)
+		r.WaitLive(t)
+		faults.Pause()
+		defer faults.Restore()
+		r.Reaches(t, direct, bound, changefeed.Change{Kind: changefeed.KindKey, ID: "key_paused"})
+	})
+
+	t.Run("a link slowing down while changes keep coming", func(t *testing.T) {
+		proxied, direct, faults := open(t)
+		r := Follow(t, proxied)
+		r.WaitLive(t)
+		defer faults.Restore()
+		// Something is published every 50 ms, and the latency grows by
+		// less than that each step, so the subscription is never quiet
+		// for long: only checking the link as messages flow tells it is
+		// falling behind.
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for ctx.Err() == nil {
+				_ = direct.Publish(ctx, changefeed.Change{Kind: "other", ID: "traffic"})
+				_ = changefeed.Sleep(ctx, 50*time.Millisecond)
+			}
+		}()
+		defer func() { cancel(); <-done }()
+		for d := bound / 4; d <= bound*3/2; d += bound / 4 {
+			faults.SetLatency(d)
+			time.Sleep(bound / 4)
+		}
+		r.Reaches(t, direct, bound, changefeed.Change{Kind: changefeed.KindKey, ID: "key_slow"})
+	})
+
+	t.Run("a cut link is lost at once and live again once back", func(t *testing.T) {
+		proxied, direct, faults := open(t)
+		r := Follow(t, proxied)
+		r.WaitLive(t)
+		faults.Cut()
+		r.Reaches(t, direct, bound, changefeed.Change{Kind: changefeed.KindKey, ID: "key_cut"})
+		faults.Restore()
+		r.WaitLive(t)
+		after := changefeed.Change{Kind: changefeed.KindKey, ID: "key_after"}
+		r.Reaches(t, direct, bound, after)
+		r.WaitFor(t, after) // delivered itself, not only reported lost
+	})
+
+	t.Run("a burst arrives whole and in order", func(t *testing.T) {
+		proxied, direct, _ := open(t)
+		r := Follow(t, proxied)
+		r.WaitLive(t)
+		const n = 500
+		for i := range n {
+			if err := direct.Publish(context.Background(), changefeed.Change{Kind: "burst", ID: fmt.Sprint(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range n {
+			r.WaitFor(t, changefeed.Change{Kind: "burst", ID: fmt.Sprint(i)})
+		}
+	})
+}
+
+// Follower records what a subscription delivers, and when.
+type Follower struct {
+	mu     sync.Mutex
+	events []event
+	wake   chan struct{}
+	next   int // the first event WaitFor has not consumed
+}
+
+type event struct {
+	at time.Time
+	c  changefeed.Change
+}
+
+// Follow subscribes to f until the test ends and records what it
+// delivers.
+func Follow(t *testing.T, f changefeed.Feed) *Follower {
+	t.Helper()
+	r := &Follower{wake: make(chan struct{}, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = f.Subscribe(ctx, func(c changefeed.Change) {
+			r.mu.Lock()
+			r.events = append(r.events, event{time.Now(), c})
+			r.mu.Unlock()
+			select {
+			case r.wake <- struct{}{}:
+			default:
+			}
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return r
+}
+
+// WaitFor waits until the subscription delivers want, skipping anything
+// else, and fails t after patience.
+func (r *Follower) WaitFor(t *testing.T, want changefeed.Change) {
+	t.Helper()
+	deadline := time.After(patience)
+	for {
+		r.mu.Lock()
+		for ; r.next < len(r.events); r.next++ {
+			if r.events[r.next].c == want {
+				r.next++
+				r.mu.Unlock()
+				return
+			}
+		}
+		r.mu.Unlock()
+		select {
+		case <-r.wake:
+		case <-deadline:
+			t.Fatalf("%+v not delivered within %v", want, patience)
+		}
+	}
+}
+
+// WaitLive waits for the next KindLive.
+func (r *Follower) WaitLive(t *testing.T) {
+	t.Helper()
+	r.WaitFor(t, changefeed.Change{Kind: changefeed.KindLive})
+}
+
+// Reaches publishes c on pub and fails t unless, within bound of Publish
+// returning, the subscription delivered c or reported KindLost or
+// KindLive, or had reported KindLost (and not KindLive since) when
+// Publish was called.
+func (r *Follower) Reaches(t *testing.T, pub changefeed.Feed, bound time.Duration, c changefeed.Change) {
+	t.Helper()
+	r.mu.Lock()
+	sent, seen, lost := time.Now(), len(r.events), false
+	for _, e := range r.events {
+		switch e.c.Kind {
+		case changefeed.KindLost:
+			lost = true
+		case changefeed.KindLive:
+			lost = false
+		}
+	}
+	r.mu.Unlock()
+	if err := pub.Publish(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	if lost {
+		return
+	}
+	deadline := time.After(bound)
+	for {
+		r.mu.Lock()
+		for _, e := range r.events[seen:] {
+			if e.c == c || e.c.Kind == changefeed.KindLost || e.c.Kind == changefeed.KindLive {
+				r.mu.Unlock()
+				t.Logf("%+v after %v", e.c, e.at.Sub(sent).Round(time.Millisecond))
+				return
+			}
+		}
+		r.mu.Unlock()
+		select {
+		case <-r.wake:
+		case <-deadline:
+			t.Fatalf("%+v published, and within %v neither delivered nor a KindLost or KindLive", c, bound)
+		}
 	}
 }
