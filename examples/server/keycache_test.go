@@ -238,3 +238,57 @@ func TestRevokeReachesAServerWhoseFeedIsPaused(t *testing.T) {
 	}
 	t.Logf("401 from a request sent %v after the revoke", first.Round(time.Millisecond))
 }
+
+// TestRevokeOnTheDatabaseFeedReachesARedisServerAfterItsLinkWasCut: a
+// server started with -redis on PostgreSQL also hears key changes on the
+// database's own feed, where a keys command run with -db alone publishes
+// them. While the server's link to PostgreSQL is cut, such a revoke is
+// missed, yet once the link is back the key is refused: the server
+// forgets its cached keys when the database's feed is lost, as when
+// Redis's is, and does not trust them longer than keycache.DefaultTTL
+// until it listens again.
+func TestRevokeOnTheDatabaseFeedReachesARedisServerAfterItsLinkWasCut(t *testing.T) {
+	direct := testenv.PostgresSchema(t)
+	proxy, proxied := faultproxy.StartFor(t, direct)
+	keys := func(args ...string) string {
+		t.Helper()
+		var out strings.Builder
+		if err := run(context.Background(), append([]string{"-db", direct, "keys"}, args...), func(string) string { return "" }, &out, io.Discard); err != nil {
+			t.Fatalf("keys %s: %v\n%s", strings.Join(args, " "), err, out.String())
+		}
+		return out.String()
+	}
+	m := regexp.MustCompile(`(?m)^id:\s+(\S+)$[\s\S]*^key:\s+(\S+)$`).FindStringSubmatch(keys("create", "-plan", "pro"))
+	if m == nil {
+		t.Fatal("keys create printed no id and key")
+	}
+	id, secret := m[1], m[2]
+	prefix := testenv.RedisPrefix(t, testenv.RedisClient(t), "server")
+	srv := startServer(t, []string{"-addr", "127.0.0.1:0", "-db", proxied, "-migrate=false", "-db-timeout", "2s",
+		"-redis", testenv.RedisURL(t), "-redis-prefix", prefix}, nil)
+	pets := srv.base + "/v1/pets"
+	if res := get(t, pets, secret); res.StatusCode != http.StatusOK {
+		t.Fatalf("before the cut: %s", res.Status) // the key is now cached
+	}
+
+	proxy.Cut()
+	if out := keys("revoke", id); !strings.Contains(out, "told at once") {
+		t.Fatalf("revoke printed %q", out)
+	}
+	revoked := time.Now()
+	time.Sleep(staleness) // the bound passes while the link is still cut
+	proxy.Restore()
+	// Once the server reaches the database again, it answers; the bound
+	// has passed, so never with the revoked key accepted.
+	until(t, 10*time.Second, "the server answers other than 503 once the database is back", func() bool {
+		res := get(t, pets, secret)
+		switch res.StatusCode {
+		case http.StatusServiceUnavailable:
+			return false
+		case http.StatusUnauthorized:
+			return true
+		}
+		t.Fatalf("%s %v after the revoke, its notice missed while the link was cut, want 401", res.Status, time.Since(revoked).Round(time.Millisecond))
+		return true
+	})
+}

@@ -142,14 +142,21 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	// covers what came before).
 	var engine atomic.Pointer[customdomain.Engine]
 	cache := petCache(ctx, cfg, feed, store)
+	// With two feeds for key changes, the key cache trusts what it holds
+	// only while both are live: a revoke missed on either is as bad.
+	keysFromFeed, keysFromDatabase := auth.Apply, auth.Apply
+	if followsDatabaseFeed(cfg) {
+		both := &bothLive{apply: auth.Apply}
+		keysFromFeed, keysFromDatabase = both.from(0), both.from(1)
+	}
 	if feed != nil {
-		go followFeed(ctx, feed, logger, auth.Apply, cache.Apply, func(c changefeed.Change) {
+		go followFeed(ctx, feed, logger, keysFromFeed, cache.Apply, func(c changefeed.Change) {
 			if e := engine.Load(); e != nil {
 				e.Apply(c)
 			}
 		})
 	}
-	if err := followDatabaseFeed(ctx, cfg, logger, auth.Apply, a); err != nil {
+	if err := followDatabaseFeed(ctx, cfg, logger, keysFromDatabase, a); err != nil {
 		return nil, err
 	}
 	if err := ensureOperatorKeys(ctx, keys, cfg.keys, store, logger); err != nil {
@@ -495,30 +502,65 @@ func openFeed(cfg config) (changefeed.Feed, func(), error) {
 	return nil, func() {}, nil
 }
 
+// followsDatabaseFeed reports whether followDatabaseFeed listens: on a
+// PostgreSQL database, for a server whose feed is Redis.
+func followsDatabaseFeed(cfg config) bool {
+	t, err := bunopen.Parse(cfg.db)
+	return cfg.redis != "" && err == nil && t.Kind == bunopen.KindPostgres
+}
+
 // followDatabaseFeed has a server whose feed is Redis, on a PostgreSQL
 // database, also hear the key changes published on the database's own
 // feed (LISTEN/NOTIFY): a keys command run with -db alone then reaches it
-// at once too, instead of after its cache's live bound (issue 26).
+// at once too, instead of after its cache's live bound (issue 26). apply
+// gets the key changes and the feed's KindLost and KindLive: a revoke
+// may have been missed while it was lost.
 func followDatabaseFeed(ctx context.Context, cfg config, logger *slog.Logger, apply func(changefeed.Change), a *app) error {
-	t, err := bunopen.Parse(cfg.db)
-	if cfg.redis == "" || err != nil || t.Kind != bunopen.KindPostgres {
+	if !followsDatabaseFeed(cfg) {
 		return nil
 	}
+	t, _ := bunopen.Parse(cfg.db)
 	f, err := pgfeed.New(t.DriverDSN, "")
 	if err != nil {
 		return fmt.Errorf("-db %s: %w", bunopen.Redact(cfg.db), err)
 	}
 	a.closers = append(a.closers, func() { f.Close() })
 	go func() {
-		// Only key changes: whether the feed is live is the Redis
-		// feed's to say, as it is the one the cache's bound relies on.
 		_ = f.Subscribe(ctx, func(c changefeed.Change) {
-			if c.Kind == changefeed.KindKey {
+			switch c.Kind {
+			case changefeed.KindKey, changefeed.KindLive, changefeed.KindLost:
 				apply(c)
 			}
 		})
 	}()
 	return nil
+}
+
+// bothLive hands a key cache the changes of two feeds, and tells it that
+// they are live only while both are: when either is lost, the cache
+// forgets its keys and keeps them for keycache.DefaultTTL at most until
+// both are live again.
+type bothLive struct {
+	apply func(changefeed.Change) // the key cache's
+
+	mu   sync.Mutex // serialises the two feeds' calls
+	live [2]bool
+}
+
+// from returns what feed i (0 or 1) calls with its changes.
+func (b *bothLive) from(i int) func(changefeed.Change) {
+	return func(c changefeed.Change) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		switch c.Kind {
+		case changefeed.KindLive, changefeed.KindLost:
+			b.live[i] = c.Kind == changefeed.KindLive
+			if !b.live[0] || !b.live[1] {
+				c = changefeed.Change{Kind: changefeed.KindLost}
+			}
+		}
+		b.apply(c)
+	}
 }
 
 // keyChangeReach says whom a key change made by the keys subcommand
