@@ -354,6 +354,7 @@ func (is *Issuer) onEvent(ctx context.Context, event string, data map[string]any
 	name = normalize(name)
 	switch event {
 	case "cert_obtaining":
+		asked := is.requested(ctx, name, data)
 		if renewal, _ := data["renewal"].(bool); renewal && is.cfg.Renewable != nil && is.cfg.Allowed != nil &&
 			is.cfg.Allowed(ctx, name) && !is.cfg.Renewable(ctx, name) {
 			// Still served (its record moved away, within the grace
@@ -361,20 +362,21 @@ func (is *Issuer) onEvent(ctx context.Context, event string, data map[string]any
 			is.log.Info("not renewing the certificate of a domain whose record points elsewhere", "domain", name)
 			return certmagic.ErrNoRetry{Err: fmt.Errorf("%s does not point at the platform now; not renewed", name)}
 		}
-		if is.cfg.Covered != nil && !is.requested(name, data) && is.cfg.Covered(ctx, name) {
+		if is.cfg.Covered != nil && !asked && is.cfg.Covered(ctx, name) {
 			// A handshake for a name below a wildcard whose certificate
 			// this process does not hold yet: the wildcard's answers it
 			// once obtained, and an order per made-up label would spend
 			// the CA's rate limits.
 			return certmagic.ErrNoRetry{Err: fmt.Errorf("%s is served with its wildcard's certificate", name)}
 		}
-		if is.denied(ctx, name, data) {
+		if !asked && is.cfg.Allowed != nil && !is.cfg.Allowed(ctx, name) {
 			// A removed name: another process removed it from the shared
 			// storage, and certmagic, finding the certificate it still
 			// caches due for renewal and the storage empty, would obtain
-			// it back. Stop serving it here too and never retry.
+			// it back; or a retry of an order the name was removed
+			// during. Stop serving it here too and never retry.
 			is.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: name}})
-			is.log.Info("not renewing a certificate for a name that is no longer a custom domain", "domain", name)
+			is.log.Info("not obtaining a certificate for a name that is no longer a custom domain", "domain", name)
 			return certmagic.ErrNoRetry{Err: fmt.Errorf("%s is no longer a verified custom domain", name)}
 		}
 		ids, err := is.identities(ctx)
@@ -414,22 +416,18 @@ func (is *Issuer) onEvent(ctx context.Context, event string, data map[string]any
 	return nil
 }
 
-// denied reports whether Config.Allowed refuses an order for name. A
-// Request still running in this process asked for it explicitly (the
-// engine requests before it stores the new state, so Allowed may not know
-// the name yet) and is not checked; renewals, and orders by certmagic for
-// certificates it caches but nobody requested now, are.
-func (is *Issuer) denied(ctx context.Context, name string, data map[string]any) bool {
-	if is.cfg.Allowed == nil || is.requested(name, data) {
+// requested reports whether an order is the first try of one a Request
+// still running in this process asked for explicitly. The engine requests
+// before it stores the new state, so Config.Allowed may not know the name
+// yet: such an order is not checked against it. Renewals, orders by
+// certmagic for certificates it caches but nobody requested now, and
+// retries of a Request's order (a minute and more later, when the name may
+// have been removed here or by another process) are.
+func (is *Issuer) requested(ctx context.Context, name string, data map[string]any) bool {
+	if renewal, _ := data["renewal"].(bool); renewal {
 		return false
 	}
-	return !is.cfg.Allowed(ctx, name)
-}
-
-// requested reports whether an order (not a renewal) is one a Request
-// still running in this process asked for.
-func (is *Issuer) requested(name string, data map[string]any) bool {
-	if renewal, _ := data["renewal"].(bool); renewal {
+	if tries, ok := ctx.Value(certmagic.AttemptsCtxKey).(*int); ok && *tries > 0 {
 		return false
 	}
 	is.mu.Lock()

@@ -215,7 +215,7 @@ func TestSharedStoreRemoveNotRenewedElsewhere(t *testing.T) {
 				c.RenewalWindowRatio = 0.9 // renew 1 s into a 10 s lifetime
 			}
 			a := e.issuer(short)
-			refused := newLogWait("not renewing a certificate for a name that is no longer a custom domain")
+			refused := newLogWait("not obtaining a certificate for a name that is no longer a custom domain")
 			b := e.issuer(func(c *acme.Config) {
 				short(c)
 				c.Logger = slog.New(refused)
