@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -178,4 +180,33 @@ func checkContract(t testing.TB, router routers.Router, req *http.Request, reqBo
 	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
 		t.Fatalf("contract: %s %s -> %d %s: %v", req.Method, req.URL, res.Status, res.Body, err)
 	}
+}
+
+// undeclaredHeaders returns the header fields of res that the operation
+// of req in router's document does not declare for res's status, apart
+// from those every HTTP answer may carry (Content-Type, Content-Length,
+// Date, X-Content-Type-Options). A client generated from the document
+// reads only what it declares.
+func undeclaredHeaders(t testing.TB, router routers.Router, req *http.Request, res response) []string {
+	t.Helper()
+	route, _, err := router.FindRoute(req.Clone(context.Background()))
+	if err != nil {
+		t.Fatalf("%s %s is not in the document: %v", req.Method, req.URL, err)
+	}
+	r := route.Operation.Responses.Status(res.Status)
+	if r == nil || r.Value == nil {
+		return []string{fmt.Sprintf("(status %d)", res.Status)}
+	}
+	var out []string
+	for name := range res.Header {
+		switch name {
+		case "Content-Type", "Content-Length", "Date", "X-Content-Type-Options":
+			continue
+		}
+		if !slices.ContainsFunc(slices.Collect(maps.Keys(r.Value.Headers)), func(h string) bool { return strings.EqualFold(h, name) }) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

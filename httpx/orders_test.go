@@ -12,7 +12,9 @@ import (
 	"testing"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/ratelimit"
 )
 
 // newOrdersEnv is newEnv with the orders operations and Idempotency-Key
@@ -423,5 +425,44 @@ func TestOrdersHead(t *testing.T) {
 			t.Fatalf("HEAD %s: %d %q %v; GET %d", path, head.Status, head.Body, head.Header, get.Status)
 		}
 		wantBeta(t, head)
+	}
+}
+
+// TestOrdersDocumentDeclaresTheirHeaders: every header an orders answer
+// carries, its 401 and 429 (with X-API-Stability: beta) included, is one
+// the OpenAPI document declares for that status, so a client generated
+// from it can read them.
+func TestOrdersDocumentDeclaresTheirHeaders(t *testing.T) {
+	e := newRLEnv(t, ratelimit.NewMemoryStore(), func(c *httpx.Config, _ *ratelimit.Config) {
+		c.Orders = petstore.NewOrderService(memstore.New()) // 401 and 429 come before the store
+	})
+	router := contractRouter(t, "/v1")
+	for _, tc := range []struct {
+		name string
+		req  func() *http.Request
+		want int
+	}{
+		{"401 list", func() *http.Request { return authedReq("wrong", "GET", "/v1/store/orders", "") }, 401},
+		{"401 one", func() *http.Request { return authedReq("wrong", "GET", "/v1/store/orders/1", "") }, 401},
+		{"401 create", func() *http.Request { return authedReq("wrong", "POST", "/v1/store/orders", `{"petId":1}`) }, 401},
+		{"429 list", func() *http.Request { return e.req("GET", "/v1/store/orders", "") }, 429},
+		{"429 one", func() *http.Request { return e.req("GET", "/v1/store/orders/1", "") }, 429},
+		{"429 create", func() *http.Request { return e.req("POST", "/v1/store/orders", `{"petId":1}`) }, 429},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var res response
+			for range 100 { // the free plan allows 60 a minute
+				if res = do(t, e.h, "/v1", tc.req()); res.Status == tc.want {
+					break
+				}
+			}
+			if res.Status != tc.want {
+				t.Fatalf("status %d, want %d", res.Status, tc.want)
+			}
+			wantBeta(t, res)
+			if u := undeclaredHeaders(t, router, tc.req(), res); len(u) > 0 {
+				t.Fatalf("%d carries %v, which the document does not declare", res.Status, u)
+			}
+		})
 	}
 }
