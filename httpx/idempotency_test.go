@@ -2,6 +2,9 @@ package httpx_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -11,6 +14,7 @@ import (
 	"time"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/bunstore"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/httpx"
 )
@@ -414,4 +418,70 @@ func (w *statusRecorder) Write(b []byte) (int, error) {
 		w.status = 200
 	}
 	return len(b), nil
+}
+
+// TestIdempotencyAnswersDeclareTheirHeaders: the headers of the answers
+// only Idempotency-Key gives, a replayed 400 (Idempotent-Replayed) and
+// the 409 of a key an older server version still holds (Retry-After),
+// are ones the OpenAPI document declares for their status, on both
+// creates.
+func TestIdempotencyAnswersDeclareTheirHeaders(t *testing.T) {
+	ctx := context.Background()
+	db, err := bunstore.OpenMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if err := bunstore.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	store := bunstore.New(db)
+	keys := petstore.NewKeys(store)
+	key, secret, err := keys.Create(ctx, "", petstore.PlanPro, petstore.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := httpx.New(httpx.Config{Service: petstore.NewService(store), Auth: keys,
+		Orders: petstore.NewOrderService(store), Idempotency: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	router := contractRouter(t, "/v1")
+	post := func(path, idem, body string) (*http.Request, response) {
+		req := func() *http.Request {
+			r := authedReq(secret, "POST", path, body)
+			r.Header.Set("Idempotency-Key", idem)
+			return r
+		}
+		return req(), do(t, h, "/v1", req())
+	}
+	check := func(req *http.Request, res response, status int, header string) {
+		t.Helper()
+		if res.Status != status || res.Header.Get(header) == "" {
+			t.Fatalf("%s %s: %d %s with %s %q; want %d with it", req.Method, req.URL, res.Status, res.Body, header, res.Header.Get(header), status)
+		}
+		if u := undeclaredHeaders(t, router, req, res); len(u) > 0 {
+			t.Fatalf("%s %s: %d carries %v, which the document does not declare", req.Method, req.URL, res.Status, u)
+		}
+	}
+	for _, c := range []struct{ path, body string }{
+		{"/v1/store/orders", `{"petId":12345}`},    // no such pet: a 400 of the operation, stored
+		{"/v1/pets", `{"name":"","categoryId":1}`}, // the service's own check
+	} {
+		if _, res := post(c.path, "replayed-400"+c.path, c.body); res.Status != 400 {
+			t.Fatalf("%s: %d %s, want 400", c.path, res.Status, res.Body)
+		}
+		req, res := post(c.path, "replayed-400"+c.path, c.body)
+		check(req, res, 400, "Idempotent-Replayed")
+	}
+
+	// A record an older version claimed and never completed.
+	canon, _ := json.Marshal(petstore.NewPet{Name: "Rex", CategoryID: 1})
+	sum := sha256.Sum256([]byte("POST /v1/pets\n" + string(canon)))
+	if _, err := db.ExecContext(ctx, "INSERT INTO idempotency_keys (scope, idem_key, request_hash, created_at_ns, completed, status, content_type, location) VALUES (?, ?, ?, ?, 0, 0, '', '')",
+		key.ID, "legacy", hex.EncodeToString(sum[:]), time.Now().UnixNano()); err != nil {
+		t.Fatal(err)
+	}
+	req, res := post("/v1/pets", "legacy", `{"name":"Rex","categoryId":1}`)
+	check(req, res, 409, "Retry-After")
 }
