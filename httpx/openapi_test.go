@@ -12,6 +12,8 @@ import (
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/httpx/dashboard"
+	"github.com/petstorekit/petstore/internal/domaintest"
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
@@ -104,6 +106,37 @@ func TestOpenAPIDocumentIsServedWhole(t *testing.T) {
 		res := do(t, e.h, "/v1", r)
 		if res.Status != http.StatusOK || !bytes.Equal(res.Body, whole.Body) {
 			t.Fatalf("with %s: %s: %d and %d bytes; want 200 and the whole document (%d bytes)", h[0], h[1], res.Status, len(res.Body), len(whole.Body))
+		}
+	}
+}
+
+// TestOpenAPINotModifiedDeclaresItsHeaders: the 304 of an OpenAPI
+// document keeps the 200's Cache-Control (RFC 9111 §4.3.4), and each
+// document, /v1's and the dashboard's, declares it for the 304 too.
+func TestOpenAPINotModifiedDeclaresItsHeaders(t *testing.T) {
+	store := memstore.New()
+	dash, err := dashboard.New(dashboard.Config{Engine: domaintest.New(t, domaintest.Options{Store: store}).Engine, Auth: petstore.NewKeys(store)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := newRLEnv(t, ratelimit.NewMemoryStore(), nil).h
+	for _, tc := range []struct {
+		h    http.Handler
+		path string
+	}{{api, "/v1/openapi.json"}, {dash, "/dashboard/api/openapi.json"}} {
+		router := documentRouter(t, tc.path, func() http.Handler { return tc.h })
+		full, _ := serve(tc.h, httptest.NewRequest("GET", tc.path, nil))
+		req := func() *http.Request {
+			r := httptest.NewRequest("GET", tc.path, nil)
+			r.Header.Set("If-None-Match", full.Header.Get("ETag"))
+			return r
+		}
+		res, _ := serve(tc.h, req())
+		if res.Status != http.StatusNotModified || res.Header.Get("Cache-Control") != full.Header.Get("Cache-Control") {
+			t.Fatalf("%s: %d with Cache-Control %q, want 304 with the 200's %q", tc.path, res.Status, res.Header.Get("Cache-Control"), full.Header.Get("Cache-Control"))
+		}
+		if u := undeclaredHeaders(t, router, req(), res); len(u) > 0 {
+			t.Errorf("%s: the 304 carries %v, which the document does not declare", tc.path, u)
 		}
 	}
 }
