@@ -126,3 +126,30 @@ func TestDashboardUsage(t *testing.T) {
 		t.Errorf("this minute: %+v, want nothing yet", last)
 	}
 }
+
+// TestDashboardIETFRateLimitHeadersDeclared: with IETFRateLimitHeaders
+// the dashboard API sends the IETF draft's RateLimit-Policy and
+// RateLimit, as /v1 does, and its OpenAPI document declares them.
+func TestDashboardIETFRateLimitHeadersDeclared(t *testing.T) {
+	store := memstore.New()
+	keys := petstore.NewKeys(store)
+	_, secret, err := keys.Create(context.Background(), "", petstore.PlanPro, petstore.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limiter := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{})
+	dash, err := dashboard.New(dashboard.Config{Engine: domaintest.New(t, domaintest.Options{Store: store}).Engine, Auth: keys,
+		Limiter: limiter, IETFRateLimitHeaders: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	router := documentRouter(t, "/dashboard/api/openapi.json", func() http.Handler { return dash })
+	req := func() *http.Request { return authedReq(secret, "GET", "/dashboard/api/domains", "") }
+	res := dashDo(t, dash, req())
+	if res.Status != http.StatusOK || res.Header.Get("RateLimit") == "" || res.Header.Get("RateLimit-Policy") == "" {
+		t.Fatalf("%d %s, RateLimit %q, RateLimit-Policy %q; want 200 with both", res.Status, res.Body, res.Header.Get("RateLimit"), res.Header.Get("RateLimit-Policy"))
+	}
+	if u := undeclaredHeaders(t, router, req(), res); len(u) > 0 {
+		t.Fatalf("the 200 carries %v, which the document does not declare", u)
+	}
+}
