@@ -139,7 +139,8 @@ func do(t testing.TB, h http.Handler, base string, req *http.Request) response {
 
 // checkContract checks a served pair against router's document. A 2xx
 // response requires a request the document accepts; every response must
-// match the document, status, headers and body included. Requests that
+// match the document, status, headers and body included, and carry no
+// header the document does not declare for its status. Requests that
 // match no operation must answer one of the statuses offDocument (404 and
 // 405 on unknown paths or methods, ...) with an Error body.
 func checkContract(t testing.TB, router routers.Router, req *http.Request, reqBody []byte, res response, offDocument ...int) {
@@ -179,6 +180,9 @@ func checkContract(t testing.TB, router routers.Router, req *http.Request, reqBo
 	}
 	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
 		t.Fatalf("contract: %s %s -> %d %s: %v", req.Method, req.URL, res.Status, res.Body, err)
+	}
+	if u := undeclaredHeaders(t, router, creq, res); len(u) > 0 {
+		t.Fatalf("contract: %s %s -> %d carries %v, which the document does not declare", req.Method, req.URL, res.Status, u)
 	}
 }
 
