@@ -2,6 +2,7 @@ package httpx
 
 import (
 	"encoding/json"
+	"net/url"
 	"testing"
 
 	"github.com/petstorekit/petstore"
@@ -55,6 +56,40 @@ func FuzzDecodeNewOrder(f *testing.F) {
 		}
 		if _, sent := fields["shipDate"]; sent && no.ShipDate.IsZero() {
 			t.Fatalf("accepted %q with no ship date", body)
+		}
+	})
+}
+
+// FuzzParseOrderListQuery: GET /store/orders's query either parses into
+// a filter the order service accepts the bounds of, or is
+// invalid_request; a query url.ParseQuery cannot read whole is never
+// accepted, and what is accepted is what the parsed parameters say.
+func FuzzParseOrderListQuery(f *testing.F) {
+	for _, s := range []string{
+		"", "limit=20", "limit=0", "limit=abc", "status=delivered&limit=100", "status=Placed", "status=sold", "status=",
+		"cursor=", "limit=1&limit=2", "status=placed&status=placed", "limit=%2B5", "limit=%", "limit=10;status=placed",
+		"status=approved&limit=1%ZZ", "cursor=djE6MQ%0A",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		flt, err := parseOrderListQuery(raw)
+		q, qerr := url.ParseQuery(raw)
+		if err != nil {
+			if petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
+				t.Fatalf("error %v is not invalid_request", err)
+			}
+			return
+		}
+		if qerr != nil {
+			t.Fatalf("accepted %q, which url.ParseQuery refuses: %v", raw, qerr)
+		}
+		if flt.Limit < 0 || flt.Limit > petstore.MaxLimit || flt.Status != "" && !flt.Status.Valid() {
+			t.Fatalf("accepted %q as %+v", raw, flt)
+		}
+		if _, sent := q["status"]; sent != (flt.Status != "") || flt.Status != "" && q.Get("status") != string(flt.Status) ||
+			flt.Cursor != q.Get("cursor") || flt.Limit != 0 && atoi(q.Get("limit")) != flt.Limit {
+			t.Fatalf("%q read as %+v", raw, flt)
 		}
 	})
 }
