@@ -206,3 +206,36 @@ func Sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// AllLive hands apply the changes of n feeds that tell it the same kind of
+// thing (a key cache that hears key changes on Redis and on PostgreSQL),
+// as if they were one feed that is live only while every one of them is:
+// a change missed on any is as bad. It returns one function per feed, to
+// subscribe with. Changes other than KindLive and KindLost pass through;
+// those two pass on as KindLost while any feed is lost or has not been
+// live yet, and as KindLive once all are. A feed whose Subscribe returns
+// no longer tells anything: call its function with KindLost then, as
+// keycache.Cache.Follow does. The functions may be called concurrently;
+// apply is called from one at a time.
+func AllLive(n int, apply func(Change)) []func(Change) {
+	var mu sync.Mutex
+	live := make([]bool, n)
+	fns := make([]func(Change), n)
+	for i := range fns {
+		fns[i] = func(c Change) {
+			mu.Lock()
+			defer mu.Unlock()
+			if c.Kind == KindLive || c.Kind == KindLost {
+				live[i] = c.Kind == KindLive
+				c = Change{Kind: KindLive}
+				for _, l := range live {
+					if !l {
+						c = Change{Kind: KindLost}
+					}
+				}
+			}
+			apply(c)
+		}
+	}
+	return fns
+}

@@ -1,6 +1,7 @@
 package changefeed_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -76,5 +77,35 @@ func TestBackoff(t *testing.T) {
 		if got := changefeed.Backoff(failures); got > want || got < want*3/4 {
 			t.Errorf("Backoff(%d) = %v, want %v less at most a quarter", failures, got, want)
 		}
+	}
+}
+
+func TestAllLive(t *testing.T) {
+	key := changefeed.Change{Kind: changefeed.KindKey, ID: "key_1"}
+	live, lost := changefeed.Change{Kind: changefeed.KindLive}, changefeed.Change{Kind: changefeed.KindLost}
+	tests := []struct {
+		name string
+		feed []int               // which feed delivers each change
+		in   []changefeed.Change // what it delivers
+		want []changefeed.Change // what apply gets
+	}{
+		{"one live of two is lost", []int{0}, []changefeed.Change{live}, []changefeed.Change{lost}},
+		{"both live", []int{0, 1}, []changefeed.Change{live, live}, []changefeed.Change{lost, live}},
+		{"changes pass through", []int{1, 0}, []changefeed.Change{key, key}, []changefeed.Change{key, key}},
+		{"either lost is lost", []int{0, 1, 1, 0}, []changefeed.Change{live, live, lost, lost}, []changefeed.Change{lost, live, lost, lost}},
+		{"live again once both are", []int{0, 1, 0, 0, 1}, []changefeed.Change{live, live, lost, live, key}, []changefeed.Change{lost, live, lost, live, key}},
+		{"a loss holds however often the other is live", []int{0, 0, 1, 1}, []changefeed.Change{live, lost, live, live}, []changefeed.Change{lost, lost, lost, lost}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []changefeed.Change
+			fns := changefeed.AllLive(2, func(c changefeed.Change) { got = append(got, c) })
+			for i, c := range tt.in {
+				fns[tt.feed[i]](c)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("apply got %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -146,8 +146,8 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	// only while both are live: a revoke missed on either is as bad.
 	keysFromFeed, keysFromDatabase := auth.Apply, auth.Apply
 	if followsDatabaseFeed(cfg) {
-		both := &bothLive{apply: auth.Apply}
-		keysFromFeed, keysFromDatabase = both.from(0), both.from(1)
+		both := changefeed.AllLive(2, auth.Apply)
+		keysFromFeed, keysFromDatabase = both[0], both[1]
 	}
 	if feed != nil {
 		go followFeed(ctx, feed, logger, keysFromFeed, cache.Apply, func(c changefeed.Change) {
@@ -534,33 +534,6 @@ func followDatabaseFeed(ctx context.Context, cfg config, logger *slog.Logger, ap
 		})
 	}()
 	return nil
-}
-
-// bothLive hands a key cache the changes of two feeds, and tells it that
-// they are live only while both are: when either is lost, the cache
-// forgets its keys and keeps them for keycache.DefaultTTL at most until
-// both are live again.
-type bothLive struct {
-	apply func(changefeed.Change) // the key cache's
-
-	mu   sync.Mutex // serialises the two feeds' calls
-	live [2]bool
-}
-
-// from returns what feed i (0 or 1) calls with its changes.
-func (b *bothLive) from(i int) func(changefeed.Change) {
-	return func(c changefeed.Change) {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		switch c.Kind {
-		case changefeed.KindLive, changefeed.KindLost:
-			b.live[i] = c.Kind == changefeed.KindLive
-			if !b.live[0] || !b.live[1] {
-				c = changefeed.Change{Kind: changefeed.KindLost}
-			}
-		}
-		b.apply(c)
-	}
 }
 
 // keyChangeReach says whom a key change made by the keys subcommand
