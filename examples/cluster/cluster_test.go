@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/client"
+	"github.com/petstorekit/petstore/internal/faultproxy"
 	"github.com/petstorekit/petstore/internal/testenv"
 )
 
@@ -225,5 +227,83 @@ func TestRevokeWithTheDatabaseAloneReachesEveryProcess(t *testing.T) {
 			t.Fatalf("%v after a revoke the command said every server heard: %v, want 401", time.Since(revoked).Round(time.Millisecond), err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRevokeOnTheDatabaseFeedReachesAProcessAfterItsLinkWasCut: a process
+// hears key changes on Redis and on PostgreSQL's feed, where a keys
+// command run with -db alone publishes them. While the process's link to
+// PostgreSQL is cut, such a revoke is missed, yet once the link is back
+// the key is refused: the process forgets its cached keys when the
+// database's feed is lost, as when Redis's is, and does not trust them
+// longer than keycache.DefaultTTL until it listens again.
+func TestRevokeOnTheDatabaseFeedReachesAProcessAfterItsLinkWasCut(t *testing.T) {
+	dsn := testenv.PostgresSchema(t)
+	proxy, proxied := faultproxy.StartFor(t, dsn)
+	rd := testenv.RedisURL(t)
+	prefix := testenv.RedisPrefix(t, testenv.RedisClient(t), "cluster")
+	bin := testenv.Build(t, ".")
+	server := testenv.Build(t, "../server")
+
+	key := "psk_cluster_cut_" + random(t) + random(t)
+	u := start(t, bin, "-migrate", "-db", proxied, "-redis", rd, "-redis-prefix", prefix, "-keys", key+":pro")
+	get := func() int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, u+"/pets", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if code := get(); code != http.StatusOK {
+		t.Fatalf("before the cut: %d", code) // the key is now cached
+	}
+
+	keys := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(server, append([]string{"-db", dsn, "-migrate=false", "keys"}, args...)...)
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "PETSTORE_") || strings.HasPrefix(kv, "PETSTORE_TEST_") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("keys %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	list := strings.Split(strings.TrimSpace(keys("list")), "\n")
+	if len(list) != 2 {
+		t.Fatalf("keys list printed %q, want one key", list)
+	}
+	id := strings.Fields(list[1])[0]
+
+	proxy.Cut()
+	if out := keys("revoke", id); !strings.Contains(out, "told at once") {
+		t.Fatalf("revoke does not say the servers were told:\n%s", out)
+	}
+	revoked := time.Now()
+	time.Sleep(time.Second) // the documented bound passes while the link is still cut
+	proxy.Restore()
+	// Once the process reaches the database again it answers; the bound
+	// has passed, so never with the revoked key accepted.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		switch code := get(); code {
+		case http.StatusUnauthorized:
+			t.Logf("401 %v after the revoke", time.Since(revoked).Round(time.Millisecond))
+			return
+		case http.StatusServiceUnavailable, http.StatusInternalServerError:
+			if time.Now().After(deadline) {
+				t.Fatalf("still %d 10 s after the link was restored", code)
+			}
+			time.Sleep(20 * time.Millisecond)
+		default:
+			t.Fatalf("%d %v after the revoke, its notice missed while the link was cut, want 401", code, time.Since(revoked).Round(time.Millisecond))
+		}
 	}
 }

@@ -123,23 +123,31 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	keys, auth := keycache.NewKeys(store, feed, keycache.Config{}, func(err error) {
 		logger.Warn("key change not published", "err", err)
 	})
-	go func() { _ = auth.Follow(ctx, feed) }()
 	// On PostgreSQL the key changes published on the database's own feed
 	// (LISTEN/NOTIFY) are heard too, as examples/server's are: its keys
 	// subcommand run with -db alone publishes there, and says that the
-	// servers were told.
+	// servers were told. The cache then trusts what it holds only while
+	// both feeds are live: a revoke missed on either is as bad.
+	feeds := []changefeed.Feed{feed}
 	if t, err := bunopen.Parse(cfg.db); err == nil && t.Kind == bunopen.KindPostgres {
 		pg, err := pgfeed.New(t.DriverDSN, "")
 		if err != nil {
 			return fmt.Errorf("database %s: %w", bunopen.Redact(cfg.db), err)
 		}
 		defer pg.Close()
+		feeds = append(feeds, pg)
+	}
+	fromFeed := changefeed.AllLive(len(feeds), auth.Apply)
+	for i, f := range feeds {
 		go func() {
-			_ = pg.Subscribe(ctx, func(c changefeed.Change) {
-				if c.Kind == changefeed.KindKey {
-					auth.Apply(c)
+			_ = f.Subscribe(ctx, func(c changefeed.Change) {
+				switch c.Kind {
+				case changefeed.KindKey, changefeed.KindLive, changefeed.KindLost:
+					fromFeed[i](c)
 				}
 			})
+			// Nothing is heard on it any more, as in keycache.Cache.Follow.
+			fromFeed[i](changefeed.Change{Kind: changefeed.KindLost})
 		}()
 	}
 	if err := keyscli.Ensure(openCtx, keys, cfg.keys, logger); err != nil {
