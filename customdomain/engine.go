@@ -56,7 +56,7 @@ func CertExpiredFinding(name string, notAfter time.Time, lastErr string) Finding
 		Message: msg,
 		Fix: "1. Confirm the domain still verifies: its DNS records must still be as shown. " +
 			"2. Check that CAA records on " + name + " or its parent domains do not block the certificate authority. " +
-			"The platform keeps trying to renew it; this goes away once it is renewed.",
+			"3. Click Re-verify to renew it now; the platform also keeps trying on its own, and this goes away once it is renewed.",
 	}
 }
 

@@ -162,6 +162,12 @@ func (m *machine) checked(c Checked) {
 	switch s := m.e.Status; {
 	case s.live():
 		m.recheckLive(c.DNS)
+		if c.Manual && c.DNS.OK && m.p.Issuer && c.Cert.State == CertFailed {
+			// Re-verify of a live domain whose certificate failed (it
+			// expired unrenewed): a new attempt, as the spec's
+			// troubleshooting says.
+			m.do(RequestCert)
+		}
 	case c.DNS.OK && (s == StatusPending || s == StatusFailed || s == StatusIssuing && c.Manual):
 		m.verified(c)
 	case c.DNS.OK && s == StatusIssuing:

@@ -63,6 +63,9 @@ func TestStep(t *testing.T) {
 		{"active, right", StatusActive, 0, checked(ok, issued), p, StatusActive, "", time.Hour},
 		{"active, drifted", StatusActive, 0, checked(wrong, issued), p, StatusMisconfigured, "Reroute Emit(domain.misconfigured)", time.Minute},
 		{"active, lookup failed", StatusActive, 0, checked(lost, issued), p, StatusActive, "", time.Minute},
+		{"active, certificate failed, Re-verify", StatusActive, 0, verify(ok, refused), p, StatusActive, "Emit(domain.certificate.failed) RequestCert", time.Hour},
+		{"active, certificate failed, background", StatusActive, 0, checked(ok, refused), p, StatusActive, "Emit(domain.certificate.failed)", time.Hour},
+		{"active, certificate failed, drifted, Re-verify", StatusActive, 0, verify(wrong, refused), p, StatusMisconfigured, "Emit(domain.certificate.failed) Reroute Emit(domain.misconfigured)", time.Minute},
 		{"active, removed", StatusActive, 0, Removed{}, p, StatusRemoved, "Unroute RemoveCert UnconfigureDNS Emit(domain.removed)", never},
 		{"active, removed, no issuer", StatusActive, 0, Removed{}, noIssuer, StatusRemoved, "Unroute UnconfigureDNS Emit(domain.removed)", never},
 		// misconfigured

@@ -305,10 +305,20 @@ func (is *Issuer) Request(ctx context.Context, name string) error {
 // caches it so handshakes are served and maintenance renews it.
 func (is *Issuer) obtain(ctx context.Context, name string, a *attempt) {
 	magic := is.configFor(name)
-	_, err := magic.CacheManagedCertificate(ctx, name)
-	if errors.Is(err, fs.ErrNotExist) {
+	cert, err := magic.CacheManagedCertificate(ctx, name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		if err = magic.ObtainCertAsync(ctx, name); err == nil && ctx.Err() == nil {
 			_, err = magic.CacheManagedCertificate(ctx, name)
+		}
+	case err == nil && cert.Leaf != nil && !cert.Leaf.NotAfter.After(is.now()):
+		// Stored, but expired: its renewals kept failing. A new request
+		// (the customer's Re-verify) renews it now, whatever certmagic's
+		// own schedule of retries.
+		if err = magic.RenewCertAsync(ctx, name, true); err == nil && ctx.Err() == nil {
+			if _, err = magic.CacheManagedCertificate(ctx, name); err == nil {
+				is.cache.Remove([]string{cert.Hash()}) // the new one answers now
+			}
 		}
 	}
 	if ctx.Err() != nil {

@@ -2,6 +2,8 @@ package acme_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"log/slog"
 	"os"
 	"slices"
@@ -445,4 +447,29 @@ func TestExpiredCertificateIsNotReportedIssued(t *testing.T) {
 	if got.State == customdomain.CertIssued || len(got.Findings) != 1 || got.Findings[0].Code != customdomain.FindingCertExpired {
 		t.Fatalf("a second after the certificate expired: %+v, want failed with %s", got, customdomain.FindingCertExpired)
 	}
+
+	// Re-verify asks again (the spec's "use Re-verify to trigger a new
+	// attempt"): the expired certificate is replaced, not loaded again.
+	old := served(t, is, name)
+	if err := is.Request(context.Background(), name); err != nil {
+		t.Fatal(err)
+	}
+	e.waitChange(name)
+	if now := served(t, is, name); now.SerialNumber.Cmp(old.SerialNumber) == 0 {
+		t.Fatalf("after a new request for an expired certificate, handshakes still get the expired one (serial %v)", old.SerialNumber)
+	}
+}
+
+// served is the certificate a TLS handshake for name gets.
+func served(t *testing.T, is *acme.Issuer, name string) *x509.Certificate {
+	t.Helper()
+	c, err := is.GetCertificate(&tls.ClientHelloInfo{ServerName: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(c.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return leaf
 }
