@@ -46,6 +46,9 @@ type Fault struct {
 	Times int
 	// Status answers the request with this status and an Error body whose
 	// code fits it (a 429 also gets Retry-After: 1 unless Header sets one).
+	// A 503 gets no Retry-After, so that a client's retry of it waits only
+	// its own back-off; the real server's 503 says Retry-After: 2, which
+	// Header can add.
 	Status int
 	// Error answers with this body instead; its Status (or its code's)
 	// is the response status unless Status is set.
