@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"net/http"
 	"os"
 	"regexp"
@@ -53,5 +54,27 @@ func TestReadmeCurlSession(t *testing.T) {
 	}
 	if got, want := strings.TrimSpace(body), string(m[2]); got != want {
 		t.Errorf("the README shows the body %s, the server sends %s", want, got)
+	}
+}
+
+// TestReadmeRedisPrefixIsTheServers keeps the README's "Compose it"
+// limiter on the keys this server uses: a process built from the snippet
+// beside servers with the default -redis-prefix must share their counters
+// and bans, and `bans list` must see its bans.
+func TestReadmeRedisPrefixIsTheServers(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`redislimit\.New\(\w+, "([^"]*)"\)`).FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("README.md builds no redislimit.New store")
+	}
+	cfg, err := parseConfig(nil, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(m[1]), limitPrefix(cfg); got != want {
+		t.Errorf("README.md keeps limits under %q; examples/server (default -redis-prefix) under %q", got, want)
 	}
 }
