@@ -4,13 +4,13 @@
 // Error bodies.
 //
 // Every request passes the same steps, each a plain
-// func(http.Handler) http.Handler chained in one line (newChain): a
-// request id, the access log, tracing, metrics, panic recovery, the
-// bearer key (401 once the try was charged to the client's address), the
-// rate limiter (429, and the X-RateLimit-* headers on every answer); then
-// the route (404, or 405 with Allow), the media type (415), the size
-// (413), the body (400), and the operation. The OpenAPI document at
-// <base>/openapi.json needs no key.
+// func(http.Handler) http.Handler: a request id, the access log, tracing,
+// metrics, panic recovery, the bearer key (401 once the try was charged
+// to the client's address), the rate limiter (429, and the X-RateLimit-*
+// headers on every answer), which Wrap puts in front of a handler of
+// your own too; then the route (404, or 405 with Allow), the media type
+// (415), the size (413), the body (400), and the operation. The OpenAPI
+// document at <base>/openapi.json needs no key.
 //
 // Every page and pet has a strong ETag; a 304 spends only the key's
 // conditional allowance (ConditionalLimits). Config.Cache keeps encoded

@@ -35,7 +35,8 @@ type Config struct {
 	IETFRateLimitHeaders bool
 
 	// AccessLog receives the access log, a "request" line at Info per
-	// request (see logRequests); nil: Logger does.
+	// request, whose fields docs/operating.md#logs lists; nil: Logger
+	// does.
 	AccessLog *slog.Logger
 
 	// Cache keeps the encoded pages and pets until a create changes them
@@ -66,12 +67,14 @@ type Config struct {
 	// paths are 404 and the OpenAPI document leaves them out.
 	Orders petstore.OrderService
 
-	// Metrics receives the metrics (see metrics.go); nil: none.
+	// Metrics receives the API's metrics, which docs/operating.md#metrics
+	// lists; nil: none.
 	Metrics prometheus.Registerer
 
-	// TracerProvider receives a span per request (see traceRequests),
-	// with a child span per call to the ports above (package tracing);
-	// nil: no spans. The global provider is never used.
+	// TracerProvider receives a span per request, with a child span per
+	// call to the ports above (package tracing; docs/operating.md#traces
+	// lists their attributes); nil: no spans. The global provider is
+	// never used.
 	TracerProvider trace.TracerProvider
 }
 
