@@ -31,8 +31,8 @@
 // beside the fields they govern); one translator, keyed by tag, words a
 // failed rule for the client, naming the field by its JSON name. Decoders
 // check only the JSON's shape. A rule that several layers enforce (a pet
-// or order status, a plan, a key) is worded once, by the constructors in
-// messages.go (PetStatusError, PlanError, UnauthorizedError, ...), so that
+// or order status, a plan, a key) is worded once, by its constructor
+// (PetStatusError, PlanError, UnauthorizedError, ...), so that
 // the service, httpx and the key tools answer alike. Orders and keys have
 // few, cross-field rules, written as plain Validate methods.
 package petstore

@@ -18,7 +18,7 @@ var nonPublicSuffixes = []string{"onion", "local", "localhost", "invalid", "inte
 //   - It must end in a public top-level domain: names under .onion, .local,
 //     .localhost, .invalid, .internal, .alt and .home.arpa are refused.
 //   - Each label must pass the script rule of UTS #39's "Highly
-//     Restrictive" level (checkScripts), and a label written wholly in
+//     Restrictive" level, and a label written wholly in
 //     Cyrillic letters that look Latin ("аре" for "ape") is refused under
 //     a non-Cyrillic TLD, as browsers do: such names are made to be
 //     mistaken for another.

@@ -15,7 +15,7 @@ type Status string
 // domain whose record moves away becomes misconfigured, and goes back to
 // active when the record comes back, or is released when it does not
 // within the grace period. It may end failed (with a reason) or removed.
-// Step (machine.go) is the whole table.
+// Step is the whole table.
 const (
 	StatusPending       Status = "pending"       // waiting for DNS
 	StatusIssuing       Status = "issuing"       // DNS verified; certificate being obtained

@@ -151,8 +151,8 @@ func (s *Storage) List(ctx context.Context, path string, recursive bool) ([]stri
 
 // Lock implements certmagic.Locker: it blocks until it holds name or ctx
 // is done. While held, the lock is refreshed in the background so that a
-// long obtain keeps it, and a crashed holder's lock goes stale after
-// lockTTL.
+// long obtain keeps it, and a crashed holder's lock goes stale after 30
+// seconds.
 func (s *Storage) Lock(ctx context.Context, name string) error {
 	owner := s.instance + "/" + strconv.FormatUint(s.seq.Add(1), 10)
 	for {

@@ -1,5 +1,18 @@
 package bunstore
 
+// Adding tables: a feature adds them in a NEW file of this package named
+// after a 14-digit UTC timestamp and a lower-case comment, for example
+// 20261123090000_domains.go, which registers its migration in init:
+//
+//	func init() { migrations.MustRegister(upDomains, downDomains) }
+//
+// bun/migrate takes the migration's name from the file name, so files sort
+// in the order they were written and no two features edit one file. Up
+// functions must survive a retry after a partial failure (CREATE TABLE IF
+// NOT EXISTS; createIndex, which tolerates an existing index because bun
+// drops IF NOT EXISTS on MySQL, bun issue #1332), and write DDL per dialect
+// where types differ: this file is the model.
+
 import (
 	"context"
 

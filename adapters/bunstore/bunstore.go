@@ -45,8 +45,7 @@ type Store struct {
 var _ petstore.Store = (*Store)(nil)
 
 // New returns a store over db, whose schema Migrate has created. The hot
-// queries are prepared on first use (see stmts.go), so New never touches
-// the database.
+// queries are prepared on first use, so New never touches the database.
 func New(db *bun.DB) *Store {
 	d := db.Dialect().Name()
 	s := &Store{db: db, q: newQueries(d), pg: d == dialect.PG}
@@ -162,9 +161,9 @@ func scanPet(scan func(dest ...any) error) (petstore.Pet, error) {
 }
 
 // GetPet implements petstore.PetStore. On SQLite an unchanged pet comes
-// from memory (readcache.go); elsewhere, fetches in flight together share
-// a query that started after each arrived: of one pet on MySQL
-// (flights.go), of all their pets on PostgreSQL (petbatch.go).
+// from memory; elsewhere, fetches in flight together share a query that
+// started after each arrived: of one pet on MySQL, of all their pets on
+// PostgreSQL (see the package documentation).
 func (s *Store) GetPet(ctx context.Context, id int64) (petstore.Pet, error) {
 	if tx := s.unitTx(ctx); tx != nil {
 		// Inside CreateOnce (an order checking its pet): read on its
@@ -264,9 +263,9 @@ func (s *Store) getPets(ctx context.Context, ids []int64) (map[int64]petstore.Pe
 
 // ListPets implements petstore.PetStore. It is a keyset query: the cost of
 // a page does not grow with the number of pets before it, or after it. On
-// SQLite an unchanged page comes from memory (readcache.go); elsewhere,
-// reads of one page in flight together share a query that started after
-// each arrived (flights.go).
+// SQLite an unchanged page comes from memory; elsewhere, reads of one page
+// in flight together share a query that started after each arrived (see
+// the package documentation).
 func (s *Store) ListPets(ctx context.Context, q petstore.PetQuery) ([]petstore.Pet, error) {
 	if q.Limit <= 0 {
 		return []petstore.Pet{}, ctx.Err()

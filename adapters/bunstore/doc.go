@@ -58,7 +58,7 @@
 // layers, about a quarter of their CPU in the process. The
 // connections are database/sql's, so the pool, its limits and its
 // handling of broken connections are unchanged; a handle opened otherwise
-// keeps the prepared statements (native.go).
+// keeps the prepared statements.
 //
 // On PostgreSQL and MySQL, reads in flight together share queries: a read
 // of a page takes the result of the next query for that page that starts
@@ -67,8 +67,7 @@
 // the next query (WHERE id = ANY($1)). No answer is older than its
 // request, so a created pet is still in the very next page; a read that
 // finds nothing in flight runs at once, and under load a page many
-// clients ask for costs one query per round trip instead of one each
-// (flights.go, petbatch.go).
+// clients ask for costs one query per round trip instead of one each.
 //
 // On SQLite, writes of the request path that arrive while another is
 // being committed are committed together in one transaction (group
@@ -88,8 +87,8 @@
 // everything held is dropped. So a pet created, or a row changed by hand,
 // anywhere, is in the very next read of every process: nothing is served
 // stale, only unchanged data is read once instead of every time. The
-// memory held is bounded (256 pages and 4,096 pets); readcache.go says
-// why this is correct. PostgreSQL and MySQL keep nothing between reads.
+// memory held is bounded (256 pages and 4,096 pets). PostgreSQL and MySQL
+// keep nothing between reads.
 // WatchChanges looks at PRAGMA data_version on a timer, so that a cache
 // above the store (httpx.Cache) learns within 25 ms of any commit but the
 // store's own creates, which the cache drops for itself.
@@ -104,17 +103,4 @@
 // domains, domain_configs, store_orders (each project's beta store
 // orders, indexed by (project_id, id) and (project_id, status, id)) and
 // deploys (each project's last successful deploy).
-//
-// A feature adds its tables in a NEW file of this package named after a
-// 14-digit UTC timestamp and a lower-case comment, for example
-// 20261123090000_domains.go, which registers its migration in init:
-//
-//	func init() { migrations.MustRegister(upDomains, downDomains) }
-//
-// bun/migrate takes the migration's name from the file name, so files sort
-// in the order they were written and no two features edit one file. Up
-// functions must survive a retry after a partial failure (CREATE TABLE IF
-// NOT EXISTS; createIndex, which tolerates an existing index because bun
-// drops IF NOT EXISTS on MySQL, bun issue #1332), and write DDL per dialect
-// where types differ: 20261122000001_pets_and_keys.go is the model.
 package bunstore

@@ -34,8 +34,8 @@ const DefaultWatchEvery = 25 * time.Millisecond
 // serves another process's commit within interval plus one look, and
 // must drop what its own process's creates change itself, as
 // httpx.Cache does. On an in-memory database, whose one connection no
-// other process shares, the look is the read cache's (readcache.go), and
-// every commit is reported.
+// other process shares, the look is the read cache's, and every commit is
+// reported.
 //
 // An interval of 0 means DefaultWatchEvery. On PostgreSQL and MySQL,
 // which have no such counter, it returns errors.ErrUnsupported at once;

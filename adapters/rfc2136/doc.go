@@ -8,7 +8,7 @@
 //
 // # Why not github.com/libdns/rfc2136
 //
-// The upstream provider (read at its provider.go of 2025, libdns v1 API)
+// The upstream provider (read as of 2025, libdns v1 API)
 // is a thin UPDATE/AXFR client, and this package keeps the same shape, but
 // the platform relies on behaviour upstream does not have:
 //
