@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -34,17 +35,26 @@ func Unshown(root string) ([]string, error) {
 			return filepath.SkipDir
 		}
 		fset := token.NewFileSet()
-		pkgs, err := parser.ParseDir(fset, path, func(fi fs.FileInfo) bool {
-			return !strings.HasSuffix(fi.Name(), "_test.go")
-		}, parser.ParseComments)
+		entries, err := os.ReadDir(path)
 		if err != nil {
 			return err
 		}
-		for name, pkg := range pkgs {
+		pkgs := map[string][]*ast.File{} // by package name
+		for _, e := range entries {
+			if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, filepath.Join(path, e.Name()), nil, parser.ParseComments)
+			if err != nil {
+				return err
+			}
+			pkgs[f.Name.Name] = append(pkgs[f.Name.Name], f)
+		}
+		for name, files := range pkgs {
 			if name == "main" {
 				continue
 			}
-			for _, m := range unshownIn(pkg) {
+			for _, m := range unshownIn(files) {
 				pos := fset.Position(m.pos)
 				rel, _ := filepath.Rel(root, pos.Filename)
 				found = append(found, fmt.Sprintf("%s:%d: %s", rel, pos.Line, m.word))
@@ -63,11 +73,11 @@ type mention struct {
 
 var docWord = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*(\.go\b)?`)
 
-// unshownIn is Unshown for one parsed package.
-func unshownIn(pkg *ast.Package) []mention {
+// unshownIn is Unshown for the files of one package.
+func unshownIn(files []*ast.File) []mention {
 	hidden := map[string]bool{}
 	var docs []*ast.CommentGroup
-	for _, f := range pkg.Files {
+	for _, f := range files {
 		docs = append(docs, f.Doc)
 		for _, d := range f.Decls {
 			switch d := d.(type) {
