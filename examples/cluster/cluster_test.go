@@ -193,25 +193,8 @@ func TestRevokeWithTheDatabaseAloneReachesEveryProcess(t *testing.T) {
 		t.Fatalf("before the revoke: %v", err) // the key is now cached
 	}
 
-	keys := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command(server, append([]string{"-db", dsn, "-migrate=false", "keys"}, args...)...)
-		for _, kv := range os.Environ() {
-			if !strings.HasPrefix(kv, "PETSTORE_") || strings.HasPrefix(kv, "PETSTORE_TEST_") {
-				cmd.Env = append(cmd.Env, kv)
-			}
-		}
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("keys %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
-	list := strings.Split(strings.TrimSpace(keys("list")), "\n")
-	if len(list) != 2 {
-		t.Fatalf("keys list printed %q, want one key", list)
-	}
-	id := strings.Fields(list[1])[0]
+	keys := keysCommand(t, server, dsn)
+	id := onlyKeyID(t, keys)
 	if out := keys("revoke", id); !strings.Contains(out, "told at once") {
 		t.Fatalf("revoke does not say the servers were told:\n%s", out)
 	}
@@ -265,25 +248,8 @@ func TestRevokeOnTheDatabaseFeedReachesAProcessAfterItsLinkWasCut(t *testing.T) 
 		t.Fatalf("before the cut: %d", code) // the key is now cached
 	}
 
-	keys := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command(server, append([]string{"-db", dsn, "-migrate=false", "keys"}, args...)...)
-		for _, kv := range os.Environ() {
-			if !strings.HasPrefix(kv, "PETSTORE_") || strings.HasPrefix(kv, "PETSTORE_TEST_") {
-				cmd.Env = append(cmd.Env, kv)
-			}
-		}
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("keys %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
-	list := strings.Split(strings.TrimSpace(keys("list")), "\n")
-	if len(list) != 2 {
-		t.Fatalf("keys list printed %q, want one key", list)
-	}
-	id := strings.Fields(list[1])[0]
+	keys := keysCommand(t, server, dsn)
+	id := onlyKeyID(t, keys)
 
 	proxy.Cut()
 	if out := keys("revoke", id); !strings.Contains(out, "told at once") {
@@ -309,4 +275,34 @@ func TestRevokeOnTheDatabaseFeedReachesAProcessAfterItsLinkWasCut(t *testing.T) 
 			t.Fatalf("%d %v after the revoke, its notice missed while the link was cut, want 401", code, time.Since(revoked).Round(time.Millisecond))
 		}
 	}
+}
+
+// keysCommand runs examples/server's keys subcommand (the binary server)
+// on the database dsn, without the PETSTORE_ settings of the test's own
+// environment but for PETSTORE_TEST_, and returns its output.
+func keysCommand(t *testing.T, server, dsn string) func(args ...string) string {
+	return func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(server, append([]string{"-db", dsn, "-migrate=false", "keys"}, args...)...)
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "PETSTORE_") || strings.HasPrefix(kv, "PETSTORE_TEST_") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("keys %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+}
+
+// onlyKeyID returns the id of the one key "keys list" lists.
+func onlyKeyID(t *testing.T, keys func(args ...string) string) string {
+	t.Helper()
+	list := strings.Split(strings.TrimSpace(keys("list")), "\n")
+	if len(list) != 2 {
+		t.Fatalf("keys list printed %q, want one key", list)
+	}
+	return strings.Fields(list[1])[0]
 }
