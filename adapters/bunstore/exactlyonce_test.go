@@ -291,14 +291,7 @@ func TestFaultAsTheWriteGoesOut(t *testing.T) {
 					t.Fatalf("the struck create: %d %s, want 503: its outcome is unknown", w.Code, w.Body)
 				}
 				proxy.Restore()
-				back := time.Now()
-				var w *httptest.ResponseRecorder
-				for w = post(); w.Code == http.StatusServiceUnavailable && time.Since(back) < 5*time.Second; w = post() {
-					time.Sleep(20 * time.Millisecond)
-				}
-				if w.Code != http.StatusCreated {
-					t.Fatalf("the retry %v after the link came back: %d %s, want 201", time.Since(back), w.Code, w.Body)
-				}
+				w := retryUntilCreated(t, post)
 				if again := post(); again.Code != http.StatusCreated || again.Header().Get("Idempotent-Replayed") != "true" || again.Body.String() != w.Body.String() {
 					t.Fatalf("the replay: %d %s", again.Code, again.Body)
 				}
@@ -416,4 +409,21 @@ func TestWaitersOfAFirstCallNotKept(t *testing.T) {
 			}
 		})
 	}
+}
+
+// retryUntilCreated repeats post, as a client retries with the same
+// Idempotency-Key, while it answers 503 (the link just came back), for 5 s
+// at most, and fails unless it ends with 201.
+func retryUntilCreated(t *testing.T, post func() *httptest.ResponseRecorder) *httptest.ResponseRecorder {
+	t.Helper()
+	back := time.Now()
+	w := post()
+	for w.Code == http.StatusServiceUnavailable && time.Since(back) < 5*time.Second {
+		time.Sleep(20 * time.Millisecond)
+		w = post()
+	}
+	if w.Code != http.StatusCreated {
+		t.Fatalf("the retry %v after the link came back: %d %s, want 201", time.Since(back), w.Code, w.Body)
+	}
+	return w
 }

@@ -68,14 +68,7 @@ func TestOrderFaultAsTheWriteGoesOut(t *testing.T) {
 					t.Fatalf("the struck create: %d %s, want 503 or 201", first.Code, first.Body)
 				}
 				proxy.Restore()
-				back := time.Now()
-				var w *httptest.ResponseRecorder
-				for w = post(); w.Code == http.StatusServiceUnavailable && time.Since(back) < 5*time.Second; w = post() {
-					time.Sleep(20 * time.Millisecond)
-				}
-				if w.Code != http.StatusCreated {
-					t.Fatalf("the retry %v after the link came back: %d %s, want 201", time.Since(back), w.Code, w.Body)
-				}
+				w := retryUntilCreated(t, post)
 				if first.Code == http.StatusCreated && first.Body.String() != w.Body.String() {
 					t.Fatalf("first 201 %s, retry %s", first.Body, w.Body)
 				}
