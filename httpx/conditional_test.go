@@ -379,3 +379,22 @@ func TestKeyBannedOnTheAllowanceStillMakesUnconditionalRequests(t *testing.T) {
 		})
 	}
 }
+
+// A 304 for a page that has a next one carries the page's Link, as its
+// 200 does, so a client or cache that revalidates still finds the next
+// page; and the document declares it.
+func TestNotModifiedPageKeepsItsNextLink(t *testing.T) {
+	e := newEnv(t, nil)
+	e.seed(t, petstore.NewPet{Name: "Rex", CategoryID: 1}, petstore.NewPet{Name: "Tom", CategoryID: 1})
+	first := e.do(t, e.req("GET", "/v1/pets?limit=1", ""))
+	link := first.Header.Get("Link")
+	if first.Status != 200 || !strings.Contains(link, `rel="next"`) {
+		t.Fatalf("GET: %d with Link %q, want 200 with a next link", first.Status, link)
+	}
+	r := e.req("GET", "/v1/pets?limit=1", "")
+	r.Header.Set("If-None-Match", first.Header.Get("ETag"))
+	res := e.do(t, r)
+	if got := res.Header.Get("Link"); res.Status != http.StatusNotModified || got != link {
+		t.Fatalf("If-None-Match: %d with Link %q, want 304 with %q", res.Status, got, link)
+	}
+}
