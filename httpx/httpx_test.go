@@ -446,6 +446,24 @@ func TestRoutingErrors(t *testing.T) {
 	}
 }
 
+// A 404 names the path as the client wrote it: an escaped slash is not a
+// segment separator to the router, so "/v1/pets%2F1" is no path here, and
+// a message naming "/v1/pets/1", a path that answers, would mislead.
+func TestNotFoundNamesThePathAsSent(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, path := range []string{"/v1/pets%2F1", "/v1%2Fpets", "/v1/pets%2F"} {
+		t.Run(path, func(t *testing.T) {
+			res := e.do(t, e.req("GET", path, ""))
+			if res.Status != http.StatusNotFound {
+				t.Fatalf("status = %d, want 404", res.Status)
+			}
+			if msg, want := res.errorBody(t).Message, "no such path: "+path; msg != want {
+				t.Fatalf("message = %q, want %q", msg, want)
+			}
+		})
+	}
+}
+
 // TestHead checks that every GET route answers HEAD as RFC 9110 asks:
 // the status and headers of GET, Content-Length included, and no body.
 // HEAD is not in the OpenAPI document; each GET it is compared with goes

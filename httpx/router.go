@@ -44,8 +44,10 @@ func (rt *Router) Refuse(pattern, allow string, before func(http.ResponseWriter)
 }
 
 // unrouted answers a request no operation takes: 404, or 405 with Allow.
-// A 404 says what to write instead where it can tell: the clean path, or,
-// for a path one slash short of a subtree ("/v1"), the subtree.
+// A 404 names the path as sent, escapes kept (the router reads "%2F" as
+// part of a segment, so "/v1/pets%2F1" is not "/v1/pets/1"), and says
+// what to write instead where it can tell: the clean path, or, for a path
+// one slash short of a subtree ("/v1"), the subtree.
 func (rt *Router) unrouted(w http.ResponseWriter, r *http.Request, allow string) {
 	if st := stateOf(r.Context()); st != nil {
 		st.unrouted = true
@@ -58,7 +60,7 @@ func (rt *Router) unrouted(w http.ResponseWriter, r *http.Request, allow string)
 		case rt.fallbacks[p+"/"]:
 			hint = "; the paths here start with " + p + "/"
 		}
-		WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no such path: %s%s", p, hint))
+		WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no such path: %s%s", r.URL.EscapedPath(), hint))
 		return
 	}
 	w.Header().Set("Allow", allow)
