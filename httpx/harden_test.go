@@ -128,6 +128,18 @@ func TestRequestHeadersHardening(t *testing.T) {
 			}
 		}
 	})
+	t.Run("two Content-Type headers are 415", func(t *testing.T) {
+		// Content-Type is a singleton field (RFC 9110 §8.3): which of two
+		// a proxy or the server reads is not defined, so neither is.
+		for _, second := range []string{"text/plain", "application/json"} {
+			r := e.req("POST", "/v1/pets", body)
+			r.Header.Add("Content-Type", second)
+			res := e.do(t, r)
+			if res.Status != 415 || res.errorBody(t).Code != petstore.CodeUnsupportedMediaType {
+				t.Fatalf("second Content-Type %q: %d %s, want 415", second, res.Status, res.Body)
+			}
+		}
+	})
 	t.Run("invalid UTF-8 anywhere in the body is 400", func(t *testing.T) {
 		for _, b := range []string{
 			"{\"name\":\"Rex\",\"categoryId\":1,\"note\":\"a\xffb\"}",

@@ -234,11 +234,16 @@ func (w headWriter) Write(p []byte) (int, error) { return len(p), nil }
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (w headWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// ReadBody enforces the JSON media type and an identity content coding
-// (415) and the size limit (413), then returns the bytes read and replaces
-// r.Body with them, so the operation and any wrapper around it can read
-// them again.
+// ReadBody enforces the JSON media type, in one Content-Type header, and
+// an identity content coding (415) and the size limit (413), then returns
+// the bytes read and replaces r.Body with them, so the operation and any
+// wrapper around it can read them again.
 func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if len(r.Header.Values("Content-Type")) > 1 {
+		// A singleton field (RFC 9110 §8.3): which of two a proxy or a
+		// reader takes is not defined, so neither is taken.
+		return nil, petstore.Errorf(petstore.CodeUnsupportedMediaType, "send exactly one Content-Type header, application/json")
+	}
 	if !isJSON(r.Header.Get("Content-Type")) {
 		return nil, petstore.Errorf(petstore.CodeUnsupportedMediaType, "Content-Type must be application/json")
 	}
