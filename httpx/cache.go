@@ -271,13 +271,20 @@ func serveEncoded(w http.ResponseWriter, r *http.Request, c *Cache, key string, 
 	return nil
 }
 
-// encode makes the answer of v: its JSON and strong ETag.
+// encode makes the answer of v: its JSON and strong ETag. A page's ETag
+// covers its next Link too: a full last page gains one, its body the same,
+// when a pet is created after it, and a client revalidating that page must
+// not be told by a 304 that the answer it holds, without one, is current.
 func encode(v any, link string) (*encoded, error) {
 	b, err := marshalJSON(v, "")
 	if err != nil {
 		return nil, err
 	}
-	return &encoded{body: b, etag: ETag(b), link: link}, nil
+	etag := ETag(b)
+	if link != "" {
+		etag = ETag(append(append([]byte(nil), b...), link...))
+	}
+	return &encoded{body: b, etag: etag, link: link}, nil
 }
 
 // writeEncoded writes e with its ETag, or, for a 200 whose ETag the

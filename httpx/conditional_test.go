@@ -398,3 +398,29 @@ func TestNotModifiedPageKeepsItsNextLink(t *testing.T) {
 		t.Fatalf("If-None-Match: %d with Link %q, want 304 with %q", res.Status, got, link)
 	}
 }
+
+// A full last page whose body stays the same when a pet is created after
+// it gains a next Link: that answer changed, so its ETag does, and a
+// client revalidating the page (polling for new pets) gets 200 with the
+// Link, not a 304 telling it the page it holds, without a next one, is
+// current.
+func TestPageETagChangesWithItsNextLink(t *testing.T) {
+	e := newEnv(t, nil)
+	e.seed(t, petstore.NewPet{Name: "Rex", CategoryID: 1}, petstore.NewPet{Name: "Tom", CategoryID: 1})
+	first := e.do(t, e.req("GET", "/v1/pets?limit=2", ""))
+	if first.Status != 200 || first.Header.Get("Link") != "" {
+		t.Fatalf("GET: %d with Link %q, want 200 and no next page", first.Status, first.Header.Get("Link"))
+	}
+	if res := e.do(t, e.req("POST", "/v1/pets", `{"name":"Kit","categoryId":1}`)); res.Status != 201 {
+		t.Fatalf("create: %d %s", res.Status, res.Body)
+	}
+	r := e.req("GET", "/v1/pets?limit=2", "")
+	r.Header.Set("If-None-Match", first.Header.Get("ETag"))
+	res := e.do(t, r)
+	if res.Status != 200 || !strings.Contains(res.Header.Get("Link"), `rel="next"`) {
+		t.Fatalf("revalidated after a create: %d with Link %q, want 200 with a next link", res.Status, res.Header.Get("Link"))
+	}
+	if string(res.Body) != string(first.Body) || res.Header.Get("ETag") == first.Header.Get("ETag") {
+		t.Fatalf("body %s ETag %s, want the same body %s under a new ETag", res.Body, res.Header.Get("ETag"), first.Body)
+	}
+}
