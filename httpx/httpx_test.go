@@ -605,6 +605,35 @@ func TestServiceFailures(t *testing.T) {
 	}
 }
 
+// failingGet fails GetPet with err, as a store that is down does.
+type failingGet struct {
+	petstore.PetService
+	err error
+}
+
+func (f failingGet) GetPet(context.Context, int64) (petstore.Pet, error) {
+	return petstore.Pet{}, f.err
+}
+
+// The deprecated getPet's 500 and 503 come after routing, so they carry
+// its Deprecation, Sunset and Link, and the document declares them.
+func TestGetPetFailuresCarryTheDeprecationHeaders(t *testing.T) {
+	for _, err := range []error{errors.New("disk on fire"), petstore.Errorf(petstore.CodeUnavailable, "database unavailable")} {
+		t.Run(err.Error(), func(t *testing.T) {
+			e := newEnv(t, func(c *httpx.Config) { c.Service = failingGet{PetService: c.Service, err: err} })
+			res := e.do(t, e.req("GET", "/v1/pets/1", ""))
+			if res.Status != httpx.ErrorStatus(err) {
+				t.Fatalf("status = %d, want %d", res.Status, httpx.ErrorStatus(err))
+			}
+			for _, h := range []string{"Deprecation", "Sunset", "Link"} {
+				if res.Header.Get(h) == "" {
+					t.Fatalf("%d without %s", res.Status, h)
+				}
+			}
+		})
+	}
+}
+
 // TestContextErrors checks how context errors from the service reach the
 // client and the logs: a client that went away is no server error, an
 // expired deadline is 503, and a Canceled error while the request is still
