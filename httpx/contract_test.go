@@ -69,9 +69,10 @@ func contractRouter(t testing.TB, base string) routers.Router {
 	t.Helper()
 	return documentRouter(t, base+"/openapi.json", func() http.Handler {
 		store := memstore.New()
-		// With Orders, so the document has every operation.
+		// With Orders and Idempotency, so the document has every
+		// operation and parameter.
 		h, err := httpx.New(httpx.Config{Service: petstore.NewService(store), Auth: petstore.NewKeys(store), BasePath: base,
-			Orders: petstore.NewOrderService(store)})
+			Orders: petstore.NewOrderService(store), Idempotency: store})
 		if err != nil {
 			t.Fatal(err)
 		}

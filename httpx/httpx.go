@@ -118,7 +118,7 @@ func New(cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	doc, err := openAPIDocument(base, cfg.Orders != nil)
+	doc, err := openAPIDocument(base, cfg.Orders != nil, cfg.Idempotency != nil)
 	if err != nil {
 		return nil, err
 	}

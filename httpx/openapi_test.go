@@ -2,12 +2,15 @@ package httpx_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/memstore"
@@ -138,5 +141,58 @@ func TestOpenAPINotModifiedDeclaresItsHeaders(t *testing.T) {
 		if u := undeclaredHeaders(t, router, req(), res); len(u) > 0 {
 			t.Errorf("%s: the 304 carries %v, which the document does not declare", tc.path, u)
 		}
+	}
+}
+
+// A handler without Config.Idempotency ignores Idempotency-Key, so the
+// document it serves must not offer it: a client that read it would
+// retry creates believing them safe, and make a pet per retry. With a
+// store, the parameter and the answers that come of it are there.
+func TestOpenAPIOffersIdempotencyKeyOnlyWithAStore(t *testing.T) {
+	for _, withStore := range []bool{false, true} {
+		t.Run(fmt.Sprintf("store %v", withStore), func(t *testing.T) {
+			store := memstore.New()
+			cfg := httpx.Config{Service: petstore.NewService(store), Auth: petstore.NewKeys(store), Orders: petstore.NewOrderService(store)}
+			if withStore {
+				cfg.Idempotency = store
+			}
+			h, err := httpx.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/openapi.json", nil))
+			loaded, err := openapi3.NewLoader().LoadFromData(rec.Body.Bytes())
+			if err == nil {
+				err = loaded.Validate(context.Background())
+			}
+			if err != nil {
+				t.Fatalf("the served document is not valid: %v", err)
+			}
+			var doc struct {
+				Paths map[string]map[string]struct {
+					Description string
+					Parameters  []struct {
+						Ref string `json:"$ref"`
+					}
+					Responses map[string]struct {
+						Headers map[string]any
+					}
+				}
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
+				t.Fatal(err)
+			}
+			for _, path := range []string{"/pets", "/store/orders"} {
+				op := doc.Paths[path]["post"]
+				_, replayed := op.Responses["201"].Headers["Idempotent-Replayed"]
+				_, reused := op.Responses["422"]
+				offered := len(op.Parameters) > 0 || replayed || reused || bytes.Contains([]byte(op.Description), []byte("Idempotency-Key"))
+				if offered != withStore {
+					t.Fatalf("POST %s: parameters %v, Idempotent-Replayed %v, 422 %v, description %q; want Idempotency-Key offered: %v",
+						path, op.Parameters, replayed, reused, op.Description, withStore)
+				}
+			}
+		})
 	}
 }
