@@ -39,6 +39,7 @@ local n = (#ARGV - 15) / 5
 local f = {}
 local raw = redis.call("HGETALL", key)
 for i = 1, #raw, 2 do f[raw[i]] = tonumber(raw[i + 1]) end
+` + clampBanLua + `
 
 local used, ends, periods, quotas = {}, {}, {}, {}
 local grant, refused = want, -1
@@ -77,10 +78,7 @@ for i = 1, n do
 end
 if want <= 0 then grant = 0 end
 
--- A ban lasts its length at most, whatever clock wrote its end.
 local banEnd = f["be"] or 0
-local banNow = banLength(f["bl"] or 1)
-if banEnd > now + banNow then banEnd = now + banNow end
 local banned, started = banEnd > now, 0
 if banned then grant, refused = 0, -1 end
 if want <= 0 then refused = -1 end

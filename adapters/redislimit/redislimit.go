@@ -19,7 +19,8 @@
 // they share a slot. The time comes from Go (Request.Now, in
 // milliseconds), so the limiter's clock is injectable; an end more than
 // its length ahead of that time (a clock that ran ahead) counts as its
-// length. Key TTLs (relative, so independent of the clock) reclaim memory
+// length, and is written back so (a ban's level memory too: a day after
+// the ban's end at most). Key TTLs (relative, so independent of the clock) reclaim memory
 // once everything in a hash has ended.
 package redislimit
 
@@ -53,6 +54,30 @@ local function banLength(level)
 end
 `
 
+// clampBanLua is the Lua both scripts run on the subject's fields f (after
+// banLengthLua) before they read a ban: a ban lasts its length at most,
+// and its level is remembered banMemory after its end at most, whatever
+// clock wrote them. What it clamps it writes back, so that the next call,
+// whose now is later, does not clamp again from there: without that, a
+// ban written by a clock an hour ahead would be refused "for 15 min" on
+// every call for an hour.
+const clampBanLua = `
+do
+  local fix = {}
+  local be, ble = f["be"] or 0, f["ble"] or 0
+  if be > now + banLength(f["bl"] or 1) then
+    be = now + banLength(f["bl"] or 1)
+    f["be"] = be
+    fix[#fix + 1] = "be"; fix[#fix + 1] = be
+  end
+  if ble > math.max(be, now) + banMemory then
+    f["ble"] = math.max(be, now) + banMemory
+    fix[#fix + 1] = "ble"; fix[#fix + 1] = f["ble"]
+  end
+  if #fix > 0 then redis.call("HSET", key, unpack(fix)) end
+end
+`
+
 // script is the whole decision. KEYS: the subject's hash, the ban log.
 // ARGV: now (ms), bans disabled (0/1),
 // strikes tolerated, strike window, first ban, longest ban, ban memory,
@@ -74,7 +99,7 @@ local f = {}
 local raw = redis.call("HGETALL", key)
 for i = 1, #raw, 2 do f[raw[i]] = tonumber(raw[i + 1]) end
 
-` + banLengthLua + `
+` + banLengthLua + clampBanLua + `
 local used, ends, live, periods = {}, {}, {}, {}
 local refused = -1
 for i = 1, n do
@@ -95,10 +120,7 @@ local function reply(status, banEnd)
   return r
 end
 
--- A ban lasts its length at most, whatever clock wrote its end.
 local banEnd = f["be"] or 0
-local banNow = banLength(f["bl"] or 1)
-if banEnd > now + banNow then banEnd = now + banNow end
 if banEnd > now then
   refused = -1
   return reply(2, banEnd)

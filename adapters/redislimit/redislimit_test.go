@@ -296,4 +296,8 @@ func TestTakeBoundsAClockAhead(t *testing.T) {
 	if res := take("key:banned", now); !res.Banned || res.BanEnd.Sub(now) > 15*time.Minute {
 		t.Fatalf("a 15 min ban started an hour ahead: banned %v until %v; want 15 min at most", res.Banned, res.BanEnd.Sub(now))
 	}
+	// And it ends then: the end it was counted as holds for later calls.
+	if res := take("key:banned", now.Add(15*time.Minute)); res.Banned {
+		t.Fatalf("a 15 min ban started an hour ahead is still in force 15 min later, until %v", res.BanEnd)
+	}
 }
