@@ -40,6 +40,19 @@ type Leaser interface {
 	BanEvents(ctx context.Context, since time.Time) ([]BanEvent, error)
 }
 
+// Prober is a Leaser that can check it accepts writes. A store that
+// answers reads but refuses writes (Redis out of memory under
+// noeviction, a read-only replica) fails every Lease yet answers
+// BanEvents; a Limiter over a Prober ends an outage from its ban poll
+// only once Probe succeeds, rather than each time the poll's read does.
+//
+// Probe must write (and may leave something that expires at once), honour
+// ctx and be safe for concurrent use.
+type Prober interface {
+	Leaser
+	Probe(ctx context.Context, now time.Time) error
+}
+
 // LeaseRequest is one call of a process to a Leaser.
 type LeaseRequest struct {
 	Subject string
@@ -623,7 +636,7 @@ func (l *Limiter) watchBans(ctx context.Context, every time.Duration) {
 		evs, err := l.leaser.BanEvents(cctx, from)
 		cancel()
 		if err == nil {
-			l.reached()
+			l.reached(ctx)
 			for _, ev := range evs {
 				id := ev.Subject + "|" + ev.Until.String() + "|" + ev.At.String()
 				if _, ok := seen[id]; ok {
@@ -653,18 +666,37 @@ func (l *Limiter) watchBans(ctx context.Context, every time.Duration) {
 // poll has reached it: a server that fails closed is then out of its load
 // balancer's rotation (its readiness check fails), and no request would
 // come to probe the store. While the breaker is open the poll is its
-// probe, one per cool-down.
-func (l *Limiter) reached() {
+// probe, one per cool-down. A store that reads but may refuse writes
+// (Prober) must also accept a write first: else every poll would end an
+// outage the next request starts again.
+func (l *Limiter) reached(ctx context.Context) {
 	if !l.hard.Load() {
 		return
 	}
-	_, p := l.clock()
+	wall, p := l.clock()
 	probe := false
 	if l.open.Load() {
 		var call bool
 		if call, probe = l.callable(p); !call {
 			return
 		}
+	}
+	if pr, ok := l.leaser.(Prober); ok {
+		cctx, cancel := context.WithTimeout(ctx, l.timeout)
+		err := pr.Probe(cctx, wall)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				if probe {
+					l.probing.Store(false)
+				}
+				return // stopping: that says nothing about the store
+			}
+			_, p = l.clock()
+			l.failed(p, err, probe)
+			return
+		}
+		_, p = l.clock()
 	}
 	l.succeeded(p)
 	if probe {

@@ -269,9 +269,20 @@ func (s *Store) BanEvents(ctx context.Context, since time.Time) ([]ratelimit.Ban
 	return out, nil
 }
 
+// Probe implements ratelimit.Prober: one SET of a key that expires in a
+// second, refused as the scripts' writes are when Redis is out of memory
+// (maxmemory with noeviction) or a read-only replica.
+func (s *Store) Probe(ctx context.Context, now time.Time) error {
+	if err := s.client.Set(ctx, s.prefix+probeKey, now.UnixMilli(), time.Second).Err(); err != nil {
+		return fmt.Errorf("redislimit: %w", err)
+	}
+	return nil
+}
+
 // The keys beside the subjects' hashes, under the prefix. Subjects start
 // with a kind and a colon ("key:", "ip:", "pub:"), so these never collide.
 const (
-	anonKey   = "~anon" // sorted set: anonymous subjects by last use
-	banLogKey = "~bans" // sorted set: "subject|ban end (ms)" by start, or "subject|lifted" by the lift's time
+	anonKey   = "~anon"  // sorted set: anonymous subjects by last use
+	banLogKey = "~bans"  // sorted set: "subject|ban end (ms)" by start, or "subject|lifted" by the lift's time
+	probeKey  = "~probe" // string: the last probe's time (ms), for a second
 )

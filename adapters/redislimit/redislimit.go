@@ -14,7 +14,8 @@
 // doubling, and when it is forgotten). Beside them, two sorted sets:
 // prefix + "~bans", the log of bans started and lifted that every process
 // polls, and prefix + "~anon", the addresses by last use, which caps them
-// (AnonymousCap). A script touches the subject's hash and these two keys;
+// (AnonymousCap). Probe writes prefix + "~probe", which expires in a
+// second. A script touches the subject's hash and these two keys;
 // on Redis Cluster, put a hash tag in the prefix ("{petstore}:rl:") so
 // they share a slot. The time comes from Go (Request.Now, in
 // milliseconds), so the limiter's clock is injectable; an end more than
@@ -182,7 +183,7 @@ type Store struct {
 	anonCap int
 }
 
-var _ ratelimit.Leaser = (*Store)(nil)
+var _ ratelimit.Prober = (*Store)(nil)
 
 // DefaultAnonymousCap is how many anonymous subjects (client addresses)
 // a Store tracks unless AnonymousCap says otherwise: at under 400 bytes a

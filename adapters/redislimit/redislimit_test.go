@@ -109,12 +109,12 @@ func freePort(t *testing.T) int {
 // take between choosing it and redis-server binding it, and no other server
 // answering in its place. The test may kill it; the shared server is never
 // touched.
-func privateRedis(t *testing.T) (addr string, kill func()) {
+func privateRedis(t *testing.T, args ...string) (addr string, kill func()) {
 	t.Helper()
 	testenv.RedisURL(t) // the same opt-in as the other Redis tests
 	bin := testenv.Program(t, "redis-server", "redis-server")
 	sock := filepath.Join(t.TempDir(), "redis.sock")
-	cmd := exec.Command(bin, "--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no")
+	cmd := exec.Command(bin, append([]string{"--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no"}, args...)...)
 	out := &testenv.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
