@@ -62,3 +62,37 @@ func TestBanFromAClockAheadEndsWhenRetryAfterSays(t *testing.T) {
 		})
 	}
 }
+
+// TestClocksSecondsApartKeepTheQuota: two processes whose clocks are 2 s
+// apart, either way, admit together the minute's quota at most, however
+// their requests interleave. (Clocks a minute or more apart do not: each
+// takes the other's minute windows for over; docs/rate-limits.md says so.)
+func TestClocksSecondsApartKeepTheQuota(t *testing.T) {
+	for _, skew := range []time.Duration{-2 * time.Second, 2 * time.Second} {
+		t.Run(skew.String(), func(t *testing.T) {
+			c := testenv.RedisClient(t)
+			prefix := testenv.RedisPrefix(t, c, "rl")
+			clk := testenv.NewClock(time.Now().Truncate(time.Second))
+			skewed := ratelimit.New(redislimit.New(c, prefix), ratelimit.Config{Clock: func() time.Time { return clk.Now().Add(skew) }})
+			right := ratelimit.New(redislimit.New(testenv.RedisClient(t), prefix), ratelimit.Config{Clock: clk.Now})
+			t.Cleanup(func() { _ = skewed.Close(context.Background()); _ = right.Close(context.Background()) })
+			ctx := context.Background()
+			admitted := 0
+			for range 50 { // 5 s of one minute
+				for _, l := range []*ratelimit.Limiter{right, right, right, skewed} {
+					d, err := l.Decide(ctx, "key:apart", ratelimittest.Free)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if d.Allowed {
+						admitted++
+					}
+				}
+				clk.Advance(100 * time.Millisecond)
+			}
+			if admitted != int(ratelimittest.Free.PerMinute) {
+				t.Fatalf("admitted %d of 200 in 5 s, want the minute's %d", admitted, ratelimittest.Free.PerMinute)
+			}
+		})
+	}
+}
