@@ -73,6 +73,10 @@ func ParseName(s string) (Name, error) {
 		if err != nil {
 			return Name{}, err
 		}
+		if l := len("*.") + len(n.ASCII); l > 253 {
+			// The wildcard's own name is what DNS and its certificate hold.
+			return Name{}, invalidName("the name is %d octets long; names may be at most 253", l)
+		}
 		label := "*"
 		if n.Kind == KindSubdomain {
 			label = "*." + n.Label

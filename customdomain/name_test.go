@@ -66,6 +66,9 @@ func TestParseNameRejects(t *testing.T) {
 		{"two trailing dots", "shop.example.com..", "empty label"},
 		{"label over 63", strings.Repeat("a", 64) + ".example.com", "at most 63"},
 		{"name over 253", strings.Repeat(strings.Repeat("a", 60)+".", 5) + "com", "at most 253"},
+		// "*." adds two octets to a base of 252 or 253: the wildcard's own
+		// name is what DNS and a certificate must hold.
+		{"wildcard over 253", "*." + strings.Repeat(strings.Repeat("a", 62)+".", 3) + strings.Repeat("b", 59) + ".com", "at most 253"},
 		{"public suffix", "co.uk", "public suffix"},
 		{"public suffix tld", "com.", "single label"},
 		{"private public suffix", "github.io", "public suffix"},
