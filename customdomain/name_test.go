@@ -161,6 +161,14 @@ func TestParseNewName(t *testing.T) {
 		{"corp.internal", ".internal"},
 		{"router.home.arpa", ".home.arpa"},
 		{"x.alt", ".alt"},
+		// A name ending in a number is an IPv4 address to browsers (the
+		// URL Standard's IPv4 parser: 127.1 is 127.0.0.1), and no
+		// top-level domain is numeric (RFC 3696 §2).
+		{"127.1", "ends in a number"},
+		{"10.0.1", "ends in a number"},
+		{"1.2.3.4.5", "ends in a number"},
+		{"shop.example.123", "ends in a number"},
+		{"shop.example.0x1f", "ends in a number"},
 	} {
 		_, err := customdomain.ParseNewName(tc.in)
 		if petstore.ErrorCode(err) != petstore.CodeInvalidRequest || !strings.Contains(petstore.ErrorMessage(err), tc.says) {

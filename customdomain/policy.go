@@ -16,7 +16,9 @@ var nonPublicSuffixes = []string{"onion", "local", "localhost", "invalid", "inte
 // custom domain (Engine.Add uses it):
 //
 //   - It must end in a public top-level domain: names under .onion, .local,
-//     .localhost, .invalid, .internal, .alt and .home.arpa are refused.
+//     .localhost, .invalid, .internal, .alt and .home.arpa are refused, and
+//     so are names whose last label is a number (127.1, shop.example.123,
+//     x.0x1f), which browsers read as IPv4 addresses.
 //   - Each label must pass the script rule of UTS #39's "Highly
 //     Restrictive" level, and a label written wholly in
 //     Cyrillic letters that look Latin ("аре" for "ape") is refused under
@@ -35,6 +37,9 @@ func ParseNewName(s string) (Name, error) {
 			return Name{}, invalidName("%s is under .%s, a special-use name that never resolves in the public DNS and cannot get a public certificate; add a name under a public top-level domain", clip(n.Unicode), suf)
 		}
 	}
+	if endsInNumber(n.ASCII) {
+		return Name{}, invalidName("%s ends in a number, so browsers read it as an IP address, and no top-level domain is numeric; enter a domain name like shop.example.com", clip(n.Unicode))
+	}
 	labels := strings.Split(n.Unicode, ".")
 	tld := labels[len(labels)-1]
 	for _, l := range labels {
@@ -46,6 +51,19 @@ func ParseNewName(s string) (Name, error) {
 		}
 	}
 	return n, nil
+}
+
+// endsInNumber reports whether the last label of the name ascii is a
+// number, decimal or 0x hexadecimal: the URL Standard then parses the
+// whole host as an IPv4 address (127.1 is 127.0.0.1; example.123 is no
+// valid host at all), so browsers never ask for it by name, and RFC 3696
+// §2 keeps top-level domains from being all-numeric.
+func endsInNumber(ascii string) bool {
+	last := ascii[strings.LastIndexByte(ascii, '.')+1:]
+	if hex, ok := strings.CutPrefix(last, "0x"); ok {
+		return strings.Trim(hex, "0123456789abcdef") == ""
+	}
+	return last != "" && strings.Trim(last, "0123456789") == ""
 }
 
 // scriptError explains a label's mix of scripts.
