@@ -3,6 +3,7 @@ package customdomain
 import (
 	"context"
 	"maps"
+	"slices"
 	"strings"
 )
 
@@ -13,26 +14,59 @@ import (
 //
 // A name with no domain of its own is routed by the wildcard one label
 // above it, if any: a.shop.example.com by *.shop.example.com, which
-// serves it when the wildcard redirects to that very name.
+// serves it when the wildcard's redirect would lead back to that very
+// name (directly, or through other wildcards' redirects).
 func (e *Engine) Route(host string) RouteAnswer {
 	name := hostName(host)
 	routes := *e.routes.Load()
 	if r, ok := routes[name]; ok {
 		return r
 	}
-	if w, ok := wildcardParent(name); ok {
-		if r, ok := routes[w]; ok {
-			if r.Kind == RouteRedirect && r.RedirectTo == name {
-				// The wildcard redirects to this very name, which has no
-				// live domain of its own yet: serve it, as the wildcard
-				// would, rather than redirect it to itself.
-				return RouteAnswer{Kind: RouteServe, Name: name, ProjectID: r.ProjectID}
-			}
-			r.Name = name
-			return r
+	if r, ok := byWildcard(routes, name); ok {
+		if r.Kind == RouteRedirect && leadsBack(routes, r.RedirectTo, name) {
+			// The name has no live domain of its own yet, and redirecting
+			// it would send the browser round in a loop: serve it, as the
+			// wildcard would.
+			return RouteAnswer{Kind: RouteServe, Name: name, ProjectID: r.ProjectID}
 		}
+		return r
 	}
 	return RouteAnswer{Kind: RouteNone, Name: name}
+}
+
+// byWildcard is the answer of the wildcard one label above name, for a
+// name with no route of its own.
+func byWildcard(routes map[string]RouteAnswer, name string) (RouteAnswer, bool) {
+	w, ok := wildcardParent(name)
+	if !ok {
+		return RouteAnswer{}, false
+	}
+	r, ok := routes[w]
+	r.Name = name
+	return r, ok
+}
+
+// leadsBack reports whether following redirects from to reaches name.
+// SetConfig refuses chains of named redirects, but a target with no live
+// domain of its own follows its wildcard's redirect, and two wildcards
+// redirecting to names below each other make a loop.
+func leadsBack(routes map[string]RouteAnswer, to, name string) bool {
+	var seen []string // a loop that name is not on ends the walk
+	for to != name {
+		if slices.Contains(seen, to) {
+			return false
+		}
+		seen = append(seen, to)
+		r, ok := routes[to]
+		if !ok {
+			r, ok = byWildcard(routes, to)
+		}
+		if !ok || r.Kind != RouteRedirect {
+			return false
+		}
+		to = r.RedirectTo
+	}
+	return true
 }
 
 // hostName normalises a Host header to a stored name without allocating

@@ -181,3 +181,36 @@ func activeWildcard(t *testing.T, f *fixture) {
 		t.Fatalf("Verify(*.shop.example.com) = %s %+v", d.Status, d.Diagnosis.Findings)
 	}
 }
+
+// TestWildcardRedirectsNeverLoop: two wildcards that redirect to names
+// below each other must not send those names back and forth while they
+// have no live domain of their own (pending): every visitor ends on a
+// name that serves.
+func TestWildcardRedirectsNeverLoop(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil)
+	activeWildcard(t, f)
+	f.set(t, "example.com.", cname("*.store", target))
+	f.add(t, "prj_pro", "*.store.example.com")
+	if d := f.verify(t, "prj_pro", "*.store.example.com"); d.Status != customdomain.StatusActive {
+		t.Fatalf("Verify(*.store.example.com) = %s %+v", d.Status, d.Diagnosis.Findings)
+	}
+	f.add(t, "prj_pro", "a.shop.example.com")  // pending
+	f.add(t, "prj_pro", "b.store.example.com") // pending
+	if _, err := f.engine.SetConfig(ctx, "prj_pro", customdomain.Config{Redirects: []customdomain.Redirect{
+		{From: "*.shop.example.com", To: "b.store.example.com"},
+		{From: "*.store.example.com", To: "a.shop.example.com"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, start := range []string{"a.shop.example.com", "b.store.example.com", "x.shop.example.com", "y.store.example.com"} {
+		host, hops := start, []string{start}
+		for r := f.engine.Route(host); r.Kind != customdomain.RouteServe; r = f.engine.Route(host) {
+			if r.Kind != customdomain.RouteRedirect || len(hops) > 2 {
+				t.Fatalf("from %s: %v, then %+v; want a served name within one redirect", start, hops, r)
+			}
+			host = r.RedirectTo
+			hops = append(hops, host)
+		}
+	}
+}
