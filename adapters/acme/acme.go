@@ -542,9 +542,23 @@ func (is *Issuer) Status(ctx context.Context, name string) (customdomain.CertSta
 		snap = *a
 	}
 	is.mu.Unlock()
-	if !ok && (a == nil || snap.failed == nil) {
+	if !ok {
+		// Even after this process's attempt failed: another process
+		// sharing the storage may have obtained the certificate since
+		// (the customer fixed CAA, and their Re-verify reached it). Its
+		// certificate is what is served now, and the failure, with its
+		// findings, is history.
 		if c, err := is.configFor(name).CacheManagedCertificate(ctx, name); err == nil {
 			cert, ok = c, true
+			if snap.failed != nil {
+				is.mu.Lock()
+				if is.attempts[name] == a {
+					a.cancel()
+					delete(is.attempts, name)
+				}
+				is.mu.Unlock()
+				snap = attempt{}
+			}
 		}
 	}
 	withUndecided := func(st customdomain.CertStatus) customdomain.CertStatus {

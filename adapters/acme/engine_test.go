@@ -398,3 +398,42 @@ func recordsText(rs []customdomain.Record) string {
 	}
 	return b.String()
 }
+
+// A process whose attempt failed (CAA blocked the CA) must not go on
+// reporting that failure once another process sharing the storage has
+// obtained the certificate (the customer fixed CAA, and their Re-verify
+// reached the other process): its views would show an active domain's
+// certificate failed, with the old CAA finding, and its checks would tell
+// the project domain.certificate.failed.
+func TestEngineFailureOfAnotherProcessDoesNotLinger(t *testing.T) {
+	t.Parallel()
+	e := newEngineEnv(t)
+	ctx := context.Background()
+	name := uniqueLabel("shop") + ".example.org"
+	caa := libdns.CAA{Name: "@", TTL: time.Hour, Tag: "issue", Value: "othe-ca.example"}
+	e.add(name, "example.org.", caa)
+	e.verify(name)
+	if d := e.await(name); d.Status != customdomain.StatusFailed {
+		t.Fatalf("CAA-blocked: %s, want failed", d.Status)
+	}
+	first := e.engine
+	if _, err := e.zone.DeleteRecords(ctx, "example.org.", []libdns.Record{caa}); err != nil {
+		t.Fatal(err)
+	}
+	e.start() // another process, on the same database and certificate storage
+	e.verify(name)
+	if d := e.await(name); d.Status != customdomain.StatusActive {
+		t.Fatalf("Re-verify on the other process: %s (%q), want active", d.Status, d.Reason)
+	}
+	if err := first.Refresh(ctx); err != nil { // as Run does every 2 s, or the change feed at once
+		t.Fatal(err)
+	}
+	d, err := first.Get(ctx, project, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Status != customdomain.StatusActive || d.Certificate.State != customdomain.CertIssued || !d.Diagnosis.OK {
+		t.Fatalf("the first process shows %s, certificate %s (%q), diagnosis %+v; want active, issued, OK",
+			d.Status, d.Certificate.State, d.Certificate.Reason, d.Diagnosis)
+	}
+}
