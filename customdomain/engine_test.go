@@ -979,3 +979,44 @@ func TestLostBackgroundWriteRequestsNoCertificate(t *testing.T) {
 		t.Fatalf("%d requests after a background check whose write won, want 2", n)
 	}
 }
+
+// TestCertificateObtainedElsewhereAfterARefusal: processes share the
+// store and the certificates, but each knows only its own orders. When
+// the customer fixed the CAA records and Re-verify reached another
+// process, the first one's background check still sees its own refusal
+// and fails the domain again; once the other process has the
+// certificate, the domain must go live, not stay failed.
+func TestCertificateObtainedElsewhereAfterARefusal(t *testing.T) {
+	ctx := context.Background()
+	first := &issuer{state: map[string]customdomain.CertStatus{}}
+	f := newFixture(t, first)
+	f.set(t, "example.com.", cname("shop", target))
+	f.add(t, "prj_pro", "shop.example.com")
+	f.verify(t, "prj_pro", "shop.example.com")
+	first.set("shop.example.com", customdomain.CertStatus{State: customdomain.CertFailed, Reason: "CAA records forbid the CA"})
+	if err := f.engine.CertificateChanged(ctx, "shop.example.com"); err != nil {
+		t.Fatal(err)
+	}
+
+	second := &issuer{state: map[string]customdomain.CertStatus{}}
+	other := f.replica(t, func(c *customdomain.EngineConfig) { c.CertIssuer = second })
+	if d, err := other.Verify(ctx, "prj_pro", "shop.example.com"); err != nil || d.Status != customdomain.StatusIssuing {
+		t.Fatalf("Re-verify on the other process: %s, %v; want issuing", d.Status, err)
+	}
+	f.clock.Advance(time.Minute)
+	if _, err := f.engine.RunDue(ctx, f.clock.Now()); err != nil { // the first process's stale refusal
+		t.Fatal(err)
+	}
+	second.set("shop.example.com", customdomain.CertStatus{State: customdomain.CertIssued})
+	if err := other.CertificateChanged(ctx, "shop.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	d, err := other.Get(ctx, "prj_pro", "shop.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Status != customdomain.StatusActive || other.Route("shop.example.com").Kind != customdomain.RouteServe {
+		t.Fatalf("certificate issued by the other process: %s (%q), route %+v; want active and served",
+			d.Status, d.Reason, other.Route("shop.example.com"))
+	}
+}

@@ -341,6 +341,14 @@ func (m *machine) certReported(c CertStatus) {
 		return
 	}
 	m.noteCert(c)
+	if m.e.Status == StatusFailed && c.State == CertIssued && m.failedIssuing() {
+		// Its DNS verified and only the certificate was missing: another
+		// process sharing the storage obtained it (the customer fixed CAA
+		// and Re-verify reached that process), while this one's refusal
+		// had failed the domain.
+		m.activate()
+		return
+	}
 	if m.e.Status != StatusIssuing {
 		return
 	}
@@ -358,6 +366,13 @@ func (m *machine) certReported(c CertStatus) {
 		m.to(StatusFailed, reason)
 		m.e.NextCheckAt = time.Time{}
 	}
+}
+
+// failedIssuing reports whether the entry failed while issuing: its DNS
+// verified, and its certificate was refused.
+func (m *machine) failedIssuing() bool {
+	h := m.e.History
+	return len(h) >= 2 && h[len(h)-1].Status == StatusFailed && h[len(h)-2].Status == StatusIssuing
 }
 
 func (m *machine) removed() {
