@@ -28,7 +28,7 @@ const CertPendingLimit = 30 * time.Minute
 // attempt's failure. The engine raises it after CertPendingLimit; a
 // certificate layer may raise it sooner (adapters/acme's PendingTimeout).
 func CertPendingTooLongFinding(name string, after time.Duration, lastErr string) Finding {
-	msg := fmt.Sprintf("No certificate has been issued for %s %v after verification.", name, after)
+	msg := fmt.Sprintf("No certificate has been issued for %s %s after verification.", name, words(after))
 	if lastErr != "" {
 		msg += " The last attempt failed: " + lastErr
 	}

@@ -673,7 +673,11 @@ func TestIssuingSurvivesRestart(t *testing.T) {
 			if tc.codes != "" {
 				// Every process shows it, and the original one too.
 				d, _ := f.engine.Get(ctx, "prj_pro", "shop.example.com")
-				fix := d.Diagnosis.Findings[len(d.Diagnosis.Findings)-1].Fix
+				last := d.Diagnosis.Findings[len(d.Diagnosis.Findings)-1]
+				if !strings.Contains(last.Message, "30 minutes after verification") {
+					t.Fatalf("message %q does not say how long, in words", last.Message)
+				}
+				fix := last.Fix
 				for _, step := range []string{"still verifies", "CAA", "Re-verify"} {
 					if !strings.Contains(fix, step) {
 						t.Fatalf("fix %q does not mention %q", fix, step)

@@ -394,10 +394,18 @@ func (m *machine) removed() {
 	m.emit(EventRemoved)
 }
 
-// words says a duration the way people do: "48 hours", else Go's form.
+// words says a duration the way people do: "48 hours", "30 minutes",
+// else Go's form.
 func words(d time.Duration) string {
-	if d%time.Hour == 0 {
+	switch {
+	case d == time.Hour:
+		return "1 hour"
+	case d%time.Hour == 0:
 		return fmt.Sprintf("%d hours", d/time.Hour)
+	case d == time.Minute:
+		return "1 minute"
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%d minutes", d/time.Minute)
 	}
 	return d.String()
 }
