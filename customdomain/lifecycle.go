@@ -172,11 +172,11 @@ func planName(p petstore.Plan) string {
 // Re-verify) and advances it (see Step): a pending or failed domain whose
 // records are right is verified, then issuing (or active without a
 // CertIssuer); an issuing domain gets a new certificate attempt; a failed
-// domain whose records are still wrong goes back to pending for a new
-// 48-hour window; a misconfigured domain whose record is back is active
-// again; a pending domain whose DCV delegation exists gets its certificate
-// before its traffic moves. A lookup failure changes nothing but the
-// findings. Returns the domain as it is afterwards, or invalid_request /
+// domain whose records are still wrong, or could not be looked up, goes
+// back to pending for a new 48-hour window; a misconfigured domain whose
+// record is back is active again; a pending domain whose DCV delegation
+// exists gets its certificate before its traffic moves. Otherwise a lookup
+// failure changes nothing but the findings. Returns the domain as it is afterwards, or invalid_request /
 // not_found, and plan_required while the project is below Pro.
 func (e *Engine) Verify(ctx context.Context, projectID, name string) (Domain, error) {
 	entry, err := e.owned(ctx, projectID, name)
