@@ -174,6 +174,12 @@ func (l *limits) decide(w http.ResponseWriter, r *http.Request, subject string, 
 	if d.BanStarted {
 		l.logBan(r, subject, d)
 	}
+	// Every answer carries the headers, as the spec says: a fallback's
+	// figures are this process's estimate, as a lease's are, and so are
+	// those that come with an error (ratelimit.Limiter.Decide).
+	if err == nil || d.Binding.Quota > 0 {
+		l.setHeaders(w, d)
+	}
 	if err != nil {
 		if r.Context().Err() != nil { // the client went away: nothing failed
 			err = petstore.Errorf(petstore.CodeUnavailable, "request canceled")
@@ -186,14 +192,6 @@ func (l *limits) decide(w http.ResponseWriter, r *http.Request, subject string, 
 		writeErrorQuietly(w, r, err) // a limiter's failure is counted as its decision, not as a store's error
 		return time.Time{}, false
 	}
-	// Every answer carries the headers, as the spec says; a fallback's
-	// figures are this process's estimate, as a lease's are. Seconds to
-	// reset count from the limiter's clock, if it says.
-	now := d.At
-	if now.IsZero() {
-		now = l.Now()
-	}
-	setRateLimitHeaders(w.Header(), d, now, l.IETFRateLimitHeaders)
 	if d.Allowed {
 		return d.At, true
 	}
@@ -218,6 +216,16 @@ func writeErrorQuietly(w http.ResponseWriter, r *http.Request, err error) {
 	cause := st.cause
 	WriteError(w, r, err)
 	st.cause = cause
+}
+
+// setHeaders writes d's headers; seconds to reset count from the
+// limiter's clock, if it says.
+func (l *limits) setHeaders(w http.ResponseWriter, d ratelimit.Decision) {
+	now := d.At
+	if now.IsZero() {
+		now = l.Now()
+	}
+	setRateLimitHeaders(w.Header(), d, now, l.IETFRateLimitHeaders)
 }
 
 // setRateLimitHeaders writes X-RateLimit-* for the binding window and,

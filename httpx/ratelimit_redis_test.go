@@ -9,10 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/adapters/redislimit"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/internal/faultproxy"
 	"github.com/petstorekit/petstore/internal/testenv"
 	"github.com/petstorekit/petstore/ratelimit"
 )
@@ -132,5 +135,108 @@ func TestRateLimitTwoHandlersShareRedis(t *testing.T) {
 			wantStatus(t, res, 429, petstore.CodeRateLimited)
 			wantHeaders(t, res, map[string]string{"X-RateLimit-Limit": "60", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": unix(time.Minute)})
 		})
+	}
+}
+
+// TestFailClosedAnswersCarryTheEstimate: failing closed, a Redis that
+// refuses connections makes requests 503, and each 503 still carries the
+// rate-limit headers the spec asks of every answer: this process's
+// estimate of the budget the request would have spent (a key's, a wrong
+// key's address's, a public path's), with nothing spent by the 503.
+func TestFailClosedAnswersCarryTheEstimate(t *testing.T) {
+	o, err := redislimit.ParseOptions(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := faultproxy.Start(t, o.Addr)
+	o.Addr = proxy.Addr()
+	c := redis.NewClient(o)
+	t.Cleanup(func() { c.Close() })
+	e := newRLEnv(t, redislimit.New(c, testenv.RedisPrefix(t, testenv.RedisClient(t), "httpx")), func(_ *httpx.Config, l *ratelimit.Config) {
+		l.StoreTimeout = 2 * time.Second // a cut is refused at once; never a slow Redis here
+	})
+	kinds := []struct {
+		name  string
+		req   func() *http.Request
+		limit string
+	}{
+		{"a key's", func() *http.Request { return e.req("GET", "/v1/pets", "") }, "60"},
+		{"a wrong key's", func() *http.Request { return authedReq("psk_wrong", "GET", "/v1/pets", "") }, "60"},
+		{"a public path's", func() *http.Request { return httptest.NewRequest("GET", "/v1/openapi.json", nil) }, "600"},
+	}
+	last := map[string]response{}
+	for _, k := range kinds {
+		for range 3 {
+			last[k.name] = do(t, e.h, "/v1", k.req())
+		}
+	}
+	proxy.Cut()
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			// Requests a share leased before the cut still admits are
+			// answered as usual, each spending one; then 503.
+			for i := 0; ; i++ {
+				res := do(t, e.h, "/v1", k.req())
+				if res.Status != 503 {
+					if i == 200 {
+						t.Fatalf("still %d after 200 requests with Redis cut", res.Status)
+					}
+					last[k.name] = res
+					continue
+				}
+				wantStatus(t, res, 503, petstore.CodeUnavailable)
+				before := last[k.name]
+				wantHeaders(t, res, map[string]string{
+					"X-RateLimit-Limit":     k.limit,
+					"X-RateLimit-Remaining": before.Header.Get("X-RateLimit-Remaining"),
+					"X-RateLimit-Reset":     before.Header.Get("X-RateLimit-Reset"),
+					"RateLimit-Policy":      before.Header.Get("RateLimit-Policy"),
+					"Retry-After":           "2",
+				})
+				return
+			}
+		})
+	}
+}
+
+// TestTimedOutWaitCarriesTheEstimate: requests that run out of time
+// (Config.Timeout) while waiting for another request's call to a paused
+// Redis are 503, and still carry the rate-limit headers: the estimate of
+// the key's windows, nothing spent.
+func TestTimedOutWaitCarriesTheEstimate(t *testing.T) {
+	o, err := redislimit.ParseOptions(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := faultproxy.Start(t, o.Addr)
+	o.Addr = proxy.Addr()
+	c := redis.NewClient(o)
+	t.Cleanup(func() { c.Close() })
+	e := newRLEnv(t, redislimit.New(c, testenv.RedisPrefix(t, testenv.RedisClient(t), "httpx")), func(h *httpx.Config, l *ratelimit.Config) {
+		h.Timeout = 200 * time.Millisecond
+		l.StoreTimeout = 2 * time.Second
+	})
+	proxy.Pause()
+	res := make([]response, 8)
+	var wg sync.WaitGroup
+	for i := range res {
+		wg.Go(func() { res[i], _ = serve(e.h, e.req("GET", "/v1/pets", "")) })
+	}
+	wg.Wait()
+	timedOut := 0
+	for _, r := range res {
+		if r.Status != 503 || r.errorBody(t).Message != "request canceled" {
+			// The request that called Redis, decided locally after the
+			// store's timeout, and failed by the pet store for its own.
+			if r.Header.Get("X-RateLimit-Remaining") == "" {
+				t.Fatalf("%d %s without X-RateLimit-Remaining", r.Status, r.Body)
+			}
+			continue
+		}
+		timedOut++
+		wantHeaders(t, r, map[string]string{"X-RateLimit-Limit": "60", "X-RateLimit-Remaining": "60", "X-RateLimit-Reset": unix(time.Minute)})
+	}
+	if timedOut == 0 {
+		t.Fatal("no request timed out waiting for the paused Redis")
 	}
 }

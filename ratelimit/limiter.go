@@ -329,13 +329,58 @@ var errDown = errors.New("ratelimit: store taken for down; waiting to probe it")
 // the local fallback's, marked Degraded. Decide returns an error only when
 // the limiter fails closed and the store is unreachable (unavailable),
 // when the limits are not valid (internal), or when ctx ends before a
-// decision.
+// decision; with valid limits the Decision is then Estimate's, Allowed
+// false: the figures the answer reports, though nothing was counted.
 func (l *Limiter) Decide(ctx context.Context, subject string, limits petstore.Limits) (Decision, error) {
 	d, err := l.decide(ctx, subject, limits)
 	if err == nil && l.history != nil {
 		l.history.Record(subject, d.At, d.Allowed)
 	}
+	if err != nil && limits.Valid() {
+		d = l.Estimate(subject, limits)
+		d.Allowed = false
+	}
 	return d, err
+}
+
+// Estimate returns subject's windows under limits as this process knows
+// them, as Decide would report them, but counting nothing, striking
+// nothing and never calling the store: the figures of an answer that no
+// decision was made for. Allowed says whether the windows and bans known
+// here leave room. It returns the zero Decision for limits that are not
+// valid.
+func (l *Limiter) Estimate(subject string, limits petstore.Limits) Decision {
+	if !limits.Valid() {
+		return Decision{}
+	}
+	subject = l.aggregate(subject)
+	rates := Rates(limits)
+	counts := make([]WindowCount, len(rates))
+	wall, p := l.clock()
+	if l.leases != nil {
+		e := l.leases.peek(subject)
+		if e == nil {
+			e = &lease{}
+		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.refresh(p, len(rates))
+		if e.banEnd > p {
+			return l.leaseDecision(rates, wall, p, false, -1, e.banEnd, false, e, counts, false)
+		}
+		full := e.full(rates, p)
+		return l.leaseDecision(rates, wall, p, full < 0, full, 0, false, e, counts, true)
+	}
+	s, now := l.local, wall
+	if s == nil {
+		s, now = l.store.(*MemoryStore), time.Unix(0, p)
+	}
+	full, banEnd := s.peek(subject, rates, now.UnixNano(), counts)
+	var end time.Time
+	if banEnd > 0 {
+		end = time.Unix(0, banEnd)
+	}
+	return toWall(decideWindows(rates, now, full < 0 && banEnd == 0, full, banEnd > 0, end, false, counts), wall, now.UnixNano())
 }
 
 func (l *Limiter) decide(ctx context.Context, subject string, limits petstore.Limits) (Decision, error) {

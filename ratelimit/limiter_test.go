@@ -542,3 +542,34 @@ func TestEveryOutageIsLogged(t *testing.T) {
 		t.Fatalf("two outages within a minute: %d failure and %d recovery lines, want 2 and 2:\n%s", f, r, logs.String())
 	}
 }
+
+// Estimate reports a subject's windows as a decision would, spending
+// nothing; a Decide that ends without a decision (here its context) comes
+// with those figures, for the answer's headers.
+func TestEstimateSpendsNothing(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	l := ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{Clock: func() time.Time { return now }})
+	free := petstore.Limits{PerMinute: 60, PerDay: 1000}
+	for range 3 {
+		if _, err := l.Decide(context.Background(), "key:k", free); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	d, err := l.Decide(ctx, "key:k", free)
+	if err == nil || d.Allowed {
+		t.Fatalf("canceled Decide: %+v, %v; want an error and not allowed", d, err)
+	}
+	for _, d := range []ratelimit.Decision{d, l.Estimate("key:k", free), l.Estimate("key:k", free)} {
+		if d.Binding.Quota != 60 || d.Binding.Remaining != 57 || !d.Binding.Reset.Equal(now.Add(time.Minute)) {
+			t.Fatalf("estimate after 3 requests: %+v, want 57 of 60 left until %v", d.Binding, now.Add(time.Minute))
+		}
+	}
+	if got := l.Estimate("key:other", free).Binding; got.Remaining != 60 {
+		t.Fatalf("estimate of a subject never seen: %+v, want 60 left", got)
+	}
+	if d, _ := l.Decide(context.Background(), "key:k", free); d.Binding.Remaining != 56 {
+		t.Fatalf("next decision: %d left, want 56: an estimate spent something", d.Binding.Remaining)
+	}
+}

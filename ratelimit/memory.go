@@ -385,6 +385,35 @@ func (s *MemoryStore) refusing(subject string, now int64) bool {
 	return e != nil && (e.banEnd > now || e.fullAt(now))
 }
 
+// peek puts subject's windows under rates at now (nanoseconds) in counts,
+// counting nothing, and returns the first full one (-1: none) and the end
+// of its ban (0: none).
+func (s *MemoryStore) peek(subject string, rates []Rate, now int64, counts []WindowCount) (full int, banEnd int64) {
+	sh := s.shard(subject)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.subjects[subject]
+	full = -1
+	for i, r := range rates {
+		counts[i] = WindowCount{Reset: time.Unix(0, now+int64(r.Period))}
+		if e == nil {
+			continue
+		}
+		for _, w := range e.windows {
+			if w.period == r.Period && w.end > now {
+				counts[i] = WindowCount{Used: w.used, Reset: time.Unix(0, w.end)}
+				if full < 0 && w.used >= r.Quota {
+					full = i
+				}
+			}
+		}
+	}
+	if e != nil && e.banEnd > now {
+		banEnd = e.banEnd
+	}
+	return full, banEnd
+}
+
 // fullAt reports whether one of e's windows is full at now.
 func (e *memEntry) fullAt(now int64) bool {
 	for _, w := range e.windows {

@@ -101,3 +101,28 @@ func failClosedServer(t *testing.T) (proxy *faultproxy.Proxy, base string, ready
 	}
 	return proxy, base, ready
 }
+
+// TestFailClosed503CarriesRateLimitHeaders: with -ratelimit-fail closed
+// and Redis refusing connections, the 503 still carries X-RateLimit-*, as
+// the spec asks of every answer: what this process knows is left of the
+// key's minute, which the 503 did not spend.
+func TestFailClosed503CarriesRateLimitHeaders(t *testing.T) {
+	proxy, base, _ := failClosedServer(t)
+	last := get(t, base+"/v1/pets", faultKey)
+	if last.StatusCode != 200 {
+		t.Fatalf("before any fault: %d", last.StatusCode)
+	}
+	proxy.Cut()
+	var res *http.Response
+	until(t, 15*time.Second, "requests answer 503 while Redis refuses connections", func() bool {
+		if res = get(t, base+"/v1/pets", faultKey); res.StatusCode == 200 {
+			last = res // a share leased before the cut: spent as usual
+		}
+		return res.StatusCode == 503
+	})
+	for _, h := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} {
+		if got, want := res.Header.Get(h), last.Header.Get(h); got != want || got == "" {
+			t.Fatalf("503 with Redis cut: %s = %q, want %q as the last 200 said", h, got, want)
+		}
+	}
+}
