@@ -12,9 +12,10 @@ import (
 // authenticate reads the bearer key of a request to a non-public path
 // (KeyFromContext). A missing or wrong one is 401 once attempt charged
 // the try to the client's address (or answered 429 or 503 itself). A key
-// store that cannot answer is 503 at once, charged to nobody. client is
-// for an Authenticator that paces a refused client (clientAuthenticator).
-func authenticate(auth petstore.Authenticator, public func(*http.Request) bool, client func(*http.Request) netip.Addr, attempt func(http.ResponseWriter, *http.Request) bool) func(http.Handler) http.Handler {
+// store that cannot answer is 503 at once, charged to nobody (attempt
+// with charge false reports the address's figures). client is for an
+// Authenticator that paces a refused client (clientAuthenticator).
+func authenticate(auth petstore.Authenticator, public func(*http.Request) bool, client func(*http.Request) netip.Addr, attempt func(w http.ResponseWriter, r *http.Request, charge bool) bool) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if public(r) {
@@ -27,7 +28,7 @@ func authenticate(auth petstore.Authenticator, public func(*http.Request) bool, 
 				st := stateOf(r.Context())
 				st.key, st.hasKey = key, true
 				next.ServeHTTP(w, r)
-			case petstore.ErrorCode(err) != petstore.CodeUnauthorized || attempt(w, r):
+			case attempt(w, r, petstore.ErrorCode(err) == petstore.CodeUnauthorized):
 				WriteError(w, r, err)
 			}
 		})

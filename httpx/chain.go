@@ -45,6 +45,13 @@ type Refunder interface {
 	Refund(ctx context.Context, subject string, limits petstore.Limits, at time.Time) error
 }
 
+// An Estimator is a RateLimiter that can report a subject's figures
+// without deciding, counting nothing: the headers of a request no
+// decision was made for (the key store failed). ratelimit.Limiter is one.
+type Estimator interface {
+	Estimate(subject string, limits petstore.Limits) ratelimit.Decision
+}
+
 // DefaultPublicLimits are the per-address allowances of public paths (the
 // OpenAPI document, the dashboard page) when Config.PublicLimits is zero.
 var DefaultPublicLimits = petstore.Limits{PerMinute: 600, PerDay: 20_000}

@@ -157,12 +157,21 @@ func (l *limits) refund(r *http.Request, subject string, lim petstore.Limits, at
 	}
 }
 
-// attempt charges a missing or wrong key's try to its address's budget.
-func (l *limits) attempt(w http.ResponseWriter, r *http.Request) bool {
+// attempt charges a missing or wrong key's try to its address's budget;
+// one the key store could not decide (charge false) spends nothing, but
+// reports that budget as the limiter estimates it (Estimator).
+func (l *limits) attempt(w http.ResponseWriter, r *http.Request, charge bool) bool {
 	if l.Limiter == nil {
 		return true
 	}
-	_, ok := l.decide(w, r, addrSubject("ip:", l.client(r)), freeLimits)
+	subject := addrSubject("ip:", l.client(r))
+	if !charge {
+		if e, ok := untraced(l.Limiter).(Estimator); ok {
+			l.setHeaders(w, e.Estimate(subject, freeLimits))
+		}
+		return true
+	}
+	_, ok := l.decide(w, r, subject, freeLimits)
 	return ok
 }
 

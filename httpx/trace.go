@@ -42,6 +42,15 @@ type refundingLimiter struct {
 	Refunder
 }
 
+// untraced is the limiter itself, not traceConfig's wrapping: for the
+// ports that are not traced (Estimator).
+func untraced(rl RateLimiter) any {
+	if t, ok := rl.(refundingLimiter); ok {
+		return t.Refunder
+	}
+	return rl
+}
+
 // traceRequests gives each request a server span after OpenTelemetry's
 // HTTP conventions, with the client address, the key's public id and the
 // status; a 5xx answer is an error. Without a provider it is no step.

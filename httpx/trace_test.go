@@ -2,10 +2,12 @@ package httpx_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -258,5 +260,39 @@ func wantChildren(t *testing.T, spans []sdktrace.ReadOnlySpan, names ...string) 
 	}
 	if strings.Join(got, ",") != strings.Join(names, ",") {
 		t.Errorf("child spans (in the order they ended) = %v, want %v", got, names)
+	}
+}
+
+// downKeys is a key store that cannot answer: every lookup is unavailable.
+type downKeys struct{}
+
+func (downKeys) Authenticate(context.Context, string) (petstore.APIKey, error) {
+	return petstore.APIKey{}, petstore.Errorf(petstore.CodeUnavailable, "the key store is unavailable")
+}
+
+// A key the key store could not check is 503, charged to nobody, and
+// still carries the rate-limit headers: its address's budget of wrong
+// keys, as a wrong key's 401 would report it, less nothing; traced or not.
+func TestKeyStoreDownReportsTheAddressBudget(t *testing.T) {
+	for _, traced := range []bool{false, true} {
+		t.Run(fmt.Sprint("traced ", traced), func(t *testing.T) {
+			e := newRLEnv(t, ratelimit.NewMemoryStore(), nil)
+			wrong := do(t, e.h, "/v1", authedReq("psk_wrong", "GET", "/v1/pets", "")) // spends 1 of the address's 60
+			wantStatus(t, wrong, 401, petstore.CodeUnauthorized)
+			cfg := httpx.Config{Service: petstore.NewService(e.pets), Auth: downKeys{}, Limiter: e.limiter, IETFRateLimitHeaders: true}
+			if traced {
+				cfg.TracerProvider = sdktrace.NewTracerProvider()
+			}
+			h, err := httpx.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				res := do(t, h, "/v1", e.req("GET", "/v1/pets", ""))
+				wantStatus(t, res, 503, petstore.CodeUnavailable)
+				wantHeaders(t, res, map[string]string{"X-RateLimit-Limit": "60", "X-RateLimit-Remaining": "59",
+					"X-RateLimit-Reset": unix(time.Minute), "Retry-After": "2"})
+			}
+		})
 	}
 }

@@ -78,10 +78,23 @@ func TestDatabaseOutageIsNotAnInvalidKey(t *testing.T) {
 		status, _, _ := call(t, "GET", base+"/v1/pets", faultKey, "", "")
 		return status == 503
 	})
-	for range 40 {
+	// Every 503 carries the rate-limit headers: the key's, when its cached
+	// entry was still trusted and the store failed the request, else, the
+	// key not checked, its address's budget of wrong keys, none spent.
+	looked := 0
+	for i := 0; i < 40 || looked == 0; i++ {
 		status, h, body := call(t, "GET", base+"/v1/pets", faultKey, "", "")
 		if status != 503 || h.Get("Retry-After") == "" || !strings.Contains(body, `"unavailable"`) {
 			t.Fatalf("during the outage: %d Retry-After=%q %s; want 503 unavailable with Retry-After", status, h.Get("Retry-After"), body)
+		}
+		lim, rem, reset := h.Get("X-RateLimit-Limit"), h.Get("X-RateLimit-Remaining"), h.Get("X-RateLimit-Reset")
+		if lim == "60" && rem == "60" && reset != "" {
+			looked++
+		} else if lim != "100" || rem == "" || reset == "" {
+			t.Fatalf("503 %d during the outage: X-RateLimit-Limit %q, -Remaining %q, -Reset %q; want the key's (100) or the address's untouched budget (60 of 60)", i+1, lim, rem, reset)
+		}
+		if i == 400 {
+			t.Fatal("no key lookup failed in 400 requests: the key cache still trusts its entry")
 		}
 	}
 
