@@ -57,7 +57,16 @@ func secretEnv(db string) map[string]string {
 // TestHelpShowsNoSecret: -h prints every flag's default, which is the
 // value of its environment variable.
 func TestHelpShowsNoSecret(t *testing.T) {
-	env := secretEnv("postgres://app:" + plantedDBPass + "@127.0.0.1:5432/petstore?sslmode=disable")
+	for _, db := range []string{
+		"postgres://app:" + plantedDBPass + "@127.0.0.1:5432/petstore?sslmode=disable",
+		"host=127.0.0.1 user=app password=" + plantedDBPass + " dbname=petstore", // PostgreSQL's keyword/value form
+	} {
+		helpShowsNoSecret(t, secretEnv(db))
+	}
+}
+
+func helpShowsNoSecret(t *testing.T, env map[string]string) {
+	t.Helper()
 	for _, args := range [][]string{{"-h"}, {"-no-such-flag"}, {"keys", "-h"}} {
 		var out bytes.Buffer
 		_, err := parseConfig(args, func(k string) string { return env[k] }, &out)
@@ -82,6 +91,7 @@ func TestFlagErrorsShowNoSecret(t *testing.T) {
 		{"-db", "postgres://app:" + plantedDBPass + "@127.0.0.1:1/petstore?sslmode=disable&connect_timeout=1"},
 		{"-db", "mysql://root:" + plantedDBPass + "@/test"},
 		{"-db", "oracle://app:" + plantedDBPass + "@127.0.0.1/x"},
+		{"-db", "host=127.0.0.1 user=app password=" + plantedDBPass + " dbname=petstore"},
 		{"-db", "memory", "-redis", "redis://:" + plantedRedis + "@127.0.0.1:badport/0"},
 		{"-db", "memory", "-redis", "redis://:" + plantedRedis + "@127.0.0.1:6379/notanumber"},
 		{"-db", "memory", "-redis", "user:" + plantedRedis + "@127.0.0.1:6379"},

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"net/url"
+	"regexp"
 	"strings"
 )
 
@@ -23,14 +24,17 @@ var secretParams = []string{"password", "passwd", "pass", "pwd", "secret", "toke
 // Mask. It reads s the way the programs here do, not with url.Parse: the
 // user info is everything between "://" and the last "@" before the query,
 // so a base64 TSIG secret with "/" or "+" in it is masked whole. A string
-// without "://" is kept unless it has an "@", when it is all masked.
+// without "://" is all masked when it has an "@"; otherwise the values of
+// its secret keywords are, as in PostgreSQL's keyword/value form
+// ("host=db password=..."), which an operator may give where a URL is
+// wanted.
 func URL(s string) string {
 	scheme, rest, ok := strings.Cut(s, "://")
 	if !ok {
 		if strings.Contains(s, "@") {
 			return Mask
 		}
-		return s
+		return secretKeyword.ReplaceAllString(s, "${1}"+Mask)
 	}
 	beforeQuery, query, hasQuery := strings.Cut(rest, "?")
 	if at := strings.LastIndex(beforeQuery, "@"); at >= 0 {
@@ -47,6 +51,11 @@ func URL(s string) string {
 	}
 	return scheme + "://" + beforeQuery + "?" + redactQuery(query)
 }
+
+// secretKeyword matches a secret parameter given as keyword=value, the
+// value unquoted (up to the next space) or single-quoted with backslash
+// escapes, as libpq reads it (an unterminated quote runs to the end).
+var secretKeyword = regexp.MustCompile(`(?i)((?:^|[\s;])(?:` + strings.Join(secretParams, "|") + `)\s*=\s*)(?:'(?:[^'\\]|\\.)*(?:'|\\?$)|[^\s']\S*|$)`)
 
 // redactQuery masks the values of the secret parameters of a raw query,
 // keeping the others as written; a query that does not parse is masked.

@@ -26,6 +26,13 @@ func TestURL(t *testing.T) {
 		{"127.0.0.1:6379", "127.0.0.1:6379"},
 		{"user:s3cret@127.0.0.1:6379", "xxxxx"},
 		{"sqlite:petstore.db", "sqlite:petstore.db"},
+		// PostgreSQL's keyword/value form, which an operator may give
+		// where a URL is wanted: bunopen refuses it, quoting it.
+		{"host=db user=app password=s3cret dbname=petstore", "host=db user=app password=xxxxx dbname=petstore"},
+		{"host=db PASSWORD = 's3cret \\' s3cret' dbname=petstore", "host=db PASSWORD = xxxxx dbname=petstore"},
+		{"user=app password='s3cret s3cret", "user=app password=xxxxx"},
+		{"Server=db;User Id=app;Password=s3cret;", "Server=db;User Id=app;Password=xxxxx"},
+		{"host=db sslpassword=s3cret", "host=db sslpassword=xxxxx"},
 		{"memory", "memory"},
 		{"", ""},
 	} {
