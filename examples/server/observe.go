@@ -142,6 +142,10 @@ func newTracerProvider(path string) (trace.TracerProvider, func(), error) {
 	}
 	tp := sdktrace.NewTracerProvider(
 		sdktrace.WithBatcher(exp),
+		// Every request is recorded. The default sampler follows the
+		// caller's traceparent, so any client could keep its requests
+		// out of the file by sending its sampled flag off.
+		sdktrace.WithSampler(sdktrace.AlwaysSample()),
 		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", "petstore"))),
 	)
 	return tp, func() {

@@ -338,6 +338,52 @@ func TestTraceFile(t *testing.T) {
 	}
 }
 
+// TestTraceFileRecordsEveryRequest: a caller's traceparent joins its
+// trace but does not decide whether the request is recorded: one whose
+// sampled flag is off is in the trace file too, so no client can hide
+// its requests from the operator.
+func TestTraceFileRecordsEveryRequest(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "spans.json")
+	s := startServer(t, []string{"-addr", "127.0.0.1:0", "-keys", freeKey + ":free", "-trace-file", path}, nil)
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	for _, flags := range []string{"00", "01"} {
+		req, _ := http.NewRequest("GET", s.base+"/v1/pets", nil)
+		req.Header.Set("Authorization", "Bearer "+freeKey)
+		req.Header.Set("traceparent", "00-"+traceID+"-00f067aa0ba902b7-"+flags)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Fatalf("traceparent flags %s: status %d", flags, res.StatusCode)
+		}
+	}
+	s.stop() // flushes the batched spans
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for dec := json.NewDecoder(strings.NewReader(string(b))); ; {
+		var span struct {
+			Name        string
+			SpanContext struct{ TraceID string }
+		}
+		if err := dec.Decode(&span); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if span.Name == "GET /v1/pets" && span.SpanContext.TraceID == traceID {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Fatalf("%d server spans in the caller's trace, want 2: one per request, sampled by the caller or not", n)
+	}
+}
+
 // TestSnapshotBoundsTheWork (issue 26): however many requests arrive,
 // the handler behind a snapshot (a database ping, a scrape's queries)
 // runs at most once per period, and a request after the period sees a
