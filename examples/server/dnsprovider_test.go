@@ -190,3 +190,37 @@ func TestDCVZoneFlag(t *testing.T) {
 		t.Fatalf("parsed %q %v %v, %v", cfg.acmeDCVZone, cfg.recheck, cfg.driftGrace, err)
 	}
 }
+
+// TestDNSResolversFlag: each of -dns-resolvers must be a host[:port],
+// the host an IP address or a name; anything else is refused at start,
+// naming the item, rather than failing every verification later.
+func TestDNSResolversFlag(t *testing.T) {
+	for _, v := range []string{
+		"8.8.8.8;1.1.1.1",        // not a comma
+		"8.8.8.8 1.1.1.1",        // nor a space
+		"127.0.0.1:notaport",     // a port that is not a number
+		"127.0.0.1:0",            // nor one that can be asked
+		"127.0.0.1:65536",        // nor out of range
+		"dns.example:53:53",      // two ports
+		"udp://127.0.0.1:53",     // a URL
+		"ns_1.example.com",       // not a host name
+		"[::1]:53,-bad-.example", // one bad among good ones
+	} {
+		_, err := parseConfig([]string{"-dns-resolvers", v}, func(string) string { return "" }, &strings.Builder{})
+		if err == nil || !strings.HasPrefix(err.Error(), "-dns-resolvers: ") {
+			t.Errorf("-dns-resolvers %q: err %v, want a -dns-resolvers error", v, err)
+		}
+	}
+	for v, want := range map[string]int{
+		"127.0.0.1:5353":                 1,
+		"8.8.8.8, 1.1.1.1":               2,
+		"[::1]:53,::1,dns.google":        3,
+		"ns1.example.com:53, 10.0.0.53,": 2,
+		"":                               0,
+	} {
+		cfg, err := parseConfig([]string{"-dns-resolvers", v}, func(string) string { return "" }, &strings.Builder{})
+		if err != nil || len(cfg.dnsResolvers) != want {
+			t.Errorf("-dns-resolvers %q: %v, %v; want %d resolvers", v, cfg.dnsResolvers, err, want)
+		}
+	}
+}

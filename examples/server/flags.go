@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -181,7 +182,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		}
 		cfg.edgeIPs = append(cfg.edgeIPs, ip)
 	}
-	cfg.dnsResolvers = splitList(*resolvers)
+	if cfg.dnsResolvers, err = parseResolvers(*resolvers); err != nil {
+		return config{}, fmt.Errorf("-dns-resolvers: %w", err)
+	}
 	if cfg.dnsProvider, err = parseDNSProvider(*dnsProvider); err != nil {
 		return config{}, fmt.Errorf("-dns-provider: %w", err) // never the value: it holds the TSIG secret
 	}
@@ -219,6 +222,46 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// parseResolvers reads comma-separated nameservers, each host[:port]
+// with an IP address or a host name, as dnsresolver.New takes them: a
+// mistyped one would otherwise fail every verification, not the start.
+func parseResolvers(s string) ([]string, error) {
+	out := splitList(s)
+	for _, item := range out {
+		host, port, err := net.SplitHostPort(item)
+		if err != nil {
+			host, port = strings.TrimSuffix(strings.TrimPrefix(item, "["), "]"), "53"
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("%q: want host[:port] with a port from 1 to 65535", item)
+		}
+		if _, err := netip.ParseAddr(host); err != nil && !isHostName(host) {
+			return nil, fmt.Errorf("%q: want host[:port], the host an IP address or a name such as ns1.example.com", item)
+		}
+	}
+	return out, nil
+}
+
+// isHostName reports whether s is a host name: dot-separated labels of
+// letters, digits and inner hyphens, a trailing dot allowed.
+func isHostName(s string) bool {
+	s = strings.TrimSuffix(s, ".")
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for label := range strings.SplitSeq(s, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, c := range label {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // parsePrefixes reads comma-separated CIDRs or single addresses.
