@@ -39,6 +39,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -88,6 +89,10 @@ func main() {
 	}
 }
 
+// flushLog holds the log buffer of the running server, for
+// exitOnSecondSignal to write out before the process exits.
+var flushLog atomic.Pointer[logbuf.Writer]
+
 // shutdownGrace bounds how long in-flight requests may take to finish.
 const shutdownGrace = 15 * time.Second
 
@@ -121,6 +126,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// log lines before it so the two keep their order.
 	logs := logbuf.New(stderr, logbuf.DefaultInterval)
 	defer logs.Close()
+	flushLog.Store(logs)
 	logger := newLogger(cfg.logFormat, logs)
 	say := func(format string, args ...any) {
 		logs.Flush()

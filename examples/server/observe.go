@@ -353,12 +353,16 @@ func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, au
 
 // exitOnSecondSignal exits at once on a SIGINT or SIGTERM that arrives
 // after ctx (cancelled by the first one) is done, for an operator who
-// does not want to wait for the drain.
+// does not want to wait for the drain. The log lines buffered by then
+// (those of the requests already answered) are written out first.
 func exitOnSecondSignal(ctx context.Context) {
 	<-ctx.Done()
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 	s := <-ch
+	if logs := flushLog.Load(); logs != nil {
+		_ = logs.Flush()
+	}
 	fmt.Fprintf(os.Stderr, "server: second %v: exiting without waiting for requests in flight\n", s)
 	os.Exit(1)
 }

@@ -7,11 +7,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/internal/testenv"
 )
 
 // scrape reads url's metrics in the Prometheus text format.
@@ -264,6 +267,60 @@ func TestShutdownSaysInFlight(t *testing.T) {
 		t.Fatalf("the drained request got %d, want 201", code)
 	}
 	<-stopped
+}
+
+// TestSecondSignalKeepsTheLog: a second signal during the drain exits at
+// once, but the access-log lines of the requests answered by then are
+// written out first, not lost with the log's buffer.
+func TestSecondSignalKeepsTheLog(t *testing.T) {
+	bin := testenv.Build(t, ".")
+	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-db", "memory", "-keys", freeKey+":free")
+	cmd.Env = serverEnv()
+	p := testenv.StartListening(t, cmd)
+	base := strings.TrimSuffix(p.Addr, "/v1")
+	// hold sends a create whose body waits for the returned writer.
+	hold := func(id string) (*io.PipeWriter, chan int) {
+		pr, pw := io.Pipe()
+		req, _ := http.NewRequest("POST", base+"/v1/pets", pr)
+		req.Header.Set("Authorization", "Bearer "+freeKey)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Request-Id", id)
+		done := make(chan int, 1)
+		go func() {
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				done <- 0
+				return
+			}
+			res.Body.Close()
+			done <- res.StatusCode
+		}()
+		pw.Write([]byte(`{"name":`))
+		return pw, done
+	}
+	answered, answeredDone := hold("second-signal-answered")
+	held, _ := hold("second-signal-held")
+	defer held.Close()
+	until(t, 10*time.Second, "both creates in flight", func() bool {
+		return value(scrape(t, base+"/metrics"), "petstore_http_requests_in_flight", nil) == 3 // and the scrape
+	})
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	p.Stdout.WaitFor(t, "draining 2 requests in flight")
+	answered.Write([]byte(`"Rex","categoryId":1}`))
+	answered.Close()
+	if code := <-answeredDone; code != 201 {
+		t.Fatalf("the create answered during the drain: %d, want 201", code)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	p.Stderr.WaitFor(t, "exiting without waiting")
+	p.Stop() // waits for the exit and the rest of the output
+	if logs := p.Stderr.String(); !strings.Contains(logs, "request_id=second-signal-answered") {
+		t.Fatalf("no access-log line for the create answered before the second signal:\n%s", logs)
+	}
 }
 
 // waitTick pauses between two polls of an outcome.
