@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -386,5 +387,34 @@ func TestShutdownWithAPausedDatabaseIsBounded(t *testing.T) {
 	s.stop() // fails the test if run has not returned within 20 s
 	if d := time.Since(begun); d > shutdownGrace+2*time.Second {
 		t.Fatalf("the server took %v to stop with its database paused, want at most %v", d, shutdownGrace)
+	}
+}
+
+// TestStartWithAPausedDatabaseIsBounded: a server, or a keys command,
+// whose database does not answer at start says so within -db-timeout
+// and exits, rather than hang without a word.
+func TestStartWithAPausedDatabaseIsBounded(t *testing.T) {
+	dsn, proxy := proxiedPostgres(t)
+	proxy.Pause()
+	defer proxy.Restore()
+	for _, args := range [][]string{{"-addr", "127.0.0.1:0"}, {"keys", "list"}} {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel() // ends a run that hangs, once the test has failed
+		done := make(chan error, 1)
+		begun := time.Now()
+		go func() {
+			done <- run(ctx, append([]string{"-db", dsn, "-db-timeout", "1s"}, args...), func(string) string { return "" }, io.Discard, io.Discard)
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "within -db-timeout 1s") {
+				t.Fatalf("%q with the database paused: %v, want an error naming -db-timeout", args, err)
+			}
+			if d := time.Since(begun); d > 3*time.Second {
+				t.Fatalf("%q took %v to give up on a paused database, want about 1 s", args, d)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%q still waits for a paused database after 10 s; -db-timeout is 1s", args)
+		}
 	}
 }

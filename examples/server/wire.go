@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -71,7 +72,16 @@ func openStore(ctx context.Context, cfg config) (backend, func(), error) {
 	if cfg.db == "memory" {
 		return memstore.New(), func() {}, nil
 	}
-	db, err := bunopen.Open(ctx, cfg.db)
+	// The first answer is awaited for -db-timeout, as a request's are: a
+	// database that does not answer at all (a black hole) must not leave
+	// the server, or a keys command, starting without a word.
+	openCtx, cancel := context.WithTimeout(ctx, cfg.dbTimeout)
+	db, err := bunopen.Open(openCtx, cfg.db)
+	timedOut := errors.Is(openCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	cancel()
+	if err != nil && timedOut {
+		return nil, nil, fmt.Errorf("-db %s: no answer within -db-timeout %v: %w", bunopen.Redact(cfg.db), cfg.dbTimeout, err)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("-db %s: %w", bunopen.Redact(cfg.db), err)
 	}
