@@ -156,6 +156,9 @@ func TestParseConfig(t *testing.T) {
 		{"bad plan", []string{"-db", "d", "-redis", "r", "-keys", "a:gold"}, "unknown plan"},
 		{"bad limits", []string{"-db", "d", "-redis", "r", "-keys", "a:enterprise:50/5"}, "enterprise limits"},
 		{"bad fail mode", []string{"-db", "d", "-redis", "r", "-ratelimit-fail", "maybe"}, "open or closed"},
+		// Each process would keep a database of its own.
+		{"memory db", []string{"-db", "memory", "-redis", "r:1"}, "-db must be postgres://… or mysql://…"},
+		{"sqlite db", []string{"-db", "sqlite:pets.db", "-redis", "r:1"}, "-db must be postgres://… or mysql://…"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -81,8 +81,15 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	}
 	c.failOpen = fail == "open"
 
-	c.keys, err = keyscli.ParseSpecs(*keys)
-	return c, err
+	if c.keys, err = keyscli.ParseSpecs(*keys); err != nil {
+		return c, err
+	}
+	// memory and sqlite: would keep a store of their own in each process
+	// (a DSN that does not parse is reported by the open, redacted).
+	if t, err := bunopen.Parse(c.db); err == nil && t.Kind != bunopen.KindPostgres && t.Kind != bunopen.KindMySQL {
+		return c, errors.New("-db must be postgres://… or mysql://…: the processes of a cluster share one database server, and a " + t.Kind + " store would be each process's own")
+	}
+	return c, nil
 }
 
 // run serves until ctx is done. It writes "listening on http://ADDR" to
