@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -102,12 +103,25 @@ func (o *orderService) GetOrder(ctx context.Context, projectID string, id int64)
 }
 
 // Authenticator wraps a: each Authenticate makes a span naming the key's
-// public id when it succeeds (the token itself is never recorded).
+// public id when it succeeds (the token itself is never recorded). When
+// a also has AuthenticateClient(ctx, token, client netip.Addr), as
+// keycache.Cache does to pace a refused client's lookups, so does the
+// value returned, which traces it the same way.
 func Authenticator(a petstore.Authenticator, tp trace.TracerProvider) petstore.Authenticator {
 	if tp == nil || a == nil {
 		return a
 	}
-	return &authenticator{a, Tracer(tp)}
+	traced := &authenticator{a, Tracer(tp)}
+	if ca, ok := a.(clientAuthenticator); ok {
+		return &clientAuthenticatorSpans{traced, ca}
+	}
+	return traced
+}
+
+// clientAuthenticator is an Authenticator that also takes the client's
+// address (keycache.Cache; httpx calls it so when it can).
+type clientAuthenticator interface {
+	AuthenticateClient(ctx context.Context, token string, client netip.Addr) (petstore.APIKey, error)
 }
 
 type authenticator struct {
@@ -116,13 +130,29 @@ type authenticator struct {
 }
 
 func (a *authenticator) Authenticate(ctx context.Context, token string) (petstore.APIKey, error) {
+	return a.span(ctx, func(ctx context.Context) (petstore.APIKey, error) { return a.a.Authenticate(ctx, token) })
+}
+
+// span runs authenticate in an Authenticator.Authenticate span.
+func (a *authenticator) span(ctx context.Context, authenticate func(context.Context) (petstore.APIKey, error)) (petstore.APIKey, error) {
 	ctx, span := a.t.Start(ctx, "Authenticator.Authenticate")
-	key, err := a.a.Authenticate(ctx, token)
+	key, err := authenticate(ctx)
 	if err == nil {
 		span.SetAttributes(KeyIDKey.String(key.ID))
 	}
 	End(span, err)
 	return key, err
+}
+
+// clientAuthenticatorSpans is authenticator over a clientAuthenticator,
+// whose AuthenticateClient it keeps.
+type clientAuthenticatorSpans struct {
+	*authenticator
+	ca clientAuthenticator
+}
+
+func (a *clientAuthenticatorSpans) AuthenticateClient(ctx context.Context, token string, client netip.Addr) (petstore.APIKey, error) {
+	return a.span(ctx, func(ctx context.Context) (petstore.APIKey, error) { return a.ca.AuthenticateClient(ctx, token, client) })
 }
 
 // IdempotencyStore wraps s: each of its calls makes a span naming the
