@@ -276,3 +276,22 @@ func TestCustomDomainCertificateBeforeCutover(t *testing.T) {
 	}
 	conn.Close()
 }
+
+// TestACMECAFlag: -acme-ca must be an ACME directory's absolute http(s)
+// URL; anything else is refused at start, rather than failing every
+// certificate later.
+func TestACMECAFlag(t *testing.T) {
+	for _, v := range []string{"not a url", "acme-v02.api.letsencrypt.org/directory", "ftp://ca.example/dir", "https:///dir", "https://user:s3cret@ca.example/dir"} {
+		_, err := parseConfig([]string{"-acme-ca", v}, func(string) string { return "" }, io.Discard)
+		if err == nil || !strings.HasPrefix(err.Error(), "-acme-ca: ") {
+			t.Errorf("-acme-ca %q: %v, want a -acme-ca error", v, err)
+		} else if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("-acme-ca %q: the error shows the password: %v", v, err)
+		}
+	}
+	for _, v := range []string{"https://acme-v02.api.letsencrypt.org/directory", "http://127.0.0.1:14000/dir"} {
+		if cfg, err := parseConfig([]string{"-acme-ca", v}, func(string) string { return "" }, io.Discard); err != nil || cfg.acmeCA != v {
+			t.Errorf("-acme-ca %q: %v", v, err)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -198,6 +199,11 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if cfg.driftGrace, err = time.ParseDuration(*driftGrace); err != nil || cfg.driftGrace <= 0 {
 		return config{}, fmt.Errorf("-drift-grace: want a positive duration such as 72h, got %q", *driftGrace)
 	}
+	if cfg.acmeCA != "" {
+		if err := checkDirectoryURL(cfg.acmeCA); err != nil {
+			return config{}, fmt.Errorf("-acme-ca: %w", err)
+		}
+	}
 	cfg.acmeCAA = splitList(*acmeCAA)
 	if cfg.acmeDCVZone = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(*acmeDCV)), "."); cfg.acmeDCVZone != "" {
 		if cfg.acmeCA == "" {
@@ -222,6 +228,20 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// checkDirectoryURL checks that s can be an ACME directory's URL: an
+// absolute http or https URL with a host and no user info, which ACME
+// never uses and -h would show.
+func checkDirectoryURL(s string) error {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
+		return fmt.Errorf("%q is not an http(s) URL: give the ACME directory's, such as https://acme-v02.api.letsencrypt.org/directory", redact.URL(s))
+	case u.User != nil:
+		return errors.New("the URL must not hold a user name or password")
+	}
+	return nil
 }
 
 // parseResolvers reads comma-separated nameservers, each host[:port]
