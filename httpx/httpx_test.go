@@ -22,6 +22,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/changefeed"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/internal/apitest"
 	"github.com/petstorekit/petstore/internal/testenv"
 	"github.com/petstorekit/petstore/ratelimit"
 )
@@ -63,21 +64,7 @@ func newEnv(t testing.TB, mutate func(*httpx.Config)) *env {
 
 // req builds a request authenticated with e's key; body "" means none.
 func (e *env) req(method, target, body string) *http.Request {
-	return authedReq(e.secret, method, target, body)
-}
-
-// authedReq builds a request authenticated with the key secret, with a
-// JSON body; body "" means none.
-func authedReq(secret, method, target, body string) *http.Request {
-	var r *http.Request
-	if body == "" {
-		r = httptest.NewRequest(method, target, nil)
-	} else {
-		r = httptest.NewRequest(method, target, strings.NewReader(body))
-		r.Header.Set("Content-Type", "application/json")
-	}
-	r.Header.Set("Authorization", "Bearer "+secret)
-	return r
+	return apitest.AuthedReq(e.secret, method, target, body)
 }
 
 func (e *env) do(t testing.TB, r *http.Request) response { t.Helper(); return do(t, e.h, "/v1", r) }

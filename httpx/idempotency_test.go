@@ -17,6 +17,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/bunstore"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/internal/apitest"
 )
 
 // idemEnv is an API with Idempotency-Key support over memory stores, a
@@ -449,7 +450,7 @@ func TestIdempotencyAnswersDeclareTheirHeaders(t *testing.T) {
 	router := contractRouter(t, "/v1")
 	post := func(path, idem, body string) (*http.Request, response) {
 		req := func() *http.Request {
-			r := authedReq(secret, "POST", path, body)
+			r := apitest.AuthedReq(secret, "POST", path, body)
 			r.Header.Set("Idempotency-Key", idem)
 			return r
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/httpx"
 	"github.com/petstorekit/petstore/httpx/dashboard"
+	"github.com/petstorekit/petstore/internal/apitest"
 	"github.com/petstorekit/petstore/internal/domaintest"
 	"github.com/petstorekit/petstore/ratelimit"
 )
@@ -127,7 +128,7 @@ func TestOpenAPINotModifiedDeclaresItsHeaders(t *testing.T) {
 		h    http.Handler
 		path string
 	}{{api, "/v1/openapi.json"}, {dash, "/dashboard/api/openapi.json"}} {
-		router := documentRouter(t, tc.path, func() http.Handler { return tc.h })
+		router := apitest.DocumentRouter(t, tc.path, func() http.Handler { return tc.h })
 		full, _ := serve(tc.h, httptest.NewRequest("GET", tc.path, nil))
 		req := func() *http.Request {
 			r := httptest.NewRequest("GET", tc.path, nil)

@@ -14,6 +14,7 @@ import (
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/internal/apitest"
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
@@ -134,22 +135,22 @@ func TestOrdersProjectIsolation(t *testing.T) {
 	e, pet := newOrdersEnv(t)
 	other := otherProjectKey(t, e)
 	mine := e.do(t, e.req("POST", "/v1/store/orders", `{"petId":`+itoa(pet.ID)+`}`)).order(t)
-	theirs := e.do(t, authedReq(other, "POST", "/v1/store/orders", `{"petId":`+itoa(pet.ID)+`}`)).order(t)
+	theirs := e.do(t, apitest.AuthedReq(other, "POST", "/v1/store/orders", `{"petId":`+itoa(pet.ID)+`}`)).order(t)
 
-	res := e.do(t, authedReq(other, "GET", "/v1/store/orders/"+itoa(mine.ID), ""))
+	res := e.do(t, apitest.AuthedReq(other, "GET", "/v1/store/orders/"+itoa(mine.ID), ""))
 	wantBeta(t, res)
 	if res.Status != 404 || res.errorBody(t).Code != petstore.CodeNotFound {
 		t.Fatalf("other project's GET: %d %s, want 404", res.Status, res.Body)
 	}
 	for secret, want := range map[string]int64{e.secret: mine.ID, other: theirs.ID} {
-		got := e.do(t, authedReq(secret, "GET", "/v1/store/orders", "")).orders(t)
+		got := e.do(t, apitest.AuthedReq(secret, "GET", "/v1/store/orders", "")).orders(t)
 		if len(got) != 1 || got[0].ID != want {
 			t.Fatalf("list = %+v, want only order %d", got, want)
 		}
 	}
 	// A third project has none, not even on a page after both.
 	third := otherProjectKey(t, e)
-	if got := e.do(t, authedReq(third, "GET", "/v1/store/orders", "")).orders(t); len(got) != 0 {
+	if got := e.do(t, apitest.AuthedReq(third, "GET", "/v1/store/orders", "")).orders(t); len(got) != 0 {
 		t.Fatalf("third project lists %+v", got)
 	}
 }
@@ -288,7 +289,7 @@ func TestOrdersPagination(t *testing.T) {
 		want[st] = append(want[st], o.ID)
 		want[""] = append(want[""], o.ID)
 		// Another project's orders interleave with ours and never show.
-		e.do(t, authedReq(other, "POST", "/v1/store/orders", `{"petId":`+itoa(pet.ID)+`,"status":"`+string(st)+`"}`))
+		e.do(t, apitest.AuthedReq(other, "POST", "/v1/store/orders", `{"petId":`+itoa(pet.ID)+`,"status":"`+string(st)+`"}`))
 	}
 	next := regexp.MustCompile(`^<([^>]+)>; rel="next"$`)
 	for _, tc := range []struct {
@@ -442,9 +443,9 @@ func TestOrdersDocumentDeclaresTheirHeaders(t *testing.T) {
 		req  func() *http.Request
 		want int
 	}{
-		{"401 list", func() *http.Request { return authedReq("wrong", "GET", "/v1/store/orders", "") }, 401},
-		{"401 one", func() *http.Request { return authedReq("wrong", "GET", "/v1/store/orders/1", "") }, 401},
-		{"401 create", func() *http.Request { return authedReq("wrong", "POST", "/v1/store/orders", `{"petId":1}`) }, 401},
+		{"401 list", func() *http.Request { return apitest.AuthedReq("wrong", "GET", "/v1/store/orders", "") }, 401},
+		{"401 one", func() *http.Request { return apitest.AuthedReq("wrong", "GET", "/v1/store/orders/1", "") }, 401},
+		{"401 create", func() *http.Request { return apitest.AuthedReq("wrong", "POST", "/v1/store/orders", `{"petId":1}`) }, 401},
 		{"429 list", func() *http.Request { return e.req("GET", "/v1/store/orders", "") }, 429},
 		{"429 one", func() *http.Request { return e.req("GET", "/v1/store/orders/1", "") }, 429},
 		{"429 create", func() *http.Request { return e.req("POST", "/v1/store/orders", `{"petId":1}`) }, 429},

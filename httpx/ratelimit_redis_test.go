@@ -15,6 +15,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/adapters/redislimit"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/internal/apitest"
 	"github.com/petstorekit/petstore/internal/faultproxy"
 	"github.com/petstorekit/petstore/internal/testenv"
 	"github.com/petstorekit/petstore/ratelimit"
@@ -161,7 +162,7 @@ func TestFailClosedAnswersCarryTheEstimate(t *testing.T) {
 		limit string
 	}{
 		{"a key's", func() *http.Request { return e.req("GET", "/v1/pets", "") }, "60"},
-		{"a wrong key's", func() *http.Request { return authedReq("psk_wrong", "GET", "/v1/pets", "") }, "60"},
+		{"a wrong key's", func() *http.Request { return apitest.AuthedReq("psk_wrong", "GET", "/v1/pets", "") }, "60"},
 		{"a public path's", func() *http.Request { return httptest.NewRequest("GET", "/v1/openapi.json", nil) }, "600"},
 	}
 	last := map[string]response{}

@@ -23,6 +23,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/adapters/redislimit"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/internal/apitest"
 	"github.com/petstorekit/petstore/internal/testenv"
 	"github.com/petstorekit/petstore/ratelimit"
 )
@@ -36,8 +37,8 @@ import (
 // t0 is a whole second, so that "now + 60 s" is exact in Unix seconds.
 var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
-// clock is an injected time the test moves by hand: a limiter's, or the
-// domain engine's in the dashboard and edge tests.
+// clock is an injected time the test moves by hand: a limiter's, or a
+// domain engine's.
 func newClock() *testenv.Clock { return testenv.NewClock(t0) }
 
 // rlEnv is one API with a real limiter over store, and one Free key.
@@ -78,7 +79,7 @@ func newRLEnv(t testing.TB, store ratelimit.Store, mutate func(*httpx.Config, *r
 }
 
 func (e *rlEnv) req(method, target, body string) *http.Request {
-	return authedReq(e.secret, method, target, body)
+	return apitest.AuthedReq(e.secret, method, target, body)
 }
 
 func (e *rlEnv) get(t testing.TB) response {
@@ -326,7 +327,7 @@ func TestRateLimitSharedAddressNeverBlocksValidKey(t *testing.T) {
 		return r
 	}
 	badKey := func(remote string) *http.Request {
-		return from(authedReq("psk_wrong_guess", "GET", "/v1/pets", ""), remote)
+		return from(apitest.AuthedReq("psk_wrong_guess", "GET", "/v1/pets", ""), remote)
 	}
 	tests := []struct {
 		name    string

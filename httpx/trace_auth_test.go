@@ -14,6 +14,7 @@ import (
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/internal/apitest"
 	"github.com/petstorekit/petstore/keycache"
 )
 
@@ -40,7 +41,7 @@ func TestTracingKeepsTheKeyCachePacing(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i := range 5 {
-				r := authedReq(fmt.Sprintf("psk_wrongKey%dZq4Xw8Lm2Rt6Vn9Hc3Kp", i), "GET", "/v1/pets", "")
+				r := apitest.AuthedReq(fmt.Sprintf("psk_wrongKey%dZq4Xw8Lm2Rt6Vn9Hc3Kp", i), "GET", "/v1/pets", "")
 				r.RemoteAddr = "192.0.2.7:4321"
 				w := httptest.NewRecorder()
 				h.ServeHTTP(w, r)

@@ -17,6 +17,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/bunstore"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/internal/apitest"
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
@@ -70,7 +71,7 @@ func TestTraces(t *testing.T) {
 			serve := func(method, target, body string, header map[string]string) (int, sdktrace.ReadOnlySpan, []sdktrace.ReadOnlySpan) {
 				t.Helper()
 				before := len(rec.Ended())
-				r := authedReq(secret, method, target, body)
+				r := apitest.AuthedReq(secret, method, target, body)
 				for k, v := range header {
 					r.Header.Set(k, v)
 				}
@@ -277,7 +278,7 @@ func TestKeyStoreDownReportsTheAddressBudget(t *testing.T) {
 	for _, traced := range []bool{false, true} {
 		t.Run(fmt.Sprint("traced ", traced), func(t *testing.T) {
 			e := newRLEnv(t, ratelimit.NewMemoryStore(), nil)
-			wrong := do(t, e.h, "/v1", authedReq("psk_wrong", "GET", "/v1/pets", "")) // spends 1 of the address's 60
+			wrong := do(t, e.h, "/v1", apitest.AuthedReq("psk_wrong", "GET", "/v1/pets", "")) // spends 1 of the address's 60
 			wantStatus(t, wrong, 401, petstore.CodeUnauthorized)
 			cfg := httpx.Config{Service: petstore.NewService(e.pets), Auth: downKeys{}, Limiter: e.limiter, IETFRateLimitHeaders: true}
 			if traced {

@@ -1,4 +1,4 @@
-package httpx_test
+package dashboard_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/httpx"
 	"github.com/petstorekit/petstore/httpx/dashboard"
+	"github.com/petstorekit/petstore/internal/apitest"
 	"github.com/petstorekit/petstore/internal/domaintest"
 	"github.com/petstorekit/petstore/ratelimit"
 )
@@ -61,7 +62,7 @@ func TestDashboardUsage(t *testing.T) {
 	}
 	call := func(h http.Handler, target string) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
-		h.ServeHTTP(w, authedReq(secret, "GET", target, ""))
+		h.ServeHTTP(w, apitest.AuthedReq(secret, "GET", target, ""))
 		return w
 	}
 	usage := func() usageJSON {
@@ -143,13 +144,13 @@ func TestDashboardIETFRateLimitHeadersDeclared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	router := documentRouter(t, "/dashboard/api/openapi.json", func() http.Handler { return dash })
-	req := func() *http.Request { return authedReq(secret, "GET", "/dashboard/api/domains", "") }
-	res := dashDo(t, dash, req())
+	router := apitest.DocumentRouter(t, "/dashboard/api/openapi.json", func() http.Handler { return dash })
+	req := func() *http.Request { return apitest.AuthedReq(secret, "GET", "/dashboard/api/domains", "") }
+	res := apitest.DashboardDo(t, dash, req())
 	if res.Status != http.StatusOK || res.Header.Get("RateLimit") == "" || res.Header.Get("RateLimit-Policy") == "" {
 		t.Fatalf("%d %s, RateLimit %q, RateLimit-Policy %q; want 200 with both", res.Status, res.Body, res.Header.Get("RateLimit"), res.Header.Get("RateLimit-Policy"))
 	}
-	if u := undeclaredHeaders(t, router, req(), res); len(u) > 0 {
+	if u := apitest.UndeclaredHeaders(t, router, req(), res); len(u) > 0 {
 		t.Fatalf("the 200 carries %v, which the document does not declare", u)
 	}
 }

@@ -1,4 +1,4 @@
-package httpx_test
+package dashboard_test
 
 import (
 	"encoding/json"
@@ -11,7 +11,9 @@ import (
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/httpx"
-	"github.com/petstorekit/petstore/httpx/edge"
+	"github.com/petstorekit/petstore/internal/apitest"
+	"github.com/petstorekit/petstore/internal/domaintest"
+	"github.com/petstorekit/petstore/internal/testenv"
 )
 
 // dashFuzzResponse checks what every dashboard answer must be: never a 5xx,
@@ -45,13 +47,13 @@ func FuzzDashboardAddDomain(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	w := newDashWorld(f, memstore.New(), newClock().Now)
+	w := apitest.NewWorld(f, memstore.New(), testenv.NewClock(domaintest.Start).Now)
 	f.Fuzz(func(t *testing.T, body string) {
-		req := httptest.NewRequest(http.MethodPost, dashAPI+"/domains", strings.NewReader(body))
+		req := httptest.NewRequest(http.MethodPost, apitest.DashAPI+"/domains", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+w.pro)
+		req.Header.Set("Authorization", "Bearer "+w.Pro)
 		rec := httptest.NewRecorder()
-		w.dash.ServeHTTP(rec, req)
+		w.Dash.ServeHTTP(rec, req)
 		dashFuzzResponse(t, rec, func(b []byte) bool {
 			var d customdomain.Domain
 			return json.Unmarshal(b, &d) == nil && d.Name != "" && d.Name == strings.ToLower(d.Name) &&
@@ -71,16 +73,16 @@ func FuzzDashboardConfig(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	w := newDashWorld(f, memstore.New(), newClock().Now)
+	w := apitest.NewWorld(f, memstore.New(), testenv.NewClock(domaintest.Start).Now)
 	for _, n := range []string{"a.example.com", "b.example.com", "c.example.com"} {
-		w.call(f, w.pro, http.MethodPost, dashAPI+"/domains", map[string]string{"name": n})
+		w.Call(f, w.Pro, http.MethodPost, apitest.DashAPI+"/domains", map[string]string{"name": n})
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		req := httptest.NewRequest(http.MethodPut, dashAPI+"/domains/config", strings.NewReader(body))
+		req := httptest.NewRequest(http.MethodPut, apitest.DashAPI+"/domains/config", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+w.pro)
+		req.Header.Set("Authorization", "Bearer "+w.Pro)
 		rec := httptest.NewRecorder()
-		w.dash.ServeHTTP(rec, req)
+		w.Dash.ServeHTTP(rec, req)
 		dashFuzzResponse(t, rec, func(b []byte) bool {
 			var c customdomain.Config
 			if json.Unmarshal(b, &c) != nil || c.Redirects == nil {
@@ -94,38 +96,6 @@ func FuzzDashboardConfig(f *testing.F) {
 			}
 			return mine[c.Primary]
 		})
-	})
-}
-
-// FuzzEdgeHost: whatever Host a client sends, the edge never answers with a
-// 5xx, and only a Host that names the active domain gets its project's
-// content.
-func FuzzEdgeHost(f *testing.F) {
-	for _, s := range []string{
-		"shop.example.com", "SHOP.example.com.:80", "shop.example.com:99999", "shop.example.com.evil.example",
-		"x.shop.example.com", "[::1]", "127.0.0.1", "localhost", "", ":", "ｓhop.example.com", "shop.example.com\x00",
-		"[shop.example.com]", "shop..example.com",
-	} {
-		f.Add(s)
-	}
-	w := newDashWorld(f, memstore.New(), newClock().Now)
-	w.activate(f, w.pro, "shop")
-	project := w.proKey.ProjectID
-	f.Fuzz(func(t *testing.T, host string) {
-		req := httptest.NewRequest(http.MethodGet, "/", nil)
-		req.Host = host
-		rec := httptest.NewRecorder()
-		w.edge.ServeHTTP(rec, req)
-		if rec.Code >= 500 {
-			t.Fatalf("Host %q: %d %s", host, rec.Code, rec.Body)
-		}
-		if strings.Contains(rec.Body.String(), project) {
-			h := edge.RequestHost(req)
-			n, err := customdomain.ParseName(h)
-			if h != "shop.example.com" && (err != nil || n.ASCII != "shop.example.com") {
-				t.Fatalf("Host %q (%q) got the project's site", host, h)
-			}
-		}
 	})
 }
 

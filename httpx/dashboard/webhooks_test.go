@@ -1,4 +1,4 @@
-package httpx_test
+package dashboard_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/httpx/dashboard"
+	"github.com/petstorekit/petstore/internal/apitest"
 	"github.com/petstorekit/petstore/internal/testenv"
 	"github.com/petstorekit/petstore/webhook"
 )
@@ -25,17 +26,17 @@ import (
 func TestDashboardWebhooks(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New()
-	w := newDashWorld(t, store, time.Now)
+	w := apitest.NewWorld(t, store, time.Now)
 	clock := testenv.NewClock(time.Now().UTC().Truncate(time.Second))
 	hooks, err := webhook.New(webhook.Config{Store: store, AllowPrivate: true, Now: clock.Now, Jitter: func() float64 { return 0.5 }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	dash, err := dashboard.New(dashboard.Config{Engine: w.engine, Auth: petstore.NewKeys(store), Webhooks: hooks})
+	dash, err := dashboard.New(dashboard.Config{Engine: w.Engine, Auth: petstore.NewKeys(store), Webhooks: hooks})
 	if err != nil {
 		t.Fatal(err)
 	}
-	call := func(key, method, path, body string) response {
+	call := func(key, method, path, body string) apitest.Response {
 		t.Helper()
 		var rd io.Reader
 		if body != "" {
@@ -48,7 +49,7 @@ func TestDashboardWebhooks(t *testing.T) {
 		if key != "" {
 			req.Header.Set("Authorization", "Bearer "+key)
 		}
-		return dashDo(t, dash, req)
+		return apitest.DashboardDo(t, dash, req)
 	}
 
 	var mu sync.Mutex
@@ -69,7 +70,7 @@ func TestDashboardWebhooks(t *testing.T) {
 	defer rcv.Close()
 
 	// Register.
-	res := call(w.pro, "POST", dashAPI+"/webhooks", `{"url":"`+rcv.URL+`/petstore"}`)
+	res := call(w.Pro, "POST", apitest.DashAPI+"/webhooks", `{"url":"`+rcv.URL+`/petstore"}`)
 	if res.Status != http.StatusCreated || res.Header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("create: %d %v %s", res.Status, res.Header, res.Body)
 	}
@@ -77,13 +78,13 @@ func TestDashboardWebhooks(t *testing.T) {
 	if err := json.Unmarshal(res.Body, &created); err != nil || !strings.HasPrefix(created.ID, "wh_") || created.URL != rcv.URL+"/petstore" || !strings.HasPrefix(created.Secret, "whsec_") {
 		t.Fatalf("created %s (%v)", res.Body, err)
 	}
-	res = call(w.pro, "GET", dashAPI+"/webhooks", "")
+	res = call(w.Pro, "GET", apitest.DashAPI+"/webhooks", "")
 	if res.Status != 200 || !strings.Contains(string(res.Body), created.ID) || strings.Contains(string(res.Body), created.Secret) || strings.Contains(string(res.Body), "secret") {
 		t.Fatalf("list: %d %s; want the endpoint, never its secret", res.Status, res.Body)
 	}
 
 	// Another project sees nothing of it and cannot touch it.
-	if res := call(w.pro2, "GET", dashAPI+"/webhooks", ""); res.Status != 200 || string(res.Body) != "{\"webhooks\":[]}\n" {
+	if res := call(w.Pro2, "GET", apitest.DashAPI+"/webhooks", ""); res.Status != 200 || string(res.Body) != "{\"webhooks\":[]}\n" {
 		t.Fatalf("another project's list: %d %q", res.Status, res.Body)
 	}
 	for _, m := range []string{"DELETE /webhooks/", "GET /webhooks/"} {
@@ -92,7 +93,7 @@ func TestDashboardWebhooks(t *testing.T) {
 		if method == "GET" {
 			suffix = "/deliveries"
 		}
-		if res := call(w.pro2, method, dashAPI+path+created.ID+suffix, ""); res.Status != http.StatusNotFound || res.errorBody(t).Code != petstore.CodeNotFound {
+		if res := call(w.Pro2, method, apitest.DashAPI+path+created.ID+suffix, ""); res.Status != http.StatusNotFound || res.ErrorBody(t).Code != petstore.CodeNotFound {
 			t.Fatalf("%s by another project: %d %s", m, res.Status, res.Body)
 		}
 	}
@@ -110,28 +111,28 @@ func TestDashboardWebhooks(t *testing.T) {
 		{`not json`, "application/json", 400, petstore.CodeInvalidRequest, ""},
 		{`{"url":"https://example.com/"}`, "text/plain", 415, petstore.CodeUnsupportedMediaType, "application/json"},
 	} {
-		req := httptest.NewRequest("POST", dashAPI+"/webhooks", strings.NewReader(tc.body))
+		req := httptest.NewRequest("POST", apitest.DashAPI+"/webhooks", strings.NewReader(tc.body))
 		req.Header.Set("Content-Type", tc.ctype)
-		req.Header.Set("Authorization", "Bearer "+w.pro)
-		res := dashDo(t, dash, req)
-		if e := res.errorBody(t); res.Status != tc.status || e.Code != tc.code || !strings.Contains(e.Message, tc.says) {
+		req.Header.Set("Authorization", "Bearer "+w.Pro)
+		res := apitest.DashboardDo(t, dash, req)
+		if e := res.ErrorBody(t); res.Status != tc.status || e.Code != tc.code || !strings.Contains(e.Message, tc.says) {
 			t.Fatalf("POST %s (%s): %d %s; want %d %s saying %q", tc.body, tc.ctype, res.Status, res.Body, tc.status, tc.code, tc.says)
 		}
 	}
-	if res := call("", "GET", dashAPI+"/webhooks", ""); res.Status != http.StatusUnauthorized {
+	if res := call("", "GET", apitest.DashAPI+"/webhooks", ""); res.Status != http.StatusUnauthorized {
 		t.Fatalf("without a key: %d", res.Status)
 	}
-	if es, _ := hooks.Endpoints(ctx, w.proKey.ProjectID); len(es) != 1 {
+	if es, _ := hooks.Endpoints(ctx, w.ProKey.ProjectID); len(es) != 1 {
 		t.Fatalf("after the refused requests the project has %d endpoints, want 1: nothing half-written", len(es))
 	}
 
 	// A domain's state change reaches the receiver, as the dashboard
 	// shows the domain.
-	if res := call(w.pro, "POST", dashAPI+"/domains", `{"name":"shop.example.com"}`); res.Status != http.StatusCreated {
+	if res := call(w.Pro, "POST", apitest.DashAPI+"/domains", `{"name":"shop.example.com"}`); res.Status != http.StatusCreated {
 		t.Fatalf("add domain: %d %s", res.Status, res.Body)
 	}
-	dom := call(w.pro, "GET", dashAPI+"/domains/shop.example.com", "")
-	if err := hooks.Enqueue(ctx, w.proKey.ProjectID, webhook.TypeDomainAdded, json.RawMessage(dom.Body)); err != nil {
+	dom := call(w.Pro, "GET", apitest.DashAPI+"/domains/shop.example.com", "")
+	if err := hooks.Enqueue(ctx, w.ProKey.ProjectID, webhook.TypeDomainAdded, json.RawMessage(dom.Body)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := hooks.DeliverDue(ctx); err != nil {
@@ -159,7 +160,7 @@ func TestDashboardWebhooks(t *testing.T) {
 	}
 	mu.Unlock()
 
-	res = call(w.pro, "GET", dashAPI+"/webhooks/"+created.ID+"/deliveries", "")
+	res = call(w.Pro, "GET", apitest.DashAPI+"/webhooks/"+created.ID+"/deliveries", "")
 	var list struct {
 		Deliveries []struct {
 			EventID, Type, State string
@@ -177,16 +178,16 @@ func TestDashboardWebhooks(t *testing.T) {
 	}
 
 	// Delete.
-	if res := call(w.pro, "DELETE", dashAPI+"/webhooks/"+created.ID, ""); res.Status != http.StatusNoContent {
+	if res := call(w.Pro, "DELETE", apitest.DashAPI+"/webhooks/"+created.ID, ""); res.Status != http.StatusNoContent {
 		t.Fatalf("delete: %d %s", res.Status, res.Body)
 	}
-	if res := call(w.pro, "DELETE", dashAPI+"/webhooks/"+created.ID, ""); res.Status != http.StatusNotFound {
+	if res := call(w.Pro, "DELETE", apitest.DashAPI+"/webhooks/"+created.ID, ""); res.Status != http.StatusNotFound {
 		t.Fatalf("delete again: %d %s", res.Status, res.Body)
 	}
-	if res := call(w.pro, "GET", dashAPI+"/webhooks/"+created.ID+"/deliveries", ""); res.Status != http.StatusNotFound {
+	if res := call(w.Pro, "GET", apitest.DashAPI+"/webhooks/"+created.ID+"/deliveries", ""); res.Status != http.StatusNotFound {
 		t.Fatalf("deliveries of a deleted endpoint: %d %s", res.Status, res.Body)
 	}
-	if res := call(w.pro, "PUT", dashAPI+"/webhooks", `{}`); res.Status != http.StatusMethodNotAllowed || res.Header.Get("Allow") != "GET, HEAD, POST" {
+	if res := call(w.Pro, "PUT", apitest.DashAPI+"/webhooks", `{}`); res.Status != http.StatusMethodNotAllowed || res.Header.Get("Allow") != "GET, HEAD, POST" {
 		t.Fatalf("PUT /webhooks: %d Allow %q", res.Status, res.Header.Get("Allow"))
 	}
 }
@@ -194,9 +195,9 @@ func TestDashboardWebhooks(t *testing.T) {
 // A dashboard without Webhooks answers its webhook paths not_found,
 // saying why.
 func TestDashboardWithoutWebhooks(t *testing.T) {
-	w := newDashWorld(t, memstore.New(), time.Now)
-	res := w.call(t, w.pro, "GET", dashAPI+"/webhooks", nil)
-	if e := res.errorBody(t); res.Status != http.StatusNotFound || !strings.Contains(e.Message, "not enabled") {
+	w := apitest.NewWorld(t, memstore.New(), time.Now)
+	res := w.Call(t, w.Pro, "GET", apitest.DashAPI+"/webhooks", nil)
+	if e := res.ErrorBody(t); res.Status != http.StatusNotFound || !strings.Contains(e.Message, "not enabled") {
 		t.Fatalf("GET /webhooks without Webhooks: %d %s", res.Status, res.Body)
 	}
 }

@@ -1,4 +1,4 @@
-package httpx_test
+package apitest
 
 import (
 	"context"
@@ -30,46 +30,49 @@ import (
 // edge address. Everything resolves through a memzone DNS server on
 // 127.0.0.1, never the real DNS.
 const (
-	dashZone   = "example.com"
-	dashTarget = "edge.petstore.test"
+	Zone   = "example.com"
+	Target = "edge.petstore.test"
 )
 
-var dashEdgeIP = netip.MustParseAddr("127.0.0.1")
+var edgeIP = netip.MustParseAddr("127.0.0.1")
 
-// dashStore is what a store must offer for the whole server: pets, keys
+// DashAPI is where the dashboard's API is mounted in a World.
+const DashAPI = "/dashboard/api"
+
+// Store is what a store must offer for the whole server: pets, keys
 // and domains.
-type dashStore interface {
+type Store interface {
 	petstore.Store
 	customdomain.Store
 }
 
-// dashWorld is a whole platform, composed the way examples/server does: one
+// World is a whole platform, composed the way examples/server does: one
 // store, keys that are each their own project, the domain engine reading a
 // test DNS server, the dashboard, /v1 and the edge in front of them.
-type dashWorld struct {
-	store  dashStore
-	engine *customdomain.Engine
-	zone   *memzone.Provider
-	dns    *memzone.Server
-	dash   http.Handler // the dashboard alone
-	edge   http.Handler // everything, routed by Host
+type World struct {
+	Store  Store
+	Engine *customdomain.Engine
+	Zone   *memzone.Provider
+	DNS    *memzone.Server
+	Dash   http.Handler // the dashboard alone
+	Edge   http.Handler // everything, routed by Host
 
-	pro, pro2, free, undeployed string // key secrets
-	proKey, pro2Key             petstore.APIKey
+	Pro, Pro2, Free, Undeployed string // key secrets
+	ProKey, Pro2Key             petstore.APIKey
 
-	projects *domaintest.Projects
+	Projects *domaintest.Projects
 }
 
-// setPlan changes a project's plan, as a plan change on the platform does.
-func (w *dashWorld) setPlan(projectID string, plan petstore.Plan) {
-	w.projects.SetPlan(projectID, plan)
+// SetPlan changes a project's plan, as a plan change on the platform does.
+func (w *World) SetPlan(projectID string, plan petstore.Plan) {
+	w.Projects.SetPlan(projectID, plan)
 }
 
-// dashStores lists the stores the dashboard tests run on: the memory store
+// Stores lists the stores the dashboard tests run on: the memory store
 // and, once bunstore implements customdomain.Store, bunstore on SQLite.
-func dashStores(t *testing.T) map[string]func(t *testing.T) dashStore {
-	out := map[string]func(t *testing.T) dashStore{
-		"memstore": func(*testing.T) dashStore { return memstore.New() },
+func Stores(t *testing.T) map[string]func(t *testing.T) Store {
+	out := map[string]func(t *testing.T) Store{
+		"memstore": func(*testing.T) Store { return memstore.New() },
 	}
 	db, err := bunstore.OpenMemory()
 	if err != nil {
@@ -77,7 +80,7 @@ func dashStores(t *testing.T) map[string]func(t *testing.T) dashStore {
 	}
 	db.Close()
 	if _, ok := any(bunstore.New(db)).(customdomain.Store); ok {
-		out["bunstore-sqlite"] = func(t *testing.T) dashStore {
+		out["bunstore-sqlite"] = func(t *testing.T) Store {
 			db, err := bunstore.OpenMemory()
 			if err != nil {
 				t.Fatalf("bunstore.OpenMemory: %v", err)
@@ -86,45 +89,45 @@ func dashStores(t *testing.T) map[string]func(t *testing.T) dashStore {
 			if err := bunstore.Migrate(context.Background(), db); err != nil {
 				t.Fatalf("bunstore.Migrate: %v", err)
 			}
-			return any(bunstore.New(db)).(dashStore)
+			return any(bunstore.New(db)).(Store)
 		}
 	}
 	return out
 }
 
-// newDashWorld builds a platform over store. now is the engine's clock.
-func newDashWorld(t testing.TB, store dashStore, now func() time.Time) *dashWorld {
+// NewWorld builds a platform over store. now is the engine's clock.
+func NewWorld(t testing.TB, store Store, now func() time.Time) *World {
 	t.Helper()
 	ctx := context.Background()
-	w := &dashWorld{store: store, projects: domaintest.NewProjects()}
+	w := &World{Store: store, Projects: domaintest.NewProjects()}
 	keys := petstore.NewKeys(store)
-	project := w.projects.Lookup
+	project := w.Projects.Lookup
 	mk := func(plan petstore.Plan, deployed bool) (petstore.APIKey, string) {
 		key, secret, err := keys.Create(ctx, "", plan, petstore.Limits{})
 		if err != nil {
 			t.Fatalf("create key: %v", err)
 		}
-		w.projects.Set(customdomain.Project{ID: key.ProjectID, Plan: plan, Deployed: deployed})
+		w.Projects.Set(customdomain.Project{ID: key.ProjectID, Plan: plan, Deployed: deployed})
 		return key, secret
 	}
-	w.proKey, w.pro = mk(petstore.PlanPro, true)
-	w.pro2Key, w.pro2 = mk(petstore.PlanBusiness, true)
-	_, w.free = mk(petstore.PlanFree, true)
-	_, w.undeployed = mk(petstore.PlanPro, false)
+	w.ProKey, w.Pro = mk(petstore.PlanPro, true)
+	w.Pro2Key, w.Pro2 = mk(petstore.PlanBusiness, true)
+	_, w.Free = mk(petstore.PlanFree, true)
+	_, w.Undeployed = mk(petstore.PlanPro, false)
 
 	world := domaintest.New(t, domaintest.Options{
-		Zones: []string{dashZone, "example.org"}, Store: store, Projects: w.projects,
+		Zones: []string{Zone, "example.org"}, Store: store, Projects: w.Projects,
 		Config: func(c *customdomain.EngineConfig) {
-			c.CNAMETarget = dashTarget
-			c.EdgeIPs = []netip.Addr{dashEdgeIP}
+			c.CNAMETarget = Target
+			c.EdgeIPs = []netip.Addr{edgeIP}
 			c.Now = now
 		},
 	})
-	w.zone, w.dns, w.engine = world.Zone, world.DNS, world.Engine
-	eng := w.engine
+	w.Zone, w.DNS, w.Engine = world.Zone, world.DNS, world.Engine
+	eng := w.Engine
 
 	var err error
-	w.dash, err = dashboard.New(dashboard.Config{Engine: eng, Auth: keys})
+	w.Dash, err = dashboard.New(dashboard.Config{Engine: eng, Auth: keys})
 	if err != nil {
 		t.Fatalf("NewDashboard: %v", err)
 	}
@@ -134,11 +137,11 @@ func newDashWorld(t testing.TB, store dashStore, now func() time.Time) *dashWorl
 	}
 	platform := http.NewServeMux()
 	platform.Handle("/v1/", v1)
-	platform.Handle("/dashboard/", w.dash)
-	platform.Handle("/dashboard", w.dash)
+	platform.Handle("/dashboard/", w.Dash)
+	platform.Handle("/dashboard", w.Dash)
 	var sitesMu sync.Mutex
 	sites := map[string]http.Handler{}
-	w.edge, err = edge.New(edge.Config{
+	w.Edge, err = edge.New(edge.Config{
 		PlatformHosts: []string{"localhost", "*.petstore.test"},
 		Platform:      platform,
 		Router:        eng,
@@ -162,12 +165,12 @@ func newDashWorld(t testing.TB, store dashStore, now func() time.Time) *dashWorl
 	return w
 }
 
-// setCNAME makes label.example.com a CNAME to target in the test DNS, or
+// SetCNAME makes label.example.com a CNAME to target in the test DNS, or
 // removes it when target is "".
-func (w *dashWorld) setCNAME(t testing.TB, label, target string) {
+func (w *World) SetCNAME(t testing.TB, label, target string) {
 	t.Helper()
 	ctx := context.Background()
-	old, err := w.zone.GetRecords(ctx, dashZone)
+	old, err := w.Zone.GetRecords(ctx, Zone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,36 +181,36 @@ func (w *dashWorld) setCNAME(t testing.TB, label, target string) {
 		}
 	}
 	if len(del) > 0 {
-		if _, err := w.zone.DeleteRecords(ctx, dashZone, del); err != nil {
+		if _, err := w.Zone.DeleteRecords(ctx, Zone, del); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if target == "" {
 		return
 	}
-	if _, err := w.zone.AppendRecords(ctx, dashZone, []libdns.Record{
+	if _, err := w.Zone.AppendRecords(ctx, Zone, []libdns.Record{
 		libdns.CNAME{Name: label, TTL: time.Minute, Target: target + "."},
 	}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// addTXT puts a TXT record at label.example.com, such as the ownership
+// AddTXT puts a TXT record at label.example.com, such as the ownership
 // proof ("_petstore-challenge.shop") a domain's instructions list when
 // another project held its name last.
-func (w *dashWorld) addTXT(t testing.TB, label, text string) {
+func (w *World) AddTXT(t testing.TB, label, text string) {
 	t.Helper()
-	if _, err := w.zone.AppendRecords(context.Background(), dashZone, []libdns.Record{
+	if _, err := w.Zone.AppendRecords(context.Background(), Zone, []libdns.Record{
 		libdns.TXT{Name: label, TTL: time.Minute, Text: text},
 	}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// call sends one dashboard API request with key (none when "") and a JSON
+// Call sends one dashboard API request with key (none when "") and a JSON
 // body (none when nil; a string is sent as it is), and checks the pair
 // against the dashboard's OpenAPI document.
-func (w *dashWorld) call(t testing.TB, key, method, path string, body any) response {
+func (w *World) Call(t testing.TB, key, method, path string, body any) Response {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -228,26 +231,11 @@ func (w *dashWorld) call(t testing.TB, key, method, path string, body any) respo
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
-	return dashDo(t, w.dash, req)
+	return DashboardDo(t, w.Dash, req)
 }
 
-// dashDo serves req on the dashboard and checks the pair against the
-// dashboard's OpenAPI document (see checkContract), and that it says the
-// API is in beta. Requests outside the document may meet authentication
-// first.
-func dashDo(t testing.TB, h http.Handler, req *http.Request) response {
-	t.Helper()
-	res, reqBody := serve(h, req)
-	if got := res.Header.Get(httpx.StabilityHeader); got != "beta" {
-		t.Fatalf("%s %s: X-API-Stability = %q, want beta", req.Method, req.URL, got)
-	}
-	router := documentRouter(t, "/dashboard/api/openapi.json", func() http.Handler { return h })
-	checkContract(t, router, req, reqBody, res, http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusUnauthorized)
-	return res
-}
-
-// get sends a plain request through the edge with the given Host.
-func (w *dashWorld) get(t testing.TB, host, path, key string) *httptest.ResponseRecorder {
+// Get sends a plain request through the edge with the given Host.
+func (w *World) Get(t testing.TB, host, path, key string) *httptest.ResponseRecorder {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodGet, path, nil)
 	req.Host = host
@@ -255,8 +243,30 @@ func (w *dashWorld) get(t testing.TB, host, path, key string) *httptest.Response
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
 	rec := httptest.NewRecorder()
-	w.edge.ServeHTTP(rec, req)
+	w.Edge.ServeHTTP(rec, req)
 	return rec
+}
+
+// Activate adds label.example.com for the key's project, points it at the
+// platform in DNS and verifies it, failing unless it goes active.
+func (w *World) Activate(t testing.TB, key, label string) {
+	t.Helper()
+	name := label + "." + Zone
+	added := w.Call(t, key, http.MethodPost, DashAPI+"/domains", map[string]string{"name": name})
+	if added.Status/100 != 2 {
+		t.Fatalf("add %s: %d %s", name, added.Status, added.Body)
+	}
+	w.SetCNAME(t, label, Target)
+	// A name another project held last also lists an ownership TXT record.
+	for _, r := range added.Domain(t).Records {
+		if r.Type == "TXT" {
+			w.AddTXT(t, r.Name, r.Value)
+		}
+	}
+	res := w.Call(t, key, http.MethodPost, DashAPI+"/domains/"+name+"/verify", nil)
+	if d := res.Domain(t); d.Status != customdomain.StatusActive {
+		t.Fatalf("verify %s: %d %s", name, res.Status, res.Body)
+	}
 }
 
 // testSite stands in for a platform's project site behind the edge: the

@@ -1,4 +1,4 @@
-package httpx_test
+package edge_test
 
 import (
 	"context"
@@ -12,52 +12,33 @@ import (
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/httpx/edge"
+	"github.com/petstorekit/petstore/internal/apitest"
+	"github.com/petstorekit/petstore/internal/domaintest"
+	"github.com/petstorekit/petstore/internal/testenv"
 )
-
-// activate adds name for the key's project, points it at the platform in
-// DNS and verifies it, failing unless it goes active.
-func (w *dashWorld) activate(t testing.TB, key, label string) {
-	t.Helper()
-	name := label + "." + dashZone
-	added := w.call(t, key, http.MethodPost, dashAPI+"/domains", map[string]string{"name": name})
-	if added.Status/100 != 2 {
-		t.Fatalf("add %s: %d %s", name, added.Status, added.Body)
-	}
-	w.setCNAME(t, label, dashTarget)
-	// A name another project held last also lists an ownership TXT record.
-	for _, r := range added.domain(t).Records {
-		if r.Type == "TXT" {
-			w.addTXT(t, r.Name, r.Value)
-		}
-	}
-	res := w.call(t, key, http.MethodPost, dashAPI+"/domains/"+name+"/verify", nil)
-	if d := res.domain(t); d.Status != customdomain.StatusActive {
-		t.Fatalf("verify %s: %d %s", name, res.Status, res.Body)
-	}
-}
 
 // TestEdgeRoutesByHost: platform hosts reach the platform, each active
 // domain its own project's site, redirects their target, and every other
 // Host a 404 that shows no project's content.
 func TestEdgeRoutesByHost(t *testing.T) {
 	t.Parallel()
-	clock := newClock()
-	w := newDashWorld(t, dashStores(t)["memstore"](t), clock.Now)
-	a, b := w.proKey.ProjectID, w.pro2Key.ProjectID
-	w.activate(t, w.pro, "shop")
-	w.activate(t, w.pro, "www")
-	w.activate(t, w.pro, "old")
-	w.activate(t, w.pro, "tmp")
-	w.activate(t, w.pro, "perm")
-	w.activate(t, w.pro2, "other")
-	w.call(t, w.pro2, http.MethodPost, dashAPI+"/domains", map[string]string{"name": "pending.example.com"})
+	clock := testenv.NewClock(domaintest.Start)
+	w := apitest.NewWorld(t, apitest.Stores(t)["memstore"](t), clock.Now)
+	a, b := w.ProKey.ProjectID, w.Pro2Key.ProjectID
+	w.Activate(t, w.Pro, "shop")
+	w.Activate(t, w.Pro, "www")
+	w.Activate(t, w.Pro, "old")
+	w.Activate(t, w.Pro, "tmp")
+	w.Activate(t, w.Pro, "perm")
+	w.Activate(t, w.Pro2, "other")
+	w.Call(t, w.Pro2, http.MethodPost, apitest.DashAPI+"/domains", map[string]string{"name": "pending.example.com"})
 	cfg := map[string]any{"primary": "shop.example.com", "redirects": []map[string]any{
 		{"from": "www.example.com", "to": "shop.example.com"},
 		{"from": "old.example.com", "to": "shop.example.com", "status": 302},
 		{"from": "tmp.example.com", "to": "shop.example.com", "status": 307},
 		{"from": "perm.example.com", "to": "shop.example.com", "status": 308},
 	}}
-	if res := w.call(t, w.pro, http.MethodPut, dashAPI+"/domains/config", cfg); res.Status != http.StatusOK {
+	if res := w.Call(t, w.Pro, http.MethodPut, apitest.DashAPI+"/domains/config", cfg); res.Status != http.StatusOK {
 		t.Fatalf("config: %d %s", res.Status, res.Body)
 	}
 
@@ -74,10 +55,10 @@ func TestEdgeRoutesByHost(t *testing.T) {
 		{"ipv4 literal", "127.0.0.1:8080", "/dashboard/", "", 200, "Project settings", "", ""},
 		{"ipv6 literal", "[::1]:8080", "/dashboard/", "", 200, "Project settings", "", ""},
 		{"platform wildcard", "app.petstore.test", "/dashboard/", "", 200, "Project settings", "", ""},
-		{"platform v1", "LOCALHOST", "/v1/pets", w.pro, 200, "[", "", ""},
+		{"platform v1", "LOCALHOST", "/v1/pets", w.Pro, 200, "[", "", ""},
 		{"active domain page", "shop.example.com", "/", "", 200, a, b, ""},
 		{"active domain, other case, port, dot", "Shop.Example.COM.:8080", "/", "", 200, a, b, ""},
-		{"active domain api", "shop.example.com", "/v1/pets", w.pro, 200, "[", "", ""},
+		{"active domain api", "shop.example.com", "/v1/pets", w.Pro, 200, "[", "", ""},
 		{"active domain api needs a key", "shop.example.com", "/v1/pets", "", 401, "unauthorized", "", ""},
 		{"active domain hides the dashboard", "shop.example.com", "/dashboard/", "", 404, "not_found", "Project settings", ""},
 		{"second project's domain", "other.example.com", "/", "", 200, b, a, ""},
@@ -88,13 +69,13 @@ func TestEdgeRoutesByHost(t *testing.T) {
 		{"redirect 308", "perm.example.com", "/x", "", 308, "", a, "http://shop.example.com/x"},
 		{"pending domain", "pending.example.com", "/", "", 404, "not_found", b, ""},
 		{"unknown host", "nobody.example.org", "/", "", 404, "not_found", a, ""},
-		{"unknown host api", "nobody.example.org", "/v1/pets", w.pro, 404, "not_found", "[]", ""},
+		{"unknown host api", "nobody.example.org", "/v1/pets", w.Pro, 404, "not_found", "[]", ""},
 		{"lookalike of an active domain", "shop.example.com.evil.example", "/", "", 404, "not_found", a, ""},
 		{"sub-name of an active domain", "x.shop.example.com", "/", "", 404, "not_found", a, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			rec := w.get(t, c.host, c.path, c.key)
+			rec := w.Get(t, c.host, c.path, c.key)
 			body := rec.Body.String()
 			if rec.Code != c.status {
 				t.Fatalf("status = %d, want %d: %s", rec.Code, c.status, body)
@@ -115,37 +96,37 @@ func TestEdgeRoutesByHost(t *testing.T) {
 	}
 
 	t.Run("removed stops at once", func(t *testing.T) {
-		if got := w.get(t, "other.example.com", "/", "").Code; got != 200 {
+		if got := w.Get(t, "other.example.com", "/", "").Code; got != 200 {
 			t.Fatalf("before removal: %d", got)
 		}
-		if res := w.call(t, w.pro2, http.MethodDelete, dashAPI+"/domains/other.example.com", nil); res.Status != 204 {
+		if res := w.Call(t, w.Pro2, http.MethodDelete, apitest.DashAPI+"/domains/other.example.com", nil); res.Status != 204 {
 			t.Fatalf("remove: %d %s", res.Status, res.Body)
 		}
-		rec := w.get(t, "other.example.com", "/", "")
+		rec := w.Get(t, "other.example.com", "/", "")
 		if rec.Code != 404 || strings.Contains(rec.Body.String(), b) {
 			t.Fatalf("after removal: %d %s", rec.Code, rec.Body)
 		}
 	})
 
 	t.Run("re-added by another project serves only the new owner", func(t *testing.T) {
-		w.activate(t, w.pro, "other")
-		rec := w.get(t, "other.example.com", "/", "")
+		w.Activate(t, w.Pro, "other")
+		rec := w.Get(t, "other.example.com", "/", "")
 		if rec.Code != 200 || !strings.Contains(rec.Body.String(), a) || strings.Contains(rec.Body.String(), b) {
 			t.Fatalf("%d %s", rec.Code, rec.Body)
 		}
 	})
 
 	t.Run("failed after 48 hours is 404", func(t *testing.T) {
-		w.call(t, w.pro, http.MethodPost, dashAPI+"/domains", map[string]string{"name": "late.example.com"})
+		w.Call(t, w.Pro, http.MethodPost, apitest.DashAPI+"/domains", map[string]string{"name": "late.example.com"})
 		clock.Advance(49 * time.Hour)
-		if _, err := w.engine.RunDue(context.Background(), clock.Now()); err != nil {
+		if _, err := w.Engine.RunDue(context.Background(), clock.Now()); err != nil {
 			t.Fatal(err)
 		}
-		res := w.call(t, w.pro, http.MethodGet, dashAPI+"/domains/late.example.com", nil)
-		if d := res.domain(t); d.Status != customdomain.StatusFailed {
+		res := w.Call(t, w.Pro, http.MethodGet, apitest.DashAPI+"/domains/late.example.com", nil)
+		if d := res.Domain(t); d.Status != customdomain.StatusFailed {
 			t.Fatalf("after 49 hours: %s", res.Body)
 		}
-		if got := w.get(t, "late.example.com", "/", "").Code; got != 404 {
+		if got := w.Get(t, "late.example.com", "/", "").Code; got != 404 {
 			t.Fatalf("failed domain: %d", got)
 		}
 	})
