@@ -118,7 +118,16 @@ func Step(e Entry, ev Event, now time.Time, p Policy) (Entry, []Effect) {
 	case Removed:
 		m.removed()
 	case PlanChanged:
-		if ev.Suspended && !m.e.Status.FreesName() {
+		switch {
+		case !ev.Suspended || m.e.Status.FreesName():
+		case m.e.Status.live():
+			// It waits as it is: looked at again at its usual drift
+			// interval, not rewritten every minute.
+			m.e.NextCheckAt = time.Time{}
+			if p.Recheck > 0 {
+				m.next(p.Recheck)
+			}
+		default:
 			m.e.NextCheckAt = now.Add(suspendedRecheck)
 		}
 	}

@@ -52,6 +52,7 @@ func TestStep(t *testing.T) {
 		{"pending, certificate issued", StatusPending, 0, CertReported{issued}, p, StatusPending, "Emit(domain.certificate.issued) Reroute", 0, ""},
 		{"pending, removed", StatusPending, 0, Removed{}, p, StatusRemoved, "Unroute RemoveCert UnconfigureDNS Emit(domain.removed)", never, ""},
 		{"pending, suspended", StatusPending, 0, PlanChanged{Suspended: true}, p, StatusPending, "", time.Minute, ""},
+		{"active, suspended: waits at its drift interval", StatusActive, 0, PlanChanged{Suspended: true}, p, StatusActive, "", time.Hour, ""},
 		// issuing
 		{"issuing, Re-verify", StatusIssuing, 0, verify(ok, issuing), p, StatusIssuing, "RequestCert", time.Minute, ""},
 		{"issuing, background check", StatusIssuing, 0, checked(ok, issuing), p, StatusIssuing, "", 0, ""},
