@@ -111,7 +111,11 @@ type server struct {
 //   - any other Host (unknown, pending, failed or removed) is 404 with an
 //     Error body: never another project's content;
 //   - with Challenges, GET customdomain.ChallengePath on a custom domain
-//     in any state answers its ownership token.
+//     in any state answers its ownership token;
+//   - OPTIONS * (about the server, not a resource) on a served or
+//     redirect domain answers 200 with no body, never a redirect. net/http's
+//     server answers it before any handler unless its
+//     DisableGeneralOptionsHandler is set.
 //
 // The answer is asked of Router on every request, so changes made through
 // the engine take effect at once.
@@ -182,6 +186,14 @@ func (e *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	ans := e.Router.Route(host)
+	if r.Method == http.MethodOptions && r.RequestURI == "*" && ans.Kind != customdomain.RouteNone {
+		// OPTIONS * asks about the server, not a resource (RFC 9110
+		// §9.3.7): no redirect (its Location would end in "*") and not the
+		// project's site. Answered as net/http's server answers it.
+		w.Header().Set("Content-Length", "0")
+		w.WriteHeader(http.StatusOK)
+		return
+	}
 	switch ans.Kind {
 	case customdomain.RouteServe:
 		if h := e.Site(ans.ProjectID); h != nil {

@@ -1,8 +1,11 @@
 package edge_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -224,5 +227,60 @@ func TestRequestHost(t *testing.T) {
 				t.Fatalf("RequestHost(%q) = %q, want %q", in, got, want)
 			}
 		})
+	}
+}
+
+// OPTIONS * asks about the server, not a resource (RFC 9110 §9.3.7): a
+// redirect domain must not answer it with a Location built from "*", and a
+// served domain's site is not asked about it. The edge answers it itself,
+// as net/http's server does when it is left to: 200 with no body. It
+// reaches the edge only when the server's DisableGeneralOptionsHandler is
+// set, so both servers are tried.
+func TestOptionsAsteriskIsAboutTheServer(t *testing.T) {
+	router := edge.RouterFunc(func(host string) customdomain.RouteAnswer {
+		switch host {
+		case "shop.example.com":
+			return customdomain.RouteAnswer{Kind: customdomain.RouteServe, Name: host, ProjectID: "prj_1"}
+		case "www.example.com":
+			return customdomain.RouteAnswer{Kind: customdomain.RouteRedirect, Name: host, ProjectID: "prj_1", RedirectTo: "shop.example.com", Status: 301}
+		}
+		return customdomain.RouteAnswer{Kind: customdomain.RouteNone, Name: host}
+	})
+	front, err := edge.New(edge.Config{
+		Platform: http.NotFoundHandler(),
+		Router:   router,
+		Site: func(string) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusTeapot) // the project's content: not what OPTIONS * asks for
+			})
+		},
+		RedirectScheme: "https",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, disable := range []bool{false, true} {
+		srv := httptest.NewUnstartedServer(front)
+		srv.Config.DisableGeneralOptionsHandler = disable
+		srv.Start()
+		for _, host := range []string{"shop.example.com", "www.example.com"} {
+			t.Run(fmt.Sprintf("%s/DisableGeneralOptionsHandler=%v", host, disable), func(t *testing.T) {
+				c, err := net.Dial("tcp", srv.Listener.Addr().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				fmt.Fprintf(c, "OPTIONS * HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", host)
+				resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodOptions})
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK || resp.Header.Get("Location") != "" {
+					t.Fatalf("OPTIONS * = %d, Location %q; want 200 and no redirect", resp.StatusCode, resp.Header.Get("Location"))
+				}
+			})
+		}
+		srv.Close()
 	}
 }
