@@ -122,6 +122,11 @@ func (e *Engine) checkRouting(ctx context.Context, n Name, token string) CheckRe
 		}
 		return res
 	}
+	if !e.edgeKnown(ctx) {
+		// The edge's own addresses could not be looked up: whether these
+		// are they is unknown, which is no verdict.
+		return failed(nil)
+	}
 	if e.isEdge(ctx, addrs) {
 		res.OK = true
 		return res

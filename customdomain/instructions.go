@@ -70,15 +70,26 @@ func (e *Engine) edgeList(ctx context.Context) []netip.Addr {
 	if p := e.edgeAddrs.Load(); p != nil {
 		return *p
 	}
-	return e.lookupEdge(ctx)
+	out, _ := e.lookupEdge(ctx)
+	return out
+}
+
+// edgeKnown reports whether the edge's addresses are known: EdgeIPs, or
+// what a lookup of the CNAME target answered, now or before. Until then,
+// addresses that are not the edge's cannot be told apart from the edge's.
+func (e *Engine) edgeKnown(ctx context.Context) bool {
+	if len(e.cfg.EdgeIPs) > 0 || e.edgeAddrs.Load() != nil {
+		return true
+	}
+	_, ok := e.lookupEdge(ctx)
+	return ok
 }
 
 // lookupEdge resolves the CNAME target's A and AAAA records and, when
 // both lookups answered, keeps the addresses for edgeList; when one
-// failed, what was kept before stays.
-func (e *Engine) lookupEdge(ctx context.Context) []netip.Addr {
-	out := []netip.Addr{}
-	complete := true
+// failed, what was kept before stays. complete is whether both answered.
+func (e *Engine) lookupEdge(ctx context.Context) (out []netip.Addr, complete bool) {
+	out, complete = []netip.Addr{}, true
 	for _, typ := range []string{"A", "AAAA"} {
 		recs, err := e.cfg.Resolver.Lookup(ctx, e.target, typ)
 		if err != nil {
@@ -94,7 +105,7 @@ func (e *Engine) lookupEdge(ctx context.Context) []netip.Addr {
 	if complete {
 		e.edgeAddrs.Store(&out)
 	}
-	return out
+	return out, complete
 }
 
 func (e *Engine) isEdge(ctx context.Context, addrs []netip.Addr) bool {

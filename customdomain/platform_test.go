@@ -2,14 +2,48 @@ package customdomain_test
 
 import (
 	"context"
+	"net/netip"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/libdns/libdns"
+	"github.com/miekg/dns"
+
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/customdomain"
+	"github.com/petstorekit/petstore/internal/domaintest"
 )
 
+// Without EdgeIPs, until the target's addresses were looked up once, a
+// failing lookup of them is "could not check", not a verdict on the
+// customer's records.
+func TestUnknownEdgeAddressesAreALookupFailure(t *testing.T) {
+	ctx := context.Background()
+	w := domaintest.New(t, domaintest.Options{
+		Zones: []string{"example.org.", "petstore.example."}, Projects: projects,
+		Config: func(c *customdomain.EngineConfig) { c.EdgeIPs = nil },
+	})
+	w.Set(t, "petstore.example.", libdns.Address{Name: "edge", TTL: time.Hour, IP: netip.MustParseAddr("192.0.2.10")})
+	w.Set(t, "example.org.", libdns.Address{Name: "@", TTL: time.Hour, IP: netip.MustParseAddr("192.0.2.10")})
+	w.DNS.FailWith(target+".", dns.RcodeServerFailure)
+	if _, _, err := w.Engine.Add(ctx, "prj_pro", "example.org"); err != nil {
+		t.Fatal(err)
+	}
+	d, err := w.Engine.Verify(ctx, "prj_pro", "example.org")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Status != customdomain.StatusPending || codes(d.Diagnosis.Findings) != "LOOKUP_FAILED" || d.Diagnosis.NextAction != customdomain.ActionWait {
+		t.Fatalf("edge addresses unknown: %s %q %s, want pending LOOKUP_FAILED wait", d.Status, codes(d.Diagnosis.Findings), d.Diagnosis.NextAction)
+	}
+	w.DNS.FailWith(target+".", dns.RcodeSuccess)
+	if d, err := w.Engine.Verify(ctx, "prj_pro", "example.org"); err != nil || d.Status != customdomain.StatusActive {
+		t.Fatalf("edge addresses known: %s %q (%v), want active", d.Status, codes(d.Diagnosis.Findings), err)
+	}
+}
+
+// countingStore counts the writes of entries.
 type countingStore struct {
 	customdomain.Store
 	updates atomic.Int64
