@@ -15,6 +15,7 @@ import (
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/changefeed"
 	"github.com/petstorekit/petstore/internal/keylock"
+	"golang.org/x/net/publicsuffix"
 )
 
 // CertPendingLimit is how long after verification a domain may wait for
@@ -110,7 +111,10 @@ type EngineConfig struct {
 	EdgeIPs []netip.Addr
 
 	// PlatformDomains are the platform's own names; neither they nor any
-	// name below them can be added. CNAMETarget is always one of them.
+	// name below them can be added. CNAMETarget is always one of them, and
+	// so is the zone it is in (petstore.app for edge.petstore.app) unless
+	// that is a public suffix: a wildcard there would serve the target and
+	// the platform's other names.
 	PlatformDomains []string
 
 	// PropagationWindow is how long a pending domain is re-checked before
@@ -263,6 +267,14 @@ func New(cfg EngineConfig) (*Engine, error) {
 		return nil, fmt.Errorf("domain: CNAMETarget %q is not a fully qualified name", cfg.CNAMETarget)
 	}
 	e := &Engine{cfg: cfg, target: target, dcvZone: dnsName(cfg.DCVZone), platform: []string{target}, edge: map[netip.Addr]bool{}, certsToRemove: map[string]bool{}}
+	if _, parent, ok := strings.Cut(target, "."); ok {
+		// The zone the target is in is the platform's: a wildcard there
+		// would serve the target itself and the platform's other names.
+		// Not when that is a public suffix, which no one owns.
+		if _, err := publicsuffix.EffectiveTLDPlusOne(parent); err == nil {
+			e.platform = append(e.platform, parent)
+		}
+	}
 	for _, p := range cfg.PlatformDomains {
 		if p = dnsName(p); p != "" {
 			e.platform = append(e.platform, p)

@@ -15,6 +15,37 @@ import (
 	"github.com/petstorekit/petstore/internal/domaintest"
 )
 
+// The CNAME target's parent is the platform's own zone even when the
+// operator lists no PlatformDomains: a wildcard there (*.petstore.example
+// for the target edge.petstore.example) would serve the edge's own name and
+// every other name the platform gives out below it, and verifies at once
+// where the platform points its own wildcard at the edge. Names above the
+// parent are left alone: the parent of a target at a registered domain is
+// a public suffix, which no one owns.
+func TestNamesBesideTheTargetAreThePlatforms(t *testing.T) {
+	ctx := context.Background()
+	w := domaintest.New(t, domaintest.Options{
+		Zones: []string{"example.com.", "petstore.example."}, Projects: projects,
+	})
+	// The platform's own wildcard, serving its projects' default names.
+	w.Set(t, "petstore.example.", libdns.CNAME{Name: "*", TTL: time.Hour, Target: target + "."})
+	for _, name := range []string{"*.petstore.example", "petstore.example", "other.petstore.example", "*.x.petstore.example", target} {
+		_, _, err := w.Engine.Add(ctx, "prj_pro", name)
+		wantCode(t, err, petstore.CodeInvalidRequest)
+	}
+	if _, _, err := w.Engine.Add(ctx, "prj_pro", "shop.example.com"); err != nil {
+		t.Fatalf("a customer's name: %v", err)
+	}
+	// A target at a registered domain: its parent is a public suffix, and
+	// other names under it are the customers'.
+	apex := w.Replica(t, func(c *customdomain.EngineConfig) { c.CNAMETarget = "petstore.example" })
+	if _, _, err := apex.Add(ctx, "prj_business", "shop.example.org"); err != nil {
+		t.Fatalf("with the target at an apex, a customer's name: %v", err)
+	}
+	_, _, err := apex.Add(ctx, "prj_business", "x.petstore.example")
+	wantCode(t, err, petstore.CodeInvalidRequest)
+}
+
 // Without EdgeIPs, until the target's addresses were looked up once, a
 // failing lookup of them is "could not check", not a verdict on the
 // customer's records.
