@@ -114,3 +114,29 @@ func TestSuspendedLiveDomainIsNotRewrittenEveryMinute(t *testing.T) {
 		t.Fatalf("waiting changed what customers see: updatedAt %v → %v, history %d → %d", before.UpdatedAt, after.UpdatedAt, len(before.History), len(after.History))
 	}
 }
+
+// Re-verify of a failed domain whose DNS cannot be asked sends it back to
+// pending; what the dashboard then shows must not claim its records are
+// right, nor keep an old reason.
+func TestReverifyOfFailedDomainWithoutDNSSaysSo(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil)
+	f.add(t, "prj_pro", "shop.example.com")
+	if d, _ := f.runUntil(t, "shop.example.com", customdomain.StatusFailed, start.Add(50*time.Hour)); d.Status != customdomain.StatusFailed {
+		t.Fatalf("status %s, want failed", d.Status)
+	}
+	f.dns.FailWith("shop.example.com.", dns.RcodeServerFailure)
+	check := func(d customdomain.Domain) {
+		t.Helper()
+		if d.Status != customdomain.StatusPending || d.Reason != "" || d.Diagnosis.OK ||
+			codes(d.Diagnosis.Findings) != "LOOKUP_FAILED" || d.Diagnosis.NextAction != customdomain.ActionWait {
+			t.Fatalf("%s reason %q ok %v findings %q next %s; want pending, LOOKUP_FAILED, wait", d.Status, d.Reason, d.Diagnosis.OK, codes(d.Diagnosis.Findings), d.Diagnosis.NextAction)
+		}
+	}
+	check(f.verify(t, "prj_pro", "shop.example.com"))
+	d, err := f.engine.Get(ctx, "prj_pro", "shop.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(d)
+}
