@@ -111,7 +111,10 @@ type EngineConfig struct {
 	EdgeIPs []netip.Addr
 
 	// PlatformDomains are the platform's own names; neither they nor any
-	// name below them can be added. CNAMETarget is always one of them, and
+	// name below them can be added, nor the wildcard one label above one
+	// (*.example.com for api.example.com), whose certificate would answer
+	// its handshakes. A wildcard entry (*.apps.example.com) stands for
+	// every name below its base. CNAMETarget is always one of them, and
 	// so is the zone it is in (petstore.app for edge.petstore.app) unless
 	// that is a public suffix: a wildcard there would serve the target and
 	// the platform's other names.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -41,7 +42,13 @@ func (e *Engine) Add(ctx context.Context, projectID, name string) (d Domain, cre
 		return Domain{}, false, err
 	}
 	for _, p := range e.platform {
-		if isUnder(n.ASCII, p) {
+		// A platform wildcard host (*.apps.example.com) is every name below
+		// its base; a wildcard one label above a platform name
+		// (*.example.com over api.example.com) has a certificate valid for
+		// it, which would answer that name's handshakes.
+		base, wild := strings.CutPrefix(p, "*.")
+		above, _ := wildcardParent(p)
+		if isUnder(n.ASCII, p) || wild && isUnder(n.ASCII, base) && n.ASCII != base || n.ASCII == above {
 			return Domain{}, false, invalidName("%s belongs to the platform itself and cannot be added as a custom domain", n.Unicode)
 		}
 	}
