@@ -330,14 +330,20 @@ var errDown = errors.New("ratelimit: store taken for down; waiting to probe it")
 // the limiter fails closed and the store is unreachable (unavailable),
 // when the limits are not valid (internal), or when ctx ends before a
 // decision; with valid limits the Decision is then Estimate's, Allowed
-// false: the figures the answer reports, though nothing was counted.
+// false: the figures the answer reports, though nothing was counted. Over
+// a shared store, a subject this process holds no running window or ban
+// of has no figures here (another process may have spent its quota): the
+// Decision is then the zero one.
 func (l *Limiter) Decide(ctx context.Context, subject string, limits petstore.Limits) (Decision, error) {
 	d, err := l.decide(ctx, subject, limits)
 	if err == nil && l.history != nil {
 		l.history.Record(subject, d.At, d.Allowed)
 	}
 	if err != nil && limits.Valid() {
-		d = l.Estimate(subject, limits)
+		var known bool
+		if d, known = l.estimate(subject, limits); !known {
+			d = Decision{}
+		}
 		d.Allowed = false
 	}
 	return d, err
@@ -350,8 +356,16 @@ func (l *Limiter) Decide(ctx context.Context, subject string, limits petstore.Li
 // here leave room. It returns the zero Decision for limits that are not
 // valid.
 func (l *Limiter) Estimate(subject string, limits petstore.Limits) Decision {
+	d, _ := l.estimate(subject, limits)
+	return d
+}
+
+// estimate is Estimate, and whether this process knows subject's figures:
+// always over its own MemoryStore, which holds them all; over a shared
+// store, only while it holds a running window or a ban of subject.
+func (l *Limiter) estimate(subject string, limits petstore.Limits) (Decision, bool) {
 	if !limits.Valid() {
-		return Decision{}
+		return Decision{}, false
 	}
 	subject = l.aggregate(subject)
 	rates := Rates(limits)
@@ -366,21 +380,26 @@ func (l *Limiter) Estimate(subject string, limits petstore.Limits) Decision {
 		defer e.mu.Unlock()
 		e.refresh(p, len(rates))
 		if e.banEnd > p {
-			return l.leaseDecision(rates, wall, p, false, -1, e.banEnd, false, e, counts, false)
+			return l.leaseDecision(rates, wall, p, false, -1, e.banEnd, false, e, counts, false), true
+		}
+		known := false
+		for _, w := range e.wins {
+			known = known || w.end > 0
 		}
 		full := e.full(rates, p)
-		return l.leaseDecision(rates, wall, p, full < 0, full, 0, false, e, counts, true)
+		return l.leaseDecision(rates, wall, p, full < 0, full, 0, false, e, counts, true), known
 	}
 	s, now := l.local, wall
 	if s == nil {
 		s, now = l.store.(*MemoryStore), time.Unix(0, p)
 	}
-	full, banEnd := s.peek(subject, rates, now.UnixNano(), counts)
+	full, banEnd, known := s.peek(subject, rates, now.UnixNano(), counts)
 	var end time.Time
 	if banEnd > 0 {
 		end = time.Unix(0, banEnd)
 	}
-	return toWall(decideWindows(rates, now, full < 0 && banEnd == 0, full, banEnd > 0, end, false, counts), wall, now.UnixNano())
+	d := toWall(decideWindows(rates, now, full < 0 && banEnd == 0, full, banEnd > 0, end, false, counts), wall, now.UnixNano())
+	return d, known || l.local == nil
 }
 
 func (l *Limiter) decide(ctx context.Context, subject string, limits petstore.Limits) (Decision, error) {

@@ -388,7 +388,7 @@ func (s *MemoryStore) refusing(subject string, now int64) bool {
 // peek puts subject's windows under rates at now (nanoseconds) in counts,
 // counting nothing, and returns the first full one (-1: none) and the end
 // of its ban (0: none).
-func (s *MemoryStore) peek(subject string, rates []Rate, now int64, counts []WindowCount) (full int, banEnd int64) {
+func (s *MemoryStore) peek(subject string, rates []Rate, now int64, counts []WindowCount) (full int, banEnd int64, known bool) {
 	sh := s.shard(subject)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -401,6 +401,7 @@ func (s *MemoryStore) peek(subject string, rates []Rate, now int64, counts []Win
 		}
 		for _, w := range e.windows {
 			if w.period == r.Period && w.end > now {
+				known = true
 				counts[i] = WindowCount{Used: w.used, Reset: time.Unix(0, w.end)}
 				if full < 0 && w.used >= r.Quota {
 					full = i
@@ -409,9 +410,9 @@ func (s *MemoryStore) peek(subject string, rates []Rate, now int64, counts []Win
 		}
 	}
 	if e != nil && e.banEnd > now {
-		banEnd = e.banEnd
+		banEnd, known = e.banEnd, true
 	}
-	return full, banEnd
+	return full, banEnd, known
 }
 
 // fullAt reports whether one of e's windows is full at now.
