@@ -69,8 +69,11 @@ func (e *Engine) RunDue(ctx context.Context, now time.Time) (int, error) {
 func (e *Engine) runOne(ctx context.Context, entry Entry) {
 	var ev Event
 	switch {
-	case e.suspension(ctx, entry.ProjectID) != "":
-		ev = PlanChanged{Suspended: true} // nothing moves on until the project upgrades
+	case entry.Status != StatusMisconfigured && e.suspension(ctx, entry.ProjectID) != "":
+		// Nothing moves on until the project upgrades, but a misconfigured
+		// domain's grace runs out as its reason says: the name is released
+		// for whoever owns it now.
+		ev = PlanChanged{Suspended: true}
 	case entry.Status == StatusIssuing:
 		ev = CertReported{Cert: e.certNow(ctx, entry.Name)}
 	default:

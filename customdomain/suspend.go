@@ -18,7 +18,9 @@ import (
 // While suspended, a domain is not routed (the edge answers 404 for it),
 // Verify, SetConfig and ConfigureDNS answer plan_required, and the
 // background loop leaves it as it is (a pending domain does not go
-// active). Remove still works. Its certificate is kept, and still renewed
+// active), except a misconfigured domain, which is still checked: it is
+// active again if its record comes back, and released when the grace
+// period ends, as its reason says. Remove still works. Its certificate is kept, and still renewed
 // (Admits stays true), so that resuming serves HTTPS at once.
 const StatusSuspended Status = "suspended"
 
@@ -67,9 +69,10 @@ func (e *Engine) requirePlan(ctx context.Context, projectID string) error {
 }
 
 // suspend marks a view as suspended, keeping the stored status in
-// ResumesAs.
+// ResumesAs. A removed or released domain is not: an upgrade would not
+// serve it.
 func suspend(d *Domain, reason string) {
-	if reason == "" || d.Status == StatusRemoved {
+	if reason == "" || d.Status.FreesName() {
 		return
 	}
 	d.ResumesAs, d.Status, d.Reason = d.Status, StatusSuspended, reason
