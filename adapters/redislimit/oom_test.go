@@ -1,11 +1,9 @@
 package redislimit_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,28 +11,10 @@ import (
 
 	petstore "github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/redislimit"
+	"github.com/petstorekit/petstore/internal/testenv"
 	"github.com/petstorekit/petstore/ratelimit"
 	"github.com/petstorekit/petstore/ratelimit/ratelimittest"
 )
-
-// lockedBuffer is a log destination the limiter's goroutines share with
-// the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestRedisRefusingWritesIsOneOutage: a Redis out of memory (maxmemory,
 // noeviction) refuses every lease but still answers the ban poll's
@@ -68,7 +48,7 @@ func TestRedisRefusingWritesIsOneOutage(t *testing.T) {
 					break
 				}
 			}
-			logs := &lockedBuffer{}
+			logs := &testenv.Buffer{}
 			lim := ratelimit.New(redislimit.New(c, "t:"), ratelimit.Config{FailClosed: failClosed,
 				Logger: slog.New(slog.NewTextHandler(logs, nil))})
 			t.Cleanup(func() { _ = lim.Close(context.Background()) })
