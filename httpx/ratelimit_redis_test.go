@@ -145,14 +145,7 @@ func TestRateLimitTwoHandlersShareRedis(t *testing.T) {
 // estimate of the budget the request would have spent (a key's, a wrong
 // key's address's, a public path's), with nothing spent by the 503.
 func TestFailClosedAnswersCarryTheEstimate(t *testing.T) {
-	o, err := redislimit.ParseOptions(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := faultproxy.Start(t, o.Addr)
-	o.Addr = proxy.Addr()
-	c := redis.NewClient(o)
-	t.Cleanup(func() { c.Close() })
+	c, proxy := proxiedRedis(t)
 	e := newRLEnv(t, redislimit.New(c, testenv.RedisPrefix(t, testenv.RedisClient(t), "httpx")), func(_ *httpx.Config, l *ratelimit.Config) {
 		l.StoreTimeout = 2 * time.Second // a cut is refused at once; never a slow Redis here
 	})
@@ -206,14 +199,7 @@ func TestFailClosedAnswersCarryTheEstimate(t *testing.T) {
 // windows when this process has one, and here, for a key it has not
 // heard of from Redis yet, no figures: it has none.
 func TestTimedOutWaitCarriesTheEstimate(t *testing.T) {
-	o, err := redislimit.ParseOptions(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := faultproxy.Start(t, o.Addr)
-	o.Addr = proxy.Addr()
-	c := redis.NewClient(o)
-	t.Cleanup(func() { c.Close() })
+	c, proxy := proxiedRedis(t)
 	e := newRLEnv(t, redislimit.New(c, testenv.RedisPrefix(t, testenv.RedisClient(t), "httpx")), func(h *httpx.Config, l *ratelimit.Config) {
 		h.Timeout = 200 * time.Millisecond
 		l.StoreTimeout = 2 * time.Second
@@ -241,4 +227,18 @@ func TestTimedOutWaitCarriesTheEstimate(t *testing.T) {
 	if timedOut == 0 {
 		t.Fatal("no request timed out waiting for the paused Redis")
 	}
+}
+
+// proxiedRedis is a client of the test Redis through a fault proxy.
+func proxiedRedis(t *testing.T) (*redis.Client, *faultproxy.Proxy) {
+	t.Helper()
+	o, err := redislimit.ParseOptions(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := faultproxy.Start(t, o.Addr)
+	o.Addr = proxy.Addr()
+	c := redis.NewClient(o)
+	t.Cleanup(func() { c.Close() })
+	return c, proxy
 }
