@@ -180,25 +180,20 @@ func adminGuard(next http.Handler, listen net.Addr, token string, names ...strin
 	})
 }
 
-// serveAdmin serves adminHandler on -admin-addr until ctx is done. It
-// listens on a loopback address only, unless a token is configured.
-func serveAdmin(ctx context.Context, addr, token string, o adminOps, logger *slog.Logger) (net.Addr, error) {
+// adminServer returns the server of adminHandler and its listener on
+// -admin-addr, a loopback address unless a token is configured; run
+// serves it and drains it at shutdown.
+func adminServer(addr, token string, o adminOps, logger *slog.Logger) (*http.Server, net.Listener, error) {
 	addr = adminAddr(addr)
 	if host, _, err := net.SplitHostPort(addr); err == nil && !isLoopback(host) && token == "" {
-		return nil, fmt.Errorf("-admin-addr %s is not a loopback address: set PETSTORE_ADMIN_TOKEN (a bearer token the bans and keys usage commands send) to serve the operator endpoint there", addr)
+		return nil, nil, fmt.Errorf("-admin-addr %s is not a loopback address: set PETSTORE_ADMIN_TOKEN (a bearer token the bans and keys usage commands send) to serve the operator endpoint there", addr)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("-admin-addr: %w", err)
+		return nil, nil, fmt.Errorf("-admin-addr: %w", err)
 	}
 	name, _, _ := net.SplitHostPort(addr)
-	srv := newServer(adminGuard(adminHandler(o), ln.Addr(), token, name), logger)
-	go func() { _ = srv.Serve(ln) }()
-	go func() {
-		<-ctx.Done()
-		_ = srv.Close()
-	}()
-	return ln.Addr(), nil
+	return newServer(adminGuard(adminHandler(o), ln.Addr(), token, name), logger), ln, nil
 }
 
 // runAdmin runs "bans list", "bans lift X" or "keys usage ID": on Redis

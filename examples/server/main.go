@@ -179,6 +179,36 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		listeners = append(listeners, tln)
 	}
 
+	// The operator's listeners too are open before a demo key is made
+	// and shown, and drained with the others at shutdown.
+	sideListener := func(srv *http.Server, l net.Listener, err error) (net.Addr, error) {
+		if err != nil {
+			for _, l := range listeners {
+				l.Close()
+			}
+			return nil, err
+		}
+		servers, listeners = append(servers, srv), append(listeners, l)
+		return l.Addr(), nil
+	}
+	var maddr, paddr, aaddr net.Addr
+	if cfg.metricsAddr != "" {
+		if maddr, err = sideListener(metricsServer(cfg.metricsAddr, app.registry, app.auth, logger)); err != nil {
+			return err
+		}
+	}
+	if cfg.pprofAddr != "" {
+		if paddr, err = sideListener(pprofServer(cfg.pprofAddr)); err != nil {
+			return err
+		}
+	}
+	if cfg.adminAddr != "" {
+		ops := adminOps{admin: app.limitAdmin, keys: app.keys, now: time.Now}
+		if aaddr, err = sideListener(adminServer(cfg.adminAddr, cfg.adminToken, ops, logger)); err != nil {
+			return err
+		}
+	}
+
 	base := "http://" + displayAddr(ln.Addr())
 	secret, err := demoKey(ctx, cfg, app.keys, store)
 	if err != nil {
@@ -196,28 +226,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if cfg.tlsAddr != "" {
 		say("petstore: HTTPS for custom domains on %s\n", listeners[1].Addr())
 	}
-	if cfg.metricsAddr != "" {
-		maddr, err := serveMetrics(ctx, cfg.metricsAddr, app.registry, app.auth, logger)
-		if err != nil {
-			ln.Close()
-			return err
-		}
+	if maddr != nil {
 		say("petstore: metrics at http://%s/metrics\n", displayAddr(maddr))
 	}
-	if cfg.pprofAddr != "" {
-		paddr, err := servePprof(ctx, cfg.pprofAddr, logger)
-		if err != nil {
-			ln.Close()
-			return err
-		}
+	if paddr != nil {
 		say("petstore: profiles at http://%s/debug/pprof/\n", paddr)
 	}
-	if cfg.adminAddr != "" {
-		aaddr, err := serveAdmin(ctx, cfg.adminAddr, cfg.adminToken, adminOps{admin: app.limitAdmin, keys: app.keys, now: time.Now}, logger)
-		if err != nil {
-			ln.Close()
-			return err
-		}
+	if aaddr != nil {
 		say("petstore: operator endpoint at http://%s/admin/ (bans, usage)\n", aaddr)
 	}
 	// Printed last: it tells scripts and tests that startup is complete.
@@ -246,7 +261,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	stopBy = time.Now().Add(shutdownGrace)
 	sctx, scancel := context.WithDeadline(context.Background(), stopBy)
 	defer scancel()
-	// Every listener is drained even when one fails to shut down in time.
+	// Every listener, the operator's too, is drained even when one fails
+	// to shut down in time.
 	var shutdownErrs []error
 	for _, srv := range servers {
 		if err := srv.Shutdown(sctx); err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -83,12 +82,13 @@ func isLoopbackAddr(addr string) bool {
 	return err == nil && ip.IsLoopback()
 }
 
-// servePprof serves net/http/pprof's handlers on addr (loopback, checked
-// by the flag) until ctx is done.
-func servePprof(ctx context.Context, addr string, logger *slog.Logger) (net.Addr, error) {
+// pprofServer returns the server of net/http/pprof's handlers and its
+// listener on addr (loopback, checked by the flag); run serves it and
+// drains it at shutdown.
+func pprofServer(addr string) (*http.Server, net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("-pprof-addr: %w", err)
+		return nil, nil, fmt.Errorf("-pprof-addr: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -98,17 +98,7 @@ func servePprof(ctx context.Context, addr string, logger *slog.Logger) (net.Addr
 	// No /debug/pprof/cmdline: the command line may carry secrets given
 	// as flags. Loopback is not enough against a DNS-rebinding page, so
 	// the admin endpoint's guard (Host, Origin) stands in front.
-	srv := &http.Server{Handler: adminGuard(mux, ln.Addr(), ""), ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		<-ctx.Done()
-		srv.Close()
-	}()
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("pprof listener stopped", "err", err)
-		}
-	}()
-	return ln.Addr(), nil
+	return &http.Server{Handler: adminGuard(mux, ln.Addr(), ""), ReadHeaderTimeout: 5 * time.Second}, ln, nil
 }
 
 // newLogger returns the server's logger writing to w in the -log-format.
@@ -329,26 +319,21 @@ func (f *inflight) collector() prometheus.Collector {
 	}, func() float64 { return float64(f.n.Load()) })
 }
 
-// serveMetrics serves reg alone on -metrics-addr until ctx is done, each
-// scrape with a request id and an access log line, and no rate limit.
-func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, auth petstore.Authenticator, logger *slog.Logger) (net.Addr, error) {
+// metricsServer returns the server of reg alone and its listener on
+// -metrics-addr, each scrape with a request id and an access log line, and
+// no rate limit; run serves it and drains it at shutdown.
+func metricsServer(addr string, reg *prometheus.Registry, auth petstore.Authenticator, logger *slog.Logger) (*http.Server, net.Listener, error) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", newSnapshot(metricsHandler(reg), time.Second, time.Now))
 	h, err := httpx.Wrap(httpx.Config{Auth: auth, Logger: logger}, mux, "/metrics")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("-metrics-addr: %w", err)
+		return nil, nil, fmt.Errorf("-metrics-addr: %w", err)
 	}
-	srv := newServer(h, logger)
-	go func() { _ = srv.Serve(ln) }()
-	go func() {
-		<-ctx.Done()
-		_ = srv.Close()
-	}()
-	return ln.Addr(), nil
+	return newServer(h, logger), ln, nil
 }
 
 // exitOnSecondSignal exits at once on a SIGINT or SIGTERM that arrives

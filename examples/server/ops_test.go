@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"os/exec"
+	"regexp"
+	"syscall"
+	"testing"
+
+	"github.com/petstorekit/petstore/internal/testenv"
+)
+
+// TestShutdownDrainsTheMetricsListener holds a scrape on -metrics-addr
+// open (its body not yet sent: the server answers once it has read it)
+// and shuts down: the scrape is answered, as a request to -addr would
+// be, not cut.
+func TestShutdownDrainsTheMetricsListener(t *testing.T) {
+	bin := testenv.Build(t, ".")
+	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-metrics-addr", "127.0.0.1:0", "-db", "memory", "-keys", freeKey+":free")
+	cmd.Env = serverEnv()
+	p := testenv.StartListening(t, cmd)
+	m := regexp.MustCompile(`metrics at http://(\S+)/metrics`).FindStringSubmatch(p.Stdout.String())
+	if m == nil {
+		t.Fatalf("no metrics address printed:\n%s", p.Stdout)
+	}
+	conn, err := net.Dial("tcp", m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// A HEAD's answer has no body, so the handler returns (and logs the
+	// request) at once; the server then reads the request's body before
+	// it sends the answer.
+	if _, err := conn.Write([]byte("HEAD /metrics HTTP/1.1\r\nHost: " + m[1] + "\r\nX-Request-Id: held-scrape\r\nContent-Length: 10\r\n\r\n12345")); err != nil {
+		t.Fatal(err)
+	}
+	p.Stderr.WaitFor(t, "request_id=held-scrape")
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	p.Stdout.WaitFor(t, "shutting down")
+	if _, err := conn.Write([]byte("67890")); err != nil {
+		t.Fatalf("the held scrape was cut: %v", err)
+	}
+	req, _ := http.NewRequest("HEAD", "/metrics", nil)
+	res, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		t.Fatalf("the held scrape was cut: %v", err)
+	}
+	if res.StatusCode != 200 {
+		t.Fatalf("the held scrape: %s, want 200", res.Status)
+	}
+	p.Stdout.WaitFor(t, "petstore: stopped")
+}
