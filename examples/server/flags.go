@@ -140,6 +140,11 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if err != nil || timeout <= 0 {
 		return config{}, fmt.Errorf("-db-timeout: want a positive duration such as 5s, got %q", *dbTimeout)
 	}
+	for _, f := range []struct{ name, addr string }{{"-addr", *addr}, {"-tls-addr", *tlsAddr}} {
+		if err := checkListenAddr(f.addr); (f.addr != "" || f.name == "-addr") && err != nil {
+			return config{}, fmt.Errorf("%s: %w", f.name, err)
+		}
+	}
 	cfg := config{addr: *addr, db: *db, redis: *redis, redisPrefix: *redisPrefix, cnameTarget: *cname, dbMaxConns: maxConns, dbTimeout: timeout,
 		acmeCA: *acmeCA, acmeRoot: *acmeRoot, acmeEmail: *acmeEmail, tlsAddr: *tlsAddr}
 	if err := setObserve(&cfg); err != nil {

@@ -39,7 +39,7 @@ func observeFlags(fs *flag.FlagSet, env func(name, def string) string) func(cfg 
 	metricsAddr := fs.String("metrics-addr", env("PETSTORE_METRICS_ADDR", ""), "serve GET /metrics (Prometheus) on this address only; empty: on the platform hosts of -addr (PETSTORE_METRICS_ADDR)")
 	logFormat := fs.String("log-format", env("PETSTORE_LOG_FORMAT", "text"), "log lines on stderr as text (logfmt) or json (PETSTORE_LOG_FORMAT)")
 	traceFile := fs.String("trace-file", env("PETSTORE_TRACE_FILE", ""), "write OpenTelemetry spans (each request, its store calls and rate-limit decision, DNS lookups, certificate requests) as JSON to this file, - for stderr; empty: no tracing (PETSTORE_TRACE_FILE)")
-	adminAddr := fs.String("admin-addr", env("PETSTORE_ADMIN_ADDR", ""), "serve the operator endpoint (bans, usage) on this address, loopback when only :PORT is given, another address only with PETSTORE_ADMIN_TOKEN set; the bans and keys usage commands call it; empty: off (PETSTORE_ADMIN_ADDR)")
+	adminFlag := fs.String("admin-addr", env("PETSTORE_ADMIN_ADDR", ""), "serve the operator endpoint (bans, usage) on this address, loopback when only :PORT is given, another address only with PETSTORE_ADMIN_TOKEN set; the bans and keys usage commands call it; empty: off (PETSTORE_ADMIN_ADDR)")
 	// The admin token is read from the environment only: a flag's value
 	// shows in ps and in -h.
 	adminToken := env("PETSTORE_ADMIN_TOKEN", "")
@@ -48,9 +48,17 @@ func observeFlags(fs *flag.FlagSet, env func(name, def string) string) func(cfg 
 		if *pprofAddr != "" && !isLoopbackAddr(*pprofAddr) {
 			return fmt.Errorf("-pprof-addr %q: profiles are served on loopback only, such as 127.0.0.1:6060", *pprofAddr)
 		}
+		for _, f := range []struct{ name, addr string }{{"-metrics-addr", *metricsAddr}, {"-admin-addr", *adminFlag}, {"-pprof-addr", *pprofAddr}} {
+			if err := checkListenAddr(f.addr); f.addr != "" && err != nil {
+				return fmt.Errorf("%s: %w", f.name, err)
+			}
+		}
+		if host, _, _ := net.SplitHostPort(adminAddr(*adminFlag)); *adminFlag != "" && !isLoopback(host) && adminToken == "" {
+			return fmt.Errorf("-admin-addr %s is not a loopback address: set PETSTORE_ADMIN_TOKEN (a bearer token the bans and keys usage commands send) to serve the operator endpoint there", *adminFlag)
+		}
 		cfg.pprofAddr = *pprofAddr
 		cfg.metricsAddr = *metricsAddr
-		cfg.adminAddr = *adminAddr
+		cfg.adminAddr = *adminFlag
 		cfg.adminToken = adminToken
 		if adminToken != "" {
 			if err := petstore.CheckSecretStrength(adminToken); err != nil {
@@ -66,6 +74,20 @@ func observeFlags(fs *flag.FlagSet, env func(name, def string) string) func(cfg 
 		}
 		return nil
 	}
+}
+
+// checkListenAddr checks that addr can be a TCP listen address, host:port
+// with a port number or a service name, so that a mistyped one is refused
+// before the database is opened and a demo key made.
+func checkListenAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port (or :port): %w", addr, err)
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("%q: %w", addr, err)
+	}
+	return nil
 }
 
 // isLoopbackAddr reports whether a listen address names a loopback host:

@@ -2,12 +2,18 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/petstorekit/petstore/internal/testenv"
 )
@@ -53,4 +59,33 @@ func TestShutdownDrainsTheMetricsListener(t *testing.T) {
 		t.Fatalf("the held scrape: %s, want 200", res.Status)
 	}
 	p.Stdout.WaitFor(t, "petstore: stopped")
+}
+
+// TestListenFlagsCheckedBeforeTheDemoKey gives a wrong listen address:
+// the server refuses it before it creates the database and prints a
+// demo key.
+func TestListenFlagsCheckedBeforeTheDemoKey(t *testing.T) {
+	// A configuration that turns out right serves until the deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, args := range [][]string{
+		{"-admin-addr", "192.0.2.1:9090"}, // not loopback, and no token
+		{"-admin-addr", "127.0.0.1:notaport"},
+		{"-metrics-addr", "nonsense"},
+		{"-metrics-addr", "127.0.0.1:99999"},
+		{"-addr", "127.0.0.1"},
+	} {
+		path := filepath.Join(t.TempDir(), "demo.db")
+		var stdout bytes.Buffer
+		err := run(ctx, append([]string{"-addr", "127.0.0.1:0", "-db", "sqlite:" + path}, args...), func(string) string { return "" }, &stdout, &bytes.Buffer{})
+		if err == nil {
+			t.Errorf("%q: accepted", args)
+		}
+		if strings.Contains(stdout.String(), "demo API key") {
+			t.Errorf("%q: printed a demo key before refusing:\n%s", args, stdout.String())
+		}
+		if _, err := os.Stat(path); err == nil {
+			t.Errorf("%q: created the database before refusing", args)
+		}
+	}
 }
