@@ -177,6 +177,11 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if cfg.trustedProxies, err = parsePrefixes(*proxies); err != nil {
 		return config{}, fmt.Errorf("-trusted-proxies: %w", err)
 	}
+	// Empty means the default, as for the variable: the engine would use
+	// it anyway, and the banner must name what customers point at.
+	if cfg.cnameTarget = strings.TrimSpace(cfg.cnameTarget); cfg.cnameTarget == "" {
+		cfg.cnameTarget = customdomain.DefaultCNAMETarget
+	}
 	cfg.platformHosts = splitList(*platform)
 	for s := range strings.SplitSeq(*edgeIPs, ",") {
 		if s = strings.TrimSpace(s); s == "" {

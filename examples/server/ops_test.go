@@ -89,3 +89,12 @@ func TestListenFlagsCheckedBeforeTheDemoKey(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyCNAMETargetIsTheDefault: an empty -cname-target means the default,
+// which the engine uses, so the banner names it too.
+func TestEmptyCNAMETargetIsTheDefault(t *testing.T) {
+	_, printed := start(t, []string{"-addr", "127.0.0.1:0", "-keys", freeKey + ":free", "-cname-target", ""}, nil)
+	if out := strings.Join(printed, "\n"); !strings.Contains(out, "customers point CNAMEs at edge.petstore.localhost\n") {
+		t.Fatalf("the banner does not name the default CNAME target:\n%s", out)
+	}
+}
