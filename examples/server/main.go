@@ -33,16 +33,19 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
@@ -75,18 +78,51 @@ func main() {
 	// batches rather than one read of the system's generator each: they
 	// must be unique, not secret.
 	uuid.EnableRandPool()
+	// The MySQL driver and bun's MySQL dialect log through globals (the
+	// driver's logger and the log package's): their lines go to the
+	// server's log, in its -log-format.
+	log.SetFlags(0)
+	log.SetOutput(libraryLog{})
+	_ = mysql.SetLogger(log.New(libraryLog{}, "mysql: ", 0))
 	setGCPercent(os.LookupEnv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go exitOnSecondSignal(ctx)
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "server:", err)
+		if !errors.As(err, new(loggedError)) {
+			fmt.Fprintln(os.Stderr, "server:", err)
+		}
 		if errors.Is(err, keyscli.ErrUsage) {
 			fmt.Fprintln(os.Stderr, keysUsage)
 			os.Exit(2)
 		}
 		os.Exit(1)
 	}
+}
+
+// loggedError is an error run has written to the log as the last line
+// (with -log-format json), for main not to print it again.
+type loggedError struct{ err error }
+
+func (e loggedError) Error() string { return e.err.Error() }
+func (e loggedError) Unwrap() error { return e.err }
+
+// serverLog holds the log of the running server, where libraryLog
+// writes.
+var serverLog atomic.Pointer[slog.Logger]
+
+// libraryLog writes each line that a library logs through a global logger
+// as a WARN line of the running server's log; to stderr before there is
+// one.
+type libraryLog struct{}
+
+func (libraryLog) Write(p []byte) (int, error) {
+	l := serverLog.Load()
+	if l == nil {
+		return os.Stderr.Write(p)
+	}
+	l.Warn(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
 }
 
 // flushLog holds the log buffer of the running server, for
@@ -100,7 +136,7 @@ const shutdownGrace = 15 * time.Second
 // keys subcommand, runs it and returns. stdout gets only what is printed
 // for a person (the demo key, where the server listens, that it drains);
 // the log goes to stderr.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
 	cfg, err := parseConfig(args, getenv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil // the usage asked for is printed: a success
@@ -128,6 +164,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	defer logs.Close()
 	flushLog.Store(logs)
 	logger := newLogger(cfg.logFormat, logs)
+	serverLog.Store(logger)
+	if cfg.logFormat == "json" {
+		// Every line on stderr is JSON: the error the server exits with,
+		// too, is a log line.
+		defer func() {
+			if err != nil {
+				logger.Error("exiting", "err", err)
+				err = loggedError{err}
+			}
+		}()
+	}
 	say := func(format string, args ...any) {
 		logs.Flush()
 		fmt.Fprintf(stdout, format, args...)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"os"
@@ -96,5 +97,42 @@ func TestEmptyCNAMETargetIsTheDefault(t *testing.T) {
 	_, printed := start(t, []string{"-addr", "127.0.0.1:0", "-keys", freeKey + ":free", "-cname-target", ""}, nil)
 	if out := strings.Join(printed, "\n"); !strings.Contains(out, "customers point CNAMEs at edge.petstore.localhost\n") {
 		t.Fatalf("the banner does not name the default CNAME target:\n%s", out)
+	}
+}
+
+// TestJSONLogOnlyWhenMySQLFails starts the binary with -log-format json
+// on a MySQL address that closes every connection: the driver and the
+// dialect complain, and the server gives up, all in JSON lines.
+func TestJSONLogOnlyWhenMySQLFails(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	bin := testenv.Build(t, ".")
+	cmd := exec.Command(bin, "-log-format", "json", "-db-timeout", "2s", "-db", "mysql://root@"+ln.Addr().String()+"/petstore")
+	cmd.Env = serverEnv()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err == nil {
+		t.Fatal("the server started on a database that closes every connection")
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if len(lines) < 2 {
+		t.Fatalf("want the driver's complaint and the server's error, got:\n%s", stderr.String())
+	}
+	for _, l := range lines {
+		if !json.Valid([]byte(l)) {
+			t.Errorf("not a JSON line: %s", l)
+		}
 	}
 }
