@@ -98,7 +98,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	cfg, err := parseConfig(args, getenv)
 	if err != nil {
-		return err
+		return usageError{err}
 	}
 	logger := slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
@@ -212,6 +212,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	return srv.Shutdown(shutdown)
 }
 
+// usageError is a malformed command line, for which the process exits
+// with status 2, as the flag package's programs do (docs/operating.md);
+// any other failure exits with status 1.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
 func main() {
 	redis.SetLogger(redislimit.QuietLogger{}) // one report per interval, from the limiter
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -221,6 +229,9 @@ func main() {
 			return // the usage asked for is printed: a success
 		}
 		fmt.Fprintln(os.Stderr, "cluster:", err)
+		if errors.As(err, new(usageError)) {
+			os.Exit(2)
+		}
 		os.Exit(1)
 	}
 }

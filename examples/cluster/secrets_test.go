@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"io"
 	"os"
@@ -50,5 +51,22 @@ func TestHelpIsASuccess(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "-redis-prefix") || strings.Contains(string(out), "help requested") {
 		t.Fatalf("-h: %v\n%s", err, out)
+	}
+}
+
+// TestExitStatus: a malformed command line exits with status 2, as
+// examples/server's does, saying why on stderr.
+func TestExitStatus(t *testing.T) {
+	bin := testenv.Build(t, ".")
+	for _, args := range [][]string{{"-nosuch"}, {"-redis", "127.0.0.1:1"}} {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), "PETSTORE_DB=", "PETSTORE_REDIS=", "PETSTORE_API_KEYS=")
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || stdout.Len() != 0 || !strings.Contains(stderr.String(), "cluster: ") {
+			t.Errorf("%q: %v, want exit status 2 and the error on stderr only\nstdout: %s\nstderr: %s", args, err, stdout.String(), stderr.String())
+		}
 	}
 }

@@ -228,7 +228,7 @@ func runAdmin(ctx context.Context, cfg config, keys *petstore.Keys, stdout io.Wr
 			return json.NewDecoder(res.Body).Decode(out)
 		}
 	default:
-		return errors.New("limits are in memory: give the running server's -admin-addr (or -redis when it uses Redis)")
+		return usageError{err: errors.New("limits are in memory: give the running server's -admin-addr (or -redis when it uses Redis)")}
 	}
 	switch {
 	case len(args) == 2 && args[0] == "bans" && args[1] == "list":
@@ -286,7 +286,7 @@ func runAdmin(ctx context.Context, cfg config, keys *petstore.Keys, stdout io.Wr
 		}
 		return nil
 	}
-	return fmt.Errorf("unknown command %q\n%s", args, adminUsage)
+	return usageError{err: fmt.Errorf("unknown command %q", args), usage: adminUsage}
 }
 
 // isAdminCommand reports whether args is one runAdmin runs.

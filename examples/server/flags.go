@@ -73,7 +73,9 @@ type config struct {
 // out and returns flag.ErrHelp, as does a subcommand's -h with its own.
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
-	fs.SetOutput(out)
+	// The usage goes to out when asked for (-h); after a malformed
+	// command line main prints it on stderr.
+	fs.SetOutput(io.Discard)
 	env := func(name, def string) string {
 		if v := getenv(name); v != "" {
 			return v
@@ -107,11 +109,16 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	acmeDCV := fs.String("acme-dcv-zone", env("PETSTORE_ACME_DCV_ZONE", ""), "a zone of -dns-provider where certificate validation is delegated: customers' _acme-challenge CNAMEs point into it, so certificates are obtained by DNS-01 before traffic moves, and wildcards get theirs; empty: none (PETSTORE_ACME_DCV_ZONE)")
 	tlsAddr := fs.String("tls-addr", env("PETSTORE_TLS_ADDR", ""), "HTTPS listen address; empty: no HTTPS listener (PETSTORE_TLS_ADDR)")
 	version := fs.Bool("version", false, "print the module version and VCS revision the binary was built from, and exit (as the version subcommand does)")
-	fs.Usage = func() { printUsage(out, fs) }
+	fs.Usage = func() {}
 	setObserve := observeFlags(fs, env)
 	setWebhooks := webhookFlags(fs, env)
-	if err := fs.Parse(args); err != nil {
-		return config{}, err // flag.ErrHelp for -h, after the usage
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		printUsage(out, fs)
+		return config{}, err
+	} else if err != nil {
+		var usage strings.Builder
+		printUsage(&usage, fs)
+		return config{}, usageError{err: err, usage: strings.TrimSuffix(usage.String(), "\n")}
 	}
 	if *version {
 		return config{version: true}, nil

@@ -52,7 +52,6 @@ import (
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/redislimit"
 	"github.com/petstorekit/petstore/internal/logbuf"
-	"github.com/petstorekit/petstore/keyscli"
 )
 
 // defaultGCPercent is the server's GOGC when the environment sets none.
@@ -92,8 +91,10 @@ func main() {
 		if !errors.As(err, new(loggedError)) {
 			fmt.Fprintln(os.Stderr, "server:", err)
 		}
-		if errors.Is(err, keyscli.ErrUsage) {
-			fmt.Fprintln(os.Stderr, keysUsage)
+		if usage, ok := usageOf(err); ok {
+			if usage != "" {
+				fmt.Fprintln(os.Stderr, usage)
+			}
 			os.Exit(2)
 		}
 		os.Exit(1)
@@ -142,6 +143,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return nil // the usage asked for is printed: a success
 	}
 	if err != nil {
+		if _, ok := usageOf(err); !ok {
+			err = usageError{err: err}
+		}
 		return err
 	}
 	if cfg.version || (len(cfg.command) > 0 && cfg.command[0] == "version") {
@@ -153,8 +157,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// manages the database would work on a store of its own, print a key
 	// no server accepts, or revoke nothing.
 	if cfg.db == "memory" && len(cfg.command) > 0 && (cfg.command[0] == "keys" || cfg.command[0] == "projects") && !isAdminCommand(cfg.command) {
-		return fmt.Errorf("%s: -db memory keeps keys and projects inside the serving process, out of this command's reach; "+
-			"give the server a database (-db sqlite:PATH, postgres://… or mysql://…) to manage them", cfg.command[0])
+		return usageError{err: fmt.Errorf("%s: -db memory keeps keys and projects inside the serving process, out of this command's reach; "+
+			"give the server a database (-db sqlite:PATH, postgres://… or mysql://…) to manage them", cfg.command[0])}
 	}
 	// Log lines are buffered and written out every 100 ms: one write
 	// system call per request was most of the access log's cost. What
@@ -169,7 +173,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		// Every line on stderr is JSON: the error the server exits with,
 		// too, is a log line.
 		defer func() {
-			if err != nil {
+			// A malformed command line is for the person who typed it.
+			if _, usage := usageOf(err); err != nil && !usage {
 				logger.Error("exiting", "err", err)
 				err = loggedError{err}
 			}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"os"
@@ -133,6 +134,61 @@ func TestJSONLogOnlyWhenMySQLFails(t *testing.T) {
 	for _, l := range lines {
 		if !json.Valid([]byte(l)) {
 			t.Errorf("not a JSON line: %s", l)
+		}
+	}
+}
+
+// TestExitStatus runs the binary with malformed command lines, which
+// exit with status 2 and say why on stderr (nothing on stdout), and with
+// a command that fails, which exits with status 1.
+func TestExitStatus(t *testing.T) {
+	bin := testenv.Build(t, ".")
+	db := "sqlite:" + filepath.Join(t.TempDir(), "exit.db")
+	for _, tc := range []struct {
+		args   []string
+		status int
+		stderr string // a part of what stderr must hold
+	}{
+		{[]string{"-nosuch"}, 2, "-platform-hosts"}, // the usage
+		{[]string{"-db-timeout", "x"}, 2, "-db-timeout"},
+		{[]string{"extra"}, 2, "unexpected arguments"},
+		{[]string{"-db", "memory", "keys", "list"}, 2, "-db memory"},
+		{[]string{"-db", db, "keys", "bogus"}, 2, "keys create"},
+		{[]string{"-db", db, "keys", "create", "-nosuch"}, 2, "keys create"},
+		{[]string{"-db", db, "projects"}, 2, "projects deploy"},
+		{[]string{"-db", db, "projects", "bogus"}, 2, "projects deploy"},
+		{[]string{"-db", "memory", "bans", "list"}, 2, "-admin-addr"},
+		{[]string{"-db", "memory", "-redis", "127.0.0.1:1", "bans", "bogus"}, 2, "bans lift"},
+		{[]string{"-db", db, "keys", "revoke", "key_nosuch"}, 1, "key_nosuch"},
+		{[]string{"-db", db, "projects", "deploy", "prj_nosuch"}, 1, "prj_nosuch"},
+	} {
+		cmd := exec.Command(bin, tc.args...)
+		cmd.Env = serverEnv()
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			t.Errorf("%q: %v, want exit status %d", tc.args, err, tc.status)
+			continue
+		}
+		if got := exit.ExitCode(); got != tc.status {
+			t.Errorf("%q: exit status %d, want %d\nstderr: %s", tc.args, got, tc.status, stderr.String())
+		}
+		if stdout.Len() != 0 {
+			t.Errorf("%q: wrote to stdout: %s", tc.args, stdout.String())
+		}
+		if !strings.Contains(stderr.String(), tc.stderr) {
+			t.Errorf("%q: stderr does not say %q:\n%s", tc.args, tc.stderr, stderr.String())
+		}
+	}
+	for _, args := range [][]string{{"-h"}, {"keys", "-h"}} {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = serverEnv()
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil || !strings.Contains(stdout.String(), "usage") || stderr.Len() != 0 {
+			t.Errorf("%q: %v, want success and the usage on stdout only\nstdout: %s\nstderr: %s", args, err, stdout.String(), stderr.String())
 		}
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -116,13 +115,10 @@ func deployedOnce(ctx context.Context, deploys DeployStore, projectID string) er
 	return nil
 }
 
-// errProjectsUsage marks a malformed projects command line.
-var errProjectsUsage = errors.New("projects: bad usage")
-
 // runProjects runs "projects list" or "projects deploy PROJECT_ID".
 func runProjects(ctx context.Context, store backend, args []string, w io.Writer) error {
 	usage := func(format string, a ...any) error {
-		return fmt.Errorf("%w: "+format+"\n%s", append([]any{errProjectsUsage}, append(a, projectsUsage)...)...)
+		return usageError{err: fmt.Errorf("projects: "+format, a...), usage: projectsUsage}
 	}
 	if len(args) == 0 {
 		return usage("missing subcommand")

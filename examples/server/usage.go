@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -8,6 +9,30 @@ import (
 
 	"github.com/petstorekit/petstore/keyscli"
 )
+
+// usageError is a malformed command line. main prints it, and then usage
+// when there is one, on stderr and exits with status 2, as the flag
+// package does; any other error exits with status 1.
+type usageError struct {
+	err   error
+	usage string
+}
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// usageOf reports whether err is a malformed command line, and the usage
+// to print after it ("" for none).
+func usageOf(err error) (usage string, ok bool) {
+	var ue usageError
+	switch {
+	case errors.As(err, &ue):
+		return ue.usage, true
+	case errors.Is(err, keyscli.ErrUsage):
+		return keysUsage, true
+	}
+	return "", false
+}
 
 // subcommand is one thing the server binary does instead of serving.
 type subcommand struct {
@@ -57,6 +82,7 @@ func printUsage(w io.Writer, fs *flag.FlagSet) {
 		fmt.Fprintf(w, "       server [flags] %s ... [flags]   %s (server %s -h for more)\n", sc.name, sc.summary, sc.name)
 	}
 	fmt.Fprintln(w, "\nflags (each also read from the environment variable in parentheses):")
+	fs.SetOutput(w)
 	fs.PrintDefaults()
 }
 
