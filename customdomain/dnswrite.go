@@ -9,7 +9,9 @@ import (
 
 // ConfigureDNS writes the domain's records at the DNS provider the project
 // connected (EngineConfig.DNS) and returns the conflicts it found instead
-// of overwriting them. Remove deletes those records again. Returns
+// of overwriting them. The records it creates are kept in the domain's
+// Entry (DNSRecords), and Remove deletes exactly those: records that were
+// there before, or that the customer made or changed, stay. Returns
 // invalid_request when the project connected no DNS provider, and
 // invalid_request / not_found for the name.
 func (e *Engine) ConfigureDNS(ctx context.Context, projectID, name string) ([]Finding, error) {
@@ -28,7 +30,56 @@ func (e *Engine) ConfigureDNS(ctx context.Context, projectID, name string) ([]Fi
 	if err != nil {
 		return nil, err
 	}
-	return c.Configure(ctx, zone, recs)
+	created, findings, err := c.Configure(ctx, zone, recs)
+	if len(created) > 0 {
+		if rerr := e.rememberDNS(ctx, c, entry, zone, created); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return findings, nil
+}
+
+// rememberDNS adds the records ConfigureDNS created to the domain's stored
+// entry, for Remove. When the entry cannot keep them (it was removed or
+// released meanwhile, so its removal did not know them, or the store
+// fails) they are deleted again at once: a record the engine does not
+// know it wrote would outlive the domain.
+func (e *Engine) rememberDNS(ctx context.Context, c DNSConfigurator, en Entry, zone string, created []Record) error {
+	var err error = petstore.Errorf(petstore.CodeConflict, "the domain is changing right now; try again")
+	for range 3 {
+		cur, rerr := e.cfg.Store.DomainByName(ctx, en.Name)
+		if petstore.ErrorCode(rerr) == petstore.CodeNotFound || (rerr == nil && cur.ID != en.ID) {
+			err = petstore.Errorf(petstore.CodeNotFound, "domain %s was removed meanwhile", en.Name)
+			break
+		}
+		if rerr != nil {
+			err = rerr
+			break
+		}
+		next := cur.Canonical()
+		for _, r := range created {
+			if !slices.Contains(next.DNSRecords, r) {
+				next.DNSRecords = append(next.DNSRecords, r)
+			}
+		}
+		if len(next.DNSRecords) == len(cur.DNSRecords) {
+			return nil
+		}
+		_, werr := e.cfg.Store.UpdateDomain(ctx, next)
+		if werr == nil {
+			return nil
+		}
+		if err = werr; petstore.ErrorCode(werr) != petstore.CodeConflict {
+			break
+		}
+	}
+	if uerr := c.Unconfigure(ctx, zone, created); uerr != nil {
+		e.cfg.Logger.Warn("records written for a domain could not be kept nor deleted", "domain", en.Name, "err", uerr)
+	}
+	return err
 }
 
 func (e *Engine) dnsOf(projectID string) DNSConfigurator {
@@ -39,7 +90,7 @@ func (e *Engine) dnsOf(projectID string) DNSConfigurator {
 }
 
 // providerRecords returns the zone and the records ConfigureDNS writes for
-// name. Remove recomputes them to delete them, so nothing extra is stored.
+// name.
 func (e *Engine) providerRecords(ctx context.Context, en Entry) (string, []Record, error) {
 	n, err := ParseName(en.Name)
 	if err != nil {
@@ -57,22 +108,25 @@ func (e *Engine) providerRecords(ctx context.Context, en Entry) (string, []Recor
 	return n.Registered, recs, nil
 }
 
-// unconfigureDNS deletes the records ConfigureDNS may have written for a
-// removed domain. The configurator deletes only exact matches, so records
-// the customer made for other purposes stay. A failure leaves records that
-// point at the platform, which no longer answers for the name: logged, not
-// returned, as the removal itself is done.
+// unconfigureDNS deletes the records ConfigureDNS created for a removed
+// domain (its DNSRecords), exactly as they were written: a record that was
+// there before, or that the customer made or changed, stays. A failure
+// leaves records that point at the platform, which no longer answers for
+// the name: logged, not returned, as the removal itself is done.
 func (e *Engine) unconfigureDNS(ctx context.Context, en Entry) {
-	name := en.Name
-	c := e.dnsOf(en.ProjectID)
-	if c == nil {
+	if len(en.DNSRecords) == 0 {
 		return
 	}
-	zone, recs, err := e.providerRecords(ctx, en)
+	c := e.dnsOf(en.ProjectID)
+	if c == nil {
+		e.cfg.Logger.Warn("domain removed but its records at the DNS provider were not: the project has no provider now", "domain", en.Name)
+		return
+	}
+	n, err := ParseName(en.Name)
 	if err == nil {
-		err = c.Unconfigure(ctx, zone, recs)
+		err = c.Unconfigure(ctx, n.Registered, en.DNSRecords)
 	}
 	if err != nil {
-		e.cfg.Logger.Warn("domain removed but its records at the DNS provider were not", "domain", name, "err", err)
+		e.cfg.Logger.Warn("domain removed but its records at the DNS provider were not", "domain", en.Name, "err", err)
 	}
 }

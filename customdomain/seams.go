@@ -82,9 +82,17 @@ type CertIssuer interface {
 // provider, when the customer connected one. It reports conflicting records
 // instead of overwriting them.
 type DNSConfigurator interface {
-	// Configure creates records, read back to confirm they took effect.
-	// Existing records that conflict come back as findings, unchanged.
-	Configure(ctx context.Context, zone string, records []Record) ([]Finding, error)
-	// Unconfigure deletes records that Configure created.
+	// Configure creates the records that are missing, reads them back to
+	// confirm they took effect, and returns those it created, as the zone
+	// holds them (value and TTL): the engine keeps them in the domain's
+	// Entry for Unconfigure. Records already there are left alone and not
+	// returned; existing records that conflict come back as findings,
+	// unchanged. With an error it still returns what it created, so that
+	// no record it wrote is forgotten.
+	Configure(ctx context.Context, zone string, records []Record) (created []Record, findings []Finding, err error)
+	// Unconfigure deletes exactly the given records, as Configure
+	// returned them: same name, type, value and TTL. A record that is gone,
+	// or that differs now (the customer changed it, so it is theirs), is
+	// left alone, as is every other record.
 	Unconfigure(ctx context.Context, zone string, records []Record) error
 }

@@ -89,13 +89,21 @@ type Entry struct {
 	// so a CNAME left pointing at the shared target cannot hand the name
 	// to whoever adds it next.
 	OwnershipToken string
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	Version        int64 // set by the store: 1 on create, +1 on each update
+	// DNSRecords are the records Engine.ConfigureDNS created at the DNS
+	// provider, as the provider's zone held them after the write (names
+	// relative to the registered domain, value and TTL): removing or
+	// releasing the domain deletes exactly these, never a record that was
+	// there before or that the customer made or changed. nil when it
+	// created none.
+	DNSRecords []Record `json:",omitempty"`
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	Version    int64 // set by the store: 1 on create, +1 on each update
 }
 
 // Canonical returns a copy of e that shares no slices with it, with empty
-// rather than nil slices and every time in UTC: the form in which every
+// rather than nil slices (but DNSRecords nil when empty, as entries stored
+// before it existed read) and every time in UTC: the form in which every
 // Store returns entries, so that entries from any store compare alike.
 func (e Entry) Canonical() Entry {
 	e.Findings = slices.Clone(e.Findings)
@@ -108,6 +116,10 @@ func (e Entry) Canonical() Entry {
 	e.Observed.Addresses = slices.Clone(e.Observed.Addresses)
 	if e.Observed.Addresses == nil {
 		e.Observed.Addresses = []string{}
+	}
+	e.DNSRecords = slices.Clone(e.DNSRecords)
+	if len(e.DNSRecords) == 0 {
+		e.DNSRecords = nil
 	}
 	e.History = slices.Clone(e.History)
 	if e.History == nil {

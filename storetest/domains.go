@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -288,6 +289,46 @@ func RunDomains(t *testing.T, open Opener) {
 					t.Fatalf("removed entries of %s = %+v (%v), want one with token %q", tc.name, old, err, tc.token)
 				}
 			})
+		}
+	})
+	t.Run("DNSRecordsSurviveUpdateAndRemoval", func(t *testing.T) {
+		// The records ConfigureDNS created are what removing or
+		// releasing the domain deletes at the DNS provider, exactly (the
+		// TTL and every byte of the value count): lost or altered, they
+		// would leave records behind or delete the customer's.
+		t.Parallel()
+		s := openDomains(t, open)
+		recs := []customdomain.Record{
+			{Type: "CNAME", Name: "shop", Value: "edge.petstore.example", TTL: 300},
+			{Type: "TXT", Name: "_petstore-challenge.shop", Value: `petstore-verify=a "b" \ ; c`, TTL: 3600},
+			{Type: "A", Name: "@", Value: "192.0.2.10", TTL: 1},
+		}
+		e := newEntry("dom_dnsrecords", "prj_a", "shop.example.com")
+		e.DNSRecords = recs[:1]
+		e = mustCreateDomain(t, s, e)
+		if got, err := s.DomainByName(ctx, e.Name); err != nil || !slices.Equal(got.DNSRecords, recs[:1]) {
+			t.Fatalf("after create DNSRecords = %+v (%v), want %+v", got.DNSRecords, err, recs[:1])
+		}
+		e.DNSRecords = recs
+		e, err := s.UpdateDomain(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.DomainByName(ctx, e.Name); err != nil || !slices.Equal(got.DNSRecords, recs) {
+			t.Fatalf("after update DNSRecords = %+v (%v), want %+v", got.DNSRecords, err, recs)
+		}
+		e.Status = customdomain.StatusReleased
+		e.NextCheckAt = time.Time{}
+		if _, err := s.UpdateDomain(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		old, err := s.ListDomains(ctx, customdomain.DomainQuery{Name: e.Name, Status: customdomain.StatusReleased})
+		if err != nil || len(old) != 1 || !slices.Equal(old[0].DNSRecords, recs) {
+			t.Fatalf("released entries of %s = %+v (%v), want one with DNSRecords %+v", e.Name, old, err, recs)
+		}
+		none := mustCreateDomain(t, s, newEntry("dom_nodnsrecords", "prj_a", "other.example.com"))
+		if got, err := s.DomainByName(ctx, none.Name); err != nil || got.DNSRecords != nil {
+			t.Fatalf("an entry without records reads DNSRecords = %#v (%v), want nil", got.DNSRecords, err)
 		}
 	})
 	t.Run("ListByNameKeepsHistoryOrder", func(t *testing.T) {

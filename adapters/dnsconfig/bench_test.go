@@ -19,10 +19,11 @@ func BenchmarkConfigureUnconfigure(b *testing.B) {
 	recs := []customdomain.Record{{Type: "CNAME", Name: "shop", Value: "stores.petstore.example", TTL: 300}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if f, err := c.Configure(ctx, "example.com", recs); err != nil || len(f) != 0 {
+		created, f, err := c.Configure(ctx, "example.com", recs)
+		if err != nil || len(f) != 0 {
 			b.Fatal(f, err)
 		}
-		if err := c.Unconfigure(ctx, "example.com", recs); err != nil {
+		if err := c.Unconfigure(ctx, "example.com", created); err != nil {
 			b.Fatal(err)
 		}
 	}

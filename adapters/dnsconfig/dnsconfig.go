@@ -59,13 +59,15 @@ func New(p Provider) *Configurator { return &Configurator{p: p} }
 // Configure implements customdomain.DNSConfigurator. Record names are relative to
 // zone ("@" for the apex, "shop" for shop.<zone>) or fully qualified inside
 // it. Records already present (same name, type and data, any TTL) are left
-// as they are. It returns findings for conflicts and ignored writes; an
-// error means the provider could not be read or written (nothing is known
-// about the zone's state beyond the findings already made).
-func (c *Configurator) Configure(ctx context.Context, zone string, records []customdomain.Record) ([]customdomain.Finding, error) {
+// as they are. It returns the records it created, named relative to zone
+// with the value and TTL the zone holds (read back after the write), and
+// findings for conflicts and ignored writes; an error means the provider
+// could not be read or written (nothing is known about the zone's state
+// beyond the findings already made and the records returned as created).
+func (c *Configurator) Configure(ctx context.Context, zone string, records []customdomain.Record) ([]customdomain.Record, []customdomain.Finding, error) {
 	existing, err := c.p.GetRecords(ctx, zone)
 	if err != nil {
-		return nil, fmt.Errorf("dnsconfig: reading zone %s: %w", zone, err)
+		return nil, nil, fmt.Errorf("dnsconfig: reading zone %s: %w", zone, err)
 	}
 	findings := []customdomain.Finding{}
 	var toWrite []libdns.Record
@@ -87,17 +89,27 @@ func (c *Configurator) Configure(ctx context.Context, zone string, records []cus
 		toWrite = append(toWrite, want)
 	}
 	if len(toWrite) == 0 {
-		return findings, nil
+		return []customdomain.Record{}, findings, nil
 	}
-	if _, err := c.p.AppendRecords(ctx, zone, toWrite); err != nil {
-		return nil, fmt.Errorf("dnsconfig: writing %d record(s) to zone %s: %w", len(toWrite), zone, err)
-	}
+	_, appendErr := c.p.AppendRecords(ctx, zone, toWrite)
 	after, err := c.p.GetRecords(ctx, zone)
-	if err != nil {
-		return nil, fmt.Errorf("dnsconfig: reading zone %s back: %w", zone, err)
+	switch {
+	case appendErr != nil && err != nil:
+		// Nothing is known of what the failed write left; claiming it
+		// could later delete what the customer writes by hand instead.
+		return []customdomain.Record{}, nil, fmt.Errorf("dnsconfig: writing %d record(s) to zone %s: %w", len(toWrite), zone, appendErr)
+	case err != nil:
+		// The provider took the write: it is this write's.
+		return domainRecords(toWrite), nil, fmt.Errorf("dnsconfig: reading zone %s back: %w", zone, err)
 	}
+	created := []customdomain.Record{}
 	for _, w := range toWrite {
-		if slices.ContainsFunc(after, func(e libdns.Record) bool { return same(e, w) }) {
+		i := slices.IndexFunc(after, func(e libdns.Record) bool { return same(e, w) })
+		if i >= 0 {
+			created = append(created, toDomain(after[i])) // as the zone holds it: Unconfigure deletes exactly that
+			continue
+		}
+		if appendErr != nil {
 			continue
 		}
 		rr := w.RR()
@@ -109,29 +121,29 @@ func (c *Configurator) Configure(ctx context.Context, zone string, records []cus
 			Records: []customdomain.Record{toDomain(w)},
 		})
 	}
-	return findings, nil
+	if appendErr != nil {
+		// Part of a failed write may have landed: what is in the zone now
+		// and was not before is this write's.
+		return created, nil, fmt.Errorf("dnsconfig: writing %d record(s) to zone %s: %w", len(toWrite), zone, appendErr)
+	}
+	return created, findings, nil
 }
 
-// Unconfigure implements customdomain.DNSConfigurator: it deletes the records
-// that exactly match records (name, type and data; any TTL). Records at the
-// same names with other data, which the customer made, are never touched.
+// Unconfigure implements customdomain.DNSConfigurator: it deletes exactly
+// records, as Configure returned them (name, type, data and, when set, TTL),
+// by libdns's DeleteRecords. A record whose data or TTL differs now, which
+// the customer changed, and every other record are never touched.
 // Deleting records that are already gone is not an error.
 func (c *Configurator) Unconfigure(ctx context.Context, zone string, records []customdomain.Record) error {
-	existing, err := c.p.GetRecords(ctx, zone)
-	if err != nil {
-		return fmt.Errorf("dnsconfig: reading zone %s: %w", zone, err)
-	}
 	var doomed []libdns.Record
 	for _, r := range records {
 		want, f := toLibdns(zone, r)
 		if f != nil {
 			continue // never written, so nothing to delete
 		}
-		for _, e := range recordsAt(existing, want.RR().Name) {
-			if same(e, want) {
-				doomed = append(doomed, e) // the zone's own TTL, so the delete matches exactly
-			}
-		}
+		rr := want.RR()
+		rr.TTL = time.Duration(max(r.TTL, 0)) * time.Second // 0: whatever the TTL
+		doomed = append(doomed, rr)
 	}
 	if len(doomed) == 0 {
 		return nil

@@ -22,7 +22,7 @@ func Example() {
 	})
 
 	c := dnsconfig.New(zone)
-	findings, err := c.Configure(ctx, "example.com", []customdomain.Record{
+	_, findings, err := c.Configure(ctx, "example.com", []customdomain.Record{
 		{Type: "CNAME", Name: "shop", Value: "stores.petstore.example", TTL: 300},
 		{Type: "CNAME", Name: "www", Value: "stores.petstore.example", TTL: 300},
 	})

@@ -81,27 +81,34 @@ func (z *Zones) place(zone string, records []customdomain.Record) (map[string][]
 
 // Configure implements customdomain.DNSConfigurator for the managed zones. A
 // record outside them is invalid_request: the platform cannot write it, and
-// writing only part of what a domain needs would help nobody.
-func (z *Zones) Configure(ctx context.Context, zone string, records []customdomain.Record) ([]customdomain.Finding, error) {
+// writing only part of what a domain needs would help nobody. The records
+// it returns as created are named relative to zone, as asked.
+func (z *Zones) Configure(ctx context.Context, zone string, records []customdomain.Record) ([]customdomain.Record, []customdomain.Finding, error) {
 	in, out := z.place(zone, records)
 	if len(out) > 0 {
-		return nil, petstore.Errorf(petstore.CodeInvalidRequest,
+		return nil, nil, petstore.Errorf(petstore.CodeInvalidRequest,
 			"%s is not in a zone whose DNS the platform manages (%s); create the records at your DNS provider",
 			fqdn(zone, relName(zone, out[0].Name)), strings.Join(z.zones, ", "))
 	}
+	created := []customdomain.Record{}
 	findings := []customdomain.Finding{}
 	for mz, recs := range in {
-		f, err := z.c.Configure(ctx, mz, recs)
+		c, f, err := z.c.Configure(ctx, mz, recs)
+		for _, r := range c {
+			r.Name = relName(zone, fqdn(mz, r.Name))
+			created = append(created, r)
+		}
 		if err != nil {
-			return nil, err
+			return created, nil, err
 		}
 		findings = append(findings, f...)
 	}
-	return findings, nil
+	return created, findings, nil
 }
 
-// Unconfigure implements customdomain.DNSConfigurator: it deletes what Configure
-// wrote in the managed zones; records outside them were never written.
+// Unconfigure implements customdomain.DNSConfigurator: it deletes exactly the
+// records Configure created in the managed zones; records outside them
+// were never written.
 func (z *Zones) Unconfigure(ctx context.Context, zone string, records []customdomain.Record) error {
 	in, _ := z.place(zone, records)
 	for mz, recs := range in {

@@ -41,9 +41,17 @@ func TestZones(t *testing.T) {
 				{Type: "CNAME", Name: "shop.acme.customers", Value: "edge.petstore.test"},
 				{Type: "TXT", Name: "_petstore-challenge.shop.acme.customers", Value: "token-1"},
 			}
-			f, err := z.Configure(ctx, "example.com", recs)
+			created, f, err := z.Configure(ctx, "example.com", recs)
 			if err != nil || len(f) != 0 {
 				t.Fatalf("Configure = %v, %v", f, err)
+			}
+			var names []string
+			for _, r := range created {
+				names = append(names, r.Type+" "+r.Name)
+			}
+			slices.Sort(names)
+			if want := []string{"CNAME shop.acme.customers", "TXT _petstore-challenge.shop.acme.customers"}; !slices.Equal(names, want) {
+				t.Errorf("created %v, want %v (named as asked)", names, want)
 			}
 			if got := zoneAt(t, b.p, managed, "shop.acme"); !slices.Equal(got, []string{"CNAME edge.petstore.test."}) {
 				t.Errorf("shop.acme in %s = %v", managed, got)
@@ -52,12 +60,12 @@ func TestZones(t *testing.T) {
 				t.Errorf("ownership record = %v", got)
 			}
 
-			_, err = z.Configure(ctx, "example.com", []customdomain.Record{{Type: "CNAME", Name: "shop", Value: "edge.petstore.test"}})
+			_, _, err = z.Configure(ctx, "example.com", []customdomain.Record{{Type: "CNAME", Name: "shop", Value: "edge.petstore.test"}})
 			if petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
 				t.Errorf("Configure outside the zones: %v, want invalid_request", err)
 			}
 
-			if err := z.Unconfigure(ctx, "example.com", recs); err != nil {
+			if err := z.Unconfigure(ctx, "example.com", created); err != nil {
 				t.Fatal(err)
 			}
 			if got := zoneAt(t, b.p, managed, "shop.acme"); len(got) != 0 {

@@ -1,0 +1,182 @@
+package customdomain_test
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/libdns/libdns"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/dnsconfig"
+	"github.com/petstorekit/petstore/adapters/memzone"
+	"github.com/petstorekit/petstore/adapters/rfc2136/rfc2136test"
+	"github.com/petstorekit/petstore/customdomain"
+	"github.com/petstorekit/petstore/internal/testenv"
+)
+
+// dnsBackend is a DNS provider the platform manages, holding example.com
+// and example.org.
+type dnsBackend struct {
+	name string
+	p    dnsconfig.Provider
+}
+
+// dnsBackends returns memzone and, when knotd is installed, Knot through
+// the RFC 2136 adapter.
+func dnsBackends(t *testing.T) []dnsBackend {
+	zones := []string{"example.com.", "example.org."}
+	mem := memzone.New()
+	for _, z := range zones {
+		mem.AddZone(z)
+	}
+	out := []dnsBackend{{"memzone", mem}}
+	if !rfc2136test.Installed() && !testenv.Required() {
+		t.Log("knotd is not installed (Debian package knot): running against memzone only")
+		return out
+	}
+	return append(out, dnsBackend{"knot", rfc2136test.StartKnot(t, zones...).Provider()})
+}
+
+// recordsAt lists "TYPE data" of the records at name in zone, sorted.
+func recordsAt(t *testing.T, p dnsconfig.Provider, zone, name string) []string {
+	t.Helper()
+	recs, err := p.GetRecords(context.Background(), zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []string{}
+	for _, r := range recs {
+		if rr := r.RR(); rr.Name == name && rr.Type != "NS" {
+			out = append(out, rr.Type+" "+rr.Data)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestRemoveDeletesOnlyWhatConfigureDNSWrote: removing a domain deletes the
+// records "Configure DNS for me" wrote, and never a record that was in the
+// zone before (which ConfigureDNS found right and left alone), nor one the
+// customer changed since it was written.
+func TestRemoveDeletesOnlyWhatConfigureDNSWrote(t *testing.T) {
+	cname := func(target string) libdns.Record {
+		return libdns.CNAME{Name: "shop", TTL: time.Hour, Target: target}
+	}
+	for _, b := range dnsBackends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			for _, tc := range []struct {
+				name, domain, zone, at string
+				before                 []libdns.Record // in the zone before ConfigureDNS
+				configureTwice         bool
+				after                  []libdns.Record // the customer's change after ConfigureDNS
+				want                   []string        // at `at` after Remove
+			}{
+				{name: "written", domain: "shop.example.com", zone: "example.com.", at: "shop",
+					want: []string{}},
+				{name: "written, configured again", domain: "shop.example.com", zone: "example.com.", at: "shop",
+					configureTwice: true, want: []string{}},
+				{name: "there before", domain: "shop.example.com", zone: "example.com.", at: "shop",
+					before: []libdns.Record{cname(target + ".")},
+					want:   []string{"CNAME " + target + "."}},
+				{name: "changed by the customer", domain: "shop.example.com", zone: "example.com.", at: "shop",
+					after: []libdns.Record{cname("elsewhere.example.net.")},
+					want:  []string{"CNAME elsewhere.example.net."}},
+				{name: "apex, one address there before", domain: "example.org", zone: "example.org.", at: "@",
+					before: []libdns.Record{libdns.Address{Name: "@", TTL: time.Hour, IP: netip.MustParseAddr("127.0.0.1")}},
+					want:   []string{"A 127.0.0.1"}},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					ctx := context.Background()
+					f := newFixture(t, nil)
+					withDNS := func(c *customdomain.EngineConfig) {
+						c.DNS = func(string) customdomain.DNSConfigurator { return dnsconfig.New(b.p) }
+					}
+					// One process configures, another removes: what was
+					// written is in the store, not in a process.
+					e, other := f.replica(t, withDNS), f.replica(t, withDNS)
+					t.Cleanup(func() { // the zones are shared by the cases
+						recs, _ := b.p.GetRecords(ctx, tc.zone)
+						recs = slices.DeleteFunc(recs, func(r libdns.Record) bool { return r.RR().Name != tc.at || r.RR().Type == "NS" })
+						if len(recs) > 0 {
+							if _, err := b.p.DeleteRecords(ctx, tc.zone, recs); err != nil {
+								t.Error(err)
+							}
+						}
+					})
+					if len(tc.before) > 0 {
+						if _, err := b.p.AppendRecords(ctx, tc.zone, tc.before); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if _, _, err := e.Add(ctx, "prj_pro", tc.domain); err != nil {
+						t.Fatal(err)
+					}
+					for range map[bool]int{false: 1, true: 2}[tc.configureTwice] {
+						if findings, err := e.ConfigureDNS(ctx, "prj_pro", tc.domain); err != nil || len(findings) != 0 {
+							t.Fatalf("ConfigureDNS = %+v, %v; want no findings", findings, err)
+						}
+					}
+					if len(tc.after) > 0 {
+						// The customer edits the record: delete it, write the new one.
+						if _, err := b.p.DeleteRecords(ctx, tc.zone, []libdns.Record{libdns.RR{Name: tc.at, Type: tc.after[0].RR().Type}}); err != nil {
+							t.Fatal(err)
+						}
+						if _, err := b.p.AppendRecords(ctx, tc.zone, tc.after); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if err := other.Remove(ctx, "prj_pro", tc.domain); err != nil {
+						t.Fatal(err)
+					}
+					if got := recordsAt(t, b.p, tc.zone, tc.at); !slices.Equal(got, tc.want) {
+						t.Fatalf("after Remove the zone has at %s %q, want %q", tc.at, got, tc.want)
+					}
+				})
+			}
+		})
+	}
+}
+
+// removing is a configurator whose domain is removed by another request
+// right after its records are written, before ConfigureDNS stores them.
+type removing struct {
+	customdomain.DNSConfigurator
+	remove func()
+}
+
+func (r *removing) Configure(ctx context.Context, zone string, records []customdomain.Record) ([]customdomain.Record, []customdomain.Finding, error) {
+	created, findings, err := r.DNSConfigurator.Configure(ctx, zone, records)
+	r.remove()
+	return created, findings, err
+}
+
+// TestConfigureDNSRacingRemove: a domain removed while ConfigureDNS writes
+// its records does not leave them behind: the removal could not know them,
+// so ConfigureDNS deletes them and says the domain is gone.
+func TestConfigureDNSRacingRemove(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil)
+	zone := memzone.New()
+	zone.AddZone("example.com.")
+	var e *customdomain.Engine
+	e = f.replica(t, func(c *customdomain.EngineConfig) {
+		c.DNS = func(string) customdomain.DNSConfigurator {
+			return &removing{DNSConfigurator: dnsconfig.New(zone), remove: func() {
+				if err := e.Remove(ctx, "prj_pro", "shop.example.com"); err != nil {
+					t.Error(err)
+				}
+			}}
+		}
+	})
+	if _, _, err := e.Add(ctx, "prj_pro", "shop.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.ConfigureDNS(ctx, "prj_pro", "shop.example.com")
+	wantCode(t, err, petstore.CodeNotFound)
+	if got := recordsAt(t, zone, "example.com.", "shop"); len(got) != 0 {
+		t.Fatalf("after ConfigureDNS of a removed domain the zone has at shop %q, want nothing", got)
+	}
+}
