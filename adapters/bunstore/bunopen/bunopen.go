@@ -22,6 +22,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -128,8 +129,10 @@ func Redact(dsn string) string { return redact.URL(dsn) }
 const DefaultMaxConns = 10
 
 // Open parses dsn, opens the database and checks that it answers within
-// ctx. It does not run migrations: call bunstore.Migrate for that. A
-// PostgreSQL or MySQL pool holds up to DefaultMaxConns connections.
+// ctx: once ctx is done, Open returns ctx's error, whether or not the
+// database answers at all. It does not run migrations: call
+// bunstore.Migrate for that. A PostgreSQL or MySQL pool holds up to
+// DefaultMaxConns connections.
 func Open(ctx context.Context, dsn string) (*bun.DB, error) {
 	t, err := Parse(dsn)
 	if err != nil {
@@ -148,19 +151,100 @@ func Open(ctx context.Context, dsn string) (*bun.DB, error) {
 		}
 		db = bun.NewDB(sqldb, pgdialect.New())
 	case KindMySQL:
-		sqldb, err := sql.Open("mysql", t.DriverDSN)
-		if err != nil {
-			return nil, fmt.Errorf("bunopen: %v", err)
-		}
-		// Close idle connections before a server's wait_timeout does.
-		sqldb.SetConnMaxLifetime(3 * time.Minute)
-		db = bun.NewDB(sqldb, mysqldialect.New())
+		return openMySQL(ctx, t, dsn)
 	}
 	db.SetMaxOpenConns(DefaultMaxConns)
 	db.SetMaxIdleConns(DefaultMaxConns)
 	if err := db.PingContext(ctx); err != nil {
 		_ = db.Close()
-		return nil, fmt.Errorf("bunopen: cannot reach %s database %s: %w", t.Kind, Redact(dsn), err)
+		return nil, unreachable(t, dsn, err)
 	}
 	return db, nil
+}
+
+func unreachable(t Target, dsn string, err error) error {
+	return fmt.Errorf("bunopen: cannot reach %s database %s: %w", t.Kind, Redact(dsn), err)
+}
+
+// openMySQL is Open for MySQL and MariaDB. bun.NewDB asks the server its
+// version with no context (mysqldialect's Init), so a server that stops
+// answering would hold Open forever: the database is pinged within ctx
+// first, and every connection the pool dials until Open returns is closed
+// as soon as ctx is done, which ends the dialect's query too.
+func openMySQL(ctx context.Context, t Target, dsn string) (*bun.DB, error) {
+	cfg, err := mysql.ParseDSN(t.DriverDSN)
+	if err != nil {
+		return nil, fmt.Errorf("bunopen: %v", err)
+	}
+	g := &startGuard{ctx: ctx}
+	cfg.DialFunc = g.dial
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("bunopen: %v", err)
+	}
+	sqldb := sql.OpenDB(connector)
+	// Close idle connections before a server's wait_timeout does.
+	sqldb.SetConnMaxLifetime(3 * time.Minute)
+	sqldb.SetMaxOpenConns(DefaultMaxConns)
+	sqldb.SetMaxIdleConns(DefaultMaxConns)
+	defer g.end()
+	if err := sqldb.PingContext(ctx); err != nil {
+		_ = sqldb.Close()
+		return nil, unreachable(t, dsn, err)
+	}
+	// The driver ends its own calls within ctx, Ping's included; only the
+	// dialect's need closing under it.
+	stop := context.AfterFunc(ctx, g.closeAll)
+	db := bun.NewDB(sqldb, mysqldialect.New())
+	if !stop() {
+		// ctx ended while the dialect asked for the version, which then
+		// failed: the DB would lack the features the version enables.
+		_ = db.Close()
+		return nil, unreachable(t, dsn, context.Cause(ctx))
+	}
+	return db, nil
+}
+
+// startGuard keeps the connections a MySQL pool dials while Open runs,
+// to close them when Open's ctx is done (see openMySQL).
+type startGuard struct {
+	mu    sync.Mutex
+	ctx   context.Context // Open's; nil once Open returned
+	conns []net.Conn
+}
+
+// dial is the driver's own dial, which it uses when no DialFunc is set.
+func (g *startGuard) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ctx != nil {
+		if err := g.ctx.Err(); err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+		g.conns = append(g.conns, c)
+	}
+	return c, nil
+}
+
+// closeAll closes the connections dialled so far.
+func (g *startGuard) closeAll() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, c := range g.conns {
+		_ = c.Close()
+	}
+	g.conns = nil
+}
+
+// end forgets the connections: they belong to the pool from now on.
+func (g *startGuard) end() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.ctx, g.conns = nil, nil
 }
