@@ -17,6 +17,7 @@ package bunopen
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net"
@@ -182,7 +183,7 @@ func openMySQL(ctx context.Context, t Target, dsn string) (*bun.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bunopen: %v", err)
 	}
-	sqldb := sql.OpenDB(connector)
+	sqldb := sql.OpenDB(mysqlConnector{connector})
 	// Close idle connections before a server's wait_timeout does.
 	sqldb.SetConnMaxLifetime(3 * time.Minute)
 	sqldb.SetMaxOpenConns(DefaultMaxConns)
@@ -220,6 +221,9 @@ func (g *startGuard) dial(ctx context.Context, network, addr string) (net.Conn, 
 	if err != nil {
 		return nil, err
 	}
+	if p, ok := ctx.Value(dialedKey{}).(*net.Conn); ok {
+		*p = c
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.ctx != nil {
@@ -247,4 +251,30 @@ func (g *startGuard) end() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.ctx, g.conns = nil, nil
+}
+
+// mysqlConnector is go-sql-driver's connector, whose Connect panics on
+// some malformed server greetings (v1.10.1 slices a short handshake
+// packet past its end): its Connect turns such a panic into an error, so
+// that another program on a MySQL port, or a broken proxy, fails the
+// connection rather than the process. The driver's goroutine that
+// watched the connection's context stays behind, one per such attempt.
+type mysqlConnector struct{ driver.Connector }
+
+// dialedKey is the context key under which Connect learns, from
+// startGuard.dial, the network connection to close after a panic.
+type dialedKey struct{}
+
+// Connect is the driver's Connect, recovering from its panics.
+func (c mysqlConnector) Connect(ctx context.Context) (conn driver.Conn, err error) {
+	var dialed net.Conn
+	defer func() {
+		if r := recover(); r != nil {
+			if dialed != nil {
+				_ = dialed.Close()
+			}
+			conn, err = nil, fmt.Errorf("malformed answer from the server, not MySQL's: %v", r)
+		}
+	}()
+	return c.Connector.Connect(context.WithValue(ctx, dialedKey{}, &dialed))
 }
