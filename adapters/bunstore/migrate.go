@@ -3,6 +3,7 @@ package bunstore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strings"
@@ -103,7 +104,8 @@ func lockMigrations(ctx context.Context, db *bun.DB) (func() error, error) {
 	}
 	var got sql.NullString
 	if err := conn.QueryRowContext(ctx, lock).Scan(&got); err != nil {
-		_ = conn.Close()
+		// The lock may be held even so, its answer lost.
+		discard(conn.Conn)
 		return nil, err
 	}
 	if db.Dialect().Name() == dialect.MySQL && got.String != "1" {
@@ -112,10 +114,26 @@ func lockMigrations(ctx context.Context, db *bun.DB) (func() error, error) {
 	}
 	return func() error {
 		// The lock must be released even when ctx is done, or the next
-		// Migrate through this connection's session would wait on it.
-		_, err := conn.ExecContext(context.WithoutCancel(ctx), unlock)
-		return errors.Join(err, conn.Close())
+		// Migrate through this connection's session would wait on it;
+		// but a database that does not answer must not hold Migrate
+		// past ctx. Ending the session releases the lock as well.
+		if ctx.Err() != nil {
+			discard(conn.Conn)
+			return nil
+		}
+		if _, err := conn.ExecContext(ctx, unlock); err != nil {
+			discard(conn.Conn)
+			return err
+		}
+		return conn.Close()
 	}, nil
+}
+
+// discard closes conn's connection instead of returning it to the pool,
+// which ends its session and whatever locks the session holds.
+func discard(conn *sql.Conn) {
+	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	_ = conn.Close()
 }
 
 // createIndex creates an index unless it exists. PostgreSQL and SQLite

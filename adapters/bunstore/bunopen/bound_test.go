@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/petstorekit/petstore/adapters/bunstore"
 	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
 	"github.com/petstorekit/petstore/internal/faultproxy"
 	"github.com/petstorekit/petstore/internal/testenv"
@@ -146,4 +147,37 @@ func holdAt(t *testing.T, target, marker string) string {
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// TestMigratePausedIsBounded: bunstore.Migrate on a database that stops
+// answering once Migrate holds its lock returns once ctx is done.
+func TestMigratePausedIsBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		dsn  func(t testing.TB) string
+	}{
+		{"PostgreSQL", testenv.PostgresSchema},
+		{"MariaDB", testenv.MySQLDatabase},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u, err := url.Parse(tc.dsn(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			u.Host = holdAt(t, u.Host, "petstore_migrations")
+			db := open(t, u.String())
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- bunstore.Migrate(ctx, db) }()
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Fatal("Migrate succeeded on a paused database")
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Migrate still waits for a paused database after 10 s; its context ended after 500ms")
+			}
+		})
+	}
 }
