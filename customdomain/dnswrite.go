@@ -2,6 +2,7 @@ package customdomain
 
 import (
 	"context"
+	"maps"
 	"slices"
 
 	"github.com/petstorekit/petstore"
@@ -112,21 +113,59 @@ func (e *Engine) providerRecords(ctx context.Context, en Entry) (string, []Recor
 // domain (its DNSRecords), exactly as they were written: a record that was
 // there before, or that the customer made or changed, stays. A failure
 // leaves records that point at the platform, which no longer answers for
-// the name: logged, not returned, as the removal itself is done.
+// the name: not returned, as the removal itself is done, but retried by
+// RunDue (removeLeftoverDNS).
 func (e *Engine) unconfigureDNS(ctx context.Context, en Entry) {
 	if len(en.DNSRecords) == 0 {
 		return
 	}
+	if err := e.deleteDNS(ctx, en); err != nil {
+		e.cfg.Logger.Warn("domain removed but its records at the DNS provider were not; will retry", "domain", en.Name, "err", err)
+		e.pendingMu.Lock()
+		e.dnsToRemove[en.ID] = en
+		e.pendingMu.Unlock()
+	}
+}
+
+// deleteDNS deletes en's DNSRecords at its project's DNS provider. Only
+// the provider's failure is returned: a project with no provider now, or
+// a name that does not parse, is logged, as a retry would not change it.
+func (e *Engine) deleteDNS(ctx context.Context, en Entry) error {
 	c := e.dnsOf(en.ProjectID)
 	if c == nil {
 		e.cfg.Logger.Warn("domain removed but its records at the DNS provider were not: the project has no provider now", "domain", en.Name)
-		return
+		return nil
 	}
 	n, err := ParseName(en.Name)
-	if err == nil {
-		err = c.Unconfigure(ctx, n.Registered, en.DNSRecords)
-	}
 	if err != nil {
 		e.cfg.Logger.Warn("domain removed but its records at the DNS provider were not", "domain", en.Name, "err", err)
+		return nil
+	}
+	return c.Unconfigure(ctx, n.Registered, en.DNSRecords)
+}
+
+// removeLeftoverDNS retries the deletions of records that failed in
+// Remove. A name attached again meanwhile, by any project, keeps them:
+// its new holder may need them (the CNAME at the platform), and deleting
+// them would break its domain.
+func (e *Engine) removeLeftoverDNS(ctx context.Context) {
+	e.pendingMu.Lock()
+	pending := slices.Collect(maps.Values(e.dnsToRemove))
+	e.pendingMu.Unlock()
+	for _, en := range pending {
+		_, err := e.cfg.Store.DomainByName(ctx, en.Name)
+		switch {
+		case err == nil: // attached again: its records are wanted
+		case petstore.ErrorCode(err) != petstore.CodeNotFound:
+			continue // cannot tell now; next time
+		default:
+			if err := e.deleteDNS(ctx, en); err != nil {
+				e.cfg.Logger.Warn("deleting a removed domain's records at the DNS provider failed again; will retry", "domain", en.Name, "err", err)
+				continue
+			}
+		}
+		e.pendingMu.Lock()
+		delete(e.dnsToRemove, en.ID)
+		e.pendingMu.Unlock()
 	}
 }

@@ -2,8 +2,10 @@ package customdomain_test
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -178,5 +180,77 @@ func TestConfigureDNSRacingRemove(t *testing.T) {
 	wantCode(t, err, petstore.CodeNotFound)
 	if got := recordsAt(t, zone, "example.com.", "shop"); len(got) != 0 {
 		t.Fatalf("after ConfigureDNS of a removed domain the zone has at shop %q, want nothing", got)
+	}
+}
+
+// flakyUnconfigure is a configurator whose DNS provider cannot be reached
+// for the first failures deletions.
+type flakyUnconfigure struct {
+	customdomain.DNSConfigurator
+	mu       sync.Mutex
+	failures int
+}
+
+func (f *flakyUnconfigure) Unconfigure(ctx context.Context, zone string, records []customdomain.Record) error {
+	f.mu.Lock()
+	fail := f.failures > 0
+	f.failures--
+	f.mu.Unlock()
+	if fail {
+		return errors.New("dns provider unreachable")
+	}
+	return f.DNSConfigurator.Unconfigure(ctx, zone, records)
+}
+
+// TestRemoveRetriesDNSRecords: records "Configure DNS for me" wrote that
+// cannot be deleted when the domain is removed (the provider is down) are
+// deleted by the background loop later, so no CNAME is left pointing at
+// the platform; unless the name was attached again meanwhile, whose new
+// holder needs them.
+func TestRemoveRetriesDNSRecords(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		readd string // the project that adds the name again before the retry
+		want  []string
+	}{
+		{"retried in the background", "", []string{}},
+		{"not deleted once the project adds it again", "prj_pro", []string{"CNAME " + target + "."}},
+		{"not deleted once another project adds it", "prj_business", []string{"CNAME " + target + "."}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			f := newFixture(t, nil)
+			zone := memzone.New()
+			zone.AddZone("example.com.")
+			dns := &flakyUnconfigure{DNSConfigurator: dnsconfig.New(zone), failures: 1}
+			e := f.replica(t, func(c *customdomain.EngineConfig) {
+				c.DNS = func(string) customdomain.DNSConfigurator { return dns }
+			})
+			if _, _, err := e.Add(ctx, "prj_pro", "shop.example.com"); err != nil {
+				t.Fatal(err)
+			}
+			if findings, err := e.ConfigureDNS(ctx, "prj_pro", "shop.example.com"); err != nil || len(findings) != 0 {
+				t.Fatalf("ConfigureDNS = %+v, %v; want no findings", findings, err)
+			}
+			if err := e.Remove(ctx, "prj_pro", "shop.example.com"); err != nil {
+				t.Fatalf("Remove with the DNS provider down = %v, want nil: the domain is removed", err)
+			}
+			if got := recordsAt(t, zone, "example.com.", "shop"); len(got) == 0 {
+				t.Fatal("the records were deleted although the provider was down")
+			}
+			if tc.readd != "" {
+				if _, _, err := e.Add(ctx, tc.readd, "shop.example.com"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range 2 {
+				if _, err := e.RunDue(ctx, f.clock.Advance(time.Minute)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := recordsAt(t, zone, "example.com.", "shop"); !slices.Equal(got, tc.want) {
+				t.Fatalf("after the background retries the zone has at shop %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

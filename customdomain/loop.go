@@ -9,14 +9,16 @@ import (
 // RunDue does the background work due at now: re-checks pending domains
 // whose time has come (failing those past the propagation window), re-checks
 // live domains' records for drift, asks the CertIssuer about issuing
-// domains, and retries certificate removals. It returns how many domains it
-// looked at. Tests call it with a fake clock; Run calls it in production.
+// domains, and retries certificate removals and the deletions of records
+// ConfigureDNS wrote. It returns how many domains it looked at. Tests call
+// it with a fake clock; Run calls it in production.
 func (e *Engine) RunDue(ctx context.Context, now time.Time) (int, error) {
 	now = now.UTC()
 	done := 0
 	if e.cfg.CertIssuer != nil {
 		e.removeLeftoverCerts(ctx)
 	}
+	e.removeLeftoverDNS(ctx)
 	if e.cfg.RecheckActive > 0 && e.unscheduled.CompareAndSwap(false, true) {
 		// Domains that went active before drift checks existed have no
 		// next check: check them once now, which schedules them.
