@@ -9,14 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/adapters/redislimit"
 	"github.com/petstorekit/petstore/httpx"
 	"github.com/petstorekit/petstore/internal/apitest"
-	"github.com/petstorekit/petstore/internal/faultproxy"
 	"github.com/petstorekit/petstore/internal/testenv"
 	"github.com/petstorekit/petstore/ratelimit"
 )
@@ -145,7 +142,7 @@ func TestRateLimitTwoHandlersShareRedis(t *testing.T) {
 // estimate of the budget the request would have spent (a key's, a wrong
 // key's address's, a public path's), with nothing spent by the 503.
 func TestFailClosedAnswersCarryTheEstimate(t *testing.T) {
-	c, proxy := proxiedRedis(t)
+	proxy, c := testenv.ProxiedRedis(t)
 	e := newRLEnv(t, redislimit.New(c, testenv.RedisPrefix(t, testenv.RedisClient(t), "httpx")), func(_ *httpx.Config, l *ratelimit.Config) {
 		l.StoreTimeout = 2 * time.Second // a cut is refused at once; never a slow Redis here
 	})
@@ -199,7 +196,7 @@ func TestFailClosedAnswersCarryTheEstimate(t *testing.T) {
 // windows when this process has one, and here, for a key it has not
 // heard of from Redis yet, no figures: it has none.
 func TestTimedOutWaitCarriesTheEstimate(t *testing.T) {
-	c, proxy := proxiedRedis(t)
+	proxy, c := testenv.ProxiedRedis(t)
 	e := newRLEnv(t, redislimit.New(c, testenv.RedisPrefix(t, testenv.RedisClient(t), "httpx")), func(h *httpx.Config, l *ratelimit.Config) {
 		h.Timeout = 200 * time.Millisecond
 		l.StoreTimeout = 2 * time.Second
@@ -227,18 +224,4 @@ func TestTimedOutWaitCarriesTheEstimate(t *testing.T) {
 	if timedOut == 0 {
 		t.Fatal("no request timed out waiting for the paused Redis")
 	}
-}
-
-// proxiedRedis is a client of the test Redis through a fault proxy.
-func proxiedRedis(t *testing.T) (*redis.Client, *faultproxy.Proxy) {
-	t.Helper()
-	o, err := redislimit.ParseOptions(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := faultproxy.Start(t, o.Addr)
-	o.Addr = proxy.Addr()
-	c := redis.NewClient(o)
-	t.Cleanup(func() { c.Close() })
-	return c, proxy
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/petstorekit/petstore/adapters/redislimit"
 	"github.com/petstorekit/petstore/changefeed"
 	"github.com/petstorekit/petstore/changefeed/feedtest"
-	"github.com/petstorekit/petstore/internal/faultproxy"
 	"github.com/petstorekit/petstore/internal/testenv"
 )
 
@@ -122,7 +121,7 @@ func TestRedisDown(t *testing.T) {
 // connection, the subscriber's pings go unanswered and it reports
 // KindLost; once Redis is reachable again, KindLive.
 func TestSilentPartition(t *testing.T) {
-	proxy, c := proxiedClient(t)
+	proxy, c := testenv.ProxiedRedis(t)
 	f := redisfeed.New(c, testenv.RedisPrefix(t, testenv.RedisClient(t), "feed"))
 	f.HealthInterval = 100 * time.Millisecond
 	r := feedtest.Subscribe(t, f)
@@ -140,24 +139,9 @@ func TestSilentPartition(t *testing.T) {
 func TestFaults(t *testing.T) {
 	testenv.RedisURL(t)
 	feedtest.RunFaults(t, time.Second, func(t *testing.T) (proxied, direct changefeed.Feed, faults feedtest.Faults) {
-		proxy, c := proxiedClient(t)
+		proxy, c := testenv.ProxiedRedis(t)
 		d := testenv.RedisClient(t)
 		prefix := testenv.RedisPrefix(t, d, "feed")
 		return redisfeed.New(c, prefix), redisfeed.New(d, prefix), proxy
 	})
-}
-
-// proxiedClient returns a client of the test's Redis through a fault
-// proxy, and the proxy.
-func proxiedClient(t *testing.T) (*faultproxy.Proxy, *redis.Client) {
-	t.Helper()
-	o, err := redislimit.ParseOptions(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := faultproxy.Start(t, o.Addr)
-	o.Addr = proxy.Addr()
-	c := redis.NewClient(o)
-	t.Cleanup(func() { c.Close() })
-	return proxy, c
 }

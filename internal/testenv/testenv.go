@@ -25,6 +25,7 @@ import (
 
 	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
 	"github.com/petstorekit/petstore/adapters/redislimit"
+	"github.com/petstorekit/petstore/internal/faultproxy"
 )
 
 // The environment variables the tests read, with the values that work on a
@@ -204,6 +205,21 @@ func RedisClient(tb testing.TB) *redis.Client {
 	c := redis.NewClient(o)
 	tb.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// ProxiedRedis returns a client of the test's Redis (RedisClient) through
+// a fault proxy, and the proxy, whose faults touch only this client.
+func ProxiedRedis(tb testing.TB) (*faultproxy.Proxy, *redis.Client) {
+	tb.Helper()
+	o, err := redislimit.ParseOptions(RedisURL(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	proxy := faultproxy.Start(tb, o.Addr)
+	o.Addr = proxy.Addr()
+	c := redis.NewClient(o)
+	tb.Cleanup(func() { _ = c.Close() })
+	return proxy, c
 }
 
 // RedisPrefix returns a fresh key prefix, "petstore-test:<what>:<random>:",
