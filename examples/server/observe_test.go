@@ -226,21 +226,7 @@ func TestAccessLog(t *testing.T) {
 // sent), shuts down, and checks the server says it drains it.
 func TestShutdownSaysInFlight(t *testing.T) {
 	s := startServer(t, []string{"-addr", "127.0.0.1:0", "-keys", freeKey + ":free"}, nil)
-	pr, pw := io.Pipe()
-	req, _ := http.NewRequest("POST", s.base+"/v1/pets", pr)
-	req.Header.Set("Authorization", "Bearer "+freeKey)
-	req.Header.Set("Content-Type", "application/json")
-	done := make(chan int, 1)
-	go func() {
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			done <- 0
-			return
-		}
-		res.Body.Close()
-		done <- res.StatusCode
-	}()
-	pw.Write([]byte(`{"name":`)) // the handler now waits for the rest
+	pw, done := holdCreate(s.base, "") // the handler now waits for the rest
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		// The scrape is in flight too.
 		if value(scrape(t, s.base+"/metrics"), "petstore_http_requests_in_flight", nil) == 2 {
@@ -278,28 +264,8 @@ func TestSecondSignalKeepsTheLog(t *testing.T) {
 	cmd.Env = serverEnv()
 	p := testenv.StartListening(t, cmd)
 	base := strings.TrimSuffix(p.Addr, "/v1")
-	// hold sends a create whose body waits for the returned writer.
-	hold := func(id string) (*io.PipeWriter, chan int) {
-		pr, pw := io.Pipe()
-		req, _ := http.NewRequest("POST", base+"/v1/pets", pr)
-		req.Header.Set("Authorization", "Bearer "+freeKey)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Request-Id", id)
-		done := make(chan int, 1)
-		go func() {
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				done <- 0
-				return
-			}
-			res.Body.Close()
-			done <- res.StatusCode
-		}()
-		pw.Write([]byte(`{"name":`))
-		return pw, done
-	}
-	answered, answeredDone := hold("second-signal-answered")
-	held, _ := hold("second-signal-held")
+	answered, answeredDone := holdCreate(base, "second-signal-answered")
+	held, _ := holdCreate(base, "second-signal-held")
 	defer held.Close()
 	until(t, 10*time.Second, "both creates in flight", func() bool {
 		return value(scrape(t, base+"/metrics"), "petstore_http_requests_in_flight", nil) == 3 // and the scrape
@@ -590,4 +556,31 @@ func TestProbesAreMeasuredAndLogged(t *testing.T) {
 	until(t, 5*time.Second, "an access log line for the scrape on -metrics-addr", func() bool {
 		return strings.Contains(m.logs.String(), "path=/metrics")
 	})
+}
+
+// holdCreate sends a create to the server at base whose body waits for
+// the returned writer: only its first bytes are sent, so the handler is in
+// flight until the test writes the rest and closes it. done receives the
+// answer's status, or 0 when none came. requestID, if set, is sent as
+// X-Request-Id.
+func holdCreate(base, requestID string) (*io.PipeWriter, chan int) {
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest("POST", base+"/v1/pets", pr)
+	req.Header.Set("Authorization", "Bearer "+freeKey)
+	req.Header.Set("Content-Type", "application/json")
+	if requestID != "" {
+		req.Header.Set("X-Request-Id", requestID)
+	}
+	done := make(chan int, 1)
+	go func() {
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		res.Body.Close()
+		done <- res.StatusCode
+	}()
+	pw.Write([]byte(`{"name":`))
+	return pw, done
 }
