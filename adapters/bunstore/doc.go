@@ -1,11 +1,11 @@
 // Package bunstore stores pets, store orders, API keys, Idempotency-Key
-// records, custom domains, projects' deploys and blobs (certificates,
-// with cross-process locks) in SQL
+// records, custom domains, projects' deploys, webhook endpoints and their
+// deliveries, and blobs (certificates, with cross-process locks) in SQL
 // databases through bun: SQLite (the embedded default, pure Go through
 // modernc.org/sqlite), PostgreSQL and MySQL/MariaDB. New works with any of
 // the three dialects; the store implements petstore.Store,
-// petstore.IdempotencyStore, petstore.OrderStore, blobs.Store and
-// domain.Store.
+// petstore.IdempotencyStore, petstore.OrderStore, blobs.Store,
+// customdomain.Store and webhook.Store.
 //
 // A deployment opens a *bun.DB, runs Migrate once (a separate step, so that
 // many replicas over one database do not race to change the schema), and
