@@ -12,6 +12,10 @@
 //	memory                           a private in-memory SQLite database
 //	postgres://user:pass@host:5432/db?sslmode=disable   (or postgresql://)
 //	mysql://user:pass@host:3306/db   MySQL or MariaDB
+//
+// "memory" here is SQL, one SQLite database per Open. examples/server's
+// "-db memory" is not: the server takes it for adapters/memstore (no SQL at
+// all) and never hands it to Open.
 package bunopen
 
 import (
