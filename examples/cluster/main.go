@@ -6,7 +6,10 @@
 //	go run ./examples/cluster -migrate -db postgres://... -redis 127.0.0.1:6379 -keys "$KEY:free" -addr :8081
 //	go run ./examples/cluster          -db postgres://... -redis 127.0.0.1:6379 -keys "$KEY:free" -addr :8082
 //
-// See README.md for the whole deployment.
+// README.md ("Compose it") builds the same process in code;
+// docs/rate-limits.md ("Many processes") says how far the processes' limits
+// hold together, and docs/keys.md ("Staleness bound") how soon they all see
+// a key change.
 package main
 
 import (
