@@ -7,7 +7,7 @@
 // none given, it creates one demo key on the Pro plan and prints it once
 // with a ready curl line. It drains in-flight requests on SIGINT or SIGTERM.
 //
-// "server [flags] keys create|list|revoke|set-plan ..." manages the keys
+// "server [flags] keys create|list|revoke|unrevoke|set-plan ..." manages the keys
 // of the configured database instead of serving. Servers cache
 // authenticated keys; a revoke or a plan change reaches running servers
 // within a second over Redis (-redis) or PostgreSQL LISTEN/NOTIFY, so the
