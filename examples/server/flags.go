@@ -8,11 +8,13 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
+	"github.com/petstorekit/petstore/adapters/redislimit"
 	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/internal/redact"
 	"github.com/petstorekit/petstore/keyscli"
@@ -35,15 +37,15 @@ type config struct {
 	ietfHeaders    bool           // also send the IETF draft's RateLimit-Policy and RateLimit
 	trustedProxies []netip.Prefix // peers whose X-Forwarded-For is believed
 
-	platformHosts []string         // hosts that serve the platform itself
-	cnameTarget   string           // what customers point their CNAME at
-	edgeIPs       []netip.Addr     // the edge's addresses, for apex domains
-	dnsResolvers  []string         // nameservers verification asks; empty: the system's
-	dnsProvider   *dnsProviderSpec // the DNS the platform manages; nil: none
-	maxDomains    int              // custom domains per project; 0: the engine's default, negative: no cap
-	cdnRanges     string           // file of CDN address ranges for the PROXIED diagnosis; empty: the embedded list
-	recheck       time.Duration    // how often live domains' records are checked again
-	driftGrace    time.Duration    // how long a misconfigured domain is still served
+	platformHosts []string           // hosts that serve the platform itself
+	cnameTarget   string             // what customers point their CNAME at
+	edgeIPs       []netip.Addr       // the edge's addresses, for apex domains
+	dnsResolvers  []string           // nameservers verification asks; empty: the system's
+	dnsProvider   *dnsProviderSpec   // the DNS the platform manages; nil: none
+	maxDomains    int                // custom domains per project; 0: the engine's default, negative: no cap
+	cdns          []customdomain.CDN // read from -cdn-ranges, for the PROXIED diagnosis; nil: the embedded list
+	recheck       time.Duration      // how often live domains' records are checked again
+	driftGrace    time.Duration      // how long a misconfigured domain is still served
 
 	acmeCA    string // ACME directory; empty: no certificates
 	acmeRoot  string // PEM file of extra roots to trust for the CA
@@ -147,6 +149,14 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if err != nil || timeout <= 0 {
 		return config{}, fmt.Errorf("-db-timeout: want a positive duration such as 5s, got %q", *dbTimeout)
 	}
+	if _, err := bunopen.Parse(*db); err != nil {
+		return config{}, fmt.Errorf("-db: %w", err)
+	}
+	if *redis != "" {
+		if _, err := redislimit.ParseOptions(*redis); err != nil {
+			return config{}, fmt.Errorf("-redis: %w", err)
+		}
+	}
 	for _, f := range []struct{ name, addr string }{{"-addr", *addr}, {"-tls-addr", *tlsAddr}} {
 		if err := checkListenAddr(f.addr); (f.addr != "" || f.name == "-addr") && err != nil {
 			return config{}, fmt.Errorf("%s: %w", f.name, err)
@@ -209,7 +219,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if cfg.maxDomains, err = strconv.Atoi(*maxDomains); err != nil || cfg.maxDomains == 0 || cfg.maxDomains < -1 {
 		return config{}, fmt.Errorf("-max-domains-per-project: want a positive integer, or -1 for no cap; got %q", *maxDomains)
 	}
-	cfg.cdnRanges = *cdnRanges
+	if cfg.cdns, err = readCDNs(*cdnRanges); err != nil {
+		return config{}, fmt.Errorf("-cdn-ranges: %w", err)
+	}
 	if cfg.recheck, err = time.ParseDuration(*recheck); err != nil || cfg.recheck <= 0 {
 		return config{}, fmt.Errorf("-recheck-active: want a positive duration such as 1h, got %q", *recheck)
 	}
@@ -234,6 +246,23 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		return config{}, errors.New("-tls-addr, -acme-root and -acme-caa-identities need -acme-ca: certificates come from an ACME CA")
 	}
 	return cfg, nil
+}
+
+// readCDNs reads the file of CDN address ranges at path; "" is none.
+func readCDNs(path string) ([]customdomain.CDN, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	cdns, err := customdomain.ParseCDNs(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cdns, nil
 }
 
 // splitList splits a comma-separated list, dropping empty items.

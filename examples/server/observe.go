@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -63,6 +64,11 @@ func observeFlags(fs *flag.FlagSet, env func(name, def string) string) func(cfg 
 		if adminToken != "" {
 			if err := petstore.CheckSecretStrength(adminToken); err != nil {
 				return fmt.Errorf("PETSTORE_ADMIN_TOKEN: %s", petstore.ErrorMessage(err))
+			}
+		}
+		if f := *traceFile; f != "" && f != "-" {
+			if info, err := os.Stat(filepath.Dir(f)); err != nil || !info.IsDir() {
+				return fmt.Errorf("-trace-file %s: its directory does not exist", f)
 			}
 		}
 		cfg.traceFile = *traceFile

@@ -139,8 +139,9 @@ func TestJSONLogOnlyWhenMySQLFails(t *testing.T) {
 }
 
 // TestExitStatus runs the binary with malformed command lines, which
-// exit with status 2 and say why on stderr (nothing on stdout), and with
-// a command that fails, which exits with status 1.
+// exit with status 2 and say why on stderr (nothing on stdout), before
+// the default database is made, and with a command that fails, which
+// exits with status 1.
 func TestExitStatus(t *testing.T) {
 	bin := testenv.Build(t, ".")
 	db := "sqlite:" + filepath.Join(t.TempDir(), "exit.db")
@@ -151,6 +152,11 @@ func TestExitStatus(t *testing.T) {
 	}{
 		{[]string{"-nosuch"}, 2, "-platform-hosts"}, // the usage
 		{[]string{"-db-timeout", "x"}, 2, "-db-timeout"},
+		{[]string{"-db", "foo"}, 2, "-db"},
+		{[]string{"-db", "sqlite:"}, 2, "-db"},
+		{[]string{"-redis", "::bad::"}, 2, "-redis"},
+		{[]string{"-cdn-ranges", "/nonexistent"}, 2, "-cdn-ranges"},
+		{[]string{"-trace-file", "/nonexistent/spans.json"}, 2, "-trace-file"},
 		{[]string{"extra"}, 2, "unexpected arguments"},
 		{[]string{"-db", "memory", "keys", "list"}, 2, "-db memory"},
 		{[]string{"-db", db, "keys", "bogus"}, 2, "keys create"},
@@ -164,9 +170,13 @@ func TestExitStatus(t *testing.T) {
 	} {
 		cmd := exec.Command(bin, tc.args...)
 		cmd.Env = serverEnv()
+		cmd.Dir = t.TempDir()
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
+		if _, serr := os.Stat(filepath.Join(cmd.Dir, "petstore.db")); tc.status == 2 && serr == nil {
+			t.Errorf("%q: made the default database before refusing the command line", tc.args)
+		}
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) {
 			t.Errorf("%q: %v, want exit status %d", tc.args, err, tc.status)

@@ -235,21 +235,11 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		RecheckActive:        cfg.recheck,
 		DriftGrace:           cfg.driftGrace,
 		DCVZone:              cfg.acmeDCVZone,
+		CDNs:                 cfg.cdns,
 		Events:               domainEvents{hooks: hooks, logger: logger, timeout: cfg.dbTimeout},
 	}
 	if issuer != nil {
 		ecfg.CertIssuer = tracing.CertIssuer(issuer, tp)
-	}
-	if cfg.cdnRanges != "" {
-		f, err := os.Open(cfg.cdnRanges)
-		if err != nil {
-			return nil, fmt.Errorf("-cdn-ranges: %w", err)
-		}
-		ecfg.CDNs, err = customdomain.ParseCDNs(f)
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("-cdn-ranges %s: %w", cfg.cdnRanges, err)
-		}
 	}
 	if dnsProvider != nil {
 		// The platform's DNS serves every project: which names it can
