@@ -96,9 +96,17 @@ type Entry struct {
 	// there before or that the customer made or changed. nil when it
 	// created none.
 	DNSRecords []Record `json:",omitempty"`
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
-	Version    int64 // set by the store: 1 on create, +1 on each update
+	// DNSCleanupAt is set, on a removed or released entry, while its
+	// DNSRecords may still be in the zone: the deletion failed, or has
+	// not been recorded yet. It is when any engine's RunDue next tries
+	// it; each try first moves it on (a version-checked write, so one
+	// replica at a time tries) and sets it back to zero once the records
+	// are deleted, or handed to the same project's new domain of the
+	// name. Zero: nothing left to delete.
+	DNSCleanupAt time.Time `json:",omitzero"`
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	Version      int64 // set by the store: 1 on create, +1 on each update
 }
 
 // Canonical returns a copy of e that shares no slices with it, with empty
@@ -128,7 +136,7 @@ func (e Entry) Canonical() Entry {
 	for i := range e.History {
 		e.History[i].At = e.History[i].At.UTC()
 	}
-	for _, t := range []*time.Time{&e.CheckedAt, &e.PendingSince, &e.VerifiedAt, &e.DriftedAt, &e.NextCheckAt, &e.CreatedAt, &e.UpdatedAt} {
+	for _, t := range []*time.Time{&e.CheckedAt, &e.PendingSince, &e.VerifiedAt, &e.DriftedAt, &e.NextCheckAt, &e.DNSCleanupAt, &e.CreatedAt, &e.UpdatedAt} {
 		*t = t.UTC()
 	}
 	return e
@@ -176,8 +184,10 @@ type Store interface {
 	// UpdateDomain replaces the stored entry with e.ID if its stored Version
 	// equals e.Version, and returns e with the next Version. Returns
 	// not_found for an unknown ID and conflict when the entry changed since
-	// it was read or was already removed. Writing a status that FreesName
-	// (removed, released) frees the name for a new CreateDomain.
+	// it was read, or was already removed and e is not (a removed entry
+	// stays removed; it is written again only for its DNSCleanupAt).
+	// Writing a status that FreesName (removed, released) frees the name
+	// for a new CreateDomain.
 	UpdateDomain(ctx context.Context, e Entry) (Entry, error)
 
 	// ListDomains returns the entries q selects, ordered by name, then by

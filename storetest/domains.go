@@ -213,7 +213,9 @@ func RunDomains(t *testing.T, open Opener) {
 		}
 		_, err = s.DomainByName(ctx, "shop.example.com")
 		wantCode(t, err, petstore.CodeNotFound)
-		_, err = s.UpdateDomain(ctx, removed)
+		back := removed
+		back.Status = customdomain.StatusPending
+		_, err = s.UpdateDomain(ctx, back)
 		wantCode(t, err, petstore.CodeConflict) // a removed entry stays removed
 		mustCreateDomain(t, s, newEntry("dom_2", "prj_b", "shop.example.com"))
 		got, err := s.DomainByName(ctx, "shop.example.com")
@@ -329,6 +331,54 @@ func RunDomains(t *testing.T, open Opener) {
 		none := mustCreateDomain(t, s, newEntry("dom_nodnsrecords", "prj_a", "other.example.com"))
 		if got, err := s.DomainByName(ctx, none.Name); err != nil || got.DNSRecords != nil {
 			t.Fatalf("an entry without records reads DNSRecords = %#v (%v), want nil", got.DNSRecords, err)
+		}
+	})
+	t.Run("RemovedEntryKeepsItsDNSCleanup", func(t *testing.T) {
+		// A removed (or released) entry whose records at the DNS provider
+		// are still to be deleted says when (DNSCleanupAt), and any
+		// replica's engine finds it with ListDomains, claims each attempt
+		// by writing it on (version-checked, so one replica wins) and
+		// writes it back to zero once the records are gone: the removed
+		// entry is written again, stays removed and never claims the
+		// name back.
+		t.Parallel()
+		s := openDomains(t, open)
+		e := newEntry("dom_cleanup", "prj_a", "shop.example.com")
+		e.DNSRecords = []customdomain.Record{{Type: "CNAME", Name: "shop", Value: "edge.petstore.example", TTL: 3600}}
+		e = mustCreateDomain(t, s, e)
+		e.Status, e.NextCheckAt = customdomain.StatusRemoved, time.Time{}
+		e.DNSCleanupAt = domainTime.Add(time.Minute)
+		removed, err := s.UpdateDomain(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustCreateDomain(t, s, newEntry("dom_next", "prj_b", "shop.example.com"))
+		listed, err := s.ListDomains(ctx, customdomain.DomainQuery{Status: customdomain.StatusRemoved})
+		if err != nil || len(listed) != 1 || entryJSON(t, listed[0]) != entryJSON(t, removed) {
+			t.Fatalf("removed entries = %+v (%v), want %+v", listed, err, removed)
+		}
+		claim := removed
+		claim.DNSCleanupAt = domainTime.Add(time.Hour)
+		claimed, err := s.UpdateDomain(ctx, claim)
+		if err != nil || claimed.Version != removed.Version+1 {
+			t.Fatalf("writing a removed entry again = version %d, %v; want version %d", claimed.Version, err, removed.Version+1)
+		}
+		_, err = s.UpdateDomain(ctx, claim) // another replica, from the same read
+		wantCode(t, err, petstore.CodeConflict)
+		claimed.DNSCleanupAt = time.Time{}
+		done, err := s.UpdateDomain(ctx, claimed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed, err = s.ListDomains(ctx, customdomain.DomainQuery{Status: customdomain.StatusRemoved})
+		if err != nil || len(listed) != 1 || entryJSON(t, listed[0]) != entryJSON(t, done) || !listed[0].DNSCleanupAt.IsZero() {
+			t.Fatalf("removed entries = %+v (%v), want %+v with no cleanup due", listed, err, done)
+		}
+		if got, err := s.DomainByName(ctx, "shop.example.com"); err != nil || got.ID != "dom_next" {
+			t.Fatalf("holder = %q (%v), want dom_next still", got.ID, err)
+		}
+		if due, err := s.DueDomains(ctx, domainTime.Add(24*time.Hour), 10); err != nil || len(due) != 1 || due[0].ID != "dom_next" {
+			t.Fatalf("due = %+v (%v), want dom_next only", due, err)
 		}
 	})
 	t.Run("ListByNameKeepsHistoryOrder", func(t *testing.T) {

@@ -124,7 +124,7 @@ func (s *Store) UpdateDomain(ctx context.Context, e customdomain.Entry) (customd
 		return customdomain.Entry{}, petstore.Errorf(petstore.CodeNotFound, "domain %s not found", e.ID)
 	case err != nil:
 		return customdomain.Entry{}, mapErr(ctx, "update domain", err)
-	case cur.Status == string(customdomain.StatusRemoved):
+	case cur.Status == string(customdomain.StatusRemoved) && e.Status != customdomain.StatusRemoved:
 		return customdomain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain %s was removed", cur.Name)
 	case cur.Version != e.Version:
 		return customdomain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain %s changed meanwhile", cur.Name)

@@ -72,7 +72,7 @@ func (s *Store) UpdateDomain(ctx context.Context, e customdomain.Entry) (customd
 	switch {
 	case !ok:
 		return customdomain.Entry{}, petstore.Errorf(petstore.CodeNotFound, "domain %s not found", e.ID)
-	case cur.Status == customdomain.StatusRemoved:
+	case cur.Status == customdomain.StatusRemoved && e.Status != customdomain.StatusRemoved:
 		return customdomain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain %s was removed", cur.Name)
 	case cur.Version != e.Version:
 		return customdomain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain %s changed meanwhile", cur.Name)
