@@ -2,8 +2,8 @@ package customdomain
 
 import (
 	"context"
-	"maps"
 	"slices"
+	"time"
 
 	"github.com/petstorekit/petstore"
 )
@@ -109,22 +109,24 @@ func (e *Engine) providerRecords(ctx context.Context, en Entry) (string, []Recor
 	return n.Registered, recs, nil
 }
 
-// unconfigureDNS deletes the records ConfigureDNS created for a removed
-// domain (its DNSRecords), exactly as they were written: a record that was
-// there before, or that the customer made or changed, stays. A failure
-// leaves records that point at the platform, which no longer answers for
-// the name: not returned, as the removal itself is done, but retried by
-// RunDue (removeLeftoverDNS).
+// unconfigureDNS deletes the records ConfigureDNS created for a domain
+// just removed or released (its DNSRecords), exactly as they were written:
+// a record that was there before, or that the customer made or changed,
+// stays. The write that removed it also marked the deletion pending
+// (Entry.DNSCleanupAt, a minute ahead), which this clears once it is done.
+// A failure leaves records that point at the platform, which no longer
+// answers for the name: not returned, as the removal itself is done, but
+// retried from the store by any engine's RunDue (removeLeftoverDNS), also
+// when this process ends first.
 func (e *Engine) unconfigureDNS(ctx context.Context, en Entry) {
-	if len(en.DNSRecords) == 0 {
+	if en.DNSCleanupAt.IsZero() {
 		return
 	}
 	if err := e.deleteDNS(ctx, en); err != nil {
 		e.cfg.Logger.Warn("domain removed but its records at the DNS provider were not; will retry", "domain", en.Name, "err", err)
-		e.pendingMu.Lock()
-		e.dnsToRemove[en.ID] = en
-		e.pendingMu.Unlock()
+		return
 	}
+	e.dnsCleaned(ctx, en)
 }
 
 // deleteDNS deletes en's DNSRecords at its project's DNS provider. Only
@@ -144,28 +146,122 @@ func (e *Engine) deleteDNS(ctx context.Context, en Entry) error {
 	return c.Unconfigure(ctx, n.Registered, en.DNSRecords)
 }
 
-// removeLeftoverDNS retries the deletions of records that failed in
-// Remove. A name attached again meanwhile, by any project, keeps them:
-// its new holder may need them (the CNAME at the platform), and deleting
-// them would break its domain.
-func (e *Engine) removeLeftoverDNS(ctx context.Context) {
+// dnsCleanupEvery is how often RunDue looks for removed domains whose
+// records are still to be deleted. Each look reads every removed entry,
+// and the retries of one domain are a minute apart at the closest.
+const dnsCleanupEvery = time.Minute
+
+// removeLeftoverDNS retries, from the store, the deletions of records that
+// failed when their domain was removed or released (Entry.DNSCleanupAt),
+// by whichever engine: a restart or another replica does not lose them.
+// Each due entry is tried by one engine at a time (retryDNSCleanup), less
+// often the longer it waits, as the background checks are (every minute
+// in the first hour, then up to every 30 minutes), until it succeeds.
+func (e *Engine) removeLeftoverDNS(ctx context.Context, now time.Time) {
 	e.pendingMu.Lock()
-	pending := slices.Collect(maps.Values(e.dnsToRemove))
+	due := !now.Before(e.nextDNSCleanup)
+	if due {
+		e.nextDNSCleanup = now.Add(dnsCleanupEvery)
+	}
 	e.pendingMu.Unlock()
-	for _, en := range pending {
-		_, err := e.cfg.Store.DomainByName(ctx, en.Name)
-		switch {
-		case err == nil: // attached again: its records are wanted
-		case petstore.ErrorCode(err) != petstore.CodeNotFound:
-			continue // cannot tell now; next time
-		default:
-			if err := e.deleteDNS(ctx, en); err != nil {
-				e.cfg.Logger.Warn("deleting a removed domain's records at the DNS provider failed again; will retry", "domain", en.Name, "err", err)
-				continue
+	if !due {
+		return
+	}
+	var pending []Entry
+	for _, st := range []Status{StatusRemoved, StatusReleased} {
+		freed, err := e.cfg.Store.ListDomains(ctx, DomainQuery{Status: st})
+		if err != nil {
+			e.cfg.Logger.Warn("removed domains' leftover DNS records not looked up; will retry", "err", err)
+			return
+		}
+		for _, en := range freed {
+			if !en.DNSCleanupAt.IsZero() && !en.DNSCleanupAt.After(now) {
+				pending = append(pending, en)
 			}
 		}
-		e.pendingMu.Lock()
-		delete(e.dnsToRemove, en.ID)
-		e.pendingMu.Unlock()
 	}
+	for _, en := range pending {
+		if ctx.Err() != nil {
+			return
+		}
+		e.retryDNSCleanup(ctx, en, now)
+	}
+}
+
+// retryDNSCleanup tries once more to delete the records of en, a removed
+// or released entry whose deletion is due. It first claims the attempt by
+// moving DNSCleanupAt on (a version-checked write: of several replicas
+// reading en, one wins, and a process that dies mid-way leaves it due
+// again then), so the records are deleted once, not by every replica; a
+// deletion done but not recorded, as the store failed or the process
+// ended right after it, is tried again, and deletes only records still
+// exactly as written. A name attached again meanwhile, by any project,
+// keeps them: its new holder may need them (the CNAME at the platform),
+// and deleting them would break its domain.
+func (e *Engine) retryDNSCleanup(ctx context.Context, en Entry, now time.Time) {
+	freed := en.UpdatedAt
+	if len(en.History) > 0 {
+		freed = en.History[len(en.History)-1].At
+	}
+	claim := en.Canonical()
+	claim.DNSCleanupAt = now.Add(recheckInterval(now.Sub(freed)))
+	claimed, err := e.cfg.Store.UpdateDomain(ctx, claim)
+	if err != nil {
+		if !isConflict(err) { // a conflict: another engine has it
+			e.cfg.Logger.Warn("leftover DNS records of a removed domain not retried; will retry", "domain", en.Name, "err", err)
+		}
+		return
+	}
+	_, err = e.cfg.Store.DomainByName(ctx, en.Name)
+	switch {
+	case err == nil: // attached again: its records are wanted
+	case petstore.ErrorCode(err) != petstore.CodeNotFound:
+		return // cannot tell now; next time
+	default:
+		if err := e.deleteDNS(ctx, claimed); err != nil {
+			e.cfg.Logger.Warn("deleting a removed domain's records at the DNS provider failed again; will retry", "domain", en.Name, "err", err)
+			return
+		}
+	}
+	e.dnsCleaned(ctx, claimed)
+}
+
+// dnsCleaned records that en's records need no deletion any more: zero
+// DNSCleanupAt. An entry changed meanwhile (a released one dismissed, or
+// another engine's retry after the lease) is read again and cleared too.
+// A write that fails leaves the deletion due, to be tried again.
+func (e *Engine) dnsCleaned(ctx context.Context, en Entry) {
+	for range 3 {
+		en.DNSCleanupAt = time.Time{}
+		_, err := e.cfg.Store.UpdateDomain(ctx, en)
+		if err == nil {
+			return
+		}
+		if !isConflict(err) {
+			e.cfg.Logger.Warn("a removed domain's records were deleted but this was not stored; they may be deleted again", "domain", en.Name, "err", err)
+			return
+		}
+		cur, ok, err := e.freedEntry(ctx, en)
+		if err != nil || !ok || cur.DNSCleanupAt.IsZero() {
+			return
+		}
+		en = cur
+	}
+}
+
+// freedEntry reads en again, from the removed and released entries of its
+// name.
+func (e *Engine) freedEntry(ctx context.Context, en Entry) (Entry, bool, error) {
+	for _, st := range []Status{StatusRemoved, StatusReleased} {
+		freed, err := e.cfg.Store.ListDomains(ctx, DomainQuery{Name: en.Name, Status: st})
+		if err != nil {
+			return Entry{}, false, err
+		}
+		for _, cur := range freed {
+			if cur.ID == en.ID {
+				return cur, true, nil
+			}
+		}
+	}
+	return Entry{}, false, nil
 }

@@ -183,25 +183,6 @@ func TestConfigureDNSRacingRemove(t *testing.T) {
 	}
 }
 
-// flakyUnconfigure is a configurator whose DNS provider cannot be reached
-// for the first failures deletions.
-type flakyUnconfigure struct {
-	customdomain.DNSConfigurator
-	mu       sync.Mutex
-	failures int
-}
-
-func (f *flakyUnconfigure) Unconfigure(ctx context.Context, zone string, records []customdomain.Record) error {
-	f.mu.Lock()
-	fail := f.failures > 0
-	f.failures--
-	f.mu.Unlock()
-	if fail {
-		return errors.New("dns provider unreachable")
-	}
-	return f.DNSConfigurator.Unconfigure(ctx, zone, records)
-}
-
 // TestRemoveRetriesDNSRecords: records "Configure DNS for me" wrote that
 // cannot be deleted when the domain is removed (the provider is down) are
 // deleted by the background loop later, so no CNAME is left pointing at
@@ -222,22 +203,12 @@ func TestRemoveRetriesDNSRecords(t *testing.T) {
 			f := newFixture(t, nil)
 			zone := memzone.New()
 			zone.AddZone("example.com.")
-			dns := &flakyUnconfigure{DNSConfigurator: dnsconfig.New(zone), failures: 1}
+			dns := &switchable{DNSConfigurator: dnsconfig.New(zone)}
 			e := f.replica(t, func(c *customdomain.EngineConfig) {
 				c.DNS = func(string) customdomain.DNSConfigurator { return dns }
 			})
-			if _, _, err := e.Add(ctx, "prj_pro", "shop.example.com"); err != nil {
-				t.Fatal(err)
-			}
-			if findings, err := e.ConfigureDNS(ctx, "prj_pro", "shop.example.com"); err != nil || len(findings) != 0 {
-				t.Fatalf("ConfigureDNS = %+v, %v; want no findings", findings, err)
-			}
-			if err := e.Remove(ctx, "prj_pro", "shop.example.com"); err != nil {
-				t.Fatalf("Remove with the DNS provider down = %v, want nil: the domain is removed", err)
-			}
-			if got := recordsAt(t, zone, "example.com.", "shop"); len(got) == 0 {
-				t.Fatal("the records were deleted although the provider was down")
-			}
+			configuredThenRemoved(t, e, dns, zone, "prj_pro")
+			dns.setDown(false)
 			if tc.readd != "" {
 				if _, _, err := e.Add(ctx, tc.readd, "shop.example.com"); err != nil {
 					t.Fatal(err)
@@ -252,5 +223,147 @@ func TestRemoveRetriesDNSRecords(t *testing.T) {
 				t.Fatalf("after the background retries the zone has at shop %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// switchable is a configurator whose DNS provider is down while down is
+// set, and which counts the deletions that reached the provider.
+type switchable struct {
+	customdomain.DNSConfigurator
+	mu      sync.Mutex
+	down    bool
+	deleted int
+}
+
+func (s *switchable) setDown(down bool) {
+	s.mu.Lock()
+	s.down = down
+	s.mu.Unlock()
+}
+
+func (s *switchable) deletions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.deleted
+}
+
+func (s *switchable) Unconfigure(ctx context.Context, zone string, records []customdomain.Record) error {
+	s.mu.Lock()
+	down := s.down
+	if !down {
+		s.deleted++
+	}
+	s.mu.Unlock()
+	if down {
+		return errors.New("dns provider unreachable")
+	}
+	return s.DNSConfigurator.Unconfigure(ctx, zone, records)
+}
+
+// configuredThenRemoved adds shop.example.com to project, writes its
+// records through dns with e, and removes it while dns is down: the
+// records stay in the zone, pending deletion.
+func configuredThenRemoved(t *testing.T, e *customdomain.Engine, dns *switchable, zone dnsconfig.Provider, project string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, _, err := e.Add(ctx, project, "shop.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if findings, err := e.ConfigureDNS(ctx, project, "shop.example.com"); err != nil || len(findings) != 0 {
+		t.Fatalf("ConfigureDNS = %+v, %v; want no findings", findings, err)
+	}
+	dns.setDown(true)
+	if err := e.Remove(ctx, project, "shop.example.com"); err != nil {
+		t.Fatalf("Remove with the DNS provider down = %v, want nil: the domain is removed", err)
+	}
+	if got := recordsAt(t, zone, "example.com.", "shop"); len(got) == 0 {
+		t.Fatal("the records were deleted although the provider was down")
+	}
+}
+
+// TestPendingDNSDeletionSurvivesRestart: a deletion that failed at removal
+// is kept in the store, not in the memory of the process that removed the
+// domain: after a restart (a new engine over the same store) the
+// background loop deletes the records. It deletes them once: a record the
+// customer writes again by hand afterwards stays, whichever replica runs
+// the loop.
+func TestPendingDNSDeletionSurvivesRestart(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil)
+	zone := memzone.New()
+	zone.AddZone("example.com.")
+	before := &switchable{DNSConfigurator: dnsconfig.New(zone)}
+	e := f.replica(t, func(c *customdomain.EngineConfig) {
+		c.DNS = func(string) customdomain.DNSConfigurator { return before }
+	})
+	configuredThenRemoved(t, e, before, zone, "prj_pro")
+
+	// The process restarts, and the provider is back.
+	after := &switchable{DNSConfigurator: dnsconfig.New(zone)}
+	restarted := f.replica(t, func(c *customdomain.EngineConfig) {
+		c.DNS = func(string) customdomain.DNSConfigurator { return after }
+	})
+	for range 2 {
+		if _, err := restarted.RunDue(ctx, f.clock.Advance(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := recordsAt(t, zone, "example.com.", "shop"); len(got) != 0 {
+		t.Fatalf("after a restart and the background retries the zone has at shop %q, want nothing", got)
+	}
+
+	// The customer writes the CNAME again by hand; the old process (its
+	// provider back too) and the new one go on running the loop.
+	if _, err := zone.AppendRecords(ctx, "example.com.", []libdns.Record{libdns.CNAME{Name: "shop", TTL: time.Hour, Target: target + "."}}); err != nil {
+		t.Fatal(err)
+	}
+	before.setDown(false)
+	for range 3 {
+		now := f.clock.Advance(30 * time.Minute)
+		for _, r := range []*customdomain.Engine{e, restarted} {
+			if _, err := r.RunDue(ctx, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got := recordsAt(t, zone, "example.com.", "shop"); !slices.Equal(got, []string{"CNAME " + target + "."}) {
+		t.Fatalf("the customer's own CNAME, written after the deletion, became %q: deleted again", got)
+	}
+	if n := before.deletions() + after.deletions(); n != 1 {
+		t.Fatalf("%d deletions reached the provider, want 1", n)
+	}
+}
+
+// TestPendingDNSDeletionOnceAcrossReplicas: replicas running the
+// background loop at the same time delete a removed domain's records
+// once between them.
+func TestPendingDNSDeletionOnceAcrossReplicas(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil)
+	zone := memzone.New()
+	zone.AddZone("example.com.")
+	dns := &switchable{DNSConfigurator: dnsconfig.New(zone)}
+	withDNS := func(c *customdomain.EngineConfig) {
+		c.DNS = func(string) customdomain.DNSConfigurator { return dns }
+	}
+	e := f.replica(t, withDNS)
+	configuredThenRemoved(t, e, dns, zone, "prj_pro")
+	dns.setDown(false)
+	replicas := []*customdomain.Engine{e, f.replica(t, withDNS), f.replica(t, withDNS)}
+	now := f.clock.Advance(time.Minute)
+	var wg sync.WaitGroup
+	for _, r := range replicas {
+		wg.Go(func() {
+			if _, err := r.RunDue(ctx, now); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := recordsAt(t, zone, "example.com.", "shop"); len(got) != 0 {
+		t.Fatalf("after the background retries the zone has at shop %q, want nothing", got)
+	}
+	if n := dns.deletions(); n != 1 {
+		t.Fatalf("%d deletions reached the provider, want 1", n)
 	}
 }

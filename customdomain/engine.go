@@ -214,10 +214,11 @@ type Engine struct {
 	// issuer's Allowed check still refuses to serve or renew them.
 	pendingMu     sync.Mutex
 	certsToRemove map[string]bool
-	// dnsToRemove holds, by entry ID, removed domains whose records at
-	// the project's DNS provider could not be deleted in Remove; RunDue
-	// retries them. In memory only, like certsToRemove.
-	dnsToRemove map[string]Entry
+	// nextDNSCleanup is when RunDue next looks in the store for removed
+	// domains whose records at the DNS provider are still to be deleted
+	// (Entry.DNSCleanupAt): at most every dnsCleanupEvery, as it reads
+	// every removed entry.
+	nextDNSCleanup time.Time
 
 	// addLocks serialise the count-then-create of Add per project, so
 	// concurrent adds cannot pass the cap together.
@@ -273,7 +274,7 @@ func New(cfg EngineConfig) (*Engine, error) {
 	if !strings.Contains(target, ".") {
 		return nil, fmt.Errorf("domain: CNAMETarget %q is not a fully qualified name", cfg.CNAMETarget)
 	}
-	e := &Engine{cfg: cfg, target: target, dcvZone: dnsName(cfg.DCVZone), platform: []string{target}, edge: map[netip.Addr]bool{}, certsToRemove: map[string]bool{}, dnsToRemove: map[string]Entry{}}
+	e := &Engine{cfg: cfg, target: target, dcvZone: dnsName(cfg.DCVZone), platform: []string{target}, edge: map[netip.Addr]bool{}, certsToRemove: map[string]bool{}}
 	if _, parent, ok := strings.Cut(target, "."); ok {
 		// The zone the target is in is the platform's: a wildcard there
 		// would serve the target itself and the platform's other names.

@@ -211,9 +211,11 @@ func (e *Engine) Verify(ctx context.Context, projectID, name string) (Domain, er
 // the CertIssuer removes its certificate, the history is kept and the name
 // is free for any project. A released domain is dismissed from the list.
 // Returns invalid_request / not_found. Once the removal is stored it
-// stands: a certificate, or a record ConfigureDNS wrote, that cannot be
-// removed now is logged and retried by RunDue (unless the name is attached
-// again meanwhile), and Remove returns nil.
+// stands: a certificate that cannot be removed now is logged and retried
+// by this engine's RunDue (unless the name is attached again meanwhile),
+// a record ConfigureDNS wrote that cannot be deleted now is logged and
+// retried by any engine's RunDue on the store (see removeLeftoverDNS),
+// and Remove returns nil.
 func (e *Engine) Remove(ctx context.Context, projectID, name string) error {
 	_, err := e.change(ctx, 3, func() (Entry, error) { return e.owned(ctx, projectID, name) }, Removed{})
 	return err

@@ -10,7 +10,8 @@ import (
 // whose time has come (failing those past the propagation window), re-checks
 // live domains' records for drift, asks the CertIssuer about issuing
 // domains, and retries certificate removals and the deletions of records
-// ConfigureDNS wrote. It returns how many domains it looked at. Tests call
+// ConfigureDNS wrote (those of domains any engine on the store removed).
+// It returns how many domains it looked at. Tests call
 // it with a fake clock; Run calls it in production.
 func (e *Engine) RunDue(ctx context.Context, now time.Time) (int, error) {
 	now = now.UTC()
@@ -18,7 +19,7 @@ func (e *Engine) RunDue(ctx context.Context, now time.Time) (int, error) {
 	if e.cfg.CertIssuer != nil {
 		e.removeLeftoverCerts(ctx)
 	}
-	e.removeLeftoverDNS(ctx)
+	e.removeLeftoverDNS(ctx, now)
 	if e.cfg.RecheckActive > 0 && e.unscheduled.CompareAndSwap(false, true) {
 		// Domains that went active before drift checks existed have no
 		// next check: check them once now, which schedules them.

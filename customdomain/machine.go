@@ -262,7 +262,7 @@ func (m *machine) recheckLive(r CheckResult) {
 		if m.p.Issuer {
 			m.do(RemoveCert)
 		}
-		m.do(UnconfigureDNS)
+		m.unconfigureDNS()
 		m.emit(EventRemoved)
 	default:
 		if !r.LookupFailed { // the reason says what the record points to now
@@ -399,8 +399,24 @@ func (m *machine) removed() {
 	if m.p.Issuer {
 		m.do(RemoveCert)
 	}
-	m.do(UnconfigureDNS)
+	m.unconfigureDNS()
 	m.emit(EventRemoved)
+}
+
+// DNSCleanupLease is how long the engine that removed or released a
+// domain has to delete its records at the DNS provider, and to record
+// that it did, before any engine's RunDue tries instead.
+const dnsCleanupLease = time.Minute
+
+// unconfigureDNS asks for the deletion of the records ConfigureDNS wrote,
+// and marks it pending in the same write as the removal (DNSCleanupAt):
+// if the deletion fails, or the process ends before it records success,
+// the store still says the records are there, for any replica's RunDue.
+func (m *machine) unconfigureDNS() {
+	if len(m.e.DNSRecords) > 0 {
+		m.e.DNSCleanupAt = m.now.Add(dnsCleanupLease)
+	}
+	m.do(UnconfigureDNS)
 }
 
 // words says a duration the way people do: "48 hours", "30 minutes",

@@ -152,6 +152,38 @@ func TestStepVerifiedIsAMilestone(t *testing.T) {
 	}
 }
 
+// TestStepMarksDNSCleanup: the write that removes or releases a domain
+// whose records ConfigureDNS wrote says, in the store, that their deletion
+// is pending (due a minute later, should the engine not record it done),
+// so no process's memory is needed to retry it; nor does a dismissal of a
+// released domain, which deleted nothing, start one.
+func TestStepMarksDNSCleanup(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	p := Policy{Window: 48 * time.Hour, Issuer: true, Recheck: time.Hour, Grace: 72 * time.Hour}
+	recs := []Record{{Type: "CNAME", Name: "shop", Value: "edge.petstore.example.", TTL: 3600}}
+	wrong := Checked{DNS: CheckResult{Findings: []Finding{{Code: FindingCNAMEMismatch, Message: "elsewhere"}}}, Cert: CertStatus{State: CertIssued}}
+	for _, tc := range []struct {
+		name string
+		from Status
+		recs []Record
+		ev   Event
+		want time.Time
+	}{
+		{"removed with records", StatusActive, recs, Removed{}, t0.Add(time.Minute)},
+		{"removed without records", StatusActive, nil, Removed{}, time.Time{}},
+		{"released with records", StatusMisconfigured, recs, wrong, t0.Add(time.Minute)},
+		{"released domain dismissed", StatusReleased, recs, Removed{}, time.Time{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := Entry{Name: "shop.example.com", Status: tc.from, DNSRecords: tc.recs, DriftedAt: t0.Add(-72 * time.Hour)}
+			got, _ := Step(e, tc.ev, t0, p)
+			if !got.Status.FreesName() || !got.DNSCleanupAt.Equal(tc.want) {
+				t.Fatalf("%s → %s with cleanup due at %v, want it freed and due at %v", tc.from, got.Status, got.DNSCleanupAt, tc.want)
+			}
+		})
+	}
+}
+
 func describe(effects []Effect) string {
 	var out []string
 	for _, f := range effects {
