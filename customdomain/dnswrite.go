@@ -49,19 +49,31 @@ func (e *Engine) ConfigureDNS(ctx context.Context, projectID, name string) ([]Fi
 // fails) they are deleted again at once: a record the engine does not
 // know it wrote would outlive the domain.
 func (e *Engine) rememberDNS(ctx context.Context, c DNSConfigurator, en Entry, zone string, created []Record) error {
+	err := e.addDNSRecords(ctx, en.Name, func(cur Entry) bool { return cur.ID == en.ID }, created)
+	if err == nil {
+		return nil
+	}
+	if uerr := c.Unconfigure(ctx, zone, created); uerr != nil {
+		e.cfg.Logger.Warn("records written for a domain could not be kept nor deleted", "domain", en.Name, "err", uerr)
+	}
+	return err
+}
+
+// addDNSRecords adds recs to the DNSRecords of the entry that holds name,
+// if it is the one mine accepts: not_found when none is (the entry was
+// removed or released meanwhile), conflict when it kept changing.
+func (e *Engine) addDNSRecords(ctx context.Context, name string, mine func(Entry) bool, recs []Record) error {
 	var err error = petstore.Errorf(petstore.CodeConflict, "the domain is changing right now; try again")
 	for range 3 {
-		cur, rerr := e.cfg.Store.DomainByName(ctx, en.Name)
-		if petstore.ErrorCode(rerr) == petstore.CodeNotFound || (rerr == nil && cur.ID != en.ID) {
-			err = petstore.Errorf(petstore.CodeNotFound, "domain %s was removed meanwhile", en.Name)
-			break
+		cur, rerr := e.cfg.Store.DomainByName(ctx, name)
+		if petstore.ErrorCode(rerr) == petstore.CodeNotFound || (rerr == nil && !mine(cur)) {
+			return petstore.Errorf(petstore.CodeNotFound, "domain %s was removed meanwhile", name)
 		}
 		if rerr != nil {
-			err = rerr
-			break
+			return rerr
 		}
 		next := cur.Canonical()
-		for _, r := range created {
+		for _, r := range recs {
 			if !slices.Contains(next.DNSRecords, r) {
 				next.DNSRecords = append(next.DNSRecords, r)
 			}
@@ -73,12 +85,9 @@ func (e *Engine) rememberDNS(ctx context.Context, c DNSConfigurator, en Entry, z
 		if werr == nil {
 			return nil
 		}
-		if err = werr; petstore.ErrorCode(werr) != petstore.CodeConflict {
-			break
+		if err = werr; !isConflict(werr) {
+			return err
 		}
-	}
-	if uerr := c.Unconfigure(ctx, zone, created); uerr != nil {
-		e.cfg.Logger.Warn("records written for a domain could not be kept nor deleted", "domain", en.Name, "err", uerr)
 	}
 	return err
 }
@@ -195,9 +204,14 @@ func (e *Engine) removeLeftoverDNS(ctx context.Context, now time.Time) {
 // again then), so the records are deleted once, not by every replica; a
 // deletion done but not recorded, as the store failed or the process
 // ended right after it, is tried again, and deletes only records still
-// exactly as written. A name attached again meanwhile, by any project,
-// keeps them: its new holder may need them (the CNAME at the platform),
-// and deleting them would break its domain.
+// exactly as written.
+//
+// A name attached again meanwhile is not deleted from under its holder.
+// The same project's new entry takes the records over (they are in the
+// zone, and it uses them: its removal deletes them); its DNS provider is
+// the project's, the one that would have deleted them. Another project's
+// keeps them out of reach: they stay with en, to delete once the name is
+// free again, as nothing else would ever delete them.
 func (e *Engine) retryDNSCleanup(ctx context.Context, en Entry, now time.Time) {
 	freed := en.UpdatedAt
 	if len(en.History) > 0 {
@@ -212,9 +226,16 @@ func (e *Engine) retryDNSCleanup(ctx context.Context, en Entry, now time.Time) {
 		}
 		return
 	}
-	_, err = e.cfg.Store.DomainByName(ctx, en.Name)
+	holder, err := e.cfg.Store.DomainByName(ctx, en.Name)
 	switch {
-	case err == nil: // attached again: its records are wanted
+	case err == nil && holder.ProjectID == en.ProjectID:
+		mine := func(cur Entry) bool { return cur.ProjectID == en.ProjectID }
+		if err := e.addDNSRecords(ctx, en.Name, mine, en.DNSRecords); err != nil {
+			e.cfg.Logger.Warn("leftover DNS records not handed to the domain added again; will retry", "domain", en.Name, "err", err)
+			return
+		}
+	case err == nil:
+		return // held by another project: kept until the name is free
 	case petstore.ErrorCode(err) != petstore.CodeNotFound:
 		return // cannot tell now; next time
 	default:

@@ -367,3 +367,48 @@ func TestPendingDNSDeletionOnceAcrossReplicas(t *testing.T) {
 		t.Fatalf("%d deletions reached the provider, want 1", n)
 	}
 }
+
+// TestPendingDNSRecordsOfAReattachedName: records whose deletion is still
+// pending when the name is attached again are not forgotten. The same
+// project's new domain takes them over, so its own removal deletes them;
+// another project's leaves them with the removed domain, which deletes
+// them once the name is free again.
+func TestPendingDNSRecordsOfAReattachedName(t *testing.T) {
+	for _, project := range []string{"prj_pro", "prj_business"} {
+		t.Run(project, func(t *testing.T) {
+			ctx := context.Background()
+			f := newFixture(t, nil)
+			zone := memzone.New()
+			zone.AddZone("example.com.")
+			dns := &switchable{DNSConfigurator: dnsconfig.New(zone)}
+			e := f.replica(t, func(c *customdomain.EngineConfig) {
+				c.DNS = func(string) customdomain.DNSConfigurator { return dns }
+			})
+			configuredThenRemoved(t, e, dns, zone, "prj_pro")
+			dns.setDown(false)
+			if _, _, err := e.Add(ctx, project, "shop.example.com"); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				if _, err := e.RunDue(ctx, f.clock.Advance(time.Minute)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := []string{"CNAME " + target + "."}
+			if got := recordsAt(t, zone, "example.com.", "shop"); !slices.Equal(got, want) {
+				t.Fatalf("while the name is attached again the zone has at shop %q, want %q", got, want)
+			}
+			if err := e.Remove(ctx, project, "shop.example.com"); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				if _, err := e.RunDue(ctx, f.clock.Advance(30*time.Minute)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := recordsAt(t, zone, "example.com.", "shop"); len(got) != 0 {
+				t.Fatalf("once the name is removed again the zone has at shop %q, want nothing", got)
+			}
+		})
+	}
+}
