@@ -59,7 +59,8 @@ func New(p Provider) *Configurator { return &Configurator{p: p} }
 // Configure implements customdomain.DNSConfigurator. Record names are relative to
 // zone ("@" for the apex, "shop" for shop.<zone>) or fully qualified inside
 // it. Records already present (same name, type and data, any TTL) are left
-// as they are. It returns the records it created, named relative to zone
+// as they are. A record written beside others of its name and type takes
+// their TTL, not its own, so theirs does not change. It returns the records it created, named relative to zone
 // with the value and TTL the zone holds (read back after the write), and
 // findings for conflicts and ignored writes; an error means the provider
 // could not be read or written (nothing is known about the zone's state
@@ -86,7 +87,7 @@ func (c *Configurator) Configure(ctx context.Context, zone string, records []cus
 			findings = append(findings, *f)
 			continue
 		}
-		toWrite = append(toWrite, want)
+		toWrite = append(toWrite, inRRset(want, at))
 	}
 	if len(toWrite) == 0 {
 		return []customdomain.Record{}, findings, nil
@@ -152,6 +153,28 @@ func (c *Configurator) Unconfigure(ctx context.Context, zone string, records []c
 		return fmt.Errorf("dnsconfig: deleting %d record(s) from zone %s: %w", len(doomed), zone, err)
 	}
 	return nil
+}
+
+// inRRset gives want the TTL of the records of its type already at its
+// name, if any. A DNS server keeps one TTL per RRset (RFC 2181 §5.2): Knot
+// sets the whole RRset's to that of the record an update adds, so writing
+// ours with its own TTL would change the TTL of the customer's records
+// beside it, and leave it changed after Unconfigure.
+func inRRset(want libdns.Record, at []libdns.Record) libdns.Record {
+	rr := want.RR()
+	for _, e := range at {
+		if er := e.RR(); er.Type == rr.Type && er.TTL > 0 {
+			if er.TTL == rr.TTL {
+				return want
+			}
+			rr.TTL = er.TTL
+			if typed, err := rr.Parse(); err == nil {
+				return typed
+			}
+			return rr
+		}
+	}
+	return want
 }
 
 // conflict reports whether records at the wanted record's name stand in

@@ -66,6 +66,24 @@ func zoneAt(t *testing.T, p dnsconfig.Provider, zone, name string) []string {
 	return out
 }
 
+// zoneTTLs lists "TYPE data TTL" of the records at name, sorted: a
+// record whose TTL changed is not the same record.
+func zoneTTLs(t *testing.T, p dnsconfig.Provider, zone, name string) []string {
+	t.Helper()
+	recs, err := p.GetRecords(context.Background(), zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []string{}
+	for _, r := range recs {
+		if rr := r.RR(); rr.Name == name {
+			out = append(out, fmt.Sprintf("%s %s %s", rr.Type, rr.Data, rr.TTL))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 func codes(fs []customdomain.Finding) []string {
 	out := []string{}
 	for _, f := range fs {
@@ -184,7 +202,7 @@ func TestConfigure(t *testing.T) {
 					}
 					before := map[string][]string{}
 					for _, n := range []string{"@", "shop", "www"} {
-						before[n] = zoneAt(t, b.p, zone, n)
+						before[n] = zoneTTLs(t, b.p, zone, n)
 					}
 					created, findings, err := c.Configure(ctx, strings.TrimSuffix(zone, "."), want)
 					if err != nil {
@@ -205,6 +223,17 @@ func TestConfigure(t *testing.T) {
 					if got := zoneAt(t, b.p, zone, tt.at); !slices.Equal(got, wantAfter) {
 						t.Fatalf("zone at %s = %q, want %q", tt.at, got, wantAfter)
 					}
+					// The records that were there are untouched, TTL
+					// included: a record written into their RRset must not
+					// change it (one TTL per RRset, RFC 2181 §5.2).
+					for n, recs := range before {
+						got := zoneTTLs(t, b.p, zone, n)
+						for _, r := range recs {
+							if !slices.Contains(got, r) {
+								t.Fatalf("after Configure zone at %s = %q, want %q still there", n, got, r)
+							}
+						}
+					}
 
 					// Again: nothing new to write, same findings.
 					createdAgain, again, err := c.Configure(ctx, zone, want)
@@ -221,7 +250,7 @@ func TestConfigure(t *testing.T) {
 						t.Fatalf("Unconfigure: %v", err)
 					}
 					for n, recs := range before {
-						if got := zoneAt(t, b.p, zone, n); !slices.Equal(got, recs) {
+						if got := zoneTTLs(t, b.p, zone, n); !slices.Equal(got, recs) {
 							t.Fatalf("after Unconfigure zone at %s = %q, want %q as before", n, got, recs)
 						}
 					}
