@@ -71,7 +71,12 @@ func (c *Configurator) Configure(ctx context.Context, zone string, records []cus
 		return nil, nil, fmt.Errorf("dnsconfig: reading zone %s: %w", zone, err)
 	}
 	findings := []customdomain.Finding{}
-	var toWrite []libdns.Record
+	var wanted, toWrite []libdns.Record
+	for _, r := range records {
+		if want, f := toLibdns(zone, r); f == nil {
+			wanted = append(wanted, want)
+		}
+	}
 	for _, r := range records {
 		want, f := toLibdns(zone, r)
 		if f != nil {
@@ -83,7 +88,7 @@ func (c *Configurator) Configure(ctx context.Context, zone string, records []cus
 			slices.ContainsFunc(toWrite, func(e libdns.Record) bool { return same(e, want) }) {
 			continue // already there (or already queued): nothing to do
 		}
-		if f := conflict(zone, want, at); f != nil {
+		if f := conflict(zone, want, at, wanted); f != nil {
 			findings = append(findings, *f)
 			continue
 		}
@@ -178,8 +183,9 @@ func inRRset(want libdns.Record, at []libdns.Record) libdns.Record {
 }
 
 // conflict reports whether records at the wanted record's name stand in
-// its way.
-func conflict(zone string, want libdns.Record, at []libdns.Record) *customdomain.Finding {
+// its way; wanted is every record being configured, whose addresses are
+// not another server's.
+func conflict(zone string, want libdns.Record, at, wanted []libdns.Record) *customdomain.Finding {
 	rr := want.RR()
 	name := fqdn(zone, rr.Name)
 	var others, cnames []libdns.Record
@@ -225,7 +231,8 @@ func conflict(zone string, want libdns.Record, at []libdns.Record) *customdomain
 		if rr.Type == "A" || rr.Type == "AAAA" {
 			var foreign []libdns.Record
 			for _, e := range others {
-				if e.RR().Type == rr.Type {
+				ours := slices.ContainsFunc(wanted, func(w libdns.Record) bool { return same(e, w) })
+				if e.RR().Type == rr.Type && !ours {
 					foreign = append(foreign, e)
 				}
 			}

@@ -154,6 +154,20 @@ func TestConfigure(t *testing.T) {
 			zoneAfter: []string{"A 203.0.113.5", "AAAA 2001:db8::10", "NS ns1.%z"},
 		},
 		{
+			// The customer made one of the edge's addresses by hand: the
+			// other is added beside it (with its TTL), not reported as
+			// another server's.
+			name:     "apex has one of the addresses already",
+			existing: []libdns.Record{libdns.Address{Name: "@", TTL: time.Hour, IP: ip("192.0.2.10")}},
+			want: []customdomain.Record{
+				{Type: "A", Name: "@", Value: "192.0.2.10", TTL: 300},
+				{Type: "A", Name: "@", Value: "192.0.2.11", TTL: 300},
+			},
+			codes:     []string{},
+			at:        "@",
+			zoneAfter: []string{"A 192.0.2.10", "A 192.0.2.11", "NS ns1.%z"},
+		},
+		{
 			name:      "TXT next to a CNAME",
 			existing:  []libdns.Record{libdns.CNAME{Name: "shop", TTL: time.Hour, Target: "elsewhere.example.net."}},
 			want:      []customdomain.Record{{Type: "TXT", Name: "shop", Value: "verify=1"}},
