@@ -9,8 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/ratelimit"
+	"github.com/petstorekit/petstore/tracing"
 )
 
 // metrics holds an API's or a dashboard's collectors, which may share a
@@ -127,21 +127,14 @@ func standardMethod(m string) bool {
 	return false
 }
 
-// decision counts one rate-limit decision.
+// decision counts one rate-limit decision, named as its span names it.
 func (m *metrics) decision(d ratelimit.Decision, err error) {
 	if m == nil {
 		return
 	}
-	result := "limited"
-	switch {
-	case err != nil:
-		result = "unavailable"
-	case d.Degraded:
-		result = "fallback"
-	case d.Allowed:
-		result = "allowed"
-	case d.Code == petstore.CodeAPIKeyBanned:
-		result = "banned"
+	result := "unavailable"
+	if err == nil {
+		result = tracing.DecisionResult(d)
 	}
 	m.decisions.WithLabelValues(result).Inc()
 }

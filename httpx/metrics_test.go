@@ -1,6 +1,7 @@
 package httpx_test
 
 import (
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -86,5 +87,22 @@ func TestBanLoggedOnceAndCounted(t *testing.T) {
 	}
 	if got := gathered(t, reg, "petstore_http_requests_total", "code", "429"); got != 33 {
 		t.Errorf("requests{code=429} = %v, want 33", got)
+	}
+}
+
+// TestDegradedAndFailedDecisionsCounted checks the two results a healthy
+// limiter never gives: a decision made locally while the shared store
+// fails counts as fallback, a limiter's error as unavailable.
+func TestDegradedAndFailedDecisionsCounted(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	f := &fakeLimiter{counts: map[string]int64{}, degraded: true}
+	e := newEnv(t, func(c *httpx.Config) { c.Limiter = f; c.Metrics = reg })
+	wantStatus(t, e.do(t, e.req("GET", "/v1/pets", "")), 200, "")
+	f.degraded, f.err = false, errors.New("limiter store down")
+	wantStatus(t, e.do(t, e.req("GET", "/v1/pets", "")), 503, petstore.CodeUnavailable)
+	for result, want := range map[string]float64{"allowed": 0, "limited": 0, "banned": 0, "fallback": 1, "unavailable": 1} {
+		if got := gathered(t, reg, "petstore_ratelimit_decisions_total", "result", result); got != want {
+			t.Errorf("decisions{result=%q} = %v, want %v", result, got, want)
+		}
 	}
 }
