@@ -227,24 +227,19 @@ func writeErrorQuietly(w http.ResponseWriter, r *http.Request, err error) {
 	st.cause = cause
 }
 
-// setHeaders writes d's headers; seconds to reset count from the
-// limiter's clock, if it says.
+// setHeaders writes X-RateLimit-* for d's binding window and, with
+// Config.IETFRateLimitHeaders, the IETF draft headers for every window;
+// seconds to reset count from the limiter's clock, if it says.
 func (l *limits) setHeaders(w http.ResponseWriter, d ratelimit.Decision) {
 	now := d.At
 	if now.IsZero() {
 		now = l.Now()
 	}
-	setRateLimitHeaders(w.Header(), d, now, l.IETFRateLimitHeaders)
-}
-
-// setRateLimitHeaders writes X-RateLimit-* for the binding window and,
-// with ietf, the IETF draft headers for every window.
-func setRateLimitHeaders(h http.Header, d ratelimit.Decision, now time.Time, ietf bool) {
-	b := d.Binding
+	h, b := w.Header(), d.Binding
 	h.Set("X-RateLimit-Limit", strconv.FormatInt(b.Quota, 10))
 	h.Set("X-RateLimit-Remaining", strconv.FormatInt(max(b.Remaining, 0), 10))
 	h.Set("X-RateLimit-Reset", strconv.FormatInt(b.ResetUnix(), 10)) // rounded up: never early
-	if !ietf || len(d.Windows) == 0 {
+	if !l.IETFRateLimitHeaders || len(d.Windows) == 0 {
 		return
 	}
 	policy := make([]string, len(d.Windows))
