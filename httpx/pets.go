@@ -25,10 +25,11 @@ func (a *api) listPets(w http.ResponseWriter, r *http.Request) error {
 			page.Pets = []petstore.Pet{}
 		}
 		e, err := encode(page.Pets, nextLink(a.petsPath, page.NextCursor, f.Limit, string(f.Status)))
-		if n := len(page.Pets); err == nil && n > 0 {
-			e.page, e.status, e.lastID = true, f.Status, page.Pets[n-1].ID
-		} else if err == nil {
+		if err == nil {
 			e.page, e.status = true, f.Status
+			if n := len(page.Pets); n > 0 {
+				e.lastID = page.Pets[n-1].ID
+			}
 		}
 		return e, err
 	})
