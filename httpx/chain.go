@@ -57,8 +57,9 @@ type Estimator interface {
 var DefaultPublicLimits = petstore.Limits{PerMinute: 600, PerDay: 20_000}
 
 // state is what the chain's steps learn about a request for later ones.
-// Each field has one writer: withState makes it; authenticate sets key;
-// the router sets route or unrouted; WriteError sets cause.
+// withState makes it; authenticate sets key; the router sets route or
+// unrouted; WriteError sets cause, which recoverPanics sets to a panic's
+// and a limiter's failure keeps as it was (writeErrorQuietly).
 type state struct {
 	id       string
 	w        *statuswriter.Writer // the response as the chain wrote it
