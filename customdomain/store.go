@@ -194,8 +194,12 @@ type Store interface {
 	// creation. It never returns nil.
 	ListDomains(ctx context.Context, q DomainQuery) ([]Entry, error)
 
-	// DueDomains returns at most limit entries that are not removed and
-	// whose NextCheckAt is set and not after now, earliest first.
+	// DueDomains returns at most limit entries whose NextCheckAt is set
+	// and not after now, earliest first, whatever their status: a removed
+	// or released entry has it set while records at the DNS provider are
+	// still to be deleted. Every engine asks every RefreshEvery, and
+	// removed entries are kept for good, so it must not read the entries
+	// that are not due (bunstore: an index on the next check time).
 	DueDomains(ctx context.Context, now time.Time, limit int) ([]Entry, error)
 
 	// DomainConfig returns a project's config; a project that never stored

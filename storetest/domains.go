@@ -464,6 +464,10 @@ func RunDomains(t *testing.T, open Opener) {
 		}
 	})
 	t.Run("DueDomains", func(t *testing.T) {
+		// Due is NextCheckAt alone, whatever the status: a removed or
+		// released entry has one while its records at the DNS provider
+		// are still to be deleted, and none (so it is never returned)
+		// otherwise.
 		t.Parallel()
 		s := openDomains(t, open)
 		at := func(m int) time.Time { return domainTime.Add(time.Duration(m) * time.Minute) }
@@ -477,6 +481,8 @@ func RunDomains(t *testing.T, open Opener) {
 			{at(3), customdomain.StatusPending},
 			{at(60), customdomain.StatusPending},
 			{at(2), customdomain.StatusRemoved},
+			{time.Time{}, customdomain.StatusRemoved},
+			{at(4), customdomain.StatusReleased},
 		} {
 			e := newEntry(fmt.Sprint("dom_", i), "prj_a", fmt.Sprintf("n%d.example.com", i))
 			e = mustCreateDomain(t, s, e)
@@ -490,9 +496,9 @@ func RunDomains(t *testing.T, open Opener) {
 			limit int
 			want  string
 		}{
-			{at(10), 10, "[n1.example.com n3.example.com n0.example.com]"},
-			{at(10), 2, "[n1.example.com n3.example.com]"},
-			{at(3), 10, "[n1.example.com n3.example.com]"},
+			{at(10), 10, "[n1.example.com n5.example.com n3.example.com n7.example.com n0.example.com]"},
+			{at(10), 2, "[n1.example.com n5.example.com]"},
+			{at(3), 10, "[n1.example.com n5.example.com n3.example.com]"},
 			{at(0), 10, "[]"},
 		} {
 			got, err := s.DueDomains(ctx, tc.now, tc.limit)

@@ -171,13 +171,15 @@ func (s *Store) ListDomains(ctx context.Context, q customdomain.DomainQuery) ([]
 	return s.scanDomains(ctx, "list domains", sel.Order("name ASC", "created_ns ASC", "id ASC"))
 }
 
-// DueDomains implements customdomain.Store.
+// DueDomains implements customdomain.Store, of every status, from the
+// domains_next_check index: removed entries (kept for good) have no next
+// check unless records of theirs are still to be deleted, so they are
+// never read otherwise.
 func (s *Store) DueDomains(ctx context.Context, now time.Time, limit int) ([]customdomain.Entry, error) {
 	if limit == 0 {
 		return []customdomain.Entry{}, ctx.Err()
 	}
 	sel := s.db.NewSelect().Model((*domainRow)(nil)).
-		Where("held_name IS NOT NULL").
 		Where("next_check_ns IS NOT NULL").
 		Where("next_check_ns <= ?", now.UnixNano()).
 		Order("next_check_ns ASC", "id ASC")

@@ -132,8 +132,7 @@ func (s *Store) DueDomains(ctx context.Context, now time.Time, limit int) ([]cus
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := []customdomain.Entry{}
-	for _, id := range t.holder {
-		e := t.byID[id]
+	for _, e := range t.byID {
 		if !e.NextCheckAt.IsZero() && !e.NextCheckAt.After(now) {
 			out = append(out, e)
 		}
