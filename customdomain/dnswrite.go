@@ -122,13 +122,13 @@ func (e *Engine) providerRecords(ctx context.Context, en Entry) (string, []Recor
 // just removed or released (its DNSRecords), exactly as they were written:
 // a record that was there before, or that the customer made or changed,
 // stays. The write that removed it also marked the deletion pending
-// (Entry.DNSCleanupAt, a minute ahead), which this clears once it is done.
-// A failure leaves records that point at the platform, which no longer
+// (NextCheckAt, a minute ahead), which this clears once it is done. A
+// failure leaves records that point at the platform, which no longer
 // answers for the name: not returned, as the removal itself is done, but
-// retried from the store by any engine's RunDue (removeLeftoverDNS), also
+// retried from the store by any engine's RunDue (retryDNSCleanup), also
 // when this process ends first.
 func (e *Engine) unconfigureDNS(ctx context.Context, en Entry) {
-	if en.DNSCleanupAt.IsZero() {
+	if en.NextCheckAt.IsZero() {
 		return
 	}
 	if err := e.deleteDNS(ctx, en); err != nil {
@@ -155,56 +155,17 @@ func (e *Engine) deleteDNS(ctx context.Context, en Entry) error {
 	return c.Unconfigure(ctx, n.Registered, en.DNSRecords)
 }
 
-// dnsCleanupEvery is how often RunDue looks for removed domains whose
-// records are still to be deleted. Each look reads every removed entry,
-// and the retries of one domain are a minute apart at the closest.
-const dnsCleanupEvery = time.Minute
-
-// removeLeftoverDNS retries, from the store, the deletions of records that
-// failed when their domain was removed or released (Entry.DNSCleanupAt),
-// by whichever engine: a restart or another replica does not lose them.
-// Each due entry is tried by one engine at a time (retryDNSCleanup), less
-// often the longer it waits, as the background checks are (every minute
-// in the first hour, then up to every 30 minutes), until it succeeds.
-func (e *Engine) removeLeftoverDNS(ctx context.Context, now time.Time) {
-	e.pendingMu.Lock()
-	due := !now.Before(e.nextDNSCleanup)
-	if due {
-		e.nextDNSCleanup = now.Add(dnsCleanupEvery)
-	}
-	e.pendingMu.Unlock()
-	if !due {
-		return
-	}
-	var pending []Entry
-	for _, st := range []Status{StatusRemoved, StatusReleased} {
-		freed, err := e.cfg.Store.ListDomains(ctx, DomainQuery{Status: st})
-		if err != nil {
-			e.cfg.Logger.Warn("removed domains' leftover DNS records not looked up; will retry", "err", err)
-			return
-		}
-		for _, en := range freed {
-			if !en.DNSCleanupAt.IsZero() && !en.DNSCleanupAt.After(now) {
-				pending = append(pending, en)
-			}
-		}
-	}
-	for _, en := range pending {
-		if ctx.Err() != nil {
-			return
-		}
-		e.retryDNSCleanup(ctx, en, now)
-	}
-}
-
 // retryDNSCleanup tries once more to delete the records of en, a removed
-// or released entry whose deletion is due. It first claims the attempt by
-// moving DNSCleanupAt on (a version-checked write: of several replicas
-// reading en, one wins, and a process that dies mid-way leaves it due
-// again then), so the records are deleted once, not by every replica; a
-// deletion done but not recorded, as the store failed or the process
-// ended right after it, is tried again, and deletes only records still
-// exactly as written.
+// or released entry that DueDomains returned: its NextCheckAt is when the
+// deletion is due (see Entry.DNSRecords). It is tried by one engine at a
+// time, less often the longer it waits, as the background checks are
+// (every minute in the first hour, then up to every 30 minutes), until
+// it succeeds. It first claims the attempt by moving NextCheckAt on (a
+// version-checked write: of several replicas reading en, one wins, and a
+// process that dies mid-way leaves it due again then), so the records are
+// deleted once, not by every replica; a deletion done but not recorded,
+// as the store failed or the process ended right after it, is tried
+// again, and deletes only records still exactly as written.
 //
 // A name attached again meanwhile is not deleted from under its holder.
 // The same project's new entry takes the records over (they are in the
@@ -213,12 +174,16 @@ func (e *Engine) removeLeftoverDNS(ctx context.Context, now time.Time) {
 // keeps them out of reach: they stay with en, to delete once the name is
 // free again, as nothing else would ever delete them.
 func (e *Engine) retryDNSCleanup(ctx context.Context, en Entry, now time.Time) {
+	if len(en.DNSRecords) == 0 { // nothing to delete: never due again
+		e.dnsCleaned(ctx, en)
+		return
+	}
 	freed := en.UpdatedAt
 	if len(en.History) > 0 {
 		freed = en.History[len(en.History)-1].At
 	}
 	claim := en.Canonical()
-	claim.DNSCleanupAt = now.Add(recheckInterval(now.Sub(freed)))
+	claim.NextCheckAt = now.Add(recheckInterval(now.Sub(freed)))
 	claimed, err := e.cfg.Store.UpdateDomain(ctx, claim)
 	if err != nil {
 		if !isConflict(err) { // a conflict: another engine has it
@@ -248,12 +213,13 @@ func (e *Engine) retryDNSCleanup(ctx context.Context, en Entry, now time.Time) {
 }
 
 // dnsCleaned records that en's records need no deletion any more: zero
-// DNSCleanupAt. An entry changed meanwhile (a released one dismissed, or
-// another engine's retry after the lease) is read again and cleared too.
-// A write that fails leaves the deletion due, to be tried again.
+// NextCheckAt, so that DueDomains no longer returns it. An entry changed
+// meanwhile (a released one dismissed, or another engine's retry after
+// the lease) is read again and cleared too. A write that fails leaves the
+// deletion due, to be tried again.
 func (e *Engine) dnsCleaned(ctx context.Context, en Entry) {
 	for range 3 {
-		en.DNSCleanupAt = time.Time{}
+		en.NextCheckAt = time.Time{}
 		_, err := e.cfg.Store.UpdateDomain(ctx, en)
 		if err == nil {
 			return
@@ -263,7 +229,7 @@ func (e *Engine) dnsCleaned(ctx context.Context, en Entry) {
 			return
 		}
 		cur, ok, err := e.freedEntry(ctx, en)
-		if err != nil || !ok || cur.DNSCleanupAt.IsZero() {
+		if err != nil || !ok || cur.NextCheckAt.IsZero() {
 			return
 		}
 		en = cur
@@ -271,10 +237,10 @@ func (e *Engine) dnsCleaned(ctx context.Context, en Entry) {
 }
 
 // freedEntry reads en again, from the removed and released entries of its
-// name.
+// project and name.
 func (e *Engine) freedEntry(ctx context.Context, en Entry) (Entry, bool, error) {
 	for _, st := range []Status{StatusRemoved, StatusReleased} {
-		freed, err := e.cfg.Store.ListDomains(ctx, DomainQuery{Name: en.Name, Status: st})
+		freed, err := e.cfg.Store.ListDomains(ctx, DomainQuery{ProjectID: en.ProjectID, Name: en.Name, Status: st})
 		if err != nil {
 			return Entry{}, false, err
 		}

@@ -3,19 +3,26 @@ package customdomain_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/libdns/libdns"
+	"github.com/uptrace/bun"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/bunstore"
+	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
 	"github.com/petstorekit/petstore/adapters/dnsconfig"
 	"github.com/petstorekit/petstore/adapters/memzone"
 	"github.com/petstorekit/petstore/adapters/rfc2136/rfc2136test"
 	"github.com/petstorekit/petstore/customdomain"
+	"github.com/petstorekit/petstore/internal/domaintest"
 	"github.com/petstorekit/petstore/internal/testenv"
 )
 
@@ -410,5 +417,82 @@ func TestPendingDNSRecordsOfAReattachedName(t *testing.T) {
 				t.Fatalf("once the name is removed again the zone has at shop %q, want nothing", got)
 			}
 		})
+	}
+}
+
+// domainRows counts the rows of domains the database sends back to bun's
+// SELECTs: what an operator sees of the store's reads in the database's
+// statistics, or in bun's own query log and traces.
+type domainRows struct{ n atomic.Int64 }
+
+func (*domainRows) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+
+func (c *domainRows) AfterQuery(_ context.Context, ev *bun.QueryEvent) {
+	if ev.Operation() != "SELECT" || !strings.Contains(ev.Query, `FROM "domains"`) || ev.Result == nil {
+		return
+	}
+	if n, err := ev.Result.RowsAffected(); err == nil {
+		c.n.Add(n)
+	}
+}
+
+// TestPendingDNSDeletionsReadOnlyWhenDue: the background loop finds the
+// removed domains whose records are still to be deleted among its due
+// domains, and reads no other removed domain. Removed domains are kept
+// for good (they say who held a name last), so a loop that reads them all
+// to find the few pending reads more rows every minute, on every replica,
+// for as long as the platform lives.
+func TestPendingDNSDeletionsReadOnlyWhenDue(t *testing.T) {
+	ctx := context.Background()
+	db, err := bunopen.Open(ctx, "memory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if err := bunstore.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	rows := &domainRows{}
+	zone := memzone.New()
+	zone.AddZone("example.com.")
+	dns := &switchable{DNSConfigurator: dnsconfig.New(zone)}
+	w := domaintest.New(t, domaintest.Options{
+		Store: bunstore.New(db.WithQueryHook(rows)), Projects: projects, Start: start,
+		Config: func(c *customdomain.EngineConfig) {
+			c.CNAMETarget = target + "."
+			c.EdgeIPs = []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+			c.MaxDomainsPerProject = -1
+			c.DNS = func(string) customdomain.DNSConfigurator { return dns }
+		},
+	})
+	const removed = 50
+	for i := range removed {
+		name := fmt.Sprintf("old%d.example.com", i)
+		if _, _, err := w.Engine.Add(ctx, "prj_pro", name); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Engine.Remove(ctx, "prj_pro", name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	configuredThenRemoved(t, w.Engine, dns, zone, "prj_pro")
+	dns.setDown(false)
+
+	rows.n.Store(0)
+	if _, err := w.Engine.RunDue(ctx, w.Clock.Advance(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if got := recordsAt(t, zone, "example.com.", "shop"); len(got) != 0 {
+		t.Fatalf("after the background retry the zone has at shop %q, want nothing", got)
+	}
+	if n := rows.n.Load(); n > 5 {
+		t.Fatalf("the background pass that deleted one domain's records read %d rows of domains, with %d other removed domains stored; want only the due one's: at most 5", n, removed)
+	}
+	rows.n.Store(0)
+	if _, err := w.Engine.RunDue(ctx, w.Clock.Advance(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if n := rows.n.Load(); n != 0 {
+		t.Fatalf("a background pass with nothing due read %d rows of domains, with %d removed domains stored; want none", n, removed+1)
 	}
 }

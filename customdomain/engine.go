@@ -214,11 +214,6 @@ type Engine struct {
 	// issuer's Allowed check still refuses to serve or renew them.
 	pendingMu     sync.Mutex
 	certsToRemove map[string]bool
-	// nextDNSCleanup is when RunDue next looks in the store for removed
-	// domains whose records at the DNS provider are still to be deleted
-	// (Entry.DNSCleanupAt): at most every dnsCleanupEvery, as it reads
-	// every removed entry.
-	nextDNSCleanup time.Time
 
 	// addLocks serialise the count-then-create of Add per project, so
 	// concurrent adds cannot pass the cap together.

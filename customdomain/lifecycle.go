@@ -214,7 +214,7 @@ func (e *Engine) Verify(ctx context.Context, projectID, name string) (Domain, er
 // stands: a certificate that cannot be removed now is logged and retried
 // by this engine's RunDue (unless the name is attached again meanwhile),
 // a record ConfigureDNS wrote that cannot be deleted now is logged and
-// retried by any engine's RunDue on the store (see removeLeftoverDNS),
+// retried by any engine's RunDue on the store (see retryDNSCleanup),
 // and Remove returns nil.
 func (e *Engine) Remove(ctx context.Context, projectID, name string) error {
 	_, err := e.change(ctx, 3, func() (Entry, error) { return e.owned(ctx, projectID, name) }, Removed{})

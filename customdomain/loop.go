@@ -10,16 +10,16 @@ import (
 // whose time has come (failing those past the propagation window), re-checks
 // live domains' records for drift, asks the CertIssuer about issuing
 // domains, and retries certificate removals and the deletions of records
-// ConfigureDNS wrote (those of domains any engine on the store removed).
-// It returns how many domains it looked at. Tests call
-// it with a fake clock; Run calls it in production.
+// ConfigureDNS wrote (those of domains any engine on the store removed,
+// which DueDomains returns with the others). It returns how many domains
+// it looked at. Tests call it with a fake clock; Run calls it in
+// production.
 func (e *Engine) RunDue(ctx context.Context, now time.Time) (int, error) {
 	now = now.UTC()
 	done := 0
 	if e.cfg.CertIssuer != nil {
 		e.removeLeftoverCerts(ctx)
 	}
-	e.removeLeftoverDNS(ctx, now)
 	if e.cfg.RecheckActive > 0 && e.unscheduled.CompareAndSwap(false, true) {
 		// Domains that went active before drift checks existed have no
 		// next check: check them once now, which schedules them.
@@ -38,7 +38,8 @@ func (e *Engine) RunDue(ctx context.Context, now time.Time) (int, error) {
 	// A domain whose write failed is still due, so the next batch holds
 	// it again: each is run once per call, each batch asks for the ones
 	// run so far plus 100 new, and a batch with nothing new ends the call
-	// (the next one retries them).
+	// (the next one retries them). By ID: a name's removed entries and
+	// its holder may all be due.
 	ran := map[string]bool{}
 	for {
 		limit := len(ran) + 100
@@ -51,12 +52,19 @@ func (e *Engine) RunDue(ctx context.Context, now time.Time) (int, error) {
 			if err := ctx.Err(); err != nil {
 				return done, err
 			}
-			if ran[entry.Name] {
+			if ran[entry.ID] {
 				continue
 			}
-			ran[entry.Name] = true
+			ran[entry.ID] = true
 			fresh++
-			e.runOne(ctx, entry)
+			if entry.Status.FreesName() {
+				// Due only while records it wrote at the DNS provider
+				// are still to be deleted; the lifecycle has nothing
+				// more for it.
+				e.retryDNSCleanup(ctx, entry, now)
+			} else {
+				e.runOne(ctx, entry)
+			}
 			done++
 		}
 		if len(due) < limit || fresh == 0 {

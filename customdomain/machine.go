@@ -391,10 +391,12 @@ func (m *machine) removed() {
 	wasReleased := m.e.Status == StatusReleased
 	m.to(StatusRemoved, "")
 	m.e.UpdatedAt = m.now
-	m.e.NextCheckAt = time.Time{}
-	if wasReleased { // released already let go of everything
+	if wasReleased {
+		// Released already let go of everything; a deletion of its DNS
+		// records still pending (NextCheckAt) goes on.
 		return
 	}
+	m.e.NextCheckAt = time.Time{}
 	m.do(Unroute)
 	if m.p.Issuer {
 		m.do(RemoveCert)
@@ -409,12 +411,14 @@ func (m *machine) removed() {
 const dnsCleanupLease = time.Minute
 
 // unconfigureDNS asks for the deletion of the records ConfigureDNS wrote,
-// and marks it pending in the same write as the removal (DNSCleanupAt):
-// if the deletion fails, or the process ends before it records success,
-// the store still says the records are there, for any replica's RunDue.
+// and marks it pending in the same write as the removal: NextCheckAt,
+// which on a removed or released entry is when the deletion is tried
+// again. If the deletion fails, or the process ends before it records
+// success, the store still says the records are there, and any replica's
+// RunDue finds them among its due domains.
 func (m *machine) unconfigureDNS() {
 	if len(m.e.DNSRecords) > 0 {
-		m.e.DNSCleanupAt = m.now.Add(dnsCleanupLease)
+		m.e.NextCheckAt = m.now.Add(dnsCleanupLease)
 	}
 	m.do(UnconfigureDNS)
 }

@@ -1,6 +1,7 @@
 package customdomain
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -154,9 +155,11 @@ func TestStepVerifiedIsAMilestone(t *testing.T) {
 
 // TestStepMarksDNSCleanup: the write that removes or releases a domain
 // whose records ConfigureDNS wrote says, in the store, that their deletion
-// is pending (due a minute later, should the engine not record it done),
-// so no process's memory is needed to retry it; nor does a dismissal of a
-// released domain, which deleted nothing, start one.
+// is pending (NextCheckAt a minute later, should the engine not record it
+// done), so no process's memory is needed to retry it; a domain without
+// such records is never looked at again. A dismissal of a released
+// domain, which deletes nothing, starts no deletion, and keeps one still
+// pending.
 func TestStepMarksDNSCleanup(t *testing.T) {
 	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	p := Policy{Window: 48 * time.Hour, Issuer: true, Recheck: time.Hour, Grace: 72 * time.Hour}
@@ -165,22 +168,65 @@ func TestStepMarksDNSCleanup(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		from Status
+		next time.Time // NextCheckAt before
 		recs []Record
 		ev   Event
 		want time.Time
 	}{
-		{"removed with records", StatusActive, recs, Removed{}, t0.Add(time.Minute)},
-		{"removed without records", StatusActive, nil, Removed{}, time.Time{}},
-		{"released with records", StatusMisconfigured, recs, wrong, t0.Add(time.Minute)},
-		{"released domain dismissed", StatusReleased, recs, Removed{}, time.Time{}},
+		{"removed with records", StatusActive, t0.Add(time.Hour), recs, Removed{}, t0.Add(time.Minute)},
+		{"removed without records", StatusActive, t0.Add(time.Hour), nil, Removed{}, time.Time{}},
+		{"released with records", StatusMisconfigured, t0, recs, wrong, t0.Add(time.Minute)},
+		{"released without records", StatusMisconfigured, t0, nil, wrong, time.Time{}},
+		{"released domain dismissed", StatusReleased, time.Time{}, recs, Removed{}, time.Time{}},
+		{"released domain with a deletion pending dismissed", StatusReleased, t0.Add(5 * time.Minute), recs, Removed{}, t0.Add(5 * time.Minute)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := Entry{Name: "shop.example.com", Status: tc.from, DNSRecords: tc.recs, DriftedAt: t0.Add(-72 * time.Hour)}
+			e := Entry{Name: "shop.example.com", Status: tc.from, NextCheckAt: tc.next, DNSRecords: tc.recs, DriftedAt: t0.Add(-72 * time.Hour)}
 			got, _ := Step(e, tc.ev, t0, p)
-			if !got.Status.FreesName() || !got.DNSCleanupAt.Equal(tc.want) {
-				t.Fatalf("%s → %s with cleanup due at %v, want it freed and due at %v", tc.from, got.Status, got.DNSCleanupAt, tc.want)
+			if !got.Status.FreesName() || !got.NextCheckAt.Equal(tc.want) {
+				t.Fatalf("%s → %s with next check at %v, want it freed and looked at next at %v", tc.from, got.Status, got.NextCheckAt, tc.want)
 			}
 		})
+	}
+}
+
+// TestStepLeavesFreedEntries: a removed or released entry whose records'
+// deletion is pending is due (NextCheckAt) like a live one, but nothing
+// of the lifecycle applies to it any more: no event but a released
+// entry's dismissal changes it, nor has an effect.
+func TestStepLeavesFreedEntries(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	p := Policy{Window: 48 * time.Hour, Issuer: true, Recheck: time.Hour, Grace: 72 * time.Hour}
+	ok := CheckResult{OK: true, Findings: []Finding{}}
+	wrong := CheckResult{Findings: []Finding{{Code: FindingCNAMEMismatch, Message: "elsewhere"}}}
+	events := []Event{
+		Checked{DNS: ok, Cert: CertStatus{State: CertIssued}},
+		Checked{DNS: ok, Cert: CertStatus{State: CertNone}, Manual: true},
+		Checked{DNS: wrong, Cert: CertStatus{State: CertFailed}},
+		CertReported{Cert: CertStatus{State: CertIssued}},
+		CertReported{Cert: CertStatus{State: CertNone}},
+		PlanChanged{Suspended: true},
+		PlanChanged{},
+	}
+	for _, from := range []Status{StatusRemoved, StatusReleased} {
+		e := Entry{Name: "shop.example.com", Status: from, NextCheckAt: t0.Add(-time.Minute),
+			DNSRecords: []Record{{Type: "CNAME", Name: "shop", Value: "edge.petstore.example.", TTL: 3600}},
+			VerifiedAt: t0.Add(-100 * time.Hour),
+			DriftedAt:  t0.Add(-72 * time.Hour),
+			History:    []Transition{{Status: from, At: t0.Add(-time.Hour)}},
+			Findings:   []Finding{},
+			Observed:   Observed{Addresses: []string{}},
+		}.Canonical()
+		evs := events
+		if from == StatusRemoved { // a released one's is its dismissal
+			evs = append(slices.Clip(events), Removed{})
+		}
+		for _, ev := range evs {
+			got, fx := Step(e, ev, t0, p)
+			if !reflect.DeepEqual(got, e) || len(fx) != 0 {
+				t.Errorf("%s entry, %T%+v: became %+v with effects %s; want it unchanged, no effects", from, ev, ev, got, describe(fx))
+			}
+		}
 	}
 }
 

@@ -70,7 +70,7 @@ type Entry struct {
 	PendingSince time.Time    // start of the current 48-hour propagation window
 	VerifiedAt   time.Time    // when DNS last verified; zero if never
 	DriftedAt    time.Time    // when a live domain's record was first seen elsewhere; zero when it points here
-	NextCheckAt  time.Time    // when the background loop looks at it next; zero: never
+	NextCheckAt  time.Time    // when the background loop looks at it next; zero: never (removed entries: see DNSRecords)
 	History      []Transition // every status change, oldest first
 	// Cert is the certificate state last reported (CertNone before any),
 	// so that a change is told once: domain.certificate.issued or
@@ -95,18 +95,18 @@ type Entry struct {
 	// releasing the domain deletes exactly these, never a record that was
 	// there before or that the customer made or changed. nil when it
 	// created none.
+	//
+	// On a removed or released entry, NextCheckAt is set while these may
+	// still be in the zone (their deletion failed, or is not recorded
+	// yet): it is when any engine's RunDue next tries to delete them,
+	// found through DueDomains. Each try first moves it on (a
+	// version-checked write, so one replica at a time tries), and it is
+	// set back to zero once the records are deleted, or handed to the
+	// same project's new domain of the name.
 	DNSRecords []Record `json:",omitempty"`
-	// DNSCleanupAt is set, on a removed or released entry, while its
-	// DNSRecords may still be in the zone: the deletion failed, or has
-	// not been recorded yet. It is when any engine's RunDue next tries
-	// it; each try first moves it on (a version-checked write, so one
-	// replica at a time tries) and sets it back to zero once the records
-	// are deleted, or handed to the same project's new domain of the
-	// name. Zero: nothing left to delete.
-	DNSCleanupAt time.Time `json:",omitzero"`
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
-	Version      int64 // set by the store: 1 on create, +1 on each update
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	Version    int64 // set by the store: 1 on create, +1 on each update
 }
 
 // Canonical returns a copy of e that shares no slices with it, with empty
@@ -136,7 +136,7 @@ func (e Entry) Canonical() Entry {
 	for i := range e.History {
 		e.History[i].At = e.History[i].At.UTC()
 	}
-	for _, t := range []*time.Time{&e.CheckedAt, &e.PendingSince, &e.VerifiedAt, &e.DriftedAt, &e.NextCheckAt, &e.DNSCleanupAt, &e.CreatedAt, &e.UpdatedAt} {
+	for _, t := range []*time.Time{&e.CheckedAt, &e.PendingSince, &e.VerifiedAt, &e.DriftedAt, &e.NextCheckAt, &e.CreatedAt, &e.UpdatedAt} {
 		*t = t.UTC()
 	}
 	return e
@@ -185,7 +185,8 @@ type Store interface {
 	// equals e.Version, and returns e with the next Version. Returns
 	// not_found for an unknown ID and conflict when the entry changed since
 	// it was read, or was already removed and e is not (a removed entry
-	// stays removed; it is written again only for its DNSCleanupAt).
+	// stays removed; it is written again only for the pending deletion
+	// of its DNSRecords, NextCheckAt).
 	// Writing a status that FreesName (removed, released) frees the name
 	// for a new CreateDomain.
 	UpdateDomain(ctx context.Context, e Entry) (Entry, error)

@@ -335,50 +335,72 @@ func RunDomains(t *testing.T, open Opener) {
 	})
 	t.Run("RemovedEntryKeepsItsDNSCleanup", func(t *testing.T) {
 		// A removed (or released) entry whose records at the DNS provider
-		// are still to be deleted says when (DNSCleanupAt), and any
-		// replica's engine finds it with ListDomains, claims each attempt
+		// are still to be deleted says when to try (NextCheckAt), and any
+		// replica's engine finds it with DueDomains, claims each attempt
 		// by writing it on (version-checked, so one replica wins) and
 		// writes it back to zero once the records are gone: the removed
 		// entry is written again, stays removed and never claims the
 		// name back.
 		t.Parallel()
 		s := openDomains(t, open)
+		dueIDs := func(now time.Time) string {
+			t.Helper()
+			due, err := s.DueDomains(ctx, now, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := []string{}
+			for _, e := range due {
+				ids = append(ids, e.ID)
+			}
+			return fmt.Sprint(ids)
+		}
 		e := newEntry("dom_cleanup", "prj_a", "shop.example.com")
 		e.DNSRecords = []customdomain.Record{{Type: "CNAME", Name: "shop", Value: "edge.petstore.example", TTL: 3600}}
 		e = mustCreateDomain(t, s, e)
-		e.Status, e.NextCheckAt = customdomain.StatusRemoved, time.Time{}
-		e.DNSCleanupAt = domainTime.Add(time.Minute)
+		e.Status, e.NextCheckAt = customdomain.StatusRemoved, domainTime.Add(time.Minute)
 		removed, err := s.UpdateDomain(ctx, e)
 		if err != nil {
 			t.Fatal(err)
 		}
-		mustCreateDomain(t, s, newEntry("dom_next", "prj_b", "shop.example.com"))
+		next := newEntry("dom_next", "prj_b", "shop.example.com")
+		next.NextCheckAt = domainTime.Add(2 * time.Minute)
+		mustCreateDomain(t, s, next)
 		listed, err := s.ListDomains(ctx, customdomain.DomainQuery{Status: customdomain.StatusRemoved})
 		if err != nil || len(listed) != 1 || entryJSON(t, listed[0]) != entryJSON(t, removed) {
 			t.Fatalf("removed entries = %+v (%v), want %+v", listed, err, removed)
 		}
+		if got := dueIDs(domainTime.Add(time.Minute)); got != "[dom_cleanup]" {
+			t.Fatalf("due when the deletion is = %s, want [dom_cleanup]", got)
+		}
 		claim := removed
-		claim.DNSCleanupAt = domainTime.Add(time.Hour)
+		claim.NextCheckAt = domainTime.Add(time.Hour)
 		claimed, err := s.UpdateDomain(ctx, claim)
 		if err != nil || claimed.Version != removed.Version+1 {
 			t.Fatalf("writing a removed entry again = version %d, %v; want version %d", claimed.Version, err, removed.Version+1)
 		}
 		_, err = s.UpdateDomain(ctx, claim) // another replica, from the same read
 		wantCode(t, err, petstore.CodeConflict)
-		claimed.DNSCleanupAt = time.Time{}
+		if got := dueIDs(domainTime.Add(time.Minute)); got != "[]" {
+			t.Fatalf("due once the attempt is claimed = %s, want none", got)
+		}
+		if got := dueIDs(domainTime.Add(time.Hour)); got != "[dom_next dom_cleanup]" {
+			t.Fatalf("due when the claimed attempt is over = %s, want [dom_next dom_cleanup]", got)
+		}
+		claimed.NextCheckAt = time.Time{}
 		done, err := s.UpdateDomain(ctx, claimed)
 		if err != nil {
 			t.Fatal(err)
 		}
 		listed, err = s.ListDomains(ctx, customdomain.DomainQuery{Status: customdomain.StatusRemoved})
-		if err != nil || len(listed) != 1 || entryJSON(t, listed[0]) != entryJSON(t, done) || !listed[0].DNSCleanupAt.IsZero() {
-			t.Fatalf("removed entries = %+v (%v), want %+v with no cleanup due", listed, err, done)
+		if err != nil || len(listed) != 1 || entryJSON(t, listed[0]) != entryJSON(t, done) || !listed[0].NextCheckAt.IsZero() {
+			t.Fatalf("removed entries = %+v (%v), want %+v with no next check", listed, err, done)
 		}
 		if got, err := s.DomainByName(ctx, "shop.example.com"); err != nil || got.ID != "dom_next" {
 			t.Fatalf("holder = %q (%v), want dom_next still", got.ID, err)
 		}
-		if due, err := s.DueDomains(ctx, domainTime.Add(24*time.Hour), 10); err != nil || len(due) != 1 || due[0].ID != "dom_next" {
-			t.Fatalf("due = %+v (%v), want dom_next only", due, err)
+		if got := dueIDs(domainTime.Add(24 * time.Hour)); got != "[dom_next]" {
+			t.Fatalf("due once the records are deleted = %s, want [dom_next] only", got)
 		}
 	})
 	t.Run("ListByNameKeepsHistoryOrder", func(t *testing.T) {
