@@ -261,7 +261,8 @@ func (g *startGuard) end() {
 // some malformed server greetings (v1.10.1 slices a short handshake
 // packet past its end): its Connect turns such a panic into an error, so
 // that another program on a MySQL port, or a broken proxy, fails the
-// connection rather than the process. The driver's goroutine that
+// connection rather than the process, and guards the connection it
+// returns against the same panics on later packets (mysqlguard.go). The driver's goroutine that
 // watched the connection's context stays behind, one per such attempt.
 type mysqlConnector struct{ driver.Connector }
 
@@ -280,5 +281,9 @@ func (c mysqlConnector) Connect(ctx context.Context) (conn driver.Conn, err erro
 			conn, err = nil, fmt.Errorf("malformed answer from the server, not MySQL's: %v", r)
 		}
 	}()
-	return c.Connector.Connect(context.WithValue(ctx, dialedKey{}, &dialed))
+	conn, err = c.Connector.Connect(context.WithValue(ctx, dialedKey{}, &dialed))
+	if err != nil {
+		return nil, err
+	}
+	return guard(conn, dialed)
 }
