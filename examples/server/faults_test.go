@@ -432,3 +432,83 @@ func TestStartWithAPausedDatabaseIsBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestMigrateWithAPausedDatabaseIsBounded: a database (PostgreSQL,
+// MariaDB) that answers at start and then stops answering while the
+// migrations run makes the server, or a keys command, exit with an
+// error naming -migrate-timeout once it passes, rather than hang. The
+// link is paused while Migrate waits for its lock, which the test holds
+// from a direct connection until then, so the pause falls inside the
+// migrations and not before them (-db-timeout bounds that part).
+func TestMigrateWithAPausedDatabaseIsBounded(t *testing.T) {
+	for _, db := range []struct {
+		name   string
+		direct func(testing.TB) string
+		// lock takes the migration lock of the DSN's schema or database
+		// on conn; waiting tells how many sessions wait for it.
+		lock, waiting string
+	}{
+		{"postgres", func(tb testing.TB) string { return testenv.PostgresSchema(tb) },
+			"SELECT pg_advisory_lock(hashtext(current_schema() || '.petstore_migrate'))::text",
+			"SELECT count(*) FROM pg_stat_activity WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))"},
+		{"mariadb", func(tb testing.TB) string { return testenv.MySQLDatabase(tb) },
+			"SELECT GET_LOCK(CONCAT('petstore_migrate:', DATABASE()), 10)",
+			"SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User lock' AND DB = DATABASE()"},
+	} {
+		for _, args := range [][]string{{"-addr", "127.0.0.1:0"}, {"keys", "list"}} {
+			t.Run(db.name+"/"+args[0], func(t *testing.T) {
+				direct := db.direct(t)
+				proxy, dsn := faultproxy.StartFor(t, direct)
+				holder, err := bunopen.Open(context.Background(), direct)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer holder.Close()
+				conn, err := holder.Conn(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close()
+				var got string
+				if err := conn.QueryRowContext(context.Background(), db.lock).Scan(&got); err != nil {
+					t.Fatalf("taking the migration lock: %v", err)
+				}
+
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel() // ends a run that hangs, once the test has failed
+				done := make(chan error, 1)
+				go func() {
+					done <- run(ctx, append([]string{"-db", dsn, "-db-timeout", "1s", "-migrate-timeout", "2s"}, args...),
+						func(string) string { return "" }, io.Discard, io.Discard)
+				}()
+				until(t, 10*time.Second, "Migrate waits for its lock", func() bool {
+					var n int
+					return conn.QueryRowContext(context.Background(), db.waiting).Scan(&n) == nil && n == 1
+				})
+				// From now on nothing reaches the server, the grant of the
+				// lock included: ending the holder's session releases it.
+				begun := time.Now()
+				proxy.Pause()
+				defer proxy.Restore()
+				_ = conn.Close()
+				if err := holder.Close(); err != nil {
+					t.Fatal(err)
+				}
+				select {
+				case err := <-done:
+					if err == nil || !strings.Contains(err.Error(), "within -migrate-timeout 2s") {
+						t.Fatalf("%q with the database paused during the migrations: %v, want an error naming -migrate-timeout", args, err)
+					}
+					if _, usage := usageOf(err); usage {
+						t.Fatalf("%q: %v is a usage error (exit status 2), want a failure (1)", args, err)
+					}
+					if d := time.Since(begun); d > 4*time.Second {
+						t.Fatalf("%q took %v after the pause to give up, want under the 2 s -migrate-timeout and a margin", args, d)
+					}
+				case <-time.After(15 * time.Second):
+					t.Fatalf("%q still migrates a paused database after 15 s; -migrate-timeout is 2s", args)
+				}
+			})
+		}
+	}
+}

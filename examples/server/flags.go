@@ -20,16 +20,24 @@ import (
 	"github.com/petstorekit/petstore/keyscli"
 )
 
+// defaultMigrateTimeout is -migrate-timeout's default: room for a
+// migration that builds an index on a large table, or that waits for
+// another replica's migrations (MySQL gives up that wait after 5 min,
+// see bunstore.Migrate), yet a bound on a database that stopped
+// answering after the server reached it.
+const defaultMigrateTimeout = "10m"
+
 // config is the server's configuration. Every flag can also be set by its
 // environment variable; a flag on the command line wins.
 type config struct {
 	addr string
 	keys []keyscli.Spec
 
-	db         string        // storage DSN, see bunopen
-	migrate    bool          // run schema migrations at start
-	dbMaxConns int           // cap of the PostgreSQL/MySQL connection pool
-	dbTimeout  time.Duration // bound of a request's database calls
+	db             string        // storage DSN, see bunopen
+	migrate        bool          // run schema migrations at start
+	migrateTimeout time.Duration // bound of those migrations: apart from dbTimeout, as one may rightly take longer
+	dbMaxConns     int           // cap of the PostgreSQL/MySQL connection pool
+	dbTimeout      time.Duration // bound of a request's database calls
 
 	redis          string         // rate-limit counters; empty: in memory
 	redisPrefix    string         // put before every key the server writes to Redis
@@ -90,6 +98,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	dbMaxConns := fs.String("db-max-conns", env("PETSTORE_DB_MAX_CONNS", strconv.Itoa(bunopen.DefaultMaxConns)), "most connections to PostgreSQL or MySQL; requests beyond it queue in the server, within -db-timeout (PETSTORE_DB_MAX_CONNS)")
 	dbTimeout := fs.String("db-timeout", env("PETSTORE_DB_TIMEOUT", "5s"), "how long a request may wait on the database (a queue for a connection included); past it the answer is 503 with Retry-After (PETSTORE_DB_TIMEOUT)")
 	migrate := fs.String("migrate", env("PETSTORE_MIGRATE", "true"), "run schema migrations at start; false when a separate step runs them (PETSTORE_MIGRATE)")
+	migrateTimeout := fs.String("migrate-timeout", env("PETSTORE_MIGRATE_TIMEOUT", defaultMigrateTimeout), "how long the schema migrations at start (-migrate) may take, waiting for another process's included; past it the server or command exits with an error (PETSTORE_MIGRATE_TIMEOUT)")
 	redis := redact.StringFlag(fs, "redis", env("PETSTORE_REDIS", ""), redact.URL, "Redis for rate-limit counters and key changes shared by processes: host:port or redis:// URL; empty: in memory (PETSTORE_REDIS)")
 	redisPrefix := fs.String("redis-prefix", env("PETSTORE_REDIS_PREFIX", "petstore:"), "put before every key this server and its subcommands write to Redis, so deployments (or a test and a developer) can share one Redis; processes that share limits need the same one (PETSTORE_REDIS_PREFIX)")
 	rlFail := fs.String("ratelimit-fail", env("PETSTORE_RATELIMIT_FAIL", "open"), "when the shared counter store (-redis) is slow or down: open decides limits in this process (same limits; over-admission bounded by the number of processes), closed does too while it is slow but answers 503 while it is unreachable (PETSTORE_RATELIMIT_FAIL)")
@@ -176,6 +185,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	}
 	if cfg.migrate, err = strconv.ParseBool(*migrate); err != nil {
 		return config{}, fmt.Errorf("-migrate: want true or false, got %q", *migrate)
+	}
+	if cfg.migrateTimeout, err = time.ParseDuration(*migrateTimeout); err != nil || cfg.migrateTimeout <= 0 {
+		return config{}, fmt.Errorf("-migrate-timeout: want a positive duration such as 10m, got %q", *migrateTimeout)
 	}
 	switch *rlFail {
 	case "open":

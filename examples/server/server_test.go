@@ -188,6 +188,21 @@ func TestBadFlags(t *testing.T) {
 	}
 }
 
+// TestBadMigrateTimeout: -migrate-timeout takes a positive duration; any
+// other value is a usage error (exit status 2), found before the
+// database is opened.
+func TestBadMigrateTimeout(t *testing.T) {
+	db := "sqlite:" + filepath.Join(t.TempDir(), "never.db") // the subtests' own have a '#'
+	for _, v := range []string{"0", "-1m", "soon", ""} {
+		t.Run(v, func(t *testing.T) {
+			_, err := runCmd(t, "-addr", "127.0.0.1:0", "-db", db, "-migrate-timeout", v)
+			if _, usage := usageOf(err); err == nil || !usage || !strings.Contains(err.Error(), "-migrate-timeout") {
+				t.Fatalf("-migrate-timeout %q: %v, want a usage error naming the flag", v, err)
+			}
+		})
+	}
+}
+
 // The whole custom-domain flow of the spec through the example server:
 // add a domain on the dashboard API, create the CNAME it asks for in a
 // real DNS server, verify, and the edge serves the project on that Host;

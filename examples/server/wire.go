@@ -90,12 +90,29 @@ func openStore(ctx context.Context, cfg config) (backend, func(), error) {
 		db.SetMaxIdleConns(cfg.dbMaxConns)
 	}
 	if cfg.migrate {
-		if err := bunstore.Migrate(ctx, db); err != nil {
+		if err := migrateStore(ctx, cfg, db); err != nil {
 			db.Close()
-			return nil, nil, fmt.Errorf("migrate %s: %w", bunopen.Redact(cfg.db), err)
+			return nil, nil, err
 		}
 	}
 	return bunstore.New(db), func() { db.Close() }, nil
+}
+
+// migrateStore runs the schema migrations within -migrate-timeout: a
+// database that answered the first ping and then stopped answering (or a
+// lock that is never granted) must not hold the server, or a command,
+// at start forever.
+func migrateStore(ctx context.Context, cfg config, db *bun.DB) error {
+	mctx, cancel := context.WithTimeout(ctx, cfg.migrateTimeout)
+	defer cancel()
+	err := bunstore.Migrate(mctx, db)
+	if err != nil && errors.Is(mctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		return fmt.Errorf("migrate %s: not done within -migrate-timeout %v: %w", bunopen.Redact(cfg.db), cfg.migrateTimeout, err)
+	}
+	if err != nil {
+		return fmt.Errorf("migrate %s: %w", bunopen.Redact(cfg.db), err)
+	}
+	return nil
 }
 
 // app is the assembled server: handlers and what must be closed.
