@@ -1,11 +1,13 @@
 package webhook_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -670,5 +672,93 @@ func TestImpossibleEndpointIDsAreNotFound(t *testing.T) {
 		if _, err := s.Deliveries(ctx, "prj_a", id); petstore.ErrorCode(err) != petstore.CodeNotFound {
 			t.Errorf("Deliveries(%q) = %v, want not_found", id, err)
 		}
+	}
+}
+
+// hostileReceiver answers every request with a status line of n bytes of
+// garbage: what a broken or malicious receiver can send.
+func hostileReceiver(t *testing.T, n int) (addr string, requests *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	requests = new(atomic.Int64)
+	garbage := []byte(strings.Repeat("X", n) + "\r\n\r\n")
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+					return
+				}
+				requests.Add(1)
+				_, _ = c.Write(garbage)
+			}()
+		}
+	}()
+	return ln.Addr().String(), requests
+}
+
+// TestHostileAnswersAreBounded: whatever a receiver sends back, a
+// delivery keeps at most MaxAnswerBody bytes of why the attempt failed,
+// and the log line about it is as short. A receiver answering megabytes
+// of garbage once made each answer (and each log line) as big, until
+// MariaDB could not store the answers at all: the attempt was then never
+// recorded and sent again at every lease, past Config.RetryFor, forever.
+func TestHostileAnswersAreBounded(t *testing.T) {
+	ctx := context.Background()
+	db, err := bunopen.Open(ctx, testenv.MySQLDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if err := bunstore.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		store webhook.Store
+	}{{"memstore", memstore.New()}, {"MariaDB", bunstore.New(db)}} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := start()
+			addr, requests := hostileReceiver(t, 9<<20)
+			var logs bytes.Buffer
+			svc := newService(t, webhook.Config{Store: tc.store, AllowPrivate: true, Now: clock.Now, Lease: time.Minute,
+				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			ep, err := svc.CreateEndpoint(ctx, "prj_hostile", "http://"+addr+"/hook")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := svc.Enqueue(ctx, "prj_hostile", webhook.TypeDomainActive, map[string]string{"name": "a.example.com"}); err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				deliverDue(t, svc)
+				clock.Advance(5 * time.Minute) // past the next attempt, and past any lease
+			}
+			ds, err := svc.Deliveries(ctx, "prj_hostile", ep.ID)
+			if err != nil || len(ds) != 1 {
+				t.Fatalf("deliveries %+v, %v", ds, err)
+			}
+			if d := ds[0]; d.Attempts != int(requests.Load()) || d.Attempts != 3 {
+				t.Fatalf("the receiver got %d requests, the delivery records %d attempts: want 3 and 3", requests.Load(), d.Attempts)
+			}
+			for _, a := range ds[0].Answers {
+				if a.StatusCode != 0 || a.Error == "" || len(a.Error) > webhook.MaxAnswerBody {
+					t.Fatalf("answer with status %d and a %d-byte error, want no status and at most %d bytes of error", a.StatusCode, len(a.Error), webhook.MaxAnswerBody)
+				}
+			}
+			for line := range strings.Lines(logs.String()) {
+				if len(line) > 2*webhook.MaxAnswerBody {
+					t.Fatalf("a %d-byte log line: %.200s…", len(line), line)
+				}
+			}
+		})
 	}
 }

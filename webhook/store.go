@@ -33,12 +33,13 @@ type Answer struct {
 	At         time.Time `json:"at"`
 	StatusCode int       `json:"statusCode,omitempty"` // 0: no HTTP answer (see Error)
 	Body       string    `json:"body"`                 // the answer's first MaxAnswerBody bytes
-	Error      string    `json:"error,omitempty"`      // why there was no answer: timeout, refused, …
+	Error      string    `json:"error,omitempty"`      // why there was no answer: timeout, refused, …; at most MaxAnswerBody bytes
 	DurationMS int64     `json:"durationMs"`
 }
 
-// MaxAnswerBody is how much of a receiver's answer a delivery keeps, and
-// MaxAnswers how many of its last answers.
+// MaxAnswerBody is how much of a receiver's answer (its body, or why
+// there was no answer) a delivery keeps, and MaxAnswers how many of its
+// last answers.
 const (
 	MaxAnswerBody = 1024
 	MaxAnswers    = 10

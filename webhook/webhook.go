@@ -42,6 +42,10 @@ const (
 	DefaultMaxEndpoints = 10
 )
 
+// maxAnswerHeader bounds the status line and headers of a receiver's
+// answer: a delivery reads none of them but the status.
+const maxAnswerHeader = 64 << 10
+
 // deliveriesShown is how many of an endpoint's deliveries Deliveries
 // returns, newest first.
 const deliveriesShown = 50
@@ -137,7 +141,10 @@ func New(cfg Config) (*Service, error) {
 			TLSHandshakeTimeout:   cfg.Timeout,
 			ResponseHeaderTimeout: cfg.Timeout,
 			MaxIdleConnsPerHost:   2,
-			IdleConnTimeout:       30 * time.Second,
+			// A receiver's headers are read whole before anything else:
+			// http's default (10 MB) would let each attempt hold that much.
+			MaxResponseHeaderBytes: maxAnswerHeader,
+			IdleConnTimeout:        30 * time.Second,
 		},
 		// A redirect is an answer, not an instruction: it counts as a
 		// failure, and the platform never follows it somewhere else.

@@ -123,7 +123,10 @@ func (s *Service) attempt(ctx context.Context, token string, due Due) {
 	d.Attempts++
 	ans := Answer{Attempt: d.Attempts, At: at.UTC(), StatusCode: status, Body: body, DurationMS: time.Since(started).Milliseconds()}
 	if err != nil {
-		ans.Error = err.Error()
+		// The error may quote what the receiver sent (a garbled status
+		// line): kept as short as its body, it cannot grow the delivery
+		// past what the store takes, nor the log line below.
+		ans.Error = answerBody([]byte(err.Error()))
 	}
 	d.Answers = append(d.Answers, ans)
 	if len(d.Answers) > MaxAnswers {
@@ -171,8 +174,8 @@ func (s *Service) post(ctx context.Context, e Endpoint, payload []byte, at time.
 	return res.StatusCode, answerBody(b), nil
 }
 
-// answerBody keeps the first MaxAnswerBody bytes of an answer, cut at a
-// character boundary, as valid UTF-8.
+// answerBody keeps the first MaxAnswerBody bytes of an answer (or of why
+// there was none), cut at a character boundary, as valid UTF-8.
 func answerBody(b []byte) string {
 	if len(b) > MaxAnswerBody {
 		b = b[:MaxAnswerBody]
