@@ -762,3 +762,85 @@ func TestHostileAnswersAreBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestRetryAfterIsHonoured: a receiver answering 429 or 503 with
+// Retry-After (seconds or an HTTP date) is not tried again before then,
+// at most an hour later, and still not past Config.RetryFor; another
+// status's Retry-After, or one it cannot read, leaves the schedule as it
+// is.
+func TestRetryAfterIsHonoured(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name       string
+		status     int
+		retryAfter func(now time.Time) string
+		want       time.Duration // from the first attempt to the second
+	}{
+		{"503 in seconds", 503, func(time.Time) string { return "300" }, 5 * time.Minute},
+		{"429 as a date", 429, func(now time.Time) string { return now.Add(10 * time.Minute).Format(http.TimeFormat) }, 10 * time.Minute},
+		{"sooner than the schedule", 503, func(time.Time) string { return "5" }, 30 * time.Second},
+		{"more than an hour", 503, func(time.Time) string { return "86400" }, time.Hour},
+		{"unreadable", 503, func(time.Time) string { return "soon" }, 30 * time.Second},
+		{"on a 500", 500, func(time.Time) string { return "300" }, 30 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := start()
+			var calls atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if calls.Add(1) == 1 {
+					w.Header().Set("Retry-After", tc.retryAfter(clock.Now()))
+					w.WriteHeader(tc.status)
+					return
+				}
+				w.WriteHeader(http.StatusNoContent)
+			}))
+			t.Cleanup(srv.Close)
+			svc := newService(t, webhook.Config{Store: memstore.New(), AllowPrivate: true, Now: clock.Now})
+			ep, err := svc.CreateEndpoint(ctx, "prj_a", srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := svc.Enqueue(ctx, "prj_a", webhook.TypeDomainActive, map[string]string{"name": "a.example.com"}); err != nil {
+				t.Fatal(err)
+			}
+			first := clock.Now()
+			deliverDue(t, svc)
+			ds, err := svc.Deliveries(ctx, "prj_a", ep.ID)
+			if err != nil || len(ds) != 1 {
+				t.Fatalf("deliveries %+v, %v", ds, err)
+			}
+			if got := ds[0].NextAttemptAt.Sub(first); got != tc.want {
+				t.Fatalf("next attempt %v after the first, want %v", got, tc.want)
+			}
+			clock.Set(first.Add(tc.want - time.Second))
+			if deliverDue(t, svc); calls.Load() != 1 {
+				t.Fatalf("the receiver was called again %v after the first attempt, before %v", tc.want-time.Second, tc.want)
+			}
+			clock.Set(first.Add(tc.want))
+			if deliverDue(t, svc); calls.Load() != 2 {
+				t.Fatalf("the receiver got %d calls at %v, want 2", calls.Load(), tc.want)
+			}
+		})
+	}
+	t.Run("past RetryFor", func(t *testing.T) {
+		clock := start()
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Retry-After", "1800")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}))
+		t.Cleanup(srv.Close)
+		svc := newService(t, webhook.Config{Store: memstore.New(), AllowPrivate: true, Now: clock.Now, RetryFor: 10 * time.Minute})
+		ep, err := svc.CreateEndpoint(ctx, "prj_a", srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.Enqueue(ctx, "prj_a", webhook.TypeDomainActive, map[string]string{"name": "a.example.com"}); err != nil {
+			t.Fatal(err)
+		}
+		deliverDue(t, svc)
+		ds, err := svc.Deliveries(ctx, "prj_a", ep.ID)
+		if err != nil || len(ds) != 1 || ds[0].State != webhook.StateFailed {
+			t.Fatalf("deliveries %+v, %v; want failed: the receiver asked for a retry after RetryFor", ds, err)
+		}
+	})
+}

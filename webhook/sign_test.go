@@ -111,7 +111,7 @@ func TestRetrySchedule(t *testing.T) {
 		jitter float64
 		want   time.Duration
 	}{{0, 45 * time.Second}, {0.5, time.Minute}, {0.999999, 75 * time.Second}} {
-		next, ok := nextAttempt(created, created, 2, tc.jitter, DefaultRetryFor)
+		next, ok := nextAttempt(created, created, 2, tc.jitter, DefaultRetryFor, 0)
 		if d := next.Sub(created); !ok || d < tc.want-time.Millisecond || d > tc.want {
 			t.Errorf("jitter %v: next in %v (%v), want about %v", tc.jitter, d, ok, tc.want)
 		}
@@ -119,7 +119,7 @@ func TestRetrySchedule(t *testing.T) {
 	// Retried until the next attempt would fall past 24 h, then given up.
 	now, n := created, 0
 	for {
-		next, ok := nextAttempt(created, now, n+1, 0.5, DefaultRetryFor)
+		next, ok := nextAttempt(created, now, n+1, 0.5, DefaultRetryFor, 0)
 		if !ok {
 			break
 		}

@@ -113,7 +113,7 @@ func (s *Service) attempt(ctx context.Context, token string, due Due) {
 	d := due.Delivery
 	at := s.now()
 	started := time.Now() // the duration is real time, whatever the clock says
-	status, body, err := s.post(ctx, due.Endpoint, d.Payload, at)
+	status, body, wait, err := s.post(ctx, due.Endpoint, d.Payload, at)
 	if ctx.Err() != nil {
 		// Shutting down, or the lease ended: it runs out and a process
 		// retries this attempt; recording it would need the context that
@@ -132,7 +132,7 @@ func (s *Service) attempt(ctx context.Context, token string, due Due) {
 	if len(d.Answers) > MaxAnswers {
 		d.Answers = d.Answers[len(d.Answers)-MaxAnswers:]
 	}
-	switch next, ok := nextAttempt(d.CreatedAt, at, d.Attempts, s.jitter(), s.cfg.RetryFor); {
+	switch next, ok := nextAttempt(d.CreatedAt, at, d.Attempts, s.jitter(), s.cfg.RetryFor, wait); {
 	case err == nil && status >= 200 && status <= 299:
 		d.State, d.NextAttemptAt = StateSucceeded, time.Time{}
 	case ok:
@@ -151,27 +151,28 @@ func (s *Service) attempt(ctx context.Context, token string, due Due) {
 	}
 }
 
-// post sends payload to e signed at at, and returns the status and the
-// start of the answer's body, or why there was no answer.
-func (s *Service) post(ctx context.Context, e Endpoint, payload []byte, at time.Time) (int, string, error) {
+// post sends payload to e signed at at, and returns the status, the
+// start of the answer's body and how long the receiver asks to wait
+// before the next attempt (retryAfter), or why there was no answer.
+func (s *Service) post(ctx context.Context, e Endpoint, payload []byte, at time.Time) (int, string, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL, bytes.NewReader(payload))
 	if err != nil {
-		return 0, "", errors.New("the endpoint's URL cannot be requested")
+		return 0, "", 0, errors.New("the endpoint's URL cannot be requested")
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", userAgent)
 	req.Header.Set(SignatureHeader, Sign(e.Secret, at, payload))
 	res, err := s.client.Do(req)
 	if err != nil {
-		return 0, "", attemptError(err, s.cfg.Timeout)
+		return 0, "", 0, attemptError(err, s.cfg.Timeout)
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(res.Body, MaxAnswerBody+utf8.UTFMax))
 	// Read on a little, so that the connection can be used again.
 	_, _ = io.CopyN(io.Discard, res.Body, 64<<10)
-	return res.StatusCode, answerBody(b), nil
+	return res.StatusCode, answerBody(b), retryAfter(res.StatusCode, res.Header, at), nil
 }
 
 // answerBody keeps the first MaxAnswerBody bytes of an answer (or of why
