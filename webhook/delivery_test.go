@@ -844,3 +844,35 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 		}
 	})
 }
+
+// TestRedirectsAreNotFollowed: a receiver's redirect is a failed attempt,
+// retried at the same URL; the place it points to (here another server,
+// as an internal address would be) gets nothing.
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	ctx := context.Background()
+	clock := start()
+	target := newReceiver(t, 200)
+	for _, status := range []int{http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		redirector := httptest.NewServer(http.RedirectHandler(target.srv.URL+"/internal", status))
+		t.Cleanup(redirector.Close)
+		svc := newService(t, webhook.Config{Store: memstore.New(), AllowPrivate: true, Now: clock.Now})
+		ep, err := svc.CreateEndpoint(ctx, "prj_a", redirector.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.Enqueue(ctx, "prj_a", webhook.TypeDomainActive, map[string]string{"name": "a.example.com"}); err != nil {
+			t.Fatal(err)
+		}
+		deliverDue(t, svc)
+		ds, err := svc.Deliveries(ctx, "prj_a", ep.ID)
+		if err != nil || len(ds) != 1 || len(ds[0].Answers) != 1 {
+			t.Fatalf("deliveries %+v, %v", ds, err)
+		}
+		if d := ds[0]; d.State != webhook.StatePending || d.Answers[0].StatusCode != status {
+			t.Fatalf("after a %d: state %s, answer %+v; want pending with the %d recorded", status, d.State, d.Answers[0], status)
+		}
+	}
+	if n := len(target.requests()); n != 0 {
+		t.Fatalf("the redirect's target got %d requests, want none", n)
+	}
+}
