@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/petstorekit/petstore/webhook"
@@ -17,7 +18,7 @@ import (
 // keeps.
 func ExampleVerifyWebhook() {
 	const secret = "whsec_shown_once_when_the_endpoint_was_created"
-	seen := map[string]bool{}
+	var seen sync.Map // event ids handled: a retry repeats one, and deliveries arrive concurrently
 	receiver := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		if err != nil {
@@ -41,8 +42,7 @@ func ExampleVerifyWebhook() {
 			http.Error(w, "not an event", http.StatusBadRequest)
 			return
 		}
-		if !seen[ev.ID] {
-			seen[ev.ID] = true
+		if _, dup := seen.LoadOrStore(ev.ID, true); !dup {
 			fmt.Println(ev.Type, ev.Data.Domain.Name)
 		}
 		w.WriteHeader(http.StatusNoContent)
