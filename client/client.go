@@ -80,6 +80,14 @@ type Client struct {
 
 var _ petstore.PetService = (*Client)(nil)
 
+// String describes the client by its base URL only, so that a client
+// printed in a log line or a test failure (%v, %+v, slog) never shows its
+// API key, as fmt would print the struct's fields otherwise.
+func (c *Client) String() string { return "petstore client for " + c.base.Redacted() }
+
+// GoString is String, for %#v, which would print the fields otherwise.
+func (c *Client) GoString() string { return c.String() }
+
 // Option configures a Client.
 type Option func(*Client)
 

@@ -1,0 +1,36 @@
+package client_test
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/petstorekit/petstore/client"
+)
+
+// TestPrintingTheClientHidesTheKey: a client printed in a log line or a
+// test failure (fmt's verbs, slog) must not show its API key.
+func TestPrintingTheClientHidesTheKey(t *testing.T) {
+	t.Parallel()
+	const key = "psk_PLANTEDsecret"
+	c, err := client.New("https://api.example.com/v1", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any = c // as a logger or a %s of another type would see it
+	var logged strings.Builder
+	slog.New(slog.NewTextHandler(&logged, nil)).Info("calling", "client", c)
+	for _, s := range []string{
+		fmt.Sprintf("%v", v), fmt.Sprintf("%+v", v), fmt.Sprintf("%#v", v),
+		fmt.Sprintf("%s", v), fmt.Sprintf("%q", v), fmt.Sprintf("%x", v),
+		fmt.Sprint(v), logged.String(),
+	} {
+		if strings.Contains(s, "PLANTED") || strings.Contains(s, fmt.Sprintf("%x", "PLANTED")) {
+			t.Fatalf("the key shows in %q", s)
+		}
+	}
+	if got, want := fmt.Sprint(c), "petstore client for https://api.example.com/v1"; got != want {
+		t.Fatalf("String() = %q, want %q", got, want)
+	}
+}
