@@ -94,8 +94,15 @@ type Option func(*Client)
 // WithHTTPClient sets the HTTP client used for every attempt, for example
 // petstoretest's in-memory one. Its Timeout bounds each attempt. The
 // client uses a copy that follows no redirect leaving the base URL's
-// scheme and host, so the key never goes elsewhere.
-func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+// scheme and host, so the key never goes elsewhere. nil keeps the default
+// (30 s Timeout, http.DefaultTransport).
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *Client) {
+		if hc != nil {
+			c.hc = hc
+		}
+	}
+}
 
 // WithMaxAttempts sets how many times one call may be tried in all
 // (default 4). 1 disables retries.
