@@ -21,6 +21,7 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,6 +29,7 @@ import (
 	"io"
 	"iter"
 	"math/rand/v2"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -303,8 +305,8 @@ func fetchPage[T any](ctx context.Context, c *Client, u *url.URL, what string) (
 		return nil, nil, err
 	}
 	items := []T{}
-	if err := json.Unmarshal(body, &items); err != nil {
-		return nil, nil, fmt.Errorf("petstore client: decoding %s: %w", what, err)
+	if err := decodeBody(resp, body, &items, what); err != nil {
+		return nil, nil, err
 	}
 	link := parseLinkNext(resp.Header.Values("Link"))
 	if link == "" {
@@ -341,26 +343,26 @@ func (c *Client) CreatePet(ctx context.Context, p petstore.NewPet) (petstore.Pet
 	if key == "" {
 		key = uuid.NewString()
 	}
-	_, data, err := c.do(ctx, http.MethodPost, c.endpoint("/pets"), body, key)
+	resp, data, err := c.do(ctx, http.MethodPost, c.endpoint("/pets"), body, key)
 	if err != nil {
 		return petstore.Pet{}, err
 	}
 	var pet petstore.Pet
-	if err := json.Unmarshal(data, &pet); err != nil {
-		return petstore.Pet{}, fmt.Errorf("petstore client: decoding pet: %w", err)
+	if err := decodeBody(resp, data, &pet, "pet"); err != nil {
+		return petstore.Pet{}, err
 	}
 	return pet, nil
 }
 
 // GetPet implements petstore.PetService.
 func (c *Client) GetPet(ctx context.Context, id int64) (petstore.Pet, error) {
-	_, data, err := c.do(ctx, http.MethodGet, c.endpoint("/pets/"+strconv.FormatInt(id, 10)), nil, "")
+	resp, data, err := c.do(ctx, http.MethodGet, c.endpoint("/pets/"+strconv.FormatInt(id, 10)), nil, "")
 	if err != nil {
 		return petstore.Pet{}, err
 	}
 	var pet petstore.Pet
-	if err := json.Unmarshal(data, &pet); err != nil {
-		return petstore.Pet{}, fmt.Errorf("petstore client: decoding pet: %w", err)
+	if err := decodeBody(resp, data, &pet, "pet"); err != nil {
+		return petstore.Pet{}, err
 	}
 	return pet, nil
 }
@@ -496,7 +498,12 @@ func (c *Client) attempt(ctx context.Context, method string, u *url.URL, body []
 		return nil, nil, &noAnswer{fmt.Errorf("petstore client: %s %s: %w", method, u.Path, err)}
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	if resp.Request == nil { // a RoundTripper of the caller's may leave it out
+		resp.Request = req
+	}
+	// One byte more than the bound tells a body over it (decodeBody
+	// refuses it) from one exactly at it.
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
 	if rl, ok := parseRateLimit(resp.Header); ok {
 		c.mu.Lock()
 		c.rl, c.rlOK = rl, true
@@ -506,6 +513,34 @@ func (c *Client) attempt(ctx context.Context, method string, u *url.URL, body []
 		return nil, nil, &noAnswer{fmt.Errorf("petstore client: %s %s: reading response: %w", method, u.Path, err)}
 	}
 	return resp, data, nil
+}
+
+// decodeBody decodes the JSON body data of the successful answer resp
+// into v (what names it in errors). An answer it cannot use, over
+// maxResponse or not JSON (a captive portal's or a proxy's page), is an
+// error naming the request, the status and, for a body that is not JSON,
+// its media type, rather than a bare syntax error. It is not retried: the
+// same request would get the same answer.
+func decodeBody(resp *http.Response, data []byte, v any, what string) error {
+	req := resp.Request.Method + " " + resp.Request.URL.Path
+	if len(data) > maxResponse {
+		return fmt.Errorf("petstore client: %s: %s: body over %d MiB, not a petstore answer", req, resp.Status, maxResponse>>20)
+	}
+	err := json.Unmarshal(data, v)
+	if err == nil {
+		return nil
+	}
+	if ct := resp.Header.Get("Content-Type"); !isJSON(ct) {
+		return fmt.Errorf("petstore client: %s: %s: body is %q, not JSON", req, resp.Status, cmp.Or(ct, "without Content-Type"))
+	}
+	return fmt.Errorf("petstore client: %s: %s: decoding %s: %w", req, resp.Status, what, err)
+}
+
+// isJSON reports whether the media type ct is JSON: application/json or
+// a +json suffix (RFC 6839).
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
 // noAnswer is a call that got no whole answer (a network error, or the

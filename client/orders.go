@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"iter"
 	"net/http"
 	"net/url"
@@ -56,13 +55,13 @@ func (c *Client) CreateOrder(ctx context.Context, o petstore.NewOrder) (petstore
 	if key == "" {
 		key = uuid.NewString()
 	}
-	_, data, err := c.do(ctx, http.MethodPost, c.endpoint("/store/orders"), body, key)
+	resp, data, err := c.do(ctx, http.MethodPost, c.endpoint("/store/orders"), body, key)
 	if err != nil {
 		return petstore.Order{}, err
 	}
 	var order petstore.Order
-	if err := json.Unmarshal(data, &order); err != nil {
-		return petstore.Order{}, fmt.Errorf("petstore client: decoding order: %w", err)
+	if err := decodeBody(resp, data, &order, "order"); err != nil {
+		return petstore.Order{}, err
 	}
 	return order, nil
 }
@@ -70,13 +69,13 @@ func (c *Client) CreateOrder(ctx context.Context, o petstore.NewOrder) (petstore
 // GetOrder returns the key's project's order with the given id, or
 // not_found (also for an order of another project).
 func (c *Client) GetOrder(ctx context.Context, id int64) (petstore.Order, error) {
-	_, data, err := c.do(ctx, http.MethodGet, c.endpoint("/store/orders/"+strconv.FormatInt(id, 10)), nil, "")
+	resp, data, err := c.do(ctx, http.MethodGet, c.endpoint("/store/orders/"+strconv.FormatInt(id, 10)), nil, "")
 	if err != nil {
 		return petstore.Order{}, err
 	}
 	var order petstore.Order
-	if err := json.Unmarshal(data, &order); err != nil {
-		return petstore.Order{}, fmt.Errorf("petstore client: decoding order: %w", err)
+	if err := decodeBody(resp, data, &order, "order"); err != nil {
+		return petstore.Order{}, err
 	}
 	return order, nil
 }

@@ -1,0 +1,95 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/client"
+)
+
+// TestUnusableBodiesAreNamed: an answer the client cannot use, a body
+// over its 4 MiB bound or one that is not JSON (a proxy's HTML page), is
+// an error that says so, with the request and the status, rather than a
+// JSON syntax error about a body cut short. Neither is retried: the same
+// request gets the same answer.
+func TestUnusableBodiesAreNamed(t *testing.T) {
+	t.Parallel()
+	big := "[" + strings.Repeat(`{"id":1,"name":"Rex","categoryId":1},`, 5<<20/37) + `{"id":1,"name":"Rex","categoryId":1}]`
+	tests := []struct {
+		name        string
+		status      int // every case is a success whose body is unusable
+		contentType string
+		body        string
+		want        []string
+	}{
+		{"too large", 200, "application/json", big, []string{"GET /v1/pets", "200", "over 4 MiB"}},
+		{"html", 200, "text/html", "<html>Sign in to the Wi-Fi</html>", []string{"GET /v1/pets", "200", "text/html", "not JSON"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var calls atomic.Int32
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				calls.Add(1)
+				w.Header().Set("Content-Type", tt.contentType)
+				w.WriteHeader(tt.status)
+				w.Write([]byte(tt.body))
+			}))
+			t.Cleanup(ts.Close)
+			c, err := client.New(ts.URL+"/v1", "k", client.WithBackoff(0, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.ListPets(context.Background(), petstore.PetFilter{})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			var perr *petstore.Error
+			if errors.As(err, &perr) || client.IsRetryable(err) {
+				t.Errorf("error %q is a petstore.Error or retryable", err)
+			}
+			if calls.Load() != 1 {
+				t.Errorf("%d requests, want 1", calls.Load())
+			}
+		})
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestAnswerWithoutRequest: a RoundTripper of the caller's (a test
+// double, say) may return a response without its Request; the client
+// still reads it, and names the request in its errors.
+func TestAnswerWithoutRequest(t *testing.T) {
+	t.Parallel()
+	body := `[{"id":1,"name":"Rex","categoryId":1}]`
+	hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Status: "200 OK", Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(strings.NewReader(body))}, nil
+	})}
+	c, err := client.New("https://api.example.com/v1", "k", client.WithHTTPClient(hc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := c.ListPets(context.Background(), petstore.PetFilter{})
+	if err != nil || len(page.Pets) != 1 {
+		t.Fatalf("ListPets = %+v, %v; want Rex", page, err)
+	}
+	body = "<html>"
+	if _, err := c.ListPets(context.Background(), petstore.PetFilter{}); err == nil || !strings.Contains(err.Error(), "GET /v1/pets: 200 OK") {
+		t.Fatalf("error %v, want it to name GET /v1/pets and 200 OK", err)
+	}
+}
