@@ -241,6 +241,11 @@ func (t memTransport) RoundTrip(req *http.Request) (resp *http.Response, err err
 	}
 	r := req.Clone(req.Context())
 	r.RequestURI = req.URL.RequestURI()
+	// The handler sees the URL a server parses from the request line, as
+	// over a socket: only a path and query, and an opaque URL's path read.
+	if u, err := url.ParseRequestURI(r.RequestURI); err == nil {
+		r.URL = u
+	}
 	r.RemoteAddr = "127.0.0.1:1"
 	r.Host = req.URL.Host
 	if r.Body == nil {

@@ -21,6 +21,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -172,9 +174,7 @@ func NewServer(tb testing.TB, opts ...Option) *Server {
 	if err != nil {
 		tb.Fatalf("petstoretest: %v", err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle(BasePath+"/", api)
-	s.handler = s.front(mux)
+	s.handler = s.front(apiPaths(api))
 	s.seed()
 
 	if cfg.noListener {
@@ -325,6 +325,27 @@ func (s *Server) Orders() []petstore.Order {
 		}
 		after = page[len(page)-1].ID
 	}
+}
+
+// apiPaths serves the API as examples/server does: it hands the API its
+// paths, everything under BasePath and the paths around it that an
+// http.ServeMux would redirect with an HTML body (BasePath itself, paths
+// that are not clean), so that they get the API's JSON 404 naming the
+// path to write; every other path gets a JSON 404 too. A ServeMux would
+// redirect "/v1//pets" to "/v1/pets", where a client following redirects
+// would get pets the real server never serves at that path.
+func apiPaths(api http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		if c := path.Clean(p); strings.HasPrefix(p, BasePath+"/") || c == BasePath || strings.HasPrefix(c, BasePath+"/") {
+			api.ServeHTTP(w, r)
+			return
+		}
+		if len(p) > 200 {
+			p = p[:200] + "…"
+		}
+		httpx.WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no such path: %s; the API is under %s/, such as %s/pets", p, BasePath, BasePath))
+	})
 }
 
 // swapLimiter lets Reset replace the limiter, and its counters, under a
