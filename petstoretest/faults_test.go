@@ -58,3 +58,21 @@ func TestRequestGivenUpOnIsLoggedUnanswered(t *testing.T) {
 		t.Fatalf("a request never answered is logged with status %d, want 0", got)
 	}
 }
+
+// An injected 401 carries the challenge every 401 of the real server
+// does (RFC 6750), as for a key that was sent and refused, so code that
+// reads WWW-Authenticate sees the same answer from the fake.
+func TestInjected401HasTheChallenge(t *testing.T) {
+	t.Parallel()
+	srv := petstoretest.NewServer(t)
+	srv.FailNext(1, http.StatusUnauthorized)
+	status, h, _ := do(t, srv, "GET", "/pets", "")
+	if got, want := h.Get("WWW-Authenticate"), `Bearer realm="petstore", error="invalid_token"`; status != 401 || got != want {
+		t.Fatalf("injected 401: %d, WWW-Authenticate %q; want 401, %q", status, got, want)
+	}
+	// A Header of the fault's own wins.
+	srv.Inject(petstoretest.Fault{Times: 1, Status: 401, Header: http.Header{"Www-Authenticate": {`Bearer realm="other"`}}})
+	if _, h, _ := do(t, srv, "GET", "/pets", ""); h.Get("WWW-Authenticate") != `Bearer realm="other"` {
+		t.Fatalf("WWW-Authenticate %q, want the fault's own", h.Get("WWW-Authenticate"))
+	}
+}

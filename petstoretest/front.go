@@ -45,10 +45,13 @@ type Fault struct {
 	// ClearFaults or Reset.
 	Times int
 	// Status answers the request with this status and an Error body whose
-	// code fits it (a 429 also gets Retry-After: 1 unless Header sets one).
+	// code fits it (a 429 also gets Retry-After: 1 and a 401 the API's
+	// WWW-Authenticate challenge of a refused key, unless Header sets one).
 	// A 503 gets no Retry-After, so that a client's retry of it waits only
 	// its own back-off; the real server's 503 says Retry-After: 2, which
-	// Header can add.
+	// Header can add. The answer is the fake's, not the API's: it has
+	// none of the API's other headers (X-RateLimit-*, X-Request-Id,
+	// getPet's deprecation headers) unless Header adds them.
 	Status int
 	// Error answers with this body instead; its Status (or its code's)
 	// is the response status unless Status is set.
@@ -219,6 +222,11 @@ func (s *Server) applyFault(w *statuswriter.Writer, r *http.Request, f *Fault) b
 	}
 	if status == http.StatusTooManyRequests && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", "1")
+	}
+	if status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
+		// Every 401 of the API carries the challenge; this one, of a key
+		// sent and refused (revoked, say), as the API words it.
+		w.Header().Set("WWW-Authenticate", `Bearer realm="petstore", error="invalid_token"`)
 	}
 	httpx.WriteJSON(w, status, body)
 	return true
