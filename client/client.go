@@ -143,13 +143,19 @@ func WithClock(now func() time.Time, sleep func(ctx context.Context, d time.Dura
 func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
 
 // New returns a client for the API at baseURL (such as
-// "https://api.example.com/v1"), authenticating with apiKey.
+// "https://api.example.com/v1"), authenticating with apiKey. It refuses a
+// key with a control character, which no request could carry.
 func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("petstore client: base URL %q must be an absolute http or https URL", baseURL)
 	}
 	u.RawQuery, u.Fragment = "", ""
+	if i := strings.IndexFunc(apiKey, isControl); i >= 0 {
+		// net/http would refuse every request, an error the client would
+		// take for the network's and retry. The key itself is not shown.
+		return nil, fmt.Errorf("petstore client: the API key has a control character at byte %d (a trailing newline, read from a file?)", i)
+	}
 	c := &Client{
 		base:      u,
 		apiKey:    apiKey,
@@ -168,6 +174,10 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	c.hc = c.keepKeyHome(c.hc)
 	return c, nil
 }
+
+// isControl reports whether r may not appear in a header value: an ASCII
+// control character other than tab, as net/http checks.
+func isControl(r rune) bool { return (r < ' ' && r != '\t') || r == 0x7f }
 
 // keepKeyHome returns a copy of hc that follows a redirect only within
 // the base URL's scheme and host. net/http forwards Authorization to any

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/petstorekit/petstore"
@@ -22,5 +23,26 @@ func TestWithHTTPClientNilKeepsTheDefault(t *testing.T) {
 	page, err := c.ListPets(context.Background(), petstore.PetFilter{})
 	if err != nil || len(page.Pets) != 1 {
 		t.Fatalf("ListPets = %+v, %v; want Rex", page, err)
+	}
+}
+
+// TestKeyThatCannotBeSentIsRefused: a key read from a file with its
+// trailing newline (or any control character) cannot go in a header;
+// net/http refuses every request, and the client used to take that for a
+// network error and retry it with backoff on every call. New refuses the
+// key, without showing it.
+func TestKeyThatCannotBeSentIsRefused(t *testing.T) {
+	t.Parallel()
+	for _, key := range []string{"psk_PLANTED\n", "psk_PLANTED\r\nX-Evil: 1", "psk_\x00PLANTED", "psk_PLANTED\x7f"} {
+		_, err := client.New("https://api.example.com/v1", key)
+		if err == nil {
+			t.Fatalf("New accepted the key %q", key)
+		}
+		if strings.Contains(err.Error(), "PLANTED") {
+			t.Fatalf("the error shows the key: %v", err)
+		}
+	}
+	if _, err := client.New("https://api.example.com/v1", "psk_ok ok\tok é"); err != nil {
+		t.Fatalf("New refused a key net/http can send: %v", err)
 	}
 }
