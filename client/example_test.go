@@ -12,6 +12,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/client"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/ratelimit"
 )
 
 func ExampleNew() {
@@ -53,4 +54,80 @@ func ExampleNew() {
 	// 2 Tom
 	// 3 Kiwi
 	// 404 not_found
+}
+
+// exampleAPI serves a petstore with rate limits and Idempotency-Key
+// replay on a loopback port, as examples/server does, and returns its base
+// URL, a Pro key and a function that stops it.
+func exampleAPI() (baseURL, key string, stop func()) {
+	ctx := context.Background()
+	store := memstore.New()
+	keys := petstore.NewKeys(store)
+	_, secret, err := keys.Create(ctx, "", petstore.PlanPro, petstore.Limits{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	api, err := httpx.New(httpx.Config{
+		Service:     petstore.NewService(store),
+		Auth:        keys,
+		Limiter:     ratelimit.New(ratelimit.NewMemoryStore(), ratelimit.Config{}),
+		Idempotency: store,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", api)
+	ts := httptest.NewServer(mux)
+	return ts.URL + "/v1", secret, ts.Close
+}
+
+// A caller that may repeat a whole create (a job retried after a crash,
+// say) gives it a key of its own, kept with the job: the repeat gets the
+// first pet back instead of creating a second, and the same key with
+// another pet is refused.
+func ExampleWithIdempotencyKey() {
+	base, key, stop := exampleAPI()
+	defer stop()
+	c, err := client.New(base, key)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := client.WithIdempotencyKey(context.Background(), "job-42/create-rex")
+	first, err := c.CreatePet(ctx, petstore.NewPet{Name: "Rex", CategoryID: 1})
+	if err != nil {
+		log.Fatal(err)
+	}
+	again, err := c.CreatePet(ctx, petstore.NewPet{Name: "Rex", CategoryID: 1})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(first.ID, again.ID)
+	_, err = c.CreatePet(ctx, petstore.NewPet{Name: "Tom", CategoryID: 1})
+	fmt.Println(petstore.ErrorCode(err))
+	// Output:
+	// 1 1
+	// idempotency_key_reused
+}
+
+// RateLimit tells how much of the plan's window is left, from the
+// X-RateLimit-* headers of the latest answer; IsRetryable tells whether
+// an error the client gave up on may go away if the operation is tried
+// again later.
+func ExampleClient_RateLimit() {
+	base, key, stop := exampleAPI()
+	defer stop()
+	c, err := client.New(base, key)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	_, err = c.GetPet(ctx, 7)
+	fmt.Println(petstore.ErrorCode(err), client.IsRetryable(err))
+	if rl, ok := c.RateLimit(); ok {
+		fmt.Println(rl.Limit, rl.Remaining)
+	}
+	// Output:
+	// not_found false
+	// 300 299
 }

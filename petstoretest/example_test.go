@@ -3,6 +3,7 @@ package petstoretest_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"testing"
 
 	"github.com/petstorekit/petstore"
@@ -35,6 +36,28 @@ func ExampleNewServer() {
 	// GET /v1/pets 503
 	// GET /v1/pets 200
 	// POST /v1/pets 201
+}
+
+// A fault with After lets the API do its work and loses the answer on
+// the way back, as a dropped connection after the commit would: the test
+// proves that a client's retry of the create makes one pet, not two.
+func ExampleServer_Inject() {
+	t := newExampleT() // in a test: the *testing.T
+	defer t.cleanup()
+
+	srv := petstoretest.NewServer(t)
+	srv.Inject(petstoretest.Fault{Route: "POST /pets", Times: 1, After: true, Status: http.StatusBadGateway})
+	pet, err := srv.Client().CreatePet(context.Background(), petstore.NewPet{Name: "Rex", CategoryID: 1})
+	fmt.Println(pet.ID, err)
+	fmt.Println(len(srv.Pets()))
+	for _, r := range srv.Requests() {
+		fmt.Println(r.Method, r.Path, r.Status, r.Header.Get("Idempotency-Key") != "")
+	}
+	// Output:
+	// 1 <nil>
+	// 1
+	// POST /v1/pets 502 true
+	// POST /v1/pets 201 true
 }
 
 // exampleT stands in for a *testing.T in examples, which have none.
