@@ -12,11 +12,30 @@ import (
 )
 
 // Spec is one operator-chosen key, as a server's -keys flag gives it.
+// Printed (fmt's verbs, slog), it shows its plan and limits but never its
+// Secret.
 type Spec struct {
 	Secret string
 	Plan   petstore.Plan
 	Limits petstore.Limits // Enterprise only
 }
+
+// String describes s with its Secret redacted, so that specs printed in a
+// log line or a test failure do not leak the keys, as fmt would print
+// every field otherwise.
+func (s Spec) String() string {
+	if s.Plan == petstore.PlanEnterprise {
+		return fmt.Sprintf("{Secret:<redacted> Plan:%s Limits:%d/%d}", s.Plan, s.Limits.PerMinute, s.Limits.PerDay)
+	}
+	return fmt.Sprintf("{Secret:<redacted> Plan:%s}", s.Plan)
+}
+
+// GoString is String, for %#v.
+func (s Spec) GoString() string { return "keyscli.Spec" + s.String() }
+
+// LogValue is String, for slog handlers (JSON among them) that would
+// otherwise log the fields.
+func (s Spec) LogValue() slog.Value { return slog.StringValue(s.String()) }
 
 // ParseSpecs reads the -keys flag: a comma-separated list of KEY:PLAN
 // (free, pro or business) or KEY:enterprise:PERMIN/PERDAY. The plan is read
