@@ -596,7 +596,13 @@ func decodeError(resp *http.Response, data []byte) *petstore.Error {
 		e.Status = resp.StatusCode
 		return &e
 	}
-	return &petstore.Error{Code: httpcode.Code(resp.StatusCode), Message: "unexpected response: " + resp.Status, Status: resp.StatusCode}
+	msg := "unexpected response: " + resp.Status
+	if loc, err := resp.Location(); err == nil && resp.StatusCode/100 == 3 {
+		// Only a redirect leaving the base's origin comes back (see
+		// keepKeyHome): say so, naming where it went but no path or query.
+		msg += fmt.Sprintf(": a redirect to %s://%s, not followed: the API key goes only to the base URL's scheme and host", loc.Scheme, loc.Host)
+	}
+	return &petstore.Error{Code: httpcode.Code(resp.StatusCode), Message: msg, Status: resp.StatusCode}
 }
 
 // IsRetryable reports whether err is one the client would have retried

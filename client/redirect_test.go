@@ -64,8 +64,8 @@ func TestRedirectKeepsKeyHome(t *testing.T) {
 					t.Fatalf("the key reached %s after a redirect from %s", other.URL, api.URL)
 				}
 			}
-			if e := asError(t, err); e.Status != http.StatusFound {
-				t.Fatalf("error %+v, want the 302 reported", e)
+			if e := asError(t, err); e.Status != http.StatusFound || !strings.Contains(e.Message, "redirect to "+other.URL+", not followed") {
+				t.Fatalf("error %+v, want the 302 reported as a redirect to %s not followed", e, other.URL)
 			}
 		})
 	}
