@@ -115,7 +115,7 @@ func WithMaxAttempts(n int) Option {
 // WithMaxWait bounds the total time of one call, attempts and waits
 // together (default 2 minutes). The client gives up at once, returning the
 // last error, when a wait would take it past the bound, or past the
-// deadline of the call's context.
+// deadline of the call's context. Zero means one attempt, never retried.
 func WithMaxWait(d time.Duration) Option { return func(c *Client) { c.maxWait = d } }
 
 // WithBackoff sets the exponential backoff after 5xx and network errors:
@@ -255,11 +255,14 @@ func (c *Client) All(ctx context.Context, f petstore.PetFilter) iter.Seq2[petsto
 
 // allPages iterates over every item of the list at u (its first page),
 // page by page, following the Link rel="next" of each response. Iteration
-// stops after the first error, which is yielded with a zero T.
+// stops after the first error, which is yielded with a zero T; a next
+// link back to a page already read is one, as it would loop forever.
 func allPages[T any](ctx context.Context, c *Client, u *url.URL, what string) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
+		read := map[string]bool{}
 		for u != nil {
+			read[u.String()] = true
 			items, next, err := fetchPage[T](ctx, c, u, what)
 			if err != nil {
 				yield(zero, err)
@@ -270,8 +273,8 @@ func allPages[T any](ctx context.Context, c *Client, u *url.URL, what string) it
 					return
 				}
 			}
-			if next != nil && next.String() == u.String() {
-				yield(zero, fmt.Errorf("petstore client: next link %s repeats the current page", next))
+			if next != nil && read[next.String()] {
+				yield(zero, fmt.Errorf("petstore client: next link %s leads back to a page already read", next))
 				return
 			}
 			u = next

@@ -1,0 +1,49 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/client"
+)
+
+// TestAllStopsAtALoopOfPages: a server whose next links lead back to a
+// page already read (a → b → a, or a page to itself) ends All with an
+// error after each page once, instead of yielding the same pets forever.
+func TestAllStopsAtALoopOfPages(t *testing.T) {
+	for _, loop := range []map[string]string{
+		{"": "a", "a": "b", "b": "a"},
+		{"": "a", "a": "a"},
+	} {
+		api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			cursor := r.URL.Query().Get("cursor")
+			w.Header().Set("Link", fmt.Sprintf(`</v1/pets?cursor=%s>; rel="next"`, loop[cursor]))
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `[{"id":%d,"name":"page %s","categoryId":1,"status":"available"}]`, len(cursor)+1, cursor)
+		}))
+		c, err := client.New(api.URL+"/v1", "psk_P0oI9uY8tR7eW6qA5sD3fG1h", client.WithHTTPClient(api.Client()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		var last error
+		for pet, err := range c.All(context.Background(), petstore.PetFilter{}) {
+			if err != nil {
+				last = err
+				break
+			}
+			if names = append(names, pet.Name); len(names) > 10 {
+				break
+			}
+		}
+		api.Close()
+		if len(names) != len(loop) || last == nil || !strings.Contains(last.Error(), "already read") {
+			t.Errorf("links %v: All yielded %q, then %v; want each page once, then an error saying the link leads back", loop, names, last)
+		}
+	}
+}
