@@ -11,6 +11,9 @@ import (
 	"github.com/libdns/libdns"
 
 	"github.com/petstorekit/petstore/adapters/memzone"
+	"github.com/petstorekit/petstore/adapters/redislimit"
+	"github.com/petstorekit/petstore/customdomain"
+	"github.com/petstorekit/petstore/internal/faultproxy"
 	"github.com/petstorekit/petstore/internal/testenv"
 )
 
@@ -93,5 +96,58 @@ func waitStatus(t *testing.T, base, host string, want int, bound time.Duration) 
 			t.Fatalf("%s for Host %s: %d %s to a request sent %v later, want %d", base, host, status, body, sent, want)
 		}
 		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// TestRemovalReachesAProcessWhoseFeedIsLost: docs/custom-domains.md
+// ("Across replicas") promises that while a replica's change feed is
+// broken it reloads its routing table every 2 seconds. Two processes on
+// one MariaDB database (which has no feed of its own) follow Redis; B's
+// link to Redis is paused (a black hole) or cut, so the removal's
+// message never reaches it, and B still stops serving the removed domain
+// within the periodic refresh and a margin for busy cores.
+func TestRemovalReachesAProcessWhoseFeedIsLost(t *testing.T) {
+	o, err := redislimit.ParseOptions(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const bound = customdomain.DefaultRefreshEvery + time.Second
+	for _, fault := range []struct {
+		name  string
+		apply func(*faultproxy.Proxy)
+	}{
+		{"paused", (*faultproxy.Proxy).Pause},
+		{"cut", (*faultproxy.Proxy).Cut},
+	} {
+		t.Run(fault.name, func(t *testing.T) {
+			zone, dns := memzone.NewTestServer(t, "example.com.")
+			if _, err := zone.AppendRecords(context.Background(), "example.com.", []libdns.Record{
+				libdns.CNAME{Name: "shop", TTL: time.Hour, Target: "edge.petstore.test."},
+			}); err != nil {
+				t.Fatal(err)
+			}
+			prefix := testenv.RedisPrefix(t, testenv.RedisClient(t), "server")
+			proxy := faultproxy.Start(t, o.Addr)
+			common := []string{"-addr", "127.0.0.1:0", "-db", testenv.MySQLDatabase(t), "-keys", planKey + ":pro",
+				"-dns-resolvers", dns.Addr(), "-cname-target", "edge.petstore.test", "-redis-prefix", prefix}
+			a := startServer(t, append(common, "-redis", o.Addr), nil).base
+			b := startServer(t, append(common, "-migrate=false", "-redis", proxy.Addr()), nil).base
+
+			if status, _, body := call(t, "POST", a+"/dashboard/api/domains", planKey, "", `{"name":"shop.example.com"}`); status != 201 {
+				t.Fatalf("add through A: %d %s", status, body)
+			}
+			if status, _, body := call(t, "POST", a+"/dashboard/api/domains/shop.example.com/verify", planKey, "", ""); status != 200 || !strings.Contains(body, `"status":"active"`) {
+				t.Fatalf("verify through A: %d %s", status, body)
+			}
+			waitStatus(t, b, "shop.example.com", http.StatusOK, 10*time.Second)
+
+			fault.apply(proxy)
+			defer proxy.Restore()
+			if status, _, body := call(t, "DELETE", a+"/dashboard/api/domains/shop.example.com", planKey, "", ""); status != 204 {
+				t.Fatalf("remove through A: %d %s", status, body)
+			}
+			took := waitStatus(t, b, "shop.example.com", http.StatusNotFound, bound)
+			t.Logf("B, its feed %s, answered 404 to a request sent %v after A answered the DELETE", fault.name, took)
+		})
 	}
 }
