@@ -35,12 +35,13 @@ func (a staticAuth) Authenticate(_ context.Context, token string) (petstore.APIK
 // TestIdempotentCreateExactlyOnceThroughFaults (issue 26): writers create
 // pets through the API, each create with its own Idempotency-Key and name,
 // retrying every 503 until it gets 201, while the database link behind a
-// real TCP proxy is paused (a black hole), cut, and paused again. Pauses
-// catch commits whose reply is held: the database has the pet, the
-// request times out. Afterwards, counted on a direct connection, every
-// acknowledged name exists exactly once and no name twice, every create
-// ended in 201, and the creates under way when the database came back
-// for good ended within 5 s of it.
+// real TCP proxy is paused (a black hole), cut, slowed past the request's
+// time, and paused again. Pauses and the slow link catch commits whose
+// reply is held or late: the database has the pet, the request times
+// out. Afterwards, counted on a direct connection, every acknowledged
+// name exists exactly once and no name twice, every create ended in 201,
+// and the creates under way when the database came back for good ended
+// within 5 s of it.
 func TestIdempotentCreateExactlyOnceThroughFaults(t *testing.T) {
 	for _, b := range linkedBackends {
 		t.Run(b.name, func(t *testing.T) {
@@ -140,6 +141,9 @@ func TestIdempotentCreateExactlyOnceThroughFaults(t *testing.T) {
 			}{
 				{"pause", proxy.Pause, 2 * timeout},
 				{"cut", proxy.Cut, timeout / 2},
+				// A round trip of half the request's time: a create's few
+				// round trips outlast it, some with the commit on its way.
+				{"slow", func() { proxy.SetLatency(timeout / 4) }, 3 * timeout},
 				{"pause", proxy.Pause, 3 * timeout},
 			} {
 				fault.start()
@@ -187,7 +191,7 @@ func TestIdempotentCreateExactlyOnceThroughFaults(t *testing.T) {
 					t.Errorf("%s: stored but never acknowledged", name)
 				}
 			}
-			t.Logf("%d creates acknowledged through 2 pauses, a cut and a final pause", len(acked))
+			t.Logf("%d creates acknowledged through 2 pauses, a cut, a slow link and a final pause", len(acked))
 		})
 	}
 }
