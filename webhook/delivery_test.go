@@ -225,18 +225,18 @@ func TestDeliveryGivesUpAfterRetryFor(t *testing.T) {
 	}
 }
 
-// openSQLite opens (and migrates) the SQLite file at path, as a process
+// openStore opens (and migrates) the database dsn names, as a process
 // starting on it does.
-func openSQLite(t *testing.T, path string) *bunstore.Store {
+func openStore(t *testing.T, dsn string) *bunstore.Store {
 	t.Helper()
-	db, err := bunstore.OpenSQLite(path)
+	db, err := bunopen.Open(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { db.Close() })
 	if err := bunstore.Migrate(context.Background(), db); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
 	return bunstore.New(db)
 }
 
@@ -249,7 +249,7 @@ func TestDeliveryPersistsAcrossRestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "petstore.db")
 	rcv := newReceiver(t, 500, 200)
 
-	first := openSQLite(t, path)
+	first := openStore(t, "sqlite:"+path)
 	svc := newService(t, webhook.Config{Store: first, AllowPrivate: true, Now: clock.Now})
 	ep, err := svc.CreateEndpoint(ctx, "prj_a", rcv.srv.URL)
 	if err != nil {
@@ -273,7 +273,7 @@ func TestDeliveryPersistsAcrossRestart(t *testing.T) {
 	}
 	first.DB().Close()
 
-	second := openSQLite(t, path)
+	second := openStore(t, "sqlite:"+path)
 	restarted := newService(t, webhook.Config{Store: second, AllowPrivate: true, Now: clock.Now})
 	clock.Advance(30 * time.Second) // the failed one is due again; the lease still holds
 	deliverDue(t, restarted)
@@ -299,8 +299,8 @@ func TestTwoWorkersShareTheOutbox(t *testing.T) {
 	clock := start()
 	path := filepath.Join(t.TempDir(), "petstore.db")
 	rcv := newReceiver(t, 200)
-	a := newService(t, webhook.Config{Store: openSQLite(t, path), AllowPrivate: true, Now: clock.Now})
-	b := newService(t, webhook.Config{Store: openSQLite(t, path), AllowPrivate: true, Now: clock.Now})
+	a := newService(t, webhook.Config{Store: openStore(t, "sqlite:"+path), AllowPrivate: true, Now: clock.Now})
+	b := newService(t, webhook.Config{Store: openStore(t, "sqlite:"+path), AllowPrivate: true, Now: clock.Now})
 	if _, err := a.CreateEndpoint(ctx, "prj_a", rcv.srv.URL); err != nil {
 		t.Fatal(err)
 	}
@@ -357,18 +357,8 @@ func TestTwoWorkersShareTheOutbox(t *testing.T) {
 func TestReplicasNeverSendAnAttemptTwiceOverASlowDatabase(t *testing.T) {
 	ctx := context.Background()
 	proxy, dsn := faultproxy.StartFor(t, testenv.PostgresSchema(t))
-	open := func() *bunstore.Store {
-		db, err := bunopen.Open(ctx, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return bunstore.New(db)
-	}
+	open := func() *bunstore.Store { return openStore(t, dsn) }
 	first := open()
-	if err := bunstore.Migrate(ctx, first.DB()); err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	sent := map[string]int{} // event id: requests
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -611,7 +601,7 @@ func TestEndpointCap(t *testing.T) {
 // other in one process still stop at the cap.
 func TestEndpointCapHoldsUnderConcurrentCreates(t *testing.T) {
 	ctx := context.Background()
-	store := openSQLite(t, filepath.Join(t.TempDir(), "webhooks.db"))
+	store := openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "webhooks.db"))
 	svc := newService(t, webhook.Config{Store: store, MaxEndpoints: 3})
 	var wg sync.WaitGroup
 	for range 40 {
@@ -656,15 +646,8 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 // any unknown id, never an internal error.
 func TestImpossibleEndpointIDsAreNotFound(t *testing.T) {
 	ctx := context.Background()
-	db, err := bunopen.Open(ctx, testenv.PostgresSchema(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	if err := bunstore.Migrate(ctx, db); err != nil {
-		t.Fatal(err)
-	}
-	s := newService(t, webhook.Config{Store: bunstore.New(db)})
+	store := openStore(t, testenv.PostgresSchema(t))
+	s := newService(t, webhook.Config{Store: store})
 	for _, id := range []string{"wh_a\x00b", "wh_\xff", strings.Repeat("x", 65), "wh_unknown"} {
 		if err := s.DeleteEndpoint(ctx, "prj_a", id); petstore.ErrorCode(err) != petstore.CodeNotFound {
 			t.Errorf("DeleteEndpoint(%q) = %v, want not_found", id, err)
@@ -713,18 +696,11 @@ func hostileReceiver(t *testing.T, n int) (addr string, requests *atomic.Int64) 
 // recorded and sent again at every lease, past Config.RetryFor, forever.
 func TestHostileAnswersAreBounded(t *testing.T) {
 	ctx := context.Background()
-	db, err := bunopen.Open(ctx, testenv.MySQLDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	if err := bunstore.Migrate(ctx, db); err != nil {
-		t.Fatal(err)
-	}
+	store := openStore(t, testenv.MySQLDatabase(t))
 	for _, tc := range []struct {
 		name  string
 		store webhook.Store
-	}{{"memstore", memstore.New()}, {"MariaDB", bunstore.New(db)}} {
+	}{{"memstore", memstore.New()}, {"MariaDB", store}} {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := start()
 			addr, requests := hostileReceiver(t, 9<<20)

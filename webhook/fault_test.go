@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/petstorekit/petstore/adapters/bunstore"
-	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
 	"github.com/petstorekit/petstore/internal/faultproxy"
 	"github.com/petstorekit/petstore/internal/testenv"
 	"github.com/petstorekit/petstore/webhook"
@@ -35,18 +34,7 @@ func TestAnswerLostToAPausedDatabaseIsSentAgain(t *testing.T) {
 			ctx := context.Background()
 			direct := db.dsn(t)
 			proxy, proxied := faultproxy.StartFor(t, direct)
-			open := func(dsn string) *bunstore.Store {
-				d, err := bunopen.Open(ctx, dsn)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { d.Close() })
-				return bunstore.New(d)
-			}
-			storeB := open(direct)
-			if err := bunstore.Migrate(ctx, storeB.DB()); err != nil {
-				t.Fatal(err)
-			}
+			storeB := openStore(t, direct)
 			var mu sync.Mutex
 			var ids []string // of the events received, in order
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -65,7 +53,7 @@ func TestAnswerLostToAPausedDatabaseIsSentAgain(t *testing.T) {
 			config := func(s *bunstore.Store) webhook.Config {
 				return webhook.Config{Store: s, AllowPrivate: true, Timeout: 200 * time.Millisecond, Lease: lease}
 			}
-			a, b := newService(t, config(open(proxied))), newService(t, config(storeB))
+			a, b := newService(t, config(openStore(t, proxied))), newService(t, config(storeB))
 			ep, err := b.CreateEndpoint(ctx, "prj_a", srv.URL)
 			if err != nil {
 				t.Fatal(err)
