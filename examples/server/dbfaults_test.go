@@ -22,16 +22,6 @@ import (
 // served. TestPausedDatabaseIsBounded and
 // TestDatabaseOutageIsNotAnInvalidKey say more on PostgreSQL alone.
 func TestEveryDatabaseFaultIsBounded(t *testing.T) {
-	dbs := []struct {
-		name    string
-		proxied func(t *testing.T) (string, *faultproxy.Proxy)
-	}{
-		{"postgres", proxiedPostgres},
-		{"mariadb", func(t *testing.T) (string, *faultproxy.Proxy) {
-			p, dsn := faultproxy.StartFor(t, testenv.MySQLDatabase(t))
-			return dsn, p
-		}},
-	}
 	faults := []struct {
 		name  string
 		apply func(*faultproxy.Proxy)
@@ -43,7 +33,7 @@ func TestEveryDatabaseFaultIsBounded(t *testing.T) {
 	}
 	const timeout = 500 * time.Millisecond
 	const bound = 2 * time.Second // the timeout and a margin for busy cores
-	for _, db := range dbs {
+	for _, db := range proxiedDatabases {
 		for _, fault := range faults {
 			t.Run(db.name+"/"+fault.name, func(t *testing.T) {
 				dsn, proxy := db.proxied(t)

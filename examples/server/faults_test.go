@@ -32,6 +32,19 @@ func proxiedPostgres(t *testing.T) (string, *faultproxy.Proxy) {
 	return dsn, p
 }
 
+// proxiedDatabases are the SQL servers the fault tests of every database
+// run on: each gives a DSN through a fault proxy of its own.
+var proxiedDatabases = []struct {
+	name    string
+	proxied func(t *testing.T) (string, *faultproxy.Proxy)
+}{
+	{"postgres", proxiedPostgres},
+	{"mariadb", func(t *testing.T) (string, *faultproxy.Proxy) {
+		p, dsn := faultproxy.StartFor(t, testenv.MySQLDatabase(t))
+		return dsn, p
+	}},
+}
+
 // proxiedPostgresDirect is proxiedPostgres plus a direct connection to
 // the same schema, which the proxy's faults do not touch.
 func proxiedPostgresDirect(t *testing.T) (string, *bun.DB, *faultproxy.Proxy) {
@@ -395,16 +408,7 @@ func TestShutdownWithAPausedDatabaseIsBounded(t *testing.T) {
 // answers at start says so within -db-timeout and exits, rather than
 // hang without a word.
 func TestStartWithAPausedDatabaseIsBounded(t *testing.T) {
-	for _, db := range []struct {
-		name    string
-		proxied func(t *testing.T) (string, *faultproxy.Proxy)
-	}{
-		{"postgres", proxiedPostgres},
-		{"mariadb", func(t *testing.T) (string, *faultproxy.Proxy) {
-			p, dsn := faultproxy.StartFor(t, testenv.MySQLDatabase(t))
-			return dsn, p
-		}},
-	} {
+	for _, db := range proxiedDatabases {
 		t.Run(db.name, func(t *testing.T) {
 			dsn, proxy := db.proxied(t)
 			proxy.Pause()
