@@ -91,6 +91,27 @@ func deliverDue(t *testing.T, s *webhook.Service) int {
 	return n
 }
 
+// firstAttempt creates prj_a's endpoint at url, enqueues one
+// domain.active event and makes its first attempt: it returns the one
+// delivery.
+func firstAttempt(t *testing.T, svc *webhook.Service, url string) webhook.Delivery {
+	t.Helper()
+	ctx := context.Background()
+	ep, err := svc.CreateEndpoint(ctx, "prj_a", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Enqueue(ctx, "prj_a", webhook.TypeDomainActive, map[string]string{"name": "a.example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	deliverDue(t, svc)
+	ds, err := svc.Deliveries(ctx, "prj_a", ep.ID)
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("deliveries %+v, %v; want one", ds, err)
+	}
+	return ds[0]
+}
+
 // A receiver that fails twice and then answers 204 gets the same event
 // three times, on the backoff schedule, each time signed anew; the
 // delivery ends succeeded with the three answers.
@@ -745,7 +766,6 @@ func TestHostileAnswersAreBounded(t *testing.T) {
 // status's Retry-After, or one it cannot read, leaves the schedule as it
 // is.
 func TestRetryAfterIsHonoured(t *testing.T) {
-	ctx := context.Background()
 	for _, tc := range []struct {
 		name       string
 		status     int
@@ -772,20 +792,8 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 			}))
 			t.Cleanup(srv.Close)
 			svc := newService(t, webhook.Config{Store: memstore.New(), AllowPrivate: true, Now: clock.Now})
-			ep, err := svc.CreateEndpoint(ctx, "prj_a", srv.URL)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := svc.Enqueue(ctx, "prj_a", webhook.TypeDomainActive, map[string]string{"name": "a.example.com"}); err != nil {
-				t.Fatal(err)
-			}
 			first := clock.Now()
-			deliverDue(t, svc)
-			ds, err := svc.Deliveries(ctx, "prj_a", ep.ID)
-			if err != nil || len(ds) != 1 {
-				t.Fatalf("deliveries %+v, %v", ds, err)
-			}
-			if got := ds[0].NextAttemptAt.Sub(first); got != tc.want {
+			if got := firstAttempt(t, svc, srv.URL).NextAttemptAt.Sub(first); got != tc.want {
 				t.Fatalf("next attempt %v after the first, want %v", got, tc.want)
 			}
 			clock.Set(first.Add(tc.want - time.Second))
@@ -806,17 +814,8 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 		}))
 		t.Cleanup(srv.Close)
 		svc := newService(t, webhook.Config{Store: memstore.New(), AllowPrivate: true, Now: clock.Now, RetryFor: 10 * time.Minute})
-		ep, err := svc.CreateEndpoint(ctx, "prj_a", srv.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := svc.Enqueue(ctx, "prj_a", webhook.TypeDomainActive, map[string]string{"name": "a.example.com"}); err != nil {
-			t.Fatal(err)
-		}
-		deliverDue(t, svc)
-		ds, err := svc.Deliveries(ctx, "prj_a", ep.ID)
-		if err != nil || len(ds) != 1 || ds[0].State != webhook.StateFailed {
-			t.Fatalf("deliveries %+v, %v; want failed: the receiver asked for a retry after RetryFor", ds, err)
+		if d := firstAttempt(t, svc, srv.URL); d.State != webhook.StateFailed {
+			t.Fatalf("delivery %+v; want failed: the receiver asked for a retry after RetryFor", d)
 		}
 	})
 }
@@ -825,26 +824,17 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 // retried at the same URL; the place it points to (here another server,
 // as an internal address would be) gets nothing.
 func TestRedirectsAreNotFollowed(t *testing.T) {
-	ctx := context.Background()
 	clock := start()
 	target := newReceiver(t, 200)
 	for _, status := range []int{http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
 		redirector := httptest.NewServer(http.RedirectHandler(target.srv.URL+"/internal", status))
 		t.Cleanup(redirector.Close)
 		svc := newService(t, webhook.Config{Store: memstore.New(), AllowPrivate: true, Now: clock.Now})
-		ep, err := svc.CreateEndpoint(ctx, "prj_a", redirector.URL)
-		if err != nil {
-			t.Fatal(err)
+		d := firstAttempt(t, svc, redirector.URL)
+		if len(d.Answers) != 1 {
+			t.Fatalf("delivery %+v, want one answer", d)
 		}
-		if err := svc.Enqueue(ctx, "prj_a", webhook.TypeDomainActive, map[string]string{"name": "a.example.com"}); err != nil {
-			t.Fatal(err)
-		}
-		deliverDue(t, svc)
-		ds, err := svc.Deliveries(ctx, "prj_a", ep.ID)
-		if err != nil || len(ds) != 1 || len(ds[0].Answers) != 1 {
-			t.Fatalf("deliveries %+v, %v", ds, err)
-		}
-		if d := ds[0]; d.State != webhook.StatePending || d.Answers[0].StatusCode != status {
+		if d.State != webhook.StatePending || d.Answers[0].StatusCode != status {
 			t.Fatalf("after a %d: state %s, answer %+v; want pending with the %d recorded", status, d.State, d.Answers[0], status)
 		}
 	}

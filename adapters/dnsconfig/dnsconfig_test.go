@@ -52,23 +52,18 @@ func ip(s string) netip.Addr { return netip.MustParseAddr(s) }
 // zoneAt lists "TYPE data" of the records at name, sorted.
 func zoneAt(t *testing.T, p dnsconfig.Provider, zone, name string) []string {
 	t.Helper()
-	recs, err := p.GetRecords(context.Background(), zone)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := []string{}
-	for _, r := range recs {
-		if rr := r.RR(); rr.Name == name {
-			out = append(out, rr.Type+" "+rr.Data)
-		}
-	}
-	slices.Sort(out)
-	return out
+	return recordsAt(t, p, zone, name, func(rr libdns.RR) string { return rr.Type + " " + rr.Data })
 }
 
 // zoneTTLs lists "TYPE data TTL" of the records at name, sorted: a
 // record whose TTL changed is not the same record.
 func zoneTTLs(t *testing.T, p dnsconfig.Provider, zone, name string) []string {
+	t.Helper()
+	return recordsAt(t, p, zone, name, func(rr libdns.RR) string { return fmt.Sprintf("%s %s %s", rr.Type, rr.Data, rr.TTL) })
+}
+
+// recordsAt lists the records at name as show writes them, sorted.
+func recordsAt(t *testing.T, p dnsconfig.Provider, zone, name string, show func(libdns.RR) string) []string {
 	t.Helper()
 	recs, err := p.GetRecords(context.Background(), zone)
 	if err != nil {
@@ -77,7 +72,7 @@ func zoneTTLs(t *testing.T, p dnsconfig.Provider, zone, name string) []string {
 	out := []string{}
 	for _, r := range recs {
 		if rr := r.RR(); rr.Name == name {
-			out = append(out, fmt.Sprintf("%s %s %s", rr.Type, rr.Data, rr.TTL))
+			out = append(out, show(rr))
 		}
 	}
 	slices.Sort(out)
