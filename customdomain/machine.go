@@ -405,7 +405,7 @@ func (m *machine) removed() {
 	m.emit(EventRemoved)
 }
 
-// DNSCleanupLease is how long the engine that removed or released a
+// dnsCleanupLease is how long the engine that removed or released a
 // domain has to delete its records at the DNS provider, and to record
 // that it did, before any engine's RunDue tries instead.
 const dnsCleanupLease = time.Minute
