@@ -19,6 +19,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/bunstore"
 	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
 	"github.com/petstorekit/petstore/adapters/dnsconfig"
+	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/adapters/memzone"
 	"github.com/petstorekit/petstore/adapters/rfc2136/rfc2136test"
 	"github.com/petstorekit/petstore/customdomain"
@@ -473,5 +474,70 @@ func TestPendingDNSDeletionsReadOnlyWhenDue(t *testing.T) {
 	}
 	if n := rows.n.Load(); n != 0 {
 		t.Fatalf("a background pass with nothing due read %d rows of domains, with %d removed domains stored; want none", n, removed+1)
+	}
+}
+
+// claimingStore is a real memstore on which, once armed, another
+// replica's background loop claims the retry of a released domain's
+// pending DNS deletion (it moves the entry's NextCheckAt on, a
+// version-checked write) just before the engine's next write of a
+// removed entry, the dismissal of that released domain.
+type claimingStore struct {
+	*memstore.Store
+	armed atomic.Bool
+}
+
+func (s *claimingStore) UpdateDomain(ctx context.Context, e customdomain.Entry) (customdomain.Entry, error) {
+	if e.Status == customdomain.StatusRemoved && s.armed.CompareAndSwap(true, false) {
+		released, err := s.Store.ListDomains(ctx, customdomain.DomainQuery{ProjectID: e.ProjectID, Name: e.Name, Status: customdomain.StatusReleased})
+		if err != nil || len(released) != 1 {
+			return customdomain.Entry{}, fmt.Errorf("the released entry to claim: %v, %v", released, err)
+		}
+		claim := released[0]
+		claim.NextCheckAt = claim.NextCheckAt.Add(time.Minute)
+		if _, err := s.Store.UpdateDomain(ctx, claim); err != nil {
+			return customdomain.Entry{}, err
+		}
+	}
+	return s.Store.UpdateDomain(ctx, e)
+}
+
+// TestAddDismissesReleasedDomainWhileItsDeletionIsRetried: adding a name
+// again dismisses the project's released domain of it, also when another
+// replica writes that entry meanwhile to retry the deletion of its DNS
+// records: the project sees one domain of the name, the new one.
+func TestAddDismissesReleasedDomainWhileItsDeletionIsRetried(t *testing.T) {
+	ctx := context.Background()
+	store := &claimingStore{Store: memstore.New()}
+	w := domaintest.New(t, domaintest.Options{Store: store, Projects: projects})
+	const name = "shop.example.com"
+	now := w.Clock.Now()
+	// As a release whose deletion of the records failed leaves it.
+	if _, err := store.CreateDomain(ctx, customdomain.Entry{
+		ID: "dom_released", ProjectID: "prj_pro", Name: name,
+		Status: customdomain.StatusReleased, Reason: "released",
+		History:     []customdomain.Transition{{Status: customdomain.StatusReleased, At: now, Reason: "released"}},
+		DNSRecords:  []customdomain.Record{{Type: "CNAME", Name: "shop", Value: target + "."}},
+		NextCheckAt: now.Add(time.Minute), CreatedAt: now, UpdatedAt: now,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	store.armed.Store(true)
+	if _, created, err := w.Engine.Add(ctx, "prj_pro", name); err != nil || !created {
+		t.Fatalf("Add = %v, %v; want created", created, err)
+	}
+	if store.armed.Load() {
+		t.Fatal("the race was never run: the test proves nothing")
+	}
+	list, err := w.Engine.List(ctx, "prj_pro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range list {
+		got = append(got, d.Name+" "+string(d.Status))
+	}
+	if want := []string{name + " pending"}; !slices.Equal(got, want) {
+		t.Fatalf("after adding the name again the project lists %q, want %q: the released domain was not dismissed", got, want)
 	}
 }

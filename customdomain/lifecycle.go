@@ -87,7 +87,16 @@ func (e *Engine) Add(ctx context.Context, projectID, name string) (d Domain, cre
 		return Domain{}, false, err
 	}
 	for _, r := range released {
-		if _, err := e.change(ctx, 3, func() (Entry, error) { return r, nil }, Removed{}); err != nil && !isConflict(err) {
+		// Read again on each try: another engine's RunDue may write it
+		// meanwhile, retrying the deletion of its DNS records.
+		read := func() (Entry, error) {
+			cur, ok, err := e.freedEntry(ctx, r)
+			if err == nil && !ok {
+				err = petstore.Errorf(petstore.CodeNotFound, "domain %s not found", r.Name)
+			}
+			return cur, err
+		}
+		if _, err := e.change(ctx, 3, read, Removed{}); err != nil && !isConflict(err) && petstore.ErrorCode(err) != petstore.CodeNotFound {
 			return Domain{}, false, err
 		}
 	}
