@@ -126,9 +126,20 @@ func (e *Engine) providerRecords(ctx context.Context, en Entry) (string, []Recor
 // failure leaves records that point at the platform, which no longer
 // answers for the name: not returned, as the removal itself is done, but
 // retried from the store by any engine's RunDue (retryDNSCleanup), also
-// when this process ends first.
+// when this process ends first. A name attached again already (the
+// removal's earlier steps take time: the certificate's removal asks the
+// CertIssuer) keeps them pending too: its new domain may rely on them,
+// as ConfigureDNS leaves alone a record already right, and
+// retryDNSCleanup decides who they belong to.
 func (e *Engine) unconfigureDNS(ctx context.Context, en Entry) {
 	if en.NextCheckAt.IsZero() {
+		return
+	}
+	switch _, err := e.cfg.Store.DomainByName(ctx, en.Name); {
+	case err == nil:
+		return // attached again: retryDNSCleanup, after the lease
+	case petstore.ErrorCode(err) != petstore.CodeNotFound:
+		e.cfg.Logger.Warn("domain removed but its records at the DNS provider were not; will retry", "domain", en.Name, "err", err)
 		return
 	}
 	if err := e.deleteDNS(ctx, en); err != nil {

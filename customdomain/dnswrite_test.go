@@ -541,3 +541,71 @@ func TestAddDismissesReleasedDomainWhileItsDeletionIsRetried(t *testing.T) {
 		t.Fatalf("after adding the name again the project lists %q, want %q: the released domain was not dismissed", got, want)
 	}
 }
+
+// reAdding is a certificate layer during whose removal of a certificate
+// (the step of a removal just before the deletion of its DNS records)
+// the name is added again, once, by another request.
+type reAdding struct {
+	*issuer
+	before atomic.Pointer[func()]
+}
+
+func (r *reAdding) Remove(ctx context.Context, name string) error {
+	if f := r.before.Swap(nil); f != nil {
+		(*f)()
+	}
+	return r.issuer.Remove(ctx, name)
+}
+
+// TestRemoveRacingReAddKeepsTheNewDomainsRecords: a name the same project
+// adds again, and configures, while its removal is still under way keeps
+// the records its new domain relies on: ConfigureDNS found them in the
+// zone, right, and left them, so the removal must not delete them from
+// under it. The new domain takes them over, and its own removal deletes
+// them.
+func TestRemoveRacingReAddKeepsTheNewDomainsRecords(t *testing.T) {
+	ctx := context.Background()
+	certs := &reAdding{issuer: &issuer{state: map[string]customdomain.CertStatus{}}}
+	f := newFixture(t, nil)
+	zone := memzone.New()
+	zone.AddZone("example.com.")
+	e := f.replica(t, func(c *customdomain.EngineConfig) {
+		c.CertIssuer = certs
+		c.DNS = func(string) customdomain.DNSConfigurator { return dnsconfig.New(zone) }
+	})
+	const name = "shop.example.com"
+	configure := func() {
+		if _, _, err := e.Add(ctx, "prj_pro", name); err != nil {
+			t.Error(err)
+		}
+		if findings, err := e.ConfigureDNS(ctx, "prj_pro", name); err != nil || len(findings) != 0 {
+			t.Errorf("ConfigureDNS = %+v, %v; want no findings", findings, err)
+		}
+	}
+	configure()
+	want := []string{"CNAME " + target + "."}
+	if got := recordsAt(t, zone, "example.com.", "shop"); !slices.Equal(got, want) {
+		t.Fatalf("after ConfigureDNS the zone has at shop %q, want %q", got, want)
+	}
+	certs.before.Store(&configure)
+	if err := e.Remove(ctx, "prj_pro", name); err != nil {
+		t.Fatal(err)
+	}
+	if certs.before.Load() != nil {
+		t.Fatal("the race was never run: the test proves nothing")
+	}
+	if got := recordsAt(t, zone, "example.com.", "shop"); !slices.Equal(got, want) {
+		t.Fatalf("after a removal raced by the name's new domain the zone has at shop %q, want %q", got, want)
+	}
+	for range 2 {
+		if _, err := e.RunDue(ctx, f.clock.Advance(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Remove(ctx, "prj_pro", name); err != nil {
+		t.Fatal(err)
+	}
+	if got := recordsAt(t, zone, "example.com.", "shop"); len(got) != 0 {
+		t.Fatalf("after the new domain's removal the zone has at shop %q, want nothing", got)
+	}
+}
