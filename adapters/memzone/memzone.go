@@ -262,13 +262,22 @@ func canonical(zoneName string, rec libdns.Record) (dns.RR, error) {
 }
 
 // appendRRs adds rrs to records, skipping duplicates, and enforces that a
-// CNAME owns its name alone. It returns the new slice and what was added;
-// records is not modified.
+// CNAME owns its name alone. A record added to an RRset gives the set its
+// TTL: the records of one name and type share one (RFC 2181 §5.2), as a
+// DNS server's update makes them. It returns the new slice and what was
+// added; records is not modified.
 func appendRRs(records, rrs []dns.RR) (next, added []dns.RR, err error) {
 	next = slices.Clone(records)
 	for _, rr := range rrs {
 		if slices.ContainsFunc(next, func(old dns.RR) bool { return dns.IsDuplicate(old, rr) }) {
 			continue
+		}
+		h := rr.Header()
+		for i, old := range next {
+			if oh := old.Header(); oh.Name == h.Name && oh.Rrtype == h.Rrtype && oh.Class == h.Class && oh.Ttl != h.Ttl {
+				next[i] = dns.Copy(old)
+				next[i].Header().Ttl = h.Ttl
+			}
 		}
 		name, isCNAME := rr.Header().Name, rr.Header().Rrtype == dns.TypeCNAME
 		for _, old := range next {

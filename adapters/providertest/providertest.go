@@ -36,6 +36,7 @@ func Run(t *testing.T, p Provider, zone string) {
 	}{
 		{"AppendAndGetEachType", s.appendAndGetEachType},
 		{"AppendAddsToRRset", s.appendAddsToRRset},
+		{"AppendSetsTheRRsetTTL", s.appendSetsTheRRsetTTL},
 		{"AppendIdenticalRecordOnce", s.appendIdenticalOnce},
 		{"SetReplacesRRset", s.setReplacesRRset},
 		{"SetCreates", s.setCreates},
@@ -176,6 +177,19 @@ func (s *suite) appendAddsToRRset(t *testing.T, name string) {
 	s.append(t, a1)
 	s.append(t, a2)
 	s.want(t, name, a1, a2)
+}
+
+// appendSetsTheRRsetTTL: the records of one name and type share one TTL
+// (RFC 2181 §5.2), so a record appended with another TTL gives it to the
+// records already there, as DNS servers do on an update (Knot, BIND).
+func (s *suite) appendSetsTheRRsetTTL(t *testing.T, name string) {
+	a1 := libdns.Address{Name: name, TTL: time.Hour, IP: ip("192.0.2.1")}
+	a2 := libdns.Address{Name: name, TTL: 5 * time.Minute, IP: ip("192.0.2.2")}
+	txt := libdns.TXT{Name: name, TTL: time.Hour, Text: "another type keeps its TTL"}
+	s.append(t, a1, txt)
+	s.append(t, a2)
+	a1.TTL = a2.TTL
+	s.want(t, name, a1, a2, txt)
 }
 
 func (s *suite) appendIdenticalOnce(t *testing.T, name string) {
