@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/netip"
@@ -21,43 +20,20 @@ import (
 	"github.com/petstorekit/petstore/adapters/acme/acmetest"
 	"github.com/petstorekit/petstore/adapters/memzone"
 	"github.com/petstorekit/petstore/adapters/rfc2136/rfc2136test"
+	"github.com/petstorekit/petstore/internal/testenv"
 )
 
-// freeAddr returns a loopback address with a port free right now. The
-// server and Pebble must agree on the ports before either starts: Pebble
-// validates HTTP-01 on -addr's port and TLS-ALPN-01 on -tls-addr's. So the
-// port is free only until the server listens on it, and it is chosen below
-// the kernel's ephemeral range, from which every outgoing connection's
-// source port and every listener on port 0 come: none of them can take it
-// meanwhile (a port from 127.0.0.1:0 once went to a test's database
-// connection before the server could bind it).
+// freeAddr returns a loopback address with a port free right now
+// (testenv.FreePort). The server and Pebble must agree on the ports before
+// either starts: Pebble validates HTTP-01 on -addr's port and TLS-ALPN-01
+// on -tls-addr's.
 func freeAddr(t *testing.T) (string, int) {
 	t.Helper()
-	first := ephemeralFirst()
-	for range 100 {
-		port := 10000 + rand.IntN(first-10000)
-		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err != nil {
-			continue // taken: try another
-		}
-		ln.Close()
-		return ln.Addr().String(), port
+	port, err := testenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no free loopback port below the ephemeral range")
-	return "", 0
-}
-
-// ephemeralFirst is the first port of the kernel's ephemeral range: Linux
-// says it in /proc; elsewhere 32768, Linux's default, is low enough.
-func ephemeralFirst() int {
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil && n > 11000 {
-				return n
-			}
-		}
-	}
-	return 32768
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), port
 }
 
 // With -acme-ca and -tls-addr, a custom domain added and verified on the

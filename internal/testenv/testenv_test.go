@@ -2,6 +2,8 @@ package testenv_test
 
 import (
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -59,4 +61,27 @@ func TestProgram(t *testing.T) {
 	if want := "petstore-no-such-program is not installed; install Debian's petstore-pkg package (apt-get install -y petstore-pkg) to run this test"; r.skipped != want {
 		t.Fatalf("skipped with %q, want %q", r.skipped, want)
 	}
+}
+
+// TestFreePort: the port is below the ephemeral range, and TCP and UDP
+// can both bind it.
+func TestFreePort(t *testing.T) {
+	port, err := testenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if port < 10000 || port >= testenv.EphemeralFirst() {
+		t.Fatalf("port %d is not below the ephemeral range (from %d)", port, testenv.EphemeralFirst())
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	pc, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.Close()
 }

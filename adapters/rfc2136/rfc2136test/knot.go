@@ -51,7 +51,7 @@ func StartKnot(tb testing.TB, zones ...string) *Knot {
 
 	var lastErr error
 	for range 5 { // the free port can be taken between probing and knotd binding it
-		port, err := freePort()
+		port, err := testenv.FreePort()
 		if err != nil {
 			tb.Fatalf("rfc2136test: %v", err)
 		}
@@ -175,22 +175,4 @@ func (k *Knot) ready(zones []string) bool {
 		}
 	}
 	return true
-}
-
-// freePort finds a port free for both TCP and UDP on 127.0.0.1.
-func freePort() (int, error) {
-	for range 20 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		port := ln.Addr().(*net.TCPAddr).Port
-		pc, err := net.ListenPacket("udp", ln.Addr().String())
-		ln.Close()
-		if err == nil {
-			pc.Close()
-			return port, nil
-		}
-	}
-	return 0, fmt.Errorf("no free port on 127.0.0.1")
 }
