@@ -24,31 +24,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/rfc2136/rfc2136test"
 	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/internal/domaintest"
-	"github.com/petstorekit/petstore/internal/testenv"
 )
-
-// dnsBackend is a DNS provider the platform manages, holding example.com
-// and example.org.
-type dnsBackend struct {
-	name string
-	p    dnsconfig.Provider
-}
-
-// dnsBackends returns memzone and, when knotd is installed, Knot through
-// the RFC 2136 adapter.
-func dnsBackends(t *testing.T) []dnsBackend {
-	zones := []string{"example.com.", "example.org."}
-	mem := memzone.New()
-	for _, z := range zones {
-		mem.AddZone(z)
-	}
-	out := []dnsBackend{{"memzone", mem}}
-	if !rfc2136test.Installed() && !testenv.Required() {
-		t.Log("knotd is not installed (Debian package knot): running against memzone only")
-		return out
-	}
-	return append(out, dnsBackend{"knot", rfc2136test.StartKnot(t, zones...).Provider()})
-}
 
 // recordsAt lists "TYPE data" of the records at name in zone, sorted.
 func recordsAt(t *testing.T, p dnsconfig.Provider, zone, name string) []string {
@@ -75,8 +51,8 @@ func TestRemoveDeletesOnlyWhatConfigureDNSWrote(t *testing.T) {
 	cname := func(target string) libdns.Record {
 		return libdns.CNAME{Name: "shop", TTL: time.Hour, Target: target}
 	}
-	for _, b := range dnsBackends(t) {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range rfc2136test.Backends(t, "example.com.", "example.org.") {
+		t.Run(b.Name, func(t *testing.T) {
 			for _, tc := range []struct {
 				name, domain, zone, at string
 				before                 []libdns.Record // in the zone before ConfigureDNS
@@ -102,22 +78,22 @@ func TestRemoveDeletesOnlyWhatConfigureDNSWrote(t *testing.T) {
 					ctx := context.Background()
 					f := newFixture(t, nil)
 					withDNS := func(c *customdomain.EngineConfig) {
-						c.DNS = func(string) customdomain.DNSConfigurator { return dnsconfig.New(b.p) }
+						c.DNS = func(string) customdomain.DNSConfigurator { return dnsconfig.New(b.Provider) }
 					}
 					// One process configures, another removes: what was
 					// written is in the store, not in a process.
 					e, other := f.replica(t, withDNS), f.replica(t, withDNS)
 					t.Cleanup(func() { // the zones are shared by the cases
-						recs, _ := b.p.GetRecords(ctx, tc.zone)
+						recs, _ := b.Provider.GetRecords(ctx, tc.zone)
 						recs = slices.DeleteFunc(recs, func(r libdns.Record) bool { return r.RR().Name != tc.at || r.RR().Type == "NS" })
 						if len(recs) > 0 {
-							if _, err := b.p.DeleteRecords(ctx, tc.zone, recs); err != nil {
+							if _, err := b.Provider.DeleteRecords(ctx, tc.zone, recs); err != nil {
 								t.Error(err)
 							}
 						}
 					})
 					if len(tc.before) > 0 {
-						if _, err := b.p.AppendRecords(ctx, tc.zone, tc.before); err != nil {
+						if _, err := b.Provider.AppendRecords(ctx, tc.zone, tc.before); err != nil {
 							t.Fatal(err)
 						}
 					}
@@ -131,17 +107,17 @@ func TestRemoveDeletesOnlyWhatConfigureDNSWrote(t *testing.T) {
 					}
 					if len(tc.after) > 0 {
 						// The customer edits the record: delete it, write the new one.
-						if _, err := b.p.DeleteRecords(ctx, tc.zone, []libdns.Record{libdns.RR{Name: tc.at, Type: tc.after[0].RR().Type}}); err != nil {
+						if _, err := b.Provider.DeleteRecords(ctx, tc.zone, []libdns.Record{libdns.RR{Name: tc.at, Type: tc.after[0].RR().Type}}); err != nil {
 							t.Fatal(err)
 						}
-						if _, err := b.p.AppendRecords(ctx, tc.zone, tc.after); err != nil {
+						if _, err := b.Provider.AppendRecords(ctx, tc.zone, tc.after); err != nil {
 							t.Fatal(err)
 						}
 					}
 					if err := other.Remove(ctx, "prj_pro", tc.domain); err != nil {
 						t.Fatal(err)
 					}
-					if got := recordsAt(t, b.p, tc.zone, tc.at); !slices.Equal(got, tc.want) {
+					if got := recordsAt(t, b.Provider, tc.zone, tc.at); !slices.Equal(got, tc.want) {
 						t.Fatalf("after Remove the zone has at %s %q, want %q", tc.at, got, tc.want)
 					}
 				})

@@ -16,35 +16,18 @@ import (
 	"github.com/petstorekit/petstore/adapters/memzone"
 	"github.com/petstorekit/petstore/adapters/rfc2136/rfc2136test"
 	"github.com/petstorekit/petstore/customdomain"
-	"github.com/petstorekit/petstore/internal/testenv"
 )
-
-// backend is a provider holding the zones of every case.
-type backend struct {
-	name string
-	p    dnsconfig.Provider
-}
 
 func zoneFor(i int) string { return fmt.Sprintf("c%d.example.", i) }
 
 // backends returns memzone and, when knotd is installed, Knot, each with
 // n fresh zones.
-func backends(t *testing.T, n int) []backend {
+func backends(t *testing.T, n int) []rfc2136test.Backend {
 	var zones []string
 	for i := range n {
 		zones = append(zones, zoneFor(i))
 	}
-	mem := memzone.New()
-	for _, z := range zones {
-		mem.AddZone(z)
-	}
-	out := []backend{{"memzone", mem}}
-	if !rfc2136test.Installed() && !testenv.Required() {
-		t.Log("knotd is not installed (Debian package knot): running against memzone only")
-		return out
-	}
-	k := rfc2136test.StartKnot(t, zones...) // fails when required and missing
-	return append(out, backend{"knot", k.Provider()})
+	return rfc2136test.Backends(t, zones...)
 }
 
 func ip(s string) netip.Addr { return netip.MustParseAddr(s) }
@@ -194,14 +177,14 @@ func TestConfigure(t *testing.T) {
 		},
 	}
 	for _, b := range backends(t, len(tests)) {
-		t.Run(b.name, func(t *testing.T) {
-			c := dnsconfig.New(b.p)
+		t.Run(b.Name, func(t *testing.T) {
+			c := dnsconfig.New(b.Provider)
 			for i, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
 					ctx := context.Background()
 					zone := zoneFor(i)
 					if len(tt.existing) > 0 {
-						if _, err := b.p.AppendRecords(ctx, zone, tt.existing); err != nil {
+						if _, err := b.Provider.AppendRecords(ctx, zone, tt.existing); err != nil {
 							t.Fatal(err)
 						}
 					}
@@ -211,7 +194,7 @@ func TestConfigure(t *testing.T) {
 					}
 					before := map[string][]string{}
 					for _, n := range []string{"@", "shop", "www"} {
-						before[n] = zoneTTLs(t, b.p, zone, n)
+						before[n] = zoneTTLs(t, b.Provider, zone, n)
 					}
 					created, findings, err := c.Configure(ctx, strings.TrimSuffix(zone, "."), want)
 					if err != nil {
@@ -229,14 +212,14 @@ func TestConfigure(t *testing.T) {
 					for _, s := range tt.zoneAfter {
 						wantAfter = append(wantAfter, strings.ReplaceAll(s, "%z", zone))
 					}
-					if got := zoneAt(t, b.p, zone, tt.at); !slices.Equal(got, wantAfter) {
+					if got := zoneAt(t, b.Provider, zone, tt.at); !slices.Equal(got, wantAfter) {
 						t.Fatalf("zone at %s = %q, want %q", tt.at, got, wantAfter)
 					}
 					// The records that were there are untouched, TTL
 					// included: a record written into their RRset must not
 					// change it (one TTL per RRset, RFC 2181 §5.2).
 					for n, recs := range before {
-						got := zoneTTLs(t, b.p, zone, n)
+						got := zoneTTLs(t, b.Provider, zone, n)
 						for _, r := range recs {
 							if !slices.Contains(got, r) {
 								t.Fatalf("after Configure zone at %s = %q, want %q still there", n, got, r)
@@ -249,7 +232,7 @@ func TestConfigure(t *testing.T) {
 					if err != nil || !slices.Equal(codes(again), tt.codes) || len(createdAgain) != 0 {
 						t.Fatalf("second Configure = %v, %v, %v; want %v and nothing created", createdAgain, codes(again), err, tt.codes)
 					}
-					if got := zoneAt(t, b.p, zone, tt.at); !slices.Equal(got, wantAfter) {
+					if got := zoneAt(t, b.Provider, zone, tt.at); !slices.Equal(got, wantAfter) {
 						t.Fatalf("after second Configure zone at %s = %q, want %q", tt.at, got, wantAfter)
 					}
 
@@ -259,7 +242,7 @@ func TestConfigure(t *testing.T) {
 						t.Fatalf("Unconfigure: %v", err)
 					}
 					for n, recs := range before {
-						if got := zoneTTLs(t, b.p, zone, n); !slices.Equal(got, recs) {
+						if got := zoneTTLs(t, b.Provider, zone, n); !slices.Equal(got, recs) {
 							t.Fatalf("after Unconfigure zone at %s = %q, want %q as before", n, got, recs)
 						}
 					}
@@ -288,16 +271,16 @@ func (r *racing) GetRecords(ctx context.Context, zone string) ([]libdns.Record, 
 
 func TestConfigureReadBack(t *testing.T) {
 	for _, b := range backends(t, 1) {
-		t.Run(b.name, func(t *testing.T) {
+		t.Run(b.Name, func(t *testing.T) {
 			zone := zoneFor(0)
-			p := &racing{Provider: b.p, change: func() {
-				if _, err := b.p.AppendRecords(context.Background(), zone, []libdns.Record{libdns.Address{Name: "shop", TTL: time.Hour, IP: ip("203.0.113.5")}}); err != nil {
+			p := &racing{Provider: b.Provider, change: func() {
+				if _, err := b.Provider.AppendRecords(context.Background(), zone, []libdns.Record{libdns.Address{Name: "shop", TTL: time.Hour, IP: ip("203.0.113.5")}}); err != nil {
 					t.Error(err)
 				}
 			}}
 			created, findings, err := dnsconfig.New(p).Configure(context.Background(), zone,
 				[]customdomain.Record{{Type: "CNAME", Name: "shop", Value: "stores.petstore.example"}})
-			switch b.name {
+			switch b.Name {
 			case "knot":
 				// Knot accepts the CNAME next to the new A and ignores it.
 				if err != nil {
@@ -317,7 +300,7 @@ func TestConfigureReadBack(t *testing.T) {
 			if len(created) != 0 {
 				t.Fatalf("created = %+v, want nothing", created)
 			}
-			if got, want := zoneAt(t, b.p, zone, "shop"), []string{"A 203.0.113.5"}; !slices.Equal(got, want) {
+			if got, want := zoneAt(t, b.Provider, zone, "shop"), []string{"A 203.0.113.5"}; !slices.Equal(got, want) {
 				t.Fatalf("zone at shop = %q, want %q", got, want)
 			}
 		})

@@ -7,10 +7,8 @@ import (
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/dnsconfig"
-	"github.com/petstorekit/petstore/adapters/memzone"
 	"github.com/petstorekit/petstore/adapters/rfc2136/rfc2136test"
 	"github.com/petstorekit/petstore/customdomain"
-	"github.com/petstorekit/petstore/internal/testenv"
 )
 
 // TestZones: the platform's own DNS writes records in the deepest zone it
@@ -18,16 +16,10 @@ import (
 // name outside its zones, and deletes only what it wrote.
 func TestZones(t *testing.T) {
 	const managed = "customers.example.com."
-	mem := memzone.New()
-	mem.AddZone(managed)
-	backends := []backend{{"memzone", mem}}
-	if rfc2136test.Installed() || testenv.Required() {
-		backends = append(backends, backend{"knot", rfc2136test.StartKnot(t, managed).Provider()})
-	}
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range rfc2136test.Backends(t, managed) {
+		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
-			z := dnsconfig.NewZones(b.p, "Customers.Example.com.")
+			z := dnsconfig.NewZones(b.Provider, "Customers.Example.com.")
 			for name, want := range map[string]bool{
 				"shop.acme.customers.example.com": true, "customers.example.com": true,
 				"example.com": false, "shop.example.com": false, "xcustomers.example.com": false,
@@ -53,10 +45,10 @@ func TestZones(t *testing.T) {
 			if want := []string{"CNAME shop.acme.customers", "TXT _petstore-challenge.shop.acme.customers"}; !slices.Equal(names, want) {
 				t.Errorf("created %v, want %v (named as asked)", names, want)
 			}
-			if got := zoneAt(t, b.p, managed, "shop.acme"); !slices.Equal(got, []string{"CNAME edge.petstore.test."}) {
+			if got := zoneAt(t, b.Provider, managed, "shop.acme"); !slices.Equal(got, []string{"CNAME edge.petstore.test."}) {
 				t.Errorf("shop.acme in %s = %v", managed, got)
 			}
-			if got := zoneAt(t, b.p, managed, "_petstore-challenge.shop.acme"); len(got) != 1 {
+			if got := zoneAt(t, b.Provider, managed, "_petstore-challenge.shop.acme"); len(got) != 1 {
 				t.Errorf("ownership record = %v", got)
 			}
 
@@ -68,7 +60,7 @@ func TestZones(t *testing.T) {
 			if err := z.Unconfigure(ctx, "example.com", created); err != nil {
 				t.Fatal(err)
 			}
-			if got := zoneAt(t, b.p, managed, "shop.acme"); len(got) != 0 {
+			if got := zoneAt(t, b.Provider, managed, "shop.acme"); len(got) != 0 {
 				t.Errorf("after Unconfigure shop.acme = %v", got)
 			}
 		})
