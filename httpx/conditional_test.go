@@ -349,7 +349,7 @@ func TestKeyBannedOnTheAllowanceStillMakesUnconditionalRequests(t *testing.T) {
 		{"memory", func(*testing.T) ratelimit.Store { return ratelimit.NewMemoryStore() }},
 		{"redis", func(t *testing.T) ratelimit.Store {
 			c := testenv.RedisClient(t)
-			return redislimit.New(c, testenv.RedisPrefix(t, c, "httpx"))
+			return redislimit.New(c, testenv.RedisPrefix(t, c, "httpx"), redislimit.CallerClock())
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -20,7 +20,7 @@ import (
 
 func TestRateLimitRedis(t *testing.T) {
 	c := testenv.RedisClient(t)
-	e := newRLEnv(t, redislimit.New(c, testenv.RedisPrefix(t, c, "httpx")), nil)
+	e := newRLEnv(t, redislimit.New(c, testenv.RedisPrefix(t, c, "httpx"), redislimit.CallerClock()), nil)
 	res := e.get(t)
 	wantStatus(t, res, 200, "")
 	wantHeaders(t, res, freshFree)
@@ -49,7 +49,7 @@ func TestRateLimitRedis(t *testing.T) {
 func TestRateLimitTwoHandlersShareRedis(t *testing.T) {
 	first := testenv.RedisClient(t)
 	prefix := testenv.RedisPrefix(t, first, "httpx")
-	store := redislimit.New(first, prefix)
+	store := redislimit.New(first, prefix, redislimit.CallerClock())
 	pets := memstore.New()
 	keys := petstore.NewKeys(pets)
 	key, secret, err := keys.Create(context.Background(), "", petstore.PlanFree, petstore.Limits{})
@@ -58,7 +58,7 @@ func TestRateLimitTwoHandlersShareRedis(t *testing.T) {
 	}
 	clk := newClock()
 	var handlers []http.Handler
-	for _, st := range []*redislimit.Store{store, redislimit.New(testenv.RedisClient(t), prefix)} {
+	for _, st := range []*redislimit.Store{store, redislimit.New(testenv.RedisClient(t), prefix, redislimit.CallerClock())} {
 		// Idle shares go back within 8 ban polls of a second unused.
 		// Bans are off: with them on, the burst's refusals decided in
 		// memory are strikes told to Redis by a background call, and a
@@ -143,7 +143,7 @@ func TestRateLimitTwoHandlersShareRedis(t *testing.T) {
 // key's address's, a public path's), with nothing spent by the 503.
 func TestFailClosedAnswersCarryTheEstimate(t *testing.T) {
 	proxy, c := testenv.ProxiedRedis(t)
-	e := newRLEnv(t, redislimit.New(c, testenv.RedisPrefix(t, testenv.RedisClient(t), "httpx")), func(_ *httpx.Config, l *ratelimit.Config) {
+	e := newRLEnv(t, redislimit.New(c, testenv.RedisPrefix(t, testenv.RedisClient(t), "httpx"), redislimit.CallerClock()), func(_ *httpx.Config, l *ratelimit.Config) {
 		l.StoreTimeout = 2 * time.Second // a cut is refused at once; never a slow Redis here
 	})
 	kinds := []struct {
@@ -197,7 +197,7 @@ func TestFailClosedAnswersCarryTheEstimate(t *testing.T) {
 // heard of from Redis yet, no figures: it has none.
 func TestTimedOutWaitCarriesTheEstimate(t *testing.T) {
 	proxy, c := testenv.ProxiedRedis(t)
-	e := newRLEnv(t, redislimit.New(c, testenv.RedisPrefix(t, testenv.RedisClient(t), "httpx")), func(h *httpx.Config, l *ratelimit.Config) {
+	e := newRLEnv(t, redislimit.New(c, testenv.RedisPrefix(t, testenv.RedisClient(t), "httpx"), redislimit.CallerClock()), func(h *httpx.Config, l *ratelimit.Config) {
 		h.Timeout = 200 * time.Millisecond
 		l.StoreTimeout = 2 * time.Second
 	})

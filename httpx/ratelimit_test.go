@@ -510,7 +510,7 @@ func TestRateLimitStoreDown(t *testing.T) {
 			}
 			c := redis.NewClient(o)
 			t.Cleanup(func() { c.Close() })
-			e := newRLEnv(t, redislimit.New(c, "down:"), func(_ *httpx.Config, l *ratelimit.Config) {
+			e := newRLEnv(t, redislimit.New(c, "down:", redislimit.CallerClock()), func(_ *httpx.Config, l *ratelimit.Config) {
 				l.FailClosed = !tt.failOpen
 				l.StoreTimeout = 200 * time.Millisecond
 			})

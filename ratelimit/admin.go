@@ -14,7 +14,7 @@ type Ban struct {
 
 // Admin is what an operator asks of a Store: the bans in force, lifting
 // one, and a subject's counts. MemoryStore and adapters/redislimit
-// implement it. Like Store, it reads no clock: now is the caller's.
+// implement it. Like Store, it answers in the terms of now, the caller's.
 // Implementations must be safe for concurrent use with Take.
 type Admin interface {
 	// Bans returns the bans in force at now, ordered by subject.

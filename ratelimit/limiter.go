@@ -19,7 +19,8 @@ import (
 // the default ban policy, fail open, a 1 s store timeout, no logging.
 type Config struct {
 	// Clock returns the current time; time.Now when nil. Stores that read
-	// the wall clock themselves (limiterstore) need the wall clock here.
+	// a clock themselves (limiterstore; redislimit unless CallerClock)
+	// need the wall clock here.
 	// The circuit breaker's cool-down runs on it too.
 	Clock func() time.Time
 	// BanPolicy says when strikes ban a subject. Zero fields take the

@@ -52,7 +52,10 @@ type Request struct {
 	// quotas on the same periods, so counts carry over to the new plan.
 	Rates []Rate
 	// Now is the instant of the request. Stores use it instead of reading a
-	// clock, so tests cross minute and day boundaries without sleeping.
+	// clock, so tests cross minute and day boundaries without sleeping. A
+	// store shared by processes may measure on a clock of its own, so that
+	// their clocks need not agree, and answer in Now's terms
+	// (adapters/redislimit does, unless told CallerClock).
 	Now time.Time
 	// Ban is the ban policy to apply on a quota refusal.
 	Ban BanPolicy

@@ -279,14 +279,14 @@ func TestBanReachesEveryProcess(t *testing.T) {
 	}
 }
 
-// TestClockAheadBoundsWindowsAndBans: a process whose wall clock is an
+// TestClockAheadBoundsWindowsAndBans, with CallerClock: a process whose wall clock is an
 // hour ahead writes window and ban ends an hour late; another process
 // still holds them for their length at most, not an hour more.
 func TestClockAheadBoundsWindowsAndBans(t *testing.T) {
 	c := testenv.RedisClient(t)
 	prefix := testenv.RedisPrefix(t, c, "rl")
-	ahead := ratelimit.New(redislimit.New(c, prefix), ratelimit.Config{Clock: func() time.Time { return time.Now().Add(time.Hour) }})
-	right := ratelimit.New(redislimit.New(testenv.RedisClient(t), prefix), ratelimit.Config{})
+	ahead := ratelimit.New(redislimit.New(c, prefix, redislimit.CallerClock()), ratelimit.Config{Clock: func() time.Time { return time.Now().Add(time.Hour) }})
+	right := ratelimit.New(redislimit.New(testenv.RedisClient(t), prefix, redislimit.CallerClock()), ratelimit.Config{})
 	t.Cleanup(func() { _ = ahead.Close(context.Background()); _ = right.Close(context.Background()) })
 	ctx := context.Background()
 	for range 60 {
@@ -498,7 +498,7 @@ func TestLiftReachesEveryProcess(t *testing.T) {
 	}
 }
 
-// TestBanFromAClockBehindReachesEveryProcess: ban events carry the clock
+// TestBanFromAClockBehindReachesEveryProcess, with CallerClock: ban events carry the clock
 // of the process that logged them. One logged by a process whose clock is
 // behind is older than the last event another process applied; it must
 // still reach that process through the log, so that it holds the ban
@@ -509,7 +509,7 @@ func TestBanFromAClockBehindReachesEveryProcess(t *testing.T) {
 	ctx := context.Background()
 	newLimiter := func(clock func() time.Time) (*ratelimit.Limiter, *faultproxy.Proxy) {
 		p := newProxy(t)
-		l := ratelimit.New(redislimit.New(proxied(t, p), prefix), ratelimit.Config{Clock: clock})
+		l := ratelimit.New(redislimit.New(proxied(t, p), prefix, redislimit.CallerClock()), ratelimit.Config{Clock: clock})
 		t.Cleanup(func() { _ = l.Close(context.Background()) })
 		return l, p
 	}

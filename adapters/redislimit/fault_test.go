@@ -177,7 +177,7 @@ func TestRedisOutage(t *testing.T) {
 				// Recovery below moves the test's clock a second per poll;
 				// the ban must outlast however long a loaded machine polls.
 				ban.Duration = 24 * time.Hour
-				lim := ratelimit.New(redislimit.New(proxied(t, p), prefix), ratelimit.Config{
+				lim := ratelimit.New(redislimit.New(proxied(t, p), prefix, redislimit.CallerClock()), ratelimit.Config{
 					Clock: clk.Now, FailClosed: failClosed, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 					LogInterval: 24 * time.Hour, // the test moves the clock; one line per outage
 					BanPolicy:   ban,

@@ -30,7 +30,7 @@ func TestFloodKeepsBansInRedis(t *testing.T) {
 	}
 	var off atomic.Int64
 	clock := func() time.Time { return time.Now().Add(time.Duration(off.Load())) }
-	lim := ratelimit.New(redislimit.New(c, prefix, redislimit.AnonymousCap(capSubjects)),
+	lim := ratelimit.New(redislimit.New(c, prefix, redislimit.AnonymousCap(capSubjects), redislimit.CallerClock()),
 		ratelimit.Config{Clock: clock, FallbackSubjects: capSubjects})
 	t.Cleanup(func() { _ = lim.Close(context.Background()) })
 	ctx := context.Background()
@@ -78,7 +78,7 @@ func TestFloodKeepsBansInRedis(t *testing.T) {
 	t.Logf("%d new addresses in %v; limiter %+v", flood, time.Since(start).Round(time.Millisecond), lim.Stats())
 
 	// A process that never saw them asks Redis.
-	other := ratelimit.New(redislimit.New(testenv.RedisClient(t), prefix), ratelimit.Config{Clock: clock})
+	other := ratelimit.New(redislimit.New(testenv.RedisClient(t), prefix, redislimit.CallerClock()), ratelimit.Config{Clock: clock})
 	t.Cleanup(func() { _ = other.Close(context.Background()) })
 	for _, sub := range []string{banned, bannedKey} {
 		if d := decide(other, sub); d.Code != petstore.CodeAPIKeyBanned {

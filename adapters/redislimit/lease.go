@@ -14,8 +14,8 @@ import (
 )
 
 // leaseScript is ratelimit.Leaser.Lease in one step. KEYS: the subject's
-// hash, the index of anonymous subjects, the ban log. ARGV: now (ms), bans
-// disabled (0/1), strikes tolerated, strike window, first ban, longest
+// hash, the index of anonymous subjects, the ban log. ARGV: the caller's
+// now (ms) and clock (see clockLua), bans disabled (0/1), strikes tolerated, strike window, first ban, longest
 // ban, ban memory, strike grace (all ms), units wanted, refusals, first
 // refusal (ms), the cap of anonymous subjects (0: the subject is a key),
 // the subject, units needed now, last refusal (ms); then per window
@@ -25,15 +25,17 @@ import (
 // none), ban started (0/1), then used and end per window}.
 var leaseScript = redis.NewScript(`
 local key, anon, banlog = KEYS[1], KEYS[2], KEYS[3]
-local now = tonumber(ARGV[1])
-local nobans = ARGV[2] == "1"
-local strikes, within = tonumber(ARGV[3]), tonumber(ARGV[4])
-local banBase, banMax, banMemory = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local grace = tonumber(ARGV[8])
-local want, refusals, first = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
-local anonCap, subject, need = tonumber(ARGV[12]), ARGV[13], tonumber(ARGV[14])
-local last = tonumber(ARGV[15])
-local n = (#ARGV - 15) / 5
+` + clockLua + `
+local nobans = ARGV[3] == "1"
+local strikes, within = tonumber(ARGV[4]), tonumber(ARGV[5])
+local banBase, banMax, banMemory = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+local grace = tonumber(ARGV[9])
+local want, refusals, first = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])
+local anonCap, subject, need = tonumber(ARGV[13]), ARGV[14], tonumber(ARGV[15])
+local last = tonumber(ARGV[16])
+if first > 0 then first = first + shift end
+if last > 0 then last = last + shift end
+local n = (#ARGV - 16) / 5
 
 ` + banLengthLua + `
 local f = {}
@@ -44,15 +46,19 @@ for i = 1, #raw, 2 do f[raw[i]] = tonumber(raw[i + 1]) end
 local used, ends, periods, quotas = {}, {}, {}, {}
 local grant, refused = want, -1
 for i = 1, n do
-  local b = 15 + 5 * (i - 1)
+  local b = 16 + 5 * (i - 1)
   local quota, p = tonumber(ARGV[b + 1]), ARGV[b + 2]
   local period = tonumber(p)
   local ret, retEnd, debt = tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5])
+  if retEnd > 0 then retEnd = retEnd + shift end
   local c, e = f["c:" .. p] or 0, f["e:" .. p] or 0
   -- A window lasts its length at most, whatever clock wrote its end.
   if e > now + period then e = now + period end
   if e <= now then c, e = 0, 0 end
-  if ret > 0 and e > 0 and e == retEnd then c = math.max(0, c - ret) end
+  -- The window the units were granted in: ends told back through
+  -- another call's shift differ by milliseconds, those of two windows
+  -- by a period at least.
+  if ret > 0 and e > 0 and math.abs(e - retEnd) * 2 < period then c = math.max(0, c - ret) end
   if debt > 0 then
     c = c + debt
     -- A window the process started on its own while Redis failed ends
@@ -159,10 +165,10 @@ if anonCap > 0 then
 end
 
 local reply = {grant, refused, 0, started}
-if banned then reply[3] = banEnd end
+if banned then reply[3] = banEnd - shift end
 for i = 1, n do
   reply[#reply + 1] = used[i]
-  if ends[i] > 0 then reply[#reply + 1] = ends[i] else reply[#reply + 1] = now + tonumber(periods[i]) end
+  if ends[i] > 0 then reply[#reply + 1] = ends[i] - shift else reply[#reply + 1] = now - shift + tonumber(periods[i]) end
 end
 return reply
 `)
@@ -185,8 +191,8 @@ func (s *Store) Lease(ctx context.Context, req ratelimit.LeaseRequest) (ratelimi
 		last = req.LastRefusal.UnixMilli()
 	}
 	need := min(max(req.Need, 1), req.Want)
-	args := make([]any, 0, 15+5*len(req.Rates))
-	args = append(args, req.Now.UnixMilli(), boolArg(p.Disabled), p.Strikes,
+	args := make([]any, 0, 16+5*len(req.Rates))
+	args = append(args, req.Now.UnixMilli(), boolArg(!s.callerClock), boolArg(p.Disabled), p.Strikes,
 		p.Within.Milliseconds(), p.Duration.Milliseconds(), p.Max.Milliseconds(), p.Memory.Milliseconds(),
 		p.GraceOrZero().Milliseconds(), req.Want, req.Refusals, first, anonCap, req.Subject, need, last)
 	for i, r := range req.Rates {
@@ -239,30 +245,50 @@ func parseLeaseReply(v any, n int) (ratelimit.LeaseResult, error) {
 	return res, nil
 }
 
-// BanEvents implements ratelimit.Leaser: one ZRANGE of the ban log.
+// banEventsScript reads the ban log from a time on. KEYS: the ban log.
+// ARGV: the caller's now (ms) and clock (see clockLua), since (ms, in
+// the caller's time; "-inf" for all). It returns shift, then member and
+// score (on the log's clock) of each entry, oldest first.
+var banEventsScript = redis.NewScript(clockLua + `
+local min = ARGV[3]
+if min ~= "-inf" then min = tonumber(min) + shift end
+local out = {shift}
+local zs = redis.call("ZRANGEBYSCORE", KEYS[1], min, "+inf", "WITHSCORES")
+for i = 1, #zs do out[#out + 1] = zs[i] end
+return out
+`)
+
+// BanEvents implements ratelimit.Leaser: one script that reads the ban
+// log (ZRANGEBYSCORE).
 func (s *Store) BanEvents(ctx context.Context, since time.Time) ([]ratelimit.BanEvent, error) {
 	min := "-inf"
 	if !since.IsZero() {
 		min = strconv.FormatInt(since.UnixMilli(), 10)
 	}
-	zs, err := s.client.ZRangeByScoreWithScores(ctx, s.prefix+banLogKey, &redis.ZRangeBy{Min: min, Max: "+inf"}).Result()
+	v, err := banEventsScript.Run(ctx, s.client, []string{s.prefix + banLogKey}, time.Now().UnixMilli(), boolArg(!s.callerClock), min).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("redislimit: %w", err)
 	}
-	out := make([]ratelimit.BanEvent, 0, len(zs))
-	for _, z := range zs {
-		m, _ := z.Member.(string)
-		i := strings.LastIndexByte(m, '|')
-		if i < 0 {
+	shift, ok := v[0].(int64)
+	if !ok || len(v)%2 != 1 {
+		return nil, errors.New("redislimit: malformed ban log reply")
+	}
+	out := make([]ratelimit.BanEvent, 0, len(v)/2)
+	for i := 1; i < len(v); i += 2 {
+		m, _ := v[i].(string)
+		score, _ := v[i+1].(string)
+		at, err := strconv.ParseFloat(score, 64)
+		j := strings.LastIndexByte(m, '|')
+		if err != nil || j < 0 {
 			continue
 		}
-		ev := ratelimit.BanEvent{Subject: m[:i], At: time.UnixMilli(int64(z.Score))}
-		if tail := m[i+1:]; tail != "lifted" {
+		ev := ratelimit.BanEvent{Subject: m[:j], At: time.UnixMilli(int64(at) - shift)}
+		if tail := m[j+1:]; tail != "lifted" {
 			end, err := strconv.ParseInt(tail, 10, 64)
 			if err != nil || end <= 0 {
 				continue
 			}
-			ev.Until = time.UnixMilli(end)
+			ev.Until = time.UnixMilli(end - shift)
 		}
 		out = append(out, ev)
 	}

@@ -17,12 +17,16 @@
 // (AnonymousCap). Probe writes prefix + "~probe", which expires in a
 // second. A script touches the subject's hash and these two keys;
 // on Redis Cluster, put a hash tag in the prefix ("{petstore}:rl:") so
-// they share a slot. The time comes from Go (Request.Now, in
-// milliseconds), so the limiter's clock is injectable; an end more than
-// its length ahead of that time (a clock that ran ahead) counts as its
-// length, and is written back so (a ban's level memory too: a day after
-// the ban's end at most). Key TTLs (relative, so independent of the clock) reclaim memory
-// once everything in a hash has ended.
+// they share a slot. Windows and bans are measured on Redis's clock
+// (TIME, read by each script; Redis 5 or later), and every time a caller
+// passes or gets back is in the terms of its own clock (Request.Now):
+// processes whose clocks disagree still share one window. CallerClock
+// measures on the callers' times instead, for a Limiter with a fake
+// clock; an end more than its length ahead of that time (a clock that ran
+// ahead) then counts as its length, and is written back so (a ban's level
+// memory too: a day after the ban's end at most). Key TTLs (relative, so
+// independent of the clock) reclaim memory once everything in a hash has
+// ended.
 package redislimit
 
 import (
@@ -39,6 +43,22 @@ import (
 	"github.com/petstorekit/petstore/internal/redact"
 	"github.com/petstorekit/petstore/ratelimit"
 )
+
+// clockLua starts every script that reads the time: now is the script's
+// time in milliseconds, and shift what it adds to the caller's times (and
+// takes off those it returns). ARGV[1] is the caller's now; with ARGV[2]
+// "1", now is Redis's clock (TIME), so that processes whose clocks
+// disagree still agree on when a window or a ban ends (Redis 5 or later:
+// a script may write after TIME); otherwise it is the caller's, and shift
+// is 0 (CallerClock).
+const clockLua = `
+local shift = 0
+if ARGV[2] == "1" then
+  local t = redis.call("TIME")
+  shift = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - tonumber(ARGV[1])
+end
+local now = tonumber(ARGV[1]) + shift
+`
 
 // banLengthLua is the Lua function both scripts use for a ban's length
 // at a level: the first ban's (banBase), doubled per level, at most
@@ -80,7 +100,7 @@ end
 `
 
 // script is the whole decision. KEYS: the subject's hash, the ban log.
-// ARGV: now (ms), bans disabled (0/1),
+// ARGV: the caller's now (ms) and clock (see clockLua), bans disabled (0/1),
 // strikes tolerated, strike window, first ban, longest ban, ban memory,
 // strike grace (all ms), then quota and period (ms) per window, and last
 // the subject. It returns {status, refused
@@ -89,12 +109,12 @@ end
 // a ban this request started.
 var script = redis.NewScript(`
 local key = KEYS[1]
-local now = tonumber(ARGV[1])
-local nobans = ARGV[2] == "1"
-local strikes, within = tonumber(ARGV[3]), tonumber(ARGV[4])
-local banBase, banMax, banMemory = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local grace = tonumber(ARGV[8])
-local n = (#ARGV - 9) / 2
+` + clockLua + `
+local nobans = ARGV[3] == "1"
+local strikes, within = tonumber(ARGV[4]), tonumber(ARGV[5])
+local banBase, banMax, banMemory = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+local grace = tonumber(ARGV[9])
+local n = (#ARGV - 10) / 2
 
 local f = {}
 local raw = redis.call("HGETALL", key)
@@ -104,7 +124,7 @@ for i = 1, #raw, 2 do f[raw[i]] = tonumber(raw[i + 1]) end
 local used, ends, live, periods = {}, {}, {}, {}
 local refused = -1
 for i = 1, n do
-  local quota, p = tonumber(ARGV[7 + 2 * i]), ARGV[8 + 2 * i]
+  local quota, p = tonumber(ARGV[8 + 2 * i]), ARGV[9 + 2 * i]
   periods[i] = p
   local c, e = f["c:" .. p] or 0, f["e:" .. p] or 0
   -- A window lasts its length at most, whatever clock wrote its end.
@@ -116,8 +136,8 @@ for i = 1, n do
 end
 
 local function reply(status, banEnd)
-  local r = {status, refused, banEnd}
-  for i = 1, n do r[#r + 1] = used[i]; r[#r + 1] = ends[i] end
+  local r = {status, refused, banEnd > 0 and banEnd - shift or 0}
+  for i = 1, n do r[#r + 1] = used[i]; r[#r + 1] = ends[i] - shift end
   return r
 end
 
@@ -178,9 +198,10 @@ return reply(refused < 0 and 0 or 1, 0)
 
 // Store is a ratelimit.Store in Redis. It is safe for concurrent use.
 type Store struct {
-	client  redis.UniversalClient
-	prefix  string
-	anonCap int
+	client      redis.UniversalClient
+	prefix      string
+	anonCap     int
+	callerClock bool // CallerClock
 }
 
 var _ ratelimit.Prober = (*Store)(nil)
@@ -206,6 +227,16 @@ func AnonymousCap(n int) Option {
 	}
 }
 
+// CallerClock makes the Store measure windows and bans on the times its
+// callers pass (the Limiter's Config.Clock), as a test with a fake clock
+// needs, rather than on Redis's clock. Processes sharing the Store must
+// then keep their clocks within a few seconds of each other: one whose
+// clock is off by more than what is left of a window takes the window the
+// others started for over, and nothing bounds what they admit together.
+func CallerClock() Option {
+	return func(s *Store) { s.callerClock = true }
+}
+
 // New returns a Store that keeps its hashes in client under prefix (for
 // example "petstore:rl:"). For Decide's timeout to bound every call, the
 // client should have ContextTimeoutEnabled set, as ParseOptions's options
@@ -225,8 +256,8 @@ func (s *Store) Take(ctx context.Context, req ratelimit.Request) (ratelimit.Resu
 	if !p.Disabled {
 		p = p.WithDefaults()
 	}
-	args := make([]any, 0, 8+2*len(req.Rates))
-	args = append(args, req.Now.UnixMilli(), boolArg(p.Disabled), p.Strikes,
+	args := make([]any, 0, 9+2*len(req.Rates))
+	args = append(args, req.Now.UnixMilli(), boolArg(!s.callerClock), boolArg(p.Disabled), p.Strikes,
 		p.Within.Milliseconds(), p.Duration.Milliseconds(), p.Max.Milliseconds(), p.Memory.Milliseconds(),
 		p.GraceOrZero().Milliseconds())
 	for _, r := range req.Rates {

@@ -26,7 +26,7 @@ func TestStore(t *testing.T) {
 	testenv.RedisURL(t)
 	ratelimittest.Run(t, func(t testing.TB) ratelimit.Store {
 		c := testenv.RedisClient(t)
-		return redislimit.New(c, testenv.RedisPrefix(t, c, "rl"))
+		return redislimit.New(c, testenv.RedisPrefix(t, c, "rl"), redislimit.CallerClock())
 	})
 }
 
@@ -34,7 +34,7 @@ func TestKeysHaveTTL(t *testing.T) {
 	c := testenv.RedisClient(t)
 	prefix := testenv.RedisPrefix(t, c, "rl")
 	now := time.Now()
-	lim := ratelimit.New(redislimit.New(c, prefix), ratelimit.Config{Clock: func() time.Time { return now }})
+	lim := ratelimit.New(redislimit.New(c, prefix, redislimit.CallerClock()), ratelimit.Config{Clock: func() time.Time { return now }})
 	for i := range 100 { // admissions, strikes and a ban
 		if i == 61 {
 			now = now.Add(time.Second) // past the strike grace
@@ -61,8 +61,8 @@ func TestTwoProcessesShareOneRedis(t *testing.T) {
 	prefix := testenv.RedisPrefix(t, a, "rl")
 	clock := func() time.Time { return time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC) }
 	limiters := []*ratelimit.Limiter{
-		ratelimit.New(redislimit.New(a, prefix), ratelimit.Config{Clock: clock, StoreTimeout: 5 * time.Second}),
-		ratelimit.New(redislimit.New(b, prefix), ratelimit.Config{Clock: clock, StoreTimeout: 5 * time.Second}),
+		ratelimit.New(redislimit.New(a, prefix, redislimit.CallerClock()), ratelimit.Config{Clock: clock, StoreTimeout: 5 * time.Second}),
+		ratelimit.New(redislimit.New(b, prefix, redislimit.CallerClock()), ratelimit.Config{Clock: clock, StoreTimeout: 5 * time.Second}),
 	}
 	ratelimittest.CheckSharedQuota(t, limiters...)
 }
@@ -265,7 +265,7 @@ func TestAdmin(t *testing.T) {
 	testenv.RedisURL(t)
 	ratelimittest.RunAdmin(t, func(t testing.TB) ratelimit.Store {
 		c := testenv.RedisClient(t)
-		return redislimit.New(c, testenv.RedisPrefix(t, c, "rl"))
+		return redislimit.New(c, testenv.RedisPrefix(t, c, "rl"), redislimit.CallerClock())
 	})
 }
 
@@ -273,7 +273,7 @@ func TestAdmin(t *testing.T) {
 // written by a clock that ran ahead as its length at most.
 func TestTakeBoundsAClockAhead(t *testing.T) {
 	c := testenv.RedisClient(t)
-	s := redislimit.New(c, testenv.RedisPrefix(t, c, "rl"))
+	s := redislimit.New(c, testenv.RedisPrefix(t, c, "rl"), redislimit.CallerClock())
 	ctx := context.Background()
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	ahead := now.Add(time.Hour)

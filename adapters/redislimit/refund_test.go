@@ -17,7 +17,7 @@ import (
 func TestRefundGoesBackIntoTheShare(t *testing.T) {
 	c := testenv.RedisClient(t)
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	l := ratelimit.New(redislimit.New(c, testenv.RedisPrefix(t, c, "rl")),
+	l := ratelimit.New(redislimit.New(c, testenv.RedisPrefix(t, c, "rl"), redislimit.CallerClock()),
 		ratelimit.Config{Clock: func() time.Time { return now }, StoreTimeout: 5 * time.Second})
 	defer l.Close(context.Background())
 	ctx := context.Background()
@@ -75,7 +75,7 @@ func TestRefundGoesBackIntoTheShare(t *testing.T) {
 // day it was admitted in, which still runs, as the in-memory store does.
 func TestRefundAfterTheMinuteGoesBackToTheDay(t *testing.T) {
 	c := testenv.RedisClient(t)
-	store := redislimit.New(c, testenv.RedisPrefix(t, c, "rl"))
+	store := redislimit.New(c, testenv.RedisPrefix(t, c, "rl"), redislimit.CallerClock())
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	clk := testenv.NewClock(t0)
 	l := ratelimit.New(store, ratelimit.Config{Clock: clk.Now, StoreTimeout: 5 * time.Second})

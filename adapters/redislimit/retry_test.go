@@ -32,7 +32,7 @@ func TestRetryAfterOfAnOutageIsNeverEarly(t *testing.T) {
 			prefix := testenv.RedisPrefix(t, direct, "rl")
 			p := newProxy(t)
 			var clk testClock
-			lim := ratelimit.New(redislimit.New(proxied(t, p), prefix), ratelimit.Config{
+			lim := ratelimit.New(redislimit.New(proxied(t, p), prefix, redislimit.CallerClock()), ratelimit.Config{
 				Clock: clk.Now, StoreTimeout: 200 * time.Millisecond,
 			})
 			t.Cleanup(func() { _ = lim.Close(context.Background()) })
@@ -104,7 +104,7 @@ func TestReachableAgainWithoutRequests(t *testing.T) {
 	prefix := testenv.RedisPrefix(t, direct, "rl")
 	p := newProxy(t)
 	var clk testClock
-	lim := ratelimit.New(redislimit.New(proxied(t, p), prefix), ratelimit.Config{Clock: clk.Now, FailClosed: true})
+	lim := ratelimit.New(redislimit.New(proxied(t, p), prefix, redislimit.CallerClock()), ratelimit.Config{Clock: clk.Now, FailClosed: true})
 	t.Cleanup(func() { _ = lim.Close(context.Background()) })
 	ctx := context.Background()
 	if d, err := lim.Decide(ctx, "key:ready", ratelimittest.Free); err != nil || !d.Allowed {

@@ -69,7 +69,7 @@ func fill(t *testing.T, lim *ratelimit.Limiter, subject string) {
 // admitted and never banned.
 func TestBurstThenRetryAfterIsNeverBanned(t *testing.T) {
 	c := testenv.RedisClient(t)
-	st := &heldLeaser{Store: redislimit.New(c, testenv.RedisPrefix(t, c, "rl"))}
+	st := &heldLeaser{Store: redislimit.New(c, testenv.RedisPrefix(t, c, "rl"), redislimit.CallerClock())}
 	clk := testenv.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	lim := ratelimit.New(st, ratelimit.Config{Clock: clk.Now, BanPoll: time.Hour})
 	t.Cleanup(func() { _ = lim.Close(context.Background()) })
@@ -113,7 +113,7 @@ func TestBurstThenRetryAfterIsNeverBanned(t *testing.T) {
 // room, and Redis is not taken for unreachable.
 func TestBanStartedByReportedStrikesRefuses(t *testing.T) {
 	c := testenv.RedisClient(t)
-	st := &heldLeaser{Store: redislimit.New(c, testenv.RedisPrefix(t, c, "rl"))}
+	st := &heldLeaser{Store: redislimit.New(c, testenv.RedisPrefix(t, c, "rl"), redislimit.CallerClock())}
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	clk := testenv.NewClock(t0)
 	lim := ratelimit.New(st, ratelimit.Config{Clock: clk.Now, BanPoll: time.Hour})
