@@ -16,7 +16,10 @@
 // them may create two when an answer is lost.
 //
 // Error responses come back as *petstore.Error (use errors.As) with the
-// HTTP status in Status.
+// HTTP status in Status. When the client gives up on an answer that said
+// when to try again (a 429, or a 5xx with Retry-After), the
+// *petstore.Error comes wrapped in a *RetryAfterError, which tells how
+// long the server asked to wait.
 package client
 
 import (
@@ -402,7 +405,7 @@ func (c *Client) do(ctx context.Context, method string, u *url.URL, body []byte,
 		if attempt == 1 { // a retry waits below, hold included
 			if wait, herr := c.held(); wait > 0 {
 				if wait > c.maxWait || outlasts(ctx, wait) {
-					return nil, nil, herr
+					return nil, nil, &RetryAfterError{Err: herr, RetryAfter: wait}
 				}
 				if serr := c.sleep(ctx, wait); serr != nil {
 					return nil, nil, serr
@@ -417,34 +420,43 @@ func (c *Client) do(ctx context.Context, method string, u *url.URL, body []byte,
 			return nil, nil, ctxErr
 		}
 		var wait time.Duration
+		var asked time.Duration // what the answer asked for, when it did
+		var perr *petstore.Error
 		if err != nil { // no answer: network error, or the body broke off
 			wait = c.backoff(attempt)
 		} else {
-			perr := decodeError(resp, data)
+			perr = decodeError(resp, data)
 			err = perr
+			ra, raOK := parseRetryAfter(resp.Header.Get("Retry-After"), c.now())
+			if raOK {
+				asked = ra
+			}
 			switch {
 			case perr.Code == petstore.CodeAPIKeyBanned:
 				// Retrying while banned only prolongs the ban.
+				if raOK {
+					return nil, nil, &RetryAfterError{Err: perr, RetryAfter: ra}
+				}
 				return nil, nil, perr
 			case resp.StatusCode == http.StatusTooManyRequests:
 				wait = c.rateLimitWait(resp.Header, attempt)
+				asked = wait
 				c.holdFor(wait, perr)
 			case perr.Code == petstore.CodeIdempotencyKeyInUse:
 				// Our own earlier attempt is still running on the server.
 				wait = c.backoff(attempt)
 			case resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented:
-				wait = c.backoff(attempt)
-				if ra, ok := parseRetryAfter(resp.Header.Get("Retry-After"), c.now()); ok {
-					wait = max(wait, ra)
-				}
+				wait = max(c.backoff(attempt), asked)
 			default:
 				return nil, nil, perr
 			}
 		}
-		if held, _ := c.held(); held > wait {
-			wait = held
-		}
+		held, _ := c.held()
+		wait = max(wait, held)
 		if !retriable || attempt >= c.attempts || c.now().Sub(start)+wait > c.maxWait || outlasts(ctx, wait) {
+			if perr != nil && max(asked, held) > 0 {
+				return nil, nil, &RetryAfterError{Err: perr, RetryAfter: max(asked, held)}
+			}
 			return nil, nil, err
 		}
 		if serr := c.sleep(ctx, wait); serr != nil {
