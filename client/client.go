@@ -15,6 +15,9 @@
 // (httpx.Config.Idempotency, as examples/server does); one that ignores
 // them may create two when an answer is lost.
 //
+// The client reports what the server marks deprecated through the logger
+// of WithLogger: one warning per Client and operation.
+//
 // Error responses come back as *petstore.Error (use errors.As) with the
 // HTTP status in Status. When the client gives up on an answer that said
 // when to try again (a 429, or a 5xx with Retry-After), the
@@ -31,6 +34,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"log/slog"
 	"math/rand/v2"
 	"mime"
 	"net/http"
@@ -72,6 +76,7 @@ type Client struct {
 	now       func() time.Time
 	sleep     func(ctx context.Context, d time.Duration) error
 	userAgent string
+	logger    *slog.Logger
 
 	mu   sync.Mutex
 	rl   RateLimit
@@ -81,6 +86,8 @@ type Client struct {
 	// strike towards a ban, so the client's other calls wait it out too.
 	hold    time.Time
 	holdErr *petstore.Error
+	// warned holds the operations whose deprecation has been logged.
+	warned map[string]bool
 }
 
 var _ petstore.PetService = (*Client)(nil)
@@ -145,6 +152,20 @@ func WithClock(now func() time.Time, sleep func(ctx context.Context, d time.Dura
 // WithUserAgent sets the User-Agent header of every request.
 func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
 
+// WithLogger sets the logger of the client's warnings (default: none).
+// The client logs at Warn, once per Client and operation, the first answer
+// that marks the operation deprecated (a Deprecation header, RFC 9745),
+// with its operation name (such as getPet), the deprecation and Sunset
+// (RFC 8594) dates, and the successor Link's target when the server names
+// them. It never logs the key or a body. nil keeps the default.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *Client) {
+		if l != nil {
+			c.logger = l
+		}
+	}
+}
+
 // New returns a client for the API at baseURL (such as
 // "https://api.example.com/v1"), authenticating with apiKey. It refuses a
 // key with a control character, which no request could carry.
@@ -170,6 +191,7 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 		now:       time.Now,
 		sleep:     sleepContext,
 		userAgent: DefaultUserAgent,
+		logger:    slog.New(slog.DiscardHandler),
 	}
 	for _, o := range opts {
 		o(c)
@@ -238,7 +260,7 @@ func WithIdempotencyKey(ctx context.Context, key string) context.Context {
 // ListPets implements petstore.PetService: it fetches one page. The next
 // page's cursor comes from the response's Link rel="next".
 func (c *Client) ListPets(ctx context.Context, f petstore.PetFilter) (petstore.PetPage, error) {
-	pets, next, err := c.listPage(ctx, c.listURL(f))
+	pets, next, err := fetchPage[petstore.Pet](ctx, c, c.listURL(f), "listPets", "pets")
 	if err != nil {
 		return petstore.PetPage{}, err
 	}
@@ -253,20 +275,21 @@ func (c *Client) ListPets(ctx context.Context, f petstore.PetFilter) (petstore.P
 // Link rel="next" of each response. f.Limit sets the page size. Iteration
 // stops after the first error, which is yielded with a zero Pet.
 func (c *Client) All(ctx context.Context, f petstore.PetFilter) iter.Seq2[petstore.Pet, error] {
-	return allPages[petstore.Pet](ctx, c, c.listURL(f), "pets")
+	return allPages[petstore.Pet](ctx, c, c.listURL(f), "listPets", "pets")
 }
 
 // allPages iterates over every item of the list at u (its first page),
 // page by page, following the Link rel="next" of each response. Iteration
 // stops after the first error, which is yielded with a zero T; a next
-// link back to a page already read is one, as it would loop forever.
-func allPages[T any](ctx context.Context, c *Client, u *url.URL, what string) iter.Seq2[T, error] {
+// link back to a page already read is one, as it would loop forever. op
+// and what name the operation and its items.
+func allPages[T any](ctx context.Context, c *Client, u *url.URL, op, what string) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
 		read := map[string]bool{}
 		for u != nil {
 			read[u.String()] = true
-			items, next, err := fetchPage[T](ctx, c, u, what)
+			items, next, err := fetchPage[T](ctx, c, u, op, what)
 			if err != nil {
 				yield(zero, err)
 				return
@@ -307,16 +330,11 @@ func (c *Client) pageURL(path string, limit int, status, cursor string) *url.URL
 	return u
 }
 
-// listPage fetches one page of pets at u and returns them and the
-// resolved next link, nil on the last page.
-func (c *Client) listPage(ctx context.Context, u *url.URL) ([]petstore.Pet, *url.URL, error) {
-	return fetchPage[petstore.Pet](ctx, c, u, "pets")
-}
-
-// fetchPage fetches one page of a list at u and returns its items (what
-// names them in errors) and the resolved next link, nil on the last page.
-func fetchPage[T any](ctx context.Context, c *Client, u *url.URL, what string) ([]T, *url.URL, error) {
-	resp, body, err := c.do(ctx, http.MethodGet, u, nil, "")
+// fetchPage fetches one page of a list at u, the operation op, and
+// returns its items (what names them in errors) and the resolved next
+// link, nil on the last page.
+func fetchPage[T any](ctx context.Context, c *Client, u *url.URL, op, what string) ([]T, *url.URL, error) {
+	resp, body, err := c.do(ctx, op, http.MethodGet, u, nil, "")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -359,7 +377,7 @@ func (c *Client) CreatePet(ctx context.Context, p petstore.NewPet) (petstore.Pet
 	if key == "" {
 		key = uuid.NewString()
 	}
-	resp, data, err := c.do(ctx, http.MethodPost, c.endpoint("/pets"), body, key)
+	resp, data, err := c.do(ctx, "createPet", http.MethodPost, c.endpoint("/pets"), body, key)
 	if err != nil {
 		return petstore.Pet{}, err
 	}
@@ -370,9 +388,11 @@ func (c *Client) CreatePet(ctx context.Context, p petstore.NewPet) (petstore.Pet
 	return pet, nil
 }
 
-// GetPet implements petstore.PetService.
+// GetPet implements petstore.PetService. The API's getPet operation is
+// deprecated, to be removed on 5 December 2030; WithLogger makes the
+// client warn of it.
 func (c *Client) GetPet(ctx context.Context, id int64) (petstore.Pet, error) {
-	resp, data, err := c.do(ctx, http.MethodGet, c.endpoint("/pets/"+strconv.FormatInt(id, 10)), nil, "")
+	resp, data, err := c.do(ctx, "getPet", http.MethodGet, c.endpoint("/pets/"+strconv.FormatInt(id, 10)), nil, "")
 	if err != nil {
 		return petstore.Pet{}, err
 	}
@@ -390,9 +410,10 @@ func (c *Client) endpoint(path string) *url.URL {
 	return &u
 }
 
-// do runs one call with retries and returns the successful (2xx) response
-// and its body, or the last error.
-func (c *Client) do(ctx context.Context, method string, u *url.URL, body []byte, idemKey string) (*http.Response, []byte, error) {
+// do runs one call of the operation op (its OpenAPI operationId) with
+// retries and returns the successful (2xx) response and its body, or the
+// last error.
+func (c *Client) do(ctx context.Context, op, method string, u *url.URL, body []byte, idemKey string) (*http.Response, []byte, error) {
 	// A GET changes nothing; a POST is safe to repeat only under an
 	// Idempotency-Key, which makes the server answer a repeat with the
 	// first response.
@@ -413,6 +434,9 @@ func (c *Client) do(ctx context.Context, method string, u *url.URL, body []byte,
 			}
 		}
 		resp, data, err := c.attempt(ctx, method, u, body, idemKey)
+		if err == nil {
+			c.warnDeprecated(ctx, op, resp.Header)
+		}
 		if err == nil && resp.StatusCode/100 == 2 {
 			return resp, data, nil
 		}

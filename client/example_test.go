@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/memstore"
@@ -130,4 +132,29 @@ func ExampleClient_RateLimit() {
 	// Output:
 	// not_found false
 	// 300 299
+}
+
+// The API's getPet operation is deprecated: with a logger, the client
+// warns of it once, with the dates the server sends, so the program's
+// operators hear of it before the operation is removed.
+func ExampleWithLogger() {
+	base, key, stop := exampleAPI()
+	defer stop()
+	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{} // for a stable Output
+			}
+			return a
+		},
+	}))
+	c, err := client.New(base, key, client.WithLogger(logger))
+	if err != nil {
+		log.Fatal(err)
+	}
+	for id := range int64(3) {
+		_, _ = c.GetPet(context.Background(), id+1)
+	}
+	// Output:
+	// level=WARN msg="petstore API operation is deprecated" operation=getPet deprecation=2026-01-01T00:00:00.000Z sunset=2030-12-05T00:00:00.000Z successor=/v1/pets
 }

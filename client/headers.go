@@ -48,16 +48,20 @@ func parseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
 
 // parseLinkNext returns the target of the first link with relation "next"
 // in one or more Link header values (RFC 8288), or "" when there is none.
+func parseLinkNext(values []string) string { return parseLinkRel(values, "next") }
+
+// parseLinkRel returns the target of the first link with relation rel in
+// one or more Link header values (RFC 8288), or "" when there is none.
 // Relations are matched case-insensitively and may be one of several in a
 // space-separated rel value.
-func parseLinkNext(values []string) string {
+func parseLinkRel(values []string, rel string) string {
 	for _, v := range values {
 		for len(v) > 0 {
 			var target string
 			var rels []string
 			target, rels, v = parseLinkValue(v)
 			for _, r := range rels {
-				if strings.EqualFold(r, "next") && target != "" {
+				if strings.EqualFold(r, rel) && target != "" {
 					return target
 				}
 			}

@@ -19,7 +19,7 @@ import (
 // ListOrders fetches one page of the key's project's orders. The next
 // page's cursor comes from the response's Link rel="next".
 func (c *Client) ListOrders(ctx context.Context, f petstore.OrderFilter) (petstore.OrderPage, error) {
-	orders, next, err := fetchPage[petstore.Order](ctx, c, c.ordersURL(f), "orders")
+	orders, next, err := fetchPage[petstore.Order](ctx, c, c.ordersURL(f), "listOrders", "orders")
 	if err != nil {
 		return petstore.OrderPage{}, err
 	}
@@ -35,7 +35,7 @@ func (c *Client) ListOrders(ctx context.Context, f petstore.OrderFilter) (petsto
 // sets the page size. Iteration stops after the first error, which is
 // yielded with a zero Order.
 func (c *Client) AllOrders(ctx context.Context, f petstore.OrderFilter) iter.Seq2[petstore.Order, error] {
-	return allPages[petstore.Order](ctx, c, c.ordersURL(f), "orders")
+	return allPages[petstore.Order](ctx, c, c.ordersURL(f), "listOrders", "orders")
 }
 
 func (c *Client) ordersURL(f petstore.OrderFilter) *url.URL {
@@ -55,7 +55,7 @@ func (c *Client) CreateOrder(ctx context.Context, o petstore.NewOrder) (petstore
 	if key == "" {
 		key = uuid.NewString()
 	}
-	resp, data, err := c.do(ctx, http.MethodPost, c.endpoint("/store/orders"), body, key)
+	resp, data, err := c.do(ctx, "createOrder", http.MethodPost, c.endpoint("/store/orders"), body, key)
 	if err != nil {
 		return petstore.Order{}, err
 	}
@@ -69,7 +69,7 @@ func (c *Client) CreateOrder(ctx context.Context, o petstore.NewOrder) (petstore
 // GetOrder returns the key's project's order with the given id, or
 // not_found (also for an order of another project).
 func (c *Client) GetOrder(ctx context.Context, id int64) (petstore.Order, error) {
-	resp, data, err := c.do(ctx, http.MethodGet, c.endpoint("/store/orders/"+strconv.FormatInt(id, 10)), nil, "")
+	resp, data, err := c.do(ctx, "getOrder", http.MethodGet, c.endpoint("/store/orders/"+strconv.FormatInt(id, 10)), nil, "")
 	if err != nil {
 		return petstore.Order{}, err
 	}
