@@ -15,6 +15,9 @@
 // (httpx.Config.Idempotency, as examples/server does); one that ignores
 // them may create two when an answer is lost.
 //
+// WithCache makes the client revalidate the GET answers it has seen
+// (If-None-Match) instead of fetching them again.
+//
 // The client reports what the server marks deprecated through the logger
 // of WithLogger: one warning per Client and operation.
 //
@@ -29,6 +32,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -77,6 +81,8 @@ type Client struct {
 	sleep     func(ctx context.Context, d time.Duration) error
 	userAgent string
 	logger    *slog.Logger
+	cache     *Cache // nil: none
+	keyHash   string // the API key's SHA-256, for cache keys
 
 	mu   sync.Mutex
 	rl   RateLimit
@@ -197,6 +203,8 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 		o(c)
 	}
 	c.hc = c.keepKeyHome(c.hc)
+	h := sha256.Sum256([]byte(apiKey))
+	c.keyHash = string(h[:])
 	return c, nil
 }
 
@@ -240,7 +248,9 @@ func sleepContext(ctx context.Context, d time.Duration) error {
 }
 
 // RateLimit returns the rate-limit figures of the latest response that
-// carried them; ok is false before any did.
+// carried them; ok is false before any did. A 304 Not Modified (see
+// WithCache) leaves them as they were: its figures are those of the
+// separate allowance of conditional requests, not the plan's.
 func (c *Client) RateLimit() (rl RateLimit, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -542,6 +552,14 @@ func (c *Client) attempt(ctx context.Context, method string, u *url.URL, body []
 	if idemKey != "" {
 		req.Header.Set("Idempotency-Key", idemKey)
 	}
+	var ckey string
+	var cached *cacheEntry
+	if c.cache != nil && method == http.MethodGet {
+		ckey = c.keyHash + u.String()
+		if cached = c.cache.get(ckey); cached != nil {
+			req.Header.Set("If-None-Match", cached.etag)
+		}
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, nil, &noAnswer{fmt.Errorf("petstore client: %s %s: %w", method, u.Path, err)}
@@ -553,7 +571,7 @@ func (c *Client) attempt(ctx context.Context, method string, u *url.URL, body []
 	// One byte more than the bound tells a body over it (decodeBody
 	// refuses it) from one exactly at it.
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
-	if rl, ok := parseRateLimit(resp.Header); ok {
+	if rl, ok := parseRateLimit(resp.Header); ok && resp.StatusCode != http.StatusNotModified {
 		c.mu.Lock()
 		c.rl, c.rlOK = rl, true
 		c.mu.Unlock()
@@ -561,7 +579,33 @@ func (c *Client) attempt(ctx context.Context, method string, u *url.URL, body []
 	if err != nil {
 		return nil, nil, &noAnswer{fmt.Errorf("petstore client: %s %s: reading response: %w", method, u.Path, err)}
 	}
+	if ckey != "" {
+		resp, data = c.revalidated(ckey, cached, resp, data)
+	}
 	return resp, data, nil
+}
+
+// revalidated keeps the answer (resp, data) to a GET in the cache at
+// ckey, where cached was when it was sent, and returns the answer the
+// call gets: for a 304, the cached one, as a 200 with the headers the
+// 304 updates (RFC 9111 §4.3.4).
+func (c *Client) revalidated(ckey string, cached *cacheEntry, resp *http.Response, data []byte) (*http.Response, []byte) {
+	etag := resp.Header.Get("ETag")
+	switch {
+	case resp.StatusCode == http.StatusNotModified && cached != nil:
+		h := cached.header.Clone()
+		for k, v := range resp.Header {
+			h[k] = v
+		}
+		r := *resp
+		r.StatusCode, r.Status, r.Header, r.Body = http.StatusOK, "200 OK", h, http.NoBody
+		return &r, cached.body
+	case resp.StatusCode == http.StatusOK && etag != "" && len(data) <= maxResponse:
+		c.cache.put(ckey, etag, resp.Header.Clone(), data)
+	case resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
+		c.cache.remove(ckey) // gone, or no longer cacheable: free its room
+	}
+	return resp, data
 }
 
 // decodeBody decodes the JSON body data of the successful answer resp

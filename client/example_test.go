@@ -158,3 +158,38 @@ func ExampleWithLogger() {
 	// Output:
 	// level=WARN msg="petstore API operation is deprecated" operation=getPet deprecation=2026-01-01T00:00:00.000Z sunset=2030-12-05T00:00:00.000Z successor=/v1/pets
 }
+
+// With a Cache, the client sends back the ETag of an answer it has seen:
+// an unchanged page comes back 304 Not Modified, without a body and
+// without spending the plan's quota, and the call returns the page the
+// client remembered. A changed page comes back whole.
+func ExampleWithCache() {
+	base, key, stop := exampleAPI()
+	defer stop()
+	c, err := client.New(base, key, client.WithCache(client.NewCache(1<<20)))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	list := func() {
+		page, err := c.ListPets(ctx, petstore.PetFilter{})
+		if err != nil {
+			log.Fatal(err)
+		}
+		rl, _ := c.RateLimit()
+		fmt.Printf("%d pets, %d requests left\n", len(page.Pets), rl.Remaining)
+	}
+	if _, err := c.CreatePet(ctx, petstore.NewPet{Name: "Rex", CategoryID: 1}); err != nil {
+		log.Fatal(err)
+	}
+	list()
+	list() // 304: the same page, no quota spent
+	if _, err := c.CreatePet(ctx, petstore.NewPet{Name: "Tom", CategoryID: 1}); err != nil {
+		log.Fatal(err)
+	}
+	list() // changed: the whole page again
+	// Output:
+	// 1 pets, 298 requests left
+	// 1 pets, 298 requests left
+	// 2 pets, 296 requests left
+}
