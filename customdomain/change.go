@@ -3,22 +3,31 @@ package customdomain
 import (
 	"context"
 	"reflect"
+	"time"
 
 	"github.com/petstorekit/petstore"
 )
 
-// Events receives a domain's lifecycle events, for webhooks or email: one
-// call per change, after the change is stored, with the domain as the
-// dashboard shows it then. The types are EventAdded ("domain.added"),
-// EventVerified, EventActive, EventMisconfigured, EventCertIssued,
-// EventCertFailed and EventRemoved (removed by the customer, or released
-// after drift). The engine calls it from the request or background
-// goroutine that made the change, so an implementation must return
-// quickly (queue, do not deliver inline), must be safe for concurrent use,
-// and is not told twice: of several processes sharing a store, the one
-// whose write won tells it.
+// Events receives a domain's lifecycle events, for webhooks or email,
+// with the domain as the dashboard showed it when the change was stored.
+// The types are EventAdded ("domain.added"), EventVerified, EventActive,
+// EventMisconfigured, EventCertIssued, EventCertFailed and EventRemoved
+// (removed by the customer, or released after drift).
+//
+// Each event is stored with its change, in the same write (the entry's
+// Outbox), so a stored change always has its event: the engine calls
+// DomainEvent once the write won, and again, from any engine's RunDue on
+// the store, until a call returns nil. So an event may be told more than
+// once, also by several processes at a time, always with the same ID:
+// an implementation must store it once per ID (a second call with an ID
+// it has is a no-op that returns nil) and return nil only once the event
+// is durably its own. It is called from the request or background
+// goroutine that made the change, so it must return quickly (queue, do
+// not deliver inline) and honour ctx's deadline, and must be safe for
+// concurrent use. Set it on every engine sharing a store, or the events
+// of one wait in the store for an engine that has it.
 type Events interface {
-	DomainEvent(ctx context.Context, projectID string, eventType string, d Domain)
+	DomainEvent(ctx context.Context, projectID string, ev PendingEvent) error
 }
 
 // policy is Step's view of the configuration.
@@ -38,17 +47,21 @@ func (e *Engine) policy() Policy {
 // the one read; on a conflict (another process, or the background loop,
 // wrote it meanwhile) read it again, at most tries times, then answer
 // conflict. The effects run only once the write won, so a lost write has
-// none. It returns the entry as stored.
+// none. The events the change emits are stored with it, in the same
+// write (record), and handed to Events after it. It returns the entry as
+// stored.
 func (e *Engine) change(ctx context.Context, tries int, read func() (Entry, error), ev Event) (Entry, error) {
 	for range tries {
 		entry, err := read()
 		if err != nil {
 			return Entry{}, err
 		}
-		next, effects := Step(entry, ev, e.now(), e.policy())
+		now := e.now()
+		next, effects := Step(entry, ev, now, e.policy())
 		if reflect.DeepEqual(next, entry.Canonical()) {
 			return entry, nil
 		}
+		e.record(ctx, &next, effects, now)
 		stored, err := e.cfg.Store.UpdateDomain(ctx, next)
 		if petstore.ErrorCode(err) == petstore.CodeConflict {
 			continue
@@ -64,8 +77,8 @@ func (e *Engine) change(ctx context.Context, tries int, read func() (Entry, erro
 
 // perform runs a written Step's effects in their fixed order: routing
 // first (a removed name stops being served before anything else), then
-// the certificate, the customer's DNS records, and last the events, which
-// show the domain as it now is.
+// the certificate, the customer's DNS records, and last the hand-off of
+// the events the write stored (the Emit effects are in stored.Outbox).
 func (e *Engine) perform(ctx context.Context, stored Entry, effects []Effect) {
 	has := func(k EffectKind) bool {
 		for _, f := range effects {
@@ -96,20 +109,7 @@ func (e *Engine) perform(ctx context.Context, stored Entry, effects []Effect) {
 	if has(UnconfigureDNS) {
 		e.unconfigureDNS(ctx, stored)
 	}
-	if e.cfg.Events == nil {
-		return
-	}
-	var d *Domain
-	for _, f := range effects {
-		if f.Kind != Emit {
-			continue
-		}
-		if d == nil {
-			v := e.view(ctx, stored)
-			d = &v
-		}
-		e.cfg.Events.DomainEvent(ctx, stored.ProjectID, f.Event, *d)
-	}
+	e.handOff(ctx, stored, time.Time{})
 }
 
 // unroute stops serving a removed or released name in this process at

@@ -2,6 +2,7 @@ package customdomain_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/netip"
 	"slices"
 	"strings"
@@ -16,16 +17,30 @@ import (
 	"github.com/petstorekit/petstore/internal/domaintest"
 )
 
-// events records what the engine tells its Events port.
+// events records what the engine tells its Events port: each event once,
+// as an implementation must (a second hand-off of an ID is a no-op).
 type events struct {
-	mu  sync.Mutex
-	got []string
+	mu   sync.Mutex
+	got  []string
+	seen map[string]bool
 }
 
-func (ev *events) DomainEvent(_ context.Context, projectID, eventType string, d customdomain.Domain) {
+func (ev *events) DomainEvent(_ context.Context, projectID string, e customdomain.PendingEvent) error {
+	var d customdomain.Domain
+	if err := json.Unmarshal(e.Domain, &d); err != nil {
+		return err
+	}
 	ev.mu.Lock()
 	defer ev.mu.Unlock()
-	ev.got = append(ev.got, projectID+" "+eventType+" "+d.Name+" "+string(d.Status))
+	if ev.seen[e.ID] {
+		return nil
+	}
+	if ev.seen == nil {
+		ev.seen = map[string]bool{}
+	}
+	ev.seen[e.ID] = true
+	ev.got = append(ev.got, projectID+" "+e.Type+" "+d.Name+" "+string(d.Status))
+	return nil
 }
 
 // take returns what was told since the last take.

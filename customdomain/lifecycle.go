@@ -128,6 +128,8 @@ func (e *Engine) Add(ctx context.Context, projectID, name string) (d Domain, cre
 		CreatedAt:      now,
 		UpdatedAt:      now,
 	}
+	added := []Effect{{Kind: Emit, Event: EventAdded}}
+	e.record(ctx, &entry, added, now)
 	stored, err := e.cfg.Store.CreateDomain(ctx, entry)
 	if petstore.ErrorCode(err) == petstore.CodeConflict {
 		// Lost a race: to this project (return its domain) or another.
@@ -138,7 +140,7 @@ func (e *Engine) Add(ctx context.Context, projectID, name string) (d Domain, cre
 	if err != nil {
 		return Domain{}, false, err
 	}
-	e.perform(ctx, stored, []Effect{{Kind: Emit, Event: EventAdded}})
+	e.perform(ctx, stored, added)
 	return e.view(ctx, stored), true, nil
 }
 

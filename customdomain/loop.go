@@ -11,7 +11,9 @@ import (
 // live domains' records for drift, asks the CertIssuer about issuing
 // domains, and retries certificate removals and the deletions of records
 // ConfigureDNS wrote (those of domains any engine on the store removed,
-// which DueDomains returns with the others). It returns how many domains
+// which DueDomains returns with the others), and hands Events the events
+// of stored changes not handed over yet (DueOutboxes), whichever engine
+// stored them. It returns how many domains
 // it looked at. Tests call it with a fake clock; Run calls it in
 // production.
 func (e *Engine) RunDue(ctx context.Context, now time.Time) (int, error) {
@@ -19,6 +21,9 @@ func (e *Engine) RunDue(ctx context.Context, now time.Time) (int, error) {
 	done := 0
 	if e.cfg.CertIssuer != nil {
 		e.removeLeftoverCerts(ctx)
+	}
+	if err := e.retryOutboxes(ctx, now); err != nil {
+		return done, err
 	}
 	if e.cfg.RecheckActive > 0 && e.unscheduled.CompareAndSwap(false, true) {
 		// Domains that went active before drift checks existed have no

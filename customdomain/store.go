@@ -1,7 +1,9 @@
 package customdomain
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"slices"
 	"time"
 
@@ -104,9 +106,21 @@ type Entry struct {
 	// set back to zero once the records are deleted, or handed to the
 	// same project's new domain of the name.
 	DNSRecords []Record `json:",omitempty"`
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
-	Version    int64 // set by the store: 1 on create, +1 on each update
+	// Outbox holds the lifecycle events of changes stored in this entry
+	// that the Events port has not taken yet, oldest first: the write
+	// that stores a change also stores its events (the transactional
+	// outbox), so a change never stands without them. The engine hands
+	// them to Events right after that write and then removes them with a
+	// version-checked write; what is still here at OutboxDueAt (the
+	// hand-off failed, or the process died) any engine's RunDue hands
+	// over, found through DueOutboxes. nil when empty.
+	Outbox []PendingEvent `json:",omitempty"`
+	// OutboxDueAt is when RunDue next hands over the events still in
+	// Outbox; zero when Outbox is empty.
+	OutboxDueAt time.Time `json:",omitzero"`
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	Version     int64 // set by the store: 1 on create, +1 on each update
 }
 
 // Canonical returns a copy of e that shares no slices with it, with empty
@@ -129,6 +143,14 @@ func (e Entry) Canonical() Entry {
 	if len(e.DNSRecords) == 0 {
 		e.DNSRecords = nil
 	}
+	e.Outbox = slices.Clone(e.Outbox)
+	if len(e.Outbox) == 0 {
+		e.Outbox = nil
+	}
+	for i := range e.Outbox {
+		e.Outbox[i].Domain = bytes.Clone(e.Outbox[i].Domain)
+		e.Outbox[i].CreatedAt = e.Outbox[i].CreatedAt.UTC()
+	}
 	e.History = slices.Clone(e.History)
 	if e.History == nil {
 		e.History = []Transition{}
@@ -136,10 +158,25 @@ func (e Entry) Canonical() Entry {
 	for i := range e.History {
 		e.History[i].At = e.History[i].At.UTC()
 	}
-	for _, t := range []*time.Time{&e.CheckedAt, &e.PendingSince, &e.VerifiedAt, &e.DriftedAt, &e.NextCheckAt, &e.CreatedAt, &e.UpdatedAt} {
+	for _, t := range []*time.Time{&e.CheckedAt, &e.PendingSince, &e.VerifiedAt, &e.DriftedAt, &e.NextCheckAt, &e.OutboxDueAt, &e.CreatedAt, &e.UpdatedAt} {
 		*t = t.UTC()
 	}
 	return e
+}
+
+// PendingEvent is one lifecycle event of a domain, as the write that
+// stored its change stored it in the entry's Outbox, and as Events
+// receives it.
+type PendingEvent struct {
+	// ID is "evt_" and a UUID v7, made once with the change: every
+	// hand-off of the event, by any engine, carries the same ID, so the
+	// receiving side stores it once and its receivers deduplicate by it.
+	ID        string    `json:"id"`
+	Type      string    `json:"type"` // EventAdded, EventVerified, …
+	CreatedAt time.Time `json:"createdAt"`
+	// Domain is the domain as the dashboard showed it when the change
+	// was stored: a Domain in JSON, the same bytes at every hand-off.
+	Domain json.RawMessage `json:"domain"`
 }
 
 // Redirect sends requests for From to To with an HTTP status.
@@ -186,7 +223,7 @@ type Store interface {
 	// not_found for an unknown ID and conflict when the entry changed since
 	// it was read, or was already removed and e is not (a removed entry
 	// stays removed; it is written again only for the pending deletion
-	// of its DNSRecords, NextCheckAt).
+	// of its DNSRecords, NextCheckAt, and for its Outbox).
 	// Writing a status that FreesName (removed, released) frees the name
 	// for a new CreateDomain.
 	UpdateDomain(ctx context.Context, e Entry) (Entry, error)
@@ -202,6 +239,13 @@ type Store interface {
 	// removed entries are kept for good, so it must not read the entries
 	// that are not due (bunstore: an index on the next check time).
 	DueDomains(ctx context.Context, now time.Time, limit int) ([]Entry, error)
+
+	// DueOutboxes returns at most limit entries whose OutboxDueAt is set
+	// and not after now, earliest first (then by ID), whatever their
+	// status: their Outbox holds events Events has not taken yet. Every
+	// engine asks every RefreshEvery, so it must not read the entries
+	// that are not due (bunstore: an index on the outbox's due time).
+	DueOutboxes(ctx context.Context, now time.Time, limit int) ([]Entry, error)
 
 	// DomainConfig returns a project's config; a project that never stored
 	// one gets an empty config (ProjectID set, no primary, no redirects).

@@ -536,6 +536,93 @@ func RunDomains(t *testing.T, open Opener) {
 			}
 		}
 	})
+	t.Run("OutboxKeptWithTheChangeAndDue", func(t *testing.T) {
+		// The events of a change are stored in its entry by the same
+		// write (Outbox, with their IDs and the domain's JSON as it was),
+		// read back byte for byte, and DueOutboxes finds the entries whose
+		// events are due, whatever their status, by OutboxDueAt alone
+		// (not NextCheckAt); clearing them, removed entries included, is
+		// a version-checked write like any other, after which the entry
+		// is never returned again.
+		t.Parallel()
+		s := openDomains(t, open)
+		at := func(m int) time.Time { return domainTime.Add(time.Duration(m) * time.Minute) }
+		dueNames := func(now time.Time, limit int) string {
+			t.Helper()
+			due, err := s.DueOutboxes(ctx, now, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			names := []string{}
+			for _, e := range due {
+				names = append(names, e.Name)
+			}
+			return fmt.Sprint(names)
+		}
+		event := func(id, typ string) customdomain.PendingEvent {
+			return customdomain.PendingEvent{ID: id, Type: typ, CreatedAt: domainTime,
+				Domain: []byte(`{"name":"x.example.com","status":"pending","history":[{"status":"pending","at":"2026-11-22T10:00:00.123Z"}]}`)}
+		}
+		var entries []customdomain.Entry
+		for i, tc := range []struct {
+			due    time.Time
+			status customdomain.Status
+		}{
+			{at(5), customdomain.StatusActive},
+			{at(1), customdomain.StatusPending},
+			{time.Time{}, customdomain.StatusPending},
+			{at(3), customdomain.StatusRemoved},
+			{at(60), customdomain.StatusReleased},
+		} {
+			e := newEntry(fmt.Sprint("dom_", i), "prj_a", fmt.Sprintf("n%d.example.com", i))
+			e.NextCheckAt = time.Time{}
+			if !tc.due.IsZero() {
+				e.Outbox, e.OutboxDueAt = []customdomain.PendingEvent{event(fmt.Sprint("evt_", i), customdomain.EventAdded)}, tc.due
+			}
+			created := mustCreateDomain(t, s, e)
+			if e.Version = 1; entryJSON(t, created) != entryJSON(t, e) {
+				t.Fatalf("created = %+v, want %+v", created, e)
+			}
+			created.Status = tc.status
+			if !tc.due.IsZero() {
+				created.Outbox = append(created.Outbox, event(fmt.Sprint("evt_", i, "b"), customdomain.EventVerified))
+			}
+			updated, err := s.UpdateDomain(ctx, created)
+			if err != nil {
+				t.Fatal(err)
+			}
+			entries = append(entries, updated)
+		}
+		if got := dueNames(at(10), 10); got != "[n1.example.com n3.example.com n0.example.com]" {
+			t.Fatalf("DueOutboxes(+10m) = %s, want [n1.example.com n3.example.com n0.example.com]", got)
+		}
+		if got := dueNames(at(10), 1); got != "[n1.example.com]" {
+			t.Fatalf("DueOutboxes(+10m, 1) = %s, want [n1.example.com]", got)
+		}
+		if got := dueNames(at(0), 10); got != "[]" {
+			t.Fatalf("DueOutboxes(+0) = %s, want none", got)
+		}
+		due, err := s.DueOutboxes(ctx, at(10), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range due {
+			if e.ID == "dom_3" && (entryJSON(t, e) != entryJSON(t, entries[3]) || len(e.Outbox) != 2 || string(e.Outbox[1].Domain) != string(entries[3].Outbox[1].Domain)) {
+				t.Fatalf("due entry = %s, want %s", entryJSON(t, e), entryJSON(t, entries[3]))
+			}
+		}
+		removed := entries[3]
+		removed.Outbox, removed.OutboxDueAt = nil, time.Time{}
+		cleared, err := s.UpdateDomain(ctx, removed)
+		if err != nil || cleared.Status != customdomain.StatusRemoved {
+			t.Fatalf("clearing a removed entry's outbox = %s, %v", cleared.Status, err)
+		}
+		_, err = s.UpdateDomain(ctx, removed) // another replica, from the same read
+		wantCode(t, err, petstore.CodeConflict)
+		if got := dueNames(at(120), 10); got != "[n1.example.com n0.example.com n4.example.com]" {
+			t.Fatalf("DueOutboxes once n3's are cleared = %s, want [n1.example.com n0.example.com n4.example.com]", got)
+		}
+	})
 	t.Run("Configs", func(t *testing.T) {
 		t.Parallel()
 		s := openDomains(t, open)

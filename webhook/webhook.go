@@ -232,18 +232,35 @@ func endpointNotFound(id string) error {
 // with encoding/json as the event's data.domain (a json.RawMessage is
 // sent as it is). Returns invalid_request for an unknown event type.
 func (s *Service) Enqueue(ctx context.Context, projectID, eventType string, domain any) error {
+	return s.EnqueueOnce(ctx, projectID, "evt_"+uuid.Must(uuid.NewV7()).String(), eventType, s.now(), domain)
+}
+
+// EnqueueOnce is Enqueue for an event whose id ("evt_" and a UUID v7) and
+// time the caller made, and which it may enqueue more than once, not
+// knowing whether an earlier call stored it (it failed, or its process
+// ended): an id already enqueued is not enqueued again, and EnqueueOnce
+// returns nil, so each endpoint gets the event once, with that id.
+// Returns invalid_request for an unknown event type or an id that is not
+// "evt_" and at most 64 bytes.
+func (s *Service) EnqueueOnce(ctx context.Context, projectID, id, eventType string, createdAt time.Time, domain any) error {
 	if !knownType(eventType) {
 		return petstore.Errorf(petstore.CodeInvalidRequest, "unknown webhook event type %q", eventType)
 	}
 	if projectID == "" {
 		return petstore.Errorf(petstore.CodeInvalidRequest, "a webhook event needs a project")
 	}
-	ev := Event{ID: "evt_" + uuid.Must(uuid.NewV7()).String(), ProjectID: projectID, Type: eventType, CreatedAt: s.now().UTC()}
+	if !strings.HasPrefix(id, "evt_") || !possibleID(id) {
+		return petstore.Errorf(petstore.CodeInvalidRequest, "webhook event id %q is not evt_ and at most 64 bytes", id)
+	}
+	ev := Event{ID: id, ProjectID: projectID, Type: eventType, CreatedAt: createdAt.UTC()}
 	var err error
 	if ev.Payload, err = encodeBody(ev.ID, ev.Type, ev.CreatedAt, domain); err != nil {
 		return err
 	}
 	n, err := s.store.EnqueueWebhookEvent(ctx, ev)
+	if petstore.ErrorCode(err) == petstore.CodeConflict {
+		return nil // enqueued before, with this id: once is the promise
+	}
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,10 @@ type domainRow struct {
 	HeldName    string `bun:"held_name,nullzero"` // NULL once removed: frees the name
 	Status      string `bun:"status,notnull"`
 	NextCheckNS int64  `bun:"next_check_ns,nullzero"` // NULL: never checked again
+	// OutboxDueNS is when the events in the entry's outbox (in Data) are
+	// next handed over; NULL when it has none
+	// (20261127000001_domain_outbox.go).
+	OutboxDueNS int64  `bun:"outbox_due_ns,nullzero"`
 	CreatedNS   int64  `bun:"created_ns,notnull"`
 	Version     int64  `bun:"version,notnull"`
 	Data        string `bun:"data,notnull"` // the whole entry as JSON
@@ -46,6 +50,9 @@ func newDomainRow(e customdomain.Entry) (domainRow, error) {
 	}
 	if !e.NextCheckAt.IsZero() {
 		r.NextCheckNS = e.NextCheckAt.UnixNano()
+	}
+	if !e.OutboxDueAt.IsZero() {
+		r.OutboxDueNS = e.OutboxDueAt.UnixNano()
 	}
 	return r, nil
 }
@@ -141,7 +148,7 @@ func (s *Store) UpdateDomain(ctx context.Context, e customdomain.Entry) (customd
 		return customdomain.Entry{}, mapErr(ctx, "update domain", err)
 	}
 	res, err := s.db.NewUpdate().Model(&row).
-		Column("held_name", "status", "next_check_ns", "version", "data", "ownership_token").
+		Column("held_name", "status", "next_check_ns", "outbox_due_ns", "version", "data", "ownership_token").
 		Where("id = ? AND version = ?", e.ID, cur.Version).Exec(ctx)
 	if err != nil {
 		return customdomain.Entry{}, mapErr(ctx, "update domain", err)
@@ -187,6 +194,22 @@ func (s *Store) DueDomains(ctx context.Context, now time.Time, limit int) ([]cus
 		sel = sel.Limit(int64(limit))
 	}
 	return s.scanDomains(ctx, "due domains", sel)
+}
+
+// DueOutboxes implements customdomain.Store from the domains_outbox_due
+// index: only entries with events still to hand over have the column set.
+func (s *Store) DueOutboxes(ctx context.Context, now time.Time, limit int) ([]customdomain.Entry, error) {
+	if limit == 0 {
+		return []customdomain.Entry{}, ctx.Err()
+	}
+	sel := s.db.NewSelect().Model((*domainRow)(nil)).
+		Where("outbox_due_ns IS NOT NULL").
+		Where("outbox_due_ns <= ?", now.UnixNano()).
+		Order("outbox_due_ns ASC", "id ASC")
+	if limit > 0 {
+		sel = sel.Limit(int64(limit))
+	}
+	return s.scanDomains(ctx, "due outboxes", sel)
 }
 
 type domainConfigRow struct {

@@ -125,6 +125,12 @@ func (s *Store) ListDomains(ctx context.Context, q customdomain.DomainQuery) ([]
 
 // DueDomains implements customdomain.Store.
 func (s *Store) DueDomains(ctx context.Context, now time.Time, limit int) ([]customdomain.Entry, error) {
+	return s.due(ctx, now, limit, func(e customdomain.Entry) time.Time { return e.NextCheckAt })
+}
+
+// due returns at most limit entries whose time at is set and not after
+// now, earliest first, then by ID.
+func (s *Store) due(ctx context.Context, now time.Time, limit int, at func(customdomain.Entry) time.Time) ([]customdomain.Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -133,13 +139,13 @@ func (s *Store) DueDomains(ctx context.Context, now time.Time, limit int) ([]cus
 	defer t.mu.Unlock()
 	out := []customdomain.Entry{}
 	for _, e := range t.byID {
-		if !e.NextCheckAt.IsZero() && !e.NextCheckAt.After(now) {
+		if t := at(e); !t.IsZero() && !t.After(now) {
 			out = append(out, e)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if !out[i].NextCheckAt.Equal(out[j].NextCheckAt) {
-			return out[i].NextCheckAt.Before(out[j].NextCheckAt)
+		if ti, tj := at(out[i]), at(out[j]); !ti.Equal(tj) {
+			return ti.Before(tj)
 		}
 		return out[i].ID < out[j].ID
 	})
@@ -150,6 +156,11 @@ func (s *Store) DueDomains(ctx context.Context, now time.Time, limit int) ([]cus
 		out[i] = out[i].Canonical()
 	}
 	return out, nil
+}
+
+// DueOutboxes implements customdomain.Store.
+func (s *Store) DueOutboxes(ctx context.Context, now time.Time, limit int) ([]customdomain.Entry, error) {
+	return s.due(ctx, now, limit, func(e customdomain.Entry) time.Time { return e.OutboxDueAt })
 }
 
 // DomainConfig implements customdomain.Store.

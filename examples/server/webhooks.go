@@ -52,26 +52,27 @@ func startWebhooks(ctx context.Context, cfg config, store webhook.Store, logger 
 }
 
 // domainEvents hands the custom-domain engine's lifecycle events to the
-// webhook outbox. The event is queued even when the request that caused
-// it ends right after the change was stored, so none is lost to a
-// client that hangs up. Queuing keeps the request's deadline, or waits at
-// most timeout (-db-timeout) without one, so a paused database does not
-// hold the request that caused it past its bound.
+// webhook outbox, by the event's id: the engine hands an event over again
+// (from any process's background loop) until this returns nil, and the
+// outbox stores each id once. The event is queued even when the request
+// that caused it ends right after the change was stored, so none waits
+// for the background loop because a client hung up. Queuing keeps the
+// request's deadline, or waits at most timeout (-db-timeout) without one,
+// so a paused database does not hold the request that caused it past its
+// bound: the event then waits in the domain's entry, stored with the
+// change.
 type domainEvents struct {
 	hooks   *webhook.Service
-	logger  *slog.Logger
 	timeout time.Duration
 }
 
 // DomainEvent implements customdomain.Events.
-func (e domainEvents) DomainEvent(ctx context.Context, projectID, eventType string, d customdomain.Domain) {
+func (e domainEvents) DomainEvent(ctx context.Context, projectID string, ev customdomain.PendingEvent) error {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(e.timeout)
 	}
 	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer cancel()
-	if err := e.hooks.Enqueue(ctx, projectID, eventType, d); err != nil {
-		e.logger.Warn("domain event not queued for webhooks", "type", eventType, "project", projectID, "err", err)
-	}
+	return e.hooks.EnqueueOnce(ctx, projectID, ev.ID, ev.Type, ev.CreatedAt, ev.Domain)
 }

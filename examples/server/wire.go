@@ -253,7 +253,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		DriftGrace:           cfg.driftGrace,
 		DCVZone:              cfg.acmeDCVZone,
 		CDNs:                 cfg.cdns,
-		Events:               domainEvents{hooks: hooks, logger: logger, timeout: cfg.dbTimeout},
+		Events:               domainEvents{hooks: hooks, timeout: cfg.dbTimeout},
 	}
 	if issuer != nil {
 		ecfg.CertIssuer = tracing.CertIssuer(issuer, tp)

@@ -1,0 +1,198 @@
+package bunstore_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/bunstore"
+	"github.com/petstorekit/petstore/customdomain"
+	"github.com/petstorekit/petstore/internal/domaintest"
+	"github.com/petstorekit/petstore/webhook"
+)
+
+// diedEvents is the Events port of a process that dies right after a
+// domain's change is stored, before it queues the change's event.
+type diedEvents struct{}
+
+func (diedEvents) DomainEvent(context.Context, string, customdomain.PendingEvent) error {
+	return errors.New("the process died before queuing the event")
+}
+
+// hookEvents queues the engine's events for webhooks by their IDs, as
+// examples/server does, waiting at most a second for the database.
+type hookEvents struct{ hooks *webhook.Service }
+
+func (h hookEvents) DomainEvent(ctx context.Context, projectID string, ev customdomain.PendingEvent) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	return h.hooks.EnqueueOnce(ctx, projectID, ev.ID, ev.Type, ev.CreatedAt, ev.Domain)
+}
+
+// newHooks returns a webhook service over store, delivering nothing.
+func newHooks(t *testing.T, store webhook.Store) *webhook.Service {
+	t.Helper()
+	hooks, err := webhook.New(webhook.Config{Store: store, AllowPrivate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hooks
+}
+
+// hooksWithEndpoint returns a webhook service over store and the
+// endpoint it registered for prj_pro.
+func hooksWithEndpoint(t *testing.T, store webhook.Store) (*webhook.Service, webhook.Endpoint) {
+	t.Helper()
+	hooks := newHooks(t, store)
+	ep, err := hooks.CreateEndpoint(context.Background(), "prj_pro", "https://hooks.example.com/domains")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hooks, ep
+}
+
+var proProject = customdomain.Project{ID: "prj_pro", Plan: petstore.PlanPro, Deployed: true}
+
+// wantOneAdded fails unless the endpoint has exactly one delivery, the
+// domain.added event of shop.example.com, and returns its event ID.
+func wantOneAdded(t *testing.T, hooks *webhook.Service, ep webhook.Endpoint) string {
+	t.Helper()
+	ds, err := hooks.Deliveries(context.Background(), "prj_pro", ep.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 1 {
+		t.Fatalf("%d deliveries, want the one domain.added: %+v", len(ds), ds)
+	}
+	var body struct {
+		ID, Type string
+		Data     struct{ Domain struct{ Name, Status string } }
+	}
+	if err := json.Unmarshal(ds[0].Payload, &body); err != nil || body.Type != customdomain.EventAdded ||
+		body.ID != ds[0].EventID || body.Data.Domain.Name != "shop.example.com" || body.Data.Domain.Status != "pending" {
+		t.Fatalf("delivery %s (%v), want domain.added of shop.example.com, pending", ds[0].Payload, err)
+	}
+	return ds[0].EventID
+}
+
+// TestDomainEventOfADeadProcessIsQueuedOnceByTheOthers: a process that
+// stores a domain's change and dies before queuing its event leaves the
+// event in the stored entry; two other processes on the same database
+// both run their background loop after it, and the project's endpoint
+// gets the event once, with the change's domain.
+func TestDomainEventOfADeadProcessIsQueuedOnceByTheOthers(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			store := bunstore.New(b.open(t))
+			hooks, ep := hooksWithEndpoint(t, store)
+			w := domaintest.New(t, domaintest.Options{
+				Store: store, Projects: domaintest.NewProjects(proProject),
+				Config: func(c *customdomain.EngineConfig) { c.Events = diedEvents{} },
+			})
+			if _, created, err := w.Engine.Add(ctx, "prj_pro", "shop.example.com"); err != nil || !created {
+				t.Fatalf("Add = %v, %v", created, err)
+			}
+			if ds, err := hooks.Deliveries(ctx, "prj_pro", ep.ID); err != nil || len(ds) != 0 {
+				t.Fatalf("deliveries before the others run = %d (%v), want none", len(ds), err)
+			}
+
+			// Past the dead process's hand-off lease, before the domain's
+			// first DNS check: the events alone are due.
+			w.Clock.Advance(30 * time.Second)
+			var wg sync.WaitGroup
+			for range 2 {
+				other := w.Replica(t, func(c *customdomain.EngineConfig) { c.Events = hookEvents{hooks} })
+				wg.Go(func() {
+					if _, err := other.RunDue(ctx, w.Clock.Now()); err != nil {
+						t.Errorf("RunDue: %v", err)
+					}
+				})
+			}
+			wg.Wait()
+			id := wantOneAdded(t, hooks, ep)
+
+			again := w.Replica(t, func(c *customdomain.EngineConfig) { c.Events = hookEvents{hooks} })
+			if _, err := again.RunDue(ctx, w.Clock.Advance(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			if got := wantOneAdded(t, hooks, ep); got != id {
+				t.Fatalf("event %s delivered, then %s", id, got)
+			}
+			if due, err := store.DueOutboxes(ctx, w.Clock.Now().Add(24*time.Hour), 10); err != nil || len(due) != 0 {
+				t.Fatalf("entries with events still to hand over = %d (%v), want none", len(due), err)
+			}
+		})
+	}
+}
+
+// strikeAfterCreate is a domain store whose CreateDomain, once the new
+// entry is stored, strikes the database link with fault, the first time:
+// the change stands and the queuing of its event meets the fault.
+type strikeAfterCreate struct {
+	customdomain.Store
+	once  sync.Once
+	fault func()
+}
+
+func (s *strikeAfterCreate) CreateDomain(ctx context.Context, e customdomain.Entry) (customdomain.Entry, error) {
+	stored, err := s.Store.CreateDomain(ctx, e)
+	s.once.Do(s.fault)
+	return stored, err
+}
+
+// TestDomainEventQueuedThroughADatabaseFault: the database link is cut,
+// paused or slowed the moment a domain's change is stored, so queuing its
+// event fails; once the database is back, a process's background loop
+// queues it, and the endpoint gets it once. A paused link delivers the
+// held write when it is restored, which lands beside the loop's (once,
+// not twice: the same event ID); a pause that ends in a cut loses it.
+func TestDomainEventQueuedThroughADatabaseFault(t *testing.T) {
+	for _, b := range linkedBackends {
+		for _, fault := range []string{"cut", "pause", "pause-then-cut", "slow"} {
+			t.Run(b.name+"/"+fault, func(t *testing.T) {
+				t.Parallel()
+				ctx := context.Background()
+				directDB, proxied, proxy := throughProxy(t, b.dsn(t))
+				t.Cleanup(proxy.Restore)
+				strike := map[string]func(){"cut": proxy.Cut, "pause": proxy.Pause, "pause-then-cut": proxy.Pause, "slow": func() { proxy.SetLatency(700 * time.Millisecond) }}[fault]
+				hooks, ep := hooksWithEndpoint(t, proxied)
+				w := domaintest.New(t, domaintest.Options{
+					Store: &strikeAfterCreate{Store: proxied, fault: strike}, Projects: domaintest.NewProjects(proProject),
+					Config: func(c *customdomain.EngineConfig) { c.Events = hookEvents{hooks} },
+				})
+				actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				_, created, err := w.Engine.Add(actx, "prj_pro", "shop.example.com")
+				cancel()
+				if err != nil || !created {
+					t.Fatalf("Add = %v, %v; the change is stored before the fault", created, err)
+				}
+				if fault == "pause-then-cut" {
+					proxy.Cut() // what the pause held never reaches the database
+				}
+				proxy.Restore()
+
+				direct := bunstore.New(directDB) // another process, or this one once the link is back
+				healthy := newHooks(t, direct)
+				other := w.Replica(t, func(c *customdomain.EngineConfig) {
+					c.Store, c.Events = direct, hookEvents{healthy}
+				})
+				if _, err := other.RunDue(ctx, w.Clock.Advance(30*time.Second)); err != nil {
+					t.Fatal(err)
+				}
+				id := wantOneAdded(t, healthy, ep)
+				if _, err := other.RunDue(ctx, w.Clock.Advance(time.Hour)); err != nil {
+					t.Fatal(err)
+				}
+				if got := wantOneAdded(t, healthy, ep); got != id {
+					t.Fatalf("event %s delivered, then %s", id, got)
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,162 @@
+package customdomain
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/petstorekit/petstore"
+)
+
+// outboxLease is how long the engine that stored a change has to hand its
+// events to Events, and to record that it did, before any engine's RunDue
+// hands them over instead. A hand-off twice is harmless (Events stores an
+// ID once); the lease only spares the replicas the work.
+const outboxLease = 10 * time.Second
+
+// record adds the events of a change (its Emit effects) to next's Outbox,
+// so that the write storing the change stores them too: each gets its
+// ID now, once, and the domain as the dashboard shows next. Without an
+// Events port there is nobody to hand them to, and none is kept.
+func (e *Engine) record(ctx context.Context, next *Entry, effects []Effect, now time.Time) {
+	if e.cfg.Events == nil {
+		return
+	}
+	var view json.RawMessage
+	for _, f := range effects {
+		if f.Kind != Emit {
+			continue
+		}
+		if view == nil {
+			b, err := json.Marshal(e.view(ctx, *next))
+			if err != nil { // a Domain always encodes; never lose the event for it
+				b = []byte("null")
+			}
+			view = b
+		}
+		next.Outbox = append(next.Outbox, PendingEvent{
+			ID: "evt_" + uuid.Must(uuid.NewV7()).String(), Type: f.Event, CreatedAt: now, Domain: view,
+		})
+	}
+	if len(next.Outbox) > 0 && next.OutboxDueAt.IsZero() {
+		next.OutboxDueAt = now.Add(outboxLease)
+	}
+}
+
+// handOff tells Events the events in stored's Outbox, oldest first, and
+// removes those it took from the stored entry. When one is refused, it and
+// those after it stay, to be told again by RunDue at the entry's
+// OutboxDueAt, which retryAt, when set, moves on. Failures are logged,
+// not returned: the change they tell of stands.
+func (e *Engine) handOff(ctx context.Context, stored Entry, retryAt time.Time) {
+	if e.cfg.Events == nil {
+		return
+	}
+	if len(stored.Outbox) == 0 {
+		if !stored.OutboxDueAt.IsZero() { // nothing left to tell: never due again
+			e.settleOutbox(ctx, stored, nil, time.Time{})
+		}
+		return
+	}
+	taken := map[string]bool{}
+	for _, ev := range stored.Outbox {
+		if err := e.cfg.Events.DomainEvent(ctx, stored.ProjectID, ev); err != nil {
+			e.cfg.Logger.Warn("domain event not handed over; will retry", "domain", stored.Name, "type", ev.Type, "event", ev.ID, "err", err)
+			break
+		}
+		taken[ev.ID] = true
+	}
+	if len(taken) == 0 && retryAt.IsZero() {
+		return
+	}
+	e.settleOutbox(ctx, stored, taken, retryAt)
+}
+
+// settleOutbox removes the events taken from en's stored Outbox, and sets
+// its OutboxDueAt to retryAt (when set) while events remain, with a
+// version-checked write: an entry changed meanwhile is read again (its
+// Outbox may have grown, or another engine may have handed them over). A
+// write that fails leaves the events to be told again, which Events
+// ignores.
+func (e *Engine) settleOutbox(ctx context.Context, en Entry, taken map[string]bool, retryAt time.Time) {
+	for range 3 {
+		next := en.Canonical()
+		next.Outbox = slices.DeleteFunc(next.Outbox, func(ev PendingEvent) bool { return taken[ev.ID] })
+		switch {
+		case len(next.Outbox) == 0:
+			next.Outbox, next.OutboxDueAt = nil, time.Time{}
+		case !retryAt.IsZero():
+			next.OutboxDueAt = retryAt
+		}
+		if next.OutboxDueAt.Equal(en.OutboxDueAt) && len(next.Outbox) == len(en.Outbox) {
+			return
+		}
+		_, err := e.cfg.Store.UpdateDomain(ctx, next)
+		if err == nil {
+			return
+		}
+		if !isConflict(err) {
+			e.cfg.Logger.Warn("domain events handed over but not cleared; they will be handed over again", "domain", en.Name, "err", err)
+			return
+		}
+		cur, ok, err := e.reread(ctx, en)
+		if err != nil || !ok {
+			return
+		}
+		en = cur
+	}
+}
+
+// reread reads en again by its ID, whatever its status now.
+func (e *Engine) reread(ctx context.Context, en Entry) (Entry, bool, error) {
+	cur, err := e.cfg.Store.DomainByName(ctx, en.Name)
+	switch {
+	case err == nil && cur.ID == en.ID:
+		return cur, true, nil
+	case err != nil && petstore.ErrorCode(err) != petstore.CodeNotFound:
+		return Entry{}, false, err
+	}
+	return e.freedEntry(ctx, en)
+}
+
+// retryOutboxes hands over the events still in the Outbox of the entries
+// DueOutboxes returns at now: their hand-off failed, or the process that
+// stored them ended first. Every engine on the store does it, so the
+// events of a change one process stored are told even if it never runs
+// again. A hand-off refused again is tried later, as the background
+// checks are: every minute in the first hour, then less often.
+func (e *Engine) retryOutboxes(ctx context.Context, now time.Time) error {
+	if e.cfg.Events == nil {
+		return nil
+	}
+	// As RunDue's batches: an entry whose hand-off failed is still due.
+	ran := map[string]bool{}
+	for {
+		limit := len(ran) + 100
+		due, err := e.cfg.Store.DueOutboxes(ctx, now, limit)
+		if err != nil {
+			return err
+		}
+		fresh := 0
+		for _, en := range due {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if ran[en.ID] {
+				continue
+			}
+			ran[en.ID], fresh = true, fresh+1
+			oldest := en.OutboxDueAt
+			if len(en.Outbox) > 0 {
+				oldest = en.Outbox[0].CreatedAt
+			}
+			e.handOff(ctx, en, now.Add(recheckInterval(now.Sub(oldest))))
+		}
+		if len(due) < limit || fresh == 0 {
+			return nil
+		}
+	}
+}
