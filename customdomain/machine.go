@@ -75,7 +75,7 @@ const (
 	RequestCert                          // ask the CertIssuer for the certificate
 	RemoveCert                           // the CertIssuer removes the certificate
 	UnconfigureDNS                       // delete the records ConfigureDNS wrote
-	Emit                                 // tell Events (Effect.Event)
+	Emit                                 // store the event (Effect.Event) with the change, and tell Events
 )
 
 // String returns the effect's name, as written above.
@@ -93,7 +93,7 @@ type Effect struct {
 	Event string
 }
 
-// Event types given to Events.
+// Event types given to Events (PendingEvent.Type).
 const (
 	EventAdded         = "domain.added"
 	EventVerified      = "domain.verified"

@@ -529,6 +529,38 @@ func TestEnqueueRefusesUnknownTypes(t *testing.T) {
 	}
 }
 
+// EnqueueOnce stores an event once per id: a caller that does not know
+// whether its first call stored the event (it failed, or its process
+// died) calls again, from as many processes as it likes, and each
+// endpoint gets one delivery, with that id and the first call's body.
+func TestEnqueueOnceStoresAnIDOnce(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	svc := newService(t, webhook.Config{Store: store})
+	ep, err := svc.CreateEndpoint(ctx, "prj_a", "https://hooks.example.com/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	var wg sync.WaitGroup
+	for range 4 {
+		other := newService(t, webhook.Config{Store: store})
+		wg.Go(func() {
+			if err := other.EnqueueOnce(ctx, "prj_a", "evt_once", webhook.TypeDomainAdded, at, map[string]string{"name": "a.example.com"}); err != nil {
+				t.Errorf("EnqueueOnce = %v, want nil each time", err)
+			}
+		})
+	}
+	wg.Wait()
+	ds, err := svc.Deliveries(ctx, "prj_a", ep.ID)
+	if err != nil || len(ds) != 1 || ds[0].EventID != "evt_once" || !ds[0].CreatedAt.Equal(at) {
+		t.Fatalf("deliveries %+v (%v), want one of evt_once at %s", ds, err, at)
+	}
+	if err := svc.EnqueueOnce(ctx, "prj_a", "not-an-event-id", webhook.TypeDomainAdded, at, nil); petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
+		t.Fatalf("EnqueueOnce with an id not evt_ = %v, want invalid_request", err)
+	}
+}
+
 // A lease shorter than a claim's attempts could take would let another
 // process send the same attempt: New refuses it.
 func TestNewRefusesALeaseShorterThanTheAttempts(t *testing.T) {
