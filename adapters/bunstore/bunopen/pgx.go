@@ -4,7 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -18,15 +22,19 @@ import (
 // (bun, migrations, the other queries) goes through database/sql as
 // before, on the same connections.
 func openPostgres(dsn string) (*sql.DB, error) {
-	dc, ok := stdlib.GetDefaultDriver().(driver.DriverContext)
-	if !ok {
-		return nil, fmt.Errorf("pgx's driver has no OpenConnector")
-	}
-	c, err := dc.OpenConnector(dsn)
+	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, err
 	}
-	return sql.OpenDB(pgConnector{c}), nil
+	dial := cfg.DialFunc
+	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &countingConn{Conn: c}, nil
+	}
+	return sql.OpenDB(pgConnector{stdlib.GetConnector(*cfg)}), nil
 }
 
 type pgConnector struct{ driver.Connector }
@@ -41,12 +49,135 @@ func (c pgConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if !ok {
 		return conn, nil // not pgx's: no native reads, nothing else changes
 	}
-	return &pgConn{Conn: sc}, nil
+	nc := sc.Conn().PgConn().Conn()
+	if u, ok := nc.(interface{ NetConn() net.Conn }); ok { // TLS
+		nc = u.NetConn()
+	}
+	cc, ok := nc.(*countingConn)
+	if !ok {
+		_ = conn.Close()
+		return nil, fmt.Errorf("bunopen: pgx connection over %T, not the one dialled", nc)
+	}
+	return &pgConn{Conn: sc, sent: &cc.written}, nil
+}
+
+// countingConn counts the bytes written to the server, which tell
+// whether a failed call reached it (see pgConn.settle).
+type countingConn struct {
+	net.Conn
+	written atomic.Int64
+}
+
+// Write implements net.Conn.
+func (c *countingConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	c.written.Add(int64(n))
+	return n, err
 }
 
 // pgConn is pgx's *stdlib.Conn, every method of which it keeps (so
-// database/sql sees the same optional interfaces), plus QueryRows.
-type pgConn struct{ *stdlib.Conn }
+// database/sql sees the same optional interfaces), plus QueryRows,
+// IsValid, and a check on the errors of statements.
+//
+// That check: pgx's stdlib answers driver.ErrBadConn, which makes
+// database/sql run the statement again on another connection, whenever
+// pgx deems the error safe to retry. pgx v5.12 also does so for a
+// statement the server received and may have run: when a message of the
+// answer arrives garbled, its simple-protocol reader drops the decoding
+// error, closes the connection and then reports "conn closed", which
+// pgx counts as nothing sent. database/sql would then insert a row
+// twice. So a statement whose bytes went out is never retried: its
+// driver.ErrBadConn becomes an error wrapping io.ErrUnexpectedEOF (the
+// answer did not arrive whole), which bunstore reports as an
+// unavailable database.
+type pgConn struct {
+	*stdlib.Conn
+	sent *atomic.Int64 // bytes written on the connection so far
+}
+
+// settle returns err, unless it is driver.ErrBadConn for a call that
+// wrote to the server after before bytes had been written.
+func (c *pgConn) settle(before int64, err error) error {
+	if err == nil || !errors.Is(err, driver.ErrBadConn) || c.sent.Load() == before {
+		return err
+	}
+	return fmt.Errorf("bunopen: the PostgreSQL connection broke after the statement was sent, which may have run: %w", io.ErrUnexpectedEOF)
+}
+
+// ExecContext implements driver.ExecerContext.
+func (c *pgConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	before := c.sent.Load()
+	r, err := c.Conn.ExecContext(ctx, query, args)
+	return r, c.settle(before, err)
+}
+
+// QueryContext implements driver.QueryerContext.
+func (c *pgConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	before := c.sent.Load()
+	r, err := c.Conn.QueryContext(ctx, query, args)
+	return r, c.settle(before, err)
+}
+
+// PrepareContext implements driver.ConnPrepareContext: its statements'
+// errors are checked as the connection's are.
+func (c *pgConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	st, err := c.Conn.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	ps, ok := st.(pgStmt)
+	if !ok {
+		_ = st.Close()
+		return nil, fmt.Errorf("bunopen: pgx statement %T lacks a method database/sql uses", st)
+	}
+	return &checkedStmt{pgStmt: ps, c: c}, nil
+}
+
+// Prepare implements driver.Conn.
+func (c *pgConn) Prepare(query string) (driver.Stmt, error) {
+	return c.PrepareContext(context.Background(), query)
+}
+
+// IsValid implements driver.Validator: a connection pgx closed (after a
+// lost link or a garbled message) goes back to no pool.
+func (c *pgConn) IsValid() bool { return !c.Conn.Conn().IsClosed() }
+
+// pgStmt is what database/sql uses of a pgx statement.
+type pgStmt interface {
+	driver.Stmt
+	driver.StmtExecContext
+	driver.StmtQueryContext
+}
+
+// checkedStmt is a statement of a pgConn.
+type checkedStmt struct {
+	pgStmt
+	c *pgConn
+}
+
+// Exec implements driver.Stmt.
+func (s *checkedStmt) Exec(args []driver.Value) (driver.Result, error) {
+	return s.ExecContext(context.Background(), named(args))
+}
+
+// Query implements driver.Stmt.
+func (s *checkedStmt) Query(args []driver.Value) (driver.Rows, error) {
+	return s.QueryContext(context.Background(), named(args))
+}
+
+// ExecContext implements driver.StmtExecContext.
+func (s *checkedStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	before := s.c.sent.Load()
+	r, err := s.pgStmt.ExecContext(ctx, args)
+	return r, s.c.settle(before, err)
+}
+
+// QueryContext implements driver.StmtQueryContext.
+func (s *checkedStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	before := s.c.sent.Load()
+	r, err := s.pgStmt.QueryContext(ctx, args)
+	return r, s.c.settle(before, err)
+}
 
 // QueryRows runs query with args on the pgx connection, as a statement
 // prepared once per connection and cached by its text (the handle's
