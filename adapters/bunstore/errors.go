@@ -133,6 +133,13 @@ func isUnavailable(err error) bool {
 		"Error 1040 ",             // MySQL: too many connections
 		"Error 1053 ",             // MySQL: server shutdown in progress
 		"connection refused",
+		// pgx's pgproto3, on a message from the server garbled or cut
+		// short on the way (pgx then closes the connection).
+		"body must have length of",
+		"body is invalid",
+		"invalid body length",
+		"invalid message length",
+		"unknown message type",
 	} {
 		if strings.Contains(msg, s) {
 			return true
