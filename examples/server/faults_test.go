@@ -33,16 +33,19 @@ func proxiedPostgres(t *testing.T) (string, *faultproxy.Proxy) {
 }
 
 // proxiedDatabases are the SQL servers the fault tests of every database
-// run on: each gives a DSN through a fault proxy of its own.
+// run on: each gives a DSN through a fault proxy of its own. feedConns is
+// how many connections the server holds beside its pool: on PostgreSQL,
+// the change feed's listener and its publisher.
 var proxiedDatabases = []struct {
-	name    string
-	proxied func(t *testing.T) (string, *faultproxy.Proxy)
+	name      string
+	proxied   func(t *testing.T) (string, *faultproxy.Proxy)
+	feedConns int
 }{
-	{"postgres", proxiedPostgres},
+	{"postgres", proxiedPostgres, 2},
 	{"mariadb", func(t *testing.T) (string, *faultproxy.Proxy) {
 		p, dsn := faultproxy.StartFor(t, testenv.MySQLDatabase(t))
 		return dsn, p
-	}},
+	}, 0},
 }
 
 // proxiedPostgresDirect is proxiedPostgres plus a direct connection to
@@ -275,45 +278,50 @@ func TestIdempotencyKeyFreeAfterOutage(t *testing.T) {
 }
 
 // TestPoolCappedUnderBurst (item 2): 300 concurrent requests on a slow
-// link to PostgreSQL. Uncapped, each would hold a connection of its own
-// and past max_connections PostgreSQL refuses them ("sorry, too many
-// clients already"), for this server and everyone else on the database.
-// With -db-max-conns the burst queues in the server instead.
+// link to PostgreSQL or MariaDB. Uncapped, each would hold a connection
+// of its own and past max_connections the database refuses them
+// ("sorry, too many clients already", MySQL's 1040), for this server and
+// everyone else on the database. With -db-max-conns the burst queues in
+// the server instead.
 func TestPoolCappedUnderBurst(t *testing.T) {
-	base, proxy := warmPooledServer(t, "8", "60s")
-	proxy.SetLatency(10 * time.Millisecond) // each query now holds its connection for 20 ms or more
+	for _, db := range proxiedDatabases {
+		t.Run(db.name, func(t *testing.T) {
+			base, proxy := warmPooledServer(t, db.proxied, "8", "60s")
+			proxy.SetLatency(10 * time.Millisecond) // each query now holds its connection for 20 ms or more
 
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 300}}
-	defer client.CloseIdleConnections()
-	const n = 300
-	statuses := make(chan int, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			// Creates: each needs the database, whatever is cached.
-			req, _ := http.NewRequest("POST", base+"/v1/pets", strings.NewReader(`{"name":"Burst","categoryId":`+strconv.Itoa(i+1)+`}`))
-			req.Header.Set("Authorization", "Bearer "+faultKey)
-			req.Header.Set("Content-Type", "application/json")
-			res, err := client.Do(req)
-			if err != nil {
-				t.Error(err)
-				return
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 300}}
+			defer client.CloseIdleConnections()
+			const n = 300
+			statuses := make(chan int, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					// Creates: each needs the database, whatever is cached.
+					req, _ := http.NewRequest("POST", base+"/v1/pets", strings.NewReader(`{"name":"Burst","categoryId":`+strconv.Itoa(i+1)+`}`))
+					req.Header.Set("Authorization", "Bearer "+faultKey)
+					req.Header.Set("Content-Type", "application/json")
+					res, err := client.Do(req)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					res.Body.Close()
+					statuses <- res.StatusCode
+				})
 			}
-			res.Body.Close()
-			statuses <- res.StatusCode
+			wg.Wait()
+			close(statuses)
+			counts := map[int]int{}
+			for s := range statuses {
+				counts[s]++
+			}
+			if counts[201] != n {
+				t.Fatalf("statuses of %d concurrent creates: %v; want all 201", n, counts)
+			}
+			if c := proxy.Conns(); c > 8+db.feedConns {
+				t.Fatalf("%d connections to the database, over the cap of 8 (and the feed's %d)", c, db.feedConns)
+			}
 		})
-	}
-	wg.Wait()
-	close(statuses)
-	counts := map[int]int{}
-	for s := range statuses {
-		counts[s]++
-	}
-	if counts[201] != n {
-		t.Fatalf("statuses of %d concurrent creates: %v; want all 201", n, counts)
-	}
-	if c := proxy.Conns(); c > 8+2 { // the pool, the feed's listener and its publisher
-		t.Fatalf("%d connections to PostgreSQL, over the cap of 8", c)
 	}
 }
 
@@ -323,46 +331,50 @@ func TestPoolCappedUnderBurst(t *testing.T) {
 // its 201s and, for the rest, 503 with Retry-After, each within the bound
 // (the queue alone would take seconds).
 func TestBurstBeyondThePoolAnswersWithinTheTimeout(t *testing.T) {
-	base, proxy := warmPooledServer(t, "2", "1s")
-	proxy.SetLatency(100 * time.Millisecond)
-	const n = 40
-	type answer struct {
-		status int
-		retry  string
-		took   time.Duration
-	}
-	answers := make(chan answer, n)
-	for i := range n {
-		go func() {
-			start := time.Now()
-			status, h, _ := call(t, "POST", base+"/v1/pets", faultKey, "", `{"name":"Burst","categoryId":`+strconv.Itoa(i+1)+`}`)
-			answers <- answer{status, h.Get("Retry-After"), time.Since(start)}
-		}()
-	}
-	counts := map[int]int{}
-	for range n {
-		a := <-answers
-		counts[a.status]++
-		switch {
-		case a.took > 2*time.Second:
-			t.Errorf("a create answered %d after %v, with a 1 s -db-timeout", a.status, a.took)
-		case a.status == 503 && a.retry == "":
-			t.Error("a 503 without Retry-After")
-		case a.status != 201 && a.status != 503:
-			t.Errorf("a create answered %d, want 201 or 503", a.status)
-		}
-	}
-	if counts[201] == 0 || counts[503] == 0 {
-		t.Fatalf("statuses %v: want some created and the rest refused in time", counts)
+	for _, db := range proxiedDatabases {
+		t.Run(db.name, func(t *testing.T) {
+			base, proxy := warmPooledServer(t, db.proxied, "2", "1s")
+			proxy.SetLatency(100 * time.Millisecond)
+			const n = 40
+			type answer struct {
+				status int
+				retry  string
+				took   time.Duration
+			}
+			answers := make(chan answer, n)
+			for i := range n {
+				go func() {
+					start := time.Now()
+					status, h, _ := callWithin(t, 10*time.Second, "POST", base+"/v1/pets", faultKey, `{"name":"Burst","categoryId":`+strconv.Itoa(i+1)+`}`)
+					answers <- answer{status, h.Get("Retry-After"), time.Since(start)}
+				}()
+			}
+			counts := map[int]int{}
+			for range n {
+				a := <-answers
+				counts[a.status]++
+				switch {
+				case a.took > 2*time.Second:
+					t.Errorf("a create answered %d after %v, with a 1 s -db-timeout", a.status, a.took)
+				case a.status == 503 && a.retry == "":
+					t.Error("a 503 without Retry-After")
+				case a.status != 201 && a.status != 503:
+					t.Errorf("a create answered %d, want 201 or 503", a.status)
+				}
+			}
+			if counts[201] == 0 || counts[503] == 0 {
+				t.Fatalf("statuses %v: want some created and the rest refused in time", counts)
+			}
+		})
 	}
 }
 
-// warmPooledServer starts a server on PostgreSQL through the fault proxy
-// with -db-max-conns conns and -db-timeout timeout, and answers one list
-// before returning its base URL and the proxy.
-func warmPooledServer(t *testing.T, conns, timeout string) (string, *faultproxy.Proxy) {
+// warmPooledServer starts a server on the database proxied gives, through
+// its fault proxy, with -db-max-conns conns and -db-timeout timeout, and
+// answers one list before returning its base URL and the proxy.
+func warmPooledServer(t *testing.T, proxied func(*testing.T) (string, *faultproxy.Proxy), conns, timeout string) (string, *faultproxy.Proxy) {
 	t.Helper()
-	dsn, proxy := proxiedPostgres(t)
+	dsn, proxy := proxied(t)
 	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-max-conns", conns, "-db-timeout", timeout,
 		"-keys", faultKey + ":enterprise:100000/1000000"}, nil)
 	if status, _, body := call(t, "GET", base+"/v1/pets", faultKey, "", ""); status != 200 {
@@ -372,34 +384,39 @@ func warmPooledServer(t *testing.T, conns, timeout string) (string, *faultproxy.
 }
 
 // TestShutdownWithAPausedDatabaseIsBounded: with the database's link
-// paused, a stopping server still exits within its 15 s: closing the
-// pool, whose connections each free their prepared statements over that
-// link (5 s apiece), waits no longer than the shutdown may take.
+// paused (PostgreSQL, MariaDB), a stopping server still exits within its
+// 15 s: closing the pool, whose connections each free their prepared
+// statements over that link (5 s apiece), waits no longer than the
+// shutdown may take.
 func TestShutdownWithAPausedDatabaseIsBounded(t *testing.T) {
-	dsn, proxy := proxiedPostgres(t)
-	s := startServer(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-keys", faultKey + ":enterprise:100000/1000000"}, nil)
-	send := func(method, path, body string) {
-		req, _ := http.NewRequest(method, s.base+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+faultKey)
-		req.Header.Set("Content-Type", "application/json")
-		if res, err := http.DefaultClient.Do(req); err == nil {
-			res.Body.Close()
-		}
-	}
-	var wg sync.WaitGroup
-	for i := range 20 { // a warm pool: several connections, each with statements prepared
-		wg.Go(func() {
-			send("POST", "/v1/pets", `{"name":"Warm","categoryId":`+strconv.Itoa(i+1)+`}`)
-			send("GET", "/v1/pets/1", "")
+	for _, db := range proxiedDatabases {
+		t.Run(db.name, func(t *testing.T) {
+			dsn, proxy := db.proxied(t)
+			s := startServer(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-keys", faultKey + ":enterprise:100000/1000000"}, nil)
+			send := func(method, path, body string) {
+				req, _ := http.NewRequest(method, s.base+path, strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+faultKey)
+				req.Header.Set("Content-Type", "application/json")
+				if res, err := http.DefaultClient.Do(req); err == nil {
+					res.Body.Close()
+				}
+			}
+			var wg sync.WaitGroup
+			for i := range 20 { // a warm pool: several connections, each with statements prepared
+				wg.Go(func() {
+					send("POST", "/v1/pets", `{"name":"Warm","categoryId":`+strconv.Itoa(i+1)+`}`)
+					send("GET", "/v1/pets/1", "")
+				})
+			}
+			wg.Wait()
+			proxy.Pause()
+			defer proxy.Restore()
+			begun := time.Now()
+			s.stop() // fails the test if run has not returned within 20 s
+			if d := time.Since(begun); d > shutdownGrace+2*time.Second {
+				t.Fatalf("the server took %v to stop with its database paused, want at most %v", d, shutdownGrace)
+			}
 		})
-	}
-	wg.Wait()
-	proxy.Pause()
-	defer proxy.Restore()
-	begun := time.Now()
-	s.stop() // fails the test if run has not returned within 20 s
-	if d := time.Since(begun); d > shutdownGrace+2*time.Second {
-		t.Fatalf("the server took %v to stop with its database paused, want at most %v", d, shutdownGrace)
 	}
 }
 
