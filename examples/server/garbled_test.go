@@ -56,7 +56,8 @@ func TestGarbledMySQLPacketIs503(t *testing.T) {
 // extended protocol) or to an order's insert (bun's SQL, over the simple
 // protocol, marked by its quantity), makes that request 503 with Retry-After, never 500, and
 // never runs the statement again behind the client's back: the order is
-// stored at most once. The server goes on serving after it.
+// stored at most once. A message claiming more bytes than arrive is 503
+// within -db-timeout. The server goes on serving after it.
 func TestGarbledPostgresMessageIs503(t *testing.T) {
 	const id = 464367618 // no pet's: its bytes mark the statements on the wire
 	var arg [8]byte      // the read's parameter, the id, as pgx sends it
@@ -80,6 +81,7 @@ func TestGarbledPostgresMessageIs503(t *testing.T) {
 		{"order CommandComplete", order, []byte("464367618"), pgfault.CommandComplete, msg('C', nil)},
 		{"order ReadyForQuery", order, []byte("464367618"), pgfault.ReadyForQuery, msg('Z', nil)},
 		{"order unknown message", order, []byte("464367618"), pgfault.RowDescription, msg('?', nil)},
+		{"order length beyond what is sent", order, []byte("464367618"), pgfault.RowDescription, []byte{'T', 0, 0, 1, 0, 0, 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			proxy, dsn := pgfault.StartFor(t, testenv.PostgresSchema(t))
@@ -98,7 +100,9 @@ func TestGarbledPostgresMessageIs503(t *testing.T) {
 				body = fmt.Sprintf(`{"petId":%d,"quantity":464367618}`, p.ID)
 			}
 			fired := proxy.Garble(tc.match, tc.typ, tc.raw)
+			begun := time.Now()
 			status, h, got := callWithin(t, 5*time.Second, tc.req[0], base+tc.req[1], faultKey, body)
+			took := time.Since(begun)
 			select {
 			case <-fired:
 			default:
@@ -106,6 +110,11 @@ func TestGarbledPostgresMessageIs503(t *testing.T) {
 			}
 			if status != 503 || h.Get("Retry-After") == "" || !strings.Contains(got, `"unavailable"`) {
 				t.Errorf("%s %s answered with a garbled message = %d Retry-After=%q %s, want 503 unavailable with Retry-After", tc.req[0], tc.req[1], status, h.Get("Retry-After"), got)
+			}
+			// A message claiming more than arrives leaves the driver
+			// waiting for the rest: -db-timeout (1 s) ends the wait.
+			if took > 2500*time.Millisecond {
+				t.Errorf("%s %s answered after %v, with a 1 s -db-timeout", tc.req[0], tc.req[1], took.Round(time.Millisecond))
 			}
 			if status, _, body := call(t, "GET", base+read[1], faultKey, "", ""); status != 404 {
 				t.Fatalf("after the garbled message: GET %s = %d %s, want 404", read[1], status, body)
