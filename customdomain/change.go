@@ -103,11 +103,8 @@ func (e *Engine) perform(ctx context.Context, stored Entry, effects []Effect) {
 		}
 		e.forgetCert(stored.Name)
 	}
-	if has(RemoveCert) && e.cfg.CertIssuer != nil {
-		e.removeCert(ctx, stored.Name)
-	}
-	if has(UnconfigureDNS) {
-		e.unconfigureDNS(ctx, stored)
+	if has(RemoveCert) || has(UnconfigureDNS) {
+		stored = e.cleanUp(ctx, stored)
 	}
 	e.handOff(ctx, stored, time.Time{})
 }
@@ -136,21 +133,6 @@ func (e *Engine) unroute(ctx context.Context, stored Entry) {
 	}
 	e.routeMu.Unlock()
 	e.publish(ctx, stored.Name)
-}
-
-// removeCert removes a certificate; one that cannot be removed now is
-// retried by RunDue (removeLeftoverCerts).
-func (e *Engine) removeCert(ctx context.Context, name string) {
-	err := e.cfg.CertIssuer.Remove(ctx, name)
-	e.forgetCert(name)
-	if err != nil {
-		// The removal stands (it is stored and the name is no longer
-		// routed or admitted): the background loop retries.
-		e.cfg.Logger.Error("domain removed but its certificate was not; will retry", "domain", name, "err", err)
-		e.pendingMu.Lock()
-		e.certsToRemove[name] = true
-		e.pendingMu.Unlock()
-	}
 }
 
 // gather reads what a check of entry needs, before any write: DNS, and

@@ -3,7 +3,6 @@ package customdomain
 import (
 	"context"
 	"slices"
-	"time"
 
 	"github.com/petstorekit/petstore"
 )
@@ -118,37 +117,6 @@ func (e *Engine) providerRecords(ctx context.Context, en Entry) (string, []Recor
 	return n.Registered, recs, nil
 }
 
-// unconfigureDNS deletes the records ConfigureDNS created for a domain
-// just removed or released (its DNSRecords), exactly as they were written:
-// a record that was there before, or that the customer made or changed,
-// stays. The write that removed it also marked the deletion pending
-// (NextCheckAt, a minute ahead), which this clears once it is done. A
-// failure leaves records that point at the platform, which no longer
-// answers for the name: not returned, as the removal itself is done, but
-// retried from the store by any engine's RunDue (retryDNSCleanup), also
-// when this process ends first. A name attached again already (the
-// removal's earlier steps take time: the certificate's removal asks the
-// CertIssuer) keeps them pending too: its new domain may rely on them,
-// as ConfigureDNS leaves alone a record already right, and
-// retryDNSCleanup decides who they belong to.
-func (e *Engine) unconfigureDNS(ctx context.Context, en Entry) {
-	if en.NextCheckAt.IsZero() {
-		return
-	}
-	switch _, err := e.cfg.Store.DomainByName(ctx, en.Name); {
-	case err == nil:
-		return // attached again: retryDNSCleanup, after the lease
-	case petstore.ErrorCode(err) != petstore.CodeNotFound:
-		e.cfg.Logger.Warn("domain removed but its records at the DNS provider were not; will retry", "domain", en.Name, "err", err)
-		return
-	}
-	if err := e.deleteDNS(ctx, en); err != nil {
-		e.cfg.Logger.Warn("domain removed but its records at the DNS provider were not; will retry", "domain", en.Name, "err", err)
-		return
-	}
-	e.dnsCleaned(ctx, en)
-}
-
 // deleteDNS deletes en's DNSRecords at its project's DNS provider. Only
 // the provider's failure is returned: a project with no provider now, or
 // a name that does not parse, is logged, as a retry would not change it.
@@ -164,102 +132,4 @@ func (e *Engine) deleteDNS(ctx context.Context, en Entry) error {
 		return nil
 	}
 	return c.Unconfigure(ctx, n.Registered, en.DNSRecords)
-}
-
-// retryDNSCleanup tries once more to delete the records of en, a removed
-// or released entry that DueDomains returned: its NextCheckAt is when the
-// deletion is due (see Entry.DNSRecords). It is tried by one engine at a
-// time, less often the longer it waits, as the background checks are
-// (every minute in the first hour, then up to every 30 minutes), until
-// it succeeds. It first claims the attempt by moving NextCheckAt on (a
-// version-checked write: of several replicas reading en, one wins, and a
-// process that dies mid-way leaves it due again then), so the records are
-// deleted once, not by every replica; a deletion done but not recorded,
-// as the store failed or the process ended right after it, is tried
-// again, and deletes only records still exactly as written.
-//
-// A name attached again meanwhile is not deleted from under its holder.
-// The same project's new entry takes the records over (they are in the
-// zone, and it uses them: its removal deletes them); its DNS provider is
-// the project's, the one that would have deleted them. Another project's
-// keeps them out of reach: they stay with en, to delete once the name is
-// free again, as nothing else would ever delete them.
-func (e *Engine) retryDNSCleanup(ctx context.Context, en Entry, now time.Time) {
-	if len(en.DNSRecords) == 0 { // nothing to delete: never due again
-		e.dnsCleaned(ctx, en)
-		return
-	}
-	freed := en.UpdatedAt
-	if len(en.History) > 0 {
-		freed = en.History[len(en.History)-1].At
-	}
-	claim := en.Canonical()
-	claim.NextCheckAt = now.Add(recheckInterval(now.Sub(freed)))
-	claimed, err := e.cfg.Store.UpdateDomain(ctx, claim)
-	if err != nil {
-		if !isConflict(err) { // a conflict: another engine has it
-			e.cfg.Logger.Warn("leftover DNS records of a removed domain not retried; will retry", "domain", en.Name, "err", err)
-		}
-		return
-	}
-	holder, err := e.cfg.Store.DomainByName(ctx, en.Name)
-	switch {
-	case err == nil && holder.ProjectID == en.ProjectID:
-		mine := func(cur Entry) bool { return cur.ProjectID == en.ProjectID }
-		if err := e.addDNSRecords(ctx, en.Name, mine, en.DNSRecords); err != nil {
-			e.cfg.Logger.Warn("leftover DNS records not handed to the domain added again; will retry", "domain", en.Name, "err", err)
-			return
-		}
-	case err == nil:
-		return // held by another project: kept until the name is free
-	case petstore.ErrorCode(err) != petstore.CodeNotFound:
-		return // cannot tell now; next time
-	default:
-		if err := e.deleteDNS(ctx, claimed); err != nil {
-			e.cfg.Logger.Warn("deleting a removed domain's records at the DNS provider failed again; will retry", "domain", en.Name, "err", err)
-			return
-		}
-	}
-	e.dnsCleaned(ctx, claimed)
-}
-
-// dnsCleaned records that en's records need no deletion any more: zero
-// NextCheckAt, so that DueDomains no longer returns it. An entry changed
-// meanwhile (a released one dismissed, or another engine's retry after
-// the lease) is read again and cleared too. A write that fails leaves the
-// deletion due, to be tried again.
-func (e *Engine) dnsCleaned(ctx context.Context, en Entry) {
-	for range 3 {
-		en.NextCheckAt = time.Time{}
-		_, err := e.cfg.Store.UpdateDomain(ctx, en)
-		if err == nil {
-			return
-		}
-		if !isConflict(err) {
-			e.cfg.Logger.Warn("a removed domain's records were deleted but this was not stored; they may be deleted again", "domain", en.Name, "err", err)
-			return
-		}
-		cur, ok, err := e.freedEntry(ctx, en)
-		if err != nil || !ok || cur.NextCheckAt.IsZero() {
-			return
-		}
-		en = cur
-	}
-}
-
-// freedEntry reads en again, from the removed and released entries of its
-// project and name.
-func (e *Engine) freedEntry(ctx context.Context, en Entry) (Entry, bool, error) {
-	for _, st := range []Status{StatusRemoved, StatusReleased} {
-		freed, err := e.cfg.Store.ListDomains(ctx, DomainQuery{ProjectID: en.ProjectID, Name: en.Name, Status: st})
-		if err != nil {
-			return Entry{}, false, err
-		}
-		for _, cur := range freed {
-			if cur.ID == en.ID {
-				return cur, true, nil
-			}
-		}
-	}
-	return Entry{}, false, nil
 }

@@ -209,12 +209,6 @@ type Engine struct {
 	// empty: looked up at each Refresh, so views and checks do not.
 	edgeAddrs atomic.Pointer[[]netip.Addr]
 
-	// certsToRemove holds names whose certificate removal failed in
-	// Remove; RunDue retries them. In memory only: after a restart the
-	// issuer's Allowed check still refuses to serve or renew them.
-	pendingMu     sync.Mutex
-	certsToRemove map[string]bool
-
 	// addLocks serialise the count-then-create of Add per project, so
 	// concurrent adds cannot pass the cap together.
 	addLocks keylock.Locks
@@ -269,7 +263,7 @@ func New(cfg EngineConfig) (*Engine, error) {
 	if !strings.Contains(target, ".") {
 		return nil, fmt.Errorf("domain: CNAMETarget %q is not a fully qualified name", cfg.CNAMETarget)
 	}
-	e := &Engine{cfg: cfg, target: target, dcvZone: dnsName(cfg.DCVZone), platform: []string{target}, edge: map[netip.Addr]bool{}, certsToRemove: map[string]bool{}}
+	e := &Engine{cfg: cfg, target: target, dcvZone: dnsName(cfg.DCVZone), platform: []string{target}, edge: map[netip.Addr]bool{}}
 	if _, parent, ok := strings.Cut(target, "."); ok {
 		// The zone the target is in is the platform's: a wildcard there
 		// would serve the target itself and the platform's other names.

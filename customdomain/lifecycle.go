@@ -2,7 +2,6 @@ package customdomain
 
 import (
 	"context"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -88,7 +87,8 @@ func (e *Engine) Add(ctx context.Context, projectID, name string) (d Domain, cre
 	}
 	for _, r := range released {
 		// Read again on each try: another engine's RunDue may write it
-		// meanwhile, retrying the deletion of its DNS records.
+		// meanwhile, retrying the removal of its certificate or the
+		// deletion of its DNS records.
 		read := func() (Entry, error) {
 			cur, ok, err := e.freedEntry(ctx, r)
 			if err == nil && !ok {
@@ -222,40 +222,13 @@ func (e *Engine) Verify(ctx context.Context, projectID, name string) (Domain, er
 // the CertIssuer removes its certificate, the history is kept and the name
 // is free for any project. A released domain is dismissed from the list.
 // Returns invalid_request / not_found. Once the removal is stored it
-// stands: a certificate that cannot be removed now is logged and retried
-// by this engine's RunDue (unless the name is attached again meanwhile),
-// a record ConfigureDNS wrote that cannot be deleted now is logged and
-// retried by any engine's RunDue on the store (see retryDNSCleanup),
-// and Remove returns nil.
+// stands: a certificate that cannot be removed now, or a record
+// ConfigureDNS wrote that cannot be deleted now, is logged and retried by
+// any engine's RunDue on the store (see retryCleanup), and Remove
+// returns nil.
 func (e *Engine) Remove(ctx context.Context, projectID, name string) error {
 	_, err := e.change(ctx, 3, func() (Entry, error) { return e.owned(ctx, projectID, name) }, Removed{})
 	return err
-}
-
-// removeLeftoverCerts retries certificate removals that failed in Remove.
-// A name attached again meanwhile keeps its certificate.
-func (e *Engine) removeLeftoverCerts(ctx context.Context) {
-	e.pendingMu.Lock()
-	names := slices.Collect(maps.Keys(e.certsToRemove))
-	e.pendingMu.Unlock()
-	for _, name := range names {
-		_, err := e.cfg.Store.DomainByName(ctx, name)
-		switch {
-		case err == nil: // attached again: its certificate is wanted
-		case petstore.ErrorCode(err) != petstore.CodeNotFound:
-			continue // cannot tell now; next time
-		default:
-			err := e.cfg.CertIssuer.Remove(ctx, name)
-			e.forgetCert(name)
-			if err != nil {
-				e.cfg.Logger.Warn("removing a removed domain's certificate failed again; will retry", "domain", name, "err", err)
-				continue
-			}
-		}
-		e.pendingMu.Lock()
-		delete(e.certsToRemove, name)
-		e.pendingMu.Unlock()
-	}
 }
 
 func (e *Engine) dropFromConfig(ctx context.Context, projectID, name string) error {

@@ -9,7 +9,7 @@ import (
 // RunDue does the background work due at now: re-checks pending domains
 // whose time has come (failing those past the propagation window), re-checks
 // live domains' records for drift, asks the CertIssuer about issuing
-// domains, and retries certificate removals and the deletions of records
+// domains, retries certificate removals and the deletions of records
 // ConfigureDNS wrote (those of domains any engine on the store removed,
 // which DueDomains returns with the others), and hands Events the events
 // of stored changes not handed over yet (DueOutboxes), whichever engine
@@ -19,9 +19,6 @@ import (
 func (e *Engine) RunDue(ctx context.Context, now time.Time) (int, error) {
 	now = now.UTC()
 	done := 0
-	if e.cfg.CertIssuer != nil {
-		e.removeLeftoverCerts(ctx)
-	}
 	if err := e.retryOutboxes(ctx, now); err != nil {
 		return done, err
 	}
@@ -63,10 +60,10 @@ func (e *Engine) RunDue(ctx context.Context, now time.Time) (int, error) {
 			ran[entry.ID] = true
 			fresh++
 			if entry.Status.FreesName() {
-				// Due only while records it wrote at the DNS provider
-				// are still to be deleted; the lifecycle has nothing
-				// more for it.
-				e.retryDNSCleanup(ctx, entry, now)
+				// Due only while its certificate or records it wrote
+				// at the DNS provider are still to be removed; the
+				// lifecycle has nothing more for it.
+				e.retryCleanup(ctx, entry, now)
 			} else {
 				e.runOne(ctx, entry)
 			}

@@ -259,9 +259,7 @@ func (m *machine) recheckLive(r CheckResult) {
 		m.to(StatusReleased, reason)
 		m.e.NextCheckAt = time.Time{}
 		m.do(Unroute)
-		if m.p.Issuer {
-			m.do(RemoveCert)
-		}
+		m.removeCert()
 		m.unconfigureDNS()
 		m.emit(EventRemoved)
 	default:
@@ -392,33 +390,46 @@ func (m *machine) removed() {
 	m.to(StatusRemoved, "")
 	m.e.UpdatedAt = m.now
 	if wasReleased {
-		// Released already let go of everything; a deletion of its DNS
-		// records still pending (NextCheckAt) goes on.
+		// Released already let go of everything; a removal of its
+		// certificate or a deletion of its DNS records still pending
+		// (NextCheckAt) goes on.
 		return
 	}
 	m.e.NextCheckAt = time.Time{}
 	m.do(Unroute)
-	if m.p.Issuer {
-		m.do(RemoveCert)
-	}
+	m.removeCert()
 	m.unconfigureDNS()
 	m.emit(EventRemoved)
 }
 
-// dnsCleanupLease is how long the engine that removed or released a
-// domain has to delete its records at the DNS provider, and to record
-// that it did, before any engine's RunDue tries instead.
-const dnsCleanupLease = time.Minute
+// cleanupLease is how long the engine that removed or released a domain
+// has to remove its certificate and delete its records at the DNS
+// provider, and to record that it did, before any engine's RunDue tries
+// instead.
+const cleanupLease = time.Minute
+
+// removeCert asks the CertIssuer, when there is one, to remove the
+// name's certificate, and marks the removal pending in the same write as
+// the removal or release (CertRemovalPending, and NextCheckAt, which on a
+// removed or released entry is when it is tried again). If the removal
+// fails, or the process ends before it records success, the store still
+// says the certificate is there, and any replica's RunDue finds it among
+// its due domains.
+func (m *machine) removeCert() {
+	if !m.p.Issuer {
+		return
+	}
+	m.e.CertRemovalPending = true
+	m.e.NextCheckAt = m.now.Add(cleanupLease)
+	m.do(RemoveCert)
+}
 
 // unconfigureDNS asks for the deletion of the records ConfigureDNS wrote,
-// and marks it pending in the same write as the removal: NextCheckAt,
-// which on a removed or released entry is when the deletion is tried
-// again. If the deletion fails, or the process ends before it records
-// success, the store still says the records are there, and any replica's
-// RunDue finds them among its due domains.
+// and marks it pending in the same write as the removal, as removeCert
+// does: the records stay in DNSRecords until they are deleted.
 func (m *machine) unconfigureDNS() {
 	if len(m.e.DNSRecords) > 0 {
-		m.e.NextCheckAt = m.now.Add(dnsCleanupLease)
+		m.e.NextCheckAt = m.now.Add(cleanupLease)
 	}
 	m.do(UnconfigureDNS)
 }

@@ -34,7 +34,7 @@ func TestStep(t *testing.T) {
 		p       Policy
 		want    Status
 		effects string        // effect kinds and events, in order
-		next    time.Duration // from t0; never: zero; 0: not checked
+		next    time.Duration // from t0; never: zero; 0: not checked (removed and released: when their certificate's removal is retried)
 		prior   Status        // the status before from, when it matters: "" for none
 	}{
 		// pending
@@ -51,7 +51,7 @@ func TestStep(t *testing.T) {
 		{"pending, DCV delegated, certificate already issuing", StatusPending, 0, checked(delegated, issuing), p, StatusPending, "", time.Minute, ""},
 		{"pending, DCV delegated, certificate issued", StatusPending, 0, checked(delegated, issued), p, StatusPending, "Emit(domain.certificate.issued) Reroute", time.Minute, ""},
 		{"pending, certificate issued", StatusPending, 0, CertReported{issued}, p, StatusPending, "Emit(domain.certificate.issued) Reroute", 0, ""},
-		{"pending, removed", StatusPending, 0, Removed{}, p, StatusRemoved, "Unroute RemoveCert UnconfigureDNS Emit(domain.removed)", never, ""},
+		{"pending, removed", StatusPending, 0, Removed{}, p, StatusRemoved, "Unroute RemoveCert UnconfigureDNS Emit(domain.removed)", time.Minute, ""},
 		{"pending, suspended", StatusPending, 0, PlanChanged{Suspended: true}, p, StatusPending, "", time.Minute, ""},
 		{"active, suspended: waits at its drift interval", StatusActive, 0, PlanChanged{Suspended: true}, p, StatusActive, "", time.Hour, ""},
 		// issuing
@@ -69,15 +69,15 @@ func TestStep(t *testing.T) {
 		{"active, certificate failed, Re-verify", StatusActive, 0, verify(ok, refused), p, StatusActive, "Emit(domain.certificate.failed) RequestCert", time.Hour, ""},
 		{"active, certificate failed, background", StatusActive, 0, checked(ok, refused), p, StatusActive, "Emit(domain.certificate.failed)", time.Hour, ""},
 		{"active, certificate failed, drifted, Re-verify", StatusActive, 0, verify(wrong, refused), p, StatusMisconfigured, "Emit(domain.certificate.failed) Reroute Emit(domain.misconfigured)", time.Minute, ""},
-		{"active, removed", StatusActive, 0, Removed{}, p, StatusRemoved, "Unroute RemoveCert UnconfigureDNS Emit(domain.removed)", never, ""},
+		{"active, removed", StatusActive, 0, Removed{}, p, StatusRemoved, "Unroute RemoveCert UnconfigureDNS Emit(domain.removed)", time.Minute, ""},
 		{"active, removed, no issuer", StatusActive, 0, Removed{}, noIssuer, StatusRemoved, "Unroute UnconfigureDNS Emit(domain.removed)", never, ""},
 		// misconfigured
 		{"misconfigured, record back", StatusMisconfigured, time.Hour, checked(ok, issued), p, StatusActive, "Reroute Emit(domain.active)", time.Hour, ""},
 		{"misconfigured, still wrong", StatusMisconfigured, 2 * time.Hour, checked(wrong, issued), p, StatusMisconfigured, "", 5 * time.Minute, ""},
 		{"misconfigured, still wrong near the end", StatusMisconfigured, 72*time.Hour - 10*time.Minute, checked(wrong, issued), p, StatusMisconfigured, "", 10 * time.Minute, ""},
-		{"misconfigured, grace over", StatusMisconfigured, 72 * time.Hour, checked(wrong, issued), p, StatusReleased, "Unroute RemoveCert UnconfigureDNS Emit(domain.removed)", never, ""},
+		{"misconfigured, grace over", StatusMisconfigured, 72 * time.Hour, checked(wrong, issued), p, StatusReleased, "Unroute RemoveCert UnconfigureDNS Emit(domain.removed)", time.Minute, ""},
 		{"misconfigured, grace over, lookup failed", StatusMisconfigured, 72 * time.Hour, checked(lost, issued), p, StatusMisconfigured, "", 30 * time.Minute, ""},
-		{"misconfigured, removed", StatusMisconfigured, 0, Removed{}, p, StatusRemoved, "Unroute RemoveCert UnconfigureDNS Emit(domain.removed)", never, ""},
+		{"misconfigured, removed", StatusMisconfigured, 0, Removed{}, p, StatusRemoved, "Unroute RemoveCert UnconfigureDNS Emit(domain.removed)", time.Minute, ""},
 		// failed
 		{"failed, right", StatusFailed, 0, verify(ok, none), p, StatusIssuing, "Emit(domain.verified) Reroute RequestCert", time.Minute, ""},
 		{"failed, still wrong, Re-verify", StatusFailed, 0, verify(wrong, none), p, StatusPending, "", time.Minute, ""},
@@ -129,6 +129,11 @@ func TestStep(t *testing.T) {
 				!strings.Contains(got.Reason, "points to elsewhere.example.net") {
 				t.Errorf("the reason %q does not say what the record points to now", got.Reason)
 			}
+			// The certificate's removal is pending in the write that asks
+			// for it, so that any process can retry it from the store.
+			if want := strings.Contains(tt.effects, RemoveCert.String()); got.CertRemovalPending != want {
+				t.Errorf("certificate removal pending: %v, want %v", got.CertRemovalPending, want)
+			}
 			if tt.want == StatusActive && !got.DriftedAt.IsZero() {
 				t.Errorf("active with a drift time %v", got.DriftedAt)
 			}
@@ -153,45 +158,57 @@ func TestStepVerifiedIsAMilestone(t *testing.T) {
 	}
 }
 
-// TestStepMarksDNSCleanup: the write that removes or releases a domain
-// whose records ConfigureDNS wrote says, in the store, that their deletion
-// is pending (NextCheckAt a minute later, should the engine not record it
-// done), so no process's memory is needed to retry it; a domain without
-// such records is never looked at again. A dismissal of a released
-// domain, which deletes nothing, starts no deletion, and keeps one still
-// pending.
-func TestStepMarksDNSCleanup(t *testing.T) {
+// TestStepMarksCleanup: the write that removes or releases a domain says,
+// in the store, what is left to clean up: its certificate's removal, when
+// there is a CertIssuer (CertRemovalPending), and the deletion of the
+// records ConfigureDNS wrote (DNSRecords), both pending until the engine
+// records them done, and to be retried a minute later (NextCheckAt)
+// should it not, so no process's memory is needed to retry them; a
+// domain with nothing left is never looked at again. A dismissal of a
+// released domain, which removes nothing, starts nothing, and keeps what
+// is still pending.
+func TestStepMarksCleanup(t *testing.T) {
 	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	p := Policy{Window: 48 * time.Hour, Issuer: true, Recheck: time.Hour, Grace: 72 * time.Hour}
+	noIssuer := p
+	noIssuer.Issuer = false
 	recs := []Record{{Type: "CNAME", Name: "shop", Value: "edge.petstore.example.", TTL: 3600}}
 	wrong := Checked{DNS: CheckResult{Findings: []Finding{{Code: FindingCNAMEMismatch, Message: "elsewhere"}}}, Cert: CertStatus{State: CertIssued}}
 	for _, tc := range []struct {
-		name string
-		from Status
-		next time.Time // NextCheckAt before
-		recs []Record
-		ev   Event
-		want time.Time
+		name        string
+		from        Status
+		next        time.Time // NextCheckAt before
+		recs        []Record
+		certPending bool // CertRemovalPending before
+		ev          Event
+		p           Policy
+		want        time.Time // NextCheckAt after
+		wantCert    bool      // CertRemovalPending after
 	}{
-		{"removed with records", StatusActive, t0.Add(time.Hour), recs, Removed{}, t0.Add(time.Minute)},
-		{"removed without records", StatusActive, t0.Add(time.Hour), nil, Removed{}, time.Time{}},
-		{"released with records", StatusMisconfigured, t0, recs, wrong, t0.Add(time.Minute)},
-		{"released without records", StatusMisconfigured, t0, nil, wrong, time.Time{}},
-		{"released domain dismissed", StatusReleased, time.Time{}, recs, Removed{}, time.Time{}},
-		{"released domain with a deletion pending dismissed", StatusReleased, t0.Add(5 * time.Minute), recs, Removed{}, t0.Add(5 * time.Minute)},
+		{"removed with records", StatusActive, t0.Add(time.Hour), recs, false, Removed{}, p, t0.Add(time.Minute), true},
+		{"removed without records", StatusActive, t0.Add(time.Hour), nil, false, Removed{}, p, t0.Add(time.Minute), true},
+		{"removed with records, no issuer", StatusActive, t0.Add(time.Hour), recs, false, Removed{}, noIssuer, t0.Add(time.Minute), false},
+		{"removed without records, no issuer", StatusActive, t0.Add(time.Hour), nil, false, Removed{}, noIssuer, time.Time{}, false},
+		{"released with records", StatusMisconfigured, t0, recs, false, wrong, p, t0.Add(time.Minute), true},
+		{"released without records", StatusMisconfigured, t0, nil, false, wrong, p, t0.Add(time.Minute), true},
+		{"released without records, no issuer", StatusMisconfigured, t0, nil, false, wrong, noIssuer, time.Time{}, false},
+		{"released domain dismissed", StatusReleased, time.Time{}, recs, false, Removed{}, p, time.Time{}, false},
+		{"released domain with a deletion pending dismissed", StatusReleased, t0.Add(5 * time.Minute), recs, false, Removed{}, p, t0.Add(5 * time.Minute), false},
+		{"released domain with a certificate removal pending dismissed", StatusReleased, t0.Add(5 * time.Minute), nil, true, Removed{}, p, t0.Add(5 * time.Minute), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := Entry{Name: "shop.example.com", Status: tc.from, NextCheckAt: tc.next, DNSRecords: tc.recs, DriftedAt: t0.Add(-72 * time.Hour)}
-			got, _ := Step(e, tc.ev, t0, p)
-			if !got.Status.FreesName() || !got.NextCheckAt.Equal(tc.want) {
-				t.Fatalf("%s → %s with next check at %v, want it freed and looked at next at %v", tc.from, got.Status, got.NextCheckAt, tc.want)
+			e := Entry{Name: "shop.example.com", Status: tc.from, NextCheckAt: tc.next, DNSRecords: tc.recs, CertRemovalPending: tc.certPending, DriftedAt: t0.Add(-72 * time.Hour)}
+			got, _ := Step(e, tc.ev, t0, tc.p)
+			if !got.Status.FreesName() || !got.NextCheckAt.Equal(tc.want) || got.CertRemovalPending != tc.wantCert {
+				t.Fatalf("%s → %s with next check at %v, certificate removal pending %v; want it freed, looked at next at %v, pending %v",
+					tc.from, got.Status, got.NextCheckAt, got.CertRemovalPending, tc.want, tc.wantCert)
 			}
 		})
 	}
 }
 
-// TestStepLeavesFreedEntries: a removed or released entry whose records'
-// deletion is pending is due (NextCheckAt) like a live one, but nothing
+// TestStepLeavesFreedEntries: a removed or released entry whose cleanup
+// is pending is due (NextCheckAt) like a live one, but nothing
 // of the lifecycle applies to it any more: no event but a released
 // entry's dismissal changes it, nor has an effect.
 func TestStepLeavesFreedEntries(t *testing.T) {
@@ -210,12 +227,13 @@ func TestStepLeavesFreedEntries(t *testing.T) {
 	}
 	for _, from := range []Status{StatusRemoved, StatusReleased} {
 		e := Entry{Name: "shop.example.com", Status: from, NextCheckAt: t0.Add(-time.Minute),
-			DNSRecords: []Record{{Type: "CNAME", Name: "shop", Value: "edge.petstore.example.", TTL: 3600}},
-			VerifiedAt: t0.Add(-100 * time.Hour),
-			DriftedAt:  t0.Add(-72 * time.Hour),
-			History:    []Transition{{Status: from, At: t0.Add(-time.Hour)}},
-			Findings:   []Finding{},
-			Observed:   Observed{Addresses: []string{}},
+			DNSRecords:         []Record{{Type: "CNAME", Name: "shop", Value: "edge.petstore.example.", TTL: 3600}},
+			CertRemovalPending: true,
+			VerifiedAt:         t0.Add(-100 * time.Hour),
+			DriftedAt:          t0.Add(-72 * time.Hour),
+			History:            []Transition{{Status: from, At: t0.Add(-time.Hour)}},
+			Findings:           []Finding{},
+			Observed:           Observed{Addresses: []string{}},
 		}.Canonical()
 		evs := events
 		if from == StatusRemoved { // a released one's is its dismissal

@@ -63,10 +63,13 @@ type CertStatus struct {
 // CertIssuer obtains, reports and removes certificates for verified names.
 // The engine calls Request when a name verifies (and on Re-verify), Status
 // when it advances a domain and, for views, once per domain after each
-// Refresh (and after a change), and Remove before Remove returns. A change
-// the issuer makes on its own (obtained, failed, renewed) reaches views at
-// once when it calls Engine.CertificateChanged, else at the next Refresh.
-// Implementations must be safe for concurrent use.
+// Refresh (and after a change), and Remove before Engine.Remove returns
+// (or a release is stored), and again from any engine's RunDue until a
+// call returns nil (see Entry.CertRemovalPending). A change the issuer
+// makes on its own (obtained, failed, renewed) reaches views at once when
+// it calls Engine.CertificateChanged, else at the next Refresh.
+// Implementations must be safe for concurrent use, and every engine
+// sharing a store should have one over the same certificate storage.
 type CertIssuer interface {
 	// Request starts obtaining a certificate for name and returns at once;
 	// obtaining goes on in the background with retries.
@@ -74,7 +77,9 @@ type CertIssuer interface {
 	// Status reports the certificate of name.
 	Status(ctx context.Context, name string) (CertStatus, error)
 	// Remove stops serving name's certificate at once and deletes it from
-	// storage before returning.
+	// storage before returning. It returns nil when there is no
+	// certificate for name: a removal that succeeded but was not recorded
+	// is tried again.
 	Remove(ctx context.Context, name string) error
 }
 

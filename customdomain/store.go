@@ -72,7 +72,7 @@ type Entry struct {
 	PendingSince time.Time    // start of the current 48-hour propagation window
 	VerifiedAt   time.Time    // when DNS last verified; zero if never
 	DriftedAt    time.Time    // when a live domain's record was first seen elsewhere; zero when it points here
-	NextCheckAt  time.Time    // when the background loop looks at it next; zero: never (removed entries: see DNSRecords)
+	NextCheckAt  time.Time    // when the background loop looks at it next; zero: never (removed and released entries: see CertRemovalPending)
 	History      []Transition // every status change, oldest first
 	// Cert is the certificate state last reported (CertNone before any),
 	// so that a change is told once: domain.certificate.issued or
@@ -96,16 +96,24 @@ type Entry struct {
 	// relative to the registered domain, value and TTL): removing or
 	// releasing the domain deletes exactly these, never a record that was
 	// there before or that the customer made or changed. nil when it
-	// created none.
-	//
-	// On a removed or released entry, NextCheckAt is set while these may
-	// still be in the zone (their deletion failed, or is not recorded
-	// yet): it is when any engine's RunDue next tries to delete them,
-	// found through DueDomains. Each try first moves it on (a
-	// version-checked write, so one replica at a time tries), and it is
-	// set back to zero once the records are deleted, or handed to the
-	// same project's new domain of the name.
+	// created none, and, on a removed or released entry, once they are
+	// deleted or handed to the same project's new domain of the name.
 	DNSRecords []Record `json:",omitempty"`
+	// CertRemovalPending is set on a removed or released entry, in the
+	// write that removes or releases it when there is a CertIssuer, while
+	// the CertIssuer may still hold the name's certificate: its removal
+	// failed, or is not recorded yet. It is cleared once the certificate
+	// is removed, or once the name is attached again, by any project:
+	// the certificate is the platform's, for the name, and the new
+	// domain uses it (its own removal or release removes it in turn).
+	//
+	// On a removed or released entry, NextCheckAt is set while the
+	// certificate's removal or the deletion of DNSRecords is pending: it
+	// is when any engine's RunDue next tries them, found through
+	// DueDomains. Each try first moves it on (a version-checked write, so
+	// one replica at a time tries), and it is set back to zero once
+	// neither is pending.
+	CertRemovalPending bool `json:",omitempty"`
 	// Outbox holds the lifecycle events of changes stored in this entry
 	// that the Events port has not taken yet, oldest first: the write
 	// that stores a change also stores its events (the transactional
@@ -222,8 +230,8 @@ type Store interface {
 	// equals e.Version, and returns e with the next Version. Returns
 	// not_found for an unknown ID and conflict when the entry changed since
 	// it was read, or was already removed and e is not (a removed entry
-	// stays removed; it is written again only for the pending deletion
-	// of its DNSRecords, NextCheckAt, and for its Outbox).
+	// stays removed; it is written again only for its pending cleanup,
+	// CertRemovalPending, DNSRecords and NextCheckAt, and for its Outbox).
 	// Writing a status that FreesName (removed, released) frees the name
 	// for a new CreateDomain.
 	UpdateDomain(ctx context.Context, e Entry) (Entry, error)
@@ -234,10 +242,11 @@ type Store interface {
 
 	// DueDomains returns at most limit entries whose NextCheckAt is set
 	// and not after now, earliest first, whatever their status: a removed
-	// or released entry has it set while records at the DNS provider are
-	// still to be deleted. Every engine asks every RefreshEvery, and
-	// removed entries are kept for good, so it must not read the entries
-	// that are not due (bunstore: an index on the next check time).
+	// or released entry has it set while its certificate is still to be
+	// removed, or records at the DNS provider deleted. Every engine asks
+	// every RefreshEvery, and removed entries are kept for good, so it
+	// must not read the entries that are not due (bunstore: an index on
+	// the next check time).
 	DueDomains(ctx context.Context, now time.Time, limit int) ([]Entry, error)
 
 	// DueOutboxes returns at most limit entries whose OutboxDueAt is set

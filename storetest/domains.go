@@ -403,6 +403,41 @@ func RunDomains(t *testing.T, open Opener) {
 			t.Fatalf("due once the records are deleted = %s, want [dom_next] only", got)
 		}
 	})
+	t.Run("FreedEntryKeepsItsCertRemoval", func(t *testing.T) {
+		// A removed or released entry whose certificate's removal is
+		// pending says so (CertRemovalPending), written with the removal
+		// and again with each retry, until the engine clears it: lost,
+		// the certificate and its private key would stay in storage for
+		// a name the platform no longer serves.
+		t.Parallel()
+		s := openDomains(t, open)
+		for _, st := range []customdomain.Status{customdomain.StatusRemoved, customdomain.StatusReleased} {
+			name := string(st) + ".example.com"
+			e := mustCreateDomain(t, s, newEntry("dom_cert_"+string(st), "prj_a", name))
+			e.Status, e.CertRemovalPending, e.NextCheckAt = st, true, domainTime.Add(time.Minute)
+			freed, err := s.UpdateDomain(ctx, e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			listed, err := s.ListDomains(ctx, customdomain.DomainQuery{Name: name, Status: st})
+			if err != nil || len(listed) != 1 || !listed[0].CertRemovalPending || entryJSON(t, listed[0]) != entryJSON(t, freed) {
+				t.Fatalf("%s entries of %s = %+v (%v), want %+v, its certificate's removal pending", st, name, listed, err, freed)
+			}
+			due, err := s.DueDomains(ctx, domainTime.Add(time.Minute), 10)
+			if err != nil || !slices.ContainsFunc(due, func(d customdomain.Entry) bool { return d.ID == freed.ID && d.CertRemovalPending }) {
+				t.Fatalf("due domains = %+v (%v), want %s with its certificate's removal pending", due, err, freed.ID)
+			}
+			freed.CertRemovalPending, freed.NextCheckAt = false, time.Time{}
+			done, err := s.UpdateDomain(ctx, freed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			listed, err = s.ListDomains(ctx, customdomain.DomainQuery{Name: name, Status: st})
+			if err != nil || len(listed) != 1 || listed[0].CertRemovalPending || entryJSON(t, listed[0]) != entryJSON(t, done) {
+				t.Fatalf("%s entries of %s once the certificate is removed = %+v (%v), want %+v", st, name, listed, err, done)
+			}
+		}
+	})
 	t.Run("ListByNameKeepsHistoryOrder", func(t *testing.T) {
 		// Engine.Add asks for a name's removed entries and takes the
 		// last as the most recent holder.

@@ -1,0 +1,205 @@
+package customdomain_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/petstorekit/petstore/customdomain"
+)
+
+// certStorage is the certificate layer's shared storage (the database,
+// with adapters/acme), which every replica's issuer reads and writes:
+// while down is set a removal cannot reach it. removals counts the
+// removals that did.
+type certStorage struct {
+	*issuer
+	mu       sync.Mutex
+	down     bool
+	removals map[string]int
+}
+
+func newCertStorage() *certStorage {
+	return &certStorage{issuer: &issuer{state: map[string]customdomain.CertStatus{}, stored: true}, removals: map[string]int{}}
+}
+
+func (s *certStorage) setDown(down bool) {
+	s.mu.Lock()
+	s.down = down
+	s.mu.Unlock()
+}
+
+func (s *certStorage) removed(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.removals[name]
+}
+
+func (s *certStorage) Remove(ctx context.Context, name string) error {
+	s.mu.Lock()
+	down := s.down
+	if !down {
+		s.removals[name]++
+	}
+	s.mu.Unlock()
+	if down {
+		return errors.New("certificate storage unreachable")
+	}
+	return s.issuer.Remove(ctx, name)
+}
+
+// removedWhileCertStorageDown gives f a live shop.example.com of prj_pro,
+// with its certificate in certs, removed by an engine of its own while
+// the storage was down; the storage is up again, and that engine is gone
+// (the process ended), so only the store remembers the removal. The
+// certificate counts no removal yet.
+func removedWhileCertStorageDown(t *testing.T, f *fixture, certs *certStorage) {
+	t.Helper()
+	ctx := context.Background()
+	e := f.replica(t, func(c *customdomain.EngineConfig) { c.CertIssuer = certs })
+	f.set(t, "example.com.", cname("shop", target))
+	if _, _, err := e.Add(ctx, "prj_pro", "shop.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := e.Verify(ctx, "prj_pro", "shop.example.com"); err != nil || d.Status != customdomain.StatusActive || d.Certificate.State != customdomain.CertIssued {
+		t.Fatalf("Verify = %s with certificate %s (%v), want active with one issued", d.Status, d.Certificate.State, err)
+	}
+	certs.setDown(true)
+	if err := e.Remove(ctx, "prj_pro", "shop.example.com"); err != nil {
+		t.Fatalf("Remove with the certificate storage down = %v, want nil: the domain is removed", err)
+	}
+	certs.setDown(false)
+	if n := certs.removed("shop.example.com"); n != 0 {
+		t.Fatalf("the certificate was removed %d times although the storage was down", n)
+	}
+}
+
+// TestPendingCertRemovalSurvivesRestart: a certificate whose removal
+// failed as its domain was removed is removed later by the background
+// loop of another process on the same store, after the one that removed
+// the domain ended: the pending removal is kept with the removed domain,
+// not in the memory of that process. Before, a restart left the
+// certificate and its private key in storage for a name the platform no
+// longer serves.
+func TestPendingCertRemovalSurvivesRestart(t *testing.T) {
+	ctx := context.Background()
+	certs := newCertStorage()
+	f := newFixture(t, nil)
+	removedWhileCertStorageDown(t, f, certs)
+	restarted := f.replica(t, func(c *customdomain.EngineConfig) { c.CertIssuer = certs })
+	for range 3 {
+		if _, err := restarted.RunDue(ctx, f.clock.Advance(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := certs.removed("shop.example.com"); n != 1 {
+		t.Fatalf("after a restart and the background retries the certificate was removed %d times, want 1", n)
+	}
+	if st, _ := certs.Status(ctx, "shop.example.com"); st.State != customdomain.CertNone {
+		t.Fatalf("after the background retries the certificate storage still has shop.example.com: %s", st.State)
+	}
+}
+
+// meetingStore is a store as one of several replicas sees it: its first
+// DueDomains call answers only once every replica's first call has read,
+// so that they all find the same due entries before any acts on them.
+type meetingStore struct {
+	customdomain.Store
+	meet *meeting
+}
+
+func (s meetingStore) DueDomains(ctx context.Context, now time.Time, limit int) ([]customdomain.Entry, error) {
+	due, err := s.Store.DueDomains(ctx, now, limit)
+	s.meet.arrive()
+	return due, err
+}
+
+// meeting lets n callers of arrive through together, then everyone at once.
+type meeting struct {
+	mu      sync.Mutex
+	waiting int
+	all     chan struct{}
+}
+
+func newMeeting(n int) *meeting { return &meeting{waiting: n, all: make(chan struct{})} }
+
+func (m *meeting) arrive() {
+	m.mu.Lock()
+	if m.waiting--; m.waiting == 0 {
+		close(m.all)
+	}
+	m.mu.Unlock()
+	<-m.all
+}
+
+// TestPendingCertRemovalOnceAcrossReplicas: replicas running the
+// background loop at the same time, both finding the removal due, remove
+// the certificate once between them, and not again later.
+func TestPendingCertRemovalOnceAcrossReplicas(t *testing.T) {
+	ctx := context.Background()
+	certs := newCertStorage()
+	f := newFixture(t, nil)
+	removedWhileCertStorageDown(t, f, certs)
+	meet := newMeeting(2)
+	replica := func(c *customdomain.EngineConfig) {
+		c.CertIssuer = certs
+		c.Store = meetingStore{Store: c.Store, meet: meet}
+	}
+	replicas := []*customdomain.Engine{f.replica(t, replica), f.replica(t, replica)}
+	for range 3 {
+		now := f.clock.Advance(time.Minute)
+		var wg sync.WaitGroup
+		for _, r := range replicas {
+			wg.Go(func() {
+				if _, err := r.RunDue(ctx, now); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	if n := certs.removed("shop.example.com"); n != 1 {
+		t.Fatalf("two replicas' background loops removed the certificate %d times, want 1", n)
+	}
+}
+
+// TestPendingCertRemovalOfAReattachedName: a name added again while its
+// old certificate's removal is pending keeps the certificate, whichever
+// project adds it: the certificate is the platform's, for the name, and
+// the new domain uses it once it verifies. The new domain's own removal
+// removes it.
+func TestPendingCertRemovalOfAReattachedName(t *testing.T) {
+	for _, project := range []string{"prj_pro", "prj_business"} {
+		t.Run(project, func(t *testing.T) {
+			ctx := context.Background()
+			certs := newCertStorage()
+			f := newFixture(t, nil)
+			removedWhileCertStorageDown(t, f, certs)
+			other := f.replica(t, func(c *customdomain.EngineConfig) { c.CertIssuer = certs })
+			if _, _, err := other.Add(ctx, project, "shop.example.com"); err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				if _, err := other.RunDue(ctx, f.clock.Advance(time.Minute)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n := certs.removed("shop.example.com"); n != 0 {
+				t.Fatalf("the certificate of a name attached again was removed %d times, want 0", n)
+			}
+			if err := other.Remove(ctx, project, "shop.example.com"); err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				if _, err := other.RunDue(ctx, f.clock.Advance(30*time.Minute)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n := certs.removed("shop.example.com"); n != 1 {
+				t.Fatalf("once the new domain is removed too the certificate was removed %d times, want 1", n)
+			}
+		})
+	}
+}
