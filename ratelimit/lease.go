@@ -36,8 +36,11 @@ type Leaser interface {
 	Lease(ctx context.Context, req LeaseRequest) (LeaseResult, error)
 	// BanEvents returns the bans started and lifted at or after since,
 	// oldest first, so that every process learns of a ban within its poll
-	// interval. Events older than the longest ban may be forgotten.
-	BanEvents(ctx context.Context, since time.Time) ([]BanEvent, error)
+	// interval. Events older than the longest ban may be forgotten. Like
+	// Lease's, its times (since, and the events' At and Until) are in the
+	// terms of now, the caller's clock: a store that measures on a clock
+	// of its own translates them, as it does Lease's.
+	BanEvents(ctx context.Context, since, now time.Time) ([]BanEvent, error)
 }
 
 // Prober is a Leaser that can check it accepts writes. A store that
@@ -632,8 +635,9 @@ func (l *Limiter) watchBans(ctx context.Context, every time.Duration) {
 		if !from.IsZero() {
 			from = from.Add(-banSkew)
 		}
+		wall, _ := l.clock()
 		cctx, cancel := context.WithTimeout(ctx, l.timeout)
-		evs, err := l.leaser.BanEvents(cctx, from)
+		evs, err := l.leaser.BanEvents(cctx, from, wall)
 		cancel()
 		if err == nil {
 			l.reached(ctx)

@@ -19,7 +19,7 @@ func (deadLeaser) Lease(ctx context.Context, req ratelimit.LeaseRequest) (rateli
 	time.Sleep(time.Millisecond)
 	return ratelimit.LeaseResult{}, errors.New("connection refused")
 }
-func (deadLeaser) BanEvents(ctx context.Context, since time.Time) ([]ratelimit.BanEvent, error) {
+func (deadLeaser) BanEvents(ctx context.Context, since, now time.Time) ([]ratelimit.BanEvent, error) {
 	return nil, errors.New("connection refused")
 }
 

@@ -21,7 +21,8 @@ type Config struct {
 	// Clock returns the current time; time.Now when nil. Stores that read
 	// a clock themselves (limiterstore; redislimit unless CallerClock)
 	// need the wall clock here.
-	// The circuit breaker's cool-down runs on it too.
+	// The circuit breaker's cool-down runs on it too. It must be safe for
+	// concurrent use: requests and, over a Leaser, the ban poll read it.
 	Clock func() time.Time
 	// BanPolicy says when strikes ban a subject. Zero fields take the
 	// values of DefaultBanPolicy; set Disabled to never ban.

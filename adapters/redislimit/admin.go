@@ -18,7 +18,7 @@ var _ ratelimit.Admin = (*Store)(nil)
 // started and lifted goes into: one read, however many subjects Redis
 // holds.
 func (s *Store) Bans(ctx context.Context, now time.Time) ([]ratelimit.Ban, error) {
-	evs, err := s.BanEvents(ctx, time.Time{})
+	evs, err := s.BanEvents(ctx, time.Time{}, now)
 	if err != nil {
 		return nil, err
 	}

@@ -260,12 +260,12 @@ return out
 
 // BanEvents implements ratelimit.Leaser: one script that reads the ban
 // log (ZRANGEBYSCORE).
-func (s *Store) BanEvents(ctx context.Context, since time.Time) ([]ratelimit.BanEvent, error) {
+func (s *Store) BanEvents(ctx context.Context, since, now time.Time) ([]ratelimit.BanEvent, error) {
 	min := "-inf"
 	if !since.IsZero() {
 		min = strconv.FormatInt(since.UnixMilli(), 10)
 	}
-	v, err := banEventsScript.Run(ctx, s.client, []string{s.prefix + banLogKey}, time.Now().UnixMilli(), boolArg(!s.callerClock), min).Slice()
+	v, err := banEventsScript.Run(ctx, s.client, []string{s.prefix + banLogKey}, now.UnixMilli(), boolArg(!s.callerClock), min).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("redislimit: %w", err)
 	}

@@ -33,11 +33,12 @@ func TestStore(t *testing.T) {
 func TestKeysHaveTTL(t *testing.T) {
 	c := testenv.RedisClient(t)
 	prefix := testenv.RedisPrefix(t, c, "rl")
-	now := time.Now()
-	lim := ratelimit.New(redislimit.New(c, prefix, redislimit.CallerClock()), ratelimit.Config{Clock: func() time.Time { return now }})
+	// The ban poll reads the clock too, from its own goroutine.
+	clk := testenv.NewClock(time.Now())
+	lim := ratelimit.New(redislimit.New(c, prefix, redislimit.CallerClock()), ratelimit.Config{Clock: clk.Now})
 	for i := range 100 { // admissions, strikes and a ban
 		if i == 61 {
-			now = now.Add(time.Second) // past the strike grace
+			clk.Advance(time.Second) // past the strike grace
 		}
 		if _, err := lim.Decide(context.Background(), "key:ttl", ratelimittest.Free); err != nil {
 			t.Fatal(err)
