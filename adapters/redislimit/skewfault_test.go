@@ -88,13 +88,19 @@ func TestBanReachesSkewedProcesses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			ps := newSkewedProcs(t, ratelimit.Config{}, -90*time.Second, 0, 90*time.Second, time.Hour)
-			banned := banBy(t, ps[0].lim, "key:abuser")
-			end := time.Now().Add(banned.RetryAfter) // in real time
-			// Ends are read in whole seconds: not early, at most 2 s late.
-			near := func(what string, got time.Time) {
+			ps := newSkewedProcs(t, ratelimit.Config{StoreTimeout: 200 * time.Millisecond, BreakerCooldown: 100 * time.Millisecond}, -90*time.Second, 0, 90*time.Second, time.Hour)
+			banBy(t, ps[0].lim, "key:abuser")
+			// The ban's end in real time, as the process on it lists it.
+			bans, err := ps[1].store.Bans(ctx, time.Now())
+			if err != nil || len(bans) != 1 {
+				t.Fatalf("the process on real time lists %v, %v; want the ban", bans, err)
+			}
+			end := bans[0].Until
+			// A time told through Redis is off by the link's latency;
+			// Retry-After counts whole seconds, rounded up.
+			near := func(what string, got time.Time, late time.Duration) {
 				t.Helper()
-				if got.Before(end.Add(-10*time.Millisecond)) || got.After(end.Add(2*time.Second)) {
+				if got.Before(end.Add(-100*time.Millisecond)) || got.After(end.Add(late)) {
 					t.Errorf("%s: the ban ends %v from when the banning process said", what, got.Sub(end))
 				}
 			}
@@ -103,7 +109,7 @@ func TestBanReachesSkewedProcesses(t *testing.T) {
 				if err != nil || len(bans) != 1 {
 					t.Fatalf("process %v ahead lists %v, %v; want the ban", p.skew, bans, err)
 				}
-				near(fmt.Sprintf("process %v ahead, Bans", p.skew), bans[0].Until.Add(-p.skew))
+				near(fmt.Sprintf("process %v ahead, Bans", p.skew), bans[0].Until.Add(-p.skew), 100*time.Millisecond)
 			}
 			time.Sleep(time.Second) // the log's promise: within 1 s
 			for _, p := range ps[1:] {
@@ -115,7 +121,7 @@ func TestBanReachesSkewedProcesses(t *testing.T) {
 					t.Errorf("process %v ahead, Redis %s: %+v, %v; want api_key_banned", p.skew, tc.name, d, err)
 					continue
 				}
-				near(fmt.Sprintf("process %v ahead, Redis %s, Retry-After", p.skew, tc.name), time.Now().Add(d.RetryAfter))
+				near(fmt.Sprintf("process %v ahead, Redis %s, Retry-After", p.skew, tc.name), time.Now().Add(d.RetryAfter), 1100*time.Millisecond)
 			}
 			if t.Failed() {
 				return
@@ -154,5 +160,147 @@ func waitShared(t *testing.T, lim *ratelimit.Limiter) {
 		if time.Now().After(deadline) {
 			t.Fatalf("Redis back for 30 s, decisions still local: %+v, %v", d, err)
 		}
+	}
+}
+
+// TestSkewedDebtWindowEndsWhenItsProcessSaid: a process whose clock is
+// far off decided a key on its own while Redis failed, in a minute window
+// it started itself, and told its clients the window ends in 1.9 s (its
+// debt's End, in its own time). Once it settles the debt, processes on
+// other clocks refuse the key until then and no longer: their
+// Retry-After is not early, and a client that waited it is admitted.
+func TestSkewedDebtWindowEndsWhenItsProcessSaid(t *testing.T) {
+	for _, skew := range []time.Duration{-90 * time.Second, 90 * time.Second, time.Hour} {
+		t.Run(skew.String(), func(t *testing.T) {
+			ctx := context.Background()
+			ps := newSkewedProcs(t, ratelimit.Config{}, skew, -skew, 0)
+			debtor := ps[0]
+			// In real time; a fraction of a second short of a whole one, so
+			// that a Retry-After (whole seconds, rounded up) told before it
+			// passes 100 ms after it, more than a link's latency.
+			ends := time.Now().Add(1900 * time.Millisecond)
+			rates := ratelimit.Rates(ratelimittest.Free)
+			now := debtor.now()
+			_, err := debtor.store.Lease(ctx, ratelimit.LeaseRequest{
+				Subject: "key:debt", Rates: rates, Now: now, Ban: ratelimit.DefaultBanPolicy(),
+				Settle: []ratelimit.Settlement{
+					{Debt: ratelimittest.Free.PerMinute, End: ends.Add(skew)},
+					{Debt: ratelimittest.Free.PerMinute, End: now.Add(24 * time.Hour)},
+				},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back time.Time // when the last client refused may come back
+			for _, p := range ps[1:] {
+				d, err := p.lim.Decide(ctx, "key:debt", ratelimittest.Free)
+				if err != nil || d.Allowed {
+					t.Fatalf("process %v ahead: %+v, %v; want refused until the debt's window ends", p.skew, d, err)
+				}
+				b := time.Now().Add(d.RetryAfter)
+				if b.Before(ends) || b.After(ends.Add(1100*time.Millisecond)) {
+					t.Errorf("process %v ahead: Retry-After %v ends %v from when the debtor said", p.skew, d.RetryAfter, b.Sub(ends))
+				}
+				if b.After(back) {
+					back = b
+				}
+			}
+			time.Sleep(time.Until(back))
+			for _, p := range ps {
+				if d, err := p.lim.Decide(ctx, "key:debt", ratelimittest.Free); err != nil || !d.Allowed {
+					t.Errorf("process %v ahead, once the Retry-After it gave passed: %+v, %v; want admitted", p.skew, d, err)
+				}
+			}
+		})
+	}
+}
+
+// TestSkewedProcessGivesSharesBack: a process whose clock is far off that
+// stops gives back the spares it leased, and another process on another
+// clock admits the rest of the window: a return is matched to its window
+// whatever the clocks.
+func TestSkewedProcessGivesSharesBack(t *testing.T) {
+	pro := petstore.Limits{PerMinute: 1000, PerDay: 10000}
+	for _, skew := range []time.Duration{-90 * time.Second, 90 * time.Second, time.Hour} {
+		t.Run(skew.String(), func(t *testing.T) {
+			ctx := context.Background()
+			ps := newSkewedProcs(t, ratelimit.Config{}, skew, -skew)
+			decide := func(p *skewedProc) bool {
+				d, err := p.lim.Decide(ctx, "key:stopping", pro)
+				if err != nil || d.Degraded {
+					t.Fatalf("%+v, %v", d, err)
+				}
+				return d.Allowed
+			}
+			for range 400 {
+				if !decide(ps[0]) {
+					t.Fatal("refused within the quota")
+				}
+			}
+			if err := ps[0].lim.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			admitted := 0
+			for decide(ps[1]) {
+				admitted++
+			}
+			if admitted != 600 {
+				t.Fatalf("after a process %v ahead admitted 400 of 1,000 and stopped, one %v ahead admitted %d, want the other 600", skew, -skew, admitted)
+			}
+		})
+	}
+}
+
+// TestSkewedBounds: the bounds of the table in docs/rate-limits.md hold
+// for processes whose clocks are 90 s behind, 90 s ahead and an hour
+// ahead: quiet, the quota exactly; through a slow link, and over 2 s of a
+// cut or a pause and the minute after (debts told back on each one's
+// clock), N × quota.
+func TestSkewedBounds(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fault func(*faultproxy.Proxy) // nil: quiet
+		least int64
+		most  int64
+	}{
+		{"quiet", nil, 55, 60},
+		{"slow", func(p *faultproxy.Proxy) { p.SetLatency(100 * time.Millisecond) }, 60, procs * 60},
+		{"cut", (*faultproxy.Proxy).Cut, 60, procs * 60},
+		{"paused", (*faultproxy.Proxy).Pause, 60, procs * 60},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ps := newSkewedProcs(t, ratelimit.Config{BreakerCooldown: 100 * time.Millisecond}, -90*time.Second, 90*time.Second, time.Hour)
+			c := &cluster{}
+			for _, p := range ps {
+				c.lims = append(c.lims, p.lim)
+			}
+			var ty tally
+			if tc.fault != nil {
+				for _, p := range ps {
+					tc.fault(p.link)
+				}
+			}
+			began := time.Now()
+			c.burst(t, "key:fresh", 200, &ty)
+			if tc.fault != nil {
+				time.Sleep(time.Until(began.Add(2 * time.Second)))
+				for _, p := range ps {
+					p.link.Restore()
+				}
+				for _, p := range ps {
+					waitShared(t, p.lim)
+				}
+			}
+			during := ty.admitted.Load()
+			// The minute after: what each process admitted alone is owed.
+			for range 3 {
+				c.burst(t, "key:fresh", 200, &ty)
+			}
+			t.Logf("%s: %d admitted in the first burst, %d in all with 3 × 600 more after it, %d decided locally",
+				tc.name, during, ty.admitted.Load(), ty.local.Load())
+			if got := ty.admitted.Load(); got < tc.least || got > tc.most {
+				t.Fatalf("admitted %d, want %d to %d", got, tc.least, tc.most)
+			}
+		})
 	}
 }
