@@ -304,3 +304,37 @@ func TestSkewedBounds(t *testing.T) {
 		})
 	}
 }
+
+// TestSkewedProcessStrikesAddUp: a process whose clock is far off counts
+// a client's refusals as strikes in Redis (20), then, while its link to
+// Redis is cut, in memory (15 more); told to Redis once the link is back,
+// they fall in the same strike window as the first 20, and the 35 ban the
+// key (the policy tolerates 30).
+func TestSkewedProcessStrikesAddUp(t *testing.T) {
+	for _, skew := range []time.Duration{-90 * time.Second, time.Hour} {
+		t.Run(skew.String(), func(t *testing.T) {
+			ctx := context.Background()
+			p := newSkewedProcs(t, ratelimit.Config{BreakerCooldown: 100 * time.Millisecond}, skew)[0]
+			refuse := func(n int) {
+				t.Helper()
+				for range n {
+					if d, err := p.lim.Decide(ctx, "key:striker", ratelimittest.Free); err != nil || d.Code != petstore.CodeRateLimited {
+						t.Fatalf("%+v, %v; want rate_limited", d, err)
+					}
+				}
+			}
+			fill(t, p.lim, "key:striker")
+			refuse(1)               // the first strike starts the strike window
+			time.Sleep(time.Second) // past its grace, strikes count
+			refuse(19)
+			p.link.Cut()
+			refuse(15)
+			p.link.Restore()
+			waitShared(t, p.lim)
+			d, err := p.lim.Decide(ctx, "key:striker", ratelimittest.Free)
+			if err != nil || d.Code != petstore.CodeAPIKeyBanned {
+				t.Fatalf("after 35 strikes, 15 of them told late: %+v, %v; want api_key_banned", d, err)
+			}
+		})
+	}
+}
