@@ -269,8 +269,11 @@ func (s *Store) BanEvents(ctx context.Context, since, now time.Time) ([]ratelimi
 	if err != nil {
 		return nil, fmt.Errorf("redislimit: %w", err)
 	}
+	if len(v)%2 != 1 {
+		return nil, errors.New("redislimit: malformed ban log reply")
+	}
 	shift, ok := v[0].(int64)
-	if !ok || len(v)%2 != 1 {
+	if !ok {
 		return nil, errors.New("redislimit: malformed ban log reply")
 	}
 	out := make([]ratelimit.BanEvent, 0, len(v)/2)
