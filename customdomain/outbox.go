@@ -41,8 +41,12 @@ func (e *Engine) record(ctx context.Context, next *Entry, effects []Effect, now 
 			ID: "evt_" + uuid.Must(uuid.NewV7()).String(), Type: f.Event, CreatedAt: now, Domain: view,
 		})
 	}
-	if len(next.Outbox) > 0 && next.OutboxDueAt.IsZero() {
-		next.OutboxDueAt = now.Add(outboxLease)
+	// New events are due after the lease even when older ones wait
+	// longer (their hand-off kept failing, so it is tried less often):
+	// should this process end before it hands them over, the others do
+	// then, not at the older events' next try.
+	if due := now.Add(outboxLease); len(next.Outbox) > 0 && (next.OutboxDueAt.IsZero() || view != nil && next.OutboxDueAt.After(due)) {
+		next.OutboxDueAt = due
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libdns/libdns"
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/bunstore"
 	"github.com/petstorekit/petstore/customdomain"
@@ -194,5 +195,59 @@ func TestDomainEventQueuedThroughADatabaseFault(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestNewEventsAreDueAfterTheLeaseWhileOlderOnesWait: a domain's earlier
+// event has waited for hours (the webhook outbox's database was down), so
+// the background loop tries it again only every 15 minutes; then the
+// outbox is back, and a process stores a new change of the domain and
+// dies before handing its events over. The other processes hand them
+// over 10 seconds after the change, as for any change, not when the old
+// event's next try was due. Before, the change kept the entry's due time,
+// and its events waited with the old one.
+func TestNewEventsAreDueAfterTheLeaseWhileOlderOnesWait(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			store := bunstore.New(b.open(t))
+			hooks, ep := hooksWithEndpoint(t, store)
+			w := domaintest.New(t, domaintest.Options{
+				Store: store, Projects: domaintest.NewProjects(proProject),
+				Config: func(c *customdomain.EngineConfig) { c.Events = diedEvents{} },
+			})
+			if _, created, err := w.Engine.Add(ctx, "prj_pro", "shop.example.com"); err != nil || !created {
+				t.Fatalf("Add = %v, %v", created, err)
+			}
+			// Every process's hand-off fails for three hours.
+			if _, err := w.Engine.RunDue(ctx, w.Clock.Advance(3*time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			if en, err := store.DomainByName(ctx, "shop.example.com"); err != nil || len(en.Outbox) != 1 || !en.OutboxDueAt.Equal(w.Clock.Now().Add(15*time.Minute)) {
+				t.Fatalf("after three hours refused: outbox %d due %s (%v), want the added event due in 15 minutes", len(en.Outbox), en.OutboxDueAt, err)
+			}
+
+			// The outbox is back; this process verifies the domain and dies.
+			w.Set(t, "example.com.", libdns.CNAME{Name: "shop", TTL: time.Hour, Target: domaintest.Target + "."})
+			if d, err := w.Engine.Verify(ctx, "prj_pro", "shop.example.com"); err != nil || d.Status != customdomain.StatusActive {
+				t.Fatalf("Verify = %s (%v), want active", d.Status, err)
+			}
+			other := w.Replica(t, func(c *customdomain.EngineConfig) { c.Events = hookEvents{hooks} })
+			if _, err := other.RunDue(ctx, w.Clock.Advance(10*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			ds, err := hooks.Deliveries(ctx, "prj_pro", ep.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]bool{}
+			for _, d := range ds {
+				got[d.Type] = true
+			}
+			if len(ds) != 3 || !got[customdomain.EventAdded] || !got[customdomain.EventVerified] || !got[customdomain.EventActive] {
+				t.Fatalf("10 seconds after the change the endpoint has %d deliveries %v, want domain.added, domain.verified and domain.active", len(ds), got)
+			}
+		})
 	}
 }
