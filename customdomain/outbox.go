@@ -80,19 +80,27 @@ func (e *Engine) handOff(ctx context.Context, stored Entry, retryAt time.Time) {
 }
 
 // settleOutbox removes the events taken from en's stored Outbox, and sets
-// its OutboxDueAt to retryAt (when set) while events remain, with a
+// its OutboxDueAt to retryAt (when set) while events remain, unless
+// events stored since en was read are due earlier, with a
 // version-checked write: an entry changed meanwhile is read again (its
 // Outbox may have grown, or another engine may have handed them over). A
 // write that fails leaves the events to be told again, which Events
 // ignores.
 func (e *Engine) settleOutbox(ctx context.Context, en Entry, taken map[string]bool, retryAt time.Time) {
+	told := map[string]bool{}
+	for _, ev := range en.Outbox {
+		told[ev.ID] = true
+	}
 	for range 3 {
 		next := en.Canonical()
 		next.Outbox = slices.DeleteFunc(next.Outbox, func(ev PendingEvent) bool { return taken[ev.ID] })
+		// Events a change stored meanwhile were not told yet: they keep
+		// their due time when it is earlier.
+		newer := slices.ContainsFunc(next.Outbox, func(ev PendingEvent) bool { return !told[ev.ID] })
 		switch {
 		case len(next.Outbox) == 0:
 			next.Outbox, next.OutboxDueAt = nil, time.Time{}
-		case !retryAt.IsZero():
+		case !retryAt.IsZero() && (!newer || next.OutboxDueAt.IsZero() || next.OutboxDueAt.After(retryAt)):
 			next.OutboxDueAt = retryAt
 		}
 		if next.OutboxDueAt.Equal(en.OutboxDueAt) && len(next.Outbox) == len(en.Outbox) {

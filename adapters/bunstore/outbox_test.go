@@ -251,3 +251,69 @@ func TestNewEventsAreDueAfterTheLeaseWhileOlderOnesWait(t *testing.T) {
 		})
 	}
 }
+
+// changeDuringHandOff is the Events port of a process whose hand-off of a
+// domain's waiting events is raced, once, by another process storing a
+// new change of the domain (during, before the hand-off is recorded).
+type changeDuringHandOff struct {
+	hookEvents
+	once   sync.Once
+	change func()
+}
+
+func (c *changeDuringHandOff) DomainEvent(ctx context.Context, projectID string, ev customdomain.PendingEvent) error {
+	c.once.Do(c.change)
+	return c.hookEvents.DomainEvent(ctx, projectID, ev)
+}
+
+// TestNewEventsStayDueWhenAHandOffOfOlderOnesEnds: a process hands over
+// a domain's event that waited for hours, while another stores a new
+// change of the domain and dies before handing its events over. Recording
+// the hand-off moves the older events' next try on, but not that of the
+// new ones: another process hands them over 10 seconds after their
+// change. Before, they waited for the older event's next try, 15 minutes
+// later.
+func TestNewEventsStayDueWhenAHandOffOfOlderOnesEnds(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			store := bunstore.New(b.open(t))
+			hooks, ep := hooksWithEndpoint(t, store)
+			w := domaintest.New(t, domaintest.Options{
+				Store: store, Projects: domaintest.NewProjects(proProject),
+				Config: func(c *customdomain.EngineConfig) { c.Events = diedEvents{} },
+			})
+			if _, created, err := w.Engine.Add(ctx, "prj_pro", "shop.example.com"); err != nil || !created {
+				t.Fatalf("Add = %v, %v", created, err)
+			}
+			w.Clock.Advance(3 * time.Hour) // the event waited, refused, for three hours
+			w.Set(t, "example.com.", libdns.CNAME{Name: "shop", TTL: time.Hour, Target: domaintest.Target + "."})
+			handing := &changeDuringHandOff{hookEvents: hookEvents{hooks}, change: func() {
+				// w.Engine's process verifies the domain and dies.
+				if d, err := w.Engine.Verify(ctx, "prj_pro", "shop.example.com"); err != nil || d.Status != customdomain.StatusActive {
+					t.Errorf("Verify = %s (%v), want active", d.Status, err)
+				}
+			}}
+			first := w.Replica(t, func(c *customdomain.EngineConfig) { c.Events = handing })
+			if _, err := first.RunDue(ctx, w.Clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+			other := w.Replica(t, func(c *customdomain.EngineConfig) { c.Events = hookEvents{hooks} })
+			if _, err := other.RunDue(ctx, w.Clock.Advance(10*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			ds, err := hooks.Deliveries(ctx, "prj_pro", ep.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]bool{}
+			for _, d := range ds {
+				got[d.Type] = true
+			}
+			if len(ds) != 3 || !got[customdomain.EventAdded] || !got[customdomain.EventVerified] || !got[customdomain.EventActive] {
+				t.Fatalf("10 seconds after the change the endpoint has %d deliveries %v, want domain.added, domain.verified and domain.active", len(ds), got)
+			}
+		})
+	}
+}
