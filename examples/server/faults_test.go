@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -532,4 +533,75 @@ func TestMigrateWithAPausedDatabaseIsBounded(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestDatabaseRestartIsTransparent: when PostgreSQL closes the pool's
+// idle connections (a restart; here the fault proxy cuts them all and
+// accepts again at once), the next request of each kind is served on a
+// fresh connection, not answered 503 for a dead one it never reached
+// the server on, however recently those connections were used; the pet
+// it creates is stored once. Over TLS too (sslmode=require), when the
+// server has it on.
+func TestDatabaseRestartIsTransparent(t *testing.T) {
+	for _, sslmode := range []string{"disable", "require"} {
+		for _, req := range []struct{ method, path, body string }{
+			{"GET", "/v1/pets", ""},
+			{"GET", "/v1/pets/1", ""},
+			{"POST", "/v1/pets", `{"name":"Restarted","categoryId":1}`},
+		} {
+			t.Run(sslmode+"/"+req.method+req.path, func(t *testing.T) {
+				dsn, proxy := proxiedPostgres(t)
+				u, err := url.Parse(dsn)
+				if err != nil {
+					t.Fatal(err)
+				}
+				q := u.Query()
+				q.Set("sslmode", sslmode)
+				u.RawQuery = q.Encode()
+				if sslmode != "disable" {
+					if ssl := showSSL(t, dsn); ssl != "on" {
+						t.Skipf("the PostgreSQL server has TLS off (ssl = %s)", ssl)
+					}
+				}
+				base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", u.String(), "-db-timeout", "2s",
+					"-keys", faultKey + ":enterprise:100000/1000000"}, nil)
+				if status, _, body := call(t, "POST", base+"/v1/pets", faultKey, "", `{"name":"First","categoryId":1}`); status != 201 {
+					t.Fatalf("before: POST /v1/pets = %d %s", status, body)
+				}
+				// Used a moment ago, as on a busy server: pgx pings a
+				// connection before reusing it only after a second idle.
+				for range 3 {
+					if status, _, body := call(t, req.method, base+req.path, faultKey, "", req.body); status/100 != 2 {
+						t.Fatalf("before: %s %s = %d %s", req.method, req.path, status, body)
+					}
+				}
+				proxy.Cut()
+				proxy.Restore()
+				if status, _, body := call(t, req.method, base+req.path, faultKey, "", req.body); status/100 != 2 {
+					t.Fatalf("after the connections were closed: %s %s = %d %s, want it served on a fresh connection", req.method, req.path, status, body)
+				}
+				if req.method == "POST" {
+					status, _, list := call(t, "GET", base+"/v1/pets", faultKey, "", "")
+					if n := strings.Count(list, `"Restarted"`); status != 200 || n != 4 {
+						t.Fatalf("GET /v1/pets = %d with %d pets named Restarted, want 4 for 4 POSTs: %s", status, n, list)
+					}
+				}
+			})
+		}
+	}
+}
+
+// showSSL returns PostgreSQL's ssl setting ("on" or "off") through dsn.
+func showSSL(t *testing.T, dsn string) string {
+	t.Helper()
+	db, err := bunopen.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var ssl string
+	if err := db.QueryRowContext(context.Background(), "SHOW ssl").Scan(&ssl); err != nil {
+		t.Fatal(err)
+	}
+	return ssl
 }

@@ -58,7 +58,7 @@ func (c pgConnector) Connect(ctx context.Context) (driver.Conn, error) {
 		_ = conn.Close()
 		return nil, fmt.Errorf("bunopen: pgx connection over %T, not the one dialled", nc)
 	}
-	return &pgConn{Conn: sc, sent: &cc.written}, nil
+	return &pgConn{Conn: sc, net: cc}, nil
 }
 
 // countingConn counts the bytes written to the server, which tell
@@ -92,13 +92,44 @@ func (c *countingConn) Write(b []byte) (int, error) {
 // unavailable database.
 type pgConn struct {
 	*stdlib.Conn
-	sent *atomic.Int64 // bytes written on the connection so far
+	net *countingConn // the connection to the server, under TLS if any
+}
+
+// database/sql finds a connection's optional behaviour by type
+// assertion: pgConn keeps every interface pgx's *stdlib.Conn has.
+var (
+	_ driver.ConnBeginTx        = (*pgConn)(nil)
+	_ driver.ConnPrepareContext = (*pgConn)(nil)
+	_ driver.ExecerContext      = (*pgConn)(nil)
+	_ driver.QueryerContext     = (*pgConn)(nil)
+	_ driver.Pinger             = (*pgConn)(nil)
+	_ driver.NamedValueChecker  = (*pgConn)(nil)
+	_ driver.SessionResetter    = (*pgConn)(nil)
+	_ driver.Validator          = (*pgConn)(nil)
+	_ driver.StmtExecContext    = (*checkedStmt)(nil)
+	_ driver.StmtQueryContext   = (*checkedStmt)(nil)
+)
+
+// ResetSession implements driver.SessionResetter: before database/sql
+// reuses a pooled connection, it checks without a round trip that the
+// server has not closed it meanwhile (PostgreSQL restarted, a proxy or a
+// firewall dropped it), then lets pgx reset it. pgx pings only a
+// connection idle for more than a second, and a statement sent on one
+// the server closed gets no answer, so it could not be told from one the
+// server may have run (see settle): the call would fail where a fresh
+// connection serves it. database/sql takes another connection when this
+// returns driver.ErrBadConn.
+func (c *pgConn) ResetSession(ctx context.Context) error {
+	if !c.net.open() {
+		return driver.ErrBadConn
+	}
+	return c.Conn.ResetSession(ctx)
 }
 
 // settle returns err, unless it is driver.ErrBadConn for a call that
 // wrote to the server after before bytes had been written.
 func (c *pgConn) settle(before int64, err error) error {
-	if err == nil || !errors.Is(err, driver.ErrBadConn) || c.sent.Load() == before {
+	if err == nil || !errors.Is(err, driver.ErrBadConn) || c.net.written.Load() == before {
 		return err
 	}
 	return fmt.Errorf("bunopen: the PostgreSQL connection broke after the statement was sent, which may have run: %w", io.ErrUnexpectedEOF)
@@ -106,14 +137,14 @@ func (c *pgConn) settle(before int64, err error) error {
 
 // ExecContext implements driver.ExecerContext.
 func (c *pgConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	before := c.sent.Load()
+	before := c.net.written.Load()
 	r, err := c.Conn.ExecContext(ctx, query, args)
 	return r, c.settle(before, err)
 }
 
 // QueryContext implements driver.QueryerContext.
 func (c *pgConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	before := c.sent.Load()
+	before := c.net.written.Load()
 	r, err := c.Conn.QueryContext(ctx, query, args)
 	return r, c.settle(before, err)
 }
@@ -167,14 +198,14 @@ func (s *checkedStmt) Query(args []driver.Value) (driver.Rows, error) {
 
 // ExecContext implements driver.StmtExecContext.
 func (s *checkedStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	before := s.c.sent.Load()
+	before := s.c.net.written.Load()
 	r, err := s.pgStmt.ExecContext(ctx, args)
 	return r, s.c.settle(before, err)
 }
 
 // QueryContext implements driver.StmtQueryContext.
 func (s *checkedStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	before := s.c.sent.Load()
+	before := s.c.net.written.Load()
 	r, err := s.pgStmt.QueryContext(ctx, args)
 	return r, s.c.settle(before, err)
 }
