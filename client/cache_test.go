@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/client"
@@ -199,5 +200,30 @@ func TestCacheConcurrent(t *testing.T) {
 	}
 	if hits == 0 {
 		t.Fatal("no request was answered 304")
+	}
+}
+
+// TestCacheNotModifiedOtherETag: a 304 whose ETag is not the one the
+// client sent (an intermediary's, say) says the current answer is
+// another than the remembered one, which the client then must not use
+// (RFC 9111 §4.3.4): it asks again without If-None-Match and returns the
+// current answer, here a page with the pet created since.
+func TestCacheNotModifiedOtherETag(t *testing.T) {
+	t.Parallel()
+	srv := petstoretest.NewServer(t, petstoretest.WithoutListener(), petstoretest.WithPets(petstore.NewPet{Name: "Rex", CategoryID: 1}))
+	c := srv.Client(client.WithCache(client.NewCache(1<<20)),
+		client.WithClock(nil, func(ctx context.Context, d time.Duration) error { return ctx.Err() }))
+	ctx := context.Background()
+	if page, err := c.ListPets(ctx, petstore.PetFilter{}); err != nil || !slices.Equal(names(page.Pets), []string{"Rex"}) {
+		t.Fatalf("first list: %+v, %v", page, err)
+	}
+	if _, err := c.CreatePet(ctx, petstore.NewPet{Name: "Tom", CategoryID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Inject(petstoretest.Fault{Route: "GET /pets", Times: 1, Status: http.StatusNotModified,
+		Header: http.Header{"Etag": {`"not-the-remembered-one"`}}})
+	page, err := c.ListPets(ctx, petstore.PetFilter{})
+	if err != nil || !slices.Equal(names(page.Pets), []string{"Rex", "Tom"}) {
+		t.Fatalf("list answered 304 with another ETag: %v, %v; want the current page [Rex Tom]", names(page.Pets), err)
 	}
 }

@@ -580,7 +580,9 @@ func (c *Client) attempt(ctx context.Context, method string, u *url.URL, body []
 		return nil, nil, &noAnswer{fmt.Errorf("petstore client: %s %s: reading response: %w", method, u.Path, err)}
 	}
 	if ckey != "" {
-		resp, data = c.revalidated(ckey, cached, resp, data)
+		if resp, data, err = c.revalidated(ckey, cached, resp, data); err != nil {
+			return nil, nil, err
+		}
 	}
 	return resp, data, nil
 }
@@ -588,10 +590,17 @@ func (c *Client) attempt(ctx context.Context, method string, u *url.URL, body []
 // revalidated keeps the answer (resp, data) to a GET in the cache at
 // ckey, where cached was when it was sent, and returns the answer the
 // call gets: for a 304, the cached one, as a 200 with the headers the
-// 304 updates (RFC 9111 §4.3.4).
-func (c *Client) revalidated(ckey string, cached *cacheEntry, resp *http.Response, data []byte) (*http.Response, []byte) {
+// 304 updates (RFC 9111 §4.3.4). A 304 naming another ETag than the
+// one sent says the current answer is not the cached one, which must not
+// be used then: the cached one is dropped and the error, a noAnswer, has
+// the client ask again, without If-None-Match.
+func (c *Client) revalidated(ckey string, cached *cacheEntry, resp *http.Response, data []byte) (*http.Response, []byte, error) {
 	etag := resp.Header.Get("ETag")
 	switch {
+	case resp.StatusCode == http.StatusNotModified && cached != nil && etag != "" &&
+		strings.TrimPrefix(etag, "W/") != strings.TrimPrefix(cached.etag, "W/"):
+		c.cache.remove(ckey)
+		return nil, nil, &noAnswer{fmt.Errorf("petstore client: GET %s: 304 Not Modified for another ETag than the one sent", resp.Request.URL.Path)}
 	case resp.StatusCode == http.StatusNotModified && cached != nil:
 		h := cached.header.Clone()
 		for k, v := range resp.Header {
@@ -599,13 +608,13 @@ func (c *Client) revalidated(ckey string, cached *cacheEntry, resp *http.Respons
 		}
 		r := *resp
 		r.StatusCode, r.Status, r.Header, r.Body = http.StatusOK, "200 OK", h, http.NoBody
-		return &r, cached.body
+		return &r, cached.body, nil
 	case resp.StatusCode == http.StatusOK && etag != "" && len(data) <= maxResponse:
 		c.cache.put(ckey, etag, resp.Header.Clone(), data)
 	case resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
 		c.cache.remove(ckey) // gone, or no longer cacheable: free its room
 	}
-	return resp, data
+	return resp, data, nil
 }
 
 // decodeBody decodes the JSON body data of the successful answer resp
