@@ -53,6 +53,7 @@ import (
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/internal/httpcode"
+	"github.com/petstorekit/petstore/internal/redact"
 )
 
 // Defaults of the retry policy; see the With* options.
@@ -178,7 +179,7 @@ func WithLogger(l *slog.Logger) Option {
 func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("petstore client: base URL %q must be an absolute http or https URL", baseURL)
+		return nil, fmt.Errorf("petstore client: base URL %q must be an absolute http or https URL", redact.URL(baseURL))
 	}
 	u.RawQuery, u.Fragment = "", ""
 	if i := strings.IndexFunc(apiKey, isControl); i >= 0 {
@@ -310,7 +311,7 @@ func allPages[T any](ctx context.Context, c *Client, u *url.URL, op, what string
 				}
 			}
 			if next != nil && read[next.String()] {
-				yield(zero, fmt.Errorf("petstore client: next link %s leads back to a page already read", next))
+				yield(zero, fmt.Errorf("petstore client: next link %s leads back to a page already read", next.Redacted()))
 				return
 			}
 			u = next

@@ -34,3 +34,15 @@ func TestPrintingTheClientHidesTheKey(t *testing.T) {
 		t.Fatalf("String() = %q, want %q", got, want)
 	}
 }
+
+// TestBadBaseURLErrorHidesItsPassword: a base URL New refuses is named in
+// its error without the password it carries.
+func TestBadBaseURLErrorHidesItsPassword(t *testing.T) {
+	t.Parallel()
+	for _, base := range []string{"ftp://user:s3cret@api.example.com/v1", "https://user:s3cret@api.example.com:bad/v1"} {
+		_, err := client.New(base, "psk_P0oI9uY8tR7eW6qA5sD3fG1h")
+		if err == nil || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("New(%q): %v, want an error without the password", base, err)
+		}
+	}
+}
