@@ -14,27 +14,23 @@ package mysqlfault
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/petstorekit/petstore/internal/wireproxy"
 )
 
 // Proxy forwards connections from its own loopback address to a MySQL
 // server, replacing a packet when a rule set by Garble fires. Its methods
 // are safe for concurrent use.
 type Proxy struct {
-	target string
-	ln     net.Listener
+	l *wireproxy.Listener
 
-	mu    sync.Mutex
-	rule  *rule
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	mu   sync.Mutex
+	rule *rule
 }
 
 // rule is one armed Garble: the response to the next command containing
@@ -50,21 +46,8 @@ type rule struct {
 // on a free port of 127.0.0.1 and closes it when tb ends.
 func Start(tb testing.TB, target string) *Proxy {
 	tb.Helper()
-	host, _, err := net.SplitHostPort(target)
-	if err != nil {
-		tb.Fatalf("mysqlfault: target %q: %v", target, err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		tb.Fatalf("mysqlfault: target %q is not a loopback address", target)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	p := &Proxy{target: target, ln: ln, conns: map[net.Conn]struct{}{}}
-	p.wg.Add(1)
-	go p.accept()
-	tb.Cleanup(p.close)
+	p := &Proxy{}
+	p.l = wireproxy.Start(tb, "mysqlfault", target, p.serve)
 	return p
 }
 
@@ -73,17 +56,16 @@ func Start(tb testing.TB, target string) *Proxy {
 // host.
 func StartFor(tb testing.TB, rawURL string) (*Proxy, string) {
 	tb.Helper()
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	p := Start(tb, u.Host)
-	u.Host = p.Addr()
-	return p, u.String()
+	var p *Proxy
+	u := wireproxy.Rehost(tb, rawURL, func(target string) string {
+		p = Start(tb, target)
+		return p.Addr()
+	})
+	return p, u
 }
 
 // Addr returns the proxy's address.
-func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+func (p *Proxy) Addr() string { return p.l.Addr() }
 
 // Garble arms the proxy once: the server's response to the next command
 // packet (sent by the client on any connection) that contains match gets
@@ -112,41 +94,6 @@ func (p *Proxy) take(cmd []byte) *rule {
 	return r
 }
 
-func (p *Proxy) close() {
-	_ = p.ln.Close()
-	p.mu.Lock()
-	for c := range p.conns {
-		_ = c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
-}
-
-func (p *Proxy) accept() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			continue
-		}
-		p.wg.Add(1)
-		go p.serve(c)
-	}
-}
-
-func (p *Proxy) track(c net.Conn, on bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if on {
-		p.conns[c] = struct{}{}
-	} else {
-		delete(p.conns, c)
-	}
-}
-
 // link is one proxied connection. pending is the rule whose command the
 // client sent last and whose response has not passed yet.
 type link struct {
@@ -154,26 +101,16 @@ type link struct {
 	pending *rule
 }
 
-func (p *Proxy) serve(client net.Conn) {
-	defer p.wg.Done()
-	server, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+func (p *Proxy) serve(client net.Conn, dial func() (net.Conn, error)) {
+	server, err := dial()
 	if err != nil {
-		_ = client.Close()
 		return
 	}
-	p.track(client, true)
-	p.track(server, true)
-	defer func() {
-		_ = client.Close()
-		_ = server.Close()
-		p.track(client, false)
-		p.track(server, false)
-	}()
 	l := &link{}
 	done := make(chan struct{}, 2)
 	go func() { p.fromClient(l, server, client); done <- struct{}{} }()
 	go func() { p.fromServer(l, client, server); done <- struct{}{} }()
-	<-done // either side ending ends the link (the defer closes both)
+	<-done // either side ending ends the link (the listener closes both)
 }
 
 // fromClient forwards the client's packets. A command that matches the

@@ -15,14 +15,13 @@ package pgfault
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/petstorekit/petstore/internal/wireproxy"
 )
 
 // Message types a test may name (the server's, after the startup).
@@ -40,13 +39,10 @@ const (
 // PostgreSQL server, replacing a message when a rule set by Garble
 // fires. Its methods are safe for concurrent use.
 type Proxy struct {
-	target string
-	ln     net.Listener
+	l *wireproxy.Listener
 
-	mu    sync.Mutex
-	rule  *rule
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	mu   sync.Mutex
+	rule *rule
 }
 
 // rule is one armed Garble: after the next client message containing
@@ -63,21 +59,8 @@ type rule struct {
 // on a free port of 127.0.0.1 and closes it when tb ends.
 func Start(tb testing.TB, target string) *Proxy {
 	tb.Helper()
-	host, _, err := net.SplitHostPort(target)
-	if err != nil {
-		tb.Fatalf("pgfault: target %q: %v", target, err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		tb.Fatalf("pgfault: target %q is not a loopback address", target)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	p := &Proxy{target: target, ln: ln, conns: map[net.Conn]struct{}{}}
-	p.wg.Add(1)
-	go p.accept()
-	tb.Cleanup(p.close)
+	p := &Proxy{}
+	p.l = wireproxy.Start(tb, "pgfault", target, p.serve)
 	return p
 }
 
@@ -86,17 +69,16 @@ func Start(tb testing.TB, target string) *Proxy {
 // host.
 func StartFor(tb testing.TB, rawURL string) (*Proxy, string) {
 	tb.Helper()
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	p := Start(tb, u.Host)
-	u.Host = p.Addr()
-	return p, u.String()
+	var p *Proxy
+	u := wireproxy.Rehost(tb, rawURL, func(target string) string {
+		p = Start(tb, target)
+		return p.Addr()
+	})
+	return p, u
 }
 
 // Addr returns the proxy's address.
-func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+func (p *Proxy) Addr() string { return p.l.Addr() }
 
 // Garble arms the proxy once: after the next message the client sends
 // (on any connection, after its startup) that contains match, the first
@@ -134,41 +116,6 @@ func (p *Proxy) take(msg []byte) *rule {
 	return r
 }
 
-func (p *Proxy) close() {
-	_ = p.ln.Close()
-	p.mu.Lock()
-	for c := range p.conns {
-		_ = c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
-}
-
-func (p *Proxy) accept() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			continue
-		}
-		p.wg.Add(1)
-		go p.serve(c)
-	}
-}
-
-func (p *Proxy) track(c net.Conn, on bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if on {
-		p.conns[c] = struct{}{}
-	} else {
-		delete(p.conns, c)
-	}
-}
-
 // link is one proxied connection. pending is the rule whose client
 // message passed last and whose server message has not passed yet.
 type link struct {
@@ -176,26 +123,15 @@ type link struct {
 	pending *rule
 }
 
-func (p *Proxy) serve(client net.Conn) {
-	defer p.wg.Done()
-	p.track(client, true)
-	defer func() {
-		_ = client.Close()
-		p.track(client, false)
-	}()
+func (p *Proxy) serve(client net.Conn, dial func() (net.Conn, error)) {
 	startup, err := p.startup(client)
 	if err != nil {
 		return
 	}
-	server, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+	server, err := dial()
 	if err != nil {
 		return
 	}
-	p.track(server, true)
-	defer func() {
-		_ = server.Close()
-		p.track(server, false)
-	}()
 	if _, err := server.Write(startup); err != nil {
 		return
 	}
@@ -203,7 +139,7 @@ func (p *Proxy) serve(client net.Conn) {
 	done := make(chan struct{}, 2)
 	go func() { p.fromClient(l, server, client); done <- struct{}{} }()
 	go func() { p.fromServer(l, client, server); done <- struct{}{} }()
-	<-done // either side ending ends the link (the defer closes both)
+	<-done // either side ending ends the link (the listener closes both)
 }
 
 // Request codes of the untyped messages a client may send before its
