@@ -229,3 +229,38 @@ func TestCacheNotModifiedOtherETag(t *testing.T) {
 		t.Fatalf("list answered 304 with another ETag: %v, %v; want the current page [Rex Tom]", names(page.Pets), err)
 	}
 }
+
+// TestConditionalAllowanceSpentFallsBackToThePlan: once the key's
+// allowance of conditional requests (ten times its plan's minute) is
+// spent, the plan's quota still serves unconditional requests
+// (docs/rate-limits.md). The client then sends the request again without
+// If-None-Match, and no conditional one until the 429's Retry-After has
+// passed, rather than holding every call back; RateLimit keeps reporting
+// the plan.
+func TestConditionalAllowanceSpentFallsBackToThePlan(t *testing.T) {
+	t.Parallel()
+	srv := petstoretest.NewServer(t, petstoretest.WithoutListener(),
+		petstoretest.WithLimits(petstore.Limits{PerMinute: 4, PerDay: 100}),
+		petstoretest.WithPets(petstore.NewPet{Name: "Rex", CategoryID: 1}))
+	c := srv.Client(client.WithCache(client.NewCache(1<<20)), client.WithMaxWait(time.Second))
+	ctx := context.Background()
+	for i := range 42 { // the first spends the plan, 40 are 304s, the last is refused
+		if _, err := c.GetPet(ctx, 1); err != nil {
+			t.Fatalf("fetch %d: %v", i+1, err)
+		}
+	}
+	if _, err := c.ListPets(ctx, petstore.PetFilter{}); err != nil {
+		t.Fatalf("a list after: %v", err)
+	}
+	if _, err := c.GetPet(ctx, 1); err != nil {
+		t.Fatalf("a fetch after: %v", err)
+	}
+	inm, status := conditional(srv)
+	want := append(append([]int{200}, slices.Repeat([]int{304}, 40)...), 429, 200, 200, 200)
+	if !slices.Equal(status, want) || inm[41] == "" || inm[42] != "" || inm[44] != "" {
+		t.Fatalf("statuses %v, If-None-Match sent %q; want %v, the refused conditional fetch sent again unconditionally, and the next fetch too", status, inm, want)
+	}
+	if rl, ok := c.RateLimit(); !ok || rl.Limit != 4 || rl.Remaining != 0 {
+		t.Fatalf("RateLimit() = %+v, %v; want the plan's 4, all spent", rl, ok)
+	}
+}

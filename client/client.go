@@ -93,6 +93,9 @@ type Client struct {
 	// strike towards a ban, so the client's other calls wait it out too.
 	hold    time.Time
 	holdErr *petstore.Error
+	// No request is conditional (If-None-Match) before condHold: the end
+	// of the Retry-After of a conditional request's 429 (see attempt).
+	condHold time.Time
 	// warned holds the operations whose deprecation has been logged.
 	warned map[string]bool
 }
@@ -250,7 +253,8 @@ func sleepContext(ctx context.Context, d time.Duration) error {
 
 // RateLimit returns the rate-limit figures of the latest response that
 // carried them; ok is false before any did. A 304 Not Modified (see
-// WithCache) leaves them as they were: its figures are those of the
+// WithCache) leaves them as they were, as does a conditional request's
+// 429 (sent again without If-None-Match): their figures are those of the
 // separate allowance of conditional requests, not the plan's.
 func (c *Client) RateLimit() (rl RateLimit, ok bool) {
 	c.mu.Lock()
@@ -509,6 +513,14 @@ func outlasts(ctx context.Context, d time.Duration) bool {
 	return ok && time.Until(deadline) < d
 }
 
+// conditionalHeld reports whether a conditional request's 429 asked the
+// client not to send another before now.
+func (c *Client) conditionalHeld() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now().Before(c.condHold)
+}
+
 // held returns how long no request may be sent yet, and the 429 that said
 // so (a copy).
 func (c *Client) held() (time.Duration, *petstore.Error) {
@@ -557,11 +569,32 @@ func (c *Client) attempt(ctx context.Context, method string, u *url.URL, body []
 	var cached *cacheEntry
 	if c.cache != nil && method == http.MethodGet {
 		ckey = c.keyHash + u.String()
-		if cached = c.cache.get(ckey); cached != nil {
+		if cached = c.cache.get(ckey); cached != nil && c.conditionalHeld() {
+			cached = nil // asked in full until the hold ends
+		}
+		if cached != nil {
 			req.Header.Set("If-None-Match", cached.etag)
 		}
 	}
 	resp, err := c.hc.Do(req)
+	if err == nil && cached != nil && resp.StatusCode == http.StatusTooManyRequests {
+		// A conditional request's 429 may be its own allowance's
+		// (docs/rate-limits.md), which leaves the plan's quota to the
+		// others, and its figures are that allowance's: send it again at
+		// once without If-None-Match, and no conditional one until its
+		// Retry-After has passed. A 429 of the plan's is then the answer
+		// (within the server's grace, so not a strike).
+		ra, _ := parseRetryAfter(resp.Header.Get("Retry-After"), c.now())
+		c.mu.Lock()
+		c.condHold = c.now().Add(max(ra, time.Second))
+		c.mu.Unlock()
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
+		_ = resp.Body.Close()
+		req = req.Clone(ctx)
+		req.Header.Del("If-None-Match")
+		cached = nil
+		resp, err = c.hc.Do(req)
+	}
 	if err != nil {
 		return nil, nil, &noAnswer{fmt.Errorf("petstore client: %s %s: %w", method, u.Path, err)}
 	}
