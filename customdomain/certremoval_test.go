@@ -189,6 +189,15 @@ func TestPendingCertRemovalOfAReattachedName(t *testing.T) {
 			if n := certs.removed("shop.example.com"); n != 0 {
 				t.Fatalf("the certificate of a name attached again was removed %d times, want 0", n)
 			}
+			// Another project must prove it controls the name first; until
+			// it does, the certificate left behind is not its own.
+			d, err := other.Get(ctx, project, "shop.example.com")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if project == "prj_business" && (d.Status != customdomain.StatusPending || other.Admits("shop.example.com")) {
+				t.Fatalf("another project's unproven domain: %s, handshakes answered %v; want pending and not answered", d.Status, other.Admits("shop.example.com"))
+			}
 			if err := other.Remove(ctx, project, "shop.example.com"); err != nil {
 				t.Fatal(err)
 			}

@@ -166,7 +166,16 @@ func (m *machine) checked(c Checked) {
 		m.e.Observed = c.DNS.Observed
 	}
 	if m.p.Issuer {
-		m.noteCert(c.Cert)
+		cert := c.Cert
+		if m.e.Status == StatusPending && cert.State == CertIssued && !c.DNS.OK && !c.DNS.Delegated {
+			// A pending domain gets a certificate before it verifies only
+			// through the DCV delegation; without one, this is the name's
+			// last holder's, its removal pending (Entry.CertRemovalPending):
+			// not this domain's to announce or answer handshakes with. Once
+			// the domain verifies, it may use it.
+			cert.State = ""
+		}
+		m.noteCert(cert)
 	}
 	switch s := m.e.Status; {
 	case s.live():

@@ -51,6 +51,7 @@ func TestStep(t *testing.T) {
 		{"pending, DCV delegated, certificate already issuing", StatusPending, 0, checked(delegated, issuing), p, StatusPending, "", time.Minute, ""},
 		{"pending, DCV delegated, certificate issued", StatusPending, 0, checked(delegated, issued), p, StatusPending, "Emit(domain.certificate.issued) Reroute", time.Minute, ""},
 		{"pending, certificate issued", StatusPending, 0, CertReported{issued}, p, StatusPending, "Emit(domain.certificate.issued) Reroute", 0, ""},
+		{"pending, wrong, not delegated: the name's last holder's certificate, its removal pending, is not this domain's", StatusPending, 0, checked(wrong, issued), p, StatusPending, "", time.Minute, ""},
 		{"pending, removed", StatusPending, 0, Removed{}, p, StatusRemoved, "Unroute RemoveCert UnconfigureDNS Emit(domain.removed)", time.Minute, ""},
 		{"pending, suspended", StatusPending, 0, PlanChanged{Suspended: true}, p, StatusPending, "", time.Minute, ""},
 		{"active, suspended: waits at its drift interval", StatusActive, 0, PlanChanged{Suspended: true}, p, StatusActive, "", time.Hour, ""},
