@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -34,7 +35,7 @@ func startExampleServer(t *testing.T, keys string) string {
 // process, not the fake: what users deploy.
 func TestAgainstExampleServer(t *testing.T) {
 	t.Parallel()
-	key := "psk_client_test_" + fmt.Sprint(time.Now().UnixNano())
+	key := "psk_client_test_" + rand.Text() // a timestamp's digits can run ('345678'), which the server refuses as guessable
 	base := startExampleServer(t, key+":pro")
 	c, err := client.New(base, key)
 	if err != nil {
@@ -75,7 +76,7 @@ func TestAgainstExampleServer(t *testing.T) {
 // the wait goes through the sleep hook, so the test does not take it.
 func TestAgainstExampleServerHonoursRetryAfter(t *testing.T) {
 	t.Parallel()
-	key := "psk_client_ent_" + fmt.Sprint(time.Now().UnixNano())
+	key := "psk_client_ent_" + rand.Text()
 	base := startExampleServer(t, key+":enterprise:1/100")
 	var waits []time.Duration
 	c, err := client.New(base, key, client.WithMaxAttempts(2), client.WithClock(time.Now,
