@@ -80,6 +80,24 @@ func wantOneAdded(t *testing.T, hooks *webhook.Service, ep webhook.Endpoint) str
 	return ds[0].EventID
 }
 
+// wantAddedVerifiedActive fails unless the endpoint has three deliveries:
+// domain.added, domain.verified and domain.active, 10 seconds after the
+// change that made the last two.
+func wantAddedVerifiedActive(t *testing.T, hooks *webhook.Service, ep webhook.Endpoint) {
+	t.Helper()
+	ds, err := hooks.Deliveries(context.Background(), "prj_pro", ep.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, d := range ds {
+		got[d.Type] = true
+	}
+	if len(ds) != 3 || !got[customdomain.EventAdded] || !got[customdomain.EventVerified] || !got[customdomain.EventActive] {
+		t.Fatalf("10 seconds after the change the endpoint has %d deliveries %v, want domain.added, domain.verified and domain.active", len(ds), got)
+	}
+}
+
 // TestDomainEventOfADeadProcessIsQueuedOnceByTheOthers: a process that
 // stores a domain's change and dies before queuing its event leaves the
 // event in the stored entry; two other processes on the same database
@@ -237,17 +255,7 @@ func TestNewEventsAreDueAfterTheLeaseWhileOlderOnesWait(t *testing.T) {
 			if _, err := other.RunDue(ctx, w.Clock.Advance(10*time.Second)); err != nil {
 				t.Fatal(err)
 			}
-			ds, err := hooks.Deliveries(ctx, "prj_pro", ep.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := map[string]bool{}
-			for _, d := range ds {
-				got[d.Type] = true
-			}
-			if len(ds) != 3 || !got[customdomain.EventAdded] || !got[customdomain.EventVerified] || !got[customdomain.EventActive] {
-				t.Fatalf("10 seconds after the change the endpoint has %d deliveries %v, want domain.added, domain.verified and domain.active", len(ds), got)
-			}
+			wantAddedVerifiedActive(t, hooks, ep)
 		})
 	}
 }
@@ -303,17 +311,7 @@ func TestNewEventsStayDueWhenAHandOffOfOlderOnesEnds(t *testing.T) {
 			if _, err := other.RunDue(ctx, w.Clock.Advance(10*time.Second)); err != nil {
 				t.Fatal(err)
 			}
-			ds, err := hooks.Deliveries(ctx, "prj_pro", ep.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := map[string]bool{}
-			for _, d := range ds {
-				got[d.Type] = true
-			}
-			if len(ds) != 3 || !got[customdomain.EventAdded] || !got[customdomain.EventVerified] || !got[customdomain.EventActive] {
-				t.Fatalf("10 seconds after the change the endpoint has %d deliveries %v, want domain.added, domain.verified and domain.active", len(ds), got)
-			}
+			wantAddedVerifiedActive(t, hooks, ep)
 		})
 	}
 }

@@ -149,23 +149,7 @@ func TestMySQLGarbledPacketIsAnError(t *testing.T) {
 				match = marker
 			}
 			fired := p.Garble([]byte(match), tc.index, tc.payload)
-			// The call runs apart so that a panic, or a call stuck
-			// behind one (database/sql's locks stay held when the
-			// driver panics under them), fails the test.
-			done := make(chan error, 1)
-			go func() {
-				defer func() {
-					if r := recover(); r != nil {
-						done <- fmt.Errorf("panic: %v", r)
-					}
-				}()
-				done <- tc.op(ctx, db.DB, marker)
-			}()
-			select {
-			case err = <-done:
-			case <-time.After(10 * time.Second):
-				t.Fatal("the call answered with a garbled packet still runs after 10 s")
-			}
+			err = callApart(t, func() error { return tc.op(ctx, db.DB, marker) })
 			select {
 			case <-fired:
 			default:

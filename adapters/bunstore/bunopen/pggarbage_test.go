@@ -57,23 +57,9 @@ func TestPostgresGarbledMessageIsBounded(t *testing.T) {
 	// native runs it as bunstore's hot reads do, through the
 	// connection's QueryRows (pgx's extended protocol, natively).
 	native := func(ctx context.Context, db *sql.DB, marker string) error {
-		conn, err := db.Conn(ctx)
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		return conn.Raw(func(dc any) error {
-			q, ok := dc.(interface {
-				QueryRows(context.Context, string, []any, []any, func() error) error
-			})
-			if !ok {
-				return fmt.Errorf("connection %T has no QueryRows", dc)
-			}
-			var s string
-			return q.QueryRows(ctx, "INSERT INTO garbled VALUES ($1 || '"+marker+"') RETURNING marker",
-				[]any{""}, []any{&s}, func() error { return nil })
-		})
+		return queryNative(ctx, db, "INSERT INTO garbled VALUES ($1 || '"+marker+"') RETURNING marker", "")
 	}
+
 	commit := func(ctx context.Context, db *sql.DB, marker string) error {
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
@@ -138,21 +124,8 @@ func TestPostgresGarbledMessageIsBounded(t *testing.T) {
 			const limit = time.Second
 			callCtx, cancelCall := context.WithTimeout(ctx, limit)
 			defer cancelCall()
-			done := make(chan error, 1)
 			begun := time.Now()
-			go func() {
-				defer func() {
-					if r := recover(); r != nil {
-						done <- fmt.Errorf("panic: %v", r)
-					}
-				}()
-				done <- tc.op(callCtx, db.DB, marker)
-			}()
-			select {
-			case err = <-done:
-			case <-time.After(10 * time.Second):
-				t.Fatalf("the call answered with a garbled message still runs after 10 s; its context ended after %v", limit)
-			}
+			err = callApart(t, func() error { return tc.op(callCtx, db.DB, marker) })
 			took := time.Since(begun)
 			select {
 			case <-fired:

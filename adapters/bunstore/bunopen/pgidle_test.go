@@ -40,21 +40,7 @@ func TestPostgresConnectionsClosedWhileIdle(t *testing.T) {
 			return err
 		}},
 		{"native", func(ctx context.Context, db *sql.DB, marker string) error {
-			conn, err := db.Conn(ctx)
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			return conn.Raw(func(dc any) error {
-				q, ok := dc.(interface {
-					QueryRows(context.Context, string, []any, []any, func() error) error
-				})
-				if !ok {
-					return fmt.Errorf("connection %T has no QueryRows", dc)
-				}
-				var s string
-				return q.QueryRows(ctx, insert+" RETURNING marker", []any{marker}, []any{&s}, func() error { return nil })
-			})
+			return queryNative(ctx, db, insert+" RETURNING marker", marker)
 		}},
 		{"transaction", func(ctx context.Context, db *sql.DB, marker string) error {
 			tx, err := db.BeginTx(ctx, nil)
