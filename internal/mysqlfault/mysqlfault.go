@@ -71,8 +71,8 @@ func (p *Proxy) Addr() string { return p.l.Addr() }
 // packet (sent by the client on any connection) that contains match gets
 // its packet number index, counted from 0, replaced by payload, with the
 // sequence number the server gave it; the rest of the response passes
-// as sent. The returned channel is closed when the packet has been
-// replaced.
+// as sent. The returned channel is closed as the packet is
+// replaced, before the client can read it.
 func (p *Proxy) Garble(match []byte, index int, payload []byte) <-chan struct{} {
 	r := &rule{match: bytes.Clone(match), index: index, payload: bytes.Clone(payload), fired: make(chan struct{})}
 	p.mu.Lock()
@@ -157,11 +157,13 @@ func (p *Proxy) fromServer(l *link, dst, src net.Conn) {
 			n++
 		}
 		l.mu.Unlock()
+		if replaced {
+			// Before the write: the client may act on what it reads
+			// before this goroutine runs again.
+			close(r.fired)
+		}
 		if _, err := dst.Write(append(hdr[:], body...)); err != nil {
 			return
-		}
-		if replaced {
-			close(r.fired)
 		}
 	}
 }

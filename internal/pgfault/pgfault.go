@@ -86,7 +86,8 @@ func (p *Proxy) Addr() string { return p.l.Addr() }
 // raw, written as it is: raw is a whole message, its type and length
 // included, so a test can send one whose length lies (Message builds an
 // honest one). The messages before and after it pass as sent. The
-// returned channel is closed when the message has been replaced.
+// returned channel is closed as the message is replaced, before the
+// client can read it.
 func (p *Proxy) Garble(match []byte, typ byte, raw []byte) <-chan struct{} {
 	r := &rule{match: bytes.Clone(match), typ: typ, raw: bytes.Clone(raw), fired: make(chan struct{})}
 	p.mu.Lock()
@@ -214,11 +215,13 @@ func (p *Proxy) fromServer(l *link, dst, src net.Conn) {
 			msg = r.raw
 		}
 		l.mu.Unlock()
+		if replaced {
+			// Before the write: the client may act on what it reads
+			// before this goroutine runs again.
+			close(r.fired)
+		}
 		if _, err := dst.Write(msg); err != nil {
 			return
-		}
-		if replaced {
-			close(r.fired)
 		}
 	}
 }
