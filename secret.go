@@ -24,7 +24,7 @@ const MinSecretBits = 128
 // one case 16, otherwise the sum of the classes used (lower-case letters
 // 26, upper-case letters 26, digits 10, the two symbols of base64 or
 // base64url 2). So a word or phrase, in lower case letters only, counts
-// 4.7 bits a letter: "correcthorsebatterystaple" is 117 bits and refused.
+// 4.7 bits a letter: "correcthorsebatterystaple" counts 117.5 bits and is refused.
 //
 // A secret that no random draw in those alphabets would plausibly give
 // counts less: one with a character outside them (spaces, other
