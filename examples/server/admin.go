@@ -193,9 +193,30 @@ func adminServer(addr, token string, o adminOps, logger *slog.Logger) (*http.Ser
 	return newServer(adminGuard(adminHandler(o), ln.Addr(), token, name), logger), ln, nil
 }
 
+// checkAdmin refuses an operator command that is malformed or has
+// nowhere to run: neither -redis nor -admin-addr.
+func checkAdmin(cfg config) error {
+	args := cfg.command
+	switch {
+	case len(args) == 2 && args[0] == "bans" && args[1] == "list",
+		len(args) == 3 && args[0] == "bans" && args[1] == "lift",
+		len(args) == 3 && args[0] == "keys" && args[1] == "usage":
+	default:
+		return usageError{err: fmt.Errorf("unknown command %q", args), usage: adminUsage}
+	}
+	if cfg.redis == "" && cfg.adminAddr == "" {
+		return usageError{err: errors.New("limits are in memory: give the running server's -admin-addr (or -redis when it uses Redis)")}
+	}
+	return nil
+}
+
 // runAdmin runs "bans list", "bans lift X" or "keys usage ID": on Redis
 // directly with -redis, else through the running server's -admin-addr.
+// keys is needed only for "keys usage" on Redis, to know the key's plan.
 func runAdmin(ctx context.Context, cfg config, keys *petstore.Keys, stdout io.Writer) error {
+	if err := checkAdmin(cfg); err != nil {
+		return err
+	}
 	args := cfg.command
 	var call func(method, path string, out any) error
 	var ops adminOps
@@ -227,8 +248,6 @@ func runAdmin(ctx context.Context, cfg config, keys *petstore.Keys, stdout io.Wr
 			}
 			return json.NewDecoder(res.Body).Decode(out)
 		}
-	default:
-		return usageError{err: errors.New("limits are in memory: give the running server's -admin-addr (or -redis when it uses Redis)")}
 	}
 	switch {
 	case len(args) == 2 && args[0] == "bans" && args[1] == "list":

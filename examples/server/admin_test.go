@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -71,6 +72,26 @@ func TestOperatorCommandsInMemory(t *testing.T) {
 	err := run(context.Background(), []string{"-db", db, "-admin-addr", admin, "keys", "usage", "key_nope"}, func(string) string { return "" }, &buf, &buf)
 	if err == nil || !strings.Contains(err.Error(), "no key with id key_nope") {
 		t.Fatalf("usage of an unknown key: %v", err)
+	}
+}
+
+// TestOperatorCommandsThroughTheServerOpenNoDatabase: through -admin-addr
+// the commands ask the running server, which knows the keys, so they
+// neither need -db nor touch it: an operator running one from another
+// directory finds no new petstore.db there, and none is migrated.
+func TestOperatorCommandsThroughTheServerOpenNoDatabase(t *testing.T) {
+	admin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"bans":[]}`)
+	}))
+	defer admin.Close()
+	path := filepath.Join(t.TempDir(), "untouched.db")
+	out := command(t, "-db", "sqlite:"+path, "-admin-addr", admin.Listener.Addr().String(), "bans", "list")
+	if !strings.Contains(out, "no bans in force") {
+		t.Fatalf("bans list: %q", out)
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Fatalf("bans list through -admin-addr made the database %s", path)
 	}
 }
 

@@ -160,6 +160,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return usageError{err: fmt.Errorf("%s: -db memory keeps keys and projects inside the serving process, out of this command's reach; "+
 			"give the server a database (-db sqlite:PATH, postgres://… or mysql://…) to manage them", cfg.command[0])}
 	}
+	// A malformed subcommand is refused before the database is opened, so
+	// that it neither makes the default SQLite file nor migrates anything.
+	if err := checkCommand(ctx, cfg); err != nil {
+		return err
+	}
 	// Log lines are buffered and written out every 100 ms: one write
 	// system call per request was most of the access log's cost. What
 	// the program prints for a person goes through say, which flushes the
@@ -185,6 +190,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stdout, format, args...)
 	}
 
+	// Only "keys usage" on Redis reads the database (for the key's plan):
+	// through -admin-addr the running server answers, and bans are Redis's.
+	if isAdminCommand(cfg.command) && (cfg.redis == "" || cfg.command[0] == "bans") {
+		return runAdmin(ctx, cfg, nil, stdout)
+	}
 	store, closeStore, err := openStore(ctx, cfg)
 	if err != nil {
 		return err

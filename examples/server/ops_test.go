@@ -165,6 +165,17 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"-db", db, "projects", "bogus"}, 2, "projects deploy"},
 		{[]string{"-db", "memory", "bans", "list"}, 2, "-admin-addr"},
 		{[]string{"-db", "memory", "-redis", "127.0.0.1:1", "bans", "bogus"}, 2, "bans lift"},
+		// The default database, ./petstore.db, must not be made for a
+		// command line that is refused.
+		{[]string{"bans", "list"}, 2, "-admin-addr"},
+		{[]string{"-redis", "127.0.0.1:1", "bans", "bogus"}, 2, "bans lift"},
+		{[]string{"-admin-addr", "127.0.0.1:1", "keys", "usage"}, 2, "bans lift"},
+		{[]string{"keys"}, 2, "keys create"},
+		{[]string{"keys", "bogus"}, 2, "keys create"},
+		{[]string{"keys", "create", "-deployed", "-nosuch"}, 2, "keys create"},
+		{[]string{"projects", "bogus"}, 2, "projects deploy"},
+		{[]string{"projects", "list", "extra"}, 2, "projects deploy"},
+		{[]string{"projects", "deploy"}, 2, "projects deploy"},
 		{[]string{"-db", db, "keys", "revoke", "key_nosuch"}, 1, "key_nosuch"},
 		{[]string{"-db", db, "projects", "deploy", "prj_nosuch"}, 1, "prj_nosuch"},
 	} {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -115,13 +116,33 @@ func deployedOnce(ctx context.Context, deploys DeployStore, projectID string) er
 	return nil
 }
 
-// runProjects runs "projects list" or "projects deploy PROJECT_ID".
-func runProjects(ctx context.Context, store backend, args []string, w io.Writer) error {
+// checkProjects refuses a projects command line other than "list" or
+// "deploy PROJECT_ID".
+func checkProjects(args []string) error {
 	usage := func(format string, a ...any) error {
 		return usageError{err: fmt.Errorf("projects: "+format, a...), usage: projectsUsage}
 	}
-	if len(args) == 0 {
+	switch {
+	case len(args) == 0:
 		return usage("missing subcommand")
+	case args[0] == "list":
+		if len(args) != 1 {
+			return usage("list takes no arguments")
+		}
+	case args[0] == "deploy":
+		if len(args) != 2 {
+			return usage("deploy takes one project id")
+		}
+	default:
+		return usage("unknown subcommand %q", args[0])
+	}
+	return nil
+}
+
+// runProjects runs "projects list" or "projects deploy PROJECT_ID".
+func runProjects(ctx context.Context, store backend, args []string, w io.Writer) error {
+	if err := checkProjects(args); err != nil {
+		return err
 	}
 	all, err := petstore.NewKeys(store).List(ctx)
 	if err != nil {
@@ -130,9 +151,6 @@ func runProjects(ctx context.Context, store backend, args []string, w io.Writer)
 	projects := projectList(all)
 	switch args[0] {
 	case "list":
-		if len(args) != 1 {
-			return usage("list takes no arguments")
-		}
 		deploys, err := store.LastDeploys(ctx)
 		if err != nil {
 			return err
@@ -148,9 +166,6 @@ func runProjects(ctx context.Context, store backend, args []string, w io.Writer)
 		}
 		return tw.Flush()
 	case "deploy":
-		if len(args) != 2 {
-			return usage("deploy takes one project id")
-		}
 		id := args[1]
 		if !slices.ContainsFunc(projects, func(p *project) bool { return p.ID == id }) {
 			return petstore.Errorf(petstore.CodeNotFound, "project %s not found: no key acts for it (see keys list)", id)
@@ -162,7 +177,7 @@ func runProjects(ctx context.Context, store backend, args []string, w io.Writer)
 		fmt.Fprintf(w, "recorded a successful deploy of %s at %s; it may now add custom domains (Pro plan or above)\n", id, now.Format(time.RFC3339))
 		return nil
 	}
-	return usage("unknown subcommand %q", args[0])
+	return nil // checkProjects allows nothing else
 }
 
 // createDeployed runs "keys create" with -deployed taken out of args, and
@@ -172,18 +187,7 @@ func createDeployed(ctx context.Context, store backend, args []string, run func(
 	if len(args) == 0 || args[0] != "create" {
 		return run(args)
 	}
-	deployed := false
-	rest := args[:0:0]
-	for _, a := range args {
-		switch a {
-		case "-deployed", "--deployed", "-deployed=true", "--deployed=true":
-			deployed = true
-		case "-deployed=false", "--deployed=false":
-			deployed = false
-		default:
-			rest = append(rest, a)
-		}
-	}
+	rest, deployed := withoutDeployed(args)
 	keys := petstore.NewKeys(store)
 	before, err := keys.List(ctx)
 	if err != nil {
@@ -204,4 +208,70 @@ func createDeployed(ctx context.Context, store backend, args []string, run func(
 		}
 	}
 	return nil
+}
+
+// withoutDeployed returns args without this server's -deployed flag, which
+// keyscli does not know, and whether it was given.
+func withoutDeployed(args []string) (rest []string, deployed bool) {
+	rest = args[:0:0]
+	for _, a := range args {
+		switch a {
+		case "-deployed", "--deployed", "-deployed=true", "--deployed=true":
+			deployed = true
+		case "-deployed=false", "--deployed=false":
+			deployed = false
+		default:
+			rest = append(rest, a)
+		}
+	}
+	return rest, deployed
+}
+
+// checkCommand refuses a malformed subcommand before the database is
+// opened. The keys subcommands are checked by running them over a store
+// that refuses every call, since keyscli checks its arguments before it
+// asks the store anything.
+func checkCommand(ctx context.Context, cfg config) error {
+	switch {
+	case len(cfg.command) == 0:
+		return nil
+	case isAdminCommand(cfg.command):
+		return checkAdmin(cfg)
+	case cfg.command[0] == "projects":
+		return checkProjects(cfg.command[1:])
+	case cfg.command[0] == "keys":
+		args := cfg.command[1:]
+		if len(args) > 0 && args[0] == "create" {
+			args, _ = withoutDeployed(args)
+		}
+		if err := keyscli.Run(ctx, unopenedStore{}, args, io.Discard); errors.Is(err, keyscli.ErrUsage) {
+			return err
+		}
+	}
+	return nil
+}
+
+// errUnopened is what unopenedStore answers every call with.
+var errUnopened = errors.New("the database is not opened to check a command line")
+
+// unopenedStore is the key store checkCommand runs keyscli over.
+type unopenedStore struct{}
+
+func (unopenedStore) CreateKey(context.Context, petstore.APIKey, string) error { return errUnopened }
+func (unopenedStore) UpsertKey(context.Context, petstore.APIKey, string) (petstore.APIKey, error) {
+	return petstore.APIKey{}, errUnopened
+}
+func (unopenedStore) KeyByHash(context.Context, string) (petstore.APIKey, string, error) {
+	return petstore.APIKey{}, "", errUnopened
+}
+func (unopenedStore) ListKeys(context.Context) ([]petstore.APIKey, error) { return nil, errUnopened }
+func (unopenedStore) SetKeyPlan(context.Context, string, petstore.Plan, petstore.Limits) (petstore.APIKey, error) {
+	return petstore.APIKey{}, errUnopened
+}
+func (unopenedStore) DeleteKey(context.Context, string) error { return errUnopened }
+func (unopenedStore) RevokedKey(context.Context, string) (petstore.APIKey, error) {
+	return petstore.APIKey{}, errUnopened
+}
+func (unopenedStore) UnrevokeKey(context.Context, string) (petstore.APIKey, error) {
+	return petstore.APIKey{}, errUnopened
 }
