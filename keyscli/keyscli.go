@@ -30,11 +30,19 @@ A revoked key stays revoked, even when a server's -keys still lists it,
 until "keys unrevoke ID" reinstates it with its id, project and plan.`
 
 // ErrUsage is wrapped by the errors Run returns for a malformed command
-// line; a server prints Usage and exits with status 2 for them.
+// line, a wrong plan or custom limits included (those keep their
+// invalid_request *petstore.Error too); a server prints Usage and exits
+// with status 2 for them.
 var ErrUsage = errors.New("keys: bad usage")
 
 func usagef(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrUsage}, args...)...)
+}
+
+// badValue makes err, a plan or limits the command line got wrong, a
+// usage error that keeps err's code and message.
+func badValue(err error) error {
+	return fmt.Errorf("%w: %w", ErrUsage, err)
 }
 
 // Run executes the keys subcommand in args (args[0] is create, list,
@@ -75,13 +83,21 @@ func Run(ctx context.Context, store petstore.KeyStore, args []string, w io.Write
 	limits := petstore.Limits{PerMinute: perMinute, PerDay: perDay}
 	// Custom limits belong to the enterprise plan; given with another,
 	// they are refused rather than dropped, as -keys refuses KEY:pro:5/50.
+	// Like an unknown plan, that is a wrong value on the command line:
+	// refused before the store is asked.
 	customLimits := false
 	fs.Visit(func(f *flag.Flag) { customLimits = customLimits || f.Name == "per-minute" || f.Name == "per-day" })
-	checkLimits := func(p petstore.Plan) error {
-		if customLimits && p != petstore.PlanEnterprise {
-			return petstore.Errorf(petstore.CodeInvalidRequest, "-per-minute and -per-day set the custom limits of the enterprise plan only, not of %s", p)
+	parsePlan := func(s string) (petstore.Plan, error) {
+		p, err := petstore.ParsePlan(s)
+		switch {
+		case err != nil:
+			return "", badValue(err)
+		case customLimits && p != petstore.PlanEnterprise:
+			return "", badValue(petstore.Errorf(petstore.CodeInvalidRequest, "-per-minute and -per-day set the custom limits of the enterprise plan only, not of %s", p))
+		case p == petstore.PlanEnterprise && !limits.Valid():
+			return "", badValue(petstore.Errorf(petstore.CodeInvalidRequest, "enterprise limits must be positive, with per day >= per minute"))
 		}
-		return nil
+		return p, nil
 	}
 
 	switch cmd {
@@ -89,11 +105,8 @@ func Run(ctx context.Context, store petstore.KeyStore, args []string, w io.Write
 		if len(pos) != 0 {
 			return usagef("create takes no arguments, got %q", pos)
 		}
-		p, err := petstore.ParsePlan(plan)
+		p, err := parsePlan(plan)
 		if err != nil {
-			return err
-		}
-		if err := checkLimits(p); err != nil {
 			return err
 		}
 		key, secret, err := keys.Create(ctx, project, p, limits)
@@ -141,11 +154,8 @@ func Run(ctx context.Context, store petstore.KeyStore, args []string, w io.Write
 		if len(pos) != 2 {
 			return usagef("set-plan takes a key id and a plan")
 		}
-		p, err := petstore.ParsePlan(pos[1])
+		p, err := parsePlan(pos[1])
 		if err != nil {
-			return err
-		}
-		if err := checkLimits(p); err != nil {
 			return err
 		}
 		k, err := keys.SetPlan(ctx, pos[0], p, limits)

@@ -94,12 +94,17 @@ func TestErrors(t *testing.T) {
 		{"unknown flag", []string{"create", "-colour", "red"}, true, ""},
 		{"revoke without id", []string{"revoke"}, true, ""},
 		{"set-plan without plan", []string{"set-plan", "key_x"}, true, ""},
-		{"bad plan", []string{"create", "-plan", "gold"}, false, petstore.CodeInvalidRequest},
-		{"enterprise without limits", []string{"create", "-plan", "enterprise"}, false, petstore.CodeInvalidRequest},
+		// A wrong flag value or argument is a malformed command line too
+		// (status 2, docs/operating.md), keeping its code; keyscli refuses
+		// it before asking the store anything.
+		{"bad plan", []string{"create", "-plan", "gold"}, true, petstore.CodeInvalidRequest},
+		{"set-plan bad plan", []string{"set-plan", "key_x", "gold"}, true, petstore.CodeInvalidRequest},
+		{"enterprise without limits", []string{"create", "-plan", "enterprise"}, true, petstore.CodeInvalidRequest},
+		{"set-plan enterprise day under minute", []string{"set-plan", "key_x", "enterprise", "-per-minute", "5", "-per-day", "1"}, true, petstore.CodeInvalidRequest},
 		{"revoke unknown", []string{"revoke", "key_missing"}, false, petstore.CodeNotFound},
 		{"set-plan unknown", []string{"set-plan", "key_missing", "pro"}, false, petstore.CodeNotFound},
-		{"create limits without enterprise", []string{"create", "-plan", "pro", "-per-minute", "5", "-per-day", "50"}, false, petstore.CodeInvalidRequest},
-		{"set-plan limits without enterprise", []string{"set-plan", "key_x", "business", "-per-day", "50"}, false, petstore.CodeInvalidRequest},
+		{"create limits without enterprise", []string{"create", "-plan", "pro", "-per-minute", "5", "-per-day", "50"}, true, petstore.CodeInvalidRequest},
+		{"set-plan limits without enterprise", []string{"set-plan", "key_x", "business", "-per-day", "50"}, true, petstore.CodeInvalidRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := run(t, s, tc.args...)

@@ -173,6 +173,8 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"keys"}, 2, "keys create"},
 		{[]string{"keys", "bogus"}, 2, "keys create"},
 		{[]string{"keys", "create", "-deployed", "-nosuch"}, 2, "keys create"},
+		{[]string{"keys", "create", "-plan", "gold"}, 2, "plan must be one of"},
+		{[]string{"keys", "set-plan", "key_x", "enterprise"}, 2, "enterprise limits"},
 		{[]string{"projects", "bogus"}, 2, "projects deploy"},
 		{[]string{"projects", "list", "extra"}, 2, "projects deploy"},
 		{[]string{"projects", "deploy"}, 2, "projects deploy"},
