@@ -155,8 +155,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	// -db memory lives in the serving process only: a subcommand that
 	// manages the database would work on a store of its own, print a key
-	// no server accepts, or revoke nothing.
-	if cfg.db == "memory" && len(cfg.command) > 0 && (cfg.command[0] == "keys" || cfg.command[0] == "projects") && !isAdminCommand(cfg.command) {
+	// no server accepts, or revoke nothing. Only "keys usage" through
+	// -admin-addr escapes that: it asks the server.
+	if cfg.db == "memory" && len(cfg.command) > 0 && (cfg.command[0] == "keys" || cfg.command[0] == "projects") && !(isAdminCommand(cfg.command) && cfg.redis == "") {
 		return usageError{err: fmt.Errorf("%s: -db memory keeps keys and projects inside the serving process, out of this command's reach; "+
 			"give the server a database (-db sqlite:PATH, postgres://… or mysql://…) to manage them", cfg.command[0])}
 	}

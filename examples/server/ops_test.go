@@ -164,6 +164,9 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"-db", db, "projects"}, 2, "projects deploy"},
 		{[]string{"-db", db, "projects", "bogus"}, 2, "projects deploy"},
 		{[]string{"-db", "memory", "bans", "list"}, 2, "-admin-addr"},
+		// keys usage on Redis reads the key's plan from -db: a memory
+		// store of its own would know no key.
+		{[]string{"-db", "memory", "-redis", "127.0.0.1:1", "keys", "usage", "key_x"}, 2, "-db memory"},
 		{[]string{"-db", "memory", "-redis", "127.0.0.1:1", "bans", "bogus"}, 2, "bans lift"},
 		// The default database, ./petstore.db, must not be made for a
 		// command line that is refused.
