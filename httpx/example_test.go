@@ -47,7 +47,7 @@ func ExampleNew_prefix() {
 	mux := http.NewServeMux()
 	mux.Handle("/api/v1/", api)
 
-	r := httptest.NewRequest("POST", "/api/v1/pets", stringsReader(`{"name":"Rex","categoryId":1}`))
+	r := httptest.NewRequest("POST", "/api/v1/pets", strings.NewReader(`{"name":"Rex","categoryId":1}`))
 	r.Header.Set("Authorization", "Bearer "+secret)
 	r.Header.Set("Content-Type", "application/json")
 	w := httptest.NewRecorder()
@@ -92,5 +92,3 @@ func ExampleWrap() {
 	fmt.Print(w.Code, " ", w.Body.String())
 	// Output: 200 {"plan":"pro"}
 }
-
-func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }

@@ -163,7 +163,7 @@ func Run(ctx context.Context, store petstore.KeyStore, args []string, w io.Write
 			return err
 		}
 		l := k.EffectiveLimits()
-		fmt.Fprintf(w, "%s is now on plan %s (%d per minute, %d per day); the limits apply from its next request\n",
+		fmt.Fprintf(w, "%s is now on plan %s (%d per minute, %d per day)\n",
 			k.ID, k.Plan, l.PerMinute, l.PerDay)
 		return nil
 	}
