@@ -119,7 +119,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	acmeCAA := fs.String("acme-caa-identities", env("PETSTORE_ACME_CAA_IDENTITIES", ""), "comma-separated domain names that CAA issue records name the CA by (such as letsencrypt.org), overriding the ACME directory's caaIdentities; needed to check CAA for a CA whose directory names none (PETSTORE_ACME_CAA_IDENTITIES)")
 	acmeDCV := fs.String("acme-dcv-zone", env("PETSTORE_ACME_DCV_ZONE", ""), "a zone of -dns-provider where certificate validation is delegated: customers' _acme-challenge CNAMEs point into it, so certificates are obtained by DNS-01 before traffic moves, and wildcards get theirs; empty: none (PETSTORE_ACME_DCV_ZONE)")
 	tlsAddr := fs.String("tls-addr", env("PETSTORE_TLS_ADDR", ""), "HTTPS listen address; empty: no HTTPS listener (PETSTORE_TLS_ADDR)")
-	version := fs.Bool("version", false, "print the module version and VCS revision the binary was built from, and exit (as the version subcommand does)")
+	version := fs.Bool("version", false, "print the module version, VCS revision and Go version the binary was built with, and exit (as the version subcommand does)")
 	fs.Usage = func() {}
 	setObserve := observeFlags(fs, env)
 	setWebhooks := webhookFlags(fs, env)

@@ -47,7 +47,7 @@ var subcommands = []subcommand{
 	{name: "keys", summary: "create, list, revoke or re-plan API keys in -db, telling running servers", usage: keysUsage},
 	{name: "projects", summary: "list projects with their plan and last deploy, or record a deploy", usage: projectsUsage},
 	{name: "bans", summary: "list or lift rate-limit bans (Redis with -redis, else the server's -admin-addr)", usage: adminUsage},
-	{name: "version", summary: "print the module version and VCS revision the binary was built from", usage: versionUsage},
+	{name: "version", summary: "print the module version, VCS revision and Go version the binary was built with", usage: versionUsage},
 }
 
 // keysUsage is keyscli's usage with what this server adds to the keys
