@@ -3,10 +3,16 @@ package customdomain_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/petstorekit/petstore/adapters/bunstore"
+	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
+	"github.com/petstorekit/petstore/adapters/dnsconfig"
+	"github.com/petstorekit/petstore/adapters/memstore"
+	"github.com/petstorekit/petstore/adapters/memzone"
 	"github.com/petstorekit/petstore/customdomain"
 )
 
@@ -210,5 +216,124 @@ func TestPendingCertRemovalOfAReattachedName(t *testing.T) {
 				t.Fatalf("once the new domain is removed too the certificate was removed %d times, want 1", n)
 			}
 		})
+	}
+}
+
+// stores are the real stores the replica tests run on: a memory store
+// and the bun store on SQLite.
+var stores = []struct {
+	name string
+	open func(t *testing.T) customdomain.Store
+}{
+	{"memstore", func(*testing.T) customdomain.Store { return memstore.New() }},
+	{"SQLite", func(t *testing.T) customdomain.Store {
+		ctx := context.Background()
+		db, err := bunopen.Open(ctx, "memory")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		if err := bunstore.Migrate(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+		return bunstore.New(db)
+	}},
+}
+
+// removedEntry returns prj_pro's removed shop.example.com as stored.
+func removedEntry(t *testing.T, s customdomain.Store) customdomain.Entry {
+	t.Helper()
+	removed, err := s.ListDomains(context.Background(), customdomain.DomainQuery{ProjectID: "prj_pro", Name: "shop.example.com", Status: customdomain.StatusRemoved})
+	if err != nil || len(removed) != 1 {
+		t.Fatalf("removed entries of shop.example.com: %d (%v), want 1", len(removed), err)
+	}
+	return removed[0]
+}
+
+// TestPendingCertRemovalAcrossMixedReplicas: replicas of mixed
+// configuration share a store, one with a CertIssuer and one without. At a
+// pending certificate removal's due time the replica without one leaves
+// the entry as it is (it cannot remove the certificate, so it neither
+// claims the attempt nor moves its next try away from the replicas that
+// can), and the one with a CertIssuer, running at that time too, removes
+// the certificate on its first try. Records at the DNS provider still
+// pending are deleted by whichever replica comes first, once. Before, the
+// replica without a CertIssuer claimed the attempt every recheck interval
+// for ever, and the one with it found nothing due.
+func TestPendingCertRemovalAcrossMixedReplicas(t *testing.T) {
+	for _, s := range stores {
+		for _, withRecords := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/records=%v", s.name, withRecords), func(t *testing.T) {
+				ctx := context.Background()
+				store := s.open(t)
+				f := newFixtureOn(t, store, nil)
+				certs := newCertStorage()
+				zone := memzone.New()
+				zone.AddZone("example.com.")
+				dns := &switchable{DNSConfigurator: dnsconfig.New(zone)}
+				withDNS := func(c *customdomain.EngineConfig) {
+					c.DNS = func(string) customdomain.DNSConfigurator { return dns }
+				}
+				remover := f.replica(t, func(c *customdomain.EngineConfig) { c.CertIssuer = certs; withDNS(c) })
+				f.set(t, "example.com.", cname("shop", target))
+				if _, _, err := remover.Add(ctx, "prj_pro", "shop.example.com"); err != nil {
+					t.Fatal(err)
+				}
+				if d, err := remover.Verify(ctx, "prj_pro", "shop.example.com"); err != nil || d.Certificate.State != customdomain.CertIssued {
+					t.Fatalf("Verify = %s with certificate %s (%v), want one issued", d.Status, d.Certificate.State, err)
+				}
+				if withRecords {
+					if findings, err := remover.ConfigureDNS(ctx, "prj_pro", "shop.example.com"); err != nil || len(findings) != 0 {
+						t.Fatalf("ConfigureDNS = %+v, %v; want no findings", findings, err)
+					}
+					dns.setDown(true)
+				}
+				certs.setDown(true)
+				if err := remover.Remove(ctx, "prj_pro", "shop.example.com"); err != nil {
+					t.Fatal(err)
+				}
+				certs.setDown(false)
+				dns.setDown(false)
+				pending := removedEntry(t, store)
+				if !pending.CertRemovalPending || pending.NextCheckAt.IsZero() || withRecords != (len(pending.DNSRecords) > 0) {
+					t.Fatalf("removed entry: certificate removal pending %v, records %v, next try %s: the test proves nothing", pending.CertRemovalPending, pending.DNSRecords, pending.NextCheckAt)
+				}
+
+				due := pending.NextCheckAt
+				noIssuer := f.replica(t, withDNS)
+				withIssuer := f.replica(t, func(c *customdomain.EngineConfig) { c.CertIssuer = certs; withDNS(c) })
+				f.clock.Set(due)
+				for range 3 { // every round of the replica without a CertIssuer
+					if _, err := noIssuer.RunDue(ctx, due); err != nil {
+						t.Fatal(err)
+					}
+				}
+				after := removedEntry(t, store)
+				if !after.NextCheckAt.Equal(due) || !after.CertRemovalPending {
+					t.Fatalf("after the replica without a CertIssuer ran: next try %s, certificate removal pending %v; want it due at %s still, pending", after.NextCheckAt, after.CertRemovalPending, due)
+				}
+				if !withRecords && after.Version != pending.Version {
+					t.Fatalf("the replica without a CertIssuer wrote the entry (version %d, was %d) though it can do nothing for it", after.Version, pending.Version)
+				}
+				if withRecords {
+					if got := recordsAt(t, zone, "example.com.", "shop"); len(got) != 0 || len(after.DNSRecords) != 0 {
+						t.Fatalf("after the replica without a CertIssuer ran, the zone has at shop %q and %d records pending; want them deleted", got, len(after.DNSRecords))
+					}
+				}
+
+				if _, err := withIssuer.RunDue(ctx, due); err != nil {
+					t.Fatal(err)
+				}
+				if n := certs.removed("shop.example.com"); n != 1 {
+					t.Fatalf("the replica with a CertIssuer, at the removal's due time, removed the certificate %d times, want 1", n)
+				}
+				if en := removedEntry(t, store); en.CertRemovalPending || !en.NextCheckAt.IsZero() {
+					t.Fatalf("once removed: certificate removal pending %v, next try %s; want nothing pending", en.CertRemovalPending, en.NextCheckAt)
+				}
+				if withRecords && dns.deletions() != 1 {
+					t.Fatalf("%d deletions reached the provider, want 1", dns.deletions())
+				}
+			})
+		}
 	}
 }

@@ -93,9 +93,18 @@ func (e *Engine) cleanUp(ctx context.Context, en Entry) Entry {
 // process ended right after it, is tried again, which removes nothing
 // more (a removed certificate is gone, and only records still exactly as
 // written are deleted).
+//
+// An engine without a CertIssuer claims only the records' deletion, and
+// leaves a pending certificate removal due when it was: replicas of mixed
+// configuration may share the store, and its claim would otherwise move
+// the certificate's removal away from the engines that can do it, every
+// time, for as long as it runs.
 func (e *Engine) retryCleanup(ctx context.Context, en Entry, now time.Time) {
-	if !en.CertRemovalPending && len(en.DNSRecords) == 0 { // nothing to do: never due again
-		e.cleaned(ctx, en, false, false)
+	cert := en.CertRemovalPending && e.cfg.CertIssuer != nil
+	if !cert && len(en.DNSRecords) == 0 {
+		if !en.CertRemovalPending { // nothing to do: never due again
+			e.cleaned(ctx, en, false, false)
+		}
 		return
 	}
 	freed := en.UpdatedAt
@@ -111,7 +120,17 @@ func (e *Engine) retryCleanup(ctx context.Context, en Entry, now time.Time) {
 		}
 		return
 	}
-	e.cleanUp(ctx, claimed)
+	after := e.cleanUp(ctx, claimed)
+	if !cert && len(after.DNSRecords) == 0 && after.CertRemovalPending && after.NextCheckAt.Equal(claim.NextCheckAt) {
+		// The records are gone; what is left is due when it was, for an
+		// engine with a CertIssuer. A failed deletion keeps the claim's
+		// time instead, so this engine retries it less often.
+		back := after.Canonical()
+		back.NextCheckAt = en.NextCheckAt
+		if _, err := e.cfg.Store.UpdateDomain(ctx, back); err != nil && !isConflict(err) {
+			e.cfg.Logger.Warn("a removed domain's certificate removal waits longer than due", "domain", en.Name, "err", err)
+		}
+	}
 }
 
 // cleaned records in en, a removed or released entry, that its

@@ -98,6 +98,14 @@ type fixture struct {
 func newFixture(t testing.TB, certs customdomain.CertIssuer) *fixture {
 	t.Helper()
 	store := memstore.New()
+	f := newFixtureOn(t, store, certs)
+	f.store = store
+	return f
+}
+
+// newFixtureOn is newFixture on store; its store field is nil.
+func newFixtureOn(t testing.TB, store customdomain.Store, certs customdomain.CertIssuer) *fixture {
+	t.Helper()
 	w := domaintest.New(t, domaintest.Options{
 		Zones: []string{"example.com.", "example.org.", "xn--bcher-kva.example."},
 		Store: store, Projects: projects, Start: start, CertIssuer: certs,
@@ -107,7 +115,7 @@ func newFixture(t testing.TB, certs customdomain.CertIssuer) *fixture {
 			c.EdgeIPs = []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}
 		},
 	})
-	return &fixture{world: w, engine: w.Engine, store: store, zone: w.Zone, dns: w.DNS, clock: w.Clock}
+	return &fixture{world: w, engine: w.Engine, zone: w.Zone, dns: w.DNS, clock: w.Clock}
 }
 
 // replica is another process's engine on the fixture's store, DNS server
