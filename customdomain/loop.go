@@ -11,17 +11,23 @@ import (
 // live domains' records for drift, asks the CertIssuer about issuing
 // domains, retries certificate removals and the deletions of records
 // ConfigureDNS wrote (those of domains any engine on the store removed,
-// which DueDomains returns with the others), and hands Events the events
-// of stored changes not handed over yet (DueOutboxes), whichever engine
-// stored them. It returns how many domains
-// it looked at. Tests call it with a fake clock; Run calls it in
-// production.
+// which DueDomains returns with the others), and then hands Events the
+// events of stored changes not handed over yet (DueOutboxes), whichever
+// engine stored them: last, so that an Events that is slow to answer
+// never holds up the checks. It returns how many domains it looked at.
+// Tests call it with a fake clock; Run calls it in production.
 func (e *Engine) RunDue(ctx context.Context, now time.Time) (int, error) {
 	now = now.UTC()
-	done := 0
-	if err := e.retryOutboxes(ctx, now); err != nil {
+	done, err := e.runDueDomains(ctx, now)
+	if err != nil {
 		return done, err
 	}
+	return done, e.retryOutboxes(ctx, now)
+}
+
+// runDueDomains is RunDue's work on the domains DueDomains returns.
+func (e *Engine) runDueDomains(ctx context.Context, now time.Time) (int, error) {
+	done := 0
 	if e.cfg.RecheckActive > 0 && e.unscheduled.CompareAndSwap(false, true) {
 		// Domains that went active before drift checks existed have no
 		// next check: check them once now, which schedules them.

@@ -17,6 +17,13 @@ import (
 // ID once); the lease only spares the replicas the work.
 const outboxLease = 10 * time.Second
 
+// handOffTimeout bounds each call of Events.DomainEvent, whatever the
+// caller's deadline: an Events whose storage hangs (its database paused)
+// must not hold up the change or the background round that hands it an
+// event, and the events wait in the entry anyway. Half the lease, so the
+// engine can still record the hand-off within it.
+const handOffTimeout = outboxLease / 2
+
 // record adds the events of a change (its Emit effects) to next's Outbox,
 // so that the write storing the change stores them too: each gets its
 // ID now, once, and the domain as the dashboard shows next. Without an
@@ -54,29 +61,40 @@ func (e *Engine) record(ctx context.Context, next *Entry, effects []Effect, now 
 // removes those it took from the stored entry. When one is refused, it and
 // those after it stay, to be told again by RunDue at the entry's
 // OutboxDueAt, which retryAt, when set, moves on. Failures are logged,
-// not returned: the change they tell of stands.
-func (e *Engine) handOff(ctx context.Context, stored Entry, retryAt time.Time) {
+// not returned: the change they tell of stands. It reports whether Events
+// did not answer within handOffTimeout.
+func (e *Engine) handOff(ctx context.Context, stored Entry, retryAt time.Time) (timedOut bool) {
 	if e.cfg.Events == nil {
-		return
+		return false
 	}
 	if len(stored.Outbox) == 0 {
 		if !stored.OutboxDueAt.IsZero() { // nothing left to tell: never due again
 			e.settleOutbox(ctx, stored, nil, time.Time{})
 		}
-		return
+		return false
 	}
 	taken := map[string]bool{}
 	for _, ev := range stored.Outbox {
-		if err := e.cfg.Events.DomainEvent(ctx, stored.ProjectID, ev); err != nil {
+		var err error
+		if timedOut, err = e.tell(ctx, stored.ProjectID, ev); err != nil {
 			e.cfg.Logger.Warn("domain event not handed over; will retry", "domain", stored.Name, "type", ev.Type, "event", ev.ID, "err", err)
 			break
 		}
 		taken[ev.ID] = true
 	}
-	if len(taken) == 0 && retryAt.IsZero() {
-		return
+	if len(taken) > 0 || !retryAt.IsZero() {
+		e.settleOutbox(ctx, stored, taken, retryAt)
 	}
-	e.settleOutbox(ctx, stored, taken, retryAt)
+	return timedOut
+}
+
+// tell hands ev to Events within handOffTimeout, and reports whether
+// that time ran out.
+func (e *Engine) tell(ctx context.Context, projectID string, ev PendingEvent) (timedOut bool, err error) {
+	tctx, cancel := context.WithTimeout(ctx, handOffTimeout)
+	defer cancel()
+	err = e.cfg.Events.DomainEvent(tctx, projectID, ev)
+	return err != nil && ctx.Err() == nil && tctx.Err() != nil, err
 }
 
 // settleOutbox removes the events taken from en's stored Outbox, and sets
@@ -139,7 +157,9 @@ func (e *Engine) reread(ctx context.Context, en Entry) (Entry, bool, error) {
 // stored them ended first. Every engine on the store does it, so the
 // events of a change one process stored are told even if it never runs
 // again. A hand-off refused again is tried later, as the background
-// checks are: every minute in the first hour, then less often.
+// checks are: every minute in the first hour, then less often. Events
+// that does not answer within handOffTimeout ends the call: the others
+// would most likely wait as long, so they stay due for the next one.
 func (e *Engine) retryOutboxes(ctx context.Context, now time.Time) error {
 	if e.cfg.Events == nil {
 		return nil
@@ -165,7 +185,9 @@ func (e *Engine) retryOutboxes(ctx context.Context, now time.Time) error {
 			if len(en.Outbox) > 0 {
 				oldest = en.Outbox[0].CreatedAt
 			}
-			e.handOff(ctx, en, now.Add(recheckInterval(now.Sub(oldest))))
+			if e.handOff(ctx, en, now.Add(recheckInterval(now.Sub(oldest)))) {
+				return nil
+			}
 		}
 		if len(due) < limit || fresh == 0 {
 			return nil

@@ -315,3 +315,98 @@ func TestNewEventsStayDueWhenAHandOffOfOlderOnesEnds(t *testing.T) {
 		})
 	}
 }
+
+// ctxEvents queues the engine's events for webhooks by their IDs with the
+// engine's ctx as it is: the Events port of a process that leaves the
+// bound on the wait for its database to the engine.
+type ctxEvents struct{ hooks *webhook.Service }
+
+func (h ctxEvents) DomainEvent(ctx context.Context, projectID string, ev customdomain.PendingEvent) error {
+	return h.hooks.EnqueueOnce(ctx, projectID, ev.ID, ev.Type, ev.CreatedAt, ev.Domain)
+}
+
+// TestPausedEventsDoNotHoldUpTheBackgroundChecks: the webhook outbox's
+// database link is paused (a black hole) while a domain's event waits in
+// its entry and another domain's record has just been set right. A
+// background round still checks DNS and moves the pending domain on, and
+// returns within a bound, its hand-offs given up; once the link is back a
+// later round hands every event over, and the endpoint gets each once,
+// the waiting one with the ID it was stored with. Before, the round
+// handed the waiting event over first, with no deadline, and hung for as
+// long as the link was paused: no domain was checked.
+func TestPausedEventsDoNotHoldUpTheBackgroundChecks(t *testing.T) {
+	for _, b := range linkedBackends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			directDB, proxied, proxy := throughProxy(t, b.dsn(t))
+			t.Cleanup(proxy.Restore)
+			store := bunstore.New(directDB) // the domains' store: its link is fine
+			healthy, ep := hooksWithEndpoint(t, store)
+			w := domaintest.New(t, domaintest.Options{
+				Store: store, Projects: domaintest.NewProjects(proProject),
+				Config: func(c *customdomain.EngineConfig) { c.Events = hookEvents{healthy} },
+			})
+			if _, _, err := w.Engine.Add(ctx, "prj_pro", "www.example.com"); err != nil {
+				t.Fatal(err)
+			}
+			// 40 s later a process adds shop.example.com and dies before
+			// it hands its event over.
+			w.Clock.Advance(40 * time.Second)
+			died := w.Replica(t, func(c *customdomain.EngineConfig) { c.Events = diedEvents{} })
+			if _, _, err := died.Add(ctx, "prj_pro", "shop.example.com"); err != nil {
+				t.Fatal(err)
+			}
+			waiting, err := store.DomainByName(ctx, "shop.example.com")
+			if err != nil || len(waiting.Outbox) != 1 {
+				t.Fatalf("shop.example.com's outbox: %+v (%v), want its domain.added", waiting.Outbox, err)
+			}
+			w.Set(t, "example.com.", libdns.CNAME{Name: "www", TTL: time.Hour, Target: domaintest.Target + "."})
+
+			// At +70 s the waiting event is due and so is www's first
+			// check (shop's is not yet); the outbox's link is paused.
+			runner := w.Replica(t, func(c *customdomain.EngineConfig) { c.Events = ctxEvents{newHooks(t, proxied)} })
+			proxy.Pause()
+			done := make(chan error, 1)
+			go func() {
+				_, err := runner.RunDue(ctx, w.Clock.Advance(30*time.Second))
+				done <- err
+			}()
+			const bound = 20 * time.Second // two hand-offs given up, with room
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(bound):
+				proxy.Restore() // lets it end
+				<-done
+				t.Fatalf("RunDue still ran %v after it began, with the webhook outbox's database paused; want it done within that", bound)
+			}
+			if d, err := store.DomainByName(ctx, "www.example.com"); err != nil || d.Status != customdomain.StatusActive {
+				t.Fatalf("www.example.com after the round: %s (%v), want active: its DNS check ran", d.Status, err)
+			}
+
+			proxy.Restore()
+			if _, err := runner.RunDue(ctx, w.Clock.Advance(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			ds, err := healthy.Deliveries(ctx, "prj_pro", ep.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]int{}
+			for _, d := range ds {
+				seen[d.EventID]++
+			}
+			if len(ds) != 4 || len(seen) != 4 || seen[waiting.Outbox[0].ID] != 1 {
+				t.Fatalf("the endpoint has %d deliveries of %d events, the waiting event's %d times; want www's domain.added, verified and active and shop's domain.added (ID %s), each once", len(ds), len(seen), seen[waiting.Outbox[0].ID], waiting.Outbox[0].ID)
+			}
+			for _, name := range []string{"www.example.com", "shop.example.com"} {
+				if en, err := store.DomainByName(ctx, name); err != nil || len(en.Outbox) != 0 {
+					t.Fatalf("%s's outbox once the link is back: %d events (%v), want none", name, len(en.Outbox), err)
+				}
+			}
+		})
+	}
+}
