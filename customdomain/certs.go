@@ -27,10 +27,7 @@ type certRead struct {
 
 // certOf is the certificate status a view of en shows.
 func (e *Engine) certOf(ctx context.Context, en Entry) CertStatus {
-	// Before verification there is a certificate only when one was
-	// obtained through the DCV delegation (en.Cert records it).
-	before := en.VerifiedAt.IsZero() || en.Status == StatusPending
-	if e.cfg.CertIssuer == nil || en.Status.FreesName() || before && (en.Cert == "" || en.Cert == CertNone) {
+	if !e.showsCert(en) {
 		return CertStatus{State: CertNone}
 	}
 	e.certs.mu.Lock()
@@ -45,6 +42,15 @@ func (e *Engine) certOf(ctx context.Context, en Entry) CertStatus {
 		return CertStatus{State: CertNone}
 	}
 	return st
+}
+
+// showsCert reports whether a view of en shows what the certificate layer
+// says of its name, rather than no certificate.
+func (e *Engine) showsCert(en Entry) bool {
+	// Before verification there is a certificate only when one was
+	// obtained through the DCV delegation (en.Cert records it).
+	before := en.VerifiedAt.IsZero() || en.Status == StatusPending
+	return e.cfg.CertIssuer != nil && !en.Status.FreesName() && !(before && (en.Cert == "" || en.Cert == CertNone))
 }
 
 // readCert asks the certificate layer for name's status and keeps the

@@ -44,25 +44,46 @@ func (e *Engine) policy() Policy {
 // change is the one optimistic write loop of every change to a stored
 // domain (Verify, Remove, CertificateChanged, the background loop): read
 // the entry, apply Step with the event (whose inputs the caller gathered
-// before: no I/O runs in the loop), and write it if its version is still
-// the one read; on a conflict (another process, or the background loop,
-// wrote it meanwhile) read it again, at most tries times, then answer
-// conflict. The effects run only once the write won, so a lost write has
-// none. The events the change emits are stored with it, in the same
-// write (record), and handed to Events after it. It returns the entry as
-// stored.
+// before: no I/O runs between the read and the write), and write it if
+// its version is still the one read; on a conflict (another process, or
+// the background loop, wrote it meanwhile) read it again, at most tries
+// times, then answer conflict. The effects run only once the write won,
+// so a lost write has none. The events the change emits are stored with
+// it, in the same write (record), and handed to Events after it. The
+// view they carry needs I/O (eventView): when what was looked up does not
+// fit the entry read, it is looked up for it, and the entry is read
+// again (at most tries lookups, with the same now, so the view looked up
+// is the one stored when nothing changed meanwhile). It returns the entry
+// as stored.
 func (e *Engine) change(ctx context.Context, tries int, read func() (Entry, error), ev Event) (Entry, error) {
-	for range tries {
+	var (
+		looked  *eventView
+		lookups int
+		now     time.Time // kept from a lookup to the read after it
+	)
+	for try := 0; try < tries; {
 		entry, err := read()
 		if err != nil {
 			return Entry{}, err
 		}
-		now := e.now()
+		if now.IsZero() {
+			now = e.now()
+		}
 		next, effects := Step(entry, ev, now, e.policy())
 		if reflect.DeepEqual(next, entry.Canonical()) {
 			return entry, nil
 		}
-		e.record(ctx, &next, effects, now)
+		view, ok := e.eventDomain(looked, next, effects)
+		if !ok && lookups < tries {
+			looked, lookups = e.lookUpView(ctx, next), lookups+1
+			continue
+		}
+		at := now
+		try, now = try+1, time.Time{}
+		if !ok { // the entry changed during every lookup
+			continue
+		}
+		e.record(&next, effects, at, view)
 		stored, err := e.cfg.Store.UpdateDomain(ctx, next)
 		if petstore.ErrorCode(err) == petstore.CodeConflict {
 			continue

@@ -47,20 +47,34 @@ func (e *Engine) render(en Entry, suspended string, edge []netip.Addr, cert Cert
 	return d
 }
 
-// diagnosis combines DNS findings with the certificate layer's and
-// decides the next action.
+// diagnosis combines DNS findings with the certificate layer's and the
+// Diagnosers', and decides the next action.
 func (e *Engine) diagnosis(ctx context.Context, d Domain, obs Observed, dnsFindings []Finding, at time.Time) Diagnosis {
-	findings := slices.Clone(dnsFindings)
-	findings = append(findings, d.Certificate.Findings...)
+	return e.diagnosisWith(d, obs, dnsFindings, at, e.diagnose(ctx, d))
+}
+
+// diagnose asks the Diagnosers (and a CertIssuer that is one) about d.
+func (e *Engine) diagnose(ctx context.Context, d Domain) []Finding {
+	if d.Status.FreesName() {
+		return nil
+	}
 	ds := e.cfg.Diagnosers
 	if dg, ok := e.cfg.CertIssuer.(Diagnoser); ok {
 		ds = append([]Diagnoser{dg}, ds...)
 	}
-	if !d.Status.FreesName() {
-		for _, dg := range ds {
-			findings = append(findings, dg.Diagnose(ctx, d)...)
-		}
+	var findings []Finding
+	for _, dg := range ds {
+		findings = append(findings, dg.Diagnose(ctx, d)...)
 	}
+	return findings
+}
+
+// diagnosisWith is diagnosis with the Diagnosers' findings about d given:
+// no I/O.
+func (e *Engine) diagnosisWith(d Domain, obs Observed, dnsFindings []Finding, at time.Time, theirs []Finding) Diagnosis {
+	findings := slices.Clone(dnsFindings)
+	findings = append(findings, d.Certificate.Findings...)
+	findings = append(findings, theirs...)
 	// Timed from the stored VerifiedAt, so every process sharing the store
 	// shows it, whatever its issuer remembers. An issuer's own finding
 	// (which may carry the CA's last error) takes precedence.

@@ -129,7 +129,7 @@ func (e *Engine) Add(ctx context.Context, projectID, name string) (d Domain, cre
 		UpdatedAt:      now,
 	}
 	added := []Effect{{Kind: Emit, Event: EventAdded}}
-	e.record(ctx, &entry, added, now)
+	e.record(&entry, added, now, e.eventDomainNow(ctx, entry, added))
 	stored, err := e.cfg.Store.CreateDomain(ctx, entry)
 	if petstore.ErrorCode(err) == petstore.CodeConflict {
 		// Lost a race: to this project (return its domain) or another.

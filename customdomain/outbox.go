@@ -3,6 +3,8 @@ package customdomain
 import (
 	"context"
 	"encoding/json"
+	"net/netip"
+	"reflect"
 	"slices"
 	"time"
 
@@ -26,27 +28,19 @@ const handOffTimeout = outboxLease / 2
 
 // record adds the events of a change (its Emit effects) to next's Outbox,
 // so that the write storing the change stores them too: each gets its
-// ID now, once, and the domain as the dashboard shows next. Without an
-// Events port there is nobody to hand them to, and none is kept.
-func (e *Engine) record(ctx context.Context, next *Entry, effects []Effect, now time.Time) {
+// ID now, once, and view, the domain as the dashboard shows next (see
+// eventDomain). Without an Events port there is nobody to hand them to,
+// and none is kept.
+func (e *Engine) record(next *Entry, effects []Effect, now time.Time, view json.RawMessage) {
 	if e.cfg.Events == nil {
 		return
 	}
-	var view json.RawMessage
 	for _, f := range effects {
-		if f.Kind != Emit {
-			continue
+		if f.Kind == Emit && view != nil {
+			next.Outbox = append(next.Outbox, PendingEvent{
+				ID: "evt_" + uuid.Must(uuid.NewV7()).String(), Type: f.Event, CreatedAt: now, Domain: view,
+			})
 		}
-		if view == nil {
-			b, err := json.Marshal(e.view(ctx, *next))
-			if err != nil { // a Domain always encodes; never lose the event for it
-				b = []byte("null")
-			}
-			view = b
-		}
-		next.Outbox = append(next.Outbox, PendingEvent{
-			ID: "evt_" + uuid.Must(uuid.NewV7()).String(), Type: f.Event, CreatedAt: now, Domain: view,
-		})
 	}
 	// New events are due after the lease even when older ones wait
 	// longer (their hand-off kept failing, so it is tried less often):
@@ -55,6 +49,66 @@ func (e *Engine) record(ctx context.Context, next *Entry, effects []Effect, now 
 	if due := now.Add(outboxLease); len(next.Outbox) > 0 && (next.OutboxDueAt.IsZero() || view != nil && next.OutboxDueAt.After(due)) {
 		next.OutboxDueAt = due
 	}
+}
+
+// eventView is what the view a change's events carry needs that takes
+// I/O: the project's plan, the edge's addresses, the certificate layer's
+// status of the name, and what the Diagnosers find (they are asked about
+// the view itself). change looks it up before it reads the entry it
+// writes, so that none runs between that read and the write.
+type eventView struct {
+	projectID, name string
+	suspended       string
+	edge            []netip.Addr
+	shows           bool // showsCert of the entry it was looked up for
+	cert            CertStatus
+	diagnosed       Domain    // the view the Diagnosers were asked about
+	theirs          []Finding // what they found
+}
+
+// lookUpView looks up, with I/O, what the view of next needs.
+func (e *Engine) lookUpView(ctx context.Context, next Entry) *eventView {
+	v := &eventView{
+		projectID: next.ProjectID, name: next.Name, suspended: e.suspension(ctx, next.ProjectID),
+		edge: e.edgeList(ctx), shows: e.showsCert(next), cert: e.certOf(ctx, next),
+	}
+	v.diagnosed = e.render(next, v.suspended, v.edge, v.cert)
+	v.theirs = e.diagnose(ctx, v.diagnosed)
+	return v
+}
+
+// eventDomain renders from v, with no I/O, the domain next's events
+// carry, encoded; nil when there are none to keep (no Emit effect, or no
+// Events). ok is false when v does not hold what that view needs: it was
+// looked up for another entry than next (nil, or before the entry
+// changed), and the Diagnosers were not asked about this view.
+func (e *Engine) eventDomain(v *eventView, next Entry, effects []Effect) (view json.RawMessage, ok bool) {
+	if e.cfg.Events == nil || !slices.ContainsFunc(effects, func(f Effect) bool { return f.Kind == Emit }) {
+		return nil, true
+	}
+	if v == nil || v.projectID != next.ProjectID || v.name != next.Name || v.shows != e.showsCert(next) {
+		return nil, false
+	}
+	d := e.render(next, v.suspended, v.edge, v.cert)
+	if !reflect.DeepEqual(d, v.diagnosed) {
+		return nil, false
+	}
+	d.Diagnosis = e.diagnosisWith(d, next.Observed, next.Findings, next.CheckedAt, v.theirs)
+	b, err := json.Marshal(d)
+	if err != nil { // a Domain always encodes; never lose the event for it
+		b = []byte("null")
+	}
+	return b, true
+}
+
+// eventDomainNow is eventDomain with what it needs looked up now, for a
+// write that is not version-checked (a new entry).
+func (e *Engine) eventDomainNow(ctx context.Context, en Entry, effects []Effect) json.RawMessage {
+	view, ok := e.eventDomain(nil, en, effects)
+	if !ok {
+		view, _ = e.eventDomain(e.lookUpView(ctx, en), en, effects)
+	}
+	return view
 }
 
 // handOff tells Events the events in stored's Outbox, oldest first, and

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libdns/libdns"
+
 	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/internal/domaintest"
 )
@@ -95,5 +97,64 @@ func TestRefusedEventsWaitInTheEntry(t *testing.T) {
 	stored, err = w.Store.DomainByName(ctx, "shop.example.com")
 	if err != nil || len(stored.Outbox) != 0 || !stored.OutboxDueAt.IsZero() {
 		t.Fatalf("outbox once taken: %+v due %s (%v), want empty", stored.Outbox, stored.OutboxDueAt, err)
+	}
+}
+
+// writingProjects is the platform's side of a deployment whose other
+// processes write a domain while each plan lookup of this one is under
+// way: every call of Project lets write run first, as a slow lookup
+// would let a concurrent background check land.
+type writingProjects struct {
+	customdomain.Projects
+	write func()
+}
+
+func (p writingProjects) Project(ctx context.Context, id string) (customdomain.Project, error) {
+	p.write()
+	return p.Projects.Project(ctx, id)
+}
+
+// TestVerifyWhileTheViewIsLookedUp: the plan lookup the view of a change
+// needs (its events carry the domain as the dashboard shows it) is slow,
+// and during each one another process writes the domain. Verify still
+// stores the change, and its events carry the domain as stored: no I/O
+// runs between the optimistic loop's read and its write, so the write
+// during the lookup is read before the change is written. Before, the
+// view was looked up inside the loop, each try's write lost to the write
+// made during its lookup, and Verify answered conflict.
+func TestVerifyWhileTheViewIsLookedUp(t *testing.T) {
+	for _, s := range stores {
+		t.Run(s.name, func(t *testing.T) {
+			ctx := context.Background()
+			store := s.open(t)
+			ev := &events{}
+			writes := 0
+			landWrite := func() { // another process's background check of shop.example.com
+				en, err := store.DomainByName(ctx, "shop.example.com")
+				if err != nil {
+					return // not added yet
+				}
+				en.CheckedAt = en.CheckedAt.Add(time.Second)
+				if _, err := store.UpdateDomain(ctx, en); err != nil {
+					t.Errorf("the concurrent write: %v", err)
+				}
+				writes++
+			}
+			w := domaintest.New(t, domaintest.Options{
+				Store: store, Projects: writingProjects{Projects: projects, write: landWrite},
+				Config: func(c *customdomain.EngineConfig) { c.Events = ev },
+			})
+			if _, _, err := w.Engine.Add(ctx, "prj_pro", "shop.example.com"); err != nil {
+				t.Fatal(err)
+			}
+			w.Set(t, "example.com.", libdns.CNAME{Name: "shop", TTL: time.Hour, Target: domaintest.Target + "."})
+			d, err := w.Engine.Verify(ctx, "prj_pro", "shop.example.com")
+			if err != nil || d.Status != customdomain.StatusActive {
+				t.Fatalf("Verify with %d writes landing during its plan lookups = %s, %v; want active", writes, d.Status, err)
+			}
+			if got, want := fmt.Sprint(ev.take()), "[prj_pro domain.added shop.example.com pending prj_pro domain.verified shop.example.com active prj_pro domain.active shop.example.com active]"; got != want {
+				t.Fatalf("events %s, want %s", got, want)
+			}
+		})
 	}
 }
