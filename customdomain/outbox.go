@@ -81,7 +81,7 @@ func (e *Engine) lookUpView(ctx context.Context, next Entry) *eventView {
 // carry, encoded; nil when there are none to keep (no Emit effect, or no
 // Events). ok is false when v does not hold what that view needs: it was
 // looked up for another entry than next (nil, or before the entry
-// changed), and the Diagnosers were not asked about this view.
+// changed), so the Diagnosers were not asked about this view.
 func (e *Engine) eventDomain(v *eventView, next Entry, effects []Effect) (view json.RawMessage, ok bool) {
 	if e.cfg.Events == nil || !slices.ContainsFunc(effects, func(f Effect) bool { return f.Kind == Emit }) {
 		return nil, true

@@ -2,8 +2,10 @@ package customdomain_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -140,9 +142,13 @@ func TestVerifyWhileTheViewIsLookedUp(t *testing.T) {
 				}
 				writes++
 			}
+			told := &viewsTold{}
 			w := domaintest.New(t, domaintest.Options{
 				Store: store, Projects: writingProjects{Projects: projects, write: landWrite},
-				Config: func(c *customdomain.EngineConfig) { c.Events = ev },
+				Config: func(c *customdomain.EngineConfig) {
+					c.Events = eventsTo{ev, told}
+					c.Diagnosers = []customdomain.Diagnoser{statusDiagnoser{}}
+				},
 			})
 			if _, _, err := w.Engine.Add(ctx, "prj_pro", "shop.example.com"); err != nil {
 				t.Fatal(err)
@@ -155,6 +161,57 @@ func TestVerifyWhileTheViewIsLookedUp(t *testing.T) {
 			if got, want := fmt.Sprint(ev.take()), "[prj_pro domain.added shop.example.com pending prj_pro domain.verified shop.example.com active prj_pro domain.active shop.example.com active]"; got != want {
 				t.Fatalf("events %s, want %s", got, want)
 			}
+			// The Diagnosers were asked about the view each event carries.
+			if n := len(told.domains()); n != 3 {
+				t.Fatalf("%d events told, want 3", n)
+			}
+			for _, d := range told.domains() {
+				if got, want := codes(d.Diagnosis.Findings), "STATUS_"+string(d.Status); got != want {
+					t.Fatalf("a %s domain's event has the findings %s, want %s", d.Status, got, want)
+				}
+			}
 		})
 	}
+}
+
+// statusDiagnoser finds STATUS_<status> in every domain it is asked about.
+type statusDiagnoser struct{}
+
+func (statusDiagnoser) Diagnose(_ context.Context, d customdomain.Domain) []customdomain.Finding {
+	return []customdomain.Finding{{Code: "STATUS_" + string(d.Status)}}
+}
+
+// eventsTo tells every event to each of its ports in turn.
+type eventsTo []customdomain.Events
+
+func (to eventsTo) DomainEvent(ctx context.Context, projectID string, ev customdomain.PendingEvent) error {
+	for _, e := range to {
+		if err := e.DomainEvent(ctx, projectID, ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// viewsTold keeps the domain each event carries.
+type viewsTold struct {
+	mu sync.Mutex
+	ds []customdomain.Domain
+}
+
+func (v *viewsTold) DomainEvent(_ context.Context, _ string, ev customdomain.PendingEvent) error {
+	var d customdomain.Domain
+	if err := json.Unmarshal(ev.Domain, &d); err != nil {
+		return err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.ds = append(v.ds, d)
+	return nil
+}
+
+func (v *viewsTold) domains() []customdomain.Domain {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return slices.Clone(v.ds)
 }
