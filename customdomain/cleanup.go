@@ -57,7 +57,9 @@ func (e *Engine) cleanUp(ctx context.Context, en Entry) Entry {
 			}
 		}
 	}
-	if len(en.DNSRecords) > 0 {
+	// Without DNS this engine cannot delete them: they stay pending, for
+	// an engine that can (replicas may be configured differently).
+	if len(en.DNSRecords) > 0 && e.cfg.DNS != nil {
 		switch holder, err := e.cfg.Store.DomainByName(ctx, en.Name); {
 		case err == nil && holder.ProjectID == en.ProjectID:
 			mine := func(cur Entry) bool { return cur.ProjectID == en.ProjectID }
@@ -94,15 +96,17 @@ func (e *Engine) cleanUp(ctx context.Context, en Entry) Entry {
 // more (a removed certificate is gone, and only records still exactly as
 // written are deleted).
 //
-// An engine without a CertIssuer claims only the records' deletion, and
-// leaves a pending certificate removal due when it was: replicas of mixed
-// configuration may share the store, and its claim would otherwise move
-// the certificate's removal away from the engines that can do it, every
-// time, for as long as it runs.
+// An engine claims only what it can do: without a CertIssuer it does not
+// remove the certificate, and without DNS (EngineConfig.DNS) it does not
+// delete the records, and it leaves what it cannot do due when it was.
+// Replicas of mixed configuration may share the store, and its claims
+// would otherwise move that work away from the engines that can do it,
+// every time, for as long as it runs.
 func (e *Engine) retryCleanup(ctx context.Context, en Entry, now time.Time) {
 	cert := en.CertRemovalPending && e.cfg.CertIssuer != nil
-	if !cert && len(en.DNSRecords) == 0 {
-		if !en.CertRemovalPending { // nothing to do: never due again
+	dns := len(en.DNSRecords) > 0 && e.cfg.DNS != nil
+	if !cert && !dns {
+		if !en.CertRemovalPending && len(en.DNSRecords) == 0 { // nothing to do: never due again
 			e.cleaned(ctx, en, false, false)
 		}
 		return
@@ -121,10 +125,11 @@ func (e *Engine) retryCleanup(ctx context.Context, en Entry, now time.Time) {
 		return
 	}
 	after := e.cleanUp(ctx, claimed)
-	if !cert && len(after.DNSRecords) == 0 && after.CertRemovalPending && after.NextCheckAt.Equal(claim.NextCheckAt) {
-		// The records are gone; what is left is due when it was, for an
-		// engine with a CertIssuer. A failed deletion keeps the claim's
-		// time instead, so this engine retries it less often.
+	mine := cert && after.CertRemovalPending || dns && len(after.DNSRecords) > 0
+	if !mine && after.NextCheckAt.Equal(claim.NextCheckAt) {
+		// What is left is due when it was, for an engine configured to do
+		// it. A step of its own that failed keeps the claim's time
+		// instead, so that this engine retries it less often.
 		back := after.Canonical()
 		back.NextCheckAt = en.NextCheckAt
 		if _, err := e.cfg.Store.UpdateDomain(ctx, back); err != nil && !isConflict(err) {

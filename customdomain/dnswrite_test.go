@@ -585,3 +585,42 @@ func TestRemoveRacingReAddKeepsTheNewDomainsRecords(t *testing.T) {
 		t.Fatalf("after the new domain's removal the zone has at shop %q, want nothing", got)
 	}
 }
+
+// TestPendingDNSDeletionAcrossMixedReplicas: a replica with no DNS
+// providers configured shares the store with one that has them. At a
+// pending deletion's due time it leaves the removed entry as it is (it can
+// neither delete the records nor should it drop them), and the replica
+// with the providers deletes them on its first try. Before, the replica
+// without them took the records for deleted ("the project has no
+// provider now") and forgot them, leaving them in the zone for ever.
+func TestPendingDNSDeletionAcrossMixedReplicas(t *testing.T) {
+	for _, s := range stores {
+		t.Run(s.name, func(t *testing.T) {
+			ctx := context.Background()
+			store := s.open(t)
+			f := newFixtureOn(t, store, nil)
+			_, dns, zone, withDNS := removedWhileDNSDown(t, f)
+			pending := removedEntry(t, store)
+			if len(pending.DNSRecords) == 0 || pending.NextCheckAt.IsZero() {
+				t.Fatalf("removed entry: records %v, next try %s: the test proves nothing", pending.DNSRecords, pending.NextCheckAt)
+			}
+			due := pending.NextCheckAt
+			f.clock.Set(due)
+			noDNS := f.replica(t, nil)
+			for range 3 {
+				if _, err := noDNS.RunDue(ctx, due); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if after := removedEntry(t, store); after.Version != pending.Version {
+				t.Fatalf("the replica without DNS providers wrote the entry (version %d, was %d; records %v, next try %s)", after.Version, pending.Version, after.DNSRecords, after.NextCheckAt)
+			}
+			if _, err := f.replica(t, withDNS).RunDue(ctx, due); err != nil {
+				t.Fatal(err)
+			}
+			if got := recordsAt(t, zone, "example.com.", "shop"); len(got) != 0 || dns.deletions() != 1 {
+				t.Fatalf("after the replica with the providers ran at the due time the zone has at shop %q (%d deletions); want nothing, deleted once", got, dns.deletions())
+			}
+		})
+	}
+}

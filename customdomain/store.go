@@ -112,8 +112,8 @@ type Entry struct {
 	// is when any engine's RunDue next tries them, found through
 	// DueDomains. Each try first moves it on (a version-checked write, so
 	// one replica at a time tries), and it is set back to zero once
-	// neither is pending. An engine without a CertIssuer tries only the
-	// records, and leaves a certificate's removal due when it was.
+	// neither is pending. An engine tries only what it is configured to
+	// do (a CertIssuer, DNS), and leaves the rest due when it was.
 	CertRemovalPending bool `json:",omitempty"`
 	// Outbox holds the lifecycle events of changes stored in this entry
 	// that the Events port has not taken yet, oldest first: the write
