@@ -13,14 +13,20 @@
 // reopened when it has failed.
 //
 // Notifications go to every session listening on the channel in the same
-// database, whatever its search_path: deployments that share a database
-// and must not hear each other use different channels.
+// database, whatever its search_path. So the default channel is one per
+// schema: DefaultChannel for the public one, and DefaultChannel, ":" and
+// the search path for a connection that chooses another (see New).
+// Deployments sharing a schema and not to hear each other name channels
+// of their own.
 package pgfeed
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -62,21 +68,38 @@ const DefaultPublishTimeout = 5 * time.Second
 
 var _ changefeed.Feed = (*Feed)(nil)
 
-// New returns a feed on channel (DefaultChannel when empty) of the
-// database at connString, a postgres:// URL or key=value string as pgx
-// takes it. It does not connect; Close closes what Publish opened.
+// New returns a feed on channel of the database at connString, a
+// postgres:// URL or key=value string as pgx takes it. An empty channel
+// is the schema's: DefaultChannel, or, when connString sets a search_path
+// other than public, "petstore_changes:" and that path (its SHA-256, in
+// hex, past 63 bytes). It does not connect; Close closes what Publish
+// opened.
 func New(connString, channel string) (*Feed, error) {
 	cfg, err := pgx.ParseConfig(connString)
 	if err != nil {
 		return nil, fmt.Errorf("pgfeed: %w", err)
 	}
 	if channel == "" {
-		channel = DefaultChannel
+		channel = schemaChannel(cfg.RuntimeParams["search_path"])
 	}
 	if len(channel) > 63 { // NAMEDATALEN-1: PostgreSQL would truncate it
 		return nil, fmt.Errorf("pgfeed: channel name longer than 63 bytes")
 	}
 	return &Feed{config: cfg, channel: channel, turn: make(chan struct{}, 1)}, nil
+}
+
+// schemaChannel is the default channel of a connection whose search_path
+// is path: deployments in two schemas of one database hold different
+// data, so each hears only its own changes.
+func schemaChannel(path string) string {
+	if path = strings.TrimSpace(path); path == "" || path == "public" {
+		return DefaultChannel
+	}
+	if ch := DefaultChannel + ":" + path; len(ch) <= 63 {
+		return ch
+	}
+	sum := sha256.Sum256([]byte(path))
+	return DefaultChannel + ":" + hex.EncodeToString(sum[:16])
 }
 
 // Channel returns the channel the feed uses.

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -203,4 +204,62 @@ func TestFaults(t *testing.T) {
 		f, proxy := proxiedFeed(t)
 		return f, open(t, f.Channel(), "petstore-test"), proxy
 	})
+}
+
+// withSearchPath is the test server's DSN choosing schema (which need not
+// exist: nothing is read from it).
+func withSearchPath(t *testing.T, schema string) string {
+	t.Helper()
+	u, err := url.Parse(testenv.PostgresDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// TestSchemasHaveFeedsOfTheirOwn: deployments in two schemas of one
+// database, each on the default channel, hear their own changes and not
+// the other's.
+func TestSchemasHaveFeedsOfTheirOwn(t *testing.T) {
+	feed := func(schema string) *pgfeed.Feed {
+		f, err := pgfeed.New(withSearchPath(t, schema), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f
+	}
+	a, b := "feed_a_"+random(), "feed_b_"+random()
+	inA, inB := feed(a), feed(b)
+	r := feedtest.Subscribe(t, inB)
+	r.Want(t, changefeed.Change{Kind: changefeed.KindLive})
+	ctx := context.Background()
+	// The other schema's change is sent first: a listener gets what it
+	// hears in commit order, so it would come before its own.
+	if err := inA.Publish(ctx, changefeed.Change{Kind: changefeed.KindKey, ID: "key_of_" + a}); err != nil {
+		t.Fatal(err)
+	}
+	if err := feed(b).Publish(ctx, changefeed.Change{Kind: changefeed.KindKey, ID: "key_of_" + b}); err != nil {
+		t.Fatal(err)
+	}
+	r.Want(t, changefeed.Change{Kind: changefeed.KindKey, ID: "key_of_" + b})
+	if inA.Channel() == inB.Channel() || inA.Channel() != feed(a).Channel() {
+		t.Errorf("channels %q (%s), %q (%s): want one per schema", inA.Channel(), a, inB.Channel(), b)
+	}
+	long, err := pgfeed.New(withSearchPath(t, strings.Repeat("s", 63)+", public"), "")
+	if err != nil || len(long.Channel()) > 63 || long.Channel() == pgfeed.DefaultChannel {
+		t.Errorf("a long search_path: channel %v, %v; want one of its own, at most 63 bytes", long, err)
+	}
+	for _, path := range []string{"public", ""} {
+		f, err := pgfeed.New("postgres://127.0.0.1/x?search_path="+path, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Channel() != pgfeed.DefaultChannel {
+			t.Errorf("search_path %q: channel %q, want %s, which servers without one use", path, f.Channel(), pgfeed.DefaultChannel)
+		}
+	}
 }
