@@ -24,9 +24,11 @@ import (
 // first, never the ones still sending. What must not be forgotten is kept
 // apart and never evicted: every key's subject (keys come only from the
 // key store, which bounds them), and every subject with a ban, a ban level,
-// strikes or a full window still in force; those leave when their state
-// ends. An address can only get there by sending a window's quota, so a
-// flood of new addresses cannot grow that part. A sweep that leaves a
+// strikes or a full window still in force. An address kept apart goes
+// back among the evictable ones at the first sweep after its state ends,
+// and a key's subject leaves once its windows end. An address can only get
+// there by sending a window's quota, so a flood of new addresses cannot
+// grow that part. A sweep that leaves a
 // shard much smaller than it was rebuilds its map, so the memory returns
 // once the windows end.
 //
@@ -196,6 +198,13 @@ func (sh *memShard) pushFront(e *memEntry) {
 	sh.lruLen++
 }
 
+func (sh *memShard) pushBack(e *memEntry) {
+	e.prev, e.next = sh.lru.prev, &sh.lru
+	sh.lru.prev.next = e
+	sh.lru.prev = e
+	sh.lruLen++
+}
+
 // Take implements Store.
 func (s *MemoryStore) Take(ctx context.Context, req Request) (Result, error) {
 	return s.take(ctx, req.Subject, req.Rates, req.Now, req.Ban, make([]WindowCount, len(req.Rates)))
@@ -298,15 +307,21 @@ func (e *memEntry) window(period time.Duration) int {
 }
 
 // sweep deletes the subjects whose windows, strikes, ban and ban level have
-// all ended. A Go map keeps its buckets when entries are deleted, so when
-// the shard has shrunk to a quarter of its peak the map is rebuilt, and
-// the memory a flood took returns.
+// all ended, and puts back among the evictable ones, as the least recently
+// used, the addresses kept apart whose ban, strikes or full window has
+// ended since (their other windows may run for a day yet). A Go map keeps
+// its buckets when entries are deleted, so when the shard has shrunk to a
+// quarter of its peak the map is rebuilt, and the memory a flood took
+// returns.
 func (s *MemoryStore) sweep(sh *memShard, now int64) {
 	for k, e := range sh.subjects {
-		if e.liveUntil() <= now {
+		switch {
+		case e.liveUntil() <= now:
 			sh.unlink(e)
 			delete(sh.subjects, k)
 			s.count.Add(-1)
+		case e.prev == nil && !strings.HasPrefix(k, "key:") && !e.kept(now):
+			sh.pushBack(e)
 		}
 	}
 	if n := len(sh.subjects); sh.peak >= 64 && n < sh.peak/4 {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	petstore "github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/ratelimit"
 	"github.com/petstorekit/petstore/ratelimit/ratelimittest"
 )
@@ -131,4 +132,36 @@ func TestMemoryStoreFloodMemory(t *testing.T) {
 
 func TestMemoryStoreAdmin(t *testing.T) {
 	ratelimittest.RunAdmin(t, func(testing.TB) ratelimit.Store { return ratelimit.NewMemoryStore() })
+}
+
+// TestMemoryStoreEvictsAddressesOnceTheirStateEnds: an address with a full
+// window is kept apart from the evictable ones, but only while that state
+// lasts. Once its minute has ended it is an address like any other, and a
+// flood of new ones evicts it: else every address that once spent its
+// minute would stay, past the cap, until its day ended.
+func TestMemoryStoreEvictsAddressesOnceTheirStateEnds(t *testing.T) {
+	ctx := context.Background()
+	s := ratelimit.NewMemoryStore(ratelimit.MaxSubjects(640))
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	take := func(n int, ip string, limits petstore.Limits, at time.Time) {
+		t.Helper()
+		for i := range n {
+			sub := fmt.Sprintf("ip:%s.%d.%d", ip, i>>8&255, i&255)
+			if _, err := s.Take(ctx, ratelimit.Request{Subject: sub, Rates: ratelimit.Rates(limits), Now: at}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Each of these addresses spends its minute in one request: all are
+	// kept, past the cap, while their minute lasts.
+	take(10_000, "10.1", petstore.Limits{PerMinute: 1, PerDay: 1000}, now)
+	if got := s.Len(); got < 10_000 {
+		t.Fatalf("Len = %d, want all 10,000 addresses with a full minute kept", got)
+	}
+	// Their minutes have ended; a flood of new addresses that spend
+	// nothing much must find them evictable again.
+	take(10_000, "10.2", petstore.Limits{PerMinute: 60, PerDay: 1000}, now.Add(2*time.Minute))
+	if got := s.Len(); got > s.Cap() {
+		t.Fatalf("Len = %d after the minutes ended, want at most the cap %d", got, s.Cap())
+	}
 }
