@@ -157,8 +157,9 @@ var ErrNoUsage = errors.New("ratelimit: the store does not report usage")
 
 // Report returns subject's usage under limits now, without counting
 // anything: the windows and ban from the store (an Admin), the minutes
-// from Config.History. While the shared store is failing, the local
-// fallback's figures are reported.
+// from Config.History. A store call that fails returns unavailable,
+// except over a shared store that does not lease while the breaker has
+// taken it for down: the local fallback's figures are reported then.
 func (l *Limiter) Report(ctx context.Context, subject string, limits petstore.Limits) (Report, error) {
 	if !limits.Valid() {
 		return Report{}, petstore.Errorf(petstore.CodeInternal, "invalid rate limits")

@@ -28,11 +28,12 @@ type Config struct {
 	// values of DefaultBanPolicy; set Disabled to never ban.
 	BanPolicy BanPolicy
 	// FailClosed makes Decide return an unavailable error (503) while the
-	// store is unreachable: the breaker is open, or a call failed without
-	// timing out (a refused or reset connection). A call that only timed
-	// out is decided by the local fallback in either mode, since a slow
-	// store is not a dead one. When false, the default the spec asks for,
-	// every failure is decided by the local fallback.
+	// store is unreachable: its last call failed without timing out (a
+	// refused or reset connection), whether or not the breaker is open
+	// since. A store whose calls only time out is decided by the local
+	// fallback in either mode, the breaker open or not, since a slow store
+	// is not a dead one (Status.Unreachable). When false, the default the
+	// spec asks for, every failure is decided by the local fallback.
 	FailClosed bool
 	// StoreTimeout bounds every store call, so a stuck store costs a
 	// request at most this long; 1 s when zero. It is the line between a
