@@ -162,7 +162,7 @@ var ErrNoUsage = errors.New("ratelimit: the store does not report usage")
 // taken it for down: the local fallback's figures are reported then.
 func (l *Limiter) Report(ctx context.Context, subject string, limits petstore.Limits) (Report, error) {
 	if !limits.Valid() {
-		return Report{}, petstore.Errorf(petstore.CodeInternal, "invalid rate limits")
+		return Report{}, invalidLimits()
 	}
 	now := l.now()
 	var admin Admin

@@ -225,6 +225,12 @@ func unavailable() error {
 	return petstore.Errorf(petstore.CodeUnavailable, "rate limiter unavailable")
 }
 
+// invalidLimits is the error of Decide, Refund and History.Report for
+// limits that are not valid (petstore.Limits.Valid).
+func invalidLimits() error {
+	return petstore.Errorf(petstore.CodeInternal, "invalid rate limits")
+}
+
 // aggregate returns the subject that counts subject's request: itself, or,
 // while the limiter holds most of the subjects it may hold (a flood of new
 // addresses), an IPv6 client's /48 instead of its address or /64, so the
@@ -407,7 +413,7 @@ func (l *Limiter) estimate(subject string, limits petstore.Limits) (Decision, bo
 
 func (l *Limiter) decide(ctx context.Context, subject string, limits petstore.Limits) (Decision, error) {
 	if !limits.Valid() {
-		return Decision{}, petstore.Errorf(petstore.CodeInternal, "invalid rate limits")
+		return Decision{}, invalidLimits()
 	}
 	subject = l.aggregate(subject)
 	if l.leaser != nil {

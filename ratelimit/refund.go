@@ -29,7 +29,7 @@ type Refunder interface {
 // taken for down. A zero at means now.
 func (l *Limiter) Refund(ctx context.Context, subject string, limits petstore.Limits, at time.Time) error {
 	if !limits.Valid() {
-		return petstore.Errorf(petstore.CodeInternal, "invalid rate limits")
+		return invalidLimits()
 	}
 	subject = l.aggregate(subject)
 	rates := Rates(limits)
