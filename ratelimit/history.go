@@ -143,7 +143,7 @@ func (h *History) Len() int {
 // Report is a subject's usage at one moment: its windows against their
 // quotas, its last hour minute by minute, and its ban.
 type Report struct {
-	At      time.Time `json:"at"`
+	At      time.Time `json:"at"`      // when the report was made, by the limiter's clock
 	Windows []Window  `json:"-"`       // in Rates order: minute, then day
 	Minutes []Minute  `json:"minutes"` // oldest first; empty without a History
 	// BannedUntil is when the subject's ban ends; zero when not banned.

@@ -53,11 +53,13 @@ type Leaser interface {
 // ctx and be safe for concurrent use.
 type Prober interface {
 	Leaser
+	// Probe writes to the store, and fails as a Lease's writes would.
 	Probe(ctx context.Context, now time.Time) error
 }
 
 // LeaseRequest is one call of a process to a Leaser.
 type LeaseRequest struct {
+	// Subject, Rates, Now and Ban are as in Request.
 	Subject string
 	Rates   []Rate
 	Now     time.Time
@@ -103,7 +105,9 @@ type LeaseResult struct {
 	Granted int64
 	// Refused is the first window with nothing left when nothing was
 	// granted to a request that wanted some, else -1.
-	Refused    int
+	Refused int
+	// Banned, BanEnd and BanStarted are as in Result: a ban in force, or
+	// one this call's strikes started (then nothing is granted).
 	Banned     bool
 	BanEnd     time.Time
 	BanStarted bool
@@ -114,9 +118,9 @@ type LeaseResult struct {
 
 // BanEvent is a ban started (Until set) or lifted (Until zero) at At.
 type BanEvent struct {
-	Subject string
-	Until   time.Time
-	At      time.Time
+	Subject string    // whose ban it is, as in Request
+	Until   time.Time // the ban's end; zero for a lift
+	At      time.Time // when the ban started or was lifted
 }
 
 // leaseTarget is how long a share should last at a subject's recent

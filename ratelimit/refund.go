@@ -14,6 +14,7 @@ import (
 // (the one would have nothing to give back, the other would admit one
 // more than its quota). It never starts a window, a strike or a ban.
 type Refunder interface {
+	// Refund gives back one request admitted at req.Now, as above.
 	Refund(ctx context.Context, req Request) error
 }
 
