@@ -48,6 +48,7 @@ const (
 
 // Target is a parsed DSN: which database, and what to hand its driver.
 type Target struct {
+	// Kind is one of the Kind constants.
 	Kind string
 	// DriverDSN is the driver's own connection string: the SQLite path,
 	// the pgx URL, or go-sql-driver's DSN. It may contain a password.
@@ -58,7 +59,10 @@ type Target struct {
 // PostgreSQL gets the simple query protocol unless the DSN chooses another
 // mode (bun interpolates arguments itself; pgx's default would prepare a
 // server-side statement for every distinct query). MySQL gets parseTime and
-// clientFoundRows, which bunstore relies on.
+// clientFoundRows, so that bun scans times and counts the rows an update
+// matched as on the other databases; bunstore's own queries do not count
+// on clientFoundRows (see Store.SetKeyPlan), as a handle opened otherwise
+// may lack it.
 func Parse(dsn string) (Target, error) {
 	switch {
 	case dsn == "memory":
