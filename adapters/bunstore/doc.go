@@ -99,8 +99,9 @@
 // bun/migrate, marking each applied only when it succeeded; running it
 // again is a no-op. The tables: pets (status limited to the three values by
 // a CHECK, an index on (status, id) for keyset pages), api_keys (only the
-// SHA-256 of each secret, unique), idempotency_keys, blobs, blob_locks,
-// domains, domain_configs, store_orders (each project's beta store
-// orders, indexed by (project_id, id) and (project_id, status, id)) and
-// deploys (each project's last successful deploy).
+// SHA-256 of each secret, unique), revoked_keys (revoked keys, by that
+// hash), idempotency_keys, blobs, blob_locks, domains, domain_configs,
+// store_orders (each project's beta store orders, indexed by (project_id,
+// id) and (project_id, status, id)), deploys (each project's last
+// successful deploy), webhook_endpoints and webhook_deliveries.
 package bunstore

@@ -16,7 +16,8 @@ import (
 )
 
 // Store keeps pets, keys, idempotency records, certificate blobs,
-// custom domains and store orders in memory. The zero value is not
+// custom domains, store orders, projects' deploys and webhook endpoints
+// and deliveries in memory. The zero value is not
 // usable; call New.
 type Store struct {
 	mu     sync.RWMutex
