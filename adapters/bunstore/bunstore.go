@@ -170,7 +170,7 @@ func (s *Store) GetPet(ctx context.Context, id int64) (petstore.Pet, error) {
 		// transaction, as CreatePet writes on it.
 		p, err := scanPet(tx.QueryRowContext(ctx, s.q.getPet.query, id).Scan)
 		if errors.Is(err, sql.ErrNoRows) {
-			return petstore.Pet{}, petstore.Errorf(petstore.CodeNotFound, "pet %d not found", id)
+			return petstore.Pet{}, petNotFound(id)
 		}
 		return p, mapErr(ctx, "get pet", err)
 	}
@@ -206,7 +206,7 @@ func (s *Store) getPet(ctx context.Context, id int64) (petstore.Pet, error) {
 		case err != nil:
 			return petstore.Pet{}, mapErr(ctx, "get pet", err)
 		case !found:
-			return petstore.Pet{}, petstore.Errorf(petstore.CodeNotFound, "pet %d not found", id)
+			return petstore.Pet{}, petNotFound(id)
 		}
 		p.Status = petstore.PetStatus(status.String)
 		return p, nil
@@ -217,7 +217,7 @@ func (s *Store) getPet(ctx context.Context, id int64) (petstore.Pet, error) {
 	}
 	p, err = scanPet(st.QueryRowContext(ctx, id).Scan)
 	if errors.Is(err, sql.ErrNoRows) {
-		return petstore.Pet{}, petstore.Errorf(petstore.CodeNotFound, "pet %d not found", id)
+		return petstore.Pet{}, petNotFound(id)
 	}
 	if err != nil {
 		return petstore.Pet{}, mapErr(ctx, "get pet", err)
@@ -435,7 +435,7 @@ func exactID(id string) bool { return !strings.HasSuffix(id, " ") }
 // an update that changes nothing unless the connection sets clientFoundRows.
 func (s *Store) SetKeyPlan(ctx context.Context, id string, plan petstore.Plan, limits petstore.Limits) (petstore.APIKey, error) {
 	if !exactID(id) {
-		return petstore.APIKey{}, petstore.Errorf(petstore.CodeNotFound, "key %s not found", id)
+		return petstore.APIKey{}, keyNotFound(id)
 	}
 	_, err := s.db.NewUpdate().Model((*keyRow)(nil)).
 		Set("plan = ?", string(plan)).
@@ -448,7 +448,7 @@ func (s *Store) SetKeyPlan(ctx context.Context, id string, plan petstore.Plan, l
 	var row keyRow
 	err = s.db.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
-		return petstore.APIKey{}, petstore.Errorf(petstore.CodeNotFound, "key %s not found", id)
+		return petstore.APIKey{}, keyNotFound(id)
 	}
 	if err != nil {
 		return petstore.APIKey{}, mapErr(ctx, "set key plan", err)
@@ -479,7 +479,7 @@ func (r revokedRow) keyRow() keyRow {
 // the transaction that deletes it, so no restart finds it in neither.
 func (s *Store) DeleteKey(ctx context.Context, id string) error {
 	if !exactID(id) {
-		return petstore.Errorf(petstore.CodeNotFound, "key %s not found", id)
+		return keyNotFound(id)
 	}
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var row keyRow
@@ -498,7 +498,7 @@ func (s *Store) DeleteKey(ctx context.Context, id string) error {
 		return err
 	})
 	if errors.Is(err, sql.ErrNoRows) {
-		return petstore.Errorf(petstore.CodeNotFound, "key %s not found", id)
+		return keyNotFound(id)
 	}
 	return mapErr(ctx, "delete key", err)
 }
@@ -519,7 +519,7 @@ func (s *Store) RevokedKey(ctx context.Context, hash string) (petstore.APIKey, e
 // UnrevokeKey implements petstore.KeyStore.
 func (s *Store) UnrevokeKey(ctx context.Context, id string) (petstore.APIKey, error) {
 	if !exactID(id) {
-		return petstore.APIKey{}, petstore.Errorf(petstore.CodeNotFound, "no revoked key %s", id)
+		return petstore.APIKey{}, noRevokedKey(id)
 	}
 	var key petstore.APIKey
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -536,7 +536,7 @@ func (s *Store) UnrevokeKey(ctx context.Context, id string) (petstore.APIKey, er
 		return err
 	})
 	if errors.Is(err, sql.ErrNoRows) {
-		return petstore.APIKey{}, petstore.Errorf(petstore.CodeNotFound, "no revoked key %s", id)
+		return petstore.APIKey{}, noRevokedKey(id)
 	}
 	if err != nil {
 		return petstore.APIKey{}, mapErr(ctx, "unrevoke key", err)

@@ -23,6 +23,21 @@ func errUnavailable() *petstore.Error {
 	return petstore.Errorf(petstore.CodeUnavailable, "the database is unavailable; try again later")
 }
 
+// petNotFound is the error of a pet id no row has, on every read path.
+func petNotFound(id int64) *petstore.Error {
+	return petstore.Errorf(petstore.CodeNotFound, "pet %d not found", id)
+}
+
+// keyNotFound is the error of a key id no stored key has.
+func keyNotFound(id string) *petstore.Error {
+	return petstore.Errorf(petstore.CodeNotFound, "key %s not found", id)
+}
+
+// noRevokedKey is UnrevokeKey's error for an id no revoked key has.
+func noRevokedKey(id string) *petstore.Error {
+	return petstore.Errorf(petstore.CodeNotFound, "no revoked key %s", id)
+}
+
 // unavailableError is an unavailable *petstore.Error that keeps the driver
 // error for logs: errors.As finds the *petstore.Error (so clients see only
 // its message) and errors.Unwrap reaches the cause.

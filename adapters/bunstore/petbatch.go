@@ -102,7 +102,7 @@ func (bt *petBatch) result(id int64) (petstore.Pet, error) {
 	}
 	p, ok := bt.pets[id]
 	if !ok {
-		return petstore.Pet{}, petstore.Errorf(petstore.CodeNotFound, "pet %d not found", id)
+		return petstore.Pet{}, petNotFound(id)
 	}
 	return p, nil
 }
