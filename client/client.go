@@ -3,9 +3,9 @@
 // runs against a local petstore.Service or a remote petstore alike.
 //
 // The client does what the spec asks of well-behaved clients: on 429 it
-// waits for Retry-After (or X-RateLimit-Reset), on 5xx and network errors it
-// backs off exponentially with full jitter, and it stops after a bounded
-// number of attempts and a bounded total time. Until a 429's Retry-After
+// waits for Retry-After (or X-RateLimit-Reset), on 5xx (but 501) and
+// network errors it backs off exponentially with full jitter, and it stops
+// after a bounded number of attempts and a bounded total time. Until a 429's Retry-After
 // has passed, the client's other calls send nothing either: they wait too,
 // or return that 429 at once when the wait is past WithMaxWait, since each
 // request refused meanwhile counts towards a ban. It never retries a request
@@ -472,10 +472,11 @@ func (c *Client) do(ctx context.Context, op, method string, u *url.URL, body []b
 			}
 			switch {
 			case perr.Code == petstore.CodeAPIKeyBanned:
-				// Retrying while banned only prolongs the ban.
 				if raOK {
 					return nil, nil, &RetryAfterError{Err: perr, RetryAfter: ra}
 				}
+				return nil, nil, perr
+			case !retried(perr):
 				return nil, nil, perr
 			case resp.StatusCode == http.StatusTooManyRequests:
 				wait = c.rateLimitWait(resp.Header, attempt)
@@ -484,10 +485,8 @@ func (c *Client) do(ctx context.Context, op, method string, u *url.URL, body []b
 			case perr.Code == petstore.CodeIdempotencyKeyInUse:
 				// Our own earlier attempt is still running on the server.
 				wait = c.backoff(attempt)
-			case resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented:
+			default: // a 5xx
 				wait = max(c.backoff(attempt), asked)
-			default:
-				return nil, nil, perr
 			}
 		}
 		held, _ := c.held()
@@ -732,10 +731,10 @@ func decodeError(resp *http.Response, data []byte) *petstore.Error {
 }
 
 // IsRetryable reports whether err is one the client would have retried
-// had it attempts and time left: a network error, 5xx, rate_limited or
-// idempotency_key_in_use (an attempt that outran the http.Client's Timeout
-// is a network error). It is false for api_key_banned and for the errors of
-// the call's own context.
+// had it attempts and time left: a network error, a 429 or rate_limited,
+// idempotency_key_in_use, or a 5xx other than 501 Not Implemented (an
+// attempt that outran the http.Client's Timeout is a network error). It is
+// false for api_key_banned and for the errors of the call's own context.
 func IsRetryable(err error) bool {
 	// First: an attempt cut short by the http.Client's Timeout matches
 	// context.DeadlineExceeded too, yet the client retries it. The
@@ -750,8 +749,19 @@ func IsRetryable(err error) bool {
 	if !errors.As(err, &e) {
 		return false // an answer the client could not use: a retry gets the same
 	}
-	switch e.Code {
-	case petstore.CodeRateLimited, petstore.CodeIdempotencyKeyInUse:
+	return retried(e)
+}
+
+// retried reports whether the client sends a request again after the
+// error answer e: the one rule of do and IsRetryable. Never after
+// api_key_banned, since retrying while banned only prolongs the ban, nor
+// after 501 Not Implemented or a 4xx, which a retry gets again.
+func retried(e *petstore.Error) bool {
+	switch {
+	case e.Code == petstore.CodeAPIKeyBanned:
+		return false
+	case e.Status == http.StatusTooManyRequests, e.Code == petstore.CodeRateLimited,
+		e.Code == petstore.CodeIdempotencyKeyInUse:
 		return true
 	}
 	return e.Status >= 500 && e.Status != http.StatusNotImplemented

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -507,5 +508,33 @@ func TestCreatePetInvalidUTF8NameIsRefused(t *testing.T) {
 	}
 	if pets := srv.Pets(); len(pets) != 0 {
 		t.Fatalf("store holds %+v, want no pet", pets)
+	}
+}
+
+// IsRetryable says what the client retries: a 429 is waited out and sent
+// again whatever code its body names (a gateway's own 429 names its
+// own), so IsRetryable must say true for it too, as for rate_limited.
+func TestIsRetryableAgreesOnA429OfAnotherCode(t *testing.T) {
+	t.Parallel()
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusTooManyRequests)
+		fmt.Fprint(w, `{"code":"too_many_requests","message":"slow down"}`)
+	}))
+	t.Cleanup(srv.Close)
+	clk := newClock()
+	c, err := client.New(srv.URL, "psk_any", client.WithMaxAttempts(2), client.WithClock(clk.Now, clk.Sleep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.ListPets(context.Background(), petstore.PetFilter{})
+	if n := requests.Load(); n != 2 {
+		t.Fatalf("%d requests, want 2: the client retries a 429", n)
+	}
+	if !client.IsRetryable(err) {
+		t.Fatalf("IsRetryable(%v) = false for a 429 the client retried", err)
 	}
 }
