@@ -30,6 +30,20 @@ func TestStore(t *testing.T) {
 	})
 }
 
+// takeOnly hides the Store's Lease, so that a Limiter calls Take for
+// every request, as it does over a store that does not lease.
+type takeOnly struct{ ratelimit.Store }
+
+// TestTakeStore runs the suite through Take, the per-request script,
+// which TestStore does not reach: a Limiter over a Leaser only leases.
+func TestTakeStore(t *testing.T) {
+	testenv.RedisURL(t)
+	ratelimittest.Run(t, func(t testing.TB) ratelimit.Store {
+		c := testenv.RedisClient(t)
+		return takeOnly{redislimit.New(c, testenv.RedisPrefix(t, c, "rl"), redislimit.CallerClock())}
+	})
+}
+
 func TestKeysHaveTTL(t *testing.T) {
 	c := testenv.RedisClient(t)
 	prefix := testenv.RedisPrefix(t, c, "rl")
