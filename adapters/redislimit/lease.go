@@ -41,7 +41,7 @@ local n = (#ARGV - 16) / 5
 local f = {}
 local raw = redis.call("HGETALL", key)
 for i = 1, #raw, 2 do f[raw[i]] = tonumber(raw[i + 1]) end
-` + clampBanLua + `
+` + clampBanLua + strikeLua + `
 
 local used, ends, periods, quotas = {}, {}, {}, {}
 local grant, refused = want, -1
@@ -89,14 +89,6 @@ local banned, started = banEnd > now, 0
 if banned then grant, refused = 0, -1 end
 if want <= 0 then refused = -1 end
 
-local sc, se = f["sc"] or 0, f["se"] or 0
--- strike counts k refusals at t. The first of a strike window starts it;
--- those within the grace after it may not have seen its 429.
-local function strike(t, k)
-  if k <= 0 then return end
-  if se <= t then sc, se, k = 1, t + within, k - 1 end
-  if k > 0 and t >= se - within + grace then sc = sc + k end
-end
 local own = want > 0 and grant == 0 and not banned
 if (refusals > 0 or own) and not banned and not nobans then
   -- The process's refusals: the first at its own time, the others at the
@@ -107,16 +99,9 @@ if (refusals > 0 or own) and not banned and not nobans then
   end
   if own then strike(now, 1) end
   if sc > strikes then
-    local level, levelEnd = f["bl"] or 0, f["ble"] or 0
-    if levelEnd <= now then level = 0 end
-    level = level + 1
-    banEnd = now + banLength(level)
+    banEnd = startBan(banlog, subject)
     -- The ban refuses this call's requests too: nothing is granted.
-    banned, started, sc, se, grant = true, 1, 0, 0, 0
-    redis.call("HSET", key, "be", banEnd, "bl", level, "ble", banEnd + banMemory)
-    f["ble"] = banEnd + banMemory
-    redis.call("ZADD", banlog, now, subject .. "|" .. banEnd)
-    redis.call("ZREMRANGEBYSCORE", banlog, "-inf", now - banMax)
+    banned, started, grant = true, 1, 0
   end
 end
 

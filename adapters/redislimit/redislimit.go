@@ -99,6 +99,38 @@ do
 end
 `
 
+// strikeLua is the Lua both scripts run (after clampBanLua) to count
+// strikes and start bans: the one copy of the ban policy on Redis. It
+// reads the strike count sc and the strike window's end se from f, and
+// defines:
+//   - strike(t, k), which counts k quota refusals at t: the first of a
+//     strike window starts it and is a strike; those within the grace
+//     after it may not have seen its 429 and are not;
+//   - startBan(banlog, subject), which starts the subject's next ban at
+//     now (twice the last one's length if that ended within banMemory,
+//     at most banMax), forgets the strikes, logs the ban in banlog for
+//     the other processes, and returns the ban's end.
+const strikeLua = `
+local sc, se = f["sc"] or 0, f["se"] or 0
+local function strike(t, k)
+  if k <= 0 then return end
+  if se <= t then sc, se, k = 1, t + within, k - 1 end
+  if k > 0 and t >= se - within + grace then sc = sc + k end
+end
+local function startBan(banlog, subject)
+  local level, levelEnd = f["bl"] or 0, f["ble"] or 0
+  if levelEnd <= now then level = 0 end
+  level = level + 1
+  local banEnd = now + banLength(level)
+  sc, se = 0, 0
+  f["be"], f["bl"], f["ble"] = banEnd, level, banEnd + banMemory
+  redis.call("HSET", key, "be", banEnd, "bl", level, "ble", banEnd + banMemory, "sc", 0, "se", 0)
+  redis.call("ZADD", banlog, now, subject .. "|" .. banEnd)
+  redis.call("ZREMRANGEBYSCORE", banlog, "-inf", now - banMax)
+  return banEnd
+end
+`
+
 // script is the whole decision. KEYS: the subject's hash, the ban log.
 // ARGV: the caller's now (ms) and clock (see clockLua), bans disabled (0/1),
 // strikes tolerated, strike window, first ban, longest ban, ban memory,
@@ -120,7 +152,7 @@ local f = {}
 local raw = redis.call("HGETALL", key)
 for i = 1, #raw, 2 do f[raw[i]] = tonumber(raw[i + 1]) end
 
-` + banLengthLua + clampBanLua + `
+` + banLengthLua + clampBanLua + strikeLua + `
 local used, ends, live, periods = {}, {}, {}, {}
 local refused = -1
 for i = 1, n do
@@ -159,25 +191,12 @@ if refused < 0 then
   redis.call("HSET", key, unpack(set))
 else
   if nobans then return reply(1, 0) end
-  local sc, se = f["sc"] or 0, f["se"] or 0
-  -- The first refusal starts the strike window and is a strike; those
-  -- within the grace after it may not have seen its 429 and are not.
-  if se <= now then
-    sc = 1; se = now + within
-  elseif now >= se - within + grace then
-    sc = sc + 1
-  end
+  strike(now, 1)
   if sc <= strikes then
     redis.call("HSET", key, "sc", sc, "se", se)
     keep = se
   else
-    local level, levelEnd = f["bl"] or 0, f["ble"] or 0
-    if levelEnd <= now then level = 0 end
-    level = level + 1
-    banEnd = now + banLength(level)
-    redis.call("HSET", key, "be", banEnd, "bl", level, "ble", banEnd + banMemory, "sc", 0, "se", 0)
-    redis.call("ZADD", KEYS[2], now, ARGV[#ARGV] .. "|" .. banEnd)
-    redis.call("ZREMRANGEBYSCORE", KEYS[2], "-inf", now - banMax)
+    banEnd = startBan(KEYS[2], ARGV[#ARGV])
     keep = banEnd + banMemory
     redis.call("PEXPIRE", key, keep - now)
     return reply(3, banEnd)
