@@ -178,10 +178,10 @@ func (l *Limiter) Report(ctx context.Context, subject string, limits petstore.Li
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
 	wins, err := admin.Usage(ctx, subject, Rates(limits), now)
-	if err != nil {
-		return Report{}, petstore.Errorf(petstore.CodeUnavailable, "usage is unavailable; try again later")
+	var bans []Ban
+	if err == nil {
+		bans, err = admin.Bans(ctx, now)
 	}
-	bans, err := admin.Bans(ctx, now)
 	if err != nil {
 		return Report{}, petstore.Errorf(petstore.CodeUnavailable, "usage is unavailable; try again later")
 	}
