@@ -299,19 +299,20 @@ func boolArg(b bool) int {
 
 // parseReply decodes the script's reply for n windows.
 func parseReply(v any, n int) (ratelimit.Result, error) {
+	bad := errors.New("redislimit: malformed script reply")
 	a, ok := v.([]any)
 	if !ok || len(a) != 3+2*n {
-		return ratelimit.Result{}, errors.New("redislimit: malformed script reply")
+		return ratelimit.Result{}, bad
 	}
 	ints := make([]int64, len(a))
 	for i, x := range a {
 		if ints[i], ok = x.(int64); !ok {
-			return ratelimit.Result{}, errors.New("redislimit: malformed script reply")
+			return ratelimit.Result{}, bad
 		}
 	}
 	status, refused := ints[0], ints[1]
 	if status < 0 || status > 3 || refused < -1 || refused >= int64(n) || (status == 0 && refused != -1) || (status == 1 && refused < 0) {
-		return ratelimit.Result{}, errors.New("redislimit: malformed script reply")
+		return ratelimit.Result{}, bad
 	}
 	res := ratelimit.Result{
 		Allowed:    status == 0,
@@ -327,7 +328,7 @@ func parseReply(v any, n int) (ratelimit.Result, error) {
 	for i := range n {
 		used := ints[3+2*i]
 		if used < 0 {
-			return ratelimit.Result{}, errors.New("redislimit: malformed script reply")
+			return ratelimit.Result{}, bad
 		}
 		res.Windows[i] = ratelimit.WindowCount{Used: used, Reset: time.UnixMilli(ints[4+2*i])}
 	}
