@@ -272,6 +272,15 @@ func WithIdempotencyKey(ctx context.Context, key string) context.Context {
 	return context.WithValue(ctx, idemKeyCtx{}, key)
 }
 
+// idempotencyKey is the Idempotency-Key of a create under ctx: the
+// caller's (WithIdempotencyKey), else a fresh random one.
+func idempotencyKey(ctx context.Context) string {
+	if key, _ := ctx.Value(idemKeyCtx{}).(string); key != "" {
+		return key
+	}
+	return uuid.NewString()
+}
+
 // ListPets implements petstore.PetService: it fetches one page. The next
 // page's cursor comes from the response's Link rel="next".
 func (c *Client) ListPets(ctx context.Context, f petstore.PetFilter) (petstore.PetPage, error) {
@@ -388,11 +397,7 @@ func (c *Client) CreatePet(ctx context.Context, p petstore.NewPet) (petstore.Pet
 	if err != nil {
 		return petstore.Pet{}, err
 	}
-	key, _ := ctx.Value(idemKeyCtx{}).(string)
-	if key == "" {
-		key = uuid.NewString()
-	}
-	resp, data, err := c.do(ctx, "createPet", http.MethodPost, c.endpoint("/pets"), body, key)
+	resp, data, err := c.do(ctx, "createPet", http.MethodPost, c.endpoint("/pets"), body, idempotencyKey(ctx))
 	if err != nil {
 		return petstore.Pet{}, err
 	}

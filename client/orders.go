@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/google/uuid"
 	"github.com/petstorekit/petstore"
 )
 
@@ -51,11 +50,7 @@ func (c *Client) CreateOrder(ctx context.Context, o petstore.NewOrder) (petstore
 	if err != nil {
 		return petstore.Order{}, err
 	}
-	key, _ := ctx.Value(idemKeyCtx{}).(string)
-	if key == "" {
-		key = uuid.NewString()
-	}
-	resp, data, err := c.do(ctx, "createOrder", http.MethodPost, c.endpoint("/store/orders"), body, key)
+	resp, data, err := c.do(ctx, "createOrder", http.MethodPost, c.endpoint("/store/orders"), body, idempotencyKey(ctx))
 	if err != nil {
 		return petstore.Order{}, err
 	}
