@@ -114,3 +114,33 @@ func TestFloodKeepsBansAndSpentWindows(t *testing.T) {
 		t.Fatalf("RSS grew by %.1f MB, want at most 64 MB", rssGrown)
 	}
 }
+
+// TestRefusingSeesTheAggregate: while a flood has IPv6 clients counted per
+// /48, a /64 whose /48 has spent its minute is refused by Decide, so
+// Refusing (which a key cache asks to pace a refused client's lookups)
+// must say so too, as it does for the /64's own ban or full window.
+func TestRefusingSeesTheAggregate(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	lim := ratelimit.New(ratelimit.NewMemoryStore(ratelimit.MaxSubjects(640)), ratelimit.Config{Clock: func() time.Time { return now }})
+	ctx := context.Background()
+	for i := range 2000 {
+		if _, err := lim.Decide(ctx, fmt.Sprintf("ip:10.0.%d.%d", i>>8, i&255), ratelimittest.Free); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := lim.Stats(); st.Aggregation != 1 {
+		t.Fatalf("Stats = %+v after a flood, want IPv6 counted per /48", st)
+	}
+	for range ratelimittest.Free.PerMinute {
+		if d, err := lim.Decide(ctx, "ip:2001:db8:5:1::/64", ratelimittest.Free); err != nil || !d.Allowed {
+			t.Fatalf("%+v, %v; want admitted", d, err)
+		}
+	}
+	const sibling = "ip:2001:db8:5:2::/64" // the same /48
+	if d, err := lim.Decide(ctx, sibling, ratelimittest.Free); err != nil || d.Allowed {
+		t.Fatalf("%+v, %v; want refused: its /48 has spent its minute", d, err)
+	}
+	if !lim.Refusing(sibling) {
+		t.Fatalf("Refusing(%s) = false, yet Decide refuses it", sibling)
+	}
+}

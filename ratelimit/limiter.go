@@ -243,7 +243,7 @@ func (l *Limiter) aggregate(subject string) string {
 	case lv == 1 && n < l.maxSubj/2:
 		l.level.Store(0)
 	}
-	if l.level.Load() == 0 || !anonymous(subject) || l.Refusing(subject) {
+	if l.level.Load() == 0 || !anonymous(subject) || l.refusing(subject) {
 		return subject // a banned or spent address stays so, flood or not
 	}
 	kind, rest, _ := strings.Cut(subject, ":")
@@ -279,8 +279,20 @@ func (l *Limiter) subjects() int64 {
 // request without asking the store: a ban it knows of, or a window it
 // knows to be full. It counts nothing and never calls the store, so a key
 // cache may ask it on every lookup it cannot answer from memory, to pace
-// the lookups of a refused client (keycache.Config.Refused).
+// the lookups of a refused client (keycache.Config.Refused). While a flood
+// has IPv6 clients counted per /48, a /64 is refused when its /48 is too,
+// as Decide refuses it.
 func (l *Limiter) Refusing(subject string) bool {
+	if l.refusing(subject) {
+		return true
+	}
+	agg := l.aggregate(subject)
+	return agg != subject && l.refusing(agg)
+}
+
+// refusing is Refusing of subject itself, as it is counted when no flood
+// aggregates it.
+func (l *Limiter) refusing(subject string) bool {
 	wall, p := l.clock()
 	if l.leases != nil {
 		e := l.leases.peek(subject)
