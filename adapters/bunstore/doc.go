@@ -89,9 +89,11 @@
 // stale, only unchanged data is read once instead of every time. The
 // memory held is bounded (256 pages and 4,096 pets). PostgreSQL and MySQL
 // keep nothing between reads.
+//
 // WatchChanges looks at PRAGMA data_version on a timer, so that a cache
-// above the store (httpx.Cache) learns within 25 ms of any commit but the
-// store's own creates, which the cache drops for itself.
+// above the store (httpx.Cache) learns of any commit but the store's own
+// creates, which the cache drops for itself, within the timer's interval
+// (DefaultWatchEvery, 25 ms) plus one look.
 //
 // # Schema
 //
