@@ -496,7 +496,7 @@ func (c *Client) do(ctx context.Context, op, method string, u *url.URL, body []b
 		}
 		held, _ := c.held()
 		wait = max(wait, held)
-		if !retriable || attempt >= c.attempts || c.now().Sub(start)+wait > c.maxWait || outlasts(ctx, wait) {
+		if !retriable || attempt >= c.attempts || c.maxWait <= 0 || c.now().Sub(start)+wait > c.maxWait || outlasts(ctx, wait) {
 			if perr != nil && max(asked, held) > 0 {
 				return nil, nil, &RetryAfterError{Err: perr, RetryAfter: max(asked, held)}
 			}

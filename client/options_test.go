@@ -46,3 +46,19 @@ func TestKeyThatCannotBeSentIsRefused(t *testing.T) {
 		t.Fatalf("New refused a key net/http can send: %v", err)
 	}
 }
+
+// WithMaxWait(0) is documented as one attempt, never retried, whatever
+// the back-off and the clock.
+func TestMaxWaitZeroIsOneAttempt(t *testing.T) {
+	t.Parallel()
+	clk := newClock()
+	srv := petstoretest.NewServer(t, petstoretest.WithoutListener())
+	srv.Inject(petstoretest.Fault{Status: 503})
+	c := srv.Client(client.WithClock(clk.Now, clk.Sleep), client.WithMaxWait(0), client.WithBackoff(0, 0))
+	if _, err := c.ListPets(context.Background(), petstore.PetFilter{}); err == nil {
+		t.Fatal("ListPets succeeded against a 503")
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Fatalf("%d requests, want 1: WithMaxWait(0) is one attempt", n)
+	}
+}
