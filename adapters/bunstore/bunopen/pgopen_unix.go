@@ -7,13 +7,20 @@ import (
 	"syscall"
 )
 
-// open reports whether the server has kept the connection open: a read
-// that does not wait finds nothing to read. It must be called only while
-// the connection is idle, with nobody reading it. It reports false at
-// the end of the stream (the server closed it), on an error, and when
-// something arrived that nobody asked for (such as PostgreSQL's FATAL
-// "terminating connection due to administrator command"): the byte read
-// is lost, so the connection must not be used again either way.
+// open reports whether the server has kept the connection open: a look
+// at the socket that neither waits nor takes anything finds nothing to
+// read. It reports false at the end of the stream (the server closed
+// it), on an error, and when something arrived that nobody asked for
+// (such as PostgreSQL's FATAL "terminating connection due to
+// administrator command"), so the connection is not used again.
+//
+// The look is a peek (MSG_PEEK) made through Control, not a read through
+// Read: pgx's background reader, started when a write to the server was
+// slow, may still sit in a Read of an idle connection (it stops only when
+// that Read returns), and a read here would wait for it, that is for the
+// server's next message, or take what it is waiting for. A byte it has
+// already taken is not seen here; pgx then reads it as the answer to the
+// next statement.
 func (c *countingConn) open() bool {
 	sc, ok := c.Conn.(syscall.Conn)
 	if !ok {
@@ -25,12 +32,12 @@ func (c *countingConn) open() bool {
 	}
 	open := true
 	var b [1]byte
-	err = rc.Read(func(fd uintptr) bool {
-		// Nothing to read is EAGAIN; 0 bytes and no error is the end of
-		// the stream; any byte is one nobody asked for.
-		_, err := syscall.Read(int(fd), b[:])
+	err = rc.Control(func(fd uintptr) {
+		// The socket does not block (Go's sockets never do): nothing to
+		// read is EAGAIN; 0 bytes and no error is the end of the stream;
+		// any byte is one nobody asked for.
+		_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK)
 		open = errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR)
-		return true // never wait for the socket to become readable
 	})
 	return err == nil && open
 }
