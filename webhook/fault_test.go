@@ -3,8 +3,10 @@ package webhook_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -117,3 +119,97 @@ func TestAnswerLostToAPausedDatabaseIsSentAgain(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkerIsBoundedWhileItsDatabaseIsPaused holds docs/operating.md
+// ("Reliability"): a worker whose database link is paused (a black hole)
+// before it claims gives up within its lease, however long the pause
+// lasts, and Run keeps trying at every poll rather than hanging in the
+// claim or in the purge of old deliveries; once the link is back it
+// delivers what was due, once. A real link lost without a reset (a
+// database failed over to another host) holds a query until the kernel
+// gives up on the connection, many minutes later: only the worker's own
+// deadline ends it. On PostgreSQL and MariaDB.
+func TestWorkerIsBoundedWhileItsDatabaseIsPaused(t *testing.T) {
+	for _, db := range []struct {
+		name string
+		dsn  func(testing.TB) string
+	}{
+		{"postgres", testenv.PostgresSchema},
+		{"mariadb", testenv.MySQLDatabase},
+	} {
+		t.Run(db.name, func(t *testing.T) {
+			ctx := context.Background()
+			direct := db.dsn(t)
+			proxy, proxied := faultproxy.StartFor(t, direct)
+			defer proxy.Restore()
+			rcv := newReceiver(t, http.StatusNoContent)
+			const lease = time.Second // the least New allows for a 200 ms Timeout is just over 800 ms
+			claims := &claimFailures{failed: make(chan struct{}, 100)}
+			a := newService(t, webhook.Config{Store: openStore(t, proxied), AllowPrivate: true,
+				Timeout: 200 * time.Millisecond, Lease: lease, PollInterval: 50 * time.Millisecond,
+				Logger: slog.New(claims)})
+			b := newService(t, webhook.Config{Store: openStore(t, direct), AllowPrivate: true})
+			if _, err := b.CreateEndpoint(ctx, "prj_a", rcv.srv.URL); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Enqueue(ctx, "prj_a", webhook.TypeDomainActive, map[string]string{"name": "a.example.com"}); err != nil {
+				t.Fatal(err)
+			}
+			proxy.Pause()
+
+			done := make(chan error, 1)
+			go func() { _, err := a.DeliverDue(ctx); done <- err }()
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Fatal("DeliverDue over a paused database: no error")
+				}
+			case <-time.After(lease + time.Second):
+				proxy.Restore() // lets it end
+				<-done
+				t.Fatalf("DeliverDue still claims %v after it began, its database paused; want it to give up within its %v lease", lease+time.Second, lease)
+			}
+
+			// Run: every claim fails, and the purge between them does not
+			// hang, so the claims keep coming.
+			runCtx, stop := context.WithCancel(ctx)
+			ran := make(chan error, 1)
+			go func() { ran <- a.Run(runCtx) }()
+			halt := sync.OnceFunc(func() { stop(); <-ran })
+			defer halt()
+			patience := time.After(5 * lease)
+			for n := 0; n < 2; n++ {
+				select {
+				case <-claims.failed:
+				case <-patience:
+					proxy.Restore()
+					t.Fatalf("Run over a paused database: %d failed claims within %v; want one at least every two leases (the claim's and the purge's bound)", n, 5*lease)
+				}
+			}
+			proxy.Restore()
+			select {
+			case <-rcv.arrived:
+			case <-time.After(2 * lease):
+				t.Fatalf("nothing delivered within %v of the database's return", 2*lease)
+			}
+			halt() // nothing more is sent
+			if got := len(rcv.requests()); got != 1 {
+				t.Fatalf("the receiver got %d requests, want the event once", got)
+			}
+		})
+	}
+}
+
+// claimFailures is a slog.Handler that signals each failed claim a
+// worker logs.
+type claimFailures struct{ failed chan struct{} }
+
+func (*claimFailures) Enabled(context.Context, slog.Level) bool { return true }
+func (h *claimFailures) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, "claim failed") {
+		h.failed <- struct{}{}
+	}
+	return nil
+}
+func (h *claimFailures) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *claimFailures) WithGroup(string) slog.Handler      { return h }

@@ -38,17 +38,21 @@ const userAgent = "petstore-webhooks/1"
 // lease ends or not at all. A slow claim or slow receivers leave the
 // rest of the batch to wait for the lease to run out; an answer not
 // recorded in time (a database paused mid-batch) is sent again, as after
-// a crash.
+// a crash. The claim ends with the lease too, so DeliverDue returns
+// within Config.Lease whatever the store does.
 func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 	leaseEnd := time.Now().Add(s.cfg.Lease) // real time, from before the claim
+	// The claim itself ends with the lease: what it returned later could
+	// not be attempted, and a link lost without a reset would otherwise
+	// hold the worker until the kernel gives up on the connection.
+	ctx, cancel := context.WithDeadline(ctx, leaseEnd)
+	defer cancel()
 	now := s.now()
 	token := uuid.NewString()
 	dues, err := s.store.ClaimWebhookDeliveries(ctx, token, now, now.Add(s.cfg.Lease), claimBatch)
 	if err != nil {
 		return 0, err
 	}
-	ctx, cancel := context.WithDeadline(ctx, leaseEnd)
-	defer cancel()
 	sem := make(chan struct{}, concurrentAttempts)
 	var wg sync.WaitGroup
 	for _, due := range dues {
@@ -70,8 +74,9 @@ func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 // Run delivers due deliveries until ctx is done: at once after Enqueue
 // in this process, and every Config.PollInterval for the rest (retries,
 // and events enqueued by other processes). It also deletes finished
-// deliveries older than Config.Retention, hourly. It returns nil when ctx
-// is done.
+// deliveries older than Config.Retention, hourly. No store call holds it
+// longer than Config.Lease, so a database that stops answering delays the
+// next poll, never stops them. It returns nil when ctx is done.
 func (s *Service) Run(ctx context.Context) error {
 	t := time.NewTicker(s.cfg.PollInterval)
 	defer t.Stop()
@@ -103,7 +108,11 @@ func (s *Service) purge(ctx context.Context) {
 		return
 	}
 	s.lastPurge = now
-	if _, err := s.store.PurgeWebhookDeliveries(ctx, now.Add(-s.cfg.Retention)); err != nil && ctx.Err() == nil {
+	// Bounded as a claim is, so that a paused database cannot hold Run
+	// here past its next poll's lease.
+	pctx, cancel := context.WithTimeout(ctx, s.cfg.Lease)
+	defer cancel()
+	if _, err := s.store.PurgeWebhookDeliveries(pctx, now.Add(-s.cfg.Retention)); err != nil && ctx.Err() == nil {
 		s.log.Warn("webhook deliveries: purge failed", "err", err)
 	}
 }
