@@ -40,6 +40,12 @@ const userAgent = "petstore-webhooks/1"
 // recorded in time (a database paused mid-batch) is sent again, as after
 // a crash. The claim ends with the lease too, so DeliverDue returns
 // within Config.Lease whatever the store does.
+//
+// A lease ends at a time the claiming process's clock (Config.Now) wrote,
+// and the next claimant judges it by its own: a process whose clock runs
+// ahead of the holder's by more than Config.Timeout, or is stepped
+// forward, can take over an attempt still in flight and send it again.
+// Processes sharing a store need clocks that agree (NTP).
 func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 	leaseEnd := time.Now().Add(s.cfg.Lease) // real time, from before the claim
 	// The claim itself ends with the lease: what it returned later could
