@@ -47,6 +47,10 @@ type Pet struct {
 	Status     PetStatus `json:"status,omitempty"`
 }
 
+// PetNotFound is the not_found error for a pet id no stored pet has,
+// which every store and the Service return alike.
+func PetNotFound(id int64) *Error { return Errorf(CodeNotFound, "pet %d not found", id) }
+
 // NewPet is the body of a creation: the fields a client may set.
 // Validate checks it; Service.CreatePet calls Validate before storing.
 type NewPet struct {

@@ -177,7 +177,7 @@ func (s *Service) CreatePet(ctx context.Context, p NewPet) (Pet, error) {
 // GetPet implements PetService.
 func (s *Service) GetPet(ctx context.Context, id int64) (Pet, error) {
 	if id <= 0 {
-		return Pet{}, Errorf(CodeNotFound, "pet %d not found", id)
+		return Pet{}, PetNotFound(id)
 	}
 	return s.store.GetPet(ctx, id)
 }

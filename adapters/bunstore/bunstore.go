@@ -170,7 +170,7 @@ func (s *Store) GetPet(ctx context.Context, id int64) (petstore.Pet, error) {
 		// transaction, as CreatePet writes on it.
 		p, err := scanPet(tx.QueryRowContext(ctx, s.q.getPet.query, id).Scan)
 		if errors.Is(err, sql.ErrNoRows) {
-			return petstore.Pet{}, petNotFound(id)
+			return petstore.Pet{}, petstore.PetNotFound(id)
 		}
 		return p, mapErr(ctx, "get pet", err)
 	}
@@ -206,7 +206,7 @@ func (s *Store) getPet(ctx context.Context, id int64) (petstore.Pet, error) {
 		case err != nil:
 			return petstore.Pet{}, mapErr(ctx, "get pet", err)
 		case !found:
-			return petstore.Pet{}, petNotFound(id)
+			return petstore.Pet{}, petstore.PetNotFound(id)
 		}
 		p.Status = petstore.PetStatus(status.String)
 		return p, nil
@@ -217,7 +217,7 @@ func (s *Store) getPet(ctx context.Context, id int64) (petstore.Pet, error) {
 	}
 	p, err = scanPet(st.QueryRowContext(ctx, id).Scan)
 	if errors.Is(err, sql.ErrNoRows) {
-		return petstore.Pet{}, petNotFound(id)
+		return petstore.Pet{}, petstore.PetNotFound(id)
 	}
 	if err != nil {
 		return petstore.Pet{}, mapErr(ctx, "get pet", err)

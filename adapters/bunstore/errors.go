@@ -23,11 +23,6 @@ func errUnavailable() *petstore.Error {
 	return petstore.Errorf(petstore.CodeUnavailable, "the database is unavailable; try again later")
 }
 
-// petNotFound is the error of a pet id no row has, on every read path.
-func petNotFound(id int64) *petstore.Error {
-	return petstore.Errorf(petstore.CodeNotFound, "pet %d not found", id)
-}
-
 // keyNotFound is the error of a key id no stored key has.
 func keyNotFound(id string) *petstore.Error {
 	return petstore.Errorf(petstore.CodeNotFound, "key %s not found", id)

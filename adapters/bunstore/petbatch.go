@@ -102,7 +102,7 @@ func (bt *petBatch) result(id int64) (petstore.Pet, error) {
 	}
 	p, ok := bt.pets[id]
 	if !ok {
-		return petstore.Pet{}, petNotFound(id)
+		return petstore.Pet{}, petstore.PetNotFound(id)
 	}
 	return p, nil
 }

@@ -91,7 +91,7 @@ func (s *Store) GetPet(ctx context.Context, id int64) (petstore.Pet, error) {
 	if i, ok := s.find(id); ok {
 		return s.pets[i], nil
 	}
-	return petstore.Pet{}, petstore.Errorf(petstore.CodeNotFound, "pet %d not found", id)
+	return petstore.Pet{}, petstore.PetNotFound(id)
 }
 
 func (s *Store) find(id int64) (int, bool) {
