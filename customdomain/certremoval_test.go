@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/petstorekit/petstore/adapters/bunstore"
-	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
 	"github.com/petstorekit/petstore/adapters/dnsconfig"
 	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/adapters/memzone"
@@ -226,18 +225,7 @@ var stores = []struct {
 	open func(t *testing.T) customdomain.Store
 }{
 	{"memstore", func(*testing.T) customdomain.Store { return memstore.New() }},
-	{"SQLite", func(t *testing.T) customdomain.Store {
-		ctx := context.Background()
-		db, err := bunopen.Open(ctx, "memory")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = db.Close() })
-		if err := bunstore.Migrate(ctx, db); err != nil {
-			t.Fatal(err)
-		}
-		return bunstore.New(db)
-	}},
+	{"SQLite", func(t *testing.T) customdomain.Store { return bunstore.New(migratedSQLite(t)) }},
 }
 
 // removedEntry returns prj_pro's removed shop.example.com as stored.

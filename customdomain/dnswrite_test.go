@@ -400,14 +400,7 @@ func (c *domainRows) AfterQuery(_ context.Context, ev *bun.QueryEvent) {
 // for as long as the platform lives.
 func TestPendingDNSDeletionsReadOnlyWhenDue(t *testing.T) {
 	ctx := context.Background()
-	db, err := bunopen.Open(ctx, "memory")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	if err := bunstore.Migrate(ctx, db); err != nil {
-		t.Fatal(err)
-	}
+	db := migratedSQLite(t)
 	rows := &domainRows{}
 	zone := memzone.New()
 	zone.AddZone("example.com.")
@@ -623,4 +616,20 @@ func TestPendingDNSDeletionAcrossMixedReplicas(t *testing.T) {
 			}
 		})
 	}
+}
+
+// migratedSQLite is a bun store's database in SQLite memory, migrated,
+// closed when the test ends.
+func migratedSQLite(t *testing.T) *bun.DB {
+	t.Helper()
+	ctx := context.Background()
+	db, err := bunopen.Open(ctx, "memory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if err := bunstore.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	return db
 }
