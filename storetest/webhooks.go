@@ -19,6 +19,9 @@ var hookTime = time.Date(2026, 11, 26, 9, 0, 0, 250_000_000, time.UTC)
 // RunWebhooks checks the webhook.Store contract: endpoints, the outbox of
 // deliveries and the leases that keep two processes from sending the
 // same attempt. It fails when the store does not implement webhook.Store.
+// It moves a fake clock to end leases, so open must return a store that
+// judges leases on the times its callers pass (bunstore.CallerClock);
+// RunWebhookLeasesOnOneClock checks a store that judges them on its own.
 func RunWebhooks(t *testing.T, open Opener) {
 	ctx := context.Background()
 	openHooks := func(t *testing.T) webhook.Store {
@@ -333,4 +336,54 @@ func RunWebhooks(t *testing.T, open Opener) {
 			t.Fatalf("WebhookDeliveries(limit 2) = %+v, %v; want evt_4, evt_3", ds, err)
 		}
 	})
+}
+
+// RunWebhookLeasesOnOneClock checks what a webhook.Store shared by
+// processes must do (bunstore does; memstore, one process, need not):
+// judge a lease on one clock, its own, whatever the callers' clocks say.
+// A lease taken by a caller whose clock is two minutes behind holds
+// against a claim whose clock is two minutes ahead, and ends once its
+// length (leaseUntil - now) has passed on the store's clock. It waits
+// for a one-second lease to end.
+func RunWebhookLeasesOnOneClock(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s, ok := open(t).(webhook.Store)
+	if !ok {
+		lacks(t, "webhook.Store")
+	}
+	const skew, lease = 2 * time.Minute, time.Second
+	created := time.Now().Add(-time.Hour) // due for both callers
+	if err := s.CreateWebhookEndpoint(ctx, webhook.Endpoint{ID: "wh_1", ProjectID: "prj_a", URL: "https://hooks.example.com/", Secret: "whsec_1", CreatedAt: created}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.EnqueueWebhookEvent(ctx, webhook.Event{ID: "evt_1", ProjectID: "prj_a", Type: webhook.TypeDomainActive, CreatedAt: created, Payload: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	claim := func(token string, skew time.Duration) int {
+		t.Helper()
+		now := time.Now().Add(skew)
+		dues, err := s.ClaimWebhookDeliveries(ctx, token, now, now.Add(lease), 10)
+		if err != nil {
+			t.Fatalf("ClaimWebhookDeliveries(%s): %v", token, err)
+		}
+		return len(dues)
+	}
+	began := time.Now()
+	if n := claim("tok_behind", -skew); n != 1 {
+		t.Fatalf("the caller behind claimed %d deliveries, want 1", n)
+	}
+	if n := claim("tok_ahead", skew); n != 0 {
+		t.Fatalf("a caller %v ahead of the lease holder claimed a delivery it leased for %v: the lease was judged on the callers' clocks", 2*skew, lease)
+	}
+	// The lease ends by the store's clock: not before its length, and
+	// then a claim takes it over, whatever clock that claim has. The
+	// clock on which it is judged has a millisecond's resolution at least.
+	for deadline := began.Add(10 * lease); claim("tok_ahead", skew) == 0; time.Sleep(lease / 20) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the lease had not ended %v after it began, want %v", 10*lease, lease)
+		}
+	}
+	if took := time.Since(began); took < lease-time.Millisecond {
+		t.Fatalf("a caller ahead took the delivery over %v after it was leased for %v", took, lease)
+	}
 }

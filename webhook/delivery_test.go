@@ -248,7 +248,7 @@ func TestDeliveryGivesUpAfterRetryFor(t *testing.T) {
 
 // openStore opens (and migrates) the database dsn names, as a process
 // starting on it does.
-func openStore(t *testing.T, dsn string) *bunstore.Store {
+func openStore(t *testing.T, dsn string, opts ...bunstore.Option) *bunstore.Store {
 	t.Helper()
 	db, err := bunopen.Open(context.Background(), dsn)
 	if err != nil {
@@ -258,7 +258,7 @@ func openStore(t *testing.T, dsn string) *bunstore.Store {
 	if err := bunstore.Migrate(context.Background(), db); err != nil {
 		t.Fatal(err)
 	}
-	return bunstore.New(db)
+	return bunstore.New(db, opts...)
 }
 
 // Nothing is lost across a restart: a delivery that failed before it is
@@ -270,7 +270,9 @@ func TestDeliveryPersistsAcrossRestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "petstore.db")
 	rcv := newReceiver(t, 500, 200)
 
-	first := openStore(t, "sqlite:"+path)
+	// The fake clock ends the dead process's lease: the stores judge
+	// leases on it.
+	first := openStore(t, "sqlite:"+path, bunstore.CallerClock())
 	svc := newService(t, webhook.Config{Store: first, AllowPrivate: true, Now: clock.Now})
 	ep, err := svc.CreateEndpoint(ctx, "prj_a", rcv.srv.URL)
 	if err != nil {
@@ -294,7 +296,7 @@ func TestDeliveryPersistsAcrossRestart(t *testing.T) {
 	}
 	first.DB().Close()
 
-	second := openStore(t, "sqlite:"+path)
+	second := openStore(t, "sqlite:"+path, bunstore.CallerClock())
 	restarted := newService(t, webhook.Config{Store: second, AllowPrivate: true, Now: clock.Now})
 	clock.Advance(30 * time.Second) // the failed one is due again; the lease still holds
 	deliverDue(t, restarted)

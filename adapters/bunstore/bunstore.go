@@ -40,15 +40,37 @@ type Store struct {
 	// noIdleTxTimeout is set once the server turned out to be MySQL,
 	// which lacks MariaDB's idle_transaction_timeout (boundTx).
 	noIdleTxTimeout atomic.Bool
+	// dbNow is the SQL expression of the database's clock in Unix
+	// nanoseconds, on which webhook leases are judged; empty with
+	// CallerClock (webhooks.go).
+	dbNow string
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// CallerClock makes the Store judge webhook leases on the times its
+// callers pass (webhook.Config.Now), as a test with a fake clock needs,
+// rather than on the database's clock. Processes sharing the database
+// must then keep their clocks within webhook.Config.Timeout of each
+// other: one whose clock runs ahead by more takes over attempts still in
+// flight and sends them again.
+func CallerClock() Option {
+	return func(s *Store) { s.dbNow = "" }
 }
 
 var _ petstore.Store = (*Store)(nil)
 
 // New returns a store over db, whose schema Migrate has created. The hot
 // queries are prepared on first use, so New never touches the database.
-func New(db *bun.DB) *Store {
+// Webhook leases are judged on the database's clock unless opts include
+// CallerClock.
+func New(db *bun.DB, opts ...Option) *Store {
 	d := db.Dialect().Name()
-	s := &Store{db: db, q: newQueries(d), pg: d == dialect.PG}
+	s := &Store{db: db, q: newQueries(d), pg: d == dialect.PG, dbNow: dbNowSQL(d)}
+	for _, o := range opts {
+		o(s)
+	}
 	if d == dialect.SQLite {
 		s.group = newGroupCommitter(db.DB)
 		s.reads = newReadCache(db.DB)

@@ -21,12 +21,18 @@ func TestConformance(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			open := func(t testing.TB) petstore.Store { return bunstore.New(b.open(t)) }
+			// The webhook suite moves a fake clock to end leases.
+			openCallerClock := func(t testing.TB) petstore.Store { return bunstore.New(b.open(t), bunstore.CallerClock()) }
 			storetest.Run(t, open)
 			t.Run("Idempotency", func(t *testing.T) { storetest.RunIdempotency(t, open) })
 			t.Run("Orders", func(t *testing.T) { storetest.RunOrders(t, open) })
 			t.Run("Blobs", func(t *testing.T) { storetest.RunBlobs(t, open) })
 			t.Run("Domains", func(t *testing.T) { storetest.RunDomains(t, open) })
-			t.Run("Webhooks", func(t *testing.T) { storetest.RunWebhooks(t, open) })
+			t.Run("Webhooks", func(t *testing.T) { storetest.RunWebhooks(t, openCallerClock) })
+			t.Run("WebhookLeasesOnOneClock", func(t *testing.T) {
+				t.Parallel()
+				storetest.RunWebhookLeasesOnOneClock(t, open)
+			})
 		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/webhook"
@@ -131,23 +132,54 @@ func (s *Store) EnqueueWebhookEvent(ctx context.Context, ev webhook.Event) (int,
 	return int(n), nil
 }
 
+// dbNowSQL is the SQL expression of the database's clock in Unix
+// nanoseconds on dialect d, fixed for the statement that reads it. The
+// three are in UTC whatever the session's time zone, so no daylight
+// saving change moves them. SQLite's is the clock of the host running
+// the statement: processes sharing a SQLite file share a host, and so
+// its clock.
+func dbNowSQL(d dialect.Name) string {
+	switch d {
+	case dialect.PG:
+		return "(CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT) * 1000)"
+	case dialect.MySQL:
+		return "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) * 1000)"
+	default:
+		return "(CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER) * 1000)"
+	}
+}
+
 // ClaimWebhookDeliveries implements webhook.Store without row locks, the
 // same way on the three databases: it reads candidates, then leases them
 // with one UPDATE whose WHERE repeats the conditions, so of two processes
 // racing for a delivery only one UPDATE changes the row, and reads back
 // those now leased to token. Three round trips, whatever limit is: the
 // lease runs while the claim does.
+//
+// A lease's end is written and judged on the database's clock (dbNow):
+// it lasts leaseUntil - now from the UPDATE, so that a process whose
+// clock is minutes ahead of the holder's cannot take over an attempt in
+// flight. Due times stay on the callers' clocks. With CallerClock, both
+// are the caller's.
 func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, leaseUntil time.Time, limit int) ([]webhook.Due, error) {
 	out := []webhook.Due{}
 	if limit <= 0 {
 		return out, ctx.Err()
 	}
 	nowNS := now.UnixNano()
+	// leaseEnded is the condition of a lease that has run out, and
+	// newEnd the end of the one this claim takes, with their arguments.
+	leaseEnded, newEnd := "lease_until_ns <= ?", "?"
+	endedArgs, endArgs := []any{nowNS}, []any{leaseUntil.UnixNano()}
+	if s.dbNow != "" {
+		leaseEnded, newEnd = "lease_until_ns <= "+s.dbNow, s.dbNow+" + ?"
+		endedArgs, endArgs = nil, []any{int64(leaseUntil.Sub(now))}
+	}
 	var cands []webhookDeliveryRow
 	err := s.db.NewSelect().Model(&cands).Column("event_id", "endpoint_id").
 		Where("state = ?", string(webhook.StatePending)).
 		Where("next_attempt_ns <= ?", nowNS).
-		Where("lease_until_ns <= ?", nowNS).
+		Where(leaseEnded, endedArgs...).
 		Where("endpoint_id IN (SELECT id FROM webhook_endpoints)").
 		Order("next_attempt_ns ASC", "event_id ASC", "endpoint_id ASC").
 		Limit(int64(limit)).
@@ -167,10 +199,10 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, l
 	}
 	these := "(" + strings.Join(pairs, " OR ") + ")"
 	_, err = s.db.NewUpdate().Model((*webhookDeliveryRow)(nil)).
-		Set("lease_token = ?", token).Set("lease_until_ns = ?", leaseUntil.UnixNano()).
+		Set("lease_token = ?", token).Set("lease_until_ns = "+newEnd, endArgs...).
 		Where("state = ?", string(webhook.StatePending)).
 		Where("next_attempt_ns <= ?", nowNS).
-		Where("lease_until_ns <= ?", nowNS).
+		Where(leaseEnded, endedArgs...).
 		Where(these, args...).
 		Exec(ctx)
 	if err != nil {

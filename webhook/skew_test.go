@@ -1,0 +1,123 @@
+package webhook_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/petstorekit/petstore/internal/testenv"
+	"github.com/petstorekit/petstore/webhook"
+)
+
+// TestReplicasWithSkewedClocksNeverSendAnAttemptTwiceAtOnce: two
+// processes on one shared store, one clock two minutes ahead and the
+// other two minutes behind, and a receiver that holds each attempt open.
+// The receiver never has the same event in flight twice, and every event
+// is delivered: leases end on the database's clock, not on the clock of
+// whichever process judges them. On a SQLite file, PostgreSQL and
+// MariaDB.
+func TestReplicasWithSkewedClocksNeverSendAnAttemptTwiceAtOnce(t *testing.T) {
+	for _, db := range []struct {
+		name string
+		dsn  func(testing.TB) string
+	}{
+		{"sqlite", func(t testing.TB) string { return "sqlite:" + filepath.Join(t.TempDir(), "petstore.db") }},
+		{"postgres", testenv.PostgresSchema},
+		{"mariadb", testenv.MySQLDatabase},
+	} {
+		t.Run(db.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			dsn := db.dsn(t)
+			var mu sync.Mutex
+			inFlight := map[string]int{}  // event id: attempts open now
+			delivered := map[string]int{} // event id: attempts answered
+			var overlaps []string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var ev struct{ ID string }
+				_ = json.NewDecoder(r.Body).Decode(&ev)
+				mu.Lock()
+				if inFlight[ev.ID] > 0 {
+					overlaps = append(overlaps, ev.ID)
+				}
+				inFlight[ev.ID]++
+				mu.Unlock()
+				time.Sleep(500 * time.Millisecond) // an attempt in flight, answered within the timeout
+				mu.Lock()
+				inFlight[ev.ID]--
+				delivered[ev.ID]++
+				mu.Unlock()
+			}))
+			t.Cleanup(srv.Close)
+			skewed := func(skew time.Duration) webhook.Config {
+				return webhook.Config{
+					Store: openStore(t, dsn), AllowPrivate: true, Timeout: time.Second, Lease: 5 * time.Second,
+					Now: func() time.Time { return time.Now().Add(skew) },
+				}
+			}
+			ahead, behind := newService(t, skewed(2*time.Minute)), newService(t, skewed(-2*time.Minute))
+			ep, err := behind.CreateEndpoint(ctx, "prj_a", srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Enqueued behind, the events are due for both processes.
+			const events = 8
+			for range events {
+				if err := behind.Enqueue(ctx, "prj_a", webhook.TypeDomainVerified, map[string]string{"name": "a.example.com"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			allRecorded := func() bool {
+				ds, err := behind.Deliveries(ctx, "prj_a", ep.ID)
+				if err != nil {
+					t.Error(err)
+					return true
+				}
+				for _, d := range ds {
+					if d.State != webhook.StateSucceeded {
+						return false
+					}
+				}
+				return len(ds) == events
+			}
+			var done atomic.Bool
+			var wg sync.WaitGroup
+			for i, svc := range []*webhook.Service{behind, ahead} {
+				wg.Go(func() {
+					// The one behind claims first; the one ahead polls
+					// while those attempts are in flight.
+					time.Sleep(time.Duration(i) * 100 * time.Millisecond)
+					for !done.Load() {
+						if n, _ := svc.DeliverDue(ctx); n == 0 {
+							time.Sleep(100 * time.Millisecond) // a poll interval
+						}
+					}
+				})
+			}
+			for deadline := time.Now().Add(60 * time.Second); !allRecorded(); time.Sleep(100 * time.Millisecond) {
+				if time.Now().After(deadline) { // a hang guard
+					break
+				}
+			}
+			done.Store(true)
+			wg.Wait()
+			mu.Lock()
+			defer mu.Unlock()
+			if len(overlaps) > 0 {
+				t.Errorf("the receiver had these events in flight twice at once: %v (answers per event: %v)", overlaps, delivered)
+			}
+			if len(delivered) != events {
+				t.Errorf("the receiver got %d distinct events, want %d", len(delivered), events)
+			}
+			if !allRecorded() {
+				t.Error("not every delivery was recorded as succeeded within 60 s")
+			}
+		})
+	}
+}
