@@ -21,7 +21,7 @@ var hookTime = time.Date(2026, 11, 26, 9, 0, 0, 250_000_000, time.UTC)
 // same attempt. It fails when the store does not implement webhook.Store.
 // It moves a fake clock to end leases, so open must return a store that
 // judges leases on the times its callers pass (bunstore.CallerClock);
-// RunWebhookLeasesOnOneClock checks a store that judges them on its own.
+// RunWebhooksOnOneClock checks a store that judges them on its own.
 func RunWebhooks(t *testing.T, open Opener) {
 	ctx := context.Background()
 	openHooks := func(t *testing.T) webhook.Store {
@@ -177,11 +177,11 @@ func RunWebhooks(t *testing.T, open Opener) {
 		d := dues[0].Delivery
 		d.Attempts, d.State, d.NextAttemptAt = 1, webhook.StatePending, hookTime.Add(10*time.Minute)
 		d.Answers = []webhook.Answer{{Attempt: 1, At: hookTime.Add(time.Minute), StatusCode: 503, Body: "down ünï", Error: "", DurationMS: 12}}
-		wantCode(t, s.FinishWebhookAttempt(ctx, "tok_1", d), petstore.CodeConflict)
-		if err := s.FinishWebhookAttempt(ctx, "tok_3", d); err != nil {
+		wantCode(t, s.FinishWebhookAttempt(ctx, "tok_1", hookTime.Add(time.Minute), d), petstore.CodeConflict)
+		if err := s.FinishWebhookAttempt(ctx, "tok_3", hookTime.Add(time.Minute), d); err != nil {
 			t.Fatalf("FinishWebhookAttempt by the lease holder: %v", err)
 		}
-		wantCode(t, s.FinishWebhookAttempt(ctx, "tok_3", d), petstore.CodeConflict) // the lease ended with it
+		wantCode(t, s.FinishWebhookAttempt(ctx, "tok_3", hookTime.Add(time.Minute), d), petstore.CodeConflict) // the lease ended with it
 
 		got := deliveries(t, s, "prj_a", "wh_1")
 		if len(got) != 2 || got[0].EventID != "evt_later" || got[1].EventID != "evt_first" {
@@ -206,7 +206,7 @@ func RunWebhooks(t *testing.T, open Opener) {
 		}
 		// A finished delivery is never claimed again.
 		d.Attempts, d.State, d.NextAttemptAt = 2, webhook.StateSucceeded, time.Time{}
-		if err := s.FinishWebhookAttempt(ctx, "tok_6", d); err != nil {
+		if err := s.FinishWebhookAttempt(ctx, "tok_6", hookTime.Add(10*time.Minute), d); err != nil {
 			t.Fatal(err)
 		}
 		if got := keys(claim(t, s, "tok_7", hookTime.Add(48*time.Hour), 10)); got != "[evt_later>wh_1]" {
@@ -277,7 +277,7 @@ func RunWebhooks(t *testing.T, open Opener) {
 			t.Fatal(err)
 		}
 		for _, d := range dues {
-			err := s.FinishWebhookAttempt(ctx, "tok_1", d.Delivery)
+			err := s.FinishWebhookAttempt(ctx, "tok_1", hookTime, d.Delivery)
 			if d.Delivery.EndpointID == "wh_1" {
 				wantCode(t, err, petstore.CodeConflict)
 			} else if err != nil {
@@ -307,7 +307,7 @@ func RunWebhooks(t *testing.T, open Opener) {
 			default:
 				d.State, d.NextAttemptAt = webhook.StatePending, hookTime.Add(5*time.Hour)
 			}
-			if err := s.FinishWebhookAttempt(ctx, "tok", d); err != nil {
+			if err := s.FinishWebhookAttempt(ctx, "tok", hookTime.Add(4*time.Hour), d); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -338,52 +338,71 @@ func RunWebhooks(t *testing.T, open Opener) {
 	})
 }
 
-// RunWebhookLeasesOnOneClock checks what a webhook.Store shared by
-// processes must do (bunstore does; memstore, one process, need not):
-// judge a lease on one clock, its own, whatever the callers' clocks say.
-// A lease taken by a caller whose clock is two minutes behind holds
-// against a claim whose clock is two minutes ahead, and ends once its
-// length (leaseUntil - now) has passed on the store's clock. It waits
-// for a one-second lease to end.
-func RunWebhookLeasesOnOneClock(t *testing.T, open Opener) {
+// RunWebhooksOnOneClock checks what a webhook.Store shared by processes
+// must do (bunstore does; memstore, one process, need not): judge leases
+// and due times on one clock, its own, whatever the callers' clocks say.
+// Of two callers, one two minutes ahead and one two minutes behind, an
+// event the one ahead enqueues is due at once for the one behind; a lease
+// or a retry's wait written by either holds against the other and ends
+// once its length (leaseUntil - now, NextAttemptAt - now) has passed on
+// the store's clock. It waits for one-second leases and waits to end.
+func RunWebhooksOnOneClock(t *testing.T, open Opener) {
 	ctx := context.Background()
 	s, ok := open(t).(webhook.Store)
 	if !ok {
 		lacks(t, "webhook.Store")
 	}
-	const skew, lease = 2 * time.Minute, time.Second
-	created := time.Now().Add(-time.Hour) // due for both callers
-	if err := s.CreateWebhookEndpoint(ctx, webhook.Endpoint{ID: "wh_1", ProjectID: "prj_a", URL: "https://hooks.example.com/", Secret: "whsec_1", CreatedAt: created}); err != nil {
+	const skew, wait = 2 * time.Minute, time.Second
+	ahead := func() time.Time { return time.Now().Add(skew) }
+	behind := func() time.Time { return time.Now().Add(-skew) }
+	if err := s.CreateWebhookEndpoint(ctx, webhook.Endpoint{ID: "wh_1", ProjectID: "prj_a", URL: "https://hooks.example.com/", Secret: "whsec_1", CreatedAt: behind()}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.EnqueueWebhookEvent(ctx, webhook.Event{ID: "evt_1", ProjectID: "prj_a", Type: webhook.TypeDomainActive, CreatedAt: created, Payload: []byte(`{}`)}); err != nil {
+	if _, err := s.EnqueueWebhookEvent(ctx, webhook.Event{ID: "evt_1", ProjectID: "prj_a", Type: webhook.TypeDomainActive, CreatedAt: ahead(), Payload: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	claim := func(token string, skew time.Duration) int {
+	claim := func(token string, clock func() time.Time) []webhook.Due {
 		t.Helper()
-		now := time.Now().Add(skew)
-		dues, err := s.ClaimWebhookDeliveries(ctx, token, now, now.Add(lease), 10)
+		now := clock()
+		dues, err := s.ClaimWebhookDeliveries(ctx, token, now, now.Add(wait), 10)
 		if err != nil {
 			t.Fatalf("ClaimWebhookDeliveries(%s): %v", token, err)
 		}
-		return len(dues)
+		return dues
 	}
-	began := time.Now()
-	if n := claim("tok_behind", -skew); n != 1 {
-		t.Fatalf("the caller behind claimed %d deliveries, want 1", n)
-	}
-	if n := claim("tok_ahead", skew); n != 0 {
-		t.Fatalf("a caller %v ahead of the lease holder claimed a delivery it leased for %v: the lease was judged on the callers' clocks", 2*skew, lease)
-	}
-	// The lease ends by the store's clock: not before its length, and
-	// then a claim takes it over, whatever clock that claim has. The
-	// clock on which it is judged has a millisecond's resolution at least.
-	for deadline := began.Add(10 * lease); claim("tok_ahead", skew) == 0; time.Sleep(lease / 20) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the lease had not ended %v after it began, want %v", 10*lease, lease)
+	// waitFor claims with clock until it gets the delivery, and fails
+	// unless that took wait at least from began: the clock on which the
+	// store judges has a millisecond's resolution at least.
+	waitFor := func(what, token string, clock func() time.Time, began time.Time) {
+		t.Helper()
+		for deadline := began.Add(10 * wait); len(claim(token, clock)) == 0; time.Sleep(wait / 20) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s had not ended %v after it began, want %v", what, 10*wait, wait)
+			}
+		}
+		if took := time.Since(began); took < wait-time.Millisecond {
+			t.Fatalf("%s ended %v after it began, want %v", what, took, wait)
 		}
 	}
-	if took := time.Since(began); took < lease-time.Millisecond {
-		t.Fatalf("a caller ahead took the delivery over %v after it was leased for %v", took, lease)
+
+	dues := claim("tok_1", behind)
+	if len(dues) != 1 {
+		t.Fatalf("a caller %v behind the one that enqueued claimed %d deliveries, want 1: an event is due at once on the store's clock", 2*skew, len(dues))
 	}
+	if n := len(claim("tok_2", ahead)); n != 0 {
+		t.Fatalf("a caller %v ahead of the lease holder claimed a delivery it leased for %v: the lease was judged on the callers' clocks", 2*skew, wait)
+	}
+	began := time.Now()
+	d := dues[0].Delivery
+	now := behind()
+	d.Attempts, d.State, d.NextAttemptAt = 1, webhook.StatePending, now.Add(wait)
+	if err := s.FinishWebhookAttempt(ctx, "tok_1", now, d); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(claim("tok_2", ahead)); n != 0 {
+		t.Fatalf("a caller %v ahead of the one that scheduled a retry in %v claimed it at once: due times were judged on the callers' clocks", 2*skew, wait)
+	}
+	waitFor("a retry's wait", "tok_2", ahead, began)
+	// The caller ahead holds it now, for wait on the store's clock.
+	waitFor("a lease taken by a caller ahead", "tok_3", behind, time.Now())
 }

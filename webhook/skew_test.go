@@ -121,3 +121,42 @@ func TestReplicasWithSkewedClocksNeverSendAnAttemptTwiceAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestEventFromAClockAheadIsDueAtOnceForAClockBehind: an event enqueued
+// by a process whose clock is four minutes ahead of the only worker's is
+// delivered at the worker's next poll, not four minutes later: due
+// times are on the database's clock. On a SQLite file, PostgreSQL and
+// MariaDB.
+func TestEventFromAClockAheadIsDueAtOnceForAClockBehind(t *testing.T) {
+	for _, db := range []struct {
+		name string
+		dsn  func(testing.TB) string
+	}{
+		{"sqlite", func(t testing.TB) string { return "sqlite:" + filepath.Join(t.TempDir(), "petstore.db") }},
+		{"postgres", testenv.PostgresSchema},
+		{"mariadb", testenv.MySQLDatabase},
+	} {
+		t.Run(db.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			dsn := db.dsn(t)
+			rcv := newReceiver(t, 200)
+			skewed := func(skew time.Duration) *webhook.Service {
+				return newService(t, webhook.Config{Store: openStore(t, dsn), AllowPrivate: true, Now: func() time.Time { return time.Now().Add(skew) }})
+			}
+			ahead, behind := skewed(2*time.Minute), skewed(-2*time.Minute)
+			if _, err := ahead.CreateEndpoint(ctx, "prj_a", rcv.srv.URL); err != nil {
+				t.Fatal(err)
+			}
+			if err := ahead.Enqueue(ctx, "prj_a", webhook.TypeDomainActive, map[string]string{"name": "a.example.com"}); err != nil {
+				t.Fatal(err)
+			}
+			if n := deliverDue(t, behind); n != 1 {
+				t.Fatalf("the worker behind claimed %d deliveries, want the event just enqueued", n)
+			}
+			if got := len(rcv.requests()); got != 1 {
+				t.Fatalf("the receiver got %d requests, want 1", got)
+			}
+		})
+	}
+}

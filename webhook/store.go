@@ -71,6 +71,15 @@ type Due struct {
 // go to. memstore and bunstore implement it, and storetest.RunWebhooks
 // checks the contract. Implementations must be safe for concurrent use by
 // several processes sharing the store, and honour context cancellation.
+//
+// Every time a caller passes is on its own clock, and the processes
+// sharing a store may disagree by minutes. A store they share judges
+// leases and due times on one clock, its own: it takes a lease's length
+// (leaseUntil - now) and a retry's wait (NextAttemptAt - now) from the
+// caller's times, and storetest.RunWebhooksOnOneClock checks it. The
+// times it returns (NextAttemptAt) are then on its clock. A store in one
+// process (memstore), or one set to (bunstore.CallerClock, for tests with
+// a fake clock), judges them on the times its callers pass.
 type Store interface {
 	// CreateWebhookEndpoint stores e. Returns conflict if its ID is taken.
 	CreateWebhookEndpoint(ctx context.Context, e Endpoint) error
@@ -85,7 +94,8 @@ type Store interface {
 	DeleteWebhookEndpoint(ctx context.Context, projectID, id string) error
 
 	// EnqueueWebhookEvent stores, in one atomic write, one pending
-	// delivery of ev, due at ev.CreatedAt with no attempts, for every
+	// delivery of ev, due at ev.CreatedAt (on a store judging due times
+	// on its own clock: at once) with no attempts, for every
 	// endpoint ev.ProjectID has, and returns how many. An endpoint
 	// deleted concurrently may get one; ClaimWebhookDeliveries never
 	// returns it. Returns conflict, storing nothing, when a delivery of
@@ -101,12 +111,13 @@ type Store interface {
 	ClaimWebhookDeliveries(ctx context.Context, token string, now, leaseUntil time.Time, limit int) ([]Due, error)
 
 	// FinishWebhookAttempt stores the outcome of an attempt of a delivery
-	// leased to token: d's State, Attempts, NextAttemptAt and Answers
-	// (identified by d.EventID and d.EndpointID), and ends the lease.
+	// leased to token: d's State, Attempts, NextAttemptAt (on the
+	// caller's clock, which reads now) and Answers (identified by
+	// d.EventID and d.EndpointID), and ends the lease.
 	// Returns conflict, changing nothing, when the delivery is no longer
 	// leased to token (another claim took it over after the lease ended)
 	// or is gone.
-	FinishWebhookAttempt(ctx context.Context, token string, d Delivery) error
+	FinishWebhookAttempt(ctx context.Context, token string, now time.Time, d Delivery) error
 
 	// WebhookDeliveries returns at most limit deliveries of the project's
 	// endpoint, newest first (by CreatedAt, then EventID descending). It

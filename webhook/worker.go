@@ -41,11 +41,19 @@ const userAgent = "petstore-webhooks/1"
 // a crash. The claim ends with the lease too, so DeliverDue returns
 // within Config.Lease whatever the store does.
 //
-// A lease ends at a time the claiming process's clock (Config.Now) wrote,
-// and the next claimant judges it by its own: a process whose clock runs
-// ahead of the holder's by more than Config.Timeout, or is stepped
-// forward, can take over an attempt still in flight and send it again.
-// Processes sharing a store need clocks that agree (NTP).
+// A store shared by processes judges leases and due times on its own
+// clock (bunstore: the database's), from the lengths the processes pass
+// (the lease, a retry's wait), so processes whose clocks (Config.Now)
+// disagree, by minutes even, neither take over an attempt in flight nor
+// make a retry early. The room left in a lease is measured on this
+// process's monotonic clock from before the claim, so it runs out here
+// before it does in the store. A store that judges them on its callers'
+// times (memstore, one process; bunstore.CallerClock, for tests with a
+// fake clock) needs the processes' clocks within Config.Timeout of each
+// other. Config.RetryFor is still measured from the event's CreatedAt,
+// on the clock of the process that enqueued it, to an attempt's time on
+// the clock of the process that made it: a skew moves the day's end by
+// as much.
 func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 	leaseEnd := time.Now().Add(s.cfg.Lease) // real time, from before the claim
 	// The claim itself ends with the lease: what it returned later could
@@ -161,7 +169,7 @@ func (s *Service) attempt(ctx context.Context, token string, due Due) {
 		// secret nor a body.
 		log.Info("webhook delivery failed", "state", d.State, "next", d.NextAttemptAt, "err", ans.Error)
 	}
-	if err := s.store.FinishWebhookAttempt(ctx, token, d); err != nil {
+	if err := s.store.FinishWebhookAttempt(ctx, token, s.now(), d); err != nil {
 		log.Warn("webhook delivery: answer not recorded; the attempt will be made again", "err", err)
 	}
 }

@@ -29,9 +29,9 @@ func TestConformance(t *testing.T) {
 			t.Run("Blobs", func(t *testing.T) { storetest.RunBlobs(t, open) })
 			t.Run("Domains", func(t *testing.T) { storetest.RunDomains(t, open) })
 			t.Run("Webhooks", func(t *testing.T) { storetest.RunWebhooks(t, openCallerClock) })
-			t.Run("WebhookLeasesOnOneClock", func(t *testing.T) {
+			t.Run("WebhooksOnOneClock", func(t *testing.T) {
 				t.Parallel()
-				storetest.RunWebhookLeasesOnOneClock(t, open)
+				storetest.RunWebhooksOnOneClock(t, open)
 			})
 		})
 	}

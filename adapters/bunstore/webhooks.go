@@ -111,13 +111,20 @@ func (s *Store) DeleteWebhookEndpoint(ctx context.Context, projectID, id string)
 }
 
 // EnqueueWebhookEvent implements webhook.Store in one INSERT … SELECT, so
-// the deliveries of an event are all stored or none is.
+// the deliveries of an event are all stored or none is. On the
+// database's clock, they are due at once: ev.CreatedAt is on the
+// enqueuing process's clock, which may be ahead of the others'.
 func (s *Store) EnqueueWebhookEvent(ctx context.Context, ev webhook.Event) (int, error) {
 	at := ev.CreatedAt.UnixNano()
+	due, dueArgs := "?", []any{at}
+	if s.dbNow != "" {
+		due, dueArgs = s.dbNow, nil
+	}
+	args := append([]any{ev.ID, ev.Type, string(ev.Payload), at, string(webhook.StatePending)}, dueArgs...)
 	res, err := s.db.ExecContext(ctx, `INSERT INTO webhook_deliveries
 		(event_id, endpoint_id, project_id, type, payload, created_ns, state, attempts, next_attempt_ns, lease_token, lease_until_ns, answers)
-		SELECT ?, id, project_id, ?, ?, ?, ?, 0, ?, '', 0, '[]' FROM webhook_endpoints WHERE project_id = ?`,
-		ev.ID, ev.Type, string(ev.Payload), at, string(webhook.StatePending), at, ev.ProjectID)
+		SELECT ?, id, project_id, ?, ?, ?, ?, 0, `+due+`, '', 0, '[]' FROM webhook_endpoints WHERE project_id = ?`,
+		append(args, ev.ProjectID)...)
 	if err != nil {
 		err = mapErr(ctx, "enqueue webhook event", err)
 		if petstore.ErrorCode(err) == petstore.CodeConflict {
@@ -156,30 +163,28 @@ func dbNowSQL(d dialect.Name) string {
 // those now leased to token. Three round trips, whatever limit is: the
 // lease runs while the claim does.
 //
-// A lease's end is written and judged on the database's clock (dbNow):
-// it lasts leaseUntil - now from the UPDATE, so that a process whose
-// clock is minutes ahead of the holder's cannot take over an attempt in
-// flight. Due times stay on the callers' clocks. With CallerClock, both
-// are the caller's.
+// A lease's end and a delivery's due time are written and judged on the
+// database's clock (dbNow): a lease lasts leaseUntil - now from the
+// UPDATE, so that a process whose clock is minutes ahead of the
+// holder's can neither take over an attempt in flight nor make a retry
+// early. With CallerClock, both are on the callers' times.
 func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, leaseUntil time.Time, limit int) ([]webhook.Due, error) {
 	out := []webhook.Due{}
 	if limit <= 0 {
 		return out, ctx.Err()
 	}
-	nowNS := now.UnixNano()
-	// leaseEnded is the condition of a lease that has run out, and
-	// newEnd the end of the one this claim takes, with their arguments.
-	leaseEnded, newEnd := "lease_until_ns <= ?", "?"
-	endedArgs, endArgs := []any{nowNS}, []any{leaseUntil.UnixNano()}
+	// claimable is the condition of a delivery due and not leased, and
+	// newEnd the end of the lease this claim takes, with their arguments.
+	claimable, newEnd := "next_attempt_ns <= ? AND lease_until_ns <= ?", "?"
+	claimArgs, endArgs := []any{now.UnixNano(), now.UnixNano()}, []any{leaseUntil.UnixNano()}
 	if s.dbNow != "" {
-		leaseEnded, newEnd = "lease_until_ns <= "+s.dbNow, s.dbNow+" + ?"
-		endedArgs, endArgs = nil, []any{int64(leaseUntil.Sub(now))}
+		claimable, newEnd = "next_attempt_ns <= "+s.dbNow+" AND lease_until_ns <= "+s.dbNow, s.dbNow+" + ?"
+		claimArgs, endArgs = nil, []any{int64(leaseUntil.Sub(now))}
 	}
 	var cands []webhookDeliveryRow
 	err := s.db.NewSelect().Model(&cands).Column("event_id", "endpoint_id").
 		Where("state = ?", string(webhook.StatePending)).
-		Where("next_attempt_ns <= ?", nowNS).
-		Where(leaseEnded, endedArgs...).
+		Where(claimable, claimArgs...).
 		Where("endpoint_id IN (SELECT id FROM webhook_endpoints)").
 		Order("next_attempt_ns ASC", "event_id ASC", "endpoint_id ASC").
 		Limit(int64(limit)).
@@ -201,8 +206,7 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, l
 	_, err = s.db.NewUpdate().Model((*webhookDeliveryRow)(nil)).
 		Set("lease_token = ?", token).Set("lease_until_ns = "+newEnd, endArgs...).
 		Where("state = ?", string(webhook.StatePending)).
-		Where("next_attempt_ns <= ?", nowNS).
-		Where(leaseEnded, endedArgs...).
+		Where(claimable, claimArgs...).
 		Where(these, args...).
 		Exec(ctx)
 	if err != nil {
@@ -235,8 +239,10 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, l
 	return out, nil
 }
 
-// FinishWebhookAttempt implements webhook.Store.
-func (s *Store) FinishWebhookAttempt(ctx context.Context, token string, d webhook.Delivery) error {
+// FinishWebhookAttempt implements webhook.Store. A retry is due on the
+// database's clock as long after this UPDATE as d.NextAttemptAt is after
+// now (unless CallerClock).
+func (s *Store) FinishWebhookAttempt(ctx context.Context, token string, now time.Time, d webhook.Delivery) error {
 	answers := d.Answers
 	if answers == nil {
 		answers = []webhook.Answer{}
@@ -245,12 +251,16 @@ func (s *Store) FinishWebhookAttempt(ctx context.Context, token string, d webhoo
 	if err != nil {
 		return err
 	}
-	var next int64
-	if !d.NextAttemptAt.IsZero() {
-		next = d.NextAttemptAt.UnixNano()
+	next, nextArgs := "?", []any{int64(0)}
+	switch {
+	case d.NextAttemptAt.IsZero():
+	case s.dbNow != "":
+		next, nextArgs = s.dbNow+" + ?", []any{int64(d.NextAttemptAt.Sub(now))}
+	default:
+		nextArgs = []any{d.NextAttemptAt.UnixNano()}
 	}
 	res, err := s.db.NewUpdate().Model((*webhookDeliveryRow)(nil)).
-		Set("state = ?", string(d.State)).Set("attempts = ?", d.Attempts).Set("next_attempt_ns = ?", next).
+		Set("state = ?", string(d.State)).Set("attempts = ?", d.Attempts).Set("next_attempt_ns = "+next, nextArgs...).
 		Set("answers = ?", string(b)).Set("lease_token = ''").Set("lease_until_ns = 0").
 		Where("event_id = ?", d.EventID).Where("endpoint_id = ?", d.EndpointID).
 		Where("lease_token = ?", token).Where("lease_token <> ''").

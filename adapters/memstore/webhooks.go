@@ -151,8 +151,10 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, l
 	return out, nil
 }
 
-// FinishWebhookAttempt implements webhook.Store.
-func (s *Store) FinishWebhookAttempt(ctx context.Context, token string, d webhook.Delivery) error {
+// FinishWebhookAttempt implements webhook.Store. The store is in one
+// process: its clock is the callers', and d.NextAttemptAt is kept as it
+// is, whatever now is.
+func (s *Store) FinishWebhookAttempt(ctx context.Context, token string, _ time.Time, d webhook.Delivery) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
