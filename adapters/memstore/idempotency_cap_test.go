@@ -2,6 +2,9 @@ package memstore
 
 import (
 	"context"
+	"maps"
+	"math/rand/v2"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -83,5 +86,66 @@ func TestReclaimedKeyIsForgottenAsNew(t *testing.T) {
 	claim("D", now) // over the cap of 3: B is the oldest
 	if _, err := s.GetIdempotencyKey(ctx, "key_1", "A"); err != nil {
 		t.Fatalf("the newest claim of A was forgotten: %v (B: %v)", err, func() error { _, e := s.GetIdempotencyKey(ctx, "key_1", "B"); return e }())
+	}
+}
+
+// TestCapForgetsInClaimOrder checks the cap's documented order against a
+// model: the records kept are always the newest claims of the keys not
+// purged, whatever mix of fresh keys, keys claimed again after the cap or
+// a purge forgot them, and purges came before. Small caps and many
+// operations push the claim queue through its compaction too.
+func TestCapForgetsInClaimOrder(t *testing.T) {
+	ctx := context.Background()
+	base := time.Now()
+	for _, max := range []int{1, 2, 3, 7} {
+		s := New()
+		s.idemRecs.max = max
+		rng := rand.New(rand.NewPCG(uint64(max), 1))
+		type claimed struct {
+			key string
+			at  time.Time
+		}
+		var model []claimed // live records, oldest claim first
+		for step := range 20_000 {
+			if rng.IntN(50) == 0 {
+				before := base.Add(time.Duration(step-rng.IntN(200)) * time.Second)
+				if _, err := s.PurgeIdempotencyKeys(ctx, before); err != nil {
+					t.Fatal(err)
+				}
+				model = slices.DeleteFunc(model, func(c claimed) bool { return c.at.Before(before) })
+			} else {
+				k := strconv.Itoa(rng.IntN(3 * max))
+				at := base.Add(time.Duration(step) * time.Second)
+				rec := petstore.IdempotencyRecord{Scope: "key_1", Key: k, RequestHash: "h", CreatedAt: at}
+				_, ran, err := s.CreateOnce(ctx, rec, func(context.Context) (petstore.IdempotencyRecord, bool) { return rec, true })
+				if err != nil {
+					t.Fatal(err)
+				}
+				held := slices.ContainsFunc(model, func(c claimed) bool { return c.key == k })
+				if ran == held {
+					t.Fatalf("cap %d, step %d: CreateOnce(%s) ran = %v, but the model holds it: %v", max, step, k, ran, held)
+				}
+				if ran {
+					model = append(model, claimed{k, at})
+					if len(model) > max {
+						model = model[len(model)-max:]
+					}
+				}
+			}
+			want := make([]string, 0, len(model))
+			for _, c := range model {
+				want = append(want, c.key)
+			}
+			got := slices.Collect(maps.Keys(s.idemRecs.recs))
+			gotKeys := make([]string, 0, len(got))
+			for _, id := range got {
+				gotKeys = append(gotKeys, id.key)
+			}
+			slices.Sort(want)
+			slices.Sort(gotKeys)
+			if !slices.Equal(gotKeys, want) {
+				t.Fatalf("cap %d, step %d: store keeps %v, want the newest claims %v", max, step, gotKeys, want)
+			}
+		}
 	}
 }
