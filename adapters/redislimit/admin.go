@@ -16,7 +16,8 @@ var _ ratelimit.Admin = (*Store)(nil)
 
 // Bans implements ratelimit.Admin from the ban log, which every ban
 // started and lifted goes into: one read, however many subjects Redis
-// holds.
+// holds. A ban lasts its length at most from now, as Decide holds it,
+// whatever clock started it (CallerClock).
 func (s *Store) Bans(ctx context.Context, now time.Time) ([]ratelimit.Ban, error) {
 	evs, err := s.BanEvents(ctx, time.Time{}, now)
 	if err != nil {
@@ -24,7 +25,7 @@ func (s *Store) Bans(ctx context.Context, now time.Time) ([]ratelimit.Ban, error
 	}
 	latest := map[string]time.Time{}
 	for _, ev := range evs { // oldest first: the last event of a subject holds
-		latest[ev.Subject] = ev.Until
+		latest[ev.Subject] = earlier(ev.Until, now.Add(ev.Until.Sub(ev.At)))
 	}
 	out := []ratelimit.Ban{}
 	for sub, until := range latest {
@@ -75,7 +76,8 @@ return out
 `)
 
 // Usage implements ratelimit.Admin with one script that reads the
-// windows' fields (HMGET).
+// windows' fields (HMGET). A window lasts its length at most from now, as
+// Decide holds it, whatever clock wrote its end (CallerClock).
 func (s *Store) Usage(ctx context.Context, subject string, rates []ratelimit.Rate, now time.Time) ([]ratelimit.Window, error) {
 	args := make([]any, 0, 2+2*len(rates))
 	args = append(args, now.UnixMilli(), boolArg(!s.callerClock))
@@ -94,8 +96,16 @@ func (s *Store) Usage(ctx context.Context, subject string, rates []ratelimit.Rat
 	for i, r := range rates {
 		counts[i] = ratelimit.WindowCount{Reset: now.Add(r.Period)}
 		if u, e := vals[1+2*i], vals[2+2*i]; u >= 0 && e > vals[0] {
-			counts[i] = ratelimit.WindowCount{Used: u, Reset: time.UnixMilli(e)}
+			counts[i] = ratelimit.WindowCount{Used: u, Reset: earlier(time.UnixMilli(e), now.Add(r.Period))}
 		}
 	}
 	return ratelimit.UsageWindows(rates, counts), nil
+}
+
+// earlier returns the earlier of a and b.
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }

@@ -218,3 +218,49 @@ func TestSkewedProcessesAgreeOnBansAndUsage(t *testing.T) {
 		})
 	}
 }
+
+// TestAdminReportsBoundClockAhead, with CallerClock: the admin reports
+// (Usage, Bans) of windows and a ban that a process whose clock runs an
+// hour ahead wrote hold them for their length at most, as Decide does,
+// not an hour more.
+func TestAdminReportsBoundClockAhead(t *testing.T) {
+	c := testenv.RedisClient(t)
+	prefix := testenv.RedisPrefix(t, c, "rl")
+	clk := testenv.NewClock(time.Now().Truncate(time.Second))
+	store := redislimit.New(c, prefix, redislimit.CallerClock())
+	ahead := ratelimit.New(store, ratelimit.Config{Clock: func() time.Time { return clk.Now().Add(time.Hour) }})
+	t.Cleanup(func() { _ = ahead.Close(context.Background()) })
+	ctx := context.Background()
+	for i := 0; ; i++ {
+		d, err := ahead.Decide(ctx, "key:skew", ratelimittest.Free)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Code == petstore.CodeAPIKeyBanned {
+			break
+		}
+		if i == 60 {
+			clk.Advance(2 * time.Second) // past the strike grace
+		}
+		if i > 200 {
+			t.Fatal("no ban after 200 requests")
+		}
+	}
+	now := clk.Now()
+	windows, err := store.Usage(ctx, "key:skew", ratelimit.Rates(ratelimittest.Free), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range windows {
+		if w.Reset.After(now.Add(w.Length)) {
+			t.Errorf("Usage: the %s window resets in %v, want %v at most", w.Name, w.Reset.Sub(now), w.Length)
+		}
+	}
+	bans, err := store.Bans(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bans) != 1 || bans[0].Until.After(now.Add(15*time.Minute)) {
+		t.Fatalf("Bans = %+v at %v; want key:skew banned for 15 min at most", bans, now)
+	}
+}
