@@ -88,6 +88,9 @@ func RunBlobs(t *testing.T, open Opener) {
 		for _, key := range []string{"missing", "a", "a/b/c"} {
 			_, _, err := s.GetBlob(ctx, key)
 			wantCode(t, err, petstore.CodeNotFound)
+			if got, want := petstore.ErrorMessage(err), blobs.NotFoundMessage; got != want {
+				t.Fatalf("GetBlob(%q) message = %q, want %q, as every store says it", key, got, want)
+			}
 		}
 	})
 	t.Run("ListByPrefixInOrder", func(t *testing.T) {

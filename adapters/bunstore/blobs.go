@@ -61,7 +61,7 @@ func (s *Store) GetBlob(ctx context.Context, key string) ([]byte, blobs.Info, er
 	var row blobRow
 	err := s.db.NewSelect().Model(&row).Where("blob_key = ?", []byte(key)).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, blobs.Info{}, petstore.Errorf(petstore.CodeNotFound, "blob not found")
+		return nil, blobs.Info{}, &petstore.Error{Code: petstore.CodeNotFound, Message: blobs.NotFoundMessage}
 	}
 	if err != nil {
 		return nil, blobs.Info{}, mapErr(ctx, "get blob", err)

@@ -56,7 +56,7 @@ func (s *Store) GetBlob(ctx context.Context, key string) ([]byte, blobs.Info, er
 	defer st.mu.Unlock()
 	b, ok := st.blobs[key]
 	if !ok {
-		return nil, blobs.Info{}, petstore.Errorf(petstore.CodeNotFound, "blob %q not found", key)
+		return nil, blobs.Info{}, &petstore.Error{Code: petstore.CodeNotFound, Message: blobs.NotFoundMessage}
 	}
 	return slices.Clone(b.value), blobs.Info{Key: key, Size: int64(len(b.value)), Modified: b.modified}, nil
 }

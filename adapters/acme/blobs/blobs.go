@@ -19,6 +19,12 @@ type Info struct {
 	Modified time.Time // when the value was last put, by the store's clock
 }
 
+// NotFoundMessage is the message of the not_found error (a
+// petstore.Error) that GetBlob returns for a key that holds no value, the
+// same from every store. It names no key: adapters/acme turns the error
+// into fs.ErrNotExist, and its caller knows the key it asked for.
+const NotFoundMessage = "blob not found"
+
 // Store keeps small binary values by key, plus named locks with an
 // owner and an expiry. Certificates, their keys and ACME account data live
 // here (adapters/acme turns it into certmagic's Storage), so that every
@@ -38,7 +44,7 @@ type Store interface {
 	PutBlob(ctx context.Context, key string, value []byte) error
 
 	// GetBlob returns the value stored under key and its info.
-	// Returns not_found if key holds no value.
+	// Returns not_found, with NotFoundMessage, if key holds no value.
 	GetBlob(ctx context.Context, key string) ([]byte, Info, error)
 
 	// DeleteBlob deletes key and every key that starts with key+"/", so a
