@@ -261,7 +261,9 @@ type Store interface {
 	// one gets an empty config (ProjectID set, no primary, no redirects).
 	DomainConfig(ctx context.Context, projectID string) (Config, error)
 
-	// PutDomainConfig replaces the config of c.ProjectID.
+	// PutDomainConfig replaces the config of c.ProjectID. Returns
+	// invalid_request if c.ProjectID is empty: a config belongs to a
+	// project.
 	PutDomainConfig(ctx context.Context, c Config) error
 
 	// ListDomainConfigs returns every stored config that has a primary or a

@@ -708,4 +708,13 @@ func RunDomains(t *testing.T, open Opener) {
 			t.Fatalf("replaced config = %+v, want %+v", got, want)
 		}
 	})
+	t.Run("ConfigNeedsAProject", func(t *testing.T) {
+		t.Parallel()
+		s := openDomains(t, open)
+		err := s.PutDomainConfig(ctx, customdomain.Config{Primary: "shop.example.com", Redirects: []customdomain.Redirect{}})
+		wantCode(t, err, petstore.CodeInvalidRequest)
+		if list, err := s.ListDomainConfigs(ctx); err != nil || len(list) != 0 {
+			t.Fatalf("ListDomainConfigs after a config without a project = %+v, %v; want none stored", list, err)
+		}
+	})
 }

@@ -17,10 +17,12 @@ import (
 
 // DeployStore keeps each project's last successful deploy: the custom
 // domain engine accepts a domain only for a project that has one.
-// bunstore and memstore implement it.
+// bunstore and memstore implement it; TestDeployStoreContract checks
+// both against the rules below.
 type DeployStore interface {
 	// RecordDeploy stores a successful deploy of projectID at at,
-	// replacing the project's earlier one.
+	// replacing the project's earlier one. Returns invalid_request if
+	// projectID is empty: a deploy belongs to a project.
 	RecordDeploy(ctx context.Context, projectID string, at time.Time) error
 	// LastDeploy returns projectID's last successful deploy, or the zero
 	// time when it was never deployed.
