@@ -93,6 +93,22 @@ func RunBlobs(t *testing.T, open Opener) {
 			}
 		}
 	})
+	t.Run("EmptyKeyOrLockName", func(t *testing.T) {
+		t.Parallel()
+		s := openBlobs(t)
+		wantCode(t, s.PutBlob(ctx, "", []byte("x")), petstore.CodeInvalidRequest)
+		if got := keys(t, s, ""); got != "[]" {
+			t.Fatalf("after PutBlob with an empty key the store lists %s, want []", got)
+		}
+		now := time.Now()
+		for _, tc := range []struct{ name, owner string }{{"", "a"}, {"l", ""}} {
+			ok, err := s.TryLock(ctx, tc.name, tc.owner, now, now.Add(time.Minute))
+			if ok {
+				t.Fatalf("TryLock(%q, %q) took the lock, want invalid_request", tc.name, tc.owner)
+			}
+			wantCode(t, err, petstore.CodeInvalidRequest)
+		}
+	})
 	t.Run("ListByPrefixInOrder", func(t *testing.T) {
 		t.Parallel()
 		s := openBlobs(t)

@@ -38,6 +38,9 @@ type lockRow struct {
 
 // PutBlob implements blobs.Store with one upsert statement.
 func (s *Store) PutBlob(ctx context.Context, key string, value []byte) error {
+	if key == "" {
+		return petstore.Errorf(petstore.CodeInvalidRequest, "blob key must not be empty")
+	}
 	if value == nil {
 		value = []byte{}
 	}
@@ -131,6 +134,9 @@ func (s *Store) ListBlobs(ctx context.Context, prefix string) ([]blobs.Info, err
 // decides a refresh or a takeover, and reading the row back tells the
 // caller whether it holds the lock now.
 func (s *Store) TryLock(ctx context.Context, name, owner string, now, expires time.Time) (bool, error) {
+	if name == "" || owner == "" {
+		return false, petstore.Errorf(petstore.CodeInvalidRequest, "lock name and owner must not be empty")
+	}
 	row := lockRow{Name: []byte(name), Owner: owner, ExpiresNS: expires.UnixNano()}
 	_, err := s.db.NewInsert().Model(&row).Exec(ctx)
 	if err == nil {

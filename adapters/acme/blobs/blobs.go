@@ -33,7 +33,9 @@ const NotFoundMessage = "blob not found"
 //
 // Keys are opaque, non-empty strings; callers use "/" to build
 // hierarchies, but the store gives "/" no meaning except in DeleteBlob.
-// Lock names are a namespace of their own, separate from keys.
+// Lock names are a namespace of their own, separate from keys. PutBlob
+// with an empty key, and TryLock with an empty name or owner, return
+// invalid_request and store nothing.
 //
 // Implementations must be safe for concurrent use, across processes when
 // the backend is shared, and honour context cancellation. storetest.RunBlobs
