@@ -17,6 +17,20 @@ import (
 	"github.com/petstorekit/petstore/webhook"
 )
 
+// database is a store's database for a test: a name and the DSN of a
+// database of the test's own.
+type database struct {
+	name string
+	dsn  func(testing.TB) string
+}
+
+// serverDatabases are the database servers the fault tests run on: the
+// fault proxy sits on a TCP link, which a SQLite file has not.
+var serverDatabases = []database{
+	{"postgres", testenv.PostgresSchema},
+	{"mariadb", testenv.MySQLDatabase},
+}
+
 // TestAnswerLostToAPausedDatabaseIsSentAgain holds docs/custom-domains.md
 // ("Webhooks"): a process whose database link is paused (a black hole)
 // after it sent an attempt cannot record the answer; it gives up when its
@@ -25,13 +39,7 @@ import (
 // not lost and keeps its id, which is why receivers deduplicate by it. On
 // PostgreSQL and MariaDB.
 func TestAnswerLostToAPausedDatabaseIsSentAgain(t *testing.T) {
-	for _, db := range []struct {
-		name string
-		dsn  func(testing.TB) string
-	}{
-		{"postgres", testenv.PostgresSchema},
-		{"mariadb", testenv.MySQLDatabase},
-	} {
+	for _, db := range serverDatabases {
 		t.Run(db.name, func(t *testing.T) {
 			ctx := context.Background()
 			direct := db.dsn(t)
@@ -130,13 +138,7 @@ func TestAnswerLostToAPausedDatabaseIsSentAgain(t *testing.T) {
 // gives up on the connection, many minutes later: only the worker's own
 // deadline ends it. On PostgreSQL and MariaDB.
 func TestWorkerIsBoundedWhileItsDatabaseIsPaused(t *testing.T) {
-	for _, db := range []struct {
-		name string
-		dsn  func(testing.TB) string
-	}{
-		{"postgres", testenv.PostgresSchema},
-		{"mariadb", testenv.MySQLDatabase},
-	} {
+	for _, db := range serverDatabases {
 		t.Run(db.name, func(t *testing.T) {
 			ctx := context.Background()
 			direct := db.dsn(t)
