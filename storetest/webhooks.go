@@ -51,9 +51,11 @@ func RunWebhooks(t *testing.T, open Opener) {
 		}
 		return n
 	}
-	claim := func(t *testing.T, s webhook.Store, token string, now time.Time, limit int) []webhook.Due {
+	// claimFew claims at most perEndpoint of one endpoint; claim as many
+	// of one as of all.
+	claimFew := func(t *testing.T, s webhook.Store, token string, now time.Time, limit, perEndpoint int) []webhook.Due {
 		t.Helper()
-		dues, err := s.ClaimWebhookDeliveries(ctx, token, now, now.Add(time.Minute), limit)
+		dues, err := s.ClaimWebhookDeliveries(ctx, token, now, now.Add(time.Minute), limit, perEndpoint)
 		if err != nil {
 			t.Fatalf("ClaimWebhookDeliveries(%s): %v", token, err)
 		}
@@ -61,6 +63,10 @@ func RunWebhooks(t *testing.T, open Opener) {
 			t.Fatal("ClaimWebhookDeliveries returned nil, want a non-nil slice")
 		}
 		return dues
+	}
+	claim := func(t *testing.T, s webhook.Store, token string, now time.Time, limit int) []webhook.Due {
+		t.Helper()
+		return claimFew(t, s, token, now, limit, limit)
 	}
 	keys := func(dues []webhook.Due) string {
 		var out []string
@@ -214,6 +220,35 @@ func RunWebhooks(t *testing.T, open Opener) {
 		}
 	})
 
+	// One endpoint's backlog cannot fill a claim: a claim takes at most
+	// perEndpoint of each endpoint's deliveries, its earliest due, and
+	// of those the limit earliest.
+	t.Run("ClaimTakesAFewOfEachEndpoint", func(t *testing.T) {
+		t.Parallel()
+		s := openHooks(t)
+		endpoint(t, s, "wh_a", "prj_a", hookTime)
+		endpoint(t, s, "wh_b", "prj_b", hookTime)
+		for i := range 5 {
+			enqueue(t, s, fmt.Sprint("evt_a", i+1), "prj_a", hookTime.Add(time.Duration(i)*time.Second))
+		}
+		enqueue(t, s, "evt_b1", "prj_b", hookTime.Add(10*time.Second))
+		enqueue(t, s, "evt_b2", "prj_b", hookTime.Add(11*time.Second))
+
+		at := hookTime.Add(time.Minute)
+		if got, want := keys(claimFew(t, s, "tok_1", at, 10, 2)), "[evt_a1>wh_a evt_a2>wh_a evt_b1>wh_b evt_b2>wh_b]"; got != want {
+			t.Fatalf("claimed %s with 2 per endpoint, want %s", got, want)
+		}
+		if got, want := keys(claimFew(t, s, "tok_2", at, 2, 1)), "[evt_a3>wh_a]"; got != want {
+			t.Fatalf("claimed %s with 1 per endpoint of the rest, want %s", got, want)
+		}
+		if got, want := keys(claimFew(t, s, "tok_3", at, 10, 5)), "[evt_a4>wh_a evt_a5>wh_a]"; got != want {
+			t.Fatalf("claimed %s, want %s (the rest)", got, want)
+		}
+		if got := keys(claimFew(t, s, "tok_4", at, 10, 0)); got != "[]" {
+			t.Fatalf("claimed %s with 0 per endpoint, want nothing", got)
+		}
+	})
+
 	t.Run("ConcurrentClaimsTakeEachDeliveryOnce", func(t *testing.T) {
 		t.Parallel()
 		s := openHooks(t)
@@ -235,7 +270,7 @@ func RunWebhooks(t *testing.T, open Opener) {
 				// A worker claims at most every delivery: a store that
 				// hands out leased ones again fails here, not in a hang.
 				for range 2*events + 1 {
-					dues, err := s.ClaimWebhookDeliveries(ctx, token, hookTime.Add(time.Second), hookTime.Add(time.Hour), 4)
+					dues, err := s.ClaimWebhookDeliveries(ctx, token, hookTime.Add(time.Second), hookTime.Add(time.Hour), 4, 2)
 					mu.Lock()
 					if err != nil {
 						errs = append(errs, err)
@@ -364,7 +399,7 @@ func RunWebhooksOnOneClock(t *testing.T, open Opener) {
 	claim := func(token string, clock func() time.Time) []webhook.Due {
 		t.Helper()
 		now := clock()
-		dues, err := s.ClaimWebhookDeliveries(ctx, token, now, now.Add(wait), 10)
+		dues, err := s.ClaimWebhookDeliveries(ctx, token, now, now.Add(wait), 10, 10)
 		if err != nil {
 			t.Fatalf("ClaimWebhookDeliveries(%s): %v", token, err)
 		}

@@ -287,7 +287,7 @@ func TestDeliveryPersistsAcrossRestart(t *testing.T) {
 	}
 	// The first event is claimed by a process that dies before sending
 	// it; the second is attempted (500).
-	if n, err := first.ClaimWebhookDeliveries(ctx, "dying-process", clock.Now(), clock.Now().Add(webhook.DefaultLease), 1); err != nil || len(n) != 1 {
+	if n, err := first.ClaimWebhookDeliveries(ctx, "dying-process", clock.Now(), clock.Now().Add(webhook.DefaultLease), 1, 1); err != nil || len(n) != 1 {
 		t.Fatalf("claim: %v, %v", n, err)
 	}
 	deliverDue(t, svc)

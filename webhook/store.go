@@ -104,11 +104,14 @@ type Store interface {
 
 	// ClaimWebhookDeliveries leases to token, until leaseUntil, at most
 	// limit pending deliveries that are due (NextAttemptAt not after now)
-	// and not leased (no lease, or one that ended by now), earliest due
-	// first, and returns them with their endpoints. Of concurrent claims,
-	// in this process or another sharing the store, each delivery goes
-	// to one. It never returns nil.
-	ClaimWebhookDeliveries(ctx context.Context, token string, now, leaseUntil time.Time, limit int) ([]Due, error)
+	// and not leased (no lease, or one that ended by now), and at most
+	// perEndpoint of them going to any one endpoint, and returns them
+	// with their endpoints, earliest due first. It takes each endpoint's
+	// earliest due, and of those the earliest, so that one endpoint's
+	// backlog cannot fill a claim and hold up the others'. Of concurrent
+	// claims, in this process or another sharing the store, each
+	// delivery goes to one. It never returns nil.
+	ClaimWebhookDeliveries(ctx context.Context, token string, now, leaseUntil time.Time, limit, perEndpoint int) ([]Due, error)
 
 	// FinishWebhookAttempt stores the outcome of an attempt of a delivery
 	// leased to token: d's State, Attempts, NextAttemptAt (on the

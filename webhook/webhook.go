@@ -16,7 +16,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"log/slog"
 	mathrand "math/rand/v2"
 	"net"
@@ -110,11 +109,12 @@ func New(cfg Config) (*Service, error) {
 	def(&cfg.Lease, DefaultLease)
 	def(&cfg.PollInterval, DefaultPollInterval)
 	def(&cfg.Retention, DefaultRetention)
-	// A claim's last attempts start after the batch's earlier rounds: the
-	// lease must outlast them all, or another process could send the
-	// same attempt.
-	if rounds := time.Duration((claimBatch + concurrentAttempts - 1) / concurrentAttempts); cfg.Lease <= rounds*cfg.Timeout {
-		return nil, fmt.Errorf("webhook: Config.Lease must be longer than %d times Config.Timeout, the most one claim's attempts take", rounds)
+	// A claim's attempts start only with 2 × Timeout of the lease left
+	// (the attempt and recording its answer); a lease of twice that
+	// leaves the claim itself as long again, so that a slow database
+	// does not leave every claim to run out unsent.
+	if cfg.Lease <= 4*cfg.Timeout {
+		return nil, errors.New("webhook: Config.Lease must be longer than 4 times Config.Timeout")
 	}
 	if cfg.MaxEndpoints <= 0 {
 		cfg.MaxEndpoints = DefaultMaxEndpoints

@@ -17,29 +17,32 @@ import (
 )
 
 // claimBatch is how many deliveries one DeliverDue claims, and
-// concurrentAttempts how many of them it sends at once.
+// perEndpoint how many of them may go to one endpoint. It sends all it
+// claimed at once, so a receiver that hangs holds up its own deliveries
+// only: the rest of the claim is sent, and the next claim made, within
+// about one Timeout, however many of its deliveries are due.
 const (
-	claimBatch         = 32
-	concurrentAttempts = 8
+	claimBatch  = 32
+	perEndpoint = 4
 )
 
 // userAgent names the sender to receivers.
 const userAgent = "petstore-webhooks/1"
 
-// DeliverDue claims the deliveries due now (at most a batch of them),
-// makes one attempt of each, records the answers and schedules retries,
-// and returns how many it claimed. Run calls it in a loop; tests call it
-// with an injected clock. A delivery leased to another process is left
-// to it.
+// DeliverDue claims the deliveries due now (at most a batch of them, and
+// at most perEndpoint of one endpoint), makes one attempt of each, all
+// at once, records the answers and schedules retries, and returns how
+// many it claimed. Run calls it in a loop; tests call it with an
+// injected clock. A delivery leased to another process is left to it.
 //
 // Another process may claim a delivery once its lease has run out, so an
 // attempt starts only while the lease has room for it and for recording
 // its answer (a Timeout each), and the answer is recorded before the
-// lease ends or not at all. A slow claim or slow receivers leave the
-// rest of the batch to wait for the lease to run out; an answer not
-// recorded in time (a database paused mid-batch) is sent again, as after
-// a crash. The claim ends with the lease too, so DeliverDue returns
-// within Config.Lease whatever the store does.
+// lease ends or not at all. A claim slower than the lease allows leaves
+// the batch to wait for the lease to run out; an answer not recorded in
+// time (a database paused mid-batch) is sent again, as after a crash.
+// The claim ends with the lease too, so DeliverDue returns within
+// Config.Lease whatever the store does.
 //
 // A store shared by processes judges leases and due times on its own
 // clock (bunstore: the database's), from the lengths the processes pass
@@ -63,21 +66,18 @@ func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 	defer cancel()
 	now := s.now()
 	token := uuid.NewString()
-	dues, err := s.store.ClaimWebhookDeliveries(ctx, token, now, now.Add(s.cfg.Lease), claimBatch)
+	dues, err := s.store.ClaimWebhookDeliveries(ctx, token, now, now.Add(s.cfg.Lease), claimBatch, perEndpoint)
 	if err != nil {
 		return 0, err
 	}
-	sem := make(chan struct{}, concurrentAttempts)
+	if time.Until(leaseEnd) < 2*s.cfg.Timeout {
+		return len(dues), nil // the leases run out; a later claim sends them
+	}
 	var wg sync.WaitGroup
 	for _, due := range dues {
-		sem <- struct{}{}
-		if time.Until(leaseEnd) < 2*s.cfg.Timeout {
-			<-sem
-			break
-		}
 		wg.Add(1)
 		go func() {
-			defer func() { <-sem; wg.Done() }()
+			defer wg.Done()
 			s.attempt(ctx, token, due)
 		}()
 	}
@@ -100,8 +100,10 @@ func (s *Service) Run(ctx context.Context) error {
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("webhook deliveries: claim failed; retrying at the next poll", "err", err)
 		}
-		if n == claimBatch && ctx.Err() == nil {
-			continue // more are due
+		if n > 0 && ctx.Err() == nil {
+			// More may be due: a claim takes only a few of one
+			// endpoint's, and each claim ends within about a Timeout.
+			continue
 		}
 		s.purge(ctx)
 		select {

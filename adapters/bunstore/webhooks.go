@@ -157,8 +157,10 @@ func dbNowSQL(d dialect.Name) string {
 }
 
 // ClaimWebhookDeliveries implements webhook.Store without row locks, the
-// same way on the three databases: it reads candidates, then leases them
-// with one UPDATE whose WHERE repeats the conditions, so of two processes
+// same way on the three databases: it reads candidates (each endpoint's
+// perEndpoint earliest due, numbered by a window function, which
+// SQLite 3.25, PostgreSQL and MariaDB 10.2 have), then leases them with
+// one UPDATE whose WHERE repeats the conditions, so of two processes
 // racing for a delivery only one UPDATE changes the row, and reads back
 // those now leased to token. Three round trips, whatever limit is: the
 // lease runs while the claim does.
@@ -168,9 +170,9 @@ func dbNowSQL(d dialect.Name) string {
 // UPDATE, so that a process whose clock is minutes ahead of the
 // holder's can neither take over an attempt in flight nor make a retry
 // early. With CallerClock, both are on the callers' times.
-func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, leaseUntil time.Time, limit int) ([]webhook.Due, error) {
+func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, leaseUntil time.Time, limit, perEndpoint int) ([]webhook.Due, error) {
 	out := []webhook.Due{}
-	if limit <= 0 {
+	if limit <= 0 || perEndpoint <= 0 {
 		return out, ctx.Err()
 	}
 	// claimable is the condition of a delivery due and not leased, and
@@ -181,14 +183,19 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, l
 		claimable, newEnd = "next_attempt_ns <= "+s.dbNow+" AND lease_until_ns <= "+s.dbNow, s.dbNow+" + ?"
 		claimArgs, endArgs = nil, []any{int64(leaseUntil.Sub(now))}
 	}
-	var cands []webhookDeliveryRow
-	err := s.db.NewSelect().Model(&cands).Column("event_id", "endpoint_id").
+	ranked := s.db.NewSelect().TableExpr("webhook_deliveries").
+		Column("event_id", "endpoint_id", "next_attempt_ns").
+		ColumnExpr("ROW_NUMBER() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_ns ASC, event_id ASC) AS nth").
 		Where("state = ?", string(webhook.StatePending)).
 		Where(claimable, claimArgs...).
-		Where("endpoint_id IN (SELECT id FROM webhook_endpoints)").
-		Order("next_attempt_ns ASC", "event_id ASC", "endpoint_id ASC").
+		Where("endpoint_id IN (SELECT id FROM webhook_endpoints)")
+	var cands []webhookDeliveryRow
+	err := s.db.NewSelect().TableExpr("(?) AS c", ranked).
+		ColumnExpr("c.event_id, c.endpoint_id").
+		Where("c.nth <= ?", perEndpoint).
+		OrderExpr("c.next_attempt_ns ASC, c.event_id ASC, c.endpoint_id ASC").
 		Limit(int64(limit)).
-		Scan(ctx)
+		Scan(ctx, &cands)
 	if err != nil {
 		return nil, mapErr(ctx, "claim webhook deliveries", err)
 	}

@@ -128,7 +128,7 @@ func (s *Store) EnqueueWebhookEvent(ctx context.Context, ev webhook.Event) (int,
 }
 
 // ClaimWebhookDeliveries implements webhook.Store.
-func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, leaseUntil time.Time, limit int) ([]webhook.Due, error) {
+func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, leaseUntil time.Time, limit, perEndpoint int) ([]webhook.Due, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -144,7 +144,15 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, l
 	}
 	sort.SliceStable(due, func(i, j int) bool { return due[i].d.NextAttemptAt.Before(due[j].d.NextAttemptAt) })
 	out := []webhook.Due{}
-	for _, m := range due[:min(len(due), max(limit, 0))] {
+	taken := map[string]int{} // by endpoint
+	for _, m := range due {
+		if len(out) >= limit {
+			break
+		}
+		if taken[m.d.EndpointID] >= perEndpoint {
+			continue
+		}
+		taken[m.d.EndpointID]++
 		m.token, m.leaseUntil = token, leaseUntil.UTC()
 		out = append(out, webhook.Due{Delivery: copyDelivery(m.d), Endpoint: t.endpoints[m.d.EndpointID]})
 	}

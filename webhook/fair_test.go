@@ -1,0 +1,85 @@
+package webhook_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/petstorekit/petstore/webhook"
+)
+
+// TestAHangingReceiverDoesNotDelayOtherProjects holds
+// docs/custom-domains.md ("Webhooks"): project A's receiver hangs with
+// more of A's deliveries due than one claim takes, and project B's
+// event, queued while A's attempts hang, still reaches B's receiver
+// within one Timeout (the attempts in flight) and one PollInterval,
+// however many of A's deliveries are due. On a SQLite file, PostgreSQL
+// and MariaDB.
+func TestAHangingReceiverDoesNotDelayOtherProjects(t *testing.T) {
+	sqlite := database{"sqlite", func(t testing.TB) string { return "sqlite:" + filepath.Join(t.TempDir(), "petstore.db") }}
+	for _, db := range append([]database{sqlite}, serverDatabases...) {
+		t.Run(db.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithCancel(context.Background())
+			const timeout, poll = time.Second, time.Second
+			svc := newService(t, webhook.Config{Store: openStore(t, db.dsn(t)), AllowPrivate: true, Timeout: timeout, PollInterval: poll})
+
+			hanging := make(chan struct{}, 1000) // one per attempt A's receiver got
+			release := make(chan struct{})
+			a := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				hanging <- struct{}{}
+				select {
+				case <-release:
+				case <-r.Context().Done():
+				}
+			}))
+			t.Cleanup(a.Close)
+			arrived := make(chan string, 10) // the ids of the events B's receiver got
+			b := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var ev struct{ ID string }
+				_ = json.NewDecoder(r.Body).Decode(&ev)
+				arrived <- ev.ID
+			}))
+			t.Cleanup(b.Close)
+			t.Cleanup(func() { close(release) }) // before the servers close, which wait for their handlers
+
+			for project, url := range map[string]string{"prj_a": a.URL, "prj_b": b.URL} {
+				if _, err := svc.CreateEndpoint(ctx, project, url); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// More of A's than one claim takes (32), and than its attempts
+			// sent at once (8) times the bound's attempts.
+			for i := 0; i < 100; i++ {
+				if err := svc.Enqueue(ctx, "prj_a", webhook.TypeDomainActive, map[string]string{"name": "a.example.com"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			done := make(chan error, 1)
+			go func() { done <- svc.Run(ctx) }()
+			defer func() {
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("Run = %v", err)
+				}
+			}()
+			<-hanging // A's attempts are in flight
+
+			queued := time.Now()
+			if err := svc.Enqueue(ctx, "prj_b", webhook.TypeDomainActive, map[string]string{"name": "b.example.com"}); err != nil {
+				t.Fatal(err)
+			}
+			bound := timeout + poll
+			select {
+			case <-arrived:
+				t.Logf("B's event arrived %v after it was queued", time.Since(queued).Round(time.Millisecond))
+			case <-time.After(bound):
+				t.Fatalf("B's event did not arrive within %v (Timeout + PollInterval) while A's receiver hangs", bound)
+			}
+		})
+	}
+}
