@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -20,8 +19,7 @@ import (
 // however many of A's deliveries are due. On a SQLite file, PostgreSQL
 // and MariaDB.
 func TestAHangingReceiverDoesNotDelayOtherProjects(t *testing.T) {
-	sqlite := database{"sqlite", func(t testing.TB) string { return "sqlite:" + filepath.Join(t.TempDir(), "petstore.db") }}
-	for _, db := range append([]database{sqlite}, serverDatabases...) {
+	for _, db := range sharedDatabases {
 		t.Run(db.name, func(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithCancel(context.Background())

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -30,6 +31,12 @@ var serverDatabases = []database{
 	{"postgres", testenv.PostgresSchema},
 	{"mariadb", testenv.MySQLDatabase},
 }
+
+// sharedDatabases are the stores processes share: a SQLite file and the
+// database servers.
+var sharedDatabases = append([]database{
+	{"sqlite", func(t testing.TB) string { return "sqlite:" + filepath.Join(t.TempDir(), "petstore.db") }},
+}, serverDatabases...)
 
 // TestAnswerLostToAPausedDatabaseIsSentAgain holds docs/custom-domains.md
 // ("Webhooks"): a process whose database link is paused (a black hole)

@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/petstorekit/petstore/internal/testenv"
 	"github.com/petstorekit/petstore/webhook"
 )
 
@@ -23,14 +21,7 @@ import (
 // whichever process judges them. On a SQLite file, PostgreSQL and
 // MariaDB.
 func TestReplicasWithSkewedClocksNeverSendAnAttemptTwiceAtOnce(t *testing.T) {
-	for _, db := range []struct {
-		name string
-		dsn  func(testing.TB) string
-	}{
-		{"sqlite", func(t testing.TB) string { return "sqlite:" + filepath.Join(t.TempDir(), "petstore.db") }},
-		{"postgres", testenv.PostgresSchema},
-		{"mariadb", testenv.MySQLDatabase},
-	} {
+	for _, db := range sharedDatabases {
 		t.Run(db.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
@@ -128,14 +119,7 @@ func TestReplicasWithSkewedClocksNeverSendAnAttemptTwiceAtOnce(t *testing.T) {
 // times are on the database's clock. On a SQLite file, PostgreSQL and
 // MariaDB.
 func TestEventFromAClockAheadIsDueAtOnceForAClockBehind(t *testing.T) {
-	for _, db := range []struct {
-		name string
-		dsn  func(testing.TB) string
-	}{
-		{"sqlite", func(t testing.TB) string { return "sqlite:" + filepath.Join(t.TempDir(), "petstore.db") }},
-		{"postgres", testenv.PostgresSchema},
-		{"mariadb", testenv.MySQLDatabase},
-	} {
+	for _, db := range sharedDatabases {
 		t.Run(db.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
