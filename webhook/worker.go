@@ -29,8 +29,8 @@ const (
 // userAgent names the sender to receivers.
 const userAgent = "petstore-webhooks/1"
 
-// DeliverDue claims the deliveries due now (at most a batch of them, and
-// at most perEndpoint of one endpoint), makes one attempt of each, all
+// DeliverDue claims the deliveries due now (at most 32 of them, and at
+// most 4 of one endpoint), makes one attempt of each, all
 // at once, records the answers and schedules retries, and returns how
 // many it claimed. Run calls it in a loop; tests call it with an
 // injected clock. A delivery leased to another process is left to it.
