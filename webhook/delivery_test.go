@@ -408,19 +408,7 @@ func TestReplicasNeverSendAnAttemptTwiceOverASlowDatabase(t *testing.T) {
 		}
 	}
 	proxy.SetLatency(150 * time.Millisecond)
-	allRecorded := func() bool {
-		ds, err := a.Deliveries(ctx, "prj_a", ep.ID)
-		if err != nil {
-			t.Error(err)
-			return true
-		}
-		for _, d := range ds {
-			if d.State != webhook.StateSucceeded {
-				return false
-			}
-		}
-		return len(ds) == events
-	}
+	allRecorded := allSucceeded(t, a, "prj_a", ep.ID, events)
 	var done atomic.Bool
 	var wg sync.WaitGroup
 	for i, svc := range []*webhook.Service{a, b} {
@@ -875,5 +863,24 @@ func TestRedirectsAreNotFollowed(t *testing.T) {
 	}
 	if n := len(target.requests()); n != 0 {
 		t.Fatalf("the redirect's target got %d requests, want none", n)
+	}
+}
+
+// allSucceeded reports, each time it is called, whether svc lists n
+// deliveries to the endpoint, every one succeeded; an error fails t and
+// ends the wait.
+func allSucceeded(t *testing.T, svc *webhook.Service, projectID, endpointID string, n int) func() bool {
+	return func() bool {
+		ds, err := svc.Deliveries(context.Background(), projectID, endpointID)
+		if err != nil {
+			t.Error(err)
+			return true
+		}
+		for _, d := range ds {
+			if d.State != webhook.StateSucceeded {
+				return false
+			}
+		}
+		return len(ds) == n
 	}
 }

@@ -64,19 +64,7 @@ func TestReplicasWithSkewedClocksNeverSendAnAttemptTwiceAtOnce(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			allRecorded := func() bool {
-				ds, err := behind.Deliveries(ctx, "prj_a", ep.ID)
-				if err != nil {
-					t.Error(err)
-					return true
-				}
-				for _, d := range ds {
-					if d.State != webhook.StateSucceeded {
-						return false
-					}
-				}
-				return len(ds) == events
-			}
+			allRecorded := allSucceeded(t, behind, "prj_a", ep.ID, events)
 			var done atomic.Bool
 			var wg sync.WaitGroup
 			for i, svc := range []*webhook.Service{behind, ahead} {
