@@ -14,6 +14,7 @@ import (
 	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/internal/domaintest"
 	"github.com/petstorekit/petstore/webhook"
+	"github.com/uptrace/bun"
 )
 
 // diedEvents is the Events port of a process that dies right after a
@@ -98,6 +99,23 @@ func wantAddedVerifiedActive(t *testing.T, hooks *webhook.Service, ep webhook.En
 	}
 }
 
+// addedByADeadProcess is a bun store on db with a webhook endpoint of
+// prj_pro, where a process added shop.example.com and died before it
+// handed over the event (diedEvents).
+func addedByADeadProcess(t *testing.T, db *bun.DB) (*bunstore.Store, *webhook.Service, webhook.Endpoint, *domaintest.World) {
+	t.Helper()
+	store := bunstore.New(db)
+	hooks, ep := hooksWithEndpoint(t, store)
+	w := domaintest.New(t, domaintest.Options{
+		Store: store, Projects: domaintest.NewProjects(proProject),
+		Config: func(c *customdomain.EngineConfig) { c.Events = diedEvents{} },
+	})
+	if _, created, err := w.Engine.Add(context.Background(), "prj_pro", "shop.example.com"); err != nil || !created {
+		t.Fatalf("Add = %v, %v", created, err)
+	}
+	return store, hooks, ep, w
+}
+
 // TestDomainEventOfADeadProcessIsQueuedOnceByTheOthers: a process that
 // stores a domain's change and dies before queuing its event leaves the
 // event in the stored entry; two other processes on the same database
@@ -108,15 +126,7 @@ func TestDomainEventOfADeadProcessIsQueuedOnceByTheOthers(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			store := bunstore.New(b.open(t))
-			hooks, ep := hooksWithEndpoint(t, store)
-			w := domaintest.New(t, domaintest.Options{
-				Store: store, Projects: domaintest.NewProjects(proProject),
-				Config: func(c *customdomain.EngineConfig) { c.Events = diedEvents{} },
-			})
-			if _, created, err := w.Engine.Add(ctx, "prj_pro", "shop.example.com"); err != nil || !created {
-				t.Fatalf("Add = %v, %v", created, err)
-			}
+			store, hooks, ep, w := addedByADeadProcess(t, b.open(t))
 			if ds, err := hooks.Deliveries(ctx, "prj_pro", ep.ID); err != nil || len(ds) != 0 {
 				t.Fatalf("deliveries before the others run = %d (%v), want none", len(ds), err)
 			}
@@ -229,15 +239,7 @@ func TestNewEventsAreDueAfterTheLeaseWhileOlderOnesWait(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			store := bunstore.New(b.open(t))
-			hooks, ep := hooksWithEndpoint(t, store)
-			w := domaintest.New(t, domaintest.Options{
-				Store: store, Projects: domaintest.NewProjects(proProject),
-				Config: func(c *customdomain.EngineConfig) { c.Events = diedEvents{} },
-			})
-			if _, created, err := w.Engine.Add(ctx, "prj_pro", "shop.example.com"); err != nil || !created {
-				t.Fatalf("Add = %v, %v", created, err)
-			}
+			store, hooks, ep, w := addedByADeadProcess(t, b.open(t))
 			// Every process's hand-off fails for three hours.
 			if _, err := w.Engine.RunDue(ctx, w.Clock.Advance(3*time.Hour)); err != nil {
 				t.Fatal(err)
@@ -286,15 +288,7 @@ func TestNewEventsStayDueWhenAHandOffOfOlderOnesEnds(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			store := bunstore.New(b.open(t))
-			hooks, ep := hooksWithEndpoint(t, store)
-			w := domaintest.New(t, domaintest.Options{
-				Store: store, Projects: domaintest.NewProjects(proProject),
-				Config: func(c *customdomain.EngineConfig) { c.Events = diedEvents{} },
-			})
-			if _, created, err := w.Engine.Add(ctx, "prj_pro", "shop.example.com"); err != nil || !created {
-				t.Fatalf("Add = %v, %v", created, err)
-			}
+			_, hooks, ep, w := addedByADeadProcess(t, b.open(t))
 			w.Clock.Advance(3 * time.Hour) // the event waited, refused, for three hours
 			w.Set(t, "example.com.", libdns.CNAME{Name: "shop", TTL: time.Hour, Target: domaintest.Target + "."})
 			handing := &changeDuringHandOff{hookEvents: hookEvents{hooks}, change: func() {
