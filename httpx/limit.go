@@ -152,7 +152,7 @@ func (c *chargeUnlessNotModified) charge() {
 
 // refund gives back what a request spent, when the limiter can.
 func (l *limits) refund(r *http.Request, subject string, lim petstore.Limits, at time.Time) {
-	if rf, ok := l.Limiter.(Refunder); ok {
+	if rf, ok := untraced(l.Limiter).(Refunder); ok {
 		_ = rf.Refund(context.WithoutCancel(r.Context()), subject, lim, at) // as a decision, it fails only when the limiter does
 	}
 }

@@ -29,24 +29,23 @@ func traceConfig(cfg Config) Config {
 	cfg.Orders = tracing.OrderService(cfg.Orders, tp)
 	cfg.Auth = tracing.Authenticator(cfg.Auth, tp)
 	cfg.Idempotency = tracing.IdempotencyStore(cfg.Idempotency, tp)
-	if rf, ok := cfg.Limiter.(Refunder); ok {
-		cfg.Limiter = refundingLimiter{tracing.Limiter(cfg.Limiter, tp), rf} // refunds are not traced
-	} else if cfg.Limiter != nil {
-		cfg.Limiter = tracing.Limiter(cfg.Limiter, tp)
+	if cfg.Limiter != nil {
+		cfg.Limiter = tracedLimiter{tracing.Limiter(cfg.Limiter, tp), cfg.Limiter}
 	}
 	return cfg
 }
 
-type refundingLimiter struct {
+// tracedLimiter is a limiter whose decisions are traced, with the
+// limiter itself for the ports that are not (Refunder, Estimator).
+type tracedLimiter struct {
 	RateLimiter
-	Refunder
+	inner RateLimiter
 }
 
-// untraced is the limiter itself, not traceConfig's wrapping: for the
-// ports that are not traced (Estimator).
+// untraced is the limiter itself, not traceConfig's wrapping.
 func untraced(rl RateLimiter) any {
-	if t, ok := rl.(refundingLimiter); ok {
-		return t.Refunder
+	if t, ok := rl.(tracedLimiter); ok {
+		return t.inner
 	}
 	return rl
 }

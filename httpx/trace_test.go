@@ -2,7 +2,6 @@ package httpx_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -271,17 +270,37 @@ func (downKeys) Authenticate(context.Context, string) (petstore.APIKey, error) {
 	return petstore.APIKey{}, petstore.Errorf(petstore.CodeUnavailable, "the key store is unavailable")
 }
 
+// estimateOnly is a limiter that can estimate (httpx.Estimator) but not
+// refund: a user's own, say.
+type estimateOnly struct{ l *ratelimit.Limiter }
+
+func (e estimateOnly) Decide(ctx context.Context, subject string, lim petstore.Limits) (ratelimit.Decision, error) {
+	return e.l.Decide(ctx, subject, lim)
+}
+
+func (e estimateOnly) Estimate(subject string, lim petstore.Limits) ratelimit.Decision {
+	return e.l.Estimate(subject, lim)
+}
+
 // A key the key store could not check is 503, charged to nobody, and
 // still carries the rate-limit headers: its address's budget of wrong
-// keys, as a wrong key's 401 would report it, less nothing; traced or not.
+// keys, as a wrong key's 401 would report it, less nothing; traced or
+// not, and from a limiter that estimates without refunding too.
 func TestKeyStoreDownReportsTheAddressBudget(t *testing.T) {
-	for _, traced := range []bool{false, true} {
-		t.Run(fmt.Sprint("traced ", traced), func(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		traced, refund bool
+	}{{"untraced", false, true}, {"traced", true, true}, {"traced, estimating only", true, false}} {
+		t.Run(tc.name, func(t *testing.T) {
 			e := newRLEnv(t, ratelimit.NewMemoryStore(), nil)
 			wrong := do(t, e.h, "/v1", apitest.AuthedReq("psk_wrong", "GET", "/v1/pets", "")) // spends 1 of the address's 60
 			wantStatus(t, wrong, 401, petstore.CodeUnauthorized)
-			cfg := httpx.Config{Service: petstore.NewService(e.pets), Auth: downKeys{}, Limiter: e.limiter, IETFRateLimitHeaders: true}
-			if traced {
+			var lim httpx.RateLimiter = e.limiter
+			if !tc.refund {
+				lim = estimateOnly{e.limiter}
+			}
+			cfg := httpx.Config{Service: petstore.NewService(e.pets), Auth: downKeys{}, Limiter: lim, IETFRateLimitHeaders: true}
+			if tc.traced {
 				cfg.TracerProvider = sdktrace.NewTracerProvider()
 			}
 			h, err := httpx.New(cfg)
