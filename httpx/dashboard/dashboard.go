@@ -73,8 +73,8 @@ type Config struct {
 	TrustedProxies []netip.Prefix         // X-Forwarded-For is honoured only from these peers
 	BasePath       string                 // where the dashboard is mounted; default "/dashboard"
 	Now            func() time.Time       // nil: time.Now
-	Metrics        prometheus.Registerer  // nil: no metrics; may be the API's (see Config.Metrics)
-	TracerProvider trace.TracerProvider   // nil: no spans; see Config.TracerProvider
+	Metrics        prometheus.Registerer  // nil: no metrics; may be the API's (see httpx.Config.Metrics)
+	TracerProvider trace.TracerProvider   // nil: no spans; see httpx.Config.TracerProvider
 
 	// IETFRateLimitHeaders adds the IETF draft's rate-limit headers, as
 	// httpx.Config's does.
