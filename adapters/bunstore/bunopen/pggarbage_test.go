@@ -78,25 +78,30 @@ func TestPostgresGarbledMessageIsBounded(t *testing.T) {
 		match string // default: the marker
 		typ   byte
 		raw   []byte
+		fast  bool // refused at its header, not waited for until the deadline
 	}{
-		{"RowDescription", query, "", pgfault.RowDescription, msg('T', []byte{0, 1})},
-		{"DataRow", query, "", pgfault.DataRow, msg('D', []byte{0, 1, 0, 0, 0, 9, 'x'})},
-		{"DataRow without columns", query, "", pgfault.DataRow, msg('D', []byte{0})},
-		{"CommandComplete", exec, "", pgfault.CommandComplete, msg('C', []byte("INSERT 0 1"))},
-		{"ReadyForQuery", exec, "", pgfault.ReadyForQuery, msg('Z', nil)},
-		{"ReadyForQuery after rows", query, "", pgfault.ReadyForQuery, msg('Z', nil)},
-		{"ErrorResponse", failing, "", pgfault.ErrorResponse, msg('E', []byte{'S', 'E'})},
-		{"ParseComplete", native, "", pgfault.ParseComplete, msg('1', []byte{1, 2, 3})},
-		{"BindComplete", native, "", pgfault.BindComplete, msg('2', []byte{1})},
-		{"prepared BindComplete", prepared, "", pgfault.BindComplete, msg('2', []byte{1})},
-		{"prepared CommandComplete", prepared, "", pgfault.CommandComplete, msg('C', nil)},
-		{"prepared ReadyForQuery", prepared, "", pgfault.ReadyForQuery, msg('Z', []byte{'I', 'I'})},
-		{"native DataRow", native, "", pgfault.DataRow, msg('D', []byte{0, 1, 0xff, 0xff, 0xff})},
-		{"end of a transaction", commit, "commit", pgfault.CommandComplete, msg('C', nil)},
-		{"unknown type", query, "", pgfault.DataRow, msg('?', []byte{1})},
-		{"length below its own", query, "", pgfault.DataRow, []byte{'D', 0, 0, 0, 2}},
-		{"length beyond what is sent", query, "", pgfault.DataRow, []byte{'D', 0, 0, 1, 0, 0, 1}},
-		{"length of a gigabyte", query, "", pgfault.DataRow, []byte{'D', 0x3f, 0xff, 0xff, 0xff, 0, 1}},
+		{"RowDescription", query, "", pgfault.RowDescription, msg('T', []byte{0, 1}), false},
+		{"DataRow", query, "", pgfault.DataRow, msg('D', []byte{0, 1, 0, 0, 0, 9, 'x'}), false},
+		{"DataRow without columns", query, "", pgfault.DataRow, msg('D', []byte{0}), false},
+		{"CommandComplete", exec, "", pgfault.CommandComplete, msg('C', []byte("INSERT 0 1")), false},
+		{"ReadyForQuery", exec, "", pgfault.ReadyForQuery, msg('Z', nil), false},
+		{"ReadyForQuery after rows", query, "", pgfault.ReadyForQuery, msg('Z', nil), false},
+		{"ErrorResponse", failing, "", pgfault.ErrorResponse, msg('E', []byte{'S', 'E'}), false},
+		{"ParseComplete", native, "", pgfault.ParseComplete, msg('1', []byte{1, 2, 3}), false},
+		{"BindComplete", native, "", pgfault.BindComplete, msg('2', []byte{1}), false},
+		{"prepared BindComplete", prepared, "", pgfault.BindComplete, msg('2', []byte{1}), false},
+		{"prepared CommandComplete", prepared, "", pgfault.CommandComplete, msg('C', nil), false},
+		{"prepared ReadyForQuery", prepared, "", pgfault.ReadyForQuery, msg('Z', []byte{'I', 'I'}), false},
+		{"native DataRow", native, "", pgfault.DataRow, msg('D', []byte{0, 1, 0xff, 0xff, 0xff}), false},
+		{"end of a transaction", commit, "commit", pgfault.CommandComplete, msg('C', nil), false},
+		{"unknown type", query, "", pgfault.DataRow, msg('?', []byte{1}), false},
+		{"length below its own", query, "", pgfault.DataRow, []byte{'D', 0, 0, 0, 2}, false},
+		{"length beyond what is sent", query, "", pgfault.DataRow, []byte{'D', 0, 0, 1, 0, 0, 1}, false},
+		// A length past the largest message bunopen takes (64 MiB) is
+		// refused at once: the driver would otherwise set aside that much
+		// memory, which alone can outlast the call's deadline.
+		{"length of a gigabyte", query, "", pgfault.DataRow, []byte{'D', 0x3f, 0xff, 0xff, 0xff, 0, 1}, true},
+		{"length past 64 MiB", query, "", pgfault.DataRow, []byte{'D', 0x04, 0x00, 0x00, 0x05, 0, 1}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, dsn := pgfault.StartFor(t, testenv.PostgresSchema(t))
@@ -146,6 +151,9 @@ func TestPostgresGarbledMessageIsBounded(t *testing.T) {
 			}
 			if took > limit+2*time.Second {
 				t.Errorf("the call took %v, its context %v", took, limit)
+			}
+			if tc.fast && took > limit/2 {
+				t.Errorf("the call took %v: a message longer than bunopen takes was waited for, not refused", took)
 			}
 			if open != 0 {
 				t.Errorf("%d open connections after the garbled message, want 0: the pool kept it", open)

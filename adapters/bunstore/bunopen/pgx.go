@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
@@ -26,6 +27,11 @@ func openPostgres(dsn string) (*sql.DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.BuildFrontend = func(r io.Reader, w io.Writer) *pgproto3.Frontend {
+		f := pgproto3.NewFrontend(r, w)
+		f.SetMaxBodyLen(maxMessageBody)
+		return f
+	}
 	dial := cfg.DialFunc
 	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := dial(ctx, network, addr)
@@ -36,6 +42,13 @@ func openPostgres(dsn string) (*sql.DB, error) {
 	}
 	return sql.OpenDB(pgConnector{stdlib.GetConnector(*cfg)}), nil
 }
+
+// maxMessageBody is the longest message body a PostgreSQL connection
+// takes. pgx's own limit is 1 GiB, which it sets aside before reading the
+// body, so one garbled length could cost that much memory and, allocating
+// it, outlast the call's deadline. A longer message fails its call and
+// closes the connection. Nothing this module stores comes near it.
+const maxMessageBody = 64 << 20
 
 type pgConnector struct{ driver.Connector }
 
