@@ -32,17 +32,18 @@ const userAgent = "petstore-webhooks/1"
 // DeliverDue claims the deliveries due now (at most 32 of them, and at
 // most 4 of one endpoint), makes one attempt of each, all
 // at once, records the answers and schedules retries, and returns how
-// many it claimed. Run calls it in a loop; tests call it with an
+// many it attempted. Run calls it in a loop; tests call it with an
 // injected clock. A delivery leased to another process is left to it.
 //
 // Another process may claim a delivery once its lease has run out, so an
 // attempt starts only while the lease has room for it and for recording
 // its answer (a Timeout each), and the answer is recorded before the
-// lease ends or not at all. A claim slower than the lease allows leaves
-// the batch to wait for the lease to run out; an answer not recorded in
-// time (a database paused mid-batch) is sent again, as after a crash.
-// The claim ends with the lease too, so DeliverDue returns within
-// Config.Lease whatever the store does.
+// lease ends or not at all. A claim that leaves less than that (a slow
+// database) attempts none of its batch, which waits for the lease to
+// run out: DeliverDue logs a warning and returns 0, nil. An answer not
+// recorded in time (a database paused mid-batch) is sent again, as
+// after a crash. The claim ends with the lease too, so DeliverDue
+// returns within Config.Lease whatever the store does.
 //
 // A store shared by processes judges leases and due times on its own
 // clock (bunstore: the database's), from the lengths the processes pass
@@ -70,8 +71,12 @@ func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if time.Until(leaseEnd) < 2*s.cfg.Timeout {
-		return len(dues), nil // the leases run out; a later claim sends them
+	if left := time.Until(leaseEnd); left < 2*s.cfg.Timeout {
+		if len(dues) > 0 {
+			s.log.Warn("webhook deliveries: the claim took too long to attempt them; they wait for their lease to run out",
+				"claimed", len(dues), "left", left.Round(time.Millisecond), "lease", s.cfg.Lease)
+		}
+		return 0, nil
 	}
 	var wg sync.WaitGroup
 	for _, due := range dues {
@@ -86,13 +91,19 @@ func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 }
 
 // Run delivers due deliveries until ctx is done: at once after Enqueue
-// in this process, and every Config.PollInterval for the rest (retries,
-// and events enqueued by other processes). It also deletes finished
-// deliveries older than Config.Retention, hourly. No store call holds it
-// longer than Config.Lease, so a database that stops answering delays the
-// next poll, never stops them. It returns nil when ctx is done.
+// in this process, and by polling for the rest (retries, and events
+// enqueued by other processes). It calls DeliverDue again at once after
+// one that attempted deliveries, since more may be due, and otherwise
+// (nothing due, a failed claim, a claim too slow to attempt its batch)
+// a Config.PollInterval after that call returned. So a database too
+// slow for a claim's attempts gets one claim per PollInterval, not one
+// after another each leasing deliveries it cannot send. It also deletes
+// finished deliveries older than Config.Retention, hourly. No store call
+// holds it longer than Config.Lease, so a database that stops answering
+// delays the next poll, never stops them. It returns nil when ctx is
+// done.
 func (s *Service) Run(ctx context.Context) error {
-	t := time.NewTicker(s.cfg.PollInterval)
+	t := time.NewTimer(s.cfg.PollInterval)
 	defer t.Stop()
 	defer s.client.CloseIdleConnections()
 	for {
@@ -105,6 +116,11 @@ func (s *Service) Run(ctx context.Context) error {
 			// endpoint's, and each claim ends within about a Timeout.
 			continue
 		}
+		// The next poll is a PollInterval after this claim ended, not
+		// after the last one began: a claim slower than the interval
+		// (a slow database's) would otherwise find a tick waiting and
+		// claim again at once, leasing more it cannot send.
+		t.Reset(s.cfg.PollInterval)
 		s.purge(ctx)
 		select {
 		case <-ctx.Done():
