@@ -23,10 +23,11 @@ import (
 // it has is a no-op that returns nil) and return nil only once the event
 // is durably its own. It is called from the request or background
 // goroutine that made the change, so it must return quickly (queue, do
-// not deliver inline) and honour ctx's deadline, at most 5 seconds away
-// (the engine gives up on a call then, and tells the event again later),
-// and must be safe for concurrent use. Set it on every engine sharing a store, or the events
-// of one wait in the store for an engine that has it.
+// not deliver inline) and honour ctx's deadline, at most
+// EngineConfig.HandOffTimeout away (the engine gives up on a call then,
+// and tells the event again later), and must be safe for concurrent use.
+// Set it on every engine sharing a store, or the events of one wait in
+// the store for an engine that has it.
 type Events interface {
 	DomainEvent(ctx context.Context, projectID string, ev PendingEvent) error
 }

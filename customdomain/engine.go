@@ -78,6 +78,12 @@ const (
 	// DefaultMaxDomainsPerProject is how many custom domains a project may
 	// hold at once unless EngineConfig.MaxDomainsPerProject says otherwise.
 	DefaultMaxDomainsPerProject = 50
+
+	// DefaultHandOffTimeout is how long the engine waits for each call of
+	// Events.DomainEvent unless EngineConfig.HandOffTimeout says
+	// otherwise: half of OutboxLease, so the engine still records the
+	// hand-off within the lease.
+	DefaultHandOffTimeout = OutboxLease / 2
 )
 
 // EngineConfig configures an Engine. Store, Projects and Resolver are
@@ -137,6 +143,16 @@ type EngineConfig struct {
 
 	// Events, when set, is told every lifecycle event (see Events).
 	Events Events
+
+	// HandOffTimeout bounds each call of Events.DomainEvent, whatever the
+	// caller's deadline: an Events whose storage hangs (its database
+	// paused) must not hold up the change or the background round that
+	// hands it an event, and the events wait in the domain's entry anyway.
+	// 0 means DefaultHandOffTimeout (5 seconds). It must be below OutboxLease, so
+	// that the engine that stored a change records its hand-off before
+	// the other engines hand the events over again; New refuses it
+	// otherwise.
+	HandOffTimeout time.Duration
 
 	// CDNs are the address ranges the diagnosis recognises as a CDN's
 	// proxy (PROXIED). Nil means DefaultCDNs, the embedded
@@ -223,7 +239,8 @@ type Engine struct {
 }
 
 // New returns an engine. It returns an error when a required part is
-// missing or CNAMETarget is not a valid name. Call Refresh (or Run) to load
+// missing, CNAMETarget is not a valid name, or HandOffTimeout is negative
+// or not below OutboxLease. Call Refresh (or Run) to load
 // the routing table of an existing store.
 func New(cfg EngineConfig) (*Engine, error) {
 	if cfg.Store == nil || cfg.Projects == nil || cfg.Resolver == nil {
@@ -255,6 +272,12 @@ func New(cfg EngineConfig) (*Engine, error) {
 	}
 	if cfg.MaxDomainsPerProject == 0 {
 		cfg.MaxDomainsPerProject = DefaultMaxDomainsPerProject
+	}
+	if cfg.HandOffTimeout == 0 {
+		cfg.HandOffTimeout = DefaultHandOffTimeout
+	}
+	if cfg.HandOffTimeout < 0 || cfg.HandOffTimeout >= OutboxLease {
+		return nil, fmt.Errorf("domain: HandOffTimeout %s must be positive and below the outbox lease, %s", cfg.HandOffTimeout, OutboxLease)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

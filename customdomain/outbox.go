@@ -13,18 +13,12 @@ import (
 	"github.com/petstorekit/petstore"
 )
 
-// outboxLease is how long the engine that stored a change has to hand its
+// OutboxLease is how long the engine that stored a change has to hand its
 // events to Events, and to record that it did, before any engine's RunDue
 // hands them over instead. A hand-off twice is harmless (Events stores an
 // ID once); the lease only spares the replicas the work.
-const outboxLease = 10 * time.Second
-
-// handOffTimeout bounds each call of Events.DomainEvent, whatever the
-// caller's deadline: an Events whose storage hangs (its database paused)
-// must not hold up the change or the background round that hands it an
-// event, and the events wait in the entry anyway. Half the lease, so the
-// engine can still record the hand-off within it.
-const handOffTimeout = outboxLease / 2
+// EngineConfig.HandOffTimeout must be shorter.
+const OutboxLease = 10 * time.Second
 
 // record adds the events of a change (its Emit effects) to next's Outbox,
 // so that the write storing the change stores them too: each gets its
@@ -46,7 +40,7 @@ func (e *Engine) record(next *Entry, effects []Effect, now time.Time, view json.
 	// longer (their hand-off kept failing, so it is tried less often):
 	// should this process end before it hands them over, the others do
 	// then, not at the older events' next try.
-	if due := now.Add(outboxLease); len(next.Outbox) > 0 && (next.OutboxDueAt.IsZero() || view != nil && next.OutboxDueAt.After(due)) {
+	if due := now.Add(OutboxLease); len(next.Outbox) > 0 && (next.OutboxDueAt.IsZero() || view != nil && next.OutboxDueAt.After(due)) {
 		next.OutboxDueAt = due
 	}
 }
@@ -116,7 +110,7 @@ func (e *Engine) eventDomainNow(ctx context.Context, en Entry, effects []Effect)
 // those after it stay, to be told again by RunDue at the entry's
 // OutboxDueAt, which retryAt, when set, moves on. Failures are logged,
 // not returned: the change they tell of stands. It reports whether Events
-// did not answer within handOffTimeout.
+// did not answer within EngineConfig.HandOffTimeout.
 func (e *Engine) handOff(ctx context.Context, stored Entry, retryAt time.Time) (timedOut bool) {
 	if e.cfg.Events == nil {
 		return false
@@ -142,10 +136,10 @@ func (e *Engine) handOff(ctx context.Context, stored Entry, retryAt time.Time) (
 	return timedOut
 }
 
-// tell hands ev to Events within handOffTimeout, and reports whether
+// tell hands ev to Events within EngineConfig.HandOffTimeout, and reports whether
 // that time ran out.
 func (e *Engine) tell(ctx context.Context, projectID string, ev PendingEvent) (timedOut bool, err error) {
-	tctx, cancel := context.WithTimeout(ctx, handOffTimeout)
+	tctx, cancel := context.WithTimeout(ctx, e.cfg.HandOffTimeout)
 	defer cancel()
 	err = e.cfg.Events.DomainEvent(tctx, projectID, ev)
 	return err != nil && ctx.Err() == nil && tctx.Err() != nil, err
@@ -212,7 +206,7 @@ func (e *Engine) reread(ctx context.Context, en Entry) (Entry, bool, error) {
 // events of a change one process stored are told even if it never runs
 // again. A hand-off refused again is tried later, as the background
 // checks are: every minute in the first hour, then less often. Events
-// that does not answer within handOffTimeout ends the call: the others
+// that does not answer within EngineConfig.HandOffTimeout ends the call: the others
 // would most likely wait as long, so they stay due for the next one.
 func (e *Engine) retryOutboxes(ctx context.Context, now time.Time) error {
 	if e.cfg.Events == nil {

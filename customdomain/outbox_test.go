@@ -215,3 +215,27 @@ func (v *viewsTold) domains() []customdomain.Domain {
 	defer v.mu.Unlock()
 	return slices.Clone(v.ds)
 }
+
+// TestHandOffTimeoutIsBelowTheLease: New takes a HandOffTimeout below
+// the outbox lease (0 is the default), and refuses one that is negative
+// or as long as the lease, within which the engine that stored a change
+// must also record that it handed the events over.
+func TestHandOffTimeoutIsBelowTheLease(t *testing.T) {
+	for _, tc := range []struct {
+		timeout time.Duration
+		ok      bool
+	}{
+		{0, true},
+		{time.Millisecond, true},
+		{customdomain.OutboxLease - time.Millisecond, true},
+		{customdomain.OutboxLease, false},
+		{time.Minute, false},
+		{-time.Second, false},
+	} {
+		cfg := domaintest.New(t, domaintest.Options{}).Config()
+		cfg.HandOffTimeout = tc.timeout
+		if _, err := customdomain.New(cfg); (err == nil) != tc.ok {
+			t.Errorf("New with HandOffTimeout %s: %v, want ok=%v", tc.timeout, err, tc.ok)
+		}
+	}
+}

@@ -166,7 +166,8 @@ func TestDNSProviderFlag(t *testing.T) {
 
 // TestDCVZoneFlag: -acme-dcv-zone must name a zone of -dns-provider (the
 // platform writes DNS-01 records there) and needs -acme-ca; the drift
-// flags take durations.
+// flags take durations, and -domain-event-timeout one below the outbox
+// lease.
 func TestDCVZoneFlag(t *testing.T) {
 	const dns = "memory://?zones=example.com,acme.petstore.example&listen=127.0.0.1:0"
 	noEnv := func(string) string { return "" }
@@ -179,15 +180,17 @@ func TestDCVZoneFlag(t *testing.T) {
 		{[]string{"-acme-ca", "https://ca.example/dir", "-acme-dcv-zone", "other.example", "-dns-provider", dns}, "must be one of the zones of -dns-provider"},
 		{[]string{"-recheck-active", "soon"}, "-recheck-active: want a positive duration"},
 		{[]string{"-drift-grace", "-1h"}, "-drift-grace: want a positive duration"},
+		{[]string{"-domain-event-timeout", "0s"}, "-domain-event-timeout: want a positive duration below 10s"},
+		{[]string{"-domain-event-timeout", "10s"}, "-domain-event-timeout: want a positive duration below 10s"},
 	} {
 		if _, err := parseConfig(tc.args, noEnv, &strings.Builder{}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err %v, want %q", tc.args, err, tc.want)
 		}
 	}
 	cfg, err := parseConfig([]string{"-acme-ca", "https://ca.example/dir", "-acme-dcv-zone", "ACME.petstore.example.", "-dns-provider", dns,
-		"-recheck-active", "10m", "-drift-grace", "24h"}, noEnv, &strings.Builder{})
-	if err != nil || cfg.acmeDCVZone != "acme.petstore.example" || cfg.recheck != 10*time.Minute || cfg.driftGrace != 24*time.Hour {
-		t.Fatalf("parsed %q %v %v, %v", cfg.acmeDCVZone, cfg.recheck, cfg.driftGrace, err)
+		"-recheck-active", "10m", "-drift-grace", "24h", "-domain-event-timeout", "2s"}, noEnv, &strings.Builder{})
+	if err != nil || cfg.acmeDCVZone != "acme.petstore.example" || cfg.recheck != 10*time.Minute || cfg.driftGrace != 24*time.Hour || cfg.eventTimeout != 2*time.Second {
+		t.Fatalf("parsed %q %v %v %v, %v", cfg.acmeDCVZone, cfg.recheck, cfg.driftGrace, cfg.eventTimeout, err)
 	}
 }
 

@@ -54,6 +54,7 @@ type config struct {
 	cdns          []customdomain.CDN // read from -cdn-ranges, for the PROXIED diagnosis; nil: the embedded list
 	recheck       time.Duration      // how often live domains' records are checked again
 	driftGrace    time.Duration      // how long a misconfigured domain is still served
+	eventTimeout  time.Duration      // how long the engine waits for each hand-off of a domain event
 
 	acmeCA    string // ACME directory; empty: no certificates
 	acmeRoot  string // PEM file of extra roots to trust for the CA
@@ -113,6 +114,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	cdnRanges := fs.String("cdn-ranges", env("PETSTORE_CDN_RANGES", ""), "file of CDN address ranges (\"NAME CIDR\" a line, as customdomain/cdn-ranges.txt) that the diagnosis names as a proxy (PROXIED); empty: the list built in (PETSTORE_CDN_RANGES)")
 	recheck := fs.String("recheck-active", env("PETSTORE_RECHECK_ACTIVE", customdomain.DefaultRecheckActive.String()), "how often the DNS record of a live custom domain is checked again, so one pointed elsewhere is noticed (PETSTORE_RECHECK_ACTIVE)")
 	driftGrace := fs.String("drift-grace", env("PETSTORE_DRIFT_GRACE", customdomain.DefaultDriftGrace.String()), "how long a custom domain whose record no longer points here is still served, without certificate renewal, before it is released (PETSTORE_DRIFT_GRACE)")
+	eventTimeout := fs.String("domain-event-timeout", env("PETSTORE_DOMAIN_EVENT_TIMEOUT", customdomain.DefaultHandOffTimeout.String()), "how long the custom-domain engine waits for the webhook outbox to take each lifecycle event; past it the event waits in the domain's entry for a later try; below "+customdomain.OutboxLease.String()+" (PETSTORE_DOMAIN_EVENT_TIMEOUT)")
 	acmeCA := fs.String("acme-ca", env("PETSTORE_ACME_CA", ""), "ACME directory URL; empty: no certificates (PETSTORE_ACME_CA)")
 	acmeRoot := fs.String("acme-root", env("PETSTORE_ACME_ROOT", ""), "PEM file of extra roots to trust when talking to the CA (PETSTORE_ACME_ROOT)")
 	acmeEmail := fs.String("acme-email", env("PETSTORE_ACME_EMAIL", ""), "ACME account contact address (PETSTORE_ACME_EMAIL)")
@@ -239,6 +241,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	}
 	if cfg.driftGrace, err = time.ParseDuration(*driftGrace); err != nil || cfg.driftGrace <= 0 {
 		return config{}, fmt.Errorf("-drift-grace: want a positive duration such as 72h, got %q", *driftGrace)
+	}
+	if cfg.eventTimeout, err = time.ParseDuration(*eventTimeout); err != nil || cfg.eventTimeout <= 0 || cfg.eventTimeout >= customdomain.OutboxLease {
+		return config{}, fmt.Errorf("-domain-event-timeout: want a positive duration below %s (the outbox lease) such as 5s, got %q", customdomain.OutboxLease, *eventTimeout)
 	}
 	if cfg.acmeCA != "" {
 		if err := checkDirectoryURL(cfg.acmeCA); err != nil {

@@ -254,6 +254,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		DCVZone:              cfg.acmeDCVZone,
 		CDNs:                 cfg.cdns,
 		Events:               domainEvents{hooks: hooks, timeout: cfg.dbTimeout},
+		HandOffTimeout:       cfg.eventTimeout,
 	}
 	if issuer != nil {
 		ecfg.CertIssuer = tracing.CertIssuer(issuer, tp)
