@@ -50,13 +50,14 @@ func (e *Engine) policy() Policy {
 // the background loop, wrote it meanwhile) read it again, at most tries
 // times, then answer conflict. The effects run only once the write won,
 // so a lost write has none. The events the change emits are stored with
-// it, in the same write (record), and handed to Events after it. The
+// it, in the same write (record), and handed to Events after it, unless
+// a hand-off of r already ran out of time (see round). The
 // view they carry needs I/O (eventView): when what was looked up does not
 // fit the entry read, it is looked up for it, and the entry is read
 // again (at most tries lookups, with the same now, so the view looked up
 // is the one stored when nothing changed meanwhile). It returns the entry
 // as stored.
-func (e *Engine) change(ctx context.Context, tries int, read func() (Entry, error), ev Event) (Entry, error) {
+func (e *Engine) change(ctx context.Context, r *round, tries int, read func() (Entry, error), ev Event) (Entry, error) {
 	var (
 		looked  *eventView
 		lookups int
@@ -92,7 +93,7 @@ func (e *Engine) change(ctx context.Context, tries int, read func() (Entry, erro
 		if err != nil {
 			return Entry{}, err
 		}
-		e.perform(ctx, stored, effects)
+		e.perform(ctx, r, stored, effects)
 		return stored, nil
 	}
 	return Entry{}, petstore.Errorf(petstore.CodeConflict, "the domain is changing right now; try again")
@@ -102,7 +103,7 @@ func (e *Engine) change(ctx context.Context, tries int, read func() (Entry, erro
 // first (a removed name stops being served before anything else), then
 // the certificate, the customer's DNS records, and last the hand-off of
 // the events the write stored (the Emit effects are in stored.Outbox).
-func (e *Engine) perform(ctx context.Context, stored Entry, effects []Effect) {
+func (e *Engine) perform(ctx context.Context, r *round, stored Entry, effects []Effect) {
 	has := func(k EffectKind) bool {
 		for _, f := range effects {
 			if f.Kind == k {
@@ -129,7 +130,7 @@ func (e *Engine) perform(ctx context.Context, stored Entry, effects []Effect) {
 	if has(RemoveCert) || has(UnconfigureDNS) {
 		stored = e.cleanUp(ctx, stored)
 	}
-	e.handOff(ctx, stored, time.Time{})
+	e.handOff(ctx, r, stored, time.Time{})
 }
 
 // unroute stops serving a removed or released name in this process at
@@ -196,7 +197,7 @@ func (e *Engine) CertificateChanged(ctx context.Context, name string) error {
 		return err
 	}
 	st := e.certNow(ctx, n.ASCII)
-	_, err = e.change(ctx, 3, read, CertReported{Cert: st})
+	_, err = e.change(ctx, &round{}, 3, read, CertReported{Cert: st})
 	if petstore.ErrorCode(err) == petstore.CodeConflict {
 		return nil // still changing: whoever changes it decides, and the loop checks again
 	}
@@ -207,7 +208,7 @@ func (e *Engine) CertificateChanged(ctx context.Context, name string) error {
 // when the certificate already exists (another process obtained it into
 // shared storage) the issuer has it at once, and the domain need not
 // wait for the next background check.
-func (e *Engine) settle(ctx context.Context, stored Entry) Entry {
+func (e *Engine) settle(ctx context.Context, r *round, stored Entry) Entry {
 	if stored.Status != StatusIssuing || e.cfg.CertIssuer == nil {
 		return stored
 	}
@@ -215,7 +216,7 @@ func (e *Engine) settle(ctx context.Context, stored Entry) Entry {
 	if st.State != CertIssued && st.State != CertFailed {
 		return stored
 	}
-	again, err := e.change(ctx, 3, func() (Entry, error) { return e.cfg.Store.DomainByName(ctx, stored.Name) }, CertReported{Cert: st})
+	again, err := e.change(ctx, r, 3, func() (Entry, error) { return e.cfg.Store.DomainByName(ctx, stored.Name) }, CertReported{Cert: st})
 	if err != nil {
 		return stored
 	}

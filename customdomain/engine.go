@@ -148,10 +148,14 @@ type EngineConfig struct {
 	// caller's deadline: an Events whose storage hangs (its database
 	// paused) must not hold up the change or the background round that
 	// hands it an event, and the events wait in the domain's entry anyway.
-	// 0 means DefaultHandOffTimeout (5 seconds). It must be below OutboxLease, so
-	// that the engine that stored a change records its hand-off before
-	// the other engines hand the events over again; New refuses it
-	// otherwise.
+	// Once one call runs out of it, the other hand-offs of the same round
+	// (one RunDue, or one call of the engine such as Add or Verify) are
+	// not tried, and their events wait in their entries for a later
+	// round: a round waits for an Events that hangs about this long in
+	// all, however many domains it changes. 0 means DefaultHandOffTimeout
+	// (5 seconds). It must be below OutboxLease, so that the engine that
+	// stored a change records its hand-off before the other engines hand
+	// the events over again; New refuses it otherwise.
 	HandOffTimeout time.Duration
 
 	// CDNs are the address ranges the diagnosis recognises as a CDN's

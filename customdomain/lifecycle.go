@@ -80,6 +80,9 @@ func (e *Engine) Add(ctx context.Context, projectID, name string) (d Domain, cre
 			return Domain{}, false, err
 		}
 	}
+	// One round hands over the events of the released entries, the
+	// claimed one and the new one: a hung Events holds the add up once.
+	hand := &round{}
 	// The project's own released entry of the name gives way to the new one.
 	released, err := e.cfg.Store.ListDomains(ctx, DomainQuery{ProjectID: projectID, Name: n.ASCII, Status: StatusReleased})
 	if err != nil {
@@ -96,7 +99,7 @@ func (e *Engine) Add(ctx context.Context, projectID, name string) (d Domain, cre
 			}
 			return cur, err
 		}
-		if _, err := e.change(ctx, 3, read, Removed{}); err != nil && !isConflict(err) && petstore.ErrorCode(err) != petstore.CodeNotFound {
+		if _, err := e.change(ctx, hand, 3, read, Removed{}); err != nil && !isConflict(err) && petstore.ErrorCode(err) != petstore.CodeNotFound {
 			return Domain{}, false, err
 		}
 	}
@@ -106,7 +109,7 @@ func (e *Engine) Add(ctx context.Context, projectID, name string) (d Domain, cre
 	token, proof := claimed, claimed // a claim's record, once published, stays the proof
 	if claimed != "" {
 		// Only now, when nothing else can refuse the add.
-		if err := e.takeOver(ctx, n); err != nil {
+		if err := e.takeOver(ctx, hand, n); err != nil {
 			return Domain{}, false, err
 		}
 	} else if token, proof, err = e.ownershipToken(ctx, projectID, n); err != nil {
@@ -140,7 +143,7 @@ func (e *Engine) Add(ctx context.Context, projectID, name string) (d Domain, cre
 	if err != nil {
 		return Domain{}, false, err
 	}
-	e.perform(ctx, stored, added)
+	e.perform(ctx, hand, stored, added)
 	return e.view(ctx, stored), true, nil
 }
 
@@ -206,11 +209,12 @@ func (e *Engine) Verify(ctx context.Context, projectID, name string) (Domain, er
 	}
 	now := e.now()
 	ev := e.gather(ctx, entry, true)
-	stored, err := e.change(ctx, 3, func() (Entry, error) { return e.owned(ctx, projectID, name) }, ev)
+	r := &round{}
+	stored, err := e.change(ctx, r, 3, func() (Entry, error) { return e.owned(ctx, projectID, name) }, ev)
 	if err != nil {
 		return Domain{}, err
 	}
-	stored = e.settle(ctx, stored)
+	stored = e.settle(ctx, r, stored)
 	d := e.view(ctx, stored)
 	d.Diagnosis = e.diagnosis(ctx, d, ev.DNS.Observed, ev.DNS.Findings, now)
 	return d, nil
@@ -227,7 +231,7 @@ func (e *Engine) Verify(ctx context.Context, projectID, name string) (Domain, er
 // any engine's RunDue on the store (see retryCleanup), and Remove
 // returns nil.
 func (e *Engine) Remove(ctx context.Context, projectID, name string) error {
-	_, err := e.change(ctx, 3, func() (Entry, error) { return e.owned(ctx, projectID, name) }, Removed{})
+	_, err := e.change(ctx, &round{}, 3, func() (Entry, error) { return e.owned(ctx, projectID, name) }, Removed{})
 	return err
 }
 

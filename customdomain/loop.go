@@ -14,19 +14,24 @@ import (
 // which DueDomains returns with the others), and then hands Events the
 // events of stored changes not handed over yet (DueOutboxes), whichever
 // engine stored them: last, so that an Events that is slow to answer
-// never holds up the checks. It returns how many domains it looked at.
+// never holds up the checks. Once one hand-off of the round has run out
+// of EngineConfig.HandOffTimeout, it tries no other, and leaves their
+// events waiting in their entries for a later round: an Events that
+// hangs holds the round up about one timeout, however many domains
+// changed. It returns how many domains it looked at.
 // Tests call it with a fake clock; Run calls it in production.
 func (e *Engine) RunDue(ctx context.Context, now time.Time) (int, error) {
 	now = now.UTC()
-	done, err := e.runDueDomains(ctx, now)
+	r := &round{}
+	done, err := e.runDueDomains(ctx, r, now)
 	if err != nil {
 		return done, err
 	}
-	return done, e.retryOutboxes(ctx, now)
+	return done, e.retryOutboxes(ctx, r, now)
 }
 
 // runDueDomains is RunDue's work on the domains DueDomains returns.
-func (e *Engine) runDueDomains(ctx context.Context, now time.Time) (int, error) {
+func (e *Engine) runDueDomains(ctx context.Context, r *round, now time.Time) (int, error) {
 	done := 0
 	if e.cfg.RecheckActive > 0 && e.unscheduled.CompareAndSwap(false, true) {
 		// Domains that went active before drift checks existed have no
@@ -38,7 +43,7 @@ func (e *Engine) runDueDomains(ctx context.Context, now time.Time) (int, error) 
 		}
 		for _, entry := range active {
 			if entry.NextCheckAt.IsZero() {
-				e.runOne(ctx, entry)
+				e.runOne(ctx, r, entry)
 				done++
 			}
 		}
@@ -71,7 +76,7 @@ func (e *Engine) runDueDomains(ctx context.Context, now time.Time) (int, error) 
 				// lifecycle has nothing more for it.
 				e.retryCleanup(ctx, entry, now)
 			} else {
-				e.runOne(ctx, entry)
+				e.runOne(ctx, r, entry)
 			}
 			done++
 		}
@@ -85,7 +90,7 @@ func (e *Engine) runDueDomains(ctx context.Context, now time.Time) (int, error) 
 // change, once: of several processes sharing the store, the one whose
 // write wins moves the domain on, and the others, finding it changed,
 // leave it to that one.
-func (e *Engine) runOne(ctx context.Context, entry Entry) {
+func (e *Engine) runOne(ctx context.Context, r *round, entry Entry) {
 	var ev Event
 	switch {
 	case entry.Status != StatusMisconfigured && e.suspension(ctx, entry.ProjectID) != "":
@@ -99,14 +104,14 @@ func (e *Engine) runOne(ctx context.Context, entry Entry) {
 		ev = e.gather(ctx, entry, false)
 	}
 	read := func() (Entry, error) { return entry, nil }
-	stored, err := e.change(ctx, 1, read, ev)
+	stored, err := e.change(ctx, r, 1, read, ev)
 	if err != nil {
 		if !isConflict(err) {
 			e.cfg.Logger.Warn("background domain check failed", "domain", entry.Name, "err", err)
 		}
 		return
 	}
-	e.settle(ctx, stored)
+	e.settle(ctx, r, stored)
 }
 
 // Run does the background work until ctx ends: every RefreshEvery it

@@ -105,26 +105,49 @@ func (e *Engine) eventDomainNow(ctx context.Context, en Entry, effects []Effect)
 	return view
 }
 
+// round is one round of the engine's work that may hand events to
+// Events: one RunDue, or one call of the engine (a request), which may
+// change several domains. Its hand-offs run one after another.
+type round struct {
+	// hung is set once a hand-off of the round ran out of
+	// EngineConfig.HandOffTimeout: Events most likely hangs (its
+	// database paused), and each later hand-off would wait as long, so
+	// the round tries none, and waits for Events about one timeout in
+	// all. Their events wait in their entries, where they were stored
+	// with their changes, oldest first: RunDue hands them over from
+	// there once due, as after a refusal.
+	hung bool
+}
+
 // handOff tells Events the events in stored's Outbox, oldest first, and
 // removes those it took from the stored entry. When one is refused, it and
 // those after it stay, to be told again by RunDue at the entry's
 // OutboxDueAt, which retryAt, when set, moves on. Failures are logged,
-// not returned: the change they tell of stands. It reports whether Events
-// did not answer within EngineConfig.HandOffTimeout.
-func (e *Engine) handOff(ctx context.Context, stored Entry, retryAt time.Time) (timedOut bool) {
+// not returned: the change they tell of stands. Once a hand-off of r has
+// run out of time, it tells none (see round), and OutboxDueAt stays.
+func (e *Engine) handOff(ctx context.Context, r *round, stored Entry, retryAt time.Time) {
 	if e.cfg.Events == nil {
-		return false
+		return
 	}
 	if len(stored.Outbox) == 0 {
 		if !stored.OutboxDueAt.IsZero() { // nothing left to tell: never due again
 			e.settleOutbox(ctx, stored, nil, time.Time{})
 		}
-		return false
+		return
+	}
+	if r.hung {
+		return
 	}
 	taken := map[string]bool{}
 	for _, ev := range stored.Outbox {
-		var err error
-		if timedOut, err = e.tell(ctx, stored.ProjectID, ev); err != nil {
+		timedOut, err := e.tell(ctx, stored.ProjectID, ev)
+		if timedOut {
+			r.hung = true
+			e.cfg.Logger.Warn("domain event not handed over in time; it and the round's other events will be retried",
+				"domain", stored.Name, "type", ev.Type, "event", ev.ID, "timeout", e.cfg.HandOffTimeout, "err", err)
+			break
+		}
+		if err != nil {
 			e.cfg.Logger.Warn("domain event not handed over; will retry", "domain", stored.Name, "type", ev.Type, "event", ev.ID, "err", err)
 			break
 		}
@@ -133,11 +156,10 @@ func (e *Engine) handOff(ctx context.Context, stored Entry, retryAt time.Time) (
 	if len(taken) > 0 || !retryAt.IsZero() {
 		e.settleOutbox(ctx, stored, taken, retryAt)
 	}
-	return timedOut
 }
 
-// tell hands ev to Events within EngineConfig.HandOffTimeout, and reports whether
-// that time ran out.
+// tell hands ev to Events within EngineConfig.HandOffTimeout, and reports
+// whether that time ran out.
 func (e *Engine) tell(ctx context.Context, projectID string, ev PendingEvent) (timedOut bool, err error) {
 	tctx, cancel := context.WithTimeout(ctx, e.cfg.HandOffTimeout)
 	defer cancel()
@@ -205,16 +227,17 @@ func (e *Engine) reread(ctx context.Context, en Entry) (Entry, bool, error) {
 // stored them ended first. Every engine on the store does it, so the
 // events of a change one process stored are told even if it never runs
 // again. A hand-off refused again is tried later, as the background
-// checks are: every minute in the first hour, then less often. Events
-// that does not answer within EngineConfig.HandOffTimeout ends the call: the others
-// would most likely wait as long, so they stay due for the next one.
-func (e *Engine) retryOutboxes(ctx context.Context, now time.Time) error {
+// checks are: every minute in the first hour, then less often. Once a
+// hand-off of r ran out of time (in this call or before it in the round),
+// the others would most likely wait as long: they stay due for the next
+// round.
+func (e *Engine) retryOutboxes(ctx context.Context, r *round, now time.Time) error {
 	if e.cfg.Events == nil {
 		return nil
 	}
 	// As RunDue's batches: an entry whose hand-off failed is still due.
 	ran := map[string]bool{}
-	for {
+	for !r.hung {
 		limit := len(ran) + 100
 		due, err := e.cfg.Store.DueOutboxes(ctx, now, limit)
 		if err != nil {
@@ -225,6 +248,9 @@ func (e *Engine) retryOutboxes(ctx context.Context, now time.Time) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+			if r.hung {
+				return nil
+			}
 			if ran[en.ID] {
 				continue
 			}
@@ -233,12 +259,11 @@ func (e *Engine) retryOutboxes(ctx context.Context, now time.Time) error {
 			if len(en.Outbox) > 0 {
 				oldest = en.Outbox[0].CreatedAt
 			}
-			if e.handOff(ctx, en, now.Add(recheckInterval(now.Sub(oldest)))) {
-				return nil
-			}
+			e.handOff(ctx, r, en, now.Add(recheckInterval(now.Sub(oldest))))
 		}
 		if len(due) < limit || fresh == 0 {
 			return nil
 		}
 	}
+	return nil
 }

@@ -200,8 +200,8 @@ func (e *Engine) provenClaim(ctx context.Context, projectID string, n Name, take
 // takeOver removes another project's unverified entry of n, for a claim
 // provenClaim found proven. A name freed meanwhile is fine; one verified
 // meanwhile is a conflict.
-func (e *Engine) takeOver(ctx context.Context, n Name) error {
-	_, err := e.change(ctx, 3, func() (Entry, error) {
+func (e *Engine) takeOver(ctx context.Context, r *round, n Name) error {
+	_, err := e.change(ctx, r, 3, func() (Entry, error) {
 		cur, err := e.cfg.Store.DomainByName(ctx, n.ASCII)
 		if err == nil && !claimable(cur) {
 			err = petstore.Errorf(petstore.CodeConflict, "%s was verified by the project holding it while it was claimed", n.Unicode)
