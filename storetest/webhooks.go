@@ -359,6 +359,188 @@ func RunWebhooks(t *testing.T, open Opener) {
 		}
 	})
 
+	// A rotation gives the endpoint a new secret and keeps the one it
+	// replaced, until when the caller said, for every reader: the
+	// endpoint's list and the claims that sign deliveries.
+	t.Run("RotateSecret", func(t *testing.T) {
+		t.Parallel()
+		s := openHooks(t)
+		e := endpoint(t, s, "wh_1", "prj_a", hookTime)
+		other := endpoint(t, s, "wh_2", "prj_a", hookTime.Add(time.Second))
+		secrets := func(e webhook.Endpoint) string {
+			return fmt.Sprintf("%s,%s,%s", e.Secret, e.PreviousSecret, e.PreviousSecretExpiresAt.UTC().Format(time.RFC3339Nano))
+		}
+		listed := func(t *testing.T) string {
+			t.Helper()
+			es, err := s.WebhookEndpoints(ctx, "prj_a")
+			if err != nil || len(es) != 2 {
+				t.Fatalf("WebhookEndpoints = %+v, %v; want 2", es, err)
+			}
+			if secrets(es[1]) != secrets(other) {
+				t.Fatalf("the other endpoint is %s, want %s: rotating one changed another", secrets(es[1]), secrets(other))
+			}
+			return secrets(es[0])
+		}
+		none := time.Time{}.Format(time.RFC3339Nano)
+		if got, want := listed(t), "whsec_wh_1,,"+none; got != want {
+			t.Fatalf("a new endpoint's secrets = %s, want %s (no previous one)", got, want)
+		}
+
+		until := hookTime.Add(24 * time.Hour)
+		got, err := s.RotateWebhookSecret(ctx, "prj_a", "wh_1", "whsec_new1", until)
+		if err != nil {
+			t.Fatalf("RotateWebhookSecret: %v", err)
+		}
+		want := "whsec_new1,whsec_wh_1," + until.Format(time.RFC3339Nano)
+		if secrets(got) != want || got.ID != e.ID || got.URL != e.URL || got.ProjectID != e.ProjectID || !got.CreatedAt.Equal(e.CreatedAt) {
+			t.Fatalf("RotateWebhookSecret returned %+v, want %s and the rest as it was", got, want)
+		}
+		if got := listed(t); got != want {
+			t.Fatalf("listed after the rotation: %s, want %s", got, want)
+		}
+		enqueue(t, s, "evt_1", "prj_a", hookTime)
+		for _, due := range claim(t, s, "tok_1", hookTime, 10) {
+			if due.Endpoint.ID == "wh_1" && secrets(due.Endpoint) != want {
+				t.Fatalf("claimed with the endpoint's secrets %s, want %s", secrets(due.Endpoint), want)
+			}
+		}
+
+		// Again within the overlap: the oldest goes, two at most.
+		until2 := hookTime.Add(48 * time.Hour)
+		if _, err := s.RotateWebhookSecret(ctx, "prj_a", "wh_1", "whsec_new2", until2); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := listed(t), "whsec_new2,whsec_new1,"+until2.Format(time.RFC3339Nano); got != want {
+			t.Fatalf("after a second rotation: %s, want %s", got, want)
+		}
+		// A zero expiry drops the replaced secret at once.
+		got, err = s.RotateWebhookSecret(ctx, "prj_a", "wh_1", "whsec_new3", time.Time{})
+		if want := "whsec_new3,," + none; err != nil || secrets(got) != want || listed(t) != want {
+			t.Fatalf("rotation without overlap = %s, %v, listed %s; want %s", secrets(got), err, listed(t), want)
+		}
+
+		_, err = s.RotateWebhookSecret(ctx, "prj_b", "wh_1", "whsec_theirs", until)
+		wantCode(t, err, petstore.CodeNotFound)
+		_, err = s.RotateWebhookSecret(ctx, "prj_a", "wh_missing", "whsec_x", until)
+		wantCode(t, err, petstore.CodeNotFound)
+		if got, want := listed(t), "whsec_new3,,"+none; got != want {
+			t.Fatalf("after refused rotations: %s, want %s (unchanged)", got, want)
+		}
+	})
+
+	// A reader running while secrets are rotated sees each endpoint with
+	// the secrets of one rotation, never a new secret with a previous one
+	// from another.
+	t.Run("RotateSecretIsAtomic", func(t *testing.T) {
+		t.Parallel()
+		s := openHooks(t)
+		endpoint(t, s, "wh_1", "prj_a", hookTime)
+		enqueue(t, s, "evt_1", "prj_a", hookTime)
+		const rotations = 40
+		name := func(i int) string {
+			if i == 0 {
+				return "whsec_wh_1"
+			}
+			return fmt.Sprint("whsec_", i)
+		}
+		// valid reports whether e holds the secrets of the endpoint
+		// before any rotation or after one of them.
+		valid := func(e webhook.Endpoint) bool {
+			if e.Secret == name(0) {
+				return e.PreviousSecret == "" && e.PreviousSecretExpiresAt.IsZero()
+			}
+			for i := 1; i <= rotations; i++ {
+				if e.Secret == name(i) {
+					return e.PreviousSecret == name(i-1) && e.PreviousSecretExpiresAt.Equal(hookTime.Add(time.Duration(i)*time.Hour))
+				}
+			}
+			return false
+		}
+		done := make(chan struct{})
+		var mu sync.Mutex
+		var errs []error
+		seen := map[string]bool{}
+		// Each read is reported, so that the rotations wait for reads
+		// between them and readers see most of the secrets.
+		reads := make(chan struct{}, 1)
+		report := func(how string, e webhook.Endpoint, err error) {
+			mu.Lock()
+			if err != nil {
+				err = fmt.Errorf("%s: %w", how, err)
+			} else if !valid(e) {
+				err = fmt.Errorf("%s saw secret %q with previous %q until %v: a mix of two rotations", how, e.Secret, e.PreviousSecret, e.PreviousSecretExpiresAt)
+			} else {
+				seen[e.Secret] = true
+			}
+			if err != nil && len(errs) < 10 {
+				errs = append(errs, err)
+			}
+			mu.Unlock()
+			select {
+			case reads <- struct{}{}:
+			default:
+			}
+		}
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					if w != 0 {
+						es, err := s.WebhookEndpoints(ctx, "prj_a")
+						if err == nil && len(es) != 1 {
+							err = fmt.Errorf("%d endpoints, want 1", len(es))
+						}
+						var e webhook.Endpoint
+						if err == nil {
+							e = es[0]
+						}
+						report("WebhookEndpoints", e, err)
+						continue
+					}
+					// One claimer, whose lease ends as it starts: the
+					// delivery is claimable again at once, and no other
+					// claim races it for the lease.
+					dues, err := s.ClaimWebhookDeliveries(ctx, fmt.Sprint("tok_", w), hookTime, hookTime, 1, 1)
+					if err == nil && len(dues) != 1 {
+						err = fmt.Errorf("claimed %d deliveries, want the one", len(dues))
+					}
+					var e webhook.Endpoint
+					if err == nil {
+						e = dues[0].Endpoint
+					}
+					report("ClaimWebhookDeliveries", e, err)
+				}
+			}()
+		}
+		for i := 1; i <= rotations; i++ {
+			<-reads
+			<-reads
+			if _, err := s.RotateWebhookSecret(ctx, "prj_a", "wh_1", name(i), hookTime.Add(time.Duration(i)*time.Hour)); err != nil {
+				t.Errorf("rotation %d: %v", i, err)
+				break
+			}
+		}
+		close(done)
+		wg.Wait()
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		dues := claim(t, s, "tok_last", hookTime, 1)
+		if len(dues) != 1 || !valid(dues[0].Endpoint) || dues[0].Endpoint.Secret != name(rotations) {
+			t.Fatalf("after the rotations a claim got %+v, want the last secrets", dues)
+		}
+		if len(seen) < rotations/2 {
+			t.Fatalf("readers saw %d of the %d secrets, want most: they did not run while the secret changed", len(seen), rotations+1)
+		}
+	})
+
 	t.Run("ListLimit", func(t *testing.T) {
 		t.Parallel()
 		s := openHooks(t)

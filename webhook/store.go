@@ -12,9 +12,18 @@ type Endpoint struct {
 	URL       string
 	// Secret signs the deliveries (HMAC-SHA256). It is stored as it is,
 	// because signing needs it, shown to the project once when the
-	// endpoint is created, and never logged or listed.
+	// endpoint is created or its secret rolled (Service.RollSecret), and
+	// never logged or listed.
 	Secret    string
 	CreatedAt time.Time
+
+	// PreviousSecret is the secret Secret replaced when it was rolled,
+	// kept as Secret is and never shown again: every attempt made before
+	// PreviousSecretExpiresAt is signed with it too, so that receivers
+	// still checking with it keep accepting deliveries while they switch.
+	// "" (and a zero PreviousSecretExpiresAt) when there is none.
+	PreviousSecret          string
+	PreviousSecretExpiresAt time.Time
 }
 
 // State is where a delivery stands.
@@ -92,6 +101,17 @@ type Store interface {
 	// deliveries. Returns not_found when the project has no such
 	// endpoint, whichever project has it.
 	DeleteWebhookEndpoint(ctx context.Context, projectID, id string) error
+
+	// RotateWebhookSecret gives the project's endpoint id the secret
+	// secret, in one atomic write: the secret it had becomes its
+	// PreviousSecret, valid until previousExpiresAt, replacing any earlier
+	// previous secret; a zero previousExpiresAt drops the secret it had
+	// (PreviousSecret "", PreviousSecretExpiresAt zero). It returns the
+	// endpoint as it now is. A concurrent ClaimWebhookDeliveries or
+	// WebhookEndpoints returns the endpoint with either the secrets it had
+	// or the ones it has now, never one of each. Returns not_found when
+	// the project has no such endpoint, whichever project has it.
+	RotateWebhookSecret(ctx context.Context, projectID, id, secret string, previousExpiresAt time.Time) (Endpoint, error)
 
 	// EnqueueWebhookEvent stores, in one atomic write, one pending
 	// delivery of ev, due at ev.CreatedAt (on a store judging due times

@@ -23,10 +23,27 @@ type webhookEndpointRow struct {
 	URL       string `bun:"url,notnull"`
 	Secret    string `bun:"secret,notnull"`
 	CreatedNS int64  `bun:"created_ns,notnull"`
+
+	// The secret a roll replaced and when it stops being valid: "" and 0
+	// when there is none.
+	PreviousSecret    string `bun:"previous_secret,notnull"`
+	PreviousExpiresNS int64  `bun:"previous_secret_expires_ns,notnull"`
+}
+
+func newEndpointRow(e webhook.Endpoint) webhookEndpointRow {
+	r := webhookEndpointRow{ID: e.ID, ProjectID: e.ProjectID, URL: e.URL, Secret: e.Secret, CreatedNS: e.CreatedAt.UnixNano()}
+	if e.PreviousSecret != "" && !e.PreviousSecretExpiresAt.IsZero() {
+		r.PreviousSecret, r.PreviousExpiresNS = e.PreviousSecret, e.PreviousSecretExpiresAt.UnixNano()
+	}
+	return r
 }
 
 func (r webhookEndpointRow) endpoint() webhook.Endpoint {
-	return webhook.Endpoint{ID: r.ID, ProjectID: r.ProjectID, URL: r.URL, Secret: r.Secret, CreatedAt: time.Unix(0, r.CreatedNS).UTC()}
+	e := webhook.Endpoint{ID: r.ID, ProjectID: r.ProjectID, URL: r.URL, Secret: r.Secret, CreatedAt: time.Unix(0, r.CreatedNS).UTC()}
+	if r.PreviousSecret != "" && r.PreviousExpiresNS != 0 {
+		e.PreviousSecret, e.PreviousSecretExpiresAt = r.PreviousSecret, time.Unix(0, r.PreviousExpiresNS).UTC()
+	}
+	return e
 }
 
 type webhookDeliveryRow struct {
@@ -66,7 +83,7 @@ func (r webhookDeliveryRow) delivery() (webhook.Delivery, error) {
 
 // CreateWebhookEndpoint implements webhook.Store.
 func (s *Store) CreateWebhookEndpoint(ctx context.Context, e webhook.Endpoint) error {
-	row := webhookEndpointRow{ID: e.ID, ProjectID: e.ProjectID, URL: e.URL, Secret: e.Secret, CreatedNS: e.CreatedAt.UnixNano()}
+	row := newEndpointRow(e)
 	if _, err := s.db.NewInsert().Model(&row).Exec(ctx); err != nil {
 		err = mapErr(ctx, "create webhook endpoint", err)
 		if petstore.ErrorCode(err) == petstore.CodeConflict {
@@ -108,6 +125,39 @@ func (s *Store) DeleteWebhookEndpoint(ctx context.Context, projectID, id string)
 		}
 		return nil
 	})
+}
+
+// RotateWebhookSecret implements webhook.Store with one UPDATE, which
+// every reader sees whole, and reads the endpoint back in the same
+// transaction. MySQL and MariaDB assign a single-table UPDATE's columns
+// left to right, each seeing those assigned before it, where SQLite and
+// PostgreSQL read the row as it was: previous_secret is assigned before
+// secret, so all three copy the secret being replaced.
+func (s *Store) RotateWebhookSecret(ctx context.Context, projectID, id, secret string, previousExpiresAt time.Time) (webhook.Endpoint, error) {
+	var row webhookEndpointRow
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		q := tx.NewUpdate().Model((*webhookEndpointRow)(nil))
+		if previousExpiresAt.IsZero() {
+			q = q.Set("previous_secret = ''").Set("previous_secret_expires_ns = 0")
+		} else {
+			q = q.Set("previous_secret = secret").Set("previous_secret_expires_ns = ?", previousExpiresAt.UnixNano())
+		}
+		res, err := q.Set("secret = ?", secret).Where("id = ?", id).Where("project_id = ?", projectID).Exec(ctx)
+		if err != nil {
+			return mapErr(ctx, "rotate webhook secret", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return petstore.Errorf(petstore.CodeNotFound, "webhook endpoint %s not found", id)
+		}
+		if err := tx.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
+			return mapErr(ctx, "read webhook endpoint", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return webhook.Endpoint{}, err
+	}
+	return row.endpoint(), nil
 }
 
 // EnqueueWebhookEvent implements webhook.Store in one INSERT … SELECT, so
@@ -221,12 +271,14 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, l
 	}
 	var rows []struct {
 		webhookDeliveryRow
-		URL       string `bun:"url"`
-		Secret    string `bun:"secret"`
-		EPCreated int64  `bun:"ep_created_ns"`
+		URL            string `bun:"url"`
+		Secret         string `bun:"secret"`
+		EPCreated      int64  `bun:"ep_created_ns"`
+		PreviousSecret string `bun:"previous_secret"`
+		PreviousNS     int64  `bun:"previous_secret_expires_ns"`
 	}
 	err = s.db.NewSelect().TableExpr("webhook_deliveries AS d").
-		ColumnExpr("d.*").ColumnExpr("e.url, e.secret, e.created_ns AS ep_created_ns").
+		ColumnExpr("d.*").ColumnExpr("e.url, e.secret, e.created_ns AS ep_created_ns, e.previous_secret, e.previous_secret_expires_ns").
 		Join("JOIN webhook_endpoints AS e ON e.id = d.endpoint_id").
 		Where("d.lease_token = ?", token).
 		Where(these, args...).
@@ -240,7 +292,10 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, l
 		if err != nil {
 			return nil, mapErr(ctx, "read claimed webhook deliveries", err)
 		}
-		ep := webhookEndpointRow{ID: r.EndpointID, ProjectID: r.ProjectID, URL: r.URL, Secret: r.Secret, CreatedNS: r.EPCreated}
+		ep := webhookEndpointRow{
+			ID: r.EndpointID, ProjectID: r.ProjectID, URL: r.URL, Secret: r.Secret, CreatedNS: r.EPCreated,
+			PreviousSecret: r.PreviousSecret, PreviousExpiresNS: r.PreviousNS,
+		}
 		out = append(out, webhook.Due{Delivery: d, Endpoint: ep.endpoint()})
 	}
 	return out, nil

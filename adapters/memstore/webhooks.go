@@ -97,6 +97,27 @@ func (s *Store) DeleteWebhookEndpoint(ctx context.Context, projectID, id string)
 	return nil
 }
 
+// RotateWebhookSecret implements webhook.Store.
+func (s *Store) RotateWebhookSecret(ctx context.Context, projectID, id, secret string, previousExpiresAt time.Time) (webhook.Endpoint, error) {
+	if err := ctx.Err(); err != nil {
+		return webhook.Endpoint{}, err
+	}
+	t := s.webhookTable()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.endpoints[id]
+	if !ok || e.ProjectID != projectID {
+		return webhook.Endpoint{}, petstore.Errorf(petstore.CodeNotFound, "webhook endpoint %s not found", id)
+	}
+	e.PreviousSecret, e.PreviousSecretExpiresAt = e.Secret, previousExpiresAt.UTC()
+	if previousExpiresAt.IsZero() {
+		e.PreviousSecret, e.PreviousSecretExpiresAt = "", time.Time{}
+	}
+	e.Secret = secret
+	t.endpoints[id] = e
+	return e, nil
+}
+
 // EnqueueWebhookEvent implements webhook.Store.
 func (s *Store) EnqueueWebhookEvent(ctx context.Context, ev webhook.Event) (int, error) {
 	if err := ctx.Err(); err != nil {
