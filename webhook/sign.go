@@ -39,6 +39,19 @@ func Sign(secret string, t time.Time, body []byte) string {
 	return "t=" + ts + ",v1=" + hex.EncodeToString(mac(secret, ts, body))
 }
 
+// signature is the Petstore-Signature header of an attempt to e made at
+// at: signed with e's secret and, while the secret it replaced is valid
+// (at before PreviousSecretExpiresAt), with that one too, the new first,
+// as Stripe signs during a roll. A receiver accepts it whichever of the
+// two it checks with.
+func (e Endpoint) signature(at time.Time, body []byte) string {
+	h := Sign(e.Secret, at, body)
+	if e.PreviousSecret != "" && at.Before(e.PreviousSecretExpiresAt) {
+		h += ",v1=" + hex.EncodeToString(mac(e.PreviousSecret, strconv.FormatInt(at.Unix(), 10), body))
+	}
+	return h
+}
+
 func mac(secret, ts string, body []byte) []byte {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write([]byte(ts))

@@ -174,11 +174,9 @@ func (s *Service) CreateEndpoint(ctx context.Context, projectID, rawURL string) 
 	if len(have) >= s.cfg.MaxEndpoints {
 		return Endpoint{}, petstore.Errorf(petstore.CodeInvalidRequest, "the project already has %d webhook endpoints, the most it may have: delete one first", len(have))
 	}
-	secret := make([]byte, 32)
-	rand.Read(secret) // never fails (crypto/rand)
 	e := Endpoint{
 		ID: "wh_" + uuid.Must(uuid.NewV7()).String(), ProjectID: projectID, URL: u,
-		Secret: "whsec_" + base64.RawURLEncoding.EncodeToString(secret), CreatedAt: s.now().UTC(),
+		Secret: newSecret(), CreatedAt: s.now().UTC(),
 	}
 	if err := s.store.CreateWebhookEndpoint(ctx, e); err != nil {
 		return Endpoint{}, err
@@ -186,14 +184,78 @@ func (s *Service) CreateEndpoint(ctx context.Context, projectID, rawURL string) 
 	return e, nil
 }
 
+// newSecret returns a new endpoint secret: "whsec_" and 32 random bytes.
+func newSecret() string {
+	b := make([]byte, 32)
+	rand.Read(b) // never fails (crypto/rand)
+	return "whsec_" + base64.RawURLEncoding.EncodeToString(b)
+}
+
 // Endpoints returns the project's endpoints, oldest first, without their
-// secrets.
+// secrets. PreviousSecretExpiresAt says until when a rolled secret is
+// still valid, and is zero once it is not.
 func (s *Service) Endpoints(ctx context.Context, projectID string) ([]Endpoint, error) {
 	es, err := s.store.WebhookEndpoints(ctx, projectID)
+	now := s.now()
 	for i := range es {
-		es[i].Secret = ""
+		es[i] = withoutSecrets(es[i], now)
 	}
 	return es, err
+}
+
+// withoutSecrets is e as it may be shown after its creation: neither
+// secret, and when the previous one is valid until, if it still is at now.
+func withoutSecrets(e Endpoint, now time.Time) Endpoint {
+	e.Secret = ""
+	if e.PreviousSecret == "" || !now.Before(e.PreviousSecretExpiresAt) {
+		e.PreviousSecretExpiresAt = time.Time{}
+	}
+	e.PreviousSecret = ""
+	return e
+}
+
+// Bounds of RollSecret's overlap: the dashboard API's default, and the
+// longest a replaced secret stays valid.
+const (
+	DefaultSecretOverlap = 24 * time.Hour
+	MaxSecretOverlap     = 7 * 24 * time.Hour
+)
+
+// RollSecret gives the project's endpoint a new secret, as Stripe's "roll
+// secret" does, and returns the endpoint with it: like a new endpoint's,
+// it is shown to the project only now. The secret it replaces stays valid
+// for overlap (0: it ends now), until the returned
+// PreviousSecretExpiresAt: every attempt made until then is signed with
+// both (Petstore-Signature: t=…,v1=<new>,v1=<old>), so that receivers
+// checking with either accept it and can switch at their own pace, and
+// every later one with the new secret only. Neither secret is logged,
+// listed or returned again. An endpoint has two secrets at most: rolling
+// again during an overlap ends the oldest at once. An attempt already
+// under way is signed as it was; its retry is signed anew. The overlap's
+// end is judged on the clock of the process making each attempt, so
+// processes whose clocks disagree move it by as much. Returns
+// invalid_request for a negative overlap or one longer than
+// MaxSecretOverlap, and not_found.
+func (s *Service) RollSecret(ctx context.Context, projectID, endpointID string, overlap time.Duration) (Endpoint, error) {
+	if overlap < 0 || overlap > MaxSecretOverlap {
+		return Endpoint{}, petstore.Errorf(petstore.CodeInvalidRequest, "the replaced secret can stay valid for 0 to 7 days (%v), not %v", MaxSecretOverlap, overlap)
+	}
+	if !possibleID(endpointID) {
+		return Endpoint{}, endpointNotFound(endpointID)
+	}
+	now := s.now().UTC()
+	var until time.Time
+	if overlap > 0 {
+		until = now.Add(overlap)
+	}
+	secret := newSecret()
+	e, err := s.store.RotateWebhookSecret(ctx, projectID, endpointID, secret, until)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	e = withoutSecrets(e, now)
+	e.Secret = secret
+	return e, nil
 }
 
 // DeleteEndpoint removes the project's endpoint and its deliveries; no

@@ -204,7 +204,7 @@ func (s *Service) post(ctx context.Context, e Endpoint, payload []byte, at time.
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", userAgent)
-	req.Header.Set(SignatureHeader, Sign(e.Secret, at, payload))
+	req.Header.Set(SignatureHeader, e.signature(at, payload))
 	res, err := s.client.Do(req)
 	if err != nil {
 		return 0, "", 0, attemptError(err, s.cfg.Timeout)
