@@ -144,6 +144,7 @@ type dashboard struct {
 //	POST   <base>/api/webhooks                 {"url": ...} → 201 Webhook with its secret, shown only then
 //	DELETE <base>/api/webhooks/{id}            204
 //	GET    <base>/api/webhooks/{id}/deliveries {"deliveries": [Delivery]}, newest first, with their answers
+//	POST   <base>/api/webhooks/{id}/roll-secret [{"expiresInSeconds": n}] → Webhook with a new secret, shown only then
 //	GET    <base>/api/openapi.json             the OpenAPI document
 func New(cfg Config) (http.Handler, error) {
 	if cfg.Engine == nil {
@@ -235,6 +236,7 @@ func (d *dashboard) routes() {
 		{"webhooks", []op{{"GET", d.handleListWebhooks}, {"POST", d.handleCreateWebhook}}},
 		{"webhooks/{id}", []op{{"DELETE", d.handleDeleteWebhook}}},
 		{"webhooks/{id}/deliveries", []op{{"GET", d.handleWebhookDeliveries}}},
+		{"webhooks/{id}/roll-secret", []op{{"POST", d.handleRollWebhookSecret}}},
 	} {
 		var allow []string
 		for _, o := range p.ops {

@@ -356,8 +356,8 @@ func TestDashboardPage(t *testing.T) {
 				}
 			}
 		}
-		if ops != 14 {
-			t.Fatalf("document has %d operations, want 14", ops)
+		if ops != 15 {
+			t.Fatalf("document has %d operations, want 15", ops)
 		}
 	})
 }

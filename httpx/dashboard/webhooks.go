@@ -18,19 +18,23 @@ type Webhooks interface {
 	Endpoints(ctx context.Context, projectID string) ([]webhook.Endpoint, error)
 	DeleteEndpoint(ctx context.Context, projectID, id string) error
 	Deliveries(ctx context.Context, projectID, endpointID string) ([]webhook.Delivery, error)
+	RollSecret(ctx context.Context, projectID, endpointID string, overlap time.Duration) (webhook.Endpoint, error)
 }
 
 var _ Webhooks = (*webhook.Service)(nil)
 
 // webhookEndpoint is an endpoint as the API shows it: never its secret,
-// except once in createdWebhook.
+// except once in createdWebhook, nor the secret a roll replaced, only
+// until when that one is still valid.
 type webhookEndpoint struct {
-	ID        string    `json:"id"`
-	URL       string    `json:"url"`
-	CreatedAt time.Time `json:"createdAt"`
+	ID                      string    `json:"id"`
+	URL                     string    `json:"url"`
+	CreatedAt               time.Time `json:"createdAt"`
+	PreviousSecretExpiresAt time.Time `json:"previousSecretExpiresAt,omitzero"`
 }
 
-// createdWebhook is the body of POST <base>/api/webhooks.
+// createdWebhook is the body of POST <base>/api/webhooks and of POST
+// <base>/api/webhooks/{id}/roll-secret.
 type createdWebhook struct {
 	webhookEndpoint
 	Secret string `json:"secret"`
@@ -57,7 +61,11 @@ type webhookDeliveries struct {
 }
 
 func viewEndpoint(e webhook.Endpoint) webhookEndpoint {
-	return webhookEndpoint{ID: e.ID, URL: e.URL, CreatedAt: e.CreatedAt.UTC()}
+	v := webhookEndpoint{ID: e.ID, URL: e.URL, CreatedAt: e.CreatedAt.UTC()}
+	if !e.PreviousSecretExpiresAt.IsZero() {
+		v.PreviousSecretExpiresAt = e.PreviousSecretExpiresAt.UTC()
+	}
+	return v
 }
 
 // errWebhooksOff answers the webhook paths of a dashboard without Webhooks.
@@ -112,6 +120,33 @@ func (d *dashboard) handleDeleteWebhook(w http.ResponseWriter, r *http.Request, 
 	return nil
 }
 
+// handleRollWebhookSecret gives the endpoint a new secret and answers it,
+// once, as creation does. The body is optional: without one, the old
+// secret stays valid for webhook.DefaultSecretOverlap.
+func (d *dashboard) handleRollWebhookSecret(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) error {
+	if d.Webhooks == nil {
+		return errWebhooksOff
+	}
+	var body []byte
+	if r.ContentLength != 0 || r.Header.Get("Content-Type") != "" {
+		var err error
+		if body, err = httpx.ReadBody(w, r); err != nil {
+			return err
+		}
+	}
+	overlap, err := decodeRollSecret(body)
+	if err != nil {
+		return err
+	}
+	e, err := d.Webhooks.RollSecret(r.Context(), key.ProjectID, r.PathValue("id"), overlap)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	httpx.WriteJSON(w, http.StatusOK, createdWebhook{webhookEndpoint: viewEndpoint(e), Secret: e.Secret})
+	return nil
+}
+
 func (d *dashboard) handleWebhookDeliveries(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) error {
 	if d.Webhooks == nil {
 		return errWebhooksOff
@@ -145,4 +180,30 @@ func decodeNewWebhook(body []byte) (string, error) {
 		return "", petstore.Errorf(petstore.CodeInvalidRequest, "url is required: the address that receives the events, such as https://example.com/webhooks")
 	}
 	return *in.URL, nil
+}
+
+// maxOverlapSeconds is webhook.MaxSecretOverlap in seconds.
+const maxOverlapSeconds = int64(webhook.MaxSecretOverlap / time.Second)
+
+// decodeRollSecret reads the optional {"expiresInSeconds": n}: how long
+// the secret being replaced stays valid, a whole number from 0 (it ends
+// now) to 604800 (7 days). An empty body, a missing member or null means
+// webhook.DefaultSecretOverlap.
+func decodeRollSecret(body []byte) (time.Duration, error) {
+	if len(body) == 0 {
+		return webhook.DefaultSecretOverlap, nil
+	}
+	var in struct {
+		ExpiresInSeconds *int64 `json:"expiresInSeconds"`
+	}
+	if err := httpx.DecodeObject(body, &in); err != nil {
+		return 0, err
+	}
+	if in.ExpiresInSeconds == nil {
+		return webhook.DefaultSecretOverlap, nil
+	}
+	if n := *in.ExpiresInSeconds; n < 0 || n > maxOverlapSeconds {
+		return 0, petstore.Errorf(petstore.CodeInvalidRequest, "expiresInSeconds must be from 0 (the old secret ends now) to %d (7 days), not %d", maxOverlapSeconds, n)
+	}
+	return time.Duration(*in.ExpiresInSeconds) * time.Second, nil
 }

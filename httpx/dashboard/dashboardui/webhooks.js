@@ -42,6 +42,14 @@
 
   const when = (s) => (s ? new Date(s).toLocaleString() : "");
 
+  // A secret is shown once, after its creation or a roll: the API never
+  // returns it again.
+  function showSecret(before, secret, after) {
+    const box = $("#hook-secret");
+    box.replaceChildren(el("span", { text: before }), el("code", { text: secret }), after ? el("span", { text: after }) : "");
+    box.hidden = false;
+  }
+
   function answerText(a) {
     if (a.error) return "no answer: " + a.error;
     return "HTTP " + a.statusCode;
@@ -85,9 +93,21 @@
       if (!window.confirm("Delete the endpoint " + h.url + "? Pending deliveries to it are dropped.")) return;
       try { await call("DELETE", "webhooks/" + encodeURIComponent(h.id)); await loadHooks(); } catch (err) { showError(err); }
     });
+    const roll = el("button", { type: "button", class: "secondary", text: "Roll secret", "aria-label": "Roll the signing secret of " + h.url });
+    roll.addEventListener("click", async () => {
+      if (!window.confirm("Give " + h.url + " a new signing secret? The current one keeps signing deliveries, next to the new one, for 24 hours.")) return;
+      try {
+        const r = await call("POST", "webhooks/" + encodeURIComponent(h.id) + "/roll-secret");
+        showSecret("New signing secret of " + r.url + ", shown only now: ", r.secret,
+          r.previousSecretExpiresAt ? " The old one stays valid until " + when(r.previousSecretExpiresAt) + "." : "");
+        await loadHooks();
+      } catch (err) { showError(err); }
+    });
+    const help = h.id + " · added " + when(h.createdAt) +
+      (h.previousSecretExpiresAt ? " · previous secret valid until " + when(h.previousSecretExpiresAt) : "");
     return el("li", { "data-id": h.id },
-      el("div", { class: "hook-head" }, el("code", { text: h.url }), el("span", { class: "actions" }, refresh, del)),
-      el("p", { class: "help", text: h.id + " · added " + when(h.createdAt) }),
+      el("div", { class: "hook-head" }, el("code", { text: h.url }), el("span", { class: "actions" }, refresh, roll, del)),
+      el("p", { class: "help", text: help }),
       details);
   }
 
@@ -120,10 +140,7 @@
     try {
       const h = await call("POST", "webhooks", { url: $("#hook-url").value.trim() });
       $("#hook-url").value = "";
-      // The secret is shown once: the API never returns it again.
-      const box = $("#hook-secret");
-      box.replaceChildren(el("span", { text: "Signing secret of " + h.url + ", shown only now: " }), el("code", { text: h.secret }));
-      box.hidden = false;
+      showSecret("Signing secret of " + h.url + ", shown only now: ", h.secret, "");
       await loadHooks();
     } catch (err) { showError(err); } finally { b.disabled = false; }
   });
