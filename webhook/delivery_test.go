@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -64,6 +65,36 @@ func (r *receiver) requests() []received {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]received(nil), r.got...)
+}
+
+// eventCounter is a receiver that answers every delivery 200, after
+// wait, and counts the requests of each event.
+type eventCounter struct {
+	URL string
+	mu  sync.Mutex
+	n   map[string]int // event id: requests
+}
+
+func countEvents(t *testing.T, wait time.Duration) *eventCounter {
+	c := &eventCounter{n: map[string]int{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ev struct{ ID string }
+		_ = json.NewDecoder(r.Body).Decode(&ev)
+		c.mu.Lock()
+		c.n[ev.ID]++
+		c.mu.Unlock()
+		time.Sleep(wait)
+	}))
+	t.Cleanup(srv.Close)
+	c.URL = srv.URL
+	return c
+}
+
+// counts returns how many requests each event made, by id.
+func (c *eventCounter) counts() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.n)
 }
 
 // start is where the tests' clocks start: now, so that receivers verify
@@ -385,22 +416,12 @@ func TestReplicasNeverSendAnAttemptTwiceOverASlowDatabase(t *testing.T) {
 	proxy, dsn := faultproxy.StartFor(t, testenv.PostgresSchema(t))
 	open := func() *bunstore.Store { return openStore(t, dsn) }
 	first := open()
-	var mu sync.Mutex
-	sent := map[string]int{} // event id: requests
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var ev struct{ ID string }
-		_ = json.NewDecoder(r.Body).Decode(&ev)
-		mu.Lock()
-		sent[ev.ID]++
-		mu.Unlock()
-		time.Sleep(700 * time.Millisecond) // a 200 within the 1 s timeout
-	}))
-	t.Cleanup(srv.Close)
+	rcv := countEvents(t, 700*time.Millisecond) // a 200 within the 1 s timeout
 	config := func(s *bunstore.Store) webhook.Config {
 		return webhook.Config{Store: s, AllowPrivate: true, Timeout: time.Second, Lease: 5 * time.Second}
 	}
 	a, b := newService(t, config(first)), newService(t, config(open()))
-	ep, err := a.CreateEndpoint(ctx, "prj_a", srv.URL)
+	ep, err := a.CreateEndpoint(ctx, "prj_a", rcv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,13 +449,12 @@ func TestReplicasNeverSendAnAttemptTwiceOverASlowDatabase(t *testing.T) {
 		if time.Now().After(deadline) { // a hang guard
 			done.Store(true)
 			wg.Wait()
-			t.Fatalf("not every delivery succeeded within 90 s; sent: %v", sent)
+			t.Fatalf("not every delivery succeeded within 90 s; sent: %v", rcv.counts())
 		}
 	}
 	done.Store(true)
 	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
+	sent := rcv.counts()
 	if len(sent) != events {
 		t.Fatalf("the receiver got %d distinct events, want %d", len(sent), events)
 	}

@@ -3,10 +3,7 @@ package webhook_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -77,20 +74,11 @@ func TestRunPollsWhileClaimsAreTooSlowToAttempt(t *testing.T) {
 			direct := db.dsn(t)
 			proxy, proxied := faultproxy.StartFor(t, direct)
 			defer proxy.Restore()
-			var mu sync.Mutex
-			sent := map[string]int{} // event id: requests
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				var ev struct{ ID string }
-				_ = json.NewDecoder(r.Body).Decode(&ev)
-				mu.Lock()
-				sent[ev.ID]++
-				mu.Unlock()
-			}))
-			t.Cleanup(srv.Close)
+			rcv := countEvents(t, 0)
 			// Events are queued by another process (b), so that no wake-up
 			// of a's own makes it claim before its poll.
 			b := newService(t, webhook.Config{Store: openStore(t, direct), AllowPrivate: true})
-			ep, err := b.CreateEndpoint(ctx, "prj_a", srv.URL)
+			ep, err := b.CreateEndpoint(ctx, "prj_a", rcv.URL)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -149,8 +137,7 @@ func TestRunPollsWhileClaimsAreTooSlowToAttempt(t *testing.T) {
 			if got := strings.Count(logs.String(), "the claim took too long to attempt them"); got < slow {
 				t.Errorf("the worker warned of %d claims too slow to attempt, want %d at least; logs:\n%s", got, slow, logs.String())
 			}
-			mu.Lock()
-			defer mu.Unlock()
+			sent := rcv.counts()
 			if len(sent) != events {
 				t.Fatalf("the receiver got %d distinct events, want %d", len(sent), events)
 			}
