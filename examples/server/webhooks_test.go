@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -54,7 +55,8 @@ func TestWebhookEndpointsFlag(t *testing.T) {
 }
 
 // The Webhooks panel of the dashboard page: add an endpoint, see its
-// secret once, see it listed with no deliveries yet, delete it.
+// secret once, see it listed with no deliveries yet, roll its secret
+// (the new one shown once, the old one's end listed), delete it.
 func TestWebhooksInBrowser(t *testing.T) {
 	ctx := newBrowser(t, 45*time.Second)
 	const key = "psk_Pro5jW8cZ1qN6bY3xF7vGu2k"
@@ -115,6 +117,18 @@ func TestWebhooksInBrowser(t *testing.T) {
 	}
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.confirm = () => true; true`)); err != nil {
 		t.Fatal(err)
+	}
+	first := text("#hook-secret code")
+	step("roll its secret",
+		chromedp.Click(chromedp.CSS(`#hooks li button[aria-label^="Roll the signing secret"]`)),
+		chromedp.Poll[chromedp.Void](`document.querySelector("#hook-secret code").textContent !== `+strconv.Quote(first)),
+		chromedp.Poll[chromedp.Void](`document.querySelector("#hooks li .help").textContent.includes("previous secret valid until")`),
+	)
+	if got := text("#hook-secret code"); !strings.HasPrefix(got, "whsec_") {
+		t.Fatalf("rolled secret shown: %q", got)
+	}
+	if got := text("#hook-secret"); !strings.Contains(got, "The old one stays valid until") {
+		t.Fatalf("after the roll the page says %q", got)
 	}
 	step("delete it",
 		chromedp.Click(chromedp.CSS("#hooks li .danger-outline")),
