@@ -196,8 +196,20 @@ func TestDashboardWebhooks(t *testing.T) {
 // saying why.
 func TestDashboardWithoutWebhooks(t *testing.T) {
 	w := apitest.NewWorld(t, memstore.New(), time.Now)
-	res := w.Call(t, w.Pro, "GET", apitest.DashAPI+"/webhooks", nil)
-	if e := res.ErrorBody(t); res.Status != http.StatusNotFound || !strings.Contains(e.Message, "not enabled") {
-		t.Fatalf("GET /webhooks without Webhooks: %d %s", res.Status, res.Body)
+	for _, op := range [][2]string{
+		{"GET", "/webhooks"},
+		{"POST", "/webhooks"},
+		{"DELETE", "/webhooks/wh_1"},
+		{"GET", "/webhooks/wh_1/deliveries"},
+		{"POST", "/webhooks/wh_1/roll-secret"},
+	} {
+		var body any
+		if op[0] == "POST" && op[1] == "/webhooks" {
+			body = map[string]string{"url": "https://hooks.example.com/"}
+		}
+		res := w.Call(t, w.Pro, op[0], apitest.DashAPI+op[1], body)
+		if e := res.ErrorBody(t); res.Status != http.StatusNotFound || !strings.Contains(e.Message, "not enabled") {
+			t.Fatalf("%s %s without Webhooks: %d %s", op[0], op[1], res.Status, res.Body)
+		}
 	}
 }
