@@ -154,7 +154,7 @@ func Open(ctx context.Context, dsn string) (*bun.DB, error) {
 	case KindSQLite:
 		return bunstore.OpenSQLite(t.DriverDSN)
 	case KindPostgres:
-		sqldb, err := openPostgres(t.DriverDSN)
+		sqldb, err := openPostgres(t.DriverDSN, nil)
 		if err != nil {
 			return nil, fmt.Errorf("bunopen: %v", err)
 		}

@@ -21,8 +21,9 @@ import (
 // native.go), which queries through pgx's connection directly, sparing
 // database/sql's statement, rows and conversion layers. Everything else
 // (bun, migrations, the other queries) goes through database/sql as
-// before, on the same connections.
-func openPostgres(dsn string) (*sql.DB, error) {
+// before, on the same connections. wrap, when not nil, comes between pgx
+// and each connection it dials (for tests).
+func openPostgres(dsn string, wrap func(net.Conn) net.Conn) (*sql.DB, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, err
@@ -37,6 +38,9 @@ func openPostgres(dsn string) (*sql.DB, error) {
 		c, err := dial(ctx, network, addr)
 		if err != nil {
 			return nil, err
+		}
+		if wrap != nil {
+			c = wrap(c)
 		}
 		return &countingConn{Conn: c}, nil
 	}
