@@ -220,6 +220,25 @@ func RunWebhooks(t *testing.T, open Opener) {
 		}
 	})
 
+	// A store judging on its callers' times measures a delivery's age
+	// from the event's CreatedAt to the claim's now.
+	t.Run("ClaimReturnsTheAge", func(t *testing.T) {
+		t.Parallel()
+		s := openHooks(t)
+		endpoint(t, s, "wh_1", "prj_a", hookTime)
+		enqueue(t, s, "evt_first", "prj_a", hookTime)
+		enqueue(t, s, "evt_later", "prj_a", hookTime.Add(time.Minute))
+		dues := claim(t, s, "tok_1", hookTime.Add(90*time.Second), 10)
+		if got := keys(dues); got != "[evt_first>wh_1 evt_later>wh_1]" {
+			t.Fatalf("claimed %s, want both", got)
+		}
+		for i, want := range []time.Duration{90 * time.Second, 30 * time.Second} {
+			if got := dues[i].Age; got != want {
+				t.Errorf("%s claimed 90 s after hookTime has Age %v, want %v", dues[i].Delivery.EventID, got, want)
+			}
+		}
+	})
+
 	// One endpoint's backlog cannot fill a claim: a claim takes at most
 	// perEndpoint of each endpoint's deliveries, its earliest due, and
 	// of those the limit earliest.
@@ -562,7 +581,9 @@ func RunWebhooks(t *testing.T, open Opener) {
 // event the one ahead enqueues is due at once for the one behind; a lease
 // or a retry's wait written by either holds against the other and ends
 // once its length (leaseUntil - now, NextAttemptAt - now) has passed on
-// the store's clock. It waits for one-second leases and waits to end.
+// the store's clock; a claimed delivery's Age is how long ago the store
+// stored its event, whichever caller's clock it was enqueued or claimed
+// on. It waits for one-second leases and waits to end.
 func RunWebhooksOnOneClock(t *testing.T, open Opener) {
 	ctx := context.Background()
 	s, ok := open(t).(webhook.Store)
@@ -575,11 +596,14 @@ func RunWebhooksOnOneClock(t *testing.T, open Opener) {
 	if err := s.CreateWebhookEndpoint(ctx, webhook.Endpoint{ID: "wh_1", ProjectID: "prj_a", URL: "https://hooks.example.com/", Secret: "whsec_1", CreatedAt: behind()}); err != nil {
 		t.Fatal(err)
 	}
+	enqueued := time.Now()
 	if _, err := s.EnqueueWebhookEvent(ctx, webhook.Event{ID: "evt_1", ProjectID: "prj_a", Type: webhook.TypeDomainActive, CreatedAt: ahead(), Payload: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
+	var claimed time.Time // when the last claim began
 	claim := func(token string, clock func() time.Time) []webhook.Due {
 		t.Helper()
+		claimed = time.Now()
 		now := clock()
 		dues, err := s.ClaimWebhookDeliveries(ctx, token, now, now.Add(wait), 10, 10)
 		if err != nil {
@@ -589,16 +613,30 @@ func RunWebhooksOnOneClock(t *testing.T, open Opener) {
 	}
 	// waitFor claims with clock until it gets the delivery, and fails
 	// unless that took wait at least from began: the clock on which the
-	// store judges has a millisecond's resolution at least.
-	waitFor := func(what, token string, clock func() time.Time, began time.Time) {
+	// store judges has a millisecond's resolution at least. It returns
+	// the claim.
+	waitFor := func(what, token string, clock func() time.Time, began time.Time) []webhook.Due {
 		t.Helper()
-		for deadline := began.Add(10 * wait); len(claim(token, clock)) == 0; time.Sleep(wait / 20) {
+		dues := claim(token, clock)
+		for deadline := began.Add(10 * wait); len(dues) == 0; dues = claim(token, clock) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s had not ended %v after it began, want %v", what, 10*wait, wait)
 			}
+			time.Sleep(wait / 20)
 		}
 		if took := time.Since(began); took < wait-time.Millisecond {
 			t.Fatalf("%s ended %v after it began, want %v", what, took, wait)
+		}
+		return dues
+	}
+	// wantAge fails unless due's Age is between least and how long ago
+	// the event was enqueued, on this process's monotonic clock, give or
+	// take the store's clock's resolution (a millisecond at least) at
+	// either end.
+	wantAge := func(due webhook.Due, least time.Duration, who string) {
+		t.Helper()
+		if most := time.Since(enqueued); due.Age < least-2*time.Millisecond || due.Age > most+2*time.Millisecond {
+			t.Fatalf("a claim by a caller %s has Age %v, want between %v and %v: the age was measured on the callers' clocks, not the store's", who, due.Age, least, most)
 		}
 	}
 
@@ -606,6 +644,7 @@ func RunWebhooksOnOneClock(t *testing.T, open Opener) {
 	if len(dues) != 1 {
 		t.Fatalf("a caller %v behind the one that enqueued claimed %d deliveries, want 1: an event is due at once on the store's clock", 2*skew, len(dues))
 	}
+	wantAge(dues[0], 0, fmt.Sprint(2*skew, " behind the one that enqueued"))
 	if n := len(claim("tok_2", ahead)); n != 0 {
 		t.Fatalf("a caller %v ahead of the lease holder claimed a delivery it leased for %v: the lease was judged on the callers' clocks", 2*skew, wait)
 	}
@@ -619,7 +658,8 @@ func RunWebhooksOnOneClock(t *testing.T, open Opener) {
 	if n := len(claim("tok_2", ahead)); n != 0 {
 		t.Fatalf("a caller %v ahead of the one that scheduled a retry in %v claimed it at once: due times were judged on the callers' clocks", 2*skew, wait)
 	}
-	waitFor("a retry's wait", "tok_2", ahead, began)
-	// The caller ahead holds it now, for wait on the store's clock.
-	waitFor("a lease taken by a caller ahead", "tok_3", behind, time.Now())
+	wantAge(waitFor("a retry's wait", "tok_2", ahead, began)[0], wait, fmt.Sprint(2*skew, " ahead of the one that enqueued"))
+	// The caller ahead holds it now, for wait on the store's clock from
+	// some time in its claim, which lasts a few round trips.
+	waitFor("a lease taken by a caller ahead", "tok_3", behind, claimed)
 }

@@ -74,6 +74,13 @@ type Delivery struct {
 type Due struct {
 	Delivery Delivery
 	Endpoint Endpoint
+
+	// Age is how long before the claim the delivery's event was enqueued,
+	// on the clock the store judges due times on: the worker gives the
+	// delivery up once its next attempt would fall later than
+	// Config.RetryFor after that. Delivery.CreatedAt, on the enqueuing
+	// process's clock, is only shown.
+	Age time.Duration
 }
 
 // Store is the durable outbox of webhook deliveries and the endpoints they
@@ -83,12 +90,14 @@ type Due struct {
 //
 // Every time a caller passes is on its own clock, and the processes
 // sharing a store may disagree by minutes. A store they share judges
-// leases and due times on one clock, its own: it takes a lease's length
-// (leaseUntil - now) and a retry's wait (NextAttemptAt - now) from the
-// caller's times, and storetest.RunWebhooksOnOneClock checks it. The
-// times it returns (NextAttemptAt) are then on its clock. A store in one
-// process (memstore), or one set to (bunstore.CallerClock, for tests with
-// a fake clock), judges them on the times its callers pass.
+// leases, due times and the age of deliveries on one clock, its own: it
+// takes a lease's length (leaseUntil - now) and a retry's wait
+// (NextAttemptAt - now) from the caller's times, measures Due.Age from
+// the instant it stored the event, and storetest.RunWebhooksOnOneClock
+// checks it. The times it returns (NextAttemptAt) are then on its clock.
+// A store in one process (memstore), or one set to (bunstore.CallerClock,
+// for tests with a fake clock), judges them on the times its callers
+// pass: Due.Age is then now - CreatedAt.
 type Store interface {
 	// CreateWebhookEndpoint stores e. Returns conflict if its ID is taken.
 	CreateWebhookEndpoint(ctx context.Context, e Endpoint) error
@@ -128,9 +137,10 @@ type Store interface {
 	// perEndpoint of them going to any one endpoint, and returns them
 	// with their endpoints, earliest due first. It takes each endpoint's
 	// earliest due, and of those the earliest, so that one endpoint's
-	// backlog cannot fill a claim and hold up the others'. Of concurrent
-	// claims, in this process or another sharing the store, each
-	// delivery goes to one. It never returns nil.
+	// backlog cannot fill a claim and hold up the others'. Each Due's Age
+	// is how long before now its event was enqueued (see Store). Of
+	// concurrent claims, in this process or another sharing the store,
+	// each delivery goes to one. It never returns nil.
 	ClaimWebhookDeliveries(ctx context.Context, token string, now, leaseUntil time.Time, limit, perEndpoint int) ([]Due, error)
 
 	// FinishWebhookAttempt stores the outcome of an attempt of a delivery

@@ -61,7 +61,14 @@ type webhookDeliveryRow struct {
 	LeaseToken    string `bun:"lease_token,notnull"`
 	LeaseUntilNS  int64  `bun:"lease_until_ns,notnull"`
 	Answers       string `bun:"answers,notnull"`
+	// EnqueuedNS is when the event was enqueued on the database's clock
+	// (with CallerClock, CreatedNS); 0 in rows written before it was
+	// added, which fall back to CreatedNS.
+	EnqueuedNS int64 `bun:"enqueued_ns,notnull"`
 }
+
+// enqueuedSQL is a delivery's enqueue instant in SQL, for the alias d.
+const enqueuedSQL = "COALESCE(NULLIF(d.enqueued_ns, 0), d.created_ns)"
 
 func (r webhookDeliveryRow) delivery() (webhook.Delivery, error) {
 	d := webhook.Delivery{
@@ -162,18 +169,19 @@ func (s *Store) RotateWebhookSecret(ctx context.Context, projectID, id, secret s
 
 // EnqueueWebhookEvent implements webhook.Store in one INSERT … SELECT, so
 // the deliveries of an event are all stored or none is. On the
-// database's clock, they are due at once: ev.CreatedAt is on the
-// enqueuing process's clock, which may be ahead of the others'.
+// database's clock, they are due at once, and their age counts from this
+// INSERT: ev.CreatedAt is on the enqueuing process's clock, which may be
+// ahead of the others' or behind.
 func (s *Store) EnqueueWebhookEvent(ctx context.Context, ev webhook.Event) (int, error) {
 	at := ev.CreatedAt.UnixNano()
-	due, dueArgs := "?", []any{at}
+	now, nowArgs := "?", []any{at, at}
 	if s.dbNow != "" {
-		due, dueArgs = s.dbNow, nil
+		now, nowArgs = s.dbNow, nil
 	}
-	args := append([]any{ev.ID, ev.Type, string(ev.Payload), at, string(webhook.StatePending)}, dueArgs...)
+	args := append([]any{ev.ID, ev.Type, string(ev.Payload), at, string(webhook.StatePending)}, nowArgs...)
 	res, err := s.db.ExecContext(ctx, `INSERT INTO webhook_deliveries
-		(event_id, endpoint_id, project_id, type, payload, created_ns, state, attempts, next_attempt_ns, lease_token, lease_until_ns, answers)
-		SELECT ?, id, project_id, ?, ?, ?, ?, 0, `+due+`, '', 0, '[]' FROM webhook_endpoints WHERE project_id = ?`,
+		(event_id, endpoint_id, project_id, type, payload, created_ns, state, attempts, next_attempt_ns, enqueued_ns, lease_token, lease_until_ns, answers)
+		SELECT ?, id, project_id, ?, ?, ?, ?, 0, `+now+`, `+now+`, '', 0, '[]' FROM webhook_endpoints WHERE project_id = ?`,
 		append(args, ev.ProjectID)...)
 	if err != nil {
 		err = mapErr(ctx, "enqueue webhook event", err)
@@ -219,7 +227,9 @@ func dbNowSQL(d dialect.Name) string {
 // database's clock (dbNow): a lease lasts leaseUntil - now from the
 // UPDATE, so that a process whose clock is minutes ahead of the
 // holder's can neither take over an attempt in flight nor make a retry
-// early. With CallerClock, both are on the callers' times.
+// early; a delivery's Age is the database's clock at the last SELECT
+// less enqueued_ns, so that RetryFor runs on it too. With CallerClock,
+// all are on the callers' times.
 func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, leaseUntil time.Time, limit, perEndpoint int) ([]webhook.Due, error) {
 	out := []webhook.Due{}
 	if limit <= 0 || perEndpoint <= 0 {
@@ -227,11 +237,12 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, l
 	}
 	// claimable is the condition of a delivery due and not leased, and
 	// newEnd the end of the lease this claim takes, with their arguments.
-	claimable, newEnd := "next_attempt_ns <= ? AND lease_until_ns <= ?", "?"
-	claimArgs, endArgs := []any{now.UnixNano(), now.UnixNano()}, []any{leaseUntil.UnixNano()}
+	// age is a delivery's age at the read that returns it.
+	claimable, newEnd, age := "next_attempt_ns <= ? AND lease_until_ns <= ?", "?", "? - "+enqueuedSQL
+	claimArgs, endArgs, ageArgs := []any{now.UnixNano(), now.UnixNano()}, []any{leaseUntil.UnixNano()}, []any{now.UnixNano()}
 	if s.dbNow != "" {
-		claimable, newEnd = "next_attempt_ns <= "+s.dbNow+" AND lease_until_ns <= "+s.dbNow, s.dbNow+" + ?"
-		claimArgs, endArgs = nil, []any{int64(leaseUntil.Sub(now))}
+		claimable, newEnd, age = "next_attempt_ns <= "+s.dbNow+" AND lease_until_ns <= "+s.dbNow, s.dbNow+" + ?", s.dbNow+" - "+enqueuedSQL
+		claimArgs, endArgs, ageArgs = nil, []any{int64(leaseUntil.Sub(now))}, nil
 	}
 	ranked := s.db.NewSelect().TableExpr("webhook_deliveries").
 		Column("event_id", "endpoint_id", "next_attempt_ns").
@@ -276,9 +287,15 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, l
 		EPCreated      int64  `bun:"ep_created_ns"`
 		PreviousSecret string `bun:"previous_secret"`
 		PreviousNS     int64  `bun:"previous_secret_expires_ns"`
+		AgeNS          int64  `bun:"age_ns"`
 	}
+	// The columns by name, not d.*: bun rejects a column its struct
+	// lacks, so a column a later migration adds would fail the claims of
+	// replicas not upgraded yet, as enqueued_ns fails earlier versions'.
 	err = s.db.NewSelect().TableExpr("webhook_deliveries AS d").
-		ColumnExpr("d.*").ColumnExpr("e.url, e.secret, e.created_ns AS ep_created_ns, e.previous_secret, e.previous_secret_expires_ns").
+		ColumnExpr("d.event_id, d.endpoint_id, d.project_id, d.type, d.payload, d.created_ns, d.state, d.attempts, d.next_attempt_ns, d.lease_token, d.lease_until_ns, d.answers").
+		ColumnExpr("e.url, e.secret, e.created_ns AS ep_created_ns, e.previous_secret, e.previous_secret_expires_ns").
+		ColumnExpr(age+" AS age_ns", ageArgs...).
 		Join("JOIN webhook_endpoints AS e ON e.id = d.endpoint_id").
 		Where("d.lease_token = ?", token).
 		Where(these, args...).
@@ -296,7 +313,7 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, l
 			ID: r.EndpointID, ProjectID: r.ProjectID, URL: r.URL, Secret: r.Secret, CreatedNS: r.EPCreated,
 			PreviousSecret: r.PreviousSecret, PreviousExpiresNS: r.PreviousNS,
 		}
-		out = append(out, webhook.Due{Delivery: d, Endpoint: ep.endpoint()})
+		out = append(out, webhook.Due{Delivery: d, Endpoint: ep.endpoint(), Age: time.Duration(r.AgeNS)})
 	}
 	return out, nil
 }

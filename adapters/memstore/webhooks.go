@@ -148,7 +148,8 @@ func (s *Store) EnqueueWebhookEvent(ctx context.Context, ev webhook.Event) (int,
 	return len(ids), nil
 }
 
-// ClaimWebhookDeliveries implements webhook.Store.
+// ClaimWebhookDeliveries implements webhook.Store. The store is in one
+// process: a delivery's Age is now - CreatedAt, on the callers' clock.
 func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, leaseUntil time.Time, limit, perEndpoint int) ([]webhook.Due, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -175,7 +176,7 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, l
 		}
 		taken[m.d.EndpointID]++
 		m.token, m.leaseUntil = token, leaseUntil.UTC()
-		out = append(out, webhook.Due{Delivery: copyDelivery(m.d), Endpoint: t.endpoints[m.d.EndpointID]})
+		out = append(out, webhook.Due{Delivery: copyDelivery(m.d), Endpoint: t.endpoints[m.d.EndpointID], Age: now.Sub(m.d.CreatedAt)})
 	}
 	return out, nil
 }
