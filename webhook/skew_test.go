@@ -132,3 +132,105 @@ func TestEventFromAClockAheadIsDueAtOnceForAClockBehind(t *testing.T) {
 		})
 	}
 }
+
+// TestReplicaDaysAheadRetriesAFailedFirstAttempt: a worker whose clock is
+// two days ahead of the process that enqueued an event makes its first
+// attempt, which the receiver answers 500, and schedules a retry 30 s
+// later, as any worker would: the 24 hours of retries (Config.RetryFor)
+// run on the database's clock from the enqueue, so a clock ahead does
+// not give the delivery up at its first failure. On a SQLite file,
+// PostgreSQL and MariaDB.
+func TestReplicaDaysAheadRetriesAFailedFirstAttempt(t *testing.T) {
+	for _, db := range sharedDatabases {
+		t.Run(db.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			dsn := db.dsn(t)
+			rcv := newReceiver(t, 500)
+			skewed := func(skew time.Duration) *webhook.Service {
+				return newService(t, webhook.Config{Store: openStore(t, dsn), AllowPrivate: true, Now: func() time.Time { return time.Now().Add(skew) }})
+			}
+			onTime, ahead := skewed(0), skewed(48*time.Hour)
+			ep, err := onTime.CreateEndpoint(ctx, "prj_a", rcv.srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := onTime.Enqueue(ctx, "prj_a", webhook.TypeDomainActive, map[string]string{"name": "a.example.com"}); err != nil {
+				t.Fatal(err)
+			}
+			if n := deliverDue(t, ahead); n != 1 {
+				t.Fatalf("the worker ahead attempted %d deliveries, want 1", n)
+			}
+			ds, err := onTime.Deliveries(ctx, "prj_a", ep.ID)
+			if err != nil || len(ds) != 1 {
+				t.Fatalf("deliveries %+v, %v; want one", ds, err)
+			}
+			if d := ds[0]; d.State != webhook.StatePending || d.Attempts != 1 {
+				t.Fatalf("after a first attempt answered 500 by a worker 48 h ahead, the delivery is %s after %d attempts, want pending after 1: it was given up on that worker's clock", d.State, d.Attempts)
+			}
+		})
+	}
+}
+
+// TestReplicaDaysBehindGivesUpOnceRetryForHasPassed: with a RetryFor of
+// 32 s and retries 30 s apart, a worker whose clock is two days behind the
+// process that enqueued the events, facing a receiver that answers 500,
+// schedules a retry of an event it attempts at once (the retry falls
+// within 32 s of the enqueue) and gives up one it attempts 4 s after the
+// enqueue (the retry would fall 34 s after it): RetryFor runs on the
+// database's clock, not from a CreatedAt two days ahead of the worker's.
+// On a SQLite file, PostgreSQL and MariaDB.
+func TestReplicaDaysBehindGivesUpOnceRetryForHasPassed(t *testing.T) {
+	for _, db := range sharedDatabases {
+		t.Run(db.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			dsn := db.dsn(t)
+			rcv := newReceiver(t, 500)
+			skewed := func(skew time.Duration) *webhook.Service {
+				return newService(t, webhook.Config{
+					Store: openStore(t, dsn), AllowPrivate: true, RetryFor: 32 * time.Second, // newService's jitter: retries exactly 30 s apart
+					Now: func() time.Time { return time.Now().Add(skew) },
+				})
+			}
+			ahead, behind := skewed(24*time.Hour), skewed(-24*time.Hour)
+			ep, err := ahead.CreateEndpoint(ctx, "prj_a", rcv.srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			state := func(eventType string) webhook.Delivery {
+				t.Helper()
+				ds, err := ahead.Deliveries(ctx, "prj_a", ep.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, d := range ds {
+					if d.Type == eventType {
+						return d
+					}
+				}
+				t.Fatalf("no %s delivery in %+v", eventType, ds)
+				return webhook.Delivery{}
+			}
+			if err := ahead.Enqueue(ctx, "prj_a", webhook.TypeDomainVerified, map[string]string{"name": "a.example.com"}); err != nil {
+				t.Fatal(err)
+			}
+			if n := deliverDue(t, behind); n != 1 {
+				t.Fatalf("the worker behind attempted %d deliveries, want 1", n)
+			}
+			if d := state(webhook.TypeDomainVerified); d.State != webhook.StatePending || d.Attempts != 1 {
+				t.Fatalf("an event attempted at once is %s after %d attempts, want pending after 1: its retry falls within RetryFor", d.State, d.Attempts)
+			}
+			if err := ahead.Enqueue(ctx, "prj_a", webhook.TypeDomainActive, map[string]string{"name": "a.example.com"}); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(4 * time.Second) // the delivery's age on the database's clock
+			if n := deliverDue(t, behind); n != 1 {
+				t.Fatalf("the worker behind attempted %d deliveries, want the second event's only", n)
+			}
+			if d := state(webhook.TypeDomainActive); d.State != webhook.StateFailed || d.Attempts != 1 {
+				t.Fatalf("an event attempted 4 s after its enqueue is %s after %d attempts, want failed after 1: its retry would fall 34 s after the enqueue, past RetryFor, on the database's clock", d.State, d.Attempts)
+			}
+		})
+	}
+}

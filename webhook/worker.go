@@ -45,19 +45,18 @@ const userAgent = "petstore-webhooks/1"
 // after a crash. The claim ends with the lease too, so DeliverDue
 // returns within Config.Lease whatever the store does.
 //
-// A store shared by processes judges leases and due times on its own
-// clock (bunstore: the database's), from the lengths the processes pass
-// (the lease, a retry's wait), so processes whose clocks (Config.Now)
-// disagree, by minutes even, neither take over an attempt in flight nor
-// make a retry early. The room left in a lease is measured on this
-// process's monotonic clock from before the claim, so it runs out here
-// before it does in the store. A store that judges them on its callers'
-// times (memstore, one process; bunstore.CallerClock, for tests with a
-// fake clock) needs the processes' clocks within Config.Timeout of each
-// other. Config.RetryFor is still measured from the event's CreatedAt,
-// on the clock of the process that enqueued it, to an attempt's time on
-// the clock of the process that made it: a skew moves the day's end by
-// as much.
+// A store shared by processes judges leases, due times and the age of
+// deliveries on its own clock (bunstore: the database's), from the
+// lengths the processes pass (the lease, a retry's wait), so processes
+// whose clocks (Config.Now) disagree, by minutes or days even, neither
+// take over an attempt in flight nor make a retry early, and give a
+// delivery up once Config.RetryFor has passed on that clock since its
+// event was enqueued (Due.Age), neither later nor earlier. The room
+// left in a lease is measured on this process's monotonic clock from
+// before the claim, so it runs out here before it does in the store. A
+// store that judges them on its callers' times (memstore, one process;
+// bunstore.CallerClock, for tests with a fake clock) needs the
+// processes' clocks within Config.Timeout of each other.
 func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 	leaseEnd := time.Now().Add(s.cfg.Lease) // real time, from before the claim
 	// The claim itself ends with the lease: what it returned later could
@@ -83,7 +82,7 @@ func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.attempt(ctx, token, due)
+			s.attempt(ctx, token, now, due)
 		}()
 	}
 	wg.Wait()
@@ -149,9 +148,13 @@ func (s *Service) purge(ctx context.Context) {
 	}
 }
 
-// attempt sends one delivery once and records the answer.
-func (s *Service) attempt(ctx context.Context, token string, due Due) {
+// attempt sends one delivery, claimed at claimed, once and records the
+// answer.
+func (s *Service) attempt(ctx context.Context, token string, claimed time.Time, due Due) {
 	d := due.Delivery
+	// When the event was enqueued, on this process's clock: the store
+	// measured its age on its own.
+	enqueued := claimed.Add(-due.Age)
 	at := s.now()
 	started := time.Now() // the duration is real time, whatever the clock says
 	status, body, wait, err := s.post(ctx, due.Endpoint, d.Payload, at)
@@ -173,7 +176,7 @@ func (s *Service) attempt(ctx context.Context, token string, due Due) {
 	if len(d.Answers) > MaxAnswers {
 		d.Answers = d.Answers[len(d.Answers)-MaxAnswers:]
 	}
-	switch next, ok := nextAttempt(d.CreatedAt, at, d.Attempts, s.jitter(), s.cfg.RetryFor, wait); {
+	switch next, ok := nextAttempt(enqueued, at, d.Attempts, s.jitter(), s.cfg.RetryFor, wait); {
 	case err == nil && status >= 200 && status <= 299:
 		d.State, d.NextAttemptAt = StateSucceeded, time.Time{}
 	case ok:
