@@ -253,3 +253,47 @@ func TestConcurrentMigrate(t *testing.T) {
 		})
 	}
 }
+
+// TestColumnsALaterVersionAddsAreIgnored: during a rolling upgrade, a
+// replica of this version runs on a schema that a later version's
+// migrations have grown. Every store contract still holds with an extra
+// column in every table.
+func TestColumnsALaterVersionAddsAreIgnored(t *testing.T) {
+	for _, b := range []struct {
+		name   string
+		open   func(testing.TB) *bun.DB
+		tables string
+	}{
+		{"SQLiteMemory", openMemory, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`},
+		{"PostgreSQL", openPostgres, `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'`},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			grown := func(t testing.TB) *bun.DB {
+				db := b.open(t)
+				ctx := context.Background()
+				var tables []string
+				if err := db.NewRaw(b.tables).Scan(ctx, &tables); err != nil {
+					t.Fatal(err)
+				}
+				if len(tables) < 5 {
+					t.Fatalf("tables to grow: %v", tables)
+				}
+				for _, table := range tables {
+					if _, err := db.ExecContext(ctx, "ALTER TABLE "+table+" ADD COLUMN added_later INTEGER DEFAULT 7"); err != nil {
+						t.Fatalf("grow %s: %v", table, err)
+					}
+				}
+				return db
+			}
+			open := func(t testing.TB) petstore.Store { return bunstore.New(grown(t)) }
+			openCallerClock := func(t testing.TB) petstore.Store { return bunstore.New(grown(t), bunstore.CallerClock()) }
+			storetest.Run(t, open)
+			t.Run("Idempotency", func(t *testing.T) { storetest.RunIdempotency(t, open) })
+			t.Run("Orders", func(t *testing.T) { storetest.RunOrders(t, open) })
+			t.Run("Blobs", func(t *testing.T) { storetest.RunBlobs(t, open) })
+			t.Run("Domains", func(t *testing.T) { storetest.RunDomains(t, open) })
+			t.Run("Webhooks", func(t *testing.T) { storetest.RunWebhooks(t, openCallerClock) })
+		})
+	}
+}
