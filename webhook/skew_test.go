@@ -46,13 +46,8 @@ func TestReplicasWithSkewedClocksNeverSendAnAttemptTwiceAtOnce(t *testing.T) {
 				mu.Unlock()
 			}))
 			t.Cleanup(srv.Close)
-			skewed := func(skew time.Duration) webhook.Config {
-				return webhook.Config{
-					Store: openStore(t, dsn), AllowPrivate: true, Timeout: time.Second, Lease: 5 * time.Second,
-					Now: func() time.Time { return time.Now().Add(skew) },
-				}
-			}
-			ahead, behind := newService(t, skewed(2*time.Minute)), newService(t, skewed(-2*time.Minute))
+			cfg := webhook.Config{Timeout: time.Second, Lease: 5 * time.Second}
+			ahead, behind := skewedService(t, dsn, 2*time.Minute, cfg), skewedService(t, dsn, -2*time.Minute, cfg)
 			ep, err := behind.CreateEndpoint(ctx, "prj_a", srv.URL)
 			if err != nil {
 				t.Fatal(err)
@@ -113,10 +108,7 @@ func TestEventFromAClockAheadIsDueAtOnceForAClockBehind(t *testing.T) {
 			ctx := context.Background()
 			dsn := db.dsn(t)
 			rcv := newReceiver(t, 200)
-			skewed := func(skew time.Duration) *webhook.Service {
-				return newService(t, webhook.Config{Store: openStore(t, dsn), AllowPrivate: true, Now: func() time.Time { return time.Now().Add(skew) }})
-			}
-			ahead, behind := skewed(2*time.Minute), skewed(-2*time.Minute)
+			ahead, behind := skewedService(t, dsn, 2*time.Minute, webhook.Config{}), skewedService(t, dsn, -2*time.Minute, webhook.Config{})
 			if _, err := ahead.CreateEndpoint(ctx, "prj_a", rcv.srv.URL); err != nil {
 				t.Fatal(err)
 			}
@@ -147,10 +139,7 @@ func TestReplicaDaysAheadRetriesAFailedFirstAttempt(t *testing.T) {
 			ctx := context.Background()
 			dsn := db.dsn(t)
 			rcv := newReceiver(t, 500)
-			skewed := func(skew time.Duration) *webhook.Service {
-				return newService(t, webhook.Config{Store: openStore(t, dsn), AllowPrivate: true, Now: func() time.Time { return time.Now().Add(skew) }})
-			}
-			onTime, ahead := skewed(0), skewed(48*time.Hour)
+			onTime, ahead := skewedService(t, dsn, 0, webhook.Config{}), skewedService(t, dsn, 48*time.Hour, webhook.Config{})
 			ep, err := onTime.CreateEndpoint(ctx, "prj_a", rcv.srv.URL)
 			if err != nil {
 				t.Fatal(err)
@@ -187,13 +176,8 @@ func TestReplicaDaysBehindGivesUpOnceRetryForHasPassed(t *testing.T) {
 			ctx := context.Background()
 			dsn := db.dsn(t)
 			rcv := newReceiver(t, 500)
-			skewed := func(skew time.Duration) *webhook.Service {
-				return newService(t, webhook.Config{
-					Store: openStore(t, dsn), AllowPrivate: true, RetryFor: 32 * time.Second, // newService's jitter: retries exactly 30 s apart
-					Now: func() time.Time { return time.Now().Add(skew) },
-				})
-			}
-			ahead, behind := skewed(24*time.Hour), skewed(-24*time.Hour)
+			cfg := webhook.Config{RetryFor: 32 * time.Second} // newService's jitter: retries exactly 30 s apart
+			ahead, behind := skewedService(t, dsn, 24*time.Hour, cfg), skewedService(t, dsn, -24*time.Hour, cfg)
 			ep, err := ahead.CreateEndpoint(ctx, "prj_a", rcv.srv.URL)
 			if err != nil {
 				t.Fatal(err)
@@ -233,4 +217,13 @@ func TestReplicaDaysBehindGivesUpOnceRetryForHasPassed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// skewedService is a worker with cfg's settings on the database at dsn
+// (a store of its own, as another process has), whose clock is skew off
+// the real one.
+func skewedService(t *testing.T, dsn string, skew time.Duration, cfg webhook.Config) *webhook.Service {
+	cfg.Store, cfg.AllowPrivate = openStore(t, dsn), true
+	cfg.Now = func() time.Time { return time.Now().Add(skew) }
+	return newService(t, cfg)
 }
