@@ -12,10 +12,7 @@ import (
 	"time"
 
 	"github.com/petstorekit/petstore"
-	"github.com/petstorekit/petstore/adapters/memstore"
-	"github.com/petstorekit/petstore/httpx/dashboard"
 	"github.com/petstorekit/petstore/internal/apitest"
-	"github.com/petstorekit/petstore/internal/testenv"
 	"github.com/petstorekit/petstore/webhook"
 )
 
@@ -27,29 +24,11 @@ import (
 // not_found. Every pair is checked against the OpenAPI document.
 func TestDashboardRollWebhookSecret(t *testing.T) {
 	ctx := context.Background()
-	store := memstore.New()
-	w := apitest.NewWorld(t, store, time.Now)
-	clock := testenv.NewClock(time.Now().UTC().Truncate(time.Second))
-	hooks, err := webhook.New(webhook.Config{Store: store, AllowPrivate: true, Now: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dash, err := dashboard.New(dashboard.Config{Engine: w.Engine, Auth: petstore.NewKeys(store), Webhooks: hooks})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := newHookDash(t, webhook.Config{})
+	w, clock, hooks := d.w, d.clock, d.hooks
 	call := func(key, method, path, ctype, body string) apitest.Response {
 		t.Helper()
-		var rd io.Reader
-		if body != "" {
-			rd = strings.NewReader(body)
-		}
-		req := httptest.NewRequest(method, path, rd)
-		if ctype != "" {
-			req.Header.Set("Content-Type", ctype)
-		}
-		req.Header.Set("Authorization", "Bearer "+key)
-		return apitest.DashboardDo(t, dash, req)
+		return d.call(t, key, method, path, ctype, body)
 	}
 
 	var mu sync.Mutex

@@ -25,31 +25,15 @@ import (
 // pair is checked against the dashboard's OpenAPI document.
 func TestDashboardWebhooks(t *testing.T) {
 	ctx := context.Background()
-	store := memstore.New()
-	w := apitest.NewWorld(t, store, time.Now)
-	clock := testenv.NewClock(time.Now().UTC().Truncate(time.Second))
-	hooks, err := webhook.New(webhook.Config{Store: store, AllowPrivate: true, Now: clock.Now, Jitter: func() float64 { return 0.5 }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dash, err := dashboard.New(dashboard.Config{Engine: w.Engine, Auth: petstore.NewKeys(store), Webhooks: hooks})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := newHookDash(t, webhook.Config{Jitter: func() float64 { return 0.5 }})
+	w, clock, hooks := d.w, d.clock, d.hooks
 	call := func(key, method, path, body string) apitest.Response {
 		t.Helper()
-		var rd io.Reader
+		ctype := ""
 		if body != "" {
-			rd = strings.NewReader(body)
+			ctype = "application/json"
 		}
-		req := httptest.NewRequest(method, path, rd)
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		if key != "" {
-			req.Header.Set("Authorization", "Bearer "+key)
-		}
-		return apitest.DashboardDo(t, dash, req)
+		return d.call(t, key, method, path, ctype, body)
 	}
 
 	var mu sync.Mutex
@@ -114,7 +98,7 @@ func TestDashboardWebhooks(t *testing.T) {
 		req := httptest.NewRequest("POST", apitest.DashAPI+"/webhooks", strings.NewReader(tc.body))
 		req.Header.Set("Content-Type", tc.ctype)
 		req.Header.Set("Authorization", "Bearer "+w.Pro)
-		res := apitest.DashboardDo(t, dash, req)
+		res := apitest.DashboardDo(t, d.dash, req)
 		if e := res.ErrorBody(t); res.Status != tc.status || e.Code != tc.code || !strings.Contains(e.Message, tc.says) {
 			t.Fatalf("POST %s (%s): %d %s; want %d %s saying %q", tc.body, tc.ctype, res.Status, res.Body, tc.status, tc.code, tc.says)
 		}
@@ -212,4 +196,46 @@ func TestDashboardWithoutWebhooks(t *testing.T) {
 			t.Fatalf("%s %s without Webhooks: %d %s", op[0], op[1], res.Status, res.Body)
 		}
 	}
+}
+
+// hookDash is a dashboard with webhooks on a memory store: its world, and
+// the webhook service on a fake clock.
+type hookDash struct {
+	w     *apitest.World
+	clock *testenv.Clock
+	hooks *webhook.Service
+	dash  http.Handler
+}
+
+// newHookDash builds one; cfg's Store, AllowPrivate and Now are set here.
+func newHookDash(t *testing.T, cfg webhook.Config) *hookDash {
+	store := memstore.New()
+	d := &hookDash{w: apitest.NewWorld(t, store, time.Now), clock: testenv.NewClock(time.Now().UTC().Truncate(time.Second))}
+	cfg.Store, cfg.AllowPrivate, cfg.Now = store, true, d.clock.Now
+	var err error
+	if d.hooks, err = webhook.New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if d.dash, err = dashboard.New(dashboard.Config{Engine: d.w.Engine, Auth: petstore.NewKeys(store), Webhooks: d.hooks}); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// call sends body, of type ctype, with key ("" for none, as for ctype
+// and body).
+func (d *hookDash) call(t *testing.T, key, method, path, ctype, body string) apitest.Response {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	return apitest.DashboardDo(t, d.dash, req)
 }
