@@ -114,7 +114,7 @@ func RunWebhooks(t *testing.T, open Opener) {
 			}
 		}
 
-		wantCode(t, s.DeleteWebhookEndpoint(ctx, "prj_b", "wh_a"), petstore.CodeNotFound)
+		wantEndpointNotFound(t, s.DeleteWebhookEndpoint(ctx, "prj_b", "wh_a"), "wh_a")
 		if err := s.DeleteWebhookEndpoint(ctx, "prj_a", "wh_a"); err != nil {
 			t.Fatalf("DeleteWebhookEndpoint: %v", err)
 		}
@@ -441,7 +441,7 @@ func RunWebhooks(t *testing.T, open Opener) {
 		_, err = s.RotateWebhookSecret(ctx, "prj_b", "wh_1", "whsec_theirs", until)
 		wantCode(t, err, petstore.CodeNotFound)
 		_, err = s.RotateWebhookSecret(ctx, "prj_a", "wh_missing", "whsec_x", until)
-		wantCode(t, err, petstore.CodeNotFound)
+		wantEndpointNotFound(t, err, "wh_missing")
 		if got, want := listed(t), "whsec_new3,,"+none; got != want {
 			t.Fatalf("after refused rotations: %s, want %s (unchanged)", got, want)
 		}
@@ -662,4 +662,13 @@ func RunWebhooksOnOneClock(t *testing.T, open Opener) {
 	// The caller ahead holds it now, for wait on the store's clock from
 	// some time in its claim, which lasts a few round trips.
 	waitFor("a lease taken by a caller ahead", "tok_3", behind, claimed)
+}
+
+// wantEndpointNotFound fails t unless err is webhook.EndpointNotFound(id),
+// the error every store and the Service return alike.
+func wantEndpointNotFound(t testing.TB, err error, id string) {
+	t.Helper()
+	if want := webhook.EndpointNotFound(id); petstore.ErrorCode(err) != want.Code || petstore.ErrorMessage(err) != want.Message {
+		t.Fatalf("err = %v, want %v", err, want)
+	}
 }

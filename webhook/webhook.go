@@ -241,7 +241,7 @@ func (s *Service) RollSecret(ctx context.Context, projectID, endpointID string, 
 		return Endpoint{}, petstore.Errorf(petstore.CodeInvalidRequest, "the replaced secret can stay valid for 0 to 7 days (%v), not %v", MaxSecretOverlap, overlap)
 	}
 	if !possibleID(endpointID) {
-		return Endpoint{}, endpointNotFound(endpointID)
+		return Endpoint{}, EndpointNotFound(endpointID)
 	}
 	now := s.now().UTC()
 	var until time.Time
@@ -262,7 +262,7 @@ func (s *Service) RollSecret(ctx context.Context, projectID, endpointID string, 
 // further attempt is made. Returns not_found.
 func (s *Service) DeleteEndpoint(ctx context.Context, projectID, id string) error {
 	if !possibleID(id) {
-		return endpointNotFound(id)
+		return EndpointNotFound(id)
 	}
 	return s.store.DeleteWebhookEndpoint(ctx, projectID, id)
 }
@@ -271,7 +271,7 @@ func (s *Service) DeleteEndpoint(ctx context.Context, projectID, id string) erro
 // newest first, each with its last answers. Returns not_found.
 func (s *Service) Deliveries(ctx context.Context, projectID, endpointID string) ([]Delivery, error) {
 	if !possibleID(endpointID) {
-		return nil, endpointNotFound(endpointID)
+		return nil, EndpointNotFound(endpointID)
 	}
 	return s.store.WebhookDeliveries(ctx, projectID, endpointID, deliveriesShown)
 }
@@ -283,7 +283,9 @@ func possibleID(id string) bool {
 	return len(id) <= 64 && utf8.ValidString(id) && !strings.ContainsRune(id, 0)
 }
 
-func endpointNotFound(id string) error {
+// EndpointNotFound is the not_found error for an endpoint id the project
+// has no endpoint of, which every store and the Service return alike.
+func EndpointNotFound(id string) *petstore.Error {
 	return petstore.Errorf(petstore.CodeNotFound, "webhook endpoint %q not found", id)
 }
 

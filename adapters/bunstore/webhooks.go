@@ -125,7 +125,7 @@ func (s *Store) DeleteWebhookEndpoint(ctx context.Context, projectID, id string)
 			return mapErr(ctx, "delete webhook endpoint", err)
 		}
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return petstore.Errorf(petstore.CodeNotFound, "webhook endpoint %s not found", id)
+			return webhook.EndpointNotFound(id)
 		}
 		if _, err := tx.NewDelete().Model((*webhookDeliveryRow)(nil)).Where("endpoint_id = ?", id).Exec(ctx); err != nil {
 			return mapErr(ctx, "delete webhook deliveries", err)
@@ -154,7 +154,7 @@ func (s *Store) RotateWebhookSecret(ctx context.Context, projectID, id, secret s
 			return mapErr(ctx, "rotate webhook secret", err)
 		}
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return petstore.Errorf(petstore.CodeNotFound, "webhook endpoint %s not found", id)
+			return webhook.EndpointNotFound(id)
 		}
 		if err := tx.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
 			return mapErr(ctx, "read webhook endpoint", err)
@@ -360,7 +360,7 @@ func (s *Store) WebhookDeliveries(ctx context.Context, projectID, endpointID str
 		return nil, mapErr(ctx, "read webhook endpoint", err)
 	}
 	if n == 0 {
-		return nil, petstore.Errorf(petstore.CodeNotFound, "webhook endpoint %s not found", endpointID)
+		return nil, webhook.EndpointNotFound(endpointID)
 	}
 	out := []webhook.Delivery{}
 	if limit <= 0 {

@@ -90,7 +90,7 @@ func (s *Store) DeleteWebhookEndpoint(ctx context.Context, projectID, id string)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if e, ok := t.endpoints[id]; !ok || e.ProjectID != projectID {
-		return petstore.Errorf(petstore.CodeNotFound, "webhook endpoint %s not found", id)
+		return webhook.EndpointNotFound(id)
 	}
 	delete(t.endpoints, id)
 	t.deliveries = slices.DeleteFunc(t.deliveries, func(m *memDelivery) bool { return m.d.EndpointID == id })
@@ -107,7 +107,7 @@ func (s *Store) RotateWebhookSecret(ctx context.Context, projectID, id, secret s
 	defer t.mu.Unlock()
 	e, ok := t.endpoints[id]
 	if !ok || e.ProjectID != projectID {
-		return webhook.Endpoint{}, petstore.Errorf(petstore.CodeNotFound, "webhook endpoint %s not found", id)
+		return webhook.Endpoint{}, webhook.EndpointNotFound(id)
 	}
 	e.PreviousSecret, e.PreviousSecretExpiresAt = e.Secret, previousExpiresAt.UTC()
 	if previousExpiresAt.IsZero() {
@@ -215,7 +215,7 @@ func (s *Store) WebhookDeliveries(ctx context.Context, projectID, endpointID str
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if e, ok := t.endpoints[endpointID]; !ok || e.ProjectID != projectID {
-		return nil, petstore.Errorf(petstore.CodeNotFound, "webhook endpoint %s not found", endpointID)
+		return nil, webhook.EndpointNotFound(endpointID)
 	}
 	out := []webhook.Delivery{}
 	for _, m := range t.deliveries {
