@@ -12,9 +12,9 @@ import (
 // deliveries of one outage do not all come back at the same second; a
 // delivery is given up once its next attempt would fall after
 // Config.RetryFor (24 h by default) since the event was enqueued, on the
-// store's clock (Due.Age). A receiver that
-// answers 429 or 503 with Retry-After is not tried again before the time
-// it asks for, at most maxRetryDelay away.
+// store's clock (Due.Age). A receiver that answers 429 or 503 with
+// Retry-After is not tried again before the time it asks for, at most
+// maxRetryDelay away.
 const (
 	firstRetry    = 30 * time.Second
 	maxRetryDelay = time.Hour
@@ -33,9 +33,9 @@ func retryDelay(n int) time.Duration {
 // nextAttempt returns when to try again after the n-th failed attempt,
 // made at now, of an event enqueued at enqueued (on the clock of now);
 // ok is false when that would be later than retryFor after enqueued,
-// and the delivery has failed. jitter in [0, 1) picks the point in ±25% of the delay; wait
-// (the receiver's Retry-After, 0 for none) is the least delay, capped at
-// maxRetryDelay.
+// and the delivery has failed. jitter in [0, 1) picks the point in ±25%
+// of the delay; wait (the receiver's Retry-After, 0 for none) is the
+// least delay, capped at maxRetryDelay.
 func nextAttempt(enqueued, now time.Time, n int, jitter float64, retryFor, wait time.Duration) (next time.Time, ok bool) {
 	d := retryDelay(n)
 	d = d*3/4 + time.Duration(float64(d/2)*jitter)

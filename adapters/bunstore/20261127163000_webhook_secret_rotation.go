@@ -12,9 +12,9 @@ func init() { migrations.MustRegister(upWebhookSecretRotation, downWebhookSecret
 // secret replaced (previous_secret, kept as secret is, since attempts are
 // signed with it too) and until when it is valid
 // (previous_secret_expires_ns, Unix nanoseconds). Their defaults, the
-// empty string and 0, say "none", which is right for every existing row. VARCHAR(255) and
-// BIGINT, NOT NULL with a constant default, are valid in all three
-// dialects. Retry-safe, as upDomainOwnership: each column is added only
+// empty string and 0, say "none", which is right for every existing row.
+// VARCHAR(255) and BIGINT, NOT NULL with a constant default, are valid in
+// all three dialects. Retry-safe, as upDomainOwnership: each column is added only
 // when a probe finds it missing.
 func upWebhookSecretRotation(ctx context.Context, db *bun.DB) error {
 	for _, c := range []struct{ name, def string }{

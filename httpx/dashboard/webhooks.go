@@ -61,11 +61,7 @@ type webhookDeliveries struct {
 }
 
 func viewEndpoint(e webhook.Endpoint) webhookEndpoint {
-	v := webhookEndpoint{ID: e.ID, URL: e.URL, CreatedAt: e.CreatedAt.UTC()}
-	if !e.PreviousSecretExpiresAt.IsZero() {
-		v.PreviousSecretExpiresAt = e.PreviousSecretExpiresAt.UTC()
-	}
-	return v
+	return webhookEndpoint{ID: e.ID, URL: e.URL, CreatedAt: e.CreatedAt.UTC(), PreviousSecretExpiresAt: e.PreviousSecretExpiresAt.UTC()}
 }
 
 // errWebhooksOff answers the webhook paths of a dashboard without Webhooks.
