@@ -439,19 +439,26 @@ func (c *Client) do(ctx context.Context, op, method string, u *url.URL, body []b
 	// first response.
 	retriable := method == http.MethodGet || idemKey != ""
 	start := c.now()
+	var waited time.Time // the end of the latest hold this call waited out
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
-		if attempt == 1 { // a retry waits below, hold included
-			if wait, herr := c.held(); wait > 0 {
-				if wait > c.maxWait || outlasts(ctx, wait) {
-					return nil, nil, &RetryAfterError{Err: herr, RetryAfter: wait}
-				}
-				if serr := c.sleep(ctx, wait); serr != nil {
-					return nil, nil, serr
-				}
+		// Wait out a hold this call has not waited for yet: one begun by
+		// another call's 429 while this one backed off, or extended while
+		// it waited.
+		for {
+			until, wait, herr := c.held()
+			if wait <= 0 || !until.After(waited) {
+				break
 			}
+			if c.now().Sub(start)+wait > c.maxWait || outlasts(ctx, wait) {
+				return nil, nil, &RetryAfterError{Err: herr, RetryAfter: wait}
+			}
+			if serr := c.sleep(ctx, wait); serr != nil {
+				return nil, nil, serr
+			}
+			waited = until
 		}
 		resp, data, err := c.attempt(ctx, method, u, body, idemKey)
 		if err == nil {
@@ -494,7 +501,7 @@ func (c *Client) do(ctx context.Context, op, method string, u *url.URL, body []b
 				wait = max(c.backoff(attempt), asked)
 			}
 		}
-		held, _ := c.held()
+		until, held, _ := c.held()
 		wait = max(wait, held)
 		if !retriable || attempt >= c.attempts || c.maxWait <= 0 || c.now().Sub(start)+wait > c.maxWait || outlasts(ctx, wait) {
 			if perr != nil && max(asked, held) > 0 {
@@ -505,6 +512,7 @@ func (c *Client) do(ctx context.Context, op, method string, u *url.URL, body []b
 		if serr := c.sleep(ctx, wait); serr != nil {
 			return nil, nil, serr
 		}
+		waited = until
 	}
 }
 
@@ -525,17 +533,17 @@ func (c *Client) conditionalHeld() bool {
 	return c.now().Before(c.condHold)
 }
 
-// held returns how long no request may be sent yet, and the 429 that said
-// so (a copy).
-func (c *Client) held() (time.Duration, *petstore.Error) {
+// held returns until when and for how long no request may be sent yet,
+// and the 429 that said so (a copy).
+func (c *Client) held() (time.Time, time.Duration, *petstore.Error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	wait := c.hold.Sub(c.now())
 	if wait <= 0 {
-		return 0, nil
+		return c.hold, 0, nil
 	}
 	e := *c.holdErr
-	return wait, &e
+	return c.hold, wait, &e
 }
 
 // holdFor keeps every call from sending for wait, as the 429 perr asked.

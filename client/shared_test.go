@@ -2,6 +2,8 @@ package client_test
 
 import (
 	"context"
+	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -67,5 +69,44 @@ func TestSharedClientHonoursRetryAfter(t *testing.T) {
 	}
 	if sent != 2 {
 		t.Errorf("%d requests sent while a call waited out Retry-After, want none", sent-2)
+	}
+}
+
+// TestRetryWaitsOutAHoldStartedMeanwhile: a call backing off after a 503
+// that another call's 429 meets while it sleeps must not send its retry
+// when its back-off ends, inside the Retry-After the 429 asked of the
+// whole client, but when the Retry-After has passed.
+func TestRetryWaitsOutAHoldStartedMeanwhile(t *testing.T) {
+	t.Parallel()
+	clk := newClock()
+	srv := petstoretest.NewServer(t, petstoretest.WithoutListener(), petstoretest.WithPets(petstore.NewPet{Name: "Rex", CategoryID: 1}))
+	srv.Inject(petstoretest.Fault{Route: "GET /pets/{petId}", Times: 1, Status: 503})
+	srv.Inject(petstoretest.Fault{Route: "GET /pets", Times: 1, Status: 429, Header: http.Header{"Retry-After": {"30"}}})
+	var c *client.Client
+	var held time.Time // when the 429 met by the other call ends
+	first := true
+	sleep := func(ctx context.Context, d time.Duration) error {
+		if first { // the getPet's back-off: meanwhile another call meets a 429
+			first = false
+			short, cancel := context.WithTimeout(ctx, 10*time.Second) // too short to wait it out
+			defer cancel()
+			_, err := c.ListPets(short, petstore.PetFilter{})
+			if petstore.ErrorCode(err) != petstore.CodeRateLimited {
+				t.Errorf("the other call: %v, want rate_limited", err)
+			}
+			held = clk.Now().Add(30 * time.Second)
+		}
+		return clk.Sleep(ctx, d)
+	}
+	c = srv.Client(client.WithClock(clk.Now, sleep), client.WithBackoff(100*time.Millisecond, 100*time.Millisecond))
+	if _, err := c.GetPet(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := statuses(srv), []int{503, 429, 200}; !slices.Equal(got, want) {
+		t.Fatalf("statuses %v, want %v", got, want)
+	}
+	// Nothing moves the clock after the retry is sent.
+	if sent := clk.Now(); sent.Before(held) {
+		t.Fatalf("the retry went %v before the other call's Retry-After had passed (waits %v)", held.Sub(sent), clk.Sleeps())
 	}
 }
