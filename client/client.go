@@ -135,7 +135,9 @@ func WithMaxAttempts(n int) Option {
 // WithMaxWait bounds the total time of one call, attempts and waits
 // together (default 2 minutes). The client gives up at once, returning the
 // last error, when a wait would take it past the bound, or past the
-// deadline of the call's context. Zero means one attempt, never retried.
+// deadline of the call's context; an attempt still running when the bound
+// passes is cut short, an error IsRetryable reports true for. Zero means
+// one attempt, never retried, bounded only by the HTTP client's Timeout.
 func WithMaxWait(d time.Duration) Option { return func(c *Client) { c.maxWait = d } }
 
 // WithBackoff sets the exponential backoff after 5xx and network errors:
@@ -439,6 +441,14 @@ func (c *Client) do(ctx context.Context, op, method string, u *url.URL, body []b
 	// first response.
 	retriable := method == http.MethodGet || idemKey != ""
 	start := c.now()
+	// WithMaxWait bounds the attempts too: one that outlasts it (a server
+	// that hangs) is cut short and not retried.
+	actx := ctx
+	if c.maxWait > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(ctx, c.maxWait)
+		defer cancel()
+	}
 	var waited time.Time // the end of the latest hold this call waited out
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
@@ -460,7 +470,7 @@ func (c *Client) do(ctx context.Context, op, method string, u *url.URL, body []b
 			}
 			waited = until
 		}
-		resp, data, err := c.attempt(ctx, method, u, body, idemKey)
+		resp, data, err := c.attempt(actx, method, u, body, idemKey)
 		if err == nil {
 			c.warnDeprecated(ctx, op, resp.Header)
 		}
@@ -474,6 +484,9 @@ func (c *Client) do(ctx context.Context, op, method string, u *url.URL, body []b
 		var asked time.Duration // what the answer asked for, when it did
 		var perr *petstore.Error
 		if err != nil { // no answer: network error, or the body broke off
+			if actx.Err() != nil { // cut short by WithMaxWait
+				return nil, nil, err
+			}
 			wait = c.backoff(attempt)
 		} else {
 			perr = decodeError(resp, data)

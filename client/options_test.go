@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/client"
@@ -60,5 +61,32 @@ func TestMaxWaitZeroIsOneAttempt(t *testing.T) {
 	}
 	if n := len(srv.Requests()); n != 1 {
 		t.Fatalf("%d requests, want 1: WithMaxWait(0) is one attempt", n)
+	}
+}
+
+// TestMaxWaitBoundsASlowAttempt: WithMaxWait bounds the whole call,
+// attempts included, not only its waits: an answer that does not come
+// (a server that hangs, an HTTP client with no Timeout) ends the call
+// once the bound has passed, with an error the client would retry.
+func TestMaxWaitBoundsASlowAttempt(t *testing.T) {
+	t.Parallel()
+	srv := petstoretest.NewServer(t, petstoretest.WithoutListener())
+	srv.Inject(petstoretest.Fault{Route: "GET /pets", Latency: time.Hour})
+	c := srv.Client(client.WithMaxWait(200 * time.Millisecond))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := c.ListPets(ctx, petstore.PetFilter{})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !client.IsRetryable(err) {
+			t.Fatalf("error %v after %v, want one the client would retry", err, time.Since(start))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the call still runs after %v with WithMaxWait(200ms)", time.Since(start))
 	}
 }
