@@ -270,17 +270,26 @@ type idemKeyCtx struct{}
 // CreateOrder) sends key as its Idempotency-Key instead of a fresh random
 // one, so that a caller retrying a whole operation later (after a crash,
 // say) still creates the pet only once. The server keeps keys for 24 hours.
+// A key with a control character, which no request can carry, makes the
+// create fail with invalid_request, without a request (so the error has
+// no Status).
 func WithIdempotencyKey(ctx context.Context, key string) context.Context {
 	return context.WithValue(ctx, idemKeyCtx{}, key)
 }
 
 // idempotencyKey is the Idempotency-Key of a create under ctx: the
-// caller's (WithIdempotencyKey), else a fresh random one.
-func idempotencyKey(ctx context.Context) string {
+// caller's (WithIdempotencyKey), else a fresh random one. A caller's key
+// with a control character is refused as invalid_request: no request can
+// carry it, and net/http's refusal of each attempt would look like the
+// network's, retried and retryable.
+func idempotencyKey(ctx context.Context) (string, error) {
 	if key, _ := ctx.Value(idemKeyCtx{}).(string); key != "" {
-		return key
+		if i := strings.IndexFunc(key, isControl); i >= 0 {
+			return "", petstore.Errorf(petstore.CodeInvalidRequest, "the Idempotency-Key has a control character at byte %d", i)
+		}
+		return key, nil
 	}
-	return uuid.NewString()
+	return uuid.NewString(), nil
 }
 
 // ListPets implements petstore.PetService: it fetches one page. The next
@@ -395,11 +404,15 @@ func (c *Client) CreatePet(ctx context.Context, p petstore.NewPet) (petstore.Pet
 	if !utf8.ValidString(p.Name) {
 		return petstore.Pet{}, p.Validate()
 	}
+	key, err := idempotencyKey(ctx)
+	if err != nil {
+		return petstore.Pet{}, err
+	}
 	body, err := json.Marshal(p)
 	if err != nil {
 		return petstore.Pet{}, err
 	}
-	resp, data, err := c.do(ctx, "createPet", http.MethodPost, c.endpoint("/pets"), body, idempotencyKey(ctx))
+	resp, data, err := c.do(ctx, "createPet", http.MethodPost, c.endpoint("/pets"), body, key)
 	if err != nil {
 		return petstore.Pet{}, err
 	}

@@ -538,3 +538,29 @@ func TestIsRetryableAgreesOnA429OfAnotherCode(t *testing.T) {
 		t.Fatalf("IsRetryable(%v) = false for a 429 the client retried", err)
 	}
 }
+
+// TestIdempotencyKeyThatCannotBeSentIsRefused: a caller's key with a
+// control character (a job id read with its trailing newline) cannot go
+// in a header: net/http refuses every attempt, which the client must not
+// take for the network's and retry, nor report as retryable, since a
+// retry later fails the same. The create is refused without a request.
+func TestIdempotencyKeyThatCannotBeSentIsRefused(t *testing.T) {
+	t.Parallel()
+	clk := newClock()
+	srv := petstoretest.NewServer(t) // over a socket, as net/http checks headers there
+	c := srv.Client(client.WithClock(clk.Now, clk.Sleep))
+	for _, key := range []string{"job-42\n", "job\r\n42", "job\x0042", "job-42\x7f"} {
+		ctx := client.WithIdempotencyKey(context.Background(), key)
+		_, err := c.CreatePet(ctx, petstore.NewPet{Name: "Rex", CategoryID: 1})
+		if e := asError(t, err); e.Code != petstore.CodeInvalidRequest || client.IsRetryable(err) {
+			t.Fatalf("key %q: error %v, want invalid_request, not retryable", key, err)
+		}
+		_, err = c.CreateOrder(ctx, petstore.NewOrder{PetID: 1})
+		if e := asError(t, err); e.Code != petstore.CodeInvalidRequest || client.IsRetryable(err) {
+			t.Fatalf("key %q, CreateOrder: error %v, want invalid_request, not retryable", key, err)
+		}
+	}
+	if n, waits := len(srv.Requests()), clk.Sleeps(); n != 0 || len(waits) != 0 {
+		t.Fatalf("%d requests, waits %v; want none", n, waits)
+	}
+}

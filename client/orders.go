@@ -46,11 +46,15 @@ func (c *Client) ordersURL(f petstore.OrderFilter) *url.URL {
 // and reuses it on every retry, so the order is placed once however many
 // attempts it takes. An unknown pet is invalid_request naming petId.
 func (c *Client) CreateOrder(ctx context.Context, o petstore.NewOrder) (petstore.Order, error) {
+	key, err := idempotencyKey(ctx)
+	if err != nil {
+		return petstore.Order{}, err
+	}
 	body, err := json.Marshal(o)
 	if err != nil {
 		return petstore.Order{}, err
 	}
-	resp, data, err := c.do(ctx, "createOrder", http.MethodPost, c.endpoint("/store/orders"), body, idempotencyKey(ctx))
+	resp, data, err := c.do(ctx, "createOrder", http.MethodPost, c.endpoint("/store/orders"), body, key)
 	if err != nil {
 		return petstore.Order{}, err
 	}
