@@ -180,7 +180,8 @@ func WithLogger(l *slog.Logger) Option {
 
 // New returns a client for the API at baseURL (such as
 // "https://api.example.com/v1"), authenticating with apiKey. It refuses a
-// key with a control character, which no request could carry.
+// key or a User-Agent (WithUserAgent) with a control character, which no
+// request could carry.
 func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -207,6 +208,9 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	}
 	for _, o := range opts {
 		o(c)
+	}
+	if i := strings.IndexFunc(c.userAgent, isControl); i >= 0 {
+		return nil, fmt.Errorf("petstore client: the User-Agent %q has a control character at byte %d", c.userAgent, i)
 	}
 	c.hc = c.keepKeyHome(c.hc)
 	h := sha256.Sum256([]byte(apiKey))

@@ -90,3 +90,19 @@ func TestMaxWaitBoundsASlowAttempt(t *testing.T) {
 		t.Fatalf("the call still runs after %v with WithMaxWait(200ms)", time.Since(start))
 	}
 }
+
+// TestUserAgentThatCannotBeSentIsRefused: as for the key, a User-Agent
+// with a control character makes net/http refuse every request, which
+// the client would take for a network error and retry on every call:
+// New refuses it.
+func TestUserAgentThatCannotBeSentIsRefused(t *testing.T) {
+	t.Parallel()
+	for _, ua := range []string{"myapp/2\n", "myapp/2\r\nX-Evil: 1", "my\x00app"} {
+		if _, err := client.New("https://api.example.com/v1", "psk_ok", client.WithUserAgent(ua)); err == nil {
+			t.Fatalf("New accepted the User-Agent %q", ua)
+		}
+	}
+	if _, err := client.New("https://api.example.com/v1", "psk_ok", client.WithUserAgent("myapp/2 (+https://example.com)\tx")); err != nil {
+		t.Fatalf("New refused a User-Agent net/http can send: %v", err)
+	}
+}
