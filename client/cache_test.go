@@ -264,3 +264,28 @@ func TestConditionalAllowanceSpentFallsBackToThePlan(t *testing.T) {
 		t.Fatalf("RateLimit() = %+v, %v; want the plan's 4, all spent", rl, ok)
 	}
 }
+
+// TestCacheNotModifiedOtherETagIsNoAttempt: the client asks again at
+// once after a 304 for another ETag, whatever its retry policy: the
+// server answered, so that answer is not a failed attempt to back off
+// from, and a client of one attempt gets the current page too.
+func TestCacheNotModifiedOtherETagIsNoAttempt(t *testing.T) {
+	t.Parallel()
+	clk := newClock()
+	srv := petstoretest.NewServer(t, petstoretest.WithoutListener(), petstoretest.WithPets(petstore.NewPet{Name: "Rex", CategoryID: 1}))
+	c := srv.Client(client.WithCache(client.NewCache(1<<20)), client.WithMaxAttempts(1), client.WithClock(clk.Now, clk.Sleep))
+	ctx := context.Background()
+	if _, err := c.ListPets(ctx, petstore.PetFilter{}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Inject(petstoretest.Fault{Route: "GET /pets", Times: 1, Status: http.StatusNotModified,
+		Header: http.Header{"Etag": {`"not-the-remembered-one"`}}})
+	page, err := c.ListPets(ctx, petstore.PetFilter{})
+	if err != nil || !slices.Equal(names(page.Pets), []string{"Rex"}) {
+		t.Fatalf("list answered 304 with another ETag: %v, %v; want the current page [Rex]", names(page.Pets), err)
+	}
+	inm, status := conditional(srv)
+	if !slices.Equal(status, []int{200, 304, 200}) || inm[1] == "" || inm[2] != "" || len(clk.Sleeps()) != 0 {
+		t.Fatalf("statuses %v, If-None-Match %q, waits %v; want the 304 asked again at once without If-None-Match", status, inm, clk.Sleeps())
+	}
+}

@@ -487,7 +487,13 @@ func (c *Client) do(ctx context.Context, op, method string, u *url.URL, body []b
 			}
 			waited = until
 		}
-		resp, data, err := c.attempt(actx, method, u, body, idemKey)
+		resp, data, err := c.attempt(actx, method, u, body, idemKey, true)
+		if errors.Is(err, errOtherETag) {
+			// The server answered; only the remembered answer is stale,
+			// and it is dropped: ask again at once, in full, rather
+			// than spend an attempt and a back-off on it.
+			resp, data, err = c.attempt(actx, method, u, body, idemKey, false)
+		}
 		if err == nil {
 			c.warnDeprecated(ctx, op, resp.Header)
 		}
@@ -586,8 +592,9 @@ func (c *Client) holdFor(wait time.Duration, perr *petstore.Error) {
 	}
 }
 
-// attempt sends one request and reads its whole response.
-func (c *Client) attempt(ctx context.Context, method string, u *url.URL, body []byte, idemKey string) (*http.Response, []byte, error) {
+// attempt sends one request and reads its whole response. A GET is
+// conditional on a remembered answer (see WithCache) only if conditional.
+func (c *Client) attempt(ctx context.Context, method string, u *url.URL, body []byte, idemKey string, conditional bool) (*http.Response, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -611,8 +618,8 @@ func (c *Client) attempt(ctx context.Context, method string, u *url.URL, body []
 	var cached *cacheEntry
 	if c.cache != nil && method == http.MethodGet {
 		ckey = c.keyHash + u.String()
-		if cached = c.cache.get(ckey); cached != nil && c.conditionalHeld() {
-			cached = nil // asked in full until the hold ends
+		if cached = c.cache.get(ckey); cached != nil && (!conditional || c.conditionalHeld()) {
+			cached = nil // asked in full: again after another ETag, or until the hold ends
 		}
 		if cached != nil {
 			req.Header.Set("If-None-Match", cached.etag)
@@ -668,15 +675,15 @@ func (c *Client) attempt(ctx context.Context, method string, u *url.URL, body []
 // call gets: for a 304, the cached one, as a 200 with the headers the
 // 304 updates (RFC 9111 §4.3.4). A 304 naming another ETag than the
 // one sent says the current answer is not the cached one, which must not
-// be used then: the cached one is dropped and the error, a noAnswer, has
-// the client ask again, without If-None-Match.
+// be used then: the cached one is dropped and the error, errOtherETag,
+// has the client ask again, without If-None-Match.
 func (c *Client) revalidated(ckey string, cached *cacheEntry, resp *http.Response, data []byte) (*http.Response, []byte, error) {
 	etag := resp.Header.Get("ETag")
 	switch {
 	case resp.StatusCode == http.StatusNotModified && cached != nil && etag != "" &&
 		strings.TrimPrefix(etag, "W/") != strings.TrimPrefix(cached.etag, "W/"):
 		c.cache.remove(ckey)
-		return nil, nil, &noAnswer{fmt.Errorf("petstore client: GET %s: 304 Not Modified for another ETag than the one sent", resp.Request.URL.Path)}
+		return nil, nil, &noAnswer{fmt.Errorf("petstore client: GET %s: %w", resp.Request.URL.Path, errOtherETag)}
 	case resp.StatusCode == http.StatusNotModified && cached != nil:
 		h := cached.header.Clone()
 		for k, v := range resp.Header {
@@ -692,6 +699,10 @@ func (c *Client) revalidated(ckey string, cached *cacheEntry, resp *http.Respons
 	}
 	return resp, data, nil
 }
+
+// errOtherETag is a 304 naming another ETag than the one sent (see
+// revalidated).
+var errOtherETag = errors.New("304 Not Modified for another ETag than the one sent")
 
 // decodeBody decodes the JSON body data of the successful answer resp
 // into v (what names it in errors). An answer it cannot use, over
