@@ -39,6 +39,7 @@ import (
 	"io"
 	"iter"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"mime"
 	"net/http"
@@ -757,13 +758,14 @@ func (c *Client) rateLimitWait(h http.Header, attempt int) time.Duration {
 // backoff returns the full-jitter wait before attempt+1.
 func (c *Client) backoff(attempt int) time.Duration {
 	ceil := c.maxDelay
-	if attempt < 32 {
-		ceil = min(ceil, c.baseDelay<<(attempt-1))
+	// base·2ⁿ⁻¹ only while it stays under the cap, so it cannot overflow.
+	if n := attempt - 1; n < 63 && c.baseDelay <= ceil>>n {
+		ceil = c.baseDelay << n
 	}
 	if ceil <= 0 {
 		return 0
 	}
-	return rand.N(ceil + 1)
+	return rand.N(min(ceil, math.MaxInt64-1) + 1)
 }
 
 // decodeError turns an error response into a *petstore.Error carrying the
