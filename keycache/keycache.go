@@ -28,6 +28,10 @@
 //     most Config.TTL, one second by default: each key costs one store
 //     lookup per TTL per process instead of one per request.
 //
+// Concurrent requests of a token the cache cannot answer share one store
+// lookup, unless a key changed since it began (it may have read what
+// changed): the request that made it then waits for it alone.
+//
 // # Lookups that cost the database nothing
 //
 // A token the store did not know is remembered too, by its hash, in a
@@ -113,6 +117,7 @@ type Stats struct {
 	Len      int    // keys held now
 	Negative uint64 // unknown tokens answered from memory
 	Paced    uint64 // tokens of refused clients refused without a lookup
+	Shared   uint64 // answered by another request's lookup of the same token
 }
 
 // Cache is a petstore.Authenticator that remembers successful
@@ -138,6 +143,21 @@ type Cache struct {
 	// paced holds, per refused client, when its next lookup may go.
 	paced      map[netip.Addr]int64
 	pacedOrder []netip.Addr
+	// flights holds the store lookups under way, by token hash, so that
+	// concurrent requests of one token cost one lookup.
+	flights map[[sha256.Size]byte]*flight
+}
+
+// flight is one store lookup under way, which concurrent requests of
+// the same token share.
+type flight struct {
+	gen  uint64        // the Cache's gen when the lookup began
+	done chan struct{} // closed once key and err are set
+	key  petstore.APIKey
+	err  error
+	// ownCtxEnded: the request that made the lookup ended before the
+	// store answered, so err is that request's, not the store's.
+	ownCtxEnded bool
 }
 
 type entry struct {
@@ -170,13 +190,14 @@ func New(next petstore.Authenticator, cfg Config) *Cache {
 		cfg.NegativeTTL = DefaultNegativeTTL
 	}
 	return &Cache{
-		next:   next,
-		cfg:    cfg,
-		lru:    list.New(),
-		byHash: map[[sha256.Size]byte]*list.Element{},
-		byID:   map[string]*list.Element{},
-		neg:    map[[sha256.Size]byte]int64{},
-		paced:  map[netip.Addr]int64{},
+		next:    next,
+		cfg:     cfg,
+		lru:     list.New(),
+		byHash:  map[[sha256.Size]byte]*list.Element{},
+		byID:    map[string]*list.Element{},
+		neg:     map[[sha256.Size]byte]int64{},
+		paced:   map[netip.Addr]int64{},
+		flights: map[[sha256.Size]byte]*flight{},
 	}
 }
 
@@ -191,7 +212,9 @@ func (c *Cache) Authenticate(ctx context.Context, token string) (petstore.APIKey
 
 // AuthenticateClient is Authenticate for a request from client. A cached
 // key is served whoever sends it, and an unknown token remembered as such
-// is refused without a lookup. Anything else is asked of the store, except
+// is refused without a lookup. Anything else is asked of the store, in one
+// lookup for all the requests of the token that arrive while it runs (one
+// whose own request ends first is asked again for theirs), except
 // that while Config.Refused reports client refused, it is asked at most
 // once per RefusedLookupEvery for the client's address (an IPv6 client's
 // /64): past that, the token is refused as unknown without a lookup, and
@@ -229,21 +252,42 @@ func (c *Cache) AuthenticateClient(ctx context.Context, token string, client net
 		return petstore.APIKey{}, petstore.UnauthorizedError()
 	}
 	c.mu.Lock()
+	// A lookup of the same token under way since the last invalidation
+	// answers this request too; one begun before it may have read what
+	// it invalidated.
+	if f, ok := c.flights[hash]; ok && f.gen == c.gen {
+		c.stats.Shared++
+		c.mu.Unlock()
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return petstore.APIKey{}, ctx.Err()
+		}
+		if f.ownCtxEnded && ctx.Err() == nil {
+			// The store never answered: the request that asked it
+			// ended first. Ask for this one.
+			return c.AuthenticateClient(ctx, token, client)
+		}
+		return f.key, f.err
+	}
 	c.stats.Misses++
-	gen := c.gen
+	f := &flight{gen: c.gen, done: make(chan struct{}), err: errAbandoned}
+	c.flights[hash] = f
 	c.mu.Unlock()
+	defer c.land(hash, f)
 
 	key, err := c.next.Authenticate(ctx, token)
+	f.key, f.err, f.ownCtxEnded = key, err, err != nil && ctx.Err() != nil
 	if err != nil {
 		if petstore.ErrorCode(err) == petstore.CodeUnauthorized {
-			c.rememberUnknown(hash, now, gen)
+			c.rememberUnknown(hash, now, f.gen)
 		}
 		return key, err
 	}
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.gen != gen {
+	if c.gen != f.gen {
 		return key, nil // invalidated meanwhile: what was read may be stale
 	}
 	if el, ok := c.byID[key.ID]; ok { // another request kept it first
@@ -262,6 +306,23 @@ func (c *Cache) AuthenticateClient(ctx context.Context, token string, client net
 		c.remove(c.lru.Back())
 	}
 	return key, nil
+}
+
+// errAbandoned is what the requests sharing a lookup get if it ends
+// without an answer (the wrapped Authenticator panicked): never an empty
+// key taken for a valid one.
+var errAbandoned = petstore.Errorf(petstore.CodeInternal, "key lookup abandoned")
+
+// land ends lookup f of hash: it hands its answer to the requests that
+// share it, and the next request of the token finds the cache's answer
+// or asks the store again.
+func (c *Cache) land(hash [sha256.Size]byte, f *flight) {
+	c.mu.Lock()
+	if c.flights[hash] == f {
+		delete(c.flights, hash)
+	}
+	c.mu.Unlock()
+	close(f.done)
 }
 
 // rememberUnknown keeps hash as an unknown token until NegativeTTL from
