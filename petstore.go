@@ -202,11 +202,15 @@ var _ Authenticator = (*Keys)(nil)
 // KeysOption configures Keys.
 type KeysOption func(*Keys)
 
-// WithKeyChangeHook has Revoke, SetPlan and Ensure call fn with the key's
-// id once the change is stored, before they return. Processes that keep
-// authenticated keys in memory (keycache) use it to drop their copy at
-// once and to tell the other processes (changefeed). The change is made
-// whatever fn does, so fn reports its own failures.
+// WithKeyChangeHook has Revoke, SetPlan, Unrevoke and Ensure call fn with
+// the key's id once the change is stored, before they return. Processes
+// that keep authenticated keys in memory (keycache) use it to drop their
+// copy at once and to tell the other processes (changefeed). The change
+// is made whatever fn does, so fn reports its own failures. Revoke,
+// SetPlan and Unrevoke call fn too when the store fails without saying no
+// (not not_found, conflict or invalid_request): the store may have made
+// the change and lost its answer, and a cache that drops a key it need
+// not costs only a lookup.
 func WithKeyChangeHook(fn func(ctx context.Context, id string)) KeysOption {
 	return func(k *Keys) { k.onChange = fn }
 }
@@ -225,6 +229,17 @@ func (k *Keys) changed(ctx context.Context, id string) {
 	if k.onChange != nil {
 		k.onChange(ctx, id)
 	}
+}
+
+// mayHaveChanged reports whether a store call that returned err may have
+// made its change all the same: unless the store said no, its answer may
+// have been lost after the commit (a link cut, the caller's deadline).
+func mayHaveChanged(err error) bool {
+	switch ErrorCode(err) {
+	case CodeNotFound, CodeConflict, CodeInvalidRequest:
+		return false
+	}
+	return true
 }
 
 // Authenticate implements Authenticator. The store looks keys up by hash;
@@ -336,6 +351,9 @@ func (k *Keys) SetPlan(ctx context.Context, id string, plan Plan, limits Limits)
 	}
 	key, err := k.store.SetKeyPlan(ctx, id, plan, limits)
 	if err != nil {
+		if mayHaveChanged(err) {
+			k.changed(ctx, id)
+		}
 		return APIKey{}, err
 	}
 	k.changed(ctx, key.ID)
@@ -349,6 +367,9 @@ func (k *Keys) List(ctx context.Context) ([]APIKey, error) { return k.store.List
 // revoked: Ensure does not add its secret again. Returns not_found.
 func (k *Keys) Revoke(ctx context.Context, id string) error {
 	if err := k.store.DeleteKey(ctx, id); err != nil {
+		if mayHaveChanged(err) {
+			k.changed(ctx, id)
+		}
 		return err
 	}
 	k.changed(ctx, id)
@@ -361,6 +382,9 @@ func (k *Keys) Revoke(ctx context.Context, id string) error {
 func (k *Keys) Unrevoke(ctx context.Context, id string) (APIKey, error) {
 	key, err := k.store.UnrevokeKey(ctx, id)
 	if err != nil {
+		if mayHaveChanged(err) {
+			k.changed(ctx, id)
+		}
 		return APIKey{}, err
 	}
 	k.changed(ctx, key.ID)
