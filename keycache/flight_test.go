@@ -165,3 +165,33 @@ func TestSharedLookupOutlivesItsRequest(t *testing.T) {
 		t.Errorf("the request that waited for it: %v, want its key", err)
 	}
 }
+
+// TestStuckLookupIsSharedForTTLAtMost: a lookup that does not come back
+// (its request has no deadline, its connection is black-holed) is shared
+// for TTL at most: a request made later asks the store itself, so a key
+// costs at most one lookup per TTL however its lookups fare.
+func TestStuckLookupIsSharedForTTLAtMost(t *testing.T) {
+	store := openStore(t)
+	keys := petstore.NewKeys(store)
+	key, secret := newKey(t, keys, petstore.PlanFree)
+	g := newGated(keys)
+	clk := newClock()
+	c := keycache.New(g, keycache.Config{Now: clk.Now})
+
+	stuck := make(chan struct{})
+	go func() {
+		defer close(stuck)
+		_, _ = c.Authenticate(context.Background(), secret)
+	}()
+	<-g.looked
+	clk.Advance(keycache.DefaultTTL)
+	// Joined to the stuck lookup, this request would wait for it until
+	// its own deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if got, err := c.Authenticate(ctx, secret); err != nil || got != key {
+		t.Errorf("a request %v after a lookup that is stuck: %+v, %v; want %+v", keycache.DefaultTTL, got, err, key)
+	}
+	close(g.proceed)
+	<-stuck
+}

@@ -30,7 +30,8 @@
 //
 // Concurrent requests of a token the cache cannot answer share one store
 // lookup, unless a key changed since it began (it may have read what
-// changed): the request that made it then waits for it alone.
+// changed) or it began Config.TTL ago or more (it may never answer): a
+// request that comes then asks the store itself.
 //
 // # Lookups that cost the database nothing
 //
@@ -151,10 +152,11 @@ type Cache struct {
 // flight is one store lookup under way, which concurrent requests of
 // the same token share.
 type flight struct {
-	gen  uint64        // the Cache's gen when the lookup began
-	done chan struct{} // closed once key and err are set
-	key  petstore.APIKey
-	err  error
+	gen   uint64        // the Cache's gen when the lookup began
+	began time.Time     // and when, on Config.Now
+	done  chan struct{} // closed once key and err are set
+	key   petstore.APIKey
+	err   error
 	// ownCtxEnded: the request that made the lookup ended before the
 	// store answered, so err is that request's, not the store's.
 	ownCtxEnded bool
@@ -213,8 +215,9 @@ func (c *Cache) Authenticate(ctx context.Context, token string) (petstore.APIKey
 // AuthenticateClient is Authenticate for a request from client. A cached
 // key is served whoever sends it, and an unknown token remembered as such
 // is refused without a lookup. Anything else is asked of the store, in one
-// lookup for all the requests of the token that arrive while it runs (one
-// whose own request ends first is asked again for theirs), except
+// lookup for all the requests of the token that arrive while it runs, for
+// Config.TTL at most (one whose own request ends first is asked again for
+// theirs), except
 // that while Config.Refused reports client refused, it is asked at most
 // once per RefusedLookupEvery for the client's address (an IPv6 client's
 // /64): past that, the token is refused as unknown without a lookup, and
@@ -254,8 +257,9 @@ func (c *Cache) AuthenticateClient(ctx context.Context, token string, client net
 	c.mu.Lock()
 	// A lookup of the same token under way since the last invalidation
 	// answers this request too; one begun before it may have read what
-	// it invalidated.
-	if f, ok := c.flights[hash]; ok && f.gen == c.gen {
+	// it invalidated, and one begun TTL ago or more may never answer (a
+	// connection black-holed, a request with no deadline).
+	if f, ok := c.flights[hash]; ok && f.gen == c.gen && now.Sub(f.began) < c.cfg.TTL {
 		c.stats.Shared++
 		c.mu.Unlock()
 		select {
@@ -271,7 +275,7 @@ func (c *Cache) AuthenticateClient(ctx context.Context, token string, client net
 		return f.key, f.err
 	}
 	c.stats.Misses++
-	f := &flight{gen: c.gen, done: make(chan struct{}), err: errAbandoned}
+	f := &flight{gen: c.gen, began: now, done: make(chan struct{}), err: errAbandoned}
 	c.flights[hash] = f
 	c.mu.Unlock()
 	defer c.land(hash, f)
