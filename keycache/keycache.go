@@ -98,7 +98,8 @@ type Config struct {
 	LiveTTL time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
-	// NegativeSize is the most unknown-token hashes kept; default
+	// NegativeSize is the most unknown-token hashes kept, the older half
+	// dropped at once when they are that many; default
 	// DefaultNegativeSize (at most about 12 MB).
 	NegativeSize int
 	// NegativeTTL is how long an unknown token is answered without a
@@ -138,9 +139,12 @@ type Cache struct {
 	stats Stats
 
 	// neg holds the hashes of unknown tokens until their expiry (Unix
-	// ns); negOrder is their insertion order, the eviction order.
-	neg      map[[sha256.Size]byte]int64
-	negOrder [][sha256.Size]byte
+	// ns), up to half of NegativeSize; then it becomes negOld and the
+	// previous negOld goes whole. No hash is ever deleted from either:
+	// a Go map keeps the room of deleted entries, and one that dropped
+	// its oldest entry for each new one grew, under a flood of distinct
+	// tokens, to more than twice the room of what it held.
+	neg, negOld map[[sha256.Size]byte]int64
 	// paced holds, per refused client, when its next lookup may go.
 	paced      map[netip.Addr]int64
 	pacedOrder []netip.Addr
@@ -245,7 +249,7 @@ func (c *Cache) AuthenticateClient(ctx context.Context, token string, client net
 		}
 		c.remove(el)
 	}
-	if exp, ok := c.neg[hash]; ok && now.UnixNano() < exp {
+	if c.knownUnknown(hash, now) {
 		c.stats.Negative++
 		c.mu.Unlock()
 		return petstore.APIKey{}, petstore.UnauthorizedError()
@@ -329,23 +333,32 @@ func (c *Cache) land(hash [sha256.Size]byte, f *flight) {
 	close(f.done)
 }
 
+// knownUnknown reports whether hash is remembered as an unknown token
+// at now. c.mu is held.
+func (c *Cache) knownUnknown(hash [sha256.Size]byte, now time.Time) bool {
+	exp, ok := c.neg[hash]
+	if !ok {
+		exp, ok = c.negOld[hash]
+	}
+	return ok && now.UnixNano() < exp
+}
+
 // rememberUnknown keeps hash as an unknown token until NegativeTTL from
 // now (TTL at most without a live feed, which alone would tell that the
-// token became known), dropping the oldest past NegativeSize, unless a
-// key changed since the lookup began (gen): that change may have made it
-// known.
+// token became known), dropping the older half of those kept past
+// NegativeSize, unless a key changed since the lookup began (gen): that
+// change may have made it known.
 func (c *Cache) rememberUnknown(hash [sha256.Size]byte, now time.Time, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.gen != gen {
 		return
 	}
-	if _, ok := c.neg[hash]; !ok {
-		for len(c.negOrder) >= c.cfg.NegativeSize {
-			delete(c.neg, c.negOrder[0])
-			c.negOrder = c.negOrder[1:]
+	if _, ok := c.neg[hash]; !ok && len(c.neg) >= max(c.cfg.NegativeSize/2, 1) {
+		c.negOld, c.neg = c.neg, map[[sha256.Size]byte]int64{}
+		if c.cfg.NegativeSize < 2 {
+			c.negOld = nil // no room for two halves
 		}
-		c.negOrder = append(c.negOrder, hash)
 	}
 	ttl := c.cfg.NegativeTTL
 	if !c.live {
@@ -420,8 +433,7 @@ func (c *Cache) flush() {
 // forgetUnknown drops every remembered unknown token: a key change may
 // have made one known. c.mu is held.
 func (c *Cache) forgetUnknown() {
-	clear(c.neg)
-	c.negOrder = nil
+	c.neg, c.negOld = map[[sha256.Size]byte]int64{}, nil
 }
 
 // Apply acts on one change from a feed: KindKey drops that key; KindLive

@@ -131,6 +131,31 @@ func TestUnknownTokensCostOneLookupAMinute(t *testing.T) {
 	}
 }
 
+// TestNegativeSizeBoundsTheUnknownTokensKept: past NegativeSize unknown
+// tokens, the oldest are forgotten, and cost a lookup again.
+func TestNegativeSizeBoundsTheUnknownTokensKept(t *testing.T) {
+	lookups := &countingAuth{next: petstore.NewKeys(openStore(t))}
+	c := keycache.New(lookups, keycache.Config{Now: newClock().Now, NegativeSize: 4})
+	c.Apply(changefeed.Change{Kind: changefeed.KindLive})
+	ask := func(from, to int) int64 {
+		t.Helper()
+		n := lookups.n.Load()
+		for i := from; i <= to; i++ {
+			wantCode(t, c, fmt.Sprintf("psk_wrong%d", i), petstore.CodeUnauthorized)
+		}
+		return lookups.n.Load() - n
+	}
+	if got := ask(0, 5); got != 6 {
+		t.Fatalf("6 wrong keys cost %d lookups, want 6", got)
+	}
+	if got := ask(2, 5); got != 0 {
+		t.Fatalf("the 4 newest again cost %d lookups, want none", got)
+	}
+	if got := ask(0, 0); got != 1 {
+		t.Fatalf("the oldest again cost %d lookups, want 1", got)
+	}
+}
+
 // TestUnknownTokenBecomesKnownWithinTTLWithoutAFeed: with no feed to tell
 // of a key created or re-enabled elsewhere, an unknown token is
 // remembered for TTL at most, the cache's staleness bound.
