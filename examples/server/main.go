@@ -130,6 +130,11 @@ func (libraryLog) Write(p []byte) (int, error) {
 // exitOnSecondSignal to write out before the process exits.
 var flushLog atomic.Pointer[logbuf.Writer]
 
+// exitLog holds the running server's logger when the error the server
+// exits with is a log line (-log-format json); nil when it is printed on
+// stderr as text.
+var exitLog atomic.Pointer[slog.Logger]
+
 // shutdownGrace bounds how long in-flight requests may take to finish.
 const shutdownGrace = 15 * time.Second
 
@@ -178,6 +183,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if cfg.logFormat == "json" {
 		// Every line on stderr is JSON: the error the server exits with,
 		// too, is a log line.
+		exitLog.Store(logger)
 		defer func() {
 			// A malformed command line is for the person who typed it.
 			if _, usage := usageOf(err); err != nil && !usage {

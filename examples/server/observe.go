@@ -373,9 +373,17 @@ func exitOnSecondSignal(ctx context.Context) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 	s := <-ch
+	why := fmt.Sprintf("second %v: exiting without waiting for requests in flight", s)
+	// With -log-format json every line on stderr is JSON, this one too.
+	l := exitLog.Load()
+	if l != nil {
+		l.Error("exiting", "err", why)
+	}
 	if logs := flushLog.Load(); logs != nil {
 		_ = logs.Flush()
 	}
-	fmt.Fprintf(os.Stderr, "server: second %v: exiting without waiting for requests in flight\n", s)
+	if l == nil {
+		fmt.Fprintln(os.Stderr, "server:", why)
+	}
 	os.Exit(1)
 }

@@ -257,35 +257,50 @@ func TestShutdownSaysInFlight(t *testing.T) {
 
 // TestSecondSignalKeepsTheLog: a second signal during the drain exits at
 // once, but the access-log lines of the requests answered by then are
-// written out first, not lost with the log's buffer.
+// written out first, not lost with the log's buffer. With -log-format
+// json, the line saying why the server exits is JSON too, as every line
+// on stderr is (docs/operating.md#logs).
 func TestSecondSignalKeepsTheLog(t *testing.T) {
 	bin := testenv.Build(t, ".")
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-db", "memory", "-keys", freeKey+":free")
-	cmd.Env = serverEnv()
-	p := testenv.StartListening(t, cmd)
-	base := strings.TrimSuffix(p.Addr, "/v1")
-	answered, answeredDone := holdCreate(base, "second-signal-answered")
-	held, _ := holdCreate(base, "second-signal-held")
-	defer held.Close()
-	until(t, 10*time.Second, "both creates in flight", func() bool {
-		return value(scrape(t, base+"/metrics"), "petstore_http_requests_in_flight", nil) == 3 // and the scrape
-	})
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	p.Stdout.WaitFor(t, "draining 2 requests in flight")
-	answered.Write([]byte(`"Rex","categoryId":1}`))
-	answered.Close()
-	if code := <-answeredDone; code != 201 {
-		t.Fatalf("the create answered during the drain: %d, want 201", code)
-	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	p.Stderr.WaitFor(t, "exiting without waiting")
-	p.Stop() // waits for the exit and the rest of the output
-	if logs := p.Stderr.String(); !strings.Contains(logs, "request_id=second-signal-answered") {
-		t.Fatalf("no access-log line for the create answered before the second signal:\n%s", logs)
+	for _, format := range []string{"text", "json"} {
+		t.Run(format, func(t *testing.T) {
+			cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-db", "memory", "-keys", freeKey+":free", "-log-format", format)
+			cmd.Env = serverEnv()
+			p := testenv.StartListening(t, cmd)
+			base := strings.TrimSuffix(p.Addr, "/v1")
+			answered, answeredDone := holdCreate(base, "second-signal-answered")
+			held, _ := holdCreate(base, "second-signal-held")
+			defer held.Close()
+			until(t, 10*time.Second, "both creates in flight", func() bool {
+				return value(scrape(t, base+"/metrics"), "petstore_http_requests_in_flight", nil) == 3 // and the scrape
+			})
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			p.Stdout.WaitFor(t, "draining 2 requests in flight")
+			answered.Write([]byte(`"Rex","categoryId":1}`))
+			answered.Close()
+			if code := <-answeredDone; code != 201 {
+				t.Fatalf("the create answered during the drain: %d, want 201", code)
+			}
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			p.Stderr.WaitFor(t, "exiting without waiting")
+			p.Stop() // waits for the exit and the rest of the output
+			logs := p.Stderr.String()
+			if !strings.Contains(logs, "second-signal-answered") {
+				t.Fatalf("no access-log line for the create answered before the second signal:\n%s", logs)
+			}
+			if format != "json" {
+				return
+			}
+			for l := range strings.Lines(logs) {
+				if !json.Valid([]byte(l)) {
+					t.Errorf("not a JSON line: %s", l)
+				}
+			}
+		})
 	}
 }
 
