@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
 	"github.com/petstorekit/petstore/adapters/redislimit"
@@ -58,6 +61,7 @@ type config struct {
 
 	acmeCA    string // ACME directory; empty: no certificates
 	acmeRoot  string // PEM file of extra roots to trust for the CA
+	acmeRoots []byte // what acmeRoot holds, read with the flags; nil: none
 	acmeEmail string
 	acmeCAA   []string // the CA's CAA identities; empty: the directory's
 	// acmeDCVZone is the zone of -dns-provider where DNS-01 records of
@@ -160,8 +164,15 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if err != nil || timeout <= 0 {
 		return config{}, fmt.Errorf("-db-timeout: want a positive duration such as 5s, got %q", *dbTimeout)
 	}
-	if _, err := bunopen.Parse(*db); err != nil {
+	if t, err := bunopen.Parse(*db); err != nil {
 		return config{}, fmt.Errorf("-db: %w", err)
+	} else if t.Kind == bunopen.KindPostgres {
+		// The driver reads the rest (the port, sslmode, its files) only
+		// when the database is opened: a wrong value is refused here.
+		// pgx hides the password in its error.
+		if _, err := pgx.ParseConfig(t.DriverDSN); err != nil {
+			return config{}, fmt.Errorf("-db: %w", err)
+		}
 	}
 	if *redis != "" {
 		if _, err := redislimit.ParseOptions(*redis); err != nil {
@@ -262,6 +273,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if cfg.acmeCA == "" && (cfg.tlsAddr != "" || cfg.acmeRoot != "" || len(cfg.acmeCAA) > 0) {
 		return config{}, errors.New("-tls-addr, -acme-root and -acme-caa-identities need -acme-ca: certificates come from an ACME CA")
 	}
+	if cfg.acmeRoots, err = readRoots(cfg.acmeRoot); err != nil {
+		return config{}, fmt.Errorf("-acme-root: %w", err)
+	}
 	return cfg, nil
 }
 
@@ -280,6 +294,22 @@ func readCDNs(path string) ([]customdomain.CDN, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return cdns, nil
+}
+
+// readRoots reads the PEM file of roots at path, which must hold a
+// certificate; "" is none.
+func readRoots(path string) ([]byte, error) {
+	if path == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", path)
+	}
+	return pem, nil
 }
 
 // splitList splits a comma-separated list, dropping empty items.

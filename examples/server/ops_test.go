@@ -145,6 +145,11 @@ func TestJSONLogOnlyWhenMySQLFails(t *testing.T) {
 func TestExitStatus(t *testing.T) {
 	bin := testenv.Build(t, ".")
 	db := "sqlite:" + filepath.Join(t.TempDir(), "exit.db")
+	notPEM := filepath.Join(t.TempDir(), "roots.pem")
+	if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const ca = "https://127.0.0.1:1/directory"
 	for _, tc := range []struct {
 		args   []string
 		status int
@@ -155,6 +160,12 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"-db", "foo"}, 2, "-db"},
 		{[]string{"-db", "sqlite:"}, 2, "-db"},
 		{[]string{"-redis", "::bad::"}, 2, "-redis"},
+		// Values that only the driver or the ACME issuer would read: they
+		// too are refused before the default database is made.
+		{[]string{"-db", "postgres://u@127.0.0.1:99999/db"}, 2, "-db"},
+		{[]string{"-db", "postgres://u@127.0.0.1:1/db?sslmode=bogus"}, 2, "sslmode"},
+		{[]string{"-acme-ca", ca, "-acme-root", "/nonexistent/roots.pem"}, 2, "-acme-root"},
+		{[]string{"-acme-ca", ca, "-acme-root", notPEM}, 2, "-acme-root"},
 		{[]string{"-cdn-ranges", "/nonexistent"}, 2, "-cdn-ranges"},
 		{[]string{"-trace-file", "/nonexistent/spans.json"}, 2, "-trace-file"},
 		{[]string{"extra"}, 2, "unexpected arguments"},

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -681,13 +680,6 @@ func limitPrefix(cfg config) string { return cfg.redisPrefix + "rl:" }
 
 // newIssuer builds the ACME certificate issuer for -acme-ca.
 func newIssuer(cfg config, store backend, resolver customdomain.Resolver, dcv dnsconfig.Provider, logger *slog.Logger, engine func() *customdomain.Engine) (*acme.Issuer, error) {
-	var roots []byte
-	if cfg.acmeRoot != "" {
-		var err error
-		if roots, err = os.ReadFile(cfg.acmeRoot); err != nil {
-			return nil, fmt.Errorf("-acme-root: %w", err)
-		}
-	}
 	httpPort, err := portOf(cfg.addr)
 	if err != nil {
 		return nil, fmt.Errorf("-addr: %w", err)
@@ -700,7 +692,7 @@ func newIssuer(cfg config, store backend, resolver customdomain.Resolver, dcv dn
 	}
 	acfg := acme.Config{
 		CA:            cfg.acmeCA,
-		RootCAs:       roots,
+		RootCAs:       cfg.acmeRoots,
 		Email:         cfg.acmeEmail,
 		CAAIdentities: cfg.acmeCAA,
 		Storage:       store,
