@@ -296,3 +296,21 @@ func TestACMECAFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestACMEPortsOfServiceNames: -addr and -tls-addr may name their port by
+// a service name (docs/configuration.md), and the ACME issuer, which
+// tells the CA where it answers HTTP-01 and TLS-ALPN-01, gets its number.
+func TestACMEPortsOfServiceNames(t *testing.T) {
+	for _, tc := range []struct {
+		addr string
+		want int
+	}{
+		{":8080", 8080},
+		{"127.0.0.1:http", 80},
+		{":https", 443},
+	} {
+		if got, err := portOf(tc.addr); err != nil || got != tc.want {
+			t.Errorf("portOf(%q) = %d, %v; want %d", tc.addr, got, err, tc.want)
+		}
+	}
+}

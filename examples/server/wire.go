@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -735,13 +734,14 @@ func newIssuer(cfg config, store backend, resolver customdomain.Resolver, dcv dn
 	return acme.New(acfg)
 }
 
-// portOf returns the port of a listen address such as ":8080".
+// portOf returns the port of a listen address such as ":8080", or
+// ":http", a service name, as net.Listen takes it.
 func portOf(addr string) (int, error) {
 	_, p, err := net.SplitHostPort(addr)
 	if err != nil {
 		return 0, err
 	}
-	return strconv.Atoi(p)
+	return net.LookupPort("tcp", p)
 }
 
 // nonIPHosts drops IP literals and wildcards' stars: what remains are the
