@@ -77,6 +77,25 @@ func TestReadyzRecoversWithoutAPITraffic(t *testing.T) {
 	until(t, 10*time.Second, "/readyz is 200 once Redis is back, with no API request", func() bool { return ready() == 200 })
 }
 
+// TestReadyzSeesRedisRefusingWithoutAPITraffic: with -ratelimit-fail
+// closed, /readyz turns 503 once Redis refuses connections even when no
+// API request has come since (a server not yet in rotation, or a quiet
+// one): its own call to Redis, the probe's rate limit, has just failed,
+// and the first API request would be refused.
+func TestReadyzSeesRedisRefusingWithoutAPITraffic(t *testing.T) {
+	proxy, base, ready := failClosedServer(t)
+	if code := ready(); code != 200 {
+		t.Fatalf("/readyz before any fault: %d", code)
+	}
+	proxy.Cut()
+	until(t, 5*time.Second, "/readyz is 503 while Redis refuses connections, with no API request", func() bool { return ready() == 503 })
+	if code := get(t, base+"/v1/pets", faultKey).StatusCode; code != 503 {
+		t.Fatalf("an API request while /readyz says Redis is unreachable: %d, want 503", code)
+	}
+	proxy.Restore()
+	until(t, 10*time.Second, "/readyz is 200 once Redis is back", func() bool { return ready() == 200 })
+}
+
 // failClosedServer starts a server with -ratelimit-fail closed whose
 // Redis is behind a fault proxy. It returns the proxy, the server's base
 // URL, and a function that answers /readyz's status.

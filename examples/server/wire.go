@@ -300,7 +300,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	// from a copy made at most once a second, and each address spends its
 	// public budget on them, as on the OpenAPI document (issue 26).
 	probes := http.NewServeMux()
-	probes.Handle("GET /readyz", newSnapshot(ready(store, limiter, cfg), time.Second, time.Now))
+	probes.Handle("GET /readyz", newSnapshot(ready(store, lims, cfg), time.Second, time.Now))
 	if cfg.metricsAddr == "" {
 		probes.Handle("GET /metrics", newSnapshot(metricsHandler(a.registry), time.Second, time.Now))
 	}
@@ -422,8 +422,14 @@ func storeTimeout(cfg config) time.Duration {
 // otherwise. /healthz stays a liveness check (the process answers). The
 // database must answer a ping within -db-timeout; Redis counts only when
 // the limiter fails closed, since failing open serves without it.
-func ready(store backend, limiter *ratelimit.Limiter, cfg config) http.Handler {
+//
+// The API's limiter learns of Redis from API requests, and the probes'
+// limiter from the probe it has just decided: Redis is unreachable when
+// either found it so, or a server that gets no API request (not yet in
+// rotation, or quiet) would say it is ready while it refuses the first.
+func ready(store backend, lims limiters, cfg config) http.Handler {
 	pinger, _ := store.(interface{ DB() *bun.DB })
+	limiter := lims.api
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		checks := map[string]string{}
 		var failing []string
@@ -442,6 +448,11 @@ func ready(store backend, limiter *ratelimit.Limiter, cfg config) http.Handler {
 			// serving, so only an unreachable Redis in fail-closed mode
 			// makes the server unready.
 			st := limiter.Status()
+			if p := lims.probes.Status(); p.Degraded && !(st.Degraded && st.Unreachable) {
+				// The probe's limiter found Redis failing since the
+				// API's last call: its findings are the newer.
+				st.Degraded, st.Unreachable, st.Since = true, p.Unreachable, p.Since
+			}
 			switch {
 			case !st.Ready():
 				checks["redis"] = "unreachable since " + st.Since.UTC().Format(time.RFC3339)
