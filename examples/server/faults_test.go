@@ -14,6 +14,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/petstorekit/petstore/adapters/bunstore"
 	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
 	"github.com/petstorekit/petstore/internal/faultproxy"
 	"github.com/petstorekit/petstore/internal/testenv"
@@ -452,6 +453,103 @@ func TestStartWithAPausedDatabaseIsBounded(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStartPausedAfterTheMigrationsIsBounded: a database (PostgreSQL,
+// MariaDB) that answers the first ping and the migrations, then stops
+// answering while the server loads its custom domains, stores the -keys
+// or makes the demo key, makes it exit with an error naming -db-timeout
+// once that passes, rather than start for ever without a word. The link
+// is paused while the server's query waits for a table lock the test
+// holds from a direct connection until then, so the pause falls inside
+// that step.
+func TestStartPausedAfterTheMigrationsIsBounded(t *testing.T) {
+	for _, db := range []struct {
+		name   string
+		direct func(testing.TB) string
+		// lock locks a table (%s) on conn; waiting, asked on another
+		// connection (PostgreSQL shows a transaction one snapshot of
+		// pg_stat_activity), tells how many sessions wait for it.
+		lock    []string
+		waiting string
+	}{
+		{"postgres", func(tb testing.TB) string { return testenv.PostgresSchema(tb) },
+			[]string{"BEGIN", "LOCK TABLE %s IN ACCESS EXCLUSIVE MODE"},
+			"SELECT count(*) FROM pg_stat_activity WHERE pg_blocking_pids(pid) && ARRAY(SELECT pid FROM pg_locks WHERE relation = '%s'::regclass AND granted)"},
+		{"mariadb", func(tb testing.TB) string { return testenv.MySQLDatabase(tb) },
+			[]string{"LOCK TABLES %s WRITE"},
+			"SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE LIKE 'Waiting for table%' AND DB = DATABASE()"},
+	} {
+		for _, step := range []struct {
+			name, table string
+			args        []string
+		}{
+			{"domains", "domains", []string{"-keys", faultKey + ":pro"}},
+			{"keys", "api_keys", []string{"-keys", faultKey + ":pro"}},
+			{"demo key", "api_keys", nil},
+		} {
+			t.Run(db.name+"/"+step.name, func(t *testing.T) {
+				direct := db.direct(t)
+				proxy, dsn := faultproxy.StartFor(t, direct)
+				holder, err := bunopen.Open(context.Background(), direct)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer holder.Close()
+				if err := bunstore.Migrate(context.Background(), holder); err != nil {
+					t.Fatal(err)
+				}
+				conn, err := holder.Conn(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close()
+				for _, q := range db.lock {
+					if _, err := conn.ExecContext(context.Background(), strings.ReplaceAll(q, "%s", step.table)); err != nil {
+						t.Fatalf("%s: %v", q, err)
+					}
+				}
+
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel() // ends a run that hangs, once the test has failed
+				done := make(chan error, 1)
+				go func() {
+					done <- run(ctx, append([]string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-timeout", "1s", "-migrate=false"}, step.args...),
+						func(string) string { return "" }, io.Discard, io.Discard)
+				}()
+				until(t, 10*time.Second, "the server waits for the lock on "+step.table, func() bool {
+					select {
+					case err := <-done:
+						t.Fatalf("the server did not wait for the lock on %s: %v", step.table, err)
+					default:
+					}
+					var n int
+					err := holder.QueryRowContext(context.Background(), strings.ReplaceAll(db.waiting, "%s", step.table)).Scan(&n)
+					return err == nil && n >= 1
+				})
+				// From now on nothing reaches the server, the grant of the
+				// lock included: ending the holder's session releases it.
+				begun := time.Now()
+				proxy.Pause()
+				defer proxy.Restore()
+				_ = conn.Close()
+				if err := holder.Close(); err != nil {
+					t.Fatal(err)
+				}
+				select {
+				case err := <-done:
+					if err == nil || !strings.Contains(err.Error(), "within -db-timeout 1s") {
+						t.Fatalf("start with the database paused after the migrations: %v, want an error naming -db-timeout", err)
+					}
+					if d := time.Since(begun); d > 3*time.Second {
+						t.Fatalf("took %v after the pause to give up, want under the 1 s -db-timeout and a margin", d)
+					}
+				case <-time.After(15 * time.Second):
+					t.Fatal("still starting on a paused database after 15 s; -db-timeout is 1s")
+				}
+			})
+		}
 	}
 }
 

@@ -209,7 +209,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// stopBy is when a shutdown must be over, set once it starts; closing
 	// the store and the rest waits no later (see closeBy).
 	var stopBy time.Time
-	defer func() { closeBy(stopBy, closeStore) }()
+	defer func() { closeBy(closeDeadline(stopBy, err, cfg), closeStore) }()
 	if len(cfg.command) > 0 && cfg.command[0] == "projects" {
 		return runProjects(ctx, store, cfg.command[1:], stdout)
 	}
@@ -226,7 +226,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	defer func() { closeBy(stopBy, app.close) }()
+	defer func() { closeBy(closeDeadline(stopBy, err, cfg), app.close) }()
 
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -369,6 +369,18 @@ func closeBy(deadline time.Time, fn func()) {
 	case <-done:
 	case <-t.C:
 	}
+}
+
+// closeDeadline is when closing the store or the rest must be over:
+// stopBy once a shutdown has begun; -db-timeout from now after a start
+// or a command failed with err, since the database may be what failed
+// and a pool closing on a paused link waits seconds for each statement
+// it frees; none otherwise.
+func closeDeadline(stopBy time.Time, err error, cfg config) time.Time {
+	if stopBy.IsZero() && err != nil {
+		return time.Now().Add(cfg.dbTimeout)
+	}
+	return stopBy
 }
 
 // newServer returns an http.Server with timeouts that keep slow or idle

@@ -89,17 +89,24 @@ func projectsOf(keys *petstore.Keys, deploys DeployStore) customdomain.Projects 
 // ensureOperatorKeys stores the -keys keys, as keyscli.Ensure does, and
 // counts their projects as deployed: they are the operator's own
 // configuration. A project already deployed keeps its deploy time. A
-// revoked key stays revoked, which is logged once.
-func ensureOperatorKeys(ctx context.Context, keys *petstore.Keys, specs []keyscli.Spec, deploys DeployStore, logger *slog.Logger) error {
+// revoked key stays revoked, which is logged once. Each key's calls wait
+// on the database at most timeout (-db-timeout).
+func ensureOperatorKeys(ctx context.Context, timeout time.Duration, keys *petstore.Keys, specs []keyscli.Spec, deploys DeployStore, logger *slog.Logger) error {
 	for i, s := range specs {
-		k, stored, err := keyscli.EnsureOne(ctx, keys, s, i+1, logger)
-		if err != nil {
+		var k petstore.APIKey
+		var stored bool
+		if err := startStep(ctx, timeout, 0, func(ctx context.Context) (err error) {
+			k, stored, err = keyscli.EnsureOne(ctx, keys, s, i+1, logger)
+			return err
+		}); err != nil {
 			return err
 		}
 		if !stored {
 			continue
 		}
-		if err := deployedOnce(ctx, deploys, k.ProjectID); err != nil {
+		if err := startStep(ctx, timeout, 0, func(ctx context.Context) error {
+			return deployedOnce(ctx, deploys, k.ProjectID)
+		}); err != nil {
 			return err
 		}
 	}

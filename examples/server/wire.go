@@ -184,7 +184,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	if err := followDatabaseFeed(ctx, cfg, logger, keysFromDatabase, a); err != nil {
 		return nil, err
 	}
-	if err := ensureOperatorKeys(ctx, keys, cfg.keys, store, logger); err != nil {
+	if err := ensureOperatorKeys(ctx, cfg.dbTimeout, keys, cfg.keys, store, logger); err != nil {
 		return nil, err
 	}
 	a.keys = keys
@@ -212,7 +212,8 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	// certificate changes to the engine, the engine asks the issuer for
 	// certificates. eng is set before anything can call back.
 	var eng *customdomain.Engine
-	resolver := tracing.Resolver(dnsresolver.New(cfg.dnsResolvers...), tp)
+	nameservers := dnsresolver.New(cfg.dnsResolvers...)
+	resolver := tracing.Resolver(nameservers, tp)
 	// The platform's own DNS: the zones "Configure DNS for me" writes,
 	// and the DCV zone where DNS-01 records go.
 	var dnsProvider dnsconfig.Provider
@@ -266,7 +267,13 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	if eng, err = customdomain.New(ecfg); err != nil {
 		return nil, err
 	}
-	if err := eng.Refresh(ctx); err != nil {
+	// Without -edge-ips, Refresh first resolves the CNAME target (A and
+	// AAAA), which waits on each nameserver, not on the database.
+	var lookups time.Duration
+	if len(cfg.edgeIPs) == 0 {
+		lookups = 2 * time.Duration(len(nameservers.Servers())) * dnsresolver.DefaultTimeout
+	}
+	if err := startStep(ctx, cfg.dbTimeout, lookups, eng.Refresh); err != nil {
 		return nil, fmt.Errorf("load custom domains: %w", err)
 	}
 	engine.Store(eng)
@@ -351,6 +358,22 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 		a.httpHandler = issuer.HTTPHandler(a.edge) // answers HTTP-01 challenges
 	}
 	return a, nil
+}
+
+// startStep runs step, one of the start's calls to the database, within
+// timeout (-db-timeout), as a request's calls are, and slack for what
+// else it waits on: a database that answered the first ping and the
+// migrations, then stopped answering (a paused link), must make the
+// server exit with an error naming the bound, not leave it starting for
+// ever without a word.
+func startStep(ctx context.Context, timeout, slack time.Duration, step func(context.Context) error) error {
+	sctx, cancel := context.WithTimeout(ctx, timeout+slack)
+	defer cancel()
+	err := step(sctx)
+	if err != nil && errors.Is(sctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		return fmt.Errorf("no answer within -db-timeout %v: %w", timeout, err)
+	}
+	return err
 }
 
 // petCache returns the cache of encoded pages and pets where it can be
@@ -488,18 +511,27 @@ func demoKey(ctx context.Context, cfg config, keys *petstore.Keys, deploys Deplo
 	if len(cfg.keys) > 0 {
 		return "", nil
 	}
-	stored, err := keys.List(ctx)
-	if err != nil {
+	var stored []petstore.APIKey
+	if err := startStep(ctx, cfg.dbTimeout, 0, func(ctx context.Context) (err error) {
+		stored, err = keys.List(ctx)
+		return err
+	}); err != nil {
 		return "", fmt.Errorf("list keys: %w", err)
 	}
 	if len(stored) > 0 {
 		return "", nil
 	}
-	demo, secret, err := keys.Create(ctx, "", petstore.PlanPro, petstore.Limits{})
-	if err != nil {
+	var demo petstore.APIKey
+	var secret string
+	if err := startStep(ctx, cfg.dbTimeout, 0, func(ctx context.Context) (err error) {
+		demo, secret, err = keys.Create(ctx, "", petstore.PlanPro, petstore.Limits{})
+		return err
+	}); err != nil {
 		return "", fmt.Errorf("create demo key: %w", err)
 	}
-	if err := deployedOnce(ctx, deploys, demo.ProjectID); err != nil {
+	if err := startStep(ctx, cfg.dbTimeout, 0, func(ctx context.Context) error {
+		return deployedOnce(ctx, deploys, demo.ProjectID)
+	}); err != nil {
 		return "", err
 	}
 	return secret, nil
