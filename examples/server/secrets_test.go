@@ -63,6 +63,11 @@ func TestHelpShowsNoSecret(t *testing.T) {
 	} {
 		helpShowsNoSecret(t, secretEnv(db))
 	}
+	// Secrets in the query of a value that is no URL: a Redis host:port
+	// and a SQLite path.
+	env := secretEnv("sqlite:petstore.db?_auth_user=app&_auth_pass=" + plantedDBPass)
+	env["PETSTORE_REDIS"] = "127.0.0.1:6379?password=" + plantedRedis
+	helpShowsNoSecret(t, env)
 }
 
 func helpShowsNoSecret(t *testing.T, env map[string]string) {
@@ -95,6 +100,7 @@ func TestFlagErrorsShowNoSecret(t *testing.T) {
 		{"-db", "memory", "-redis", "redis://:" + plantedRedis + "@127.0.0.1:badport/0"},
 		{"-db", "memory", "-redis", "redis://:" + plantedRedis + "@127.0.0.1:6379/notanumber"},
 		{"-db", "memory", "-redis", "user:" + plantedRedis + "@127.0.0.1:6379"},
+		{"-db", "memory", "-redis", "127.0.0.1:badport?password=" + plantedRedis},
 		{"-db", "memory", "-dns-provider", "rfc2136://k:" + plantedTSIG + "%zz@127.0.0.1:53?zones=example.com"},
 		{"-db", "memory", "-dns-provider", "rfc2136://k:" + plantedTSIG + "@127.0.0.1?zones=example.com"},
 		{"-db", "memory", "-dns-provider", "rfc2136://k:" + plantedTSIG + "@127.0.0.1:53"},

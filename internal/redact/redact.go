@@ -9,15 +9,23 @@ import (
 	"flag"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 )
 
 // Mask replaces every secret.
 const Mask = "xxxxx"
 
-// secretParams are query parameters whose values are secrets, compared
-// ignoring case.
-var secretParams = []string{"password", "passwd", "pass", "pwd", "secret", "token", "sslpassword", "apikey", "api_key", "access_token", "auth"}
+// secretWords make a query parameter or keyword secret when its name,
+// compared ignoring case, contains one ("password", "_auth_pass",
+// "client_secret", "access_token"); "auth" alone is one too.
+var secretWords = []string{"pass", "pwd", "secret", "token", "apikey", "api_key"}
+
+// isSecretParam reports whether a parameter named name holds a secret.
+func isSecretParam(name string) bool {
+	name = strings.ToLower(name)
+	return name == "auth" || slices.ContainsFunc(secretWords, func(w string) bool { return strings.Contains(name, w) })
+}
 
 // URL returns s with the password of its user info and the values of
 // secret query parameters (password=, secret=, token=...) replaced by
@@ -27,14 +35,20 @@ var secretParams = []string{"password", "passwd", "pass", "pwd", "secret", "toke
 // without "://" is all masked when it has an "@"; otherwise the values of
 // its secret keywords are, as in PostgreSQL's keyword/value form
 // ("host=db password=..."), which an operator may give where a URL is
-// wanted.
+// wanted, and those of its query's secret parameters ("host:port?password=",
+// "sqlite:PATH?_auth_pass=").
 func URL(s string) string {
 	scheme, rest, ok := strings.Cut(s, "://")
 	if !ok {
 		if strings.Contains(s, "@") {
 			return Mask
 		}
-		return secretKeyword.ReplaceAllString(s, "${1}"+Mask)
+		// Keywords first: a quoted or bare value may hold a "?".
+		s = secretKeyword.ReplaceAllString(s, "${1}"+Mask)
+		if before, query, hasQuery := strings.Cut(s, "?"); hasQuery {
+			return before + "?" + redactQuery(query) // host:port?password=..., sqlite:PATH?...
+		}
+		return s
 	}
 	beforeQuery, query, hasQuery := strings.Cut(rest, "?")
 	if at := strings.LastIndex(beforeQuery, "@"); at >= 0 {
@@ -52,10 +66,10 @@ func URL(s string) string {
 	return scheme + "://" + beforeQuery + "?" + redactQuery(query)
 }
 
-// secretKeyword matches a secret parameter given as keyword=value, the
+// secretKeyword matches a secret parameter (isSecretParam) given as keyword=value, the
 // value unquoted (up to the next space) or single-quoted with backslash
 // escapes, as libpq reads it (an unterminated quote runs to the end).
-var secretKeyword = regexp.MustCompile(`(?i)((?:^|[\s;])(?:` + strings.Join(secretParams, "|") + `)\s*=\s*)(?:'(?:[^'\\]|\\.)*(?:'|\\?$)|[^\s']\S*|$)`)
+var secretKeyword = regexp.MustCompile(`(?i)((?:^|[\s;])(?:auth|[\w.-]*(?:` + strings.Join(secretWords, "|") + `)[\w.-]*)\s*=\s*)(?:'(?:[^'\\]|\\.)*(?:'|\\?$)|[^\s']\S*|$)`)
 
 // redactQuery masks the values of the secret parameters of a raw query,
 // keeping the others as written; a query that does not parse is masked.
@@ -72,10 +86,8 @@ func redactQuery(raw string) string {
 		if n, err := url.QueryUnescape(name); err == nil {
 			name = n
 		}
-		for _, p := range secretParams {
-			if strings.EqualFold(name, p) {
-				parts[i] = part[:strings.Index(part, "=")+1] + Mask
-			}
+		if isSecretParam(name) {
+			parts[i] = part[:strings.Index(part, "=")+1] + Mask
 		}
 	}
 	return strings.Join(parts, "&")

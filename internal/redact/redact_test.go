@@ -33,6 +33,16 @@ func TestURL(t *testing.T) {
 		{"user=app password='s3cret s3cret", "user=app password=xxxxx"},
 		{"Server=db;User Id=app;Password=s3cret;", "Server=db;User Id=app;Password=xxxxx"},
 		{"host=db sslpassword=s3cret", "host=db sslpassword=xxxxx"},
+		// host:port with a query, as Redis addresses and SQLite paths
+		// are given: the query's secrets are masked as a URL's are.
+		{"127.0.0.1:6379?password=s3cret", "127.0.0.1:6379?password=xxxxx"},
+		{"127.0.0.1:6379?db=1&PASSWORD=s3cret", "127.0.0.1:6379?db=1&PASSWORD=xxxxx"},
+		{"127.0.0.1:6379?password=%zz", "127.0.0.1:6379?xxxxx"},
+		{"sqlite:/var/lib/petstore.db?_auth_user=app&_auth_pass=s3cret", "sqlite:/var/lib/petstore.db?_auth_user=app&_auth_pass=xxxxx"},
+		{"host=db password=s3c?ret", "host=db password=xxxxx"},
+		// Any parameter whose name says it holds a secret.
+		{"redis://h:6379/0?client_secret=s3cret&db=2", "redis://h:6379/0?client_secret=xxxxx&db=2"},
+		{"host=db _auth_pass=s3cret", "host=db _auth_pass=xxxxx"},
 		{"memory", "memory"},
 		{"", ""},
 	} {
