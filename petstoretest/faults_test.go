@@ -2,7 +2,10 @@ package petstoretest_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/http/httptrace"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,5 +77,60 @@ func TestInjected401HasTheChallenge(t *testing.T) {
 	srv.Inject(petstoretest.Fault{Times: 1, Status: 401, Header: http.Header{"Www-Authenticate": {`Bearer realm="other"`}}})
 	if _, h, _ := do(t, srv, "GET", "/pets", ""); h.Get("WWW-Authenticate") != `Bearer realm="other"` {
 		t.Fatalf("WWW-Authenticate %q, want the fault's own", h.Get("WWW-Authenticate"))
+	}
+}
+
+// Close ends a Latency wait that a client still sits in, as it closes
+// the connection, instead of waiting the whole latency out: a test that
+// leaves such a request behind ends when it ends.
+func TestCloseEndsALatencyWait(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []struct {
+		name string
+		opts []petstoretest.Option
+	}{{"loopback", nil}, {"no listener", []petstoretest.Option{petstoretest.WithoutListener()}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			srv := petstoretest.NewServer(t, mode.opts...)
+			srv.Inject(petstoretest.Fault{Times: 1, Latency: time.Minute})
+			// The server sends 100 Continue when the fake's handler reads
+			// the body, just before it takes the fault: from then on the
+			// connection is active, and Close waits for the handler.
+			reading := make(chan struct{})
+			done := make(chan error, 1)
+			go func() {
+				ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{Got100Continue: func() { close(reading) }})
+				req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/pets", strings.NewReader(`{"name":"Rex","categoryId":1}`))
+				req.Header.Set("Authorization", "Bearer "+srv.Key())
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Expect", "100-continue")
+				resp, err := srv.HTTPClient().Do(req)
+				if err == nil {
+					resp.Body.Close()
+					err = fmt.Errorf("answered %d", resp.StatusCode)
+				}
+				done <- err
+			}()
+			if mode.opts == nil {
+				<-reading
+			}
+			closed := make(chan struct{})
+			go func() { srv.Close(); close(closed) }()
+			hang := time.NewTimer(10 * time.Second) // a hang guard: Close waits for nothing else
+			defer hang.Stop()
+			select {
+			case <-closed:
+			case <-hang.C:
+				t.Fatal("Close still waits for a request held by a one-minute Latency after 10 s")
+			}
+			select {
+			case err := <-done:
+				if err == nil || strings.Contains(err.Error(), "answered") {
+					t.Fatalf("the request held when the server closed: %v, want a connection error", err)
+				}
+			case <-hang.C:
+				t.Fatal("a request held by a one-minute Latency still waits 10 s after Close")
+			}
+		})
 	}
 }

@@ -59,8 +59,8 @@ type Fault struct {
 	// Header adds response headers, such as Retry-After.
 	Header http.Header
 	// Latency delays the request, answered or not, while the client waits;
-	// a client that gives up first ends the wait. With no Status, Error or
-	// Drop, the request then proceeds normally.
+	// a client that gives up first ends the wait, and so does Close. With
+	// no Status, Error or Drop, the request then proceeds normally.
 	Latency time.Duration
 	// Drop closes the connection without any response (in no-listener
 	// mode the round trip fails with an error wrapping io.ErrUnexpectedEOF).
@@ -195,6 +195,11 @@ func (s *Server) applyFault(w *statuswriter.Writer, r *http.Request, f *Fault) b
 		case <-r.Context().Done():
 			t.Stop()
 			return true // the client left: nobody reads an answer
+		case <-s.closed:
+			t.Stop()
+			// Close would otherwise wait the latency out for this
+			// connection: it is cut, as a server shutting down does.
+			panic(http.ErrAbortHandler)
 		}
 	}
 	if f.Drop {
@@ -232,8 +237,9 @@ func (s *Server) applyFault(w *statuswriter.Writer, r *http.Request, f *Fault) b
 	return true
 }
 
-// errDropped is what a dropped connection looks like in no-listener mode.
-var errDropped = fmt.Errorf("petstoretest: connection dropped by a fault: %w", io.ErrUnexpectedEOF)
+// errDropped is what a dropped connection (a Drop fault, or a Latency
+// wait cut by Close) looks like in no-listener mode.
+var errDropped = fmt.Errorf("petstoretest: connection dropped: %w", io.ErrUnexpectedEOF)
 
 // memTransport serves requests by calling the handler directly: no
 // sockets, no goroutines.

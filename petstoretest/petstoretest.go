@@ -64,6 +64,7 @@ type Server struct {
 	log    []Request
 	faults []*fault
 
+	closed    chan struct{} // closed by Close: ends Latency waits
 	closeOnce sync.Once
 }
 
@@ -145,7 +146,7 @@ func NewServer(tb testing.TB, opts ...Option) *Server {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	s := &Server{tb: tb, cfg: cfg, store: cfg.store, limiter: &swapLimiter{}}
+	s := &Server{tb: tb, cfg: cfg, store: cfg.store, limiter: &swapLimiter{}, closed: make(chan struct{})}
 	if s.store == nil {
 		s.store = memstore.New()
 	}
@@ -189,10 +190,13 @@ func NewServer(tb testing.TB, opts ...Option) *Server {
 	return s
 }
 
-// Close stops the server and closes its connections. The test's cleanup
-// calls it; calling it again does nothing.
+// Close stops the server and closes its connections. A request held by
+// a Latency fault then ends at once, as a dropped connection, rather than
+// keeping Close waiting. The test's cleanup calls it; calling it again
+// does nothing.
 func (s *Server) Close() {
 	s.closeOnce.Do(func() {
+		close(s.closed)
 		if s.ts != nil {
 			s.ts.Close()
 		}
