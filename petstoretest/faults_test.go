@@ -134,3 +134,35 @@ func TestCloseEndsALatencyWait(t *testing.T) {
 		})
 	}
 }
+
+// A Route that can match no request of the API fails the test, as an
+// invalid one does, rather than injecting a fault that never fires and
+// letting the test pass without it: a path without its leading slash,
+// or one that repeats the base path the Route is relative to.
+func TestRouteThatMatchesNothingFailsTheTest(t *testing.T) {
+	t.Parallel()
+	for _, route := range []string{"pets", "GET pets", "/v1/pets", "POST /v1/pets", "GET /v1", "GET /pets/{petId"} {
+		t.Run(route, func(t *testing.T) {
+			ft := newExampleT()
+			defer ft.cleanup()
+			srv := petstoretest.NewServer(ft, petstoretest.WithoutListener())
+			failed := func() (msg any) {
+				defer func() { msg = recover() }()
+				srv.Inject(petstoretest.Fault{Route: route, Status: http.StatusInternalServerError})
+				return nil
+			}()
+			if failed == nil {
+				t.Fatalf("Inject(Fault{Route: %q}) did not fail the test", route)
+			}
+			t.Log(failed)
+		})
+	}
+	// Routes as the doc writes them still work, with or without a method.
+	for _, route := range []string{"GET /pets", "/pets", "GET  /pets"} {
+		srv := petstoretest.NewServer(t, petstoretest.WithoutListener())
+		srv.Inject(petstoretest.Fault{Route: route, Times: 1, Status: http.StatusInternalServerError})
+		if status, _, _ := do(t, srv, "GET", "/pets", ""); status != http.StatusInternalServerError {
+			t.Errorf("Route %q: GET /pets answered %d, want the fault's 500", route, status)
+		}
+	}
+}

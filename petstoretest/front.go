@@ -39,7 +39,9 @@ func (s *Server) Requests() []Request {
 type Fault struct {
 	// Route limits the fault to one operation, as a ServeMux pattern
 	// relative to the API base: "POST /pets", "GET /pets/{petId}",
-	// "/pets" (any method). Empty matches every request.
+	// "/pets" (any method). Empty matches every request. Its path starts
+	// with a slash and leaves BasePath out: Inject fails the test on
+	// "pets" or "/v1/pets", which would match nothing.
 	Route string
 	// Times is how many matching requests fail; 0 means all of them until
 	// ClearFaults or Reset.
@@ -86,11 +88,20 @@ func (s *Server) Inject(f Fault) {
 		ft.left = -1
 	}
 	if f.Route != "" {
-		method, path, ok := strings.Cut(f.Route, " ")
-		pattern := BasePath + f.Route
-		if ok {
-			pattern = method + " " + BasePath + path
+		// Split as ServeMux does: a method, then spaces or tabs.
+		method, path := "", f.Route
+		if i := strings.IndexAny(f.Route, " \t"); i >= 0 {
+			method, path = f.Route[:i], strings.TrimLeft(f.Route[i+1:], " \t")
 		}
+		// Prefixed with BasePath, a path without its slash or one that
+		// repeats BasePath is a valid pattern that no request matches.
+		if !strings.HasPrefix(path, "/") {
+			s.tb.Fatalf("petstoretest: fault route %q: the path must start with /, relative to %s, such as \"GET /pets\"", f.Route, BasePath)
+		}
+		if path == BasePath || strings.HasPrefix(path, BasePath+"/") {
+			s.tb.Fatalf("petstoretest: fault route %q: the path is relative to %s; leave %s out, as in \"GET /pets\"", f.Route, BasePath, BasePath)
+		}
+		pattern := strings.TrimSpace(method + " " + BasePath + path)
 		ft.mux = http.NewServeMux()
 		var perr error
 		func() {
