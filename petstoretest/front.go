@@ -271,6 +271,15 @@ func (t memTransport) RoundTrip(req *http.Request) (resp *http.Response, err err
 	if u, err := url.ParseRequestURI(r.RequestURI); err == nil {
 		r.URL = u
 	}
+	// A server reads header names in their canonical form, whatever the
+	// client's map held: an "authorization" entry authenticates as
+	// Authorization, and the request log drops it as such.
+	h := make(http.Header, len(r.Header))
+	for k, vs := range r.Header {
+		ck := http.CanonicalHeaderKey(k)
+		h[ck] = append(h[ck], vs...)
+	}
+	r.Header = h
 	r.RemoteAddr = "127.0.0.1:1"
 	r.Host = req.URL.Host
 	if r.Body == nil {

@@ -343,3 +343,43 @@ func BenchmarkStartup(b *testing.B) {
 		}
 	})
 }
+
+// A header set under a key that is not canonical (req.Header["authorization"])
+// reaches the API as a server parses it, canonical, in both modes: the key
+// authenticates, and the request log keeps no Authorization under any
+// spelling.
+func TestHeadersReachTheAPICanonical(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []struct {
+		name string
+		opts []petstoretest.Option
+	}{{"loopback", nil}, {"no listener", []petstoretest.Option{petstoretest.WithoutListener()}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			srv := petstoretest.NewServer(t, mode.opts...)
+			req, err := http.NewRequest("GET", srv.URL+"/pets", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header["authorization"] = []string{"Bearer " + srv.Key()}
+			req.Header["x-trace"] = []string{"abc"}
+			resp, err := srv.HTTPClient().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("a lower-case authorization header: status %d, want 200 as over a socket", resp.StatusCode)
+			}
+			logged := srv.Requests()[0].Header
+			for k, vs := range logged {
+				if strings.Contains(strings.Join(vs, " "), srv.Key()) {
+					t.Fatalf("the request log keeps the API key under %q", k)
+				}
+			}
+			if got := logged.Get("X-Trace"); got != "abc" {
+				t.Fatalf("logged X-Trace = %q, want abc", got)
+			}
+		})
+	}
+}
