@@ -24,14 +24,19 @@ type Request struct {
 	Query  url.Values  // query parameters
 	Header http.Header // request headers without Authorization, so keys stay out of test output
 	Body   []byte      // request body, at most 1 MiB of it
-	Status int         // response status; 0 when the connection was dropped
+	Status int         // response status; 0 when the connection was dropped, the client gave up, or the request is still being handled
 }
 
-// Requests returns a copy of the request log, oldest first.
+// Requests returns a copy of the request log, oldest first: in the order
+// the requests arrived, each logged as it arrives.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.Clone(s.log)
+	out := make([]Request, len(s.log))
+	for i, r := range s.log {
+		out[i] = *r
+	}
+	return out
 }
 
 // Fault describes requests the fake fails on purpose. A request matching
@@ -163,13 +168,17 @@ func (s *Server) front(next http.Handler) http.Handler {
 		body, _ := io.ReadAll(io.LimitReader(r.Body, httpx.MaxBodyBytes+1))
 		// The API reads the same bytes (and answers 413 beyond the limit).
 		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
-		entry := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Header: r.Header.Clone(), Body: body[:min(len(body), httpx.MaxBodyBytes)]}
+		entry := &Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Header: r.Header.Clone(), Body: body[:min(len(body), httpx.MaxBodyBytes)]}
 		entry.Header.Del("Authorization")
+		// Logged now, so that a request held by a fault keeps its place
+		// before those that arrive while it waits.
+		s.mu.Lock()
+		s.log = append(s.log, entry)
+		s.mu.Unlock()
 		sw := &statuswriter.Writer{ResponseWriter: w}
 		defer func() {
-			entry.Status = sw.Status
 			s.mu.Lock()
-			s.log = append(s.log, entry)
+			entry.Status = sw.Status
 			s.mu.Unlock()
 		}()
 		f := s.takeFault(r)

@@ -61,7 +61,7 @@ type Server struct {
 	rt      http.RoundTripper
 
 	mu     sync.Mutex
-	log    []Request
+	log    []*Request // in arrival order; Status set when the request ends
 	faults []*fault
 
 	closed    chan struct{} // closed by Close: ends Latency waits

@@ -383,3 +383,33 @@ func TestHeadersReachTheAPICanonical(t *testing.T) {
 		})
 	}
 }
+
+// The request log is in the order requests arrived, oldest first, even
+// when a request held by a Latency fault ends after a later one: a
+// client that gave up on the first and retried finds its attempts in
+// the order it made them.
+func TestRequestLogInArrivalOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := petstoretest.NewServer(t, petstoretest.WithoutListener())
+		srv.Inject(petstoretest.Fault{Route: "GET /pets/{petId}", Times: 1, Latency: time.Hour})
+		ctx, cancel := context.WithCancel(context.Background())
+		held := make(chan error, 1)
+		go func() {
+			_, err := srv.Client(client.WithMaxAttempts(1)).GetPet(ctx, 1)
+			held <- err
+		}()
+		synctest.Wait() // the first request waits in its latency
+		do(t, srv, "GET", "/pets", "")
+		cancel()
+		if err := <-held; !errors.Is(err, context.Canceled) {
+			t.Fatalf("the held request ended with %v, want context.Canceled", err)
+		}
+		var got []string
+		for _, r := range srv.Requests() {
+			got = append(got, fmt.Sprint(r.Method, " ", r.Path, " ", r.Status))
+		}
+		if want := []string{"GET /v1/pets/1 0", "GET /v1/pets 200"}; strings.Join(got, ", ") != strings.Join(want, ", ") {
+			t.Fatalf("request log %q, want %q", got, want)
+		}
+	})
+}
