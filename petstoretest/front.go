@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -309,5 +310,26 @@ func (t memTransport) RoundTrip(req *http.Request) (resp *http.Response, err err
 	}
 	resp = rec.Result()
 	resp.Request = req
+	completeAsAServer(resp, req.Method, rec.Body.Len())
 	return resp, nil
+}
+
+// completeAsAServer adds to resp what net/http's server adds to an
+// answer whose handler left it off, as a client then reads it: a Date,
+// and the Content-Length of a body the server holds whole (2 KiB; a
+// longer one is chunked). A client reads no body, and a length of 0, in
+// a 1xx, 204 or 304 answer.
+func completeAsAServer(resp *http.Response, method string, bodyLen int) {
+	if _, ok := resp.Header["Date"]; !ok {
+		resp.Header.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+	}
+	switch {
+	case resp.StatusCode < 200 || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified:
+		resp.ContentLength, resp.Body = 0, http.NoBody
+	case method == http.MethodHead || resp.Header.Get("Content-Length") != "":
+		// The handler's own length stands.
+	case bodyLen <= 2048:
+		resp.ContentLength = int64(bodyLen)
+		resp.Header.Set("Content-Length", strconv.Itoa(bodyLen))
+	}
 }

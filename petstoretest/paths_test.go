@@ -2,6 +2,7 @@ package petstoretest_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -46,5 +47,72 @@ func TestPathsOffTheAPIAreJSON404s(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The in-memory transport answers as the loopback port does: the same
+// status, body and headers, with the Content-Length and Date a server
+// adds to an answer the handler left them off (X-Request-Id differs
+// per request, the date's value per second).
+func TestNoListenerAnswersAsALoopbackPort(t *testing.T) {
+	t.Parallel()
+	loop := petstoretest.NewServer(t, petstoretest.WithPets(seeds...))
+	mem := petstoretest.NewServer(t, petstoretest.WithPets(seeds...), petstoretest.WithoutListener())
+	type answer struct {
+		status        int
+		contentLength int64
+		header        http.Header
+		body          string
+	}
+	send := func(srv *petstoretest.Server, method, path, body string, header http.Header) answer {
+		t.Helper()
+		var rd io.Reader
+		if body != "" {
+			rd = strings.NewReader(body)
+		}
+		req, err := http.NewRequest(method, srv.URL+path, rd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if header != nil {
+			req.Header = header.Clone()
+		}
+		req.Header.Set("Authorization", "Bearer "+srv.Key())
+		resp, err := srv.HTTPClient().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		h := resp.Header.Clone()
+		if h.Get("Date") != "" {
+			h.Set("Date", "set")
+		}
+		h.Del("X-Request-Id")
+		h.Del("X-Ratelimit-Reset") // the window's end, per server
+		return answer{resp.StatusCode, resp.ContentLength, h, string(b)}
+	}
+	etag := send(loop, "GET", "/pets", "", nil).header.Get("Etag")
+	send(mem, "GET", "/pets", "", nil) // the same requests to both
+	for _, r := range []struct {
+		method, path, body string
+		header             http.Header
+	}{
+		{"GET", "/pets", "", nil},
+		{"GET", "/pets/1", "", nil},
+		{"GET", "/pets/99", "", nil},
+		{"HEAD", "/pets", "", nil},
+		{"GET", "/pets", "", http.Header{"If-None-Match": {etag}}},
+		{"DELETE", "/pets", "", nil},
+		{"POST", "/pets", `{"name":"Nemo","categoryId":4}`, http.Header{"Content-Type": {"application/json"}}},
+		{"GET", "/pets?limit=100", "", nil},
+	} {
+		// Both servers take the same requests in the same order, so
+		// their rate-limit counters and pets agree.
+		want := send(loop, r.method, r.path, r.body, r.header)
+		got := send(mem, r.method, r.path, r.body, r.header)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s %s\nno listener: %+v\nloopback:    %+v", r.method, r.path, got, want)
+		}
 	}
 }
