@@ -85,54 +85,48 @@ func TestInjected401HasTheChallenge(t *testing.T) {
 // leaves such a request behind ends when it ends.
 func TestCloseEndsALatencyWait(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []struct {
-		name string
-		opts []petstoretest.Option
-	}{{"loopback", nil}, {"no listener", []petstoretest.Option{petstoretest.WithoutListener()}}} {
-		t.Run(mode.name, func(t *testing.T) {
-			t.Parallel()
-			srv := petstoretest.NewServer(t, mode.opts...)
-			srv.Inject(petstoretest.Fault{Times: 1, Latency: time.Minute})
-			// The server sends 100 Continue when the fake's handler reads
-			// the body, just before it takes the fault: from then on the
-			// connection is active, and Close waits for the handler.
-			reading := make(chan struct{})
-			done := make(chan error, 1)
-			go func() {
-				ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{Got100Continue: func() { close(reading) }})
-				req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/pets", strings.NewReader(`{"name":"Rex","categoryId":1}`))
-				req.Header.Set("Authorization", "Bearer "+srv.Key())
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Expect", "100-continue")
-				resp, err := srv.HTTPClient().Do(req)
-				if err == nil {
-					resp.Body.Close()
-					err = fmt.Errorf("answered %d", resp.StatusCode)
-				}
-				done <- err
-			}()
-			if mode.opts == nil {
-				<-reading
+	inBothModes(t, func(t *testing.T, opts ...petstoretest.Option) {
+		srv := petstoretest.NewServer(t, opts...)
+		srv.Inject(petstoretest.Fault{Times: 1, Latency: time.Minute})
+		// The server sends 100 Continue when the fake's handler reads
+		// the body, just before it takes the fault: from then on the
+		// connection is active, and Close waits for the handler.
+		reading := make(chan struct{})
+		done := make(chan error, 1)
+		go func() {
+			ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{Got100Continue: func() { close(reading) }})
+			req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/pets", strings.NewReader(`{"name":"Rex","categoryId":1}`))
+			req.Header.Set("Authorization", "Bearer "+srv.Key())
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Expect", "100-continue")
+			resp, err := srv.HTTPClient().Do(req)
+			if err == nil {
+				resp.Body.Close()
+				err = fmt.Errorf("answered %d", resp.StatusCode)
 			}
-			closed := make(chan struct{})
-			go func() { srv.Close(); close(closed) }()
-			hang := time.NewTimer(10 * time.Second) // a hang guard: Close waits for nothing else
-			defer hang.Stop()
-			select {
-			case <-closed:
-			case <-hang.C:
-				t.Fatal("Close still waits for a request held by a one-minute Latency after 10 s")
+			done <- err
+		}()
+		if len(opts) == 0 { // listening
+			<-reading
+		}
+		closed := make(chan struct{})
+		go func() { srv.Close(); close(closed) }()
+		hang := time.NewTimer(10 * time.Second) // a hang guard: Close waits for nothing else
+		defer hang.Stop()
+		select {
+		case <-closed:
+		case <-hang.C:
+			t.Fatal("Close still waits for a request held by a one-minute Latency after 10 s")
+		}
+		select {
+		case err := <-done:
+			if err == nil || strings.Contains(err.Error(), "answered") {
+				t.Fatalf("the request held when the server closed: %v, want a connection error", err)
 			}
-			select {
-			case err := <-done:
-				if err == nil || strings.Contains(err.Error(), "answered") {
-					t.Fatalf("the request held when the server closed: %v, want a connection error", err)
-				}
-			case <-hang.C:
-				t.Fatal("a request held by a one-minute Latency still waits 10 s after Close")
-			}
-		})
-	}
+		case <-hang.C:
+			t.Fatal("a request held by a one-minute Latency still waits 10 s after Close")
+		}
+	})
 }
 
 // A Route that can match no request of the API fails the test, as an

@@ -50,50 +50,57 @@ func do(t *testing.T, srv *petstoretest.Server, method, path, body string) (int,
 	return resp.StatusCode, resp.Header, string(b)
 }
 
-func TestSeedWriteReadReset(t *testing.T) {
+// inBothModes runs test, in parallel, on a fake listening on a loopback
+// port and on one without a listener: opts are those NewServer needs for
+// the mode (none for the loopback port).
+func inBothModes(t *testing.T, test func(t *testing.T, opts ...petstoretest.Option)) {
+	t.Helper()
 	for _, mode := range []struct {
 		name string
 		opts []petstoretest.Option
-	}{
-		{"listener", nil},
-		{"no listener", []petstoretest.Option{petstoretest.WithoutListener()}},
-	} {
+	}{{"loopback", nil}, {"no listener", []petstoretest.Option{petstoretest.WithoutListener()}}} {
 		t.Run(mode.name, func(t *testing.T) {
 			t.Parallel()
-			srv := petstoretest.NewServer(t, append(mode.opts, petstoretest.WithPets(seeds...))...)
-			ctx := context.Background()
-			c := srv.Client()
-			if got := srv.Pets(); len(got) != 3 || got[0] != (petstore.Pet{ID: 1, Name: "Rex", CategoryID: 1, Status: petstore.StatusAvailable}) {
-				t.Fatalf("seeded pets = %+v", got)
-			}
-			created, err := c.CreatePet(ctx, petstore.NewPet{Name: "Nemo", CategoryID: 4})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := c.GetPet(ctx, created.ID)
-			if err != nil || got != created {
-				t.Fatalf("GetPet(%d) = %+v, %v; want %+v", created.ID, got, err, created)
-			}
-			page, err := c.ListPets(ctx, petstore.PetFilter{Status: petstore.StatusSold})
-			if err != nil || len(page.Pets) != 1 || page.Pets[0].Name != "Tom" {
-				t.Fatalf("sold pets = %+v, %v", page, err)
-			}
-			if n := len(srv.Pets()); n != 4 {
-				t.Fatalf("%d pets after a create, want 4", n)
-			}
-			srv.Inject(petstoretest.Fault{Status: 500})
-			srv.Reset()
-			if got := srv.Pets(); len(got) != 3 || got[2].ID != 3 {
-				t.Fatalf("pets after Reset = %+v, want the 3 seeds with ids 1..3", got)
-			}
-			if n := len(srv.Requests()); n != 0 {
-				t.Fatalf("%d requests logged after Reset, want 0", n)
-			}
-			if _, err := c.GetPet(ctx, 1); err != nil {
-				t.Fatalf("after Reset the key or the faults remain wrong: %v", err)
-			}
+			test(t, mode.opts...)
 		})
 	}
+}
+
+func TestSeedWriteReadReset(t *testing.T) {
+	inBothModes(t, func(t *testing.T, opts ...petstoretest.Option) {
+		srv := petstoretest.NewServer(t, append(opts, petstoretest.WithPets(seeds...))...)
+		ctx := context.Background()
+		c := srv.Client()
+		if got := srv.Pets(); len(got) != 3 || got[0] != (petstore.Pet{ID: 1, Name: "Rex", CategoryID: 1, Status: petstore.StatusAvailable}) {
+			t.Fatalf("seeded pets = %+v", got)
+		}
+		created, err := c.CreatePet(ctx, petstore.NewPet{Name: "Nemo", CategoryID: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.GetPet(ctx, created.ID)
+		if err != nil || got != created {
+			t.Fatalf("GetPet(%d) = %+v, %v; want %+v", created.ID, got, err, created)
+		}
+		page, err := c.ListPets(ctx, petstore.PetFilter{Status: petstore.StatusSold})
+		if err != nil || len(page.Pets) != 1 || page.Pets[0].Name != "Tom" {
+			t.Fatalf("sold pets = %+v, %v", page, err)
+		}
+		if n := len(srv.Pets()); n != 4 {
+			t.Fatalf("%d pets after a create, want 4", n)
+		}
+		srv.Inject(petstoretest.Fault{Status: 500})
+		srv.Reset()
+		if got := srv.Pets(); len(got) != 3 || got[2].ID != 3 {
+			t.Fatalf("pets after Reset = %+v, want the 3 seeds with ids 1..3", got)
+		}
+		if n := len(srv.Requests()); n != 0 {
+			t.Fatalf("%d requests logged after Reset, want 0", n)
+		}
+		if _, err := c.GetPet(ctx, 1); err != nil {
+			t.Fatalf("after Reset the key or the faults remain wrong: %v", err)
+		}
+	})
 }
 
 func TestRequestLog(t *testing.T) {
@@ -350,38 +357,32 @@ func BenchmarkStartup(b *testing.B) {
 // spelling.
 func TestHeadersReachTheAPICanonical(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []struct {
-		name string
-		opts []petstoretest.Option
-	}{{"loopback", nil}, {"no listener", []petstoretest.Option{petstoretest.WithoutListener()}}} {
-		t.Run(mode.name, func(t *testing.T) {
-			t.Parallel()
-			srv := petstoretest.NewServer(t, mode.opts...)
-			req, err := http.NewRequest("GET", srv.URL+"/pets", nil)
-			if err != nil {
-				t.Fatal(err)
+	inBothModes(t, func(t *testing.T, opts ...petstoretest.Option) {
+		srv := petstoretest.NewServer(t, opts...)
+		req, err := http.NewRequest("GET", srv.URL+"/pets", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header["authorization"] = []string{"Bearer " + srv.Key()}
+		req.Header["x-trace"] = []string{"abc"}
+		resp, err := srv.HTTPClient().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("a lower-case authorization header: status %d, want 200 as over a socket", resp.StatusCode)
+		}
+		logged := srv.Requests()[0].Header
+		for k, vs := range logged {
+			if strings.Contains(strings.Join(vs, " "), srv.Key()) {
+				t.Fatalf("the request log keeps the API key under %q", k)
 			}
-			req.Header["authorization"] = []string{"Bearer " + srv.Key()}
-			req.Header["x-trace"] = []string{"abc"}
-			resp, err := srv.HTTPClient().Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				t.Fatalf("a lower-case authorization header: status %d, want 200 as over a socket", resp.StatusCode)
-			}
-			logged := srv.Requests()[0].Header
-			for k, vs := range logged {
-				if strings.Contains(strings.Join(vs, " "), srv.Key()) {
-					t.Fatalf("the request log keeps the API key under %q", k)
-				}
-			}
-			if got := logged.Get("X-Trace"); got != "abc" {
-				t.Fatalf("logged X-Trace = %q, want abc", got)
-			}
-		})
-	}
+		}
+		if got := logged.Get("X-Trace"); got != "abc" {
+			t.Fatalf("logged X-Trace = %q, want abc", got)
+		}
+	})
 }
 
 // The request log is in the order requests arrived, oldest first, even
