@@ -65,7 +65,10 @@ func (f *Feed) Publish(ctx context.Context, c changefeed.Change) error {
 }
 
 // Subscribe implements changefeed.Feed: it subscribes again, with
-// backoff, whenever the connection fails (changefeed.Resubscribe).
+// backoff, whenever the connection fails (changefeed.Resubscribe). It
+// returns as soon as ctx ends, also while a connection is still being
+// made; that connection is closed once the client gives up on it (its
+// ReadTimeout, on a link that does not answer).
 func (f *Feed) Subscribe(ctx context.Context, fn func(changefeed.Change)) error {
 	return changefeed.Resubscribe(ctx, fn, f.subscribeOnce, f.OnError)
 }
@@ -79,14 +82,27 @@ func (f *Feed) subscribeOnce(ctx context.Context, fn func(changefeed.Change)) (l
 		interval = DefaultHealthInterval
 	}
 	ps := f.client.Subscribe(ctx)
+	// go-redis reads a new connection's handshake without watching ctx,
+	// and holds ps meanwhile, so that even Close waits: on a paused link,
+	// until the client's read timeout. So the subscription is made apart,
+	// and one whose ctx ends first is left to close ps when it is done.
+	subscribed := make(chan error, 1)
+	go func() { subscribed <- ps.Subscribe(ctx, f.channel) }()
+	select {
+	case err := <-subscribed:
+		if err != nil {
+			ps.Close()
+			return false, fmt.Errorf("redisfeed: subscribe: %w", err)
+		}
+	case <-ctx.Done():
+		go func() { <-subscribed; ps.Close() }()
+		return false, nil
+	}
 	defer ps.Close()
 	// A receive does not notice ctx ending until its timeout; closing the
 	// connection ends it at once.
 	stop := context.AfterFunc(ctx, func() { ps.Close() })
 	defer stop()
-	if err := ps.Subscribe(ctx, f.channel); err != nil {
-		return false, fmt.Errorf("redisfeed: subscribe: %w", err)
-	}
 	// Only once Redis confirms the subscription is every later message
 	// sure to arrive.
 	for {

@@ -199,6 +199,32 @@ func RunFaults(t *testing.T, bound time.Duration, open OpenFaulty) {
 		r.WaitFor(t, after) // delivered itself, not only reported lost
 	})
 
+	t.Run("Subscribe returns at once when cancelled while connecting through a paused link", func(t *testing.T) {
+		proxied, _, faults := open(t)
+		faults.Pause()
+		defer faults.Restore()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- proxied.Subscribe(ctx, func(changefeed.Change) {}) }()
+		time.Sleep(100 * time.Millisecond) // connected, waiting for the first answer
+		cancel()
+		cancelled := time.Now()
+		// A subscription that waits for the connection's own timeout
+		// before it notices holds up a shutdown that long.
+		const prompt = 250 * time.Millisecond
+		select {
+		case err := <-done:
+			if err != context.Canceled {
+				t.Fatalf("Subscribe returned %v, want context.Canceled", err)
+			}
+			if d := time.Since(cancelled); d > prompt {
+				t.Fatalf("Subscribe returned %v after its context ended, want within %v", d.Round(time.Millisecond), prompt)
+			}
+		case <-time.After(patience):
+			t.Fatal("Subscribe did not return after its context ended")
+		}
+	})
+
 	t.Run("a burst arrives whole and in order", func(t *testing.T) {
 		proxied, direct, _ := open(t)
 		r := Follow(t, proxied)
