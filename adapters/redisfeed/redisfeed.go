@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -116,16 +115,48 @@ func (f *Feed) subscribeOnce(ctx context.Context, fn func(changefeed.Change)) (l
 	}
 	fn(changefeed.Change{Kind: changefeed.KindLive})
 
+	// Messages are read apart, without a deadline: a read that ends at
+	// its deadline inside a message leaves the rest of it to be parsed as
+	// the next reply, which breaks the subscription or passes a payload
+	// off as a pong. Closing ps (deferred, or as ctx ends) ends the read.
+	received := make(chan any)
+	failed := make(chan error, 1)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			msg, err := ps.Receive(ctx)
+			if err != nil {
+				failed <- err
+				return
+			}
+			select {
+			case received <- msg:
+			case <-done:
+				return
+			}
+		}
+	}()
+
 	// Every interval, whether or not messages arrive, the last ping must
 	// have been answered, and another is sent. Redis answers a ping after
 	// every message it sent before, so a message published at any moment
 	// has arrived within two intervals, or KindLost is reported: a link
 	// that slows down while messages keep coming is noticed too.
-	check := time.Now().Add(interval)
+	check := time.NewTimer(interval)
+	defer check.Stop()
 	answered := true
 	for {
-		wait := time.Until(check)
-		if wait <= 0 {
+		var msg any
+		select {
+		case <-ctx.Done():
+			return true, nil
+		case err := <-failed:
+			if ctx.Err() != nil {
+				return true, nil
+			}
+			return true, fmt.Errorf("redisfeed: receive: %w", err)
+		case <-check.C:
 			if !answered {
 				return true, errors.New("redisfeed: Redis did not answer a ping")
 			}
@@ -135,19 +166,10 @@ func (f *Feed) subscribeOnce(ctx context.Context, fn func(changefeed.Change)) (l
 				}
 				return true, fmt.Errorf("redisfeed: ping: %w", err)
 			}
-			answered, check = false, time.Now().Add(interval)
+			answered = false
+			check.Reset(interval)
 			continue
-		}
-		msg, err := ps.ReceiveTimeout(ctx, wait)
-		if ctx.Err() != nil {
-			return true, nil
-		}
-		if err != nil {
-			var ne net.Error
-			if !errors.As(err, &ne) || !ne.Timeout() {
-				return true, fmt.Errorf("redisfeed: receive: %w", err)
-			}
-			continue // the check is due
+		case msg = <-received:
 		}
 		if _, ok := msg.(*redis.Pong); ok {
 			answered = true

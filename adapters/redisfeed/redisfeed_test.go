@@ -145,3 +145,32 @@ func TestFaults(t *testing.T) {
 		return redisfeed.New(c, prefix), redisfeed.New(d, prefix), proxy
 	})
 }
+
+// TestLargeStrayMessagesAreDropped: messages on the channel far over
+// changefeed.MaxPayload, each arriving in many reads, are dropped as
+// docs say, and the subscription stays live. A read that timed out
+// inside one left its rest to be parsed as the next reply: the
+// subscription broke (or a payload passed for a pong).
+func TestLargeStrayMessagesAreDropped(t *testing.T) {
+	_, c := testenv.ProxiedRedis(t)
+	d := testenv.RedisClient(t)
+	f := redisfeed.New(c, testenv.RedisPrefix(t, d, "feed"))
+	// Frequent pings make reads with short deadlines: many chances to
+	// end one inside a message.
+	f.HealthInterval = 20 * time.Millisecond
+	r := feedtest.Subscribe(t, f)
+	r.Want(t, changefeed.Change{Kind: changefeed.KindLive})
+	ctx := context.Background()
+	stray := "key:" + strings.Repeat("k", 256<<10)
+	for range 200 {
+		if err := d.Publish(ctx, f.Channel(), stray).Err(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond) // within Redis's output buffer limit for subscribers
+	}
+	c1 := changefeed.Change{Kind: changefeed.KindKey, ID: "key_after"}
+	if err := redisfeed.New(d, strings.TrimSuffix(f.Channel(), "changes")).Publish(ctx, c1); err != nil {
+		t.Fatal(err)
+	}
+	r.Want(t, c1)
+}
