@@ -44,6 +44,10 @@ var _ changefeed.Feed = (*Feed)(nil)
 
 // New returns a feed on the channel prefix+"changes" of client. Processes
 // that must hear each other use the same prefix. The caller closes client.
+// Build client with redislimit.ParseOptions' settings, or at least
+// ContextTimeoutEnabled: without it go-redis ignores a context's deadline,
+// and a Publish over a link that stopped answering waits out the client's
+// own timeouts instead.
 func New(client redis.UniversalClient, prefix string) *Feed {
 	return &Feed{client: client, channel: prefix + "changes"}
 }
