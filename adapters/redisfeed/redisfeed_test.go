@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -148,7 +149,7 @@ func TestFaults(t *testing.T) {
 
 // TestLargeStrayMessagesAreDropped: messages on the channel far over
 // changefeed.MaxPayload, each arriving in many reads, are dropped as
-// docs say, and the subscription stays live. A read that timed out
+// docs say, and never break the subscription. A read that timed out
 // inside one left its rest to be parsed as the next reply: the
 // subscription broke (or a payload passed for a pong).
 func TestLargeStrayMessagesAreDropped(t *testing.T) {
@@ -158,8 +159,17 @@ func TestLargeStrayMessagesAreDropped(t *testing.T) {
 	// Frequent pings make reads with short deadlines: many chances to
 	// end one inside a message.
 	f.HealthInterval = 20 * time.Millisecond
-	r := feedtest.Subscribe(t, f)
-	r.Want(t, changefeed.Change{Kind: changefeed.KindLive})
+	var mu sync.Mutex
+	var broken []string // why the subscription broke, but for a late pong
+	f.OnError = func(err error) {
+		if msg := err.Error(); !strings.Contains(msg, "dropped a message") && !strings.Contains(msg, "did not answer a ping") {
+			mu.Lock()
+			broken = append(broken, msg[:min(len(msg), 200)])
+			mu.Unlock()
+		}
+	}
+	r := feedtest.Follow(t, f)
+	r.WaitLive(t)
 	ctx := context.Background()
 	stray := "key:" + strings.Repeat("k", 256<<10)
 	for range 200 {
@@ -168,9 +178,15 @@ func TestLargeStrayMessagesAreDropped(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond) // within Redis's output buffer limit for subscribers
 	}
-	c1 := changefeed.Change{Kind: changefeed.KindKey, ID: "key_after"}
-	if err := redisfeed.New(d, strings.TrimSuffix(f.Channel(), "changes")).Publish(ctx, c1); err != nil {
-		t.Fatal(err)
+	// The strays may keep a pong late on a loaded machine, and the feed
+	// then says KindLost, as it must; but a message read in two halves
+	// broke the subscription ("can't parse"), or could pass a payload
+	// off as a pong.
+	pub := redisfeed.New(d, strings.TrimSuffix(f.Channel(), "changes"))
+	r.Reaches(t, pub, time.Second, changefeed.Change{Kind: changefeed.KindKey, ID: "key_after"})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(broken) > 0 {
+		t.Fatalf("the strays broke the subscription %d times: %q", len(broken), broken)
 	}
-	r.Want(t, c1)
 }
