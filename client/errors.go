@@ -24,7 +24,10 @@ type RetryAfterError struct {
 	// asked the client to wait before sending again: its Retry-After (at
 	// most 48 hours), or for a 429 without one the time until
 	// X-RateLimit-Reset (else the client's backoff). After a 429 the
-	// client's own calls send nothing before then.
+	// client's own calls send nothing before then, except after
+	// api_key_banned: a ban refuses only what spends the plan's quota,
+	// and counts nothing, so the client's conditional requests (WithCache)
+	// still get their 304s.
 	RetryAfter time.Duration
 }
 
