@@ -459,8 +459,9 @@ func TestStartWithAPausedDatabaseIsBounded(t *testing.T) {
 // TestStartPausedAfterTheMigrationsIsBounded: a database (PostgreSQL,
 // MariaDB) that answers the first ping and the migrations, then stops
 // answering while the server loads its custom domains, stores the -keys
-// or makes the demo key, makes it exit with an error naming -db-timeout
-// once that passes, rather than start for ever without a word. The link
+// or makes the demo key, or while a keys or projects command runs,
+// makes it exit with an error naming -db-timeout once that passes,
+// rather than start (or wait) for ever without a word. The link
 // is paused while the server's query waits for a table lock the test
 // holds from a direct connection until then, so the pause falls inside
 // that step.
@@ -488,6 +489,10 @@ func TestStartPausedAfterTheMigrationsIsBounded(t *testing.T) {
 			{"domains", "domains", []string{"-keys", faultKey + ":pro"}},
 			{"keys", "api_keys", []string{"-keys", faultKey + ":pro"}},
 			{"demo key", "api_keys", nil},
+			// The commands, whose calls are bounded as a request's are.
+			{"keys list", "api_keys", []string{"keys", "list"}},
+			{"keys create", "api_keys", []string{"keys", "create", "-plan", "pro", "-deployed"}},
+			{"projects list", "api_keys", []string{"projects", "list"}},
 		} {
 			t.Run(db.name+"/"+step.name, func(t *testing.T) {
 				direct := db.direct(t)

@@ -210,14 +210,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// the store and the rest waits no later (see closeBy).
 	var stopBy time.Time
 	defer func() { closeBy(closeDeadline(stopBy, err, cfg), closeStore) }()
-	if len(cfg.command) > 0 && cfg.command[0] == "projects" {
-		return runProjects(ctx, store, cfg.command[1:], stdout)
-	}
-	if isAdminCommand(cfg.command) {
-		return runAdmin(ctx, cfg, petstore.NewKeys(store), stdout)
-	}
-	if len(cfg.command) > 0 {
-		return runKeys(ctx, cfg, store, stdout)
+	// A command waits on the database as a request does: -db-timeout for
+	// all its calls, so that one on a database that stopped answering
+	// ends with an error rather than waits for ever.
+	switch {
+	case len(cfg.command) > 0 && cfg.command[0] == "projects":
+		return startStep(ctx, cfg.dbTimeout, 0, func(ctx context.Context) error {
+			return runProjects(ctx, store, cfg.command[1:], stdout)
+		})
+	case isAdminCommand(cfg.command):
+		return startStep(ctx, cfg.dbTimeout, 0, func(ctx context.Context) error {
+			return runAdmin(ctx, cfg, petstore.NewKeys(store), stdout)
+		})
+	case len(cfg.command) > 0:
+		return startStep(ctx, cfg.dbTimeout, 0, func(ctx context.Context) error {
+			return runKeys(ctx, cfg, store, stdout)
+		})
 	}
 
 	ctx, cancel := context.WithCancel(ctx)

@@ -360,12 +360,12 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	return a, nil
 }
 
-// startStep runs step, one of the start's calls to the database, within
-// timeout (-db-timeout), as a request's calls are, and slack for what
-// else it waits on: a database that answered the first ping and the
-// migrations, then stopped answering (a paused link), must make the
-// server exit with an error naming the bound, not leave it starting for
-// ever without a word.
+// startStep runs step, one of the start's calls to the database or a
+// whole command, within timeout (-db-timeout), as a request's calls are,
+// and slack for what else it waits on: a database that answered the
+// first ping and the migrations, then stopped answering (a paused link),
+// must make the server or the command exit with an error naming the
+// bound, not leave it waiting for ever without a word.
 func startStep(ctx context.Context, timeout, slack time.Duration, step func(context.Context) error) error {
 	sctx, cancel := context.WithTimeout(ctx, timeout+slack)
 	defer cancel()
@@ -624,7 +624,9 @@ func runKeys(ctx context.Context, cfg config, store backend, stdout io.Writer) e
 	var publishErr error
 	if feed != nil {
 		opts = append(opts, petstore.WithKeyChangeHook(func(ctx context.Context, id string) {
-			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			// Told even when the command's own time is up: a change whose
+			// answer was lost may have been stored.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
 			publishErr = feed.Publish(ctx, changefeed.Change{Kind: changefeed.KindKey, ID: id})
 		}))
