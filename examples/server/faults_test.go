@@ -65,6 +65,23 @@ func proxiedPostgresDirect(t *testing.T) (string, *bun.DB, *faultproxy.Proxy) {
 }
 
 // until polls f every 20 ms until it reports true, failing after limit.
+// pauseReleasing pauses the server's link, then ends the session of the
+// direct connection holder that holds a lock (conn is its connection),
+// which releases the lock: from then on nothing reaches the server, the
+// grant of the lock included. It returns when the pause began; the link
+// is restored when the test ends.
+func pauseReleasing(t *testing.T, proxy *faultproxy.Proxy, conn bun.Conn, holder *bun.DB) time.Time {
+	t.Helper()
+	begun := time.Now()
+	proxy.Pause()
+	t.Cleanup(proxy.Restore)
+	_ = conn.Close()
+	if err := holder.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return begun
+}
+
 func until(t *testing.T, limit time.Duration, what string, f func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
@@ -533,15 +550,7 @@ func TestStartPausedAfterTheMigrationsIsBounded(t *testing.T) {
 					err := holder.QueryRowContext(context.Background(), strings.ReplaceAll(db.waiting, "%s", step.table)).Scan(&n)
 					return err == nil && n >= 1
 				})
-				// From now on nothing reaches the server, the grant of the
-				// lock included: ending the holder's session releases it.
-				begun := time.Now()
-				proxy.Pause()
-				defer proxy.Restore()
-				_ = conn.Close()
-				if err := holder.Close(); err != nil {
-					t.Fatal(err)
-				}
+				begun := pauseReleasing(t, proxy, conn, holder)
 				select {
 				case err := <-done:
 					if err == nil || !strings.Contains(err.Error(), "within -db-timeout 1s") {
@@ -610,15 +619,7 @@ func TestMigrateWithAPausedDatabaseIsBounded(t *testing.T) {
 					var n int
 					return conn.QueryRowContext(context.Background(), db.waiting).Scan(&n) == nil && n == 1
 				})
-				// From now on nothing reaches the server, the grant of the
-				// lock included: ending the holder's session releases it.
-				begun := time.Now()
-				proxy.Pause()
-				defer proxy.Restore()
-				_ = conn.Close()
-				if err := holder.Close(); err != nil {
-					t.Fatal(err)
-				}
+				begun := pauseReleasing(t, proxy, conn, holder)
 				select {
 				case err := <-done:
 					if err == nil || !strings.Contains(err.Error(), "within -migrate-timeout 2s") {
