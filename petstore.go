@@ -293,11 +293,17 @@ var ErrKeyRevoked = errors.New("key was revoked")
 // or updates its plan when it is stored already, and returns it. A
 // secret whose key was revoked is not stored again: Ensure returns that
 // key and an error wrapping ErrKeyRevoked, whose message names the key's
-// id, never the secret. The
-// secret must pass CheckSecretStrength (128 random bits in hex or base64,
-// or a generated key): it is stored as an unsalted SHA-256 (HashAPIKey), which only a
-// secret too random to guess makes safe. Returns invalid_request
-// otherwise.
+// id, never the secret. The secret must pass CheckSecretStrength (128
+// random bits in hex or base64, or a generated key): it is stored as an
+// unsalted SHA-256 (HashAPIKey), which only a secret too random to guess
+// makes safe. Returns invalid_request otherwise.
+//
+// An error that is not the store saying no (not_found,
+// conflict, invalid_request) may come after the store made the change:
+// the key's id is then unknown, so the change hook is not called, and
+// caches elsewhere may keep the old plan until their bound. Calling
+// Ensure again with the same arguments stores nothing new and calls the
+// hook: examples/server fails its start, and its next start does that.
 func (k *Keys) Ensure(ctx context.Context, secret string, plan Plan, limits Limits) (APIKey, error) {
 	if secret == "" {
 		return APIKey{}, Errorf(CodeInvalidRequest, "key must not be empty")
