@@ -468,6 +468,7 @@ func (c *Client) do(ctx context.Context, op, method string, u *url.URL, body []b
 		defer cancel()
 	}
 	var waited time.Time // the end of the latest hold this call waited out
+	conditional := true  // false once the server asked for the answer in full
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
@@ -488,12 +489,16 @@ func (c *Client) do(ctx context.Context, op, method string, u *url.URL, body []b
 			}
 			waited = until
 		}
-		resp, data, err := c.attempt(actx, method, u, body, idemKey, true)
-		if errors.Is(err, errOtherETag) {
+		resp, data, err := c.attempt(actx, method, u, body, idemKey, conditional)
+		if conditional && (errors.Is(err, errOtherETag) || errors.Is(err, errConditionalRefused)) {
 			// The server answered; only the remembered answer is stale,
-			// and it is dropped: ask again at once, in full, rather
-			// than spend an attempt and a back-off on it.
-			resp, data, err = c.attempt(actx, method, u, body, idemKey, false)
+			// or the allowance of conditional requests spent: ask again
+			// in full, without spending an attempt and a back-off on it,
+			// but not before a hold another call's 429 began meanwhile
+			// has passed (the loop's first step).
+			conditional = false
+			attempt--
+			continue
 		}
 		if err == nil {
 			c.warnDeprecated(ctx, op, resp.Header)
@@ -630,20 +635,17 @@ func (c *Client) attempt(ctx context.Context, method string, u *url.URL, body []
 	if err == nil && cached != nil && resp.StatusCode == http.StatusTooManyRequests {
 		// A conditional request's 429 may be its own allowance's
 		// (docs/rate-limits.md), which leaves the plan's quota to the
-		// others, and its figures are that allowance's: send it again at
-		// once without If-None-Match, and no conditional one until its
-		// Retry-After has passed. A 429 of the plan's is then the answer
-		// (within the server's grace, so not a strike).
+		// others, and its figures are that allowance's: do sends it
+		// again without If-None-Match, and no conditional one goes until
+		// its Retry-After has passed. A 429 of the plan's is then the
+		// answer (within the server's grace, so not a strike).
 		ra, _ := parseRetryAfter(resp.Header.Get("Retry-After"), c.now())
 		c.mu.Lock()
 		c.condHold = c.now().Add(max(ra, time.Second))
 		c.mu.Unlock()
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
 		_ = resp.Body.Close()
-		req = req.Clone(ctx)
-		req.Header.Del("If-None-Match")
-		cached = nil
-		resp, err = c.hc.Do(req)
+		return nil, nil, errConditionalRefused
 	}
 	if err != nil {
 		return nil, nil, &noAnswer{fmt.Errorf("petstore client: %s %s: %w", method, u.Path, err)}
@@ -704,6 +706,10 @@ func (c *Client) revalidated(ckey string, cached *cacheEntry, resp *http.Respons
 // errOtherETag is a 304 naming another ETag than the one sent (see
 // revalidated).
 var errOtherETag = errors.New("304 Not Modified for another ETag than the one sent")
+
+// errConditionalRefused is a conditional request's 429 (see attempt),
+// which do sends again without If-None-Match.
+var errConditionalRefused = errors.New("429 for a conditional request")
 
 // decodeBody decodes the JSON body data of the successful answer resp
 // into v (what names it in errors). An answer it cannot use, over

@@ -1,0 +1,146 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/client"
+	"github.com/petstorekit/petstore/internal/testenv"
+	"github.com/petstorekit/petstore/petstoretest"
+)
+
+// sent is one request as it left the client: when (on the test's clock),
+// whether it was conditional, and the status it got.
+type sent struct {
+	at          time.Time
+	conditional bool
+	status      int
+}
+
+// sendLog is a transport that logs what goes through it to the fake and
+// runs meanwhile, once, before it hands back the first answer for which
+// it returns true, what the test does while the client holds that answer.
+type sendLog struct {
+	next http.RoundTripper
+	clk  *testenv.Clock
+
+	mu        sync.Mutex
+	log       []sent
+	meanwhile func(*http.Request, *http.Response) bool
+}
+
+func (s *sendLog) RoundTrip(req *http.Request) (*http.Response, error) {
+	at := s.clk.Now()
+	resp, err := s.next.RoundTrip(req)
+	status := 0
+	if err == nil {
+		status = resp.StatusCode
+	}
+	s.mu.Lock()
+	s.log = append(s.log, sent{at: at, conditional: req.Header.Get("If-None-Match") != "", status: status})
+	hook := s.meanwhile
+	s.mu.Unlock()
+	if err == nil && hook != nil && hook(req, resp) {
+		s.mu.Lock()
+		s.meanwhile = nil
+		s.mu.Unlock()
+	}
+	return resp, err
+}
+
+func (s *sendLog) sent() []sent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]sent(nil), s.log...)
+}
+
+// TestAskingAgainWaitsOutAHoldStartedMeanwhile: a conditional request
+// the client sends again at once without If-None-Match (refused by its
+// allowance, 429, or answered 304 for another ETag) is not sent while the
+// client is held: when another call meets a plan's 429 before it goes, it
+// waits out that 429's Retry-After like any request of the client, since
+// each request refused meanwhile is a strike towards a ban.
+func TestAskingAgainWaitsOutAHoldStartedMeanwhile(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		// setup brings the client to the conditional fetch it sends again.
+		setup func(t *testing.T, c *client.Client, srv *petstoretest.Server)
+		// asked is the answer after which it sends it again.
+		asked int
+	}{{
+		name: "allowance spent",
+		setup: func(t *testing.T, c *client.Client, _ *petstoretest.Server) {
+			for i := range 10 { // 304s: the allowance is ten a minute
+				if _, err := c.GetPet(context.Background(), 1); err != nil {
+					t.Fatalf("fetch %d: %v", i+2, err)
+				}
+			}
+		},
+		asked: http.StatusTooManyRequests,
+	}, {
+		name: "304 for another ETag",
+		setup: func(t *testing.T, _ *client.Client, srv *petstoretest.Server) {
+			srv.Inject(petstoretest.Fault{Route: "GET /pets/{petId}", Times: 1, Status: http.StatusNotModified,
+				Header: http.Header{"Etag": {`"not-the-remembered-one"`}}})
+		},
+		asked: http.StatusNotModified,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			clk := newClock()
+			srv := petstoretest.NewServer(t, petstoretest.WithoutListener(), petstoretest.WithClock(clk.Now),
+				petstoretest.WithLimits(petstore.Limits{PerMinute: 1, PerDay: 1000}),
+				petstoretest.WithPets(petstore.NewPet{Name: "Rex", CategoryID: 1}))
+			rt := &sendLog{next: srv.HTTPClient().Transport, clk: clk}
+			c, err := client.New(srv.URL, srv.Key(), client.WithHTTPClient(&http.Client{Transport: rt}),
+				client.WithCache(client.NewCache(1<<20)), client.WithClock(clk.Now, clk.Sleep))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			if _, err := c.GetPet(ctx, 1); err != nil { // spends the plan's minute
+				t.Fatal(err)
+			}
+			tc.setup(t, c, srv)
+
+			var held time.Time // the end of the Retry-After of the other call's 429
+			asked := -1        // the index in the log of the answer asked again
+			rt.meanwhile = func(req *http.Request, resp *http.Response) bool {
+				if resp.StatusCode != tc.asked || req.Header.Get("If-None-Match") == "" {
+					return false
+				}
+				asked = len(rt.sent()) - 1
+				// Before the client asks again, another call meets the
+				// plan's 429. Its deadline is too short to wait it out.
+				short, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
+				_, err := c.ListPets(short, petstore.PetFilter{})
+				var ra *client.RetryAfterError
+				if !errors.As(err, &ra) || ra.Err.Code != petstore.CodeRateLimited || ra.RetryAfter <= 0 {
+					t.Errorf("the other call: %v, want rate_limited with a Retry-After", err)
+					return true
+				}
+				held = clk.Now().Add(ra.RetryAfter)
+				return true
+			}
+			if _, err := c.GetPet(ctx, 1); err != nil {
+				t.Fatalf("the fetch asked again: %v", err)
+			}
+			if asked < 0 || held.IsZero() {
+				t.Fatalf("no conditional fetch was answered %d, or the other call met no 429", tc.asked)
+			}
+			log := rt.sent()
+			for i, s := range log[asked+2:] { // after the other call's 429
+				if s.at.Before(held) {
+					t.Errorf("request %d (conditional %v, answered %d) went %v before the other call's Retry-After had passed", asked+3+i, s.conditional, s.status, held.Sub(s.at))
+				}
+			}
+		})
+	}
+}
