@@ -386,7 +386,9 @@ func fetchPage[T any](ctx context.Context, c *Client, u *url.URL, op, what strin
 	if link == "" {
 		return items, nil, nil
 	}
-	next, err := u.Parse(link) // RFC 8288: relative to the request's URL
+	// RFC 8288: relative to the URL the page came from, which after a
+	// redirect is not u.
+	next, err := resp.Request.URL.Parse(link)
 	if err != nil {
 		return nil, nil, fmt.Errorf("petstore client: malformed next link %q", link)
 	}

@@ -52,3 +52,39 @@ func TestAllStopsAtALoopOfPages(t *testing.T) {
 		}
 	}
 }
+
+// TestNextLinkAfterARedirect: a relative next link is relative to the
+// page it came with (RFC 8288), which after a redirect is the URL the
+// client was sent to, not the one it asked for. Here net/http's
+// ServeMux redirects /v1/pets to /v1/pets/, whose link "./?cursor=2"
+// means /v1/pets/?cursor=2; read against /v1/pets it would be
+// /v1/?cursor=2, which the API does not serve.
+func TestNextLinkAfterARedirect(t *testing.T) {
+	t.Parallel()
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/pets/{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("cursor") == "" {
+			w.Header().Set("Link", `<./?cursor=2>; rel="next"`)
+			fmt.Fprint(w, `[{"id":1,"name":"Rex","categoryId":1,"status":"available"}]`)
+			return
+		}
+		fmt.Fprint(w, `[{"id":2,"name":"Tom","categoryId":1,"status":"available"}]`)
+	})
+	api := httptest.NewServer(mux)
+	t.Cleanup(api.Close)
+	c, err := client.New(api.URL+"/v1", "psk_P0oI9uY8tR7eW6qA5sD3fG1h", client.WithHTTPClient(api.Client()), client.WithMaxAttempts(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for pet, err := range c.All(context.Background(), petstore.PetFilter{}) {
+		if err != nil {
+			t.Fatalf("All after %q: %v", names, err)
+		}
+		names = append(names, pet.Name)
+	}
+	if got, want := strings.Join(names, " "), "Rex Tom"; got != want {
+		t.Fatalf("All yielded %q, want %q", got, want)
+	}
+}
