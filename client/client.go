@@ -471,6 +471,7 @@ func (c *Client) do(ctx context.Context, op, method string, u *url.URL, body []b
 	}
 	var waited time.Time // the end of the latest hold this call waited out
 	conditional := true  // false once the server asked for the answer in full
+	var refused *conditionalRefused
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
@@ -492,9 +493,13 @@ func (c *Client) do(ctx context.Context, op, method string, u *url.URL, body []b
 			waited = until
 		}
 		resp, data, err := c.attempt(actx, method, u, body, idemKey, conditional)
-		if conditional && (errors.Is(err, errOtherETag) || errors.Is(err, errConditionalRefused)) {
+		if refused != nil {
+			c.planRefusedBoth(refused, resp)
+			refused = nil
+		}
+		if conditional && (errors.Is(err, errOtherETag) || errors.As(err, &refused)) {
 			// The server answered; only the remembered answer is stale,
-			// or the allowance of conditional requests spent: ask again
+			// or a 429 came that may be the allowance's: ask again
 			// in full, without spending an attempt and a back-off on it,
 			// but not before a hold another call's 429 began meanwhile
 			// has passed (the loop's first step).
@@ -640,14 +645,19 @@ func (c *Client) attempt(ctx context.Context, method string, u *url.URL, body []
 		// others, and its figures are that allowance's: do sends it
 		// again without If-None-Match, and no conditional one goes until
 		// its Retry-After has passed. A 429 of the plan's is then the
-		// answer (within the server's grace, so not a strike).
+		// answer (within the server's grace, so not a strike), and when
+		// it is of the same window as this one, the plan refused both
+		// (see planRefusedBoth).
 		ra, _ := parseRetryAfter(resp.Header.Get("Retry-After"), c.now())
+		refused := &conditionalRefused{window: windowOf(resp.Header)}
 		c.mu.Lock()
+		refused.prev = c.condHold
 		c.condHold = c.now().Add(max(ra, time.Second))
+		refused.set = c.condHold
 		c.mu.Unlock()
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
 		_ = resp.Body.Close()
-		return nil, nil, errConditionalRefused
+		return nil, nil, refused
 	}
 	if err != nil {
 		return nil, nil, &noAnswer{fmt.Errorf("petstore client: %s %s: %w", method, u.Path, err)}
@@ -709,9 +719,42 @@ func (c *Client) revalidated(ckey string, cached *cacheEntry, resp *http.Respons
 // revalidated).
 var errOtherETag = errors.New("304 Not Modified for another ETag than the one sent")
 
-// errConditionalRefused is a conditional request's 429 (see attempt),
-// which do sends again without If-None-Match.
-var errConditionalRefused = errors.New("429 for a conditional request")
+// conditionalRefused is a conditional request's 429 (see attempt), which
+// do sends again without If-None-Match. It held back the client's
+// conditional requests (condHold, prev before); the answer to the request
+// sent again tells whether it should have (see planRefusedBoth).
+type conditionalRefused struct {
+	window    string // the 429's rate-limit window, "" if it named none
+	prev, set time.Time
+}
+
+func (e *conditionalRefused) Error() string { return "429 for a conditional request" }
+
+// windowOf names the rate-limit window the X-RateLimit-* headers h
+// describe (its quota and reset), "" when they describe none.
+func windowOf(h http.Header) string {
+	if _, ok := parseRateLimit(h); !ok {
+		return ""
+	}
+	return h.Get("X-RateLimit-Limit") + " " + h.Get("X-RateLimit-Reset")
+}
+
+// planRefusedBoth undoes the hold of conditional requests that refused
+// began when resp, the answer to the same request sent unconditionally,
+// is a 429 of the same window: the plan's quota refused both, the
+// conditional one because its page changed. The allowance of conditional
+// requests is not spent then, and while the plan is banned the client's
+// conditional requests are the ones that still get answers (304s).
+func (c *Client) planRefusedBoth(refused *conditionalRefused, resp *http.Response) {
+	if resp == nil || resp.StatusCode != http.StatusTooManyRequests || refused.window == "" || windowOf(resp.Header) != refused.window {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.condHold.Equal(refused.set) { // no later 429 extended it
+		c.condHold = refused.prev
+	}
+}
 
 // decodeBody decodes the JSON body data of the successful answer resp
 // into v (what names it in errors). An answer it cannot use, over

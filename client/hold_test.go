@@ -12,6 +12,7 @@ import (
 	"github.com/petstorekit/petstore/client"
 	"github.com/petstorekit/petstore/internal/testenv"
 	"github.com/petstorekit/petstore/petstoretest"
+	"github.com/petstorekit/petstore/ratelimit"
 )
 
 // sent is one request as it left the client: when (on the test's clock),
@@ -142,5 +143,59 @@ func TestAskingAgainWaitsOutAHoldStartedMeanwhile(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBannedPlanKeepsConditionalRequests: while the key is banned on its
+// plan, its conditional requests still get their 304s (docs/rate-limits.md),
+// so the client keeps sending them. A conditional request for a page that
+// changed is answered in full on the plan's quota, and refused by the
+// ban: that 429 is the plan's, not the allowance's, and must not stop the
+// client's other conditional requests, which would then all be refused.
+func TestBannedPlanKeepsConditionalRequests(t *testing.T) {
+	t.Parallel()
+	clk := newClock()
+	srv := petstoretest.NewServer(t, petstoretest.WithoutListener(), petstoretest.WithClock(clk.Now),
+		petstoretest.WithLimits(petstore.Limits{PerMinute: 2, PerDay: 1000}),
+		petstoretest.WithBanPolicy(ratelimit.BanPolicy{Strikes: 1, Grace: -1}),
+		petstoretest.WithPets(petstore.NewPet{Name: "Rex", CategoryID: 1}))
+	c := srv.Client(client.WithCache(client.NewCache(1<<20)), client.WithClock(clk.Now, clk.Sleep))
+	ctx := context.Background()
+	if _, err := c.GetPet(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ListPets(ctx, petstore.PetFilter{}); err != nil {
+		t.Fatal(err)
+	}
+	// Other programs with the same key get the plan's 429s, strikes
+	// enough for a ban.
+	for range 3 {
+		_, err := srv.Client(client.WithMaxWait(0)).ListPets(ctx, petstore.PetFilter{})
+		if code := petstore.ErrorCode(err); code == petstore.CodeAPIKeyBanned {
+			break
+		} else if code != petstore.CodeRateLimited {
+			t.Fatalf("a call of another program: %v, want rate_limited", err)
+		}
+	}
+	if _, err := srv.Client(client.WithMaxWait(0)).ListPets(ctx, petstore.PetFilter{}); petstore.ErrorCode(err) != petstore.CodeAPIKeyBanned {
+		t.Fatalf("the key is not banned: %v", err)
+	}
+	if _, err := c.GetPet(ctx, 1); err != nil {
+		t.Fatalf("a fetch revalidated while banned: %v", err)
+	}
+
+	// The page changes: its full answer spends the plan's quota, which
+	// the ban refuses.
+	if _, err := srv.Store().CreatePet(ctx, petstore.NewPet{Name: "Tom", CategoryID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ListPets(ctx, petstore.PetFilter{}); petstore.ErrorCode(err) != petstore.CodeAPIKeyBanned {
+		t.Fatalf("the changed page while banned: %v, want api_key_banned", err)
+	}
+	for i := range 3 {
+		if _, err := c.GetPet(ctx, 1); err != nil {
+			inm, status := conditional(srv)
+			t.Fatalf("fetch %d after the changed page: %v; want the pet, revalidated (If-None-Match %q, statuses %v)", i+1, err, inm, status)
+		}
 	}
 }
