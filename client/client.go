@@ -313,21 +313,23 @@ func (c *Client) ListPets(ctx context.Context, f petstore.PetFilter) (petstore.P
 
 // All iterates over every pet matching f, page by page, following the
 // Link rel="next" of each response. f.Limit sets the page size. Iteration
-// stops after the first error, which is yielded with a zero Pet.
+// stops after the first error, which is yielded with a zero Pet. Each
+// loop over the sequence reads the list again from its first page.
 func (c *Client) All(ctx context.Context, f petstore.PetFilter) iter.Seq2[petstore.Pet, error] {
 	return allPages[petstore.Pet](ctx, c, c.listURL(f), "listPets", "pets")
 }
 
-// allPages iterates over every item of the list at u (its first page),
-// page by page, following the Link rel="next" of each response. Iteration
-// stops after the first error, which is yielded with a zero T; a next
-// link back to a page already read is one, as it would loop forever. op
-// and what name the operation and its items.
-func allPages[T any](ctx context.Context, c *Client, u *url.URL, op, what string) iter.Seq2[T, error] {
+// allPages iterates over every item of the list at first (its first
+// page), page by page, following the Link rel="next" of each response.
+// Iteration stops after the first error, which is yielded with a zero T;
+// a next link back to a page already read is one, as it would loop
+// forever. op and what name the operation and its items. Each range over
+// the sequence starts again at first.
+func allPages[T any](ctx context.Context, c *Client, first *url.URL, op, what string) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
 		read := map[string]bool{}
-		for u != nil {
+		for u := first; u != nil; {
 			read[u.String()] = true
 			items, next, err := fetchPage[T](ctx, c, u, op, what)
 			if err != nil {

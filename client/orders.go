@@ -32,7 +32,8 @@ func (c *Client) ListOrders(ctx context.Context, f petstore.OrderFilter) (petsto
 // AllOrders iterates over every order of the key's project matching f,
 // page by page, following the Link rel="next" of each response. f.Limit
 // sets the page size. Iteration stops after the first error, which is
-// yielded with a zero Order.
+// yielded with a zero Order. Each loop over the sequence reads the list
+// again from its first page.
 func (c *Client) AllOrders(ctx context.Context, f petstore.OrderFilter) iter.Seq2[petstore.Order, error] {
 	return allPages[petstore.Order](ctx, c, c.ordersURL(f), "listOrders", "orders")
 }

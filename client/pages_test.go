@@ -10,6 +10,7 @@ import (
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/client"
+	"github.com/petstorekit/petstore/petstoretest"
 )
 
 // TestAllStopsAtALoopOfPages: a server whose next links lead back to a
@@ -86,5 +87,36 @@ func TestNextLinkAfterARedirect(t *testing.T) {
 	}
 	if got, want := strings.Join(names, " "), "Rex Tom"; got != want {
 		t.Fatalf("All yielded %q, want %q", got, want)
+	}
+}
+
+// TestAllIteratesAgain: the sequence All returns walks every page each
+// time it is ranged over, as iterators do unless documented single-use,
+// and from the first page again after a loop that stopped early.
+func TestAllIteratesAgain(t *testing.T) {
+	t.Parallel()
+	srv := petstoretest.NewServer(t, petstoretest.WithoutListener(), petstoretest.WithoutRateLimits(),
+		petstoretest.WithPets(petstore.NewPet{Name: "Rex", CategoryID: 1}, petstore.NewPet{Name: "Tom", CategoryID: 1}, petstore.NewPet{Name: "Kit", CategoryID: 1}))
+	c := srv.Client()
+	all := c.All(context.Background(), petstore.PetFilter{Limit: 2})
+	walk := func(stopAfter int) string {
+		var names []string
+		for pet, err := range all {
+			if err != nil {
+				t.Fatalf("All after %q: %v", names, err)
+			}
+			if names = append(names, pet.Name); len(names) == stopAfter {
+				break
+			}
+		}
+		return strings.Join(names, " ")
+	}
+	for i, tc := range []struct {
+		stopAfter int
+		want      string
+	}{{0, "Rex Tom Kit"}, {0, "Rex Tom Kit"}, {3, "Rex Tom Kit"}, {2, "Rex Tom"}, {0, "Rex Tom Kit"}} {
+		if got := walk(tc.stopAfter); got != tc.want {
+			t.Fatalf("walk %d over the same All: %q, want %q", i+1, got, tc.want)
+		}
 	}
 }
