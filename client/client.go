@@ -117,7 +117,8 @@ type Option func(*Client)
 // WithHTTPClient sets the HTTP client used for every attempt, for example
 // petstoretest's in-memory one. Its Timeout bounds each attempt. The
 // client uses a copy that follows no redirect leaving the base URL's
-// scheme and host, so the key never goes elsewhere. nil keeps the default
+// scheme and host, so the key never goes elsewhere, nor a 301 or 302 to
+// a create, which net/http would follow with a GET. nil keeps the default
 // (30 s Timeout, http.DefaultTransport).
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *Client) {
@@ -228,12 +229,19 @@ func isControl(r rune) bool { return (r < ' ' && r != '\t') || r == 0x7f }
 // port and scheme of the same host name (and to its subdomains), which
 // would send the key to another service, or in clear text after a
 // redirect from https to http; such a redirect is returned as the answer
-// instead, an error. hc's own CheckRedirect, if any, still applies.
+// instead, an error. So is a 301 or 302 to a POST, which net/http would
+// follow with a GET without the body: a create would become a list. hc's
+// own CheckRedirect, if any, still applies.
 func (c *Client) keepKeyHome(hc *http.Client) *http.Client {
 	cp := *hc
 	check := hc.CheckRedirect
 	cp.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 		if req.URL.Scheme != c.base.Scheme || req.URL.Host != c.base.Host {
+			return http.ErrUseLastResponse
+		}
+		// A 303 See Other leads to the answer of the POST, to be read
+		// with a GET; a 301 or 302 to the place the POST should go.
+		if req.Method != via[len(via)-1].Method && req.Response != nil && req.Response.StatusCode != http.StatusSeeOther {
 			return http.ErrUseLastResponse
 		}
 		if check != nil {
@@ -832,9 +840,16 @@ func decodeError(resp *http.Response, data []byte) *petstore.Error {
 	}
 	msg := "unexpected response: " + resp.Status
 	if loc, err := resp.Location(); err == nil && resp.StatusCode/100 == 3 {
-		// Only a redirect leaving the base's origin comes back (see
-		// keepKeyHome): say so, naming where it went but no path or query.
-		msg += fmt.Sprintf(": a redirect to %s://%s, not followed: the API key goes only to the base URL's scheme and host", loc.Scheme, loc.Host)
+		// A redirect leaving the base's origin, or one net/http would
+		// follow with a GET, comes back (see keepKeyHome): say which,
+		// naming where it went but no query (nor, elsewhere, path).
+		from, m := resp.Request.URL, resp.Request.Method
+		switch {
+		case loc.Scheme != from.Scheme || loc.Host != from.Host:
+			msg += fmt.Sprintf(": a redirect to %s://%s, not followed: the API key goes only to the base URL's scheme and host", loc.Scheme, loc.Host)
+		case m != http.MethodGet && m != http.MethodHead && (resp.StatusCode == http.StatusMovedPermanently || resp.StatusCode == http.StatusFound):
+			msg += fmt.Sprintf(": a redirect to %s://%s%s, not followed: it would send the %s again as a GET, without its body", loc.Scheme, loc.Host, loc.EscapedPath(), m)
+		}
 	}
 	return &petstore.Error{Code: httpcode.Code(resp.StatusCode), Message: msg, Status: resp.StatusCode}
 }

@@ -89,3 +89,34 @@ func TestRedirectKeepsKeyHome(t *testing.T) {
 		}
 	})
 }
+
+// TestCreateIsNotRedirectedAsAGet: net/http follows a 301 or 302 to a
+// POST with a GET without the body, so a create sent to a base URL that
+// moved became a list: no pet, and an error about decoding a list into a
+// pet. The client follows no redirect that would change the method; the
+// redirect comes back as the error, saying why.
+func TestCreateIsNotRedirectedAsAGet(t *testing.T) {
+	t.Parallel()
+	srv := petstoretest.NewServer(t)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/old/v1/", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, strings.Replace(r.URL.RequestURI(), "/old", "", 1), http.StatusMovedPermanently)
+	})
+	mux.Handle("/v1/", srv.Handler())
+	api := httptest.NewServer(mux)
+	t.Cleanup(api.Close)
+	c, err := client.New(api.URL+"/old/v1", srv.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.CreatePet(context.Background(), petstore.NewPet{Name: "Tom", CategoryID: 1})
+	if e := asError(t, err); e.Status != http.StatusMovedPermanently || !strings.Contains(e.Message, "redirect to "+api.URL+"/v1/pets") || !strings.Contains(e.Message, "as a GET") {
+		t.Fatalf("error %+v, want the 301 reported as a redirect to %s/v1/pets that would turn the POST into a GET", e, api.URL)
+	}
+	if reqs := srv.Requests(); len(reqs) != 0 {
+		t.Fatalf("the API got %d requests (the first %s %s), want none", len(reqs), reqs[0].Method, reqs[0].Path)
+	}
+	if _, err := c.ListPets(context.Background(), petstore.PetFilter{}); err != nil {
+		t.Fatalf("a list through the same redirect: %v", err)
+	}
+}
