@@ -3,17 +3,19 @@
 // runs against a local petstore.Service or a remote petstore alike.
 //
 // The client does what the spec asks of well-behaved clients: on 429 it
-// waits for Retry-After (or X-RateLimit-Reset), on 5xx (but 501) and
-// network errors it backs off exponentially with full jitter, and it stops
-// after a bounded number of attempts and a bounded total time. Until a 429's Retry-After
-// has passed, the client's other calls send nothing either: they wait too,
-// or return that 429 at once when the wait is past WithMaxWait, since each
-// request refused meanwhile counts towards a ban. It never retries a request
-// answered with api_key_banned, and it retries a POST only because every
-// CreatePet carries an Idempotency-Key, reused across that call's attempts,
-// so a retry never creates a second pet on a server that keeps those keys
-// (httpx.Config.Idempotency, as examples/server does); one that ignores
-// them may create two when an answer is lost.
+// waits for Retry-After (or X-RateLimit-Reset), on 5xx (but 501),
+// idempotency_key_in_use and network errors it backs off exponentially
+// with full jitter, at least for the answer's Retry-After, and it stops
+// after a bounded number of attempts and a bounded total time. Until a
+// 429's Retry-After has passed, the client's other calls send nothing
+// either: they wait too, or return that 429 at once when the wait is past
+// WithMaxWait, since each request refused meanwhile counts towards a ban.
+// It never retries a request answered with api_key_banned, and it
+// retries a POST only because every CreatePet carries an Idempotency-Key,
+// reused across that call's attempts, so a retry never creates a second
+// pet on a server that keeps those keys (httpx.Config.Idempotency, as
+// examples/server does); one that ignores them may create two when an
+// answer is lost.
 //
 // WithCache makes the client revalidate the GET answers it has seen
 // (If-None-Match) instead of fetching them again.
@@ -553,10 +555,10 @@ func (c *Client) do(ctx context.Context, op, method string, u *url.URL, body []b
 				wait = c.rateLimitWait(resp.Header, attempt)
 				asked = wait
 				c.holdFor(wait, perr)
-			case perr.Code == petstore.CodeIdempotencyKeyInUse:
-				// Our own earlier attempt is still running on the server.
-				wait = c.backoff(attempt)
-			default: // a 5xx
+			default:
+				// A 5xx, or idempotency_key_in_use: our own earlier
+				// attempt is still running on the server, which says
+				// when to look again.
 				wait = max(c.backoff(attempt), asked)
 			}
 		}

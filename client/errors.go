@@ -8,10 +8,10 @@ import (
 
 // RetryAfterError is the error of a call the client gave up on although
 // the server had said when to try again: a 429 (rate_limited or
-// api_key_banned) or a 5xx whose wait was past WithMaxWait or the
-// context's deadline, or that came back on the last attempt. A call held
-// back by another call's 429 returns one too. Err is the answer's error,
-// which errors.As also finds under it:
+// api_key_banned), a 5xx or an idempotency_key_in_use whose wait was
+// past WithMaxWait or the context's deadline, or that came back on the
+// last attempt. A call held back by another call's 429 returns one too.
+// Err is the answer's error, which errors.As also finds under it:
 //
 //	var ra *client.RetryAfterError
 //	if errors.As(err, &ra) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -83,4 +84,31 @@ func TestGivingUpTellsRetryAfter(t *testing.T) {
 			t.Fatalf("error %v carries a RetryAfter the server never sent", err)
 		}
 	})
+}
+
+// TestKeyInUseWaitsRetryAfter: a create whose Idempotency-Key is still
+// being processed (an earlier attempt of the call, on a slow store) is
+// 409 idempotency_key_in_use with Retry-After: 1, as httpx answers it.
+// The client retries it no sooner than asked: its back-off alone (200
+// ms at first) would spend every attempt within the second the first
+// request still runs, and fail a create that was going to succeed.
+func TestKeyInUseWaitsRetryAfter(t *testing.T) {
+	t.Parallel()
+	clk := newClock()
+	srv := petstoretest.NewServer(t, petstoretest.WithoutListener())
+	srv.Inject(petstoretest.Fault{Route: "POST /pets", Times: 2,
+		Error:  petstore.Errorf(petstore.CodeIdempotencyKeyInUse, "a request with this Idempotency-Key is still being processed; retry later"),
+		Header: http.Header{"Retry-After": {"1"}}})
+	c := srv.Client(client.WithClock(clk.Now, clk.Sleep))
+	if _, err := c.CreatePet(context.Background(), petstore.NewPet{Name: "Rex", CategoryID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := statuses(srv), []int{409, 409, 201}; !slices.Equal(got, want) {
+		t.Fatalf("statuses %v, want %v", got, want)
+	}
+	for i, d := range clk.Sleeps() {
+		if d < time.Second {
+			t.Errorf("wait %d before a retry: %v, want at least the 1s Retry-After", i+1, d)
+		}
+	}
 }
