@@ -57,9 +57,13 @@ type Feed struct {
 	// be made, for logging. Set it before Subscribe.
 	OnError func(error)
 
-	pub  *pgx.Conn     // Publish's connection, nil until used or after a failure
-	turn chan struct{} // holds one token for whoever uses pub
+	pub    *pgx.Conn     // Publish's connection, nil until used or after a failure
+	closed bool          // set by Close: Publish opens no connection after it
+	turn   chan struct{} // holds one token for whoever uses pub or closed
 }
+
+// ErrClosed is the error of a Publish after Close.
+var ErrClosed = errors.New("pgfeed: feed is closed")
 
 // DefaultPublishTimeout bounds a Publish whose context has no deadline,
 // so a paused link holds up the publishes queued behind it that long at
@@ -108,7 +112,8 @@ func (f *Feed) Channel() string { return f.channel }
 // Publish implements changefeed.Feed. The notification is sent outside
 // any transaction, so subscribers hear of it at once. Publishes take
 // turns on one connection; waiting for a turn ends with ctx, and a ctx
-// with no deadline gets DefaultPublishTimeout.
+// with no deadline gets DefaultPublishTimeout. After Close it returns
+// ErrClosed and connects to nothing.
 func (f *Feed) Publish(ctx context.Context, c changefeed.Change) error {
 	payload, err := changefeed.Encode(c)
 	if err != nil {
@@ -124,6 +129,9 @@ func (f *Feed) Publish(ctx context.Context, c changefeed.Change) error {
 		defer func() { <-f.turn }()
 	case <-ctx.Done():
 		return fmt.Errorf("pgfeed: notify: waiting for the connection: %w", ctx.Err())
+	}
+	if f.closed {
+		return ErrClosed
 	}
 	// A kept connection may have died while idle; then one new connection
 	// is tried. A change delivered twice does no harm.
@@ -146,10 +154,12 @@ func (f *Feed) Publish(ctx context.Context, c changefeed.Change) error {
 	}
 }
 
-// Close closes Publish's connection. Subscriptions end with their context.
+// Close closes Publish's connection; later publishes fail with ErrClosed.
+// Subscriptions end with their context.
 func (f *Feed) Close() error {
 	f.turn <- struct{}{}
 	defer func() { <-f.turn }()
+	f.closed = true
 	if f.pub == nil {
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net/url"
 	"strings"
 	"testing"
@@ -261,5 +262,50 @@ func TestSchemasHaveFeedsOfTheirOwn(t *testing.T) {
 		if f.Channel() != pgfeed.DefaultChannel {
 			t.Errorf("search_path %q: channel %q, want %s, which servers without one use", path, f.Channel(), pgfeed.DefaultChannel)
 		}
+	}
+}
+
+// sessions counts the server's sessions named app.
+func sessions(t *testing.T, app string) int {
+	t.Helper()
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, testenv.PostgresDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	var n int
+	if err := admin.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", app).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestPublishAfterCloseOpensNothing: a Publish after Close fails with
+// ErrClosed and leaves no session on the server. It used to open a new
+// connection that nothing would ever close.
+func TestPublishAfterCloseOpensNothing(t *testing.T) {
+	ch := "petstore_test_" + random()
+	app := "petstore-test-" + random()
+	f := open(t, ch, app)
+	ctx := context.Background()
+	if err := f.Publish(ctx, changefeed.Change{Kind: changefeed.KindKey, ID: "before"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	err := f.Publish(ctx, changefeed.Change{Kind: changefeed.KindKey, ID: "after"})
+	if !errors.Is(err, pgfeed.ErrClosed) {
+		t.Errorf("Publish after Close = %v, want ErrClosed", err)
+	}
+	// Close's Terminate ends the first session soon; a Publish after it
+	// must not have started another.
+	n := sessions(t, app)
+	for deadline := time.Now().Add(5 * time.Second); n > 0 && time.Now().Before(deadline); n = sessions(t, app) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n != 0 {
+		t.Fatalf("%d sessions named %s remain after Close", n, app)
 	}
 }

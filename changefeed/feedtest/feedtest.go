@@ -6,6 +6,7 @@ package feedtest
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync"
 	"testing"
 	"time"
@@ -20,7 +21,9 @@ const patience = 10 * time.Second
 
 // Open returns two feeds on one shared medium, as two processes of a
 // deployment would hold them (for Local, the same feed twice). Whatever
-// they need closing is closed through t.Cleanup.
+// they need closing is closed through t.Cleanup, which must not mind a
+// second Close: a feed with a Close method (io.Closer) is closed by the
+// suite too.
 type Open func(t *testing.T) (a, b changefeed.Feed)
 
 // Run runs the suite; each subtest calls open once.
@@ -62,6 +65,24 @@ func Run(t *testing.T, open Open) {
 			if err := a.Publish(context.Background(), c); err == nil {
 				t.Errorf("Publish(%.40q) succeeded, want an error", fmt.Sprint(c))
 			}
+		}
+	})
+
+	t.Run("a feed with a Close refuses to publish after it", func(t *testing.T) {
+		a, _ := open(t)
+		closer, ok := a.(io.Closer)
+		if !ok {
+			t.Skip("the feed has no Close")
+		}
+		if err := a.Publish(context.Background(), changefeed.Change{Kind: changefeed.KindKey, ID: "before"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := closer.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// A Publish that succeeds now has opened what nothing will close.
+		if err := a.Publish(context.Background(), changefeed.Change{Kind: changefeed.KindKey, ID: "after"}); err == nil {
+			t.Fatal("Publish after Close succeeded, want an error")
 		}
 	})
 
