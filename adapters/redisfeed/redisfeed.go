@@ -101,7 +101,13 @@ func (f *Feed) subscribeOnce(ctx context.Context, fn func(changefeed.Change)) (l
 		go func() { <-subscribed; ps.Close() }()
 		return false, nil
 	}
-	defer ps.Close()
+	// go-redis reconnects a subscription whose connection broke by itself,
+	// holding ps until the new connection's handshake is answered or times
+	// out, and Close and Ping wait for ps meanwhile. So ps is closed apart,
+	// and pinged apart (below): a broken connection on a link that has
+	// stopped answering is reported lost within two health intervals, not
+	// after the client's read timeout.
+	defer func() { go ps.Close() }()
 	// A receive does not notice ctx ending until its timeout; closing the
 	// connection ends it at once.
 	stop := context.AfterFunc(ctx, func() { ps.Close() })
@@ -150,6 +156,7 @@ func (f *Feed) subscribeOnce(ctx context.Context, fn func(changefeed.Change)) (l
 	check := time.NewTimer(interval)
 	defer check.Stop()
 	answered := true
+	pinged := make(chan error, 1) // at most one ping is under way
 	for {
 		var msg any
 		select {
@@ -164,15 +171,18 @@ func (f *Feed) subscribeOnce(ctx context.Context, fn func(changefeed.Change)) (l
 			if !answered {
 				return true, errors.New("redisfeed: Redis did not answer a ping")
 			}
-			if err := ps.Ping(ctx); err != nil {
-				if ctx.Err() != nil {
-					return true, nil
-				}
-				return true, fmt.Errorf("redisfeed: ping: %w", err)
-			}
+			go func() { pinged <- ps.Ping(ctx) }()
 			answered = false
 			check.Reset(interval)
 			continue
+		case err := <-pinged:
+			if err == nil {
+				continue
+			}
+			if ctx.Err() != nil {
+				return true, nil
+			}
+			return true, fmt.Errorf("redisfeed: ping: %w", err)
 		case msg = <-received:
 		}
 		if _, ok := msg.(*redis.Pong); ok {

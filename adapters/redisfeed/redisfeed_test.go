@@ -15,6 +15,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/redislimit"
 	"github.com/petstorekit/petstore/changefeed"
 	"github.com/petstorekit/petstore/changefeed/feedtest"
+	"github.com/petstorekit/petstore/internal/faultproxy"
 	"github.com/petstorekit/petstore/internal/testenv"
 )
 
@@ -50,13 +51,28 @@ func TestLostConnection(t *testing.T) {
 	r.Want(t, changefeed.Change{Kind: changefeed.KindLive})
 
 	ctx := context.Background()
+	kill(t, admin, o.ClientName)
+	r.Want(t, changefeed.Change{Kind: changefeed.KindLost})
+	r.Want(t, changefeed.Change{Kind: changefeed.KindLive})
+	c := changefeed.Change{Kind: changefeed.KindKey, ID: "key_after"}
+	if err := pub.Publish(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	r.Want(t, c)
+}
+
+// kill has Redis close every connection named name, and fails t when
+// there is none.
+func kill(t *testing.T, admin *redis.Client, name string) {
+	t.Helper()
+	ctx := context.Background()
 	list, err := admin.ClientList(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	killed := 0
 	for _, line := range strings.Split(list, "\n") {
-		if !strings.Contains(" "+line+" ", " name="+o.ClientName+" ") {
+		if !strings.Contains(" "+line+" ", " name="+name+" ") {
 			continue
 		}
 		for _, f := range strings.Fields(line) {
@@ -69,15 +85,8 @@ func TestLostConnection(t *testing.T) {
 		}
 	}
 	if killed == 0 {
-		t.Fatalf("no connection named %s in CLIENT LIST:\n%s", o.ClientName, list)
+		t.Fatalf("no connection named %s in CLIENT LIST:\n%s", name, list)
 	}
-	r.Want(t, changefeed.Change{Kind: changefeed.KindLost})
-	r.Want(t, changefeed.Change{Kind: changefeed.KindLive})
-	c := changefeed.Change{Kind: changefeed.KindKey, ID: "key_after"}
-	if err := pub.Publish(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	r.Want(t, c)
 }
 
 // TestRedisDown: with nothing listening, Publish fails and Subscribe keeps
@@ -189,4 +198,36 @@ func TestLargeStrayMessagesAreDropped(t *testing.T) {
 	if len(broken) > 0 {
 		t.Fatalf("the strays broke the subscription %d times: %q", len(broken), broken)
 	}
+}
+
+// TestClosedWhileTheLinkIsPaused: Redis closes the
+// subscription's connection while the link to it has stopped answering
+// (a restarted Redis behind a route that drops packets). go-redis then
+// reconnects the subscription by itself, and holds it while the new
+// connection's handshake waits for an answer, up to the client's read
+// timeout; the subscription must report KindLost within its bound all
+// the same, not once that handshake gives up.
+func TestClosedWhileTheLinkIsPaused(t *testing.T) {
+	o, err := redislimit.ParseOptions(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := faultproxy.Start(t, o.Addr)
+	o.Addr = proxy.Addr()
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	o.ClientName = "petstore-test-feed-" + hex.EncodeToString(b)
+	sub := redis.NewClient(o)
+	t.Cleanup(func() { sub.Close() })
+	admin := testenv.RedisClient(t)
+	prefix := testenv.RedisPrefix(t, admin, "feed")
+	r := feedtest.Follow(t, redisfeed.New(sub, prefix))
+	r.WaitLive(t)
+
+	proxy.Pause() // the proxy still passes a close on: the kill is seen at once
+	defer proxy.Restore()
+	kill(t, admin, o.ClientName)
+	// The 1 s staleness bound of docs/keys.md, as TestFaults: the feed
+	// notices within two health intervals, 800 ms.
+	r.Reaches(t, redisfeed.New(admin, prefix), time.Second, changefeed.Change{Kind: changefeed.KindKey, ID: "key_killed"})
 }
