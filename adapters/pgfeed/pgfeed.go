@@ -57,9 +57,13 @@ type Feed struct {
 	// be made, for logging. Set it before Subscribe.
 	OnError func(error)
 
-	pub    *pgx.Conn     // Publish's connection, nil until used or after a failure
-	closed bool          // set by Close: Publish opens no connection after it
-	turn   chan struct{} // holds one token for whoever uses pub or closed
+	pub  *pgx.Conn     // Publish's connection, nil until used or after a failure
+	turn chan struct{} // holds one token for whoever uses pub
+
+	// closing is done once Close is called: a publish under way ends, and
+	// later ones connect to nothing.
+	closing      context.Context
+	endPublishes context.CancelFunc
 }
 
 // ErrClosed is the error of a Publish after Close.
@@ -89,7 +93,9 @@ func New(connString, channel string) (*Feed, error) {
 	if len(channel) > 63 { // NAMEDATALEN-1: PostgreSQL would truncate it
 		return nil, fmt.Errorf("pgfeed: channel name longer than 63 bytes")
 	}
-	return &Feed{config: cfg, channel: channel, turn: make(chan struct{}, 1)}, nil
+	f := &Feed{config: cfg, channel: channel, turn: make(chan struct{}, 1)}
+	f.closing, f.endPublishes = context.WithCancel(context.Background())
+	return f, nil
 }
 
 // schemaChannel is the default channel of a connection whose search_path
@@ -112,8 +118,9 @@ func (f *Feed) Channel() string { return f.channel }
 // Publish implements changefeed.Feed. The notification is sent outside
 // any transaction, so subscribers hear of it at once. Publishes take
 // turns on one connection; waiting for a turn ends with ctx, and a ctx
-// with no deadline gets DefaultPublishTimeout. After Close it returns
-// ErrClosed and connects to nothing.
+// with no deadline gets DefaultPublishTimeout. A publish under way when
+// Close is called, and any after, returns ErrClosed; none connects after
+// Close.
 func (f *Feed) Publish(ctx context.Context, c changefeed.Change) error {
 	payload, err := changefeed.Encode(c)
 	if err != nil {
@@ -124,13 +131,27 @@ func (f *Feed) Publish(ctx context.Context, c changefeed.Change) error {
 		ctx, cancel = context.WithTimeout(ctx, DefaultPublishTimeout)
 		defer cancel()
 	}
+	// Close ends a publish stuck on a dead link at once, rather than keep
+	// a shutting-down process waiting for the publish's deadline.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(f.closing, cancel)()
+	err = f.notify(ctx, payload)
+	if err != nil && f.closing.Err() != nil {
+		return ErrClosed
+	}
+	return err
+}
+
+// notify sends payload on Publish's connection, taking its turn.
+func (f *Feed) notify(ctx context.Context, payload string) (err error) {
 	select {
 	case f.turn <- struct{}{}:
 		defer func() { <-f.turn }()
 	case <-ctx.Done():
 		return fmt.Errorf("pgfeed: notify: waiting for the connection: %w", ctx.Err())
 	}
-	if f.closed {
+	if f.closing.Err() != nil {
 		return ErrClosed
 	}
 	// A kept connection may have died while idle; then one new connection
@@ -154,12 +175,13 @@ func (f *Feed) Publish(ctx context.Context, c changefeed.Change) error {
 	}
 }
 
-// Close closes Publish's connection; later publishes fail with ErrClosed.
-// Subscriptions end with their context.
+// Close ends the publish under way, if any, and closes Publish's
+// connection; publishes fail with ErrClosed from then on. Subscriptions
+// end with their context.
 func (f *Feed) Close() error {
+	f.endPublishes()
 	f.turn <- struct{}{}
 	defer func() { <-f.turn }()
-	f.closed = true
 	if f.pub == nil {
 		return nil
 	}

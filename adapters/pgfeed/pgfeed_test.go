@@ -309,3 +309,33 @@ func TestPublishAfterCloseOpensNothing(t *testing.T) {
 		t.Fatalf("%d sessions named %s remain after Close", n, app)
 	}
 }
+
+// TestCloseEndsAPublishUnderWay: Close does not wait for a publish stuck
+// on a paused link until that publish's deadline; the publish ends with
+// ErrClosed. A server shutting down used to hang that long.
+func TestCloseEndsAPublishUnderWay(t *testing.T) {
+	f, proxy := proxiedFeed(t)
+	proxy.Pause()
+	defer proxy.Restore()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stuck := make(chan error, 1)
+	go func() { stuck <- f.Publish(ctx, changefeed.Change{Kind: changefeed.KindKey, ID: "stuck"}) }()
+	time.Sleep(100 * time.Millisecond) // connecting through the paused link
+	closed := make(chan error, 1)
+	go func() { closed <- f.Close() }()
+	const prompt = time.Second
+	select {
+	case <-closed:
+	case <-time.After(prompt):
+		t.Fatalf("Close still waits for a stuck publish after %v", prompt)
+	}
+	select {
+	case err := <-stuck:
+		if !errors.Is(err, pgfeed.ErrClosed) {
+			t.Fatalf("the publish under way returned %v, want ErrClosed", err)
+		}
+	case <-time.After(prompt):
+		t.Fatalf("the publish under way still runs %v after Close returned", prompt)
+	}
+}
