@@ -47,7 +47,11 @@ type Fault struct {
 	// relative to the API base: "POST /pets", "GET /pets/{petId}",
 	// "/pets" (any method). Empty matches every request. Its path starts
 	// with a slash and leaves BasePath out: Inject fails the test on
-	// "pets" or "/v1/pets", which would match nothing.
+	// "pets" or "/v1/pets", which would match nothing. It matches a
+	// request as the API routes it, which redirects nothing: a path that
+	// is not clean ("/v1//pets", "/v1/./pets"), which the API answers
+	// with a 404, matches no Route, and "/pets/" does not match
+	// "/v1/pets".
 	Route string
 	// Times is how many matching requests fail; 0 means all of them until
 	// ClearFaults or Reset.
@@ -82,9 +86,18 @@ type Fault struct {
 
 type fault struct {
 	Fault
-	mux  *http.ServeMux // matches Route
+	mux  *http.ServeMux // matches Route: routeMatch where it does
 	left int            // requests still to fail; -1 for unlimited
 }
+
+// routeMatch is the handler of a fault's Route in its ServeMux. The mux
+// hands out other handlers for requests the pattern does not match as
+// the API routes them: a redirect for a path that is not clean or one
+// slash short of the pattern (the API answers those with a 404, or with
+// another operation), a 404 or a 405.
+type routeMatch struct{}
+
+func (routeMatch) ServeHTTP(http.ResponseWriter, *http.Request) {}
 
 // Inject adds a fault. An invalid Route fails the test.
 func (s *Server) Inject(f Fault) {
@@ -116,7 +129,7 @@ func (s *Server) Inject(f Fault) {
 					perr = fmt.Errorf("%v", p)
 				}
 			}()
-			ft.mux.Handle(pattern, http.NotFoundHandler())
+			ft.mux.Handle(pattern, routeMatch{})
 		}()
 		if perr != nil {
 			s.tb.Fatalf("petstoretest: fault route %q: %v", f.Route, perr)
@@ -148,7 +161,7 @@ func (s *Server) takeFault(r *http.Request) *Fault {
 	defer s.mu.Unlock()
 	for i, f := range s.faults {
 		if f.mux != nil {
-			if _, pattern := f.mux.Handler(r); pattern == "" {
+			if h, _ := f.mux.Handler(r); h != (routeMatch{}) {
 				continue
 			}
 		}

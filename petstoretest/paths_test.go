@@ -110,3 +110,49 @@ func TestNoListenerAnswersAsALoopbackPort(t *testing.T) {
 		}
 	}
 }
+
+// A Fault with a Route fires only on requests the API would route to it:
+// not on a path that is not clean ("/v1//pets", "/v1/./pets"), which the
+// API answers with a 404 where http.ServeMux would redirect, nor on one
+// that ServeMux would redirect to the Route's subtree ("/v1/pets" for
+// "/pets/"). Such a request gets the API's own answer and leaves the
+// fault's count for the request it was meant for.
+func TestFaultRouteMatchesAsTheAPIRoutes(t *testing.T) {
+	t.Parallel()
+	inBothModes(t, func(t *testing.T, opts ...petstoretest.Option) {
+		for _, tt := range []struct {
+			route, path string // path as sent, not cleaned
+			want        int    // the API's answer
+			match       string // a path the route does match
+		}{
+			{"GET /pets", "/v1//pets", http.StatusNotFound, "/pets"},
+			{"GET /pets", "/v1/./pets", http.StatusNotFound, "/pets"},
+			{"GET /pets", "/x/../v1/pets", http.StatusNotFound, "/pets"},
+			{"GET /pets/{petId}", "/v1/pets//1", http.StatusNotFound, "/pets/1"},
+			{"GET /pets/{petId}", "/v1/pets/../pets/1", http.StatusNotFound, "/pets/1"},
+			{"/pets/", "/v1/pets", http.StatusOK, "/pets/1"},
+			{"/pets/{rest...}", "/v1/pets", http.StatusOK, "/pets/1"},
+		} {
+			srv := petstoretest.NewServer(t, append(opts, petstoretest.WithPets(seeds...))...)
+			srv.Inject(petstoretest.Fault{Route: tt.route, Times: 1, Status: http.StatusInternalServerError})
+			root := strings.TrimSuffix(srv.URL, petstoretest.BasePath)
+			req, err := http.NewRequest("GET", root+tt.path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.URL.Opaque = tt.path // keep the path as written: no cleaning by the client
+			req.Header.Set("Authorization", "Bearer "+srv.Key())
+			resp, err := srv.HTTPClient().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.want {
+				t.Errorf("Route %q, GET %s: %d, want the API's %d", tt.route, tt.path, resp.StatusCode, tt.want)
+			}
+			if status, _, _ := do(t, srv, "GET", tt.match, ""); status != http.StatusInternalServerError {
+				t.Errorf("Route %q, then GET /v1%s: %d, want the fault's 500", tt.route, tt.match, status)
+			}
+		}
+	})
+}
