@@ -1,9 +1,13 @@
 package petstoretest_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httptrace"
 	"strings"
 	"testing"
@@ -158,5 +162,68 @@ func TestRouteThatMatchesNothingFailsTheTest(t *testing.T) {
 		if status, _, _ := do(t, srv, "GET", "/pets", ""); status != http.StatusInternalServerError {
 			t.Errorf("Route %q: GET /pets answered %d, want the fault's 500", route, status)
 		}
+	}
+}
+
+// A client that gives up during a Latency fault ends the wait over a
+// socket too when its body is over the 1 MiB the fake reads before the
+// fault: the fake reads on, so it sees the connection close, instead of
+// holding the handler for the whole latency.
+func TestLatencyEndsWhenTheClientLeavesMidBody(t *testing.T) {
+	t.Parallel()
+	for _, chunked := range []bool{false, true} {
+		t.Run(fmt.Sprint("chunked=", chunked), func(t *testing.T) {
+			t.Parallel()
+			srv := petstoretest.NewServer(t, petstoretest.WithoutListener())
+			srv.Inject(petstoretest.Fault{Route: "POST /pets", Times: 1, Latency: time.Hour})
+			// Mounted on a server of the test's own, to see when the handler ends.
+			ended := make(chan struct{})
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				defer close(ended)
+				srv.Handler().ServeHTTP(w, r)
+			}))
+			defer ts.Close()
+			defer srv.Close() // first: ts.Close waits for a handler still held
+
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var body io.Reader = bytes.NewReader(make([]byte, 2<<20))
+			if chunked {
+				body = io.MultiReader(body) // no length known: chunked
+			}
+			req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/pets", body)
+			req.Header.Set("Authorization", "Bearer "+srv.Key())
+			req.Header.Set("Content-Type", "application/json")
+			done := make(chan error, 1)
+			go func() {
+				resp, err := ts.Client().Do(req)
+				if err == nil {
+					resp.Body.Close()
+					err = fmt.Errorf("answered %d", resp.StatusCode)
+				}
+				done <- err
+			}()
+			hang := time.NewTimer(10 * time.Second) // a hang guard
+			defer hang.Stop()
+			for len(srv.Requests()) == 0 { // logged: the fake holds it in the latency
+				select {
+				case <-hang.C:
+					t.Fatal("the request was never logged")
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+			cancel()
+			if err := <-done; !errors.Is(err, context.Canceled) {
+				t.Fatalf("the canceled request ended with %v, want context.Canceled", err)
+			}
+			select {
+			case <-ended:
+			case <-hang.C:
+				t.Fatal("the fake still holds a request 10 s after its client left")
+			}
+			if got := srv.Requests()[0].Status; got != 0 {
+				t.Fatalf("a request whose client left is logged with status %d, want 0", got)
+			}
+		})
 	}
 }

@@ -71,8 +71,11 @@ type Fault struct {
 	// Header adds response headers, such as Retry-After.
 	Header http.Header
 	// Latency delays the request, answered or not, while the client waits;
-	// a client that gives up first ends the wait, and so does Close. With
-	// no Status, Error or Drop, the request then proceeds normally.
+	// a client that gives up first ends the wait, and so does Close. Over
+	// a loopback port the wait also lasts until the client has sent its
+	// whole body: a body over the API's 1 MiB is read on, and dropped, so
+	// that a client leaving during the upload is noticed. With no Status,
+	// Error or Drop, the request then proceeds normally.
 	Latency time.Duration
 	// Drop closes the connection without any response (in no-listener
 	// mode the round trip fails with an error wrapping io.ErrUnexpectedEOF).
@@ -180,8 +183,15 @@ func (s *Server) takeFault(r *http.Request) *Fault {
 func (s *Server) front(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(io.LimitReader(r.Body, httpx.MaxBodyBytes+1))
-		// The API reads the same bytes (and answers 413 beyond the limit).
-		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+		// The API reads the same bytes (and answers 413 beyond the limit,
+		// reading no further: the rest of a longer body stays unread).
+		var unread io.Reader
+		if len(body) > httpx.MaxBodyBytes {
+			unread = r.Body
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		} else {
+			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+		}
 		entry := &Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Header: r.Header.Clone(), Body: body[:min(len(body), httpx.MaxBodyBytes)]}
 		entry.Header.Del("Authorization")
 		// Logged now, so that a request held by a fault keeps its place
@@ -204,14 +214,14 @@ func (s *Server) front(next http.Handler) http.Handler {
 			// for a latency alone, it is sent late.
 			rec := httptest.NewRecorder()
 			next.ServeHTTP(rec, r)
-			if !s.applyFault(sw, r, f) {
+			if !s.applyFault(sw, r, f, unread) {
 				for k, vs := range rec.Header() {
 					sw.Header()[k] = vs
 				}
 				sw.WriteHeader(rec.Code)
 				_, _ = sw.Write(rec.Body.Bytes())
 			}
-		case !s.applyFault(sw, r, f):
+		case !s.applyFault(sw, r, f, unread):
 			next.ServeHTTP(sw, r)
 		}
 		if sw.Status == 0 && r.Context().Err() == nil { // nothing written: net/http sends 200
@@ -221,19 +231,43 @@ func (s *Server) front(next http.Handler) http.Handler {
 }
 
 // applyFault carries out f and reports whether it answered the request.
-func (s *Server) applyFault(w *statuswriter.Writer, r *http.Request, f *Fault) bool {
+// unread is the rest of a body the API does not read, or nil.
+func (s *Server) applyFault(w *statuswriter.Writer, r *http.Request, f *Fault, unread io.Reader) bool {
 	if f.Latency > 0 {
 		t := time.NewTimer(f.Latency)
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			t.Stop()
-			return true // the client left: nobody reads an answer
-		case <-s.closed:
-			t.Stop()
-			// Close would otherwise wait the latency out for this
-			// connection: it is cut, as a server shutting down does.
-			panic(http.ErrAbortHandler)
+		defer t.Stop()
+		// A net/http server notices a client leave (and cancels the
+		// request's context) only once the body is read to its end, so
+		// the rest of a body too large for the API is read, and dropped,
+		// during the wait; the wait lasts until the client has sent it.
+		// In no-listener mode the context is the client's own: no
+		// goroutine is needed.
+		var read chan error
+		if unread != nil && r.Context().Value(http.ServerContextKey) != nil {
+			read = make(chan error, 1)
+			go func() {
+				_, err := io.Copy(io.Discard, unread)
+				read <- err
+			}()
+		}
+		for waiting := true; waiting || read != nil; {
+			select {
+			case <-t.C:
+				waiting = false
+			case err := <-read:
+				if err != nil {
+					// The body broke off: the client left, or sent a
+					// malformed one, and the connection is done.
+					panic(http.ErrAbortHandler)
+				}
+				read = nil
+			case <-r.Context().Done():
+				return true // the client left: nobody reads an answer
+			case <-s.closed:
+				// Close would otherwise wait the latency out for this
+				// connection: it is cut, as a server shutting down does.
+				panic(http.ErrAbortHandler)
+			}
 		}
 	}
 	if f.Drop {
