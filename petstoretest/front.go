@@ -5,12 +5,15 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/petstorekit/petstore"
@@ -311,7 +314,16 @@ var errDropped = fmt.Errorf("petstoretest: connection dropped: %w", io.ErrUnexpe
 
 // memTransport serves requests by calling the handler directly: no
 // sockets, no goroutines.
-type memTransport struct{ h http.Handler }
+type memTransport struct {
+	h      http.Handler
+	closed <-chan struct{} // closed by Server.Close
+}
+
+// errRefused is what a request to a closed server gets in no-listener
+// mode: what a dial to a closed loopback port returns.
+func errRefused() error {
+	return &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+}
 
 // RoundTrip implements http.RoundTripper.
 func (t memTransport) RoundTrip(req *http.Request) (resp *http.Response, err error) {
@@ -320,6 +332,11 @@ func (t memTransport) RoundTrip(req *http.Request) (resp *http.Response, err err
 	}
 	if err := req.Context().Err(); err != nil {
 		return nil, err
+	}
+	select {
+	case <-t.closed:
+		return nil, errRefused()
+	default:
 	}
 	r := req.Clone(req.Context())
 	r.RequestURI = req.URL.RequestURI()

@@ -179,7 +179,7 @@ func NewServer(tb testing.TB, opts ...Option) *Server {
 	s.seed()
 
 	if cfg.noListener {
-		s.rt = memTransport{h: s.handler}
+		s.rt = memTransport{h: s.handler, closed: s.closed}
 		s.URL = "http://" + noListenerHost + BasePath
 	} else {
 		s.ts = httptest.NewServer(s.handler)
@@ -192,8 +192,10 @@ func NewServer(tb testing.TB, opts ...Option) *Server {
 
 // Close stops the server and closes its connections. A request held by
 // a Latency fault then ends at once, as a dropped connection, rather than
-// keeping Close waiting. The test's cleanup calls it; calling it again
-// does nothing.
+// keeping Close waiting. Every later request through HTTPClient or Client
+// fails, in no-listener mode too, as a dial to a closed port does: with
+// a *net.OpError wrapping syscall.ECONNREFUSED, and is not logged. The
+// test's cleanup calls it; calling it again does nothing.
 func (s *Server) Close() {
 	s.closeOnce.Do(func() {
 		close(s.closed)

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -411,6 +412,34 @@ func TestRequestLogInArrivalOrder(t *testing.T) {
 		}
 		if want := []string{"GET /v1/pets/1 0", "GET /v1/pets 200"}; strings.Join(got, ", ") != strings.Join(want, ", ") {
 			t.Fatalf("request log %q, want %q", got, want)
+		}
+	})
+}
+
+// After Close the fake answers nothing in either mode: a request fails
+// as one to a closed loopback port does, with a connection refused, and
+// is not logged.
+func TestClosedServerRefusesRequests(t *testing.T) {
+	t.Parallel()
+	inBothModes(t, func(t *testing.T, opts ...petstoretest.Option) {
+		srv := petstoretest.NewServer(t, opts...)
+		hc := srv.HTTPClient()
+		srv.Close()
+		req, _ := http.NewRequest("GET", srv.URL+"/pets", nil)
+		req.Header.Set("Authorization", "Bearer "+srv.Key())
+		resp, err := hc.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			t.Fatalf("a closed server answered %d", resp.StatusCode)
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Fatalf("a request to a closed server failed with %v, want a connection refused", err)
+		}
+		if _, err := srv.Client(client.WithMaxAttempts(1)).ListPets(context.Background(), petstore.PetFilter{}); !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Fatalf("ListPets on a closed server: %v, want a connection refused", err)
+		}
+		if n := len(srv.Requests()); n != 0 {
+			t.Fatalf("a closed server logged %d requests", n)
 		}
 	})
 }
