@@ -381,8 +381,9 @@ func (t memTransport) RoundTrip(req *http.Request) (resp *http.Response, err err
 // completeAsAServer adds to resp what net/http's server adds to an
 // answer whose handler left it off, as a client then reads it: a Date,
 // and the Content-Length of a body the server holds whole (2 KiB; a
-// longer one is chunked). A client reads no body, and a length of 0, in
-// a 1xx, 204 or 304 answer.
+// longer one is chunked), for a HEAD the length of what the handler
+// wrote, if anything (a fault's answer), though no body is sent. A
+// client reads no body, and a length of 0, in a 1xx, 204 or 304 answer.
 func completeAsAServer(resp *http.Response, method string, bodyLen int) {
 	if _, ok := resp.Header["Date"]; !ok {
 		resp.Header.Set("Date", time.Now().UTC().Format(http.TimeFormat))
@@ -390,10 +391,14 @@ func completeAsAServer(resp *http.Response, method string, bodyLen int) {
 	switch {
 	case resp.StatusCode < 200 || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified:
 		resp.ContentLength, resp.Body = 0, http.NoBody
-	case method == http.MethodHead || resp.Header.Get("Content-Length") != "":
+		return
+	case resp.Header.Get("Content-Length") != "":
 		// The handler's own length stands.
-	case bodyLen <= 2048:
+	case bodyLen <= 2048 && (bodyLen > 0 || method != http.MethodHead):
 		resp.ContentLength = int64(bodyLen)
 		resp.Header.Set("Content-Length", strconv.Itoa(bodyLen))
+	}
+	if method == http.MethodHead {
+		resp.Body = http.NoBody
 	}
 }

@@ -156,3 +156,43 @@ func TestFaultRouteMatchesAsTheAPIRoutes(t *testing.T) {
 		}
 	})
 }
+
+// A fault's answer to a HEAD request has no body in no-listener mode
+// either: a client reads none, and it gets the Content-Length of the
+// body a GET would get, as the loopback port sends it.
+func TestNoListenerHeadFaultHasNoBody(t *testing.T) {
+	t.Parallel()
+	type answer struct {
+		status        int
+		contentLength int64
+		body          string
+	}
+	head := func(srv *petstoretest.Server, f petstoretest.Fault) answer {
+		t.Helper()
+		srv.Inject(f)
+		req, err := http.NewRequest("HEAD", srv.URL+"/pets", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+srv.Key())
+		resp, err := srv.HTTPClient().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return answer{resp.StatusCode, resp.ContentLength, string(b)}
+	}
+	loop := petstoretest.NewServer(t)
+	mem := petstoretest.NewServer(t, petstoretest.WithoutListener())
+	for _, f := range []petstoretest.Fault{
+		{Times: 1, Status: http.StatusServiceUnavailable},
+		{Times: 1, Status: http.StatusBadGateway, After: true},
+		{Times: 1, Error: &petstore.Error{Code: "maintenance", Message: "down", Status: 503}},
+	} {
+		want, got := head(loop, f), head(mem, f)
+		if got != want || got.body != "" {
+			t.Errorf("HEAD with %+v\nno listener: %+v\nloopback:    %+v", f, got, want)
+		}
+	}
+}
