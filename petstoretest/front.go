@@ -32,13 +32,20 @@ type Request struct {
 }
 
 // Requests returns a copy of the request log, oldest first: in the order
-// the requests arrived, each logged as it arrives.
+// the requests arrived, each logged as it arrives. The copy is deep: a
+// test may change its headers, queries and bodies.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]Request, len(s.log))
 	for i, r := range s.log {
 		out[i] = *r
+		out[i].Header = r.Header.Clone()
+		out[i].Query = make(url.Values, len(r.Query))
+		for k, vs := range r.Query {
+			out[i].Query[k] = slices.Clone(vs)
+		}
+		out[i].Body = bytes.Clone(r.Body)
 	}
 	return out
 }

@@ -443,3 +443,19 @@ func TestClosedServerRefusesRequests(t *testing.T) {
 		}
 	})
 }
+
+// Requests returns a copy: a test that changes what it got (its headers,
+// query or body) changes nothing the next call returns.
+func TestRequestsIsACopy(t *testing.T) {
+	t.Parallel()
+	srv := petstoretest.NewServer(t, petstoretest.WithoutListener())
+	do(t, srv, "POST", "/pets?x=1", `{"name":"Rex","categoryId":1}`)
+	got := srv.Requests()[0]
+	got.Header.Set("Content-Type", "text/plain")
+	got.Query.Set("x", "2")
+	got.Body[0] = 'X'
+	again := srv.Requests()[0]
+	if again.Header.Get("Content-Type") != "application/json" || again.Query.Get("x") != "1" || string(again.Body) != `{"name":"Rex","categoryId":1}` {
+		t.Fatalf("after changing a request Requests returned, the log holds %v %v %q", again.Header, again.Query, again.Body)
+	}
+}
