@@ -227,3 +227,38 @@ func TestLatencyEndsWhenTheClientLeavesMidBody(t *testing.T) {
 		})
 	}
 }
+
+// A Fault whose status no server can send (net/http panics on it, which
+// crashed the test binary in no-listener mode and dropped the connection
+// over a socket) fails the test at Inject, as an invalid Route does.
+func TestFaultWithAnInvalidStatusFailsTheTest(t *testing.T) {
+	t.Parallel()
+	for _, f := range []petstoretest.Fault{
+		{Status: 42},
+		{Status: 5003},
+		{Status: -1},
+		{Status: http.StatusContinue},
+		{Error: &petstore.Error{Code: "x", Message: "x", Status: 1000}},
+	} {
+		ft := newExampleT()
+		srv := petstoretest.NewServer(ft, petstoretest.WithoutListener())
+		failed := func() (msg any) {
+			defer func() { msg = recover() }()
+			srv.Inject(f)
+			return nil
+		}()
+		ft.cleanup()
+		if failed == nil {
+			t.Errorf("Inject(%+v) did not fail the test", f)
+		}
+	}
+	// Statuses a server can send still work, with an Error or without.
+	srv := petstoretest.NewServer(t, petstoretest.WithoutListener())
+	srv.Inject(petstoretest.Fault{Times: 1, Status: 299})
+	srv.Inject(petstoretest.Fault{Times: 1, Error: &petstore.Error{Code: "x", Message: "x", Status: 599}})
+	for _, want := range []int{299, 599} {
+		if status, _, _ := do(t, srv, "GET", "/pets", ""); status != want {
+			t.Errorf("status %d, want the fault's %d", status, want)
+		}
+	}
+}

@@ -112,9 +112,18 @@ type routeMatch struct{}
 
 func (routeMatch) ServeHTTP(http.ResponseWriter, *http.Request) {}
 
-// Inject adds a fault. An invalid Route fails the test.
+// Inject adds a fault. An invalid Route fails the test, as does a
+// status (Status, or the Error's Status when Status is 0) outside 200 to
+// 999, which no server answers with: net/http panics on it.
 func (s *Server) Inject(f Fault) {
 	s.tb.Helper()
+	status := f.Status
+	if status == 0 && f.Error != nil {
+		status = f.Error.Status
+	}
+	if status != 0 && (status < 200 || status > 999) {
+		s.tb.Fatalf("petstoretest: fault status %d: a fault answers with a status from 200 to 999", status)
+	}
 	ft := &fault{Fault: f, left: f.Times}
 	if f.Times <= 0 {
 		ft.left = -1
@@ -156,6 +165,7 @@ func (s *Server) Inject(f Fault) {
 // FailNext makes the next n requests, whatever their route, fail with
 // status and an Error body; n <= 0 fails none.
 func (s *Server) FailNext(n, status int) {
+	s.tb.Helper()
 	if n > 0 {
 		s.Inject(Fault{Times: n, Status: status})
 	}
