@@ -89,6 +89,12 @@ type Fault struct {
 	Latency time.Duration
 	// Drop closes the connection without any response (in no-listener
 	// mode the round trip fails with an error wrapping io.ErrUnexpectedEOF).
+	// Over a loopback port, Go's http.Transport itself sends a GET, a HEAD
+	// or a request with an Idempotency-Key (every create of the client)
+	// again, on another connection, when one it had used before drops it
+	// unanswered: a drop with Times 1 then shows only as one more request
+	// in the log, and the caller gets the resent request's answer. A drop
+	// with Times 0 (until ClearFaults) reaches the caller in both modes.
 	Drop bool
 	// After applies the fault once the API has handled the request: the
 	// pet is created, say, but the client gets the fault instead of the
