@@ -258,13 +258,21 @@ func (s *Server) Pets() []petstore.Pet {
 // requests, faults, rate-limit counters and Idempotency-Keys, and, for the
 // default memory store (or any store with a Reset method), removes every
 // pet and order, restarts ids at 1 and seeds the WithPets pets and
-// WithOrders orders again. The key stays
-// valid.
+// WithOrders orders again. The key stays: valid, and on its starting
+// plan and limits, even if the test revoked it or changed its plan
+// through Store.
 func (s *Server) Reset() {
 	s.mu.Lock()
 	s.log, s.faults = nil, nil
 	s.mu.Unlock()
 	s.limiter.reset(s.cfg)
+	ctx := context.Background()
+	if _, err := s.keys.Unrevoke(ctx, s.apiKey.ID); err != nil && petstore.ErrorCode(err) != petstore.CodeNotFound {
+		s.tb.Errorf("petstoretest: reinstating the API key: %v", err)
+	}
+	if _, err := s.keys.SetPlan(ctx, s.apiKey.ID, s.apiKey.Plan, s.apiKey.Limits); err != nil {
+		s.tb.Errorf("petstoretest: restoring the API key's plan: %v", err)
+	}
 	if r, ok := s.store.(interface{ Reset() }); ok {
 		r.Reset()
 		s.seed()

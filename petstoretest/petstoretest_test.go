@@ -459,3 +459,33 @@ func TestRequestsIsACopy(t *testing.T) {
 		t.Fatalf("after changing a request Requests returned, the log holds %v %v %q", again.Header, again.Query, again.Body)
 	}
 }
+
+// Reset gives the key back as NewServer made it: valid again after a
+// test revoked it through Store, and on its starting plan after a test
+// changed that, so the next test on the same fake starts clean.
+func TestResetRestoresTheKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := petstoretest.NewServer(t, petstoretest.WithoutListener())
+	id := srv.APIKey().ID
+	if _, err := srv.Store().SetKeyPlan(ctx, id, petstore.PlanFree, petstore.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Reset()
+	if _, h, _ := do(t, srv, "GET", "/pets", ""); h.Get("X-RateLimit-Limit") != "300" {
+		t.Fatalf("after a plan change and Reset: X-RateLimit-Limit %q, want the Pro plan's 300", h.Get("X-RateLimit-Limit"))
+	}
+	if err := srv.Store().DeleteKey(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if status, _, _ := do(t, srv, "GET", "/pets", ""); status != http.StatusUnauthorized {
+		t.Fatalf("with the key revoked: %d, want 401", status)
+	}
+	srv.Reset()
+	if status, _, body := do(t, srv, "GET", "/pets", ""); status != http.StatusOK {
+		t.Fatalf("after a revoke and Reset: %d %s, want 200: the key stays valid", status, body)
+	}
+	if got := srv.APIKey(); got.ID != id || got.Plan != petstore.PlanPro {
+		t.Fatalf("APIKey after Reset = %+v, want the same key on Pro", got)
+	}
+}
