@@ -136,10 +136,12 @@ func TestCloseEndsALatencyWait(t *testing.T) {
 // A Route that can match no request of the API fails the test, as an
 // invalid one does, rather than injecting a fault that never fires and
 // letting the test pass without it: a path without its leading slash,
-// or one that repeats the base path the Route is relative to.
+// one that repeats the base path the Route is relative to, a method
+// not in upper case (methods are case-sensitive: "post" is not POST), or
+// a query or fragment, which no request path holds.
 func TestRouteThatMatchesNothingFailsTheTest(t *testing.T) {
 	t.Parallel()
-	for _, route := range []string{"pets", "GET pets", "/v1/pets", "POST /v1/pets", "GET /v1", "GET /pets/{petId"} {
+	for _, route := range []string{"pets", "GET pets", "/v1/pets", "POST /v1/pets", "GET /v1", "GET /pets/{petId", "post /pets", "Get /pets", "GET /pets?status=sold", "/pets#x"} {
 		t.Run(route, func(t *testing.T) {
 			ft := newExampleT()
 			defer ft.cleanup()

@@ -57,11 +57,12 @@ type Fault struct {
 	// relative to the API base: "POST /pets", "GET /pets/{petId}",
 	// "/pets" (any method). Empty matches every request. Its path starts
 	// with a slash and leaves BasePath out: Inject fails the test on
-	// "pets" or "/v1/pets", which would match nothing. It matches a
-	// request as the API routes it, which redirects nothing: a path that
-	// is not clean ("/v1//pets", "/v1/./pets"), which the API answers
-	// with a 404, matches no Route, and "/pets/" does not match
-	// "/v1/pets".
+	// "pets" or "/v1/pets", which would match nothing, as on a method
+	// not in upper case ("post /pets") or a query ("/pets?status=sold":
+	// a Route matches the path alone). It matches a request as the API
+	// routes it, which redirects nothing: a path that is not clean
+	// ("/v1//pets", "/v1/./pets"), which the API answers with a 404,
+	// matches no Route, and "/pets/" does not match "/v1/pets".
 	Route string
 	// Times is how many matching requests fail; 0 means all of them until
 	// ClearFaults or Reset.
@@ -144,6 +145,16 @@ func (s *Server) Inject(f Fault) {
 		// repeats BasePath is a valid pattern that no request matches.
 		if !strings.HasPrefix(path, "/") {
 			s.tb.Fatalf("petstoretest: fault route %q: the path must start with /, relative to %s, such as \"GET /pets\"", f.Route, BasePath)
+		}
+		// Methods are case-sensitive: "post" is a method of its own,
+		// which no client of the API sends.
+		if method != strings.ToUpper(method) {
+			s.tb.Fatalf("petstoretest: fault route %q: the method is case-sensitive; write it in upper case, as in \"%s %s\"", f.Route, strings.ToUpper(method), path)
+		}
+		// A pattern matches the path alone; "?" and "#" in it would be
+		// literal characters that no request's path holds.
+		if i := strings.IndexAny(path, "?#"); i >= 0 {
+			s.tb.Fatalf("petstoretest: fault route %q: a route matches the path only; leave %q out", f.Route, path[i:])
 		}
 		if path == BasePath || strings.HasPrefix(path, BasePath+"/") {
 			s.tb.Fatalf("petstoretest: fault route %q: the path is relative to %s; leave %s out, as in \"GET /pets\"", f.Route, BasePath, BasePath)
