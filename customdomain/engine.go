@@ -152,7 +152,13 @@ type EngineConfig struct {
 	// (one RunDue, or one call of the engine such as Add or Verify) are
 	// not tried, and their events wait in their entries for a later
 	// round: a round waits for an Events that hangs about this long in
-	// all, however many domains it changes. 0 means DefaultHandOffTimeout
+	// all, however many domains it changes. A call that answers, but
+	// after more than half of it, counts as running out of it: an Events
+	// that answers just inside the timeout would cost each hand-off nearly
+	// all of it. Once a call was that slow, or ran out of time, the
+	// engine's requests hand over no events (they wait in their entries,
+	// due after OutboxLease) until a hand-off of RunDue, which still
+	// tries, is quick again. 0 means DefaultHandOffTimeout
 	// (5 seconds). It must be below OutboxLease, so that the engine that
 	// stored a change records its hand-off before the other engines hand
 	// the events over again; New refuses it otherwise.
@@ -240,6 +246,12 @@ type Engine struct {
 	unscheduled atomic.Bool
 
 	certs certCache // the certificate layer's last answers, for views
+
+	// eventsSlow is set once a hand-off to Events was slow (see
+	// slowHandOff) or ran out of time, and cleared by a quick one of
+	// RunDue: meanwhile requests leave their events in their entries, for
+	// RunDue, rather than wait for Events each.
+	eventsSlow atomic.Bool
 }
 
 // New returns an engine. It returns an error when a required part is

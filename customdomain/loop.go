@@ -15,14 +15,15 @@ import (
 // events of stored changes not handed over yet (DueOutboxes), whichever
 // engine stored them: last, so that an Events that is slow to answer
 // never holds up the checks. Once one hand-off of the round has run out
-// of EngineConfig.HandOffTimeout, it tries no other, and leaves their
+// of EngineConfig.HandOffTimeout (or answered after more than half of
+// it), it tries no other, and leaves their
 // events waiting in their entries for a later round: an Events that
 // hangs holds the round up about one timeout, however many domains
 // changed. It returns how many domains it looked at.
 // Tests call it with a fake clock; Run calls it in production.
 func (e *Engine) RunDue(ctx context.Context, now time.Time) (int, error) {
 	now = now.UTC()
-	r := &round{}
+	r := &round{background: true}
 	done, err := e.runDueDomains(ctx, r, now)
 	if err != nil {
 		return done, err

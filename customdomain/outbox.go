@@ -115,8 +115,22 @@ type round struct {
 	// the round tries none, and waits for Events about one timeout in
 	// all. Their events wait in their entries, where they were stored
 	// with their changes, oldest first: RunDue hands them over from
-	// there once due, as after a refusal.
+	// there once due, as after a refusal. A hand-off that answered, but
+	// slowly (see slowHandOff), sets it too: the next would most likely
+	// take as long.
 	hung bool
+	// background is set for RunDue's round, which hands events over
+	// even while Events is slow (Engine.eventsSlow), and clears that once
+	// a hand-off is quick again.
+	background bool
+}
+
+// slowHandOff reports whether a hand-off that took took was slow: it
+// answered, or not, after more than half of EngineConfig.HandOffTimeout.
+// An Events that answers just inside its timeout would otherwise cost
+// every hand-off nearly the whole timeout, never counted as hanging.
+func (e *Engine) slowHandOff(took time.Duration) bool {
+	return took > e.cfg.HandOffTimeout/2
 }
 
 // handOff tells Events the events in stored's Outbox, oldest first, and
@@ -135,15 +149,29 @@ func (e *Engine) handOff(ctx context.Context, r *round, stored Entry, retryAt ti
 		}
 		return
 	}
-	if r.hung {
+	if r.hung || !r.background && e.eventsSlow.Load() {
+		// Events is slow: this request does not wait for it, and the
+		// events wait in the entry, due after the lease, for RunDue.
 		return
 	}
 	taken := map[string]bool{}
 	for _, ev := range stored.Outbox {
+		began := time.Now()
 		timedOut, err := e.tell(ctx, stored.ProjectID, ev)
-		if timedOut {
+		slow := ctx.Err() == nil && (timedOut || e.slowHandOff(time.Since(began)))
+		switch {
+		case slow:
+			// Remembered: the engine's requests stop waiting for Events.
+			e.eventsSlow.Store(true)
+		case err == nil && r.background:
+			e.eventsSlow.Store(false)
+		}
+		if err == nil {
+			taken[ev.ID] = true
+		}
+		if slow {
 			r.hung = true
-			e.cfg.Logger.Warn("domain event not handed over in time; it and the round's other events will be retried",
+			e.cfg.Logger.Warn("domain event handed over slowly or not in time; the engine's requests leave events to the background loop until it is quick again",
 				"domain", stored.Name, "type", ev.Type, "event", ev.ID, "timeout", e.cfg.HandOffTimeout, "err", err)
 			break
 		}
@@ -151,7 +179,6 @@ func (e *Engine) handOff(ctx context.Context, r *round, stored Entry, retryAt ti
 			e.cfg.Logger.Warn("domain event not handed over; will retry", "domain", stored.Name, "type", ev.Type, "event", ev.ID, "err", err)
 			break
 		}
-		taken[ev.ID] = true
 	}
 	if len(taken) > 0 || !retryAt.IsZero() {
 		e.settleOutbox(ctx, stored, taken, retryAt)
