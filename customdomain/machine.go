@@ -260,7 +260,11 @@ func (m *machine) recheckLive(r CheckResult) {
 		m.emit(EventMisconfigured)
 		m.scheduleDrift()
 	case !r.LookupFailed && !m.now.Before(m.e.DriftedAt.Add(m.p.Grace)):
-		reason := fmt.Sprintf("released: its DNS record did not point at the platform for %s", words(m.p.Grace))
+		what := "its DNS record did not point at the platform"
+		if delegationOnly(r) {
+			what = "its DNS records were not right"
+		}
+		reason := fmt.Sprintf("released: %s for %s", what, words(m.p.Grace))
 		if len(r.Findings) > 0 {
 			reason += " (" + r.Findings[0].Message + ")"
 		}
@@ -288,9 +292,19 @@ func (m *machine) scheduleDrift() {
 	m.e.NextCheckAt = next
 }
 
+// delegationOnly reports whether what a failed check found is only the
+// missing DCV delegation of a wildcard: its routing record is right.
+func delegationOnly(r CheckResult) bool {
+	return len(r.Findings) > 0 && r.Findings[0].Code == FindingDCVMissing
+}
+
 func driftReason(r CheckResult, grace time.Duration) string {
 	s := "the DNS record no longer points at the platform"
 	switch {
+	case delegationOnly(r):
+		// The routing record still points here: saying where it points
+		// would name the platform's own target as the problem.
+		s = r.Findings[0].Message
 	case r.Observed.CNAME != "":
 		s += ": it points to " + r.Observed.CNAME
 	case len(r.Observed.Addresses) > 0:
