@@ -112,8 +112,8 @@ type EngineConfig struct {
 
 	// EdgeIPs are the addresses the edge listens on: offered as A/AAAA
 	// records for an apex, and the only addresses an apex may resolve to.
-	// When empty, the CNAMETarget's own A/AAAA records are used, as
-	// resolved at the last Refresh.
+	// When empty, the CNAMETarget's own A/AAAA records are used, as last
+	// resolved (by Refresh, and by Run every RefreshEvery).
 	EdgeIPs []netip.Addr
 
 	// PlatformDomains are the platform's own names; neither they nor any
@@ -232,7 +232,8 @@ type Engine struct {
 	// reloaded and patched with routes.
 	admitted atomic.Pointer[map[string]admission]
 	// edgeAddrs is what the CNAME target resolves to, when EdgeIPs is
-	// empty: looked up at each Refresh, so views and checks do not.
+	// empty: looked up at each Refresh and by Run, so views and checks
+	// do not.
 	edgeAddrs atomic.Pointer[[]netip.Addr]
 
 	// addLocks serialise the count-then-create of Add per project, so

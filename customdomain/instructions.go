@@ -61,8 +61,8 @@ func (e *Engine) routingInstructions(n Name, edge []netip.Addr) (records, altern
 }
 
 // edgeList returns the edge's addresses: EdgeIPs, or what the CNAME
-// target resolved to at the last Refresh. Before the first lookup that
-// succeeded, it looks them up now.
+// target resolved to at the last lookup (Refresh, Run). Before the first
+// lookup that succeeded, it looks them up now.
 func (e *Engine) edgeList(ctx context.Context) []netip.Addr {
 	if len(e.cfg.EdgeIPs) > 0 {
 		return e.cfg.EdgeIPs

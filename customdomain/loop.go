@@ -118,19 +118,23 @@ func (e *Engine) runOne(ctx context.Context, r *round, entry Entry) {
 // Run does the background work until ctx ends: every RefreshEvery it
 // reloads the routing table, so changes made by other processes sharing
 // the store reach this one within that time, and, in its own loop so that
-// slow DNS checks never hold a reload back, runs RunDue as often. It
-// returns ctx's error once both loops have stopped.
+// slow DNS never holds a reload back, looks up the edge's addresses again
+// (when EdgeIPs is empty) and runs RunDue as often. It returns ctx's
+// error once both loops have stopped.
 func (e *Engine) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		every(ctx, e.cfg.RefreshEvery, func() {
+			if len(e.cfg.EdgeIPs) == 0 {
+				e.lookupEdge(ctx)
+			}
 			if _, err := e.RunDue(ctx, e.now()); err != nil && ctx.Err() == nil {
 				e.cfg.Logger.Error("domain background checks failed", "err", err)
 			}
 		})
 	})
 	every(ctx, e.cfg.RefreshEvery, func() {
-		if err := e.Refresh(ctx); err != nil && ctx.Err() == nil {
+		if err := e.reloadRoutes(ctx); err != nil && ctx.Err() == nil {
 			e.cfg.Logger.Error("domain routing refresh failed", "err", err)
 		}
 	})

@@ -94,14 +94,26 @@ func hostName(host string) string {
 }
 
 // Refresh reloads the routing table from the store, picking up changes
-// other processes made, and, when EdgeIPs is empty, resolves the CNAME
-// target's addresses again; views then ask the certificate layer once
-// more for each domain they show. Run calls it every RefreshEvery; changes made
-// through this engine take effect at once without it.
+// other processes made, and then, when EdgeIPs is empty, resolves the
+// CNAME target's addresses again; views then ask the certificate layer
+// once more for each domain they show. The routing table is reloaded
+// before the lookup, so DNS that hangs never holds a change back. Run
+// does the same every RefreshEvery (the lookup in its background checks'
+// loop); changes made through this engine take effect at once without
+// it.
 func (e *Engine) Refresh(ctx context.Context) error {
+	err := e.reloadRoutes(ctx)
 	if len(e.cfg.EdgeIPs) == 0 {
 		e.lookupEdge(ctx)
 	}
+	return err
+}
+
+// reloadRoutes is Refresh without DNS: it reloads the routing table, and
+// views ask the certificate layer again. The reloads of Run and Apply do
+// only this, so that a removal reaches this process however long the
+// lookup of the edge's addresses takes.
+func (e *Engine) reloadRoutes(ctx context.Context) error {
 	e.forgetCerts()
 	e.routeMu.Lock()
 	defer e.routeMu.Unlock()
