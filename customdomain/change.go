@@ -116,7 +116,7 @@ func (e *Engine) perform(ctx context.Context, r *round, stored Entry, effects []
 	case has(Unroute):
 		e.unroute(ctx, stored)
 	case has(Reroute):
-		e.reload(ctx)
+		e.reload(ctx, stored.ProjectID)
 		e.publish(ctx, stored.Name)
 	}
 	if has(RequestCert) && e.cfg.CertIssuer != nil {
@@ -152,7 +152,7 @@ func (e *Engine) unroute(ctx context.Context, stored Entry) {
 	if err := e.dropFromConfig(ctx, stored.ProjectID, stored.Name); err != nil {
 		e.cfg.Logger.Warn("redirects of a removed domain not dropped; routing ignores them", "domain", stored.Name, "err", err)
 	}
-	if err := e.reloadLocked(ctx); err != nil {
+	if err := e.reloadLocked(ctx, stored.ProjectID); err != nil {
 		e.cfg.Logger.Warn("routing table reload failed; the next refresh retries", "err", err)
 	}
 	e.routeMu.Unlock()

@@ -114,7 +114,7 @@ func (e *Engine) SetConfig(ctx context.Context, projectID string, c Config) (Con
 	if err := e.cfg.Store.PutDomainConfig(ctx, out); err != nil {
 		return Config{}, err
 	}
-	if err := e.reloadLocked(ctx); err != nil {
+	if err := e.reloadLocked(ctx, projectID); err != nil {
 		e.cfg.Logger.Warn("routing table reload failed; the next refresh retries", "err", err)
 	}
 	// The names that redirect, before or now, route differently.

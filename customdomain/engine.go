@@ -226,7 +226,11 @@ type Engine struct {
 	edge     map[netip.Addr]bool
 
 	routeMu sync.Mutex // serialises reloads and local patches of routes
-	routes  atomic.Pointer[map[string]RouteAnswer]
+	// plans holds, per project with a live domain, whether it is
+	// suspended, as the last Refresh read it (see suspendedProjects);
+	// guarded by routeMu.
+	plans  map[string]bool
+	routes atomic.Pointer[map[string]RouteAnswer]
 	// admitted holds the issuing, active and misconfigured names, for
 	// Admits and Renews;
 	// reloaded and patched with routes.

@@ -48,7 +48,7 @@ func (e *Engine) drainReloads() {
 	for {
 		for e.follow.pending.Swap(false) {
 			ctx, cancel := context.WithTimeout(context.Background(), applyTimeout)
-			if err := e.reloadRoutes(ctx); err != nil {
+			if err := e.reloadRoutes(ctx, false); err != nil {
 				e.cfg.Logger.Warn("routing table reload after a change from another process failed; the periodic refresh retries", "err", err)
 			}
 			cancel()

@@ -134,7 +134,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		})
 	})
 	every(ctx, e.cfg.RefreshEvery, func() {
-		if err := e.reloadRoutes(ctx); err != nil && ctx.Err() == nil {
+		if err := e.reloadRoutes(ctx, true); err != nil && ctx.Err() == nil {
 			e.cfg.Logger.Error("domain routing refresh failed", "err", err)
 		}
 	})

@@ -102,7 +102,7 @@ func hostName(host string) string {
 // loop); changes made through this engine take effect at once without
 // it.
 func (e *Engine) Refresh(ctx context.Context) error {
-	err := e.reloadRoutes(ctx)
+	err := e.reloadRoutes(ctx, true)
 	if len(e.cfg.EdgeIPs) == 0 {
 		e.lookupEdge(ctx)
 	}
@@ -112,26 +112,40 @@ func (e *Engine) Refresh(ctx context.Context) error {
 // reloadRoutes is Refresh without DNS: it reloads the routing table, and
 // views ask the certificate layer again. The reloads of Run and Apply do
 // only this, so that a removal reaches this process however long the
-// lookup of the edge's addresses takes.
-func (e *Engine) reloadRoutes(ctx context.Context) error {
+// lookup of the edge's addresses takes. With plans, it asks the platform
+// about each project's plan again (Run's periodic reload); without, it
+// keeps what the last one read (Apply's, for a change).
+func (e *Engine) reloadRoutes(ctx context.Context, plans bool) error {
 	e.forgetCerts()
 	e.routeMu.Lock()
 	defer e.routeMu.Unlock()
-	return e.reloadLocked(ctx)
+	return e.reloadPlans(ctx, plans)
 }
 
-// reload refreshes after a local change; a failure only delays the change
-// until the next Refresh, so it is logged, not returned.
-func (e *Engine) reload(ctx context.Context) {
+// reload refreshes after a local change to a domain of projectID; a
+// failure only delays the change until the next Refresh, so it is
+// logged, not returned.
+func (e *Engine) reload(ctx context.Context, projectID string) {
 	e.routeMu.Lock()
-	err := e.reloadLocked(ctx)
+	err := e.reloadLocked(ctx, projectID)
 	e.routeMu.Unlock()
 	if err != nil {
 		e.cfg.Logger.Warn("routing table reload failed; the next refresh retries", "err", err)
 	}
 }
 
-func (e *Engine) reloadLocked(ctx context.Context) error {
+// reloadLocked reloads the routing table after a change this engine made
+// to projectID's domains, with the plans the last Refresh read (see
+// suspendedProjects) but projectID's, which it asks again: the change may
+// follow an upgrade. The caller holds routeMu.
+func (e *Engine) reloadLocked(ctx context.Context, projectID string) error {
+	delete(e.plans, projectID)
+	return e.reloadPlans(ctx, false)
+}
+
+// reloadPlans is reloadLocked, asking the platform about every project's
+// plan again when fresh.
+func (e *Engine) reloadPlans(ctx context.Context, fresh bool) error {
 	attached, err := e.cfg.Store.ListDomains(ctx, DomainQuery{})
 	if err != nil {
 		return err
@@ -150,7 +164,7 @@ func (e *Engine) reloadLocked(ctx context.Context) error {
 			holder[en.Name] = en.ProjectID
 		}
 	}
-	suspended := e.suspendedProjects(ctx, live)
+	suspended := e.suspendedProjects(ctx, live, fresh)
 	m := make(map[string]RouteAnswer, len(attached))
 	admitted := make(map[string]admission, len(attached))
 	for _, en := range attached {

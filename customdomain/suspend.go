@@ -11,7 +11,10 @@ import (
 // the stored status, for a domain of a project below the Pro plan. It is
 // never stored: it is derived from the project's plan (EngineConfig.
 // Projects) each time the engine shows or routes a domain, so a plan
-// change takes effect on every process at its next routing refresh and an
+// change takes effect on every process at its next periodic routing
+// refresh (Refresh, or Run's every RefreshEvery; the reloads a change
+// makes keep the plans that one read, but for the changed domain's
+// project on the engine that changed it) and an
 // upgrade resumes the domains without a new verification. Domain.ResumesAs
 // tells the stored status a suspended domain returns to.
 //
@@ -79,11 +82,23 @@ func suspend(d *Domain, reason string) {
 }
 
 // suspendedProjects returns, of the given projects, those whose domains
-// are suspended, asking the platform once per project.
-func (e *Engine) suspendedProjects(ctx context.Context, ids map[string]bool) map[string]bool {
+// are suspended. With fresh, it asks the platform once per project, and
+// keeps the answers in e.plans; otherwise it asks only about projects
+// e.plans does not know, so that a reload for a change (a removal, here
+// or through the feed) does not wait for the platform once per project
+// with a live domain. The caller holds routeMu.
+func (e *Engine) suspendedProjects(ctx context.Context, ids map[string]bool, fresh bool) map[string]bool {
+	if fresh || e.plans == nil {
+		e.plans = map[string]bool{}
+	}
 	out := map[string]bool{}
 	for id := range ids {
-		if e.suspension(ctx, id) != "" {
+		suspended, known := e.plans[id]
+		if !known {
+			suspended = e.suspension(ctx, id) != ""
+			e.plans[id] = suspended
+		}
+		if suspended {
 			out[id] = true
 		}
 	}
