@@ -2,6 +2,7 @@ package customdomain
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -108,7 +109,7 @@ const (
 // caller to run, in their order, after the entry is written. An entry
 // returned equal to e needs no write.
 func Step(e Entry, ev Event, now time.Time, p Policy) (Entry, []Effect) {
-	m := machine{e: e.Canonical(), now: now, p: p}
+	m := machine{e: e.Canonical(), was: e, now: now, p: p}
 	m.e.History = append([]Transition{}, m.e.History...)
 	switch ev := ev.(type) {
 	case Checked:
@@ -136,6 +137,7 @@ func Step(e Entry, ev Event, now time.Time, p Policy) (Entry, []Effect) {
 
 type machine struct {
 	e   Entry
+	was Entry // the entry before the event
 	now time.Time
 	p   Policy
 	fx  []Effect
@@ -252,7 +254,7 @@ func (m *machine) recheckLive(r CheckResult) {
 			m.next(m.p.Recheck)
 		}
 	case r.LookupFailed && m.e.Status == StatusActive:
-		m.next(recheckInterval(0)) // "could not check" is never drift
+		m.next(m.lookupRetry()) // "could not check" is never drift
 	case m.e.Status == StatusActive:
 		m.e.DriftedAt = m.now
 		m.to(StatusMisconfigured, driftReason(r, m.p.Grace))
@@ -281,6 +283,23 @@ func (m *machine) recheckLive(r CheckResult) {
 		}
 		m.scheduleDrift()
 	}
+}
+
+// lookupRetry is when a live domain whose check could not ask DNS is
+// checked again: in a minute, then, while its checks keep failing so
+// (its nameservers are gone, say), twice as long as the last wait each
+// time, up to the usual re-check interval, so that such domains do not
+// cost each background round a lookup's timeout every minute for ever.
+func (m *machine) lookupRetry() time.Duration {
+	d := time.Minute
+	if slices.ContainsFunc(m.was.Findings, func(f Finding) bool { return f.Code == FindingLookupFailed }) {
+		d = max(d, 2*m.was.NextCheckAt.Sub(m.was.CheckedAt))
+	}
+	limit := m.p.Recheck
+	if limit <= 0 { // no periodic re-check: as a long-pending domain
+		limit = recheckInterval(m.p.Window)
+	}
+	return min(d, limit)
 }
 
 func (m *machine) scheduleDrift() {
