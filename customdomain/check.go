@@ -23,7 +23,7 @@ func (e *Engine) check(ctx context.Context, entry Entry) CheckResult {
 		n = Name{ASCII: entry.Name, Unicode: entry.Name, Kind: KindSubdomain, Label: entry.Name}
 	}
 	token := outstandingProof(entry)
-	res := e.checkRouting(ctx, n, entry.Token)
+	res := e.checkRouting(ctx, n, entry.Token, !entry.VerifiedAt.IsZero())
 	if res.LookupFailed {
 		return res
 	}
@@ -69,8 +69,9 @@ func (e *Engine) lookupFailed(n Name) CheckResult {
 //
 // A record that resolves to addresses that are not the edge's (a proxy, a
 // flattened CNAME) passes through the TXT record and the HTTP check
-// (viaProxy) when the entry has a token.
-func (e *Engine) checkRouting(ctx context.Context, n Name, token string) CheckResult {
+// (viaProxy) when the entry has a token; once the name has verified
+// (verified), through the HTTP check alone.
+func (e *Engine) checkRouting(ctx context.Context, n Name, token string, verified bool) CheckResult {
 	res := CheckResult{Observed: Observed{Addresses: []string{}}, Findings: []Finding{}}
 	failed := func(error) CheckResult { return e.lookupFailed(n) }
 	cnames, err := e.cfg.Resolver.Lookup(ctx, n.ASCII, "CNAME")
@@ -147,7 +148,7 @@ func (e *Engine) checkRouting(ctx context.Context, n Name, token string) CheckRe
 			Records: recs,
 		}
 	}
-	f, err := e.viaProxy(ctx, n, token, addrs, base)
+	f, err := e.viaProxy(ctx, n, token, verified, addrs, base)
 	switch {
 	case err != nil:
 		return failed(err)

@@ -119,9 +119,13 @@ func (e *Engine) ChallengeToken(ctx context.Context, host string) (string, bool)
 // addresses that are not the edge's, as a CDN's proxy or a flattened
 // CNAME does: it passes when the TXT record at the challenge name holds
 // the token and an HTTP request for ChallengePath over the name, sent to
-// those addresses, gets the token back from this platform. It returns the
-// finding that explains a failure (PROXIED for a known CDN), or nil.
-func (e *Engine) viaProxy(ctx context.Context, n Name, token string, addrs []netip.Addr, base Finding) (*Finding, error) {
+// those addresses, gets the token back from this platform. Once the name
+// has verified (verified: the check is a drift check), the HTTP check
+// alone decides whether it still reaches this platform: the TXT record
+// proved control once, and may be deleted afterwards, as for a name that
+// is not proxied (see outstandingProof). It returns the finding that
+// explains a failure (PROXIED for a known CDN), or nil.
+func (e *Engine) viaProxy(ctx context.Context, n Name, token string, verified bool, addrs []netip.Addr, base Finding) (*Finding, error) {
 	cdn := e.cdnOf(addrs)
 	words := strings.Join(addrStrings(addrs), ", ")
 	txt := fmt.Sprintf("create the TXT record %s with the value %s (TTL 3600)", challengeLabel(n), token)
@@ -142,15 +146,21 @@ func (e *Engine) viaProxy(ctx context.Context, n Name, token string, addrs []net
 	if token == "" {
 		return &f, nil
 	}
-	proof, err := e.checkOwnership(ctx, n, token)
-	if err != nil {
-		return nil, err
-	}
-	if proof != nil {
-		return &f, nil
+	if !verified {
+		proof, err := e.checkOwnership(ctx, n, token)
+		if err != nil {
+			return nil, err
+		}
+		if proof != nil {
+			return &f, nil
+		}
 	}
 	if err := e.probe(ctx, n, addrs, token); err != nil {
-		f.Message += fmt.Sprintf(". The TXT record is right, but the HTTP check through %s failed: %v", words, err)
+		if verified {
+			f.Message += fmt.Sprintf(". The HTTP check through %s failed: %v", words, err)
+		} else {
+			f.Message += fmt.Sprintf(". The TXT record is right, but the HTTP check through %s failed: %v", words, err)
+		}
 		f.Fix = fmt.Sprintf("Make sure http://%s%s reaches this platform through the proxy (plain HTTP, no redirect), then click Verify.",
 			n.ASCII, ChallengePath)
 		return &f, nil

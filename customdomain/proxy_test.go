@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/libdns/libdns"
 
@@ -187,5 +188,44 @@ func TestCloudflareAddressIsProxied(t *testing.T) {
 	if f := d.Diagnosis.Findings; len(f) != 1 || f[0].Code != customdomain.FindingProxied ||
 		!strings.Contains(f[0].Message, "addresses of Cloudflare") || !strings.Contains(f[0].Fix, "DNS only") || !strings.Contains(f[0].Fix, "_petstore-challenge.shop") {
 		t.Fatalf("a Cloudflare address: %+v", f)
+	}
+}
+
+// TestProxiedDomainKeepsServingWithoutItsTXTRecord: a proxied domain
+// verified by the ownership TXT record and the HTTP check through the
+// proxy, whose customer then deletes the TXT record, as the dashboard's
+// note says they may once the domain is active. The hourly drift check
+// still finds that the name reaches this platform through the proxy: the
+// domain stays active. Before, every drift check asked for the TXT record
+// again, so the domain went misconfigured and was released 72 hours
+// later, while its record had not moved.
+func TestProxiedDomainKeepsServingWithoutItsTXTRecord(t *testing.T) {
+	ctx := context.Background()
+	w := proxiedWorld(t)
+	const name = "shop.example.com"
+	w.Set(t, "example.com.", addr("shop", "127.0.0.2"))
+	d, _, err := w.Engine.Add(ctx, "prj_pro", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := ownershipRecord(d)
+	w.Set(t, "example.com.", libdns.TXT{Name: "_petstore-challenge.shop", Text: rec.Value})
+	if d, err := w.Engine.Verify(ctx, "prj_pro", name); err != nil || d.Status != customdomain.StatusActive {
+		t.Fatalf("Verify through the proxy = %s, %v; want active", d.Status, err)
+	}
+
+	if _, err := w.Zone.DeleteRecords(ctx, "example.com.", []libdns.Record{libdns.RR{Name: "_petstore-challenge.shop", Type: "TXT"}}); err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, w, w.Clock.Now().Add(2*time.Hour))
+	if d := get(t, w, "prj_pro", name); d.Status != customdomain.StatusActive || len(d.Diagnosis.Findings) != 0 {
+		t.Fatalf("after the TXT record was deleted: %s (%q) %s; want active, still reached through the proxy", d.Status, d.Reason, codes(d.Diagnosis.Findings))
+	}
+
+	// The proxy no longer leads here: that is drift.
+	w.Set(t, "example.com.", addr("shop", "127.0.0.3"))
+	runUntil(t, w, w.Clock.Now().Add(2*time.Hour))
+	if d := get(t, w, "prj_pro", name); d.Status != customdomain.StatusMisconfigured {
+		t.Fatalf("once the name no longer reaches this platform: %s, want misconfigured", d.Status)
 	}
 }
