@@ -365,7 +365,7 @@ func RunWebhooks(t *testing.T, open Opener) {
 				t.Fatal(err)
 			}
 		}
-		n, err := s.PurgeWebhookDeliveries(ctx, hookTime.Add(3*time.Hour))
+		n, err := s.PurgeWebhookDeliveries(ctx, hookTime.Add(4*time.Hour), hookTime.Add(3*time.Hour))
 		if err != nil || n != 2 {
 			t.Fatalf("PurgeWebhookDeliveries = %d, %v; want the 2 old finished ones", n, err)
 		}
@@ -406,7 +406,7 @@ func RunWebhooks(t *testing.T, open Opener) {
 		}
 
 		until := hookTime.Add(24 * time.Hour)
-		got, err := s.RotateWebhookSecret(ctx, "prj_a", "wh_1", "whsec_new1", until)
+		got, err := s.RotateWebhookSecret(ctx, "prj_a", "wh_1", "whsec_new1", hookTime, until)
 		if err != nil {
 			t.Fatalf("RotateWebhookSecret: %v", err)
 		}
@@ -426,24 +426,51 @@ func RunWebhooks(t *testing.T, open Opener) {
 
 		// Again within the overlap: the oldest goes, two at most.
 		until2 := hookTime.Add(48 * time.Hour)
-		if _, err := s.RotateWebhookSecret(ctx, "prj_a", "wh_1", "whsec_new2", until2); err != nil {
+		if _, err := s.RotateWebhookSecret(ctx, "prj_a", "wh_1", "whsec_new2", hookTime, until2); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := listed(t), "whsec_new2,whsec_new1,"+until2.Format(time.RFC3339Nano); got != want {
 			t.Fatalf("after a second rotation: %s, want %s", got, want)
 		}
 		// A zero expiry drops the replaced secret at once.
-		got, err = s.RotateWebhookSecret(ctx, "prj_a", "wh_1", "whsec_new3", time.Time{})
+		got, err = s.RotateWebhookSecret(ctx, "prj_a", "wh_1", "whsec_new3", hookTime, time.Time{})
 		if want := "whsec_new3,," + none; err != nil || secrets(got) != want || listed(t) != want {
 			t.Fatalf("rotation without overlap = %s, %v, listed %s; want %s", secrets(got), err, listed(t), want)
 		}
 
-		_, err = s.RotateWebhookSecret(ctx, "prj_b", "wh_1", "whsec_theirs", until)
+		_, err = s.RotateWebhookSecret(ctx, "prj_b", "wh_1", "whsec_theirs", hookTime, until)
 		wantCode(t, err, petstore.CodeNotFound)
-		_, err = s.RotateWebhookSecret(ctx, "prj_a", "wh_missing", "whsec_x", until)
+		_, err = s.RotateWebhookSecret(ctx, "prj_a", "wh_missing", "whsec_x", hookTime, until)
 		wantEndpointNotFound(t, err, "wh_missing")
 		if got, want := listed(t), "whsec_new3,,"+none; got != want {
 			t.Fatalf("after refused rotations: %s, want %s (unchanged)", got, want)
+		}
+	})
+
+	// A rotated secret's overlap ends when the rotation said: a claim
+	// during it returns the previous secret, one at its end does not, and
+	// a purge from then on erases it from the store.
+	t.Run("RotatedSecretEndsAndIsErased", func(t *testing.T) {
+		t.Parallel()
+		s := openHooks(t)
+		endpoint(t, s, "wh_1", "prj_a", hookTime)
+		enqueue(t, s, "evt_1", "prj_a", hookTime)
+		until := hookTime.Add(time.Hour)
+		if _, err := s.RotateWebhookSecret(ctx, "prj_a", "wh_1", "whsec_new", hookTime, until); err != nil {
+			t.Fatal(err)
+		}
+		if dues := claim(t, s, "tok_1", until.Add(-time.Minute), 1); len(dues) != 1 || dues[0].Endpoint.PreviousSecret != "whsec_wh_1" || !dues[0].Endpoint.PreviousSecretExpiresAt.Equal(until) {
+			t.Fatalf("a claim a minute before the overlap's end got %+v, want the previous secret until %v", dues, until)
+		}
+		if dues := claim(t, s, "tok_2", until, 1); len(dues) != 1 || dues[0].Endpoint.Secret != "whsec_new" || dues[0].Endpoint.PreviousSecret != "" || !dues[0].Endpoint.PreviousSecretExpiresAt.IsZero() {
+			t.Fatalf("a claim at the overlap's end got %+v, want the new secret only", dues)
+		}
+		if _, err := s.PurgeWebhookDeliveries(ctx, until, hookTime); err != nil {
+			t.Fatal(err)
+		}
+		es, err := s.WebhookEndpoints(ctx, "prj_a")
+		if err != nil || len(es) != 1 || es[0].Secret != "whsec_new" || es[0].PreviousSecret != "" || !es[0].PreviousSecretExpiresAt.IsZero() {
+			t.Fatalf("after a purge at the overlap's end WebhookEndpoints = %+v, %v; want the new secret only: the previous one is erased", es, err)
 		}
 	})
 
@@ -541,7 +568,7 @@ func RunWebhooks(t *testing.T, open Opener) {
 		for i := 1; i <= rotations; i++ {
 			<-reads
 			<-reads
-			if _, err := s.RotateWebhookSecret(ctx, "prj_a", "wh_1", name(i), hookTime.Add(time.Duration(i)*time.Hour)); err != nil {
+			if _, err := s.RotateWebhookSecret(ctx, "prj_a", "wh_1", name(i), hookTime, hookTime.Add(time.Duration(i)*time.Hour)); err != nil {
 				t.Errorf("rotation %d: %v", i, err)
 				break
 			}
@@ -662,6 +689,52 @@ func RunWebhooksOnOneClock(t *testing.T, open Opener) {
 	// The caller ahead holds it now, for wait on the store's clock from
 	// some time in its claim, which lasts a few round trips.
 	waitFor("a lease taken by a caller ahead", "tok_3", behind, claimed)
+
+	// A secret rotated by the caller ahead with an overlap of wait is
+	// valid for wait on the store's clock: a claim by the caller behind
+	// just after the rotation gets it, its end on that caller's clock,
+	// and claims end it with the overlap, not minutes later.
+	if err := s.CreateWebhookEndpoint(ctx, webhook.Endpoint{ID: "wh_2", ProjectID: "prj_b", URL: "https://hooks.example.com/", Secret: "whsec_2", CreatedAt: ahead()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.EnqueueWebhookEvent(ctx, webhook.Event{ID: "evt_2", ProjectID: "prj_b", Type: webhook.TypeDomainActive, CreatedAt: ahead(), Payload: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	rotated := time.Now()
+	now = ahead()
+	if _, err := s.RotateWebhookSecret(ctx, "prj_b", "wh_2", "whsec_2b", now, now.Add(wait)); err != nil {
+		t.Fatal(err)
+	}
+	// of is the claim's delivery to wh_2, if it has it.
+	of := func(dues []webhook.Due) (webhook.Due, bool) {
+		for _, d := range dues {
+			if d.Endpoint.ID == "wh_2" {
+				return d, true
+			}
+		}
+		return webhook.Due{}, false
+	}
+	before := behind()
+	due, ok := of(claim("tok_4", behind))
+	if !ok {
+		t.Fatal("a caller behind the one that enqueued did not claim the new event at once")
+	}
+	// Give or take the store's clock's resolution, a millisecond at least.
+	if end := due.Endpoint.PreviousSecretExpiresAt; due.Endpoint.PreviousSecret != "whsec_2" || end.Before(before) || end.After(before.Add(wait+2*time.Millisecond)) {
+		t.Fatalf("a claim by a caller %v behind the one that rotated the secret got previous secret %q until %v, %v after the claim began on its clock; want it until at most %v after: the overlap was judged on the callers' clocks", 2*skew, due.Endpoint.PreviousSecret, end, end.Sub(before), wait)
+	}
+	time.Sleep(time.Until(rotated.Add(wait)))
+	for deadline := rotated.Add(10 * wait); ; time.Sleep(wait / 20) {
+		if due, ok = of(claim("tok_5", behind)); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the delivery leased for %v was not claimed again %v after", wait, 10*wait)
+		}
+	}
+	if due.Endpoint.Secret != "whsec_2b" || due.Endpoint.PreviousSecret != "" || !due.Endpoint.PreviousSecretExpiresAt.IsZero() {
+		t.Fatalf("a claim by a caller %v behind, after an overlap of %v on the store's clock, got secret %q and previous %q until %v; want the new secret only", 2*skew, wait, due.Endpoint.Secret, due.Endpoint.PreviousSecret, due.Endpoint.PreviousSecretExpiresAt)
+	}
 }
 
 // wantEndpointNotFound fails t unless err is webhook.EndpointNotFound(id),

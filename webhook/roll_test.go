@@ -263,3 +263,57 @@ func TestRollSecretRefuses(t *testing.T) {
 		t.Fatalf("RollSecret(MaxSecretOverlap) = %+v, %v; want the old secret valid for 7 days", e2, err)
 	}
 }
+
+// TestRolledSecretOverlapEndsAtOnceForEveryReplica: replicas sharing a
+// database, one clock an hour ahead of the real one and one an hour
+// behind. A secret rolled on the replica behind with a 3-second overlap
+// is still accepted by a receiver checking with the old secret when the
+// replica ahead delivers at once, and refused from the overlap's end on
+// when the replica behind delivers: the overlap is kept on the
+// database's clock, not on the clock of whichever replica makes the
+// attempt. On a SQLite file, PostgreSQL and MariaDB.
+func TestRolledSecretOverlapEndsAtOnceForEveryReplica(t *testing.T) {
+	const overlap = 3 * time.Second
+	for _, db := range sharedDatabases {
+		t.Run(db.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			dsn := db.dsn(t)
+			ahead, behind := skewedService(t, dsn, time.Hour, webhook.Config{}), skewedService(t, dsn, -time.Hour, webhook.Config{})
+			rcv := newCheckingReceiver(t)
+			e, err := behind.CreateEndpoint(ctx, "prj_a", rcv.srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rcv.use(e.Secret) // the receiver keeps the old secret throughout
+			rolled := time.Now()
+			e2, err := behind.RollSecret(ctx, "prj_a", e.ID, overlap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			deliver := func(svc *webhook.Service) lastDelivery {
+				t.Helper()
+				if err := behind.Enqueue(ctx, "prj_a", webhook.TypeDomainActive, map[string]string{"name": "a.example.com"}); err != nil {
+					t.Fatal(err)
+				}
+				if n := deliverDue(t, svc); n != 1 {
+					t.Fatalf("DeliverDue attempted %d deliveries, want 1", n)
+				}
+				return rcv.last(t)
+			}
+			got := deliver(ahead)
+			if took := time.Since(rolled); took >= overlap {
+				t.Fatalf("the first delivery took %v, past the overlap; the test needs it sooner", took)
+			}
+			if got.check != nil {
+				t.Fatalf("the replica an hour ahead delivered within the overlap: the old secret's receiver answered %v, want it accepted (header %q)", got.check, got.header)
+			}
+			time.Sleep(time.Until(rolled.Add(overlap + 100*time.Millisecond)))
+			got = deliver(behind)
+			if !errors.Is(got.check, webhook.ErrNoValidSignature) || strings.Count(got.header, "v1=") != 1 ||
+				webhook.VerifyWebhook(e2.Secret, got.header, got.body, 3*time.Hour) != nil {
+				t.Fatalf("the replica an hour behind delivered after the overlap: the old secret's receiver answered %v, header %q; want ErrNoValidSignature, signed with the new secret only", got.check, got.header)
+			}
+		})
+	}
+}

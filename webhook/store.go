@@ -19,9 +19,10 @@ type Endpoint struct {
 
 	// PreviousSecret is the secret Secret replaced when it was rolled,
 	// kept as Secret is and never shown again: every attempt made before
-	// PreviousSecretExpiresAt is signed with it too, so that receivers
-	// still checking with it keep accepting deliveries while they switch.
-	// "" (and a zero PreviousSecretExpiresAt) when there is none.
+	// PreviousSecretExpiresAt (on the store's clock, see Store) is signed
+	// with it too, so that receivers still checking with it keep
+	// accepting deliveries while they switch. "" (and a zero
+	// PreviousSecretExpiresAt) when there is none.
 	PreviousSecret          string
 	PreviousSecretExpiresAt time.Time
 }
@@ -115,12 +116,16 @@ type Store interface {
 	// secret, in one atomic write: the secret it had becomes its
 	// PreviousSecret, valid until previousExpiresAt, replacing any earlier
 	// previous secret; a zero previousExpiresAt drops the secret it had
-	// (PreviousSecret "", PreviousSecretExpiresAt zero). It returns the
-	// endpoint as it now is. A concurrent ClaimWebhookDeliveries or
-	// WebhookEndpoints returns the endpoint with either the secrets it had
-	// or the ones it has now, never one of each. Returns not_found when
-	// the project has no such endpoint, whichever project has it.
-	RotateWebhookSecret(ctx context.Context, projectID, id, secret string, previousExpiresAt time.Time) (Endpoint, error)
+	// (PreviousSecret "", PreviousSecretExpiresAt zero). now is the
+	// caller's time: a store judging on its own clock (see Store) keeps
+	// the previous secret valid for previousExpiresAt - now from the
+	// write, on that clock. It returns the endpoint as it now is, its
+	// PreviousSecretExpiresAt on the store's clock. A concurrent
+	// ClaimWebhookDeliveries or WebhookEndpoints returns the endpoint with
+	// either the secrets it had or the ones it has now, never one of
+	// each. Returns not_found when the project has no such endpoint,
+	// whichever project has it.
+	RotateWebhookSecret(ctx context.Context, projectID, id, secret string, now, previousExpiresAt time.Time) (Endpoint, error)
 
 	// EnqueueWebhookEvent stores, in one atomic write, one pending
 	// delivery of ev, due at ev.CreatedAt (on a store judging due times
@@ -138,7 +143,11 @@ type Store interface {
 	// with their endpoints, earliest due first. It takes each endpoint's
 	// earliest due, and of those the earliest, so that one endpoint's
 	// backlog cannot fill a claim and hold up the others'. Each Due's Age
-	// is how long before now its event was enqueued (see Store). Of
+	// is how long before now its event was enqueued (see Store). Each
+	// Due's Endpoint has its PreviousSecret only while it is valid at the
+	// claim, on the store's clock, and its PreviousSecretExpiresAt on the
+	// caller's: now plus how long the previous secret was still valid
+	// then, so that the worker never signs with it after its end. Of
 	// concurrent claims, in this process or another sharing the store,
 	// each delivery goes to one. It never returns nil.
 	ClaimWebhookDeliveries(ctx context.Context, token string, now, leaseUntil time.Time, limit, perEndpoint int) ([]Due, error)
@@ -160,6 +169,9 @@ type Store interface {
 
 	// PurgeWebhookDeliveries deletes the deliveries that are finished
 	// (succeeded or failed) and were created before before, and those
-	// whose endpoint is gone, and returns how many.
-	PurgeWebhookDeliveries(ctx context.Context, before time.Time) (int, error)
+	// whose endpoint is gone, and returns how many. It also erases the
+	// previous secrets whose validity ended by now (the caller's time;
+	// on a store judging on its own clock, its clock at the purge), so
+	// that a secret is not kept past its overlap.
+	PurgeWebhookDeliveries(ctx context.Context, now, before time.Time) (int, error)
 }

@@ -231,9 +231,13 @@ const (
 // every later one with the new secret only. Neither secret is logged,
 // listed or returned again. An endpoint has two secrets at most: rolling
 // again during an overlap ends the oldest at once. An attempt already
-// under way is signed as it was; its retry is signed anew. The overlap's
-// end is judged on the clock of the process making each attempt, so
-// processes whose clocks disagree move it by as much. Returns
+// under way is signed as it was; its retry is signed anew. A store
+// shared by processes (bunstore) keeps the overlap on its own clock, the
+// database's, from the roll: every process stops signing with the old
+// secret at the same instant, whatever its own clock says, and
+// PreviousSecretExpiresAt is on that clock. The old secret is never used
+// after the overlap, and is erased from the store at the next hourly
+// purge (see Run). Returns
 // invalid_request for a negative overlap or one longer than
 // MaxSecretOverlap, and not_found.
 func (s *Service) RollSecret(ctx context.Context, projectID, endpointID string, overlap time.Duration) (Endpoint, error) {
@@ -249,12 +253,13 @@ func (s *Service) RollSecret(ctx context.Context, projectID, endpointID string, 
 		until = now.Add(overlap)
 	}
 	secret := newSecret()
-	e, err := s.store.RotateWebhookSecret(ctx, projectID, endpointID, secret, until)
+	e, err := s.store.RotateWebhookSecret(ctx, projectID, endpointID, secret, now, until)
 	if err != nil {
 		return Endpoint{}, err
 	}
-	e = withoutSecrets(e, now)
-	e.Secret = secret
+	// The store set the old secret's end just now, on its clock: it is
+	// shown as it is, not judged on this process's clock.
+	e.Secret, e.PreviousSecret = secret, ""
 	return e, nil
 }
 

@@ -97,7 +97,8 @@ func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 // a Config.PollInterval after that call returned. So a database too
 // slow for a claim's attempts gets one claim per PollInterval, not one
 // after another each leasing deliveries it cannot send. It also deletes
-// finished deliveries older than Config.Retention, hourly. No store call
+// finished deliveries older than Config.Retention, and erases rolled
+// secrets whose overlap has ended, hourly. No store call
 // holds it longer than Config.Lease, so a database that stops answering
 // delays the next poll, never stops them. It returns nil when ctx is
 // done.
@@ -143,7 +144,7 @@ func (s *Service) purge(ctx context.Context) {
 	// here past its next poll's lease.
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.Lease)
 	defer cancel()
-	if _, err := s.store.PurgeWebhookDeliveries(pctx, now.Add(-s.cfg.Retention)); err != nil && ctx.Err() == nil {
+	if _, err := s.store.PurgeWebhookDeliveries(pctx, now, now.Add(-s.cfg.Retention)); err != nil && ctx.Err() == nil {
 		s.log.Warn("webhook deliveries: purge failed", "err", err)
 	}
 }

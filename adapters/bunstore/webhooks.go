@@ -104,7 +104,16 @@ func (s *Store) CreateWebhookEndpoint(ctx context.Context, e webhook.Endpoint) e
 // WebhookEndpoints implements webhook.Store.
 func (s *Store) WebhookEndpoints(ctx context.Context, projectID string) ([]webhook.Endpoint, error) {
 	var rows []webhookEndpointRow
-	err := s.db.NewSelect().Model(&rows).Where("project_id = ?", projectID).Order("created_ns ASC", "id ASC").Scan(ctx)
+	q := s.db.NewSelect().Model(&rows)
+	if s.dbNow != "" {
+		// A previous secret whose overlap has ended on the database's
+		// clock is left out, whether or not a purge has erased it yet.
+		valid := "previous_secret_expires_ns > " + s.dbNow
+		q = q.ColumnExpr("id, project_id, url, secret, created_ns").
+			ColumnExpr("CASE WHEN " + valid + " THEN previous_secret ELSE '' END AS previous_secret").
+			ColumnExpr("CASE WHEN " + valid + " THEN previous_secret_expires_ns ELSE 0 END AS previous_secret_expires_ns")
+	}
+	err := q.Where("project_id = ?", projectID).Order("created_ns ASC", "id ASC").Scan(ctx)
 	if err != nil {
 		return nil, mapErr(ctx, "list webhook endpoints", err)
 	}
@@ -139,14 +148,20 @@ func (s *Store) DeleteWebhookEndpoint(ctx context.Context, projectID, id string)
 // transaction. MySQL and MariaDB assign a single-table UPDATE's columns
 // left to right, each seeing those assigned before it, where SQLite and
 // PostgreSQL read the row as it was: previous_secret is assigned before
-// secret, so all three copy the secret being replaced.
-func (s *Store) RotateWebhookSecret(ctx context.Context, projectID, id, secret string, previousExpiresAt time.Time) (webhook.Endpoint, error) {
+// secret, so all three copy the secret being replaced. The previous
+// secret's end is written on the database's clock, previousExpiresAt -
+// now after the UPDATE (unless CallerClock), so that every process
+// judges it alike.
+func (s *Store) RotateWebhookSecret(ctx context.Context, projectID, id, secret string, now, previousExpiresAt time.Time) (webhook.Endpoint, error) {
 	var row webhookEndpointRow
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		q := tx.NewUpdate().Model((*webhookEndpointRow)(nil))
-		if previousExpiresAt.IsZero() {
+		switch {
+		case previousExpiresAt.IsZero():
 			q = q.Set("previous_secret = ''").Set("previous_secret_expires_ns = 0")
-		} else {
+		case s.dbNow != "":
+			q = q.Set("previous_secret = secret").Set("previous_secret_expires_ns = "+s.dbNow+" + ?", int64(previousExpiresAt.Sub(now)))
+		default:
 			q = q.Set("previous_secret = secret").Set("previous_secret_expires_ns = ?", previousExpiresAt.UnixNano())
 		}
 		res, err := q.Set("secret = ?", secret).Where("id = ?", id).Where("project_id = ?", projectID).Exec(ctx)
@@ -228,8 +243,10 @@ func dbNowSQL(d dialect.Name) string {
 // UPDATE, so that a process whose clock is minutes ahead of the
 // holder's can neither take over an attempt in flight nor make a retry
 // early; a delivery's Age is the database's clock at the last SELECT
-// less enqueued_ns, so that RetryFor runs on it too. With CallerClock,
-// all are on the callers' times.
+// less enqueued_ns, so that RetryFor runs on it too, and an endpoint's
+// previous secret is returned only while valid on it, its end then on
+// the caller's clock (webhook.Store). With CallerClock, all are on the
+// callers' times.
 func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, leaseUntil time.Time, limit, perEndpoint int) ([]webhook.Due, error) {
 	out := []webhook.Due{}
 	if limit <= 0 || perEndpoint <= 0 {
@@ -238,11 +255,13 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, l
 	// claimable is the condition of a delivery due and not leased, and
 	// newEnd the end of the lease this claim takes, with their arguments.
 	// age is a delivery's age at the read that returns it.
-	claimable, newEnd, age := "next_attempt_ns <= ? AND lease_until_ns <= ?", "?", "? - "+enqueuedSQL
-	claimArgs, endArgs, ageArgs := []any{now.UnixNano(), now.UnixNano()}, []any{leaseUntil.UnixNano()}, []any{now.UnixNano()}
+	// left is how long an endpoint's previous secret is still valid at
+	// that read.
+	claimable, newEnd, age, left := "next_attempt_ns <= ? AND lease_until_ns <= ?", "?", "? - "+enqueuedSQL, "e.previous_secret_expires_ns - ?"
+	claimArgs, endArgs, nowArgs := []any{now.UnixNano(), now.UnixNano()}, []any{leaseUntil.UnixNano()}, []any{now.UnixNano()}
 	if s.dbNow != "" {
-		claimable, newEnd, age = "next_attempt_ns <= "+s.dbNow+" AND lease_until_ns <= "+s.dbNow, s.dbNow+" + ?", s.dbNow+" - "+enqueuedSQL
-		claimArgs, endArgs, ageArgs = nil, []any{int64(leaseUntil.Sub(now))}, nil
+		claimable, newEnd, age, left = "next_attempt_ns <= "+s.dbNow+" AND lease_until_ns <= "+s.dbNow, s.dbNow+" + ?", s.dbNow+" - "+enqueuedSQL, "e.previous_secret_expires_ns - "+s.dbNow
+		claimArgs, endArgs, nowArgs = nil, []any{int64(leaseUntil.Sub(now))}, nil
 	}
 	ranked := s.db.NewSelect().TableExpr("webhook_deliveries").
 		Column("event_id", "endpoint_id", "next_attempt_ns").
@@ -288,6 +307,7 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, l
 		PreviousSecret string `bun:"previous_secret"`
 		PreviousNS     int64  `bun:"previous_secret_expires_ns"`
 		AgeNS          int64  `bun:"age_ns"`
+		PreviousLeftNS int64  `bun:"previous_left_ns"`
 	}
 	// The columns by name, not d.*: bun rejects a column its struct
 	// lacks, so a column a later migration adds would fail the claims of
@@ -295,7 +315,8 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, l
 	err = s.db.NewSelect().TableExpr("webhook_deliveries AS d").
 		ColumnExpr("d.event_id, d.endpoint_id, d.project_id, d.type, d.payload, d.created_ns, d.state, d.attempts, d.next_attempt_ns, d.lease_token, d.lease_until_ns, d.answers").
 		ColumnExpr("e.url, e.secret, e.created_ns AS ep_created_ns, e.previous_secret, e.previous_secret_expires_ns").
-		ColumnExpr(age+" AS age_ns", ageArgs...).
+		ColumnExpr(age+" AS age_ns", nowArgs...).
+		ColumnExpr(left+" AS previous_left_ns", nowArgs...).
 		Join("JOIN webhook_endpoints AS e ON e.id = d.endpoint_id").
 		Where("d.lease_token = ?", token).
 		Where(these, args...).
@@ -309,9 +330,10 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, l
 		if err != nil {
 			return nil, mapErr(ctx, "read claimed webhook deliveries", err)
 		}
-		ep := webhookEndpointRow{
-			ID: r.EndpointID, ProjectID: r.ProjectID, URL: r.URL, Secret: r.Secret, CreatedNS: r.EPCreated,
-			PreviousSecret: r.PreviousSecret, PreviousExpiresNS: r.PreviousNS,
+		ep := webhookEndpointRow{ID: r.EndpointID, ProjectID: r.ProjectID, URL: r.URL, Secret: r.Secret, CreatedNS: r.EPCreated}
+		if r.PreviousSecret != "" && r.PreviousNS != 0 && r.PreviousLeftNS > 0 {
+			// Still valid: until as long after now, on the caller's clock.
+			ep.PreviousSecret, ep.PreviousExpiresNS = r.PreviousSecret, now.Add(time.Duration(r.PreviousLeftNS)).UnixNano()
 		}
 		out = append(out, webhook.Due{Delivery: d, Endpoint: ep.endpoint(), Age: time.Duration(r.AgeNS)})
 	}
@@ -382,8 +404,18 @@ func (s *Store) WebhookDeliveries(ctx context.Context, projectID, endpointID str
 	return out, nil
 }
 
-// PurgeWebhookDeliveries implements webhook.Store.
-func (s *Store) PurgeWebhookDeliveries(ctx context.Context, before time.Time) (int, error) {
+// PurgeWebhookDeliveries implements webhook.Store. Previous secrets are
+// erased once their end has passed on the database's clock (with
+// CallerClock, at now).
+func (s *Store) PurgeWebhookDeliveries(ctx context.Context, now, before time.Time) (int, error) {
+	end, endArgs := "?", []any{now.UnixNano()}
+	if s.dbNow != "" {
+		end, endArgs = s.dbNow, nil
+	}
+	if _, err := s.db.ExecContext(ctx, `UPDATE webhook_endpoints SET previous_secret = '', previous_secret_expires_ns = 0
+		WHERE previous_secret_expires_ns <> 0 AND previous_secret_expires_ns <= `+end, endArgs...); err != nil {
+		return 0, mapErr(ctx, "erase ended webhook secrets", err)
+	}
 	res, err := s.db.ExecContext(ctx, `DELETE FROM webhook_deliveries
 		WHERE (state <> ? AND created_ns < ?) OR endpoint_id NOT IN (SELECT id FROM webhook_endpoints)`,
 		string(webhook.StatePending), before.UnixNano())

@@ -97,8 +97,9 @@ func (s *Store) DeleteWebhookEndpoint(ctx context.Context, projectID, id string)
 	return nil
 }
 
-// RotateWebhookSecret implements webhook.Store.
-func (s *Store) RotateWebhookSecret(ctx context.Context, projectID, id, secret string, previousExpiresAt time.Time) (webhook.Endpoint, error) {
+// RotateWebhookSecret implements webhook.Store. The store is in one
+// process: previousExpiresAt is kept as it is, on the callers' clock.
+func (s *Store) RotateWebhookSecret(ctx context.Context, projectID, id, secret string, _, previousExpiresAt time.Time) (webhook.Endpoint, error) {
 	if err := ctx.Err(); err != nil {
 		return webhook.Endpoint{}, err
 	}
@@ -176,7 +177,11 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, l
 		}
 		taken[m.d.EndpointID]++
 		m.token, m.leaseUntil = token, leaseUntil.UTC()
-		out = append(out, webhook.Due{Delivery: copyDelivery(m.d), Endpoint: t.endpoints[m.d.EndpointID], Age: now.Sub(m.d.CreatedAt)})
+		e := t.endpoints[m.d.EndpointID]
+		if !now.Before(e.PreviousSecretExpiresAt) {
+			e.PreviousSecret, e.PreviousSecretExpiresAt = "", time.Time{} // its overlap has ended
+		}
+		out = append(out, webhook.Due{Delivery: copyDelivery(m.d), Endpoint: e, Age: now.Sub(m.d.CreatedAt)})
 	}
 	return out, nil
 }
@@ -233,13 +238,19 @@ func (s *Store) WebhookDeliveries(ctx context.Context, projectID, endpointID str
 }
 
 // PurgeWebhookDeliveries implements webhook.Store.
-func (s *Store) PurgeWebhookDeliveries(ctx context.Context, before time.Time) (int, error) {
+func (s *Store) PurgeWebhookDeliveries(ctx context.Context, now, before time.Time) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
 	t := s.webhookTable()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	for id, e := range t.endpoints {
+		if e.PreviousSecret != "" && !now.Before(e.PreviousSecretExpiresAt) {
+			e.PreviousSecret, e.PreviousSecretExpiresAt = "", time.Time{}
+			t.endpoints[id] = e
+		}
+	}
 	n := len(t.deliveries)
 	t.deliveries = slices.DeleteFunc(t.deliveries, func(m *memDelivery) bool {
 		_, ok := t.endpoints[m.d.EndpointID]
