@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/petstorekit/petstore"
+	"github.com/uptrace/bun/schema"
 )
 
 // GetPetUncached and ListPetsUncached are the reads without SQLite's read
@@ -27,3 +28,7 @@ func WithoutNativeReads(s *Store) *Store {
 	s.native.Store(nativeNo)
 	return s
 }
+
+// DBNowSQL is the SQL expression of the database's clock in Unix
+// nanoseconds, as an earlier version wrote it into webhook rows.
+func DBNowSQL(db interface{ Dialect() schema.Dialect }) string { return dbNowSQL(db.Dialect().Name()) }

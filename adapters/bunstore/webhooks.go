@@ -62,13 +62,24 @@ type webhookDeliveryRow struct {
 	LeaseUntilNS  int64  `bun:"lease_until_ns,notnull"`
 	Answers       string `bun:"answers,notnull"`
 	// EnqueuedNS is when the event was enqueued on the database's clock
-	// (with CallerClock, CreatedNS); 0 in rows written before it was
-	// added, which fall back to CreatedNS.
+	// (with CallerClock, CreatedNS); 0 in rows an earlier version wrote,
+	// before the column was added or during a rolling upgrade after.
+	// The first claim of such a row sets it (enqueuedOf).
 	EnqueuedNS int64 `bun:"enqueued_ns,notnull"`
 }
 
+// enqueuedOf is the enqueue instant in SQL of a delivery whose columns
+// are prefixed with p. A row an earlier version wrote has none: if it
+// was never attempted, its due time is that instant, which that version
+// wrote on the database's clock (one before it, on the enqueuing
+// process's, as created_ns); otherwise created_ns, on the enqueuing
+// process's clock, is all that is known.
+func enqueuedOf(p string) string {
+	return "COALESCE(NULLIF(" + p + "enqueued_ns, 0), CASE WHEN " + p + "attempts = 0 THEN " + p + "next_attempt_ns ELSE " + p + "created_ns END)"
+}
+
 // enqueuedSQL is a delivery's enqueue instant in SQL, for the alias d.
-const enqueuedSQL = "COALESCE(NULLIF(d.enqueued_ns, 0), d.created_ns)"
+var enqueuedSQL = enqueuedOf("d.")
 
 func (r webhookDeliveryRow) delivery() (webhook.Delivery, error) {
 	d := webhook.Delivery{
@@ -292,6 +303,9 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, token string, now, l
 	these := "(" + strings.Join(pairs, " OR ") + ")"
 	_, err = s.db.NewUpdate().Model((*webhookDeliveryRow)(nil)).
 		Set("lease_token = ?", token).Set("lease_until_ns = "+newEnd, endArgs...).
+		// An earlier version's row keeps the instant its first claim
+		// finds, so that every later claim counts from it too.
+		Set("enqueued_ns = "+enqueuedOf("")).
 		Where("state = ?", string(webhook.StatePending)).
 		Where(claimable, claimArgs...).
 		Where(these, args...).

@@ -2,6 +2,8 @@ package bunstore_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -57,6 +59,50 @@ func TestEndedPreviousSecretIsErased(t *testing.T) {
 			}
 			if secret, ns := stored(); secret != "" || ns != 0 {
 				t.Fatalf("after the overlap and a purge the row keeps previous secret %q until %d, want it erased", secret, ns)
+			}
+		})
+	}
+}
+
+// TestDeliveryOfAnEarlierReplicaCountsFromItsEnqueue: a delivery
+// written without enqueued_ns, as a replica of the version before it
+// writes one (before the migration, or during a rolling upgrade after
+// it), by a replica whose clock is two days behind the database's. Its
+// first attempt fails, and it is retried: Config.RetryFor counts from
+// when the database stored it (the due time that version wrote on the
+// database's clock), not from its created_ns, two days earlier, which
+// would give it up at once.
+func TestDeliveryOfAnEarlierReplicaCountsFromItsEnqueue(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := b.open(t)
+			rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Error(w, "down for a while", http.StatusInternalServerError)
+			}))
+			t.Cleanup(rcv.Close)
+			hooks := newHooks(t, bunstore.New(db))
+			ep, err := hooks.CreateEndpoint(ctx, "prj_a", rcv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			behind := time.Now().Add(-48 * time.Hour).UnixNano()
+			if _, err := db.ExecContext(ctx, `INSERT INTO webhook_deliveries
+				(event_id, endpoint_id, project_id, type, payload, created_ns, state, attempts, next_attempt_ns, lease_token, lease_until_ns, answers)
+				VALUES (?, ?, 'prj_a', ?, '{}', ?, 'pending', 0, `+bunstore.DBNowSQL(db)+`, '', 0, '[]')`,
+				"evt_old", ep.ID, webhook.TypeDomainActive, behind); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := hooks.DeliverDue(ctx); n != 1 || err != nil {
+				t.Fatalf("DeliverDue = %d, %v; want the delivery attempted", n, err)
+			}
+			ds, err := hooks.Deliveries(ctx, "prj_a", ep.ID)
+			if err != nil || len(ds) != 1 {
+				t.Fatalf("Deliveries = %+v, %v", ds, err)
+			}
+			if d := ds[0]; d.State != webhook.StatePending || d.Attempts != 1 {
+				t.Fatalf("the delivery is %s after %d attempts, want pending after 1: it was stored just now on the database's clock, and is retried for a day", d.State, d.Attempts)
 			}
 		})
 	}
