@@ -98,7 +98,8 @@ type Due struct {
 // checks it. The times it returns (NextAttemptAt) are then on its clock.
 // A store in one process (memstore), or one set to (bunstore.CallerClock,
 // for tests with a fake clock), judges them on the times its callers
-// pass: Due.Age is then now - CreatedAt.
+// pass: Due.Age is then now - CreatedAt, and a rolled secret stays valid
+// until the previousExpiresAt its caller passed.
 type Store interface {
 	// CreateWebhookEndpoint stores e. Returns conflict if its ID is taken.
 	CreateWebhookEndpoint(ctx context.Context, e Endpoint) error

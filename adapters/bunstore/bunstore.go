@@ -49,12 +49,14 @@ type Store struct {
 // Option configures a Store.
 type Option func(*Store)
 
-// CallerClock makes the Store judge webhook leases and due times on the
-// times its callers pass (webhook.Config.Now), as a test with a fake
-// clock needs, rather than on the database's clock. Processes sharing the
+// CallerClock makes the Store judge webhook leases, due times, the age
+// of deliveries and the end of a rolled secret's overlap on the times
+// its callers pass (webhook.Config.Now), as a test with a fake clock
+// needs, rather than on the database's clock. Processes sharing the
 // database must then keep their clocks within webhook.Config.Timeout of
 // each other: one whose clock runs ahead by more takes over attempts
-// still in flight and sends them again, and makes retries that early.
+// still in flight and sends them again, and makes retries that early,
+// and each moves the overlap's end by its clock's error.
 func CallerClock() Option {
 	return func(s *Store) { s.dbNow = "" }
 }
