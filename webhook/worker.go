@@ -98,7 +98,8 @@ func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 // slow for a claim's attempts gets one claim per PollInterval, not one
 // after another each leasing deliveries it cannot send. It also deletes
 // finished deliveries older than Config.Retention, and erases rolled
-// secrets whose overlap has ended, hourly. No store call
+// secrets whose overlap has ended, hourly, while deliveries keep being
+// due as well as when none are. No store call
 // holds it longer than Config.Lease, so a database that stops answering
 // delays the next poll, never stops them. It returns nil when ctx is
 // done.
@@ -111,17 +112,20 @@ func (s *Service) Run(ctx context.Context) error {
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("webhook deliveries: claim failed; retrying at the next poll", "err", err)
 		}
+		// Hourly, however long deliveries keep being due: a backlog
+		// must not keep old deliveries, or a secret past its overlap,
+		// for as long as it lasts.
+		s.purge(ctx)
 		if n > 0 && ctx.Err() == nil {
 			// More may be due: a claim takes only a few of one
 			// endpoint's, and each claim ends within about a Timeout.
 			continue
 		}
-		// The next poll is a PollInterval after this claim ended, not
-		// after the last one began: a claim slower than the interval
-		// (a slow database's) would otherwise find a tick waiting and
-		// claim again at once, leasing more it cannot send.
+		// The next poll is a PollInterval after this claim (or purge)
+		// ended, not after the last one began: a claim slower than the
+		// interval (a slow database's) would otherwise find a tick
+		// waiting and claim again at once, leasing more it cannot send.
 		t.Reset(s.cfg.PollInterval)
-		s.purge(ctx)
 		select {
 		case <-ctx.Done():
 			return nil
