@@ -56,8 +56,8 @@ func NewCache(maxBytes int) *Cache {
 // them with If-None-Match: an unchanged page or pet is answered 304, and
 // the call returns what the client remembered. Once the key's allowance
 // of conditional requests is spent (a 429), the client asks in full, on
-// the plan's quota, until the 429's Retry-After has passed. nil turns it
-// off (the default).
+// the plan's quota, until the 429's Retry-After has passed (the latest
+// one, when several such 429s came). nil turns it off (the default).
 func WithCache(cache *Cache) Option { return func(c *Client) { c.cache = cache } }
 
 // get returns the entry at key, or nil, and marks it recently used.

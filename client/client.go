@@ -96,8 +96,9 @@ type Client struct {
 	// strike towards a ban, so the client's other calls wait it out too.
 	hold    time.Time
 	holdErr *petstore.Error
-	// No request is conditional (If-None-Match) before condHold: the end
-	// of the Retry-After of a conditional request's 429 (see attempt).
+	// No request is conditional (If-None-Match) before condHold: the
+	// latest end of the Retry-Afters of conditional requests' 429s (see
+	// attempt).
 	condHold time.Time
 	// warned holds the operations whose deprecation has been logged.
 	warned map[string]bool
@@ -664,7 +665,12 @@ func (c *Client) attempt(ctx context.Context, method string, u *url.URL, body []
 		refused := &conditionalRefused{window: windowOf(resp.Header)}
 		c.mu.Lock()
 		refused.prev = c.condHold
-		c.condHold = c.now().Add(max(ra, time.Second))
+		// Never shortened: a 429 of another request in flight, answered
+		// earlier with a longer Retry-After (the allowance's ban), still
+		// holds.
+		if until := c.now().Add(max(ra, time.Second)); until.After(c.condHold) {
+			c.condHold = until
+		}
 		refused.set = c.condHold
 		c.mu.Unlock()
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))

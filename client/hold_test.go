@@ -199,3 +199,68 @@ func TestBannedPlanKeepsConditionalRequests(t *testing.T) {
 		}
 	}
 }
+
+// TestConditionalStopEndsAtTheLatestRetryAfter: two conditional requests
+// in flight together may both be refused 429 by the allowance of
+// conditional requests, the one answered last with the shorter
+// Retry-After: here, a rate_limited 429 of 1 s that comes back after the
+// allowance's ban of 15 minutes. The client sends no conditional request
+// until the later end has passed: one sent before is refused again
+// (after a rate limit's 429, a strike towards a ban).
+func TestConditionalStopEndsAtTheLatestRetryAfter(t *testing.T) {
+	t.Parallel()
+	clk := newClock()
+	srv := petstoretest.NewServer(t, petstoretest.WithoutListener(), petstoretest.WithClock(clk.Now),
+		petstoretest.WithPets(petstore.NewPet{Name: "Rex", CategoryID: 1}))
+	rt := &sendLog{next: srv.HTTPClient().Transport, clk: clk}
+	c, err := client.New(srv.URL, srv.Key(), client.WithHTTPClient(&http.Client{Transport: rt}),
+		client.WithCache(client.NewCache(1<<20)), client.WithClock(clk.Now, clk.Sleep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := c.GetPet(ctx, 1); err != nil { // remembered: the next fetches are conditional
+		t.Fatal(err)
+	}
+	// The first conditional fetch is refused with a Retry-After of 1 s,
+	// the second, answered before it, by the allowance's ban.
+	srv.Inject(petstoretest.Fault{Route: "GET /pets/{petId}", Times: 1, Status: http.StatusTooManyRequests,
+		Header: http.Header{"Retry-After": {"1"}}})
+	srv.Inject(petstoretest.Fault{Route: "GET /pets/{petId}", Times: 1,
+		Error:  &petstore.Error{Code: petstore.CodeAPIKeyBanned, Message: "banned for too many conditional requests"},
+		Header: http.Header{"Retry-After": {"900"}}})
+	var started bool
+	rt.meanwhile = func(req *http.Request, resp *http.Response) bool {
+		if started || resp.StatusCode != http.StatusTooManyRequests || req.Header.Get("If-None-Match") == "" {
+			return false
+		}
+		started = true
+		if _, err := c.GetPet(ctx, 1); err != nil { // sent again in full: the pet
+			t.Errorf("the fetch answered first: %v", err)
+		}
+		return true
+	}
+	if _, err := c.GetPet(ctx, 1); err != nil {
+		t.Fatalf("the fetch answered last: %v", err)
+	}
+	if !started {
+		t.Fatal("no conditional fetch was refused")
+	}
+
+	clk.Advance(time.Minute) // past the 1 s, within the ban's 15 minutes
+	n := len(srv.Requests())
+	if _, err := c.GetPet(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if inm := srv.Requests()[n].Header.Get("If-None-Match"); inm != "" {
+		t.Fatalf("a fetch 1 minute into the allowance's 15-minute ban was conditional (If-None-Match %s)", inm)
+	}
+	clk.Advance(15 * time.Minute)
+	n = len(srv.Requests())
+	if _, err := c.GetPet(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if inm := srv.Requests()[n].Header.Get("If-None-Match"); inm == "" {
+		t.Fatal("a fetch after the ban was not conditional")
+	}
+}
