@@ -3,17 +3,18 @@
 // runs against a local petstore.Service or a remote petstore alike.
 //
 // The client does what the spec asks of well-behaved clients: on 429 it
-// waits for Retry-After (or X-RateLimit-Reset), on 5xx (but 501),
+// waits for Retry-After (or X-RateLimit-Reset; a time either names is read
+// against the answer's Date, not the client's clock), on 5xx (but 501),
 // idempotency_key_in_use and network errors it backs off exponentially
 // with full jitter, at least for the answer's Retry-After, and it stops
 // after a bounded number of attempts and a bounded total time. Until a
 // 429's Retry-After has passed, the client's other calls send nothing
 // either: they wait too, or return that 429 at once when the wait is past
 // WithMaxWait, since each request refused meanwhile counts towards a ban.
-// It never retries a request answered with api_key_banned, and it
-// retries a POST only because every CreatePet carries an Idempotency-Key,
-// reused across that call's attempts, so a retry never creates a second
-// pet on a server that keeps those keys (httpx.Config.Idempotency, as
+// It never retries a request answered with api_key_banned, and it retries
+// a POST only because every CreatePet carries an Idempotency-Key, reused
+// across that call's attempts, so a retry never creates a second pet on a
+// server that keeps those keys (httpx.Config.Idempotency, as
 // examples/server does); one that ignores them may create two when an
 // answer is lost.
 //
@@ -540,7 +541,7 @@ func (c *Client) do(ctx context.Context, op, method string, u *url.URL, body []b
 		} else {
 			perr = decodeError(resp, data)
 			err = perr
-			ra, raOK := parseRetryAfter(resp.Header.Get("Retry-After"), c.now())
+			ra, raOK := retryAfter(resp.Header, c.now())
 			if raOK {
 				asked = ra
 			}
@@ -661,7 +662,7 @@ func (c *Client) attempt(ctx context.Context, method string, u *url.URL, body []
 		// answer (within the server's grace, so not a strike), and when
 		// it is of the same window as this one, the plan refused both
 		// (see planRefusedBoth).
-		ra, _ := parseRetryAfter(resp.Header.Get("Retry-After"), c.now())
+		ra, _ := retryAfter(resp.Header, c.now())
 		refused := &conditionalRefused{window: windowOf(resp.Header)}
 		c.mu.Lock()
 		refused.prev = c.condHold
@@ -810,9 +811,10 @@ func (e *noAnswer) Error() string { return e.err.Error() }
 func (e *noAnswer) Unwrap() error { return e.err }
 
 // rateLimitWait is how long to wait after a 429: Retry-After, else until
-// X-RateLimit-Reset, else the backoff.
+// X-RateLimit-Reset, else the backoff; both measured from the answer's
+// Date (see answerTime).
 func (c *Client) rateLimitWait(h http.Header, attempt int) time.Duration {
-	now := c.now()
+	now := answerTime(h, c.now())
 	if d, ok := parseRetryAfter(h.Get("Retry-After"), now); ok {
 		return d
 	}

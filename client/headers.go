@@ -11,6 +11,24 @@ import (
 // malicious or broken server cannot park a client for years.
 const maxRetryAfter = 48 * time.Hour
 
+// retryAfter reads the Retry-After of an answer with headers h, an
+// HTTP-date measured from answerTime(h, now).
+func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	return parseRetryAfter(h.Get("Retry-After"), answerTime(h, now))
+}
+
+// answerTime is when the answer with headers h was made on the server's
+// clock: its Date, else now, the client's clock. A time the server names
+// (a Retry-After date, X-RateLimit-Reset) is on its clock, so the wait
+// it asks for is measured from Date (RFC 9110 §10.2.3): measured from a
+// client's clock that runs fast, it would end before the server's time.
+func answerTime(h http.Header, now time.Time) time.Time {
+	if date, err := http.ParseTime(h.Get("Date")); err == nil {
+		return date
+	}
+	return now
+}
+
 // parseRetryAfter parses a Retry-After value (RFC 9110 §10.2.3): either
 // delay-seconds or an HTTP-date, which is turned into a delay from now. A
 // date in the past gives 0. ok is false for an absent or malformed value.

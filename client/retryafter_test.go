@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/client"
+	"github.com/petstorekit/petstore/internal/testenv"
 	"github.com/petstorekit/petstore/petstoretest"
 )
 
@@ -110,5 +114,60 @@ func TestKeyInUseWaitsRetryAfter(t *testing.T) {
 		if d < time.Second {
 			t.Errorf("wait %d before a retry: %v, want at least the 1s Retry-After", i+1, d)
 		}
+	}
+}
+
+// TestWaitIsReadAgainstTheAnswersDate: a Retry-After given as an
+// HTTP-date, like an X-RateLimit-Reset, names a time on the server's
+// clock. The delay it asks for is that time less the answer's Date (RFC
+// 9110 §10.2.3), not less the client's clock: a client whose clock runs
+// 20 s fast, told to retry at Date + 30 s, must wait 30 s, not 10, or it
+// retries inside the wait and its request is refused again (a strike
+// towards a ban, after a 429).
+func TestWaitIsReadAgainstTheAnswersDate(t *testing.T) {
+	t.Parallel()
+	serverNow := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	retryAt := serverNow.Add(30 * time.Second)
+	tests := []struct {
+		name   string
+		status int
+		header http.Header
+	}{
+		{"429 Retry-After", http.StatusTooManyRequests, http.Header{"Retry-After": {retryAt.Format(http.TimeFormat)}}},
+		{"503 Retry-After", http.StatusServiceUnavailable, http.Header{"Retry-After": {retryAt.Format(http.TimeFormat)}}},
+		{"429 X-RateLimit-Reset", http.StatusTooManyRequests, http.Header{
+			"X-Ratelimit-Limit": {"60"}, "X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {strconv.FormatInt(retryAt.Unix(), 10)}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var answered atomic.Bool
+			api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				if answered.Swap(true) {
+					w.Write([]byte("[]"))
+					return
+				}
+				for k, v := range tt.header {
+					w.Header()[k] = v
+				}
+				w.Header().Set("Date", serverNow.Format(http.TimeFormat))
+				w.WriteHeader(tt.status)
+				w.Write([]byte(`{"code":"rate_limited","message":"slow down"}`))
+			}))
+			t.Cleanup(api.Close)
+			clk := testenv.NewClock(serverNow.Add(20 * time.Second)) // the client's clock runs 20 s fast
+			c, err := client.New(api.URL+"/v1", "psk_key", client.WithHTTPClient(api.Client()),
+				client.WithClock(clk.Now, clk.Sleep), client.WithBackoff(time.Millisecond, time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.ListPets(context.Background(), petstore.PetFilter{}); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := clk.Sleeps(), []time.Duration{30 * time.Second}; !slices.Equal(got, want) {
+				t.Fatalf("waits %v before the retry, want %v", got, want)
+			}
+		})
 	}
 }
