@@ -121,9 +121,9 @@ type Option func(*Client)
 // WithHTTPClient sets the HTTP client used for every attempt, for example
 // petstoretest's in-memory one. Its Timeout bounds each attempt. The
 // client uses a copy that follows no redirect leaving the base URL's
-// scheme and host, so the key never goes elsewhere, nor a 301 or 302 to
-// a create, which net/http would follow with a GET. nil keeps the default
-// (30 s Timeout, http.DefaultTransport).
+// origin (see sameOrigin), so the key never goes elsewhere, nor a 301 or
+// 302 to a create, which net/http would follow with a GET. nil keeps the
+// default (30 s Timeout, http.DefaultTransport).
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *Client) {
 		if hc != nil {
@@ -229,7 +229,7 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 func isControl(r rune) bool { return (r < ' ' && r != '\t') || r == 0x7f }
 
 // keepKeyHome returns a copy of hc that follows a redirect only within
-// the base URL's scheme and host. net/http forwards Authorization to any
+// the base URL's origin (see sameOrigin). net/http forwards Authorization to any
 // port and scheme of the same host name (and to its subdomains), which
 // would send the key to another service, or in clear text after a
 // redirect from https to http; such a redirect is returned as the answer
@@ -240,13 +240,19 @@ func (c *Client) keepKeyHome(hc *http.Client) *http.Client {
 	cp := *hc
 	check := hc.CheckRedirect
 	cp.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if req.URL.Scheme != c.base.Scheme || req.URL.Host != c.base.Host {
+		if !sameOrigin(req.URL, c.base) {
 			return http.ErrUseLastResponse
 		}
 		// A 303 See Other leads to the answer of the POST, to be read
 		// with a GET; a 301 or 302 to the place the POST should go.
 		if req.Method != via[len(via)-1].Method && req.Response != nil && req.Response.StatusCode != http.StatusSeeOther {
 			return http.ErrUseLastResponse
+		}
+		// net/http compares host names as written, and drops the key
+		// on the way from EXAMPLE.com to example.com: within the origin
+		// it goes on.
+		if c.apiKey != "" {
+			req.Header.Set("Authorization", "Bearer "+c.apiKey)
 		}
 		if check != nil {
 			return check(req, via)
@@ -257,6 +263,29 @@ func (c *Client) keepKeyHome(hc *http.Client) *http.Client {
 		return nil
 	}
 	return &cp
+}
+
+// sameOrigin reports whether a and b have the same origin as RFC 6454
+// (and every browser) compares them: the same scheme and host name,
+// ignoring case, and the same port, where a default one (80 for http,
+// 443 for https) is the same written or not. The key goes only to the
+// base URL's origin.
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
+}
+
+// port is u's port, or its scheme's default when it names none.
+func port(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http":
+		return "80"
+	case "https":
+		return "443"
+	}
+	return ""
 }
 
 func sleepContext(ctx context.Context, d time.Duration) error {
@@ -407,7 +436,7 @@ func fetchPage[T any](ctx context.Context, c *Client, u *url.URL, op, what strin
 		return nil, nil, fmt.Errorf("petstore client: malformed next link %q", link)
 	}
 	// The key goes with every request: never follow a link elsewhere.
-	if next.Scheme != c.base.Scheme || next.Host != c.base.Host {
+	if !sameOrigin(next, c.base) {
 		return nil, nil, fmt.Errorf("petstore client: next link %q leaves %s://%s", link, c.base.Scheme, c.base.Host)
 	}
 	return items, next, nil
@@ -855,8 +884,8 @@ func decodeError(resp *http.Response, data []byte) *petstore.Error {
 		// naming where it went but no query (nor, elsewhere, path).
 		from, m := resp.Request.URL, resp.Request.Method
 		switch {
-		case loc.Scheme != from.Scheme || loc.Host != from.Host:
-			msg += fmt.Sprintf(": a redirect to %s://%s, not followed: the API key goes only to the base URL's scheme and host", loc.Scheme, loc.Host)
+		case !sameOrigin(loc, from):
+			msg += fmt.Sprintf(": a redirect to %s://%s, not followed: the API key goes only to the base URL's origin", loc.Scheme, loc.Host)
 		case m != http.MethodGet && m != http.MethodHead && (resp.StatusCode == http.StatusMovedPermanently || resp.StatusCode == http.StatusFound):
 			msg += fmt.Sprintf(": a redirect to %s://%s%s, not followed: it would send the %s again as a GET, without its body", loc.Scheme, loc.Host, loc.EscapedPath(), m)
 		}

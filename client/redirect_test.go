@@ -2,8 +2,11 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -118,5 +121,77 @@ func TestCreateIsNotRedirectedAsAGet(t *testing.T) {
 	}
 	if _, err := c.ListPets(context.Background(), petstore.PetFilter{}); err != nil {
 		t.Fatalf("a list through the same redirect: %v", err)
+	}
+}
+
+// TestOriginIsComparedAsBrowsersDo: the key stays on the base URL's
+// origin, which is its scheme, host and port as RFC 6454 compares them:
+// a host name's case does not matter, and a default port (443 for https,
+// 80 for http) is the same whether written or not. A redirect, or a next
+// link, to the base's own origin written another way is followed, not
+// refused as leaving it.
+func TestOriginIsComparedAsBrowsersDo(t *testing.T) {
+	t.Parallel()
+	const key = "psk_origin"
+	tests := []struct {
+		name string
+		tls  bool
+		base string // the base URL's origin, as the caller wrote it
+		to   string // where the redirect and the next link lead, the same origin
+	}{
+		{"host case", true, "https://EXAMPLE.com", "https://example.COM"},
+		{"https port written", true, "https://example.com:443", "https://example.com"},
+		{"https port left out", true, "https://example.com", "https://example.com:443"},
+		{"http port written", false, "http://Example.com:80", "http://example.com"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			mux := http.NewServeMux()
+			mux.HandleFunc("/old/v1/", func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, tt.to+strings.TrimPrefix(r.URL.RequestURI(), "/old"), http.StatusMovedPermanently)
+			})
+			mux.HandleFunc("GET /v1/pets", func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get("Authorization") != "Bearer "+key {
+					http.Error(w, `{"code":"unauthorized","message":"no key"}`, http.StatusUnauthorized)
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				pet := petstore.Pet{ID: 2, Name: "Tom", CategoryID: 1}
+				if r.URL.Query().Get("cursor") == "" {
+					w.Header().Set("Link", "<"+tt.to+`/v1/pets?cursor=2>; rel="next"`)
+					pet = petstore.Pet{ID: 1, Name: "Rex", CategoryID: 1}
+				}
+				json.NewEncoder(w).Encode([]petstore.Pet{pet})
+			})
+			var api *httptest.Server
+			if tt.tls {
+				api = httptest.NewTLSServer(mux) // its certificate names example.com
+			} else {
+				api = httptest.NewServer(mux)
+			}
+			t.Cleanup(api.Close)
+			// Every host name and port dials the test server.
+			tr := api.Client().Transport.(*http.Transport).Clone()
+			tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, network, api.Listener.Addr().String())
+			}
+			t.Cleanup(tr.CloseIdleConnections)
+			c, err := client.New(tt.base+"/old/v1", key, client.WithHTTPClient(&http.Client{Transport: tr}), client.WithMaxAttempts(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for p, err := range c.All(context.Background(), petstore.PetFilter{}) {
+				if err != nil {
+					t.Fatalf("All from %s/old/v1, redirected and linked to %s: %v", tt.base, tt.to, err)
+				}
+				got = append(got, p.Name)
+			}
+			if want := []string{"Rex", "Tom"}; !slices.Equal(got, want) {
+				t.Fatalf("All = %v, want %v", got, want)
+			}
+		})
 	}
 }
