@@ -32,8 +32,9 @@ type Cache struct {
 // cacheEntry is one remembered answer. Its fields never change once it
 // is in a Cache, so a request may use it after it is dropped.
 type cacheEntry struct {
-	// key is the client's API key's SHA-256 and the URL: answers are
-	// kept per key, and the cache holds no secret.
+	// key is the SHA-256 of the client's API key (and base URL's user
+	// info) and the URL without user info: answers are kept per key, and
+	// the cache holds no secret.
 	key    string
 	etag   string
 	header http.Header

@@ -87,7 +87,7 @@ type Client struct {
 	userAgent string
 	logger    *slog.Logger
 	cache     *Cache // nil: none
-	keyHash   string // the API key's SHA-256, for cache keys
+	keyHash   string // the credentials' SHA-256, for cache keys (see cacheKey)
 
 	mu   sync.Mutex
 	rl   RateLimit
@@ -219,7 +219,10 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("petstore client: the User-Agent %q has a control character at byte %d", c.userAgent, i)
 	}
 	c.hc = c.keepKeyHome(c.hc)
-	h := sha256.Sum256([]byte(apiKey))
+	// The base URL's user info is a credential too (net/http sends it
+	// as Basic authentication when there is no key): answers stay apart
+	// per user as they did when it was in the cache's keys.
+	h := sha256.Sum256([]byte(apiKey + "\x00" + u.User.String()))
 	c.keyHash = string(h[:])
 	return c, nil
 }
@@ -673,7 +676,7 @@ func (c *Client) attempt(ctx context.Context, method string, u *url.URL, body []
 	var ckey string
 	var cached *cacheEntry
 	if c.cache != nil && method == http.MethodGet {
-		ckey = c.keyHash + u.String()
+		ckey = c.cacheKey(u)
 		if cached = c.cache.get(ckey); cached != nil && (!conditional || c.conditionalHeld()) {
 			cached = nil // asked in full: again after another ETag, or until the hold ends
 		}
@@ -731,6 +734,15 @@ func (c *Client) attempt(ctx context.Context, method string, u *url.URL, body []
 		}
 	}
 	return resp, data, nil
+}
+
+// cacheKey is where the cache keeps the answer to a GET of u: the hash
+// of the client's credentials, then u without its user info, whose
+// password would otherwise sit in the cache's keys.
+func (c *Client) cacheKey(u *url.URL) string {
+	k := *u
+	k.User = nil
+	return c.keyHash + k.String()
 }
 
 // revalidated keeps the answer (resp, data) to a GET in the cache at
