@@ -17,7 +17,7 @@ import (
 
 // idempotencyPurgeEvery is how often expired Idempotency-Key records are
 // purged, by the request that notices. Once an hour keeps the table at
-// about a day of keys without a background goroutine.
+// about a day of keys without a long-lived goroutine.
 const idempotencyPurgeEvery = time.Hour
 
 // idempotent makes POST /pets and POST /store/orders safe to retry (the
@@ -144,12 +144,18 @@ func (m *idempotent[T]) serve(w http.ResponseWriter, r *http.Request, v T) {
 	}
 }
 
-// purge deletes expired records at most once per idempotencyPurgeEvery.
-// A failed purge is retried by the next period's first request.
+// purge deletes expired records at most once per idempotencyPurgeEvery,
+// off the request and its deadline: a long backlog, or another process's
+// purge holding the rows, must neither fail the create nor cut the purge
+// short. A failed purge is retried by the next period's first request.
 func (m *idempotent[T]) purge(ctx context.Context, now time.Time) {
 	last := m.lastPurge.Load()
 	if now.UnixNano()-last >= int64(idempotencyPurgeEvery) && m.lastPurge.CompareAndSwap(last, now.UnixNano()) {
-		_, _ = m.store.PurgeIdempotencyKeys(ctx, now.Add(-petstore.IdempotencyTTL))
+		go func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), idempotencyPurgeEvery)
+			defer cancel()
+			_, _ = m.store.PurgeIdempotencyKeys(ctx, now.Add(-petstore.IdempotencyTTL))
+		}()
 	}
 }
 
