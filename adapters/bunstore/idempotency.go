@@ -270,9 +270,20 @@ func (s *Store) GetIdempotencyKey(ctx context.Context, scope, key string) (petst
 	return row.record(), nil
 }
 
-// PurgeIdempotencyKeys implements petstore.IdempotencyStore.
+// PurgeIdempotencyKeys implements petstore.IdempotencyStore. On MySQL and
+// MariaDB it deletes at READ COMMITTED: at REPEATABLE READ a long purge
+// would lock the rows it keeps and the gaps between them, and every new
+// key's insert would wait for it to end.
 func (s *Store) PurgeIdempotencyKeys(ctx context.Context, before time.Time) (int64, error) {
-	res, err := s.db.NewDelete().Model((*idemRow)(nil)).Where("created_at_ns < ?", before.UnixNano()).Exec(ctx)
+	var opts *sql.TxOptions
+	if !s.pg && s.group == nil {
+		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+	}
+	var res sql.Result
+	err := s.db.RunInTx(ctx, opts, func(ctx context.Context, tx bun.Tx) (err error) {
+		res, err = tx.NewDelete().Model((*idemRow)(nil)).Where("created_at_ns < ?", before.UnixNano()).Exec(ctx)
+		return err
+	})
 	if err != nil {
 		return 0, mapErr(ctx, "purge idempotency keys", err)
 	}
