@@ -189,6 +189,13 @@ func TestCreateOrderInvalid(t *testing.T) {
 		{"complete null", `{"petId":` + id + `,"complete":null}`, "complete"},
 		{"complete string", `{"petId":` + id + `,"complete":"true"}`, "complete"},
 		{"complete number", `{"petId":` + id + `,"complete":1}`, "complete"},
+		// A member named as a field in another case alone is that field
+		// to case-insensitive readers (encoding/json): refused, as on pets.
+		{"PetId in another case", `{"PetId":` + id + `}`, "petId"},
+		{"quantity in another case", `{"petId":` + id + `,"Quantity":5}`, "case-sensitive"},
+		{"status in another case", `{"petId":` + id + `,"STATUS":"approved"}`, "case-sensitive"},
+		{"shipDate in another case", `{"petId":` + id + `,"shipdate":"2027-01-02T03:04:05Z"}`, "case-sensitive"},
+		{"complete in another case", `{"petId":` + id + `,"Complete":true}`, "case-sensitive"},
 		{"array", `[]`, "object"},
 		{"null", `null`, "object"},
 		{"two objects", `{"petId":` + id + `}{}`, "nothing after"},

@@ -318,7 +318,8 @@ func rfc3339Only(s string) bool {
 // NewOrder reads an order's creation body with the strictness of
 // NewPet (Object: exactly one JSON object and nothing after it,
 // valid UTF-8, no member name repeated, ignoring case); fields matched
-// exactly; unknown fields (a client's "id" among them) ignored. A field that is sent must be of
+// exactly, and a field's name in another case alone refused as on pets;
+// unknown fields (a client's "id" among them) ignored. A field that is sent must be of
 // its type and in range: null, "" and out-of-range numbers are 400 naming
 // the field, never read as "absent", which would apply a default behind
 // the client's back. petId must be an integer; whether it is >= 1 and
@@ -330,6 +331,13 @@ func NewOrder(body []byte) (petstore.NewOrder, error) {
 	fields, err := Object(body)
 	if err != nil {
 		return petstore.NewOrder{}, err
+	}
+	for k := range fields {
+		for _, f := range [...]string{"petId", "quantity", "shipDate", "status", "complete"} {
+			if k != f && strings.EqualFold(k, f) { // encoding/json's match
+				return invalid("member %s must be written %q: member names are case-sensitive", Quote(k), f)
+			}
+		}
 	}
 	var no petstore.NewOrder
 	raw, ok := fields["petId"]
