@@ -196,6 +196,29 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		logs.Flush()
 		fmt.Fprintf(stdout, format, args...)
 	}
+	// A signal while the server is still starting (opening or migrating
+	// the database, loading the custom domains, making the demo key) is
+	// an operator stopping it: a clean stop, as once it serves, not a
+	// failure naming the step it cut short. A command so interrupted
+	// did not do its work, and fails. signalled is the caller's ctx (the
+	// one derived below is cancelled on the way out); whether it was done
+	// is judged as the start returns, before the closing, so a signal that
+	// comes while a failed start closes its pool leaves the failure one.
+	signalled, listening := ctx, false
+	var judged, stoppedDuringStart bool
+	judge := func() {
+		if !judged {
+			judged = true
+			stoppedDuringStart = err != nil && len(cfg.command) == 0 && !listening && signalled.Err() != nil
+		}
+	}
+	defer func() {
+		if judge(); stoppedDuringStart {
+			logger.Info("stopped during start", "interrupted", err.Error())
+			say("petstore: stopped during start\n")
+			err = nil
+		}
+	}()
 
 	// Only "keys usage" on Redis reads the database (for the key's plan):
 	// through -admin-addr the running server answers, and bans are Redis's.
@@ -209,7 +232,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// stopBy is when a shutdown must be over, set once it starts; closing
 	// the store and the rest waits no later (see closeBy).
 	var stopBy time.Time
-	defer func() { closeBy(closeDeadline(stopBy, err, cfg), closeStore) }()
+	defer func() {
+		judge()
+		closeBy(closeDeadline(stopBy, err, cfg), closeStore)
+	}()
 	// A command waits on the database as a request does: -db-timeout for
 	// all its calls, so that one on a database that stopped answering
 	// ends with an error rather than waits for ever.
@@ -234,7 +260,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	defer func() { closeBy(closeDeadline(stopBy, err, cfg), app.close) }()
+	defer func() {
+		judge()
+		closeBy(closeDeadline(stopBy, err, cfg), app.close)
+	}()
 
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -314,6 +343,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	// Printed last: it tells scripts and tests that startup is complete.
 	say("petstore: listening on %s/v1 (OpenAPI document: %s/v1/openapi.json)\n", base, base)
+	listening = true
 
 	errc := make(chan error, len(servers))
 	for i, srv := range servers {

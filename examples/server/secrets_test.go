@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -89,8 +90,11 @@ func helpShowsNoSecret(t *testing.T, env map[string]string) {
 // TestFlagErrorsShowNoSecret gives each secret-bearing flag a value that
 // holds a secret and is wrong, and reads the error the server exits with.
 func TestFlagErrorsShowNoSecret(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel() // a configuration that turns out right serves nothing
+	// A configuration that turns out right serves until the deadline (and
+	// fails the test); a cancelled context would be an operator's stop,
+	// which ends a start cleanly, before the database could say no.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	for _, args := range [][]string{
 		{"-db", "postgres://app:" + plantedDBPass + "%zz@127.0.0.1:5432/petstore"},
 		{"-db", "postgres://app:" + plantedDBPass + "@127.0.0.1:1/petstore?sslmode=disable&connect_timeout=1"},
