@@ -31,7 +31,6 @@ import (
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/httpx"
-	"github.com/petstorekit/petstore/ratelimit"
 )
 
 // observeFlags declares the flags of metrics, logs and the admin
@@ -252,13 +251,13 @@ func (r *recorded) Write(b []byte) (int, error) { return r.body.Write(b) }
 
 // platformCollector reports what is read on each scrape rather than
 // counted: custom domains by state, their certificates' expiry and
-// whether the rate limiter's store answers.
+// whether the rate limiters' store answers.
 type platformCollector struct {
-	store   customdomain.Store
-	certs   customdomain.CertIssuer // nil without -acme-ca
-	limiter *ratelimit.Limiter
-	logger  *slog.Logger
-	timeout time.Duration // of the database reads: -db-timeout
+	store    customdomain.Store
+	certs    customdomain.CertIssuer // nil without -acme-ca
+	limiters limiters
+	logger   *slog.Logger
+	timeout  time.Duration // of the database reads: -db-timeout
 }
 
 var (
@@ -267,7 +266,7 @@ var (
 	certExpiryDesc = prometheus.NewDesc("petstore_certificate_expiry_seconds",
 		"When a custom domain's certificate expires, in Unix seconds: alert on petstore_certificate_expiry_seconds - time() < 14 * 86400.", []string{"domain"}, nil)
 	limiterUpDesc = prometheus.NewDesc("petstore_limiter_store_up",
-		"1 while the rate limiter's counter store answers, 0 while limits are decided locally (or refused, failing closed).", nil, nil)
+		"1 while the rate limiters' counter store answers, 0 while any of them found it failing: limits are decided locally (or refused, failing closed).", nil, nil)
 	limiterSubjectsDesc = prometheus.NewDesc("petstore_limiter_subjects",
 		"Rate-limit subjects (keys and client addresses) this process holds in memory.", nil, nil)
 	limiterEvictionsDesc = prometheus.NewDesc("petstore_limiter_evictions_total",
@@ -289,11 +288,11 @@ func (c platformCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c platformCollector) Collect(ch chan<- prometheus.Metric) {
 	up := 1.0
-	if c.limiter.Status().Degraded {
+	if c.limiters.status().Degraded {
 		up = 0
 	}
 	ch <- prometheus.MustNewConstMetric(limiterUpDesc, prometheus.GaugeValue, up)
-	ls := c.limiter.Stats()
+	ls := c.limiters.stats()
 	ch <- prometheus.MustNewConstMetric(limiterSubjectsDesc, prometheus.GaugeValue, float64(ls.Subjects))
 	ch <- prometheus.MustNewConstMetric(limiterEvictionsDesc, prometheus.CounterValue, float64(ls.Evictions))
 	ch <- prometheus.MustNewConstMetric(limiterAggregationDesc, prometheus.GaugeValue, float64(ls.Aggregation))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,4 +145,41 @@ func TestFailClosed503CarriesRateLimitHeaders(t *testing.T) {
 			t.Fatalf("503 with Redis cut: %s = %q, want %q as the last 200 said", h, got, want)
 		}
 	}
+}
+
+// TestHealthAndMetricsSeeRedisWithoutAPITraffic: with -ratelimit-fail
+// closed the server runs two limiters on Redis, the API's (which the
+// dashboard shares) and the probes' (which fails open, so /readyz and
+// /metrics answer through an outage). Once Redis refuses connections and
+// the probes' limiter has found it so, /healthz and
+// petstore_limiter_store_up say so too, as /readyz does, even when no API
+// request has met the outage: the operator's three views of one Redis
+// agree. They recover with it.
+func TestHealthAndMetricsSeeRedisWithoutAPITraffic(t *testing.T) {
+	proxy, base, ready := failClosedServer(t)
+	storeUp := func() float64 { return value(scrape(t, base+"/metrics"), "petstore_limiter_store_up", nil) }
+	health := func() string {
+		status, _, body := call(t, "GET", base+"/healthz", "", "", "")
+		if status != 200 {
+			t.Fatalf("/healthz: %d %s", status, body)
+		}
+		return body
+	}
+	if up, h := storeUp(), health(); up != 1 || !strings.Contains(h, `"degraded":false`) {
+		t.Fatalf("before any fault: petstore_limiter_store_up %v, /healthz %s", up, h)
+	}
+	proxy.Cut()
+	until(t, 5*time.Second, "/readyz is 503 while Redis refuses connections, with no API request", func() bool { return ready() == 503 })
+	if h := health(); !strings.Contains(h, `"degraded":true`) {
+		t.Fatalf("/healthz while /readyz says Redis is unreachable: %s, want degraded", h)
+	}
+	// /metrics answers from a copy at most a second old.
+	until(t, 3*time.Second, "petstore_limiter_store_up is 0 while /readyz says Redis is unreachable", func() bool { return storeUp() == 0 })
+
+	proxy.Restore()
+	until(t, 10*time.Second, "/readyz is 200 once Redis is back", func() bool { return ready() == 200 })
+	if h := health(); !strings.Contains(h, `"degraded":false`) {
+		t.Fatalf("/healthz once Redis is back: %s", h)
+	}
+	until(t, 3*time.Second, "petstore_limiter_store_up is 1 once Redis is back", func() bool { return storeUp() == 1 })
 }

@@ -302,7 +302,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	platform := http.NewServeMux() // the API's paths never reach it (apiPaths)
 	platform.Handle("/dashboard/", dash)
 	platform.Handle("/dashboard", http.RedirectHandler("/dashboard/", http.StatusMovedPermanently))
-	platform.Handle("GET /healthz", health(limiter))
+	platform.Handle("GET /healthz", health(lims))
 	// /readyz pings the database and /metrics reads it: each is answered
 	// from a copy made at most once a second, and each address spends its
 	// public budget on them, as on the OpenAPI document (issue 26).
@@ -320,7 +320,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	platform.Handle("/", notFound())
 	platform.Handle("/healthz", onlyGET())
 	platform.Handle("/readyz", onlyGET())
-	pc := platformCollector{store: store, limiter: limiter, logger: logger, timeout: cfg.dbTimeout}
+	pc := platformCollector{store: store, limiters: lims, logger: logger, timeout: cfg.dbTimeout}
 	if issuer != nil {
 		pc.certs = issuer
 	}
@@ -416,15 +416,17 @@ func onlyGET() http.Handler {
 
 // health answers GET /healthz for load balancers and operators. It stays
 // 200 while the rate limiter fails open (the API is up), but says so:
-// degraded means the shared counter store failed, so requests are decided
-// by this process's local fallback, with the same limits.
-func health(limiter *ratelimit.Limiter) http.Handler {
+// degraded means the shared counter store failed, as any of the server's
+// limiters last found it (limiters.status), so requests are decided by
+// this process's local fallback, with the same limits.
+func health(lims limiters) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		st := lims.status()
 		httpx.WriteJSON(w, http.StatusOK, map[string]any{
 			"status": "ok",
 			"rateLimit": map[string]any{
-				"degraded":      limiter.Degraded(),
-				"storeFailures": limiter.Failures(),
+				"degraded":      st.Degraded,
+				"storeFailures": st.Failures,
 			},
 		})
 	})
@@ -446,13 +448,10 @@ func storeTimeout(cfg config) time.Duration {
 // database must answer a ping within -db-timeout; Redis counts only when
 // the limiter fails closed, since failing open serves without it.
 //
-// The API's limiter learns of Redis from API requests, and the probes'
-// limiter from the probe it has just decided: Redis is unreachable when
-// either found it so, or a server that gets no API request (not yet in
-// rotation, or quiet) would say it is ready while it refuses the first.
+// Redis's state is the one all the server's limiters found
+// (limiters.status).
 func ready(store backend, lims limiters, cfg config) http.Handler {
 	pinger, _ := store.(interface{ DB() *bun.DB })
-	limiter := lims.api
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		checks := map[string]string{}
 		var failing []string
@@ -470,12 +469,7 @@ func ready(store backend, lims limiters, cfg config) http.Handler {
 			// Failing open (or slow), limits are decided locally: still
 			// serving, so only an unreachable Redis in fail-closed mode
 			// makes the server unready.
-			st := limiter.Status()
-			if p := lims.probes.Status(); p.Degraded && !(st.Degraded && st.Unreachable) {
-				// The probe's limiter found Redis failing since the
-				// API's last call: its findings are the newer.
-				st.Degraded, st.Unreachable, st.Since = true, p.Unreachable, p.Since
-			}
+			st := lims.status()
 			switch {
 			case !st.Ready():
 				checks["redis"] = "unreachable since " + st.Since.UTC().Format(time.RFC3339)
@@ -675,6 +669,44 @@ type limiters struct {
 	probes *ratelimit.Limiter
 	admin  ratelimit.Admin // the store, for operators
 	close  func()
+}
+
+// status is the state of the counter store as the server's limiters
+// found it, which /healthz, /readyz and petstore_limiter_store_up all
+// report: the API's limiter learns of Redis from API requests, the
+// probes' from the probe or scrape it has just decided, so Redis is
+// failing when either found it so, or a server that gets no API request
+// (not yet in rotation, or quiet) would call Redis up while it refuses
+// the first. The mode is the API's; the counts are both limiters'.
+func (l limiters) status() ratelimit.Status {
+	st := l.api.Status()
+	if l.probes == l.api {
+		return st
+	}
+	p := l.probes.Status()
+	if p.Degraded && !(st.Degraded && st.Unreachable) {
+		// The probes' limiter found Redis failing since the API's last
+		// call: its findings are the newer.
+		st.Degraded, st.Unreachable, st.Since = true, p.Unreachable, p.Since
+	}
+	st.Failures += p.Failures
+	st.LocalDecisions += p.LocalDecisions
+	return st
+}
+
+// stats are the figures of the server's limiters together: the subjects
+// both hold in memory, the evictions of both, and the coarser of their
+// IPv6 aggregations.
+func (l limiters) stats() ratelimit.Stats {
+	st := l.api.Stats()
+	if l.probes == l.api {
+		return st
+	}
+	p := l.probes.Stats()
+	st.Subjects += p.Subjects
+	st.Evictions += p.Evictions
+	st.Aggregation = max(st.Aggregation, p.Aggregation)
+	return st
 }
 
 // newLimiters builds the rate limiters: counters in memory, or in Redis
