@@ -32,6 +32,10 @@ With -redis they work on the shared counters directly; with in-memory
 limits they ask the running server at its -admin-addr.
 `
 
+// adminSlack is how much longer than -db-timeout a command waits for the
+// running server's admin endpoint, which answers within its own.
+const adminSlack = 5 * time.Second
+
 // adminAddr resolves -admin-addr: a bare ":port" listens on loopback
 // only; another host must be given explicitly.
 func adminAddr(addr string) string {
@@ -52,6 +56,10 @@ type adminOps struct {
 	admin ratelimit.Admin
 	keys  *petstore.Keys
 	now   func() time.Time
+	// timeout bounds each operation the endpoint serves (-db-timeout),
+	// as a request's store calls are; zero: none (a command bounds its
+	// own).
+	timeout time.Duration
 }
 
 func (o adminOps) bans(ctx context.Context) ([]ratelimit.Ban, error) {
@@ -87,33 +95,45 @@ func (o adminOps) usage(ctx context.Context, keyID string) (usageReport, error) 
 }
 
 // adminHandler serves the operations for the commands, on -admin-addr
-// only: never on the public listener.
+// only: never on the public listener. Each one ends within o.timeout: a
+// database or Redis that stopped answering makes it a 503, not a call
+// that the command waits on for ever.
 func adminHandler(o adminOps) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /admin/bans", func(w http.ResponseWriter, r *http.Request) {
+	bounded := func(h http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if o.timeout > 0 {
+				ctx, cancel := context.WithTimeout(r.Context(), o.timeout)
+				defer cancel()
+				r = r.WithContext(ctx)
+			}
+			h(w, r)
+		}
+	}
+	mux.HandleFunc("GET /admin/bans", bounded(func(w http.ResponseWriter, r *http.Request) {
 		bans, err := o.bans(r.Context())
 		if err != nil {
 			httpx.WriteError(w, r, err)
 			return
 		}
 		httpx.WriteJSON(w, http.StatusOK, map[string]any{"bans": bans})
-	})
-	mux.HandleFunc("DELETE /admin/bans/{who}", func(w http.ResponseWriter, r *http.Request) {
+	}))
+	mux.HandleFunc("DELETE /admin/bans/{who}", bounded(func(w http.ResponseWriter, r *http.Request) {
 		lifted, err := o.lift(r.Context(), r.PathValue("who"))
 		if err != nil {
 			httpx.WriteError(w, r, err)
 			return
 		}
 		httpx.WriteJSON(w, http.StatusOK, map[string]any{"lifted": lifted})
-	})
-	mux.HandleFunc("GET /admin/keys/{id}/usage", func(w http.ResponseWriter, r *http.Request) {
+	}))
+	mux.HandleFunc("GET /admin/keys/{id}/usage", bounded(func(w http.ResponseWriter, r *http.Request) {
 		u, err := o.usage(r.Context(), r.PathValue("id"))
 		if err != nil {
 			httpx.WriteError(w, r, err)
 			return
 		}
 		httpx.WriteJSON(w, http.StatusOK, u)
-	})
+	}))
 	return mux
 }
 
@@ -232,11 +252,20 @@ func runAdmin(ctx context.Context, cfg config, keys *petstore.Keys, stdout io.Wr
 	case cfg.adminAddr != "":
 		base := "http://" + adminAddr(cfg.adminAddr) + "/admin/"
 		call = func(method, path string, out any) error {
+			// The server answers within its -db-timeout (taken to be
+			// this command's); one that does not answer at all (stopped,
+			// or its address a black hole) must not hold the command.
+			wait := cfg.dbTimeout + adminSlack
+			ctx, cancel := context.WithTimeout(ctx, wait)
+			defer cancel()
 			req, _ := http.NewRequestWithContext(ctx, method, base+path, nil)
 			if cfg.adminToken != "" {
 				req.Header.Set("Authorization", "Bearer "+cfg.adminToken)
 			}
 			res, err := http.DefaultClient.Do(req)
+			if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("the server's admin endpoint (-admin-addr %s) gave no answer within %v (-db-timeout and %v): %w", cfg.adminAddr, wait, adminSlack, err)
+			}
 			if err != nil {
 				return fmt.Errorf("the server's admin endpoint (-admin-addr %s): %w", cfg.adminAddr, err)
 			}

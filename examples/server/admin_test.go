@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/petstorekit/petstore/internal/testenv"
 )
@@ -248,5 +249,76 @@ func TestAdminGuardAcceptsTheGivenName(t *testing.T) {
 		if w.Code != want {
 			t.Errorf("Host %s: %d, want %d", host, w.Code, want)
 		}
+	}
+}
+
+// TestKeysUsageThroughTheServerWithAPausedDatabase: "keys usage" through
+// -admin-addr asks the running server, which reads the key's plan from
+// the database. With the database's link paused, the server answers
+// within its -db-timeout (503, as a request's store call would), and the
+// command exits with that error, rather than both waiting for ever.
+func TestKeysUsageThroughTheServerWithAPausedDatabase(t *testing.T) {
+	dsn, proxy := proxiedPostgres(t)
+	s := startServer(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-timeout", "1s",
+		"-keys", freeKey + ":free", "-admin-addr", "127.0.0.1:0"}, nil)
+	m := regexp.MustCompile(`operator endpoint at http://(\S+)/admin/`).FindStringSubmatch(strings.Join(s.printed, "\n"))
+	if m == nil {
+		t.Fatalf("no operator endpoint printed:\n%s", strings.Join(s.printed, "\n"))
+	}
+	if code := do(t, "GET", s.base+"/v1/pets", freeKey, "", ""); code != 200 {
+		t.Fatalf("status %d", code)
+	}
+	id := regexp.MustCompile(`key_id=(\S+)`).FindStringSubmatch(waitLog(t, s, "key_id="))
+	proxy.Pause()
+	defer proxy.Restore()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // ends a command that hangs, once the test has failed
+	done := make(chan error, 1)
+	begun := time.Now()
+	go func() {
+		done <- run(ctx, []string{"-admin-addr", m[1], "keys", "usage", id[1]}, func(string) string { return "" }, io.Discard, io.Discard)
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "503") {
+			t.Fatalf("keys usage with the server's database paused: %v, want the server's 503", err)
+		}
+		if d := time.Since(begun); d > 4*time.Second {
+			t.Fatalf("keys usage took %v with the server's database paused, want about its 1 s -db-timeout", d)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("keys usage still waits after 15 s on a server whose database is paused; its -db-timeout is 1s")
+	}
+}
+
+// TestOperatorCommandWithAHungServer: an operator command through
+// -admin-addr whose server does not answer at all (a stopped or hung
+// process: the kernel accepts the connection, nothing reads it) gives up
+// within its -db-timeout and a margin, with an error saying so, rather
+// than wait for ever.
+func TestOperatorCommandWithAHungServer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // never accepted: a SIGSTOPped server's listener
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // ends a command that hangs, once the test has failed
+	done := make(chan error, 1)
+	begun := time.Now()
+	go func() {
+		done <- run(ctx, []string{"-admin-addr", ln.Addr().String(), "-db-timeout", "1s", "bans", "list"}, func(string) string { return "" }, io.Discard, io.Discard)
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "gave no answer within 6s") {
+			t.Fatalf("bans list with the server hung: %v, want an error saying it gave no answer", err)
+		}
+		if d := time.Since(begun); d > 9*time.Second {
+			t.Fatalf("bans list took %v with the server hung, want about 6 s", d)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("bans list still waits after 20 s on a server that does not answer")
 	}
 }

@@ -309,7 +309,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 	}
 	if cfg.adminAddr != "" {
-		ops := adminOps{admin: app.limitAdmin, keys: app.keys, now: time.Now}
+		ops := adminOps{admin: app.limitAdmin, keys: app.keys, now: time.Now, timeout: cfg.dbTimeout}
 		if aaddr, err = sideListener(adminServer(cfg.adminAddr, cfg.adminToken, ops, logger)); err != nil {
 			return err
 		}
