@@ -76,8 +76,8 @@ const (
 	RefusedLookupEvery = time.Second
 )
 
-// maxRefusedClients bounds the refused addresses whose lookups are paced;
-// past it the oldest entries are dropped.
+// maxRefusedClients bounds the refused addresses whose lookups are paced
+// (about 6 MB); past it the older half is dropped at once.
 const maxRefusedClients = 100_000
 
 // maxToken mirrors petstore.Keys: longer tokens are refused unhashed.
@@ -145,9 +145,10 @@ type Cache struct {
 	// its oldest entry for each new one grew, under a flood of distinct
 	// tokens, to more than twice the room of what it held.
 	neg, negOld map[[sha256.Size]byte]int64
-	// paced holds, per refused client, when its next lookup may go.
-	paced      map[netip.Addr]int64
-	pacedOrder []netip.Addr
+	// paced holds, per refused client, when its next lookup may go, up
+	// to half of maxRefusedClients; then it becomes pacedOld and the
+	// previous pacedOld goes whole, as neg does and for the same reason.
+	paced, pacedOld map[netip.Addr]int64
 	// flights holds the store lookups under way, by token hash, so that
 	// concurrent requests of one token cost one lookup.
 	flights map[[sha256.Size]byte]*flight
@@ -379,16 +380,16 @@ func (c *Cache) pace(client netip.Addr, now time.Time) bool {
 	n := now.UnixNano()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if next, ok := c.paced[client]; ok && n < next {
+	next, ok := c.paced[client]
+	if !ok {
+		next, ok = c.pacedOld[client]
+	}
+	if ok && n < next {
 		c.stats.Paced++
 		return false
 	}
-	if _, ok := c.paced[client]; !ok {
-		for len(c.pacedOrder) >= maxRefusedClients {
-			delete(c.paced, c.pacedOrder[0])
-			c.pacedOrder = c.pacedOrder[1:]
-		}
-		c.pacedOrder = append(c.pacedOrder, client)
+	if _, ok := c.paced[client]; !ok && len(c.paced) >= maxRefusedClients/2 {
+		c.pacedOld, c.paced = c.paced, map[netip.Addr]int64{}
 	}
 	c.paced[client] = n + int64(RefusedLookupEvery)
 	return true

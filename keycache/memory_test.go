@@ -7,9 +7,11 @@ package keycache_test
 
 import (
 	"context"
+	"net/netip"
 	"runtime"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/memstore"
@@ -51,5 +53,40 @@ func TestUnknownTokenFloodMemory(t *testing.T) {
 	t.Logf("the heap grew by %.1f MB at most", worst)
 	if worst > 12 {
 		t.Fatalf("a flood of 4,000,000 wrong keys grew the heap by %.1f MB, want at most 12", worst)
+	}
+}
+
+// TestRefusedClientFloodMemory: wrong keys from far more refused
+// addresses than the cache paces keep the pacing within the 6 MB
+// maxRefusedClients promises. The store is down (its database closed),
+// so that no unknown token is remembered and the heap is the pacing's.
+func TestRefusedClientFloodMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("floods 2,000,000 addresses")
+	}
+	store := openStore(t)
+	keys := petstore.NewKeys(store)
+	clock := newClock()
+	c := keycache.New(keys, keycache.Config{Now: clock.Now, Refused: func(netip.Addr) bool { return true }})
+	if err := store.DB().Close(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	before := heapMB()
+	worst := 0.0
+	for i := range 2_000_000 {
+		client := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
+		if _, err := c.AuthenticateClient(ctx, "psk_flood", client); petstore.ErrorCode(err) != petstore.CodeUnavailable {
+			t.Fatalf("address %d: %v, want the store's unavailable", i, err)
+		}
+		clock.Advance(time.Microsecond)
+		if (i+1)%100_000 == 0 {
+			worst = max(worst, heapMB()-before)
+		}
+	}
+	runtime.KeepAlive(c)
+	t.Logf("the heap grew by %.1f MB at most", worst)
+	if worst > 6 {
+		t.Fatalf("wrong keys from 2,000,000 refused addresses grew the heap by %.1f MB, want at most 6", worst)
 	}
 }
