@@ -86,7 +86,9 @@ const maxToken = 512
 // Config configures a Cache. The zero value is usable.
 type Config struct {
 	// Size is the most keys kept; the least recently used is dropped
-	// first. Default DefaultSize.
+	// first. Default DefaultSize. At the default, the cache takes at
+	// most about 6 MB, the room its maps keep of keys dropped included
+	// (about 600 bytes a key).
 	Size int
 	// TTL is how long an authentication is reused while the cache follows
 	// no live feed: the staleness bound across processes then. Default

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,4 +90,50 @@ func TestRefusedClientFloodMemory(t *testing.T) {
 	if worst > 6 {
 		t.Fatalf("wrong keys from 2,000,000 refused addresses grew the heap by %.1f MB, want at most 6", worst)
 	}
+}
+
+// TestKeyChurnMemory: a million lookups of 200,000 keys, twenty times as
+// many as the cache holds, keep it within the 6 MB Config.Size's default
+// promises. Its maps keep some room of the keys dropped (Go maps do not
+// shrink), but no more once they hold their fill.
+func TestKeyChurnMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cycles 200,000 keys through a cache of 10,000")
+	}
+	keys := petstore.NewKeys(memstore.New())
+	ctx := context.Background()
+	secrets := make([]string, 20*keycache.DefaultSize)
+	for i := range secrets {
+		_, secret, err := keys.Create(ctx, "", petstore.PlanPro, petstore.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		secrets[i] = secret
+	}
+	c := keycache.New(freshStrings{keys}, keycache.Config{Now: newClock().Now})
+	before := heapMB()
+	worst := 0.0
+	for range 5 {
+		for _, secret := range secrets {
+			if _, err := c.Authenticate(ctx, secret); err != nil {
+				t.Fatal(err)
+			}
+		}
+		worst = max(worst, heapMB()-before)
+	}
+	runtime.KeepAlive(c)
+	t.Logf("the heap grew by %.1f MB at most", worst)
+	if worst > 6 {
+		t.Fatalf("a million lookups of 200,000 keys grew the heap by %.1f MB, want at most 6", worst)
+	}
+}
+
+// freshStrings copies the strings of the keys next returns, as a SQL
+// store's answer is read into new ones: memstore's share the store's.
+type freshStrings struct{ next petstore.Authenticator }
+
+func (a freshStrings) Authenticate(ctx context.Context, token string) (petstore.APIKey, error) {
+	key, err := a.next.Authenticate(ctx, token)
+	key.ID, key.ProjectID, key.Plan = strings.Clone(key.ID), strings.Clone(key.ProjectID), petstore.Plan(strings.Clone(string(key.Plan)))
+	return key, err
 }
