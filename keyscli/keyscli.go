@@ -136,7 +136,7 @@ func Run(ctx context.Context, store petstore.KeyStore, args []string, w io.Write
 			return usagef("revoke takes one key id")
 		}
 		if err := keys.Revoke(ctx, pos[0]); err != nil {
-			return err
+			return unknownID(err, "no key has the id given")
 		}
 		fmt.Fprintf(w, "revoked %s: it stays revoked, even where -keys lists its secret, until \"keys unrevoke %s\"\n", pos[0], pos[0])
 		return nil
@@ -146,7 +146,7 @@ func Run(ctx context.Context, store petstore.KeyStore, args []string, w io.Write
 		}
 		k, err := keys.Unrevoke(ctx, pos[0])
 		if err != nil {
-			return err
+			return unknownID(err, "no revoked key has the id given")
 		}
 		fmt.Fprintf(w, "reinstated %s (project %s, plan %s)\n", k.ID, k.ProjectID, k.Plan)
 		return nil
@@ -160,13 +160,24 @@ func Run(ctx context.Context, store petstore.KeyStore, args []string, w io.Write
 		}
 		k, err := keys.SetPlan(ctx, pos[0], p, limits)
 		if err != nil {
-			return err
+			return unknownID(err, "no key has the id given")
 		}
 		l := k.EffectiveLimits()
 		fmt.Fprintf(w, "%s is now on plan %s (%d per minute, %d per day)\n",
 			k.ID, k.Plan, l.PerMinute, l.PerDay)
 		return nil
 	}
+}
+
+// unknownID replaces a store's not_found error, which quotes the id it
+// was given, by one saying msg: an operator who pastes a key's secret
+// where its id goes would see it printed back, on a terminal or in a CI
+// log. Other errors pass unchanged.
+func unknownID(err error, msg string) error {
+	if petstore.ErrorCode(err) != petstore.CodeNotFound {
+		return err
+	}
+	return petstore.Errorf(petstore.CodeNotFound, "%s (ids begin key_, and `keys list` shows them)", msg)
 }
 
 // parseInterleaved parses flags wherever they appear among the positional

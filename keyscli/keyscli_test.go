@@ -210,3 +210,30 @@ func TestLimitsNeedTheEnterprisePlan(t *testing.T) {
 		t.Fatalf("a refused set-plan changed the key: %+v", all)
 	}
 }
+
+// TestASecretGivenForAnIDIsNotEchoed: an operator who pastes a key's
+// secret where its id goes (`keys revoke psk_…`, the leaked key at hand)
+// is told no key has that id, without the secret printed back on the
+// terminal or in a CI log.
+func TestASecretGivenForAnIDIsNotEchoed(t *testing.T) {
+	s := newStore(t)
+	_, secret, err := petstore.NewKeys(s).Create(context.Background(), "", petstore.PlanPro, petstore.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"revoke", secret},
+		{"unrevoke", secret},
+		{"set-plan", secret, "business"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			_, err := run(t, s, args...)
+			if petstore.ErrorCode(err) != petstore.CodeNotFound {
+				t.Fatalf("err = %v, want not_found", err)
+			}
+			if strings.Contains(err.Error(), secret[4:12]) {
+				t.Fatalf("the error shows the secret: %v", err)
+			}
+		})
+	}
+}
