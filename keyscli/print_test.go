@@ -11,8 +11,9 @@ import (
 )
 
 // TestPrintingSpecsHidesSecrets: the specs of the -keys flag, printed in
-// a log line or a test failure (fmt's verbs, slog), show each key's plan
-// but never its secret.
+// a log line or a test failure (fmt's verbs, slog, the JSON handler's
+// encoding of a slice of them included), show each key's plan but never
+// its secret.
 func TestPrintingSpecsHidesSecrets(t *testing.T) {
 	t.Parallel()
 	const secret = "psk_PLANTEDa3f09c1d2e4b5a6978c0d1e2f3a4b5c6"
@@ -20,7 +21,7 @@ func TestPrintingSpecsHidesSecrets(t *testing.T) {
 	var v any = specs
 	var logged strings.Builder
 	slog.New(slog.NewTextHandler(&logged, nil)).Info("keys", "specs", specs, "spec", specs[0])
-	slog.New(slog.NewJSONHandler(&logged, nil)).Info("keys", "spec", specs[0])
+	slog.New(slog.NewJSONHandler(&logged, nil)).Info("keys", "specs", specs, "spec", specs[0])
 	for _, s := range []string{
 		fmt.Sprintf("%v", v), fmt.Sprintf("%+v", v), fmt.Sprintf("%#v", v), fmt.Sprintf("%s", v),
 		fmt.Sprintf("%q", v), fmt.Sprintf("%x", v), fmt.Sprint(specs[0]), logged.String(),

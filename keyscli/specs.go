@@ -2,6 +2,7 @@ package keyscli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,7 +13,7 @@ import (
 )
 
 // Spec is one operator-chosen key, as a server's -keys flag gives it.
-// Printed (fmt's verbs, slog), it shows its plan and limits but never its
+// Printed (fmt's verbs, slog, encoding/json), it shows its plan and limits but never its
 // Secret.
 type Spec struct {
 	Secret string
@@ -36,6 +37,11 @@ func (s Spec) GoString() string { return "keyscli.Spec" + s.String() }
 // LogValue is String, for slog handlers (JSON among them) that would
 // otherwise log the fields.
 func (s Spec) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+// MarshalJSON encodes String, a JSON string: slog's JSON handler encodes
+// a slice of specs, or a struct holding one, with encoding/json, which
+// would write the Secret field otherwise.
+func (s Spec) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
 
 // ParseSpecs reads the -keys flag: a comma-separated list of KEY:PLAN
 // (free, pro or business) or KEY:enterprise:PERMIN/PERDAY. The plan is read
