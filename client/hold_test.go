@@ -54,6 +54,19 @@ func (s *sendLog) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
+// loggedCachingClient is a client of srv on clk, with a cache, whose
+// requests rt logs.
+func loggedCachingClient(t *testing.T, srv *petstoretest.Server, clk *testenv.Clock) (*client.Client, *sendLog) {
+	t.Helper()
+	rt := &sendLog{next: srv.HTTPClient().Transport, clk: clk}
+	c, err := client.New(srv.URL, srv.Key(), client.WithHTTPClient(&http.Client{Transport: rt}),
+		client.WithCache(client.NewCache(1<<20)), client.WithClock(clk.Now, clk.Sleep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, rt
+}
+
 func (s *sendLog) sent() []sent {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -98,12 +111,7 @@ func TestAskingAgainWaitsOutAHoldStartedMeanwhile(t *testing.T) {
 			srv := petstoretest.NewServer(t, petstoretest.WithoutListener(), petstoretest.WithClock(clk.Now),
 				petstoretest.WithLimits(petstore.Limits{PerMinute: 1, PerDay: 1000}),
 				petstoretest.WithPets(petstore.NewPet{Name: "Rex", CategoryID: 1}))
-			rt := &sendLog{next: srv.HTTPClient().Transport, clk: clk}
-			c, err := client.New(srv.URL, srv.Key(), client.WithHTTPClient(&http.Client{Transport: rt}),
-				client.WithCache(client.NewCache(1<<20)), client.WithClock(clk.Now, clk.Sleep))
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, rt := loggedCachingClient(t, srv, clk)
 			ctx := context.Background()
 			if _, err := c.GetPet(ctx, 1); err != nil { // spends the plan's minute
 				t.Fatal(err)
@@ -212,12 +220,7 @@ func TestConditionalStopEndsAtTheLatestRetryAfter(t *testing.T) {
 	clk := newClock()
 	srv := petstoretest.NewServer(t, petstoretest.WithoutListener(), petstoretest.WithClock(clk.Now),
 		petstoretest.WithPets(petstore.NewPet{Name: "Rex", CategoryID: 1}))
-	rt := &sendLog{next: srv.HTTPClient().Transport, clk: clk}
-	c, err := client.New(srv.URL, srv.Key(), client.WithHTTPClient(&http.Client{Transport: rt}),
-		client.WithCache(client.NewCache(1<<20)), client.WithClock(clk.Now, clk.Sleep))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, rt := loggedCachingClient(t, srv, clk)
 	ctx := context.Background()
 	if _, err := c.GetPet(ctx, 1); err != nil { // remembered: the next fetches are conditional
 		t.Fatal(err)
