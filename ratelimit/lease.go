@@ -350,22 +350,22 @@ func (e *lease) settled(req LeaseRequest) {
 	}
 }
 
-// failedCall puts back what req took from e. After a timeout it counts
-// the units req wanted as used: the store may have granted them before
-// the answer was lost (a paused link delivers the call later). A refused
-// or dropped connection sent nothing.
-func (e *lease) failedCall(req LeaseRequest, err error) {
+// failedCall puts back what req took from e: its refusals, to be told
+// with the next call. The units req wanted are not counted as used: the
+// store may have granted them before the answer was lost (a paused link
+// delivers the call later), but a grant whose answer never arrived admits
+// no request anywhere, so it cannot take any process past its quota; it
+// only makes the store's count higher than what was admitted. Counting
+// it here refused requests the quota allows: during a long pause every
+// probe of the breaker, one a second, spent a unit of the key it was made
+// for.
+func (e *lease) failedCall(req LeaseRequest) {
 	e.refusals += req.Refusals
 	if e.firstRefusal.IsZero() || (!req.FirstRefusal.IsZero() && req.FirstRefusal.Before(e.firstRefusal)) {
 		e.firstRefusal = req.FirstRefusal
 	}
 	if req.LastRefusal.After(e.lastRefusal) {
 		e.lastRefusal = req.LastRefusal
-	}
-	for i := range e.wins {
-		if isTimeout(err) {
-			e.wins[i].used += req.Want
-		}
 	}
 }
 
@@ -522,7 +522,7 @@ func (l *Limiter) decideLeased(ctx context.Context, subject string, rates []Rate
 		e.call, c.err = nil, err
 		close(c.done)
 		if err != nil {
-			e.failedCall(req, err)
+			e.failedCall(req)
 			l.failed(p, err, probe)
 			return l.fallbackLeased(e, rates, wall, p, err, counts[:])
 		}
@@ -799,7 +799,7 @@ func (l *Limiter) settle(ctx context.Context, e *lease, idle time.Duration) erro
 	e.call, c.err = nil, err
 	close(c.done)
 	if err != nil || len(res.Windows) != len(req.Rates) {
-		e.failedCall(req, err)
+		e.failedCall(req)
 		return err
 	}
 	e.applied(req, res, wall, p, l.ban.Max)

@@ -1,0 +1,59 @@
+package redislimit_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	petstore "github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/redislimit"
+	"github.com/petstorekit/petstore/internal/testenv"
+	"github.com/petstorekit/petstore/ratelimit"
+	"github.com/petstorekit/petstore/ratelimit/ratelimittest"
+)
+
+// TestLongPauseKeepsTheQuota: while Redis is paused (a black hole), a
+// process decides alone "up to each window's quota over what Redis last
+// said", so a key that sends about a request a second gets its whole minute,
+// with X-RateLimit-Remaining counting down one per admitted request, and
+// is refused only by the 61st. The breaker's probes, one a second, all time
+// out: none of them admitted anything, so none may spend the key's quota.
+func TestLongPauseKeepsTheQuota(t *testing.T) {
+	direct := testenv.RedisClient(t)
+	prefix := testenv.RedisPrefix(t, direct, "rl")
+	p := newProxy(t)
+	var clk testClock
+	lim := ratelimit.New(redislimit.New(proxied(t, p), prefix, redislimit.CallerClock()), ratelimit.Config{
+		Clock: clk.Now, StoreTimeout: 100 * time.Millisecond,
+	})
+	ctx := context.Background()
+	if d, err := lim.Decide(ctx, "key:warm", ratelimittest.Free); err != nil || !d.Allowed || d.Degraded {
+		t.Fatalf("before the pause: %+v, %v", d, err)
+	}
+	p.Pause()
+	t.Cleanup(p.Restore)
+	admitted := 0
+	for i := range 60 {
+		clk.Advance(900 * time.Millisecond) // about a request a second: most are the breaker's probe
+		d, err := lim.Decide(ctx, "key:paused", ratelimittest.Free)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed {
+			admitted++
+		}
+		if d.Allowed && d.Binding.Remaining != int64(59-i) {
+			t.Errorf("request %d of 60 during the pause: X-RateLimit-Remaining %d, want %d", i+1, d.Binding.Remaining, 59-i)
+		}
+		if !d.Allowed {
+			t.Errorf("request %d of 60 during the pause: %s, X-RateLimit-Remaining %d, Retry-After %v; want admitted", i+1, d.Code, d.Binding.Remaining, d.RetryAfter)
+		}
+	}
+	if admitted != 60 {
+		t.Fatalf("a key sending a request a second during a pause was admitted %d of its minute's 60", admitted)
+	}
+	clk.Advance(900 * time.Millisecond)
+	if d, err := lim.Decide(ctx, "key:paused", ratelimittest.Free); err != nil || d.Allowed || d.Code != petstore.CodeRateLimited {
+		t.Fatalf("the 61st request of the minute during the pause: %+v, %v; want 429", d, err)
+	}
+}
