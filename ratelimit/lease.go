@@ -509,13 +509,35 @@ func (l *Limiter) decideLeased(ctx context.Context, subject string, rates []Rate
 		c := &leaseCall{done: make(chan struct{})}
 		e.call = c
 		need := e.waiting + 1
-		req := e.request(subject, rates, wall, l.ban, max(need, e.nextWant(p)))
-		req.Need = need
+		var req LeaseRequest
+		if probe {
+			// The breaker's probe changes nothing in the store: it asks
+			// for no share and tells no debt, return or refusal (over a
+			// Prober it is Probe, which proves writes work). A store
+			// that is slow rather than down still runs a call whose answer
+			// comes too late, and would count what such a call asked for
+			// or told though this process never hears of it: a share no
+			// request can use, a debt told again by the next call. Once
+			// the probe succeeds the request asks again, with all of it.
+			req = LeaseRequest{Subject: subject, Rates: rates, Now: wall, Ban: l.ban, Anonymous: anonymous(subject)}
+		} else {
+			req = e.request(subject, rates, wall, l.ban, max(need, e.nextWant(p)))
+			req.Need = need
+		}
 		e.mu.Unlock()
 
-		res, err := l.lease(ctx, req)
-		if err == nil && len(res.Windows) != len(rates) {
-			err = fmt.Errorf("ratelimit: store returned %d windows for %d rates", len(res.Windows), len(rates))
+		var res LeaseResult
+		var err error
+		if pr, ok := l.leaser.(Prober); ok && probe {
+			// A store that answers reads but refuses writes is still down.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
+			err = pr.Probe(cctx, wall)
+			cancel()
+		} else {
+			res, err = l.lease(ctx, req)
+			if err == nil && len(res.Windows) != len(rates) {
+				err = fmt.Errorf("ratelimit: store returned %d windows for %d rates", len(res.Windows), len(rates))
+			}
 		}
 		wall, p = l.clock()
 		e.mu.Lock()
@@ -527,6 +549,12 @@ func (l *Limiter) decideLeased(ctx context.Context, subject string, rates []Rate
 			return l.fallbackLeased(e, rates, wall, p, err, counts[:])
 		}
 		l.succeeded(p)
+		if probe {
+			// The store answers again: ask for this request's share.
+			e.mu.Unlock()
+			wall, p = l.clock()
+			continue
+		}
 		e.applied(req, res, wall, p, l.ban.Max)
 		if res.Granted == 0 {
 			// This request's own refusal: the store counted its strike.
