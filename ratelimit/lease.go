@@ -359,13 +359,25 @@ func (e *lease) settled(req LeaseRequest) {
 // it here refused requests the quota allows: during a long pause every
 // probe of the breaker, one a second, spent a unit of the key it was made
 // for.
-func (e *lease) failedCall(req LeaseRequest) {
+//
+// After a timeout the returns req told are taken as told: the store may
+// have run the call, and a return told twice would come off its count
+// twice, letting the window over its quota. One it did not run stays
+// held until its window ends instead, which only refuses. Debts are kept,
+// to be told again: one told twice only refuses too.
+func (e *lease) failedCall(req LeaseRequest, err error) {
 	e.refusals += req.Refusals
 	if e.firstRefusal.IsZero() || (!req.FirstRefusal.IsZero() && req.FirstRefusal.Before(e.firstRefusal)) {
 		e.firstRefusal = req.FirstRefusal
 	}
 	if req.LastRefusal.After(e.lastRefusal) {
 		e.lastRefusal = req.LastRefusal
+	}
+	if isTimeout(err) {
+		for i := range min(len(e.wins), len(req.Settle)) {
+			w := &e.wins[i]
+			w.returned = max(0, w.returned-req.Settle[i].Returned)
+		}
 	}
 }
 
@@ -544,7 +556,7 @@ func (l *Limiter) decideLeased(ctx context.Context, subject string, rates []Rate
 		e.call, c.err = nil, err
 		close(c.done)
 		if err != nil {
-			e.failedCall(req)
+			e.failedCall(req, err)
 			l.failed(p, err, probe)
 			return l.fallbackLeased(e, rates, wall, p, err, counts[:])
 		}
@@ -827,7 +839,7 @@ func (l *Limiter) settle(ctx context.Context, e *lease, idle time.Duration) erro
 	e.call, c.err = nil, err
 	close(c.done)
 	if err != nil || len(res.Windows) != len(req.Rates) {
-		e.failedCall(req)
+		e.failedCall(req, err)
 		return err
 	}
 	e.applied(req, res, wall, p, l.ban.Max)

@@ -121,3 +121,49 @@ func TestSlowRedisSpendsOnlyWhatIsAdmitted(t *testing.T) {
 		t.Fatalf("after a slow spell, admitted %d in the window of a quota of 100, want 100 (or 99: the one call before the breaker opened may have been granted unheard of)", admitted)
 	}
 }
+
+// TestTimedOutReturnIsNotToldTwice: a process that ends a minute holding
+// a spare gives it back to the day with its next call. When that call
+// times out after Redis ran it (a link slower one way than the timeout
+// is long), the spare is already back: telling it again with the next
+// call would take it off the day twice, and one process alone would
+// admit more than the day's quota.
+func TestTimedOutReturnIsNotToldTwice(t *testing.T) {
+	direct := testenv.RedisClient(t)
+	prefix := testenv.RedisPrefix(t, direct, "rl")
+	p := newProxy(t)
+	var clk testClock
+	const timeout = 300 * time.Millisecond
+	lim := ratelimit.New(redislimit.New(proxied(t, p), prefix, redislimit.CallerClock()), ratelimit.Config{
+		Clock: clk.Now, StoreTimeout: timeout,
+	})
+	ctx := context.Background()
+	limits := petstore.Limits{PerMinute: 100, PerDay: 120}
+	admitted := 0
+	decide := func() {
+		t.Helper()
+		d, err := lim.Decide(ctx, "key:spare", limits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed {
+			admitted++
+		}
+	}
+	for range 20 { // a burst: the shares grow, and the last holds a spare
+		clk.Advance(time.Millisecond)
+		decide()
+	}
+	clk.Advance(61 * time.Second) // the minute ends: the spare goes back to the day
+	p.SetLatency(2 * timeout / 3) // the call reaches Redis; its answer comes too late
+	decide()
+	time.Sleep(timeout)
+	p.SetLatency(0)
+	for range 300 {
+		clk.Advance(time.Second)
+		decide()
+	}
+	if admitted > int(limits.PerDay) {
+		t.Fatalf("one process admitted %d in a day of %d", admitted, limits.PerDay)
+	}
+}
