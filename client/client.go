@@ -121,9 +121,10 @@ type Option func(*Client)
 // WithHTTPClient sets the HTTP client used for every attempt, for example
 // petstoretest's in-memory one. Its Timeout bounds each attempt. The
 // client uses a copy that follows no redirect leaving the base URL's
-// origin (see sameOrigin), so the key never goes elsewhere, nor a 301 or
-// 302 to a create, which net/http would follow with a GET. nil keeps the
-// default (30 s Timeout, http.DefaultTransport).
+// origin (scheme, host and port, compared as browsers do: case aside,
+// and a default port written or not), so the key never goes elsewhere,
+// nor a 301 or 302 to a create, which net/http would follow with a GET.
+// nil keeps the default (30 s Timeout, http.DefaultTransport).
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *Client) {
 		if hc != nil {
