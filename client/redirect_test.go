@@ -75,14 +75,7 @@ func TestRedirectKeepsKeyHome(t *testing.T) {
 
 	t.Run("within the origin", func(t *testing.T) {
 		srv := petstoretest.NewServer(t, petstoretest.WithPets(petstore.NewPet{Name: "Rex", CategoryID: 1}))
-		mux := http.NewServeMux()
-		mux.HandleFunc("/old/v1/", func(w http.ResponseWriter, r *http.Request) {
-			http.Redirect(w, r, strings.Replace(r.URL.RequestURI(), "/old", "", 1), http.StatusMovedPermanently)
-		})
-		mux.Handle("/v1/", srv.Handler())
-		api := httptest.NewServer(mux)
-		t.Cleanup(api.Close)
-		c, err := client.New(api.URL+"/old/v1", srv.Key())
+		c, err := client.New(movedAPI(t, srv), srv.Key())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,20 +94,15 @@ func TestRedirectKeepsKeyHome(t *testing.T) {
 func TestCreateIsNotRedirectedAsAGet(t *testing.T) {
 	t.Parallel()
 	srv := petstoretest.NewServer(t)
-	mux := http.NewServeMux()
-	mux.HandleFunc("/old/v1/", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, strings.Replace(r.URL.RequestURI(), "/old", "", 1), http.StatusMovedPermanently)
-	})
-	mux.Handle("/v1/", srv.Handler())
-	api := httptest.NewServer(mux)
-	t.Cleanup(api.Close)
-	c, err := client.New(api.URL+"/old/v1", srv.Key())
+	old := movedAPI(t, srv)
+	moved := strings.TrimSuffix(old, "/old/v1")
+	c, err := client.New(old, srv.Key())
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = c.CreatePet(context.Background(), petstore.NewPet{Name: "Tom", CategoryID: 1})
-	if e := asError(t, err); e.Status != http.StatusMovedPermanently || !strings.Contains(e.Message, "redirect to "+api.URL+"/v1/pets") || !strings.Contains(e.Message, "as a GET") {
-		t.Fatalf("error %+v, want the 301 reported as a redirect to %s/v1/pets that would turn the POST into a GET", e, api.URL)
+	if e := asError(t, err); e.Status != http.StatusMovedPermanently || !strings.Contains(e.Message, "redirect to "+moved+"/v1/pets") || !strings.Contains(e.Message, "as a GET") {
+		t.Fatalf("error %+v, want the 301 reported as a redirect to %s/v1/pets that would turn the POST into a GET", e, moved)
 	}
 	if reqs := srv.Requests(); len(reqs) != 0 {
 		t.Fatalf("the API got %d requests (the first %s %s), want none", len(reqs), reqs[0].Method, reqs[0].Path)
@@ -194,4 +182,19 @@ func TestOriginIsComparedAsBrowsersDo(t *testing.T) {
 			}
 		})
 	}
+}
+
+// movedAPI serves srv's API under /v1/ and answers every path under
+// /old/v1/ with a 301 to the same path without /old; it returns the old
+// base URL.
+func movedAPI(t *testing.T, srv *petstoretest.Server) string {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/old/v1/", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, strings.Replace(r.URL.RequestURI(), "/old", "", 1), http.StatusMovedPermanently)
+	})
+	mux.Handle("/v1/", srv.Handler())
+	api := httptest.NewServer(mux)
+	t.Cleanup(api.Close)
+	return api.URL + "/old/v1"
 }
