@@ -58,8 +58,8 @@ type Config struct {
 	// with a wrong or missing key have their own budget, the Free plan's.
 	PublicLimits petstore.Limits
 
-	// Idempotency keeps Idempotency-Key records, making POST /pets safe
-	// to retry; nil: the header is ignored.
+	// Idempotency keeps Idempotency-Key records, making POST /pets and
+	// POST /store/orders safe to retry; nil: the header is ignored.
 	Idempotency petstore.IdempotencyStore
 
 	// Orders serves the store orders operations (beta) under
