@@ -28,6 +28,22 @@ func heapMB() float64 {
 	return float64(m.HeapAlloc) / (1 << 20)
 }
 
+// peakGrowth runs step n times and returns the most the live heap grew
+// over what it was before, in MB, measured after every every-th step;
+// c, the cache under test, is kept alive to the end.
+func peakGrowth(c *keycache.Cache, n, every int, step func(i int)) float64 {
+	before := heapMB()
+	worst := 0.0
+	for i := range n {
+		step(i)
+		if (i+1)%every == 0 {
+			worst = max(worst, heapMB()-before)
+		}
+	}
+	runtime.KeepAlive(c)
+	return worst
+}
+
 // TestUnknownTokenFloodMemory: a flood of distinct wrong keys, forty
 // times as many as the negative cache holds, keeps it within the 12 MB
 // Config.NegativeSize's default promises, however long the flood lasts.
@@ -38,19 +54,13 @@ func TestUnknownTokenFloodMemory(t *testing.T) {
 	c := keycache.New(petstore.NewKeys(memstore.New()), keycache.Config{Now: newClock().Now})
 	c.Apply(changefeed.Change{Kind: changefeed.KindLive}) // unknown tokens are kept a minute
 	ctx := context.Background()
-	before := heapMB()
-	worst := 0.0
 	buf := []byte("psk_flood_")
-	for i := range 40 * keycache.DefaultNegativeSize {
+	worst := peakGrowth(c, 40*keycache.DefaultNegativeSize, keycache.DefaultNegativeSize, func(i int) {
 		token := string(strconv.AppendInt(buf, int64(i), 10))
 		if _, err := c.Authenticate(ctx, token); petstore.ErrorCode(err) != petstore.CodeUnauthorized {
 			t.Fatalf("wrong key %d: %v", i, err)
 		}
-		if (i+1)%keycache.DefaultNegativeSize == 0 {
-			worst = max(worst, heapMB()-before)
-		}
-	}
-	runtime.KeepAlive(c)
+	})
 	t.Logf("the heap grew by %.1f MB at most", worst)
 	if worst > 12 {
 		t.Fatalf("a flood of 4,000,000 wrong keys grew the heap by %.1f MB, want at most 12", worst)
@@ -73,19 +83,13 @@ func TestRefusedClientFloodMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	before := heapMB()
-	worst := 0.0
-	for i := range 2_000_000 {
+	worst := peakGrowth(c, 2_000_000, 100_000, func(i int) {
 		client := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
 		if _, err := c.AuthenticateClient(ctx, "psk_flood", client); petstore.ErrorCode(err) != petstore.CodeUnavailable {
 			t.Fatalf("address %d: %v, want the store's unavailable", i, err)
 		}
 		clock.Advance(time.Microsecond)
-		if (i+1)%100_000 == 0 {
-			worst = max(worst, heapMB()-before)
-		}
-	}
-	runtime.KeepAlive(c)
+	})
 	t.Logf("the heap grew by %.1f MB at most", worst)
 	if worst > 6 {
 		t.Fatalf("wrong keys from 2,000,000 refused addresses grew the heap by %.1f MB, want at most 6", worst)
@@ -111,17 +115,11 @@ func TestKeyChurnMemory(t *testing.T) {
 		secrets[i] = secret
 	}
 	c := keycache.New(freshStrings{keys}, keycache.Config{Now: newClock().Now})
-	before := heapMB()
-	worst := 0.0
-	for range 5 {
-		for _, secret := range secrets {
-			if _, err := c.Authenticate(ctx, secret); err != nil {
-				t.Fatal(err)
-			}
+	worst := peakGrowth(c, 5*len(secrets), len(secrets), func(i int) {
+		if _, err := c.Authenticate(ctx, secrets[i%len(secrets)]); err != nil {
+			t.Fatal(err)
 		}
-		worst = max(worst, heapMB()-before)
-	}
-	runtime.KeepAlive(c)
+	})
 	t.Logf("the heap grew by %.1f MB at most", worst)
 	if worst > 6 {
 		t.Fatalf("a million lookups of 200,000 keys grew the heap by %.1f MB, want at most 6", worst)
