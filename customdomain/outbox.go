@@ -125,7 +125,7 @@ type round struct {
 	background bool
 }
 
-// slowHandOff reports whether a hand-off that took took was slow: it
+// slowHandOff reports whether a hand-off that lasted took was slow: it
 // answered, or not, after more than half of EngineConfig.HandOffTimeout.
 // An Events that answers just inside its timeout would otherwise cost
 // every hand-off nearly the whole timeout, never counted as hanging.
