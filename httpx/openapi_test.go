@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -171,6 +172,7 @@ func TestOpenAPIOffersIdempotencyKeyOnlyWithAStore(t *testing.T) {
 				t.Fatalf("the served document is not valid: %v", err)
 			}
 			var doc struct {
+				Info  struct{ Description string }
 				Paths map[string]map[string]struct {
 					Description string
 					Parameters  []struct {
@@ -183,6 +185,11 @@ func TestOpenAPIOffersIdempotencyKeyOnlyWithAStore(t *testing.T) {
 			}
 			if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
 				t.Fatal(err)
+			}
+			// The extensions' list names every operation that takes a key.
+			named := strings.Contains(doc.Info.Description, "`Idempotency-Key` on createPet and createOrder;")
+			if named != withStore || !withStore && strings.Contains(doc.Info.Description, "Idempotency-Key") {
+				t.Errorf("info.description names Idempotency-Key on both creates: %v, want %v:\n%s", named, withStore, doc.Info.Description)
 			}
 			for _, path := range []string{"/pets", "/store/orders"} {
 				op := doc.Paths[path]["post"]
