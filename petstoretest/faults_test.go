@@ -264,3 +264,25 @@ func TestFaultWithAnInvalidStatusFailsTheTest(t *testing.T) {
 		}
 	}
 }
+
+// A negative Times is no count of requests: Inject fails the test, as it
+// does for an invalid status, instead of failing every request as Times
+// 0 does, which a test that computed -1 (n-1 with n 0, say) never meant.
+func TestFaultWithNegativeTimesFailsTheTest(t *testing.T) {
+	t.Parallel()
+	for _, times := range []int{-1, -5} {
+		ft := newExampleT()
+		srv := petstoretest.NewServer(ft, petstoretest.WithoutListener())
+		failed := func() (msg any) {
+			defer func() { msg = recover() }()
+			srv.Inject(petstoretest.Fault{Times: times, Status: http.StatusServiceUnavailable})
+			return nil
+		}()
+		ft.cleanup()
+		if failed == nil {
+			t.Errorf("Inject(Fault{Times: %d}) did not fail the test", times)
+		} else if !strings.Contains(fmt.Sprint(failed), "Times") {
+			t.Errorf("Inject(Fault{Times: %d}) failed with %q, which does not name Times", times, failed)
+		}
+	}
+}

@@ -65,7 +65,7 @@ type Fault struct {
 	// matches no Route, and "/pets/" does not match "/v1/pets".
 	Route string
 	// Times is how many matching requests fail; 0 means all of them until
-	// ClearFaults or Reset.
+	// ClearFaults or Reset. Inject fails the test on a negative Times.
 	Times int
 	// Status answers the request with this status and an Error body whose
 	// code fits it (a 429 also gets Retry-After: 1 and a 401 the API's
@@ -121,9 +121,13 @@ func (routeMatch) ServeHTTP(http.ResponseWriter, *http.Request) {}
 
 // Inject adds a fault. An invalid Route fails the test, as does a
 // status (Status, or the Error's Status when Status is 0) outside 200 to
-// 999, which no server answers with: net/http panics on it.
+// 999, which no server answers with: net/http panics on it, and a
+// negative Times.
 func (s *Server) Inject(f Fault) {
 	s.tb.Helper()
+	if f.Times < 0 {
+		s.tb.Fatalf("petstoretest: fault Times %d: Times counts the requests to fail; 0 fails every matching request until ClearFaults", f.Times)
+	}
 	status := f.Status
 	if status == 0 && f.Error != nil {
 		status = f.Error.Status
@@ -132,7 +136,7 @@ func (s *Server) Inject(f Fault) {
 		s.tb.Fatalf("petstoretest: fault status %d: a fault answers with a status from 200 to 999", status)
 	}
 	ft := &fault{Fault: f, left: f.Times}
-	if f.Times <= 0 {
+	if f.Times == 0 {
 		ft.left = -1
 	}
 	if f.Route != "" {
