@@ -286,3 +286,36 @@ func TestFaultWithNegativeTimesFailsTheTest(t *testing.T) {
 		}
 	}
 }
+
+// A Latency-only fault lets the API's answer through, late: its Header
+// is set on that answer, replacing the API's value of a name both set,
+// whether the latency comes before the API handles the request or after.
+// A Drop sends no answer for a Header to go on: Inject fails the test.
+func TestFaultHeaderOnALatencyOnlyFault(t *testing.T) {
+	t.Parallel()
+	inBothModes(t, func(t *testing.T, opts ...petstoretest.Option) {
+		for _, after := range []bool{false, true} {
+			srv := petstoretest.NewServer(t, opts...)
+			srv.Inject(petstoretest.Fault{Times: 1, Latency: time.Millisecond, After: after,
+				Header: http.Header{"X-Test": {"slow"}, "X-Ratelimit-Remaining": {"0"}}})
+			status, h, _ := do(t, srv, "GET", "/pets", "")
+			if got := h.Values("X-Test"); status != http.StatusOK || len(got) != 1 || got[0] != "slow" {
+				t.Errorf("After %v: %d, X-Test %q; want the API's 200 with the fault's X-Test: slow", after, status, got)
+			}
+			if got := h.Values("X-RateLimit-Remaining"); len(got) != 1 || got[0] != "0" {
+				t.Errorf("After %v: X-RateLimit-Remaining %q, want the fault's 0 alone", after, got)
+			}
+		}
+	})
+	ft := newExampleT()
+	defer ft.cleanup()
+	srv := petstoretest.NewServer(ft, petstoretest.WithoutListener())
+	failed := func() (msg any) {
+		defer func() { msg = recover() }()
+		srv.Inject(petstoretest.Fault{Times: 1, Drop: true, Header: http.Header{"Retry-After": {"5"}}})
+		return nil
+	}()
+	if failed == nil {
+		t.Fatal("Inject(Fault{Drop: true, Header: ...}) did not fail the test: the Header can never be sent")
+	}
+}

@@ -79,7 +79,10 @@ type Fault struct {
 	// Error answers with this body instead; its Status (or its code's)
 	// is the response status unless Status is set.
 	Error *petstore.Error
-	// Header adds response headers, such as Retry-After.
+	// Header sets response headers, such as Retry-After, replacing the
+	// answer's own of the same name: on the fault's answer, or, for a
+	// Latency alone, on the API's answer it lets through. A Drop sends no
+	// answer: Inject fails the test on a Drop with a Header.
 	Header http.Header
 	// Latency delays the request, answered or not, while the client waits;
 	// a client that gives up first ends the wait, and so does Close. Over
@@ -121,10 +124,13 @@ func (routeMatch) ServeHTTP(http.ResponseWriter, *http.Request) {}
 
 // Inject adds a fault. An invalid Route fails the test, as does a
 // status (Status, or the Error's Status when Status is 0) outside 200 to
-// 999, which no server answers with: net/http panics on it, and a
-// negative Times.
+// 999, which no server answers with: net/http panics on it, a negative
+// Times, and a Drop with a Header.
 func (s *Server) Inject(f Fault) {
 	s.tb.Helper()
+	if f.Drop && len(f.Header) > 0 {
+		s.tb.Fatalf("petstoretest: fault Drop with a Header: a dropped connection sends no answer for the Header to go on")
+	}
 	if f.Times < 0 {
 		s.tb.Fatalf("petstoretest: fault Times %d: Times counts the requests to fail; 0 fails every matching request until ClearFaults", f.Times)
 	}
@@ -259,11 +265,14 @@ func (s *Server) front(next http.Handler) http.Handler {
 				for k, vs := range rec.Header() {
 					sw.Header()[k] = vs
 				}
+				setHeader(sw.Header(), f.Header)
 				sw.WriteHeader(rec.Code)
 				_, _ = sw.Write(rec.Body.Bytes())
 			}
 		case !s.applyFault(sw, r, f, unread):
-			next.ServeHTTP(sw, r)
+			hw := &headerSetter{ResponseWriter: sw, h: f.Header}
+			next.ServeHTTP(hw, r)
+			hw.set() // nothing written: net/http sends the header as it is now
 		}
 		if sw.Status == 0 && r.Context().Err() == nil { // nothing written: net/http sends 200
 			sw.Status = http.StatusOK
@@ -329,11 +338,7 @@ func (s *Server) applyFault(w *statuswriter.Writer, r *http.Request, f *Fault, u
 	}
 	body := *e
 	body.Status = status
-	for k, vs := range f.Header {
-		for _, v := range vs {
-			w.Header().Add(k, v)
-		}
-	}
+	setHeader(w.Header(), f.Header)
 	if status == http.StatusTooManyRequests && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", "1")
 	}
@@ -345,6 +350,47 @@ func (s *Server) applyFault(w *statuswriter.Writer, r *http.Request, f *Fault, u
 	httpx.WriteJSON(w, status, body)
 	return true
 }
+
+// setHeader sets every header of src in dst, replacing dst's values of
+// the same name.
+func setHeader(dst, src http.Header) {
+	for k := range src {
+		dst.Del(k)
+	}
+	for k, vs := range src {
+		for _, v := range vs {
+			dst.Add(k, v)
+		}
+	}
+}
+
+// headerSetter sets a Latency-only fault's Header on the API's answer as
+// it starts, after the API set its own.
+type headerSetter struct {
+	http.ResponseWriter
+	h    http.Header
+	done bool
+}
+
+func (w *headerSetter) set() {
+	if !w.done {
+		w.done = true
+		setHeader(w.ResponseWriter.Header(), w.h)
+	}
+}
+
+func (w *headerSetter) WriteHeader(code int) {
+	w.set()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *headerSetter) Write(b []byte) (int, error) {
+	w.set()
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *headerSetter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // errDropped is what a dropped connection (a Drop fault, or a Latency
 // wait cut by Close) looks like in no-listener mode.
