@@ -319,3 +319,35 @@ func TestFaultHeaderOnALatencyOnlyFault(t *testing.T) {
 		t.Fatal("Inject(Fault{Drop: true, Header: ...}) did not fail the test: the Header can never be sent")
 	}
 }
+
+// A Fault part of which can never take effect fails the test at Inject,
+// rather than being ignored while the test passes: a Drop sends no
+// answer, so a Status or an Error with it would never be seen, and a
+// negative Latency, a computed wait gone wrong, delays nothing.
+func TestFaultThatCannotApplyFailsTheTest(t *testing.T) {
+	t.Parallel()
+	for _, f := range []petstoretest.Fault{
+		{Times: 1, Drop: true, Status: http.StatusServiceUnavailable},
+		{Times: 1, Drop: true, Error: &petstore.Error{Code: petstore.CodeUnavailable, Message: "down"}},
+		{Times: 1, Latency: -time.Second},
+		{Times: 1, Latency: -time.Second, Status: http.StatusServiceUnavailable},
+	} {
+		ft := newExampleT()
+		srv := petstoretest.NewServer(ft, petstoretest.WithoutListener())
+		failed := func() (msg any) {
+			defer func() { msg = recover() }()
+			srv.Inject(f)
+			return nil
+		}()
+		ft.cleanup()
+		if failed == nil {
+			t.Errorf("Inject(%+v) did not fail the test", f)
+		}
+	}
+	// A Drop alone, and a Drop after a Latency, still work.
+	srv := petstoretest.NewServer(t, petstoretest.WithoutListener())
+	srv.Inject(petstoretest.Fault{Times: 1, Drop: true, Latency: time.Millisecond})
+	if _, err := srv.HTTPClient().Get(srv.URL + "/pets"); err == nil {
+		t.Fatal("a Drop after a Latency answered")
+	}
+}

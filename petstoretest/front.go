@@ -81,8 +81,7 @@ type Fault struct {
 	Error *petstore.Error
 	// Header sets response headers, such as Retry-After, replacing the
 	// answer's own of the same name: on the fault's answer, or, for a
-	// Latency alone, on the API's answer it lets through. A Drop sends no
-	// answer: Inject fails the test on a Drop with a Header.
+	// Latency alone, on the API's answer it lets through.
 	Header http.Header
 	// Latency delays the request, answered or not, while the client waits;
 	// a client that gives up first ends the wait, and so does Close. Over
@@ -92,7 +91,8 @@ type Fault struct {
 	// Error or Drop, the request then proceeds normally.
 	Latency time.Duration
 	// Drop closes the connection without any response (in no-listener
-	// mode the round trip fails with an error wrapping io.ErrUnexpectedEOF).
+	// mode the round trip fails with an error wrapping io.ErrUnexpectedEOF),
+	// so it takes no Status, Error or Header.
 	// Over a loopback port, Go's http.Transport itself sends a GET, a HEAD
 	// or a request with an Idempotency-Key (every create of the client)
 	// again, on another connection, when one it had used before drops it
@@ -125,11 +125,18 @@ func (routeMatch) ServeHTTP(http.ResponseWriter, *http.Request) {}
 // Inject adds a fault. An invalid Route fails the test, as does a
 // status (Status, or the Error's Status when Status is 0) outside 200 to
 // 999, which no server answers with: net/http panics on it, a negative
-// Times, and a Drop with a Header.
+// Times or Latency, and a Drop with a Status, an Error or a Header, none
+// of which a dropped connection sends.
 func (s *Server) Inject(f Fault) {
 	s.tb.Helper()
 	if f.Drop && len(f.Header) > 0 {
 		s.tb.Fatalf("petstoretest: fault Drop with a Header: a dropped connection sends no answer for the Header to go on")
+	}
+	if f.Drop && (f.Status != 0 || f.Error != nil) {
+		s.tb.Fatalf("petstoretest: fault Drop with a Status or an Error: a dropped connection sends no answer; use one or the other")
+	}
+	if f.Latency < 0 {
+		s.tb.Fatalf("petstoretest: fault Latency %v: a latency cannot be negative", f.Latency)
 	}
 	if f.Times < 0 {
 		s.tb.Fatalf("petstoretest: fault Times %d: Times counts the requests to fail; 0 fails every matching request until ClearFaults", f.Times)
