@@ -351,3 +351,26 @@ func TestFaultThatCannotApplyFailsTheTest(t *testing.T) {
 		t.Fatal("a Drop after a Latency answered")
 	}
 }
+
+// Inject keeps the fault as it was given: a test that reuses its Header
+// or Error for the next fault, changed, changes nothing already injected
+// (and races no request reading them).
+func TestInjectKeepsTheFaultAsGiven(t *testing.T) {
+	t.Parallel()
+	srv := petstoretest.NewServer(t, petstoretest.WithoutListener())
+	h := http.Header{"X-Fault": {"first"}}
+	e := &petstore.Error{Code: petstore.CodeUnavailable, Message: "first", Status: http.StatusServiceUnavailable}
+	srv.Inject(petstoretest.Fault{Times: 1, Error: e, Header: h})
+	h.Set("X-Fault", "second")
+	e.Message, e.Status = "second", http.StatusBadGateway
+	srv.Inject(petstoretest.Fault{Times: 1, Error: e, Header: h})
+	for _, want := range []struct {
+		name   string
+		status int
+	}{{"first", 503}, {"second", 502}} {
+		status, got, body := do(t, srv, "GET", "/pets", "")
+		if status != want.status || got.Get("X-Fault") != want.name || !strings.Contains(body, `"message":"`+want.name+`"`) {
+			t.Errorf("%s fault: %d, X-Fault %q, %s; want %d, %q and its message", want.name, status, got.Get("X-Fault"), body, want.status, want.name)
+		}
+	}
+}

@@ -126,9 +126,17 @@ func (routeMatch) ServeHTTP(http.ResponseWriter, *http.Request) {}
 // status (Status, or the Error's Status when Status is 0) outside 200 to
 // 999, which no server answers with: net/http panics on it, a negative
 // Times or Latency, and a Drop with a Status, an Error or a Header, none
-// of which a dropped connection sends.
+// of which a dropped connection sends. It keeps a copy of f's Header
+// and Error: changing them afterwards changes nothing injected.
 func (s *Server) Inject(f Fault) {
 	s.tb.Helper()
+	// The fault is the caller's as given: a Header or Error it changes
+	// later, for another fault, must not change this one.
+	f.Header = f.Header.Clone()
+	if f.Error != nil {
+		e := *f.Error
+		f.Error = &e
+	}
 	if f.Drop && len(f.Header) > 0 {
 		s.tb.Fatalf("petstoretest: fault Drop with a Header: a dropped connection sends no answer for the Header to go on")
 	}
