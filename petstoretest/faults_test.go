@@ -3,6 +3,7 @@ package petstoretest_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -371,6 +372,23 @@ func TestInjectKeepsTheFaultAsGiven(t *testing.T) {
 		status, got, body := do(t, srv, "GET", "/pets", "")
 		if status != want.status || got.Get("X-Fault") != want.name || !strings.Contains(body, `"message":"`+want.name+`"`) {
 			t.Errorf("%s fault: %d, X-Fault %q, %s; want %d, %q and its message", want.name, status, got.Get("X-Fault"), body, want.status, want.name)
+		}
+	}
+}
+
+// A fault's Error body has the code and message every Error of the API
+// has (the spec requires both), even when the Fault's Error leaves them
+// empty: the code its status has, as for a Fault with a Status alone.
+func TestFaultErrorBodyHasACodeAndMessage(t *testing.T) {
+	t.Parallel()
+	srv := petstoretest.NewServer(t, petstoretest.WithoutListener())
+	srv.Inject(petstoretest.Fault{Times: 1, Error: &petstore.Error{Status: http.StatusServiceUnavailable}})
+	srv.Inject(petstoretest.Fault{Times: 1, Status: http.StatusConflict, Error: &petstore.Error{Message: "taken"}})
+	for _, want := range []petstore.Error{{Code: petstore.CodeUnavailable, Status: 503}, {Code: petstore.CodeConflict, Message: "taken", Status: 409}} {
+		status, _, body := do(t, srv, "GET", "/pets", "")
+		var e petstore.Error
+		if err := json.Unmarshal([]byte(body), &e); err != nil || status != want.Status || e.Code != want.Code || e.Status != want.Status || e.Message == "" || want.Message != "" && e.Message != want.Message {
+			t.Errorf("fault answer %d %s, want %d with code %q and a message", status, body, want.Status, want.Code)
 		}
 	}
 }

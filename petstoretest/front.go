@@ -77,7 +77,9 @@ type Fault struct {
 	// getPet's deprecation headers) unless Header adds them.
 	Status int
 	// Error answers with this body instead; its Status (or its code's)
-	// is the response status unless Status is set.
+	// is the response status unless Status is set. An empty Code or
+	// Message is filled in as for a Status alone: the status's code, and
+	// a message saying the fault was injected.
 	Error *petstore.Error
 	// Header sets response headers, such as Retry-After, replacing the
 	// answer's own of the same name: on the fault's answer, or, for a
@@ -343,16 +345,17 @@ func (s *Server) applyFault(w *statuswriter.Writer, r *http.Request, f *Fault, u
 	if f.Status == 0 && f.Error == nil {
 		return false
 	}
-	e := f.Error
-	if e == nil {
-		e = &petstore.Error{Code: httpx.CodeOf(f.Status), Message: fmt.Sprintf("fault injected by petstoretest: %d %s", f.Status, http.StatusText(f.Status))}
-	}
+	e := cmp.Or(f.Error, &petstore.Error{})
 	status := cmp.Or(f.Status, e.Status)
 	if status == 0 {
 		status = httpx.ErrorStatus(e)
 	}
+	// Every Error of the API has a code and a message: those of the
+	// status stand in for what the fault leaves out.
 	body := *e
 	body.Status = status
+	body.Code = cmp.Or(body.Code, httpx.CodeOf(status))
+	body.Message = cmp.Or(body.Message, fmt.Sprintf("fault injected by petstoretest: %d %s", status, http.StatusText(status)))
 	setHeader(w.Header(), f.Header)
 	if status == http.StatusTooManyRequests && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", "1")
