@@ -18,8 +18,6 @@ import (
 	"github.com/petstorekit/petstore/petstoretest"
 )
 
-// clock is shared by the fake and the client, so a 429's Retry-After
-// passes without the test waiting.
 func TestAvailableNames(t *testing.T) {
 	t.Parallel()
 	srv := petstoretest.NewServer(t, petstoretest.WithPets(
@@ -38,6 +36,8 @@ func TestAvailableNames(t *testing.T) {
 
 func TestRestockThroughRateLimit(t *testing.T) {
 	t.Parallel()
+	// clk is shared by the fake and the client, so a 429's Retry-After
+	// passes without the test waiting.
 	clk := testenv.NewClock(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 	// Three requests a minute: the fourth create is refused with 429, and
 	// the client waits out Retry-After on the shared clock.
