@@ -24,11 +24,15 @@ import (
 // Request is one request the fake received, as logged for assertions.
 type Request struct {
 	Method string
-	Path   string      // URL path, such as /v1/pets
-	Query  url.Values  // query parameters
-	Header http.Header // request headers without Authorization, so keys stay out of test output
-	Body   []byte      // request body, at most 1 MiB of it
-	Status int         // response status; 0 when the connection was dropped, the client gave up, or the request is still being handled
+	Path   string     // URL path, such as /v1/pets
+	Query  url.Values // query parameters
+	// Header holds the request headers without Authorization, so keys
+	// stay out of test output. Without a listener (WithoutListener) they
+	// are the headers the client set: those Go's transport adds on the
+	// wire (User-Agent, Accept-Encoding, Content-Length) are not there.
+	Header http.Header
+	Body   []byte // request body, at most 1 MiB of it
+	Status int    // response status; 0 when the connection was dropped, the client gave up, or the request is still being handled
 }
 
 // Requests returns a copy of the request log, oldest first: in the order
