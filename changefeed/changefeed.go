@@ -61,7 +61,11 @@ type Change struct {
 type Feed interface {
 	// Publish announces c to every subscriber, this process's included.
 	// It returns an error when c is malformed (see Encode) or the feed
-	// could not take it; then no subscriber may have seen it.
+	// did not confirm that it took c. Such an error does not mean that no
+	// subscriber saw c: a change sent on a link whose answer was lost
+	// (the deadline passed, the link broke) may still reach subscribers,
+	// even after Publish has returned. Publishing c again is safe, since
+	// a change heard twice does no harm.
 	Publish(ctx context.Context, c Change) error
 
 	// Subscribe calls fn with every change published while the

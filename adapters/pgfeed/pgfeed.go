@@ -120,7 +120,8 @@ func (f *Feed) Channel() string { return f.channel }
 // turns on one connection; waiting for a turn ends with ctx, and a ctx
 // with no deadline gets DefaultPublishTimeout. A publish under way when
 // Close is called, and any after, returns ErrClosed; none connects after
-// Close.
+// Close. A Publish that returns an error may have sent its notification
+// all the same, and subscribers may hear it later (see changefeed.Feed).
 func (f *Feed) Publish(ctx context.Context, c changefeed.Change) error {
 	payload, err := changefeed.Encode(c)
 	if err != nil {
