@@ -10,7 +10,7 @@
 // KindLost when a ping goes unanswered for an interval or the connection
 // fails, reconnects with backoff and reports KindLive once it listens
 // again. Publish uses a second connection, opened on first use and kept,
-// reopened when it has failed.
+// reopened when it has failed or has stopped answering (see Publish).
 //
 // Notifications go to every session listening on the channel in the same
 // database, whatever its search_path. So the default channel is one per
@@ -120,8 +120,12 @@ func (f *Feed) Channel() string { return f.channel }
 // turns on one connection; waiting for a turn ends with ctx, and a ctx
 // with no deadline gets DefaultPublishTimeout. A publish under way when
 // Close is called, and any after, returns ErrClosed; none connects after
-// Close. A Publish that returns an error may have sent its notification
-// all the same, and subscribers may hear it later (see changefeed.Feed).
+// Close. The connection kept from an earlier publish gets half of the
+// time left to answer: one that a NAT or firewall dropped while idle,
+// without a word, is then closed, and the change is published on a new
+// connection with the other half. A Publish that returns an error may
+// have sent its notification all the same, and subscribers may hear it
+// later (see changefeed.Feed).
 func (f *Feed) Publish(ctx context.Context, c changefeed.Change) error {
 	payload, err := changefeed.Encode(c)
 	if err != nil {
@@ -155,8 +159,12 @@ func (f *Feed) notify(ctx context.Context, payload string) (err error) {
 	if f.closing.Err() != nil {
 		return ErrClosed
 	}
-	// A kept connection may have died while idle; then one new connection
-	// is tried. A change delivered twice does no harm.
+	// A kept connection may have died while idle: closed by the server,
+	// or dropped without a word by a NAT or firewall, which TCP keepalives
+	// (Go's defaults: pgx sets none) reveal only after minutes. So it gets
+	// half of the time left, which a live one, even over a slow link,
+	// answers within, and then one new connection is tried with the rest.
+	// A change delivered twice does no harm.
 	for reused := f.pub != nil; ; reused = false {
 		if f.pub == nil {
 			if f.pub, err = pgx.ConnectConfig(ctx, f.config.Copy()); err != nil {
@@ -164,7 +172,12 @@ func (f *Feed) notify(ctx context.Context, payload string) (err error) {
 				return fmt.Errorf("pgfeed: connect: %w", err)
 			}
 		}
-		_, err = f.pub.Exec(ctx, "SELECT pg_notify($1, $2)", f.channel, payload)
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if deadline, ok := ctx.Deadline(); reused && ok {
+			actx, cancel = context.WithTimeout(ctx, time.Until(deadline)/2)
+		}
+		_, err = f.pub.Exec(actx, "SELECT pg_notify($1, $2)", f.channel, payload)
+		cancel()
 		if err == nil {
 			return nil
 		}
