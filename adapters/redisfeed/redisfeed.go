@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -55,16 +56,39 @@ func New(client redis.UniversalClient, prefix string) *Feed {
 // Channel returns the Redis channel the feed uses.
 func (f *Feed) Channel() string { return f.channel }
 
-// Publish implements changefeed.Feed.
+// Publish implements changefeed.Feed. Its first attempt gets half of the
+// time ctx leaves (without a deadline, the client's read timeout): a
+// pooled connection that a NAT or firewall dropped while idle, without a
+// word, is then given up, and one more attempt, on another connection,
+// gets the rest.
 func (f *Feed) Publish(ctx context.Context, c changefeed.Change) error {
 	msg, err := changefeed.Encode(c)
 	if err != nil {
 		return err
 	}
-	if err := f.client.Publish(ctx, f.channel, msg).Err(); err != nil {
+	// TCP keepalives (go-redis's: 30 s idle, then 3 probes 5 s apart)
+	// reveal a dropped connection only after 45 s. A live one, even over
+	// a slow link, answers within half the time; go-redis closes one
+	// whose answer timed out. A change delivered twice does no harm.
+	actx, cancel := ctx, context.CancelFunc(func() {})
+	if deadline, ok := ctx.Deadline(); ok {
+		actx, cancel = context.WithTimeout(ctx, time.Until(deadline)/2)
+	}
+	err = f.client.Publish(actx, f.channel, msg).Err()
+	cancel()
+	if timedOut(err) && ctx.Err() == nil {
+		err = f.client.Publish(ctx, f.channel, msg).Err()
+	}
+	if err != nil {
 		return fmt.Errorf("redisfeed: publish: %w", err)
 	}
 	return nil
+}
+
+// timedOut reports whether err is a wait for an answer that ran out.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // Subscribe implements changefeed.Feed: it subscribes again, with

@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -230,4 +232,89 @@ func TestClosedWhileTheLinkIsPaused(t *testing.T) {
 	// The 1 s staleness bound of docs/keys.md, as TestFaults: the feed
 	// notices within two health intervals, 800 ms.
 	r.Reaches(t, redisfeed.New(admin, prefix), time.Second, changefeed.Change{Kind: changefeed.KindKey, ID: "key_killed"})
+}
+
+// TestPublishOverAnIdleConnectionDroppedSilently: a NAT or firewall
+// drops the client's pooled connection while it is idle, without a word
+// (a black hole: the proxy it went through is paused), while new
+// connections get through. The next Publish used to wait for that
+// connection's answer until the client's read timeout, or its deadline,
+// and fail; it now gives the connection up then, or once half of its
+// time has passed, and publishes on another.
+func TestPublishOverAnIdleConnectionDroppedSilently(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration // of the publish; 0: none
+	}{
+		{"without a deadline", 0},
+		{"with a deadline", 1500 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := redislimit.ParseOptions(testenv.RedisURL(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dropped := faultproxy.Start(t, o.Addr) // the pooled connection's path
+			fresh := faultproxy.Start(t, o.Addr)   // every later connection's
+			var dials atomic.Int32
+			var d net.Dialer
+			o.Dialer = func(ctx context.Context, network, _ string) (net.Conn, error) {
+				addr := fresh.Addr()
+				if dials.Add(1) == 1 {
+					addr = dropped.Addr()
+				}
+				return d.DialContext(ctx, network, addr)
+			}
+			c := redis.NewClient(o)
+			t.Cleanup(func() { c.Close() })
+			direct := testenv.RedisClient(t)
+			prefix := testenv.RedisPrefix(t, direct, "feed")
+			pub := redisfeed.New(c, prefix)
+			r := feedtest.Subscribe(t, redisfeed.New(direct, prefix))
+			r.Want(t, changefeed.Change{Kind: changefeed.KindLive})
+
+			ctx := context.Background()
+			first := changefeed.Change{Kind: changefeed.KindKey, ID: "first"}
+			if err := pub.Publish(ctx, first); err != nil {
+				t.Fatal(err)
+			}
+			r.Want(t, first)
+
+			dropped.Pause()
+			if tc.timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tc.timeout)
+				defer cancel()
+			}
+			after := changefeed.Change{Kind: changefeed.KindKey, ID: "after"}
+			started := time.Now()
+			if err := pub.Publish(ctx, after); err != nil {
+				t.Fatalf("Publish after its idle connection was dropped: %v after %v", err, time.Since(started).Round(time.Millisecond))
+			}
+			r.Want(t, after)
+		})
+	}
+}
+
+// TestPublishOverASlowLinkKeepsItsConnection: a pooled connection is
+// not given up merely for being slow. Over a link whose round trip
+// (500 ms) exceeds the health interval, a publish with 1.5 s of time is
+// answered on it in one round trip; a new connection would need more.
+func TestPublishOverASlowLinkKeepsItsConnection(t *testing.T) {
+	proxy, c := testenv.ProxiedRedis(t)
+	pub := redisfeed.New(c, testenv.RedisPrefix(t, testenv.RedisClient(t), "feed"))
+	ctx := context.Background()
+	if err := pub.Publish(ctx, changefeed.Change{Kind: changefeed.KindKey, ID: "warm"}); err != nil {
+		t.Fatal(err)
+	}
+	proxy.SetLatency(250 * time.Millisecond)
+	defer proxy.Restore()
+	for i := range 3 {
+		pctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+		err := pub.Publish(pctx, changefeed.Change{Kind: changefeed.KindKey, ID: "slow"})
+		cancel()
+		if err != nil {
+			t.Fatalf("publish %d over a slow link: %v", i, err)
+		}
+	}
 }
