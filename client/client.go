@@ -54,6 +54,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"golang.org/x/net/idna"
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/internal/httpcode"
@@ -121,7 +122,8 @@ type Option func(*Client)
 // WithHTTPClient sets the HTTP client used for every attempt, for example
 // petstoretest's in-memory one. Its Timeout bounds each attempt. The
 // client uses a copy that follows no redirect leaving the base URL's
-// origin (scheme, host and port, compared as browsers do: case aside,
+// origin (scheme, host and port, compared as browsers do: case aside, a
+// host name in Unicode or punycode alike, a trailing dot another host,
 // and a default port written or not), so the key never goes elsewhere,
 // nor a 301 or 302 to a create, which net/http would follow with a GET.
 // nil keeps the default (30 s Timeout, http.DefaultTransport).
@@ -269,13 +271,28 @@ func (c *Client) keepKeyHome(hc *http.Client) *http.Client {
 	return &cp
 }
 
-// sameOrigin reports whether a and b have the same origin as RFC 6454
-// (and every browser) compares them: the same scheme and host name,
-// ignoring case, and the same port, where a default one (80 for http,
-// 443 for https) is the same written or not. The key goes only to the
-// base URL's origin.
+// sameOrigin reports whether a and b have the same origin as the URL
+// standard (and every browser) compares them: the same scheme, ignoring
+// case, the same host name in its IDNA ASCII form (see asciiHost), and
+// the same port, where a default one (80 for http, 443 for https) is the
+// same written or not. A trailing dot makes another host, as for
+// browsers and net/http, which drops the key on a redirect to it. The key
+// goes only to the base URL's origin.
 func sameOrigin(a, b *url.URL) bool {
-	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
+	return strings.EqualFold(a.Scheme, b.Scheme) && asciiHost(a) == asciiHost(b) && port(a) == port(b)
+}
+
+// asciiHost is u's host name as net/http dials it and names it in the
+// Host header: Unicode labels in punycode (IDNA lookup, as the URL
+// standard's host parser), and in lower case, so "bücher.example" and
+// "XN--BCHER-KVA.example" are one host. A name IDNA refuses (an IP
+// address, an underscore) is only lowered.
+func asciiHost(u *url.URL) string {
+	h := u.Hostname()
+	if a, err := idna.Lookup.ToASCII(h); err == nil {
+		return a
+	}
+	return strings.ToLower(h)
 }
 
 // port is u's port, or its scheme's default when it names none.

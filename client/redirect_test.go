@@ -113,11 +113,12 @@ func TestCreateIsNotRedirectedAsAGet(t *testing.T) {
 }
 
 // TestOriginIsComparedAsBrowsersDo: the key stays on the base URL's
-// origin, which is its scheme, host and port as RFC 6454 compares them:
-// a host name's case does not matter, and a default port (443 for https,
-// 80 for http) is the same whether written or not. A redirect, or a next
-// link, to the base's own origin written another way is followed, not
-// refused as leaving it.
+// origin, which is its scheme, host and port as the URL standard and
+// browsers compare them: a host name's case does not matter, nor whether
+// an internationalized one is written in Unicode or punycode (IDNA), and
+// a default port (443 for https, 80 for http) is the same whether
+// written or not. A redirect, or a next link, to the base's own origin
+// written another way is followed, not refused as leaving it.
 func TestOriginIsComparedAsBrowsersDo(t *testing.T) {
 	t.Parallel()
 	const key = "psk_origin"
@@ -131,6 +132,10 @@ func TestOriginIsComparedAsBrowsersDo(t *testing.T) {
 		{"https port written", true, "https://example.com:443", "https://example.com"},
 		{"https port left out", true, "https://example.com", "https://example.com:443"},
 		{"http port written", false, "http://Example.com:80", "http://example.com"},
+		// The URL standard (and net/http, which dials and names the
+		// host so) reads a host name in its IDNA ASCII form.
+		{"punycode to Unicode", false, "http://xn--bcher-kva.example", "http://bücher.example"},
+		{"Unicode to punycode", false, "http://Bücher.example", "http://XN--BCHER-KVA.example"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -197,4 +202,70 @@ func movedAPI(t *testing.T, srv *petstoretest.Server) string {
 	api := httptest.NewServer(mux)
 	t.Cleanup(api.Close)
 	return api.URL + "/old/v1"
+}
+
+// TestTrailingDotIsAnotherOrigin: a host name with a trailing dot is
+// another host for the URL standard, browsers and net/http (which drops
+// Authorization on a redirect between them): "api.example.com" may be
+// looked up under a search domain, "api.example.com." never is. The key
+// goes to neither from the other; the redirect is reported instead, and a
+// next link there is refused.
+func TestTrailingDotIsAnotherOrigin(t *testing.T) {
+	t.Parallel()
+	const key = "psk_trailing_dot"
+	for _, tt := range []struct{ base, to string }{
+		{"http://example.com", "http://example.com."},
+		{"http://example.com.", "http://example.com"},
+	} {
+		t.Run(tt.base+" to "+tt.to, func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			var keyed []string // hosts that received the key
+			mux := http.NewServeMux()
+			mux.HandleFunc("/old/v1/", func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, tt.to+strings.TrimPrefix(r.URL.RequestURI(), "/old"), http.StatusFound)
+			})
+			mux.HandleFunc("GET /v1/pets", func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get("Authorization") != "" {
+					mu.Lock()
+					keyed = append(keyed, r.Host)
+					mu.Unlock()
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Link", "<"+tt.to+`/v1/pets?cursor=2>; rel="next"`)
+				w.Write([]byte("[]"))
+			})
+			api := httptest.NewServer(mux)
+			t.Cleanup(api.Close)
+			tr := http.DefaultTransport.(*http.Transport).Clone()
+			tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, network, api.Listener.Addr().String())
+			}
+			t.Cleanup(tr.CloseIdleConnections)
+			hc := &http.Client{Transport: tr}
+			c, err := client.New(tt.base+"/old/v1", key, client.WithHTTPClient(hc), client.WithMaxAttempts(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.ListPets(context.Background(), petstore.PetFilter{})
+			if e := asError(t, err); e.Status != http.StatusFound || !strings.Contains(e.Message, "not followed") {
+				t.Fatalf("error %+v, want the 302 to %s reported as not followed", e, tt.to)
+			}
+			c, err = client.New(tt.base+"/v1", key, client.WithHTTPClient(hc), client.WithMaxAttempts(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, err := range c.All(context.Background(), petstore.PetFilter{}) {
+				if err == nil || !strings.Contains(err.Error(), "leaves") {
+					t.Fatalf("All: %v, want the next link to %s refused as leaving the origin", err, tt.to)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if want := []string{strings.TrimPrefix(tt.base, "http://")}; !slices.Equal(keyed, want) {
+				t.Fatalf("the key reached the hosts %q, want only %q", keyed, want)
+			}
+		})
+	}
 }
