@@ -45,6 +45,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -362,7 +363,7 @@ func idempotencyKey(ctx context.Context) (string, error) {
 // ListPets implements petstore.PetService: it fetches one page. The next
 // page's cursor comes from the response's Link rel="next".
 func (c *Client) ListPets(ctx context.Context, f petstore.PetFilter) (petstore.PetPage, error) {
-	pets, next, err := fetchPage[petstore.Pet](ctx, c, c.listURL(f), "listPets", "pets")
+	pets, next, _, err := fetchPage[petstore.Pet](ctx, c, c.listURL(f), "listPets", "pets")
 	if err != nil {
 		return petstore.PetPage{}, err
 	}
@@ -385,15 +386,17 @@ func (c *Client) All(ctx context.Context, f petstore.PetFilter) iter.Seq2[petsto
 // page), page by page, following the Link rel="next" of each response.
 // Iteration stops after the first error, which is yielded with a zero T;
 // a next link back to a page already read is one, as it would loop
-// forever. op and what name the operation and its items. Each range over
-// the sequence starts again at first.
+// forever. A page is the request the server gets (see requestKey), at
+// the URL asked for and at the one a redirect led to. op and what name
+// the operation and its items. Each range over the sequence starts again
+// at first.
 func allPages[T any](ctx context.Context, c *Client, first *url.URL, op, what string) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
 		read := map[string]bool{}
 		for u := first; u != nil; {
-			read[u.String()] = true
-			items, next, err := fetchPage[T](ctx, c, u, op, what)
+			read[requestKey(u)] = true
+			items, next, at, err := fetchPage[T](ctx, c, u, op, what)
 			if err != nil {
 				yield(zero, err)
 				return
@@ -403,7 +406,8 @@ func allPages[T any](ctx context.Context, c *Client, first *url.URL, op, what st
 					return
 				}
 			}
-			if next != nil && read[next.String()] {
+			read[requestKey(at)] = true
+			if next != nil && read[requestKey(next)] {
 				yield(zero, fmt.Errorf("petstore client: next link %s leads back to a page already read", next.Redacted()))
 				return
 			}
@@ -435,32 +439,48 @@ func (c *Client) pageURL(path string, limit int, status, cursor string) *url.URL
 }
 
 // fetchPage fetches one page of a list at u, the operation op, and
-// returns its items (what names them in errors) and the resolved next
-// link, nil on the last page.
-func fetchPage[T any](ctx context.Context, c *Client, u *url.URL, op, what string) ([]T, *url.URL, error) {
+// returns its items (what names them in errors), the resolved next link,
+// nil on the last page, and the URL the page came from, which after a
+// redirect is not u.
+func fetchPage[T any](ctx context.Context, c *Client, u *url.URL, op, what string) ([]T, *url.URL, *url.URL, error) {
 	resp, body, err := c.do(ctx, op, http.MethodGet, u, nil, "")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	at := resp.Request.URL
 	items := []T{}
 	if err := decodeBody(resp, body, &items, what); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	link := parseLinkNext(resp.Header.Values("Link"))
 	if link == "" {
-		return items, nil, nil
+		return items, nil, at, nil
 	}
 	// RFC 8288: relative to the URL the page came from, which after a
 	// redirect is not u.
-	next, err := resp.Request.URL.Parse(link)
+	next, err := at.Parse(link)
 	if err != nil {
-		return nil, nil, fmt.Errorf("petstore client: malformed next link %q", link)
+		return nil, nil, nil, fmt.Errorf("petstore client: malformed next link %q", link)
 	}
 	// The key goes with every request: never follow a link elsewhere.
 	if !sameOrigin(next, c.base) {
-		return nil, nil, fmt.Errorf("petstore client: next link %q leaves %s://%s", link, c.base.Scheme, c.base.Host)
+		return nil, nil, nil, fmt.Errorf("petstore client: next link %q leaves %s://%s", link, c.base.Scheme, c.base.Host)
 	}
-	return items, next, nil
+	return items, next, at, nil
+}
+
+// requestKey is what the server gets of a GET of u, the same for every
+// way of writing it: the origin as sameOrigin compares it, the path
+// decoded (the API's pages differ only in their query), and the query's
+// parameters in order of name, decoded and encoded again ("cursor=a+b"
+// and "cursor=a%2Bb" stay apart). The fragment is never sent, nor the
+// user info.
+func requestKey(u *url.URL) string {
+	query := u.RawQuery
+	if q, err := url.ParseQuery(query); err == nil {
+		query = q.Encode()
+	}
+	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(asciiHost(u), port(u)) + cmp.Or(u.Path, "/") + "?" + query
 }
 
 // CreatePet implements petstore.PetService. It sends an Idempotency-Key

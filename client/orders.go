@@ -18,7 +18,7 @@ import (
 // ListOrders fetches one page of the key's project's orders. The next
 // page's cursor comes from the response's Link rel="next".
 func (c *Client) ListOrders(ctx context.Context, f petstore.OrderFilter) (petstore.OrderPage, error) {
-	orders, next, err := fetchPage[petstore.Order](ctx, c, c.ordersURL(f), "listOrders", "orders")
+	orders, next, _, err := fetchPage[petstore.Order](ctx, c, c.ordersURL(f), "listOrders", "orders")
 	if err != nil {
 		return petstore.OrderPage{}, err
 	}

@@ -2,7 +2,9 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -118,5 +120,90 @@ func TestAllIteratesAgain(t *testing.T) {
 		if got := walk(tc.stopAfter); got != tc.want {
 			t.Fatalf("walk %d over the same All: %q, want %q", i+1, got, tc.want)
 		}
+	}
+}
+
+// TestAllSeesALoopAsTheServerDoes: All's guard against next links that
+// lead back to a page already read compares the requests the server gets,
+// not the links' text: the same page written with its query parameters in
+// another order, escaped differently, with its default port, in another
+// case or Unicode form of the host, with a fragment, or at the URL a
+// redirect led to, is a loop, which ends All after each page once. Pages
+// the server tells apart ("a+b" and "a%2Bb" are two cursors) are not.
+func TestAllSeesALoopAsTheServerDoes(t *testing.T) {
+	t.Parallel()
+	const first = "http://example.com/v1/pets?limit=1" // what All asks for first
+	tests := []struct {
+		name  string
+		base  string            // the client's base URL
+		links map[string]string // cursor → its page's next link
+		pages int               // pages All yields
+		loop  bool              // whether it then ends with the loop's error
+	}{
+		{"query in another order", "http://example.com/v1",
+			map[string]string{"": "/v1/pets?cursor=a&limit=1", "a": "/v1/pets?limit=1&cursor=a"}, 2, true},
+		{"back to the first page, path escaped", "http://example.com/v1",
+			map[string]string{"": "/v1/pets?limit=1&cursor=a", "a": "/v1/%70ets?limit=1"}, 2, true},
+		{"query escaped", "http://example.com/v1",
+			map[string]string{"": "/v1/pets?limit=1&cursor=a", "a": "/v1/pets?limit=1&cursor=%61"}, 2, true},
+		{"default port and host case", "http://example.com/v1",
+			map[string]string{"": "http://EXAMPLE.com:80/v1/pets?limit=1"}, 1, true},
+		{"Unicode host", "http://xn--bcher-kva.example/v1",
+			map[string]string{"": "http://bücher.example/v1/pets?limit=1"}, 1, true},
+		{"a fragment, which is not sent", "http://example.com/v1",
+			map[string]string{"": "/v1/pets?limit=1#top"}, 1, true},
+		{"back to where a redirect led", "http://example.com/old/v1",
+			map[string]string{"": "/v1/pets?limit=1&cursor=a", "a": first}, 2, true},
+		{"an escape's hex digits in another case", "http://example.com/v1",
+			map[string]string{"": "/v1/pets/x%2fy?limit=1", "x%2fy": "/v1/pets/x%2Fy?limit=1"}, 2, true},
+		{"cursors the server tells apart", "http://example.com/v1",
+			map[string]string{"": "/v1/pets?limit=1&cursor=a+b", "a b": "/v1/pets?limit=1&cursor=a%2Bb"}, 3, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			mux := http.NewServeMux()
+			mux.HandleFunc("/old/v1/", func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, strings.Replace(r.URL.RequestURI(), "/old", "", 1), http.StatusMovedPermanently)
+			})
+			mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+				// The page: what follows /v1/pets/ as sent, else its cursor.
+				page := r.URL.Query().Get("cursor")
+				if rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/v1/pets/"); ok {
+					page = rest
+				}
+				if link, ok := tt.links[page]; ok {
+					w.Header().Set("Link", "<"+link+`>; rel="next"`)
+				}
+				w.Header().Set("Content-Type", "application/json")
+				json.NewEncoder(w).Encode([]petstore.Pet{{ID: 1, Name: "page " + page, CategoryID: 1}})
+			})
+			api := httptest.NewServer(mux)
+			t.Cleanup(api.Close)
+			tr := http.DefaultTransport.(*http.Transport).Clone()
+			tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, network, api.Listener.Addr().String())
+			}
+			t.Cleanup(tr.CloseIdleConnections)
+			c, err := client.New(tt.base, "psk_loop", client.WithHTTPClient(&http.Client{Transport: tr}), client.WithMaxAttempts(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			var last error
+			for pet, err := range c.All(context.Background(), petstore.PetFilter{Limit: 1}) {
+				if err != nil {
+					last = err
+					break
+				}
+				if names = append(names, pet.Name); len(names) > 10 {
+					break
+				}
+			}
+			if len(names) != tt.pages || (last != nil) != tt.loop || (last != nil && !strings.Contains(last.Error(), "already read")) {
+				t.Fatalf("links %q: All yielded %q, then %v; want %d pages, then loop error %v", tt.links, names, last, tt.pages, tt.loop)
+			}
+		})
 	}
 }
