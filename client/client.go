@@ -189,7 +189,10 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // New returns a client for the API at baseURL (such as
-// "https://api.example.com/v1"), authenticating with apiKey. It refuses a
+// "https://api.example.com/v1"), authenticating with apiKey; without
+// one, with the base URL's user info, if any, as Basic authentication
+// (for a proxy in front, say), sent like the key with every request and
+// redirect within the base URL's origin, and only there. It refuses a
 // key or a User-Agent (WithUserAgent) with a control character, which no
 // request could carry.
 func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
@@ -258,9 +261,7 @@ func (c *Client) keepKeyHome(hc *http.Client) *http.Client {
 		// net/http compares host names as written, and drops the key
 		// on the way from EXAMPLE.com to example.com: within the origin
 		// it goes on.
-		if c.apiKey != "" {
-			req.Header.Set("Authorization", "Bearer "+c.apiKey)
-		}
+		c.authorize(req)
 		if check != nil {
 			return check(req, via)
 		}
@@ -270,6 +271,20 @@ func (c *Client) keepKeyHome(hc *http.Client) *http.Client {
 		return nil
 	}
 	return &cp
+}
+
+// authorize sets req's credentials: the API key, else the base URL's
+// user info as Basic authentication. net/http sends the user info only
+// with a URL that holds it, which an absolute Location or next link
+// within the origin does not; the key's rules keep it on the origin.
+func (c *Client) authorize(req *http.Request) {
+	switch {
+	case c.apiKey != "":
+		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	case c.base.User != nil:
+		pass, _ := c.base.User.Password()
+		req.SetBasicAuth(c.base.User.Username(), pass)
+	}
 }
 
 // sameOrigin reports whether a and b have the same origin as the URL
@@ -702,9 +717,7 @@ func (c *Client) attempt(ctx context.Context, method string, u *url.URL, body []
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.userAgent)
-	if c.apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.apiKey)
-	}
+	c.authorize(req)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

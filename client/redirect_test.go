@@ -269,3 +269,86 @@ func TestTrailingDotIsAnotherOrigin(t *testing.T) {
 		})
 	}
 }
+
+// TestRedirectKeepsTheBaseURLsUserInfo: without an API key, the base
+// URL's user info is the credential (net/http sends it as Basic
+// authentication), say for a proxy in front of a staging API. net/http
+// sends it with the first request only, so a redirect within the base
+// URL's origin lost it, and the call failed with the proxy's 401; like
+// the key, it now goes on within the origin, and only there.
+func TestRedirectKeepsTheBaseURLsUserInfo(t *testing.T) {
+	t.Parallel()
+	srv := petstoretest.NewServer(t, petstoretest.WithoutRateLimits(), petstoretest.WithPets(petstore.NewPet{Name: "Rex", CategoryID: 1}, petstore.NewPet{Name: "Tom", CategoryID: 1}))
+	var mu sync.Mutex
+	var leaked []string // Authorization headers another origin got
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		leaked = append(leaked, r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte("[]"))
+	}))
+	t.Cleanup(other.Close)
+	mux := http.NewServeMux()
+	var api *httptest.Server
+	// Locations and next links are absolute, without user info, as
+	// servers write them: a relative one keeps it.
+	mux.HandleFunc("/old/v1/", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, api.URL+strings.Replace(r.URL.RequestURI(), "/old", "", 1), http.StatusMovedPermanently)
+	})
+	mux.HandleFunc("/away/v1/", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/v1/pets", http.StatusFound)
+	})
+	// The proxy checks the user info and passes the key on to the API.
+	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		if user, pass, ok := r.BasicAuth(); !ok || user != "staging" || pass != "s3cret" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			w.Write([]byte(`{"code":"unauthorized","message":"the proxy wants its password"}`))
+			return
+		}
+		r.Header.Set("Authorization", "Bearer "+srv.Key())
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, r)
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		if link := rec.Header().Get("Link"); link != "" {
+			w.Header().Set("Link", strings.Replace(link, "</", "<"+api.URL+"/", 1))
+		}
+		w.WriteHeader(rec.Code)
+		w.Write(rec.Body.Bytes())
+	})
+	api = httptest.NewServer(mux)
+	t.Cleanup(api.Close)
+	base := strings.Replace(api.URL, "://", "://staging:s3cret@", 1)
+
+	c, err := client.New(base+"/old/v1", "", client.WithMaxAttempts(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for p, err := range c.All(context.Background(), petstore.PetFilter{Limit: 1}) {
+		if err != nil {
+			t.Fatalf("All through a redirect within the origin, after %q: %v", names, err)
+		}
+		names = append(names, p.Name)
+	}
+	if want := []string{"Rex", "Tom"}; !slices.Equal(names, want) {
+		t.Fatalf("All = %q, want %q", names, want)
+	}
+
+	c, err = client.New(base+"/away/v1", "", client.WithMaxAttempts(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.ListPets(context.Background(), petstore.PetFilter{})
+	if e := asError(t, err); e.Status != http.StatusFound {
+		t.Fatalf("error %+v, want the 302 to another origin reported", e)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(leaked) != 0 {
+		t.Fatalf("another origin got requests with Authorization %q", leaked)
+	}
+}
