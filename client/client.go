@@ -353,9 +353,10 @@ type idemKeyCtx struct{}
 // CreateOrder) sends key as its Idempotency-Key instead of a fresh random
 // one, so that a caller retrying a whole operation later (after a crash,
 // say) still creates the pet only once. The server keeps keys for 24 hours.
-// A key with a control character, which no request can carry, makes the
+// An empty key (a job id never set), which the server would not take, or
+// one with a control character, which no request can carry, makes the
 // create fail with invalid_request, without a request (so the error has
-// no Status).
+// no Status), rather than send a random key in its place.
 func WithIdempotencyKey(ctx context.Context, key string) context.Context {
 	return context.WithValue(ctx, idemKeyCtx{}, key)
 }
@@ -364,9 +365,13 @@ func WithIdempotencyKey(ctx context.Context, key string) context.Context {
 // caller's (WithIdempotencyKey), else a fresh random one. A caller's key
 // with a control character is refused as invalid_request: no request can
 // carry it, and net/http's refusal of each attempt would look like the
-// network's, retried and retryable.
+// network's, retried and retryable. So is an empty one: a random key in
+// its place would create the pet again on each run.
 func idempotencyKey(ctx context.Context) (string, error) {
-	if key, _ := ctx.Value(idemKeyCtx{}).(string); key != "" {
+	if key, ok := ctx.Value(idemKeyCtx{}).(string); ok {
+		if key == "" {
+			return "", petstore.Errorf(petstore.CodeInvalidRequest, "the Idempotency-Key is empty")
+		}
 		if i := strings.IndexFunc(key, isControl); i >= 0 {
 			return "", petstore.Errorf(petstore.CodeInvalidRequest, "the Idempotency-Key has a control character at byte %d", i)
 		}

@@ -564,3 +564,32 @@ func TestIdempotencyKeyThatCannotBeSentIsRefused(t *testing.T) {
 		t.Fatalf("%d requests, waits %v; want none", n, waits)
 	}
 }
+
+// TestEmptyIdempotencyKeyIsRefused: WithIdempotencyKey promises that a
+// create run again later (after a crash, say) creates the pet once. An
+// empty key, such as a job id that was never set, is none the server
+// takes (1 to 255 characters); the client sent a fresh random key in its
+// place, so each run created another pet. It is refused as
+// invalid_request, without a request.
+func TestEmptyIdempotencyKeyIsRefused(t *testing.T) {
+	t.Parallel()
+	srv := petstoretest.NewServer(t, petstoretest.WithoutListener())
+	c := srv.Client()
+	ctx := client.WithIdempotencyKey(context.Background(), "")
+	for run := 1; run <= 2; run++ {
+		_, err := c.CreatePet(ctx, petstore.NewPet{Name: "Rex", CategoryID: 1})
+		if err == nil {
+			t.Fatalf("run %d: the create under an empty Idempotency-Key succeeded; pets now %d", run, len(srv.Pets()))
+		}
+		if e := asError(t, err); e.Code != petstore.CodeInvalidRequest || client.IsRetryable(err) {
+			t.Fatalf("run %d: error %v, want invalid_request, not retryable", run, err)
+		}
+		_, err = c.CreateOrder(ctx, petstore.NewOrder{PetID: 1})
+		if e := asError(t, err); e.Code != petstore.CodeInvalidRequest {
+			t.Fatalf("run %d, CreateOrder: error %v, want invalid_request", run, err)
+		}
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Fatalf("%d requests, want none", n)
+	}
+}
