@@ -127,7 +127,10 @@ type Option func(*Client)
 // host name in Unicode or punycode alike, a trailing dot another host,
 // and a default port written or not), so the key never goes elsewhere,
 // nor a 301 or 302 to a create, which net/http would follow with a GET.
-// nil keeps the default (30 s Timeout, http.DefaultTransport).
+// A call stopped by the redirect policy (past 10 redirects: a loop, or
+// hc's own CheckRedirect) fails at once, not retried: a retry would meet
+// the same redirects. nil keeps the default (30 s Timeout,
+// http.DefaultTransport).
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *Client) {
 		if hc != nil {
@@ -624,7 +627,9 @@ func (c *Client) do(ctx context.Context, op, method string, u *url.URL, body []b
 		var asked time.Duration // what the answer asked for, when it did
 		var perr *petstore.Error
 		if err != nil { // no answer: network error, or the body broke off
-			if actx.Err() != nil { // cut short by WithMaxWait
+			// Cut short by WithMaxWait, or an error a retry would meet
+			// again (a redirect loop): given up at once.
+			if na := (*noAnswer)(nil); actx.Err() != nil || !errors.As(err, &na) {
 				return nil, nil, err
 			}
 			wait = c.backoff(attempt)
@@ -765,6 +770,13 @@ func (c *Client) attempt(ctx context.Context, method string, u *url.URL, body []
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
 		_ = resp.Body.Close()
 		return nil, nil, refused
+	}
+	if err != nil && resp != nil {
+		// The redirect policy stopped (a loop, past 10 redirects, or
+		// hc's own CheckRedirect): net/http returns the last answer,
+		// closed, with the error. A retry meets the same redirects, so
+		// this is no network error.
+		return nil, nil, fmt.Errorf("petstore client: %s %s: %w", method, u.Path, err)
 	}
 	if err != nil {
 		return nil, nil, &noAnswer{fmt.Errorf("petstore client: %s %s: %w", method, u.Path, err)}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/petstorekit/petstore"
@@ -350,5 +351,39 @@ func TestRedirectKeepsTheBaseURLsUserInfo(t *testing.T) {
 	defer mu.Unlock()
 	if len(leaked) != 0 {
 		t.Fatalf("another origin got requests with Authorization %q", leaked)
+	}
+}
+
+// TestRedirectLoopIsNotRetried: a redirect loop (a proxy misconfigured
+// after a move) answers every attempt the same, yet net/http's "stopped
+// after 10 redirects" was taken for a network error: the client sent the
+// loop's ten requests again on each of its attempts, waiting its back-off
+// between them, and IsRetryable said to try again later. The call now
+// fails after one round, with an error that is not retryable.
+func TestRedirectLoopIsNotRetried(t *testing.T) {
+	t.Parallel()
+	var requests atomic.Int32
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/pets", func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		http.Redirect(w, r, "/v1/pets/", http.StatusFound)
+	})
+	mux.HandleFunc("/v1/pets/", func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		http.Redirect(w, r, "/v1/pets", http.StatusFound)
+	})
+	api := httptest.NewServer(mux)
+	t.Cleanup(api.Close)
+	clk := newClock()
+	c, err := client.New(api.URL+"/v1", "psk_loop", client.WithClock(clk.Now, clk.Sleep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.ListPets(context.Background(), petstore.PetFilter{})
+	if err == nil || !strings.Contains(err.Error(), "redirects") || client.IsRetryable(err) {
+		t.Fatalf("error %v (retryable %v), want the redirect loop named, not retryable", err, client.IsRetryable(err))
+	}
+	if n, waits := requests.Load(), clk.Sleeps(); n != 10 || len(waits) != 0 {
+		t.Fatalf("%d requests, waits %v; want the loop's 10 requests once, no wait", n, waits)
 	}
 }
