@@ -47,6 +47,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -124,7 +125,8 @@ type Option func(*Client)
 // petstoretest's in-memory one. Its Timeout bounds each attempt. The
 // client uses a copy that follows no redirect leaving the base URL's
 // origin (scheme, host and port, compared as browsers do: case aside, a
-// host name in Unicode or punycode alike, a trailing dot another host,
+// host name in Unicode or punycode alike, an IPv6 address however
+// written, a trailing dot another host,
 // and a default port written or not), so the key never goes elsewhere,
 // nor a 301 or 302 to a create, which net/http would follow with a GET.
 // A call stopped by the redirect policy (past 10 redirects: a loop, or
@@ -304,10 +306,15 @@ func sameOrigin(a, b *url.URL) bool {
 // asciiHost is u's host name as net/http dials it and names it in the
 // Host header: Unicode labels in punycode (IDNA lookup, as the URL
 // standard's host parser), and in lower case, so "bücher.example" and
-// "XN--BCHER-KVA.example" are one host. A name IDNA refuses (an IP
-// address, an underscore) is only lowered.
+// "XN--BCHER-KVA.example" are one host. An IP address is in its shortest
+// form, as the URL standard serializes it ("[0:0::1]" is "[::1]"; an
+// IPv4-mapped address stays apart from the IPv4 one). A name IDNA
+// refuses (an underscore) is only lowered.
 func asciiHost(u *url.URL) string {
 	h := u.Hostname()
+	if ip, err := netip.ParseAddr(h); err == nil {
+		return ip.String()
+	}
 	if a, err := idna.Lookup.ToASCII(h); err == nil {
 		return a
 	}

@@ -137,6 +137,10 @@ func TestOriginIsComparedAsBrowsersDo(t *testing.T) {
 		// host so) reads a host name in its IDNA ASCII form.
 		{"punycode to Unicode", false, "http://xn--bcher-kva.example", "http://bücher.example"},
 		{"Unicode to punycode", false, "http://Bücher.example", "http://XN--BCHER-KVA.example"},
+		// An IPv6 address is one host however it is written, as the
+		// URL standard serializes it; an IPv4-mapped one is another.
+		{"IPv6 written out", false, "http://[::1]", "http://[0:0:0:0:0:0:0:1]"},
+		{"IPv6 in capitals", false, "http://[FE80::A]:80", "http://[fe80:0::a]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
