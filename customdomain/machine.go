@@ -169,12 +169,12 @@ func (m *machine) checked(c Checked) {
 	}
 	if m.p.Issuer {
 		cert := c.Cert
-		if m.e.Status == StatusPending && cert.State == CertIssued && !c.DNS.OK && !c.DNS.Delegated {
-			// A pending domain gets a certificate before it verifies only
-			// through the DCV delegation; without one, this is the name's
-			// last holder's, its removal pending (Entry.CertRemovalPending):
-			// not this domain's to announce or answer handshakes with. Once
-			// the domain verifies, it may use it.
+		if !m.ownsCert() && !c.DNS.OK && !c.DNS.Delegated {
+			// A domain gets a certificate before it verifies only through
+			// the DCV delegation; without one, this is the name's last
+			// holder's, its removal pending (Entry.CertRemovalPending):
+			// not this domain's to announce or answer handshakes with.
+			// Once the domain verifies, it may use it.
 			cert.State = ""
 		}
 		m.noteCert(cert)
@@ -201,8 +201,10 @@ func (m *machine) checked(c Checked) {
 		if c.DNS.Delegated && m.p.Issuer && (c.Cert.State == CertNone || c.Manual && c.Cert.State == CertFailed) {
 			// Certificate before the cutover: DNS-01 through the DCV
 			// delegation works while the routing record still points
-			// elsewhere.
+			// elsewhere. Recorded, so that the certificate layer's
+			// answer is taken as this domain's (ownsCert).
 			m.do(RequestCert)
+			m.e.Cert = CertIssuing
 		}
 		m.schedule(c.DNS)
 	}
@@ -389,6 +391,11 @@ func (m *machine) certReported(c CertStatus) {
 		}
 		return
 	}
+	if !m.ownsCert() {
+		// The name's last holder's certificate (an order it started
+		// finishing late, say), not this unverified domain's.
+		return
+	}
 	m.noteCert(c)
 	if m.e.Status == StatusFailed && c.State == CertIssued && m.failedIssuing() {
 		// Its DNS verified and only the certificate was missing: another
@@ -415,6 +422,16 @@ func (m *machine) certReported(c CertStatus) {
 		m.to(StatusFailed, reason)
 		m.e.NextCheckAt = time.Time{}
 	}
+}
+
+// ownsCert reports whether what the certificate layer says of the name
+// is this domain's: it verified, or it asked for a certificate through
+// the DCV delegation before verifying (Cert records the request). A name
+// removed and added again keeps its last holder's certificate for a
+// while, which is not the new domain's until it verifies.
+func (m *machine) ownsCert() bool {
+	return !m.e.VerifiedAt.IsZero() || m.e.Status == StatusIssuing || m.e.Status.live() ||
+		m.e.Cert != "" && m.e.Cert != CertNone
 }
 
 // failedIssuing reports whether the entry failed while issuing: its DNS

@@ -36,67 +36,77 @@ func TestStep(t *testing.T) {
 		effects string        // effect kinds and events, in order
 		next    time.Duration // from t0; never: zero; 0: not checked (removed and released: when their certificate's removal is retried)
 		prior   Status        // the status before from, when it matters: "" for none
+		cert    CertState     // the entry's Cert before; "": CertNone (CertIssued for a live domain checked with an issued certificate)
 	}{
 		// pending
-		{"pending, right, no issuer", StatusPending, 0, verify(ok, none), noIssuer, StatusActive, "Emit(domain.verified) Reroute Emit(domain.active)", time.Hour, ""},
-		{"pending, right", StatusPending, 0, verify(ok, none), p, StatusIssuing, "Emit(domain.verified) Reroute RequestCert", time.Minute, ""},
-		{"pending, right, background", StatusPending, time.Hour, checked(ok, none), p, StatusIssuing, "Emit(domain.verified) Reroute RequestCert", time.Minute, ""},
-		{"pending, right, certificate already issued by DCV", StatusPending, 0, verify(ok, issued), p, StatusActive, "Emit(domain.certificate.issued) Reroute Emit(domain.verified) Reroute Emit(domain.active)", time.Hour, ""},
-		{"pending, right, certificate being issued by DCV", StatusPending, 0, checked(ok, issuing), p, StatusIssuing, "Emit(domain.verified) Reroute", time.Minute, ""},
-		{"pending, wrong, first hour", StatusPending, 10 * time.Minute, checked(wrong, none), p, StatusPending, "", time.Minute, ""},
-		{"pending, wrong, after 2 h", StatusPending, 2 * time.Hour, checked(wrong, none), p, StatusPending, "", 5 * time.Minute, ""},
-		{"pending, wrong, window over", StatusPending, 48 * time.Hour, checked(wrong, none), p, StatusFailed, "", never, ""},
-		{"pending, lookup failed, window over", StatusPending, 48 * time.Hour, checked(lost, none), p, StatusPending, "", 30 * time.Minute, ""},
-		{"pending, wrong, DCV delegated: certificate before the cutover", StatusPending, 0, verify(delegated, none), p, StatusPending, "RequestCert", time.Minute, ""},
-		{"pending, DCV delegated, certificate already issuing", StatusPending, 0, checked(delegated, issuing), p, StatusPending, "", time.Minute, ""},
-		{"pending, DCV delegated, certificate issued", StatusPending, 0, checked(delegated, issued), p, StatusPending, "Emit(domain.certificate.issued) Reroute", time.Minute, ""},
-		{"pending, certificate issued", StatusPending, 0, CertReported{issued}, p, StatusPending, "Emit(domain.certificate.issued) Reroute", 0, ""},
-		{"pending, wrong, not delegated: the name's last holder's certificate, its removal pending, is not this domain's", StatusPending, 0, checked(wrong, issued), p, StatusPending, "", time.Minute, ""},
-		{"pending, removed", StatusPending, 0, Removed{}, p, StatusRemoved, "Unroute RemoveCert UnconfigureDNS Emit(domain.removed)", time.Minute, ""},
-		{"pending, suspended", StatusPending, 0, PlanChanged{Suspended: true}, p, StatusPending, "", time.Minute, ""},
-		{"active, suspended: waits at its drift interval", StatusActive, 0, PlanChanged{Suspended: true}, p, StatusActive, "", time.Hour, ""},
+		{"pending, right, no issuer", StatusPending, 0, verify(ok, none), noIssuer, StatusActive, "Emit(domain.verified) Reroute Emit(domain.active)", time.Hour, "", ""},
+		{"pending, right", StatusPending, 0, verify(ok, none), p, StatusIssuing, "Emit(domain.verified) Reroute RequestCert", time.Minute, "", ""},
+		{"pending, right, background", StatusPending, time.Hour, checked(ok, none), p, StatusIssuing, "Emit(domain.verified) Reroute RequestCert", time.Minute, "", ""},
+		{"pending, right, certificate already issued by DCV", StatusPending, 0, verify(ok, issued), p, StatusActive, "Emit(domain.certificate.issued) Reroute Emit(domain.verified) Reroute Emit(domain.active)", time.Hour, "", ""},
+		{"pending, right, certificate being issued by DCV", StatusPending, 0, checked(ok, issuing), p, StatusIssuing, "Emit(domain.verified) Reroute", time.Minute, "", ""},
+		{"pending, wrong, first hour", StatusPending, 10 * time.Minute, checked(wrong, none), p, StatusPending, "", time.Minute, "", ""},
+		{"pending, wrong, after 2 h", StatusPending, 2 * time.Hour, checked(wrong, none), p, StatusPending, "", 5 * time.Minute, "", ""},
+		{"pending, wrong, window over", StatusPending, 48 * time.Hour, checked(wrong, none), p, StatusFailed, "", never, "", ""},
+		{"pending, lookup failed, window over", StatusPending, 48 * time.Hour, checked(lost, none), p, StatusPending, "", 30 * time.Minute, "", ""},
+		{"pending, wrong, DCV delegated: certificate before the cutover", StatusPending, 0, verify(delegated, none), p, StatusPending, "RequestCert", time.Minute, "", ""},
+		{"pending, DCV delegated, certificate already issuing", StatusPending, 0, checked(delegated, issuing), p, StatusPending, "", time.Minute, "", ""},
+		{"pending, DCV delegated, certificate issued", StatusPending, 0, checked(delegated, issued), p, StatusPending, "Emit(domain.certificate.issued) Reroute", time.Minute, "", ""},
+		{"pending, its DCV certificate issued", StatusPending, 0, CertReported{issued}, p, StatusPending, "Emit(domain.certificate.issued) Reroute", 0, "", CertIssuing},
+		{"pending, the name's last holder's certificate issued", StatusPending, 0, CertReported{issued}, p, StatusPending, "", 0, "", ""},
+		{"pending, the name's last holder's certificate failed", StatusPending, 0, CertReported{refused}, p, StatusPending, "", 0, "", ""},
+		{"pending, wrong, not delegated: the name's last holder's certificate failed", StatusPending, 0, checked(wrong, refused), p, StatusPending, "", time.Minute, "", ""},
+		{"pending, wrong, not delegated: the name's last holder's certificate, its removal pending, is not this domain's", StatusPending, 0, checked(wrong, issued), p, StatusPending, "", time.Minute, "", ""},
+		{"pending, removed", StatusPending, 0, Removed{}, p, StatusRemoved, "Unroute RemoveCert UnconfigureDNS Emit(domain.removed)", time.Minute, "", ""},
+		{"pending, suspended", StatusPending, 0, PlanChanged{Suspended: true}, p, StatusPending, "", time.Minute, "", ""},
+		{"active, suspended: waits at its drift interval", StatusActive, 0, PlanChanged{Suspended: true}, p, StatusActive, "", time.Hour, "", ""},
 		// issuing
-		{"issuing, Re-verify", StatusIssuing, 0, verify(ok, issuing), p, StatusIssuing, "RequestCert", time.Minute, ""},
-		{"issuing, background check", StatusIssuing, 0, checked(ok, issuing), p, StatusIssuing, "", 0, ""},
-		{"issuing, certificate issued", StatusIssuing, 0, CertReported{issued}, p, StatusActive, "Emit(domain.certificate.issued) Reroute Emit(domain.active)", time.Hour, ""},
-		{"issuing, certificate refused", StatusIssuing, 0, CertReported{refused}, p, StatusFailed, "Emit(domain.certificate.failed)", never, ""},
-		{"issuing, issuer knows nothing", StatusIssuing, 0, CertReported{none}, p, StatusIssuing, "RequestCert", time.Minute, ""},
-		{"issuing, still issuing", StatusIssuing, 0, CertReported{issuing}, p, StatusIssuing, "", time.Minute, ""},
-		{"issuing, no issuer any more", StatusIssuing, 0, CertReported{none}, noIssuer, StatusActive, "Reroute Emit(domain.active)", time.Hour, ""},
+		{"issuing, Re-verify", StatusIssuing, 0, verify(ok, issuing), p, StatusIssuing, "RequestCert", time.Minute, "", ""},
+		{"issuing, background check", StatusIssuing, 0, checked(ok, issuing), p, StatusIssuing, "", 0, "", ""},
+		{"issuing, certificate issued", StatusIssuing, 0, CertReported{issued}, p, StatusActive, "Emit(domain.certificate.issued) Reroute Emit(domain.active)", time.Hour, "", ""},
+		{"issuing, certificate refused", StatusIssuing, 0, CertReported{refused}, p, StatusFailed, "Emit(domain.certificate.failed)", never, "", ""},
+		{"issuing, issuer knows nothing", StatusIssuing, 0, CertReported{none}, p, StatusIssuing, "RequestCert", time.Minute, "", ""},
+		{"issuing, still issuing", StatusIssuing, 0, CertReported{issuing}, p, StatusIssuing, "", time.Minute, "", ""},
+		{"issuing, no issuer any more", StatusIssuing, 0, CertReported{none}, noIssuer, StatusActive, "Reroute Emit(domain.active)", time.Hour, "", ""},
 		// active
-		{"active, right", StatusActive, 0, checked(ok, issued), p, StatusActive, "", time.Hour, ""},
-		{"active, drifted", StatusActive, 0, checked(wrong, issued), p, StatusMisconfigured, "Reroute Emit(domain.misconfigured)", time.Minute, ""},
-		{"active, lookup failed", StatusActive, 0, checked(lost, issued), p, StatusActive, "", time.Minute, ""},
-		{"active, certificate failed, Re-verify", StatusActive, 0, verify(ok, refused), p, StatusActive, "Emit(domain.certificate.failed) RequestCert", time.Hour, ""},
-		{"active, certificate failed, background", StatusActive, 0, checked(ok, refused), p, StatusActive, "Emit(domain.certificate.failed)", time.Hour, ""},
-		{"active, certificate failed, drifted, Re-verify", StatusActive, 0, verify(wrong, refused), p, StatusMisconfigured, "Emit(domain.certificate.failed) Reroute Emit(domain.misconfigured)", time.Minute, ""},
-		{"active, removed", StatusActive, 0, Removed{}, p, StatusRemoved, "Unroute RemoveCert UnconfigureDNS Emit(domain.removed)", time.Minute, ""},
-		{"active, removed, no issuer", StatusActive, 0, Removed{}, noIssuer, StatusRemoved, "Unroute UnconfigureDNS Emit(domain.removed)", never, ""},
+		{"active, right", StatusActive, 0, checked(ok, issued), p, StatusActive, "", time.Hour, "", ""},
+		{"active, drifted", StatusActive, 0, checked(wrong, issued), p, StatusMisconfigured, "Reroute Emit(domain.misconfigured)", time.Minute, "", ""},
+		{"active, lookup failed", StatusActive, 0, checked(lost, issued), p, StatusActive, "", time.Minute, "", ""},
+		{"active, certificate failed, Re-verify", StatusActive, 0, verify(ok, refused), p, StatusActive, "Emit(domain.certificate.failed) RequestCert", time.Hour, "", ""},
+		{"active, certificate failed, background", StatusActive, 0, checked(ok, refused), p, StatusActive, "Emit(domain.certificate.failed)", time.Hour, "", ""},
+		{"active, certificate failed, drifted, Re-verify", StatusActive, 0, verify(wrong, refused), p, StatusMisconfigured, "Emit(domain.certificate.failed) Reroute Emit(domain.misconfigured)", time.Minute, "", ""},
+		{"active, removed", StatusActive, 0, Removed{}, p, StatusRemoved, "Unroute RemoveCert UnconfigureDNS Emit(domain.removed)", time.Minute, "", ""},
+		{"active, removed, no issuer", StatusActive, 0, Removed{}, noIssuer, StatusRemoved, "Unroute UnconfigureDNS Emit(domain.removed)", never, "", ""},
 		// misconfigured
-		{"misconfigured, record back", StatusMisconfigured, time.Hour, checked(ok, issued), p, StatusActive, "Reroute Emit(domain.active)", time.Hour, ""},
-		{"misconfigured, still wrong", StatusMisconfigured, 2 * time.Hour, checked(wrong, issued), p, StatusMisconfigured, "", 5 * time.Minute, ""},
-		{"misconfigured, still wrong near the end", StatusMisconfigured, 72*time.Hour - 10*time.Minute, checked(wrong, issued), p, StatusMisconfigured, "", 10 * time.Minute, ""},
-		{"misconfigured, grace over", StatusMisconfigured, 72 * time.Hour, checked(wrong, issued), p, StatusReleased, "Unroute RemoveCert UnconfigureDNS Emit(domain.removed)", time.Minute, ""},
-		{"misconfigured, grace over, lookup failed", StatusMisconfigured, 72 * time.Hour, checked(lost, issued), p, StatusMisconfigured, "", 30 * time.Minute, ""},
-		{"misconfigured, removed", StatusMisconfigured, 0, Removed{}, p, StatusRemoved, "Unroute RemoveCert UnconfigureDNS Emit(domain.removed)", time.Minute, ""},
+		{"misconfigured, record back", StatusMisconfigured, time.Hour, checked(ok, issued), p, StatusActive, "Reroute Emit(domain.active)", time.Hour, "", ""},
+		{"misconfigured, still wrong", StatusMisconfigured, 2 * time.Hour, checked(wrong, issued), p, StatusMisconfigured, "", 5 * time.Minute, "", ""},
+		{"misconfigured, still wrong near the end", StatusMisconfigured, 72*time.Hour - 10*time.Minute, checked(wrong, issued), p, StatusMisconfigured, "", 10 * time.Minute, "", ""},
+		{"misconfigured, grace over", StatusMisconfigured, 72 * time.Hour, checked(wrong, issued), p, StatusReleased, "Unroute RemoveCert UnconfigureDNS Emit(domain.removed)", time.Minute, "", ""},
+		{"misconfigured, grace over, lookup failed", StatusMisconfigured, 72 * time.Hour, checked(lost, issued), p, StatusMisconfigured, "", 30 * time.Minute, "", ""},
+		{"misconfigured, removed", StatusMisconfigured, 0, Removed{}, p, StatusRemoved, "Unroute RemoveCert UnconfigureDNS Emit(domain.removed)", time.Minute, "", ""},
 		// failed
-		{"failed, right", StatusFailed, 0, verify(ok, none), p, StatusIssuing, "Emit(domain.verified) Reroute RequestCert", time.Minute, ""},
-		{"failed, still wrong, Re-verify", StatusFailed, 0, verify(wrong, none), p, StatusPending, "", time.Minute, ""},
-		{"failed, still wrong, background", StatusFailed, 0, checked(wrong, none), p, StatusFailed, "", 0, ""},
+		{"failed, right", StatusFailed, 0, verify(ok, none), p, StatusIssuing, "Emit(domain.verified) Reroute RequestCert", time.Minute, "", ""},
+		{"failed, still wrong, Re-verify", StatusFailed, 0, verify(wrong, none), p, StatusPending, "", time.Minute, "", ""},
+		{"failed, still wrong, background", StatusFailed, 0, checked(wrong, none), p, StatusFailed, "", 0, "", ""},
 		// Another process obtained the certificate this one's refusal
 		// failed the domain for: its DNS verified, so it goes live.
-		{"failed by a refused certificate, certificate issued", StatusFailed, 0, CertReported{issued}, p, StatusActive, "Emit(domain.certificate.issued) Reroute Emit(domain.active)", time.Hour, StatusIssuing},
-		{"failed by the window, certificate issued", StatusFailed, 48 * time.Hour, CertReported{issued}, p, StatusFailed, "Emit(domain.certificate.issued)", 0, StatusPending},
+		{"failed by a refused certificate, certificate issued", StatusFailed, 0, CertReported{issued}, p, StatusActive, "Emit(domain.certificate.issued) Reroute Emit(domain.active)", time.Hour, StatusIssuing, ""},
+		{"failed by the window, the name's last holder's certificate issued", StatusFailed, 48 * time.Hour, CertReported{issued}, p, StatusFailed, "", 0, StatusPending, ""},
 		// released and removed: nothing moves them but a dismissal
-		{"released, checked", StatusReleased, 0, verify(ok, none), p, StatusReleased, "", 0, ""},
-		{"released, dismissed", StatusReleased, 0, Removed{}, p, StatusRemoved, "", never, ""},
-		{"removed, removed again", StatusRemoved, 0, Removed{}, p, StatusRemoved, "", 0, ""},
+		{"released, checked", StatusReleased, 0, verify(ok, none), p, StatusReleased, "", 0, "", ""},
+		{"released, dismissed", StatusReleased, 0, Removed{}, p, StatusRemoved, "", never, "", ""},
+		{"removed, removed again", StatusRemoved, 0, Removed{}, p, StatusRemoved, "", 0, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := Entry{Name: "shop.example.com", Status: tt.from, PendingSince: t0.Add(-tt.since), Cert: CertNone}
+			if tt.cert != "" {
+				e.Cert = tt.cert
+			}
 			if tt.prior != "" {
 				e.History = []Transition{{Status: tt.prior, At: t0.Add(-time.Minute)}, {Status: tt.from, At: t0.Add(-time.Minute)}}
+			}
+			if tt.prior == StatusIssuing || tt.from == StatusIssuing || tt.from.live() {
+				e.VerifiedAt = t0.Add(-time.Hour)
 			}
 			if tt.from.live() {
 				e.DriftedAt = time.Time{}
