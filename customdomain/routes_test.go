@@ -87,6 +87,22 @@ func TestSetConfig(t *testing.T) {
 	}
 }
 
+// TestRedirectGoesToItsOwnTarget: each redirect sends its from to its
+// own to, which need not be the primary, as docs/custom-domains.md says.
+func TestRedirectGoesToItsOwnTarget(t *testing.T) {
+	ctx := context.Background()
+	f := liveFixture(t, nil)
+	if _, err := f.engine.SetConfig(ctx, "prj_pro", customdomain.Config{Primary: "shop.example.com", Redirects: []customdomain.Redirect{
+		{From: "www.example.com", To: "old.example.com", Status: 302},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	want := customdomain.RouteAnswer{Kind: customdomain.RouteRedirect, Name: "www.example.com", ProjectID: "prj_pro", RedirectTo: "old.example.com", Status: 302}
+	if got := f.engine.Route("www.example.com"); got != want {
+		t.Fatalf("Route(www.example.com) = %+v, want %+v", got, want)
+	}
+}
+
 func TestRoutingFollowsConfig(t *testing.T) {
 	ctx := context.Background()
 	f := liveFixture(t, nil)

@@ -1,7 +1,7 @@
 // Package edge is the Host-routing front of a hosting platform: requests
 // for the platform's own hosts go to the platform handler (the /v1 API and
 // the dashboard), an active custom domain to its project's site, a
-// redirect domain to its primary with the configured status, and any other
+// redirect domain to its own redirect's target with its status, and any other
 // Host gets a JSON 404 Error, never another project's content. The domain
 // engine is its Router.
 package edge
