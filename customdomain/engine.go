@@ -127,7 +127,8 @@ type EngineConfig struct {
 	PlatformDomains []string
 
 	// PropagationWindow is how long a pending domain is re-checked before
-	// it fails: 48 hours by default, as the spec promises customers.
+	// it fails: 48 hours by default, as the spec promises customers. Time
+	// its project spends suspended does not count (Entry.WindowPausedAt).
 	PropagationWindow time.Duration
 
 	// RecheckActive is how often the record of a live (active or

@@ -130,6 +130,14 @@ func Step(e Entry, ev Event, now time.Time, p Policy) (Entry, []Effect) {
 			}
 		default:
 			m.e.NextCheckAt = now.Add(suspendedRecheck)
+			if m.e.Status == StatusPending && m.e.WindowPausedAt.IsZero() {
+				// Not checked until the project is back on Pro: its
+				// propagation window waits from its last check.
+				m.e.WindowPausedAt = m.e.PendingSince
+				if m.e.CheckedAt.After(m.e.WindowPausedAt) {
+					m.e.WindowPausedAt = m.e.CheckedAt
+				}
+			}
 		}
 	}
 	return m.e, m.fx
@@ -160,6 +168,14 @@ func (m *machine) to(s Status, reason string) {
 func (m *machine) checked(c Checked) {
 	if m.e.Status.FreesName() {
 		return
+	}
+	if !m.e.WindowPausedAt.IsZero() {
+		// Back on Pro: the time suspended does not count against the
+		// propagation window.
+		if m.e.Status == StatusPending {
+			m.e.PendingSince = m.e.PendingSince.Add(m.now.Sub(m.e.WindowPausedAt))
+		}
+		m.e.WindowPausedAt = time.Time{}
 	}
 	m.e.Attempts++
 	m.e.CheckedAt, m.e.UpdatedAt = m.now, m.now

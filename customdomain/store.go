@@ -69,7 +69,7 @@ type Entry struct {
 	Findings     []Finding    // the last check's findings, never nil
 	Observed     Observed     // the last check's DNS answers
 	CheckedAt    time.Time    // time of the last check; zero before the first
-	PendingSince time.Time    // start of the current 48-hour propagation window
+	PendingSince time.Time    // start of the current 48-hour propagation window, moved on by the time the window was paused
 	VerifiedAt   time.Time    // when DNS last verified; zero if never
 	DriftedAt    time.Time    // when a live domain's record was first seen elsewhere; zero when it points here
 	NextCheckAt  time.Time    // when the background loop looks at it next; zero: never (removed and released entries: see CertRemovalPending)
@@ -127,9 +127,17 @@ type Entry struct {
 	// OutboxDueAt is when RunDue next hands over the events still in
 	// Outbox; zero when Outbox is empty.
 	OutboxDueAt time.Time `json:",omitzero"`
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
-	Version     int64 // set by the store: 1 on create, +1 on each update
+	// WindowPausedAt is set on a pending entry while its project is
+	// suspended (StatusSuspended): the time of its last check before the
+	// background loop found the project suspended (or PendingSince, when
+	// later). The first check once the project is back on Pro moves
+	// PendingSince on by the time since then and clears it, so time spent
+	// suspended, when the domain is not checked, does not count against
+	// the propagation window. Zero otherwise.
+	WindowPausedAt time.Time `json:",omitzero"`
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	Version        int64 // set by the store: 1 on create, +1 on each update
 }
 
 // Canonical returns a copy of e that shares no slices with it, with empty
@@ -167,7 +175,7 @@ func (e Entry) Canonical() Entry {
 	for i := range e.History {
 		e.History[i].At = e.History[i].At.UTC()
 	}
-	for _, t := range []*time.Time{&e.CheckedAt, &e.PendingSince, &e.VerifiedAt, &e.DriftedAt, &e.NextCheckAt, &e.OutboxDueAt, &e.CreatedAt, &e.UpdatedAt} {
+	for _, t := range []*time.Time{&e.CheckedAt, &e.PendingSince, &e.VerifiedAt, &e.DriftedAt, &e.NextCheckAt, &e.OutboxDueAt, &e.WindowPausedAt, &e.CreatedAt, &e.UpdatedAt} {
 		*t = t.UTC()
 	}
 	return e

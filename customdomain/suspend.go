@@ -21,7 +21,8 @@ import (
 // While suspended, a domain is not routed (the edge answers 404 for it),
 // Verify, SetConfig and ConfigureDNS answer plan_required, and the
 // background loop leaves it as it is (a pending domain does not go
-// active), except a misconfigured domain, which is still checked: it is
+// active, and the time does not count against its propagation window:
+// Entry.WindowPausedAt), except a misconfigured domain, which is still checked: it is
 // active again if its record comes back, and released when the grace
 // period ends, as its reason says. Remove still works. Its certificate is kept, and still renewed
 // (Admits stays true), so that resuming serves HTTPS at once.
