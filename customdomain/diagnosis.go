@@ -83,6 +83,9 @@ func (e *Engine) diagnosisWith(d Domain, obs Observed, dnsFindings []Finding, at
 		!slices.ContainsFunc(findings, func(f Finding) bool { return f.Code == FindingCertPendingTooLong }) {
 		findings = append(findings, CertPendingTooLongFinding(d.Name, CertPendingLimit, ""))
 	}
+	if expiresSoon(d.Certificate, e.now()) {
+		findings = append(findings, CertExpiringFinding(d.Name, d.Certificate.NotAfter))
+	}
 	if findings == nil {
 		findings = []Finding{}
 	}
@@ -113,7 +116,7 @@ func nextAction(s Status, findings []Finding, dnsOK bool) Action {
 		return slices.ContainsFunc(findings, func(f Finding) bool { return slices.Contains(codes, f.Code) })
 	}
 	switch {
-	case has(FindingConflictingRecord, FindingCNAMEMismatch, FindingApexForeignIPs, FindingOwnershipUnproven, FindingCAABlocksCA, FindingProxied, FindingDCVMissing, FindingCertExpired):
+	case has(FindingConflictingRecord, FindingCNAMEMismatch, FindingApexForeignIPs, FindingOwnershipUnproven, FindingCAABlocksCA, FindingProxied, FindingDCVMissing, FindingCertExpired, FindingCertExpiring):
 		return ActionFixDNS
 	case has(FindingCertPendingTooLong):
 		return ActionReverify

@@ -61,6 +61,40 @@ func CertExpiredFinding(name string, notAfter time.Time, lastErr string) Finding
 	}
 }
 
+// CertExpiryWarning is how long before an issued certificate expires,
+// not yet replaced by a renewal, the engine warns of it: certificate
+// layers renew well before (certmagic from a third of the lifetime left,
+// 30 days of a 90-day certificate), so one this close has kept failing
+// to renew for days. For a certificate shorter-lived than four times
+// this, the warning comes a quarter of its lifetime before it expires.
+const CertExpiryWarning = 7 * 24 * time.Hour
+
+// expiresSoon reports whether c is an issued certificate that expires
+// within its warning time (CertExpiryWarning, or a quarter of its
+// lifetime when that is shorter) of now.
+func expiresSoon(c CertStatus, now time.Time) bool {
+	if c.State != CertIssued || c.NotAfter.IsZero() {
+		return false
+	}
+	warn := CertExpiryWarning
+	if !c.NotBefore.IsZero() && c.NotAfter.After(c.NotBefore) {
+		warn = min(warn, c.NotAfter.Sub(c.NotBefore)/4)
+	}
+	return c.NotAfter.Sub(now) <= warn
+}
+
+// CertExpiringFinding is the one wording of CERT_EXPIRING: name's
+// certificate expires at notAfter and renewing it has not succeeded.
+func CertExpiringFinding(name string, notAfter time.Time) Finding {
+	return Finding{
+		Code:    FindingCertExpiring,
+		Message: fmt.Sprintf("The certificate of %s expires at %s and renewing it has not succeeded yet: once it expires, browsers refuse it.", name, notAfter.UTC().Format(time.RFC3339)),
+		Fix: "1. Confirm the domain still verifies: its DNS records must still be as shown. " +
+			"2. Check that CAA records on " + name + " or its parent domains do not block the certificate authority. " +
+			"The platform keeps trying to renew it, and this goes away once it is renewed.",
+	}
+}
+
 // Defaults of EngineConfig.
 const (
 	DefaultCNAMETarget       = "edge.petstore.localhost"

@@ -377,16 +377,28 @@ func (m *machine) schedule(r CheckResult) {
 	m.e.NextCheckAt = next
 }
 
-// noteCert records the certificate state and tells a change once.
+// noteCert records the certificate state and tells a change once. An
+// issued certificate about to expire (CertExpiring), which renewing has
+// not replaced, is told as a failure before browsers refuse it, and its
+// renewal as issued again.
 func (m *machine) noteCert(c CertStatus) {
-	if c.State == m.e.Cert || c.State == "" {
+	state := c.State
+	if expiresSoon(c, m.now) {
+		state = CertExpiring
+	}
+	if state == m.e.Cert || state == "" {
 		return
 	}
-	m.e.Cert = c.State
-	switch c.State {
-	case CertIssued:
-		m.emit(EventCertIssued)
-		if m.e.Status == StatusPending {
+	was := m.e.Cert
+	m.e.Cert = state
+	switch state {
+	case CertIssued, CertExpiring:
+		if state == CertIssued {
+			m.emit(EventCertIssued)
+		} else {
+			m.emit(EventCertFailed)
+		}
+		if m.e.Status == StatusPending && was != CertIssued && was != CertExpiring {
 			// Obtained before the cutover (DCV): handshakes for the name
 			// are answered from now on, though it is not routed yet.
 			m.do(Reroute)

@@ -22,6 +22,12 @@ func TestStep(t *testing.T) {
 	delegated := wrong
 	delegated.Delegated = true
 	none, issuing, issued, refused := CertStatus{State: CertNone}, CertStatus{State: CertIssuing}, CertStatus{State: CertIssued}, CertStatus{State: CertFailed, Reason: "CAA forbids it"}
+	// Renewal of a 90-day certificate is due 30 days before its end: 5
+	// days before it, it has kept failing.
+	day := 24 * time.Hour
+	expiring := CertStatus{State: CertIssued, NotBefore: t0.Add(-85 * day), NotAfter: t0.Add(5 * day)}
+	renewed := CertStatus{State: CertIssued, NotBefore: t0, NotAfter: t0.Add(90 * day)}
+	shortLived := CertStatus{State: CertIssued, NotBefore: t0.Add(-4 * day), NotAfter: t0.Add(2 * day)} // 6 days: warned 36 hours before
 	checked := func(r CheckResult, c CertStatus) Checked { return Checked{DNS: r, Cert: c} }
 	verify := func(r CheckResult, c CertStatus) Checked { return Checked{DNS: r, Cert: c, Manual: true} }
 	const never = -1
@@ -74,6 +80,12 @@ func TestStep(t *testing.T) {
 		{"active, certificate failed, Re-verify", StatusActive, 0, verify(ok, refused), p, StatusActive, "Emit(domain.certificate.failed) RequestCert", time.Hour, "", ""},
 		{"active, certificate failed, background", StatusActive, 0, checked(ok, refused), p, StatusActive, "Emit(domain.certificate.failed)", time.Hour, "", ""},
 		{"active, certificate failed, drifted, Re-verify", StatusActive, 0, verify(wrong, refused), p, StatusMisconfigured, "Emit(domain.certificate.failed) Reroute Emit(domain.misconfigured)", time.Minute, "", ""},
+		{"active, certificate expiring unrenewed", StatusActive, 0, checked(ok, expiring), p, StatusActive, "Emit(domain.certificate.failed)", time.Hour, "", ""},
+		{"active, certificate expiring unrenewed, told already", StatusActive, 0, checked(ok, expiring), p, StatusActive, "", time.Hour, "", CertExpiring},
+		{"active, expiring certificate renewed", StatusActive, 0, CertReported{renewed}, p, StatusActive, "Emit(domain.certificate.issued)", 0, "", CertExpiring},
+		{"active, expiring certificate expired", StatusActive, 0, checked(ok, refused), p, StatusActive, "Emit(domain.certificate.failed)", time.Hour, "", CertExpiring},
+		{"active, short-lived certificate with a quarter of its life left", StatusActive, 0, checked(ok, shortLived), p, StatusActive, "", time.Hour, "", ""},
+		{"misconfigured, certificate expiring (not renewed while drifted)", StatusMisconfigured, time.Hour, checked(wrong, expiring), p, StatusMisconfigured, "Emit(domain.certificate.failed)", 5 * time.Minute, "", ""},
 		{"active, removed", StatusActive, 0, Removed{}, p, StatusRemoved, "Unroute RemoveCert UnconfigureDNS Emit(domain.removed)", time.Minute, "", ""},
 		{"active, removed, no issuer", StatusActive, 0, Removed{}, noIssuer, StatusRemoved, "Unroute UnconfigureDNS Emit(domain.removed)", never, "", ""},
 		// misconfigured
@@ -114,7 +126,7 @@ func TestStep(t *testing.T) {
 					e.DriftedAt = t0.Add(-tt.since)
 				}
 			}
-			if c, ok := tt.ev.(Checked); ok && c.Cert.State == CertIssued && tt.from.live() {
+			if c, ok := tt.ev.(Checked); ok && c.Cert.State == CertIssued && tt.from.live() && tt.cert == "" {
 				e.Cert = CertIssued
 			}
 			got, effects := Step(e, tt.ev, t0, tt.p)

@@ -183,7 +183,7 @@ func (e *Engine) reloadPlans(ctx context.Context, fresh bool) error {
 		case StatusIssuing:
 			admitted[en.Name] = admission{renew: true}
 		case StatusPending:
-			if en.Cert == CertIssued {
+			if en.Cert == CertIssued || en.Cert == CertExpiring {
 				// Its certificate was obtained before the cutover (DCV
 				// delegation): served at a handshake, and renewed.
 				admitted[en.Name] = admission{renew: true}

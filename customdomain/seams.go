@@ -49,6 +49,11 @@ const (
 	CertIssuing CertState = "issuing" // being obtained (retrying with backoff)
 	CertIssued  CertState = "issued"  // obtained and being served
 	CertFailed  CertState = "failed"  // refused, e.g. by CAA; Reason says why
+
+	// CertExpiring is never a certificate layer's answer: Entry.Cert
+	// records it once an issued certificate expires within its warning
+	// time (CertExpiringFinding) and EventCertFailed was told of it.
+	CertExpiring CertState = "expiring"
 )
 
 // CertStatus describes a name's certificate.
@@ -58,6 +63,11 @@ type CertStatus struct {
 	Findings []Finding `json:"findings,omitempty"`
 	Issuer   string    `json:"issuer,omitempty"`
 	NotAfter time.Time `json:"notAfter,omitzero"`
+	// NotBefore is when the certificate's validity began, when the
+	// certificate layer knows it: with NotAfter, its lifetime, which
+	// bounds how early an expiry is warned of (CertExpiringFinding).
+	// Not shown: the dashboard shows NotAfter.
+	NotBefore time.Time `json:"-"`
 }
 
 // CertIssuer obtains, reports and removes certificates for verified names.

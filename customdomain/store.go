@@ -76,7 +76,8 @@ type Entry struct {
 	History      []Transition // every status change, oldest first
 	// Cert is the certificate state last reported (CertNone before any),
 	// so that a change is told once: domain.certificate.issued or
-	// domain.certificate.failed.
+	// domain.certificate.failed. CertExpiring records that an issued
+	// certificate's coming expiry was told (CertExpiringFinding).
 	Cert CertState `json:",omitempty"`
 	// Token is the entry's challenge token, one per project and name: the
 	// value of the TXT record at OwnershipChallengeLabel.Name, which the

@@ -22,6 +22,7 @@ const (
 	FindingProxied            = "PROXIED"               // the name resolves to a known CDN's addresses: its CNAME is hidden
 	FindingDCVMissing         = "DCV_MISSING"           // a wildcard without its _acme-challenge delegation
 	FindingCertExpired        = "CERT_EXPIRED"          // raised by the certificate layer: the certificate expired unrenewed
+	FindingCertExpiring       = "CERT_EXPIRING"         // the certificate expires soon and renewing it has not succeeded
 )
 
 // Action is what the customer should do next.

@@ -568,7 +568,7 @@ func (is *Issuer) Status(ctx context.Context, name string) (customdomain.CertSta
 		return st
 	}
 	if ok && cert.Leaf != nil {
-		st := customdomain.CertStatus{State: customdomain.CertIssued, Issuer: cert.Leaf.Issuer.CommonName, NotAfter: cert.Leaf.NotAfter}
+		st := customdomain.CertStatus{State: customdomain.CertIssued, Issuer: cert.Leaf.Issuer.CommonName, NotAfter: cert.Leaf.NotAfter, NotBefore: cert.Leaf.NotBefore}
 		if !cert.Leaf.NotAfter.After(is.now()) {
 			// Renewals kept failing (certmagic goes on retrying): what is
 			// served now is refused by browsers.
