@@ -23,7 +23,10 @@ func (e *Engine) Config(ctx context.Context, projectID string) (Config, error) {
 
 // SetConfig validates and stores the project's primary domain and
 // redirects, and returns the stored form (ASCII names, statuses filled in).
-// Names may be given in either form; status 0 means 301.
+// Names may be given in either form; status 0 means 301. A redirect's
+// target may be a domain still pending: the redirect applies once the
+// target is served (see Route), and its source serves the project until
+// then.
 //
 // Returns invalid_request, saying which entry is wrong, when a name is
 // invalid or not attached to the project, the primary or a redirect's

@@ -155,13 +155,9 @@ func (e *Engine) reloadPlans(ctx context.Context, fresh bool) error {
 		return err
 	}
 	live := map[string]bool{}
-	holder := map[string]string{} // name → the project holding it
 	for _, en := range attached {
 		if en.Status.live() {
 			live[en.ProjectID] = true
-		}
-		if !en.Status.FreesName() {
-			holder[en.Name] = en.ProjectID
 		}
 	}
 	suspended := e.suspendedProjects(ctx, live, fresh)
@@ -190,16 +186,26 @@ func (e *Engine) reloadPlans(ctx context.Context, fresh bool) error {
 			}
 		}
 	}
+	var redirects []RouteAnswer
 	for _, c := range configs {
 		for _, r := range c.Redirects {
 			// Only a live name redirects: one whose DNS the customer proved
 			// is theirs, and only within the project that holds it, to a
-			// name the project still holds (not one removed or released
-			// while the redirect was being stored).
-			if cur, ok := m[r.From]; ok && cur.ProjectID == c.ProjectID && holder[r.To] == c.ProjectID {
-				m[r.From] = RouteAnswer{Kind: RouteRedirect, Name: r.From, ProjectID: c.ProjectID, RedirectTo: r.To, Status: r.Status}
+			// name the project serves (its own live domain, or a name its
+			// live wildcard serves): until a pending target goes live, or
+			// once it is removed or released, the name serves the project
+			// rather than send visitors to a 404.
+			to, ok := m[r.To]
+			if !ok {
+				to, ok = byWildcard(m, r.To)
+			}
+			if cur, live := m[r.From]; live && cur.ProjectID == c.ProjectID && ok && to.Kind == RouteServe && to.ProjectID == c.ProjectID {
+				redirects = append(redirects, RouteAnswer{Kind: RouteRedirect, Name: r.From, ProjectID: c.ProjectID, RedirectTo: r.To, Status: r.Status})
 			}
 		}
+	}
+	for _, r := range redirects {
+		m[r.Name] = r
 	}
 	e.routes.Store(&m)
 	e.admitted.Store(&admitted)

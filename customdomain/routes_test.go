@@ -103,6 +103,34 @@ func TestRedirectGoesToItsOwnTarget(t *testing.T) {
 	}
 }
 
+// TestRedirectWaitsForItsTargetToGoLive: a redirect may be configured to
+// a domain still pending, but until that domain is served, its from
+// serves the project as before instead of sending visitors to a name
+// that answers 404; once the target is active, the redirect applies.
+// Before, www.example.com redirected at once to a pending name, and its
+// visitors landed on 404.
+func TestRedirectWaitsForItsTargetToGoLive(t *testing.T) {
+	ctx := context.Background()
+	f := liveFixture(t, nil)
+	if _, err := f.engine.SetConfig(ctx, "prj_pro", customdomain.Config{Redirects: []customdomain.Redirect{
+		{From: "www.example.com", To: "later.example.com"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	serve := customdomain.RouteAnswer{Kind: customdomain.RouteServe, Name: "www.example.com", ProjectID: "prj_pro"}
+	if got := f.engine.Route("www.example.com"); got != serve {
+		t.Fatalf("redirect to a pending domain: Route(www.example.com) = %+v, want %+v until it is live", got, serve)
+	}
+	f.set(t, "example.com.", cname("shop", target), cname("www", target), cname("old", target), cname("other", target), cname("later", target))
+	if d := f.verify(t, "prj_pro", "later.example.com"); d.Status != customdomain.StatusActive {
+		t.Fatalf("Verify(later.example.com) = %s, want active", d.Status)
+	}
+	redirect := customdomain.RouteAnswer{Kind: customdomain.RouteRedirect, Name: "www.example.com", ProjectID: "prj_pro", RedirectTo: "later.example.com", Status: 301}
+	if got := f.engine.Route("www.example.com"); got != redirect {
+		t.Fatalf("target live: Route(www.example.com) = %+v, want %+v", got, redirect)
+	}
+}
+
 func TestRoutingFollowsConfig(t *testing.T) {
 	ctx := context.Background()
 	f := liveFixture(t, nil)
