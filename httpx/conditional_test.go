@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -422,5 +423,46 @@ func TestPageETagChangesWithItsNextLink(t *testing.T) {
 	}
 	if string(res.Body) != string(first.Body) || res.Header.Get("ETag") == first.Header.Get("ETag") {
 		t.Fatalf("body %s ETag %s, want the same body %s under a new ETag", res.Body, res.Header.Get("ETag"), first.Body)
+	}
+}
+
+// A conditional request answered in full once the plan's quota is spent
+// is 429 without the handler's headers, but with those the server's own
+// middleware set around the API (docs/api.md: the API leaves them alone):
+// a browser reads a 429 only with its CORS headers.
+func TestConditionalRefusalKeepsTheMiddlewaresHeaders(t *testing.T) {
+	e := newRLEnv(t, ratelimit.NewMemoryStore(), func(_ *httpx.Config, l *ratelimit.Config) { l.BanPolicy.Disabled = true })
+	cors := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Access-Control-Allow-Origin", "https://app.example")
+		w.Header().Set("Access-Control-Expose-Headers", "Retry-After, X-RateLimit-Reset")
+		e.h.ServeHTTP(w, r)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(cors))
+	t.Cleanup(srv.Close)
+	get := func(inm string) *http.Response {
+		t.Helper()
+		r := e.req("GET", srv.URL+"/v1/pets", "")
+		r.RequestURI = ""
+		if inm != "" {
+			r.Header.Set("If-None-Match", inm)
+		}
+		res, err := srv.Client().Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res
+	}
+	for range 60 {
+		get("")
+	}
+	res := get(`"stale"`)
+	if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("ETag") != "" {
+		t.Fatalf("conditional request past the quota: %d, ETag %q; want 429 without the page's ETag", res.StatusCode, res.Header.Get("ETag"))
+	}
+	for h, want := range map[string]string{"Access-Control-Allow-Origin": "https://app.example", "Access-Control-Expose-Headers": "Retry-After, X-RateLimit-Reset"} {
+		if got := res.Header.Get(h); got != want {
+			t.Errorf("429: %s = %q, want the middleware's %q", h, got, want)
+		}
 	}
 }

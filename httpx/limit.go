@@ -48,7 +48,7 @@ func (l *limits) limitRequests(next http.Handler) http.Handler {
 			subject, lim = addrSubject("pub:", l.client(r)), l.PublicLimits
 		case isConditional(r):
 			subject, lim = "cond:"+st.key.ID, ConditionalLimits(st.key.EffectiveLimits())
-			cond = &chargeUnlessNotModified{ResponseWriter: w, r: r, l: l}
+			cond = &chargeUnlessNotModified{ResponseWriter: w, r: r, l: l, before: maps.Clone(w.Header())}
 		default:
 			subject, lim = KeySubject(st.key.ID), st.key.EffectiveLimits()
 		}
@@ -104,7 +104,8 @@ type chargeUnlessNotModified struct {
 	r                         *http.Request
 	l                         *limits
 	decided, refused, charged bool
-	chargedAt                 time.Time // the plan's decision, when charged
+	chargedAt                 time.Time   // the plan's decision, when charged
+	before                    http.Header // set around the handler: a 429 keeps these, none of the handler's
 }
 
 func (c *chargeUnlessNotModified) WriteHeader(status int) {
@@ -136,8 +137,7 @@ func (c *chargeUnlessNotModified) charge() {
 	st := stateOf(c.r.Context())
 	h := c.ResponseWriter.Header()
 	saved := h.Clone()
-	// A 429 carries the chain's headers, none of the handler's.
-	maps.DeleteFunc(h, func(k string, _ []string) bool { return k != "X-Request-Id" && k != "X-Api-Stability" })
+	maps.DeleteFunc(h, func(k string, _ []string) bool { return c.before[k] == nil })
 	if at, ok := c.l.decide(c.ResponseWriter, c.r, KeySubject(st.key.ID), st.key.EffectiveLimits()); ok {
 		c.charged, c.chargedAt = true, at
 		for k, v := range saved {
