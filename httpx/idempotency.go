@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/changefeed"
 )
 
 // idempotencyPurgeEvery is how often expired Idempotency-Key records are
@@ -44,7 +45,7 @@ type idempotent[T any] struct {
 	store     petstore.IdempotencyStore
 	now       func() time.Time
 	next      creation[T]
-	etag      bool         // next's answers carry their body's ETag, so replays do
+	cache     *Cache       // Config.Cache, which a pet's replay empties
 	lastPurge atomic.Int64 // unix nanoseconds of the last purge
 }
 
@@ -53,14 +54,12 @@ type idempotent[T any] struct {
 type creation[T any] func(w http.ResponseWriter, r *http.Request, v T)
 
 // idempotently returns op wrapped in Idempotency-Key replay when
-// cfg.Idempotency is set, and op itself otherwise. etag says whether op's
-// answers carry an ETag (a pet's do, an order's do not), so that a replay
-// has the headers the first answer had.
-func idempotently[T any](cfg Config, op creation[T], etag bool) creation[T] {
+// cfg.Idempotency is set, and op itself otherwise.
+func idempotently[T any](cfg Config, op creation[T]) creation[T] {
 	if cfg.Idempotency == nil {
 		return op
 	}
-	m := &idempotent[T]{store: cfg.Idempotency, now: cfg.Now, next: op, etag: etag}
+	m := &idempotent[T]{store: cfg.Idempotency, now: cfg.Now, next: op, cache: cfg.Cache}
 	if m.now == nil {
 		m.now = time.Now
 	}
@@ -140,7 +139,7 @@ func (m *idempotent[T]) serve(w http.ResponseWriter, r *http.Request, v T) {
 		w.Header().Set("Retry-After", "1")
 		WriteError(w, r, petstore.Errorf(petstore.CodeIdempotencyKeyInUse, "a request with this Idempotency-Key is still being processed; retry later"))
 	default:
-		replay(w, stored, m.etag)
+		m.replay(w, stored, v)
 	}
 }
 
@@ -159,8 +158,10 @@ func (m *idempotent[T]) purge(ctx context.Context, now time.Time) {
 	}
 }
 
-// replay writes a stored response again, with its body's ETag when etag.
-func replay(w http.ResponseWriter, rec petstore.IdempotencyRecord, etag bool) {
+// replay writes a stored response again. A pet's (v is a NewPet) carries
+// its body's ETag, as the first answer did, and empties the cache, which
+// the first request, committed, may not have told yet.
+func (m *idempotent[T]) replay(w http.ResponseWriter, rec petstore.IdempotencyRecord, v T) {
 	h := w.Header()
 	if rec.ContentType != "" {
 		h.Set("Content-Type", rec.ContentType)
@@ -168,8 +169,9 @@ func replay(w http.ResponseWriter, rec petstore.IdempotencyRecord, etag bool) {
 	if rec.Location != "" {
 		h.Set("Location", rec.Location)
 	}
-	if etag && rec.Status/100 == 2 {
+	if _, pet := any(v).(petstore.NewPet); pet && rec.Status/100 == 2 {
 		h.Set("ETag", ETag(rec.Body)) // the original's: a strong ETag is its body's
+		m.cache.Apply(changefeed.Change{Kind: changefeed.KindPets})
 	}
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Idempotent-Replayed", "true")
@@ -210,9 +212,7 @@ func (h *heldResponse) WriteHeader(status int) {
 }
 
 func (h *heldResponse) Write(b []byte) (int, error) {
-	if h.status == 0 {
-		h.status = http.StatusOK
-	}
+	h.WriteHeader(http.StatusOK) // kept only if nothing was written before
 	return h.body.Write(b)
 }
 

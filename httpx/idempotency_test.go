@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -485,4 +487,71 @@ func TestIdempotencyAnswersDeclareTheirHeaders(t *testing.T) {
 	}
 	req, res := post("/v1/pets", "legacy", `{"name":"Rex","categoryId":1}`)
 	check(req, res, 409, "Retry-After")
+}
+
+// lateIdemStore is a real memory store whose first CreateOnce to run its
+// create returns only when released, after it committed: the reply of a
+// database's commit that comes late.
+type lateIdemStore struct {
+	*memstore.Store
+	committed, release chan struct{}
+	once               sync.Once
+}
+
+func (s *lateIdemStore) CreateOnce(ctx context.Context, rec petstore.IdempotencyRecord, create func(context.Context) (petstore.IdempotencyRecord, bool)) (petstore.IdempotencyRecord, bool, error) {
+	out, ran, err := s.Store.CreateOnce(ctx, rec, create)
+	if ran {
+		s.once.Do(func() {
+			close(s.committed)
+			<-s.release
+		})
+	}
+	return out, ran, err
+}
+
+// A retry replayed while the first request, committed, has not returned
+// yet, is followed by reads that hold the pet it was told of: the process
+// reads its own writes, whichever of the two answered first.
+func TestReplayedCreateIsReadAtOnce(t *testing.T) {
+	late := &lateIdemStore{committed: make(chan struct{}), release: make(chan struct{})}
+	e := newEnv(t, func(c *httpx.Config) { c.Idempotency = late })
+	late.Store = e.store
+	srv := httptest.NewServer(e.h)
+	t.Cleanup(srv.Close)
+	call := func(method, body string) (*http.Response, string) {
+		t.Helper()
+		r := e.req(method, srv.URL+"/v1/pets", body)
+		r.RequestURI = ""
+		if method == "POST" {
+			r.Header.Set("Idempotency-Key", "k-1")
+		}
+		res, err := srv.Client().Do(r)
+		if err != nil {
+			t.Error(err)
+			return nil, ""
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res, string(b)
+	}
+	const body = `{"name":"Rex","categoryId":1}`
+	if _, page := call("GET", ""); strings.TrimSpace(page) != "[]" {
+		t.Fatalf("first page = %s, want []", page)
+	}
+	first := make(chan struct{})
+	go func() {
+		defer close(first)
+		call("POST", body)
+	}()
+	<-late.committed
+	res, _ := call("POST", body)
+	if res == nil || res.StatusCode != 201 || res.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("retry while the first request has not returned: %v, want a replayed 201", res)
+	}
+	_, page := call("GET", "")
+	close(late.release)
+	<-first
+	if !strings.Contains(page, `"Rex"`) {
+		t.Fatalf("page read after the replayed 201 = %s, want it to hold Rex", page)
+	}
 }
