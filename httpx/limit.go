@@ -109,7 +109,7 @@ type chargeUnlessNotModified struct {
 }
 
 func (c *chargeUnlessNotModified) WriteHeader(status int) {
-	if !c.decided {
+	if !c.decided && status >= 200 { // not on a 1xx, which precedes the answer
 		c.decided = true
 		if status != http.StatusNotModified {
 			c.charge()

@@ -8,17 +8,18 @@ package statuswriter
 import "net/http"
 
 // Writer passes a response through to ResponseWriter and remembers its
-// status: 0 until the handler starts the response, then the first status
-// written (200 when Write comes first, as net/http sends).
+// status: 0 until the handler starts the response, then the first final
+// status written (200 when Write comes first, as net/http sends). An
+// informational status (1xx, such as 103 Early Hints) starts nothing.
 type Writer struct {
 	http.ResponseWriter
 	Status int
 	Bytes  int64 // body bytes written, for the access log
 }
 
-// WriteHeader remembers the first status and passes it on.
+// WriteHeader remembers the first final status and passes every one on.
 func (w *Writer) WriteHeader(code int) {
-	if w.Status == 0 {
+	if w.Status == 0 && code >= 200 {
 		w.Status = code
 	}
 	w.ResponseWriter.WriteHeader(code)
