@@ -145,12 +145,12 @@ func (c *Cache) change(kind string, id int64, statuses ...petstore.PetStatus) {
 // created drops what a create in this process changed and tells the
 // other processes, off the request: one publish at a time, each covering
 // every create since the last began (by the lowest id among them).
-func (c *Cache) created(pet petstore.Pet) {
-	if c == nil {
+func (c *Cache) created(pet petstore.Pet, err error) {
+	if c == nil || err != nil && ErrorStatus(err) < 500 {
 		return
 	}
-	c.change(changefeed.KindPets, pet.ID, pet.Status)
-	if c.feed == nil {
+	c.change(changefeed.KindPets, pet.ID, pet.Status) // after a 5xx (it may have committed), pet's id 0: every page
+	if c.feed == nil || err != nil {
 		return
 	}
 	c.mu.Lock()

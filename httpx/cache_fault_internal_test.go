@@ -97,7 +97,7 @@ func TestCreateReachesOthersAfterAPause(t *testing.T) {
 			}
 
 			p.proxy.Pause()
-			a.created(petstore.Pet{ID: 10, Status: petstore.StatusAvailable})
+			a.created(petstore.Pet{ID: 10, Status: petstore.StatusAvailable}, nil)
 			time.Sleep(1500 * time.Millisecond) // the pause outlasts a publish's 1 s
 			p.proxy.Restore()
 			restored := time.Now()
@@ -149,12 +149,12 @@ func TestLateCreateOfAFailingStreakIsPublished(t *testing.T) {
 	a.now = clock.Now
 	a.Apply(changefeed.Change{Kind: changefeed.KindLive})
 
-	a.created(petstore.Pet{ID: 10, Status: petstore.StatusAvailable}) // the failures begin
-	time.Sleep(300 * time.Millisecond)                                // a few of them
+	a.created(petstore.Pet{ID: 10, Status: petstore.StatusAvailable}, nil) // the failures begin
+	time.Sleep(300 * time.Millisecond)                                     // a few of them
 	clock.Advance(7 * time.Second)
 	_, gen := b.get("last")
 	b.put("last", gen, &encoded{body: []byte("[10]\n"), etag: `"x"`, page: true, lastID: 10}) // without pet 11
-	a.created(petstore.Pet{ID: 11, Status: petstore.StatusAvailable})
+	a.created(petstore.Pet{ID: 11, Status: petstore.StatusAvailable}, nil)
 	clock.Advance(4 * time.Second) // 11 s into the streak, 4 s after pet 11
 	time.Sleep(500 * time.Millisecond)
 	feed.mu.Lock()

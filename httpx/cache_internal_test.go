@@ -54,7 +54,7 @@ func TestCacheDropsWhatACreateChanges(t *testing.T) {
 	}
 	c := NewCache(nil)
 	fill(c)
-	c.created(petstore.Pet{ID: 30, Status: "pending"})
+	c.created(petstore.Pet{ID: 30, Status: "pending"}, nil)
 	if got, want := kept(c), []string{"first", "pending, first", "pet", "sold, last"}; !slices.Equal(got, want) {
 		t.Errorf("after this process's create: %v, want %v", got, want)
 	}
@@ -124,7 +124,7 @@ func TestCachePublishesTheStatus(t *testing.T) {
 		{petstore.Pet{ID: 7, Status: petstore.StatusSold}, "7:sold"},
 		{petstore.Pet{ID: 8}, "8"},
 	} {
-		c.created(tc.pet)
+		c.created(tc.pet, nil)
 		select {
 		case ch := <-got:
 			if ch != (changefeed.Change{Kind: changefeed.KindPets, ID: tc.want}) {

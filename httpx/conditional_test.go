@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/memstore"
 	"github.com/petstorekit/petstore/adapters/redislimit"
 	"github.com/petstorekit/petstore/changefeed"
 	"github.com/petstorekit/petstore/httpx"
@@ -464,5 +466,50 @@ func TestConditionalRefusalKeepsTheMiddlewaresHeaders(t *testing.T) {
 		if got := res.Header.Get(h); got != want {
 			t.Errorf("429: %s = %q, want the middleware's %q", h, got, want)
 		}
+	}
+}
+
+// lostReplyPets is a real memory store whose creates commit and then
+// answer unavailable, as a database's do when the commit's reply is lost.
+type lostReplyPets struct{ *memstore.Store }
+
+func (s lostReplyPets) CreatePet(ctx context.Context, p petstore.NewPet) (petstore.Pet, error) {
+	if _, err := s.Store.CreatePet(ctx, p); err != nil {
+		return petstore.Pet{}, err
+	}
+	return petstore.Pet{}, petstore.Errorf(petstore.CodeUnavailable, "the database is unavailable; try again later")
+}
+
+// A create answered 503 may have committed all the same: the pages read
+// after it hold the pet if it did, so that a client that checks before
+// it retries does not create it twice.
+func TestCacheAfterACreateWithItsReplyLost(t *testing.T) {
+	e := newEnv(t, nil)
+	h, err := httpx.New(httpx.Config{Service: petstore.NewService(lostReplyPets{e.store}), Auth: petstore.NewKeys(e.store), Cache: httpx.NewCache(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	call := func(method, body string) (int, string) {
+		t.Helper()
+		r := e.req(method, srv.URL+"/v1/pets", body)
+		r.RequestURI = ""
+		res, err := srv.Client().Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	if _, page := call("GET", ""); strings.TrimSpace(page) != "[]" {
+		t.Fatalf("first page = %s, want []", page)
+	}
+	if status, body := call("POST", `{"name":"Rex","categoryId":1}`); status != 503 {
+		t.Fatalf("create = %d %s, want 503", status, body)
+	}
+	if _, page := call("GET", ""); !strings.Contains(page, `"Rex"`) {
+		t.Fatalf("page after the create that committed = %s, want Rex in it", page)
 	}
 }

@@ -38,9 +38,9 @@ func (a *api) listPets(w http.ResponseWriter, r *http.Request) error {
 // createPet is the operation: create, respond, nothing a replay lacks.
 func (a *api) createPet(w http.ResponseWriter, r *http.Request, np petstore.NewPet) {
 	pet, err := a.Service.CreatePet(r.Context(), np)
+	afterCommit(r.Context(), func() { a.Cache.created(pet, err) })
 	var e *encoded
 	if err == nil {
-		afterCommit(r.Context(), func() { a.Cache.created(pet) })
 		if e, err = encode(pet, ""); err == nil {
 			w.Header().Set("Location", a.petsPath+"/"+itoa(pet.ID))
 			writeEncoded(w, r, http.StatusCreated, e)
