@@ -23,19 +23,21 @@ var openAPIJSON []byte
 func OpenAPI() []byte { return append([]byte(nil), openAPIJSON...) }
 
 // openAPIDocument returns the document served under base, with the base
-// path as its first server; without orders, no store orders paths, and
-// without idempotency, no Idempotency-Key (withoutIdempotency).
+// path as its first server; without idempotency, no Idempotency-Key
+// (withoutIdempotency), and without orders, no word of store orders.
 func openAPIDocument(base string, orders, idempotency bool) ([]byte, error) {
 	var doc map[string]any
 	if err := json.Unmarshal(openAPIJSON, &doc); err != nil {
 		return nil, fmt.Errorf("httpx: embedded openapi.json: %w", err)
 	}
-	paths, _ := doc["paths"].(map[string]any)
-	if !orders {
-		maps.DeleteFunc(paths, func(p string, _ any) bool { return strings.HasPrefix(p, ordersPath) })
-	}
 	if !idempotency {
 		withoutIdempotency(doc)
+	}
+	if !orders {
+		maps.DeleteFunc(doc["paths"].(map[string]any), func(p string, _ any) bool { return strings.HasPrefix(p, ordersPath) })
+		info := doc["info"].(map[string]any)
+		paras := slices.DeleteFunc(strings.Split(info["description"].(string), "\n\n"), func(p string) bool { return strings.HasPrefix(p, "Store orders") })
+		info["description"] = strings.Replace(strings.Join(paras, "\n\n"), " and createOrder", "", 1)
 	}
 	servers, _ := doc["servers"].([]any)
 	here := map[string]any{"url": cmp.Or(base, "/"), "description": "This server"}

@@ -204,3 +204,39 @@ func TestOpenAPIOffersIdempotencyKeyOnlyWithAStore(t *testing.T) {
 		})
 	}
 }
+
+// A handler without Config.Orders serves no store orders, so its
+// document neither lists their paths nor describes them.
+func TestOpenAPIWithoutOrdersDescribesNone(t *testing.T) {
+	for _, withKeys := range []bool{false, true} {
+		store := memstore.New()
+		cfg := httpx.Config{Service: petstore.NewService(store), Auth: petstore.NewKeys(store)}
+		if withKeys {
+			cfg.Idempotency = store
+		}
+		h, err := httpx.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/openapi.json", nil))
+		var doc struct {
+			Info  struct{ Description string }
+			Paths map[string]any
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		for p := range doc.Paths {
+			if strings.HasPrefix(p, "/store/") {
+				t.Errorf("idempotency %v: the document lists %s", withKeys, p)
+			}
+		}
+		if d := doc.Info.Description; strings.Contains(d, "createOrder") || strings.Contains(d, "Store orders") {
+			t.Errorf("idempotency %v: info.description describes store orders:\n%s", withKeys, d)
+		}
+		if want := "`Idempotency-Key` on createPet;"; withKeys != strings.Contains(doc.Info.Description, want) {
+			t.Errorf("idempotency %v: info.description names %s: %v", withKeys, want, !withKeys)
+		}
+	}
+}
