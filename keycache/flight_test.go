@@ -195,3 +195,49 @@ func TestStuckLookupIsSharedForTTLAtMost(t *testing.T) {
 	close(g.proceed)
 	<-stuck
 }
+
+// TestSharedAnswerIsNoOlderThanTheBound: a request that joins a lookup
+// near the end of its 1 s window, after another process revoked the key,
+// is not handed that lookup's answer, read before the revoke, once it is
+// more than the 1 s bound old (docs/keys.md, "Staleness bound"): the store
+// answered slowly, and the request asks again.
+func TestSharedAnswerIsNoOlderThanTheBound(t *testing.T) {
+	store := openStore(t)
+	keys := petstore.NewKeys(store)
+	key, secret := newKey(t, keys, petstore.PlanFree)
+	g := newGated(keys)
+	clk := newClock()
+	c := keycache.New(g, keycache.Config{Now: clk.Now})
+
+	first := make(chan error, 1)
+	go func() {
+		_, err := c.Authenticate(context.Background(), secret)
+		first <- err
+	}()
+	<-g.looked // the lookup read the key, and its answer is slow to come
+	// Another process, which this one hears nothing from, revokes it.
+	if err := petstore.NewKeys(store).Revoke(context.Background(), key.ID); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(keycache.DefaultTTL - 100*time.Millisecond)
+	joined := make(chan error, 1)
+	go func() {
+		got, err := c.Authenticate(context.Background(), secret)
+		if err == nil {
+			err = fmt.Errorf("accepted as %+v", got)
+		}
+		joined <- err
+	}()
+	for c.Stats().Shared == 0 { // the request waits for the slow lookup
+		time.Sleep(time.Millisecond)
+	}
+	clk.Advance(200 * time.Millisecond) // the answer comes 1.1 s after the revoke
+	close(g.proceed)
+	if err := <-joined; petstore.ErrorCode(err) != petstore.CodeUnauthorized {
+		t.Errorf("a request answered %v after the revoke, past the %v bound: %v; want unauthorized",
+			keycache.DefaultTTL+100*time.Millisecond, keycache.DefaultTTL, err)
+	}
+	if err := <-first; err != nil {
+		t.Logf("the request whose lookup read the key before the revoke: %v", err)
+	}
+}

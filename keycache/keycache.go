@@ -31,7 +31,10 @@
 // Concurrent requests of a token the cache cannot answer share one store
 // lookup, unless a key changed since it began (it may have read what
 // changed) or it began Config.TTL ago or more (it may never answer): a
-// request that comes then asks the store itself.
+// request that comes then asks the store itself. A shared answer is no
+// older than a cached one: a request that joined a lookup takes its
+// answer only if the lookup began less than Config.TTL before the answer
+// came, or after the request arrived, and asks again otherwise.
 //
 // # Lookups that cost the database nothing
 //
@@ -231,6 +234,12 @@ func (c *Cache) Authenticate(ctx context.Context, token string) (petstore.APIKey
 // the rate limiter that refuses the client answers. The invalid address
 // (no client known) is never paced.
 func (c *Cache) AuthenticateClient(ctx context.Context, token string, client netip.Addr) (petstore.APIKey, error) {
+	return c.authenticate(ctx, token, client, time.Time{})
+}
+
+// authenticate is AuthenticateClient for a request that arrived at
+// arrived (zero: now), which a request asking again keeps.
+func (c *Cache) authenticate(ctx context.Context, token string, client netip.Addr, arrived time.Time) (petstore.APIKey, error) {
 	if token == "" || len(token) > maxToken {
 		return c.next.Authenticate(ctx, token)
 	}
@@ -240,6 +249,9 @@ func (c *Cache) AuthenticateClient(ctx context.Context, token string, client net
 	var buf [maxToken]byte
 	hash := sha256.Sum256(buf[:copy(buf[:], token)])
 	now := c.cfg.Now()
+	if arrived.IsZero() {
+		arrived = now
+	}
 	c.mu.Lock()
 	if el, ok := c.byHash[hash]; ok {
 		e := el.Value.(*entry)
@@ -277,7 +289,14 @@ func (c *Cache) AuthenticateClient(ctx context.Context, token string, client net
 		if f.ownCtxEnded && ctx.Err() == nil {
 			// The store never answered: the request that asked it
 			// ended first. Ask for this one.
-			return c.AuthenticateClient(ctx, token, client)
+			return c.authenticate(ctx, token, client, arrived)
+		}
+		if f.began.Before(arrived) && c.cfg.Now().Sub(f.began) >= c.cfg.TTL {
+			// The store answered slowly: what it read may now be older
+			// than the staleness bound, and older than a change this
+			// request, made since, would have seen. Ask again: a lookup
+			// begun after this request arrived is taken however late.
+			return c.authenticate(ctx, token, client, arrived)
 		}
 		return f.key, f.err
 	}
