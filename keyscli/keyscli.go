@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -74,7 +75,9 @@ func Run(ctx context.Context, store petstore.KeyStore, args []string, w io.Write
 		fs.Int64Var(&perDay, "per-day", 0, "enterprise requests per day")
 	case "list", "revoke", "unrevoke":
 	default:
-		return usagef("unknown subcommand %q", cmd)
+		// Not quoted, as no argument error quotes what was typed: it may
+		// be a secret pasted in the wrong place.
+		return usagef("unknown subcommand: use create, list, revoke, unrevoke or set-plan")
 	}
 	pos, err := parseInterleaved(fs, rest)
 	if err != nil {
@@ -103,7 +106,10 @@ func Run(ctx context.Context, store petstore.KeyStore, args []string, w io.Write
 	switch cmd {
 	case "create":
 		if len(pos) != 0 {
-			return usagef("create takes no arguments, got %q", pos)
+			return usagef("create takes no arguments, only flags (got %d)", len(pos))
+		}
+		if strings.HasPrefix(project, petstore.APIKeyPrefix) {
+			return usagef("-project takes a project id (prj_…, as `keys list` shows), not a key")
 		}
 		p, err := parsePlan(plan)
 		if err != nil {
@@ -182,20 +188,52 @@ func unknownID(err error, msg string) error {
 
 // parseInterleaved parses flags wherever they appear among the positional
 // arguments ("set-plan ID enterprise -per-minute 5"), which the flag
-// package alone stops at.
+// package alone stops at. Its errors name the flag when fs defines it and
+// never quote what was typed, as the flag package's do ("flag provided
+// but not defined: -psk_…", "invalid value \"psk_…\""): a secret pasted
+// in the wrong place would be printed back.
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		if arg == "--" {
+			return append(pos, args[i+1:]...), nil
 		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
+		if len(arg) < 2 || arg[0] != '-' {
+			pos = append(pos, arg)
+			continue
 		}
-		pos = append(pos, args[0])
-		args = args[1:]
+		name, value, hasValue := strings.Cut(strings.TrimPrefix(arg[1:], "-"), "=")
+		f := fs.Lookup(name)
+		if f == nil {
+			if name == "h" || name == "help" {
+				return nil, flag.ErrHelp
+			}
+			return nil, fmt.Errorf("unknown flag: %s", flagsOf(fs))
+		}
+		if !hasValue {
+			if i+1 == len(args) {
+				return nil, fmt.Errorf("-%s needs a value", name)
+			}
+			i++
+			value = args[i]
+		}
+		// Only the integer flags can refuse a value.
+		if err := fs.Set(name, value); err != nil {
+			return nil, fmt.Errorf("-%s takes a whole number", name)
+		}
 	}
+	return pos, nil
+}
+
+// flagsOf says which flags fs takes.
+func flagsOf(fs *flag.FlagSet) string {
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, "-"+f.Name) })
+	if len(names) == 0 {
+		return fs.Name() + " takes no flags"
+	}
+	return fs.Name() + " takes " + strings.Join(names, ", ")
 }
 
 func created(t time.Time) string {

@@ -237,3 +237,46 @@ func TestASecretGivenForAnIDIsNotEchoed(t *testing.T) {
 		})
 	}
 }
+
+// TestArgumentErrorsDoNotEchoWhatWasTyped: a secret typed or pasted in
+// the wrong place on a keys command line (as the subcommand, an argument,
+// a flag or a flag's value) is refused as a usage error that says what was
+// wrong without printing the secret back on the terminal or in a CI log;
+// nothing is stored.
+func TestArgumentErrorsDoNotEchoWhatWasTyped(t *testing.T) {
+	const secret = "psk_PLANTEDa3f09c1d2e4b5a6978c0d1e2f3a4b5c6"
+	s := newStore(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		says string // what the error says was wrong
+	}{
+		{"as the subcommand", []string{secret}, "unknown subcommand"},
+		{"after create", []string{"create", secret}, "create takes no arguments"},
+		{"after list", []string{"list", secret}, "list takes no arguments"},
+		{"after a revoke's id", []string{"revoke", "key_x", secret}, "revoke takes one key id"},
+		{"as a flag", []string{"create", "-" + secret}, "unknown flag"},
+		{"as a flag with a value", []string{"set-plan", "key_x", "pro", "--" + secret + "=1"}, "unknown flag"},
+		{"as a limit", []string{"create", "-plan", "enterprise", "-per-minute", secret, "-per-day", "5"}, "-per-minute takes a whole number"},
+		{"as a limit after =", []string{"set-plan", "key_x", "enterprise", "-per-day=" + secret}, "-per-day takes a whole number"},
+		{"as the plan", []string{"create", "-plan", secret}, "plan must be one of"},
+		{"as set-plan's plan", []string{"set-plan", "key_x", secret}, "plan must be one of"},
+		{"as the project", []string{"create", "-project", secret}, "-project takes a project id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := run(t, s, tc.args...)
+			if !errors.Is(err, keyscli.ErrUsage) {
+				t.Fatalf("err = %v, want a usage error (output %q)", err, out)
+			}
+			if strings.Contains(err.Error(), "PLANTED") {
+				t.Fatalf("the error shows the secret: %v", err)
+			}
+			if !strings.Contains(err.Error(), tc.says) {
+				t.Fatalf("err = %v, want it to say %q", err, tc.says)
+			}
+		})
+	}
+	if all, _ := petstore.NewKeys(s).List(context.Background()); len(all) != 0 {
+		t.Fatalf("a refused command stored %+v", all)
+	}
+}
