@@ -278,4 +278,5 @@ func RunIdempotency(t *testing.T, open Opener) {
 		_, err := s.GetIdempotencyKey(ctx, "key_a", "c")
 		wantCode(t, err, petstore.CodeNotFound)
 	})
+	runIdempotencyLimits(t, idem)
 }

@@ -534,4 +534,5 @@ func RunKeys(t *testing.T, open Opener) {
 			t.Fatalf("%d keys after UpsertKey of a revoked hash, want 0", len(all))
 		}
 	})
+	runKeyLimits(t, open)
 }

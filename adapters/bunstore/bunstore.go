@@ -364,6 +364,9 @@ func (s *Store) listPets(ctx context.Context, q petstore.PetQuery) ([]petstore.P
 
 // CreateKey implements petstore.KeyStore.
 func (s *Store) CreateKey(ctx context.Context, key petstore.APIKey, hash string) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
 	row := newKeyRow(key, hash)
 	if _, err := s.db.NewInsert().Model(&row).Exec(ctx); err != nil {
 		return mapErr(ctx, "create key", err)
@@ -375,6 +378,9 @@ func (s *Store) CreateKey(ctx context.Context, key petstore.APIKey, hash string)
 // hash at once both succeed: the loser of the insert race finds the
 // winner's row and updates it.
 func (s *Store) UpsertKey(ctx context.Context, key petstore.APIKey, hash string) (petstore.APIKey, error) {
+	if err := checkKey(key); err != nil {
+		return petstore.APIKey{}, err
+	}
 	for attempt := 0; ; attempt++ {
 		existing, _, err := s.KeyByHash(ctx, hash)
 		if err == nil {
@@ -451,8 +457,8 @@ func (s *Store) ListKeys(ctx context.Context) ([]petstore.APIKey, error) {
 // exactID reports whether id can name a stored key. MySQL's utf8mb4_bin
 // collation pads with spaces, so "key_x " would match key_x there (and
 // be announced to other processes' key caches as typed); no key id ends
-// in a space.
-func exactID(id string) bool { return !strings.HasSuffix(id, " ") }
+// in a space, nor is longer than any stored.
+func exactID(id string) bool { return !strings.HasSuffix(id, " ") && len(id) <= maxKeyIDBytes }
 
 // SetKeyPlan implements petstore.KeyStore. It reads the key back rather
 // than trusting the count of updated rows, which MySQL reports as zero for

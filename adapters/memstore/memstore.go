@@ -148,6 +148,9 @@ func (s *Store) CreateKey(ctx context.Context, key petstore.APIKey, hash string)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := checkKey(key); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.keys[hash]; ok {
@@ -165,6 +168,9 @@ func (s *Store) CreateKey(ctx context.Context, key petstore.APIKey, hash string)
 // UpsertKey implements petstore.KeyStore.
 func (s *Store) UpsertKey(ctx context.Context, key petstore.APIKey, hash string) (petstore.APIKey, error) {
 	if err := ctx.Err(); err != nil {
+		return petstore.APIKey{}, err
+	}
+	if err := checkKey(key); err != nil {
 		return petstore.APIKey{}, err
 	}
 	s.mu.Lock()

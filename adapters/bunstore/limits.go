@@ -1,0 +1,42 @@
+package bunstore
+
+import "github.com/petstorekit/petstore"
+
+// The longest strings the stores keep, in bytes, as storetest's contract
+// sets them (storetest.MaxKeyIDBytes and its siblings): the columns are
+// that wide, in characters on PostgreSQL and MySQL, so every value is
+// checked here first. Past a limit SQLite would store it, PostgreSQL and
+// strict MySQL refuse it with driver text, and MySQL without a strict
+// sql_mode would cut it short, making two values one; instead every
+// database refuses it with invalid_request.
+const (
+	maxKeyIDBytes       = 64   // api_keys.id, revoked_keys.id
+	maxProjectIDBytes   = 255  // api_keys.project_id, revoked_keys.project_id
+	maxScopeBytes       = 128  // idempotency_keys.scope
+	maxRequestHashBytes = 1024 // idempotency_keys.request_hash
+)
+
+// checkKey refuses a key with an id or a project too long to store.
+func checkKey(key petstore.APIKey) error {
+	switch {
+	case len(key.ID) > maxKeyIDBytes:
+		return petstore.Errorf(petstore.CodeInvalidRequest, "key id is longer than %d bytes", maxKeyIDBytes)
+	case len(key.ProjectID) > maxProjectIDBytes:
+		return petstore.Errorf(petstore.CodeInvalidRequest, "key project id is longer than %d bytes", maxProjectIDBytes)
+	}
+	return nil
+}
+
+// checkIdempotency refuses a record whose scope, key or request hash is
+// too long to store.
+func checkIdempotency(rec petstore.IdempotencyRecord) error {
+	switch {
+	case len(rec.Scope) > maxScopeBytes:
+		return petstore.Errorf(petstore.CodeInvalidRequest, "idempotency scope is longer than %d bytes", maxScopeBytes)
+	case len(rec.Key) > petstore.MaxIdempotencyKeyLength:
+		return petstore.Errorf(petstore.CodeInvalidRequest, "Idempotency-Key is longer than %d bytes", petstore.MaxIdempotencyKeyLength)
+	case len(rec.RequestHash) > maxRequestHashBytes:
+		return petstore.Errorf(petstore.CodeInvalidRequest, "idempotency request hash is longer than %d bytes", maxRequestHashBytes)
+	}
+	return nil
+}

@@ -1,0 +1,190 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/petstorekit/petstore"
+)
+
+// The longest strings every store keeps, in bytes of UTF-8 (not
+// characters: a column of N characters holds more bytes of accented
+// text). A value at the limit is stored and read back exactly; one past it
+// is refused with invalid_request and nothing is stored, never cut short,
+// so that two values differing past the limit never name one record. A
+// lookup by a value past the limit finds nothing (not_found). An
+// Idempotency-Key's limit is petstore.MaxIdempotencyKeyLength.
+const (
+	// MaxKeyIDBytes bounds petstore.APIKey.ID (generated ids take 40).
+	MaxKeyIDBytes = 64
+	// MaxProjectIDBytes bounds petstore.APIKey.ProjectID (generated ids
+	// take 40).
+	MaxProjectIDBytes = 255
+	// MaxScopeBytes bounds petstore.IdempotencyRecord.Scope (httpx writes
+	// the API key's id).
+	MaxScopeBytes = 128
+	// MaxRequestHashBytes bounds petstore.IdempotencyRecord.RequestHash
+	// (httpx writes 64 hex digits).
+	MaxRequestHashBytes = 1024
+)
+
+// ofBytes returns prefix followed by unit repeated, n bytes long in all,
+// padded with 'x' where unit, a character of several bytes, does not fit.
+func ofBytes(prefix string, n int, unit string) string {
+	var b strings.Builder
+	b.WriteString(prefix)
+	for b.Len()+len(unit) <= n {
+		b.WriteString(unit)
+	}
+	for b.Len() < n {
+		b.WriteByte('x')
+	}
+	return b.String()
+}
+
+// runKeyLimits checks MaxKeyIDBytes and MaxProjectIDBytes on a KeyStore.
+func runKeyLimits(t *testing.T, open Opener) {
+	ctx := context.Background()
+	t.Run("LimitsAtTheEdge", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		for i, unit := range []string{"a", "é"} {
+			k := petstore.APIKey{
+				ID:        ofBytes("key_", MaxKeyIDBytes, unit),
+				ProjectID: ofBytes("prj_", MaxProjectIDBytes, unit),
+				Plan:      petstore.PlanPro,
+				CreatedAt: time.Now().UTC().Truncate(time.Second),
+			}
+			hash := petstore.HashAPIKey(fmt.Sprint("psk_limit", i))
+			if err := s.CreateKey(ctx, k, hash); err != nil {
+				t.Fatalf("CreateKey with a %d-byte id and a %d-byte project: %v", len(k.ID), len(k.ProjectID), err)
+			}
+			if got, _, err := s.KeyByHash(ctx, hash); err != nil || got != k {
+				t.Fatalf("KeyByHash = %+v, %v; want %+v", got, err, k)
+			}
+			k.Plan = petstore.PlanBusiness
+			if got, err := s.SetKeyPlan(ctx, k.ID, k.Plan, petstore.Limits{}); err != nil || got != k {
+				t.Fatalf("SetKeyPlan = %+v, %v; want %+v", got, err, k)
+			}
+			if err := s.DeleteKey(ctx, k.ID); err != nil {
+				t.Fatalf("DeleteKey: %v", err)
+			}
+			if got, err := s.RevokedKey(ctx, hash); err != nil || got != k {
+				t.Fatalf("RevokedKey = %+v, %v; want %+v", got, err, k)
+			}
+			if got, err := s.UnrevokeKey(ctx, k.ID); err != nil || got != k {
+				t.Fatalf("UnrevokeKey = %+v, %v; want %+v", got, err, k)
+			}
+			up := k
+			up.ID, up.ProjectID = ofBytes("key_up", MaxKeyIDBytes, unit), ofBytes("prj_up", MaxProjectIDBytes, unit)
+			uphash := petstore.HashAPIKey(fmt.Sprint("psk_upsert", i))
+			if got, err := s.UpsertKey(ctx, up, uphash); err != nil || got != up {
+				t.Fatalf("UpsertKey = %+v, %v; want %+v", got, err, up)
+			}
+		}
+	})
+	t.Run("LimitsPast", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		ok := func() petstore.APIKey {
+			return petstore.APIKey{ID: petstore.NewKeyID(), ProjectID: petstore.NewProjectID(), Plan: petstore.PlanPro,
+				CreatedAt: time.Now().UTC().Truncate(time.Second)}
+		}
+		var longIDs []string
+		for i, unit := range []string{"a", "é"} {
+			longID := ok()
+			longID.ID = ofBytes("key_", MaxKeyIDBytes+1, unit)
+			longIDs = append(longIDs, longID.ID)
+			longProject := ok()
+			longProject.ProjectID = ofBytes("prj_", MaxProjectIDBytes+1, unit)
+			for j, k := range []petstore.APIKey{longID, longProject} {
+				hash := petstore.HashAPIKey(fmt.Sprint("psk_past", i, j))
+				err := s.CreateKey(ctx, k, hash)
+				wantCode(t, err, petstore.CodeInvalidRequest)
+				_, err = s.UpsertKey(ctx, k, hash)
+				wantCode(t, err, petstore.CodeInvalidRequest)
+				_, _, err = s.KeyByHash(ctx, hash)
+				wantCode(t, err, petstore.CodeNotFound)
+			}
+		}
+		if all, err := s.ListKeys(ctx); err != nil || len(all) != 0 {
+			t.Fatalf("ListKeys = %+v, %v; want none stored", all, err)
+		}
+		for _, id := range longIDs {
+			_, err := s.SetKeyPlan(ctx, id, petstore.PlanFree, petstore.Limits{})
+			wantCode(t, err, petstore.CodeNotFound)
+			wantCode(t, s.DeleteKey(ctx, id), petstore.CodeNotFound)
+			_, err = s.UnrevokeKey(ctx, id)
+			wantCode(t, err, petstore.CodeNotFound)
+		}
+	})
+}
+
+// runIdempotencyLimits checks MaxScopeBytes, MaxRequestHashBytes and
+// petstore.MaxIdempotencyKeyLength on an IdempotencyStore.
+func runIdempotencyLimits(t *testing.T, idem func(t *testing.T) petstore.IdempotencyStore) {
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	respond := func(r petstore.IdempotencyRecord) petstore.IdempotencyRecord {
+		r.Completed, r.Status, r.ContentType, r.Location, r.Body = true, 201, "application/json", "/v1/pets/1", []byte(`{"id":1}`)
+		return r
+	}
+	t.Run("LimitsAtTheEdge", func(t *testing.T) {
+		t.Parallel()
+		s := idem(t)
+		for _, unit := range []string{"a", "é"} {
+			rec := petstore.IdempotencyRecord{
+				Scope:       ofBytes("key_", MaxScopeBytes, unit),
+				Key:         ofBytes("k"+unit, petstore.MaxIdempotencyKeyLength, "a"),
+				RequestHash: ofBytes("h", MaxRequestHashBytes, "a"),
+				CreatedAt:   now,
+			}
+			want := respond(rec)
+			got, ran, err := s.CreateOnce(ctx, rec, func(context.Context) (petstore.IdempotencyRecord, bool) { return want, true })
+			if err != nil || !ran {
+				t.Fatalf("CreateOnce with a %d-byte scope, a %d-byte key and a %d-byte request hash: ran %v, %v",
+					len(rec.Scope), len(rec.Key), len(rec.RequestHash), ran, err)
+			}
+			got, err = s.GetIdempotencyKey(ctx, rec.Scope, rec.Key)
+			if err != nil || got.Scope != want.Scope || got.Key != want.Key || got.RequestHash != want.RequestHash || got.Status != want.Status {
+				t.Fatalf("GetIdempotencyKey = %+v, %v; want %+v", got, err, want)
+			}
+		}
+	})
+	t.Run("LimitsPast", func(t *testing.T) {
+		t.Parallel()
+		s := idem(t)
+		ok := func() petstore.IdempotencyRecord {
+			return petstore.IdempotencyRecord{Scope: "key_a", Key: "k", RequestHash: "h", CreatedAt: now}
+		}
+		var recs []petstore.IdempotencyRecord
+		for _, unit := range []string{"a", "é"} {
+			r := ok()
+			r.Scope = ofBytes("key_", MaxScopeBytes+1, unit)
+			recs = append(recs, r)
+		}
+		r := ok()
+		r.Key = ofBytes("k", petstore.MaxIdempotencyKeyLength+1, "a")
+		recs = append(recs, r)
+		r = ok()
+		r.RequestHash = ofBytes("h", MaxRequestHashBytes+1, "a")
+		recs = append(recs, r)
+		for _, rec := range recs {
+			called := false
+			_, ran, err := s.CreateOnce(ctx, rec, func(context.Context) (petstore.IdempotencyRecord, bool) {
+				called = true
+				return respond(rec), true
+			})
+			if called || ran {
+				t.Fatalf("CreateOnce with a %d-byte scope, a %d-byte key and a %d-byte request hash ran create",
+					len(rec.Scope), len(rec.Key), len(rec.RequestHash))
+			}
+			wantCode(t, err, petstore.CodeInvalidRequest)
+			_, err = s.GetIdempotencyKey(ctx, rec.Scope, rec.Key)
+			wantCode(t, err, petstore.CodeNotFound)
+		}
+	})
+}
