@@ -509,6 +509,70 @@ func RunKeys(t *testing.T, open Opener) {
 			t.Fatalf("Ensure after Unrevoke = %+v, %v; want the same key", again, err)
 		}
 	})
+	t.Run("ConcurrentRevokes", func(t *testing.T) {
+		// Two operators (or a command run again) revoke one key at once:
+		// each is told it is revoked or that no key has the id, never of a
+		// conflict or a deadlock, and the key is kept as revoked once.
+		t.Parallel()
+		s := open(t)
+		keys := petstore.NewKeys(s)
+		key, secret, err := keys.Create(ctx, "", petstore.PlanPro, petstore.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 8
+		errs := make(chan error, n)
+		start := make(chan struct{})
+		for range n {
+			go func() {
+				<-start
+				errs <- s.DeleteKey(ctx, key.ID)
+			}()
+		}
+		close(start)
+		revoked := 0
+		for range n {
+			switch err := <-errs; {
+			case err == nil:
+				revoked++
+			case petstore.ErrorCode(err) != petstore.CodeNotFound:
+				t.Errorf("a concurrent DeleteKey: %v, want success or not_found", err)
+			}
+		}
+		if revoked == 0 {
+			t.Fatal("no concurrent DeleteKey succeeded")
+		}
+		if got, err := s.RevokedKey(ctx, petstore.HashAPIKey(secret)); err != nil || got.ID != key.ID {
+			t.Fatalf("RevokedKey = %+v, %v; want %s", got, err, key.ID)
+		}
+		// And so do two reinstating it.
+		start = make(chan struct{})
+		for range n {
+			go func() {
+				<-start
+				_, err := s.UnrevokeKey(ctx, key.ID)
+				errs <- err
+			}()
+		}
+		close(start)
+		reinstated := 0
+		for range n {
+			switch err := <-errs; {
+			case err == nil:
+				reinstated++
+			case petstore.ErrorCode(err) != petstore.CodeNotFound:
+				t.Errorf("a concurrent UnrevokeKey: %v, want success or not_found", err)
+			}
+		}
+		if reinstated == 0 {
+			t.Fatal("no concurrent UnrevokeKey succeeded")
+		}
+		if got, _, err := s.KeyByHash(ctx, petstore.HashAPIKey(secret)); err != nil || got.ID != key.ID {
+			t.Fatalf("KeyByHash after UnrevokeKey = %+v, %v; want %s", got, err, key.ID)
+		}
+		_, err = s.UnrevokeKey(ctx, key.ID)
+		wantCode(t, err, petstore.CodeNotFound)
+	})
 	t.Run("UpsertOfARevokedHash", func(t *testing.T) {
 		// Keys.Ensure looks for a revocation before it upserts; a revoke
 		// landing between the two leaves the store the last word.

@@ -506,14 +506,21 @@ func (r revokedRow) keyRow() keyRow {
 }
 
 // DeleteKey implements petstore.KeyStore. The key moves to revoked_keys in
-// the transaction that deletes it, so no restart finds it in neither.
+// the transaction that deletes it, so no restart finds it in neither. The
+// key's row is read FOR UPDATE (SQLite runs one write at a time anyway):
+// concurrent revokes of one key then take turns, and the later ones find
+// no key (not_found) instead of deadlocking over revoked_keys on MySQL.
 func (s *Store) DeleteKey(ctx context.Context, id string) error {
 	if !exactID(id) {
 		return keyNotFound(id)
 	}
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var row keyRow
-		if err := tx.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
+		q := tx.NewSelect().Model(&row).Where("id = ?", id)
+		if s.db.Dialect().Name() != dialect.SQLite {
+			q = q.For("UPDATE")
+		}
+		if err := q.Scan(ctx); err != nil {
 			return err
 		}
 		rev := revokedRow{Hash: row.Hash, ID: row.ID, ProjectID: row.ProjectID, Plan: row.Plan,
@@ -554,7 +561,14 @@ func (s *Store) UnrevokeKey(ctx context.Context, id string) (petstore.APIKey, er
 	var key petstore.APIKey
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var rev revokedRow
-		if err := tx.NewSelect().Model(&rev).Where("id = ?", id).Limit(1).Scan(ctx); err != nil {
+		// FOR UPDATE, as DeleteKey: concurrent reinstatements of one key
+		// take turns, and the later ones find no revoked key (not_found)
+		// rather than a conflict with the first.
+		q := tx.NewSelect().Model(&rev).Where("id = ?", id).Limit(1)
+		if s.db.Dialect().Name() != dialect.SQLite {
+			q = q.For("UPDATE")
+		}
+		if err := q.Scan(ctx); err != nil {
 			return err
 		}
 		row := rev.keyRow()
