@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/uptrace/bun/dialect"
@@ -26,10 +25,13 @@ import (
 
 // stmt is one statement, prepared on its first use. A failed prepare (the
 // database is down, or the schema is not migrated yet) is not remembered:
-// the next use tries again.
+// the next use tries again. One use prepares at a time; the others wait
+// for it no longer than their own context, which a mutex would ignore: on
+// a database that does not answer, a request with a short deadline would
+// wait for the preparing one's, however long.
 type stmt struct {
 	query string
-	mu    sync.Mutex
+	turn  chan struct{} // holds a token while a use prepares; made by newQueries
 	p     atomic.Pointer[sql.Stmt]
 }
 
@@ -37,8 +39,12 @@ func (s *stmt) get(ctx context.Context, db *sql.DB) (*sql.Stmt, error) {
 	if p := s.p.Load(); p != nil {
 		return p, nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	select {
+	case s.turn <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-s.turn }()
 	if p := s.p.Load(); p != nil {
 		return p, nil
 	}
@@ -90,9 +96,10 @@ func newQueries(d dialect.Name) *queries {
 		idemComplete: stmt{query: "UPDATE idempotency_keys SET completed = TRUE, status = ?, content_type = ?, location = ?, body = ?" +
 			" WHERE scope = ? AND idem_key = ?"},
 	}
-	if d == dialect.PG {
-		for _, s := range []*stmt{&qs.insertPet, &qs.getPet, &qs.getPets, &qs.listPets, &qs.listPetsStatus, &qs.keyByHash,
-			&qs.idemClaim, &qs.idemGet, &qs.idemComplete} {
+	for _, s := range []*stmt{&qs.insertPet, &qs.getPet, &qs.getPets, &qs.listPets, &qs.listPetsStatus, &qs.keyByHash,
+		&qs.idemClaim, &qs.idemGet, &qs.idemComplete} {
+		s.turn = make(chan struct{}, 1)
+		if d == dialect.PG {
 			s.query = dollarPlaceholders(s.query)
 		}
 	}
