@@ -16,7 +16,9 @@ import (
 // is refused with invalid_request and nothing is stored, never cut short,
 // so that two values differing past the limit never name one record. A
 // lookup by a value past the limit finds nothing (not_found). An
-// Idempotency-Key's limit is petstore.MaxIdempotencyKeyLength.
+// Idempotency-Key's limit is petstore.MaxIdempotencyKeyLength. The same
+// holds for a value that is not UTF-8 or holds a NUL byte, which
+// PostgreSQL's text cannot store.
 const (
 	// MaxKeyIDBytes bounds petstore.APIKey.ID (generated ids take 40).
 	MaxKeyIDBytes = 64
@@ -93,22 +95,35 @@ func runKeyLimits(t *testing.T, open Opener) {
 			return petstore.APIKey{ID: petstore.NewKeyID(), ProjectID: petstore.NewProjectID(), Plan: petstore.PlanPro,
 				CreatedAt: time.Now().UTC().Truncate(time.Second)}
 		}
-		var longIDs []string
-		for i, unit := range []string{"a", "é"} {
+		var longIDs []string // and ids not storable
+		var refused []petstore.APIKey
+		for _, unit := range []string{"a", "é"} {
 			longID := ok()
 			longID.ID = ofBytes("key_", MaxKeyIDBytes+1, unit)
 			longIDs = append(longIDs, longID.ID)
 			longProject := ok()
 			longProject.ProjectID = ofBytes("prj_", MaxProjectIDBytes+1, unit)
-			for j, k := range []petstore.APIKey{longID, longProject} {
-				hash := petstore.HashAPIKey(fmt.Sprint("psk_past", i, j))
-				err := s.CreateKey(ctx, k, hash)
-				wantCode(t, err, petstore.CodeInvalidRequest)
-				_, err = s.UpsertKey(ctx, k, hash)
-				wantCode(t, err, petstore.CodeInvalidRequest)
-				_, _, err = s.KeyByHash(ctx, hash)
-				wantCode(t, err, petstore.CodeNotFound)
+			refused = append(refused, longID, longProject)
+		}
+		for _, bad := range []string{"\xff", "\x00"} {
+			k := ok()
+			k.ID += bad
+			longIDs = append(longIDs, k.ID)
+			refused = append(refused, k)
+			k = ok()
+			k.ProjectID += bad
+			refused = append(refused, k)
+		}
+		for i, k := range refused {
+			hash := petstore.HashAPIKey(fmt.Sprint("psk_past", i))
+			if err := s.CreateKey(ctx, k, hash); petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
+				t.Fatalf("CreateKey with id %q and project %q: %v, want invalid_request", clip(k.ID), clip(k.ProjectID), err)
 			}
+			if _, err := s.UpsertKey(ctx, k, hash); petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
+				t.Fatalf("UpsertKey with id %q and project %q: %v, want invalid_request", clip(k.ID), clip(k.ProjectID), err)
+			}
+			_, _, err := s.KeyByHash(ctx, hash)
+			wantCode(t, err, petstore.CodeNotFound)
 		}
 		if all, err := s.ListKeys(ctx); err != nil || len(all) != 0 {
 			t.Fatalf("ListKeys = %+v, %v; want none stored", all, err)
@@ -172,6 +187,17 @@ func runIdempotencyLimits(t *testing.T, idem func(t *testing.T) petstore.Idempot
 		r = ok()
 		r.RequestHash = ofBytes("h", MaxRequestHashBytes+1, "a")
 		recs = append(recs, r)
+		for _, bad := range []string{"\xff", "\x00"} {
+			r = ok()
+			r.Scope += bad
+			recs = append(recs, r)
+			r = ok()
+			r.Key += bad
+			recs = append(recs, r)
+			r = ok()
+			r.RequestHash += bad
+			recs = append(recs, r)
+		}
 		for _, rec := range recs {
 			called := false
 			_, ran, err := s.CreateOnce(ctx, rec, func(context.Context) (petstore.IdempotencyRecord, bool) {
@@ -179,12 +205,20 @@ func runIdempotencyLimits(t *testing.T, idem func(t *testing.T) petstore.Idempot
 				return respond(rec), true
 			})
 			if called || ran {
-				t.Fatalf("CreateOnce with a %d-byte scope, a %d-byte key and a %d-byte request hash ran create",
-					len(rec.Scope), len(rec.Key), len(rec.RequestHash))
+				t.Fatalf("CreateOnce with scope %q, key %q and request hash %q ran create",
+					clip(rec.Scope), clip(rec.Key), clip(rec.RequestHash))
 			}
 			wantCode(t, err, petstore.CodeInvalidRequest)
 			_, err = s.GetIdempotencyKey(ctx, rec.Scope, rec.Key)
 			wantCode(t, err, petstore.CodeNotFound)
 		}
 	})
+}
+
+// clip shortens s for a failure message.
+func clip(s string) string {
+	if len(s) > 20 {
+		return s[:10] + "…" + s[len(s)-10:]
+	}
+	return s
 }

@@ -457,8 +457,10 @@ func (s *Store) ListKeys(ctx context.Context) ([]petstore.APIKey, error) {
 // exactID reports whether id can name a stored key. MySQL's utf8mb4_bin
 // collation pads with spaces, so "key_x " would match key_x there (and
 // be announced to other processes' key caches as typed); no key id ends
-// in a space, nor is longer than any stored.
-func exactID(id string) bool { return !strings.HasSuffix(id, " ") && len(id) <= maxKeyIDBytes }
+// in a space, nor is longer than any stored or not storable.
+func exactID(id string) bool {
+	return !strings.HasSuffix(id, " ") && len(id) <= maxKeyIDBytes && storable(id)
+}
 
 // SetKeyPlan implements petstore.KeyStore. It reads the key back rather
 // than trusting the count of updated rows, which MySQL reports as zero for

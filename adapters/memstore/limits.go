@@ -1,6 +1,11 @@
 package memstore
 
-import "github.com/petstorekit/petstore"
+import (
+	"strings"
+	"unicode/utf8"
+
+	"github.com/petstorekit/petstore"
+)
 
 // The longest strings the stores keep, in bytes, as storetest's contract
 // sets them (storetest.MaxKeyIDBytes and its siblings): memory has no
@@ -13,9 +18,16 @@ const (
 	maxRequestHashBytes = 1024
 )
 
-// checkKey refuses a key with an id or a project too long to store.
+// storable reports whether s is UTF-8 without a NUL byte, which
+// PostgreSQL's text cannot hold, so that every store refuses the same.
+func storable(s string) bool { return utf8.ValidString(s) && !strings.Contains(s, "\x00") }
+
+// checkKey refuses a key with an id or a project too long to store, or
+// not storable.
 func checkKey(key petstore.APIKey) error {
 	switch {
+	case !storable(key.ID) || !storable(key.ProjectID):
+		return petstore.Errorf(petstore.CodeInvalidRequest, "key id and project id must be UTF-8 without NUL bytes")
 	case len(key.ID) > maxKeyIDBytes:
 		return petstore.Errorf(petstore.CodeInvalidRequest, "key id is longer than %d bytes", maxKeyIDBytes)
 	case len(key.ProjectID) > maxProjectIDBytes:
@@ -25,9 +37,11 @@ func checkKey(key petstore.APIKey) error {
 }
 
 // checkIdempotency refuses a record whose scope, key or request hash is
-// too long to store.
+// too long to store, or not storable.
 func checkIdempotency(rec petstore.IdempotencyRecord) error {
 	switch {
+	case !storable(rec.Scope) || !storable(rec.Key) || !storable(rec.RequestHash):
+		return petstore.Errorf(petstore.CodeInvalidRequest, "idempotency scope, key and request hash must be UTF-8 without NUL bytes")
 	case len(rec.Scope) > maxScopeBytes:
 		return petstore.Errorf(petstore.CodeInvalidRequest, "idempotency scope is longer than %d bytes", maxScopeBytes)
 	case len(rec.Key) > petstore.MaxIdempotencyKeyLength:
