@@ -10,29 +10,6 @@ import (
 	"github.com/petstorekit/petstore"
 )
 
-// The longest strings every store keeps, in bytes of UTF-8 (not
-// characters: a column of N characters holds more bytes of accented
-// text). A value at the limit is stored and read back exactly; one past it
-// is refused with invalid_request and nothing is stored, never cut short,
-// so that two values differing past the limit never name one record. A
-// lookup by a value past the limit finds nothing (not_found). An
-// Idempotency-Key's limit is petstore.MaxIdempotencyKeyLength. The same
-// holds for a value that is not UTF-8 or holds a NUL byte, which
-// PostgreSQL's text cannot store.
-const (
-	// MaxKeyIDBytes bounds petstore.APIKey.ID (generated ids take 40).
-	MaxKeyIDBytes = 64
-	// MaxProjectIDBytes bounds petstore.APIKey.ProjectID (generated ids
-	// take 40).
-	MaxProjectIDBytes = 255
-	// MaxScopeBytes bounds petstore.IdempotencyRecord.Scope (httpx writes
-	// the API key's id).
-	MaxScopeBytes = 128
-	// MaxRequestHashBytes bounds petstore.IdempotencyRecord.RequestHash
-	// (httpx writes 64 hex digits).
-	MaxRequestHashBytes = 1024
-)
-
 // ofBytes returns prefix followed by unit repeated, n bytes long in all,
 // padded with 'x' where unit, a character of several bytes, does not fit.
 func ofBytes(prefix string, n int, unit string) string {
@@ -47,7 +24,7 @@ func ofBytes(prefix string, n int, unit string) string {
 	return b.String()
 }
 
-// runKeyLimits checks MaxKeyIDBytes and MaxProjectIDBytes on a KeyStore.
+// runKeyLimits checks petstore.MaxKeyIDBytes and petstore.MaxProjectIDBytes on a KeyStore.
 func runKeyLimits(t *testing.T, open Opener) {
 	ctx := context.Background()
 	t.Run("LimitsAtTheEdge", func(t *testing.T) {
@@ -55,8 +32,8 @@ func runKeyLimits(t *testing.T, open Opener) {
 		s := open(t)
 		for i, unit := range []string{"a", "é"} {
 			k := petstore.APIKey{
-				ID:        ofBytes("key_", MaxKeyIDBytes, unit),
-				ProjectID: ofBytes("prj_", MaxProjectIDBytes, unit),
+				ID:        ofBytes("key_", petstore.MaxKeyIDBytes, unit),
+				ProjectID: ofBytes("prj_", petstore.MaxProjectIDBytes, unit),
 				Plan:      petstore.PlanPro,
 				CreatedAt: time.Now().UTC().Truncate(time.Second),
 			}
@@ -81,7 +58,7 @@ func runKeyLimits(t *testing.T, open Opener) {
 				t.Fatalf("UnrevokeKey = %+v, %v; want %+v", got, err, k)
 			}
 			up := k
-			up.ID, up.ProjectID = ofBytes("key_up", MaxKeyIDBytes, unit), ofBytes("prj_up", MaxProjectIDBytes, unit)
+			up.ID, up.ProjectID = ofBytes("key_up", petstore.MaxKeyIDBytes, unit), ofBytes("prj_up", petstore.MaxProjectIDBytes, unit)
 			uphash := petstore.HashAPIKey(fmt.Sprint("psk_upsert", i))
 			if got, err := s.UpsertKey(ctx, up, uphash); err != nil || got != up {
 				t.Fatalf("UpsertKey = %+v, %v; want %+v", got, err, up)
@@ -99,10 +76,10 @@ func runKeyLimits(t *testing.T, open Opener) {
 		var refused []petstore.APIKey
 		for _, unit := range []string{"a", "é"} {
 			longID := ok()
-			longID.ID = ofBytes("key_", MaxKeyIDBytes+1, unit)
+			longID.ID = ofBytes("key_", petstore.MaxKeyIDBytes+1, unit)
 			longIDs = append(longIDs, longID.ID)
 			longProject := ok()
-			longProject.ProjectID = ofBytes("prj_", MaxProjectIDBytes+1, unit)
+			longProject.ProjectID = ofBytes("prj_", petstore.MaxProjectIDBytes+1, unit)
 			refused = append(refused, longID, longProject)
 		}
 		for _, bad := range []string{"\xff", "\x00"} {
@@ -138,7 +115,7 @@ func runKeyLimits(t *testing.T, open Opener) {
 	})
 }
 
-// runIdempotencyLimits checks MaxScopeBytes, MaxRequestHashBytes and
+// runIdempotencyLimits checks petstore.MaxScopeBytes, petstore.MaxRequestHashBytes and
 // petstore.MaxIdempotencyKeyLength on an IdempotencyStore.
 func runIdempotencyLimits(t *testing.T, idem func(t *testing.T) petstore.IdempotencyStore) {
 	ctx := context.Background()
@@ -152,9 +129,9 @@ func runIdempotencyLimits(t *testing.T, idem func(t *testing.T) petstore.Idempot
 		s := idem(t)
 		for _, unit := range []string{"a", "é"} {
 			rec := petstore.IdempotencyRecord{
-				Scope:       ofBytes("key_", MaxScopeBytes, unit),
+				Scope:       ofBytes("key_", petstore.MaxScopeBytes, unit),
 				Key:         ofBytes("k"+unit, petstore.MaxIdempotencyKeyLength, "a"),
-				RequestHash: ofBytes("h", MaxRequestHashBytes, "a"),
+				RequestHash: ofBytes("h", petstore.MaxRequestHashBytes, "a"),
 				CreatedAt:   now,
 			}
 			want := respond(rec)
@@ -178,14 +155,14 @@ func runIdempotencyLimits(t *testing.T, idem func(t *testing.T) petstore.Idempot
 		var recs []petstore.IdempotencyRecord
 		for _, unit := range []string{"a", "é"} {
 			r := ok()
-			r.Scope = ofBytes("key_", MaxScopeBytes+1, unit)
+			r.Scope = ofBytes("key_", petstore.MaxScopeBytes+1, unit)
 			recs = append(recs, r)
 		}
 		r := ok()
 		r.Key = ofBytes("k", petstore.MaxIdempotencyKeyLength+1, "a")
 		recs = append(recs, r)
 		r = ok()
-		r.RequestHash = ofBytes("h", MaxRequestHashBytes+1, "a")
+		r.RequestHash = ofBytes("h", petstore.MaxRequestHashBytes+1, "a")
 		recs = append(recs, r)
 		for _, bad := range []string{"\xff", "\x00"} {
 			r = ok()

@@ -364,7 +364,7 @@ func (s *Store) listPets(ctx context.Context, q petstore.PetQuery) ([]petstore.P
 
 // CreateKey implements petstore.KeyStore.
 func (s *Store) CreateKey(ctx context.Context, key petstore.APIKey, hash string) error {
-	if err := checkKey(key); err != nil {
+	if err := key.CheckStorable(); err != nil {
 		return err
 	}
 	row := newKeyRow(key, hash)
@@ -378,7 +378,7 @@ func (s *Store) CreateKey(ctx context.Context, key petstore.APIKey, hash string)
 // hash at once both succeed: the loser of the insert race finds the
 // winner's row and updates it.
 func (s *Store) UpsertKey(ctx context.Context, key petstore.APIKey, hash string) (petstore.APIKey, error) {
-	if err := checkKey(key); err != nil {
+	if err := key.CheckStorable(); err != nil {
 		return petstore.APIKey{}, err
 	}
 	for attempt := 0; ; attempt++ {
@@ -459,7 +459,7 @@ func (s *Store) ListKeys(ctx context.Context) ([]petstore.APIKey, error) {
 // be announced to other processes' key caches as typed); no key id ends
 // in a space, nor is longer than any stored or not storable.
 func exactID(id string) bool {
-	return !strings.HasSuffix(id, " ") && len(id) <= maxKeyIDBytes && storable(id)
+	return !strings.HasSuffix(id, " ") && len(id) <= petstore.MaxKeyIDBytes && petstore.Storable(id)
 }
 
 // SetKeyPlan implements petstore.KeyStore. It reads the key back rather

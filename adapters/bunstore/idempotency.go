@@ -47,7 +47,7 @@ func (r idemRow) record() petstore.IdempotencyRecord {
 // until the database ends it: on PostgreSQL and MariaDB the request's
 // remaining time bounds each wait between its statements (boundTx).
 func (s *Store) CreateOnce(ctx context.Context, rec petstore.IdempotencyRecord, create func(context.Context) (petstore.IdempotencyRecord, bool)) (petstore.IdempotencyRecord, bool, error) {
-	if err := checkIdempotency(rec); err != nil {
+	if err := rec.CheckStorable(); err != nil {
 		return petstore.IdempotencyRecord{}, false, err
 	}
 	for attempt := 0; ; attempt++ {
@@ -254,7 +254,7 @@ func (s *Store) unitTx(ctx context.Context) *sql.Tx {
 
 // GetIdempotencyKey implements petstore.IdempotencyStore.
 func (s *Store) GetIdempotencyKey(ctx context.Context, scope, key string) (petstore.IdempotencyRecord, error) {
-	if checkIdempotency(petstore.IdempotencyRecord{Scope: scope, Key: key}) != nil {
+	if (petstore.IdempotencyRecord{Scope: scope, Key: key}).CheckStorable() != nil {
 		return petstore.IdempotencyRecord{}, petstore.Errorf(petstore.CodeNotFound, "idempotency key not found")
 	}
 	st, err := s.q.idemGet.get(ctx, s.db.DB)

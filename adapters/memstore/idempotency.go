@@ -58,7 +58,7 @@ func copyRecord(rec petstore.IdempotencyRecord) petstore.IdempotencyRecord {
 // running in another call waits for it. The pets and orders create makes
 // through ctx are taken back if its response is not kept.
 func (s *Store) CreateOnce(ctx context.Context, rec petstore.IdempotencyRecord, create func(context.Context) (petstore.IdempotencyRecord, bool)) (petstore.IdempotencyRecord, bool, error) {
-	if err := checkIdempotency(rec); err != nil {
+	if err := rec.CheckStorable(); err != nil {
 		return petstore.IdempotencyRecord{}, false, err
 	}
 	t := s.idemRecs

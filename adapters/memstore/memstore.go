@@ -148,7 +148,7 @@ func (s *Store) CreateKey(ctx context.Context, key petstore.APIKey, hash string)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := checkKey(key); err != nil {
+	if err := key.CheckStorable(); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -170,7 +170,7 @@ func (s *Store) UpsertKey(ctx context.Context, key petstore.APIKey, hash string)
 	if err := ctx.Err(); err != nil {
 		return petstore.APIKey{}, err
 	}
-	if err := checkKey(key); err != nil {
+	if err := key.CheckStorable(); err != nil {
 		return petstore.APIKey{}, err
 	}
 	s.mu.Lock()

@@ -1,0 +1,64 @@
+package petstore
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// The longest strings every store keeps, in bytes of UTF-8 (not
+// characters: a column of N characters holds more bytes of accented
+// text). A store refuses a longer value with invalid_request and stores
+// nothing, never cutting it short, so that two values differing past the
+// limit never name one record; a lookup by one finds nothing. An
+// Idempotency-Key's limit is MaxIdempotencyKeyLength. storetest checks
+// them at and past each limit.
+const (
+	// MaxKeyIDBytes bounds APIKey.ID (generated ids take 40).
+	MaxKeyIDBytes = 64
+	// MaxProjectIDBytes bounds APIKey.ProjectID (generated ids take 40).
+	MaxProjectIDBytes = 255
+	// MaxScopeBytes bounds IdempotencyRecord.Scope (httpx writes the API
+	// key's id).
+	MaxScopeBytes = 128
+	// MaxRequestHashBytes bounds IdempotencyRecord.RequestHash (httpx
+	// writes 64 hex digits).
+	MaxRequestHashBytes = 1024
+)
+
+// Storable reports whether s is UTF-8 without a NUL byte, which
+// PostgreSQL's text cannot hold: every store refuses any other string,
+// so that all refuse the same.
+func Storable(s string) bool { return utf8.ValidString(s) && !strings.Contains(s, "\x00") }
+
+// CheckStorable refuses, with invalid_request, a key whose id or project
+// is longer than a store keeps (MaxKeyIDBytes, MaxProjectIDBytes) or not
+// Storable. Stores call it before they write.
+func (k APIKey) CheckStorable() error {
+	switch {
+	case !Storable(k.ID) || !Storable(k.ProjectID):
+		return Errorf(CodeInvalidRequest, "key id and project id must be UTF-8 without NUL bytes")
+	case len(k.ID) > MaxKeyIDBytes:
+		return Errorf(CodeInvalidRequest, "key id is longer than %d bytes", MaxKeyIDBytes)
+	case len(k.ProjectID) > MaxProjectIDBytes:
+		return Errorf(CodeInvalidRequest, "key project id is longer than %d bytes", MaxProjectIDBytes)
+	}
+	return nil
+}
+
+// CheckStorable refuses, with invalid_request, a record whose scope, key
+// or request hash is longer than a store keeps (MaxScopeBytes,
+// MaxIdempotencyKeyLength, MaxRequestHashBytes) or not Storable. Stores
+// call it before they write or look up.
+func (r IdempotencyRecord) CheckStorable() error {
+	switch {
+	case !Storable(r.Scope) || !Storable(r.Key) || !Storable(r.RequestHash):
+		return Errorf(CodeInvalidRequest, "idempotency scope, key and request hash must be UTF-8 without NUL bytes")
+	case len(r.Scope) > MaxScopeBytes:
+		return Errorf(CodeInvalidRequest, "idempotency scope is longer than %d bytes", MaxScopeBytes)
+	case len(r.Key) > MaxIdempotencyKeyLength:
+		return Errorf(CodeInvalidRequest, "Idempotency-Key is longer than %d bytes", MaxIdempotencyKeyLength)
+	case len(r.RequestHash) > MaxRequestHashBytes:
+		return Errorf(CodeInvalidRequest, "idempotency request hash is longer than %d bytes", MaxRequestHashBytes)
+	}
+	return nil
+}
