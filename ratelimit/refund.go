@@ -95,6 +95,8 @@ func (s *MemoryStore) Refund(ctx context.Context, req Request) error {
 			if w.period == r.Period && w.end > at && w.end-int64(w.period) <= at && w.used > 0 {
 				w.used--
 				w.local = max(w.local-1, 0)
+				// A window the refund leaves room in refuses no more.
+				w.full = w.used >= r.Quota
 			}
 		}
 	}
