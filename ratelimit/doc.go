@@ -71,10 +71,11 @@
 // (their figures are this process's estimate).
 // After Config.BreakerFailures failures in a row with no success for a
 // StoreTimeout, the store is taken for down and only probed once per
-// Config.BreakerCooldown; over a Leaser, a ban poll that reaches the
-// store (and, over a Prober, has a write accepted) ends an outage in which
-// it was unreachable, so a process that no request reaches (out of a load
-// balancer's rotation) sees the store back.
+// Config.BreakerCooldown. Over a Leaser the ban poll counts as a call: one
+// that fails starts or extends an outage, and one that reaches the store
+// (and, over a Prober, has a write accepted) ends it, so a process that no
+// request reaches (out of a load balancer's rotation, or quiet) sees the
+// store go and come back.
 // Failing closed (Config.FailClosed) returns an
 // unavailable error (503) only while the store is unreachable (its last
 // call was refused or dropped); a store that is only slow is decided

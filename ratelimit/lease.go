@@ -683,7 +683,13 @@ func (l *Limiter) watchBans(ctx context.Context, every time.Duration) {
 		cctx, cancel := context.WithTimeout(ctx, l.timeout)
 		evs, err := l.leaser.BanEvents(cctx, from, wall)
 		cancel()
-		if err == nil {
+		switch {
+		case err != nil && ctx.Err() == nil:
+			// A poll that fails says what a failed request says: the
+			// store's health is known without traffic too.
+			_, p := l.clock()
+			l.failed(p, err, false)
+		case err == nil:
 			l.reached(ctx)
 			for _, ev := range evs {
 				id := ev.Subject + "|" + ev.Until.String() + "|" + ev.At.String()
@@ -710,15 +716,17 @@ func (l *Limiter) watchBans(ctx context.Context, every time.Duration) {
 	}
 }
 
-// reached ends an outage in which the store was unreachable once a ban
-// poll has reached it: a server that fails closed is then out of its load
-// balancer's rotation (its readiness check fails), and no request would
-// come to probe the store. While the breaker is open the poll is its
-// probe, one per cool-down. A store that reads but may refuse writes
-// (Prober) must also accept a write first: else every poll would end an
-// outage the next request starts again.
+// reached ends an outage once a ban poll has reached the store, as a
+// request's successful call does: a server that fails closed is then out
+// of its load balancer's rotation (its readiness check fails), and no
+// request would come to probe the store. While the breaker is open the
+// poll is its probe, one per cool-down. A store that reads but may refuse
+// writes (Prober) must also accept a write first: else every poll would
+// end an outage the next request starts again. Outside an outage a poll
+// changes nothing: the breaker counts the time since the last call that
+// could have spent quota, not since the last read.
 func (l *Limiter) reached(ctx context.Context) {
-	if !l.hard.Load() {
+	if !l.degraded.Load() {
 		return
 	}
 	wall, p := l.clock()

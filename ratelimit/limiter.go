@@ -69,7 +69,9 @@ type Config struct {
 	History *History
 	// BanPoll is how often a limiter over a Leaser asks the store for
 	// bans started by other processes; 250 ms when zero. A ban reaches
-	// every process within it (and a round trip).
+	// every process within it (and a round trip). Each poll counts
+	// toward Status as a request's call does, so the store's health is
+	// known without traffic.
 	BanPoll time.Duration
 }
 
@@ -581,7 +583,9 @@ func (l *Limiter) failed(p int64, err error, probe bool) {
 		// The probe failed: wait a cool-down again.
 		l.openedAt.Store(p)
 		l.probing.Store(false)
-	case n >= l.trip && p-l.lastOK.Load() >= int64(l.timeout):
+	case !l.open.Load() && n >= l.trip && p-l.lastOK.Load() >= int64(l.timeout):
+		// Once open, failures (of calls made before, or of the ban poll)
+		// leave the cool-down as it is, so the probes keep coming.
 		l.openedAt.Store(p)
 		l.open.Store(true)
 	}

@@ -1,7 +1,6 @@
 package redislimit_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
@@ -187,7 +186,7 @@ func TestRedisDown(t *testing.T) {
 			}
 			c := redis.NewClient(o)
 			defer c.Close()
-			var logs bytes.Buffer
+			var logs testenv.Buffer // the ban poll logs too
 			lim := ratelimit.New(redislimit.New(c, "t:"), ratelimit.Config{
 				FailClosed: !tc.failOpen, StoreTimeout: 200 * time.Millisecond,
 				Logger: slog.New(slog.NewTextHandler(&logs, nil)),
@@ -214,8 +213,9 @@ func TestRedisDown(t *testing.T) {
 			if took := time.Since(start); took > 5*time.Second {
 				t.Fatalf("5 decisions took %v with Redis down: the timeout does not bound them", took)
 			}
-			if !lim.Degraded() || lim.Failures() != 5 {
-				t.Fatalf("Degraded = %v, Failures = %d; want true, 5", lim.Degraded(), lim.Failures())
+			// The ban poll's failures count too.
+			if !lim.Degraded() || lim.Failures() < 5 {
+				t.Fatalf("Degraded = %v, Failures = %d; want true, at least 5", lim.Degraded(), lim.Failures())
 			}
 			if n := strings.Count(logs.String(), "rate limit store failed"); n != 1 {
 				t.Fatalf("logged %d failures, want 1 per interval:\n%s", n, logs.String())
