@@ -360,24 +360,27 @@ func (e *lease) settled(req LeaseRequest) {
 // probe of the breaker, one a second, spent a unit of the key it was made
 // for.
 //
-// After a timeout the returns req told are taken as told: the store may
-// have run the call, and a return told twice would come off its count
-// twice, letting the window over its quota. One it did not run stays
-// held until its window ends instead, which only refuses. Debts are kept,
-// to be told again: one told twice only refuses too.
+// After a timeout the returns and refusals req told are taken as told:
+// the store may have run the call, and a return told twice would come off
+// its count twice, letting the window over its quota, as refusals told
+// twice would be strikes twice, banning a client early. A return it did
+// not run stays held until its window ends instead, which only refuses;
+// refusals it did not run are lost, which only bans later. Debts are
+// kept, to be told again: one told twice only refuses too.
 func (e *lease) failedCall(req LeaseRequest, err error) {
+	if isTimeout(err) {
+		for i := range min(len(e.wins), len(req.Settle)) {
+			w := &e.wins[i]
+			w.returned = max(0, w.returned-req.Settle[i].Returned)
+		}
+		return
+	}
 	e.refusals += req.Refusals
 	if e.firstRefusal.IsZero() || (!req.FirstRefusal.IsZero() && req.FirstRefusal.Before(e.firstRefusal)) {
 		e.firstRefusal = req.FirstRefusal
 	}
 	if req.LastRefusal.After(e.lastRefusal) {
 		e.lastRefusal = req.LastRefusal
-	}
-	if isTimeout(err) {
-		for i := range min(len(e.wins), len(req.Settle)) {
-			w := &e.wins[i]
-			w.returned = max(0, w.returned-req.Settle[i].Returned)
-		}
 	}
 }
 
@@ -510,13 +513,13 @@ func (l *Limiter) decideLeased(ctx context.Context, subject string, rates []Rate
 			e.mu.Unlock()
 			wall, p = l.clock()
 			if c.err != nil {
-				return l.fallbackLeased(l.leases.lock(subject, p), rates, wall, p, c.err, counts[:])
+				return l.fallbackLeased(l.leases.lock(subject, p), rates, wall, p, c.err, counts[:], false)
 			}
 			continue
 		}
 		call, probe := l.callable(p)
 		if !call {
-			return l.fallbackLeased(e, rates, wall, p, errDown, counts[:])
+			return l.fallbackLeased(e, rates, wall, p, errDown, counts[:], false)
 		}
 		c := &leaseCall{done: make(chan struct{})}
 		e.call = c
@@ -558,7 +561,9 @@ func (l *Limiter) decideLeased(ctx context.Context, subject string, rates []Rate
 		if err != nil {
 			e.failedCall(req, err)
 			l.failed(p, err, probe)
-			return l.fallbackLeased(e, rates, wall, p, err, counts[:])
+			// A call that timed out may have run: the store then counted
+			// this request's refusal as a strike already.
+			return l.fallbackLeased(e, rates, wall, p, err, counts[:], !probe && isTimeout(err))
 		}
 		l.succeeded(p)
 		if probe {
@@ -586,8 +591,9 @@ func (l *Limiter) decideLeased(ctx context.Context, subject string, rates []Rate
 // the unused share first, then, marked Degraded, up to each window's quota
 // over what the store last said plus what this process admitted on its
 // own since. Those admissions are owed to the store and told to it with
-// the next call. e.mu is held; it is released.
-func (l *Limiter) fallbackLeased(e *lease, rates []Rate, wall time.Time, p int64, err error, counts []WindowCount) (Decision, error) {
+// the next call, as are its refusals, unless told says the store may have
+// counted this request's refusal already. e.mu is held; it is released.
+func (l *Limiter) fallbackLeased(e *lease, rates []Rate, wall time.Time, p int64, err error, counts []WindowCount, told bool) (Decision, error) {
 	defer e.mu.Unlock()
 	e.refresh(p, len(rates))
 	e.fit(rates, p)
@@ -599,7 +605,9 @@ func (l *Limiter) fallbackLeased(e *lease, rates []Rate, wall time.Time, p int64
 		e.usedAt = p
 		return l.leaseDecision(rates, wall, p, true, -1, 0, false, e, counts, true), nil
 	case e.full(rates, p) >= 0:
-		e.refused(wall, l.ban)
+		if !told {
+			e.refused(wall, l.ban)
+		}
 		return l.leaseDecision(rates, wall, p, false, e.full(rates, p), 0, false, e, counts, true), nil
 	}
 	if !l.failOpen && l.hard.Load() {

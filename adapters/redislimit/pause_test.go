@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	petstore "github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/redislimit"
 	"github.com/petstorekit/petstore/internal/testenv"
@@ -165,5 +167,63 @@ func TestTimedOutReturnIsNotToldTwice(t *testing.T) {
 	}
 	if admitted > int(limits.PerDay) {
 		t.Fatalf("one process admitted %d in a day of %d", admitted, limits.PerDay)
+	}
+}
+
+// TestTimedOutStrikesAreNotCountedTwice: on a link slower one way than the
+// store timeout, every call reaches Redis, which counts the strikes it
+// tells and the asking request's own refusal, though its answer comes too
+// late. Those strikes must not be told again by the next call, nor the
+// request's refusal counted again in memory: a client refused 10 times,
+// 2 s apart, under a policy that tolerates 10 strikes, is never banned.
+func TestTimedOutStrikesAreNotCountedTwice(t *testing.T) {
+	direct := testenv.RedisClient(t)
+	prefix := testenv.RedisPrefix(t, direct, "rl")
+	p := newProxy(t)
+	var clk testClock
+	const timeout = 300 * time.Millisecond
+	c := proxied(t, p)
+	ctx := context.Background()
+	// A call that times out closes its connection, and a new one's
+	// handshake would not finish on the slow link: open a connection for
+	// each call to come while the link is fast.
+	conns := make([]*redis.Conn, 12)
+	for i := range conns {
+		conns[i] = c.Conn()
+		if err := conns[i].Ping(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, cn := range conns {
+		_ = cn.Close() // back into the pool
+	}
+	lim := ratelimit.New(redislimit.New(c, prefix, redislimit.CallerClock()), ratelimit.Config{
+		Clock: clk.Now, StoreTimeout: timeout, BreakerFailures: 100,
+		BanPolicy: ratelimit.BanPolicy{Strikes: 10},
+		BanPoll:   time.Hour, // its calls would use up the connections
+	})
+	t.Cleanup(func() { _ = lim.Close(context.Background()) })
+	limits := petstore.Limits{PerMinute: 1, PerDay: 100}
+	if d, err := lim.Decide(ctx, "key:striker", limits); err != nil || !d.Allowed || d.Degraded {
+		t.Fatalf("the minute's one request: %+v, %v", d, err)
+	}
+	refuse := func(i int) {
+		t.Helper()
+		clk.Advance(2 * time.Second) // past the grace: every refusal is a strike
+		d, err := lim.Decide(ctx, "key:striker", limits)
+		if err != nil || d.Code != petstore.CodeRateLimited {
+			t.Fatalf("refusal %d of 10 (10 strikes tolerated): %+v, %v; want rate_limited, not banned", i, d, err)
+		}
+	}
+	p.SetLatency(2 * timeout / 3) // each call reaches Redis; its answer comes too late
+	for i := range 9 {
+		refuse(i + 1)
+	}
+	p.SetLatency(0)
+	time.Sleep(timeout) // the late answers drain
+	refuse(10)
+	clk.Advance(2 * time.Second)
+	if d, err := lim.Decide(ctx, "key:striker", limits); err != nil || d.Code != petstore.CodeAPIKeyBanned {
+		t.Fatalf("the 11th refusal: %+v, %v; want api_key_banned (11 strikes)", d, err)
 	}
 }
