@@ -67,8 +67,10 @@
 // same limits, starting from the last shared figures: over-admission is
 // bounded by the number of processes, never unlimited, and known bans and
 // full windows stay in force. What it admits so is owed to the store and
-// told to it with the next call. Such decisions carry Decision.Degraded
-// (their figures are this process's estimate).
+// told to it with the next call (a Leaser's, or a Debtor's such as
+// adapters/limiterstore; a store that is neither never learns of it).
+// Such decisions carry Decision.Degraded (their figures are this
+// process's estimate).
 // After Config.BreakerFailures failures in a row with no success for a
 // StoreTimeout, the store is taken for down and only probed once per
 // Config.BreakerCooldown. Over a Leaser the ban poll counts as a call: one

@@ -84,7 +84,10 @@ type Config struct {
 // each subject's windows that it leases from the store, one call per
 // share, and learns of other processes' bans by polling the store (see
 // the package documentation). Over another shared store it calls the
-// store for every request and mirrors each answer in a local MemoryStore.
+// store for every request and mirrors each answer in a local MemoryStore;
+// what it admits on its own while that store fails it tells a Debtor
+// with its next call. A store that is no Debtor never learns of those
+// requests, so once it is back a window may admit its whole quota again.
 //
 // # When the store fails
 //
@@ -443,8 +446,25 @@ func (l *Limiter) decide(ctx context.Context, subject string, limits petstore.Li
 	if !call {
 		return l.fallback(ctx, req, errDown)
 	}
+	var err error
+	var res Result
+	// What this process admitted on its own is told first, so that the
+	// store's count includes it before it decides this request.
+	debtor, _ := l.store.(Debtor)
+	var debts []Settlement
+	if debtor != nil {
+		debts = l.local.takeDebts(req)
+	}
 	l.local.begin(req)
-	res, err := l.take(ctx, req)
+	if debts != nil {
+		err = l.owe(ctx, debtor, req, debts)
+		if err != nil {
+			l.local.putBackDebts(req, debts)
+		}
+	}
+	if err == nil {
+		res, err = l.take(ctx, req)
+	}
 	if err == nil && len(res.Windows) != len(req.Rates) {
 		err = fmt.Errorf("ratelimit: store returned %d windows for %d rates", len(res.Windows), len(req.Rates))
 	}
@@ -550,6 +570,23 @@ func (l *Limiter) take(ctx context.Context, req Request) (res Result, err error)
 		err = ctx.Err()
 	}
 	return res, err
+}
+
+// owe tells debtor the debts of req's subject within the timeout, turning
+// a panic into an error.
+func (l *Limiter) owe(ctx context.Context, debtor Debtor, req Request, debts []Settlement) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("ratelimit: store panicked: %v", p)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	err = debtor.Owe(ctx, req, debts)
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	return err
 }
 
 // succeeded records a store call that worked at process time p, ending

@@ -390,6 +390,56 @@ func (s *MemoryStore) end(req Request, res *Result) {
 	}
 }
 
+// takeDebts takes out what this process admitted on its own in req's
+// windows that still run at req.Now (see end), to be told to the shared
+// store; nil when nothing. putBackDebts puts it back when the store could
+// not be told.
+func (s *MemoryStore) takeDebts(req Request) []Settlement {
+	sh := s.shard(req.Subject)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.subjects[req.Subject]
+	if e == nil {
+		return nil
+	}
+	now := req.Now.UnixNano()
+	var debts []Settlement
+	for i, r := range req.Rates {
+		for j := range e.windows {
+			w := &e.windows[j]
+			if w.period != r.Period || w.end <= now || w.local == 0 {
+				continue
+			}
+			if debts == nil {
+				debts = make([]Settlement, len(req.Rates))
+			}
+			debts[i] = Settlement{Debt: w.local, End: time.Unix(0, w.end)}
+			w.local = 0
+		}
+	}
+	return debts
+}
+
+// putBackDebts: see takeDebts. A window that ended or began since gets
+// nothing back: what was admitted in it is past.
+func (s *MemoryStore) putBackDebts(req Request, debts []Settlement) {
+	sh := s.shard(req.Subject)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.subjects[req.Subject]
+	if e == nil {
+		return
+	}
+	for i, r := range req.Rates {
+		for j := range e.windows {
+			w := &e.windows[j]
+			if w.period == r.Period && i < len(debts) && w.end == debts[i].End.UnixNano() {
+				w.local += debts[i].Debt
+			}
+		}
+	}
+}
+
 // refusing reports whether subject is banned or has a full window at now
 // (Unix ns), without counting anything.
 func (s *MemoryStore) refusing(subject string, now int64) bool {

@@ -37,6 +37,22 @@ type Store interface {
 	Take(ctx context.Context, req Request) (Result, error)
 }
 
+// A Debtor is a shared Store that a Limiter tells what it admitted on its
+// own while the store failed, with the first call that reaches the store
+// again, so that the store counts every request admitted in a window and
+// the processes together admit no more than the bound of an outage.
+// Leasers are told their debts with Lease instead.
+type Debtor interface {
+	Store
+	// Owe adds settle[i].Debt admitted requests to req.Rates[i]'s window
+	// of req.Subject (settle[i].Returned is not used): to the running
+	// window, or, when none runs, to a new one that ends at settle[i].End
+	// (the end the process gave its clients), or that starts at req.Now
+	// if End is not within the window's length after req.Now. It never
+	// refuses, strikes or bans, and may take a window over its quota.
+	Owe(ctx context.Context, req Request, settle []Settlement) error
+}
+
 // Rate is the allowance of one fixed window.
 type Rate struct {
 	Name   string        // "minute" or "day": the IETF header's policy name

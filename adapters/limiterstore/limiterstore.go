@@ -54,6 +54,15 @@
 // the Redis store, whose expiries follow the server's clock: there the
 // suite's time-travel tests are skipped.
 //
+// # After an outage
+//
+// The store is a ratelimit.Debtor: what a Limiter admitted on its own while
+// the ulule store failed is added to the windows (Owe, one Increment each)
+// before the Limiter's next call is decided, so a window counts every
+// request admitted in it, whichever process admitted it, and the processes
+// together admit at most the quota per process over an outage and the rest
+// of its window.
+//
 // ulule reports a window's reset in whole seconds, rounded down; this store
 // rounds it up, so a Reset or Retry-After may be up to a second late, never
 // early. A refund that lands after its window expired is undone at once,
@@ -77,7 +86,7 @@ type Store struct {
 	st limiter.Store
 }
 
-var _ ratelimit.Store = (*Store)(nil)
+var _ ratelimit.Debtor = (*Store)(nil)
 
 // New returns a Store over st, for example memory.NewStore() or the
 // ulule Redis store.
@@ -133,6 +142,27 @@ func (s *Store) Take(ctx context.Context, req ratelimit.Request) (ratelimit.Resu
 	}
 	res.Allowed = true
 	return res, nil
+}
+
+// Owe implements ratelimit.Debtor: one Increment per window owed. A
+// window that does not run starts with the debt, and expires where the
+// process that admitted it said it ends (ulule starts a key's expiry at
+// its first increment), or a period after now.
+func (s *Store) Owe(ctx context.Context, req ratelimit.Request, settle []ratelimit.Settlement) error {
+	for i, r := range req.Rates {
+		if i >= len(settle) || settle[i].Debt <= 0 {
+			continue
+		}
+		period := r.Period
+		if left := settle[i].End.Sub(req.Now); left > 0 && left <= r.Period {
+			period = left
+		}
+		rate := limiter.Rate{Limit: r.Quota, Period: period}
+		if _, err := s.st.Increment(ctx, windowKey(r, req.Subject), settle[i].Debt, rate); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func windowKey(r ratelimit.Rate, subject string) string {

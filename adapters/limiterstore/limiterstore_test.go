@@ -12,7 +12,9 @@ import (
 	"github.com/ulule/limiter/v3/drivers/store/memory"
 	uredis "github.com/ulule/limiter/v3/drivers/store/redis"
 
+	petstore "github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/limiterstore"
+	"github.com/petstorekit/petstore/internal/faultproxy"
 	"github.com/petstorekit/petstore/internal/testenv"
 	"github.com/petstorekit/petstore/ratelimit"
 	"github.com/petstorekit/petstore/ratelimit/ratelimittest"
@@ -87,4 +89,42 @@ func TestRoundTrips(t *testing.T) {
 	if got, want := count.Count()-before, int64(3*60); got != want {
 		t.Fatalf("60 admitted requests sent %d commands, want %d (3 each)", got, want)
 	}
+}
+
+// TestOutageAdmissionsAreToldToTheStore: what a limiter admits on its own
+// while the shared store is cut is owed to the store and told to it once
+// it answers again, as over redislimit, so a key's window counts every
+// request admitted in it: a process that admitted the rest of a minute
+// during a cut admits nothing more in that minute after it.
+func TestOutageAdmissionsAreToldToTheStore(t *testing.T) {
+	o, err := redis.ParseURL(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := faultproxy.Start(t, o.Addr)
+	o.Addr = proxy.Addr()
+	o.ContextTimeoutEnabled, o.MaxRetries = true, -1
+	c := redis.NewClient(o)
+	t.Cleanup(func() { _ = c.Close() })
+	direct := testenv.RedisClient(t)
+	lim := ratelimit.New(limiterstore.New(newUluleRedis(t, c, testenv.RedisPrefix(t, direct, "ulule"))), ratelimit.Config{})
+	ctx := context.Background()
+	limits := petstore.Limits{PerMinute: 5, PerDay: 100}
+	decide := func(what string, allowed, degraded bool) {
+		t.Helper()
+		d, err := lim.Decide(ctx, "key:owed", limits)
+		if err != nil || d.Allowed != allowed || d.Degraded != degraded {
+			t.Fatalf("%s: %+v, %v; want allowed %v, degraded %v", what, d, err, allowed, degraded)
+		}
+	}
+	for range 2 {
+		decide("before the cut", true, false)
+	}
+	proxy.Cut()
+	for range 3 {
+		decide("during the cut, within the minute's quota", true, true)
+	}
+	decide("during the cut, past the minute's quota", false, true)
+	proxy.Restore()
+	decide("after the cut, the minute spent (2 before it, 3 during it)", false, false)
 }
