@@ -418,11 +418,12 @@ func (e *lease) refused(wall time.Time, ban BanPolicy) {
 }
 
 // full returns the first window with nothing left under rates, by what
-// the store last said, or -1. It is read against the rates of each
-// request, so a plan upgrade is asked of the store at once.
+// the store last said, or -1. The share this process holds is left, as
+// counts says: a unit refunded into it is admitted. It is read against the
+// rates of each request, so a plan upgrade is asked of the store at once.
 func (e *lease) full(rates []Rate, p int64) int {
 	for i, r := range rates {
-		if w := e.wins[i]; w.end > p && w.used+w.debt-w.returned >= r.Quota {
+		if w := e.wins[i]; w.end > p && w.used-e.grant+w.debt-w.returned >= r.Quota {
 			return i
 		}
 	}

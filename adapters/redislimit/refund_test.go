@@ -101,3 +101,39 @@ func TestRefundAfterTheMinuteGoesBackToTheDay(t *testing.T) {
 		t.Fatalf("the day has %d of 100 left after the refund of its only request", ws[1].Remaining)
 	}
 }
+
+// A refund into the share of a spent key makes the key one this process
+// admits, and says so: Refusing (which paces a refused client's key
+// lookups) is false and Estimate allows, as Decide then does.
+func TestRefundedShareIsNotRefusing(t *testing.T) {
+	c := testenv.RedisClient(t)
+	clk := testenv.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	l := ratelimit.New(redislimit.New(c, testenv.RedisPrefix(t, c, "rl"), redislimit.CallerClock()),
+		ratelimit.Config{Clock: clk.Now, StoreTimeout: 5 * time.Second})
+	defer l.Close(context.Background())
+	ctx := context.Background()
+	limits := petstore.Limits{PerMinute: 5, PerDay: 100}
+	var last ratelimit.Decision
+	for i := range 5 {
+		d, err := l.Decide(ctx, "ip:192.0.2.7", limits)
+		if err != nil || !d.Allowed {
+			t.Fatalf("request %d of a 5/min address: %+v, %v", i+1, d, err)
+		}
+		last = d
+	}
+	if !l.Refusing("ip:192.0.2.7") {
+		t.Fatal("a spent minute is not refusing")
+	}
+	if err := l.Refund(ctx, "ip:192.0.2.7", limits, last.At); err != nil {
+		t.Fatal(err)
+	}
+	if l.Refusing("ip:192.0.2.7") {
+		t.Error("Refusing after a refund put a unit back into the share")
+	}
+	if d := l.Estimate("ip:192.0.2.7", limits); !d.Allowed || d.Binding.Remaining != 1 {
+		t.Errorf("Estimate after the refund: %+v, want allowed with 1 remaining", d)
+	}
+	if d, err := l.Decide(ctx, "ip:192.0.2.7", limits); err != nil || !d.Allowed {
+		t.Fatalf("after the refund: %+v, %v; want admitted", d, err)
+	}
+}
