@@ -384,6 +384,8 @@ func (s *MemoryStore) end(req Request, res *Result) {
 			w.local = 0 // another window: what was admitted here is past
 		}
 		w.used, w.end = res.Windows[i].Used+w.local, end
+		// Refusing reads it: a window the shared store says is spent.
+		w.full = w.used >= r.Quota
 	}
 	if res.Banned {
 		e.banEnd = max(e.banEnd, res.BanEnd.UnixNano())

@@ -128,3 +128,26 @@ func TestOutageAdmissionsAreToldToTheStore(t *testing.T) {
 	proxy.Restore()
 	decide("after the cut, the minute spent (2 before it, 3 during it)", false, false)
 }
+
+// TestSpentWindowIsRefusing: a limiter over this store knows from the
+// store's answers when a window is spent, as over the others, so Refusing
+// (which paces a refused client's key lookups) says so.
+func TestSpentWindowIsRefusing(t *testing.T) {
+	lim := ratelimit.New(limiterstore.New(memory.NewStore()), ratelimit.Config{})
+	ctx := context.Background()
+	limits := petstore.Limits{PerMinute: 2, PerDay: 100}
+	for range 2 {
+		if d, err := lim.Decide(ctx, "ip:192.0.2.9", limits); err != nil || !d.Allowed {
+			t.Fatalf("%+v, %v", d, err)
+		}
+	}
+	if !lim.Refusing("ip:192.0.2.9") {
+		t.Fatal("Refusing is false once the minute is spent")
+	}
+	if d, err := lim.Decide(ctx, "ip:192.0.2.9", limits); err != nil || d.Allowed {
+		t.Fatalf("the third request of a 2/min minute: %+v, %v; want refused", d, err)
+	}
+	if !lim.Refusing("ip:192.0.2.9") {
+		t.Fatal("Refusing is false after the store refused the minute's third request")
+	}
+}
