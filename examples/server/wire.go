@@ -673,11 +673,11 @@ type limiters struct {
 
 // status is the state of the counter store as the server's limiters
 // found it, which /healthz, /readyz and petstore_limiter_store_up all
-// report: the API's limiter learns of Redis from API requests, the
-// probes' from the probe or scrape it has just decided, so Redis is
-// failing when either found it so, or a server that gets no API request
-// (not yet in rotation, or quiet) would call Redis up while it refuses
-// the first. The mode is the API's; the counts are both limiters'.
+// report: each limiter learns of Redis from the requests it decides and
+// from its ban poll, and the probes' one from the probe or scrape it
+// has just decided, which is the newer finding; so Redis is failing when
+// either found it so. The mode is the API's; the counts are both
+// limiters'.
 func (l limiters) status() ratelimit.Status {
 	st := l.api.Status()
 	if l.probes == l.api {
