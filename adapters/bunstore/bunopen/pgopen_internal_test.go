@@ -51,7 +51,10 @@ func TestOpenDoesNotWaitForAReader(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // let it block in Read: nothing is sent yet
 
 	done := make(chan bool, 1)
-	go func() { done <- c.open() }()
+	go func() {
+		open, known := c.open()
+		done <- open && known
+	}()
 	select {
 	case open := <-done:
 		if !open {

@@ -2,7 +2,8 @@
 
 package bunopen
 
-// open reports true: without a read that does not wait, the connection
-// cannot be checked without a round trip, which pgx's own ping (for a
-// connection idle more than a second) makes.
-func (c *countingConn) open() bool { return true }
+// open reports that it cannot tell (known false): outside Unix, the
+// syscall package offers no read that neither waits nor takes what it
+// finds (its Recvfrom is not implemented on Windows), so the caller asks
+// the server instead, with a round trip.
+func (c *countingConn) open() (open, known bool) { return false, false }

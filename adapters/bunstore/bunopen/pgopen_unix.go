@@ -7,12 +7,14 @@ import (
 	"syscall"
 )
 
-// open reports whether the server has kept the connection open: a look
-// at the socket that neither waits nor takes anything finds nothing to
-// read. It reports false at the end of the stream (the server closed
-// it), on an error, and when something arrived that nobody asked for
-// (such as PostgreSQL's FATAL "terminating connection due to
-// administrator command"), so the connection is not used again.
+// open reports whether the server has kept the connection open, and
+// whether it could tell: a look at the socket that neither waits nor
+// takes anything finds nothing to read. It reports false at the end of
+// the stream (the server closed it), on an error, and when something
+// arrived that nobody asked for (such as PostgreSQL's FATAL "terminating
+// connection due to administrator command"), so the connection is not
+// used again. A connection that is not a socket cannot be looked at:
+// known is false, and the caller asks the server instead.
 //
 // The look is a peek (MSG_PEEK) made through Control, not a read through
 // Read: pgx's background reader, started when a write to the server was
@@ -21,16 +23,16 @@ import (
 // server's next message, or take what it is waiting for. A byte it has
 // already taken is not seen here; pgx then reads it as the answer to the
 // next statement.
-func (c *countingConn) open() bool {
+func (c *countingConn) open() (open, known bool) {
 	sc, ok := c.Conn.(syscall.Conn)
 	if !ok {
-		return true // not a socket: nothing to check without reading
+		return false, false
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return false
+		return false, true
 	}
-	open := true
+	open = true
 	var b [1]byte
 	err = rc.Control(func(fd uintptr) {
 		// The socket does not block (Go's sockets never do): nothing to
@@ -39,5 +41,5 @@ func (c *countingConn) open() bool {
 		_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK)
 		open = errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR)
 	})
-	return err == nil && open
+	return err == nil && open, true
 }

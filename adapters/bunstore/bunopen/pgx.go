@@ -128,16 +128,23 @@ var (
 )
 
 // ResetSession implements driver.SessionResetter: before database/sql
-// reuses a pooled connection, it checks without a round trip that the
-// server has not closed it meanwhile (PostgreSQL restarted, a proxy or a
-// firewall dropped it), then lets pgx reset it. pgx pings only a
-// connection idle for more than a second, and a statement sent on one
-// the server closed gets no answer, so it could not be told from one the
-// server may have run (see settle): the call would fail where a fresh
-// connection serves it. database/sql takes another connection when this
-// returns driver.ErrBadConn.
+// reuses a pooled connection, it checks that the server has not closed
+// it meanwhile (PostgreSQL restarted, a proxy or a firewall dropped it),
+// then lets pgx reset it. pgx pings only a connection idle for more than
+// a second, and a statement sent on one the server closed gets no
+// answer, so it could not be told from one the server may have run (see
+// settle): the call would fail where a fresh connection serves it. On
+// Unix the check looks at the socket, without a round trip; where it
+// cannot (other systems, a connection that is not a socket) it pings the
+// server, a round trip on every reuse. database/sql takes another
+// connection when this returns driver.ErrBadConn.
 func (c *pgConn) ResetSession(ctx context.Context) error {
-	if !c.net.open() {
+	switch open, known := c.net.open(); {
+	case !known:
+		if err := c.Conn.Ping(ctx); err != nil {
+			return driver.ErrBadConn
+		}
+	case !open:
 		return driver.ErrBadConn
 	}
 	return c.Conn.ResetSession(ctx)
