@@ -106,7 +106,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	migrateTimeout := fs.String("migrate-timeout", env("PETSTORE_MIGRATE_TIMEOUT", defaultMigrateTimeout), "how long the schema migrations at start (-migrate) may take, waiting for another process's included; past it the server or command exits with an error (PETSTORE_MIGRATE_TIMEOUT)")
 	redis := redact.StringFlag(fs, "redis", env("PETSTORE_REDIS", ""), redact.URL, "Redis for rate-limit counters and key changes shared by processes: host:port or redis:// URL; empty: in memory (PETSTORE_REDIS)")
 	redisPrefix := fs.String("redis-prefix", env("PETSTORE_REDIS_PREFIX", "petstore:"), "put before every key this server and its subcommands write to Redis, so deployments (or a test and a developer) can share one Redis; processes that share limits need the same one (PETSTORE_REDIS_PREFIX)")
-	rlFail := fs.String("ratelimit-fail", env("PETSTORE_RATELIMIT_FAIL", "open"), "when the shared counter store (-redis) is slow or down: open decides limits in this process (same limits; over-admission bounded by the number of processes), closed does too while it is slow but answers 503 while it is unreachable (PETSTORE_RATELIMIT_FAIL)")
+	rlFail := fs.String("ratelimit-fail", env("PETSTORE_RATELIMIT_FAIL", "open"), "when the shared counter store (-redis) is slow or down: open decides limits in this process (same limits; over-admission bounded by the number of processes), closed does too while it is slow but answers 503 while it is unreachable, and needs -redis (PETSTORE_RATELIMIT_FAIL)")
 	rlHeaders := fs.String("ratelimit-headers", env("PETSTORE_RATELIMIT_HEADERS", "x"), "rate-limit headers on every answer: x (X-RateLimit-Limit, -Remaining and -Reset of the binding window, as the spec says) or both (those and the IETF draft's RateLimit-Policy and RateLimit for every window) (PETSTORE_RATELIMIT_HEADERS)")
 	proxies := fs.String("trusted-proxies", env("PETSTORE_TRUSTED_PROXIES", ""), "comma-separated addresses or CIDRs whose X-Forwarded-For is trusted (PETSTORE_TRUSTED_PROXIES)")
 	platform := fs.String("platform-hosts", env("PETSTORE_PLATFORM_HOSTS", "localhost"), "comma-separated hosts serving the platform itself; IP literals always do (PETSTORE_PLATFORM_HOSTS)")
@@ -206,6 +206,11 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	case "open":
 		cfg.failOpen = true
 	case "closed":
+		// In-memory limits never fail: closed would promise 503s that
+		// never come.
+		if cfg.redis == "" {
+			return config{}, errors.New("-ratelimit-fail closed needs -redis: it says what to do while the shared counter store is down, and without -redis the limits are in memory, which never is")
+		}
 	default:
 		return config{}, fmt.Errorf("-ratelimit-fail: want open or closed, got %q", *rlFail)
 	}

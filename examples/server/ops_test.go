@@ -160,6 +160,7 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"-db", "foo"}, 2, "-db"},
 		{[]string{"-db", "sqlite:"}, 2, "-db"},
 		{[]string{"-redis", "::bad::"}, 2, "-redis"},
+		{[]string{"-ratelimit-fail", "closed"}, 2, "needs -redis"},
 		// Values that only the driver or the ACME issuer would read: they
 		// too are refused before the default database is made.
 		{[]string{"-db", "postgres://u@127.0.0.1:99999/db"}, 2, "-db"},

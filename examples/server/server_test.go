@@ -203,6 +203,32 @@ func TestBadMigrateTimeout(t *testing.T) {
 	}
 }
 
+// TestFailClosedNeedsRedis: -ratelimit-fail closed says what to do
+// while the shared counter store (-redis) is down; without -redis the
+// limits are in memory, which never fails, so the flag would mean
+// nothing. It is a usage error (exit status 2) naming both flags, given
+// as a flag or as the variable, never a server started as if it held.
+func TestFailClosedNeedsRedis(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args []string
+		env  map[string]string
+	}{
+		"flag":     {args: []string{"-ratelimit-fail", "closed"}},
+		"variable": {env: map[string]string{"PETSTORE_RATELIMIT_FAIL": "closed"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			args := append([]string{"-addr", "127.0.0.1:0", "-db", "memory"}, tc.args...)
+			// A server that starts anyway is stopped, for the test to fail.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			err := run(ctx, args, func(k string) string { return tc.env[k] }, io.Discard, io.Discard)
+			if _, usage := usageOf(err); err == nil || !usage || !strings.Contains(err.Error(), "-ratelimit-fail") || !strings.Contains(err.Error(), "-redis") {
+				t.Fatalf("-ratelimit-fail closed without -redis: %v, want a usage error naming -ratelimit-fail and -redis", err)
+			}
+		})
+	}
+}
+
 // The whole custom-domain flow of the spec through the example server:
 // add a domain on the dashboard API, create the CNAME it asks for in a
 // real DNS server, verify, and the edge serves the project on that Host;
