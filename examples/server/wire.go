@@ -442,10 +442,17 @@ func storeTimeout(cfg config) time.Duration {
 	return cfg.dbTimeout
 }
 
+// readyTimeout bounds /readyz's database ping (-db-timeout when that is
+// shorter): a probe must get its answer well within its own timeout,
+// Kubernetes' default of 1 s, and a database that takes longer to answer
+// a ping is not one to send traffic to. A longer -db-timeout, for
+// requests, must not make the probe time out instead of answering 503.
+const readyTimeout = 500 * time.Millisecond
+
 // ready answers GET /readyz for load balancers: 503 while a dependency
 // the API cannot work without is unreachable, naming it, and 200
 // otherwise. /healthz stays a liveness check (the process answers). The
-// database must answer a ping within -db-timeout; Redis counts only when
+// database must answer a ping within readyTimeout; Redis counts only when
 // the limiter fails closed, since failing open serves without it.
 //
 // Redis's state is the one all the server's limiters found
@@ -456,7 +463,7 @@ func ready(store backend, lims limiters, cfg config) http.Handler {
 		checks := map[string]string{}
 		var failing []string
 		if pinger != nil {
-			ctx, cancel := context.WithTimeout(r.Context(), cfg.dbTimeout)
+			ctx, cancel := context.WithTimeout(r.Context(), min(readyTimeout, cfg.dbTimeout))
 			err := pinger.DB().PingContext(ctx)
 			cancel()
 			checks["database"] = "ok"

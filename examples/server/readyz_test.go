@@ -1,0 +1,59 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestReadyzWithAPausedDatabaseAnswersWithinASecond: a readiness probe
+// (Kubernetes gives one 1 s by default) gets its answer within a second
+// while the database's link is paused (PostgreSQL, MariaDB), however
+// long -db-timeout is: 503 naming the database, not a probe that times
+// out after -db-timeout's 5 s.
+func TestReadyzWithAPausedDatabaseAnswersWithinASecond(t *testing.T) {
+	for _, db := range proxiedDatabases {
+		t.Run(db.name, func(t *testing.T) {
+			dsn, proxy := db.proxied(t)
+			base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-timeout", "5s", "-keys", freeKey + ":free"}, nil)
+			client := &http.Client{Timeout: 10 * time.Second}
+			probe := func() (int, string, time.Duration) {
+				t.Helper()
+				begun := time.Now()
+				res, err := client.Get(base + "/readyz")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer res.Body.Close()
+				body, _ := io.ReadAll(res.Body)
+				return res.StatusCode, string(body), time.Since(begun)
+			}
+			if code, body, _ := probe(); code != 200 {
+				t.Fatalf("/readyz before the pause: %d %s", code, body)
+			}
+			proxy.Pause()
+			defer proxy.Restore()
+			// The answer is a copy at most a second old: the first after
+			// the pause may still be 200; every one must come within 1 s.
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				code, body, took := probe()
+				if took > time.Second {
+					t.Fatalf("/readyz took %v with the database paused (%d %s), want an answer within 1 s", took, code, body)
+				}
+				if code == 503 {
+					if !strings.Contains(body, `"database":"unreachable"`) {
+						t.Fatalf("/readyz with the database paused: %s, want the database named unreachable", body)
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("/readyz still %d %s 5 s into the pause, want 503", code, body)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		})
+	}
+}
