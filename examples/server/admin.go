@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -15,11 +16,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/redislimit"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/petstorekit/petstore/internal/statuswriter"
 	"github.com/petstorekit/petstore/ratelimit"
 )
 
@@ -113,7 +116,7 @@ func adminHandler(o adminOps) http.Handler {
 	mux.HandleFunc("GET /admin/bans", bounded(func(w http.ResponseWriter, r *http.Request) {
 		bans, err := o.bans(r.Context())
 		if err != nil {
-			httpx.WriteError(w, r, err)
+			writeAdminError(w, r, err)
 			return
 		}
 		httpx.WriteJSON(w, http.StatusOK, map[string]any{"bans": bans})
@@ -121,7 +124,7 @@ func adminHandler(o adminOps) http.Handler {
 	mux.HandleFunc("DELETE /admin/bans/{who}", bounded(func(w http.ResponseWriter, r *http.Request) {
 		lifted, err := o.lift(r.Context(), r.PathValue("who"))
 		if err != nil {
-			httpx.WriteError(w, r, err)
+			writeAdminError(w, r, err)
 			return
 		}
 		httpx.WriteJSON(w, http.StatusOK, map[string]any{"lifted": lifted})
@@ -129,12 +132,90 @@ func adminHandler(o adminOps) http.Handler {
 	mux.HandleFunc("GET /admin/keys/{id}/usage", bounded(func(w http.ResponseWriter, r *http.Request) {
 		u, err := o.usage(r.Context(), r.PathValue("id"))
 		if err != nil {
-			httpx.WriteError(w, r, err)
+			writeAdminError(w, r, err)
 			return
 		}
 		httpx.WriteJSON(w, http.StatusOK, u)
 	}))
 	return mux
+}
+
+// adminLogKey is the context key of an operator request's logger: the
+// server's, with the request's id.
+type adminLogKey struct{}
+
+// adminLog gives each request to the operator endpoint what the API's
+// chain gives its requests: a request id, answered in X-Request-Id (the
+// caller's own when it is a sane token, so that a caller can match its
+// logs with the server's), and a "request" line in the server's log once
+// it is answered. The handlers log why a request failed through the same
+// logger, with the id (writeAdminError).
+func adminLog(logger *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		begun := time.Now()
+		id := adminRequestID(r.Header.Get("X-Request-Id"))
+		w.Header().Set("X-Request-Id", id)
+		sw := &statuswriter.Writer{ResponseWriter: w}
+		r = r.WithContext(context.WithValue(r.Context(), adminLogKey{}, logger.With("request_id", id)))
+		next.ServeHTTP(sw, r)
+		client, _, _ := net.SplitHostPort(r.RemoteAddr)
+		logger.LogAttrs(r.Context(), slog.LevelInfo, "request",
+			slog.String("client", client),
+			slog.String("method", r.Method),
+			slog.String("route", r.Pattern), // the mux sets it on r, as on /readyz's
+			slog.String("path", r.URL.Path),
+			slog.Int("status", cmp.Or(sw.Status, http.StatusOK)),
+			slog.Int64("bytes", sw.Bytes),
+			slog.Duration("duration", time.Since(begun)),
+			slog.String("user_agent", r.UserAgent()),
+			slog.String("request_id", id))
+	})
+}
+
+// adminRequestID keeps a caller's own request id when it is a sane token
+// (the API's rule), else makes a UUID v7.
+func adminRequestID(sent string) string {
+	notToken := func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-')
+	}
+	if n := len(sent); n > 0 && n <= 128 && !strings.ContainsFunc(sent, notToken) {
+		return sent
+	}
+	return uuid.Must(uuid.NewV7()).String()
+}
+
+// writeAdminError answers err as httpx.WriteError does (an expired
+// deadline is 503 with Retry-After, an error that is not the
+// application's is a bare 500), and logs why a request failed through the
+// request's logger (adminLog): WriteError, outside the API's chain, would
+// log through Go's default logger, without the server's format or the
+// request's id.
+func writeAdminError(w http.ResponseWriter, r *http.Request, err error) {
+	logger, _ := r.Context().Value(adminLogKey{}).(*slog.Logger)
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	e := petstore.AsError(err)
+	attrs := []slog.Attr{slog.String("method", r.Method), slog.String("error", err.Error())}
+	switch {
+	case e.Code == petstore.CodeInternal && errors.Is(err, context.DeadlineExceeded):
+		logger.LogAttrs(r.Context(), slog.LevelWarn, "deadline exceeded", attrs...)
+		e = petstore.Errorf(petstore.CodeUnavailable, "the request timed out; try again later")
+	case e.Code == petstore.CodeInternal && errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		logger.LogAttrs(r.Context(), slog.LevelDebug, "request canceled", attrs...)
+		e = petstore.Errorf(petstore.CodeUnavailable, "the request was canceled")
+	case e.Code == petstore.CodeInternal:
+		logger.LogAttrs(r.Context(), slog.LevelError, "internal error", attrs...)
+		body := *e
+		body.Status = http.StatusInternalServerError
+		httpx.WriteJSON(w, body.Status, &body)
+		return
+	case e.Code == petstore.CodeUnavailable && err != error(e):
+		// A dependency failed the request: the operator must hear why.
+		logger.LogAttrs(r.Context(), slog.LevelWarn, e.Message, attrs...)
+	}
+	// e alone, never its cause: WriteError logs none of these.
+	httpx.WriteError(w, r, e)
 }
 
 // isLoopback reports whether host (an IP or "localhost") is a loopback
@@ -210,7 +291,7 @@ func adminServer(addr, token string, o adminOps, logger *slog.Logger) (*http.Ser
 		return nil, nil, fmt.Errorf("-admin-addr: %w", err)
 	}
 	name, _, _ := net.SplitHostPort(addr)
-	return newServer(adminGuard(adminHandler(o), ln.Addr(), token, name), logger), ln, nil
+	return newServer(adminLog(logger, adminGuard(adminHandler(o), ln.Addr(), token, name)), logger), ln, nil
 }
 
 // checkAdmin refuses an operator command that is malformed or has
