@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/petstorekit/petstore/adapters/redislimit"
+	"github.com/petstorekit/petstore/internal/faultproxy"
+	"github.com/petstorekit/petstore/internal/testenv"
 )
 
 // TestReadyzWithAPausedDatabaseAnswersWithinASecond: a readiness probe
@@ -53,6 +57,51 @@ func TestReadyzWithAPausedDatabaseAnswersWithinASecond(t *testing.T) {
 					t.Fatalf("/readyz still %d %s 5 s into the pause, want 503", code, body)
 				}
 				time.Sleep(200 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// TestReadyzWithRedisPausedAnswersWithinASecond: a paused Redis (a black
+// hole) keeps the server ready, failing open or closed, and each probe
+// must say so within a second, Kubernetes' default probe timeout, with
+// room for the network: 900 ms. The probe's own rate limit asks Redis;
+// before, it waited the API limiter's 1 s store timeout on every probe
+// until five had failed, so the probes timed out and the server was taken
+// out of rotation for a fault that is meant to keep it serving.
+func TestReadyzWithRedisPausedAnswersWithinASecond(t *testing.T) {
+	for _, mode := range []string{"open", "closed"} {
+		t.Run(mode, func(t *testing.T) {
+			o, err := redislimit.ParseOptions(testenv.RedisURL(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			proxy := faultproxy.Start(t, o.Addr)
+			prefix := testenv.RedisPrefix(t, testenv.RedisClient(t), "server")
+			base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-keys", faultKey + ":enterprise:1000/10000",
+				"-redis", proxy.Addr(), "-redis-prefix", prefix, "-ratelimit-fail", mode}, nil)
+			client := &http.Client{Timeout: 10 * time.Second}
+			probe := func() (int, time.Duration) {
+				t.Helper()
+				begun := time.Now()
+				res, err := client.Get(base + "/readyz")
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				return res.StatusCode, time.Since(begun)
+			}
+			if code, _ := probe(); code != 200 {
+				t.Fatalf("/readyz before the pause: %d", code)
+			}
+			proxy.Pause()
+			defer proxy.Restore()
+			for i := range 6 {
+				code, took := probe()
+				if code != 200 || took > 900*time.Millisecond {
+					t.Fatalf("probe %d with Redis paused: %d in %v, want 200 within 900 ms", i+1, code, took)
+				}
 			}
 		})
 	}

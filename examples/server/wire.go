@@ -667,12 +667,21 @@ func followFeed(ctx context.Context, feed changefeed.Feed, logger *slog.Logger, 
 	})
 }
 
+// probeStoreTimeout bounds how long the probes' rate limit waits for
+// Redis (the API's waits 1 s, ratelimit's default): with Redis paused, a
+// /readyz probe, which also pings the database (readyTimeout), must still
+// be answered within Kubernetes' default probe timeout of 1 s, until the
+// limiter's breaker stops calling Redis.
+const probeStoreTimeout = 400 * time.Millisecond
+
 // limiters are the server's rate limiters over one counter store.
 type limiters struct {
 	api *ratelimit.Limiter
 	// probes limits /readyz and /metrics on the same counters, but fails
 	// open whatever -ratelimit-fail says: the probes report a Redis
-	// outage, so they must answer through one.
+	// outage, so they must answer through one. With -redis it is a
+	// limiter of its own, which waits for Redis at most probeStoreTimeout;
+	// in memory it is api.
 	probes *ratelimit.Limiter
 	admin  ratelimit.Admin // the store, for operators
 	close  func()
@@ -735,13 +744,11 @@ func newLimiters(cfg config, logger *slog.Logger) (limiters, error) {
 	}
 	client := redis.NewClient(opts)
 	store := redislimit.New(client, limitPrefix(cfg))
-	l := limiters{api: ratelimit.New(store, rcfg), admin: store}
-	l.probes = l.api
-	all := []*ratelimit.Limiter{l.api}
-	if !cfg.failOpen {
-		l.probes = ratelimit.New(store, ratelimit.Config{Logger: logger})
-		all = append(all, l.probes)
-	}
+	// The probes' limiter fails open, and waits for Redis no longer than
+	// probeStoreTimeout, whatever the API's does.
+	l := limiters{api: ratelimit.New(store, rcfg), admin: store,
+		probes: ratelimit.New(store, ratelimit.Config{Logger: logger, StoreTimeout: probeStoreTimeout})}
+	all := []*ratelimit.Limiter{l.api, l.probes}
 	l.close = func() {
 		// Unused shares go back to Redis, so the other processes may
 		// admit them at once.
