@@ -170,6 +170,8 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"-cdn-ranges", "/nonexistent"}, 2, "-cdn-ranges"},
 		{[]string{"-trace-file", "/nonexistent/spans.json"}, 2, "-trace-file"},
 		{[]string{"extra"}, 2, "unexpected arguments"},
+		{[]string{"psk_pasted_where_a_command_goes"}, 2, "unexpected arguments"},
+		{[]string{"projects", "psk_pasted_where_a_command_goes"}, 2, "projects deploy"},
 		{[]string{"-db", "memory", "keys", "list"}, 2, "-db memory"},
 		{[]string{"-db", db, "keys", "bogus"}, 2, "keys create"},
 		{[]string{"-db", db, "keys", "create", "-nosuch"}, 2, "keys create"},
@@ -218,6 +220,10 @@ func TestExitStatus(t *testing.T) {
 		}
 		if !strings.Contains(stderr.String(), tc.stderr) {
 			t.Errorf("%q: stderr does not say %q:\n%s", tc.args, tc.stderr, stderr.String())
+		}
+		// What was typed may be a secret pasted in the wrong place.
+		if strings.Contains(stderr.String(), "psk_") {
+			t.Errorf("%q: stderr quotes what was typed:\n%s", tc.args, stderr.String())
 		}
 	}
 	for _, args := range [][]string{{"-h"}, {"keys", "-h"}} {

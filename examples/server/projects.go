@@ -143,7 +143,7 @@ func checkProjects(args []string) error {
 			return usage("deploy takes one project id")
 		}
 	default:
-		return usage("unknown subcommand %q", args[0])
+		return usage("unknown subcommand: use list or deploy")
 	}
 	return nil
 }
