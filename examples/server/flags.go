@@ -144,7 +144,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if fs.NArg() > 0 {
 		sc, ok := findSubcommand(fs.Arg(0))
 		if !ok {
-			return config{}, fmt.Errorf("unexpected arguments after the flags: the first names no subcommand, and what it says is not repeated here, as it may be a secret (the subcommands are %s; -h lists them)", subcommandNames())
+			return config{}, fmt.Errorf("unexpected arguments after the flags: the first is no subcommand (the subcommands are %s; -h lists them)", subcommandNames())
 		}
 		rest, help, err := splitServerFlags(fs, fs.Args()[1:])
 		if help {
