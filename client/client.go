@@ -406,8 +406,10 @@ func (c *Client) ListPets(ctx context.Context, f petstore.PetFilter) (petstore.P
 
 // All iterates over every pet matching f, page by page, following the
 // Link rel="next" of each response. f.Limit sets the page size. Iteration
-// stops after the first error, which is yielded with a zero Pet. Each
-// loop over the sequence reads the list again from its first page.
+// stops after the first error, which is yielded with a zero Pet; a next
+// link back to a page already read is one, an empty link ("<>", the page
+// itself) included. Each loop over the sequence reads the list again from
+// its first page.
 func (c *Client) All(ctx context.Context, f petstore.PetFilter) iter.Seq2[petstore.Pet, error] {
 	return allPages[petstore.Pet](ctx, c, c.listURL(f), "listPets", "pets")
 }
@@ -482,12 +484,12 @@ func fetchPage[T any](ctx context.Context, c *Client, u *url.URL, op, what strin
 	if err := decodeBody(resp, body, &items, what); err != nil {
 		return nil, nil, nil, err
 	}
-	link := parseLinkNext(resp.Header.Values("Link"))
-	if link == "" {
+	link, ok := parseLinkNext(resp.Header.Values("Link"))
+	if !ok {
 		return items, nil, at, nil
 	}
 	// RFC 8288: relative to the URL the page came from, which after a
-	// redirect is not u.
+	// redirect is not u; an empty link is that page itself (RFC 3986).
 	next, err := at.Parse(link)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("petstore client: malformed next link %q", link)

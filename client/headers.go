@@ -65,33 +65,35 @@ func parseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
 }
 
 // parseLinkNext returns the target of the first link with relation "next"
-// in one or more Link header values (RFC 8288), or "" when there is none.
-func parseLinkNext(values []string) string { return parseLinkRel(values, "next") }
+// in one or more Link header values (RFC 8288); ok is false when there is
+// none. An empty target ("<>") is a link: to the page it came with.
+func parseLinkNext(values []string) (target string, ok bool) { return parseLinkRel(values, "next") }
 
 // parseLinkRel returns the target of the first link with relation rel in
-// one or more Link header values (RFC 8288), or "" when there is none.
-// Relations are matched case-insensitively and may be one of several in a
-// space-separated rel value.
-func parseLinkRel(values []string, rel string) string {
+// one or more Link header values (RFC 8288); ok is false when there is
+// none. Relations are matched case-insensitively and may be one of several
+// in a space-separated rel value.
+func parseLinkRel(values []string, rel string) (target string, ok bool) {
 	for _, v := range values {
 		for len(v) > 0 {
-			var target string
+			// Malformed input has no relations: a match is a link.
 			var rels []string
 			target, rels, v = parseLinkValue(v)
 			for _, r := range rels {
-				if strings.EqualFold(r, rel) && target != "" {
-					return target
+				if strings.EqualFold(r, rel) {
+					return target, true
 				}
 			}
 		}
 	}
-	return ""
+	return "", false
 }
 
 // parseLinkValue parses one link-value from the start of s:
 // `<target>; param=value; rel="a b"`, and returns the target, the rel
 // relation types, and the rest of s after the separating comma. Malformed
-// input yields an empty target and skips to the next comma outside quotes.
+// input yields no target and no relations, and skips to the next comma
+// outside quotes.
 func parseLinkValue(s string) (target string, rels []string, rest string) {
 	s = strings.TrimLeft(s, " \t,")
 	if !strings.HasPrefix(s, "<") {

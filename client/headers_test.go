@@ -41,28 +41,30 @@ func TestParseRetryAfter(t *testing.T) {
 
 func TestParseLinkNext(t *testing.T) {
 	tests := []struct {
-		name string
-		in   []string
-		want string
+		name   string
+		in     []string
+		want   string
+		wantOK bool
 	}{
-		{"none", nil, ""},
-		{"simple", []string{`</v1/pets?cursor=abc>; rel="next"`}, "/v1/pets?cursor=abc"},
-		{"unquoted", []string{`</v1/pets?cursor=abc>; rel=next`}, "/v1/pets?cursor=abc"},
-		{"case", []string{`<a>; REL="Next"`}, "a"},
-		{"multi rel", []string{`<x>; rel="prev next"`}, "x"},
-		{"second link", []string{`</v1/pets>; rel="successor-version", </v1/pets?cursor=z>; rel="next"`}, "/v1/pets?cursor=z"},
-		{"second header", []string{`<p>; rel="prev"`, `<n>; rel="next"`}, "n"},
-		{"comma in quoted param", []string{`<a>; title="x, rel=next", <b>; rel="next"`}, "b"},
-		{"other params", []string{`<n>; type="application/json"; rel="next"; title="more"`}, "n"},
-		{"only first rel counts", []string{`<n>; rel="prev"; rel="next"`}, ""},
-		{"not next", []string{`<a>; rel="nextpage"`}, ""},
-		{"garbage then link", []string{`garbage, <n>; rel=next`}, "n"},
-		{"unterminated", []string{`<n; rel=next`}, ""},
+		{"none", nil, "", false},
+		{"empty: the page itself", []string{`<>; rel="next"`}, "", true},
+		{"simple", []string{`</v1/pets?cursor=abc>; rel="next"`}, "/v1/pets?cursor=abc", true},
+		{"unquoted", []string{`</v1/pets?cursor=abc>; rel=next`}, "/v1/pets?cursor=abc", true},
+		{"case", []string{`<a>; REL="Next"`}, "a", true},
+		{"multi rel", []string{`<x>; rel="prev next"`}, "x", true},
+		{"second link", []string{`</v1/pets>; rel="successor-version", </v1/pets?cursor=z>; rel="next"`}, "/v1/pets?cursor=z", true},
+		{"second header", []string{`<p>; rel="prev"`, `<n>; rel="next"`}, "n", true},
+		{"comma in quoted param", []string{`<a>; title="x, rel=next", <b>; rel="next"`}, "b", true},
+		{"other params", []string{`<n>; type="application/json"; rel="next"; title="more"`}, "n", true},
+		{"only first rel counts", []string{`<n>; rel="prev"; rel="next"`}, "", false},
+		{"not next", []string{`<a>; rel="nextpage"`}, "", false},
+		{"garbage then link", []string{`garbage, <n>; rel=next`}, "n", true},
+		{"unterminated", []string{`<n; rel=next`}, "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := parseLinkNext(tt.in); got != tt.want {
-				t.Fatalf("parseLinkNext(%q) = %q, want %q", tt.in, got, tt.want)
+			if got, ok := parseLinkNext(tt.in); got != tt.want || ok != tt.wantOK {
+				t.Fatalf("parseLinkNext(%q) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.wantOK)
 			}
 		})
 	}
@@ -107,13 +109,13 @@ func FuzzParseLinkNext(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got := parseLinkNext([]string{s})
+		got, ok := parseLinkNext([]string{s})
 		if len(got) > len(s) {
 			t.Fatalf("parseLinkNext(%q) = %q, longer than its input", s, got)
 		}
 		// Whatever precedes a well-formed next link cannot hide it once it
 		// starts after a comma outside quotes.
-		if got2 := parseLinkNext([]string{s, `<z>; rel=next`}); got == "" && got2 != "z" {
+		if got2, _ := parseLinkNext([]string{s, `<z>; rel=next`}); !ok && got2 != "z" {
 			t.Fatalf("a second header's next link was lost after %q: %q", s, got2)
 		}
 	})

@@ -128,7 +128,8 @@ func TestAllIteratesAgain(t *testing.T) {
 // not the links' text: the same page written with its query parameters in
 // another order, escaped differently, with its default port, in another
 // case or Unicode form of the host, with a fragment, or at the URL a
-// redirect led to, is a loop, which ends All after each page once. Pages
+// redirect led to, is a loop, which ends All after each page once; so is
+// an empty link ("<>"), which names the page it came with. Pages
 // the server tells apart ("a+b" and "a%2Bb" are two cursors) are not.
 func TestAllSeesALoopAsTheServerDoes(t *testing.T) {
 	t.Parallel()
@@ -156,6 +157,10 @@ func TestAllSeesALoopAsTheServerDoes(t *testing.T) {
 			map[string]string{"": "/v1/pets?limit=1&cursor=a", "a": first}, 2, true},
 		{"an escape's hex digits in another case", "http://example.com/v1",
 			map[string]string{"": "/v1/pets/x%2fy?limit=1", "x%2fy": "/v1/pets/x%2Fy?limit=1"}, 2, true},
+		{"an empty link: the page itself (RFC 3986)", "http://example.com/v1",
+			map[string]string{"": ""}, 1, true},
+		{"an empty link on a later page", "http://example.com/v1",
+			map[string]string{"": "/v1/pets?limit=1&cursor=a", "a": ""}, 2, true},
 		{"cursors the server tells apart", "http://example.com/v1",
 			map[string]string{"": "/v1/pets?limit=1&cursor=a+b", "a b": "/v1/pets?limit=1&cursor=a%2Bb"}, 3, false},
 	}
