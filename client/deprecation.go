@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // warnDeprecated logs, once per operation, that the answer h of op marks
@@ -53,10 +54,18 @@ func parseDeprecation(v string) (time.Time, bool) {
 	return time.Unix(secs, 0).UTC(), true
 }
 
-// truncate bounds a header value logged as the server sent it.
+// truncate bounds a header value logged as the server sent it to 200
+// bytes, cut before the character byte 200 is in rather than inside it.
 func truncate(s string) string {
-	if len(s) > 200 {
-		return s[:200] + "…"
+	const limit = 200
+	if len(s) <= limit {
+		return s
 	}
-	return s
+	// A character is at most utf8.UTFMax bytes: any further back, s is
+	// not UTF-8 there, and is cut at the limit.
+	n := limit
+	for n > limit-utf8.UTFMax+1 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/client"
@@ -82,5 +87,45 @@ func TestDeprecatedOperationIsLogged(t *testing.T) {
 	c2 := srv.Client(client.WithLogger(slog.New(slog.NewJSONHandler(&other, nil))))
 	if _, err := c2.GetPet(ctx, 1); err != nil || len(other.lines()) != 1 {
 		t.Fatalf("a second client: %v, log %q", err, other.lines())
+	}
+}
+
+// TestDeprecationLogCutsWholeCharacters: header values the warning logs as
+// the server sent them are cut at 200 bytes, never inside a UTF-8
+// character, so the line a log pipeline gets is valid UTF-8 and shows the
+// start of what the server said.
+func TestDeprecationLogCutsWholeCharacters(t *testing.T) {
+	t.Parallel()
+	long := "x" + strings.Repeat("é", 150) // 301 bytes: byte 200 is inside an é
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Deprecation", long)
+		w.Header().Set("Link", "</v1/"+long+`>; rel="successor-version"`)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":1,"name":"Rex","categoryId":1,"status":"available"}`)
+	}))
+	t.Cleanup(api.Close)
+	var mu sync.Mutex
+	logged := map[string]string{}
+	logger := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		mu.Lock()
+		defer mu.Unlock()
+		logged[a.Key] = a.Value.String()
+		return a
+	}}))
+	c, err := client.New(api.URL+"/v1", "psk_P0oI9uY8tR7eW6qA5sD3fG1h", client.WithHTTPClient(api.Client()), client.WithLogger(logger))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetPet(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for key, sent := range map[string]string{"deprecation": long, "successor": "/v1/" + long} {
+		got := logged[key]
+		cut, ok := strings.CutSuffix(got, "…")
+		if !utf8.ValidString(got) || !ok || !strings.HasPrefix(sent, cut) || len(cut) > 200 || len(cut) < 199 {
+			t.Errorf("%s logged as %q (%d bytes), want the first whole characters of %d bytes that fit in 200, then …", key, got, len(got), len(sent))
+		}
 	}
 }
