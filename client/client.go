@@ -95,6 +95,10 @@ type Client struct {
 	mu   sync.Mutex
 	rl   RateLimit
 	rlOK bool
+	// sent counts the requests sent; rlSent is the count of the one rl
+	// came from, so that a slow answer to an earlier request does not
+	// replace the figures of a later one.
+	sent, rlSent uint64
 	// No call sends a request before hold: the end of the latest
 	// Retry-After of a 429 rate_limited, which holdErr is. Every 429 is a
 	// strike towards a ban, so the client's other calls wait it out too.
@@ -346,8 +350,9 @@ func sleepContext(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// RateLimit returns the rate-limit figures of the latest response that
-// carried them; ok is false before any did. A 304 Not Modified (see
+// RateLimit returns the rate-limit figures of the response to the latest
+// request sent that carried them, even when the answer to an earlier one
+// arrives after it; ok is false before any did. A 304 Not Modified (see
 // WithCache) leaves them as they were, as does a conditional request's
 // 429 (sent again without If-None-Match): their figures are those of the
 // separate allowance of conditional requests, not the plan's.
@@ -754,6 +759,10 @@ func (c *Client) attempt(ctx context.Context, method string, u *url.URL, body []
 			req.Header.Set("If-None-Match", cached.etag)
 		}
 	}
+	c.mu.Lock()
+	c.sent++
+	seq := c.sent
+	c.mu.Unlock()
 	resp, err := c.hc.Do(req)
 	if err == nil && cached != nil && resp.StatusCode == http.StatusTooManyRequests {
 		// A conditional request's 429 may be its own allowance's
@@ -799,7 +808,9 @@ func (c *Client) attempt(ctx context.Context, method string, u *url.URL, body []
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
 	if rl, ok := parseRateLimit(resp.Header); ok && resp.StatusCode != http.StatusNotModified {
 		c.mu.Lock()
-		c.rl, c.rlOK = rl, true
+		if seq > c.rlSent {
+			c.rl, c.rlOK, c.rlSent = rl, true, seq
+		}
 		c.mu.Unlock()
 	}
 	if err != nil {

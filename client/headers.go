@@ -179,8 +179,8 @@ func skipPastComma(s string) string {
 	return ""
 }
 
-// RateLimit is the rate-limit state the server reported on its latest
-// response, from the X-RateLimit-* headers.
+// RateLimit is the rate-limit state the server reported on a response,
+// from the X-RateLimit-* headers; Client.RateLimit says which response.
 type RateLimit struct {
 	Limit     int64     // requests allowed in the current window
 	Remaining int64     // requests left in it
