@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
@@ -390,5 +391,55 @@ func TestFaultErrorBodyHasACodeAndMessage(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &e); err != nil || status != want.Status || e.Code != want.Code || e.Status != want.Status || e.Message == "" || want.Message != "" && e.Message != want.Message {
 			t.Errorf("fault answer %d %s, want %d with code %q and a message", status, body, want.Status, want.Code)
 		}
+	}
+}
+
+// TestFaultsAreLogged: with WithLogger, a request the fake fails never
+// reaches the API, so the API logs no "request" line for it; the fake
+// logs a "fault injected" line instead, with the status the client got
+// (0 for a dropped connection), so a test's log shows every request.
+func TestFaultsAreLogged(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer // the handlers run in the test's goroutine: no listener
+	srv := petstoretest.NewServer(t, petstoretest.WithoutListener(), petstoretest.WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))))
+	srv.Inject(petstoretest.Fault{Route: "GET /pets", Times: 1, Status: http.StatusServiceUnavailable})
+	srv.Inject(petstoretest.Fault{Route: "POST /pets", Times: 1, Status: http.StatusBadGateway, After: true})
+	srv.Inject(petstoretest.Fault{Route: "GET /pets/{petId}", Times: 1, Drop: true})
+	hc := srv.HTTPClient()
+	send := func(method, path, body string) {
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+srv.Key())
+		req.Header.Set("Content-Type", "application/json")
+		if resp, err := hc.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}
+	send("GET", "/pets", "")
+	send("POST", "/pets", `{"name":"Rex","categoryId":1}`)
+	send("GET", "/pets/1", "")
+	send("GET", "/pets", "")
+
+	type line struct {
+		Msg, Method, Path string
+		Status            int
+		After             bool
+	}
+	var got []line
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var rec line
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatalf("%v: %s", err, l)
+		}
+		got = append(got, rec)
+	}
+	want := []line{
+		{"fault injected", "GET", "/v1/pets", 503, false},
+		{"request", "POST", "/v1/pets", 201, false}, // handled by the API, then its answer lost
+		{"fault injected", "POST", "/v1/pets", 502, true},
+		{"fault injected", "GET", "/v1/pets/1", 0, false},
+		{"request", "GET", "/v1/pets", 200, false},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("logged\n%v\nwant\n%v\nlog:\n%s", got, want, buf.String())
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -333,6 +334,7 @@ func (s *Server) applyFault(w *statuswriter.Writer, r *http.Request, f *Fault, u
 				}
 				read = nil
 			case <-r.Context().Done():
+				s.logFault(r, f, 0)
 				return true // the client left: nobody reads an answer
 			case <-s.closed:
 				// Close would otherwise wait the latency out for this
@@ -344,6 +346,7 @@ func (s *Server) applyFault(w *statuswriter.Writer, r *http.Request, f *Fault, u
 	if f.Drop {
 		// The server closes the connection without answering; the
 		// logging defer in front runs first, with status 0.
+		s.logFault(r, f, 0)
 		panic(http.ErrAbortHandler)
 	}
 	if f.Status == 0 && f.Error == nil {
@@ -370,7 +373,22 @@ func (s *Server) applyFault(w *statuswriter.Writer, r *http.Request, f *Fault, u
 		w.Header().Set("WWW-Authenticate", `Bearer realm="petstore", error="invalid_token"`)
 	}
 	httpx.WriteJSON(w, status, body)
+	s.logFault(r, f, status)
 	return true
+}
+
+// logFault writes the "fault injected" line of r, failed by f with
+// status (0: no answer) to WithLogger's logger: the API, which logs every
+// request it handles, never saw r, or its answer was not sent (After).
+func (s *Server) logFault(r *http.Request, f *Fault, status int) {
+	if s.cfg.logger == nil {
+		return
+	}
+	attrs := []slog.Attr{slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", status)}
+	if f.After {
+		attrs = append(attrs, slog.Bool("after", true))
+	}
+	s.cfg.logger.LogAttrs(r.Context(), slog.LevelInfo, "fault injected", attrs...)
 }
 
 // setHeader sets every header of src in dst, replacing dst's values of

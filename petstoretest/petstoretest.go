@@ -136,7 +136,13 @@ func WithoutListener() Option { return func(c *config) { c.noListener = true } }
 // without waiting: give the client the same clock (client.WithClock).
 func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
 
-// WithLogger sets the logger of the API's request logs (default: discard).
+// WithLogger sets the logger of the API's logs (default: discard): a
+// "request" line for each request the API handles, as docs/operating.md
+// describes. A request a Fault fails never reaches the API, or its answer
+// is replaced (Fault.After); the fake logs a "fault injected" line for it
+// instead, at Info, with its method, path, the status the client got (0
+// when the connection was dropped or the client left during a Latency)
+// and after=true for an After fault, whose request the API logged too.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
 // NewServer starts a fake petstore and stops it when the test ends.
