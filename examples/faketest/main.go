@@ -10,6 +10,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -63,7 +64,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	key := redact.StringFlag(fs, "key", os.Getenv("PETSTORE_API_KEY"), redact.Keys, "API key (env PETSTORE_API_KEY; prefer the variable, a flag's secret shows in ps)")
 	category := fs.Int64("category", 1, "category of restocked pets")
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
 	}
 	c, err := client.New(*url, *key)
 	if err != nil {
@@ -89,10 +93,23 @@ func envOr(name, def string) string {
 	return def
 }
 
+// usageError is a malformed command line, already reported with the
+// usage by the flag package, for which the process exits with status 2,
+// as the flag package's programs do; any other failure exits with status 1.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
 func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+	err := run(ctx, os.Args[1:], os.Stdout)
+	cancel()
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp): // the usage asked for is printed: a success
+	case errors.As(err, new(usageError)):
+		os.Exit(2)
+	default:
 		log.Fatal(err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"io"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -130,5 +131,31 @@ func TestHelpShowsNoKey(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "-key") {
 		t.Errorf("-h does not list -key:\n%s", out.String())
+	}
+}
+
+// TestExitStatus: -h prints the usage and succeeds; a malformed command
+// line exits with status 2 and says why, as the flag package's programs
+// (and examples/server) do; neither mentions "help requested".
+func TestExitStatus(t *testing.T) {
+	bin := testenv.Build(t, ".")
+	for _, tt := range []struct {
+		args []string
+		want int
+	}{{[]string{"-h"}, 0}, {[]string{"-nosuch"}, 2}, {[]string{"-category", "x"}, 2}} {
+		cmd := exec.Command(bin, tt.args...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		code := 0
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			code = exit.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != tt.want || !strings.Contains(stderr.String(), "Usage of faketest") || strings.Contains(stderr.String(), "help requested") {
+			t.Errorf("%q: exit status %d, want %d, with the usage on stderr:\n%s", tt.args, code, tt.want, stderr.String())
+		}
 	}
 }
