@@ -76,6 +76,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -114,6 +115,9 @@ type options struct {
 
 func main() {
 	opts, err := parseFlags(os.Args[1:], os.Getenv("PETSTORE_TEST_POSTGRES"))
+	if errors.Is(err, flag.ErrHelp) {
+		return // the usage asked for is printed: a success
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 		os.Exit(2)

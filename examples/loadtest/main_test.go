@@ -6,10 +6,12 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -20,6 +22,7 @@ import (
 	"time"
 
 	"github.com/petstorekit/petstore/adapters/memstore"
+	"github.com/petstorekit/petstore/internal/testenv"
 )
 
 // lockedBuffer is an access log the test can read after the run.
@@ -352,5 +355,31 @@ func TestWriteMemProfile(t *testing.T) {
 	}
 	if !bytes.Contains(proto, []byte("alloc_space")) {
 		t.Errorf("the profile has no alloc_space sample type (%d bytes)", len(proto))
+	}
+}
+
+// TestHelpIsASuccess: -h prints the usage and exits with status 0, as
+// the other example programs do, without calling the request an error;
+// a malformed command line still exits with status 2.
+func TestHelpIsASuccess(t *testing.T) {
+	bin := testenv.Build(t, ".")
+	for _, tt := range []struct {
+		arg  string
+		want int
+	}{{"-h", 0}, {"-nosuch", 2}} {
+		cmd := exec.Command(bin, tt.arg)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		code := 0
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			code = exit.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != tt.want || !strings.Contains(stderr.String(), "Usage of loadtest") || strings.Contains(stderr.String(), "help requested") {
+			t.Errorf("%s: exit status %d, want %d, with the usage on stderr:\n%s", tt.arg, code, tt.want, stderr.String())
+		}
 	}
 }
