@@ -396,17 +396,33 @@ func idempotencyKey(ctx context.Context) (string, error) {
 }
 
 // ListPets implements petstore.PetService: it fetches one page. The next
-// page's cursor comes from the response's Link rel="next".
+// page's cursor comes from the response's Link rel="next"; a link back to
+// the page itself is an error, as it would hand the same cursor back
+// forever.
 func (c *Client) ListPets(ctx context.Context, f petstore.PetFilter) (petstore.PetPage, error) {
-	pets, next, _, err := fetchPage[petstore.Pet](ctx, c, c.listURL(f), "listPets", "pets")
+	pets, next, at, err := fetchPage[petstore.Pet](ctx, c, c.listURL(f), "listPets", "pets")
 	if err != nil {
 		return petstore.PetPage{}, err
 	}
-	page := petstore.PetPage{Pets: pets}
-	if next != nil {
-		page.NextCursor = next.Query().Get("cursor")
+	cursor, err := nextCursor(next, at)
+	if err != nil {
+		return petstore.PetPage{}, err
 	}
-	return page, nil
+	return petstore.PetPage{Pets: pets, NextCursor: cursor}, nil
+}
+
+// nextCursor is the cursor of the next link next of the page at, "" when
+// there is none. A link back to the page itself (an empty one, say) is an
+// error: its cursor would be the page's own, and a caller paging by
+// cursor would read the page forever.
+func nextCursor(next, at *url.URL) (string, error) {
+	if next == nil {
+		return "", nil
+	}
+	if requestKey(next) == requestKey(at) {
+		return "", fmt.Errorf("petstore client: next link %s leads back to the same page", next.Redacted())
+	}
+	return next.Query().Get("cursor"), nil
 }
 
 // All iterates over every pet matching f, page by page, following the

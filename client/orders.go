@@ -16,17 +16,19 @@ import (
 // petstore.OrderService these calls name no project.
 
 // ListOrders fetches one page of the key's project's orders. The next
-// page's cursor comes from the response's Link rel="next".
+// page's cursor comes from the response's Link rel="next"; a link back to
+// the page itself is an error, as it would hand the same cursor back
+// forever.
 func (c *Client) ListOrders(ctx context.Context, f petstore.OrderFilter) (petstore.OrderPage, error) {
-	orders, next, _, err := fetchPage[petstore.Order](ctx, c, c.ordersURL(f), "listOrders", "orders")
+	orders, next, at, err := fetchPage[petstore.Order](ctx, c, c.ordersURL(f), "listOrders", "orders")
 	if err != nil {
 		return petstore.OrderPage{}, err
 	}
-	page := petstore.OrderPage{Orders: orders}
-	if next != nil {
-		page.NextCursor = next.Query().Get("cursor")
+	cursor, err := nextCursor(next, at)
+	if err != nil {
+		return petstore.OrderPage{}, err
 	}
-	return page, nil
+	return petstore.OrderPage{Orders: orders, NextCursor: cursor}, nil
 }
 
 // AllOrders iterates over every order of the key's project matching f,

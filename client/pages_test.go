@@ -212,3 +212,26 @@ func TestAllSeesALoopAsTheServerDoes(t *testing.T) {
 		})
 	}
 }
+
+// TestListPetsRefusesALinkToItself: a page whose next link names the page
+// itself (an empty link, or its own URL) would hand a caller paging with
+// NextCursor the same cursor forever; ListPets reports the loop instead.
+func TestListPetsRefusesALinkToItself(t *testing.T) {
+	t.Parallel()
+	for _, link := range []string{"", "/v1/pets?cursor=a"} {
+		api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Link", "<"+link+`>; rel="next"`)
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `[{"id":1,"name":"Rex","categoryId":1,"status":"available"}]`)
+		}))
+		c, err := client.New(api.URL+"/v1", "psk_P0oI9uY8tR7eW6qA5sD3fG1h", client.WithHTTPClient(api.Client()), client.WithMaxAttempts(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, err := c.ListPets(context.Background(), petstore.PetFilter{Cursor: "a"})
+		api.Close()
+		if err == nil || !strings.Contains(err.Error(), "leads back") {
+			t.Errorf("link %q: ListPets = %+v, %v; want an error saying the link leads back to the page", link, page, err)
+		}
+	}
+}
