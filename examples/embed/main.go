@@ -17,6 +17,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"sync/atomic"
@@ -133,15 +134,32 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatal(err)
+	}
 	// The key is printed once, for trying the example; never log keys.
-	fmt.Printf("try: curl -H 'Authorization: Bearer %s' http://%s%s/pets\n", secret, *addr, APIBase)
+	fmt.Printf("try: curl -H 'Authorization: Bearer %s' %s\n", secret, tryURL(ln.Addr()))
 	srv := &http.Server{
-		Addr:              *addr,
 		Handler:           h,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}
-	log.Fatal(srv.ListenAndServe())
+	log.Fatal(srv.Serve(ln))
+}
+
+// tryURL is the URL of the pets list on the listener at a, as curl can
+// use it: the port the system chose for ":0", and localhost for an
+// address that listens on every interface (":8080").
+func tryURL(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return "http://" + a.String() + APIBase + "/pets"
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port) + APIBase + "/pets"
 }

@@ -1,15 +1,20 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/internal/testenv"
 )
 
 func TestMountedNextToOwnRoutes(t *testing.T) {
@@ -97,5 +102,55 @@ func TestMountedNextToOwnRoutes(t *testing.T) {
 func TestUnknownRouter(t *testing.T) {
 	if _, _, err := build(context.Background(), "gorilla", io.Discard); err == nil {
 		t.Fatal("build accepted an unknown router")
+	}
+}
+
+// TestPrintedCurlWorks: the curl command the program prints reaches the
+// API with the key it names, also when -addr leaves the host or the port
+// to the system (":8080", "127.0.0.1:0"), where the address as typed is
+// no URL curl can use.
+func TestPrintedCurlWorks(t *testing.T) {
+	for _, tt := range []struct {
+		addr net.Addr
+		want string
+	}{
+		{&net.TCPAddr{IP: net.IPv4zero, Port: 8080}, "http://localhost:8080/api/v1/pets"},
+		{&net.TCPAddr{IP: net.IPv6unspecified, Port: 8080}, "http://localhost:8080/api/v1/pets"},
+		{&net.TCPAddr{IP: net.IPv6loopback, Port: 8080}, "http://[::1]:8080/api/v1/pets"},
+	} {
+		if got := tryURL(tt.addr); got != tt.want {
+			t.Errorf("tryURL(%v) = %q, want %q", tt.addr, got, tt.want)
+		}
+	}
+
+	cmd := exec.Command(testenv.Build(t, "."), "-addr", "127.0.0.1:0")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`^try: curl -H 'Authorization: Bearer (\S+)' (\S+)\n$`).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("printed %q, want a curl command", line)
+	}
+	req, err := http.NewRequest("GET", m[2], nil)
+	if err != nil {
+		t.Fatalf("printed %q: %v", line, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+m[1])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("printed %q: %v", line, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("printed %q: GET answered %d, want 200", line, resp.StatusCode)
 	}
 }
