@@ -5,7 +5,9 @@
 // The program restocks the shop with the names given as arguments and
 // prints every available pet:
 //
-//	go run ./examples/faketest -url http://localhost:8080/v1 -key "$KEY" Rex Tom
+//	PETSTORE_API_KEY="$KEY" go run ./examples/faketest -url http://localhost:8080/v1 Rex Tom
+//
+// The key goes in the variable rather than -key, whose value shows in ps.
 package main
 
 import (
