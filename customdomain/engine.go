@@ -270,6 +270,11 @@ type Engine struct {
 	// Admits and Renews;
 	// reloaded and patched with routes.
 	admitted atomic.Pointer[map[string]admission]
+	// tokens holds the token of every name a domain holds (any status
+	// but removed and released), for ChallengeToken, which answers
+	// anyone's request for any Host; reloaded with routes, and patched
+	// by this engine's adds and removals.
+	tokens atomic.Pointer[map[string]string]
 	// edgeAddrs is what the CNAME target resolves to, when EdgeIPs is
 	// empty: looked up at each Refresh and by Run, so views and checks
 	// do not.
@@ -363,6 +368,8 @@ func New(cfg EngineConfig) (*Engine, error) {
 	e.routes.Store(&empty)
 	none := map[string]admission{}
 	e.admitted.Store(&none)
+	noTokens := map[string]string{}
+	e.tokens.Store(&noTokens)
 	return e, nil
 }
 

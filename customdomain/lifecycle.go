@@ -143,6 +143,12 @@ func (e *Engine) Add(ctx context.Context, projectID, name string) (d Domain, cre
 	if err != nil {
 		return Domain{}, false, err
 	}
+	// Its challenge answers at once, here, and in the other processes
+	// once they reload.
+	e.routeMu.Lock()
+	e.setToken(stored.Name, stored.Token)
+	e.routeMu.Unlock()
+	e.publish(ctx, stored.Name)
 	e.perform(ctx, hand, stored, added)
 	return e.view(ctx, stored), true, nil
 }

@@ -103,16 +103,14 @@ func (e *Engine) cdnOf(addrs []netip.Addr) string {
 // custom domain holding host, if it has one. The token is no secret (its
 // TXT record is public); what the check proves is that a request for host
 // reaches this platform.
-func (e *Engine) ChallengeToken(ctx context.Context, host string) (string, bool) {
-	n, err := ParseName(hostName(host))
-	if err != nil {
-		return "", false
-	}
-	entry, err := e.cfg.Store.DomainByName(ctx, n.ASCII)
-	if err != nil || entry.Token == "" {
-		return "", false
-	}
-	return entry.Token, true
+//
+// Anyone can send the edge any Host, so it reads an in-memory table kept
+// with the routing table and does no I/O, like Route: a domain this engine
+// adds or removes is known at once, another process's within
+// RefreshEvery (within milliseconds with EngineConfig.Feed).
+func (e *Engine) ChallengeToken(_ context.Context, host string) (string, bool) {
+	token, ok := (*e.tokens.Load())[hostName(host)]
+	return token, ok
 }
 
 // viaProxy is the ownership check of a name whose record resolves to

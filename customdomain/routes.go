@@ -163,7 +163,11 @@ func (e *Engine) reloadPlans(ctx context.Context, fresh bool) error {
 	suspended := e.suspendedProjects(ctx, live, fresh)
 	m := make(map[string]RouteAnswer, len(attached))
 	admitted := make(map[string]admission, len(attached))
+	tokens := make(map[string]string, len(attached))
 	for _, en := range attached {
+		if !en.Status.FreesName() && en.Token != "" {
+			tokens[en.Name] = en.Token
+		}
 		switch en.Status {
 		case StatusActive, StatusMisconfigured:
 			// A misconfigured domain is still served through its grace
@@ -209,6 +213,7 @@ func (e *Engine) reloadPlans(ctx context.Context, fresh bool) error {
 	}
 	e.routes.Store(&m)
 	e.admitted.Store(&admitted)
+	e.tokens.Store(&tokens)
 	return nil
 }
 
@@ -272,10 +277,22 @@ func (e *Engine) patchRoutes(change func(map[string]RouteAnswer)) {
 	e.routes.Store(&m)
 }
 
-// unadmit drops name from the admitted set at once; the caller holds
-// routeMu.
+// unadmit drops name from the admitted set, and its challenge token, at
+// once; the caller holds routeMu.
 func (e *Engine) unadmit(name string) {
 	a := maps.Clone(*e.admitted.Load())
 	delete(a, name)
 	e.admitted.Store(&a)
+	e.setToken(name, "")
+}
+
+// setToken records (or, with "", forgets) the challenge token of name at
+// once; the caller holds routeMu.
+func (e *Engine) setToken(name, token string) {
+	t := maps.Clone(*e.tokens.Load())
+	delete(t, name)
+	if token != "" {
+		t[name] = token
+	}
+	e.tokens.Store(&t)
 }
