@@ -3,6 +3,7 @@ package customdomain_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,5 +69,43 @@ func TestRenewalFailingIsToldBeforeTheCertificateExpires(t *testing.T) {
 	}
 	if d := get(t, w, "prj_pro", name); !d.Diagnosis.OK || len(d.Diagnosis.Findings) != 0 {
 		t.Fatalf("renewed: ok %v, findings %q; want OK", d.Diagnosis.OK, codes(d.Diagnosis.Findings))
+	}
+}
+
+// TestReverifyRenewsAnExpiringCertificate: CERT_EXPIRING's fix tells the
+// customer to click Re-verify, and Re-verify of the live domain asks the
+// certificate layer for a renewal now, as it does for an expired one.
+// Before, the finding said nothing the customer could do, and Re-verify
+// of an expiring certificate asked nothing.
+func TestReverifyRenewsAnExpiringCertificate(t *testing.T) {
+	ctx := context.Background()
+	const name = "shop.example.com"
+	certs := &issuer{state: map[string]customdomain.CertStatus{}, stored: true}
+	w := driftWorld(t, certs, &events{})
+	if _, err := w.Zone.SetRecords(ctx, "example.com.", []libdns.Record{cname("shop", domaintest.Target)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := w.Engine.Add(ctx, "prj_pro", name); err != nil {
+		t.Fatal(err)
+	}
+	day := 24 * time.Hour
+	issued := w.Clock.Now()
+	certs.set(name, customdomain.CertStatus{State: customdomain.CertIssued, NotBefore: issued, NotAfter: issued.Add(90 * day)})
+	if d, err := w.Engine.Verify(ctx, "prj_pro", name); err != nil || d.Status != customdomain.StatusActive {
+		t.Fatalf("Verify = %s, %v; want active", d.Status, err)
+	}
+	requests := func() int { certs.mu.Lock(); defer certs.mu.Unlock(); return len(certs.requests) }
+	before := requests()
+	runUntil(t, w, issued.Add(84*day))
+	d := get(t, w, "prj_pro", name)
+	i := slices.IndexFunc(d.Diagnosis.Findings, func(f customdomain.Finding) bool { return f.Code == customdomain.FindingCertExpiring })
+	if i < 0 || !strings.Contains(d.Diagnosis.Findings[i].Fix, "Re-verify") {
+		t.Fatalf("findings %+v: want CERT_EXPIRING whose fix says to click Re-verify", d.Diagnosis.Findings)
+	}
+	if _, err := w.Engine.Verify(ctx, "prj_pro", name); err != nil {
+		t.Fatal(err)
+	}
+	if got := requests() - before; got != 1 {
+		t.Fatalf("Re-verify of an active domain whose certificate expires in 6 days asked for %d certificates, want a renewal", got)
 	}
 }

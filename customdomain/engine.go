@@ -91,7 +91,7 @@ func CertExpiringFinding(name string, notAfter time.Time) Finding {
 		Message: fmt.Sprintf("The certificate of %s expires at %s and renewing it has not succeeded yet: once it expires, browsers refuse it.", name, notAfter.UTC().Format(time.RFC3339)),
 		Fix: "1. Confirm the domain still verifies: its DNS records must still be as shown. " +
 			"2. Check that CAA records on " + name + " or its parent domains do not block the certificate authority. " +
-			"The platform keeps trying to renew it, and this goes away once it is renewed.",
+			"3. Click Re-verify to renew it now; the platform also keeps trying on its own, and this goes away once it is renewed.",
 	}
 }
 

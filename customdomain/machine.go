@@ -198,10 +198,10 @@ func (m *machine) checked(c Checked) {
 	switch s := m.e.Status; {
 	case s.live():
 		m.recheckLive(c.DNS)
-		if c.Manual && c.DNS.OK && m.p.Issuer && c.Cert.State == CertFailed {
+		if c.Manual && c.DNS.OK && m.p.Issuer && (c.Cert.State == CertFailed || expiresSoon(c.Cert, m.now)) {
 			// Re-verify of a live domain whose certificate failed (it
-			// expired unrenewed): a new attempt, as the spec's
-			// troubleshooting says.
+			// expired unrenewed) or is about to (CERT_EXPIRING): a new
+			// attempt now, as both findings' fixes say.
 			m.do(RequestCert)
 		}
 	case c.DNS.OK && (s == StatusPending || s == StatusFailed || s == StatusIssuing && c.Manual):

@@ -82,7 +82,9 @@ type CertStatus struct {
 // sharing a store should have one over the same certificate storage.
 type CertIssuer interface {
 	// Request starts obtaining a certificate for name and returns at once;
-	// obtaining goes on in the background with retries.
+	// obtaining goes on in the background with retries. A certificate it
+	// holds that has expired or expires soon is renewed now: the engine
+	// requests on Re-verify of CERT_EXPIRED and CERT_EXPIRING.
 	Request(ctx context.Context, name string) error
 	// Status reports the certificate of name.
 	Status(ctx context.Context, name string) (CertStatus, error)

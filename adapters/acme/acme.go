@@ -271,7 +271,9 @@ func normalize(name string) string {
 }
 
 // Request implements customdomain.CertIssuer: it starts a new attempt for name,
-// replacing any attempt still running, and returns at once.
+// replacing any attempt still running, and returns at once. A stored
+// certificate that has expired or is within its renewal window
+// (Config.RenewalWindowRatio) is renewed now.
 func (is *Issuer) Request(ctx context.Context, name string) error {
 	name = normalize(name)
 	if name == "" {
@@ -311,10 +313,11 @@ func (is *Issuer) obtain(ctx context.Context, name string, a *attempt) {
 		if err = magic.ObtainCertAsync(ctx, name); err == nil && ctx.Err() == nil {
 			_, err = magic.CacheManagedCertificate(ctx, name)
 		}
-	case err == nil && cert.Leaf != nil && !cert.Leaf.NotAfter.After(is.now()):
-		// Stored, but expired: its renewals kept failing. A new request
-		// (the customer's Re-verify) renews it now, whatever certmagic's
-		// own schedule of retries.
+	case err == nil && cert.Leaf != nil && is.dueForRenewal(cert.Leaf):
+		// Stored, but expired or due for renewal (its renewals kept
+		// failing, or have not run yet): a new request (the customer's
+		// Re-verify of CERT_EXPIRED or CERT_EXPIRING) renews it now,
+		// whatever certmagic's own schedule of retries.
 		if err = magic.RenewCertAsync(ctx, name, true); err == nil && ctx.Err() == nil {
 			if _, err = magic.CacheManagedCertificate(ctx, name); err == nil {
 				is.cache.Remove([]string{cert.Hash()}) // the new one answers now
@@ -336,6 +339,18 @@ func (is *Issuer) obtain(ctx context.Context, name string, a *attempt) {
 	}
 	is.mu.Unlock()
 	is.changed(name)
+}
+
+// dueForRenewal reports whether leaf is within its renewal window on the
+// issuer's clock: the last RenewalWindowRatio of its lifetime (certmagic's
+// default, a third, when unset), expired included.
+func (is *Issuer) dueForRenewal(leaf *x509.Certificate) bool {
+	ratio := is.cfg.RenewalWindowRatio
+	if ratio <= 0 {
+		ratio = certmagic.DefaultRenewalWindowRatio
+	}
+	lifetime := leaf.NotAfter.Sub(leaf.NotBefore)
+	return leaf.NotAfter.Sub(is.now()) <= time.Duration(float64(lifetime)*ratio)
 }
 
 // reason turns an obtain error into the CA's words when it has them.

@@ -473,3 +473,38 @@ func served(t *testing.T, is *acme.Issuer, name string) *x509.Certificate {
 	}
 	return leaf
 }
+
+// TestRequestRenewsAnExpiringCertificate: the engine's Re-verify of a
+// domain whose certificate expires soon (CERT_EXPIRING) requests it again,
+// and that request renews it now: a new certificate is served, not the
+// stored one loaded again. Before, only an expired one was renewed.
+func TestRequestRenewsAnExpiringCertificate(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 0)
+	label := uniqueLabel("expiring")
+	name := label + ".example.com"
+	e.point(label)
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	is := e.issuer(func(c *acme.Config) { c.Now = clock })
+	if err := is.Request(context.Background(), name); err != nil {
+		t.Fatal(err)
+	}
+	e.waitChange(name)
+	st := status(t, is, name)
+	if st.State != customdomain.CertIssued {
+		t.Fatalf("status = %+v, want issued", st)
+	}
+	mu.Lock()
+	now = st.NotAfter.Add(-st.NotAfter.Sub(st.NotBefore) / 5) // a fifth of its lifetime left
+	mu.Unlock()
+	old := served(t, is, name)
+	if err := is.Request(context.Background(), name); err != nil {
+		t.Fatal(err)
+	}
+	e.waitChange(name)
+	if now := served(t, is, name); now.SerialNumber.Cmp(old.SerialNumber) == 0 {
+		t.Fatalf("after a new request for a certificate a fifth of whose lifetime is left, handshakes still get it (serial %v)", old.SerialNumber)
+	}
+}
