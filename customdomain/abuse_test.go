@@ -41,11 +41,12 @@ func (s *readCountingStore) ListDomainConfigs(ctx context.Context) ([]customdoma
 	return s.Store.ListDomainConfigs(ctx)
 }
 
-// TestRandomHostsCauseNoStoreReads: anyone may send any Host to the edge,
-// and to the challenge path that answers pending domains too. A flood of
-// made-up names must be answered from the engine's memory, never turned
-// into database reads, while the challenge of a domain just added still
-// answers its token and a removed one's does not.
+// TestRandomHostsCauseNoStoreReads: anyone may send any Host to the edge
+// (or any TLS server name, which the certificate layer asks Holds and
+// Admits about), and to the challenge path that answers pending domains
+// too. A flood of made-up names must be answered from the engine's
+// memory, never turned into database reads, while the challenge of a
+// domain just added still answers its token and a removed one's does not.
 func TestRandomHostsCauseNoStoreReads(t *testing.T) {
 	ctx := context.Background()
 	store := &readCountingStore{Store: memstore.New()}
@@ -80,6 +81,9 @@ func TestRandomHostsCauseNoStoreReads(t *testing.T) {
 	if rec := get("Shop.Example.com.:80", customdomain.ChallengePath); rec.Code != http.StatusOK || rec.Body.String() != en.Token {
 		t.Fatalf("challenge of the pending domain just added: %d %q, want 200 and its token %q", rec.Code, rec.Body, en.Token)
 	}
+	if !w.Engine.Holds("shop.example.com") {
+		t.Fatal("Holds(the domain just added) = false")
+	}
 	store.reads.Store(0)
 	for i := range 2000 {
 		host := fmt.Sprintf("r%d-%d.example.net", i, time.Now().UnixNano())
@@ -88,6 +92,9 @@ func TestRandomHostsCauseNoStoreReads(t *testing.T) {
 				t.Fatalf("GET %s on %s: %d, want 404", path, host, rec.Code)
 			}
 		}
+		if w.Engine.Holds(host) || w.Engine.Admits(host) {
+			t.Fatalf("Holds or Admits(%s) = true", host)
+		}
 	}
 	if n := store.reads.Load(); n != 0 {
 		t.Fatalf("6000 requests for made-up hosts read the store %d times, want none", n)
@@ -95,7 +102,7 @@ func TestRandomHostsCauseNoStoreReads(t *testing.T) {
 	if err := w.Engine.Remove(ctx, "prj_pro", "shop.example.com"); err != nil {
 		t.Fatal(err)
 	}
-	if rec := get("shop.example.com", customdomain.ChallengePath); rec.Code != http.StatusNotFound {
-		t.Fatalf("challenge of a removed domain: %d %q, want 404", rec.Code, rec.Body)
+	if rec := get("shop.example.com", customdomain.ChallengePath); rec.Code != http.StatusNotFound || w.Engine.Holds("shop.example.com") {
+		t.Fatalf("challenge of a removed domain: %d %q, want 404 and not held", rec.Code, rec.Body)
 	}
 }

@@ -110,7 +110,17 @@ func (e *Engine) cdnOf(addrs []netip.Addr) string {
 // RefreshEvery (within milliseconds with EngineConfig.Feed).
 func (e *Engine) ChallengeToken(_ context.Context, host string) (string, bool) {
 	token, ok := (*e.tokens.Load())[hostName(host)]
-	return token, ok
+	return token, ok && token != ""
+}
+
+// Holds reports whether host (a Host header or a TLS server name) is held
+// by a custom domain in any state but removed or released: a name the
+// certificate layer may be validating, or be about to. Anyone can send any
+// name, so it reads the same in-memory table as ChallengeToken and does no
+// I/O (the ACME adapter's Config.Held).
+func (e *Engine) Holds(host string) bool {
+	_, ok := (*e.tokens.Load())[hostName(host)]
+	return ok
 }
 
 // viaProxy is the ownership check of a name whose record resolves to

@@ -165,8 +165,8 @@ func (e *Engine) reloadPlans(ctx context.Context, fresh bool) error {
 	admitted := make(map[string]admission, len(attached))
 	tokens := make(map[string]string, len(attached))
 	for _, en := range attached {
-		if !en.Status.FreesName() && en.Token != "" {
-			tokens[en.Name] = en.Token
+		if !en.Status.FreesName() {
+			tokens[en.Name] = en.Token // "" answers no challenge, but is held
 		}
 		switch en.Status {
 		case StatusActive, StatusMisconfigured:

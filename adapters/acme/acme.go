@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -74,6 +75,16 @@ type Config struct {
 	// still served while Allowed admits it). Nil means Allowed decides.
 	// Like Allowed, it must be fast: no I/O (customdomain.Engine.Renews).
 	Renewable func(ctx context.Context, name string) bool
+	// Held, when set, reports whether a name is a custom domain in any
+	// state but removed or released (customdomain.Engine.Holds): an
+	// HTTP-01 request (any Host) or TLS-ALPN-01 handshake (any server
+	// name) for a name it denies, and whose validation this process did
+	// not start, is refused without reading Storage, so that made-up
+	// names cost the database nothing. Nil: Allowed decides, which
+	// admits a name once its domain is issuing; a validation another
+	// process started may then reach this one before its engine knows,
+	// and fail (certmagic retries). Like Allowed, it must be fast.
+	Held func(ctx context.Context, name string) bool
 	// Covered, when set, reports whether a name is served only with its
 	// wildcard's certificate (customdomain.Engine.CoveredByWildcard): no
 	// certificate of its own is ordered for it, at a handshake or
@@ -638,17 +649,51 @@ func (is *Issuer) Remove(ctx context.Context, name string) error {
 
 // HTTPHandler answers the CA's HTTP-01 challenge requests
 // (/.well-known/acme-challenge/...) for any process sharing the storage,
-// and passes every other request to next. Mount it at the root of the
-// plain-HTTP listener.
+// and passes every other request to next, as it does a challenge request
+// for a name Config.Held (else Config.Allowed) denies, unless this process
+// started its validation. Mount it at the root of the plain-HTTP listener.
 func (is *Issuer) HTTPHandler(next http.Handler) http.Handler {
-	return is.acme.HTTPChallengeHandler(next)
+	solve := is.acme.HTTPChallengeHandler(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if certmagic.LooksLikeHTTPChallenge(r) && !is.validating(r.Context(), r.Host) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		solve.ServeHTTP(w, r)
+	})
+}
+
+// validating reports whether a challenge request for host (a Host header
+// or server name) may be one of a validation under way, which certmagic
+// looks up in Storage when this process did not start it: only for a
+// name Config.Held (else Config.Allowed) admits. Without either, every
+// name may be.
+func (is *Issuer) validating(ctx context.Context, host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	name := normalize(host)
+	if _, ok := certmagic.GetACMEChallenge(name); ok {
+		return true // started here: answered from memory
+	}
+	switch {
+	case is.cfg.Held != nil:
+		return is.cfg.Held(ctx, name)
+	case is.cfg.Allowed != nil:
+		return is.cfg.Allowed(ctx, name)
+	}
+	return true
 }
 
 // GetCertificate serves a custom domain's certificate during a TLS
-// handshake, and answers TLS-ALPN-01 challenges. With Config.Allowed set, a
+// handshake, and answers TLS-ALPN-01 challenges (for names HTTPHandler
+// would answer HTTP-01 for). With Config.Allowed set, a
 // name it denies is evicted and refused, and an allowed name without a
 // certificate gets one on demand.
 func (is *Issuer) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	if isALPNChallenge(hello) && !is.validating(hello.Context(), hello.ServerName) {
+		return nil, fmt.Errorf("no validation under way for %q", hello.ServerName)
+	}
 	if is.cfg.Allowed != nil && !isALPNChallenge(hello) {
 		name := normalize(hello.ServerName)
 		if !is.cfg.Allowed(hello.Context(), name) {
