@@ -2,6 +2,7 @@ package customdomain_test
 
 import (
 	"context"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -107,5 +108,50 @@ func TestReverifyRenewsAnExpiringCertificate(t *testing.T) {
 	}
 	if got := requests() - before; got != 1 {
 		t.Fatalf("Re-verify of an active domain whose certificate expires in 6 days asked for %d certificates, want a renewal", got)
+	}
+}
+
+// TestExpiryIsToldWithDriftChecksOff: with drift checks off
+// (RecheckActive negative) a live domain's record is never checked again,
+// but its certificate still is, so a renewal that keeps failing is told
+// (domain.certificate.failed, CERT_EXPIRING) before browsers refuse it,
+// and the record pointed elsewhere is not noticed, as configured. Before,
+// nothing looked at the certificate of a live domain without drift
+// checks: neither its coming expiry nor its expiry was ever told.
+func TestExpiryIsToldWithDriftChecksOff(t *testing.T) {
+	ctx := context.Background()
+	const name = "shop.example.com"
+	certs := &issuer{state: map[string]customdomain.CertStatus{}, stored: true}
+	ev := &events{}
+	w := domaintest.New(t, domaintest.Options{
+		Projects: projects, CertIssuer: certs,
+		Config: func(c *customdomain.EngineConfig) {
+			c.Events = ev
+			c.EdgeIPs = []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+			c.RecheckActive = -1
+		},
+	})
+	if _, err := w.Zone.SetRecords(ctx, "example.com.", []libdns.Record{cname("shop", domaintest.Target)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := w.Engine.Add(ctx, "prj_pro", name); err != nil {
+		t.Fatal(err)
+	}
+	day := 24 * time.Hour
+	issued := w.Clock.Now()
+	certs.set(name, customdomain.CertStatus{State: customdomain.CertIssued, NotBefore: issued, NotAfter: issued.Add(90 * day)})
+	if d, err := w.Engine.Verify(ctx, "prj_pro", name); err != nil || d.Status != customdomain.StatusActive {
+		t.Fatalf("Verify = %s, %v; want active", d.Status, err)
+	}
+	ev.take()
+	if _, err := w.Zone.SetRecords(ctx, "example.com.", []libdns.Record{cname("shop", "elsewhere.example.org")}); err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, w, issued.Add(83*day+2*time.Hour))
+	if got := ev.take(); !slices.Equal(got, []string{"prj_pro domain.certificate.failed " + name + " active"}) {
+		t.Fatalf("7 days before expiry, drift checks off: events %v, want domain.certificate.failed once", got)
+	}
+	if d := get(t, w, "prj_pro", name); d.Status != customdomain.StatusActive || codes(d.Diagnosis.Findings) != customdomain.FindingCertExpiring {
+		t.Fatalf("%s, findings %q; want active (drift not checked), CERT_EXPIRING", d.Status, codes(d.Diagnosis.Findings))
 	}
 }

@@ -167,7 +167,10 @@ type EngineConfig struct {
 
 	// RecheckActive is how often the record of a live (active or
 	// misconfigured) domain is checked again, so that one pointed
-	// elsewhere is noticed: 1 hour by default; negative means never.
+	// elsewhere is noticed: 1 hour by default; negative means never. With
+	// a CertIssuer and no drift checks, an active domain's certificate
+	// alone is still looked at every hour, so that an expiry renewing has
+	// not averted is told (CertExpiringFinding).
 	RecheckActive time.Duration
 
 	// DriftGrace is how long a domain whose record moved away

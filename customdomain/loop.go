@@ -34,9 +34,10 @@ func (e *Engine) RunDue(ctx context.Context, now time.Time) (int, error) {
 // runDueDomains is RunDue's work on the domains DueDomains returns.
 func (e *Engine) runDueDomains(ctx context.Context, r *round, now time.Time) (int, error) {
 	done := 0
-	if e.cfg.RecheckActive > 0 && e.unscheduled.CompareAndSwap(false, true) {
-		// Domains that went active before drift checks existed have no
-		// next check: check them once now, which schedules them.
+	if (e.cfg.RecheckActive > 0 || e.cfg.CertIssuer != nil) && e.unscheduled.CompareAndSwap(false, true) {
+		// Domains that went active before drift checks (or, without
+		// them, looks at certificates) existed have no next check: check
+		// them once now, which schedules them.
 		active, err := e.cfg.Store.ListDomains(ctx, DomainQuery{Status: StatusActive})
 		if err != nil {
 			e.unscheduled.Store(false)
@@ -99,7 +100,9 @@ func (e *Engine) runOne(ctx context.Context, r *round, entry Entry) {
 		// domain's grace runs out as its reason says: the name is released
 		// for whoever owns it now.
 		ev = PlanChanged{Suspended: true}
-	case entry.Status == StatusIssuing:
+	case entry.Status == StatusIssuing, entry.Status == StatusActive && e.cfg.RecheckActive <= 0:
+		// Without drift checks, an active domain is due only for a look
+		// at its certificate (certRecheck).
 		ev = CertReported{Cert: e.certNow(ctx, entry.Name)}
 	default:
 		ev = e.gather(ctx, entry, false)

@@ -61,7 +61,7 @@ type CheckResult struct {
 type Policy struct {
 	Window  time.Duration // how long a pending domain is re-checked before it fails
 	Issuer  bool          // a CertIssuer is configured
-	Recheck time.Duration // how often a live domain's record is checked again; 0: never
+	Recheck time.Duration // how often a live domain's record is checked again; 0: never (with Issuer, an active one's certificate is still looked at hourly)
 	Grace   time.Duration // how long a misconfigured domain is still served
 }
 
@@ -124,10 +124,7 @@ func Step(e Entry, ev Event, now time.Time, p Policy) (Entry, []Effect) {
 		case m.e.Status.live():
 			// It waits as it is: looked at again at its usual drift
 			// interval, not rewritten every minute.
-			m.e.NextCheckAt = time.Time{}
-			if p.Recheck > 0 {
-				m.next(p.Recheck)
-			}
+			m.nextLive()
 		default:
 			m.e.NextCheckAt = now.Add(suspendedRecheck)
 			if m.e.Status == StatusPending && m.e.WindowPausedAt.IsZero() {
@@ -247,13 +244,29 @@ func (m *machine) verified(c Checked) {
 	}
 }
 
+// certRecheck is how often, with drift checks off (Policy.Recheck 0), the
+// background loop looks at an active domain's certificate alone, so that
+// a renewal that keeps failing is still told before the certificate
+// expires (CertExpiringFinding).
+const certRecheck = time.Hour
+
+// nextLive schedules a live domain's next background look: its drift
+// check, or, with drift checks off and a certificate layer, a look at its
+// certificate alone (certRecheck).
+func (m *machine) nextLive() {
+	m.e.NextCheckAt = time.Time{}
+	switch {
+	case m.p.Recheck > 0:
+		m.next(m.p.Recheck)
+	case m.p.Issuer:
+		m.next(certRecheck)
+	}
+}
+
 func (m *machine) activate() {
 	m.to(StatusActive, "")
 	m.e.DriftedAt = time.Time{}
-	m.e.NextCheckAt = time.Time{}
-	if m.p.Recheck > 0 {
-		m.next(m.p.Recheck)
-	}
+	m.nextLive()
 	m.do(Reroute)
 	m.emit(EventActive)
 }
@@ -267,10 +280,7 @@ func (m *machine) recheckLive(r CheckResult) {
 	case r.OK && m.e.Status == StatusMisconfigured:
 		m.activate()
 	case r.OK:
-		m.e.NextCheckAt = time.Time{}
-		if m.p.Recheck > 0 {
-			m.next(m.p.Recheck)
-		}
+		m.nextLive()
 	case r.LookupFailed && m.e.Status == StatusActive:
 		m.next(m.lookupRetry()) // "could not check" is never drift
 	case m.e.Status == StatusActive:
@@ -425,6 +435,9 @@ func (m *machine) certReported(c CertStatus) {
 		return
 	}
 	m.noteCert(c)
+	if m.e.Status == StatusActive && m.p.Recheck <= 0 {
+		m.nextLive() // the look at its certificate of certRecheck
+	}
 	if m.e.Status == StatusFailed && c.State == CertIssued && m.failedIssuing() {
 		// Its DNS verified and only the certificate was missing: another
 		// process sharing the storage obtained it (the customer fixed CAA
