@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -104,5 +105,33 @@ func TestRandomHostsCauseNoStoreReads(t *testing.T) {
 	}
 	if rec := get("shop.example.com", customdomain.ChallengePath); rec.Code != http.StatusNotFound || w.Engine.Holds("shop.example.com") {
 		t.Fatalf("challenge of a removed domain: %d %q, want 404 and not held", rec.Code, rec.Body)
+	}
+}
+
+// TestHugeHostIsRefusedCheaply: net/http accepts a Host header of up to a
+// megabyte, and a TLS server name is the client's word too. No custom
+// domain's name is longer than 253 octets, so such a name is no domain,
+// and finding that out must cost next to nothing. Before, a non-ASCII one
+// went through IDNA processing whole on every call (half a second of CPU
+// per megabyte), several times per request.
+func TestHugeHostIsRefusedCheaply(t *testing.T) {
+	w := domaintest.New(t, domaintest.Options{Projects: projects})
+	for _, host := range []string{
+		strings.Repeat("é.", 300_000) + "example.com",
+		strings.Repeat("a.", 300_000) + "example.com",
+		strings.Repeat("a", 1020) + ".example.com",
+	} {
+		if got := w.Engine.Route(host); got.Kind != customdomain.RouteNone {
+			t.Fatalf("Route(%d-byte host) = %v, want none", len(host), got.Kind)
+		}
+		allocs := testing.AllocsPerRun(5, func() {
+			w.Engine.Route(host)
+			w.Engine.Admits(host)
+			w.Engine.Holds(host)
+			w.Engine.ChallengeToken(context.Background(), host)
+		})
+		if allocs > 8 {
+			t.Fatalf("a %d-byte host cost %.0f allocations to refuse, want a handful", len(host), allocs)
+		}
 	}
 }

@@ -69,9 +69,20 @@ func leadsBack(routes map[string]RouteAnswer, to, name string) bool {
 	return true
 }
 
+// maxHostBytes is the longest Host (or TLS server name) that can name a
+// custom domain: at most 253 code points, as its ASCII form has at most
+// 253 octets, of at most 4 UTF-8 bytes each, with a port and a trailing
+// dot.
+const maxHostBytes = 4*253 + len(".:65535")
+
 // hostName normalises a Host header to a stored name without allocating
-// for the common, already-normal case.
+// for the common, already-normal case. A host too long to name any
+// domain is "", which names none: anyone can send one, of up to a
+// megabyte, and its IDNA processing would cost far more than refusing it.
 func hostName(host string) string {
+	if len(host) > maxHostBytes {
+		return ""
+	}
 	if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.Contains(host[i:], "]") {
 		host = host[:i]
 	}
