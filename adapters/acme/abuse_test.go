@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -79,5 +81,47 @@ func TestChallengesForUnknownNamesReadNoStorage(t *testing.T) {
 				t.Fatalf("1000 TLS-ALPN-01 handshakes for unknown names read the certificate storage %d times, want none", n)
 			}
 		})
+	}
+}
+
+// handshakeOver runs one TLS handshake for serverName against is over an
+// in-memory pipe and returns the server's error.
+func handshakeOver(is *acme.Issuer, serverName string) error {
+	c, s := net.Pipe()
+	defer c.Close()
+	defer s.Close()
+	go tls.Client(c, &tls.Config{ServerName: serverName, InsecureSkipVerify: true}).Handshake()
+	return tls.Server(s, is.TLSConfig()).Handshake()
+}
+
+// TestMadeUpNamesBelowAWildcardReadNoStorageEach: every name one label
+// below a wildcard domain is admitted and served with the wildcard's one
+// certificate, so anyone can send a new made-up name at each handshake.
+// While that certificate is not there yet (the wildcard is issuing), such
+// handshakes fail, without each costing reads and lock writes of the
+// certificate storage: at most one look for the wildcard's certificate
+// per a few seconds. Before, each made-up name was looked up in storage
+// and went as far as taking the storage lock for an order refused only
+// then.
+func TestMadeUpNamesBelowAWildcardReadNoStorageEach(t *testing.T) {
+	store := &readCountingBlobs{Store: memstore.New()}
+	is, err := acme.New(acme.Config{
+		CA: "https://127.0.0.1:1/directory", Storage: store, TLSPort: 1,
+		Allowed: func(_ context.Context, name string) bool { return strings.HasSuffix(name, ".shop.example.com") },
+		Covered: func(_ context.Context, name string) bool {
+			return strings.HasSuffix(name, ".shop.example.com") && !strings.HasPrefix(name, "*.")
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { is.Close() })
+	for i := range 200 {
+		if err := handshakeOver(is, fmt.Sprintf("r%d.shop.example.com", i)); err == nil {
+			t.Fatal("handshake answered without the wildcard's certificate")
+		}
+	}
+	if n := store.reads.Load(); n > 4 {
+		t.Fatalf("200 handshakes for made-up names below a wildcard read the certificate storage %d times, want a few", n)
 	}
 }

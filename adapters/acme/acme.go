@@ -151,7 +151,10 @@ type Issuer struct {
 	mu        sync.Mutex
 	attempts  map[string]*attempt
 	delegated map[string]bool // names Request found delegated: obtained and renewed through dcv
-	ids       []string        // CA identities, once known
+	// wildcardLooks is when a handshake last looked for a wildcard's
+	// certificate in storage, by wildcard, while it was not cached.
+	wildcardLooks map[string]time.Time
+	ids           []string // CA identities, once known
 }
 
 // attempt is one Request's try at obtaining a certificate.
@@ -194,7 +197,7 @@ func New(cfg Config) (*Issuer, error) {
 	is := &Issuer{
 		cfg: cfg, log: log, now: cfg.Now,
 		storage:  NewStorage(cfg.Storage, cfg.Now, log),
-		attempts: map[string]*attempt{}, delegated: map[string]bool{},
+		attempts: map[string]*attempt{}, delegated: map[string]bool{}, wildcardLooks: map[string]time.Time{},
 		ids:   cfg.CAAIdentities,
 		roots: roots,
 		httpc: &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{
@@ -700,8 +703,52 @@ func (is *Issuer) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, 
 			is.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: name}})
 			return nil, fmt.Errorf("no certificate for %q", hello.ServerName)
 		}
+		if is.cfg.Covered != nil && is.cfg.Covered(hello.Context(), name) {
+			ctx := hello.Context()
+			if ctx == nil { // a ClientHelloInfo made outside crypto/tls
+				ctx = context.Background()
+			}
+			if err := is.loadWildcard(ctx, name); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return is.onDemand.GetCertificate(hello)
+}
+
+// wildcardLookEvery is how often, at most, handshakes for names below a
+// wildcard look for its certificate in storage while it is not cached.
+const wildcardLookEvery = 5 * time.Second
+
+// loadWildcard caches the certificate of the wildcard above name, which
+// answers name's handshakes, unless it is cached already. Anyone can send
+// a new made-up name at each handshake, so while the wildcard has no
+// certificate yet (it is issuing), storage is asked at most once per
+// wildcardLookEvery, whatever the names; certmagic would look up each name
+// and go on towards an order for it.
+func (is *Issuer) loadWildcard(ctx context.Context, name string) error {
+	if _, ok := is.cached(name); ok {
+		return nil
+	}
+	_, rest, _ := strings.Cut(name, ".")
+	w := "*." + rest
+	is.mu.Lock()
+	last, looked := is.wildcardLooks[w]
+	due := !looked || is.now().Sub(last) >= wildcardLookEvery
+	if due {
+		is.wildcardLooks[w] = is.now()
+	}
+	is.mu.Unlock()
+	if !due {
+		return fmt.Errorf("no certificate for %q: %s has none yet", name, w)
+	}
+	if _, err := is.configFor(w).CacheManagedCertificate(ctx, w); err != nil {
+		return fmt.Errorf("no certificate for %q: %s has none yet: %w", name, w, err)
+	}
+	is.mu.Lock()
+	delete(is.wildcardLooks, w)
+	is.mu.Unlock()
+	return nil
 }
 
 func isALPNChallenge(hello *tls.ClientHelloInfo) bool {
