@@ -101,7 +101,9 @@ type Config struct {
 	// follows a live feed, which drops changed keys sooner. Default
 	// DefaultLiveTTL; it is never below TTL.
 	LiveTTL time.Duration
-	// Now is the clock; default time.Now.
+	// Now is the clock; default time.Now. The cache only measures
+	// durations between its readings (time.Time.Sub, Before), so on
+	// time.Now's readings every lifetime is on the monotonic clock.
 	Now func() time.Time
 	// NegativeSize is the most unknown-token hashes kept, the older half
 	// dropped at once when they are that many; default
@@ -143,16 +145,22 @@ type Cache struct {
 	live  bool // following a live feed
 	stats Stats
 
-	// neg holds the hashes of unknown tokens until their expiry (Unix
-	// ns), up to half of NegativeSize; then it becomes negOld and the
+	// base is Config.Now at New. The expiries in neg and paced are
+	// durations since it, taken with time.Time.Sub, which reads the
+	// monotonic clock where both times carry it (time.Now's do): a
+	// system clock set back or forward moves none of them.
+	base time.Time
+	// neg holds the hashes of unknown tokens until their expiry (since
+	// base, in ns), up to half of NegativeSize; then it becomes negOld and the
 	// previous negOld goes whole. No hash is ever deleted from either:
 	// a Go map keeps the room of deleted entries, and one that dropped
 	// its oldest entry for each new one grew, under a flood of distinct
 	// tokens, to more than twice the room of what it held.
 	neg, negOld map[[sha256.Size]byte]int64
-	// paced holds, per refused client, when its next lookup may go, up
-	// to half of maxRefusedClients; then it becomes pacedOld and the
-	// previous pacedOld goes whole, as neg does and for the same reason.
+	// paced holds, per refused client, when its next lookup may go (since
+	// base, in ns), up to half of maxRefusedClients; then it becomes
+	// pacedOld and the previous pacedOld goes whole, as neg does and for
+	// the same reason.
 	paced, pacedOld map[netip.Addr]int64
 	// flights holds the store lookups under way, by token hash, so that
 	// concurrent requests of one token cost one lookup.
@@ -204,6 +212,7 @@ func New(next petstore.Authenticator, cfg Config) *Cache {
 	return &Cache{
 		next:    next,
 		cfg:     cfg,
+		base:    cfg.Now(),
 		lru:     list.New(),
 		byHash:  map[[sha256.Size]byte]*list.Element{},
 		byID:    map[string]*list.Element{},
@@ -362,7 +371,7 @@ func (c *Cache) knownUnknown(hash [sha256.Size]byte, now time.Time) bool {
 	if !ok {
 		exp, ok = c.negOld[hash]
 	}
-	return ok && now.UnixNano() < exp
+	return ok && int64(now.Sub(c.base)) < exp
 }
 
 // rememberUnknown keeps hash as an unknown token until NegativeTTL from
@@ -386,7 +395,7 @@ func (c *Cache) rememberUnknown(hash [sha256.Size]byte, now time.Time, gen uint6
 	if !c.live {
 		ttl = min(ttl, c.cfg.TTL)
 	}
-	c.neg[hash] = now.Add(ttl).UnixNano()
+	c.neg[hash] = int64(now.Sub(c.base) + ttl)
 }
 
 // pace reports whether refused client may cause a lookup now, and if so
@@ -398,7 +407,7 @@ func (c *Cache) pace(client netip.Addr, now time.Time) bool {
 			client = p.Addr()
 		}
 	}
-	n := now.UnixNano()
+	n := int64(now.Sub(c.base))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	next, ok := c.paced[client]
