@@ -598,5 +598,62 @@ func RunKeys(t *testing.T, open Opener) {
 			t.Fatalf("%d keys after UpsertKey of a revoked hash, want 0", len(all))
 		}
 	})
+	t.Run("UpsertRacingARevoke", func(t *testing.T) {
+		// Keys.Ensure upserts while an operator revokes the key: whichever
+		// lands first, the upsert's answer tells the truth. A success
+		// means the upsert came first, so the key was revoked with the
+		// plan it set (and comes back with it); ErrKeyRevoked means the
+		// revoke came first, and returns the key as revoked.
+		t.Parallel()
+		s := open(t)
+		for i := range 40 {
+			hash := petstore.HashAPIKey(fmt.Sprintf("psk_UpsertRace%02dq7Lm3Xv9Tb", i))
+			key, err := s.UpsertKey(ctx, petstore.APIKey{ID: petstore.NewKeyID(), ProjectID: "prj_race", Plan: petstore.PlanPro,
+				CreatedAt: time.Unix(1700000000, 0).UTC()}, hash)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := make(chan struct{})
+			var upErr, delErr error
+			var up petstore.APIKey
+			var wg sync.WaitGroup
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				<-start
+				up, upErr = s.UpsertKey(ctx, petstore.APIKey{ID: petstore.NewKeyID(), ProjectID: "prj_other", Plan: petstore.PlanBusiness,
+					CreatedAt: time.Unix(1700000100, 0).UTC()}, hash)
+			}()
+			go func() {
+				defer wg.Done()
+				<-start
+				delErr = s.DeleteKey(ctx, key.ID)
+			}()
+			close(start)
+			wg.Wait()
+			if delErr != nil {
+				t.Fatalf("DeleteKey beside UpsertKey: %v", delErr)
+			}
+			revoked, err := s.RevokedKey(ctx, hash)
+			if err != nil {
+				t.Fatalf("RevokedKey: %v", err)
+			}
+			switch {
+			case upErr == nil:
+				if up.ID != key.ID || up.Plan != petstore.PlanBusiness || revoked.Plan != petstore.PlanBusiness {
+					t.Fatalf("round %d: UpsertKey = %+v, nil beside a revoke, but the key was revoked as %+v; want it revoked with the plan the upsert reported", i, up, revoked)
+				}
+			case errors.Is(upErr, petstore.ErrKeyRevoked):
+				if up != revoked || revoked.Plan != petstore.PlanPro {
+					t.Fatalf("round %d: UpsertKey = %+v, %v; revoked as %+v; want the revoked key, on its plan before", i, up, upErr, revoked)
+				}
+			default:
+				t.Fatalf("round %d: UpsertKey beside a revoke: %v, want success or ErrKeyRevoked", i, upErr)
+			}
+			if _, _, err := s.KeyByHash(ctx, hash); petstore.ErrorCode(err) != petstore.CodeNotFound {
+				t.Fatalf("round %d: KeyByHash after the revoke: %v, want not_found", i, err)
+			}
+		}
+	})
 	runKeyLimits(t, open)
 }

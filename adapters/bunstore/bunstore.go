@@ -376,24 +376,28 @@ func (s *Store) CreateKey(ctx context.Context, key petstore.APIKey, hash string)
 
 // UpsertKey implements petstore.KeyStore. Two processes upserting the same
 // hash at once both succeed: the loser of the insert race finds the
-// winner's row and updates it.
+// winner's row and updates it. A revoke landing between the lookup and the
+// update is found too: the update then finds no key, and the next lookup
+// finds it revoked.
 func (s *Store) UpsertKey(ctx context.Context, key petstore.APIKey, hash string) (petstore.APIKey, error) {
 	if err := key.CheckStorable(); err != nil {
 		return petstore.APIKey{}, err
 	}
-	for attempt := 0; ; attempt++ {
+	// A turn ends without an answer only on a change another process
+	// made since it looked (an insert of the hash, a revoke); a key
+	// changing on every turn is answered with a conflict.
+	conflicted := false
+	for range 3 {
 		existing, _, err := s.KeyByHash(ctx, hash)
 		if err == nil {
-			_, err := s.db.NewUpdate().Model((*keyRow)(nil)).
-				Set("plan = ?", string(key.Plan)).
-				Set("per_minute = ?", key.Limits.PerMinute).
-				Set("per_day = ?", key.Limits.PerDay).
-				Where("hash = ?", hash).Exec(ctx)
+			updated, err := s.setKeyPlan(ctx, existing.ID, key.Plan, key.Limits)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue // revoked since the lookup
+			}
 			if err != nil {
 				return petstore.APIKey{}, mapErr(ctx, "upsert key", err)
 			}
-			existing.Plan, existing.Limits = key.Plan, key.Limits
-			return existing, nil
+			return updated, nil
 		}
 		if petstore.ErrorCode(err) != petstore.CodeNotFound {
 			return petstore.APIKey{}, err
@@ -412,13 +416,15 @@ func (s *Store) UpsertKey(ctx context.Context, key petstore.APIKey, hash string)
 			return row.key(), nil
 		}
 		err = mapErr(ctx, "upsert key", err)
-		if petstore.ErrorCode(err) != petstore.CodeConflict || attempt > 0 {
+		if petstore.ErrorCode(err) != petstore.CodeConflict || conflicted {
 			return petstore.APIKey{}, err
 		}
 		// Conflict: either another process inserted this hash meanwhile
 		// (the lookup now finds it) or key.ID is taken (the insert fails
 		// again and its conflict is returned).
+		conflicted = true
 	}
+	return petstore.APIKey{}, petstore.Errorf(petstore.CodeConflict, "key changed while it was upserted; try again")
 }
 
 // KeyByHash implements petstore.KeyStore.
@@ -462,28 +468,48 @@ func exactID(id string) bool {
 	return !strings.HasSuffix(id, " ") && len(id) <= petstore.MaxKeyIDBytes && petstore.Storable(id)
 }
 
-// SetKeyPlan implements petstore.KeyStore. It reads the key back rather
-// than trusting the count of updated rows, which MySQL reports as zero for
-// an update that changes nothing unless the connection sets clientFoundRows.
+// SetKeyPlan implements petstore.KeyStore.
 func (s *Store) SetKeyPlan(ctx context.Context, id string, plan petstore.Plan, limits petstore.Limits) (petstore.APIKey, error) {
 	if !exactID(id) {
 		return petstore.APIKey{}, keyNotFound(id)
 	}
-	_, err := s.db.NewUpdate().Model((*keyRow)(nil)).
-		Set("plan = ?", string(plan)).
-		Set("per_minute = ?", limits.PerMinute).
-		Set("per_day = ?", limits.PerDay).
-		Where("id = ?", id).Exec(ctx)
-	if err != nil {
-		return petstore.APIKey{}, mapErr(ctx, "set key plan", err)
-	}
-	var row keyRow
-	err = s.db.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx)
+	key, err := s.setKeyPlan(ctx, id, plan, limits)
 	if errors.Is(err, sql.ErrNoRows) {
 		return petstore.APIKey{}, keyNotFound(id)
 	}
 	if err != nil {
 		return petstore.APIKey{}, mapErr(ctx, "set key plan", err)
+	}
+	return key, nil
+}
+
+// setKeyPlan sets the plan and limits of the key with id and returns it,
+// or sql.ErrNoRows when no key has id. It reads the row FOR UPDATE in the
+// transaction that updates it, as DeleteKey does (the same lock, taken
+// the same way, so the two take turns and never deadlock on MySQL): the
+// answer is the row as updated, never one a revoke moved away meanwhile,
+// and it does not count updated rows, which MySQL reports as zero for an
+// update that changes nothing unless the connection sets clientFoundRows.
+func (s *Store) setKeyPlan(ctx context.Context, id string, plan petstore.Plan, limits petstore.Limits) (petstore.APIKey, error) {
+	var row keyRow
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		q := tx.NewSelect().Model(&row).Where("id = ?", id)
+		if s.db.Dialect().Name() != dialect.SQLite {
+			q = q.For("UPDATE")
+		}
+		if err := q.Scan(ctx); err != nil {
+			return err
+		}
+		row.Plan, row.PerMinute, row.PerDay = string(plan), limits.PerMinute, limits.PerDay
+		_, err := tx.NewUpdate().Model((*keyRow)(nil)).
+			Set("plan = ?", row.Plan).
+			Set("per_minute = ?", row.PerMinute).
+			Set("per_day = ?", row.PerDay).
+			Where("id = ?", id).Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return petstore.APIKey{}, err
 	}
 	return row.key(), nil
 }
