@@ -15,7 +15,9 @@ import (
 const (
 	// MaxKeyIDBytes bounds APIKey.ID (generated ids take 40).
 	MaxKeyIDBytes = 64
-	// MaxProjectIDBytes bounds APIKey.ProjectID (generated ids take 40).
+	// MaxProjectIDBytes bounds APIKey.ProjectID and every other project
+	// id a store keeps: an order's, a custom domain's and a domain
+	// config's (generated ids take 40).
 	MaxProjectIDBytes = 255
 	// MaxScopeBytes bounds IdempotencyRecord.Scope (httpx writes the API
 	// key's id).
@@ -23,7 +25,41 @@ const (
 	// MaxRequestHashBytes bounds IdempotencyRecord.RequestHash (httpx
 	// writes 64 hex digits).
 	MaxRequestHashBytes = 1024
+	// MaxContentTypeBytes bounds IdempotencyRecord.ContentType.
+	MaxContentTypeBytes = 255
+	// MaxLocationBytes bounds IdempotencyRecord.Location.
+	MaxLocationBytes = 2048
+	// MaxBlobKeyBytes bounds a blob's key and a blob lock's name
+	// (adapters/acme/blobs), which may hold any bytes.
+	MaxBlobKeyBytes = 1024
+	// MaxLockOwnerBytes bounds a blob lock's owner.
+	MaxLockOwnerBytes = 255
+	// MaxDomainIDBytes bounds a custom domain entry's id (generated ids
+	// take 40).
+	MaxDomainIDBytes = 64
+	// MaxDomainNameBytes bounds a custom domain's name (a DNS name takes
+	// 253 at most).
+	MaxDomainNameBytes = 255
 )
+
+// CheckLength refuses, with invalid_request, a value s longer than max
+// bytes (one of the Max constants), naming it by what. Stores call it
+// before they write a value kept as bytes.
+func CheckLength(what, s string, max int) error {
+	if len(s) > max {
+		return Errorf(CodeInvalidRequest, "%s is longer than %d bytes", what, max)
+	}
+	return nil
+}
+
+// CheckText is CheckLength for a value kept as text, which must also be
+// Storable.
+func CheckText(what, s string, max int) error {
+	if !Storable(s) {
+		return Errorf(CodeInvalidRequest, "%s must be UTF-8 without NUL bytes", what)
+	}
+	return CheckLength(what, s, max)
+}
 
 // Storable reports whether s is UTF-8 without a NUL byte, which
 // PostgreSQL's text cannot hold: every store refuses any other string,
@@ -45,10 +81,13 @@ func (k APIKey) CheckStorable() error {
 	return nil
 }
 
-// CheckStorable refuses, with invalid_request, a record whose scope, key
-// or request hash is longer than a store keeps (MaxScopeBytes,
-// MaxIdempotencyKeyLength, MaxRequestHashBytes) or not Storable. Stores
-// call it before they write or look up.
+// CheckStorable refuses, with invalid_request, a record whose scope, key,
+// request hash, content type or location is longer than a store keeps
+// (MaxScopeBytes, MaxIdempotencyKeyLength, MaxRequestHashBytes,
+// MaxContentTypeBytes, MaxLocationBytes) or not Storable. Stores call it
+// before they look up or claim a key, and on the record create returns
+// before they keep it: a response they cannot keep is not kept, and the
+// call fails with this error.
 func (r IdempotencyRecord) CheckStorable() error {
 	switch {
 	case !Storable(r.Scope) || !Storable(r.Key) || !Storable(r.RequestHash):
@@ -60,5 +99,8 @@ func (r IdempotencyRecord) CheckStorable() error {
 	case len(r.RequestHash) > MaxRequestHashBytes:
 		return Errorf(CodeInvalidRequest, "idempotency request hash is longer than %d bytes", MaxRequestHashBytes)
 	}
-	return nil
+	if err := CheckText("idempotency response content type", r.ContentType, MaxContentTypeBytes); err != nil {
+		return err
+	}
+	return CheckText("idempotency response location", r.Location, MaxLocationBytes)
 }

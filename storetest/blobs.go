@@ -258,4 +258,5 @@ func RunBlobs(t *testing.T, open Opener) {
 			t.Fatalf("after a canceled put: %s, want nothing written", got)
 		}
 	})
+	runBlobLimits(t, openBlobs)
 }

@@ -717,4 +717,5 @@ func RunDomains(t *testing.T, open Opener) {
 			t.Fatalf("ListDomainConfigs after a config without a project = %+v, %v; want none stored", list, err)
 		}
 	})
+	runDomainLimits(t, open)
 }

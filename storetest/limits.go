@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/adapters/acme/blobs"
+	"github.com/petstorekit/petstore/customdomain"
 )
 
 // ofBytes returns prefix followed by unit repeated, n bytes long in all,
@@ -135,13 +137,16 @@ func runIdempotencyLimits(t *testing.T, idem func(t *testing.T) petstore.Idempot
 				CreatedAt:   now,
 			}
 			want := respond(rec)
+			want.ContentType = ofBytes("application/", petstore.MaxContentTypeBytes, unit)
+			want.Location = ofBytes("/v1/pets/", petstore.MaxLocationBytes, unit)
 			got, ran, err := s.CreateOnce(ctx, rec, func(context.Context) (petstore.IdempotencyRecord, bool) { return want, true })
 			if err != nil || !ran {
 				t.Fatalf("CreateOnce with a %d-byte scope, a %d-byte key and a %d-byte request hash: ran %v, %v",
 					len(rec.Scope), len(rec.Key), len(rec.RequestHash), ran, err)
 			}
 			got, err = s.GetIdempotencyKey(ctx, rec.Scope, rec.Key)
-			if err != nil || got.Scope != want.Scope || got.Key != want.Key || got.RequestHash != want.RequestHash || got.Status != want.Status {
+			if err != nil || got.Scope != want.Scope || got.Key != want.Key || got.RequestHash != want.RequestHash || got.Status != want.Status ||
+				got.ContentType != want.ContentType || got.Location != want.Location {
 				t.Fatalf("GetIdempotencyKey = %+v, %v; want %+v", got, err, want)
 			}
 		}
@@ -189,6 +194,40 @@ func runIdempotencyLimits(t *testing.T, idem func(t *testing.T) petstore.Idempot
 			_, err = s.GetIdempotencyKey(ctx, rec.Scope, rec.Key)
 			wantCode(t, err, petstore.CodeNotFound)
 		}
+		// A response too long to keep, or not storable, is not kept: the
+		// call fails and a retry runs create again.
+		var responses []petstore.IdempotencyRecord
+		for _, unit := range []string{"a", "é"} {
+			r := respond(ok())
+			r.ContentType = ofBytes("application/", petstore.MaxContentTypeBytes+1, unit)
+			responses = append(responses, r)
+			r = respond(ok())
+			r.Location = ofBytes("/v1/pets/", petstore.MaxLocationBytes+1, unit)
+			responses = append(responses, r)
+		}
+		for _, bad := range []string{"\xff", "\x00"} {
+			r := respond(ok())
+			r.ContentType += bad
+			responses = append(responses, r)
+			r = respond(ok())
+			r.Location += bad
+			responses = append(responses, r)
+		}
+		for i, resp := range responses {
+			rec := ok()
+			rec.Key = fmt.Sprint("response", i)
+			resp.Key = rec.Key
+			_, _, err := s.CreateOnce(ctx, rec, func(context.Context) (petstore.IdempotencyRecord, bool) { return resp, true })
+			if petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
+				t.Fatalf("CreateOnce answered with content type %q and location %q: %v, want invalid_request", clip(resp.ContentType), clip(resp.Location), err)
+			}
+			_, err = s.GetIdempotencyKey(ctx, rec.Scope, rec.Key)
+			wantCode(t, err, petstore.CodeNotFound)
+			again := respond(rec)
+			if got, ran, err := s.CreateOnce(ctx, rec, func(context.Context) (petstore.IdempotencyRecord, bool) { return again, true }); err != nil || !ran || got.Location != again.Location {
+				t.Fatalf("CreateOnce again after a response not kept = %+v, ran %v, %v; want create run", got, ran, err)
+			}
+		}
 	})
 }
 
@@ -198,4 +237,202 @@ func clip(s string) string {
 		return s[:10] + "…" + s[len(s)-10:]
 	}
 	return s
+}
+
+// runOrderLimits checks petstore.MaxProjectIDBytes on an OrderStore's
+// project ids.
+func runOrderLimits(t *testing.T, orders func(t *testing.T) ordersStore) {
+	ctx := context.Background()
+	no := petstore.NewOrder{PetID: 1}
+	no.Normalize()
+	t.Run("LimitsAtTheEdge", func(t *testing.T) {
+		t.Parallel()
+		s := orders(t)
+		for _, unit := range []string{"a", "é"} {
+			project := ofBytes("prj_", petstore.MaxProjectIDBytes, unit)
+			o, err := s.CreateOrder(ctx, project, no)
+			if err != nil {
+				t.Fatalf("CreateOrder with a %d-byte project: %v", len(project), err)
+			}
+			if got, err := s.GetOrder(ctx, project, o.ID); err != nil || got.ID != o.ID {
+				t.Fatalf("GetOrder = %+v, %v; want %+v", got, err, o)
+			}
+			if got, err := s.ListOrders(ctx, petstore.OrderQuery{ProjectID: project, Limit: 10}); err != nil || len(got) != 1 || got[0].ID != o.ID {
+				t.Fatalf("ListOrders = %+v, %v; want [%+v]", got, err, o)
+			}
+		}
+	})
+	t.Run("LimitsPast", func(t *testing.T) {
+		t.Parallel()
+		s := orders(t)
+		stored, err := s.CreateOrder(ctx, "prj_a", no)
+		if err != nil {
+			t.Fatal(err)
+		}
+		projects := []string{
+			ofBytes("prj_", petstore.MaxProjectIDBytes+1, "a"),
+			ofBytes("prj_", petstore.MaxProjectIDBytes+1, "é"),
+			"prj_a\xff", "prj_a\x00",
+		}
+		for _, project := range projects {
+			_, err := s.CreateOrder(ctx, project, no)
+			if petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
+				t.Fatalf("CreateOrder with project %q: %v, want invalid_request", clip(project), err)
+			}
+			_, err = s.GetOrder(ctx, project, stored.ID)
+			wantCode(t, err, petstore.CodeNotFound)
+			if got, err := s.ListOrders(ctx, petstore.OrderQuery{ProjectID: project, Limit: 10}); err != nil || got == nil || len(got) != 0 {
+				t.Fatalf("ListOrders of project %q = %+v, %v; want none", clip(project), got, err)
+			}
+		}
+		if got, err := s.ListOrders(ctx, petstore.OrderQuery{ProjectID: "prj_a", Limit: 10}); err != nil || len(got) != 1 {
+			t.Fatalf("ListOrders of prj_a = %+v, %v; want its one order", got, err)
+		}
+	})
+}
+
+// runBlobLimits checks petstore.MaxBlobKeyBytes and
+// petstore.MaxLockOwnerBytes on a blobs.Store.
+func runBlobLimits(t *testing.T, openBlobs func(t *testing.T) blobs.Store) {
+	ctx := context.Background()
+	now := time.Now()
+	t.Run("LimitsAtTheEdge", func(t *testing.T) {
+		t.Parallel()
+		s := openBlobs(t)
+		for _, unit := range []string{"a", "é"} {
+			key := ofBytes("k/", petstore.MaxBlobKeyBytes, unit)
+			if err := s.PutBlob(ctx, key, []byte("v")); err != nil {
+				t.Fatalf("PutBlob with a %d-byte key: %v", len(key), err)
+			}
+			if got, info, err := s.GetBlob(ctx, key); err != nil || string(got) != "v" || info.Key != key {
+				t.Fatalf("GetBlob = %q, %+v, %v; want v", got, info, err)
+			}
+			owner := ofBytes("o", petstore.MaxLockOwnerBytes, unit)
+			if ok, err := s.TryLock(ctx, key, owner, now, now.Add(time.Minute)); err != nil || !ok {
+				t.Fatalf("TryLock with a %d-byte name and a %d-byte owner = %v, %v; want taken", len(key), len(owner), ok, err)
+			}
+			if ok, err := s.TryLock(ctx, key, "other", now, now.Add(time.Minute)); err != nil || ok {
+				t.Fatalf("TryLock of a held lock = %v, %v; want refused", ok, err)
+			}
+			if err := s.Unlock(ctx, key, owner); err != nil {
+				t.Fatalf("Unlock: %v", err)
+			}
+		}
+	})
+	t.Run("LimitsPast", func(t *testing.T) {
+		t.Parallel()
+		s := openBlobs(t)
+		for _, unit := range []string{"a", "é"} {
+			key := ofBytes("k/", petstore.MaxBlobKeyBytes+1, unit)
+			wantCode(t, s.PutBlob(ctx, key, []byte("v")), petstore.CodeInvalidRequest)
+			_, _, err := s.GetBlob(ctx, key)
+			wantCode(t, err, petstore.CodeNotFound)
+			_, err = s.TryLock(ctx, key, "owner", now, now.Add(time.Minute))
+			wantCode(t, err, petstore.CodeInvalidRequest)
+			if err := s.Unlock(ctx, key, "owner"); err != nil {
+				t.Fatalf("Unlock of a lock nobody can hold: %v, want nil", err)
+			}
+			owner := ofBytes("o", petstore.MaxLockOwnerBytes+1, unit)
+			_, err = s.TryLock(ctx, "lock", owner, now, now.Add(time.Minute))
+			wantCode(t, err, petstore.CodeInvalidRequest)
+		}
+		for _, owner := range []string{"o\xff", "o\x00"} {
+			_, err := s.TryLock(ctx, "lock", owner, now, now.Add(time.Minute))
+			wantCode(t, err, petstore.CodeInvalidRequest)
+			if err := s.Unlock(ctx, "lock", owner); err != nil {
+				t.Fatalf("Unlock by an owner nobody can be: %v, want nil", err)
+			}
+		}
+		if infos, err := s.ListBlobs(ctx, ""); err != nil || len(infos) != 0 {
+			t.Fatalf("ListBlobs = %+v, %v; want none stored", infos, err)
+		}
+		if ok, err := s.TryLock(ctx, "lock", "owner", now, now.Add(time.Minute)); err != nil || !ok {
+			t.Fatalf("TryLock after refused ones = %v, %v; want taken, as none was held", ok, err)
+		}
+	})
+}
+
+// runDomainLimits checks petstore.MaxDomainIDBytes,
+// petstore.MaxDomainNameBytes and petstore.MaxProjectIDBytes on a
+// customdomain.Store.
+func runDomainLimits(t *testing.T, open Opener) {
+	ctx := context.Background()
+	t.Run("LimitsAtTheEdge", func(t *testing.T) {
+		t.Parallel()
+		s := openDomains(t, open)
+		for _, unit := range []string{"a", "é"} {
+			e := newEntry(ofBytes("dom_", petstore.MaxDomainIDBytes, unit), ofBytes("prj_", petstore.MaxProjectIDBytes, unit),
+				ofBytes("n", petstore.MaxDomainNameBytes-len(".example"), unit)+".example")
+			created := mustCreateDomain(t, s, e)
+			if got, err := s.DomainByName(ctx, e.Name); err != nil || got.ID != e.ID || got.ProjectID != e.ProjectID {
+				t.Fatalf("DomainByName = %+v, %v; want %s", got, err, e.ID)
+			}
+			created.Status = customdomain.StatusActive
+			if _, err := s.UpdateDomain(ctx, created); err != nil {
+				t.Fatalf("UpdateDomain: %v", err)
+			}
+			if got, err := s.ListDomains(ctx, customdomain.DomainQuery{ProjectID: e.ProjectID, Name: e.Name}); err != nil || len(got) != 1 {
+				t.Fatalf("ListDomains = %+v, %v; want the one entry", got, err)
+			}
+			c := customdomain.Config{ProjectID: e.ProjectID, Primary: e.Name, Redirects: []customdomain.Redirect{}}
+			if err := s.PutDomainConfig(ctx, c); err != nil {
+				t.Fatalf("PutDomainConfig with a %d-byte project: %v", len(c.ProjectID), err)
+			}
+			if got, err := s.DomainConfig(ctx, c.ProjectID); err != nil || got.Primary != c.Primary {
+				t.Fatalf("DomainConfig = %+v, %v; want %+v", got, err, c)
+			}
+		}
+	})
+	t.Run("LimitsPast", func(t *testing.T) {
+		t.Parallel()
+		s := openDomains(t, open)
+		var refused []customdomain.Entry
+		var projects, names []string // and values not storable
+		for _, unit := range []string{"a", "é"} {
+			refused = append(refused, newEntry(ofBytes("dom_", petstore.MaxDomainIDBytes+1, unit), "prj_a", "long-id.example"))
+			project := ofBytes("prj_", petstore.MaxProjectIDBytes+1, unit)
+			name := ofBytes("n", petstore.MaxDomainNameBytes+1-len(".example"), unit) + ".example"
+			projects, names = append(projects, project), append(names, name)
+		}
+		projects = append(projects, "prj_a\xff", "prj_a\x00")
+		names = append(names, "bad\xff.example", "bad\x00.example")
+		refused = append(refused, newEntry("dom_bad\xff", "prj_a", "bad-id.example"), newEntry("dom_bad\x00", "prj_a", "bad-id.example"))
+		for i, p := range projects {
+			refused = append(refused, newEntry(fmt.Sprint("dom_p", i), p, fmt.Sprintf("p%d.example", i)))
+		}
+		for i, n := range names {
+			refused = append(refused, newEntry(fmt.Sprint("dom_n", i), "prj_a", n))
+		}
+		for _, e := range refused {
+			if _, err := s.CreateDomain(ctx, e); petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
+				t.Fatalf("CreateDomain with id %q, project %q and name %q: %v, want invalid_request", clip(e.ID), clip(e.ProjectID), clip(e.Name), err)
+			}
+			e.Version = 1
+			_, err := s.UpdateDomain(ctx, e)
+			wantCode(t, err, petstore.CodeNotFound)
+		}
+		for _, n := range names {
+			_, err := s.DomainByName(ctx, n)
+			wantCode(t, err, petstore.CodeNotFound)
+			if got, err := s.ListDomains(ctx, customdomain.DomainQuery{Name: n}); err != nil || got == nil || len(got) != 0 {
+				t.Fatalf("ListDomains of name %q = %+v, %v; want none", clip(n), got, err)
+			}
+		}
+		for _, p := range projects {
+			if got, err := s.ListDomains(ctx, customdomain.DomainQuery{ProjectID: p}); err != nil || got == nil || len(got) != 0 {
+				t.Fatalf("ListDomains of project %q = %+v, %v; want none", clip(p), got, err)
+			}
+			c := customdomain.Config{ProjectID: p, Primary: "a.example", Redirects: []customdomain.Redirect{}}
+			wantCode(t, s.PutDomainConfig(ctx, c), petstore.CodeInvalidRequest)
+			if got, err := s.DomainConfig(ctx, p); err != nil || got.Primary != "" {
+				t.Fatalf("DomainConfig of project %q = %+v, %v; want an empty config", clip(p), got, err)
+			}
+		}
+		if got, err := s.ListDomains(ctx, customdomain.DomainQuery{}); err != nil || len(got) != 0 {
+			t.Fatalf("ListDomains = %+v, %v; want none stored", got, err)
+		}
+		if got, err := s.ListDomainConfigs(ctx); err != nil || len(got) != 0 {
+			t.Fatalf("ListDomainConfigs = %+v, %v; want none stored", got, err)
+		}
+	})
 }

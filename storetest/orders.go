@@ -259,4 +259,5 @@ func RunOrders(t *testing.T, open Opener) {
 			t.Fatalf("empty project's page = %#v, %v", page, err)
 		}
 	})
+	runOrderLimits(t, orders)
 }

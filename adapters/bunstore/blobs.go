@@ -41,6 +41,9 @@ func (s *Store) PutBlob(ctx context.Context, key string, value []byte) error {
 	if key == "" {
 		return petstore.Errorf(petstore.CodeInvalidRequest, "blob key must not be empty")
 	}
+	if err := petstore.CheckLength("blob key", key, petstore.MaxBlobKeyBytes); err != nil {
+		return err
+	}
 	if value == nil {
 		value = []byte{}
 	}
@@ -137,6 +140,12 @@ func (s *Store) TryLock(ctx context.Context, name, owner string, now, expires ti
 	if name == "" || owner == "" {
 		return false, petstore.Errorf(petstore.CodeInvalidRequest, "lock name and owner must not be empty")
 	}
+	if err := petstore.CheckLength("lock name", name, petstore.MaxBlobKeyBytes); err != nil {
+		return false, err
+	}
+	if err := petstore.CheckText("lock owner", owner, petstore.MaxLockOwnerBytes); err != nil {
+		return false, err
+	}
 	row := lockRow{Name: []byte(name), Owner: owner, ExpiresNS: expires.UnixNano()}
 	_, err := s.db.NewInsert().Model(&row).Exec(ctx)
 	if err == nil {
@@ -167,6 +176,9 @@ func (s *Store) TryLock(ctx context.Context, name, owner string, now, expires ti
 
 // Unlock implements blobs.Store.
 func (s *Store) Unlock(ctx context.Context, name, owner string) error {
+	if petstore.CheckText("", owner, petstore.MaxLockOwnerBytes) != nil {
+		return ctx.Err() // no lock has the owner
+	}
 	_, err := s.db.NewDelete().Model((*lockRow)(nil)).Where("name = ? AND owner = ?", []byte(name), owner).Exec(ctx)
 	return mapErr(ctx, "unlock", err)
 }

@@ -83,10 +83,25 @@ func (s *Store) scanDomains(ctx context.Context, op string, q *bun.SelectQuery) 
 	return out, nil
 }
 
+// checkDomainEntry refuses, with invalid_request, an entry whose id,
+// project or name is longer than the store keeps or not storable.
+func checkDomainEntry(e customdomain.Entry) error {
+	if err := petstore.CheckText("domain id", e.ID, petstore.MaxDomainIDBytes); err != nil {
+		return err
+	}
+	if err := petstore.CheckText("domain project id", e.ProjectID, petstore.MaxProjectIDBytes); err != nil {
+		return err
+	}
+	return petstore.CheckText("domain name", e.Name, petstore.MaxDomainNameBytes)
+}
+
 // CreateDomain implements customdomain.Store.
 func (s *Store) CreateDomain(ctx context.Context, e customdomain.Entry) (customdomain.Entry, error) {
 	if e.ID == "" {
 		return customdomain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain id %q already used", e.ID)
+	}
+	if err := checkDomainEntry(e); err != nil {
+		return customdomain.Entry{}, err
 	}
 	e.Version = 1
 	row, err := newDomainRow(e)
@@ -105,6 +120,9 @@ func (s *Store) CreateDomain(ctx context.Context, e customdomain.Entry) (customd
 
 // DomainByName implements customdomain.Store.
 func (s *Store) DomainByName(ctx context.Context, name string) (customdomain.Entry, error) {
+	if petstore.CheckText("", name, petstore.MaxDomainNameBytes) != nil {
+		return customdomain.Entry{}, petstore.Errorf(petstore.CodeNotFound, "domain not found") // no entry has the name
+	}
 	var row domainRow
 	err := s.db.NewSelect().Model(&row).Where("held_name = ?", name).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -124,6 +142,9 @@ func (s *Store) DomainByName(ctx context.Context, name string) (customdomain.Ent
 // version read: of two processes writing one version, exactly one matches
 // a row and the other gets conflict.
 func (s *Store) UpdateDomain(ctx context.Context, e customdomain.Entry) (customdomain.Entry, error) {
+	if petstore.CheckText("", e.ID, petstore.MaxDomainIDBytes) != nil {
+		return customdomain.Entry{}, petstore.Errorf(petstore.CodeNotFound, "domain not found") // no entry has the id
+	}
 	var cur domainRow
 	err := s.db.NewSelect().Model(&cur).Where("id = ?", e.ID).Scan(ctx)
 	switch {
@@ -163,6 +184,9 @@ func (s *Store) UpdateDomain(ctx context.Context, e customdomain.Entry) (customd
 
 // ListDomains implements customdomain.Store.
 func (s *Store) ListDomains(ctx context.Context, q customdomain.DomainQuery) ([]customdomain.Entry, error) {
+	if petstore.CheckText("", q.ProjectID, petstore.MaxProjectIDBytes) != nil || petstore.CheckText("", q.Name, petstore.MaxDomainNameBytes) != nil {
+		return []customdomain.Entry{}, ctx.Err() // no entry has the project or name
+	}
 	sel := s.db.NewSelect().Model((*domainRow)(nil))
 	if q.ProjectID != "" {
 		sel = sel.Where("project_id = ?", q.ProjectID)
@@ -234,7 +258,10 @@ func (r domainConfigRow) config() (customdomain.Config, error) {
 // DomainConfig implements customdomain.Store.
 func (s *Store) DomainConfig(ctx context.Context, projectID string) (customdomain.Config, error) {
 	var row domainConfigRow
-	err := s.db.NewSelect().Model(&row).Where("project_id = ?", projectID).Scan(ctx)
+	err := sql.ErrNoRows // no config has a project the store cannot keep
+	if petstore.CheckText("", projectID, petstore.MaxProjectIDBytes) == nil {
+		err = s.db.NewSelect().Model(&row).Where("project_id = ?", projectID).Scan(ctx)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return customdomain.Config{ProjectID: projectID, Redirects: []customdomain.Redirect{}}, nil
 	}
@@ -252,6 +279,9 @@ func (s *Store) DomainConfig(ctx context.Context, projectID string) (customdomai
 func (s *Store) PutDomainConfig(ctx context.Context, c customdomain.Config) error {
 	if c.ProjectID == "" {
 		return petstore.Errorf(petstore.CodeInvalidRequest, "config needs a project")
+	}
+	if err := petstore.CheckText("domain config project id", c.ProjectID, petstore.MaxProjectIDBytes); err != nil {
+		return err
 	}
 	if c.Redirects == nil {
 		c.Redirects = []customdomain.Redirect{}

@@ -107,6 +107,8 @@ func (s *Store) createOnce(ctx context.Context, rec petstore.IdempotencyRecord, 
 	if err != nil {
 		return out, false, err
 	}
+	// refused is why the response create returned cannot be kept.
+	var refused error
 	// body runs the record's statements and create on tx, under ctx.
 	body := func(ctx context.Context, tx *sql.Tx) (keep bool, err error) {
 		if _, err := tx.StmtContext(ctx, claim).ExecContext(ctx, rec.Scope, rec.Key, rec.RequestHash, rec.CreatedAt.UnixNano()); err != nil {
@@ -116,6 +118,9 @@ func (s *Store) createOnce(ctx context.Context, rec petstore.IdempotencyRecord, 
 		out, keep = run(context.WithValue(ctx, unitKey{}, &unit{store: s, tx: tx}))
 		if !keep {
 			return false, nil
+		}
+		if refused = out.CheckStorable(); refused != nil {
+			return false, nil // taken back, as a response not kept is
 		}
 		resp := out.Body
 		if resp == nil {
@@ -145,6 +150,9 @@ func (s *Store) createOnce(ctx context.Context, rec petstore.IdempotencyRecord, 
 			}
 			return err // nil, or the conflict, which leaves the group's transaction open
 		})
+		if err == nil && refused != nil {
+			return petstore.IdempotencyRecord{}, ran, refused
+		}
 		return out, ran, err
 	}
 	// On MySQL and MariaDB boundTx can only set the session's timeouts,
@@ -177,6 +185,9 @@ func (s *Store) createOnce(ctx context.Context, rec petstore.IdempotencyRecord, 
 	keep, err := body(ctx, tx)
 	if err != nil {
 		return out, ran, err
+	}
+	if refused != nil {
+		return petstore.IdempotencyRecord{}, ran, refused // rolled back
 	}
 	if !keep {
 		return out, ran, tx.Rollback()

@@ -37,6 +37,9 @@ func (r orderRow) order() petstore.Order {
 
 // CreateOrder implements petstore.OrderStore.
 func (s *Store) CreateOrder(ctx context.Context, projectID string, o petstore.NewOrder) (petstore.Order, error) {
+	if err := petstore.CheckText("order project id", projectID, petstore.MaxProjectIDBytes); err != nil {
+		return petstore.Order{}, err
+	}
 	row := orderRow{ProjectID: projectID, PetID: o.PetID, Quantity: o.Quantity, Status: string(o.Status), Complete: o.Complete}
 	if !o.ShipDate.IsZero() {
 		row.ShipDateUS = sql.NullInt64{Int64: o.ShipDate.UnixMicro(), Valid: true}
@@ -53,6 +56,9 @@ func (s *Store) CreateOrder(ctx context.Context, projectID string, o petstore.Ne
 
 // GetOrder implements petstore.OrderStore.
 func (s *Store) GetOrder(ctx context.Context, projectID string, id int64) (petstore.Order, error) {
+	if petstore.CheckText("", projectID, petstore.MaxProjectIDBytes) != nil {
+		return petstore.Order{}, petstore.OrderNotFound(id) // no order has the project
+	}
 	var row orderRow
 	err := s.db.NewSelect().Model(&row).Where("id = ?", id).Where("project_id = ?", projectID).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -67,7 +73,7 @@ func (s *Store) GetOrder(ctx context.Context, projectID string, id int64) (petst
 // ListOrders implements petstore.OrderStore: a keyset query over the
 // project's index.
 func (s *Store) ListOrders(ctx context.Context, q petstore.OrderQuery) ([]petstore.Order, error) {
-	if q.Limit <= 0 {
+	if q.Limit <= 0 || petstore.CheckText("", q.ProjectID, petstore.MaxProjectIDBytes) != nil {
 		return []petstore.Order{}, ctx.Err()
 	}
 	var rows []orderRow

@@ -38,6 +38,9 @@ func (s *Store) PutBlob(ctx context.Context, key string, value []byte) error {
 	if key == "" {
 		return petstore.Errorf(petstore.CodeInvalidRequest, "blob key must not be empty")
 	}
+	if err := petstore.CheckLength("blob key", key, petstore.MaxBlobKeyBytes); err != nil {
+		return err
+	}
 	st := s.blobs
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -103,6 +106,12 @@ func (s *Store) TryLock(ctx context.Context, name, owner string, now, expires ti
 	}
 	if name == "" || owner == "" {
 		return false, petstore.Errorf(petstore.CodeInvalidRequest, "lock name and owner must not be empty")
+	}
+	if err := petstore.CheckLength("lock name", name, petstore.MaxBlobKeyBytes); err != nil {
+		return false, err
+	}
+	if err := petstore.CheckText("lock owner", owner, petstore.MaxLockOwnerBytes); err != nil {
+		return false, err
 	}
 	st := s.blobs
 	st.mu.Lock()

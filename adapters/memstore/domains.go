@@ -27,6 +27,17 @@ func (s *Store) CreateDomain(ctx context.Context, e customdomain.Entry) (customd
 	if err := ctx.Err(); err != nil {
 		return customdomain.Entry{}, err
 	}
+	// The limits every store keeps, so that an entry this store takes
+	// would be taken by any.
+	if err := petstore.CheckText("domain id", e.ID, petstore.MaxDomainIDBytes); err != nil {
+		return customdomain.Entry{}, err
+	}
+	if err := petstore.CheckText("domain project id", e.ProjectID, petstore.MaxProjectIDBytes); err != nil {
+		return customdomain.Entry{}, err
+	}
+	if err := petstore.CheckText("domain name", e.Name, petstore.MaxDomainNameBytes); err != nil {
+		return customdomain.Entry{}, err
+	}
 	t := s.dom
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -187,6 +198,9 @@ func (s *Store) PutDomainConfig(ctx context.Context, c customdomain.Config) erro
 	}
 	if c.ProjectID == "" {
 		return petstore.Errorf(petstore.CodeInvalidRequest, "config needs a project")
+	}
+	if err := petstore.CheckText("domain config project id", c.ProjectID, petstore.MaxProjectIDBytes); err != nil {
+		return err
 	}
 	t := s.dom
 	t.mu.Lock()

@@ -104,6 +104,12 @@ func (s *Store) CreateOnce(ctx context.Context, rec petstore.IdempotencyRecord, 
 		close(done)
 	}()
 	out, keep = create(context.WithValue(ctx, unitKey{}, u))
+	if keep {
+		if err := out.CheckStorable(); err != nil {
+			keep = false // taken back, as a response not kept is
+			return petstore.IdempotencyRecord{}, true, err
+		}
+	}
 	return out, true, nil
 }
 

@@ -28,6 +28,9 @@ func (s *Store) CreateOrder(ctx context.Context, projectID string, o petstore.Ne
 	if err := ctx.Err(); err != nil {
 		return petstore.Order{}, err
 	}
+	if err := petstore.CheckText("order project id", projectID, petstore.MaxProjectIDBytes); err != nil {
+		return petstore.Order{}, err
+	}
 	t := s.orders
 	t.mu.Lock()
 	defer t.mu.Unlock()
