@@ -492,7 +492,7 @@ func (s *Store) SetKeyPlan(ctx context.Context, id string, plan petstore.Plan, l
 // update that changes nothing unless the connection sets clientFoundRows.
 func (s *Store) setKeyPlan(ctx context.Context, id string, plan petstore.Plan, limits petstore.Limits) (petstore.APIKey, error) {
 	var row keyRow
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.runKeyTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		q := tx.NewSelect().Model(&row).Where("id = ?", id)
 		if s.db.Dialect().Name() != dialect.SQLite {
 			q = q.For("UPDATE")
@@ -512,6 +512,38 @@ func (s *Store) setKeyPlan(ctx context.Context, id string, plan petstore.Plan, l
 		return petstore.APIKey{}, err
 	}
 	return row.key(), nil
+}
+
+// runKeyTx runs fn in a transaction, as the changes that read a key's row
+// FOR UPDATE do. Should its link go into a black hole, the database ends
+// it by itself once the caller's deadline has passed (boundTx), rather
+// than keep the row locked, for other processes' changes of the key to
+// wait on, until it notices the connection is gone (PostgreSQL) or for
+// innodb_lock_wait_timeout each (MariaDB). Without a deadline, or on
+// SQLite, it is a plain transaction.
+func (s *Store) runKeyTx(ctx context.Context, fn func(context.Context, bun.Tx) error) error {
+	dl, ok := ctx.Deadline()
+	if !ok || s.db.Dialect().Name() == dialect.SQLite {
+		return s.db.RunInTx(ctx, nil, fn)
+	}
+	bounded := func(ctx context.Context, tx bun.Tx) error {
+		if err := s.boundTx(ctx, tx.Tx, time.Until(dl)); err != nil {
+			return err
+		}
+		return fn(ctx, tx)
+	}
+	if s.pg {
+		return s.db.RunInTx(ctx, nil, bounded)
+	}
+	// On MySQL and MariaDB boundTx sets the session's timeouts: the
+	// transaction runs on a connection of its own, which gets them back
+	// before it returns to the pool.
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.resetSession(conn.Conn)
+	return conn.RunInTx(ctx, nil, bounded)
 }
 
 // revokedRow is a revoked key, kept under the hash of its secret.
@@ -542,7 +574,7 @@ func (s *Store) DeleteKey(ctx context.Context, id string) error {
 	if !exactID(id) {
 		return keyNotFound(id)
 	}
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.runKeyTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var row keyRow
 		q := tx.NewSelect().Model(&row).Where("id = ?", id)
 		if s.db.Dialect().Name() != dialect.SQLite {
@@ -587,7 +619,7 @@ func (s *Store) UnrevokeKey(ctx context.Context, id string) (petstore.APIKey, er
 		return petstore.APIKey{}, noRevokedKey(id)
 	}
 	var key petstore.APIKey
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.runKeyTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var rev revokedRow
 		// FOR UPDATE, as DeleteKey: concurrent reinstatements of one key
 		// take turns, and the later ones find no revoked key (not_found)
