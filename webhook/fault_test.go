@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/petstorekit/petstore/adapters/bunstore"
+	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
 	"github.com/petstorekit/petstore/internal/faultproxy"
 	"github.com/petstorekit/petstore/internal/testenv"
 	"github.com/petstorekit/petstore/webhook"
@@ -222,3 +223,139 @@ func (h *claimFailures) Handle(_ context.Context, r slog.Record) error {
 }
 func (h *claimFailures) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *claimFailures) WithGroup(string) slog.Handler      { return h }
+
+// TestFailedPurgeIsTriedAgainOnceTheDatabaseAnswers: a worker whose
+// database link is cut when its hourly purge is due does not wait an
+// hour for the next one: once the link is back, a rolled secret whose
+// overlap ended is erased from the database within a few polls. On
+// PostgreSQL and MariaDB.
+func TestFailedPurgeIsTriedAgainOnceTheDatabaseAnswers(t *testing.T) {
+	for _, db := range serverDatabases {
+		t.Run(db.name, func(t *testing.T) {
+			ctx := context.Background()
+			direct := db.dsn(t)
+			proxy, proxied := faultproxy.StartFor(t, direct)
+			defer proxy.Restore()
+			raw, err := bunopen.Open(ctx, direct)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { raw.Close() })
+			const lease = time.Second // the least New allows for a 200 ms Timeout is just over 800 ms
+			claims := &claimFailures{failed: make(chan struct{}, 100)}
+			a := newService(t, webhook.Config{Store: openStore(t, proxied), AllowPrivate: true,
+				Timeout: 200 * time.Millisecond, Lease: lease, PollInterval: 50 * time.Millisecond,
+				Logger: slog.New(claims)})
+			b := newService(t, webhook.Config{Store: openStore(t, direct), AllowPrivate: true})
+			e, err := b.CreateEndpoint(ctx, "prj_a", "http://127.0.0.1:1/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			const overlap = 500 * time.Millisecond
+			rolled := time.Now()
+			if _, err := b.RollSecret(ctx, "prj_a", e.ID, overlap); err != nil {
+				t.Fatal(err)
+			}
+			stored := func() string {
+				t.Helper()
+				var secret string
+				if err := raw.NewRaw("SELECT previous_secret FROM webhook_endpoints WHERE id = ?", e.ID).Scan(ctx, &secret); err != nil {
+					t.Fatal(err)
+				}
+				return secret
+			}
+			time.Sleep(time.Until(rolled.Add(overlap + 100*time.Millisecond)))
+			if stored() != e.Secret {
+				t.Fatal("the ended secret is not in the row before any purge; the test needs it there")
+			}
+
+			// Cut, not paused: a paused statement would reach the
+			// database when the pause ends, and erase the secret itself.
+			proxy.Cut()
+			runCtx, stop := context.WithCancel(ctx)
+			ran := make(chan error, 1)
+			go func() { ran <- a.Run(runCtx) }()
+			defer func() { stop(); <-ran }()
+			// Two failed claims: the purge due with the first is over.
+			for n := 0; n < 2; n++ {
+				select {
+				case <-claims.failed:
+				case <-time.After(5 * lease):
+					t.Fatalf("Run over a paused database: %d failed claims within %v", n, 5*lease)
+				}
+			}
+			proxy.Restore()
+			for deadline := time.Now().Add(3 * time.Second); stored() != ""; time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the ended secret is still in the database 3 s after its link came back: the failed purge waits an hour")
+				}
+			}
+		})
+	}
+}
+
+// TestFailedPurgeIsTriedAgainAMinuteLater: a purge that fails after a
+// claim the database answered (its link cut meanwhile) is made again a
+// minute later on the worker's clock, not an hour later, and erases a
+// rolled secret whose overlap has ended. On PostgreSQL and MariaDB.
+func TestFailedPurgeIsTriedAgainAMinuteLater(t *testing.T) {
+	for _, db := range serverDatabases {
+		t.Run(db.name, func(t *testing.T) {
+			ctx := context.Background()
+			direct := db.dsn(t)
+			proxy, proxied := faultproxy.StartFor(t, direct)
+			defer proxy.Restore()
+			raw, err := bunopen.Open(ctx, direct)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { raw.Close() })
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				proxy.Cut() // after the claim, before the purge
+			}))
+			t.Cleanup(srv.Close)
+			clock := start()
+			a := newService(t, webhook.Config{Store: openStore(t, proxied), AllowPrivate: true, Now: clock.Now,
+				Timeout: 200 * time.Millisecond, Lease: time.Second, PollInterval: 50 * time.Millisecond})
+			b := newService(t, webhook.Config{Store: openStore(t, direct), AllowPrivate: true})
+			e, err := b.CreateEndpoint(ctx, "prj_a", srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const overlap = 500 * time.Millisecond
+			rolled := time.Now()
+			if _, err := b.RollSecret(ctx, "prj_a", e.ID, overlap); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Enqueue(ctx, "prj_a", webhook.TypeDomainActive, map[string]string{"name": "a.example.com"}); err != nil {
+				t.Fatal(err)
+			}
+			stored := func() string {
+				t.Helper()
+				var secret string
+				if err := raw.NewRaw("SELECT previous_secret FROM webhook_endpoints WHERE id = ?", e.ID).Scan(ctx, &secret); err != nil {
+					t.Fatal(err)
+				}
+				return secret
+			}
+			time.Sleep(time.Until(rolled.Add(overlap + 100*time.Millisecond)))
+
+			runCtx, stop := context.WithCancel(ctx)
+			ran := make(chan error, 1)
+			go func() { ran <- a.Run(runCtx) }()
+			defer func() { stop(); <-ran }()
+			time.Sleep(500 * time.Millisecond) // the claim, the attempt and the purge the cut failed
+			proxy.Restore()
+			time.Sleep(300 * time.Millisecond) // polls, with a purge not due yet
+			if stored() != e.Secret {
+				t.Fatal("the ended secret was erased before a minute had passed; the test needs the purge to have failed")
+			}
+			clock.Advance(time.Minute)
+			for deadline := time.Now().Add(3 * time.Second); stored() != ""; time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the ended secret is still in the database a minute after the purge failed (on the worker's clock): the purge waits an hour")
+				}
+			}
+		})
+	}
+}

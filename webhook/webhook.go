@@ -87,7 +87,7 @@ type Service struct {
 	wake   chan struct{}
 
 	purgeMu   sync.Mutex
-	lastPurge time.Time
+	nextPurge time.Time // on s.now's clock
 
 	// createLocks serialise CreateEndpoint's count-then-create per
 	// project, so racing creates cannot pass the cap together.

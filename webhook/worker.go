@@ -99,7 +99,8 @@ func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 // after another each leasing deliveries it cannot send. It also deletes
 // finished deliveries older than Config.Retention, and erases rolled
 // secrets whose overlap has ended, hourly, while deliveries keep being
-// due as well as when none are. No store call
+// due as well as when none are: after a claim that did not fail, and,
+// after a purge that failed, again a minute later. No store call
 // holds it longer than Config.Lease, so a database that stops answering
 // delays the next poll, never stops them. It returns nil when ctx is
 // done.
@@ -114,8 +115,12 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 		// Hourly, however long deliveries keep being due: a backlog
 		// must not keep old deliveries, or a secret past its overlap,
-		// for as long as it lasts.
-		s.purge(ctx)
+		// for as long as it lasts. Only after a claim the store
+		// answered: one that cannot claim cannot purge either, and
+		// waiting for it twice would double each poll's delay.
+		if err == nil {
+			s.purge(ctx)
+		}
 		if n > 0 && ctx.Err() == nil {
 			// More may be due: a claim takes only a few of one
 			// endpoint's, and each claim ends within about a Timeout.
@@ -135,22 +140,32 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 }
 
-// purge deletes old finished deliveries, at most once an hour.
+// purgeRetry is how soon a purge that failed is made again, rather than
+// an hour later: a database blip must not keep a secret past its overlap
+// for another hour.
+const purgeRetry = time.Minute
+
+// purge deletes old finished deliveries, at most once an hour, or a
+// purgeRetry after one that failed.
 func (s *Service) purge(ctx context.Context) {
 	s.purgeMu.Lock()
 	defer s.purgeMu.Unlock()
 	now := s.now()
-	if now.Sub(s.lastPurge) < time.Hour {
+	if now.Before(s.nextPurge) {
 		return
 	}
-	s.lastPurge = now
 	// Bounded as a claim is, so that a paused database cannot hold Run
 	// here past its next poll's lease.
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.Lease)
 	defer cancel()
-	if _, err := s.store.PurgeWebhookDeliveries(pctx, now, now.Add(-s.cfg.Retention)); err != nil && ctx.Err() == nil {
-		s.log.Warn("webhook deliveries: purge failed", "err", err)
+	if _, err := s.store.PurgeWebhookDeliveries(pctx, now, now.Add(-s.cfg.Retention)); err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("webhook deliveries: purge failed; trying again in a minute", "err", err)
+		}
+		s.nextPurge = now.Add(purgeRetry)
+		return
 	}
+	s.nextPurge = now.Add(time.Hour)
 }
 
 // attempt sends one delivery, claimed at claimed, once and records the
