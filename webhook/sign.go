@@ -24,6 +24,9 @@ var (
 	// ErrTimestampOutOfTolerance: the signature is older (or further in
 	// the future) than the tolerance allows, as a replayed request is.
 	ErrTimestampOutOfTolerance = errors.New("webhook: signature timestamp outside the tolerance")
+	// ErrEmptySecret: the secret to check with is empty (a setting not
+	// made), under which anyone can sign a request.
+	ErrEmptySecret = errors.New("webhook: the secret to verify with is empty")
 )
 
 // maxHeaderLength bounds the header VerifyWebhook parses. A real one is
@@ -66,7 +69,8 @@ func mac(secret, ts string, body []byte) []byte {
 // It returns nil when one of the header's v1 signatures is the
 // HMAC-SHA256 of "<t>.<body>" under secret and t is within tolerance of
 // now (a tolerance of 0 or less means 5 minutes); otherwise
-// ErrInvalidHeader, ErrNoValidSignature or ErrTimestampOutOfTolerance.
+// ErrInvalidHeader, ErrNoValidSignature or ErrTimestampOutOfTolerance,
+// and ErrEmptySecret for an empty secret, whatever the header.
 // Signatures are compared in constant time. Deduplicate deliveries by the
 // event's id: a retried event keeps it.
 func VerifyWebhook(secret, header string, body []byte, tolerance time.Duration) error {
@@ -77,6 +81,9 @@ func VerifyWebhook(secret, header string, body []byte, tolerance time.Duration) 
 const DefaultTolerance = 5 * time.Minute
 
 func verifyAt(secret, header string, body []byte, tolerance time.Duration, now time.Time) error {
+	if secret == "" {
+		return ErrEmptySecret
+	}
 	ts, sigs, err := parseSignature(header)
 	if err != nil {
 		return err

@@ -181,3 +181,14 @@ func TestAnswerBody(t *testing.T) {
 		t.Fatalf("answerBody = %q, want invalid UTF-8 replaced", got)
 	}
 }
+
+// TestVerifyWebhookRefusesAnEmptySecret: a receiver whose secret is
+// empty (an environment variable not set) must not accept a request
+// anyone can sign, with an HMAC under the empty key.
+func TestVerifyWebhookRefusesAnEmptySecret(t *testing.T) {
+	body := []byte(`{"id":"evt_forged","type":"domain.removed"}`)
+	forged := Sign("", time.Now(), body)
+	if err := VerifyWebhook("", forged, body, time.Minute); !errors.Is(err, ErrEmptySecret) {
+		t.Fatalf("VerifyWebhook with an empty secret = %v, want ErrEmptySecret", err)
+	}
+}
