@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -226,4 +227,60 @@ func skewedService(t *testing.T, dsn string, skew time.Duration, cfg webhook.Con
 	cfg.Store, cfg.AllowPrivate = openStore(t, dsn), true
 	cfg.Now = func() time.Time { return time.Now().Add(skew) }
 	return newService(t, cfg)
+}
+
+// TestReplicaDaysAheadKeepsFinishedDeliveriesForTheirRetention: a
+// delivery that succeeded just now stays in the endpoint's history when
+// a replica whose clock is 8 days ahead makes its hourly purge: the 7
+// days of retention run on the database's clock, from when it stored the
+// event, not on the purging replica's. On a SQLite file, PostgreSQL and
+// MariaDB.
+func TestReplicaDaysAheadKeepsFinishedDeliveriesForTheirRetention(t *testing.T) {
+	for _, db := range sharedDatabases {
+		t.Run(db.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			dsn := db.dsn(t)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+			t.Cleanup(srv.Close)
+			now := skewedService(t, dsn, 0, webhook.Config{})
+			calls := &callLog{Store: openStore(t, dsn)}
+			ahead := newService(t, webhook.Config{Store: calls, AllowPrivate: true, PollInterval: 20 * time.Millisecond,
+				Now: func() time.Time { return time.Now().Add(8 * 24 * time.Hour) }})
+			ep, err := now.CreateEndpoint(ctx, "prj_a", srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := now.Enqueue(ctx, "prj_a", webhook.TypeDomainActive, map[string]string{"name": "a.example.com"}); err != nil {
+				t.Fatal(err)
+			}
+			if n := deliverDue(t, now); n != 1 {
+				t.Fatalf("DeliverDue attempted %d deliveries, want 1", n)
+			}
+			// The replica ahead purges on its first poll; a claim after
+			// the purge says it is over.
+			runCtx, stop := context.WithCancel(ctx)
+			ran := make(chan error, 1)
+			go func() { ran <- ahead.Run(runCtx) }()
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				calls.mu.Lock()
+				purged := slices.Index(calls.calls, "purge")
+				over := purged >= 0 && len(calls.calls) > purged+1
+				calls.mu.Unlock()
+				if over {
+					break
+				}
+				if time.Now().After(deadline) {
+					stop()
+					t.Fatal("the replica ahead made no purge within 5 s")
+				}
+			}
+			stop()
+			<-ran
+			ds, err := now.Deliveries(ctx, "prj_a", ep.ID)
+			if err != nil || len(ds) != 1 || ds[0].State != webhook.StateSucceeded {
+				t.Fatalf("deliveries after the purge of a replica 8 days ahead: %+v, %v; want the one that succeeded just now, kept for 7 days", ds, err)
+			}
+		})
+	}
 }

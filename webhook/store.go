@@ -169,8 +169,10 @@ type Store interface {
 	WebhookDeliveries(ctx context.Context, projectID, endpointID string, limit int) ([]Delivery, error)
 
 	// PurgeWebhookDeliveries deletes the deliveries that are finished
-	// (succeeded or failed) and were created before before, and those
-	// whose endpoint is gone, and returns how many. It also erases the
+	// (succeeded or failed) and were created before before (on a store
+	// judging on its own clock: whose event it stored more than
+	// now - before ago on that clock), and those whose endpoint is gone,
+	// and returns how many. It also erases the
 	// previous secrets whose validity ended by now (the caller's time;
 	// on a store judging on its own clock, its clock at the purge), so
 	// that a secret is not kept past its overlap.

@@ -419,20 +419,24 @@ func (s *Store) WebhookDeliveries(ctx context.Context, projectID, endpointID str
 }
 
 // PurgeWebhookDeliveries implements webhook.Store. Previous secrets are
-// erased once their end has passed on the database's clock (with
-// CallerClock, at now).
+// erased once their end has passed on the database's clock, and finished
+// deliveries deleted once enqueued more than now - before ago on it (with
+// CallerClock, at now, and created before before): a purging process
+// whose clock is days ahead must not delete days early.
 func (s *Store) PurgeWebhookDeliveries(ctx context.Context, now, before time.Time) (int, error) {
 	end, endArgs := "?", []any{now.UnixNano()}
+	old, oldArgs := "created_ns < ?", []any{before.UnixNano()}
 	if s.dbNow != "" {
 		end, endArgs = s.dbNow, nil
+		old, oldArgs = enqueuedOf("")+" < "+s.dbNow+" - ?", []any{int64(now.Sub(before))}
 	}
 	if _, err := s.db.ExecContext(ctx, `UPDATE webhook_endpoints SET previous_secret = '', previous_secret_expires_ns = 0
 		WHERE previous_secret_expires_ns <> 0 AND previous_secret_expires_ns <= `+end, endArgs...); err != nil {
 		return 0, mapErr(ctx, "erase ended webhook secrets", err)
 	}
 	res, err := s.db.ExecContext(ctx, `DELETE FROM webhook_deliveries
-		WHERE (state <> ? AND created_ns < ?) OR endpoint_id NOT IN (SELECT id FROM webhook_endpoints)`,
-		string(webhook.StatePending), before.UnixNano())
+		WHERE (state <> ? AND `+old+`) OR endpoint_id NOT IN (SELECT id FROM webhook_endpoints)`,
+		append([]any{string(webhook.StatePending)}, oldArgs...)...)
 	if err != nil {
 		return 0, mapErr(ctx, "purge webhook deliveries", err)
 	}
