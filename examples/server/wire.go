@@ -806,6 +806,13 @@ func newIssuer(cfg config, store backend, resolver customdomain.Resolver, dcv dn
 			e := engine()
 			return e != nil && e.Admits(name)
 		},
+		// ACME challenges for a name no domain holds are refused without
+		// reading the certificate storage (the database): also from
+		// memory, so made-up names cost nothing.
+		Held: func(_ context.Context, name string) bool {
+			e := engine()
+			return e != nil && e.Holds(name)
+		},
 		// A misconfigured domain is served through its grace period, but
 		// its certificate is not renewed.
 		Renewable: func(_ context.Context, name string) bool {
