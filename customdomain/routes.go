@@ -130,7 +130,7 @@ func (e *Engine) reloadRoutes(ctx context.Context, plans bool) error {
 	e.forgetCerts()
 	e.routeMu.Lock()
 	defer e.routeMu.Unlock()
-	return e.reloadPlans(ctx, plans)
+	return e.reloadPlans(ctx, plans, "")
 }
 
 // reload refreshes after a local change to a domain of projectID; a
@@ -150,13 +150,12 @@ func (e *Engine) reload(ctx context.Context, projectID string) {
 // suspendedProjects) but projectID's, which it asks again: the change may
 // follow an upgrade. The caller holds routeMu.
 func (e *Engine) reloadLocked(ctx context.Context, projectID string) error {
-	delete(e.plans, projectID)
-	return e.reloadPlans(ctx, false)
+	return e.reloadPlans(ctx, false, projectID)
 }
 
 // reloadPlans is reloadLocked, asking the platform about every project's
-// plan again when fresh.
-func (e *Engine) reloadPlans(ctx context.Context, fresh bool) error {
+// plan again when fresh, else about again's and those it does not know.
+func (e *Engine) reloadPlans(ctx context.Context, fresh bool, again string) error {
 	attached, err := e.cfg.Store.ListDomains(ctx, DomainQuery{})
 	if err != nil {
 		return err
@@ -171,7 +170,7 @@ func (e *Engine) reloadPlans(ctx context.Context, fresh bool) error {
 			live[en.ProjectID] = true
 		}
 	}
-	suspended := e.suspendedProjects(ctx, live, fresh)
+	suspended := e.suspendedProjects(ctx, live, fresh, again)
 	m := make(map[string]RouteAnswer, len(attached))
 	admitted := make(map[string]admission, len(attached))
 	tokens := make(map[string]string, len(attached))

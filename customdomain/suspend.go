@@ -39,18 +39,27 @@ const suspendedRecheck = time.Minute
 // suspension returns why projectID's domains are suspended, or "" when
 // they are not. A project the platform does not know, or whose plan cannot
 // be read now, is not suspended: serving must not flap on a lookup error.
+// (The routing table keeps what it last knew instead: suspendedProjects.)
 func (e *Engine) suspension(ctx context.Context, projectID string) string {
+	reason, _ := e.lookupSuspension(ctx, projectID)
+	return reason
+}
+
+// lookupSuspension is suspension, also reporting whether the platform
+// answered: known is false when the plan could not be read now.
+func (e *Engine) lookupSuspension(ctx context.Context, projectID string) (reason string, known bool) {
 	p, err := e.cfg.Projects.Project(ctx, projectID)
 	if err != nil {
 		if petstore.ErrorCode(err) != petstore.CodeNotFound {
 			e.cfg.Logger.Warn("project plan unknown; its domains stay as they are", "project", projectID, "err", err)
+			return "", false
 		}
-		return ""
+		return "", true
 	}
 	if p.Plan.AtLeast(petstore.PlanPro) {
-		return ""
+		return "", true
 	}
-	return suspendedReason(p.Plan)
+	return suspendedReason(p.Plan), true
 }
 
 func suspendedReason(p petstore.Plan) string {
@@ -84,19 +93,26 @@ func suspend(d *Domain, reason string) {
 
 // suspendedProjects returns, of the given projects, those whose domains
 // are suspended. With fresh, it asks the platform once per project, and
-// keeps the answers in e.plans; otherwise it asks only about projects
-// e.plans does not know, so that a reload for a change (a removal, here
+// keeps the answers in e.plans; otherwise it asks only about again and the
+// projects e.plans does not know, so that a reload for a change (a removal, here
 // or through the feed) does not wait for the platform once per project
-// with a live domain. The caller holds routeMu.
-func (e *Engine) suspendedProjects(ctx context.Context, ids map[string]bool, fresh bool) map[string]bool {
+// with a live domain. A project whose plan cannot be read now keeps the
+// answer last read, so that a platform outage neither serves a suspended
+// project's domains nor stops a paying one's. The caller holds routeMu.
+func (e *Engine) suspendedProjects(ctx context.Context, ids map[string]bool, fresh bool, again string) map[string]bool {
+	last := e.plans
 	if fresh || e.plans == nil {
 		e.plans = map[string]bool{}
 	}
 	out := map[string]bool{}
 	for id := range ids {
 		suspended, known := e.plans[id]
-		if !known {
-			suspended = e.suspension(ctx, id) != ""
+		if !known || id == again {
+			reason, read := e.lookupSuspension(ctx, id)
+			suspended = reason != ""
+			if !read {
+				suspended = last[id]
+			}
 			e.plans[id] = suspended
 		}
 		if suspended {
