@@ -582,10 +582,16 @@ func (c *Client) GetPet(ctx context.Context, id int64) (petstore.Pet, error) {
 	return pet, nil
 }
 
+// endpoint is the URL of path (unescaped, and needing no escapes, such
+// as "/pets/1") under the base URL. The base path keeps its escapes: a
+// "%2F" in it stays an escape and does not become a slash.
 func (c *Client) endpoint(path string) *url.URL {
 	u := *c.base
+	u.RawPath = c.base.EscapedPath() + path
 	u.Path += path
-	u.RawPath = ""
+	if u.RawPath == u.Path {
+		u.RawPath = ""
+	}
 	return &u
 }
 
