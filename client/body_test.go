@@ -93,3 +93,33 @@ func TestAnswerWithoutRequest(t *testing.T) {
 		t.Fatalf("error %v, want it to name GET /v1/pets and 200 OK", err)
 	}
 }
+
+// TestNullListIsEmpty: a server other than petstore (a gateway, a mock)
+// answering a list with null gives an empty, non-nil page, as the API's
+// own [] does, so that a caller encoding it sends [] on.
+func TestNullListIsEmpty(t *testing.T) {
+	t.Parallel()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`null`))
+	}))
+	t.Cleanup(ts.Close)
+	c, err := client.New(ts.URL+"/v1", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := c.ListPets(context.Background(), petstore.PetFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page.Pets == nil {
+		t.Errorf("ListPets: Pets is nil, want an empty slice")
+	}
+	orders, err := c.ListOrders(context.Background(), petstore.OrderFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if orders.Orders == nil {
+		t.Errorf("ListOrders: Orders is nil, want an empty slice")
+	}
+}

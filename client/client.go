@@ -505,6 +505,11 @@ func fetchPage[T any](ctx context.Context, c *Client, u *url.URL, op, what strin
 	if err := decodeBody(resp, body, &items, what); err != nil {
 		return nil, nil, nil, err
 	}
+	if items == nil {
+		// A null list (a server other than the API's) is an empty page,
+		// as the API's own [] is.
+		items = []T{}
+	}
 	link, ok := parseLinkNext(resp.Header.Values("Link"))
 	if !ok {
 		return items, nil, at, nil
