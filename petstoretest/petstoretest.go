@@ -266,21 +266,32 @@ func (s *Server) Pets() []petstore.Pet {
 // pet and order, restarts ids at 1 and seeds the WithPets pets and
 // WithOrders orders again. The key stays: valid, and on its starting
 // plan and limits, even if the test revoked it or changed its plan
-// through Store.
+// through Store, or the store's Reset deleted it.
 func (s *Server) Reset() {
 	s.mu.Lock()
 	s.log, s.faults = nil, nil
 	s.mu.Unlock()
 	s.limiter.reset(s.cfg)
+	// The store's own Reset goes first: one that deletes keys too would
+	// otherwise delete the key just restored.
+	r, resets := s.store.(interface{ Reset() })
+	if resets {
+		r.Reset()
+	}
 	ctx := context.Background()
 	if _, err := s.keys.Unrevoke(ctx, s.apiKey.ID); err != nil && petstore.ErrorCode(err) != petstore.CodeNotFound {
 		s.tb.Errorf("petstoretest: reinstating the API key: %v", err)
 	}
-	if _, err := s.keys.SetPlan(ctx, s.apiKey.ID, s.apiKey.Plan, s.apiKey.Limits); err != nil {
-		s.tb.Errorf("petstoretest: restoring the API key's plan: %v", err)
+	_, err := s.keys.SetPlan(ctx, s.apiKey.ID, s.apiKey.Plan, s.apiKey.Limits)
+	if petstore.ErrorCode(err) == petstore.CodeNotFound {
+		// Gone altogether (the store's Reset deleted it): stored again,
+		// with its id, project and secret.
+		err = s.store.CreateKey(ctx, s.apiKey, petstore.HashAPIKey(s.secret))
 	}
-	if r, ok := s.store.(interface{ Reset() }); ok {
-		r.Reset()
+	if err != nil {
+		s.tb.Errorf("petstoretest: restoring the API key: %v", err)
+	}
+	if resets {
 		s.seed()
 	}
 	if is, ok := s.store.(petstore.IdempotencyStore); ok {

@@ -489,3 +489,25 @@ func TestResetRestoresTheKey(t *testing.T) {
 		t.Fatalf("APIKey after Reset = %+v, want the same key on Pro", got)
 	}
 }
+
+// wipingStore is a store of the caller's whose Reset forgets everything,
+// keys included, as a store reset by dropping its tables would.
+type wipingStore struct{ *memstore.Store }
+
+func (s *wipingStore) Reset() { s.Store = memstore.New() }
+
+// TestResetAfterAStoreResetThatDropsKeys: with a store whose Reset
+// deletes every key, the fake's key still authenticates after Reset, on
+// its plan, and the seeds are back.
+func TestResetAfterAStoreResetThatDropsKeys(t *testing.T) {
+	t.Parallel()
+	srv := petstoretest.NewServer(t, petstoretest.WithStore(&wipingStore{memstore.New()}), petstoretest.WithPets(seeds[0]), petstoretest.WithoutListener())
+	srv.Reset()
+	status, h, body := do(t, srv, "GET", "/pets", "")
+	if status != http.StatusOK || h.Get("X-RateLimit-Limit") != "300" {
+		t.Fatalf("after Reset: %d (X-RateLimit-Limit %q) %s, want 200 on the Pro plan's 300", status, h.Get("X-RateLimit-Limit"), body)
+	}
+	if pets := srv.Pets(); len(pets) != 1 || pets[0].Name != "Rex" {
+		t.Fatalf("after Reset the store holds %+v, want the seed", pets)
+	}
+}
