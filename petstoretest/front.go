@@ -25,8 +25,14 @@ import (
 // Request is one request the fake received, as logged for assertions.
 type Request struct {
 	Method string
-	Path   string     // URL path, such as /v1/pets
-	Query  url.Values // query parameters
+	// Path is the URL path, decoded, such as /v1/pets: /v1/pets/1%2F2
+	// and /v1/pets/1/2 both have the Path /v1/pets/1/2.
+	Path string
+	// EscapedPath is the URL path as sent, its escapes kept: the API
+	// routes by it, so /v1/pets/1%2F2 asks for the pet id "1/2" (a 400)
+	// where /v1/pets/1/2 is no route at all (a 404).
+	EscapedPath string
+	Query       url.Values // query parameters
 	// Header holds the request headers without Authorization, so keys
 	// stay out of test output. Without a listener (WithoutListener) they
 	// are the headers the client set: those Go's transport adds on the
@@ -261,7 +267,7 @@ func (s *Server) front(next http.Handler) http.Handler {
 		} else {
 			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
 		}
-		entry := &Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Header: r.Header.Clone(), Body: body[:min(len(body), httpx.MaxBodyBytes)]}
+		entry := &Request{Method: r.Method, Path: r.URL.Path, EscapedPath: r.URL.EscapedPath(), Query: r.URL.Query(), Header: r.Header.Clone(), Body: body[:min(len(body), httpx.MaxBodyBytes)]}
 		entry.Header.Del("Authorization")
 		// Logged now, so that a request held by a fault keeps its place
 		// before those that arrive while it waits.
