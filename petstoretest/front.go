@@ -32,7 +32,12 @@ type Request struct {
 	// routes by it, so /v1/pets/1%2F2 asks for the pet id "1/2" (a 400)
 	// where /v1/pets/1/2 is no route at all (a 404).
 	EscapedPath string
-	Query       url.Values // query parameters
+	// Query holds the query parameters that parse: a pair that does not
+	// (limit=%, or one with a ";"), which the API answers with a 400, is
+	// not there. RawQuery has them all.
+	Query url.Values
+	// RawQuery is the query string as sent, without the "?".
+	RawQuery string
 	// Header holds the request headers without Authorization, so keys
 	// stay out of test output. Without a listener (WithoutListener) they
 	// are the headers the client set: those Go's transport adds on the
@@ -267,7 +272,7 @@ func (s *Server) front(next http.Handler) http.Handler {
 		} else {
 			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
 		}
-		entry := &Request{Method: r.Method, Path: r.URL.Path, EscapedPath: r.URL.EscapedPath(), Query: r.URL.Query(), Header: r.Header.Clone(), Body: body[:min(len(body), httpx.MaxBodyBytes)]}
+		entry := &Request{Method: r.Method, Path: r.URL.Path, EscapedPath: r.URL.EscapedPath(), Query: r.URL.Query(), RawQuery: r.URL.RawQuery, Header: r.Header.Clone(), Body: body[:min(len(body), httpx.MaxBodyBytes)]}
 		entry.Header.Del("Authorization")
 		// Logged now, so that a request held by a fault keeps its place
 		// before those that arrive while it waits.

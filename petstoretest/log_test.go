@@ -37,3 +37,33 @@ func TestRequestLogKeepsThePathsEscapes(t *testing.T) {
 		}
 	})
 }
+
+// TestRequestLogKeepsTheQueryAsSent: a query the API refuses as
+// malformed (limit=%, a ";" separator) is logged as sent in RawQuery,
+// where Query, which holds the pairs that parse, has none of it.
+func TestRequestLogKeepsTheQueryAsSent(t *testing.T) {
+	t.Parallel()
+	inBothModes(t, func(t *testing.T, opts ...petstoretest.Option) {
+		srv := petstoretest.NewServer(t, opts...)
+		for _, raw := range []string{"limit=%", "status=sold;limit=1", "limit=5&status=sold"} {
+			do(t, srv, "GET", "/pets?"+raw, "")
+		}
+		reqs := srv.Requests()
+		if len(reqs) != 3 {
+			t.Fatalf("%d requests logged, want 3", len(reqs))
+		}
+		for i, tt := range []struct {
+			status   int
+			rawQuery string
+			query    string // Query encoded
+		}{
+			{http.StatusBadRequest, "limit=%", ""},
+			{http.StatusBadRequest, "status=sold;limit=1", ""},
+			{http.StatusOK, "limit=5&status=sold", "limit=5&status=sold"},
+		} {
+			if r := reqs[i]; r.Status != tt.status || r.RawQuery != tt.rawQuery || r.Query.Encode() != tt.query {
+				t.Errorf("logged %d, RawQuery %q, Query %q; want %d, %q, %q", r.Status, r.RawQuery, r.Query.Encode(), tt.status, tt.rawQuery, tt.query)
+			}
+		}
+	})
+}
