@@ -43,8 +43,12 @@ type Request struct {
 	// are the headers the client set: those Go's transport adds on the
 	// wire (User-Agent, Accept-Encoding, Content-Length) are not there.
 	Header http.Header
-	Body   []byte // request body, at most 1 MiB of it
-	Status int    // response status; 0 when the connection was dropped, the client gave up, or the request is still being handled
+	// Body is the request body, at most 1 MiB of it. Of a request with
+	// Expect: 100-continue it is what the API read: nothing when it
+	// answered first (a 401, a 429, a Fault's answer), which a client
+	// waiting for 100 Continue never sends.
+	Body   []byte
+	Status int // response status; 0 when the connection was dropped, the client gave up, or the request is still being handled
 }
 
 // Requests returns a copy of the request log, oldest first: in the order
@@ -262,15 +266,31 @@ func (s *Server) takeFault(r *http.Request) *Fault {
 // front logs every request and applies faults before next sees it.
 func (s *Server) front(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(io.LimitReader(r.Body, httpx.MaxBodyBytes+1))
-		// The API reads the same bytes (and answers 413 beyond the limit,
-		// reading no further: the rest of a longer body stays unread).
+		var body []byte
 		var unread io.Reader
-		if len(body) > httpx.MaxBodyBytes {
-			unread = r.Body
-			r.Body = io.NopCloser(bytes.NewReader(body))
+		var read *bodyLog
+		if expectsContinue(r.Header) {
+			// The client sends the body only once asked to (100
+			// Continue), which a server does as the handler first reads
+			// it: the API refuses some requests (a 401, a 429) unread,
+			// so the fake reads nothing ahead and logs what the API read.
+			// The body is replaced on a copy of r: net/http judges the
+			// connection by its own request's body, which must stay the
+			// one that knows whether 100 Continue went out.
+			read = &bodyLog{ReadCloser: r.Body}
+			r = r.WithContext(r.Context())
+			r.Body = read
 		} else {
-			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+			body, _ = io.ReadAll(io.LimitReader(r.Body, httpx.MaxBodyBytes+1))
+			// The API reads the same bytes (and answers 413 beyond the
+			// limit, reading no further: the rest of a longer body stays
+			// unread).
+			if len(body) > httpx.MaxBodyBytes {
+				unread = r.Body
+				r.Body = io.NopCloser(bytes.NewReader(body))
+			} else {
+				r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+			}
 		}
 		entry := &Request{Method: r.Method, Path: r.URL.Path, EscapedPath: r.URL.EscapedPath(), Query: r.URL.Query(), RawQuery: r.URL.RawQuery, Header: r.Header.Clone(), Body: body[:min(len(body), httpx.MaxBodyBytes)]}
 		entry.Header.Del("Authorization")
@@ -283,6 +303,9 @@ func (s *Server) front(next http.Handler) http.Handler {
 		defer func() {
 			s.mu.Lock()
 			entry.Status = sw.Status
+			if read != nil {
+				entry.Body = read.buf
+			}
 			s.mu.Unlock()
 		}()
 		f := s.takeFault(r)
@@ -311,6 +334,29 @@ func (s *Server) front(next http.Handler) http.Handler {
 			sw.Status = http.StatusOK
 		}
 	})
+}
+
+// expectsContinue reports whether h asks for 100 Continue before the
+// body is sent, as net/http's server reads it.
+func expectsContinue(h http.Header) bool {
+	for _, v := range strings.Split(h.Get("Expect"), ",") {
+		if strings.EqualFold(strings.TrimSpace(v), "100-continue") {
+			return true
+		}
+	}
+	return false
+}
+
+// bodyLog keeps the first httpx.MaxBodyBytes of what is read of a body.
+type bodyLog struct {
+	io.ReadCloser
+	buf []byte
+}
+
+func (b *bodyLog) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.buf = append(b.buf, p[:min(n, max(0, httpx.MaxBodyBytes-len(b.buf)))]...)
+	return n, err
 }
 
 // applyFault carries out f and reports whether it answered the request.
