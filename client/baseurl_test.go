@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/petstorekit/petstore"
@@ -34,5 +35,24 @@ func TestBaseURLKeepsItsEscapes(t *testing.T) {
 	}
 	if got, want := <-got, "/tenants/a%2Fb/v1/pets?limit=5"; got != want {
 		t.Fatalf("request URI %q, want %q", got, want)
+	}
+}
+
+// TestErrorsNameThePathAsSent: an error about a call names the path the
+// request went to, escapes kept, not the decoded path, another one.
+func TestErrorsNameThePathAsSent(t *testing.T) {
+	t.Parallel()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte(`<html>Sign in</html>`))
+	}))
+	t.Cleanup(ts.Close)
+	c, err := client.New(ts.URL+"/tenants/a%2Fb/v1", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.ListPets(context.Background(), petstore.PetFilter{})
+	if err == nil || !strings.Contains(err.Error(), "GET /tenants/a%2Fb/v1/pets:") {
+		t.Fatalf("error %v, want one naming GET /tenants/a%%2Fb/v1/pets", err)
 	}
 }

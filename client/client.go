@@ -821,10 +821,10 @@ func (c *Client) attempt(ctx context.Context, method string, u *url.URL, body []
 		// hc's own CheckRedirect): net/http returns the last answer,
 		// closed, with the error. A retry meets the same redirects, so
 		// this is no network error.
-		return nil, nil, fmt.Errorf("petstore client: %s %s: %w", method, u.Path, err)
+		return nil, nil, fmt.Errorf("petstore client: %s %s: %w", method, u.EscapedPath(), err)
 	}
 	if err != nil {
-		return nil, nil, &noAnswer{fmt.Errorf("petstore client: %s %s: %w", method, u.Path, err)}
+		return nil, nil, &noAnswer{fmt.Errorf("petstore client: %s %s: %w", method, u.EscapedPath(), err)}
 	}
 	defer resp.Body.Close()
 	if resp.Request == nil { // a RoundTripper of the caller's may leave it out
@@ -841,7 +841,7 @@ func (c *Client) attempt(ctx context.Context, method string, u *url.URL, body []
 		c.mu.Unlock()
 	}
 	if err != nil {
-		return nil, nil, &noAnswer{fmt.Errorf("petstore client: %s %s: reading response: %w", method, u.Path, err)}
+		return nil, nil, &noAnswer{fmt.Errorf("petstore client: %s %s: reading response: %w", method, u.EscapedPath(), err)}
 	}
 	if ckey != "" {
 		if resp, data, err = c.revalidated(ckey, cached, resp, data); err != nil {
@@ -873,7 +873,7 @@ func (c *Client) revalidated(ckey string, cached *cacheEntry, resp *http.Respons
 	case resp.StatusCode == http.StatusNotModified && cached != nil && etag != "" &&
 		strings.TrimPrefix(etag, "W/") != strings.TrimPrefix(cached.etag, "W/"):
 		c.cache.remove(ckey)
-		return nil, nil, &noAnswer{fmt.Errorf("petstore client: GET %s: %w", resp.Request.URL.Path, errOtherETag)}
+		return nil, nil, &noAnswer{fmt.Errorf("petstore client: GET %s: %w", resp.Request.URL.EscapedPath(), errOtherETag)}
 	case resp.StatusCode == http.StatusNotModified && cached != nil:
 		h := cached.header.Clone()
 		for k, v := range resp.Header {
@@ -938,7 +938,7 @@ func (c *Client) planRefusedBoth(refused *conditionalRefused, resp *http.Respons
 // its media type, rather than a bare syntax error. It is not retried: the
 // same request would get the same answer.
 func decodeBody(resp *http.Response, data []byte, v any, what string) error {
-	req := resp.Request.Method + " " + resp.Request.URL.Path
+	req := resp.Request.Method + " " + resp.Request.URL.EscapedPath()
 	if len(data) > maxResponse {
 		return fmt.Errorf("petstore client: %s: %s: body over %d MiB, not a petstore answer", req, resp.Status, maxResponse>>20)
 	}
