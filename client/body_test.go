@@ -123,3 +123,31 @@ func TestNullListIsEmpty(t *testing.T) {
 		t.Errorf("ListOrders: Orders is nil, want an empty slice")
 	}
 }
+
+// TestNullObjectIsAnError: a pet or an order answered with null (by a
+// gateway or a mock, never by the API) is an error naming the request,
+// not a zero pet or order with id 0 and no error.
+func TestNullObjectIsAnError(t *testing.T) {
+	t.Parallel()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte("null\n"))
+	}))
+	t.Cleanup(ts.Close)
+	c, err := client.New(ts.URL+"/v1", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	calls := map[string]func() error{
+		"GetPet":      func() error { _, err := c.GetPet(ctx, 1); return err },
+		"CreatePet":   func() error { _, err := c.CreatePet(ctx, petstore.NewPet{Name: "Rex", CategoryID: 1}); return err },
+		"GetOrder":    func() error { _, err := c.GetOrder(ctx, 1); return err },
+		"CreateOrder": func() error { _, err := c.CreateOrder(ctx, petstore.NewOrder{PetID: 1}); return err },
+	}
+	for name, call := range calls {
+		if err := call(); err == nil || !strings.Contains(err.Error(), "null") {
+			t.Errorf("%s on a null answer: error %v, want one saying the body is null", name, err)
+		}
+	}
+}

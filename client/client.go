@@ -566,7 +566,7 @@ func (c *Client) CreatePet(ctx context.Context, p petstore.NewPet) (petstore.Pet
 		return petstore.Pet{}, err
 	}
 	var pet petstore.Pet
-	if err := decodeBody(resp, data, &pet, "pet"); err != nil {
+	if err := decodeObject(resp, data, &pet, "pet"); err != nil {
 		return petstore.Pet{}, err
 	}
 	return pet, nil
@@ -581,7 +581,7 @@ func (c *Client) GetPet(ctx context.Context, id int64) (petstore.Pet, error) {
 		return petstore.Pet{}, err
 	}
 	var pet petstore.Pet
-	if err := decodeBody(resp, data, &pet, "pet"); err != nil {
+	if err := decodeObject(resp, data, &pet, "pet"); err != nil {
 		return petstore.Pet{}, err
 	}
 	return pet, nil
@@ -950,6 +950,16 @@ func decodeBody(resp *http.Response, data []byte, v any, what string) error {
 		return fmt.Errorf("petstore client: %s: %s: body is %q, not JSON", req, resp.Status, cmp.Or(ct, "without Content-Type"))
 	}
 	return fmt.Errorf("petstore client: %s: %s: decoding %s: %w", req, resp.Status, what, err)
+}
+
+// decodeObject is decodeBody for an answer that is one object (a pet, an
+// order): null, which encoding/json would take for a zero value with
+// id 0, is an error too.
+func decodeObject(resp *http.Response, data []byte, v any, what string) error {
+	if string(bytes.TrimSpace(data)) == "null" {
+		return fmt.Errorf("petstore client: %s %s: %s: body is null, not a %s", resp.Request.Method, resp.Request.URL.EscapedPath(), resp.Status, what)
+	}
+	return decodeBody(resp, data, v, what)
 }
 
 // isJSON reports whether the media type ct is JSON: application/json or

@@ -62,7 +62,7 @@ func (c *Client) CreateOrder(ctx context.Context, o petstore.NewOrder) (petstore
 		return petstore.Order{}, err
 	}
 	var order petstore.Order
-	if err := decodeBody(resp, data, &order, "order"); err != nil {
+	if err := decodeObject(resp, data, &order, "order"); err != nil {
 		return petstore.Order{}, err
 	}
 	return order, nil
@@ -76,7 +76,7 @@ func (c *Client) GetOrder(ctx context.Context, id int64) (petstore.Order, error)
 		return petstore.Order{}, err
 	}
 	var order petstore.Order
-	if err := decodeBody(resp, data, &order, "order"); err != nil {
+	if err := decodeObject(resp, data, &order, "order"); err != nil {
 		return petstore.Order{}, err
 	}
 	return order, nil
