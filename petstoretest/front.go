@@ -300,6 +300,11 @@ func (s *Server) front(next http.Handler) http.Handler {
 		s.log = append(s.log, entry)
 		s.mu.Unlock()
 		sw := &statuswriter.Writer{ResponseWriter: w}
+		if s.cfg.clock {
+			// A server dates its answers by its clock: net/http adds a
+			// Date of the real one only where the handler set none.
+			sw.Header().Set("Date", s.cfg.now().UTC().Format(http.TimeFormat))
+		}
 		defer func() {
 			s.mu.Lock()
 			entry.Status = sw.Status

@@ -78,6 +78,7 @@ type config struct {
 	store      petstore.Store
 	noListener bool
 	now        func() time.Time
+	clock      bool // now is WithClock's: it dates the answers too
 	logger     *slog.Logger
 }
 
@@ -132,9 +133,12 @@ func WithStore(s petstore.Store) Option { return func(c *config) { c.store = s }
 func WithoutListener() Option { return func(c *config) { c.noListener = true } }
 
 // WithClock sets the clock of the rate limiter and of the response headers
-// (Retry-After, X-RateLimit-Reset), so a test can move past a window
-// without waiting: give the client the same clock (client.WithClock).
-func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
+// (Date, Retry-After, X-RateLimit-Reset), so a test can move past a window
+// without waiting: give the client the same clock (client.WithClock),
+// which reads the waits an answer asks for against its Date.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) { c.now, c.clock = now, true }
+}
 
 // WithLogger sets the logger of the API's logs (default: discard): a
 // "request" line for each request the API handles, as docs/operating.md
