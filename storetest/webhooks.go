@@ -333,7 +333,7 @@ func RunWebhooks(t *testing.T, open Opener) {
 		for _, d := range dues {
 			err := s.FinishWebhookAttempt(ctx, "tok_1", hookTime, d.Delivery)
 			if d.Delivery.EndpointID == "wh_1" {
-				wantCode(t, err, petstore.CodeConflict)
+				wantCode(t, err, petstore.CodeNotFound)
 			} else if err != nil {
 				t.Fatalf("finishing the other endpoint's delivery: %v", err)
 			}

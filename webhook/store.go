@@ -158,8 +158,8 @@ type Store interface {
 	// caller's clock, which reads now) and Answers (identified by
 	// d.EventID and d.EndpointID), and ends the lease.
 	// Returns conflict, changing nothing, when the delivery is no longer
-	// leased to token (another claim took it over after the lease ended)
-	// or is gone.
+	// leased to token (another claim took it over after the lease ended),
+	// and not_found when it is gone (its endpoint was deleted).
 	FinishWebhookAttempt(ctx context.Context, token string, now time.Time, d Delivery) error
 
 	// WebhookDeliveries returns at most limit deliveries of the project's

@@ -14,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/petstorekit/petstore"
 )
 
 // claimBatch is how many deliveries one DeliverDue claims, and
@@ -210,7 +212,11 @@ func (s *Service) attempt(ctx context.Context, token string, claimed time.Time, 
 		// secret nor a body.
 		log.Info("webhook delivery failed", "state", d.State, "next", d.NextAttemptAt, "err", ans.Error)
 	}
-	if err := s.store.FinishWebhookAttempt(ctx, token, s.now(), d); err != nil {
+	switch err := s.store.FinishWebhookAttempt(ctx, token, s.now(), d); {
+	case err == nil:
+	case petstore.ErrorCode(err) == petstore.CodeNotFound:
+		log.Info("webhook delivery: its endpoint was deleted during the attempt; no further attempt is made")
+	default:
 		log.Warn("webhook delivery: answer not recorded; the attempt will be made again", "err", err)
 	}
 }

@@ -383,10 +383,19 @@ func (s *Store) FinishWebhookAttempt(ctx context.Context, token string, now time
 	if err != nil {
 		return mapErr(ctx, "finish webhook attempt", err)
 	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return petstore.Errorf(petstore.CodeConflict, "the delivery of %s to %s is not leased to this claim", d.EventID, d.EndpointID)
+	if n, err := res.RowsAffected(); err == nil && n == 1 {
+		return nil
 	}
-	return nil
+	// Not leased to token, or gone: the worker tells the two apart in its
+	// log (another claim makes the attempt again; nobody does).
+	n, err := s.db.NewSelect().Model((*webhookDeliveryRow)(nil)).Where("event_id = ?", d.EventID).Where("endpoint_id = ?", d.EndpointID).Count(ctx)
+	switch {
+	case err != nil:
+		return mapErr(ctx, "finish webhook attempt", err)
+	case n == 0:
+		return petstore.Errorf(petstore.CodeNotFound, "the delivery of %s to %s is gone", d.EventID, d.EndpointID)
+	}
+	return petstore.Errorf(petstore.CodeConflict, "the delivery of %s to %s is not leased to this claim", d.EventID, d.EndpointID)
 }
 
 // WebhookDeliveries implements webhook.Store.

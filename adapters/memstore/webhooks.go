@@ -201,14 +201,14 @@ func (s *Store) FinishWebhookAttempt(ctx context.Context, token string, _ time.T
 			continue
 		}
 		if m.token != token || token == "" {
-			break
+			return petstore.Errorf(petstore.CodeConflict, "the delivery of %s to %s is not leased to this claim", d.EventID, d.EndpointID)
 		}
 		m.d.State, m.d.Attempts, m.d.NextAttemptAt = d.State, d.Attempts, d.NextAttemptAt.UTC()
 		m.d.Answers = copyDelivery(d).Answers
 		m.token, m.leaseUntil = "", time.Time{}
 		return nil
 	}
-	return petstore.Errorf(petstore.CodeConflict, "the delivery of %s to %s is not leased to this claim", d.EventID, d.EndpointID)
+	return petstore.Errorf(petstore.CodeNotFound, "the delivery of %s to %s is gone", d.EventID, d.EndpointID)
 }
 
 // WebhookDeliveries implements webhook.Store.
