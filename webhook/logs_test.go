@@ -1,15 +1,18 @@
 package webhook_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"unicode"
 
 	"github.com/petstorekit/petstore/adapters/bunstore"
 	"github.com/petstorekit/petstore/adapters/memstore"
@@ -67,4 +70,80 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// errAttrs records the "err" of every log record as the handler gets it,
+// before any handler quotes it: what a plain handler would write.
+type errAttrs struct {
+	mu   sync.Mutex
+	errs []string
+}
+
+func (*errAttrs) Enabled(context.Context, slog.Level) bool { return true }
+func (h *errAttrs) Handle(_ context.Context, r slog.Record) error {
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "err" {
+			h.mu.Lock()
+			h.errs = append(h.errs, a.Value.String())
+			h.mu.Unlock()
+		}
+		return true
+	})
+	return nil
+}
+func (h *errAttrs) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *errAttrs) WithGroup(string) slog.Handler      { return h }
+
+// A receiver's garbled answer (a header line of terminal escapes, a bell,
+// a bidi override and kilobytes more) reaches the failed delivery's log
+// line only as printable characters, and briefly: the line once quoted a
+// kilobyte of the receiver's raw bytes, which a handler that does not
+// quote would write to the operator's terminal as they are.
+func TestFailedDeliveryLogHoldsNoRawReceiverBytes(t *testing.T) {
+	ctx := context.Background()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	garbled := "HTTP/1.1 200 OK\r\n\x1b]0;owned\x07\x1b[2J\u202eno colon here " + strings.Repeat("\x1b[31mX", 500) + "\r\n\r\n"
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+					_, _ = c.Write([]byte(garbled))
+				}
+			}()
+		}
+	}()
+	h := &errAttrs{}
+	svc := newService(t, webhook.Config{Store: memstore.New(), AllowPrivate: true, Now: start().Now, Logger: slog.New(h)})
+	if _, err := svc.CreateEndpoint(ctx, "prj_garbled", "http://"+ln.Addr().String()+"/hook"); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Enqueue(ctx, "prj_garbled", webhook.TypeDomainActive, map[string]string{"name": "a.example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	deliverDue(t, svc)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.errs) == 0 {
+		t.Fatal("nothing logged about the failed delivery")
+	}
+	for _, e := range h.errs {
+		if len(e) > 256 {
+			t.Errorf("a %d-byte err in the log, want at most 256: %.300q", len(e), e)
+		}
+		for _, r := range e {
+			if !unicode.IsPrint(r) {
+				t.Errorf("the log's err holds %U: %q", r, e)
+				break
+			}
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -210,7 +211,7 @@ func (s *Service) attempt(ctx context.Context, token string, claimed time.Time, 
 	if d.State != StateSucceeded {
 		// Never the URL (it may carry the receiver's own token) nor the
 		// secret nor a body.
-		log.Info("webhook delivery failed", "state", d.State, "next", d.NextAttemptAt, "err", ans.Error)
+		log.Info("webhook delivery failed", "state", d.State, "next", d.NextAttemptAt, "err", logSafe(ans.Error))
 	}
 	switch err := s.store.FinishWebhookAttempt(ctx, token, s.now(), d); {
 	case err == nil:
@@ -219,6 +220,30 @@ func (s *Service) attempt(ctx context.Context, token string, claimed time.Time, 
 	default:
 		log.Warn("webhook delivery: answer not recorded; the attempt will be made again", "err", err)
 	}
+}
+
+// maxLogError bounds the why-no-answer a failed delivery's log line
+// quotes: the delivery keeps MaxAnswerBody bytes of it, the log less.
+const maxLogError = 200
+
+// logSafe is why an attempt got no answer as a log line may quote it:
+// it can hold what the receiver sent (a garbled status line or header),
+// so every character that is not printable, a control or a bidi override
+// among them, becomes "?", and it is cut after at most maxLogError bytes,
+// at a character boundary, marked with "…".
+func logSafe(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			r = '?'
+		}
+		if b.Len()+utf8.RuneLen(r) > maxLogError {
+			b.WriteString("…")
+			break
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // post sends payload to e signed at at, and returns the status, the
