@@ -317,3 +317,34 @@ func TestRolledSecretOverlapEndsAtOnceForEveryReplica(t *testing.T) {
 		})
 	}
 }
+
+// TestListShowsTheOverlapOnTheStoresClock: a replica an hour ahead of
+// the database lists a rolled endpoint with previousSecretExpiresAt for
+// as long as the old secret is valid on the database's clock, which is
+// when its deliveries are signed with it. The list once judged it again
+// on the replica's own clock and hid a 30-minute overlap at once. On a
+// SQLite file, PostgreSQL and MariaDB.
+func TestListShowsTheOverlapOnTheStoresClock(t *testing.T) {
+	for _, db := range sharedDatabases {
+		t.Run(db.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			ahead := skewedService(t, db.dsn(t), time.Hour, webhook.Config{})
+			e, err := ahead.CreateEndpoint(ctx, "prj_a", "http://127.0.0.1:1/hook")
+			if err != nil {
+				t.Fatal(err)
+			}
+			rolled, err := ahead.RollSecret(ctx, "prj_a", e.ID, 30*time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			es, err := ahead.Endpoints(ctx, "prj_a")
+			if err != nil || len(es) != 1 {
+				t.Fatalf("Endpoints = %+v, %v; want the one endpoint", es, err)
+			}
+			if got, want := es[0].PreviousSecretExpiresAt, rolled.PreviousSecretExpiresAt; want.IsZero() || !got.Equal(want) {
+				t.Fatalf("the list's PreviousSecretExpiresAt = %v, want %v, the end of the overlap the roll answered", got, want)
+			}
+		})
+	}
+}

@@ -105,7 +105,9 @@ type Store interface {
 	CreateWebhookEndpoint(ctx context.Context, e Endpoint) error
 
 	// WebhookEndpoints returns the project's endpoints, oldest first
-	// (then by ID). It never returns nil.
+	// (then by ID). A store judging on its own clock (OwnClockStore)
+	// leaves out a previous secret whose overlap ended on that clock. It
+	// never returns nil.
 	WebhookEndpoints(ctx context.Context, projectID string) ([]Endpoint, error)
 
 	// DeleteWebhookEndpoint removes the project's endpoint id and its
@@ -177,4 +179,16 @@ type Store interface {
 	// on a store judging on its own clock, its clock at the purge), so
 	// that a secret is not kept past its overlap.
 	PurgeWebhookDeliveries(ctx context.Context, now, before time.Time) (int, error)
+}
+
+// OwnClockStore is a Store that says whether it judges on its own clock
+// (see Store): bunstore's does, unless bunstore.CallerClock. When it
+// does, Service.Endpoints shows what WebhookEndpoints returns as it is,
+// since a process's clock may be ahead of the store's; a Store without
+// the method, or one that returns false, judges on its callers' times,
+// and Service.Endpoints leaves out a previous secret that ended on
+// Config.Now.
+type OwnClockStore interface {
+	Store
+	JudgesOnOwnClock() bool
 }

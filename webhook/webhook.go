@@ -193,25 +193,23 @@ func newSecret() string {
 
 // Endpoints returns the project's endpoints, oldest first, without their
 // secrets. PreviousSecretExpiresAt says until when a rolled secret is
-// still valid, and is zero once it is not.
+// still valid, and is zero once it is not, on the store's clock (see
+// OwnClockStore).
 func (s *Service) Endpoints(ctx context.Context, projectID string) ([]Endpoint, error) {
 	es, err := s.store.WebhookEndpoints(ctx, projectID)
+	// A store judging on its own clock left out the previous secrets
+	// that ended on it: judging them again on this process's clock would
+	// hide some early when it is ahead.
+	own, _ := s.store.(OwnClockStore)
+	judged := own != nil && own.JudgesOnOwnClock()
 	now := s.now()
 	for i := range es {
-		es[i] = withoutSecrets(es[i], now)
+		if es[i].PreviousSecret == "" || !judged && !now.Before(es[i].PreviousSecretExpiresAt) {
+			es[i].PreviousSecretExpiresAt = time.Time{}
+		}
+		es[i].Secret, es[i].PreviousSecret = "", ""
 	}
 	return es, err
-}
-
-// withoutSecrets is e as it may be shown after its creation: neither
-// secret, and when the previous one is valid until, if it still is at now.
-func withoutSecrets(e Endpoint, now time.Time) Endpoint {
-	e.Secret = ""
-	if e.PreviousSecret == "" || !now.Before(e.PreviousSecretExpiresAt) {
-		e.PreviousSecretExpiresAt = time.Time{}
-	}
-	e.PreviousSecret = ""
-	return e
 }
 
 // Bounds of RollSecret's overlap: the dashboard API's default, and the

@@ -13,7 +13,12 @@ import (
 	"github.com/petstorekit/petstore/webhook"
 )
 
-var _ webhook.Store = (*Store)(nil)
+var _ webhook.OwnClockStore = (*Store)(nil)
+
+// JudgesOnOwnClock reports whether the Store judges webhook leases, due
+// times and secret overlaps on the database's clock: true unless
+// CallerClock.
+func (s *Store) JudgesOnOwnClock() bool { return s.dbNow != "" }
 
 type webhookEndpointRow struct {
 	bun.BaseModel `bun:"table:webhook_endpoints"`
