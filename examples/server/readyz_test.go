@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -104,5 +106,63 @@ func TestReadyzWithRedisPausedAnswersWithinASecond(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReadyzWithABusyPoolStaysReady: every connection of the pool
+// (-db-max-conns 2) is held by a request waiting on a locked table, so the
+// probe's ping finds no free connection within its 500 ms; the database
+// itself answers. The server is busy, not cut off: /readyz answers 200
+// and says the pool is busy. Before, it answered 503 "database
+// unreachable", taking a healthy replica out of rotation in a burst.
+func TestReadyzWithABusyPoolStaysReady(t *testing.T) {
+	dsn, direct, _ := proxiedPostgresDirect(t)
+	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-max-conns", "2", "-db-timeout", "20s",
+		"-keys", faultKey + ":enterprise:1000/10000"}, nil)
+	if status, _, body := call(t, "GET", base+"/v1/pets", faultKey, "", ""); status != 200 {
+		t.Fatalf("before the lock: %d %s", status, body)
+	}
+	ctx := context.Background()
+	lock, err := direct.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback()
+	if _, err := lock.ExecContext(ctx, "LOCK TABLE pets IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{}, 3)
+	for i := range 3 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			// Distinct reads: the same one would be asked once.
+			callWithin(t, 30*time.Second, "GET", fmt.Sprintf("%s/v1/pets?limit=%d", base, i+2), faultKey, "")
+		}()
+	}
+	var holder int
+	if err := lock.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&holder); err != nil {
+		t.Fatal(err)
+	}
+	until(t, 10*time.Second, "both connections wait on the lock", func() bool {
+		var n int
+		err := direct.QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE ? = ANY(pg_blocking_pids(pid))", holder).Scan(&n)
+		return err == nil && n >= 2
+	})
+	time.Sleep(1100 * time.Millisecond) // past /readyz's copy of the last second
+	begun := time.Now()
+	res, err := (&http.Client{Timeout: 5 * time.Second}).Get(base + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || !strings.Contains(string(body), `"database":"busy: all 2 connections in use"`) || time.Since(begun) > time.Second {
+		t.Fatalf("/readyz with every pool connection busy: %d %s in %v, want 200 naming the database busy within 1 s", res.StatusCode, body, time.Since(begun))
+	}
+	if err := lock.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		<-done
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
@@ -463,12 +464,8 @@ func ready(store backend, lims limiters, cfg config) http.Handler {
 		checks := map[string]string{}
 		var failing []string
 		if pinger != nil {
-			ctx, cancel := context.WithTimeout(r.Context(), min(readyTimeout, cfg.dbTimeout))
-			err := pinger.DB().PingContext(ctx)
-			cancel()
-			checks["database"] = "ok"
-			if err != nil {
-				checks["database"] = "unreachable"
+			checks["database"] = pingDatabase(r.Context(), pinger.DB(), min(readyTimeout, cfg.dbTimeout))
+			if checks["database"] == "unreachable" {
 				failing = append(failing, "database")
 			}
 		}
@@ -499,6 +496,36 @@ func ready(store backend, lims limiters, cfg config) http.Handler {
 		}
 		httpx.WriteJSON(w, http.StatusOK, map[string]any{"status": "ok", "checks": checks})
 	})
+}
+
+// pingDatabase pings db within timeout and says what it found: "ok",
+// "unreachable", or, when the ping could not even get a connection because
+// every one of the pool's was in use all along, "busy". A full pool is a
+// burst being served, not a dead database: its requests queue within
+// -db-timeout, and a database that stopped answering them is reported once
+// they give up and free a connection for the ping. The ping never opens a
+// connection beside the pool, whose size the docs promise.
+func pingDatabase(ctx context.Context, db *bun.DB, timeout time.Duration) string {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conn, err := db.Conn(ctx) // waits for a free slot, or dials one
+	if err != nil {
+		if st := db.Stats(); ctx.Err() != nil && st.MaxOpenConnections > 0 && st.InUse >= st.MaxOpenConnections {
+			return fmt.Sprintf("busy: all %d connections in use", st.MaxOpenConnections)
+		}
+		return "unreachable"
+	}
+	err = conn.PingContext(ctx)
+	conn.Close()
+	if errors.Is(err, driver.ErrBadConn) {
+		// A connection the database has closed since: as db.PingContext
+		// does, ask again on another one.
+		err = db.PingContext(ctx)
+	}
+	if err != nil {
+		return "unreachable"
+	}
+	return "ok"
 }
 
 // demoKey creates a demo key on the Pro plan when no -keys are given and
