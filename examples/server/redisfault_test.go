@@ -183,3 +183,40 @@ func TestHealthAndMetricsSeeRedisWithoutAPITraffic(t *testing.T) {
 	}
 	until(t, 3*time.Second, "petstore_limiter_store_up is 1 once Redis is back", func() bool { return storeUp() == 1 })
 }
+
+// TestSlowRedisIsUp: a Redis 200 ms a round trip away (faultproxy slow)
+// is slow, not failing: the API's limiter, which waits 1 s, decides every
+// request through it. The probes' own limiter waits at most 400 ms, which
+// a call on a new connection (its handshake, then the call) can pass at
+// this latency; /healthz must still not say degraded, nor
+// petstore_limiter_store_up drop to 0, while the API, the probes and the
+// ban polls all call it. Before, they did until a later call succeeded.
+func TestSlowRedisIsUp(t *testing.T) {
+	o, err := redislimit.ParseOptions(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := faultproxy.Start(t, o.Addr)
+	prefix := testenv.RedisPrefix(t, testenv.RedisClient(t), "server")
+	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-keys", faultKey + ":enterprise:1000/10000",
+		"-redis", proxy.Addr(), "-redis-prefix", prefix}, nil)
+	if code := get(t, base+"/v1/pets", faultKey).StatusCode; code != 200 {
+		t.Fatalf("before the fault: %d", code)
+	}
+	proxy.SetLatency(100 * time.Millisecond) // 200 ms a round trip
+	defer proxy.Restore()
+	for i := range 8 {
+		if code := get(t, base+"/v1/pets", faultKey).StatusCode; code != 200 {
+			t.Fatalf("request %d with Redis slow: %d", i+1, code)
+		}
+		call(t, "GET", base+"/readyz", "", "", "")
+		time.Sleep(250 * time.Millisecond)
+		status, _, body := call(t, "GET", base+"/healthz", "", "", "")
+		if status != 200 || !strings.Contains(body, `"degraded":false`) {
+			t.Fatalf("/healthz with Redis 200 ms away: %d %s, want it not degraded", status, body)
+		}
+		if up := value(scrape(t, base+"/metrics"), "petstore_limiter_store_up", nil); up != 1 {
+			t.Fatalf("petstore_limiter_store_up with Redis 200 ms away: %v, want 1", up)
+		}
+	}
+}

@@ -719,18 +719,23 @@ type limiters struct {
 // report: each limiter learns of Redis from the requests it decides and
 // from its ban poll, and the probes' one from the probe or scrape it
 // has just decided, which is the newer finding; so Redis is failing when
-// either found it so. The mode is the API's; the counts are both
-// limiters'.
+// the API's limiter found it so, or the probes' found it refusing or
+// dropping connections. A probes' call that only timed out says nothing:
+// it waited probeStoreTimeout, under ratelimit's 1 s line between a busy
+// store and a failing one, so it would report a slow Redis that still
+// decides every API request; a paused one is reported by the API's
+// limiter's ban poll within its 1 s. The mode is the API's; the counts
+// are both limiters'.
 func (l limiters) status() ratelimit.Status {
 	st := l.api.Status()
 	if l.probes == l.api {
 		return st
 	}
 	p := l.probes.Status()
-	if p.Degraded && !(st.Degraded && st.Unreachable) {
-		// The probes' limiter found Redis failing since the API's last
+	if p.Degraded && p.Unreachable && !(st.Degraded && st.Unreachable) {
+		// The probes' limiter found Redis refusing since the API's last
 		// call: its findings are the newer.
-		st.Degraded, st.Unreachable, st.Since = true, p.Unreachable, p.Since
+		st.Degraded, st.Unreachable, st.Since = true, true, p.Since
 	}
 	st.Failures += p.Failures
 	st.LocalDecisions += p.LocalDecisions
@@ -774,7 +779,7 @@ func newLimiters(cfg config, logger *slog.Logger) (limiters, error) {
 	// The probes' limiter fails open, and waits for Redis no longer than
 	// probeStoreTimeout, whatever the API's does.
 	l := limiters{api: ratelimit.New(store, rcfg), admin: store,
-		probes: ratelimit.New(store, ratelimit.Config{Logger: logger, StoreTimeout: probeStoreTimeout})}
+		probes: ratelimit.New(store, ratelimit.Config{Logger: logger.With("limiter", "probes"), StoreTimeout: probeStoreTimeout})}
 	all := []*ratelimit.Limiter{l.api, l.probes}
 	l.close = func() {
 		// Unused shares go back to Redis, so the other processes may
