@@ -156,6 +156,7 @@ func TestParseConfig(t *testing.T) {
 		{"bad plan", []string{"-db", "d", "-redis", "r", "-keys", "a:gold"}, "unknown plan"},
 		{"bad limits", []string{"-db", "d", "-redis", "r", "-keys", "a:enterprise:50/5"}, "enterprise limits"},
 		{"bad fail mode", []string{"-db", "d", "-redis", "r", "-ratelimit-fail", "maybe"}, "open or closed"},
+		{"bad db timeout", []string{"-db", "d", "-redis", "r", "-db-timeout", "0s"}, "-db-timeout: want a positive duration"},
 		// Each process would keep a database of its own.
 		{"memory db", []string{"-db", "memory", "-redis", "r:1"}, "-db must be postgres://… or mysql://…"},
 		{"sqlite db", []string{"-db", "sqlite:pets.db", "-redis", "r:1"}, "-db must be postgres://… or mysql://…"},
@@ -308,4 +309,41 @@ func onlyKeyID(t *testing.T, keys func(args ...string) string) string {
 		t.Fatalf("keys list printed %q, want one key", list)
 	}
 	return strings.Fields(list[1])[0]
+}
+
+// TestPausedDatabaseIs503: with the database's link paused (a black
+// hole), a request is answered 503 unavailable with Retry-After once
+// -db-timeout (5 s by default) has passed, as examples/server's are, so
+// the client and the load balancer can go elsewhere. Before, it hung for
+// as long as the pause, holding a pool connection.
+func TestPausedDatabaseIs503(t *testing.T) {
+	dsn := testenv.PostgresSchema(t)
+	proxy, proxied := faultproxy.StartFor(t, dsn)
+	prefix := testenv.RedisPrefix(t, testenv.RedisClient(t), "cluster")
+	key := "psk_cluster_pause_" + random(t) + random(t)
+	u := start(t, testenv.Build(t, "."), "-migrate", "-db", proxied, "-redis", testenv.RedisURL(t), "-redis-prefix", prefix, "-keys", key+":pro")
+	get := func(path string) (*http.Response, time.Duration) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u+path, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		begun := time.Now()
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v after %v", path, err, time.Since(begun).Round(time.Millisecond))
+		}
+		res.Body.Close()
+		return res, time.Since(begun)
+	}
+	if res, _ := get("/pets"); res.StatusCode != http.StatusOK {
+		t.Fatalf("before the pause: %d", res.StatusCode) // the key is now cached
+	}
+	proxy.Pause()
+	defer proxy.Restore()
+	res, took := get("/pets?limit=3")
+	if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" || took > 7*time.Second {
+		t.Fatalf("with the database paused: %d in %v, Retry-After %q; want 503 with Retry-After within 5 s and a margin",
+			res.StatusCode, took.Round(time.Millisecond), res.Header.Get("Retry-After"))
+	}
 }

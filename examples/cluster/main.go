@@ -47,6 +47,7 @@ type config struct {
 	addr, db, redis, prefix string
 	keys                    []keyscli.Spec
 	migrate, failOpen       bool
+	dbTimeout               time.Duration
 }
 
 func parseConfig(args []string, getenv func(string) string) (config, error) {
@@ -70,8 +71,12 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	}
 	fs.BoolVar(&c.migrate, "migrate", migrateDefault, "apply database migrations before serving; run it in one process only (env PETSTORE_MIGRATE)")
 	fs.StringVar(&fail, "ratelimit-fail", env("PETSTORE_RATELIMIT_FAIL", "open"), "when Redis is slow or down: open decides limits in this process (over-admission bounded, see docs/rate-limits.md), closed does too while Redis is slow but answers 503 while it refuses connections (env PETSTORE_RATELIMIT_FAIL)")
+	dbTimeout := fs.String("db-timeout", env("PETSTORE_DB_TIMEOUT", "5s"), "how long a request may wait on the database; then 503 with Retry-After, as examples/server's -db-timeout (env PETSTORE_DB_TIMEOUT)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if c.dbTimeout, err = time.ParseDuration(*dbTimeout); err != nil || c.dbTimeout <= 0 {
+		return c, fmt.Errorf("-db-timeout: want a positive duration such as 5s, got %q", *dbTimeout)
 	}
 	c.db, c.redis = *db, *rdb
 	switch {
@@ -176,6 +181,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		Auth:    auth,
 		Logger:  logger,
 		Limiter: limiter,
+		// A database that stopped answering costs a request this long,
+		// then 503 with Retry-After, never a hang that holds a pool
+		// connection and the client.
+		Timeout: cfg.dbTimeout,
 	}
 	// Idempotency-Key replay needs the records shared too: it is on when
 	// the store keeps them.
