@@ -127,8 +127,8 @@ func New(cfg Config) (http.Handler, error) {
 		at = DefaultDeprecatedAt
 	}
 	a := &api{Config: cfg, base: base, petsPath: base + "/pets", ordersPath: base + ordersPath, openapi: doc, openapiETag: ETag(doc), deprecation: [3]string{"@" + itoa(at.Unix()), Sunset.Format(http.TimeFormat), "<" + base + `/pets>; rel="successor-version"`}}
-	a.petCreator = idempotently(cfg, a.createPet)
-	a.orderCreator = idempotently(cfg, a.createOrder)
+	a.petCreator = idempotently(cfg, a.createPet, true)
+	a.orderCreator = idempotently(cfg, a.createOrder, false)
 	a.routes()
 	openapiPath := base + "/openapi.json"
 	h, err := newChain(cfg, a, func(r *http.Request) bool { return r.URL.Path == openapiPath })

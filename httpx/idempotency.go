@@ -46,6 +46,7 @@ type idempotent[T any] struct {
 	now       func() time.Time
 	next      creation[T]
 	cache     *Cache       // Config.Cache, which a pet's replay empties
+	pets      bool         // next creates pets, whose answers carry their body's ETag
 	lastPurge atomic.Int64 // unix nanoseconds of the last purge
 }
 
@@ -54,12 +55,14 @@ type idempotent[T any] struct {
 type creation[T any] func(w http.ResponseWriter, r *http.Request, v T)
 
 // idempotently returns op wrapped in Idempotency-Key replay when
-// cfg.Idempotency is set, and op itself otherwise.
-func idempotently[T any](cfg Config, op creation[T]) creation[T] {
+// cfg.Idempotency is set, and op itself otherwise. pets says whether op
+// creates pets (else orders), whose replays carry their body's ETag and
+// empty the cache.
+func idempotently[T any](cfg Config, op creation[T], pets bool) creation[T] {
 	if cfg.Idempotency == nil {
 		return op
 	}
-	m := &idempotent[T]{store: cfg.Idempotency, now: cfg.Now, next: op, cache: cfg.Cache}
+	m := &idempotent[T]{store: cfg.Idempotency, now: cfg.Now, next: op, cache: cfg.Cache, pets: pets}
 	if m.now == nil {
 		m.now = time.Now
 	}
@@ -139,7 +142,7 @@ func (m *idempotent[T]) serve(w http.ResponseWriter, r *http.Request, v T) {
 		w.Header().Set("Retry-After", "1")
 		WriteError(w, r, petstore.Errorf(petstore.CodeIdempotencyKeyInUse, "a request with this Idempotency-Key is still being processed; retry later"))
 	default:
-		m.replay(w, stored, v)
+		m.replay(w, stored)
 	}
 }
 
@@ -158,10 +161,10 @@ func (m *idempotent[T]) purge(ctx context.Context, now time.Time) {
 	}
 }
 
-// replay writes a stored response again. A pet's (v is a NewPet) carries
-// its body's ETag, as the first answer did, and empties the cache, which
-// the first request, committed, may not have told yet.
-func (m *idempotent[T]) replay(w http.ResponseWriter, rec petstore.IdempotencyRecord, v T) {
+// replay writes a stored response again. A pet's carries its body's
+// ETag, as the first answer did, and empties the cache, which the first
+// request, committed, may not have told yet.
+func (m *idempotent[T]) replay(w http.ResponseWriter, rec petstore.IdempotencyRecord) {
 	h := w.Header()
 	if rec.ContentType != "" {
 		h.Set("Content-Type", rec.ContentType)
@@ -169,7 +172,7 @@ func (m *idempotent[T]) replay(w http.ResponseWriter, rec petstore.IdempotencyRe
 	if rec.Location != "" {
 		h.Set("Location", rec.Location)
 	}
-	if _, pet := any(v).(petstore.NewPet); pet && rec.Status/100 == 2 {
+	if m.pets && rec.Status/100 == 2 {
 		h.Set("ETag", ETag(rec.Body)) // the original's: a strong ETag is its body's
 		m.cache.Apply(changefeed.Change{Kind: changefeed.KindPets})
 	}
