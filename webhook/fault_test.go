@@ -281,7 +281,7 @@ func TestFailedPurgeIsTriedAgainOnceTheDatabaseAnswers(t *testing.T) {
 				select {
 				case <-claims.failed:
 				case <-time.After(5 * lease):
-					t.Fatalf("Run over a paused database: %d failed claims within %v", n, 5*lease)
+					t.Fatalf("Run over a cut database link: %d failed claims within %v", n, 5*lease)
 				}
 			}
 			proxy.Restore()
