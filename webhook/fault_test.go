@@ -154,7 +154,7 @@ func TestWorkerIsBoundedWhileItsDatabaseIsPaused(t *testing.T) {
 			defer proxy.Restore()
 			rcv := newReceiver(t, http.StatusNoContent)
 			const lease = time.Second // the least New allows for a 200 ms Timeout is just over 800 ms
-			claims := &claimFailures{failed: make(chan struct{}, 100)}
+			claims := newFailures("claim failed")
 			a := newService(t, webhook.Config{Store: openStore(t, proxied), AllowPrivate: true,
 				Timeout: 200 * time.Millisecond, Lease: lease, PollInterval: 50 * time.Millisecond,
 				Logger: slog.New(claims)})
@@ -210,19 +210,26 @@ func TestWorkerIsBoundedWhileItsDatabaseIsPaused(t *testing.T) {
 	}
 }
 
-// claimFailures is a slog.Handler that signals each failed claim a
-// worker logs.
-type claimFailures struct{ failed chan struct{} }
+// failures is a slog.Handler that signals each line a worker logs whose
+// message holds what: "claim failed", "purge failed".
+type failures struct {
+	what   string
+	failed chan struct{}
+}
 
-func (*claimFailures) Enabled(context.Context, slog.Level) bool { return true }
-func (h *claimFailures) Handle(_ context.Context, r slog.Record) error {
-	if strings.Contains(r.Message, "claim failed") {
+func newFailures(what string) *failures {
+	return &failures{what: what, failed: make(chan struct{}, 100)}
+}
+
+func (*failures) Enabled(context.Context, slog.Level) bool { return true }
+func (h *failures) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, h.what) {
 		h.failed <- struct{}{}
 	}
 	return nil
 }
-func (h *claimFailures) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *claimFailures) WithGroup(string) slog.Handler      { return h }
+func (h *failures) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *failures) WithGroup(string) slog.Handler      { return h }
 
 // TestFailedPurgeIsTriedAgainOnceTheDatabaseAnswers: a worker whose
 // database link is cut when its hourly purge is due does not wait an
@@ -242,7 +249,7 @@ func TestFailedPurgeIsTriedAgainOnceTheDatabaseAnswers(t *testing.T) {
 			}
 			t.Cleanup(func() { raw.Close() })
 			const lease = time.Second // the least New allows for a 200 ms Timeout is just over 800 ms
-			claims := &claimFailures{failed: make(chan struct{}, 100)}
+			claims := newFailures("claim failed")
 			a := newService(t, webhook.Config{Store: openStore(t, proxied), AllowPrivate: true,
 				Timeout: 200 * time.Millisecond, Lease: lease, PollInterval: 50 * time.Millisecond,
 				Logger: slog.New(claims)})
@@ -315,8 +322,10 @@ func TestFailedPurgeIsTriedAgainAMinuteLater(t *testing.T) {
 			}))
 			t.Cleanup(srv.Close)
 			clock := start()
+			purges := newFailures("purge failed")
 			a := newService(t, webhook.Config{Store: openStore(t, proxied), AllowPrivate: true, Now: clock.Now,
-				Timeout: 200 * time.Millisecond, Lease: time.Second, PollInterval: 50 * time.Millisecond})
+				Timeout: 200 * time.Millisecond, Lease: time.Second, PollInterval: 50 * time.Millisecond,
+				Logger: slog.New(purges)})
 			b := newService(t, webhook.Config{Store: openStore(t, direct), AllowPrivate: true})
 			e, err := b.CreateEndpoint(ctx, "prj_a", srv.URL)
 			if err != nil {
@@ -344,7 +353,11 @@ func TestFailedPurgeIsTriedAgainAMinuteLater(t *testing.T) {
 			ran := make(chan error, 1)
 			go func() { ran <- a.Run(runCtx) }()
 			defer func() { stop(); <-ran }()
-			time.Sleep(500 * time.Millisecond) // the claim, the attempt and the purge the cut failed
+			select { // the claim, the attempt, and the purge the cut failed
+			case <-purges.failed:
+			case <-time.After(5 * time.Second):
+				t.Fatal("no purge failed within 5 s of the worker's start; the test needs one to")
+			}
 			proxy.Restore()
 			time.Sleep(300 * time.Millisecond) // polls, with a purge not due yet
 			if stored() != e.Secret {
