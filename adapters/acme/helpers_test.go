@@ -196,21 +196,33 @@ var labels atomic.Int64
 // uniqueLabel returns label with a number no other call in this process gets.
 func uniqueLabel(label string) string { return fmt.Sprintf("%s%d", label, labels.Add(1)) }
 
-// logWait is a slog.Handler that notes when a message containing msg is
-// logged, for a test to wait for what the issuer did in the background.
+// logWait is a slog.Handler that notes when a message containing one of
+// msgs is logged, for a test to wait for what the issuer did in the
+// background. With after set, only messages logged once after is closed
+// count.
 type logWait struct {
-	msg  string
-	once sync.Once
-	seen chan struct{}
+	msgs  []string
+	after chan struct{}
+	once  sync.Once
+	seen  chan struct{}
 }
 
-func newLogWait(msg string) *logWait { return &logWait{msg: msg, seen: make(chan struct{})} }
+func newLogWait(msgs ...string) *logWait { return &logWait{msgs: msgs, seen: make(chan struct{})} }
 
 func (w *logWait) Enabled(context.Context, slog.Level) bool { return true }
 
 func (w *logWait) Handle(_ context.Context, r slog.Record) error {
-	if strings.Contains(r.Message, w.msg) {
-		w.once.Do(func() { close(w.seen) })
+	if w.after != nil {
+		select {
+		case <-w.after:
+		default:
+			return nil
+		}
+	}
+	for _, m := range w.msgs {
+		if strings.Contains(r.Message, m) {
+			w.once.Do(func() { close(w.seen) })
+		}
 	}
 	return nil
 }
@@ -225,6 +237,6 @@ func (w *logWait) wait(t *testing.T) {
 	select {
 	case <-w.seen:
 	case <-time.After(30 * time.Second):
-		t.Fatalf("%q was never logged", w.msg)
+		t.Fatalf("none of %q was logged", w.msgs)
 	}
 }
