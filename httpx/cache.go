@@ -144,18 +144,19 @@ func (c *Cache) change(kind string, id int64, statuses ...petstore.PetStatus) {
 
 // created drops what a create in this process changed and tells the
 // other processes, off the request: one publish at a time, each covering
-// every create since the last began (by the lowest id among them).
+// every create since the last began (by the lowest id among them). A 5xx
+// may have committed: pet is then zero, which means every page.
 func (c *Cache) created(pet petstore.Pet, err error) {
 	if c == nil || err != nil && ErrorStatus(err) < 500 {
 		return
 	}
-	c.change(changefeed.KindPets, pet.ID, pet.Status) // after a 5xx (it may have committed), pet's id 0: every page
-	if c.feed == nil || err != nil {
+	c.change(changefeed.KindPets, pet.ID, pet.Status)
+	if c.feed == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.owe(pet.ID, pet.Status)
+	c.owe(max(pet.ID, 1), pet.Status) // id 1 and no status: every page
 	c.lastCreate = c.now()
 	if !c.publishing {
 		c.publishing = true

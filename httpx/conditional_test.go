@@ -513,3 +513,42 @@ func TestCacheAfterACreateWithItsReplyLost(t *testing.T) {
 		t.Fatalf("page after the create that committed = %s, want Rex in it", page)
 	}
 }
+
+// A create answered 503 may have committed: the other processes are told,
+// as of a create answered 201, and drop the pages it may have changed.
+func TestCreateWithItsReplyLostReachesTheOthers(t *testing.T) {
+	e := newEnv(t, nil)
+	process := func(store petstore.PetStore, feed changefeed.Feed) (http.Handler, *httpx.Cache) {
+		t.Helper()
+		cache := httpx.NewCache(feed)
+		cache.Apply(changefeed.Change{Kind: changefeed.KindLive})
+		h, err := httpx.New(httpx.Config{Service: petstore.NewService(store), Auth: petstore.NewKeys(e.store), Cache: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h, cache
+	}
+	fromA := &recordingFeed{}
+	a, _ := process(lostReplyPets{e.store}, fromA)
+	b, cacheB := process(e.store, &recordingFeed{})
+	page := func() string {
+		t.Helper()
+		res, _ := serve(b, e.req("GET", "/v1/pets", ""))
+		if res.Status != 200 {
+			t.Fatalf("list on b: %d %s", res.Status, res.Body)
+		}
+		return string(res.Body)
+	}
+	if got := page(); strings.TrimSpace(got) != "[]" {
+		t.Fatalf("b's first page = %s, want []", got)
+	}
+	if res, _ := serve(a, e.req("POST", "/v1/pets", `{"name":"Rex","categoryId":1}`)); res.Status != 503 {
+		t.Fatalf("create on a = %d %s, want 503", res.Status, res.Body)
+	}
+	for _, ch := range fromA.wait(t) {
+		cacheB.Apply(ch)
+	}
+	if got := page(); !strings.Contains(got, `"Rex"`) {
+		t.Fatalf("b's page after a's create that committed = %s, want Rex in it", got)
+	}
+}
