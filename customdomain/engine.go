@@ -269,6 +269,13 @@ type Engine struct {
 	// guarded by routeMu.
 	plans  map[string]bool
 	routes atomic.Pointer[map[string]RouteAnswer]
+
+	// suspended holds, per project the platform last said is below Pro,
+	// why its domains are suspended: what suspension answers while the
+	// platform cannot be asked. Guarded by suspendedMu.
+	suspended   map[string]string
+	suspendedMu sync.Mutex
+
 	// admitted holds the issuing, active and misconfigured names, for
 	// Admits and Renews;
 	// reloaded and patched with routes.
@@ -350,7 +357,7 @@ func New(cfg EngineConfig) (*Engine, error) {
 	if !strings.Contains(target, ".") {
 		return nil, fmt.Errorf("domain: CNAMETarget %q is not a fully qualified name", cfg.CNAMETarget)
 	}
-	e := &Engine{cfg: cfg, target: target, dcvZone: dnsName(cfg.DCVZone), platform: []string{target}, edge: map[netip.Addr]bool{}}
+	e := &Engine{cfg: cfg, target: target, dcvZone: dnsName(cfg.DCVZone), platform: []string{target}, edge: map[netip.Addr]bool{}, suspended: map[string]string{}}
 	if _, parent, ok := strings.Cut(target, "."); ok {
 		// The zone the target is in is the platform's: a wildcard there
 		// would serve the target itself and the platform's other names.

@@ -37,29 +37,33 @@ const ActionUpgradePlan Action = "upgrade_plan"
 const suspendedRecheck = time.Minute
 
 // suspension returns why projectID's domains are suspended, or "" when
-// they are not. A project the platform does not know, or whose plan cannot
-// be read now, is not suspended: serving must not flap on a lookup error.
-// (The routing table keeps what it last knew instead: suspendedProjects.)
+// they are not. It is the one rule for what a failed plan lookup means,
+// for the background checks, the views and the routing table alike: when
+// the platform cannot say now (an error other than not found), the
+// project keeps what the platform last said of it to this engine, so that
+// an outage neither brings back a suspended project's domains nor stops a
+// paying one's. A project the platform does not know, or whose plan this
+// engine never read, is not suspended.
 func (e *Engine) suspension(ctx context.Context, projectID string) string {
-	reason, _ := e.lookupSuspension(ctx, projectID)
-	return reason
-}
-
-// lookupSuspension is suspension, also reporting whether the platform
-// answered: known is false when the plan could not be read now.
-func (e *Engine) lookupSuspension(ctx context.Context, projectID string) (reason string, known bool) {
 	p, err := e.cfg.Projects.Project(ctx, projectID)
-	if err != nil {
-		if petstore.ErrorCode(err) != petstore.CodeNotFound {
-			e.cfg.Logger.Warn("project plan unknown; its domains stay as they are", "project", projectID, "err", err)
-			return "", false
-		}
-		return "", true
+	reason := ""
+	switch {
+	case err != nil && petstore.ErrorCode(err) != petstore.CodeNotFound:
+		e.cfg.Logger.Warn("project plan unknown; its domains keep the plan last read", "project", projectID, "err", err)
+		e.suspendedMu.Lock()
+		defer e.suspendedMu.Unlock()
+		return e.suspended[projectID]
+	case err == nil && !p.Plan.AtLeast(petstore.PlanPro):
+		reason = suspendedReason(p.Plan)
 	}
-	if p.Plan.AtLeast(petstore.PlanPro) {
-		return "", true
+	e.suspendedMu.Lock()
+	defer e.suspendedMu.Unlock()
+	if reason == "" {
+		delete(e.suspended, projectID)
+	} else {
+		e.suspended[projectID] = reason
 	}
-	return suspendedReason(p.Plan), true
+	return reason
 }
 
 func suspendedReason(p petstore.Plan) string {
@@ -97,10 +101,8 @@ func suspend(d *Domain, reason string) {
 // projects e.plans does not know, so that a reload for a change (a removal, here
 // or through the feed) does not wait for the platform once per project
 // with a live domain. A project whose plan cannot be read now keeps the
-// answer last read, so that a platform outage neither serves a suspended
-// project's domains nor stops a paying one's. The caller holds routeMu.
+// answer last read (see suspension). The caller holds routeMu.
 func (e *Engine) suspendedProjects(ctx context.Context, ids map[string]bool, fresh bool, again string) map[string]bool {
-	last := e.plans
 	if fresh || e.plans == nil {
 		e.plans = map[string]bool{}
 	}
@@ -108,11 +110,7 @@ func (e *Engine) suspendedProjects(ctx context.Context, ids map[string]bool, fre
 	for id := range ids {
 		suspended, known := e.plans[id]
 		if !known || id == again {
-			reason, read := e.lookupSuspension(ctx, id)
-			suspended = reason != ""
-			if !read {
-				suspended = last[id]
-			}
+			suspended = e.suspension(ctx, id) != ""
 			e.plans[id] = suspended
 		}
 		if suspended {
