@@ -30,7 +30,11 @@ func TestStep(t *testing.T) {
 	shortLived := CertStatus{State: CertIssued, NotBefore: t0.Add(-4 * day), NotAfter: t0.Add(2 * day)} // 6 days: warned 36 hours before
 	checked := func(r CheckResult, c CertStatus) Checked { return Checked{DNS: r, Cert: c} }
 	verify := func(r CheckResult, c CertStatus) Checked { return Checked{DNS: r, Cert: c, Manual: true} }
-	const never = -1
+	// kept says an event does not reschedule the domain: its next check
+	// stays the one it had (scheduled, a minute ago, when the background
+	// loop found it due).
+	const kept = -1
+	scheduled := t0.Add(-time.Minute)
 
 	tests := []struct {
 		name    string
@@ -40,7 +44,7 @@ func TestStep(t *testing.T) {
 		p       Policy
 		want    Status
 		effects string        // effect kinds and events, in order
-		next    time.Duration // from t0; never: zero; 0: not checked (removed and released: when their certificate's removal is retried)
+		next    time.Duration // the next check, from t0 (removed and released: when their cleanup is retried); 0: none; kept: unchanged
 		prior   Status        // the status before from, when it matters: "" for none
 		cert    CertState     // the entry's Cert before; "": CertNone (CertIssued for a live domain checked with an issued certificate)
 	}{
@@ -52,14 +56,14 @@ func TestStep(t *testing.T) {
 		{"pending, right, certificate being issued by DCV", StatusPending, 0, checked(ok, issuing), p, StatusIssuing, "Emit(domain.verified) Reroute", time.Minute, "", ""},
 		{"pending, wrong, first hour", StatusPending, 10 * time.Minute, checked(wrong, none), p, StatusPending, "", time.Minute, "", ""},
 		{"pending, wrong, after 2 h", StatusPending, 2 * time.Hour, checked(wrong, none), p, StatusPending, "", 5 * time.Minute, "", ""},
-		{"pending, wrong, window over", StatusPending, 48 * time.Hour, checked(wrong, none), p, StatusFailed, "", never, "", ""},
+		{"pending, wrong, window over", StatusPending, 48 * time.Hour, checked(wrong, none), p, StatusFailed, "", 0, "", ""},
 		{"pending, lookup failed, window over", StatusPending, 48 * time.Hour, checked(lost, none), p, StatusPending, "", 30 * time.Minute, "", ""},
 		{"pending, wrong, DCV delegated: certificate before the cutover", StatusPending, 0, verify(delegated, none), p, StatusPending, "RequestCert", time.Minute, "", ""},
 		{"pending, DCV delegated, certificate already issuing", StatusPending, 0, checked(delegated, issuing), p, StatusPending, "", time.Minute, "", ""},
 		{"pending, DCV delegated, certificate issued", StatusPending, 0, checked(delegated, issued), p, StatusPending, "Emit(domain.certificate.issued) Reroute", time.Minute, "", ""},
-		{"pending, its DCV certificate issued", StatusPending, 0, CertReported{issued}, p, StatusPending, "Emit(domain.certificate.issued) Reroute", 0, "", CertIssuing},
-		{"pending, the name's last holder's certificate issued", StatusPending, 0, CertReported{issued}, p, StatusPending, "", 0, "", ""},
-		{"pending, the name's last holder's certificate failed", StatusPending, 0, CertReported{refused}, p, StatusPending, "", 0, "", ""},
+		{"pending, its DCV certificate issued", StatusPending, 0, CertReported{issued}, p, StatusPending, "Emit(domain.certificate.issued) Reroute", kept, "", CertIssuing},
+		{"pending, the name's last holder's certificate issued", StatusPending, 0, CertReported{issued}, p, StatusPending, "", kept, "", ""},
+		{"pending, the name's last holder's certificate failed", StatusPending, 0, CertReported{refused}, p, StatusPending, "", kept, "", ""},
 		{"pending, wrong, not delegated: the name's last holder's certificate failed", StatusPending, 0, checked(wrong, refused), p, StatusPending, "", time.Minute, "", ""},
 		{"pending, wrong, not delegated: the name's last holder's certificate, its removal pending, is not this domain's", StatusPending, 0, checked(wrong, issued), p, StatusPending, "", time.Minute, "", ""},
 		{"pending, removed", StatusPending, 0, Removed{}, p, StatusRemoved, "Unroute RemoveCert UnconfigureDNS Emit(domain.removed)", time.Minute, "", ""},
@@ -67,9 +71,9 @@ func TestStep(t *testing.T) {
 		{"active, suspended: waits at its drift interval", StatusActive, 0, PlanChanged{Suspended: true}, p, StatusActive, "", time.Hour, "", ""},
 		// issuing
 		{"issuing, Re-verify", StatusIssuing, 0, verify(ok, issuing), p, StatusIssuing, "RequestCert", time.Minute, "", ""},
-		{"issuing, background check", StatusIssuing, 0, checked(ok, issuing), p, StatusIssuing, "", 0, "", ""},
+		{"issuing, background check", StatusIssuing, 0, checked(ok, issuing), p, StatusIssuing, "", kept, "", ""},
 		{"issuing, certificate issued", StatusIssuing, 0, CertReported{issued}, p, StatusActive, "Emit(domain.certificate.issued) Reroute Emit(domain.active)", time.Hour, "", ""},
-		{"issuing, certificate refused", StatusIssuing, 0, CertReported{refused}, p, StatusFailed, "Emit(domain.certificate.failed)", never, "", ""},
+		{"issuing, certificate refused", StatusIssuing, 0, CertReported{refused}, p, StatusFailed, "Emit(domain.certificate.failed)", 0, "", ""},
 		{"issuing, issuer knows nothing", StatusIssuing, 0, CertReported{none}, p, StatusIssuing, "RequestCert", time.Minute, "", ""},
 		{"issuing, still issuing", StatusIssuing, 0, CertReported{issuing}, p, StatusIssuing, "", time.Minute, "", ""},
 		{"issuing, no issuer any more", StatusIssuing, 0, CertReported{none}, noIssuer, StatusActive, "Reroute Emit(domain.active)", time.Hour, "", ""},
@@ -82,12 +86,12 @@ func TestStep(t *testing.T) {
 		{"active, certificate failed, drifted, Re-verify", StatusActive, 0, verify(wrong, refused), p, StatusMisconfigured, "Emit(domain.certificate.failed) Reroute Emit(domain.misconfigured)", time.Minute, "", ""},
 		{"active, certificate expiring unrenewed", StatusActive, 0, checked(ok, expiring), p, StatusActive, "Emit(domain.certificate.failed)", time.Hour, "", ""},
 		{"active, certificate expiring unrenewed, told already", StatusActive, 0, checked(ok, expiring), p, StatusActive, "", time.Hour, "", CertExpiring},
-		{"active, expiring certificate renewed", StatusActive, 0, CertReported{renewed}, p, StatusActive, "Emit(domain.certificate.issued)", 0, "", CertExpiring},
+		{"active, expiring certificate renewed", StatusActive, 0, CertReported{renewed}, p, StatusActive, "Emit(domain.certificate.issued)", kept, "", CertExpiring},
 		{"active, expiring certificate expired", StatusActive, 0, checked(ok, refused), p, StatusActive, "Emit(domain.certificate.failed)", time.Hour, "", CertExpiring},
 		{"active, short-lived certificate with a quarter of its life left", StatusActive, 0, checked(ok, shortLived), p, StatusActive, "", time.Hour, "", ""},
 		{"misconfigured, certificate expiring (not renewed while drifted)", StatusMisconfigured, time.Hour, checked(wrong, expiring), p, StatusMisconfigured, "Emit(domain.certificate.failed)", 5 * time.Minute, "", ""},
 		{"active, removed", StatusActive, 0, Removed{}, p, StatusRemoved, "Unroute RemoveCert UnconfigureDNS Emit(domain.removed)", time.Minute, "", ""},
-		{"active, removed, no issuer", StatusActive, 0, Removed{}, noIssuer, StatusRemoved, "Unroute UnconfigureDNS Emit(domain.removed)", never, "", ""},
+		{"active, removed, no issuer", StatusActive, 0, Removed{}, noIssuer, StatusRemoved, "Unroute UnconfigureDNS Emit(domain.removed)", 0, "", ""},
 		// misconfigured
 		{"misconfigured, record back", StatusMisconfigured, time.Hour, checked(ok, issued), p, StatusActive, "Reroute Emit(domain.active)", time.Hour, "", ""},
 		{"misconfigured, still wrong", StatusMisconfigured, 2 * time.Hour, checked(wrong, issued), p, StatusMisconfigured, "", 5 * time.Minute, "", ""},
@@ -98,19 +102,19 @@ func TestStep(t *testing.T) {
 		// failed
 		{"failed, right", StatusFailed, 0, verify(ok, none), p, StatusIssuing, "Emit(domain.verified) Reroute RequestCert", time.Minute, "", ""},
 		{"failed, still wrong, Re-verify", StatusFailed, 0, verify(wrong, none), p, StatusPending, "", time.Minute, "", ""},
-		{"failed, still wrong, background", StatusFailed, 0, checked(wrong, none), p, StatusFailed, "", 0, "", ""},
+		{"failed, still wrong, background", StatusFailed, 0, checked(wrong, none), p, StatusFailed, "", kept, "", ""},
 		// Another process obtained the certificate this one's refusal
 		// failed the domain for: its DNS verified, so it goes live.
 		{"failed by a refused certificate, certificate issued", StatusFailed, 0, CertReported{issued}, p, StatusActive, "Emit(domain.certificate.issued) Reroute Emit(domain.active)", time.Hour, StatusIssuing, ""},
-		{"failed by the window, the name's last holder's certificate issued", StatusFailed, 48 * time.Hour, CertReported{issued}, p, StatusFailed, "", 0, StatusPending, ""},
+		{"failed by the window, the name's last holder's certificate issued", StatusFailed, 48 * time.Hour, CertReported{issued}, p, StatusFailed, "", kept, StatusPending, ""},
 		// released and removed: nothing moves them but a dismissal
-		{"released, checked", StatusReleased, 0, verify(ok, none), p, StatusReleased, "", 0, "", ""},
-		{"released, dismissed", StatusReleased, 0, Removed{}, p, StatusRemoved, "", never, "", ""},
-		{"removed, removed again", StatusRemoved, 0, Removed{}, p, StatusRemoved, "", 0, "", ""},
+		{"released, checked", StatusReleased, 0, verify(ok, none), p, StatusReleased, "", kept, "", ""},
+		{"released, dismissed: a cleanup still pending is retried when it was due", StatusReleased, 0, Removed{}, p, StatusRemoved, "", kept, "", ""},
+		{"removed, removed again", StatusRemoved, 0, Removed{}, p, StatusRemoved, "", kept, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := Entry{Name: "shop.example.com", Status: tt.from, PendingSince: t0.Add(-tt.since), Cert: CertNone}
+			e := Entry{Name: "shop.example.com", Status: tt.from, PendingSince: t0.Add(-tt.since), Cert: CertNone, NextCheckAt: scheduled}
 			if tt.cert != "" {
 				e.Cert = tt.cert
 			}
@@ -133,11 +137,15 @@ func TestStep(t *testing.T) {
 			if got.Status != tt.want || describe(effects) != tt.effects {
 				t.Fatalf("%s → %s [%s], want %s [%s]", tt.from, got.Status, describe(effects), tt.want, tt.effects)
 			}
-			switch {
-			case tt.next == never && !got.NextCheckAt.IsZero():
-				t.Errorf("next check at %v, want none", got.NextCheckAt)
-			case tt.next > 0 && !got.NextCheckAt.Equal(t0.Add(tt.next)):
-				t.Errorf("next check in %v, want %v", got.NextCheckAt.Sub(t0), tt.next)
+			want := t0.Add(tt.next)
+			switch tt.next {
+			case 0:
+				want = time.Time{}
+			case kept:
+				want = scheduled
+			}
+			if !got.NextCheckAt.Equal(want) {
+				t.Errorf("next check at %v, want %v (%v from now, or none if zero)", got.NextCheckAt, want, tt.next)
 			}
 			if _, ok := tt.ev.(Checked); ok && !tt.from.FreesName() && (got.CheckedAt != t0 || got.Attempts != 1) {
 				t.Errorf("the check is not recorded: checked %v, attempts %d", got.CheckedAt, got.Attempts)
