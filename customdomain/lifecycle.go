@@ -116,6 +116,10 @@ func (e *Engine) Add(ctx context.Context, projectID, name string) (d Domain, cre
 		return Domain{}, false, err
 	}
 	now := e.now()
+	createdAt, err := e.createdAt(ctx, n.ASCII, now)
+	if err != nil {
+		return Domain{}, false, err
+	}
 	entry := Entry{
 		Token:          token,
 		OwnershipToken: proof,
@@ -128,7 +132,7 @@ func (e *Engine) Add(ctx context.Context, projectID, name string) (d Domain, cre
 		PendingSince:   now,
 		NextCheckAt:    now.Add(time.Minute),
 		History:        []Transition{{Status: StatusPending, At: now}},
-		CreatedAt:      now,
+		CreatedAt:      createdAt,
 		UpdatedAt:      now,
 	}
 	added := []Effect{{Kind: Emit, Event: EventAdded}}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/petstorekit/petstore"
 )
@@ -91,6 +92,21 @@ func (e *Engine) lastFormer(ctx context.Context, ascii string) (*Entry, error) {
 	}
 	last := slices.MaxFunc(old, func(a, b Entry) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	return &last, nil
+}
+
+// createdAt returns the CreatedAt of a new entry for the name ascii made
+// at now: now, or a millisecond (the stores' precision) after the latest
+// former entry's CreatedAt when that is not before now. A name's entries
+// are created one after another, each once the one before let go of the
+// name (CreateDomain claims it atomically), and lastFormer finds who held
+// it last by CreatedAt; a replica whose clock is behind another's must not
+// date its entry before that one's.
+func (e *Engine) createdAt(ctx context.Context, ascii string, now time.Time) (time.Time, error) {
+	last, err := e.lastFormer(ctx, ascii)
+	if err != nil || last == nil || last.CreatedAt.Before(now) {
+		return now, err
+	}
+	return last.CreatedAt.Add(time.Millisecond), nil
 }
 
 // outstandingProof returns the token a check of entry must find, or ""

@@ -380,3 +380,47 @@ func TestClaimRecordProvesANameFreedMeanwhile(t *testing.T) {
 		t.Fatalf("the claimant's domain: %s %+v, want active", d.Status, d.Diagnosis.Findings)
 	}
 }
+
+// TestLastHolderDoesNotDependOnReplicasClocks: whether a name needs the
+// ownership proof depends on which project held it last. prj_pro holds
+// and removes it through a replica whose clock is 30 seconds ahead;
+// seconds later prj_business holds and removes it through one whose
+// clock is right. prj_pro adding it again must prove control: another
+// project held it since. Before, the last holder was the entry created
+// latest by the replicas' own clocks, prj_pro's, so its CNAME alone,
+// left by prj_business's customer, verified the name for prj_pro.
+func TestLastHolderDoesNotDependOnReplicasClocks(t *testing.T) {
+	ctx := context.Background()
+	const host = "shop.example.com"
+	f := newFixture(t, nil)
+	f.set(t, "example.com.", cname("shop", target))
+	ahead := f.replica(t, func(c *customdomain.EngineConfig) {
+		c.Now = func() time.Time { return f.clock.Now().Add(30 * time.Second) }
+	})
+	if _, _, err := ahead.Add(ctx, "prj_pro", host); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := ahead.Verify(ctx, "prj_pro", host); err != nil || d.Status != customdomain.StatusActive {
+		t.Fatalf("first holder: %s (%v)", d.Status, err)
+	}
+	if err := ahead.Remove(ctx, "prj_pro", host); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(5 * time.Second)
+	rec, _ := ownershipRecord(f.add(t, "prj_business", host))
+	f.set(t, "example.com.", txt("_petstore-challenge.shop", rec.Value))
+	if d := f.verify(t, "prj_business", host); d.Status != customdomain.StatusActive {
+		t.Fatalf("second holder: %s %s", d.Status, codes(d.Diagnosis.Findings))
+	}
+	f.clock.Advance(5 * time.Second)
+	if err := f.engine.Remove(ctx, "prj_business", host); err != nil {
+		t.Fatal(err)
+	}
+	d := f.add(t, "prj_pro", host)
+	if _, proof := ownershipRecord(d); !proof {
+		t.Fatalf("records = %+v; want the TXT record required: prj_business held the name last", d.Records)
+	}
+	if d := f.verify(t, "prj_pro", host); d.Status != customdomain.StatusPending {
+		t.Fatalf("Verify with the CNAME left by the last holder: %s, want pending until the TXT record proves control", d.Status)
+	}
+}

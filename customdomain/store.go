@@ -136,9 +136,12 @@ type Entry struct {
 	// suspended, when the domain is not checked, does not count against
 	// the propagation window. Zero otherwise.
 	WindowPausedAt time.Time `json:",omitzero"`
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	Version        int64 // set by the store: 1 on create, +1 on each update
+	// CreatedAt orders a name's entries: each is after the name's entries
+	// before it, even when the engine that created one of those had a
+	// clock ahead of this one's (the engine dates it a millisecond after them).
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	Version   int64 // set by the store: 1 on create, +1 on each update
 }
 
 // Canonical returns a copy of e that shares no slices with it, with empty
