@@ -398,7 +398,9 @@ func idempotencyKey(ctx context.Context) (string, error) {
 // ListPets implements petstore.PetService: it fetches one page. The next
 // page's cursor comes from the response's Link rel="next"; a link back to
 // the page itself is an error, as it would hand the same cursor back
-// forever.
+// forever. So are a next link without a cursor that parses and a Link
+// header that does not parse (it may hold the next link), which would
+// otherwise read as the last page.
 func (c *Client) ListPets(ctx context.Context, f petstore.PetFilter) (petstore.PetPage, error) {
 	pets, next, at, err := fetchPage[petstore.Pet](ctx, c, c.listURL(f), "listPets", "pets")
 	if err != nil {
@@ -414,7 +416,8 @@ func (c *Client) ListPets(ctx context.Context, f petstore.PetFilter) (petstore.P
 // nextCursor is the cursor of the next link next of the page at, "" when
 // there is none. A link back to the page itself (an empty one, say) is an
 // error: its cursor would be the page's own, and a caller paging by
-// cursor would read the page forever.
+// cursor would read the page forever. So is a link without a cursor that
+// parses: its "" would end the caller's paging early.
 func nextCursor(next, at *url.URL) (string, error) {
 	if next == nil {
 		return "", nil
@@ -422,15 +425,22 @@ func nextCursor(next, at *url.URL) (string, error) {
 	if requestKey(next) == requestKey(at) {
 		return "", fmt.Errorf("petstore client: next link %s leads back to the same page", next.Redacted())
 	}
-	return next.Query().Get("cursor"), nil
+	// A pair that does not parse is dropped, the rest kept.
+	q, _ := url.ParseQuery(next.RawQuery)
+	if cursor := q.Get("cursor"); cursor != "" {
+		return cursor, nil
+	}
+	// "" would say this is the last page.
+	return "", fmt.Errorf("petstore client: next link %s has no cursor that parses", next.Redacted())
 }
 
 // All iterates over every pet matching f, page by page, following the
 // Link rel="next" of each response. f.Limit sets the page size. Iteration
 // stops after the first error, which is yielded with a zero Pet; a next
 // link back to a page already read is one, an empty link ("<>", the page
-// itself) included. Each loop over the sequence reads the list again from
-// its first page.
+// itself) included, and so is a Link header that does not parse, which
+// may hold the next link: the list may go on. Each loop over the sequence
+// reads the list again from its first page.
 func (c *Client) All(ctx context.Context, f petstore.PetFilter) iter.Seq2[petstore.Pet, error] {
 	return allPages[petstore.Pet](ctx, c, c.listURL(f), "listPets", "pets")
 }
@@ -494,7 +504,8 @@ func (c *Client) pageURL(path string, limit int, status, cursor string) *url.URL
 // fetchPage fetches one page of a list at u, the operation op, and
 // returns its items (what names them in errors), the resolved next link,
 // nil on the last page, and the URL the page came from, which after a
-// redirect is not u.
+// redirect is not u. A Link header that does not parse is an error, not
+// the last page: it may have held the next link.
 func fetchPage[T any](ctx context.Context, c *Client, u *url.URL, op, what string) ([]T, *url.URL, *url.URL, error) {
 	resp, body, err := c.do(ctx, op, http.MethodGet, u, nil, "")
 	if err != nil {
@@ -510,7 +521,11 @@ func fetchPage[T any](ctx context.Context, c *Client, u *url.URL, op, what strin
 		// as the API's own [] is.
 		items = []T{}
 	}
-	link, ok := parseLinkNext(resp.Header.Values("Link"))
+	link, ok, bad := parseLinkNext(resp.Header.Values("Link"))
+	if bad != "" {
+		// It may have been the next link: the list may go on.
+		return nil, nil, nil, fmt.Errorf("petstore client: %s %s: %s: Link %q does not parse, so the next page cannot be told from none", resp.Request.Method, resp.Request.URL.EscapedPath(), resp.Status, bad)
+	}
 	if !ok {
 		return items, nil, at, nil
 	}

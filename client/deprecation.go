@@ -38,7 +38,7 @@ func (c *Client) warnDeprecated(ctx context.Context, op string, h http.Header) {
 	if t, err := http.ParseTime(h.Get("Sunset")); err == nil {
 		attrs = append(attrs, slog.Time("sunset", t.UTC()))
 	}
-	if s, _ := parseLinkRel(h.Values("Link"), "successor-version"); s != "" {
+	if s, _, _ := parseLinkRel(h.Values("Link"), "successor-version"); s != "" {
 		attrs = append(attrs, slog.String("successor", truncate(s)))
 	}
 	c.logger.LogAttrs(ctx, slog.LevelWarn, "petstore API operation is deprecated", attrs...)

@@ -66,42 +66,56 @@ func parseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
 
 // parseLinkNext returns the target of the first link with relation "next"
 // in one or more Link header values (RFC 8288); ok is false when there is
-// none. An empty target ("<>") is a link: to the page it came with.
-func parseLinkNext(values []string) (target string, ok bool) { return parseLinkRel(values, "next") }
+// none. An empty target ("<>") is a link: to the page it came with. bad
+// is, when there is none, the first value with a link that does not
+// parse, which may have been the next one; "" when every link parsed.
+func parseLinkNext(values []string) (target string, ok bool, bad string) {
+	return parseLinkRel(values, "next")
+}
 
 // parseLinkRel returns the target of the first link with relation rel in
 // one or more Link header values (RFC 8288); ok is false when there is
-// none. Relations are matched case-insensitively and may be one of several
-// in a space-separated rel value.
-func parseLinkRel(values []string, rel string) (target string, ok bool) {
+// none, and bad is then the first value with a link that does not parse
+// (see parseLinkValue), "" when every link parsed. Relations are matched
+// case-insensitively and may be one of several in a space-separated rel
+// value.
+func parseLinkRel(values []string, rel string) (target string, ok bool, bad string) {
 	for _, v := range values {
-		for len(v) > 0 {
-			// Malformed input has no relations: a match is a link.
+		for rest := v; len(rest) > 0; {
 			var rels []string
-			target, rels, v = parseLinkValue(v)
+			var parsed bool
+			target, rels, rest, parsed = parseLinkValue(rest)
+			if !parsed && bad == "" {
+				bad = v
+			}
 			for _, r := range rels {
 				if strings.EqualFold(r, rel) {
-					return target, true
+					return target, true, ""
 				}
 			}
 		}
 	}
-	return "", false
+	return "", false, bad
 }
 
 // parseLinkValue parses one link-value from the start of s:
 // `<target>; param=value; rel="a b"`, and returns the target, the rel
-// relation types, and the rest of s after the separating comma. Malformed
-// input yields no target and no relations, and skips to the next comma
-// outside quotes.
-func parseLinkValue(s string) (target string, rels []string, rest string) {
+// relation types, the rest of s after the separating comma, and whether
+// it parsed. Malformed input (no "<target>", or text after the
+// parameters) yields ok false, no target and no relations, and skips to
+// the next comma outside quotes; s holding only spaces and commas is no
+// link, and no error.
+func parseLinkValue(s string) (target string, rels []string, rest string, ok bool) {
 	s = strings.TrimLeft(s, " \t,")
+	if s == "" {
+		return "", nil, "", true
+	}
 	if !strings.HasPrefix(s, "<") {
-		return "", nil, skipPastComma(s)
+		return "", nil, skipPastComma(s), false
 	}
 	end := strings.IndexByte(s, '>')
 	if end < 0 {
-		return "", nil, ""
+		return "", nil, "", false
 	}
 	target, s = s[1:end], s[end+1:]
 	for {
@@ -112,7 +126,7 @@ func parseLinkValue(s string) (target string, rels []string, rest string) {
 		s = strings.TrimLeft(s[1:], " \t")
 		i := strings.IndexAny(s, "=;,")
 		if i < 0 {
-			return target, rels, ""
+			return target, rels, "", true
 		}
 		name := strings.TrimSpace(s[:i])
 		var val string
@@ -127,9 +141,9 @@ func parseLinkValue(s string) (target string, rels []string, rest string) {
 		}
 	}
 	if !strings.HasPrefix(s, ",") && s != "" {
-		return "", nil, skipPastComma(s)
+		return "", nil, skipPastComma(s), false
 	}
-	return target, rels, strings.TrimPrefix(s, ",")
+	return target, rels, strings.TrimPrefix(s, ","), true
 }
 
 // parseParamValue reads a token or a quoted-string from the start of s.

@@ -45,26 +45,27 @@ func TestParseLinkNext(t *testing.T) {
 		in     []string
 		want   string
 		wantOK bool
+		bad    bool // a link did not parse, and none was next
 	}{
-		{"none", nil, "", false},
-		{"empty: the page itself", []string{`<>; rel="next"`}, "", true},
-		{"simple", []string{`</v1/pets?cursor=abc>; rel="next"`}, "/v1/pets?cursor=abc", true},
-		{"unquoted", []string{`</v1/pets?cursor=abc>; rel=next`}, "/v1/pets?cursor=abc", true},
-		{"case", []string{`<a>; REL="Next"`}, "a", true},
-		{"multi rel", []string{`<x>; rel="prev next"`}, "x", true},
-		{"second link", []string{`</v1/pets>; rel="successor-version", </v1/pets?cursor=z>; rel="next"`}, "/v1/pets?cursor=z", true},
-		{"second header", []string{`<p>; rel="prev"`, `<n>; rel="next"`}, "n", true},
-		{"comma in quoted param", []string{`<a>; title="x, rel=next", <b>; rel="next"`}, "b", true},
-		{"other params", []string{`<n>; type="application/json"; rel="next"; title="more"`}, "n", true},
-		{"only first rel counts", []string{`<n>; rel="prev"; rel="next"`}, "", false},
-		{"not next", []string{`<a>; rel="nextpage"`}, "", false},
-		{"garbage then link", []string{`garbage, <n>; rel=next`}, "n", true},
-		{"unterminated", []string{`<n; rel=next`}, "", false},
+		{"none", nil, "", false, false},
+		{"empty: the page itself", []string{`<>; rel="next"`}, "", true, false},
+		{"simple", []string{`</v1/pets?cursor=abc>; rel="next"`}, "/v1/pets?cursor=abc", true, false},
+		{"unquoted", []string{`</v1/pets?cursor=abc>; rel=next`}, "/v1/pets?cursor=abc", true, false},
+		{"case", []string{`<a>; REL="Next"`}, "a", true, false},
+		{"multi rel", []string{`<x>; rel="prev next"`}, "x", true, false},
+		{"second link", []string{`</v1/pets>; rel="successor-version", </v1/pets?cursor=z>; rel="next"`}, "/v1/pets?cursor=z", true, false},
+		{"second header", []string{`<p>; rel="prev"`, `<n>; rel="next"`}, "n", true, false},
+		{"comma in quoted param", []string{`<a>; title="x, rel=next", <b>; rel="next"`}, "b", true, false},
+		{"other params", []string{`<n>; type="application/json"; rel="next"; title="more"`}, "n", true, false},
+		{"only first rel counts", []string{`<n>; rel="prev"; rel="next"`}, "", false, false},
+		{"not next", []string{`<a>; rel="nextpage"`}, "", false, false},
+		{"garbage then link", []string{`garbage, <n>; rel=next`}, "n", true, false},
+		{"unterminated", []string{`<n; rel=next`}, "", false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got, ok := parseLinkNext(tt.in); got != tt.want || ok != tt.wantOK {
-				t.Fatalf("parseLinkNext(%q) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.wantOK)
+			if got, ok, bad := parseLinkNext(tt.in); got != tt.want || ok != tt.wantOK || (bad != "") != tt.bad {
+				t.Fatalf("parseLinkNext(%q) = %q, %v, bad %q; want %q, %v, bad %v", tt.in, got, ok, bad, tt.want, tt.wantOK, tt.bad)
 			}
 		})
 	}
@@ -109,13 +110,13 @@ func FuzzParseLinkNext(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got, ok := parseLinkNext([]string{s})
+		got, ok, _ := parseLinkNext([]string{s})
 		if len(got) > len(s) {
 			t.Fatalf("parseLinkNext(%q) = %q, longer than its input", s, got)
 		}
 		// Whatever precedes a well-formed next link cannot hide it once it
 		// starts after a comma outside quotes.
-		if got2, _ := parseLinkNext([]string{s, `<z>; rel=next`}); !ok && got2 != "z" {
+		if got2, _, _ := parseLinkNext([]string{s, `<z>; rel=next`}); !ok && got2 != "z" {
 			t.Fatalf("a second header's next link was lost after %q: %q", s, got2)
 		}
 	})

@@ -18,7 +18,8 @@ import (
 // ListOrders fetches one page of the key's project's orders. The next
 // page's cursor comes from the response's Link rel="next"; a link back to
 // the page itself is an error, as it would hand the same cursor back
-// forever.
+// forever, and so are a next link without a cursor that parses and a Link
+// header that does not parse, as for ListPets.
 func (c *Client) ListOrders(ctx context.Context, f petstore.OrderFilter) (petstore.OrderPage, error) {
 	orders, next, at, err := fetchPage[petstore.Order](ctx, c, c.ordersURL(f), "listOrders", "orders")
 	if err != nil {
@@ -34,7 +35,8 @@ func (c *Client) ListOrders(ctx context.Context, f petstore.OrderFilter) (petsto
 // AllOrders iterates over every order of the key's project matching f,
 // page by page, following the Link rel="next" of each response. f.Limit
 // sets the page size. Iteration stops after the first error, which is
-// yielded with a zero Order. Each loop over the sequence reads the list
+// yielded with a zero Order: as for All, a Link header that does not
+// parse is one. Each loop over the sequence reads the list
 // again from its first page.
 func (c *Client) AllOrders(ctx context.Context, f petstore.OrderFilter) iter.Seq2[petstore.Order, error] {
 	return allPages[petstore.Order](ctx, c, c.ordersURL(f), "listOrders", "orders")

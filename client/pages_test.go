@@ -235,3 +235,56 @@ func TestListPetsRefusesALinkToItself(t *testing.T) {
 		}
 	}
 }
+
+// TestUnreadableNextLinkIsAnError: a page whose next link does not parse
+// (a Link header without its closing ">", or with text after its
+// parameters), or whose next link carries no cursor that parses, does not
+// say it is the last page: All and ListPets report it instead of ending
+// the list there as if it were complete.
+func TestUnreadableNextLinkIsAnError(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, link string
+		all        bool // whether All fails too: it follows a link whose cursor does not parse as it is
+	}{
+		{"no closing bracket", `</v1/pets?cursor=b; rel="next"`, true},
+		{"text after the parameters", `</v1/pets?cursor=b>; rel="next" more`, true},
+		{"no angle brackets", `/v1/pets?cursor=b; rel="next"`, true},
+		{"a cursor that does not parse", `</v1/pets?cursor=%zz>; rel="next"`, false},
+		{"no cursor", `</v1/pets?limit=1>; rel="next"`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Query().Get("cursor") == "" {
+					w.Header().Set("Link", tt.link)
+				}
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprint(w, `[{"id":1,"name":"Rex","categoryId":1,"status":"available"}]`)
+			}))
+			t.Cleanup(api.Close)
+			c, err := client.New(api.URL+"/v1", "psk_P0oI9uY8tR7eW6qA5sD3fG1h", client.WithHTTPClient(api.Client()), client.WithMaxAttempts(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if page, err := c.ListPets(context.Background(), petstore.PetFilter{}); err == nil {
+				t.Errorf("Link %s: ListPets = %+v, no error; want an error: the next page cannot be named", tt.link, page)
+			}
+			if !tt.all {
+				return
+			}
+			var last error
+			n := 0
+			for _, err := range c.All(context.Background(), petstore.PetFilter{}) {
+				if last = err; err != nil || n > 10 {
+					break
+				}
+				n++
+			}
+			if last == nil {
+				t.Errorf("Link %s: All yielded %d pets, then ended without an error; want an error: the list may go on", tt.link, n)
+			}
+		})
+	}
+}
