@@ -151,3 +151,37 @@ func TestNullObjectIsAnError(t *testing.T) {
 		}
 	}
 }
+
+// TestNullItemIsAnError: a list holding null (`[null]`, from a gateway or
+// a mock, never the API) is an error naming the request, as a null pet
+// or order is, not a zero pet or order with id 0 and no error.
+func TestNullItemIsAnError(t *testing.T) {
+	t.Parallel()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`[{"id":1,"name":"Rex","categoryId":1,"status":"available"},null]`))
+	}))
+	t.Cleanup(ts.Close)
+	c, err := client.New(ts.URL+"/v1", "k", client.WithMaxAttempts(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if page, err := c.ListPets(ctx, petstore.PetFilter{}); err == nil || !strings.Contains(err.Error(), "null") {
+		t.Errorf("ListPets on [pet, null]: %+v, error %v; want an error saying an item is null", page, err)
+	}
+	if page, err := c.ListOrders(ctx, petstore.OrderFilter{}); err == nil || !strings.Contains(err.Error(), "null") {
+		t.Errorf("ListOrders on [order, null]: %+v, error %v; want an error saying an item is null", page, err)
+	}
+	var ids []int64
+	var last error
+	for pet, err := range c.All(ctx, petstore.PetFilter{}) {
+		if last = err; err != nil {
+			break
+		}
+		ids = append(ids, pet.ID)
+	}
+	if last == nil || !strings.Contains(last.Error(), "null") {
+		t.Errorf("All on [pet, null]: yielded ids %v, then %v; want an error saying an item is null", ids, last)
+	}
+}

@@ -512,14 +512,21 @@ func fetchPage[T any](ctx context.Context, c *Client, u *url.URL, op, what strin
 		return nil, nil, nil, err
 	}
 	at := resp.Request.URL
-	items := []T{}
-	if err := decodeBody(resp, body, &items, what); err != nil {
+	// Decoded as pointers, so that a null item, which encoding/json
+	// would take for a zero value with id 0, shows as nil: an error, as
+	// a null object is (decodeObject).
+	var ptrs []*T
+	if err := decodeBody(resp, body, &ptrs, what); err != nil {
 		return nil, nil, nil, err
 	}
-	if items == nil {
-		// A null list (a server other than the API's) is an empty page,
-		// as the API's own [] is.
-		items = []T{}
+	// A null list (a server other than the API's) is an empty page, as
+	// the API's own [] is: never nil.
+	items := make([]T, 0, len(ptrs))
+	for i, p := range ptrs {
+		if p == nil {
+			return nil, nil, nil, fmt.Errorf("petstore client: %s %s: %s: %s[%d] is null", resp.Request.Method, resp.Request.URL.EscapedPath(), resp.Status, what, i)
+		}
+		items = append(items, *p)
 	}
 	link, ok, bad := parseLinkNext(resp.Header.Values("Link"))
 	if bad != "" {
