@@ -68,3 +68,42 @@ func TestExpectContinueIsRefusedUnread(t *testing.T) {
 		t.Errorf("right key: logged %d with body %q, want 201 and %q", r.Status, r.Body, body)
 	}
 }
+
+// TestOtherExpectationFails: a request with an Expect other than
+// 100-continue gets 417 Expectation Failed before the API sees it, as Go's
+// server answers it, with no listener too: no pet is created, and the
+// request is not logged, since no handler ran.
+func TestOtherExpectationFails(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []struct {
+		name string
+		opts []petstoretest.Option
+	}{{"loopback", nil}, {"no listener", []petstoretest.Option{petstoretest.WithoutListener()}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			srv := petstoretest.NewServer(t, mode.opts...)
+			req, err := http.NewRequest("POST", srv.URL+"/pets", strings.NewReader(`{"name":"Rex","categoryId":1}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+srv.Key())
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Expect", "202-accepted")
+			resp, err := srv.HTTPClient().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusExpectationFailed || !resp.Close {
+				t.Errorf("Expect: 202-accepted: %s, connection closed %v; want 417 Expectation Failed, closing the connection", resp.Status, resp.Close)
+			}
+			if pets := srv.Pets(); len(pets) != 0 {
+				t.Errorf("Expect: 202-accepted created %d pets, want none: the API never sees it", len(pets))
+			}
+			if reqs := srv.Requests(); len(reqs) != 0 {
+				t.Errorf("Expect: 202-accepted: %d requests logged, want none: no handler ran", len(reqs))
+			}
+		})
+	}
+}

@@ -540,6 +540,9 @@ func (t memTransport) RoundTrip(req *http.Request) (resp *http.Response, err err
 		h[ck] = append(h[ck], vs...)
 	}
 	r.Header = h
+	if h.Get("Expect") != "" && !expectsContinue(h) {
+		return expectationFailed(req), nil
+	}
 	r.RemoteAddr = "127.0.0.1:1"
 	r.Host = req.URL.Host
 	if r.Body == nil {
@@ -562,6 +565,19 @@ func (t memTransport) RoundTrip(req *http.Request) (resp *http.Response, err err
 	resp.Request = req
 	completeAsAServer(resp, req.Method, rec.Body.Len())
 	return resp, nil
+}
+
+// expectationFailed is Go's server's answer to req, whose Expect is not
+// 100-continue: 417 Expectation Failed, closing the connection, without
+// calling any handler (so the request is not logged either).
+func expectationFailed(req *http.Request) *http.Response {
+	rec := httptest.NewRecorder()
+	rec.Header().Set("Connection", "close")
+	rec.WriteHeader(http.StatusExpectationFailed)
+	resp := rec.Result()
+	resp.Request, resp.Close = req, true
+	completeAsAServer(resp, req.Method, 0)
+	return resp
 }
 
 // completeAsAServer adds to resp what net/http's server adds to an

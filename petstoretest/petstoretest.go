@@ -130,6 +130,9 @@ func WithStore(s petstore.Store) Option { return func(c *config) { c.store = s }
 // WithoutListener serves through an in-memory http.RoundTripper instead
 // of a loopback port: no sockets and no goroutines, so the fake works
 // inside a testing/synctest bubble. Use HTTPClient or Client to reach it.
+// A request with an Expect other than 100-continue gets 417 Expectation
+// Failed, as from Go's server, and never reaches the API or the request
+// log.
 func WithoutListener() Option { return func(c *config) { c.noListener = true } }
 
 // WithClock sets the clock of the rate limiter and of the response headers
