@@ -442,3 +442,36 @@ func TestFaultsAreLogged(t *testing.T) {
 		t.Fatalf("logged\n%v\nwant\n%v\nlog:\n%s", got, want, buf.String())
 	}
 }
+
+// A 405 must carry Allow (RFC 9110 §15.5.6), as every 405 of the API
+// does. The fake cannot know the methods a route would allow, so a fault
+// answering 405 without an Allow in its Header fails the test, however
+// the 405 is asked for; with one, it is sent.
+func TestInjected405NeedsAllow(t *testing.T) {
+	t.Parallel()
+	for name, f := range map[string]petstoretest.Fault{
+		"Status":       {Status: http.StatusMethodNotAllowed},
+		"Error.Status": {Error: &petstore.Error{Code: "maintenance", Status: http.StatusMethodNotAllowed}},
+		"Error.Code":   {Error: &petstore.Error{Code: petstore.CodeMethodNotAllowed}},
+		"After":        {After: true, Status: http.StatusMethodNotAllowed},
+	} {
+		ft := newExampleT()
+		srv := petstoretest.NewServer(ft, petstoretest.WithoutListener())
+		failed := func() (msg any) {
+			defer func() { msg = recover() }()
+			srv.Inject(f)
+			return nil
+		}()
+		ft.cleanup()
+		if failed == nil {
+			t.Errorf("%s: Inject of a 405 without Allow did not fail the test", name)
+		} else if !strings.Contains(fmt.Sprint(failed), "Allow") {
+			t.Errorf("%s: Inject failed with %q, want a message naming Allow", name, failed)
+		}
+	}
+	srv := petstoretest.NewServer(t, petstoretest.WithoutListener())
+	srv.Inject(petstoretest.Fault{Times: 1, Status: http.StatusMethodNotAllowed, Header: http.Header{"Allow": {"GET, HEAD"}}})
+	if status, h, _ := do(t, srv, "POST", "/pets/1", `{}`); status != http.StatusMethodNotAllowed || h.Get("Allow") != "GET, HEAD" {
+		t.Errorf("a 405 fault with Allow: %d, Allow %q; want 405, %q", status, h.Get("Allow"), "GET, HEAD")
+	}
+}

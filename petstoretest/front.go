@@ -89,7 +89,8 @@ type Fault struct {
 	Times int
 	// Status answers the request with this status and an Error body whose
 	// code fits it (a 429 also gets Retry-After: 1 and a 401 the API's
-	// WWW-Authenticate challenge of a refused key, unless Header sets one).
+	// WWW-Authenticate challenge of a refused key, unless Header sets one;
+	// a 405 needs an Allow in Header, which Inject checks).
 	// A 503 gets no Retry-After, so that a client's retry of it waits only
 	// its own back-off; the real server's 503 says Retry-After: 2, which
 	// Header can add. The answer is the fake's, not the API's: it has
@@ -146,10 +147,12 @@ func (routeMatch) ServeHTTP(http.ResponseWriter, *http.Request) {}
 
 // Inject adds a fault. An invalid Route fails the test, as does a
 // status (Status, or the Error's Status when Status is 0) outside 200 to
-// 999, which no server answers with: net/http panics on it, a negative
-// Times or Latency, and a Drop with a Status, an Error or a Header, none
-// of which a dropped connection sends. It keeps a copy of f's Header
-// and Error: changing them afterwards changes nothing injected.
+// 999, which no server answers with: net/http panics on it, a 405
+// without an Allow in Header, which every 405 must carry (RFC 9110
+// §15.5.6) and only the test knows the methods for, a negative Times or
+// Latency, and a Drop with a Status, an Error or a Header, none of which
+// a dropped connection sends. It keeps a copy of f's Header and Error:
+// changing them afterwards changes nothing injected.
 func (s *Server) Inject(f Fault) {
 	s.tb.Helper()
 	// The fault is the caller's as given: a Header or Error it changes
@@ -171,12 +174,14 @@ func (s *Server) Inject(f Fault) {
 	if f.Times < 0 {
 		s.tb.Fatalf("petstoretest: fault Times %d: Times counts the requests to fail; 0 fails every matching request until ClearFaults", f.Times)
 	}
-	status := f.Status
-	if status == 0 && f.Error != nil {
-		status = f.Error.Status
-	}
+	status := answerStatus(&f)
 	if status != 0 && (status < 200 || status > 999) {
 		s.tb.Fatalf("petstoretest: fault status %d: a fault answers with a status from 200 to 999", status)
+	}
+	sent := http.Header{}
+	setHeader(sent, f.Header) // with the names canonical, as the answer carries them
+	if status == http.StatusMethodNotAllowed && sent.Values("Allow") == nil {
+		s.tb.Fatalf(`petstoretest: fault status 405 without an Allow header: every 405 names the methods the route takes (RFC 9110), which the fake cannot know; set them in the Fault's Header (with Inject), such as http.Header{"Allow": {"GET, HEAD"}}`)
 	}
 	ft := &fault{Fault: f, left: f.Times}
 	if f.Times == 0 {
@@ -227,7 +232,9 @@ func (s *Server) Inject(f Fault) {
 }
 
 // FailNext makes the next n requests, whatever their route, fail with
-// status and an Error body; n <= 0 fails none.
+// status and an Error body; n <= 0 fails none. A 405 fails the test, as
+// it does with Inject: it needs an Allow, which only Inject's Fault can
+// set.
 func (s *Server) FailNext(n, status int) {
 	s.tb.Helper()
 	if n > 0 {
@@ -411,14 +418,11 @@ func (s *Server) applyFault(w *statuswriter.Writer, r *http.Request, f *Fault, u
 		s.logFault(r, f, 0)
 		panic(http.ErrAbortHandler)
 	}
-	if f.Status == 0 && f.Error == nil {
+	status := answerStatus(f)
+	if status == 0 {
 		return false
 	}
 	e := cmp.Or(f.Error, &petstore.Error{})
-	status := cmp.Or(f.Status, e.Status)
-	if status == 0 {
-		status = httpx.ErrorStatus(e)
-	}
 	// Every Error of the API has a code and a message: those of the
 	// status stand in for what the fault leaves out.
 	body := *e
@@ -437,6 +441,21 @@ func (s *Server) applyFault(w *statuswriter.Writer, r *http.Request, f *Fault, u
 	httpx.WriteJSON(w, status, body)
 	s.logFault(r, f, status)
 	return true
+}
+
+// answerStatus is the status of f's own answer: Status, else its Error's
+// Status, else its Error's code's; 0 when f sends none (a Latency alone,
+// a Drop).
+func answerStatus(f *Fault) int {
+	switch {
+	case f.Status != 0:
+		return f.Status
+	case f.Error == nil:
+		return 0
+	case f.Error.Status != 0:
+		return f.Error.Status
+	}
+	return httpx.ErrorStatus(f.Error)
 }
 
 // logFault writes the "fault injected" line of r, failed by f with
