@@ -103,14 +103,20 @@ func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 // finished deliveries older than Config.Retention, and erases rolled
 // secrets whose overlap has ended, hourly, while deliveries keep being
 // due as well as when none are: after a claim that did not fail, and,
-// after a purge that failed, again a minute later. No store call
-// holds it longer than Config.Lease, so a database that stops answering
-// delays the next poll, never stops them. It returns nil when ctx is
-// done.
+// after a purge that failed, again a minute later. The purge runs beside
+// the claims, one at a time, so that its round trips (a slow database's)
+// never delay the next claim. No store call holds it longer than
+// Config.Lease, so a database that stops answering delays the next poll,
+// never stops them. It returns nil when ctx is done, once its purge has
+// ended.
 func (s *Service) Run(ctx context.Context) error {
 	t := time.NewTimer(s.cfg.PollInterval)
 	defer t.Stop()
 	defer s.client.CloseIdleConnections()
+	var purging sync.WaitGroup
+	defer purging.Wait()
+	idle := make(chan struct{}, 1) // holds a token while no purge runs
+	idle <- struct{}{}
 	for {
 		n, err := s.DeliverDue(ctx)
 		if err != nil && ctx.Err() == nil {
@@ -120,9 +126,19 @@ func (s *Service) Run(ctx context.Context) error {
 		// must not keep old deliveries, or a secret past its overlap,
 		// for as long as it lasts. Only after a claim the store
 		// answered: one that cannot claim cannot purge either, and
-		// waiting for it twice would double each poll's delay.
+		// waiting for it twice would double each poll's delay. Beside
+		// the next claim, which it must not delay: on a slow link its
+		// round trips would hold up an event queued for another
+		// endpoint past its bound.
 		if err == nil {
-			s.purge(ctx)
+			select {
+			case <-idle:
+				purging.Go(func() {
+					defer func() { idle <- struct{}{} }()
+					s.purge(ctx)
+				})
+			default: // the last one still runs
+			}
 		}
 		if n > 0 && ctx.Err() == nil {
 			// More may be due: a claim takes only a few of one
@@ -157,8 +173,8 @@ func (s *Service) purge(ctx context.Context) {
 	if now.Before(s.nextPurge) {
 		return
 	}
-	// Bounded as a claim is, so that a paused database cannot hold Run
-	// here past its next poll's lease.
+	// Bounded as a claim is, so that a paused database cannot hold it,
+	// and Run's return, past a lease.
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.Lease)
 	defer cancel()
 	if _, err := s.store.PurgeWebhookDeliveries(pctx, now, now.Add(-s.cfg.Retention)); err != nil {
