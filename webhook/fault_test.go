@@ -47,6 +47,22 @@ var sharedDatabases = append([]database{
 // not lost and keeps its id, which is why receivers deduplicate by it. On
 // PostgreSQL and MariaDB.
 func TestAnswerLostToAPausedDatabaseIsSentAgain(t *testing.T) {
+	answerLostIsSentAgain(t, (*faultproxy.Proxy).Pause)
+}
+
+// TestAnswerLostToACutDatabaseIsSentAgain: as
+// TestAnswerLostToAPausedDatabaseIsSentAgain, with the link cut (the
+// database crashed) rather than paused: the answer's record fails at
+// once, and the attempt is still sent again, once, by another process
+// once the lease has run out. On PostgreSQL and MariaDB.
+func TestAnswerLostToACutDatabaseIsSentAgain(t *testing.T) {
+	answerLostIsSentAgain(t, (*faultproxy.Proxy).Cut)
+}
+
+// answerLostIsSentAgain makes fault on process A's database link while
+// A's first attempt is at the receiver, and checks that process B sends
+// it again once A's lease has run out, and that nothing else is sent.
+func answerLostIsSentAgain(t *testing.T, fault func(*faultproxy.Proxy)) {
 	for _, db := range serverDatabases {
 		t.Run(db.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -63,7 +79,7 @@ func TestAnswerLostToAPausedDatabaseIsSentAgain(t *testing.T) {
 				first := len(ids) == 1
 				mu.Unlock()
 				if first {
-					proxy.Pause() // A's answer will find its database gone
+					fault(proxy) // A's answer will find its database gone
 				}
 			}))
 			t.Cleanup(srv.Close)
@@ -94,7 +110,7 @@ func TestAnswerLostToAPausedDatabaseIsSentAgain(t *testing.T) {
 				}
 			case <-time.After(lease + time.Second):
 				proxy.Restore() // lets it end
-				t.Fatalf("A's DeliverDue still runs %v after it began, with its database paused; want it done within its %v lease", lease+time.Second, lease)
+				t.Fatalf("A's DeliverDue still runs %v after it began, its database link faulty; want it done within its %v lease", lease+time.Second, lease)
 			}
 			// B takes the attempt over once A's lease has run out.
 			deadline := time.Now().Add(5 * time.Second)
@@ -146,6 +162,23 @@ func TestAnswerLostToAPausedDatabaseIsSentAgain(t *testing.T) {
 // gives up on the connection, many minutes later: only the worker's own
 // deadline ends it. On PostgreSQL and MariaDB.
 func TestWorkerIsBoundedWhileItsDatabaseIsPaused(t *testing.T) {
+	workerDeliversOnceTheLinkIsBack(t, (*faultproxy.Proxy).Pause)
+}
+
+// TestWorkerDeliversOnceItsCutDatabaseIsBack: as
+// TestWorkerIsBoundedWhileItsDatabaseIsPaused, with the link cut (the
+// database crashed, every connection closed): each claim fails, Run
+// keeps claiming at every poll, and once the database is back what was
+// due is delivered, once. On PostgreSQL and MariaDB.
+func TestWorkerDeliversOnceItsCutDatabaseIsBack(t *testing.T) {
+	workerDeliversOnceTheLinkIsBack(t, (*faultproxy.Proxy).Cut)
+}
+
+// workerDeliversOnceTheLinkIsBack makes fault on a worker's database
+// link before it claims an event another process queued, and checks
+// that DeliverDue fails within its lease, that Run keeps claiming, and
+// that the event is delivered once when the link is back.
+func workerDeliversOnceTheLinkIsBack(t *testing.T, fault func(*faultproxy.Proxy)) {
 	for _, db := range serverDatabases {
 		t.Run(db.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -165,23 +198,22 @@ func TestWorkerIsBoundedWhileItsDatabaseIsPaused(t *testing.T) {
 			if err := b.Enqueue(ctx, "prj_a", webhook.TypeDomainActive, map[string]string{"name": "a.example.com"}); err != nil {
 				t.Fatal(err)
 			}
-			proxy.Pause()
+			fault(proxy)
 
 			done := make(chan error, 1)
 			go func() { _, err := a.DeliverDue(ctx); done <- err }()
 			select {
 			case err := <-done:
 				if err == nil {
-					t.Fatal("DeliverDue over a paused database: no error")
+					t.Fatal("DeliverDue over a faulty database link: no error")
 				}
 			case <-time.After(lease + time.Second):
 				proxy.Restore() // lets it end
 				<-done
-				t.Fatalf("DeliverDue still claims %v after it began, its database paused; want it to give up within its %v lease", lease+time.Second, lease)
+				t.Fatalf("DeliverDue still claims %v after it began, its database link faulty; want it to give up within its %v lease", lease+time.Second, lease)
 			}
 
-			// Run: every claim fails, and the purge between them does not
-			// hang, so the claims keep coming.
+			// Run: every claim fails, and the claims keep coming.
 			runCtx, stop := context.WithCancel(ctx)
 			ran := make(chan error, 1)
 			go func() { ran <- a.Run(runCtx) }()
@@ -193,7 +225,7 @@ func TestWorkerIsBoundedWhileItsDatabaseIsPaused(t *testing.T) {
 				case <-claims.failed:
 				case <-patience:
 					proxy.Restore()
-					t.Fatalf("Run over a paused database: %d failed claims within %v; want one at least every two leases (the claim's and the purge's bound)", n, 5*lease)
+					t.Fatalf("Run over a faulty database link: %d failed claims within %v; want one at least every two leases (the claim's and the purge's bound)", n, 5*lease)
 				}
 			}
 			proxy.Restore()
