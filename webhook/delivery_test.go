@@ -403,7 +403,7 @@ func TestTwoWorkersShareTheOutbox(t *testing.T) {
 }
 
 // TestReplicasNeverSendAnAttemptTwiceOverASlowDatabase: two workers on
-// one PostgreSQL schema, through a link slowed 150 ms each way, with the
+// one database (PostgreSQL, MariaDB), through a link slowed 150 ms each way, with the
 // shortest lease New accepts for their 1 s timeout and a receiver that
 // answers within it. One claim of 32 deliveries then takes more than its
 // lease, yet no attempt is ever in flight twice: an attempt starts only
@@ -412,8 +412,20 @@ func TestTwoWorkersShareTheOutbox(t *testing.T) {
 // unless a starved machine made an answer outrun the timeout, which is
 // then retried).
 func TestReplicasNeverSendAnAttemptTwiceOverASlowDatabase(t *testing.T) {
+	for _, db := range serverDatabases {
+		t.Run(db.name, func(t *testing.T) {
+			t.Parallel() // each on its own database and proxy
+			replicasNeverSendAnAttemptTwice(t, db.dsn(t))
+		})
+	}
+}
+
+// replicasNeverSendAnAttemptTwice is
+// TestReplicasNeverSendAnAttemptTwiceOverASlowDatabase on the database
+// direct names.
+func replicasNeverSendAnAttemptTwice(t *testing.T, direct string) {
 	ctx := context.Background()
-	proxy, dsn := faultproxy.StartFor(t, testenv.PostgresSchema(t))
+	proxy, dsn := faultproxy.StartFor(t, direct)
 	open := func() *bunstore.Store { return openStore(t, dsn) }
 	first := open()
 	rcv := countEvents(t, 700*time.Millisecond) // a 200 within the 1 s timeout
