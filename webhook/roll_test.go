@@ -16,7 +16,9 @@ import (
 
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/bunstore"
+	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
 	"github.com/petstorekit/petstore/adapters/memstore"
+	"github.com/petstorekit/petstore/internal/faultproxy"
 	"github.com/petstorekit/petstore/webhook"
 )
 
@@ -344,6 +346,96 @@ func TestListShowsTheOverlapOnTheStoresClock(t *testing.T) {
 			}
 			if got, want := es[0].PreviousSecretExpiresAt, rolled.PreviousSecretExpiresAt; want.IsZero() || !got.Equal(want) {
 				t.Fatalf("the list's PreviousSecretExpiresAt = %v, want %v, the end of the overlap the roll answered", got, want)
+			}
+		})
+	}
+}
+
+// TestRolledSecretEndsOnTimeOverASlowLink holds docs/custom-domains.md
+// ("Webhooks") with the worker's database link slowed to 250 ms a round
+// trip through the fault proxy: no attempt is signed with a rolled
+// secret after its overlap has ended on the database's clock, and every
+// attempt made before the end, less one claim's round trips (the claim
+// reads how long the secret is still valid, and the worker counts that
+// from before the claim, never later), is signed with it. On PostgreSQL
+// and MariaDB, whose clock is this host's.
+func TestRolledSecretEndsOnTimeOverASlowLink(t *testing.T) {
+	const (
+		overlap = 2 * time.Second
+		rtt     = 250 * time.Millisecond
+		early   = 5 * rtt               // a claim is 3 round trips, and a ping of a connection idle for a second
+		transit = 50 * time.Millisecond // from an attempt's start to its arrival, on loopback
+	)
+	for _, db := range serverDatabases {
+		t.Run(db.name, func(t *testing.T) {
+			t.Parallel() // each on its own database and proxy
+			ctx := context.Background()
+			direct := db.dsn(t)
+			proxy, proxied := faultproxy.StartFor(t, direct)
+			defer proxy.Restore()
+			raw, err := bunopen.Open(ctx, direct)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { raw.Close() })
+			type arrival struct {
+				at   time.Time
+				both bool // signed with the old secret too
+			}
+			var mu sync.Mutex
+			var arrivals []arrival
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				both := strings.Count(r.Header.Get(webhook.SignatureHeader), "v1=") == 2
+				mu.Lock()
+				arrivals = append(arrivals, arrival{time.Now(), both})
+				mu.Unlock()
+			}))
+			t.Cleanup(srv.Close)
+			b := newService(t, webhook.Config{Store: openStore(t, direct), AllowPrivate: true})
+			a := newService(t, webhook.Config{Store: openStore(t, proxied), AllowPrivate: true, PollInterval: 50 * time.Millisecond})
+			e, err := b.CreateEndpoint(ctx, "prj_a", srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.RollSecret(ctx, "prj_a", e.ID, overlap); err != nil {
+				t.Fatal(err)
+			}
+			var endNS int64 // on the database's clock, this host's
+			if err := raw.NewRaw("SELECT previous_secret_expires_ns FROM webhook_endpoints WHERE id = ?", e.ID).Scan(ctx, &endNS); err != nil {
+				t.Fatal(err)
+			}
+			end := time.Unix(0, endNS)
+
+			proxy.SetLatency(rtt / 2)
+			runCtx, stop := context.WithCancel(ctx)
+			ran := make(chan error, 1)
+			go func() { ran <- a.Run(runCtx) }()
+			for time.Now().Before(end.Add(2 * time.Second)) { // events across the end, claims a second or so apart
+				if err := b.Enqueue(ctx, "prj_a", webhook.TypeDomainActive, map[string]string{"name": "a.example.com"}); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			stop()
+			<-ran
+
+			mu.Lock()
+			defer mu.Unlock()
+			var both, newOnly int
+			for _, got := range arrivals {
+				switch {
+				case got.both && got.at.After(end.Add(transit)):
+					t.Errorf("an attempt arrived %v after the overlap's end signed with the old secret too", got.at.Sub(end))
+				case !got.both && got.at.Before(end.Add(-early)):
+					t.Errorf("an attempt arrived %v before the overlap's end signed with the new secret only; want both until at most %v (a claim's round trips) before", end.Sub(got.at), early)
+				case got.both:
+					both++
+				default:
+					newOnly++
+				}
+			}
+			if both == 0 || newOnly == 0 {
+				t.Fatalf("%d attempts signed with both secrets, %d with the new only; the test needs some of each", both, newOnly)
 			}
 		})
 	}
