@@ -67,6 +67,20 @@
 // rounds it up, so a Reset or Retry-After may be up to a second late, never
 // early. A refund that lands after its window expired is undone at once,
 // since ulule would start the next window at -1.
+//
+// # Refunds
+//
+// The store is a ratelimit.Refunder, with one gap that ulule's API leaves:
+// a window's end is known only to the second, so a window that ends within
+// a second of the refunded request's instant plus its period cannot be told
+// from one that began after that instant, and gets nothing back. So a
+// request admitted in the first second of its window (its first request,
+// or a burst at its start) spends its quota in that window even when
+// refunded; a later one is given back, as by the other stores. The gap
+// refuses requests, it never admits one over the quota. A refund is a Peek
+// then an Increment, not one step: when its window ends or a new one begins
+// between the two, the Increment is undone, and a request that reaches the
+// new window in that round trip may see one more unit left.
 package limiterstore
 
 import (
@@ -86,7 +100,10 @@ type Store struct {
 	st limiter.Store
 }
 
-var _ ratelimit.Debtor = (*Store)(nil)
+var (
+	_ ratelimit.Debtor   = (*Store)(nil)
+	_ ratelimit.Refunder = (*Store)(nil)
+)
 
 // New returns a Store over st, for example memory.NewStore() or the
 // ulule Redis store.
@@ -165,19 +182,56 @@ func (s *Store) Owe(ctx context.Context, req ratelimit.Request, settle []ratelim
 	return nil
 }
 
+// Refund implements ratelimit.Refunder: per window, a Peek, then an
+// Increment by -1 when the window surely is the one req.Now was admitted
+// in. ulule tells a window's end only to the second (Context.Reset), so a
+// window that ends within a second after req.Now plus its period could as
+// well have begun since; it gets nothing, and a request admitted in the
+// first second of its window is not given back to that window. A window
+// that ends or begins between the Peek and the Increment gets the unit
+// taken back at once (see refund).
+func (s *Store) Refund(ctx context.Context, req ratelimit.Request) error {
+	for _, r := range req.Rates {
+		c, err := s.st.Peek(ctx, windowKey(r, req.Subject), limiter.Rate{Limit: r.Quota, Period: r.Period})
+		if err != nil {
+			return err
+		}
+		if c.Remaining < r.Quota && admittedIn(c, r, req.Now) {
+			if err := s.give(ctx, r, req.Subject, req.Now); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// admittedIn reports whether the window c describes, which runs now, surely
+// ran at the instant at: it ends no later than at plus its period, its end
+// being known only to the second, rounded down.
+func admittedIn(c limiter.Context, r ratelimit.Rate, at time.Time) bool {
+	return !time.Unix(c.Reset+1, 0).After(at.Add(r.Period))
+}
+
 func windowKey(r ratelimit.Rate, subject string) string {
 	return "w:" + strconv.FormatInt(r.Period.Milliseconds(), 10) + ":" + subject
 }
 
 // refund takes a refused request's count back from a window.
 func (s *Store) refund(ctx context.Context, r ratelimit.Rate, subject string) error {
+	return s.give(ctx, r, subject, time.Time{})
+}
+
+// give takes one count back from a window of subject, and undoes it when
+// the window expired in between (ulule then started a new one at -1) or,
+// for a non-zero at, when the window it reached is not one at was in (one
+// began since).
+func (s *Store) give(ctx context.Context, r ratelimit.Rate, subject string, at time.Time) error {
 	rate := limiter.Rate{Limit: r.Quota, Period: r.Period}
 	c, err := s.st.Increment(ctx, windowKey(r, subject), -1, rate)
 	if err != nil {
 		return err
 	}
-	if c.Remaining > r.Quota {
-		// The window expired in between and ulule started a new one at -1.
+	if c.Remaining > r.Quota || !at.IsZero() && !admittedIn(c, r, at) {
 		_, err = s.st.Increment(ctx, windowKey(r, subject), 1, rate)
 	}
 	return err

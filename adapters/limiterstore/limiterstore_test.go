@@ -151,3 +151,83 @@ func TestSpentWindowIsRefusing(t *testing.T) {
 		t.Fatal("Refusing is false after the store refused the minute's third request")
 	}
 }
+
+// checkRefund: a refunded request gives its unit back, so a key that spent
+// its minute admits one more request after a refund, and only one. The
+// first request is a second older than the others: ulule tells a window's
+// end only to the second, so the store gives back only requests admitted
+// at least a second after their window began (see Refund).
+func checkRefund(t *testing.T, lim *ratelimit.Limiter) {
+	t.Helper()
+	ctx := context.Background()
+	limits := petstore.Limits{PerMinute: 5, PerDay: 100}
+	var last time.Time
+	admitted := func() bool {
+		t.Helper()
+		d, err := lim.Decide(ctx, "key:refund", limits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed {
+			last = d.At
+		}
+		return d.Allowed
+	}
+	admitted()
+	time.Sleep(1100 * time.Millisecond)
+	for i := range 4 {
+		if !admitted() {
+			t.Fatalf("request %d of a 5/min key refused", i+2)
+		}
+	}
+	if admitted() {
+		t.Fatal("a sixth request in the minute was admitted")
+	}
+	if err := lim.Refund(ctx, "key:refund", limits, last); err != nil {
+		t.Fatal(err)
+	}
+	if !admitted() {
+		t.Fatal("after a refund the spent key still refuses")
+	}
+	if admitted() {
+		t.Fatal("one refund admitted two more requests")
+	}
+}
+
+func TestRefundOverMemory(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := ratelimit.New(limiterstore.New(newMemory()), ratelimit.Config{})
+		checkRefund(t, lim)
+
+		// A request of the last minute refunded once the next has begun
+		// gives nothing to the new minute, and one back to the day.
+		ctx := context.Background()
+		limits := petstore.Limits{PerMinute: 5, PerDay: 100}
+		d, err := lim.Decide(ctx, "key:next", limits)
+		if err != nil || !d.Allowed {
+			t.Fatalf("%+v, %v", d, err)
+		}
+		time.Sleep(2 * time.Second)
+		old, err := lim.Decide(ctx, "key:next", limits)
+		if err != nil || !old.Allowed {
+			t.Fatalf("%+v, %v", old, err)
+		}
+		time.Sleep(time.Minute)
+		if d, err = lim.Decide(ctx, "key:next", limits); err != nil || !d.Allowed {
+			t.Fatalf("%+v, %v", d, err)
+		}
+		if err := lim.Refund(ctx, "key:next", limits, old.At); err != nil {
+			t.Fatal(err)
+		}
+		d, err = lim.Decide(ctx, "key:next", limits)
+		if err != nil || d.Windows[0].Remaining != 3 || d.Windows[1].Remaining != 97 {
+			t.Fatalf("after refunding a request of the previous minute: %+v, %v; want 3 (the new minute keeps its count) and 97 (the day gives one back) left", d.Windows, err)
+		}
+	})
+}
+
+func TestRefundOverRedis(t *testing.T) {
+	c := testenv.RedisClient(t)
+	lim := ratelimit.New(limiterstore.New(newUluleRedis(t, c, testenv.RedisPrefix(t, c, "ulule"))), ratelimit.Config{StoreTimeout: 5 * time.Second})
+	checkRefund(t, lim)
+}
