@@ -26,8 +26,9 @@ type Refunder interface {
 // With a store that leases shares (Leaser) the unit goes back into this
 // process's share, or, once one of its windows has ended, to the store's
 // others that still run; with a shared store that does not, into the store
-// when it is a Refunder, or into the local fallback while the store is
-// taken for down. A zero at means now.
+// when it is a Refunder (and this process's mirror of it, so that Refusing
+// says so at once), or into the local fallback while the store is taken
+// for down. A zero at means now.
 func (l *Limiter) Refund(ctx context.Context, subject string, limits petstore.Limits, at time.Time) error {
 	if !limits.Valid() {
 		return invalidLimits()
@@ -70,14 +71,27 @@ func (l *Limiter) Refund(ctx context.Context, subject string, limits petstore.Li
 	if l.open.Load() {
 		store = l.local
 	}
-	if r, ok := store.(Refunder); ok {
-		return r.Refund(ctx, Request{Subject: subject, Rates: rates, Now: at})
+	r, ok := store.(Refunder)
+	if !ok {
+		return nil
 	}
-	return nil
+	req := Request{Subject: subject, Rates: rates, Now: at}
+	if err := r.Refund(ctx, req); err != nil || store == l.local {
+		return err
+	}
+	// The mirror learns of the room at once, so that Refusing stops.
+	return l.local.refund(ctx, req, false)
 }
 
 // Refund implements Refunder.
 func (s *MemoryStore) Refund(ctx context.Context, req Request) error {
+	return s.refund(ctx, req, true)
+}
+
+// refund is Refund; with debts false, as in the mirror of a shared store
+// that took the refund itself, it leaves what this process admitted on its
+// own (memWindow.local, debts yet to be told) as it is.
+func (s *MemoryStore) refund(ctx context.Context, req Request, debts bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -94,7 +108,9 @@ func (s *MemoryStore) Refund(ctx context.Context, req Request) error {
 		for _, r := range req.Rates {
 			if w.period == r.Period && w.end > at && w.end-int64(w.period) <= at && w.used > 0 {
 				w.used--
-				w.local = max(w.local-1, 0)
+				if debts {
+					w.local = max(w.local-1, 0)
+				}
 				// A window the refund leaves room in refuses no more.
 				w.full = w.used >= r.Quota
 			}

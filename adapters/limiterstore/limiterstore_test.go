@@ -153,7 +153,8 @@ func TestSpentWindowIsRefusing(t *testing.T) {
 }
 
 // checkRefund: a refunded request gives its unit back, so a key that spent
-// its minute admits one more request after a refund, and only one. The
+// its minute is no longer refusing (Refusing, which paces a refused
+// client's key lookups) and admits one more request, and only one. The
 // first request is a second older than the others: ulule tells a window's
 // end only to the second, so the store gives back only requests admitted
 // at least a second after their window began (see Refund).
@@ -185,6 +186,9 @@ func checkRefund(t *testing.T, lim *ratelimit.Limiter) {
 	}
 	if err := lim.Refund(ctx, "key:refund", limits, last); err != nil {
 		t.Fatal(err)
+	}
+	if lim.Refusing("key:refund") {
+		t.Fatal("Refusing still true after a refund left one request in the minute")
 	}
 	if !admitted() {
 		t.Fatal("after a refund the spent key still refuses")
