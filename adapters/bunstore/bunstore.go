@@ -492,7 +492,7 @@ func (s *Store) SetKeyPlan(ctx context.Context, id string, plan petstore.Plan, l
 // update that changes nothing unless the connection sets clientFoundRows.
 func (s *Store) setKeyPlan(ctx context.Context, id string, plan petstore.Plan, limits petstore.Limits) (petstore.APIKey, error) {
 	var row keyRow
-	err := s.runKeyTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := s.runBoundTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		q := tx.NewSelect().Model(&row).Where("id = ?", id)
 		if s.db.Dialect().Name() != dialect.SQLite {
 			q = q.For("UPDATE")
@@ -514,17 +514,18 @@ func (s *Store) setKeyPlan(ctx context.Context, id string, plan petstore.Plan, l
 	return row.key(), nil
 }
 
-// runKeyTx runs fn in a transaction, as the changes that read a key's row
-// FOR UPDATE do. Should its link go into a black hole, the database ends
-// it by itself once the caller's deadline has passed (boundTx), rather
-// than keep the row locked, for other processes' changes of the key to
-// wait on, until it notices the connection is gone (PostgreSQL) or for
+// runBoundTx runs fn in a transaction with options opts, as the changes
+// that read a key's row FOR UPDATE and the purge of idempotency records
+// do. Should its link go into a black hole, the database ends it by
+// itself once the caller's deadline has passed (boundTx), rather than
+// keep the rows it locked, for other processes' changes to wait on,
+// until it notices the connection is gone (PostgreSQL) or for
 // innodb_lock_wait_timeout each (MariaDB). Without a deadline, or on
 // SQLite, it is a plain transaction.
-func (s *Store) runKeyTx(ctx context.Context, fn func(context.Context, bun.Tx) error) error {
+func (s *Store) runBoundTx(ctx context.Context, opts *sql.TxOptions, fn func(context.Context, bun.Tx) error) error {
 	dl, ok := ctx.Deadline()
 	if !ok || s.db.Dialect().Name() == dialect.SQLite {
-		return s.db.RunInTx(ctx, nil, fn)
+		return s.db.RunInTx(ctx, opts, fn)
 	}
 	bounded := func(ctx context.Context, tx bun.Tx) error {
 		if err := s.boundTx(ctx, tx.Tx, time.Until(dl)); err != nil {
@@ -533,7 +534,7 @@ func (s *Store) runKeyTx(ctx context.Context, fn func(context.Context, bun.Tx) e
 		return fn(ctx, tx)
 	}
 	if s.pg {
-		return s.db.RunInTx(ctx, nil, bounded)
+		return s.db.RunInTx(ctx, opts, bounded)
 	}
 	// On MySQL and MariaDB boundTx sets the session's timeouts: the
 	// transaction runs on a connection of its own, which gets them back
@@ -543,7 +544,7 @@ func (s *Store) runKeyTx(ctx context.Context, fn func(context.Context, bun.Tx) e
 		return err
 	}
 	defer s.resetSession(conn.Conn)
-	return conn.RunInTx(ctx, nil, bounded)
+	return conn.RunInTx(ctx, opts, bounded)
 }
 
 // revokedRow is a revoked key, kept under the hash of its secret.
@@ -574,7 +575,7 @@ func (s *Store) DeleteKey(ctx context.Context, id string) error {
 	if !exactID(id) {
 		return keyNotFound(id)
 	}
-	err := s.runKeyTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := s.runBoundTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var row keyRow
 		q := tx.NewSelect().Model(&row).Where("id = ?", id)
 		if s.db.Dialect().Name() != dialect.SQLite {
@@ -619,7 +620,7 @@ func (s *Store) UnrevokeKey(ctx context.Context, id string) (petstore.APIKey, er
 		return petstore.APIKey{}, noRevokedKey(id)
 	}
 	var key petstore.APIKey
-	err := s.runKeyTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := s.runBoundTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var rev revokedRow
 		// FOR UPDATE, as DeleteKey: concurrent reinstatements of one key
 		// take turns, and the later ones find no revoked key (not_found)

@@ -290,14 +290,17 @@ func (s *Store) GetIdempotencyKey(ctx context.Context, scope, key string) (petst
 // PurgeIdempotencyKeys implements petstore.IdempotencyStore. On MySQL and
 // MariaDB it deletes at READ COMMITTED: at REPEATABLE READ a long purge
 // would lock the rows it keeps and the gaps between them, and every new
-// key's insert would wait for it to end.
+// key's insert would wait for it to end. With a deadline, should its
+// link go into a black hole, the database ends the purge's transaction
+// by itself soon after the deadline (runBoundTx), so the rows it
+// deletes are not locked for ever.
 func (s *Store) PurgeIdempotencyKeys(ctx context.Context, before time.Time) (int64, error) {
 	var opts *sql.TxOptions
 	if !s.pg && s.group == nil {
 		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 	}
 	var res sql.Result
-	err := s.db.RunInTx(ctx, opts, func(ctx context.Context, tx bun.Tx) (err error) {
+	err := s.runBoundTx(ctx, opts, func(ctx context.Context, tx bun.Tx) (err error) {
 		res, err = tx.NewDelete().Model((*idemRow)(nil)).Where("created_at_ns < ?", before.UnixNano()).Exec(ctx)
 		return err
 	})

@@ -12,6 +12,7 @@ import (
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/bunstore"
 	"github.com/petstorekit/petstore/httpx"
+	"github.com/uptrace/bun"
 )
 
 // TestCreateDoesNotWaitForTheHourlyPurge: the request that starts a
@@ -115,4 +116,71 @@ func TestPurgeLeavesNewKeysFree(t *testing.T) {
 	if err := <-purged; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestPurgeLostInABlackHoleFreesTheRows: a purge whose link goes into a
+// black hole while it holds the expired rows it deletes fails at its
+// deadline, and the database ends its transaction soon after: another
+// process's purge deletes those rows within a few seconds, rather than
+// waiting on locks no one will release (PostgreSQL: for ever; MariaDB:
+// innodb_lock_wait_timeout, 50 s).
+func TestPurgeLostInABlackHoleFreesTheRows(t *testing.T) {
+	for _, b := range linkedBackends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			directDB, s, proxy := throughProxy(t, b.dsn(t))
+			direct := bunstore.New(directDB)
+			ctx := context.Background()
+			now := time.Now().UTC()
+			old := petstore.IdempotencyRecord{Scope: "key_lost", Key: "old", RequestHash: "h", CreatedAt: now.Add(-petstore.IdempotencyTTL - time.Hour)}
+			if _, _, err := direct.CreateOnce(ctx, old, func(context.Context) (petstore.IdempotencyRecord, bool) {
+				out := old
+				out.Completed, out.Status = true, http.StatusCreated
+				return out, true
+			}); err != nil {
+				t.Fatal(err)
+			}
+			proxy.SetLatency(150 * time.Millisecond)
+			struck := make(chan error, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+				defer cancel()
+				_, err := s.PurgeIdempotencyKeys(ctx, now.Add(-petstore.IdempotencyTTL))
+				struck <- err
+			}()
+			// Pause the link the moment the struck purge holds the row.
+			for deadline := time.Now().Add(5 * time.Second); !idemRowLocked(t, directDB, old.Scope, old.Key); time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the struck purge never held the expired row")
+				}
+			}
+			proxy.Pause()
+			t.Cleanup(proxy.Restore)
+			if err := <-struck; err == nil {
+				t.Fatal("a purge through a black hole succeeded")
+			}
+			began := time.Now()
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			n, err := direct.PurgeIdempotencyKeys(cctx, now.Add(-petstore.IdempotencyTTL))
+			if took := time.Since(began); err != nil || n != 1 || took > 4*time.Second {
+				t.Fatalf("another process's purge: %d deleted, %v after %v; want 1 within 4 s", n, err, took.Round(time.Millisecond))
+			}
+		})
+	}
+}
+
+// idemRowLocked reports whether another transaction holds the
+// idempotency_keys row (scope, key), by asking for it FOR UPDATE without
+// waiting.
+func idemRowLocked(t *testing.T, db *bun.DB, scope, key string) bool {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	_, err = tx.ExecContext(ctx, "SELECT scope FROM idempotency_keys WHERE scope = ? AND idem_key = ? FOR UPDATE NOWAIT", scope, key)
+	return err != nil
 }
