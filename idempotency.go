@@ -48,6 +48,13 @@ type IdempotencyRecord struct {
 	Body        []byte
 }
 
+// Expired reports whether r is past IdempotencyTTL at now: created more
+// than IdempotencyTTL before it. An expired record answers no more; its
+// key may be used again.
+func (r IdempotencyRecord) Expired(now time.Time) bool {
+	return now.Sub(r.CreatedAt) > IdempotencyTTL
+}
+
 // IdempotencyStore keeps Idempotency-Key records and makes each key
 // create once (POST /pets, POST /store/orders). Implementations must be
 // safe for concurrent use across processes sharing the store, honour
@@ -56,19 +63,21 @@ type IdempotencyRecord struct {
 type IdempotencyStore interface {
 	// CreateOnce runs create once per (rec.Scope, rec.Key).
 	//
-	// When the store holds no record for the key, it calls create with a
-	// context in which the store's own creations (CreatePet, CreateOrder)
-	// join one transaction with the record. create returns rec with its
-	// response fields set, and whether to keep it: if so, the store
-	// writes that record and create's creations together, atomically (a
-	// retry finds both or neither); if not (the response was a 5xx),
-	// nothing of either is written. CreateOnce then returns create's
-	// record and ran true.
+	// When the store holds no record for the key, or one Expired at
+	// rec.CreatedAt, it calls create with a context in which the store's
+	// own creations (CreatePet, CreateOrder) join one transaction with the
+	// record. create returns rec with its response fields set, and
+	// whether to keep it: if so, the store writes that record and
+	// create's creations together, atomically (a retry finds both or
+	// neither); if not (the response was a 5xx), nothing of either is
+	// written. CreateOnce then returns create's record and ran true. The
+	// expired record is gone either way, and no other record is touched:
+	// other expired ones wait for PurgeIdempotencyKeys.
 	//
-	// When a record exists, or a concurrent call with the same key
-	// stores one while this call waits for it, create is not called and
-	// the stored record is returned with ran false. Two calls with one
-	// key never both run create to a kept record.
+	// When a record that has not expired exists, or a concurrent call
+	// with the same key stores one while this call waits for it, create
+	// is not called and the stored record is returned with ran false. Two
+	// calls with one key never both run create to a kept record.
 	//
 	// An error means nothing is known to have been written: the store
 	// could not be reached, ctx ended, or the commit's outcome is unknown

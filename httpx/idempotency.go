@@ -115,12 +115,6 @@ func (m *idempotent[T]) serve(w http.ResponseWriter, r *http.Request, v T) {
 		return out, held.status != 0 && held.status < 500
 	}
 	stored, ran, err := m.store.CreateOnce(ctx, rec, create)
-	if err == nil && !ran && now.Sub(stored.CreatedAt) > petstore.IdempotencyTTL {
-		// Expired but not purged yet: purge now and run afresh.
-		if _, err = m.store.PurgeIdempotencyKeys(ctx, now.Add(-petstore.IdempotencyTTL)); err == nil {
-			stored, ran, err = m.store.CreateOnce(ctx, rec, create)
-		}
-	}
 	if ran {
 		// The creation is committed, or may be: only now may the cache
 		// drop what it changed, or a read between the drop and the

@@ -218,9 +218,55 @@ func RunIdempotency(t *testing.T, open Opener) {
 			t.Fatalf("young record purged: %v", err)
 		}
 	})
-	t.Run("ConcurrentCallsCreateOnce", func(t *testing.T) {
+	t.Run("ExpiredRecordIsReplaced", func(t *testing.T) {
 		t.Parallel()
 		s := idem(t)
+		// Two records created long ago: "mine", used again now, and
+		// "other", which the new call must leave for the purge.
+		stored := map[string]petstore.IdempotencyRecord{}
+		for _, k := range []string{"mine", "other"} {
+			r := rec("key_a", k)
+			r.CreatedAt = now.Add(-petstore.IdempotencyTTL - time.Millisecond)
+			out, _, err := s.CreateOnce(ctx, r, createPet(t, s, r, "expired", true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored[k] = out
+		}
+		// A record exactly IdempotencyTTL old is kept: it still answers.
+		young := rec("key_a", "young")
+		young.CreatedAt = now.Add(-petstore.IdempotencyTTL)
+		if _, _, err := s.CreateOnce(ctx, young, createPet(t, s, young, "young", true)); err != nil {
+			t.Fatal(err)
+		}
+		again := young
+		again.CreatedAt = now
+		if _, ran, err := s.CreateOnce(ctx, again, createPet(t, s, again, "young", true)); err != nil || ran {
+			t.Fatalf("CreateOnce over a record IdempotencyTTL old = %v, %v; want its record", ran, err)
+		}
+		r := rec("key_a", "mine")
+		r.RequestHash = "another request"
+		got, ran, err := s.CreateOnce(ctx, r, createPet(t, s, r, "afresh", true))
+		if err != nil || !ran {
+			t.Fatalf("CreateOnce over an expired record = %v, %v; want ran", ran, err)
+		}
+		if fresh, err := s.GetIdempotencyKey(ctx, "key_a", "mine"); err != nil {
+			t.Fatal(err)
+		} else {
+			sameRecord(t, fresh, got)
+		}
+		if old, err := s.GetIdempotencyKey(ctx, "key_a", "other"); err != nil {
+			t.Fatalf("another expired record is gone: %v; want it left for the purge", err)
+		} else {
+			sameRecord(t, old, stored["other"])
+		}
+		if n := petsNamed(t, s, "afresh"); n != 1 {
+			t.Fatalf("%d pets made over the expired record, want 1", n)
+		}
+	})
+	// concurrentCallsCreateOnce makes 16 calls with the key "race" at once
+	// and checks that they make one pet and return its record.
+	concurrentCallsCreateOnce := func(t *testing.T, s petstore.IdempotencyStore) {
 		const n = 16
 		var runs atomic.Int32
 		var wg, calling sync.WaitGroup
@@ -265,7 +311,27 @@ func RunIdempotency(t *testing.T, open Opener) {
 		if made := petsNamed(t, s, "raced"); made != 1 {
 			t.Fatalf("%d pets made by %d concurrent calls with one key (%d ran), want 1", made, n, runs.Load())
 		}
-	})
+	}
+	// Concurrent calls with one key make one pet, whether the key is new
+	// or names an expired record that each call finds and replaces.
+	for _, expired := range []bool{false, true} {
+		name := "ConcurrentCallsCreateOnce"
+		if expired {
+			name = "ConcurrentCallsOverAnExpiredRecord"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := idem(t)
+			if expired {
+				old := rec("key_a", "race")
+				old.CreatedAt = now.Add(-petstore.IdempotencyTTL - time.Millisecond)
+				if _, _, err := s.CreateOnce(ctx, old, createPet(t, s, old, "expired", true)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			concurrentCallsCreateOnce(t, s)
+		})
+	}
 	t.Run("CanceledContext", func(t *testing.T) {
 		t.Parallel()
 		s := idem(t)

@@ -46,6 +46,8 @@ func (r idemRow) record() petstore.IdempotencyRecord {
 // whose connection was lost (a black hole, a cut) holds the key only
 // until the database ends it: on PostgreSQL and MariaDB the request's
 // remaining time bounds each wait between its statements (boundTx).
+// A conflict with an expired record deletes that record (deleteExpired)
+// and inserts again.
 func (s *Store) CreateOnce(ctx context.Context, rec petstore.IdempotencyRecord, create func(context.Context) (petstore.IdempotencyRecord, bool)) (petstore.IdempotencyRecord, bool, error) {
 	if err := rec.CheckStorable(); err != nil {
 		return petstore.IdempotencyRecord{}, false, err
@@ -69,8 +71,27 @@ func (s *Store) CreateOnce(ctx context.Context, rec petstore.IdempotencyRecord, 
 		if petstore.ErrorCode(err) == petstore.CodeNotFound && attempt == 0 {
 			continue
 		}
+		// Expired: delete that record alone and run again. A delete that
+		// lost a deadlock to a concurrent call's (MariaDB) deleted
+		// nothing: the next attempt finds what that call left.
+		if err == nil && stored.Expired(rec.CreatedAt) && attempt < 5 && ctx.Err() == nil {
+			if err = s.deleteExpired(ctx, rec); err != nil && !isDeadlock(err) {
+				return petstore.IdempotencyRecord{}, false, mapErr(ctx, "delete expired idempotency key", err)
+			}
+			continue
+		}
 		return stored, false, err
 	}
+}
+
+// deleteExpired deletes the record of rec's key if it has expired at
+// rec.CreatedAt; a record stored since by a concurrent call is kept.
+func (s *Store) deleteExpired(ctx context.Context, rec petstore.IdempotencyRecord) error {
+	_, err := s.db.NewDelete().Model((*idemRow)(nil)).
+		Where("scope = ? AND idem_key = ?", rec.Scope, rec.Key).
+		Where("created_at_ns < ?", rec.CreatedAt.Add(-petstore.IdempotencyTTL).UnixNano()).
+		Exec(ctx)
+	return err
 }
 
 // savepoint names the part of a shared SQLite transaction that is one

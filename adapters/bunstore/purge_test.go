@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -183,4 +184,72 @@ func idemRowLocked(t *testing.T, db *bun.DB, scope, key string) bool {
 	defer func() { _ = tx.Rollback() }()
 	_, err = tx.ExecContext(ctx, "SELECT scope FROM idempotency_keys WHERE scope = ? AND idem_key = ? FOR UPDATE NOWAIT", scope, key)
 	return err != nil
+}
+
+// TestExpiredKeyReusedDoesNotPurgeTheBacklog: a create whose
+// Idempotency-Key names a record past IdempotencyTTL replaces that one
+// record, not every expired record: while another process holds
+// another expired row (its purge under way), the create answers 201
+// within its time rather than waiting behind that row.
+func TestExpiredKeyReusedDoesNotPurgeTheBacklog(t *testing.T) {
+	for _, b := range linkedBackends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			db := openDSN(t, b.dsn(t))
+			store := bunstore.New(db)
+			ctx := context.Background()
+			now := time.Now().UTC()
+			// Both records expire a millisecond before now.
+			for _, k := range []string{"mine", "theirs"} {
+				old := petstore.IdempotencyRecord{Scope: "key_reuse", Key: k, RequestHash: "h", CreatedAt: now.Add(-petstore.IdempotencyTTL - time.Millisecond)}
+				if _, _, err := store.CreateOnce(ctx, old, func(context.Context) (petstore.IdempotencyRecord, bool) {
+					out := old
+					out.Completed, out.Status = true, http.StatusCreated
+					return out, true
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var clock atomic.Int64
+			clock.Store(now.Add(-30 * time.Minute).UnixNano())
+			h, err := httpx.New(httpx.Config{
+				Service:     petstore.NewService(store),
+				Auth:        staticAuth{petstore.APIKey{ID: "key_reuse", ProjectID: "prj_reuse", Plan: petstore.PlanEnterprise}},
+				Idempotency: store,
+				Timeout:     time.Second,
+				Now:         func() time.Time { return time.Unix(0, clock.Load()).UTC() },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			create := func(key string) *httptest.ResponseRecorder {
+				r := httptest.NewRequest("POST", "/v1/pets", strings.NewReader(`{"name":"Again","categoryId":1}`))
+				r.Header.Set("Authorization", "Bearer t")
+				r.Header.Set("Content-Type", "application/json")
+				r.Header.Set("Idempotency-Key", key)
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, r)
+				return w
+			}
+			// The process's hourly purge runs with this first create, half
+			// an hour before the records expire, and not again until an
+			// hour later.
+			if w := create("first"); w.Code != http.StatusCreated {
+				t.Fatalf("first create: %d %s", w.Code, w.Body)
+			}
+			clock.Store(now.UnixNano())
+			// Another process's purge holds the other expired row.
+			other, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = other.Rollback() }()
+			if _, err := other.ExecContext(ctx, "DELETE FROM idempotency_keys WHERE scope = 'key_reuse' AND idem_key = 'theirs'"); err != nil {
+				t.Fatal(err)
+			}
+			if w := create("mine"); w.Code != http.StatusCreated || w.Header().Get("Idempotent-Replayed") != "" {
+				t.Fatalf("a create over its own expired key: %d %s, want a fresh 201", w.Code, w.Body)
+			}
+		})
+	}
 }

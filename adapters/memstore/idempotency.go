@@ -45,6 +45,15 @@ func (t *idemTable) remember(id idemID) {
 	}
 }
 
+// forget deletes the record of id, and its place in the claim order, so
+// that a later claim of id is queued by itself alone. t.mu is held.
+func (t *idemTable) forget(id idemID) {
+	delete(t.recs, id)
+	if i := slices.Index(t.order[t.head:], id); i >= 0 {
+		t.order = slices.Delete(t.order, t.head+i, t.head+i+1)
+	}
+}
+
 type idemID struct{ scope, key string }
 
 // copyRecord returns rec with its own copy of Body, so neither the caller
@@ -55,7 +64,8 @@ func copyRecord(rec petstore.IdempotencyRecord) petstore.IdempotencyRecord {
 }
 
 // CreateOnce implements petstore.IdempotencyStore. A call finding the key
-// running in another call waits for it. The pets and orders create makes
+// running in another call waits for it; one finding its record expired
+// forgets it and runs. The pets and orders create makes
 // through ctx are taken back if its response is not kept.
 func (s *Store) CreateOnce(ctx context.Context, rec petstore.IdempotencyRecord, create func(context.Context) (petstore.IdempotencyRecord, bool)) (petstore.IdempotencyRecord, bool, error) {
 	if err := rec.CheckStorable(); err != nil {
@@ -69,8 +79,11 @@ func (s *Store) CreateOnce(ctx context.Context, rec petstore.IdempotencyRecord, 
 		}
 		t.mu.Lock()
 		if old, ok := t.recs[id]; ok {
-			t.mu.Unlock()
-			return copyRecord(old), false, nil
+			if !old.Expired(rec.CreatedAt) {
+				t.mu.Unlock()
+				return copyRecord(old), false, nil
+			}
+			t.forget(id)
 		}
 		running, busy := t.running[id]
 		if !busy {
