@@ -40,6 +40,12 @@ const (
 	// MaxDomainNameBytes bounds a custom domain's name (a DNS name takes
 	// 253 at most).
 	MaxDomainNameBytes = 255
+	// MaxDomainStatusBytes bounds a custom domain entry's status (the
+	// longest, "misconfigured", takes 13).
+	MaxDomainStatusBytes = 16
+	// MaxOwnershipTokenBytes bounds a custom domain entry's ownership
+	// token (generated tokens take 38).
+	MaxOwnershipTokenBytes = 64
 )
 
 // CheckLength refuses, with invalid_request, a value s longer than max
@@ -59,6 +65,18 @@ func CheckText(what, s string, max int) error {
 		return Errorf(CodeInvalidRequest, "%s must be UTF-8 without NUL bytes", what)
 	}
 	return CheckLength(what, s, max)
+}
+
+// CheckDomainState refuses, with invalid_request, a custom domain
+// entry's status or ownership token (customdomain.Entry's Status and
+// OwnershipToken) longer than a store keeps (MaxDomainStatusBytes,
+// MaxOwnershipTokenBytes) or not Storable. Stores call it before they
+// create or update an entry.
+func CheckDomainState(status, ownershipToken string) error {
+	if err := CheckText("domain status", status, MaxDomainStatusBytes); err != nil {
+		return err
+	}
+	return CheckText("domain ownership token", ownershipToken, MaxOwnershipTokenBytes)
 }
 
 // Storable reports whether s is UTF-8 without a NUL byte, which

@@ -353,7 +353,8 @@ func runBlobLimits(t *testing.T, openBlobs func(t *testing.T) blobs.Store) {
 }
 
 // runDomainLimits checks petstore.MaxDomainIDBytes,
-// petstore.MaxDomainNameBytes and petstore.MaxProjectIDBytes on a
+// petstore.MaxDomainNameBytes, petstore.MaxProjectIDBytes,
+// petstore.MaxDomainStatusBytes and petstore.MaxOwnershipTokenBytes on a
 // customdomain.Store.
 func runDomainLimits(t *testing.T, open Opener) {
 	ctx := context.Background()
@@ -363,13 +364,17 @@ func runDomainLimits(t *testing.T, open Opener) {
 		for _, unit := range []string{"a", "é"} {
 			e := newEntry(ofBytes("dom_", petstore.MaxDomainIDBytes, unit), ofBytes("prj_", petstore.MaxProjectIDBytes, unit),
 				ofBytes("n", petstore.MaxDomainNameBytes-len(".example"), unit)+".example")
+			e.OwnershipToken = ofBytes("petstore-verify=", petstore.MaxOwnershipTokenBytes, unit)
 			created := mustCreateDomain(t, s, e)
-			if got, err := s.DomainByName(ctx, e.Name); err != nil || got.ID != e.ID || got.ProjectID != e.ProjectID {
+			if got, err := s.DomainByName(ctx, e.Name); err != nil || got.ID != e.ID || got.ProjectID != e.ProjectID || got.OwnershipToken != e.OwnershipToken {
 				t.Fatalf("DomainByName = %+v, %v; want %s", got, err, e.ID)
 			}
-			created.Status = customdomain.StatusActive
+			created.Status = customdomain.Status(ofBytes("s", petstore.MaxDomainStatusBytes, unit))
 			if _, err := s.UpdateDomain(ctx, created); err != nil {
-				t.Fatalf("UpdateDomain: %v", err)
+				t.Fatalf("UpdateDomain with a %d-byte status: %v", len(created.Status), err)
+			}
+			if got, err := s.DomainByName(ctx, e.Name); err != nil || got.Status != created.Status {
+				t.Fatalf("DomainByName = %+v, %v; want status %q", got, err, created.Status)
 			}
 			if got, err := s.ListDomains(ctx, customdomain.DomainQuery{ProjectID: e.ProjectID, Name: e.Name}); err != nil || len(got) != 1 {
 				t.Fatalf("ListDomains = %+v, %v; want the one entry", got, err)
@@ -433,6 +438,42 @@ func runDomainLimits(t *testing.T, open Opener) {
 		}
 		if got, err := s.ListDomainConfigs(ctx); err != nil || len(got) != 0 {
 			t.Fatalf("ListDomainConfigs = %+v, %v; want none stored", got, err)
+		}
+		// A status or ownership token past its limit, or not storable, is
+		// refused on creation and on update, and the entry keeps what it
+		// held.
+		var statuses, tokens []string
+		for _, unit := range []string{"a", "é"} {
+			statuses = append(statuses, ofBytes("s", petstore.MaxDomainStatusBytes+1, unit))
+			tokens = append(tokens, ofBytes("petstore-verify=", petstore.MaxOwnershipTokenBytes+1, unit))
+		}
+		statuses = append(statuses, "pending\xff", "pending\x00")
+		tokens = append(tokens, "petstore-verify=\xff", "petstore-verify=\x00")
+		kept := mustCreateDomain(t, s, newEntry("dom_kept", "prj_kept", "kept.example"))
+		try := func(what string, change func(*customdomain.Entry)) {
+			t.Helper()
+			e := newEntry("dom_new", "prj_kept", "new.example")
+			change(&e)
+			if _, err := s.CreateDomain(ctx, e); petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
+				t.Fatalf("CreateDomain with %s: %v, want invalid_request", what, err)
+			}
+			e = kept
+			change(&e)
+			if _, err := s.UpdateDomain(ctx, e); petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
+				t.Fatalf("UpdateDomain with %s: %v, want invalid_request", what, err)
+			}
+		}
+		for _, st := range statuses {
+			try(fmt.Sprintf("status %q", clip(st)), func(e *customdomain.Entry) { e.Status = customdomain.Status(st) })
+		}
+		for _, tok := range tokens {
+			try(fmt.Sprintf("ownership token %q", clip(tok)), func(e *customdomain.Entry) { e.OwnershipToken = tok })
+		}
+		if got, err := s.DomainByName(ctx, kept.Name); err != nil || entryJSON(t, got) != entryJSON(t, kept) {
+			t.Fatalf("DomainByName after refused updates = %+v, %v; want %+v", got, err, kept)
+		}
+		if _, err := s.DomainByName(ctx, "new.example"); petstore.ErrorCode(err) != petstore.CodeNotFound {
+			t.Fatalf("DomainByName of a refused creation: %v, want not_found", err)
 		}
 	})
 }

@@ -84,8 +84,12 @@ func (s *Store) scanDomains(ctx context.Context, op string, q *bun.SelectQuery) 
 }
 
 // checkDomainEntry refuses, with invalid_request, an entry whose id,
-// project or name is longer than the store keeps or not storable.
+// project, name, status or ownership token is longer than the store
+// keeps or not storable.
 func checkDomainEntry(e customdomain.Entry) error {
+	if err := petstore.CheckDomainState(string(e.Status), e.OwnershipToken); err != nil {
+		return err
+	}
 	if err := petstore.CheckText("domain id", e.ID, petstore.MaxDomainIDBytes); err != nil {
 		return err
 	}
@@ -144,6 +148,9 @@ func (s *Store) DomainByName(ctx context.Context, name string) (customdomain.Ent
 func (s *Store) UpdateDomain(ctx context.Context, e customdomain.Entry) (customdomain.Entry, error) {
 	if petstore.CheckText("", e.ID, petstore.MaxDomainIDBytes) != nil {
 		return customdomain.Entry{}, petstore.Errorf(petstore.CodeNotFound, "domain not found") // no entry has the id
+	}
+	if err := petstore.CheckDomainState(string(e.Status), e.OwnershipToken); err != nil {
+		return customdomain.Entry{}, err
 	}
 	var cur domainRow
 	err := s.db.NewSelect().Model(&cur).Where("id = ?", e.ID).Scan(ctx)

@@ -38,6 +38,9 @@ func (s *Store) CreateDomain(ctx context.Context, e customdomain.Entry) (customd
 	if err := petstore.CheckText("domain name", e.Name, petstore.MaxDomainNameBytes); err != nil {
 		return customdomain.Entry{}, err
 	}
+	if err := petstore.CheckDomainState(string(e.Status), e.OwnershipToken); err != nil {
+		return customdomain.Entry{}, err
+	}
 	t := s.dom
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -74,6 +77,9 @@ func (s *Store) DomainByName(ctx context.Context, name string) (customdomain.Ent
 // UpdateDomain implements customdomain.Store.
 func (s *Store) UpdateDomain(ctx context.Context, e customdomain.Entry) (customdomain.Entry, error) {
 	if err := ctx.Err(); err != nil {
+		return customdomain.Entry{}, err
+	}
+	if err := petstore.CheckDomainState(string(e.Status), e.OwnershipToken); err != nil {
 		return customdomain.Entry{}, err
 	}
 	t := s.dom
