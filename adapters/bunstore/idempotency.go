@@ -80,6 +80,11 @@ func (s *Store) CreateOnce(ctx context.Context, rec petstore.IdempotencyRecord, 
 			}
 			continue
 		}
+		if err == nil && stored.Expired(rec.CreatedAt) {
+			// Still expired after every try: an answer past its 24 hours
+			// must not be replayed; the client's retry runs again.
+			return petstore.IdempotencyRecord{}, false, petstore.Errorf(petstore.CodeUnavailable, "the Idempotency-Key's expired record is being replaced; try again")
+		}
 		return stored, false, err
 	}
 }
