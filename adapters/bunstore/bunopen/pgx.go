@@ -44,7 +44,11 @@ func openPostgres(dsn string, wrap func(net.Conn) net.Conn) (*sql.DB, error) {
 		}
 		return &countingConn{Conn: c}, nil
 	}
-	return sql.OpenDB(pgConnector{stdlib.GetConnector(*cfg)}), nil
+	// pgConn.ResetSession checks every connection before reuse (its
+	// socket, or a ping): pgx's own ping of one idle over a second would
+	// be a second round trip for nothing.
+	noPing := stdlib.OptionShouldPing(func(context.Context, stdlib.ShouldPingParams) bool { return false })
+	return sql.OpenDB(pgConnector{stdlib.GetConnector(*cfg, noPing)}), nil
 }
 
 // maxMessageBody is the longest message body a PostgreSQL connection
@@ -130,10 +134,11 @@ var (
 // ResetSession implements driver.SessionResetter: before database/sql
 // reuses a pooled connection, it checks that the server has not closed
 // it meanwhile (PostgreSQL restarted, a proxy or a firewall dropped it),
-// then lets pgx reset it. pgx pings only a connection idle for more than
-// a second, and a statement sent on one the server closed gets no
-// answer, so it could not be told from one the server may have run (see
-// settle): the call would fail where a fresh connection serves it. On
+// then lets pgx reset it, with pgx's own ping turned off. pgx pinged only
+// a connection idle for more than a second, and a statement sent on one
+// the server closed gets no answer, so it could not be told from one the
+// server may have run (see settle): the call would fail where a fresh
+// connection serves it. On
 // Unix the check looks at the socket, without a round trip; where it
 // cannot (other systems, a connection that is not a socket) it pings the
 // server, a round trip on every reuse. database/sql takes another
