@@ -166,3 +166,81 @@ func TestReadyzWithABusyPoolStaysReady(t *testing.T) {
 		<-done
 	}
 }
+
+// TestReadyzSeesADeadDatabaseBehindAFullPool: every connection of the
+// pool (-db-max-conns 2) is held by a request waiting on a locked table,
+// with a -db-timeout of 20 s, when the database's link is paused. /readyz
+// must turn 503 naming the database unreachable within its bound (a copy
+// at most a second old, a 500 ms ping), each answer within a second.
+// Before, the ping waited for a pooled connection, found none and read
+// "busy" (ready) until the requests gave up 20 s later, while the
+// database answered nothing.
+func TestReadyzSeesADeadDatabaseBehindAFullPool(t *testing.T) {
+	dsn, direct, proxy := proxiedPostgresDirect(t)
+	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-max-conns", "2", "-db-timeout", "20s",
+		"-keys", faultKey + ":enterprise:1000/10000"}, nil)
+	if status, _, body := call(t, "GET", base+"/v1/pets", faultKey, "", ""); status != 200 {
+		t.Fatalf("before the lock: %d %s", status, body)
+	}
+	ctx := context.Background()
+	lock, err := direct.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback()
+	if _, err := lock.ExecContext(ctx, "LOCK TABLE pets IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{}, 2)
+	for i := range 2 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			// Distinct reads: the same one would be asked once.
+			callWithin(t, 30*time.Second, "GET", fmt.Sprintf("%s/v1/pets?limit=%d", base, i+2), faultKey, "")
+		}()
+	}
+	// Cleanups run last first: the link is back before the lock goes, so
+	// the requests end at once.
+	defer func() {
+		proxy.Restore()
+		lock.Rollback()
+		for range 2 {
+			<-done
+		}
+	}()
+	var holder int
+	if err := lock.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&holder); err != nil {
+		t.Fatal(err)
+	}
+	until(t, 10*time.Second, "both connections wait on the lock", func() bool {
+		var n int
+		err := direct.QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE ? = ANY(pg_blocking_pids(pid))", holder).Scan(&n)
+		return err == nil && n >= 2
+	})
+	proxy.Pause()
+	paused := time.Now()
+	client := &http.Client{Timeout: 5 * time.Second}
+	for {
+		begun := time.Now()
+		res, err := client.Get(base + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if took := time.Since(begun); took > time.Second {
+			t.Fatalf("/readyz took %v behind a full pool with the database paused (%d %s), want an answer within 1 s", took, res.StatusCode, body)
+		}
+		if res.StatusCode == 503 {
+			if !strings.Contains(string(body), `"database":"unreachable"`) {
+				t.Fatalf("/readyz with the database paused behind a full pool: %s, want the database named unreachable", body)
+			}
+			break
+		}
+		// The copy's second, the ping's 500 ms and a margin for busy cores.
+		if time.Since(paused) > 3*time.Second {
+			t.Fatalf("/readyz still %d %s %v into the pause behind a full pool, want 503 within 3 s", res.StatusCode, body, time.Since(paused).Round(time.Millisecond))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

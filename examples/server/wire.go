@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
@@ -308,7 +307,9 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	// from a copy made at most once a second, and each address spends its
 	// public budget on them, as on the OpenAPI document (issue 26).
 	probes := http.NewServeMux()
-	probes.Handle("GET /readyz", newSnapshot(ready(store, lims, cfg), time.Second, time.Now))
+	dbCheck, closeProbe := newDBProbe(store, cfg)
+	a.closers = append(a.closers, closeProbe)
+	probes.Handle("GET /readyz", newSnapshot(ready(dbCheck, lims, cfg), time.Second, time.Now))
 	if cfg.metricsAddr == "" {
 		probes.Handle("GET /metrics", newSnapshot(metricsHandler(a.registry), time.Second, time.Now))
 	}
@@ -458,13 +459,12 @@ const readyTimeout = 500 * time.Millisecond
 //
 // Redis's state is the one all the server's limiters found
 // (limiters.status).
-func ready(store backend, lims limiters, cfg config) http.Handler {
-	pinger, _ := store.(interface{ DB() *bun.DB })
+func ready(db *dbProbe, lims limiters, cfg config) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		checks := map[string]string{}
 		var failing []string
-		if pinger != nil {
-			checks["database"] = pingDatabase(r.Context(), pinger.DB(), min(readyTimeout, cfg.dbTimeout))
+		if db != nil {
+			checks["database"] = db.ping(r.Context(), min(readyTimeout, cfg.dbTimeout))
 			if checks["database"] == "unreachable" {
 				failing = append(failing, "database")
 			}
@@ -498,34 +498,85 @@ func ready(store backend, lims limiters, cfg config) http.Handler {
 	})
 }
 
-// pingDatabase pings db within timeout and says what it found: "ok",
-// "unreachable", or, when the ping could not even get a connection because
-// every one of the pool's was in use all along, "busy". A full pool is a
-// burst being served, not a dead database: its requests queue within
-// -db-timeout, and a database that stopped answering them is reported once
-// they give up and free a connection for the ping. The ping never opens a
-// connection beside the pool, whose size the docs promise.
-func pingDatabase(ctx context.Context, db *bun.DB, timeout time.Duration) string {
+// dbProbe is how /readyz asks the database whether it answers. On
+// PostgreSQL and MySQL it pings over a pool of its own, of one
+// connection, dialled at the first probe: a burst that holds every one of
+// the store's -db-max-conns connections must not hide a database that
+// stopped answering until the burst's requests give up (-db-timeout). On
+// SQLite, a file with no link to lose, it pings over the store's pool.
+type dbProbe struct {
+	pool *bun.DB // the store's
+	dsn  string  // -db, when the probe has a pool of its own
+
+	mu  sync.Mutex
+	own *bun.DB // the probe's pool, once dialled
+}
+
+// newDBProbe returns the probe of store's database, and what closes it;
+// nil for a store with no database (-db memory).
+func newDBProbe(store backend, cfg config) (*dbProbe, func()) {
+	s, ok := store.(interface{ DB() *bun.DB })
+	if !ok {
+		return nil, func() {}
+	}
+	p := &dbProbe{pool: s.DB()}
+	if t, _ := bunopen.Parse(cfg.db); t.Kind == bunopen.KindPostgres || t.Kind == bunopen.KindMySQL {
+		p.dsn = cfg.db
+	}
+	return p, p.close
+}
+
+// ping pings the database within timeout and says what it found: "ok",
+// "unreachable", or, when it answers while every connection of the
+// store's pool is in use, "busy": a burst being served, not an outage.
+// On SQLite a ping that found no free connection in the pool within
+// timeout is "busy" too.
+func (p *dbProbe) ping(ctx context.Context, timeout time.Duration) string {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	conn, err := db.Conn(ctx) // waits for a free slot, or dials one
-	if err != nil {
-		if st := db.Stats(); ctx.Err() != nil && st.MaxOpenConnections > 0 && st.InUse >= st.MaxOpenConnections {
-			return fmt.Sprintf("busy: all %d connections in use", st.MaxOpenConnections)
-		}
-		return "unreachable"
-	}
-	err = conn.PingContext(ctx)
-	conn.Close()
-	if errors.Is(err, driver.ErrBadConn) {
-		// A connection the database has closed since: as db.PingContext
-		// does, ask again on another one.
+	db, err := p.db(ctx)
+	if err == nil {
 		err = db.PingContext(ctx)
 	}
-	if err != nil {
+	st := p.pool.Stats()
+	full := st.MaxOpenConnections > 0 && st.InUse >= st.MaxOpenConnections
+	switch {
+	case full && (err == nil || db == p.pool && ctx.Err() != nil):
+		return fmt.Sprintf("busy: all %d connections in use", st.MaxOpenConnections)
+	case err != nil:
 		return "unreachable"
 	}
 	return "ok"
+}
+
+// db returns the pool to ping over, opening the probe's own within ctx
+// the first time.
+func (p *dbProbe) db(ctx context.Context) (*bun.DB, error) {
+	if p.dsn == "" {
+		return p.pool, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.own == nil {
+		db, err := bunopen.Open(ctx, p.dsn)
+		if err != nil {
+			return nil, err
+		}
+		db.SetMaxOpenConns(1)
+		db.SetMaxIdleConns(1)
+		p.own = db
+	}
+	return p.own, nil
+}
+
+// close closes the probe's own pool, if it was opened.
+func (p *dbProbe) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.own != nil {
+		p.own.Close()
+		p.own = nil
+	}
 }
 
 // demoKey creates a demo key on the Pro plan when no -keys are given and
