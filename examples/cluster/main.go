@@ -102,13 +102,14 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 
 // run serves until ctx is done. It writes "listening on http://ADDR" to
 // stdout once it accepts connections, so scripts (and the test) can wait
-// for it and learn a port chosen with -addr 127.0.0.1:0.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+// for it and learn a port chosen with -addr 127.0.0.1:0; the log goes to
+// stderr, as examples/server's does.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg, err := parseConfig(args, getenv)
 	if err != nil {
 		return usageError{err}
 	}
-	logger := slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -236,7 +237,7 @@ func main() {
 	redis.SetLogger(redislimit.QuietLogger{}) // one report per interval, from the limiter
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return // the usage asked for is printed: a success
 		}
