@@ -110,6 +110,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return usageError{err}
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// What is opened is closed on the way out, last first, by stopBy once
+	// a shutdown began, else within -db-timeout (a failed start, maybe on
+	// the database): closing PostgreSQL's pool over a paused link waits
+	// 5 s on each statement it frees, which must not hold the exit.
+	var closers []func()
+	var stopBy time.Time
+	defer func() {
+		if stopBy.IsZero() {
+			stopBy = time.Now().Add(cfg.dbTimeout)
+		}
+		closeBy(stopBy, closers)
+	}()
 
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -117,7 +129,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("database %s: %w", bunopen.Redact(cfg.db), err)
 	}
-	defer db.Close()
+	closers = append(closers, func() { db.Close() })
 	if cfg.migrate {
 		if err := bunstore.Migrate(openCtx, db); err != nil {
 			return fmt.Errorf("migrate: %w", err)
@@ -130,7 +142,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	rdb := redis.NewClient(ropts)
-	defer rdb.Close()
+	closers = append(closers, func() { rdb.Close() })
 
 	// Authenticated keys are cached; a key changed by any process reaches
 	// the others over Redis pub/sub, on the channel examples/server's keys
@@ -150,7 +162,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err != nil {
 			return fmt.Errorf("database %s: %w", bunopen.Redact(cfg.db), err)
 		}
-		defer pg.Close()
+		closers = append(closers, func() { pg.Close() })
 		feeds = append(feeds, pg)
 	}
 	fromFeed := changefeed.AllLive(len(feeds), auth.Apply)
@@ -171,11 +183,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	limiter := ratelimit.New(redislimit.New(rdb, cfg.prefix+"rl:"), ratelimit.Config{FailClosed: !cfg.failOpen, Logger: logger})
 	// On the way out, unused shares of the limits go back to Redis.
-	defer func() {
+	closers = append(closers, func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = limiter.Close(cctx)
-	}()
+	})
 
 	hcfg := httpx.Config{
 		Service: petstore.NewService(store),
@@ -220,9 +232,33 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	case <-ctx.Done():
 	}
-	shutdown, cancelShutdown := context.WithTimeout(context.Background(), 15*time.Second)
+	stopBy = time.Now().Add(shutdownGrace)
+	shutdown, cancelShutdown := context.WithDeadline(context.Background(), stopBy)
 	defer cancelShutdown()
 	return srv.Shutdown(shutdown)
+}
+
+// shutdownGrace bounds a stop: draining the requests in flight, then
+// closing the database pool and the other connections.
+const shutdownGrace = 15 * time.Second
+
+// closeBy runs closers, last first, and waits for them until deadline at
+// most: a database or Redis whose link is paused must not keep a stopping
+// process alive.
+func closeBy(deadline time.Time, closers []func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}()
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
 
 // usageError is a malformed command line, for which the process exits
