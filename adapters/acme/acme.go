@@ -83,7 +83,10 @@ type Config struct {
 	// names cost the database nothing. Nil: Allowed decides, which
 	// admits a name once its domain is issuing; a validation another
 	// process started may then reach this one before its engine knows,
-	// and fail (certmagic retries). Like Allowed, it must be fast.
+	// and fail (certmagic retries). A certificate obtained or renewed for
+	// a name it denies (removed while its order was at the CA) is not
+	// stored; without Held, Allowed decides that too. Like Allowed, it
+	// must be fast.
 	Held func(ctx context.Context, name string) bool
 	// Covered, when set, reports whether a name is served only with its
 	// wildcard's certificate (customdomain.Engine.CoveredByWildcard): no
@@ -159,12 +162,13 @@ type Issuer struct {
 
 // attempt is one Request's try at obtaining a certificate.
 type attempt struct {
-	started time.Time
-	cancel  context.CancelFunc
-	done    bool
-	failed  *customdomain.CertStatus // set when the attempt ended without a certificate
-	lastErr string                   // the latest error while certmagic retries
-	blocked *customdomain.Finding    // CAA block seen at a later renewal
+	started  time.Time
+	cancel   context.CancelFunc
+	done     bool
+	renewing bool                     // renewing a stored certificate, not obtaining a first one
+	failed   *customdomain.CertStatus // set when the attempt ended without a certificate
+	lastErr  string                   // the latest error while certmagic retries
+	blocked  *customdomain.Finding    // CAA block seen at a later renewal
 	// undecided is CAA_UNDECIDED: CAA records name CAs, and this CA's
 	// names are unknown, so the check could not be made.
 	undecided *customdomain.Finding
@@ -204,6 +208,7 @@ func New(cfg Config) (*Issuer, error) {
 			TLSClientConfig: &tls.Config{RootCAs: roots}, Proxy: http.ProxyFromEnvironment,
 		}},
 	}
+	is.storage.keep = is.storing
 	is.ctx, is.cancel = context.WithCancel(context.Background())
 	zl := zapToSlog(log)
 	is.cache = certmagic.NewCache(certmagic.CacheOptions{
@@ -332,6 +337,9 @@ func (is *Issuer) obtain(ctx context.Context, name string, a *attempt) {
 		// failing, or have not run yet): a new request (the customer's
 		// Re-verify of CERT_EXPIRED or CERT_EXPIRING) renews it now,
 		// whatever certmagic's own schedule of retries.
+		is.mu.Lock()
+		a.renewing = true
+		is.mu.Unlock()
 		if err = magic.RenewCertAsync(ctx, name, true); err == nil && ctx.Err() == nil {
 			if _, err = magic.CacheManagedCertificate(ctx, name); err == nil {
 				is.cache.Remove([]string{cert.Hash()}) // the new one answers now
@@ -639,6 +647,12 @@ func (is *Issuer) cached(name string) (certmagic.Certificate, bool) {
 // from storage.
 func (is *Issuer) Remove(ctx context.Context, name string) error {
 	name = normalize(name)
+	is.forget(name)
+	return is.storage.Delete(ctx, certmagic.StorageKeys.CertsSitePrefix(is.acme.IssuerKey(), name))
+}
+
+// forget stops name's attempt and evicts its certificate from the cache.
+func (is *Issuer) forget(name string) {
 	is.mu.Lock()
 	if a := is.attempts[name]; a != nil {
 		a.cancel()
@@ -647,7 +661,49 @@ func (is *Issuer) Remove(ctx context.Context, name string) error {
 	delete(is.delegated, name)
 	is.mu.Unlock()
 	is.cache.RemoveManaged([]certmagic.SubjectIssuer{{Subject: name}})
-	return is.storage.Delete(ctx, certmagic.StorageKeys.CertsSitePrefix(is.acme.IssuerKey(), name))
+}
+
+// storing is asked by Storage right before it writes a file of name's
+// certificate, once certmagic obtained or renewed it. An order takes
+// seconds, during which the name may have been removed, here or by
+// another process sharing the storage, whose removal deleted the files
+// already: the certificate of a name Config.Held (else Config.Allowed)
+// no longer holds is not written back, and this process forgets the name
+// as Remove does, which also ends a Request's retries. A first
+// certificate a Request of this process is still obtaining is stored
+// whatever Allowed says, as the engine may not admit the name yet (see
+// requested). A removal that Held or Allowed learns only after the check
+// (another process's reaches this one within the engine's refresh, within
+// milliseconds with its feed) does not stop the write, and those files
+// stay in storage.
+func (is *Issuer) storing(ctx context.Context, name string) error {
+	if is.holds(ctx, name) {
+		return nil
+	}
+	is.log.Info("not storing the certificate obtained for a name that is no longer a custom domain", "domain", name)
+	is.forget(name)
+	return fmt.Errorf("%s is no longer a custom domain; its certificate is not stored", name)
+}
+
+// holds reports whether name is still a custom domain whose certificate
+// may be stored: see storing.
+func (is *Issuer) holds(ctx context.Context, name string) bool {
+	switch {
+	case is.cfg.Held != nil:
+		return is.cfg.Held(ctx, name)
+	case is.cfg.Allowed != nil:
+		return is.cfg.Allowed(ctx, name) || is.obtainingFirst(name)
+	}
+	return true
+}
+
+// obtainingFirst reports whether a Request of this process is obtaining
+// name's first certificate.
+func (is *Issuer) obtainingFirst(name string) bool {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	a := is.attempts[name]
+	return a != nil && !a.done && !a.renewing
 }
 
 // HTTPHandler answers the CA's HTTP-01 challenge requests

@@ -216,11 +216,18 @@ func TestSharedStoreRemoveNotRenewedElsewhere(t *testing.T) {
 				c.RenewCheckInterval = 250 * time.Millisecond
 				c.RenewalWindowRatio = 0.9 // renew 1 s into a 10 s lifetime
 			}
-			a := e.issuer(short)
-			// b's renewal ends with the engine's refusal, or, when b's
-			// Request came inside the renewal window and renewed at once,
-			// with certmagic finding the storage empty before it asks.
-			refused := newLogWait("not obtaining a certificate for a name that is no longer a custom domain", "job failed")
+			// a obtains and removes, and renews nothing: certmagic keeps
+			// renewal backoff per name process-wide, so a renewal of a's
+			// failing on the removal would hold b's back for a minute.
+			a := e.issuer(nil)
+			// b refuses to order the removed name's certificate again or,
+			// when a renewal of b's was at the CA as it was removed, to
+			// store what it got; or a renewal of b's that was waiting for
+			// the storage lock (held by b's Request renewing at once, the
+			// certificate being due) finds the files gone and fails
+			// (certmagic's "job failed"), before it could order.
+			refused := newLogWait("not obtaining a certificate for a name that is no longer a custom domain",
+				"not storing the certificate obtained for a name that is no longer a custom domain", "job failed")
 			refused.after = make(chan struct{}) // closed at the removal
 			b := e.issuer(func(c *acme.Config) {
 				short(c)
@@ -247,7 +254,8 @@ func TestSharedStoreRemoveNotRenewedElsewhere(t *testing.T) {
 			}
 			// b's maintenance reaches the renewal time (1 s into the
 			// lifetime, on the real clock), finds the storage empty and
-			// asks the engine, which refuses: b says so and evicts it.
+			// asks the engine, which refuses: b says so and evicts it. A
+			// renewal under way at the removal is refused its storing.
 			refused.wait(t)
 			if blobs, _ := e.store.ListBlobs(ctx, "certificates/"); len(blobs) != 0 {
 				var keys []string
@@ -258,6 +266,62 @@ func TestSharedStoreRemoveNotRenewedElsewhere(t *testing.T) {
 			}
 			if n := e.ca.Requests("/finalize-order/"); n != orders {
 				t.Fatalf("%d certificates ordered after the removal, want none", n-orders)
+			}
+		})
+	}
+}
+
+// A name removed while another process sharing the storage renews its
+// certificate stays removed: the renewal, a Request's "renew now" whose
+// order was at the CA when the removal came, finishes after it and does
+// not write the certificate back, and that process stops caching it.
+func TestRemovalDuringRenewalElsewhere(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		held bool // Config.Held decides, rather than Config.Allowed
+	}{{"Allowed decides", false}, {"Held decides", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			e := newEnv(t, 0)
+			label := uniqueLabel("renewing")
+			name := label + ".example.com"
+			e.point(label)
+			a := e.issuer(nil)
+			if err := a.Request(ctx, name); err != nil {
+				t.Fatal(err)
+			}
+			e.waitChange(name)
+			ended := newLogWait("releasing lock") // certmagic's, as b's renewal ends either way
+			b := e.issuer(func(c *acme.Config) {
+				// 80 of the certificate's 90 days later: due, so Request renews.
+				c.Now = func() time.Time { return time.Now().Add(80 * 24 * time.Hour) }
+				c.Logger = slog.New(ended)
+				if tc.held {
+					c.Held = c.Allowed
+				}
+			})
+			finalizing, release := e.ca.Hold(t, "/finalize-order/")
+			if err := b.Request(ctx, name); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-finalizing: // b's renewal is at the CA
+			case <-time.After(30 * time.Second):
+				t.Fatal("b's renewal never reached the CA")
+			}
+			e.deny(name, true) // the engine removed it
+			if err := a.Remove(ctx, name); err != nil {
+				t.Fatal(err)
+			}
+			release()
+			ended.wait(t)
+			if blobs, _ := e.store.ListBlobs(ctx, "certificates/"); len(blobs) != 0 {
+				t.Fatalf("b's renewal, finished after the removal, wrote the removed name's certificate back: %d files", len(blobs))
+			}
+			if st := status(t, b, name); st.State != customdomain.CertNone {
+				t.Fatalf("b's status after the removal = %+v, want none", st)
 			}
 		})
 	}

@@ -38,6 +38,9 @@ type Storage struct {
 	log      *slog.Logger
 	instance string        // random per Storage: lock owners are instance/sequence
 	seq      atomic.Uint64 // so that two Lock calls in one process exclude each other too
+	// keep, when set, is asked before a file of a name's certificate is
+	// stored; its error refuses the file (see Issuer.storing).
+	keep func(ctx context.Context, name string) error
 
 	mu   sync.Mutex
 	held map[string]heldLock // by lock name
@@ -73,7 +76,26 @@ func notExist(err error) error {
 
 // Store implements certmagic.Storage.
 func (s *Storage) Store(ctx context.Context, key string, value []byte) error {
+	if name, ok := certName(key); ok && s.keep != nil {
+		if err := s.keep(ctx, name); err != nil {
+			return err
+		}
+	}
 	return s.blobs.PutBlob(ctx, key, value)
+}
+
+// certName returns the name whose certificate key is a file of
+// (certificates/<issuer>/<name>/<name>.crt, .key or .json, with a
+// wildcard's "*" spelled "wildcard_"), and whether it is one.
+func certName(key string) (string, bool) {
+	parts := strings.Split(key, "/")
+	if len(parts) != 4 || parts[0] != certmagic.StorageKeys.CertsPrefix("") || !strings.HasPrefix(parts[3], parts[2]+".") {
+		return "", false
+	}
+	if rest, ok := strings.CutPrefix(parts[2], "wildcard_."); ok {
+		return "*." + rest, true
+	}
+	return parts[2], true
 }
 
 // Load implements certmagic.Storage; a missing key is fs.ErrNotExist.

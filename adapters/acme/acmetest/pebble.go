@@ -51,6 +51,15 @@ type Pebble struct {
 
 	mu       sync.Mutex
 	requests map[string]int // by path
+	holds    []*hold
+}
+
+// hold keeps the requests whose path starts with prefix waiting.
+type hold struct {
+	prefix  string
+	arrived chan struct{} // closed when the first one arrives
+	once    sync.Once
+	release chan struct{}
 }
 
 // envOnce sets Pebble's environment knobs. They are process-wide and read
@@ -84,7 +93,14 @@ func Start(tb testing.TB, opts Options) *Pebble {
 	p.srv = httptest.NewTLSServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		p.requests[r.URL.Path]++
+		holds := p.holds
 		p.mu.Unlock()
+		for _, hd := range holds {
+			if strings.HasPrefix(r.URL.Path, hd.prefix) {
+				hd.once.Do(func() { close(hd.arrived) })
+				<-hd.release
+			}
+		}
 		h.ServeHTTP(rw, r)
 	}))
 	tb.Cleanup(p.srv.Close)
@@ -105,6 +121,21 @@ func (p *Pebble) IssuedRoots() *x509.CertPool {
 	pool := x509.NewCertPool()
 	pool.AddCert(p.ca.GetRootCert(0).Cert)
 	return pool
+}
+
+// Hold keeps every request whose path starts with prefix (such as
+// "/finalize-order/") waiting until release is called, so that a test can
+// act while an order is under way. arrived is closed when the first one
+// arrives. Release is called at the test's cleanup too.
+func (p *Pebble) Hold(tb testing.TB, prefix string) (arrived <-chan struct{}, release func()) {
+	hd := &hold{prefix: prefix, arrived: make(chan struct{}), release: make(chan struct{})}
+	p.mu.Lock()
+	p.holds = append(p.holds, hd)
+	p.mu.Unlock()
+	var once sync.Once
+	release = func() { once.Do(func() { close(hd.release) }) }
+	tb.Cleanup(release)
+	return hd.arrived, release
 }
 
 // Requests counts the requests whose path starts with prefix, e.g.
