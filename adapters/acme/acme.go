@@ -128,7 +128,10 @@ type Config struct {
 	RenewalWindowRatio float64
 	// Logger receives certmagic's and the issuer's logs; nil discards.
 	Logger *slog.Logger
-	// Now is the clock for pending timeouts and locks; nil is time.Now.
+	// Now is the clock for pending timeouts and renewal due dates, and of
+	// the times storage locks are taken with (a store judging their expiry
+	// on its own clock, as bunstore does, uses only their length); nil is
+	// time.Now.
 	Now func() time.Time
 }
 

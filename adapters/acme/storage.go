@@ -22,7 +22,11 @@ import (
 // Lock timing. A holder refreshes its lock every lockRefresh; a lock not
 // refreshed for lockTTL is stale (its process died) and may be taken over.
 // Waiters poll every lockPoll: obtaining takes seconds, so this costs
-// little and needs no notification channel across processes.
+// little and needs no notification channel across processes. A store
+// shared across processes judges expiry on its own clock (bunstore, on the
+// database's), taking only lockTTL from Storage.now; one judging on the
+// callers' clocks (bunstore.CallerClock) lets a process whose clock runs
+// more than lockTTL-lockRefresh ahead of a holder's take its lock over.
 const (
 	lockTTL     = 30 * time.Second
 	lockRefresh = 10 * time.Second
@@ -53,8 +57,9 @@ type heldLock struct {
 
 var _ certmagic.Storage = (*Storage)(nil)
 
-// NewStorage returns a certmagic.Storage over blobs. now is the clock used
-// for lock expiry (time.Now when nil).
+// NewStorage returns a certmagic.Storage over blobs. now is the clock of
+// the times passed to blobs.Store.TryLock (time.Now when nil); a store
+// that judges lock expiry on its own clock uses only their difference.
 func NewStorage(blobs blobs.Store, now func() time.Time, log *slog.Logger) *Storage {
 	if now == nil {
 		now = time.Now

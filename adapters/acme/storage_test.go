@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/petstorekit/petstore/adapters/acme"
+	"github.com/petstorekit/petstore/adapters/bunstore"
+	"github.com/petstorekit/petstore/adapters/bunstore/bunopen"
 	"github.com/petstorekit/petstore/adapters/memstore"
+	"github.com/petstorekit/petstore/internal/testenv"
 )
 
 func TestStorageFileSemantics(t *testing.T) {
@@ -100,5 +104,46 @@ func TestStorageLock(t *testing.T) {
 	defer cancel2()
 	if err := later.Lock(lctx, "renew_cert_b.com"); err != nil {
 		t.Fatalf("Lock over a stale lock: %v", err)
+	}
+}
+
+// Two processes sharing the database whose clocks are an hour apart: the
+// one running ahead waits for the other's lock instead of taking it over
+// as stale, as lock expiry is judged on the database's clock.
+func TestStorageLockOnTheDatabasesClock(t *testing.T) {
+	for _, db := range []struct{ name, dsn string }{
+		{"PostgreSQL", testenv.PostgresSchema(t)},
+		{"MariaDB", testenv.MySQLDatabase(t)},
+		{"SQLite", "sqlite:" + filepath.Join(t.TempDir(), "certs.db")},
+	} {
+		t.Run(db.name, func(t *testing.T) {
+			ctx := context.Background()
+			conn, err := bunopen.Open(ctx, db.dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = conn.Close() })
+			if err := bunstore.Migrate(ctx, conn); err != nil {
+				t.Fatal(err)
+			}
+			store := bunstore.New(conn)
+			now := time.Now()
+			behind := acme.NewStorage(store, func() time.Time { return now }, nil)
+			ahead := acme.NewStorage(store, func() time.Time { return now.Add(time.Hour) }, nil)
+			if err := behind.Lock(ctx, "issue_cert_a.com"); err != nil {
+				t.Fatal(err)
+			}
+			short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			defer cancel()
+			if err := ahead.Lock(short, "issue_cert_a.com"); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Lock by a process whose clock runs an hour ahead: %v, want it to wait for the held lock", err)
+			}
+			if err := behind.Unlock(ctx, "issue_cert_a.com"); err != nil {
+				t.Fatal(err)
+			}
+			if err := ahead.Lock(ctx, "issue_cert_a.com"); err != nil {
+				t.Fatalf("Lock once released: %v", err)
+			}
+		})
 	}
 }

@@ -132,10 +132,13 @@ func (s *Store) ListBlobs(ctx context.Context, prefix string) ([]blobs.Info, err
 	return infos, nil
 }
 
-// TryLock implements blobs.Store. The lock row's primary key
-// decides a race for a free lock; an update guarded by owner and expiry
-// decides a refresh or a takeover, and reading the row back tells the
-// caller whether it holds the lock now.
+// TryLock implements blobs.Store, on the database's clock unless
+// CallerClock: the lock then expires expires.Sub(now) after the
+// database's now, and is stale once that is past, whatever the clocks of
+// the processes sharing it. The lock row's primary key decides a race for
+// a free lock; an update guarded by owner and expiry decides a refresh or
+// a takeover, and reading the row back tells the caller whether it holds
+// the lock now.
 func (s *Store) TryLock(ctx context.Context, name, owner string, now, expires time.Time) (bool, error) {
 	if name == "" || owner == "" {
 		return false, petstore.Errorf(petstore.CodeInvalidRequest, "lock name and owner must not be empty")
@@ -146,8 +149,15 @@ func (s *Store) TryLock(ctx context.Context, name, owner string, now, expires ti
 	if err := petstore.CheckText("lock owner", owner, petstore.MaxLockOwnerBytes); err != nil {
 		return false, err
 	}
-	row := lockRow{Name: []byte(name), Owner: owner, ExpiresNS: expires.UnixNano()}
-	_, err := s.db.NewInsert().Model(&row).Exec(ctx)
+	// Expiry is judged on the caller's times, or on the database's clock.
+	expiresSQL, expiresArg := "?", expires.UnixNano()
+	nowSQL, nowArgs := "?", []any{now.UnixNano()}
+	if s.dbNow != "" {
+		expiresSQL, expiresArg = s.dbNow+" + ?", int64(expires.Sub(now))
+		nowSQL, nowArgs = s.dbNow, nil
+	}
+	_, err := s.db.NewInsert().Model(&lockRow{Name: []byte(name), Owner: owner}).
+		Value("expires_ns", expiresSQL, expiresArg).Exec(ctx)
 	if err == nil {
 		return true, nil
 	}
@@ -155,23 +165,23 @@ func (s *Store) TryLock(ctx context.Context, name, owner string, now, expires ti
 		return false, err
 	}
 	_, err = s.db.NewUpdate().Model((*lockRow)(nil)).
-		Set("owner = ?", owner).Set("expires_ns = ?", row.ExpiresNS).
-		Where("name = ?", row.Name).
+		Set("owner = ?", owner).Set("expires_ns = "+expiresSQL, expiresArg).
+		Where("name = ?", []byte(name)).
 		WhereGroup(" AND ", func(q *bun.UpdateQuery) *bun.UpdateQuery {
-			return q.Where("owner = ?", owner).WhereOr("expires_ns <= ?", now.UnixNano())
+			return q.Where("owner = ?", owner).WhereOr("expires_ns <= "+nowSQL, nowArgs...)
 		}).Exec(ctx)
 	if err != nil {
 		return false, mapErr(ctx, "try lock", err)
 	}
 	var held lockRow
-	err = s.db.NewSelect().Model(&held).Where("name = ?", row.Name).Scan(ctx)
+	err = s.db.NewSelect().Model(&held).Where("name = ?", []byte(name)).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil // released meanwhile; the caller tries again later
 	}
 	if err != nil {
 		return false, mapErr(ctx, "try lock", err)
 	}
-	return held.Owner == owner && held.ExpiresNS == row.ExpiresNS, nil
+	return held.Owner == owner, nil
 }
 
 // Unlock implements blobs.Store.

@@ -41,8 +41,8 @@ type Store struct {
 	// which lacks MariaDB's idle_transaction_timeout (boundTx).
 	noIdleTxTimeout atomic.Bool
 	// dbNow is the SQL expression of the database's clock in Unix
-	// nanoseconds, on which webhook leases and due times are judged;
-	// empty with CallerClock (webhooks.go).
+	// nanoseconds, on which webhook leases and due times, and blob locks'
+	// expiry, are judged; empty with CallerClock (webhooks.go).
 	dbNow string
 }
 
@@ -50,13 +50,15 @@ type Store struct {
 type Option func(*Store)
 
 // CallerClock makes the Store judge webhook leases, due times, the age
-// of deliveries and the end of a rolled secret's overlap on the times
-// its callers pass (webhook.Config.Now), as a test with a fake clock
-// needs, rather than on the database's clock. Processes sharing the
-// database must then keep their clocks within webhook.Config.Timeout of
-// each other: one whose clock runs ahead by more takes over attempts
-// still in flight and sends them again, and makes retries that early,
-// and each moves the overlap's end by its clock's error.
+// of deliveries and the end of a rolled secret's overlap, and blob locks'
+// expiry, on the times its callers pass (webhook.Config.Now,
+// acme.Config.Now), as a test with a fake clock needs, rather than on the
+// database's clock. Processes sharing the database must then keep their
+// clocks within webhook.Config.Timeout of each other: one whose clock
+// runs ahead by more takes over attempts still in flight and sends them
+// again, and makes retries that early, and each moves the overlap's end
+// by its clock's error; and one whose clock runs 20 seconds ahead takes
+// over certificate locks still held (adapters/acme).
 func CallerClock() Option {
 	return func(s *Store) { s.dbNow = "" }
 }
@@ -65,8 +67,8 @@ var _ petstore.Store = (*Store)(nil)
 
 // New returns a store over db, whose schema Migrate has created. The hot
 // queries are prepared on first use, so New never touches the database.
-// Webhook leases and due times are judged on the database's clock unless
-// opts include CallerClock.
+// Webhook leases and due times, and blob locks' expiry, are judged on the
+// database's clock unless opts include CallerClock.
 func New(db *bun.DB, opts ...Option) *Store {
 	d := db.Dialect().Name()
 	s := &Store{db: db, q: newQueries(d), pg: d == dialect.PG, dbNow: dbNowSQL(d)}

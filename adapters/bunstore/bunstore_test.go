@@ -21,12 +21,13 @@ func TestConformance(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			open := func(t testing.TB) petstore.Store { return bunstore.New(b.open(t)) }
-			// The webhook suite moves a fake clock to end leases.
+			// The webhook and blob suites move a fake clock to end leases
+			// and locks.
 			openCallerClock := func(t testing.TB) petstore.Store { return bunstore.New(b.open(t), bunstore.CallerClock()) }
 			storetest.Run(t, open)
 			t.Run("Idempotency", func(t *testing.T) { storetest.RunIdempotency(t, open) })
 			t.Run("Orders", func(t *testing.T) { storetest.RunOrders(t, open) })
-			t.Run("Blobs", func(t *testing.T) { storetest.RunBlobs(t, open) })
+			t.Run("Blobs", func(t *testing.T) { storetest.RunBlobs(t, openCallerClock) })
 			t.Run("Domains", func(t *testing.T) { storetest.RunDomains(t, open) })
 			t.Run("Webhooks", func(t *testing.T) { storetest.RunWebhooks(t, openCallerClock) })
 			t.Run("WebhooksOnOneClock", func(t *testing.T) {
@@ -291,7 +292,7 @@ func TestColumnsALaterVersionAddsAreIgnored(t *testing.T) {
 			storetest.Run(t, open)
 			t.Run("Idempotency", func(t *testing.T) { storetest.RunIdempotency(t, open) })
 			t.Run("Orders", func(t *testing.T) { storetest.RunOrders(t, open) })
-			t.Run("Blobs", func(t *testing.T) { storetest.RunBlobs(t, open) })
+			t.Run("Blobs", func(t *testing.T) { storetest.RunBlobs(t, openCallerClock) })
 			t.Run("Domains", func(t *testing.T) { storetest.RunDomains(t, open) })
 			t.Run("Webhooks", func(t *testing.T) { storetest.RunWebhooks(t, openCallerClock) })
 		})

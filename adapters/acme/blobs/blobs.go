@@ -63,9 +63,13 @@ type Store interface {
 	// whether it did. It succeeds when nobody holds the lock, when the
 	// holder's expiry is not after now (a stale lock of a crashed process
 	// is taken over), or when owner already holds it, which moves its
-	// expiry to expires. now comes from the caller's clock so that expiry
-	// can be tested without sleeping; processes sharing a store need
-	// roughly synchronised clocks.
+	// expiry to expires. now and expires come from the caller's clock, so
+	// that expiry can be tested without sleeping. A store that processes
+	// share should judge expiry on a clock of its own, as bunstore does
+	// with the database's (unless bunstore.CallerClock): the lock then
+	// lasts expires.Sub(now) from the store's now, whatever the callers'
+	// clocks say, and storetest.RunBlobs checks it with its caller-clock
+	// option.
 	TryLock(ctx context.Context, name, owner string, now, expires time.Time) (bool, error)
 
 	// Unlock releases the lock name if owner holds it. Releasing a lock
