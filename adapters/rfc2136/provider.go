@@ -219,12 +219,16 @@ func (p *Provider) sign(m *dns.Msg) (map[string]string, error) {
 	return map[string]string{name: p.KeySecret}, nil
 }
 
-func (p *Provider) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
-	timeout := p.Timeout
-	if timeout <= 0 {
-		timeout = 10 * time.Second
+// timeout is p.Timeout, or 10 seconds when zero.
+func (p *Provider) timeout() time.Duration {
+	if p.Timeout <= 0 {
+		return 10 * time.Second
 	}
-	return context.WithTimeout(ctx, timeout)
+	return p.Timeout
+}
+
+func (p *Provider) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, p.timeout())
 }
 
 // update sends m over TCP (updates can be large, and TCP avoids resending
@@ -236,7 +240,9 @@ func (p *Provider) update(ctx context.Context, m *dns.Msg) error {
 	if err != nil {
 		return err
 	}
-	c := &dns.Client{Net: "tcp", TsigSecret: secrets}
+	// Without a Timeout of its own, miekg/dns gives up reading after two
+	// seconds whatever the context allows.
+	c := &dns.Client{Net: "tcp", TsigSecret: secrets, Timeout: p.timeout()}
 	resp, _, err := c.ExchangeContext(ctx, m, p.Server)
 	if err != nil {
 		return fmt.Errorf("rfc2136: update %s at %s: %w", m.Question[0].Name, p.Server, err)

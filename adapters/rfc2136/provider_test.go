@@ -9,6 +9,7 @@ import (
 	"github.com/libdns/libdns"
 	"github.com/petstorekit/petstore/adapters/rfc2136"
 	"github.com/petstorekit/petstore/adapters/rfc2136/rfc2136test"
+	"github.com/petstorekit/petstore/internal/faultproxy"
 )
 
 func TestKnotRejectsBadKeys(t *testing.T) {
@@ -69,5 +70,24 @@ func TestProviderReportsUnreachableServer(t *testing.T) {
 	defer cancel()
 	if _, err := p.GetRecords(ctx, "example.com."); err == nil {
 		t.Fatal("GetRecords against a closed port: no error")
+	}
+}
+
+// TestSlowServerWithinTimeout: a server that takes longer than two
+// seconds to answer (busy, or far away) but answers within the
+// provider's Timeout has its update applied and reported as applied.
+func TestSlowServerWithinTimeout(t *testing.T) {
+	k := rfc2136test.StartKnot(t, "example.com.")
+	proxy, err := faultproxy.New(k.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	p := k.Provider()
+	p.Server = proxy.Addr()
+	p.Timeout = time.Minute
+	proxy.SetLatency(1100 * time.Millisecond) // each way: 2.2 s a round trip
+	if _, err := p.AppendRecords(context.Background(), "example.com.", []libdns.Record{libdns.TXT{Name: "slow", Text: "y"}}); err != nil {
+		t.Fatalf("AppendRecords within a one-minute Timeout: %v", err)
 	}
 }
