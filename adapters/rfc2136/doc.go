@@ -22,8 +22,9 @@
 //     and DNSSEC records a transfer carries (upstream returns them, the SOA
 //     twice), so a caller comparing zones sees only what it can write.
 //   - Every exchange is bounded (Timeout, 10 s by default) even when the
-//     caller's context has no deadline, and an UPDATE may take all of it
-//     (miekg/dns alone gives up reading after 2 s); the TSIG algorithm defaults to
+//     caller's context has no deadline, an UPDATE may take all of it
+//     (miekg/dns alone gives up reading after 2 s), and every exchange ends
+//     when the context is cancelled (miekg/dns heeds only its deadline); the TSIG algorithm defaults to
 //     hmac-sha256 and an unknown one is refused before anything is sent
 //     (upstream sends whatever KeyAlg holds, "." when empty).
 //   - Record data round-trips exactly through the wire: TXT strings longer

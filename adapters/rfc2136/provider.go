@@ -243,8 +243,20 @@ func (p *Provider) update(ctx context.Context, m *dns.Msg) error {
 	// Without a Timeout of its own, miekg/dns gives up reading after two
 	// seconds whatever the context allows.
 	c := &dns.Client{Net: "tcp", TsigSecret: secrets, Timeout: p.timeout()}
-	resp, _, err := c.ExchangeContext(ctx, m, p.Server)
+	conn, err := c.DialContext(ctx, p.Server)
 	if err != nil {
+		return fmt.Errorf("rfc2136: update %s at %s: %w", m.Question[0].Name, p.Server, err)
+	}
+	defer conn.Close()
+	// miekg/dns heeds only the context's deadline: closing the connection
+	// is what stops an exchange when ctx is cancelled.
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	resp, _, err := c.ExchangeWithConnContext(ctx, m, conn)
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			err = ctxErr
+		}
 		return fmt.Errorf("rfc2136: update %s at %s: %w", m.Question[0].Name, p.Server, err)
 	}
 	if resp.Rcode != dns.RcodeSuccess {

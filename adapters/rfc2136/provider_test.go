@@ -73,6 +73,47 @@ func TestProviderReportsUnreachableServer(t *testing.T) {
 	}
 }
 
+// TestPausedServerEndsWithTheContext: behind a black hole (the server is
+// hung, or the route dropped) every call returns when its context is
+// cancelled, not when the provider's own much longer Timeout runs out: a
+// caller that gave up (a customer who left, a shutting-down server) is
+// not held.
+func TestPausedServerEndsWithTheContext(t *testing.T) {
+	k := rfc2136test.StartKnot(t, "example.com.")
+	proxy, err := faultproxy.New(k.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	p := k.Provider()
+	p.Server = proxy.Addr()
+	p.Timeout = time.Minute
+	proxy.Pause()
+	t.Cleanup(proxy.Restore)
+	recs := []libdns.Record{libdns.TXT{Name: "x", Text: "y"}}
+	for name, call := range map[string]func(context.Context) error{
+		"GetRecords":    func(ctx context.Context) error { _, err := p.GetRecords(ctx, "example.com."); return err },
+		"AppendRecords": func(ctx context.Context) error { _, err := p.AppendRecords(ctx, "example.com.", recs); return err },
+		"SetRecords":    func(ctx context.Context) error { _, err := p.SetRecords(ctx, "example.com.", recs); return err },
+		"DeleteRecords": func(ctx context.Context) error { _, err := p.DeleteRecords(ctx, "example.com.", recs); return err },
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(100*time.Millisecond, cancel)
+			done := make(chan error, 1)
+			go func() { done <- call(ctx) }()
+			select {
+			case err := <-done:
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("err = %v, want context.Canceled", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("still waiting 5 s after the context was cancelled")
+			}
+		})
+	}
+}
+
 // TestSlowServerWithinTimeout: a server that takes longer than two
 // seconds to answer (busy, or far away) but answers within the
 // provider's Timeout has its update applied and reported as applied.
