@@ -27,8 +27,6 @@ const DefaultTimeout = 3 * time.Second
 // concurrent use.
 type Resolver struct {
 	servers []string
-	udp     *dns.Client
-	tcp     *dns.Client
 	// Timeout bounds one query to one server; DefaultTimeout when zero.
 	Timeout time.Duration
 }
@@ -59,7 +57,7 @@ func New(servers ...string) *Resolver {
 	if len(list) == 0 {
 		list = []string{"127.0.0.1:53"}
 	}
-	return &Resolver{servers: list, udp: &dns.Client{Net: "udp", UDPSize: dns.DefaultMsgSize}, tcp: &dns.Client{Net: "tcp"}}
+	return &Resolver{servers: list}
 }
 
 // Servers returns the nameservers the resolver asks, in order.
@@ -149,9 +147,13 @@ func (r *Resolver) exchange(ctx context.Context, q *dns.Msg, server string) (*dn
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	resp, _, err := r.udp.ExchangeContext(ctx, q, server)
+	// Without a Timeout of their own, miekg/dns clients give up reading
+	// after two seconds whatever the context allows.
+	udp := &dns.Client{Net: "udp", UDPSize: dns.DefaultMsgSize, Timeout: timeout}
+	resp, _, err := udp.ExchangeContext(ctx, q, server)
 	if resp != nil && resp.Id == q.Id && resp.Truncated {
-		resp, _, err = r.tcp.ExchangeContext(ctx, q, server)
+		tcp := &dns.Client{Net: "tcp", Timeout: timeout}
+		resp, _, err = tcp.ExchangeContext(ctx, q, server)
 	}
 	if err != nil {
 		return nil, err

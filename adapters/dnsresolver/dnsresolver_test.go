@@ -351,3 +351,19 @@ func TestTXTValueIsTheText(t *testing.T) {
 		t.Fatalf("Lookup = %+v, %v; want one record with value %q", got, err, text)
 	}
 }
+
+// TestSlowServerWithinTimeout: a server that answers after more than two
+// seconds, within the resolver's Timeout, is heard: its answer counts,
+// not "could not check".
+func TestSlowServerWithinTimeout(t *testing.T) {
+	slow := func(w dns.ResponseWriter, req *dns.Msg) {
+		time.Sleep(2500 * time.Millisecond)
+		w.WriteMsg(manyA(req))
+	}
+	r := dnsresolver.New(scriptedServer(t, slow, nil))
+	r.Timeout = time.Minute
+	got, err := r.Lookup(context.Background(), "shop.example.com", "A")
+	if err != nil || len(got) != 100 {
+		t.Fatalf("Lookup = %d records, %v; want the slow server's 100 records", len(got), err)
+	}
+}
