@@ -150,10 +150,10 @@ func (r *Resolver) exchange(ctx context.Context, q *dns.Msg, server string) (*dn
 	// Without a Timeout of their own, miekg/dns clients give up reading
 	// after two seconds whatever the context allows.
 	udp := &dns.Client{Net: "udp", UDPSize: dns.DefaultMsgSize, Timeout: timeout}
-	resp, _, err := udp.ExchangeContext(ctx, q, server)
+	resp, err := ask(ctx, udp, q, server)
 	if resp != nil && resp.Id == q.Id && resp.Truncated {
 		tcp := &dns.Client{Net: "tcp", Timeout: timeout}
-		resp, _, err = tcp.ExchangeContext(ctx, q, server)
+		resp, err = ask(ctx, tcp, q, server)
 	}
 	if err != nil {
 		return nil, err
@@ -170,6 +170,24 @@ func (r *Resolver) exchange(ctx context.Context, q *dns.Msg, server string) (*dn
 		return nil, errors.New("answer is for another question")
 	}
 	return resp, nil
+}
+
+// ask exchanges q with server through c. miekg/dns heeds only the
+// context's deadline: closing the connection is what stops an exchange
+// when ctx is cancelled.
+func ask(ctx context.Context, c *dns.Client, q *dns.Msg, server string) (*dns.Msg, error) {
+	conn, err := c.DialContext(ctx, server)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	resp, _, err := c.ExchangeWithConnContext(ctx, q, conn)
+	if ctxErr := ctx.Err(); err != nil && ctxErr != nil {
+		return nil, ctxErr
+	}
+	return resp, err
 }
 
 // referral reports whether resp is an empty NOERROR that is not a "no

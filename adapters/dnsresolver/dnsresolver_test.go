@@ -367,3 +367,26 @@ func TestSlowServerWithinTimeout(t *testing.T) {
 		t.Fatalf("Lookup = %d records, %v; want the slow server's 100 records", len(got), err)
 	}
 }
+
+// TestSilentServerEndsWithTheContext: a lookup that a silent server holds
+// returns when its context is cancelled (the check's caller gave up), not
+// when the resolver's own Timeout runs out, and says it could not check.
+func TestSilentServerEndsWithTheContext(t *testing.T) {
+	r := dnsresolver.New(silentServer(t))
+	r.Timeout = time.Minute
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Lookup(ctx, "shop.example.com", "CNAME")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, customdomain.ErrLookupFailed) || !errors.Is(err, context.Canceled) {
+			t.Fatalf("Lookup = %v, want ErrLookupFailed and context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("still waiting 5 s after the context was cancelled")
+	}
+}
