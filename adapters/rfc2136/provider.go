@@ -2,6 +2,7 @@ package rfc2136
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"github.com/petstorekit/petstore/internal/dnsconv"
@@ -253,16 +254,29 @@ func (p *Provider) update(ctx context.Context, m *dns.Msg) error {
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	resp, _, err := c.ExchangeWithConnContext(ctx, m, conn)
-	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			err = ctxErr
-		}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return fmt.Errorf("rfc2136: update %s at %s: %w", m.Question[0].Name, p.Server, ctx.Err())
+	case resp != nil && resp.Rcode != dns.RcodeSuccess:
+		// Checked before err: a server that rejects the key cannot sign
+		// its answer, which then fails verification.
+		return p.refused("update", m.Question[0].Name, resp)
+	case err != nil:
 		return fmt.Errorf("rfc2136: update %s at %s: %w", m.Question[0].Name, p.Server, err)
 	}
-	if resp.Rcode != dns.RcodeSuccess {
-		return fmt.Errorf("%w update of %s: %s", ErrRcode, m.Question[0].Name, dns.RcodeToString[resp.Rcode])
-	}
 	return nil
+}
+
+// refused is the error for an answer with an error rcode: the rcode and,
+// for a key the server rejected, the TSIG error (BADSIG: wrong secret or
+// algorithm; BADKEY: unknown key; BADTIME: clocks apart) and the key's
+// name, never its secret.
+func (p *Provider) refused(op, zone string, resp *dns.Msg) error {
+	why := dns.RcodeToString[resp.Rcode]
+	if t := resp.IsTsig(); t != nil && t.Error != dns.RcodeSuccess {
+		why += fmt.Sprintf(" (TSIG %s for key %s)", dns.RcodeToString[int(t.Error)], dns.CanonicalName(p.KeyName))
+	}
+	return fmt.Errorf("%w %s of %s: %s", ErrRcode, op, zone, why)
 }
 
 // transfer returns the zone's records without the SOA and DNSSEC records.
@@ -285,14 +299,15 @@ func (p *Provider) transfer(ctx context.Context, zone string) ([]dns.RR, error) 
 	// stops one when ctx ends.
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	t := &dns.Transfer{Conn: &dns.Conn{Conn: conn}, TsigSecret: secrets}
+	first := &firstAnswer{Conn: conn}
+	t := &dns.Transfer{Conn: &dns.Conn{Conn: first}, TsigSecret: secrets}
 	if dl, ok := ctx.Deadline(); ok {
 		t.ReadTimeout = time.Until(dl)
 	}
 	envs, err := t.In(m, p.Server)
 	if err != nil {
 		conn.Close()
-		return nil, p.transferErr(ctx, zone, err)
+		return nil, p.transferErr(ctx, zone, first, err)
 	}
 	var out []dns.RR
 	var failed error
@@ -311,18 +326,48 @@ func (p *Provider) transfer(ctx context.Context, zone string) ([]dns.RR, error) 
 		}
 	}
 	if failed != nil {
-		return nil, p.transferErr(ctx, zone, failed)
+		return nil, p.transferErr(ctx, zone, first, failed)
 	}
 	return out, nil
 }
 
-func (p *Provider) transferErr(ctx context.Context, zone string, err error) error {
+func (p *Provider) transferErr(ctx context.Context, zone string, first *firstAnswer, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("rfc2136: transfer %s from %s: %w", zone, p.Server, ctxErr)
 	}
-	var dnsErr *dns.Error
-	if errors.As(err, &dnsErr) && strings.Contains(err.Error(), "xfr") {
-		return fmt.Errorf("%w transfer of %s: %v", ErrRcode, zone, err)
+	if resp := first.msg(); resp != nil && resp.Rcode != dns.RcodeSuccess {
+		return p.refused("transfer", zone, resp)
 	}
 	return fmt.Errorf("rfc2136: transfer %s from %s: %w", zone, p.Server, err)
+}
+
+// firstAnswer keeps what is read of a transfer's first message: when the
+// server refuses (an unknown zone, a rejected key) it cannot sign that
+// answer, and miekg/dns reports only the failed verification, not the
+// rcode that says why.
+type firstAnswer struct {
+	net.Conn
+	buf []byte
+}
+
+func (f *firstAnswer) Read(b []byte) (int, error) {
+	n, err := f.Conn.Read(b)
+	if len(f.buf) < 2+dns.MaxMsgSize {
+		f.buf = append(f.buf, b[:n]...)
+	}
+	return n, err
+}
+
+// msg returns the first message (TCP: a two-octet length, then the
+// message), or nil when it was not all read or does not unpack.
+func (f *firstAnswer) msg() *dns.Msg {
+	if len(f.buf) < 2 {
+		return nil
+	}
+	n := 2 + int(binary.BigEndian.Uint16(f.buf))
+	m := new(dns.Msg)
+	if len(f.buf) < n || m.Unpack(f.buf[2:n]) != nil {
+		return nil
+	}
+	return m
 }

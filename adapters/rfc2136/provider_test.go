@@ -3,6 +3,7 @@ package rfc2136_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -130,5 +131,48 @@ func TestSlowServerWithinTimeout(t *testing.T) {
 	proxy.SetLatency(1100 * time.Millisecond) // each way: 2.2 s a round trip
 	if _, err := p.AppendRecords(context.Background(), "example.com.", []libdns.Record{libdns.TXT{Name: "slow", Text: "y"}}); err != nil {
 		t.Fatalf("AppendRecords within a one-minute Timeout: %v", err)
+	}
+}
+
+// TestKnotSaysWhatItRefused: a refused key or zone is reported as the
+// server's refusal (ErrRcode) naming what it refused, the TSIG error
+// (BADSIG for a wrong secret, BADKEY for a key it does not know) or the
+// zone it does not serve (NOTAUTH), never as a signature problem of the
+// answer, and without the secret.
+func TestKnotSaysWhatItRefused(t *testing.T) {
+	k := rfc2136test.StartKnot(t, "example.com.")
+	const wrongSecret = "d3Jvbmcgc2VjcmV0IHdyb25nIHNlY3JldCB3cm9uZyE="
+	tests := []struct {
+		name   string
+		zone   string
+		mutate func(p *rfc2136.Provider)
+		want   []string
+	}{
+		{"wrong secret", "example.com.", func(p *rfc2136.Provider) { p.KeySecret = wrongSecret }, []string{"BADSIG", rfc2136test.KeyName}},
+		{"unknown key", "example.com.", func(p *rfc2136.Provider) { p.KeyName = "someone-else." }, []string{"BADKEY", "someone-else."}},
+		{"zone not served", "nothere.example.", func(*rfc2136.Provider) {}, []string{"NOTAUTH", "nothere.example."}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := k.Provider()
+			tt.mutate(p)
+			ctx := context.Background()
+			_, appendErr := p.AppendRecords(ctx, tt.zone, []libdns.Record{libdns.TXT{Name: "x", Text: "y"}})
+			_, getErr := p.GetRecords(ctx, tt.zone)
+			for op, err := range map[string]error{"update": appendErr, "transfer": getErr} {
+				if !errors.Is(err, rfc2136.ErrRcode) {
+					t.Errorf("%s: err = %v, want ErrRcode", op, err)
+					continue
+				}
+				for _, w := range tt.want {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("%s: err = %v, want it to name %s", op, err, w)
+					}
+				}
+				if strings.Contains(err.Error(), "signature") || strings.Contains(err.Error(), p.KeySecret) {
+					t.Errorf("%s: err = %v, blames the answer's signature or shows the secret", op, err)
+				}
+			}
+		})
 	}
 }
