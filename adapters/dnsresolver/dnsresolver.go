@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -67,7 +68,7 @@ func (r *Resolver) Servers() []string { return append([]string(nil), r.servers..
 // exactly name, without following CNAMEs. An internationalised name may be
 // given in Unicode ("laden.bücher.example"); records name it in ASCII. NXDOMAIN and NODATA give an empty
 // slice; a timeout, SERVFAIL, REFUSED, a referral, an answer to another
-// question or any other failure of every server gives an error wrapping
+// question or of only other names' records, or any other failure of every server gives an error wrapping
 // customdomain.ErrLookupFailed.
 func (r *Resolver) Lookup(ctx context.Context, name, rrtype string) ([]customdomain.Record, error) {
 	qtype, ok := dns.StringToType[strings.ToUpper(rrtype)]
@@ -168,6 +169,12 @@ func (r *Resolver) exchange(ctx context.Context, q *dns.Msg, server string) (*dn
 	if len(resp.Question) != 1 || !strings.EqualFold(resp.Question[0].Name, want.Name) ||
 		resp.Question[0].Qtype != want.Qtype || resp.Question[0].Qclass != want.Qclass {
 		return nil, errors.New("answer is for another question")
+	}
+	// So is an answer whose records are all of other names: a real one
+	// starts with the name's own (its records, or the CNAME a chain
+	// starts from, a wildcard's taking the name).
+	if len(resp.Answer) > 0 && !slices.ContainsFunc(resp.Answer, func(rr dns.RR) bool { return strings.EqualFold(rr.Header().Name, want.Name) }) {
+		return nil, errors.New("answer holds only records of other names")
 	}
 	return resp, nil
 }

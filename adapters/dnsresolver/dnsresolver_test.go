@@ -390,3 +390,28 @@ func TestSilentServerEndsWithTheContext(t *testing.T) {
 		t.Fatal("still waiting 5 s after the context was cancelled")
 	}
 }
+
+// TestAnswerOfOtherNamesIsLookupFailed: an answer to the right question
+// whose records all belong to other names (a confused or poisoning
+// server) says nothing about the name. Read as "no records", it would
+// fail a domain whose records are right: it is "could not check", and
+// the next server is asked.
+func TestAnswerOfOtherNamesIsLookupFailed(t *testing.T) {
+	liar := scriptedServer(t, func(w dns.ResponseWriter, req *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(req)
+		m.Authoritative = true
+		m.Answer = []dns.RR{&dns.CNAME{Hdr: dns.RR_Header{Name: "evil.example.com.", Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: 60}, Target: "attacker.example."}}
+		w.WriteMsg(m)
+	}, nil)
+	if got, err := dnsresolver.New(liar).Lookup(context.Background(), "shop.example.com", "CNAME"); !errors.Is(err, customdomain.ErrLookupFailed) {
+		t.Fatalf("Lookup = %v, %v; want an error wrapping ErrLookupFailed", got, err)
+	}
+	zone, srv := memzone.NewTestServer(t, "example.com.")
+	if _, err := zone.AppendRecords(context.Background(), "example.com.", []libdns.Record{libdns.CNAME{Name: "shop", TTL: time.Hour, Target: "edge.petstore.example."}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := dnsresolver.New(liar, srv.Addr()).Lookup(context.Background(), "shop.example.com", "CNAME"); err != nil || len(got) != 1 {
+		t.Fatalf("Lookup = %v, %v; want the second server's CNAME", got, err)
+	}
+}
