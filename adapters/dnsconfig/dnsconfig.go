@@ -89,7 +89,11 @@ func (c *Configurator) Configure(ctx context.Context, zone string, records []cus
 			continue // already there (or already queued): nothing to do
 		}
 		if f := conflict(zone, want, at, wanted); f != nil {
-			findings = append(findings, *f)
+			// The name's A and AAAA records meet the same foreign ones:
+			// one finding says it.
+			if !slices.ContainsFunc(findings, func(g customdomain.Finding) bool { return g.Code == f.Code && g.Message == f.Message }) {
+				findings = append(findings, *f)
+			}
 			continue
 		}
 		toWrite = append(toWrite, inRRset(want, at))
@@ -228,21 +232,22 @@ func conflict(zone string, want libdns.Record, at, wanted []libdns.Record) *cust
 				Records: domainRecords(cnames),
 			}
 		}
-		if rr.Type == "A" || rr.Type == "AAAA" {
+		if isAddress(rr.Type) {
 			var foreign []libdns.Record
 			for _, e := range others {
 				ours := slices.ContainsFunc(wanted, func(w libdns.Record) bool { return same(e, w) })
-				if e.RR().Type == rr.Type && !ours {
+				if isAddress(e.RR().Type) && !ours {
 					foreign = append(foreign, e)
 				}
 			}
 			if len(foreign) > 0 {
-				// Adding ours next to them would send part of the traffic
-				// elsewhere: the customer must choose.
+				// Adding ours next to them, of either IP version, would
+				// send part of the traffic elsewhere: the customer must
+				// choose.
 				return &customdomain.Finding{
 					Code:    CodeConflictingRecord,
 					Message: fmt.Sprintf("%s already has %s pointing to another server.", name, describe(foreign)),
-					Fix:     fmt.Sprintf("Delete the %s records listed here at %s, so that only %s remains.", rr.Type, name, rr.Data),
+					Fix:     fmt.Sprintf("Delete the records listed here at %s, then configure DNS again.", name),
 					Records: domainRecords(foreign),
 				}
 			}
@@ -317,6 +322,8 @@ func same(a, b libdns.Record) bool {
 	}
 	return ar.Data == br.Data
 }
+
+func isAddress(rrtype string) bool { return rrtype == "A" || rrtype == "AAAA" }
 
 func recordsAt(recs []libdns.Record, name string) []libdns.Record {
 	var out []libdns.Record

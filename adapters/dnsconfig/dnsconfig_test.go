@@ -127,9 +127,20 @@ func TestConfigure(t *testing.T) {
 				{Type: "A", Name: "@", Value: "192.0.2.10", TTL: 300},
 				{Type: "AAAA", Name: "@", Value: "2001:db8::10", TTL: 300},
 			},
+			// Our AAAA beside their A would send IPv6 visitors here
+			// and IPv4 ones there: nothing is written at the name.
 			codes:     []string{dnsconfig.CodeConflictingRecord},
 			at:        "@",
-			zoneAfter: []string{"A 203.0.113.5", "AAAA 2001:db8::10", "NS ns1.%z"},
+			zoneAfter: []string{"A 203.0.113.5", "NS ns1.%z"},
+		},
+		{
+			name:     "apex has another host's IPv6 address",
+			existing: []libdns.Record{libdns.Address{Name: "@", TTL: time.Hour, IP: ip("2001:db8::99")}},
+			want:     []customdomain.Record{{Type: "A", Name: "@", Value: "192.0.2.10", TTL: 300}},
+			// Our A alone would leave IPv6 visitors at the other host.
+			codes:     []string{dnsconfig.CodeConflictingRecord},
+			at:        "@",
+			zoneAfter: []string{"AAAA 2001:db8::99", "NS ns1.%z"},
 		},
 		{
 			// The customer made one of the edge's addresses by hand: the
