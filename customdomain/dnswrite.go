@@ -12,8 +12,9 @@ import (
 // of overwriting them. The records it creates are kept in the domain's
 // Entry (DNSRecords), and Remove deletes exactly those: records that were
 // there before, or that the customer made or changed, stay. Returns
-// invalid_request when the project connected no DNS provider, and
-// invalid_request / not_found for the name.
+// invalid_request when the project connected no DNS provider,
+// invalid_request / not_found for the name, and unavailable when the
+// provider could not be read or written (what it did write is kept).
 func (e *Engine) ConfigureDNS(ctx context.Context, projectID, name string) ([]Finding, error) {
 	entry, err := e.owned(ctx, projectID, name)
 	if err != nil {
@@ -31,6 +32,12 @@ func (e *Engine) ConfigureDNS(ctx context.Context, projectID, name string) ([]Fi
 		return nil, err
 	}
 	created, findings, err := c.Configure(ctx, zone, recs)
+	if err != nil && petstore.ErrorCode(err) == petstore.CodeInternal {
+		// The provider could not be reached, or refused: the customer can
+		// only try again; the operator reads why in the log.
+		e.cfg.Logger.Warn("the DNS provider could not be read or written", "domain", entry.Name, "zone", zone, "err", err)
+		err = petstore.Errorf(petstore.CodeUnavailable, "the DNS of %s could not be written now; try again later", zone)
+	}
 	if len(created) > 0 {
 		if rerr := e.rememberDNS(ctx, c, entry, zone, created); rerr != nil && err == nil {
 			err = rerr

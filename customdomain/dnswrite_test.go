@@ -24,6 +24,7 @@ import (
 	"github.com/petstorekit/petstore/adapters/rfc2136/rfc2136test"
 	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/internal/domaintest"
+	"github.com/petstorekit/petstore/internal/faultproxy"
 )
 
 // recordsAt lists "TYPE data" of the records at name in zone, sorted.
@@ -632,4 +633,36 @@ func migratedSQLite(t *testing.T) *bun.DB {
 		t.Fatal(err)
 	}
 	return db
+}
+
+// TestConfigureDNSWithTheProviderDownIsUnavailable: when the platform's
+// DNS server cannot be reached, "Configure DNS for me" answers
+// unavailable (503: try again), not an internal error, and names the zone
+// without the provider's internals.
+func TestConfigureDNSWithTheProviderDownIsUnavailable(t *testing.T) {
+	k := rfc2136test.StartKnot(t, "example.com.")
+	proxy, err := faultproxy.New(k.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	p := k.Provider()
+	p.Server = proxy.Addr()
+	f := newFixture(t, nil)
+	e := f.replica(t, func(c *customdomain.EngineConfig) {
+		c.DNS = func(string) customdomain.DNSConfigurator { return dnsconfig.New(p) }
+	})
+	ctx := context.Background()
+	if _, _, err := e.Add(ctx, "prj_pro", "shop.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Cut()
+	t.Cleanup(proxy.Restore)
+	_, err = e.ConfigureDNS(ctx, "prj_pro", "shop.example.com")
+	if code := petstore.ErrorCode(err); code != petstore.CodeUnavailable {
+		t.Fatalf("ConfigureDNS with the DNS server down = %v (%s), want %s", err, code, petstore.CodeUnavailable)
+	}
+	if msg := petstore.ErrorMessage(err); !strings.Contains(msg, "example.com") || strings.Contains(msg, proxy.Addr()) {
+		t.Fatalf("message %q: want the zone named, not the server's address", msg)
+	}
 }
