@@ -151,10 +151,10 @@ func (r *Resolver) exchange(ctx context.Context, q *dns.Msg, server string) (*dn
 	// Without a Timeout of their own, miekg/dns clients give up reading
 	// after two seconds whatever the context allows.
 	udp := &dns.Client{Net: "udp", UDPSize: dns.DefaultMsgSize, Timeout: timeout}
-	resp, err := ask(ctx, udp, q, server)
+	resp, err := ask(ctx, udp, q, server, udpTries)
 	if resp != nil && resp.Id == q.Id && resp.Truncated {
 		tcp := &dns.Client{Net: "tcp", Timeout: timeout}
-		resp, err = ask(ctx, tcp, q, server)
+		resp, err = ask(ctx, tcp, q, server, 1)
 	}
 	if err != nil {
 		return nil, err
@@ -179,10 +179,16 @@ func (r *Resolver) exchange(ctx context.Context, q *dns.Msg, server string) (*dn
 	return resp, nil
 }
 
-// ask exchanges q with server through c. miekg/dns heeds only the
-// context's deadline: closing the connection is what stops an exchange
-// when ctx is cancelled.
-func ask(ctx context.Context, c *dns.Client, q *dns.Msg, server string) (*dns.Msg, error) {
+// udpTries is how many times a query is sent over UDP within the
+// Timeout: a datagram lost either way gives no notice, and is sent again
+// rather than failing the lookup. Answers to an earlier try still count.
+const udpTries = 3
+
+// ask exchanges q with server through c, sending it up to tries times on
+// one socket, the time ctx leaves shared between them. miekg/dns heeds
+// only the context's deadline: closing the connection is what stops an
+// exchange when ctx is cancelled.
+func ask(ctx context.Context, c *dns.Client, q *dns.Msg, server string, tries int) (*dns.Msg, error) {
 	conn, err := c.DialContext(ctx, server)
 	if err != nil {
 		return nil, err
@@ -190,7 +196,19 @@ func ask(ctx context.Context, c *dns.Client, q *dns.Msg, server string) (*dns.Ms
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	resp, _, err := c.ExchangeWithConnContext(ctx, q, conn)
+	var resp *dns.Msg
+	for i := range tries {
+		try, cancel := ctx, context.CancelFunc(func() {})
+		if dl, ok := ctx.Deadline(); ok {
+			try, cancel = context.WithTimeout(ctx, time.Until(dl)/time.Duration(tries-i))
+		}
+		resp, _, err = c.ExchangeWithConnContext(try, q, conn)
+		cancel()
+		var nerr net.Error
+		if !errors.As(err, &nerr) || !nerr.Timeout() {
+			break
+		}
+	}
 	if ctxErr := ctx.Err(); err != nil && ctxErr != nil {
 		return nil, ctxErr
 	}

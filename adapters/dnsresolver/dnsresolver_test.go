@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -413,5 +414,29 @@ func TestAnswerOfOtherNamesIsLookupFailed(t *testing.T) {
 	}
 	if got, err := dnsresolver.New(liar, srv.Addr()).Lookup(context.Background(), "shop.example.com", "CNAME"); err != nil || len(got) != 1 {
 		t.Fatalf("Lookup = %v, %v; want the second server's CNAME", got, err)
+	}
+}
+
+// TestLostDatagramIsSentAgain: a query or answer lost on the way (UDP
+// gives no notice) is asked again within the Timeout, as stub resolvers
+// do, so one lost datagram is not a failed check.
+func TestLostDatagramIsSentAgain(t *testing.T) {
+	var mu sync.Mutex
+	queries := 0
+	lossy := scriptedServer(t, func(w dns.ResponseWriter, req *dns.Msg) {
+		mu.Lock()
+		queries++
+		first := queries == 1
+		mu.Unlock()
+		if first {
+			return // lost
+		}
+		w.WriteMsg(manyA(req))
+	}, nil)
+	r := dnsresolver.New(lossy)
+	r.Timeout = 3 * time.Second
+	got, err := r.Lookup(context.Background(), "shop.example.com", "A")
+	if err != nil || len(got) != 100 {
+		t.Fatalf("Lookup = %d records, %v; want the answer to the query sent again", len(got), err)
 	}
 }
