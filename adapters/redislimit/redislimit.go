@@ -337,7 +337,8 @@ func parseReply(v any, n int) (ratelimit.Result, error) {
 
 // ParseOptions turns the -redis flag into client options: "host:port" or a
 // redis:// (rediss:// for TLS) URL with an optional password and database
-// number. The options bound every call by its context's deadline and keep
+// number. A host:port with user info ("PASSWORD@host:port") is refused:
+// the password goes in a URL, never where a host name is quoted. The options bound every call by its context's deadline and keep
 // dial and I/O timeouts short, so a Redis that is down costs a request
 // little and never hangs it.
 func ParseOptions(addr string) (*redis.Options, error) {
@@ -357,6 +358,11 @@ func ParseOptions(addr string) (*redis.Options, error) {
 		}
 		if _, err := strconv.ParseUint(port, 10, 16); err != nil {
 			return nil, fmt.Errorf("redislimit: bad port in Redis address %q", redact.URL(addr))
+		}
+		if strings.Contains(host, "@") {
+			// A password before the host: taken for the host's name, every
+			// failed dial would quote it.
+			return nil, fmt.Errorf("redislimit: Redis address %q has user info: give a password in a redis:// URL (redis://:PASSWORD@host:port)", redact.URL(addr))
 		}
 		o = &redis.Options{Addr: net.JoinHostPort(host, port)}
 	}
