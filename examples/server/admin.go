@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -304,6 +305,17 @@ func checkAdmin(cfg config) error {
 		len(args) == 3 && args[0] == "keys" && args[1] == "usage":
 	default:
 		return usageError{err: fmt.Errorf("unknown command %q", args), usage: adminUsage}
+	}
+	// A key's secret pasted where its id goes is neither printed back
+	// nor sent to the server, whose access log has every path.
+	if len(args) == 3 && !strings.HasPrefix(args[2], petstore.KeyIDPrefix) {
+		want := "a key id"
+		if args[0] == "bans" {
+			want = "a key id or an IP address"
+		}
+		if _, err := netip.ParseAddr(args[2]); err != nil || args[0] == "keys" {
+			return usageError{err: fmt.Errorf("%s %s wants %s (key ids begin %s; keys list shows them); what was given is not shown, as it may be a secret", args[0], args[1], want, petstore.KeyIDPrefix), usage: adminUsage}
+		}
 	}
 	if cfg.redis == "" && cfg.adminAddr == "" {
 		return usageError{err: errors.New("limits are in memory: give the running server's -admin-addr (or -redis when it uses Redis)")}
