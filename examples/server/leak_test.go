@@ -47,3 +47,15 @@ func TestOperatorCommandsDoNotEchoASecret(t *testing.T) {
 	defer mu.Unlock()
 	noSecret(t, "the paths sent to the admin endpoint", strings.Join(paths, "\n"))
 }
+
+// TestProjectsDeployDoesNotEchoASecret: a key's secret pasted where
+// "projects deploy" wants a project id is not printed back.
+func TestProjectsDeployDoesNotEchoASecret(t *testing.T) {
+	db := "sqlite:" + filepath.Join(t.TempDir(), "p.db")
+	out, err := runErr("-db", db, "projects", "deploy", plantedKey)
+	if err == nil {
+		t.Fatalf("projects deploy of no project: no error\n%s", out)
+	}
+	noSecret(t, "projects deploy's error", err.Error())
+	noSecret(t, "projects deploy's output", out)
+}

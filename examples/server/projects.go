@@ -177,7 +177,8 @@ func runProjects(ctx context.Context, store backend, args []string, w io.Writer)
 	case "deploy":
 		id := args[1]
 		if !slices.ContainsFunc(projects, func(p *project) bool { return p.ID == id }) {
-			return petstore.Errorf(petstore.CodeNotFound, "project %s not found: no key acts for it (see keys list)", id)
+			// Not quoted: a key's secret pasted here would be printed back.
+			return petstore.Errorf(petstore.CodeNotFound, "no project has the id given: no key acts for it (see keys list)")
 		}
 		now := time.Now().UTC()
 		if err := store.RecordDeploy(ctx, id, now); err != nil {
