@@ -36,6 +36,11 @@ With -redis they work on the shared counters directly; with in-memory
 limits they ask the running server at its -admin-addr.
 `
 
+// errAdminCommand refuses an operator command that is none of
+// adminUsage's. It does not quote the arguments: one may be a key's
+// secret pasted in the wrong place.
+var errAdminCommand = usageError{err: errors.New("unknown command, or not its number of arguments (they are not shown, as one may be a secret)"), usage: adminUsage}
+
 // adminSlack is how much longer than -db-timeout a command waits for the
 // running server's admin endpoint, which answers within its own.
 const adminSlack = 5 * time.Second
@@ -304,7 +309,7 @@ func checkAdmin(cfg config) error {
 		len(args) == 3 && args[0] == "bans" && args[1] == "lift",
 		len(args) == 3 && args[0] == "keys" && args[1] == "usage":
 	default:
-		return usageError{err: fmt.Errorf("unknown command %q", args), usage: adminUsage}
+		return errAdminCommand
 	}
 	// A key's secret pasted where its id goes is neither printed back
 	// nor sent to the server, whose access log has every path.
@@ -427,7 +432,7 @@ func runAdmin(ctx context.Context, cfg config, keys *petstore.Keys, stdout io.Wr
 		}
 		return nil
 	}
-	return usageError{err: fmt.Errorf("unknown command %q", args), usage: adminUsage}
+	return errAdminCommand
 }
 
 // isAdminCommand reports whether args is one runAdmin runs.

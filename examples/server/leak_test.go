@@ -59,3 +59,18 @@ func TestProjectsDeployDoesNotEchoASecret(t *testing.T) {
 	noSecret(t, "projects deploy's error", err.Error())
 	noSecret(t, "projects deploy's output", out)
 }
+
+// TestMalformedOperatorCommandDoesNotEchoASecret: an operator command
+// with an argument too many, a key's secret among them, is refused
+// without printing its arguments back.
+func TestMalformedOperatorCommandDoesNotEchoASecret(t *testing.T) {
+	for _, cmd := range [][]string{{"bans", "list", plantedKey}, {"keys", "usage", "key_x", plantedKey}, {"bans", "lift", "192.0.2.7", plantedKey}} {
+		args := append([]string{"-admin-addr", "127.0.0.1:1"}, cmd...)
+		out, err := runErr(args...)
+		if err == nil {
+			t.Fatalf("%v: no error", cmd[:2])
+		}
+		noSecret(t, strings.Join(cmd[:2], " ")+"'s error", err.Error())
+		noSecret(t, strings.Join(cmd[:2], " ")+"'s output", out)
+	}
+}
