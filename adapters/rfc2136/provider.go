@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/petstorekit/petstore/internal/dnsconv"
+	"log/slog"
 	"net"
 	"slices"
 	"strings"
@@ -14,6 +14,9 @@ import (
 
 	"github.com/libdns/libdns"
 	"github.com/miekg/dns"
+
+	"github.com/petstorekit/petstore/internal/dnsconv"
+	"github.com/petstorekit/petstore/internal/redact"
 )
 
 // Provider reads and writes zones on an authoritative server with RFC 2136
@@ -35,7 +38,8 @@ type Provider struct {
 	// "hmac-sha512", "hmac-sha384", "hmac-sha224" or "hmac-sha1".
 	KeyAlgorithm string `json:"key_algorithm,omitempty"`
 	// KeySecret is the TSIG secret, base64 encoded as in BIND and Knot
-	// configuration files. Keep it out of logs.
+	// configuration files. Keep it out of logs: a *Provider printed
+	// (fmt's verbs, slog) shows it masked.
 	KeySecret string `json:"key_secret"`
 	// Timeout bounds each exchange with the server when ctx has no earlier
 	// deadline; zero means 10 seconds.
@@ -52,6 +56,24 @@ var (
 	_ libdns.RecordSetter   = (*Provider)(nil)
 	_ libdns.RecordDeleter  = (*Provider)(nil)
 )
+
+// String describes p with its KeySecret masked, so that a provider
+// printed in a log line or an error does not show the secret, as fmt
+// would print every field otherwise.
+func (p *Provider) String() string {
+	secret := ""
+	if p.KeySecret != "" {
+		secret = redact.Mask
+	}
+	return fmt.Sprintf("{Server:%s KeyName:%s KeyAlgorithm:%s KeySecret:%s Timeout:%v}", p.Server, p.KeyName, p.KeyAlgorithm, secret, p.Timeout)
+}
+
+// GoString is String, for %#v.
+func (p *Provider) GoString() string { return "rfc2136.Provider" + p.String() }
+
+// LogValue is String, for slog handlers (JSON among them) that would
+// otherwise log the fields.
+func (p *Provider) LogValue() slog.Value { return slog.StringValue(p.String()) }
 
 // ErrRcode is wrapped by errors for an UPDATE or transfer the server
 // answered with an error code (REFUSED, NOTAUTH, SERVFAIL ...).
