@@ -2,7 +2,11 @@ package webhook
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"time"
+
+	"github.com/petstorekit/petstore/internal/redact"
 )
 
 // Endpoint is a project's webhook receiver.
@@ -26,6 +30,27 @@ type Endpoint struct {
 	PreviousSecret          string
 	PreviousSecretExpiresAt time.Time
 }
+
+// String describes e with its secrets masked, so that an endpoint
+// printed in a log line, an error or a test failure does not show them,
+// as fmt would print every field otherwise.
+func (e Endpoint) String() string {
+	mask := func(s string) string {
+		if s == "" {
+			return ""
+		}
+		return redact.Mask
+	}
+	return fmt.Sprintf("{ID:%s ProjectID:%s URL:%s Secret:%s CreatedAt:%v PreviousSecret:%s PreviousSecretExpiresAt:%v}",
+		e.ID, e.ProjectID, e.URL, mask(e.Secret), e.CreatedAt, mask(e.PreviousSecret), e.PreviousSecretExpiresAt)
+}
+
+// GoString is String, for %#v.
+func (e Endpoint) GoString() string { return "webhook.Endpoint" + e.String() }
+
+// LogValue is String, for slog handlers (JSON among them) that would
+// otherwise log the fields.
+func (e Endpoint) LogValue() slog.Value { return slog.StringValue(e.String()) }
 
 // State is where a delivery stands.
 type State string
