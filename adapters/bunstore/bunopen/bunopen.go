@@ -24,6 +24,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"strings"
@@ -51,9 +52,24 @@ type Target struct {
 	// Kind is one of the Kind constants.
 	Kind string
 	// DriverDSN is the driver's own connection string: the SQLite path,
-	// the pgx URL, or go-sql-driver's DSN. It may contain a password.
+	// the pgx URL, or go-sql-driver's DSN. It may contain a password,
+	// which a Target printed (fmt's verbs, slog) shows masked.
 	DriverDSN string
 }
+
+// String describes t with its DriverDSN redacted (Redact), so that a
+// target printed in a log line or an error does not show the password,
+// as fmt would print every field otherwise.
+func (t Target) String() string {
+	return fmt.Sprintf("{Kind:%s DriverDSN:%s}", t.Kind, Redact(t.DriverDSN))
+}
+
+// GoString is String, for %#v.
+func (t Target) GoString() string { return "bunopen.Target" + t.String() }
+
+// LogValue is String, for slog handlers (JSON among them) that would
+// otherwise log the fields.
+func (t Target) LogValue() slog.Value { return slog.StringValue(t.String()) }
 
 // Parse checks a DSN and maps it to its driver's form without connecting.
 // PostgreSQL gets the simple query protocol unless the DSN chooses another
