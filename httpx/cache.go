@@ -111,16 +111,15 @@ func petsChange(id int64, statuses []petstore.PetStatus) string {
 func parsePetsChange(s string) (int64, []petstore.PetStatus) {
 	idText, list, _ := strings.Cut(s, ":")
 	id, err := strconv.ParseInt(idText, 10, 64)
-	if err != nil || list == "" {
-		return id, nil
+	if err != nil { // out of range too: ParseInt returns its bound then
+		return 0, nil
 	}
 	var statuses []petstore.PetStatus
-	for name := range strings.SplitSeq(list, ",") {
-		if st := petstore.PetStatus(name); st.Valid() {
-			statuses = append(statuses, st)
-		} else {
+	for name := range strings.SplitSeq(list, ",") { // "" too: no statuses
+		if !petstore.PetStatus(name).Valid() {
 			return id, nil
 		}
+		statuses = append(statuses, petstore.PetStatus(name))
 	}
 	return id, statuses
 }
