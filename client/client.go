@@ -397,8 +397,8 @@ func idempotencyKey(ctx context.Context) (string, error) {
 
 // ListPets implements petstore.PetService: it fetches one page. The next
 // page's cursor comes from the response's Link rel="next"; a link back to
-// the page itself is an error, as it would hand the same cursor back
-// forever. So are a next link without a cursor that parses and a Link
+// the page itself, or to any page with its cursor, is an error, as it
+// would hand the same cursor back forever. So are a next link without a cursor that parses and a Link
 // header that does not parse (it may hold the next link), which would
 // otherwise read as the last page.
 func (c *Client) ListPets(ctx context.Context, f petstore.PetFilter) (petstore.PetPage, error) {
@@ -414,20 +414,22 @@ func (c *Client) ListPets(ctx context.Context, f petstore.PetFilter) (petstore.P
 }
 
 // nextCursor is the cursor of the next link next of the page at, "" when
-// there is none. A link back to the page itself (an empty one, say) is an
-// error: its cursor would be the page's own, and a caller paging by
-// cursor would read the page forever. So is a link without a cursor that
-// parses: its "" would end the caller's paging early.
+// there is none. A link back to the page itself (an empty one, say), or
+// to any page with its cursor (another limit, say), is an error: a caller
+// paging by cursor would read the page forever. So is a link without a
+// cursor that parses: its "" would end the caller's paging early.
 func nextCursor(next, at *url.URL) (string, error) {
 	if next == nil {
 		return "", nil
 	}
-	if requestKey(next) == requestKey(at) {
-		return "", fmt.Errorf("petstore client: next link %s leads back to the same page", next.Redacted())
-	}
 	// A pair that does not parse is dropped, the rest kept.
 	q, _ := url.ParseQuery(next.RawQuery)
-	if cursor := q.Get("cursor"); cursor != "" {
+	atQuery, _ := url.ParseQuery(at.RawQuery)
+	cursor := q.Get("cursor")
+	if requestKey(next) == requestKey(at) || cursor != "" && cursor == atQuery.Get("cursor") {
+		return "", fmt.Errorf("petstore client: next link %s leads back to the same page", next.Redacted())
+	}
+	if cursor != "" {
 		return cursor, nil
 	}
 	// "" would say this is the last page.

@@ -17,8 +17,8 @@ import (
 
 // ListOrders fetches one page of the key's project's orders. The next
 // page's cursor comes from the response's Link rel="next"; a link back to
-// the page itself is an error, as it would hand the same cursor back
-// forever, and so are a next link without a cursor that parses and a Link
+// the page itself, or to any page with its cursor, is an error, as it
+// would hand the same cursor back forever, and so are a next link without a cursor that parses and a Link
 // header that does not parse, as for ListPets.
 func (c *Client) ListOrders(ctx context.Context, f petstore.OrderFilter) (petstore.OrderPage, error) {
 	orders, next, at, err := fetchPage[petstore.Order](ctx, c, c.ordersURL(f), "listOrders", "orders")
