@@ -83,28 +83,12 @@ func (s *Store) scanDomains(ctx context.Context, op string, q *bun.SelectQuery) 
 	return out, nil
 }
 
-// checkDomainEntry refuses, with invalid_request, an entry whose id,
-// project, name, status or ownership token is longer than the store
-// keeps or not storable.
-func checkDomainEntry(e customdomain.Entry) error {
-	if err := petstore.CheckDomainState(string(e.Status), e.OwnershipToken); err != nil {
-		return err
-	}
-	if err := petstore.CheckText("domain id", e.ID, petstore.MaxDomainIDBytes); err != nil {
-		return err
-	}
-	if err := petstore.CheckText("domain project id", e.ProjectID, petstore.MaxProjectIDBytes); err != nil {
-		return err
-	}
-	return petstore.CheckText("domain name", e.Name, petstore.MaxDomainNameBytes)
-}
-
 // CreateDomain implements customdomain.Store.
 func (s *Store) CreateDomain(ctx context.Context, e customdomain.Entry) (customdomain.Entry, error) {
 	if e.ID == "" {
 		return customdomain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain id %q already used", e.ID)
 	}
-	if err := checkDomainEntry(e); err != nil {
+	if err := petstore.CheckDomainEntry(e.ID, e.ProjectID, e.Name, string(e.Status), e.OwnershipToken); err != nil {
 		return customdomain.Entry{}, err
 	}
 	e.Version = 1

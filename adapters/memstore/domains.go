@@ -29,16 +29,7 @@ func (s *Store) CreateDomain(ctx context.Context, e customdomain.Entry) (customd
 	}
 	// The limits every store keeps, so that an entry this store takes
 	// would be taken by any.
-	if err := petstore.CheckText("domain id", e.ID, petstore.MaxDomainIDBytes); err != nil {
-		return customdomain.Entry{}, err
-	}
-	if err := petstore.CheckText("domain project id", e.ProjectID, petstore.MaxProjectIDBytes); err != nil {
-		return customdomain.Entry{}, err
-	}
-	if err := petstore.CheckText("domain name", e.Name, petstore.MaxDomainNameBytes); err != nil {
-		return customdomain.Entry{}, err
-	}
-	if err := petstore.CheckDomainState(string(e.Status), e.OwnershipToken); err != nil {
+	if err := petstore.CheckDomainEntry(e.ID, e.ProjectID, e.Name, string(e.Status), e.OwnershipToken); err != nil {
 		return customdomain.Entry{}, err
 	}
 	t := s.dom
