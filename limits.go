@@ -43,8 +43,9 @@ const (
 	// MaxDomainStatusBytes bounds a custom domain entry's status (the
 	// longest, "misconfigured", takes 13).
 	MaxDomainStatusBytes = 16
-	// MaxOwnershipTokenBytes bounds a custom domain entry's ownership
-	// token (generated tokens take 38).
+	// MaxOwnershipTokenBytes bounds a custom domain entry's token and
+	// its ownership token, which a new entry of the name may take from
+	// it (generated tokens take 38).
 	MaxOwnershipTokenBytes = 64
 )
 
@@ -73,7 +74,7 @@ func CheckText(what, s string, max int) error {
 // store keeps (MaxDomainIDBytes, MaxProjectIDBytes, MaxDomainNameBytes)
 // or not Storable, or whose state CheckDomainState refuses. Stores call it
 // before they create an entry.
-func CheckDomainEntry(id, projectID, name, status, ownershipToken string) error {
+func CheckDomainEntry(id, projectID, name, status, token, ownershipToken string) error {
 	if err := CheckText("domain id", id, MaxDomainIDBytes); err != nil {
 		return err
 	}
@@ -83,17 +84,20 @@ func CheckDomainEntry(id, projectID, name, status, ownershipToken string) error 
 	if err := CheckText("domain name", name, MaxDomainNameBytes); err != nil {
 		return err
 	}
-	return CheckDomainState(status, ownershipToken)
+	return CheckDomainState(status, token, ownershipToken)
 }
 
 // CheckDomainState refuses, with invalid_request, a custom domain
-// entry's status or ownership token (customdomain.Entry's Status and
-// OwnershipToken) longer than a store keeps (MaxDomainStatusBytes,
-// MaxOwnershipTokenBytes) or not Storable. Stores call it before they
-// update an entry, whose id, project and name the update keeps as
-// stored.
-func CheckDomainState(status, ownershipToken string) error {
+// entry's status, token or ownership token (customdomain.Entry's Status,
+// Token and OwnershipToken) longer than a store keeps
+// (MaxDomainStatusBytes, MaxOwnershipTokenBytes) or not Storable. Stores
+// call it before they update an entry, whose id, project and name the
+// update keeps as stored.
+func CheckDomainState(status, token, ownershipToken string) error {
 	if err := CheckText("domain status", status, MaxDomainStatusBytes); err != nil {
+		return err
+	}
+	if err := CheckText("domain token", token, MaxOwnershipTokenBytes); err != nil {
 		return err
 	}
 	return CheckText("domain ownership token", ownershipToken, MaxOwnershipTokenBytes)

@@ -82,7 +82,9 @@ type Entry struct {
 	// Token is the entry's challenge token, one per project and name: the
 	// value of the TXT record at OwnershipChallengeLabel.Name, which the
 	// HTTP check through a proxy also fetches, and the seed of the DCV
-	// delegation label. "" for entries stored before it existed.
+	// delegation label. "" for entries stored before it existed. A new
+	// entry of the name may take it as its OwnershipToken, so a Store
+	// keeps it to the same limit (petstore.MaxOwnershipTokenBytes).
 	Token string `json:",omitempty"`
 	// OwnershipToken is the value of the TXT record at
 	// OwnershipChallengeLabel + "." + Name that must prove control of

@@ -354,8 +354,8 @@ func runBlobLimits(t *testing.T, openBlobs func(t *testing.T) blobs.Store) {
 
 // runDomainLimits checks petstore.MaxDomainIDBytes,
 // petstore.MaxDomainNameBytes, petstore.MaxProjectIDBytes,
-// petstore.MaxDomainStatusBytes and petstore.MaxOwnershipTokenBytes on a
-// customdomain.Store.
+// petstore.MaxDomainStatusBytes and petstore.MaxOwnershipTokenBytes (of
+// the token and the ownership token) on a customdomain.Store.
 func runDomainLimits(t *testing.T, open Opener) {
 	ctx := context.Background()
 	t.Run("LimitsAtTheEdge", func(t *testing.T) {
@@ -365,8 +365,10 @@ func runDomainLimits(t *testing.T, open Opener) {
 			e := newEntry(ofBytes("dom_", petstore.MaxDomainIDBytes, unit), ofBytes("prj_", petstore.MaxProjectIDBytes, unit),
 				ofBytes("n", petstore.MaxDomainNameBytes-len(".example"), unit)+".example")
 			e.OwnershipToken = ofBytes("petstore-verify=", petstore.MaxOwnershipTokenBytes, unit)
+			e.Token = e.OwnershipToken
 			created := mustCreateDomain(t, s, e)
-			if got, err := s.DomainByName(ctx, e.Name); err != nil || got.ID != e.ID || got.ProjectID != e.ProjectID || got.OwnershipToken != e.OwnershipToken {
+			if got, err := s.DomainByName(ctx, e.Name); err != nil || got.ID != e.ID || got.ProjectID != e.ProjectID ||
+				got.OwnershipToken != e.OwnershipToken || got.Token != e.Token {
 				t.Fatalf("DomainByName = %+v, %v; want %s", got, err, e.ID)
 			}
 			created.Status = customdomain.Status(ofBytes("s", petstore.MaxDomainStatusBytes, unit))
@@ -439,9 +441,9 @@ func runDomainLimits(t *testing.T, open Opener) {
 		if got, err := s.ListDomainConfigs(ctx); err != nil || len(got) != 0 {
 			t.Fatalf("ListDomainConfigs = %+v, %v; want none stored", got, err)
 		}
-		// A status or ownership token past its limit, or not storable, is
-		// refused on creation and on update, and the entry keeps what it
-		// held.
+		// A status, token or ownership token past its limit, or not
+		// storable, is refused on creation and on update, and the entry
+		// keeps what it held.
 		var statuses, tokens []string
 		for _, unit := range []string{"a", "é"} {
 			statuses = append(statuses, ofBytes("s", petstore.MaxDomainStatusBytes+1, unit))
@@ -468,6 +470,7 @@ func runDomainLimits(t *testing.T, open Opener) {
 		}
 		for _, tok := range tokens {
 			try(fmt.Sprintf("ownership token %q", clip(tok)), func(e *customdomain.Entry) { e.OwnershipToken = tok })
+			try(fmt.Sprintf("token %q", clip(tok)), func(e *customdomain.Entry) { e.Token = tok })
 		}
 		if got, err := s.DomainByName(ctx, kept.Name); err != nil || entryJSON(t, got) != entryJSON(t, kept) {
 			t.Fatalf("DomainByName after refused updates = %+v, %v; want %+v", got, err, kept)

@@ -88,7 +88,7 @@ func (s *Store) CreateDomain(ctx context.Context, e customdomain.Entry) (customd
 	if e.ID == "" {
 		return customdomain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain id %q already used", e.ID)
 	}
-	if err := petstore.CheckDomainEntry(e.ID, e.ProjectID, e.Name, string(e.Status), e.OwnershipToken); err != nil {
+	if err := petstore.CheckDomainEntry(e.ID, e.ProjectID, e.Name, string(e.Status), e.Token, e.OwnershipToken); err != nil {
 		return customdomain.Entry{}, err
 	}
 	e.Version = 1
@@ -133,7 +133,7 @@ func (s *Store) UpdateDomain(ctx context.Context, e customdomain.Entry) (customd
 	if petstore.CheckText("", e.ID, petstore.MaxDomainIDBytes) != nil {
 		return customdomain.Entry{}, petstore.Errorf(petstore.CodeNotFound, "domain not found") // no entry has the id
 	}
-	if err := petstore.CheckDomainState(string(e.Status), e.OwnershipToken); err != nil {
+	if err := petstore.CheckDomainState(string(e.Status), e.Token, e.OwnershipToken); err != nil {
 		return customdomain.Entry{}, err
 	}
 	var cur domainRow
