@@ -19,6 +19,9 @@ const (
 	// id a store keeps: an order's, a custom domain's and a domain
 	// config's (generated ids take 40).
 	MaxProjectIDBytes = 255
+	// MaxPlanBytes bounds APIKey.Plan, known or not (the longest known,
+	// "enterprise", takes 10).
+	MaxPlanBytes = 16
 	// MaxScopeBytes bounds IdempotencyRecord.Scope (httpx writes the API
 	// key's id).
 	MaxScopeBytes = 128
@@ -108,9 +111,9 @@ func CheckDomainState(status, token, ownershipToken string) error {
 // so that all refuse the same.
 func Storable(s string) bool { return utf8.ValidString(s) && !strings.Contains(s, "\x00") }
 
-// CheckStorable refuses, with invalid_request, a key whose id or project
-// is longer than a store keeps (MaxKeyIDBytes, MaxProjectIDBytes) or not
-// Storable. Stores call it before they write.
+// CheckStorable refuses, with invalid_request, a key whose id, project or
+// plan is longer than a store keeps (MaxKeyIDBytes, MaxProjectIDBytes,
+// MaxPlanBytes) or not Storable. Stores call it before they write.
 func (k APIKey) CheckStorable() error {
 	switch {
 	case !Storable(k.ID) || !Storable(k.ProjectID):
@@ -120,8 +123,13 @@ func (k APIKey) CheckStorable() error {
 	case len(k.ProjectID) > MaxProjectIDBytes:
 		return Errorf(CodeInvalidRequest, "key project id is longer than %d bytes", MaxProjectIDBytes)
 	}
-	return nil
+	return k.Plan.CheckStorable()
 }
+
+// CheckStorable refuses, with invalid_request, a plan, known or not,
+// longer than a store keeps (MaxPlanBytes) or not Storable. Stores call
+// it (or APIKey.CheckStorable) before they write a key's plan.
+func (p Plan) CheckStorable() error { return CheckText("key plan", string(p), MaxPlanBytes) }
 
 // CheckStorable refuses, with invalid_request, a record whose scope, key,
 // request hash, content type or location is longer than a store keeps

@@ -72,7 +72,8 @@ type KeyStore interface {
 	// (a UUIDv7, in the order keys were made), a reinstated key too.
 	ListKeys(ctx context.Context) ([]APIKey, error)
 
-	// SetKeyPlan changes a key's plan and custom limits. Returns not_found.
+	// SetKeyPlan changes a key's plan and custom limits. Returns not_found,
+	// or invalid_request for a plan Plan.CheckStorable refuses.
 	SetKeyPlan(ctx context.Context, id string, plan Plan, limits Limits) (APIKey, error)
 
 	// DeleteKey revokes a key: it no longer authenticates, and it is kept

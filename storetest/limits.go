@@ -26,7 +26,8 @@ func ofBytes(prefix string, n int, unit string) string {
 	return b.String()
 }
 
-// runKeyLimits checks petstore.MaxKeyIDBytes and petstore.MaxProjectIDBytes on a KeyStore.
+// runKeyLimits checks petstore.MaxKeyIDBytes, petstore.MaxProjectIDBytes and
+// petstore.MaxPlanBytes on a KeyStore.
 func runKeyLimits(t *testing.T, open Opener) {
 	ctx := context.Background()
 	t.Run("LimitsAtTheEdge", func(t *testing.T) {
@@ -49,6 +50,10 @@ func runKeyLimits(t *testing.T, open Opener) {
 			k.Plan = petstore.PlanBusiness
 			if got, err := s.SetKeyPlan(ctx, k.ID, k.Plan, petstore.Limits{}); err != nil || got != k {
 				t.Fatalf("SetKeyPlan = %+v, %v; want %+v", got, err, k)
+			}
+			k.Plan = petstore.Plan(ofBytes("p", petstore.MaxPlanBytes, unit)) // a plan of a later version
+			if got, err := s.SetKeyPlan(ctx, k.ID, k.Plan, petstore.Limits{}); err != nil || got != k {
+				t.Fatalf("SetKeyPlan with a %d-byte plan = %+v, %v; want %+v", len(k.Plan), got, err, k)
 			}
 			if err := s.DeleteKey(ctx, k.ID); err != nil {
 				t.Fatalf("DeleteKey: %v", err)
@@ -82,7 +87,9 @@ func runKeyLimits(t *testing.T, open Opener) {
 			longIDs = append(longIDs, longID.ID)
 			longProject := ok()
 			longProject.ProjectID = ofBytes("prj_", petstore.MaxProjectIDBytes+1, unit)
-			refused = append(refused, longID, longProject)
+			longPlan := ok()
+			longPlan.Plan = petstore.Plan(ofBytes("p", petstore.MaxPlanBytes+1, unit))
+			refused = append(refused, longID, longProject, longPlan)
 		}
 		for _, bad := range []string{"\xff", "\x00"} {
 			k := ok()
@@ -92,20 +99,38 @@ func runKeyLimits(t *testing.T, open Opener) {
 			k = ok()
 			k.ProjectID += bad
 			refused = append(refused, k)
+			k = ok()
+			k.Plan += petstore.Plan(bad)
+			refused = append(refused, k)
 		}
 		for i, k := range refused {
 			hash := petstore.HashAPIKey(fmt.Sprint("psk_past", i))
 			if err := s.CreateKey(ctx, k, hash); petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
-				t.Fatalf("CreateKey with id %q and project %q: %v, want invalid_request", clip(k.ID), clip(k.ProjectID), err)
+				t.Fatalf("CreateKey with id %q, project %q and plan %q: %v, want invalid_request", clip(k.ID), clip(k.ProjectID), clip(string(k.Plan)), err)
 			}
 			if _, err := s.UpsertKey(ctx, k, hash); petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
-				t.Fatalf("UpsertKey with id %q and project %q: %v, want invalid_request", clip(k.ID), clip(k.ProjectID), err)
+				t.Fatalf("UpsertKey with id %q, project %q and plan %q: %v, want invalid_request", clip(k.ID), clip(k.ProjectID), clip(string(k.Plan)), err)
 			}
 			_, _, err := s.KeyByHash(ctx, hash)
 			wantCode(t, err, petstore.CodeNotFound)
 		}
 		if all, err := s.ListKeys(ctx); err != nil || len(all) != 0 {
 			t.Fatalf("ListKeys = %+v, %v; want none stored", all, err)
+		}
+		// A plan past its limit, or not storable, is refused on a stored
+		// key too, which keeps its plan.
+		kept := ok()
+		if err := s.CreateKey(ctx, kept, petstore.HashAPIKey("psk_kept")); err != nil {
+			t.Fatal(err)
+		}
+		for _, plan := range []string{ofBytes("p", petstore.MaxPlanBytes+1, "a"), ofBytes("p", petstore.MaxPlanBytes+1, "é"), "pro\xff", "pro\x00"} {
+			_, err := s.SetKeyPlan(ctx, kept.ID, petstore.Plan(plan), petstore.Limits{})
+			if petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
+				t.Fatalf("SetKeyPlan with plan %q: %v, want invalid_request", clip(plan), err)
+			}
+		}
+		if got, _, err := s.KeyByHash(ctx, petstore.HashAPIKey("psk_kept")); err != nil || got != kept {
+			t.Fatalf("KeyByHash after refused plans = %+v, %v; want %+v", got, err, kept)
 		}
 		for _, id := range longIDs {
 			_, err := s.SetKeyPlan(ctx, id, petstore.PlanFree, petstore.Limits{})

@@ -475,6 +475,9 @@ func (s *Store) SetKeyPlan(ctx context.Context, id string, plan petstore.Plan, l
 	if !exactID(id) {
 		return petstore.APIKey{}, keyNotFound(id)
 	}
+	if err := plan.CheckStorable(); err != nil {
+		return petstore.APIKey{}, err
+	}
 	key, err := s.setKeyPlan(ctx, id, plan, limits)
 	if errors.Is(err, sql.ErrNoRows) {
 		return petstore.APIKey{}, keyNotFound(id)

@@ -234,6 +234,9 @@ func (s *Store) SetKeyPlan(ctx context.Context, id string, plan petstore.Plan, l
 	if !ok {
 		return petstore.APIKey{}, petstore.Errorf(petstore.CodeNotFound, "key %s not found", id)
 	}
+	if err := plan.CheckStorable(); err != nil {
+		return petstore.APIKey{}, err
+	}
 	sk := s.keys[hash]
 	sk.key.Plan, sk.key.Limits = plan, limits
 	s.keys[hash] = sk
