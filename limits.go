@@ -46,6 +46,13 @@ const (
 	// MaxDomainStatusBytes bounds a custom domain entry's status (the
 	// longest, "misconfigured", takes 13).
 	MaxDomainStatusBytes = 16
+	// MaxWebhookIDBytes bounds a webhook endpoint's id and a webhook
+	// event's id (webhook.Endpoint.ID, webhook.Event.ID; generated ids
+	// take 39 and 40).
+	MaxWebhookIDBytes = 64
+	// MaxWebhookSecretBytes bounds a webhook endpoint's secret and
+	// previous secret (generated secrets take 49).
+	MaxWebhookSecretBytes = 255
 	// MaxOwnershipTokenBytes bounds a custom domain entry's token and
 	// its ownership token, which a new entry of the name may take from
 	// it (generated tokens take 38).

@@ -10,6 +10,7 @@ import (
 	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/acme/blobs"
 	"github.com/petstorekit/petstore/customdomain"
+	"github.com/petstorekit/petstore/webhook"
 )
 
 // ofBytes returns prefix followed by unit repeated, n bytes long in all,
@@ -502,6 +503,116 @@ func runDomainLimits(t *testing.T, open Opener) {
 		}
 		if _, err := s.DomainByName(ctx, "new.example"); petstore.ErrorCode(err) != petstore.CodeNotFound {
 			t.Fatalf("DomainByName of a refused creation: %v, want not_found", err)
+		}
+	})
+}
+
+// runWebhookLimits checks petstore.MaxWebhookIDBytes,
+// petstore.MaxProjectIDBytes and petstore.MaxWebhookSecretBytes on a
+// webhook.Store's endpoints.
+func runWebhookLimits(t *testing.T, openHooks func(t *testing.T) webhook.Store) {
+	ctx := context.Background()
+	t.Run("LimitsAtTheEdge", func(t *testing.T) {
+		t.Parallel()
+		s := openHooks(t)
+		for _, unit := range []string{"a", "é"} {
+			e := webhook.Endpoint{ID: ofBytes("wh_", petstore.MaxWebhookIDBytes, unit), ProjectID: ofBytes("prj_", petstore.MaxProjectIDBytes, unit),
+				URL: "https://hooks.example.com/", Secret: ofBytes("whsec_", petstore.MaxWebhookSecretBytes, unit), CreatedAt: hookTime}
+			if err := s.CreateWebhookEndpoint(ctx, e); err != nil {
+				t.Fatalf("CreateWebhookEndpoint with a %d-byte id, a %d-byte project and a %d-byte secret: %v", len(e.ID), len(e.ProjectID), len(e.Secret), err)
+			}
+			if es, err := s.WebhookEndpoints(ctx, e.ProjectID); err != nil || len(es) != 1 || es[0].ID != e.ID || es[0].Secret != e.Secret {
+				t.Fatalf("WebhookEndpoints = %+v, %v; want %+v", es, err, e)
+			}
+			secret := ofBytes("whsec_new", petstore.MaxWebhookSecretBytes, unit)
+			got, err := s.RotateWebhookSecret(ctx, e.ProjectID, e.ID, secret, hookTime, hookTime.Add(time.Hour))
+			if err != nil || got.Secret != secret || got.PreviousSecret != e.Secret {
+				t.Fatalf("RotateWebhookSecret with a %d-byte secret = %+v, %v; want it, and the old one as the previous", len(secret), got, err)
+			}
+		}
+	})
+	t.Run("LimitsPast", func(t *testing.T) {
+		t.Parallel()
+		s := openHooks(t)
+		ok := func(i int) webhook.Endpoint {
+			return webhook.Endpoint{ID: fmt.Sprint("wh_", i), ProjectID: "prj_a", URL: "https://hooks.example.com/", Secret: "whsec_a", CreatedAt: hookTime}
+		}
+		var refused []webhook.Endpoint
+		var projects, secrets []string // and values not storable
+		for _, unit := range []string{"a", "é"} {
+			e := ok(len(refused))
+			e.ID = ofBytes("wh_", petstore.MaxWebhookIDBytes+1, unit)
+			refused = append(refused, e)
+			projects = append(projects, ofBytes("prj_", petstore.MaxProjectIDBytes+1, unit))
+			secrets = append(secrets, ofBytes("whsec_", petstore.MaxWebhookSecretBytes+1, unit))
+		}
+		for _, bad := range []string{"\xff", "\x00"} {
+			e := ok(len(refused))
+			e.ID += bad
+			refused = append(refused, e)
+			projects = append(projects, "prj_a"+bad)
+			secrets = append(secrets, "whsec_a"+bad)
+		}
+		for _, p := range projects {
+			e := ok(len(refused))
+			e.ProjectID = p
+			refused = append(refused, e)
+		}
+		for _, secret := range secrets {
+			e := ok(len(refused))
+			e.Secret = secret
+			refused = append(refused, e)
+		}
+		for _, e := range refused {
+			if err := s.CreateWebhookEndpoint(ctx, e); petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
+				t.Fatalf("CreateWebhookEndpoint with id %q, project %q and secret %q: %v, want invalid_request", clip(e.ID), clip(e.ProjectID), clip(e.Secret), err)
+			}
+		}
+		for _, p := range append(projects, "prj_a") {
+			if es, err := s.WebhookEndpoints(ctx, p); err != nil || es == nil || len(es) != 0 {
+				t.Fatalf("WebhookEndpoints of project %q = %+v, %v; want none", clip(p), es, err)
+			}
+		}
+		// No endpoint has an id or a project a store cannot keep.
+		stored := ok(len(refused) + 1)
+		if err := s.CreateWebhookEndpoint(ctx, stored); err != nil {
+			t.Fatal(err)
+		}
+		var lookups [][2]string // project, id
+		for _, p := range projects {
+			lookups = append(lookups, [2]string{p, stored.ID})
+		}
+		for _, e := range refused[:4] { // the ids past the limit or not storable
+			lookups = append(lookups, [2]string{stored.ProjectID, e.ID})
+		}
+		for _, l := range lookups {
+			if _, err := s.WebhookDeliveries(ctx, l[0], l[1], 10); petstore.ErrorCode(err) != petstore.CodeNotFound {
+				t.Fatalf("WebhookDeliveries of project %q, endpoint %q: %v, want not_found", clip(l[0]), clip(l[1]), err)
+			}
+			if _, err := s.RotateWebhookSecret(ctx, l[0], l[1], "whsec_b", hookTime, hookTime.Add(time.Hour)); petstore.ErrorCode(err) != petstore.CodeNotFound {
+				t.Fatalf("RotateWebhookSecret of project %q, endpoint %q: %v, want not_found", clip(l[0]), clip(l[1]), err)
+			}
+			if err := s.DeleteWebhookEndpoint(ctx, l[0], l[1]); petstore.ErrorCode(err) != petstore.CodeNotFound {
+				t.Fatalf("DeleteWebhookEndpoint of project %q, endpoint %q: %v, want not_found", clip(l[0]), clip(l[1]), err)
+			}
+		}
+		if err := s.DeleteWebhookEndpoint(ctx, stored.ProjectID, stored.ID); err != nil {
+			t.Fatalf("DeleteWebhookEndpoint after refused lookups: %v", err)
+		}
+		// A secret past its limit, or not storable, is refused on
+		// rotation, and the endpoint keeps its secret.
+		kept := ok(len(refused))
+		if err := s.CreateWebhookEndpoint(ctx, kept); err != nil {
+			t.Fatal(err)
+		}
+		for _, secret := range secrets {
+			_, err := s.RotateWebhookSecret(ctx, kept.ProjectID, kept.ID, secret, hookTime, hookTime.Add(time.Hour))
+			if petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
+				t.Fatalf("RotateWebhookSecret with secret %q: %v, want invalid_request", clip(secret), err)
+			}
+		}
+		if es, err := s.WebhookEndpoints(ctx, kept.ProjectID); err != nil || len(es) != 1 || es[0].Secret != kept.Secret || es[0].PreviousSecret != "" {
+			t.Fatalf("WebhookEndpoints after refused rotations = %+v, %v; want %+v", es, err, kept)
 		}
 	})
 }

@@ -599,6 +599,8 @@ func RunWebhooks(t *testing.T, open Opener) {
 			t.Fatalf("WebhookDeliveries(limit 2) = %+v, %v; want evt_4, evt_3", ds, err)
 		}
 	})
+
+	runWebhookLimits(t, openHooks)
 }
 
 // RunWebhooksOnOneClock checks what a webhook.Store shared by processes

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/petstorekit/petstore/internal/redact"
+	"github.com/petstorekit/petstore"
 )
 
 // Endpoint is a project's webhook receiver.
@@ -51,6 +52,30 @@ func (e Endpoint) GoString() string { return "webhook.Endpoint" + e.String() }
 // LogValue is String, for slog handlers (JSON among them) that would
 // otherwise log the fields.
 func (e Endpoint) LogValue() slog.Value { return slog.StringValue(e.String()) }
+// CheckStorable refuses, with invalid_request, an endpoint whose id,
+// project id, secret or previous secret is longer than a store keeps
+// (petstore.MaxWebhookIDBytes, MaxProjectIDBytes, MaxWebhookSecretBytes)
+// or not petstore.Storable. Stores call it before they create an
+// endpoint.
+func (e Endpoint) CheckStorable() error {
+	if err := petstore.CheckText("webhook endpoint id", e.ID, petstore.MaxWebhookIDBytes); err != nil {
+		return err
+	}
+	if err := petstore.CheckText("webhook endpoint project id", e.ProjectID, petstore.MaxProjectIDBytes); err != nil {
+		return err
+	}
+	if err := CheckSecretStorable(e.Secret); err != nil {
+		return err
+	}
+	return CheckSecretStorable(e.PreviousSecret)
+}
+
+// CheckSecretStorable refuses, with invalid_request, an endpoint secret
+// longer than a store keeps (petstore.MaxWebhookSecretBytes) or not
+// petstore.Storable. Stores call it before they rotate a secret.
+func CheckSecretStorable(secret string) error {
+	return petstore.CheckText("webhook secret", secret, petstore.MaxWebhookSecretBytes)
+}
 
 // State is where a delivery stands.
 type State string

@@ -23,7 +23,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -283,7 +282,7 @@ func (s *Service) Deliveries(ctx context.Context, projectID, endpointID string) 
 // UUID): an id from a URL may hold anything, and a store may fail on what
 // it cannot even compare (PostgreSQL on a NUL byte), which is no outage.
 func possibleID(id string) bool {
-	return len(id) <= 64 && utf8.ValidString(id) && !strings.ContainsRune(id, 0)
+	return len(id) <= petstore.MaxWebhookIDBytes && petstore.Storable(id)
 }
 
 // EndpointNotFound is the not_found error for an endpoint id the project
@@ -308,7 +307,7 @@ func (s *Service) Enqueue(ctx context.Context, projectID, eventType string, doma
 // ended): an id already enqueued is not enqueued again, and EnqueueOnce
 // returns nil, so each endpoint gets the event once, with that id.
 // Returns invalid_request for an unknown event type or an id that is not
-// "evt_" and at most 64 bytes.
+// "evt_" and at most petstore.MaxWebhookIDBytes.
 func (s *Service) EnqueueOnce(ctx context.Context, projectID, id, eventType string, createdAt time.Time, domain any) error {
 	if !knownType(eventType) {
 		return petstore.Errorf(petstore.CodeInvalidRequest, "unknown webhook event type %q", eventType)
@@ -317,7 +316,7 @@ func (s *Service) EnqueueOnce(ctx context.Context, projectID, id, eventType stri
 		return petstore.Errorf(petstore.CodeInvalidRequest, "a webhook event needs a project")
 	}
 	if !strings.HasPrefix(id, "evt_") || !possibleID(id) {
-		return petstore.Errorf(petstore.CodeInvalidRequest, "webhook event id %q is not evt_ and at most 64 bytes", id)
+		return petstore.Errorf(petstore.CodeInvalidRequest, "webhook event id %q is not evt_ and at most %d bytes", id, petstore.MaxWebhookIDBytes)
 	}
 	ev := Event{ID: id, ProjectID: projectID, Type: eventType, CreatedAt: createdAt.UTC()}
 	var err error

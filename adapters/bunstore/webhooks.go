@@ -104,8 +104,19 @@ func (r webhookDeliveryRow) delivery() (webhook.Delivery, error) {
 	return d, nil
 }
 
+// keptEndpoint reports whether an endpoint could have id and projectID,
+// which webhook.Endpoint.CheckStorable allows: no endpoint has others,
+// and the databases fail on some (a NUL byte) or, MariaDB, match another
+// (bytes that are not UTF-8 dropped), so none is looked up.
+func keptEndpoint(projectID, id string) bool {
+	return webhook.Endpoint{ID: id, ProjectID: projectID}.CheckStorable() == nil
+}
+
 // CreateWebhookEndpoint implements webhook.Store.
 func (s *Store) CreateWebhookEndpoint(ctx context.Context, e webhook.Endpoint) error {
+	if err := e.CheckStorable(); err != nil {
+		return err
+	}
 	row := newEndpointRow(e)
 	if _, err := s.db.NewInsert().Model(&row).Exec(ctx); err != nil {
 		err = mapErr(ctx, "create webhook endpoint", err)
@@ -119,6 +130,9 @@ func (s *Store) CreateWebhookEndpoint(ctx context.Context, e webhook.Endpoint) e
 
 // WebhookEndpoints implements webhook.Store.
 func (s *Store) WebhookEndpoints(ctx context.Context, projectID string) ([]webhook.Endpoint, error) {
+	if !keptEndpoint(projectID, "wh_") {
+		return []webhook.Endpoint{}, ctx.Err()
+	}
 	var rows []webhookEndpointRow
 	q := s.db.NewSelect().Model(&rows)
 	if s.dbNow != "" {
@@ -144,6 +158,9 @@ func (s *Store) WebhookEndpoints(ctx context.Context, projectID string) ([]webho
 // first: from then on no claim returns its deliveries, whatever a
 // concurrent enqueue adds.
 func (s *Store) DeleteWebhookEndpoint(ctx context.Context, projectID, id string) error {
+	if !keptEndpoint(projectID, id) {
+		return webhook.EndpointNotFound(id)
+	}
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		res, err := tx.NewDelete().Model((*webhookEndpointRow)(nil)).Where("id = ?", id).Where("project_id = ?", projectID).Exec(ctx)
 		if err != nil {
@@ -169,6 +186,12 @@ func (s *Store) DeleteWebhookEndpoint(ctx context.Context, projectID, id string)
 // now after the UPDATE (unless CallerClock), so that every process
 // judges it alike.
 func (s *Store) RotateWebhookSecret(ctx context.Context, projectID, id, secret string, now, previousExpiresAt time.Time) (webhook.Endpoint, error) {
+	if err := webhook.CheckSecretStorable(secret); err != nil {
+		return webhook.Endpoint{}, err
+	}
+	if !keptEndpoint(projectID, id) {
+		return webhook.Endpoint{}, webhook.EndpointNotFound(id)
+	}
 	var row webhookEndpointRow
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		q := tx.NewUpdate().Model((*webhookEndpointRow)(nil))
@@ -405,6 +428,9 @@ func (s *Store) FinishWebhookAttempt(ctx context.Context, token string, now time
 
 // WebhookDeliveries implements webhook.Store.
 func (s *Store) WebhookDeliveries(ctx context.Context, projectID, endpointID string, limit int) ([]webhook.Delivery, error) {
+	if !keptEndpoint(projectID, endpointID) {
+		return nil, webhook.EndpointNotFound(endpointID)
+	}
 	n, err := s.db.NewSelect().Model((*webhookEndpointRow)(nil)).Where("id = ?", endpointID).Where("project_id = ?", projectID).Count(ctx)
 	if err != nil {
 		return nil, mapErr(ctx, "read webhook endpoint", err)

@@ -47,6 +47,9 @@ func (s *Store) CreateWebhookEndpoint(ctx context.Context, e webhook.Endpoint) e
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := e.CheckStorable(); err != nil {
+		return err
+	}
 	t := s.webhookTable()
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -101,6 +104,9 @@ func (s *Store) DeleteWebhookEndpoint(ctx context.Context, projectID, id string)
 // process: previousExpiresAt is kept as it is, on the callers' clock.
 func (s *Store) RotateWebhookSecret(ctx context.Context, projectID, id, secret string, _, previousExpiresAt time.Time) (webhook.Endpoint, error) {
 	if err := ctx.Err(); err != nil {
+		return webhook.Endpoint{}, err
+	}
+	if err := webhook.CheckSecretStorable(secret); err != nil {
 		return webhook.Endpoint{}, err
 	}
 	t := s.webhookTable()
