@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/petstorekit/petstore/internal/redact"
 	"github.com/petstorekit/petstore"
+	"github.com/petstorekit/petstore/internal/redact"
 )
 
 // Endpoint is a project's webhook receiver.
@@ -52,6 +52,7 @@ func (e Endpoint) GoString() string { return "webhook.Endpoint" + e.String() }
 // LogValue is String, for slog handlers (JSON among them) that would
 // otherwise log the fields.
 func (e Endpoint) LogValue() slog.Value { return slog.StringValue(e.String()) }
+
 // CheckStorable refuses, with invalid_request, an endpoint whose id,
 // project id, secret or previous secret is longer than a store keeps
 // (petstore.MaxWebhookIDBytes, MaxProjectIDBytes, MaxWebhookSecretBytes)
