@@ -50,6 +50,10 @@ const (
 	// event's id (webhook.Endpoint.ID, webhook.Event.ID; generated ids
 	// take 39 and 40).
 	MaxWebhookIDBytes = 64
+	// MaxWebhookEventTypeBytes bounds a webhook event's type
+	// (webhook.Event.Type; the longest, "domain.certificate.failed",
+	// takes 25).
+	MaxWebhookEventTypeBytes = 64
 	// MaxWebhookSecretBytes bounds a webhook endpoint's secret and
 	// previous secret (generated secrets take 49).
 	MaxWebhookSecretBytes = 255

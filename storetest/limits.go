@@ -508,8 +508,9 @@ func runDomainLimits(t *testing.T, open Opener) {
 }
 
 // runWebhookLimits checks petstore.MaxWebhookIDBytes,
-// petstore.MaxProjectIDBytes and petstore.MaxWebhookSecretBytes on a
-// webhook.Store's endpoints.
+// petstore.MaxProjectIDBytes, petstore.MaxWebhookSecretBytes and
+// petstore.MaxWebhookEventTypeBytes on a webhook.Store's endpoints and
+// events.
 func runWebhookLimits(t *testing.T, openHooks func(t *testing.T) webhook.Store) {
 	ctx := context.Background()
 	t.Run("LimitsAtTheEdge", func(t *testing.T) {
@@ -523,6 +524,14 @@ func runWebhookLimits(t *testing.T, openHooks func(t *testing.T) webhook.Store) 
 			}
 			if es, err := s.WebhookEndpoints(ctx, e.ProjectID); err != nil || len(es) != 1 || es[0].ID != e.ID || es[0].Secret != e.Secret {
 				t.Fatalf("WebhookEndpoints = %+v, %v; want %+v", es, err, e)
+			}
+			ev := webhook.Event{ID: ofBytes("evt_", petstore.MaxWebhookIDBytes, unit), ProjectID: e.ProjectID,
+				Type: ofBytes("domain.", petstore.MaxWebhookEventTypeBytes, unit), CreatedAt: hookTime, Payload: []byte(`{}`)}
+			if n, err := s.EnqueueWebhookEvent(ctx, ev); err != nil || n != 1 {
+				t.Fatalf("EnqueueWebhookEvent with a %d-byte id and a %d-byte type = %d, %v; want 1", len(ev.ID), len(ev.Type), n, err)
+			}
+			if ds, err := s.WebhookDeliveries(ctx, e.ProjectID, e.ID, 10); err != nil || len(ds) != 1 || ds[0].EventID != ev.ID || ds[0].Type != ev.Type {
+				t.Fatalf("WebhookDeliveries = %+v, %v; want the event", ds, err)
 			}
 			secret := ofBytes("whsec_new", petstore.MaxWebhookSecretBytes, unit)
 			got, err := s.RotateWebhookSecret(ctx, e.ProjectID, e.ID, secret, hookTime, hookTime.Add(time.Hour))
@@ -595,6 +604,26 @@ func runWebhookLimits(t *testing.T, openHooks func(t *testing.T) webhook.Store) 
 			if err := s.DeleteWebhookEndpoint(ctx, l[0], l[1]); petstore.ErrorCode(err) != petstore.CodeNotFound {
 				t.Fatalf("DeleteWebhookEndpoint of project %q, endpoint %q: %v, want not_found", clip(l[0]), clip(l[1]), err)
 			}
+		}
+		// An event with an id, project or type past its limit, or not
+		// storable, is refused, and no delivery is stored.
+		var events []webhook.Event
+		for i, id := range append([]string{ofBytes("evt_", petstore.MaxWebhookIDBytes+1, "a"), ofBytes("evt_", petstore.MaxWebhookIDBytes+1, "é")}, "evt_\xff", "evt_\x00") {
+			events = append(events, webhook.Event{ID: id, ProjectID: stored.ProjectID, Type: webhook.TypeDomainActive, Payload: []byte(`{}`), CreatedAt: hookTime.Add(time.Duration(i))})
+		}
+		for i, p := range projects {
+			events = append(events, webhook.Event{ID: fmt.Sprint("evt_p", i), ProjectID: p, Type: webhook.TypeDomainActive, Payload: []byte(`{}`), CreatedAt: hookTime})
+		}
+		for i, typ := range []string{ofBytes("domain.", petstore.MaxWebhookEventTypeBytes+1, "a"), ofBytes("domain.", petstore.MaxWebhookEventTypeBytes+1, "é"), "domain.\xff", "domain.\x00"} {
+			events = append(events, webhook.Event{ID: fmt.Sprint("evt_t", i), ProjectID: stored.ProjectID, Type: typ, Payload: []byte(`{}`), CreatedAt: hookTime})
+		}
+		for _, ev := range events {
+			if _, err := s.EnqueueWebhookEvent(ctx, ev); petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
+				t.Fatalf("EnqueueWebhookEvent with id %q, project %q and type %q: %v, want invalid_request", clip(ev.ID), clip(ev.ProjectID), clip(ev.Type), err)
+			}
+		}
+		if ds, err := s.WebhookDeliveries(ctx, stored.ProjectID, stored.ID, 10); err != nil || len(ds) != 0 {
+			t.Fatalf("WebhookDeliveries after refused events = %+v, %v; want none", ds, err)
 		}
 		if err := s.DeleteWebhookEndpoint(ctx, stored.ProjectID, stored.ID); err != nil {
 			t.Fatalf("DeleteWebhookEndpoint after refused lookups: %v", err)

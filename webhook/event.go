@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"slices"
 	"time"
+
+	"github.com/petstorekit/petstore"
 )
 
 // The event types, one for each state change of a custom domain.
@@ -37,6 +39,20 @@ type Event struct {
 	Type      string
 	CreatedAt time.Time
 	Payload   []byte
+}
+
+// CheckStorable refuses, with invalid_request, an event whose id, project
+// id or type is longer than a store keeps (petstore.MaxWebhookIDBytes,
+// MaxProjectIDBytes, MaxWebhookEventTypeBytes) or not petstore.Storable.
+// Stores call it before they enqueue an event.
+func (ev Event) CheckStorable() error {
+	if err := petstore.CheckText("webhook event id", ev.ID, petstore.MaxWebhookIDBytes); err != nil {
+		return err
+	}
+	if err := petstore.CheckText("webhook event project id", ev.ProjectID, petstore.MaxProjectIDBytes); err != nil {
+		return err
+	}
+	return petstore.CheckText("webhook event type", ev.Type, petstore.MaxWebhookEventTypeBytes)
 }
 
 // body is the JSON of a delivery:

@@ -227,6 +227,9 @@ func (s *Store) RotateWebhookSecret(ctx context.Context, projectID, id, secret s
 // INSERT: ev.CreatedAt is on the enqueuing process's clock, which may be
 // ahead of the others' or behind.
 func (s *Store) EnqueueWebhookEvent(ctx context.Context, ev webhook.Event) (int, error) {
+	if err := ev.CheckStorable(); err != nil {
+		return 0, err
+	}
 	at := ev.CreatedAt.UnixNano()
 	now, nowArgs := "?", []any{at, at}
 	if s.dbNow != "" {

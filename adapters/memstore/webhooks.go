@@ -130,6 +130,9 @@ func (s *Store) EnqueueWebhookEvent(ctx context.Context, ev webhook.Event) (int,
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
+	if err := ev.CheckStorable(); err != nil {
+		return 0, err
+	}
 	t := s.webhookTable()
 	t.mu.Lock()
 	defer t.mu.Unlock()
