@@ -210,21 +210,46 @@ func fromRRs(zone string, rrs []dns.RR) ([]libdns.Record, error) {
 	return out, nil
 }
 
+// tsigAlgorithms are the TSIG algorithms KeyAlgorithm may name, the
+// default first, with miekg/dns's name of each.
+var tsigAlgorithms = []struct{ name, dns string }{
+	{"hmac-sha256", dns.HmacSHA256},
+	{"hmac-sha512", dns.HmacSHA512},
+	{"hmac-sha384", dns.HmacSHA384},
+	{"hmac-sha224", dns.HmacSHA224},
+	{"hmac-sha1", dns.HmacSHA1},
+}
+
+// Algorithms returns the TSIG algorithms KeyAlgorithm may name, the
+// default first.
+func Algorithms() []string {
+	names := make([]string, len(tsigAlgorithms))
+	for i, a := range tsigAlgorithms {
+		names[i] = a.name
+	}
+	return names
+}
+
+// CheckAlgorithm returns an error, naming the algorithms there are, when
+// KeyAlgorithm is none of them: every signed exchange would fail. A
+// program configuring p calls it at start, so that a typo shows then
+// rather than at the first write.
+func (p *Provider) CheckAlgorithm() error {
+	_, err := p.algorithm()
+	return err
+}
+
 func (p *Provider) algorithm() (string, error) {
 	alg := strings.ToLower(strings.TrimSuffix(p.KeyAlgorithm, "."))
-	switch alg {
-	case "", "hmac-sha256":
-		return dns.HmacSHA256, nil
-	case "hmac-sha512":
-		return dns.HmacSHA512, nil
-	case "hmac-sha384":
-		return dns.HmacSHA384, nil
-	case "hmac-sha224":
-		return dns.HmacSHA224, nil
-	case "hmac-sha1":
-		return dns.HmacSHA1, nil
+	if alg == "" {
+		return tsigAlgorithms[0].dns, nil
 	}
-	return "", fmt.Errorf("rfc2136: unsupported TSIG algorithm %q", p.KeyAlgorithm)
+	for _, a := range tsigAlgorithms {
+		if alg == a.name {
+			return a.dns, nil
+		}
+	}
+	return "", fmt.Errorf("rfc2136: unsupported TSIG algorithm %q: want one of %s", p.KeyAlgorithm, strings.Join(Algorithms(), ", "))
 }
 
 // sign adds a TSIG record to m and returns the secrets map miekg/dns needs

@@ -78,6 +78,9 @@ func parseDNSProvider(s string) (*dnsProviderSpec, error) {
 			name += "."
 		}
 		spec.rfc = &rfc2136.Provider{Server: host, KeyName: name, KeyAlgorithm: alg, KeySecret: secret}
+		if err := spec.rfc.CheckAlgorithm(); err != nil {
+			return nil, err
+		}
 	case "memory":
 		spec.listen = q.Get("listen")
 		if spec.listen == "" {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/libdns/libdns"
 
+	"github.com/petstorekit/petstore/adapters/rfc2136"
 	"github.com/petstorekit/petstore/adapters/rfc2136/rfc2136test"
 )
 
@@ -224,6 +225,32 @@ func TestDNSResolversFlag(t *testing.T) {
 		cfg, err := parseConfig([]string{"-dns-resolvers", v}, func(string) string { return "" }, &strings.Builder{})
 		if err != nil || len(cfg.dnsResolvers) != want {
 			t.Errorf("-dns-resolvers %q: %v, %v; want %d resolvers", v, cfg.dnsResolvers, err, want)
+		}
+	}
+}
+
+// TestDNSProviderAlgorithm: a TSIG algorithm the rfc2136 adapter cannot
+// sign with stops the server at start (as every flag error, a usage
+// error: exit status 2),
+// naming the algorithms it can and never the secret, instead of failing
+// the first DNS write; each of those algorithms is accepted.
+func TestDNSProviderAlgorithm(t *testing.T) {
+	noEnv := func(string) string { return "" }
+	for _, alg := range []string{"hmac-md5", "sha256", "hmac-sha256x"} {
+		v := "rfc2136://key:c2VjcmV0@127.0.0.1:53?alg=" + alg + "&zones=example.com"
+		_, err := parseConfig([]string{"-dns-provider", v}, noEnv, &strings.Builder{})
+		if err == nil || !strings.HasPrefix(err.Error(), "-dns-provider: ") || !strings.Contains(err.Error(), "hmac-sha256, hmac-sha512") {
+			t.Errorf("alg=%s: err %v, want a -dns-provider error listing the algorithms", alg, err)
+			continue
+		}
+		if strings.Contains(err.Error(), "c2VjcmV0") {
+			t.Errorf("alg=%s: the error shows the secret: %v", alg, err)
+		}
+	}
+	for _, alg := range rfc2136.Algorithms() {
+		v := "rfc2136://key:c2VjcmV0@127.0.0.1:53?alg=" + strings.ToUpper(alg) + "&zones=example.com"
+		if _, err := parseConfig([]string{"-dns-provider", v}, noEnv, &strings.Builder{}); err != nil {
+			t.Errorf("alg=%s: %v", alg, err)
 		}
 	}
 }
