@@ -47,13 +47,15 @@ func DefaultCDNs() []CDN {
 }
 
 // ParseCDNs reads a list in cdn-ranges.txt's format: one "<name> <CIDR>" a
-// line, blank lines and # comments ignored. It returns an error naming the
-// first line that is not in that form.
+// line, blank lines and # comments ignored. It returns no list and an
+// error naming the first line that is not in that form, or cannot be read
+// (one over 64 KiB among them).
 func ParseCDNs(r io.Reader) ([]CDN, error) {
 	var out []CDN
 	index := map[string]int{}
 	sc := bufio.NewScanner(r)
-	for line := 1; sc.Scan(); line++ {
+	line := 1
+	for ; sc.Scan(); line++ {
 		text := strings.TrimSpace(sc.Text())
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
@@ -75,7 +77,12 @@ func ParseCDNs(r io.Reader) ([]CDN, error) {
 		}
 		out[n].Prefixes = append(out[n].Prefixes, p.Masked())
 	}
-	return out, sc.Err()
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return nil, fmt.Errorf("line %d: longer than %d bytes", line, bufio.MaxScanTokenSize)
+	} else if err != nil {
+		return nil, fmt.Errorf("line %d: %w", line, err)
+	}
+	return out, nil
 }
 
 // cdnOf returns the name of the CDN every address belongs to, or "".
