@@ -45,6 +45,10 @@ const (
 // short, so a customer's later fix takes effect quickly.
 const DefaultTTL = 5 * time.Minute
 
+// maxTTL is the largest TTL a record holds, in seconds (RFC 2181 §8); a
+// larger one asked for is written as it.
+const maxTTL = 1<<31 - 1
+
 // Configurator implements customdomain.DNSConfigurator over a libdns provider.
 // It is safe for concurrent use if the provider is.
 type Configurator struct {
@@ -261,9 +265,9 @@ func conflict(zone string, want libdns.Record, at, wanted []libdns.Record) *cust
 func toLibdns(zone string, r customdomain.Record) (libdns.Record, *customdomain.Finding) {
 	typ := strings.ToUpper(strings.TrimSpace(r.Type))
 	name := relName(zone, r.Name)
-	ttl := time.Duration(r.TTL) * time.Second
-	if ttl <= 0 {
-		ttl = DefaultTTL
+	ttl := DefaultTTL
+	if r.TTL > 0 {
+		ttl = time.Duration(min(r.TTL, maxTTL)) * time.Second
 	}
 	unsupported := func(why string) *customdomain.Finding {
 		return &customdomain.Finding{
