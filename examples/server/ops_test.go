@@ -195,7 +195,7 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"projects", "bogus"}, 2, "projects deploy"},
 		{[]string{"projects", "list", "extra"}, 2, "projects deploy"},
 		{[]string{"projects", "deploy"}, 2, "projects deploy"},
-		{[]string{"-db", db, "keys", "revoke", "key_nosuch"}, 1, "no key has the id given"}, // never what was typed: it may be a secret
+		{[]string{"-db", db, "keys", "revoke", "key_nosuch"}, 1, "no key has the id given"},         // never what was typed: it may be a secret
 		{[]string{"-db", db, "projects", "deploy", "prj_nosuch"}, 1, "no project has the id given"}, // as keys revoke
 	} {
 		cmd := exec.Command(bin, tc.args...)
