@@ -244,3 +244,26 @@ func TestReadyzSeesADeadDatabaseBehindAFullPool(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestReadyzOverASlowLinkIsReady: over a link whose round trip is 300 ms,
+// a database that answers every request is ready. /readyz pings over a
+// connection opened at start and kept, so its 500 ms never has to hold a
+// new connection's handshake, login and ping (four round trips and more),
+// which read as unreachable before, at every probe.
+func TestReadyzOverASlowLinkIsReady(t *testing.T) {
+	for _, db := range proxiedDatabases {
+		t.Run(db.name, func(t *testing.T) {
+			base, proxy := warmPooledServer(t, db.proxied, "4", "5s")
+			proxy.SetLatency(150 * time.Millisecond)
+			res, err := (&http.Client{Timeout: 5 * time.Second}).Get(base + "/readyz")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != 200 || !strings.Contains(string(body), `"database":"ok"`) {
+				t.Fatalf("/readyz over a 300 ms round trip: %d %s, want 200 with the database ok", res.StatusCode, body)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -307,8 +308,13 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	// from a copy made at most once a second, and each address spends its
 	// public budget on them, as on the OpenAPI document (issue 26).
 	probes := http.NewServeMux()
-	dbCheck, closeProbe := newDBProbe(store, cfg)
-	a.closers = append(a.closers, closeProbe)
+	dbCheck, err := newDBProbe(ctx, store, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if dbCheck != nil {
+		a.closers = append(a.closers, dbCheck.close)
+	}
 	probes.Handle("GET /readyz", newSnapshot(ready(dbCheck, lims, cfg), time.Second, time.Now))
 	if cfg.metricsAddr == "" {
 		probes.Handle("GET /metrics", newSnapshot(metricsHandler(a.registry), time.Second, time.Now))
@@ -500,30 +506,41 @@ func ready(db *dbProbe, lims limiters, cfg config) http.Handler {
 
 // dbProbe is how /readyz asks the database whether it answers. On
 // PostgreSQL and MySQL it pings over a pool of its own, of one
-// connection, dialled at the first probe: a burst that holds every one of
+// connection, opened at start and kept: a burst that holds every one of
 // the store's -db-max-conns connections must not hide a database that
-// stopped answering until the burst's requests give up (-db-timeout). On
-// SQLite, a file with no link to lose, it pings over the store's pool.
+// stopped answering until the burst's requests give up (-db-timeout),
+// and a probe must not have to dial within its 500 ms, which a link with
+// a long round trip can take longer than. On SQLite, a file with no link
+// to lose, it pings over the store's pool.
 type dbProbe struct {
 	pool *bun.DB // the store's
-	dsn  string  // -db, when the probe has a pool of its own
-
-	mu  sync.Mutex
-	own *bun.DB // the probe's pool, once dialled
+	own  *bun.DB // the probe's, on PostgreSQL and MySQL
 }
 
-// newDBProbe returns the probe of store's database, and what closes it;
-// nil for a store with no database (-db memory).
-func newDBProbe(store backend, cfg config) (*dbProbe, func()) {
+// newDBProbe returns the probe of store's database, opening its own pool
+// within -db-timeout, as the other steps of a start are bounded; nil for
+// a store with no database (-db memory).
+func newDBProbe(ctx context.Context, store backend, cfg config) (*dbProbe, error) {
 	s, ok := store.(interface{ DB() *bun.DB })
 	if !ok {
-		return nil, func() {}
+		return nil, nil // -db memory: no database
 	}
 	p := &dbProbe{pool: s.DB()}
-	if t, _ := bunopen.Parse(cfg.db); t.Kind == bunopen.KindPostgres || t.Kind == bunopen.KindMySQL {
-		p.dsn = cfg.db
+	if t, _ := bunopen.Parse(cfg.db); t.Kind != bunopen.KindPostgres && t.Kind != bunopen.KindMySQL {
+		return p, nil
 	}
-	return p, p.close
+	err := startStep(ctx, cfg.dbTimeout, 0, func(ctx context.Context) (err error) {
+		p.own, err = bunopen.Open(ctx, cfg.db)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("/readyz's database connection: %w", err)
+	}
+	p.own.SetMaxOpenConns(1)
+	p.own.SetMaxIdleConns(1)
+	p.own.SetConnMaxLifetime(0) // kept until it breaks
+	p.own.SetConnMaxIdleTime(0)
+	return p, nil
 }
 
 // ping pings the database within timeout and says what it found: "ok",
@@ -534,10 +551,8 @@ func newDBProbe(store backend, cfg config) (*dbProbe, func()) {
 func (p *dbProbe) ping(ctx context.Context, timeout time.Duration) string {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	db, err := p.db(ctx)
-	if err == nil {
-		err = db.PingContext(ctx)
-	}
+	db := cmp.Or(p.own, p.pool)
+	err := db.PingContext(ctx)
 	st := p.pool.Stats()
 	full := st.MaxOpenConnections > 0 && st.InUse >= st.MaxOpenConnections
 	switch {
@@ -549,33 +564,10 @@ func (p *dbProbe) ping(ctx context.Context, timeout time.Duration) string {
 	return "ok"
 }
 
-// db returns the pool to ping over, opening the probe's own within ctx
-// the first time.
-func (p *dbProbe) db(ctx context.Context) (*bun.DB, error) {
-	if p.dsn == "" {
-		return p.pool, nil
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.own == nil {
-		db, err := bunopen.Open(ctx, p.dsn)
-		if err != nil {
-			return nil, err
-		}
-		db.SetMaxOpenConns(1)
-		db.SetMaxIdleConns(1)
-		p.own = db
-	}
-	return p.own, nil
-}
-
-// close closes the probe's own pool, if it was opened.
+// close closes the probe's own pool, if it has one.
 func (p *dbProbe) close() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.own != nil {
 		p.own.Close()
-		p.own = nil
 	}
 }
 
