@@ -2,6 +2,7 @@ package customdomain
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/petstorekit/petstore"
@@ -32,9 +33,10 @@ func (e *Engine) ConfigureDNS(ctx context.Context, projectID, name string) ([]Fi
 		return nil, err
 	}
 	created, findings, err := c.Configure(ctx, zone, recs)
-	if err != nil && petstore.ErrorCode(err) == petstore.CodeInternal {
+	if err != nil && petstore.ErrorCode(err) == petstore.CodeInternal && !errors.Is(ctx.Err(), context.Canceled) {
 		// The provider could not be reached, or refused: the customer can
-		// only try again; the operator reads why in the log.
+		// only try again; the operator reads why in the log. (A request
+		// canceled, its client gone, is no provider's failure.)
 		e.cfg.Logger.Warn("the DNS provider could not be read or written", "domain", entry.Name, "zone", zone, "err", err)
 		err = petstore.Errorf(petstore.CodeUnavailable, "the DNS of %s could not be written now; try again later", zone)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"slices"
 	"strings"
@@ -25,6 +26,7 @@ import (
 	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/internal/domaintest"
 	"github.com/petstorekit/petstore/internal/faultproxy"
+	"github.com/petstorekit/petstore/internal/testenv"
 )
 
 // recordsAt lists "TYPE data" of the records at name in zone, sorted.
@@ -664,5 +666,38 @@ func TestConfigureDNSWithTheProviderDownIsUnavailable(t *testing.T) {
 	}
 	if msg := petstore.ErrorMessage(err); !strings.Contains(msg, "example.com") || strings.Contains(msg, proxy.Addr()) {
 		t.Fatalf("message %q: want the zone named, not the server's address", msg)
+	}
+}
+
+// A request canceled while the DNS server does not answer (its client
+// gone) is no failure of the provider: the operator's log does not say the
+// provider could not be written.
+func TestConfigureDNSCanceledIsNotTheProvidersFailure(t *testing.T) {
+	k := rfc2136test.StartKnot(t, "example.com.")
+	proxy, err := faultproxy.New(k.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	p := k.Provider()
+	p.Server = proxy.Addr()
+	var logs testenv.Buffer
+	f := newFixture(t, nil)
+	e := f.replica(t, func(c *customdomain.EngineConfig) {
+		c.DNS = func(string) customdomain.DNSConfigurator { return dnsconfig.New(p) }
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	if _, _, err := e.Add(context.Background(), "prj_pro", "shop.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Pause()
+	t.Cleanup(proxy.Restore)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	if _, err := e.ConfigureDNS(ctx, "prj_pro", "shop.example.com"); err == nil {
+		t.Fatal("ConfigureDNS canceled while the DNS server was paused succeeded")
+	}
+	if strings.Contains(logs.String(), "could not be read or written") {
+		t.Fatalf("a canceled request was logged as the provider's failure:\n%s", logs.String())
 	}
 }
