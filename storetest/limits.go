@@ -125,9 +125,12 @@ func runKeyLimits(t *testing.T, open Opener) {
 			t.Fatal(err)
 		}
 		for _, plan := range []string{ofBytes("p", petstore.MaxPlanBytes+1, "a"), ofBytes("p", petstore.MaxPlanBytes+1, "é"), "pro\xff", "pro\x00"} {
-			_, err := s.SetKeyPlan(ctx, kept.ID, petstore.Plan(plan), petstore.Limits{})
-			if petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
-				t.Fatalf("SetKeyPlan with plan %q: %v, want invalid_request", clip(plan), err)
+			// The input is checked first: of an unknown key too.
+			for _, id := range append([]string{kept.ID, "key_unknown"}, longIDs...) {
+				_, err := s.SetKeyPlan(ctx, id, petstore.Plan(plan), petstore.Limits{})
+				if petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
+					t.Fatalf("SetKeyPlan of %q with plan %q: %v, want invalid_request", clip(id), clip(plan), err)
+				}
 			}
 		}
 		if got, _, err := s.KeyByHash(ctx, petstore.HashAPIKey("psk_kept")); err != nil || got != kept {
@@ -489,6 +492,10 @@ func runDomainLimits(t *testing.T, open Opener) {
 			change(&e)
 			if _, err := s.UpdateDomain(ctx, e); petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
 				t.Fatalf("UpdateDomain with %s: %v, want invalid_request", what, err)
+			}
+			e.ID = ofBytes("dom_", petstore.MaxDomainIDBytes+1, "a") // the input is checked first: of an unknown entry too
+			if _, err := s.UpdateDomain(ctx, e); petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
+				t.Fatalf("UpdateDomain of an unknown entry with %s: %v, want invalid_request", what, err)
 			}
 		}
 		for _, st := range statuses {

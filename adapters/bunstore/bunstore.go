@@ -472,11 +472,11 @@ func exactID(id string) bool {
 
 // SetKeyPlan implements petstore.KeyStore.
 func (s *Store) SetKeyPlan(ctx context.Context, id string, plan petstore.Plan, limits petstore.Limits) (petstore.APIKey, error) {
+	if err := plan.CheckStorable(); err != nil { // the input first, as every store
+		return petstore.APIKey{}, err
+	}
 	if !exactID(id) {
 		return petstore.APIKey{}, keyNotFound(id)
-	}
-	if err := plan.CheckStorable(); err != nil {
-		return petstore.APIKey{}, err
 	}
 	key, err := s.setKeyPlan(ctx, id, plan, limits)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -130,11 +130,11 @@ func (s *Store) DomainByName(ctx context.Context, name string) (customdomain.Ent
 // version read: of two processes writing one version, exactly one matches
 // a row and the other gets conflict.
 func (s *Store) UpdateDomain(ctx context.Context, e customdomain.Entry) (customdomain.Entry, error) {
+	if err := petstore.CheckDomainState(string(e.Status), e.Token, e.OwnershipToken); err != nil { // the input first, as every store
+		return customdomain.Entry{}, err
+	}
 	if petstore.CheckText("", e.ID, petstore.MaxDomainIDBytes) != nil {
 		return customdomain.Entry{}, petstore.Errorf(petstore.CodeNotFound, "domain not found") // no entry has the id
-	}
-	if err := petstore.CheckDomainState(string(e.Status), e.Token, e.OwnershipToken); err != nil {
-		return customdomain.Entry{}, err
 	}
 	var cur domainRow
 	err := s.db.NewSelect().Model(&cur).Where("id = ?", e.ID).Scan(ctx)

@@ -228,14 +228,14 @@ func (s *Store) SetKeyPlan(ctx context.Context, id string, plan petstore.Plan, l
 	if err := ctx.Err(); err != nil {
 		return petstore.APIKey{}, err
 	}
+	if err := plan.CheckStorable(); err != nil { // the input first, as every store
+		return petstore.APIKey{}, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	hash, ok := s.keyByID[id]
 	if !ok {
 		return petstore.APIKey{}, petstore.Errorf(petstore.CodeNotFound, "key %s not found", id)
-	}
-	if err := plan.CheckStorable(); err != nil {
-		return petstore.APIKey{}, err
 	}
 	sk := s.keys[hash]
 	sk.key.Plan, sk.key.Limits = plan, limits
