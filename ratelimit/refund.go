@@ -79,8 +79,9 @@ func (l *Limiter) Refund(ctx context.Context, subject string, limits petstore.Li
 	if err := r.Refund(ctx, req); err != nil || store == l.local {
 		return err
 	}
-	// The mirror learns of the room at once, so that Refusing stops.
-	return l.local.refund(ctx, req, false)
+	// The mirror learns of the room at once, so that Refusing stops; the
+	// refund is made, whatever ctx does now.
+	return l.local.refund(context.WithoutCancel(ctx), req, false)
 }
 
 // Refund implements Refunder.

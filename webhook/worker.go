@@ -115,8 +115,6 @@ func (s *Service) Run(ctx context.Context) error {
 	defer s.client.CloseIdleConnections()
 	var purging sync.WaitGroup
 	defer purging.Wait()
-	idle := make(chan struct{}, 1) // holds a token while no purge runs
-	idle <- struct{}{}
 	for {
 		n, err := s.DeliverDue(ctx)
 		if err != nil && ctx.Err() == nil {
@@ -130,15 +128,11 @@ func (s *Service) Run(ctx context.Context) error {
 		// the next claim, which it must not delay: on a slow link its
 		// round trips would hold up an event queued for another
 		// endpoint past its bound.
-		if err == nil {
-			select {
-			case <-idle:
-				purging.Go(func() {
-					defer func() { idle <- struct{}{} }()
-					s.purge(ctx)
-				})
-			default: // the last one still runs
-			}
+		if err == nil && s.purgeMu.TryLock() { // else the last one still runs
+			purging.Go(func() {
+				defer s.purgeMu.Unlock()
+				s.purge(ctx)
+			})
 		}
 		if n > 0 && ctx.Err() == nil {
 			// More may be due: a claim takes only a few of one
@@ -165,10 +159,8 @@ func (s *Service) Run(ctx context.Context) error {
 const purgeRetry = time.Minute
 
 // purge deletes old finished deliveries, at most once an hour, or a
-// purgeRetry after one that failed.
+// purgeRetry after one that failed. s.purgeMu is held.
 func (s *Service) purge(ctx context.Context) {
-	s.purgeMu.Lock()
-	defer s.purgeMu.Unlock()
 	now := s.now()
 	if now.Before(s.nextPurge) {
 		return

@@ -375,9 +375,9 @@ func ParseOptions(addr string) (*redis.Options, error) {
 	o.MaxRetries = -1 // a retry would only double the wait on a dead server
 	o.DialerRetries = 1
 	// A new connection sends HELLO alone, without go-redis's CLIENT
-	// SETINFO round trip after it, so that one opened for a burst (HELLO,
-	// then the call) fits the store timeout on a link whose round trip is
-	// up to half of it (docs/rate-limits.md, "When Redis fails").
+	// SETINFO round trip after it: one opened for a burst fits the store
+	// timeout on a slower link (the bound: docs/rate-limits.md, "When
+	// Redis fails").
 	o.DisableIdentity = true
 	return o, nil
 }
