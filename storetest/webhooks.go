@@ -600,6 +600,42 @@ func RunWebhooks(t *testing.T, open Opener) {
 		}
 	})
 
+	t.Run("IdsAndProjectsAreExact", func(t *testing.T) {
+		// An id or project id that differs from a stored one by trailing
+		// spaces (which a padding collation would match) is another one.
+		t.Parallel()
+		s := openHooks(t)
+		endpoint(t, s, "wh_a", "prj_a", hookTime)
+		enqueue(t, s, "evt_1", "prj_a", hookTime)
+		if es, err := s.WebhookEndpoints(ctx, "prj_a "); err != nil || len(es) != 0 {
+			t.Errorf("WebhookEndpoints(prj_a ) = %+v, %v; want none", es, err)
+		}
+		if ds, err := s.WebhookDeliveries(ctx, "prj_a ", "wh_a", 10); petstore.ErrorCode(err) != petstore.CodeNotFound {
+			t.Errorf("WebhookDeliveries(prj_a , wh_a) = %+v, %v; want not_found", ds, err)
+		}
+		if ds, err := s.WebhookDeliveries(ctx, "prj_a", "wh_a ", 10); petstore.ErrorCode(err) != petstore.CodeNotFound {
+			t.Errorf("WebhookDeliveries(prj_a, wh_a ) = %+v, %v; want not_found", ds, err)
+		}
+		if n := enqueue(t, s, "evt_2", "prj_a ", hookTime); n != 0 {
+			t.Errorf("an event of prj_a  went to %d of prj_a's endpoints, want none", n)
+		}
+		if n := enqueue(t, s, "evt_1 ", "prj_a", hookTime); n != 1 {
+			t.Errorf("event evt_1  enqueued %d deliveries, want 1 (an event of its own)", n)
+		}
+		if err := s.DeleteWebhookEndpoint(ctx, "prj_a ", "wh_a"); petstore.ErrorCode(err) != petstore.CodeNotFound {
+			t.Errorf("DeleteWebhookEndpoint(prj_a , wh_a) = %v; want not_found", err)
+		}
+		if err := s.DeleteWebhookEndpoint(ctx, "prj_a", "wh_a "); petstore.ErrorCode(err) != petstore.CodeNotFound {
+			t.Errorf("DeleteWebhookEndpoint(prj_a, wh_a ) = %v; want not_found", err)
+		}
+		if err := s.CreateWebhookEndpoint(ctx, webhook.Endpoint{ID: "wh_a ", ProjectID: "prj_b", URL: "https://x.example/", Secret: "s", CreatedAt: hookTime}); err != nil {
+			t.Errorf("CreateWebhookEndpoint(wh_a ) = %v; want it stored as an endpoint of its own", err)
+		}
+		if ds := deliveries(t, s, "prj_a", "wh_a"); len(ds) != 2 {
+			t.Errorf("deliveries of wh_a = %+v, want evt_1 and evt_1 ", ds)
+		}
+	})
+
 	runWebhookLimits(t, openHooks)
 }
 

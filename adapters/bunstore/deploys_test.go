@@ -40,3 +40,33 @@ func TestDeploys(t *testing.T) {
 		})
 	}
 }
+
+// TestDeploysCompareProjectsExactly: a project id that differs from a
+// stored one by trailing spaces is another project on every database.
+// MariaDB's utf8mb4_bin collation pads with spaces, so a deploy of
+// "prj_a " used to replace prj_a's and read as prj_a's.
+func TestDeploysCompareProjectsExactly(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := bunstore.New(b.open(t))
+			first := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+			if err := s.RecordDeploy(ctx, "prj_a", first); err != nil {
+				t.Fatal(err)
+			}
+			if at, err := s.LastDeploy(ctx, "prj_a "); err != nil || !at.IsZero() {
+				t.Errorf("LastDeploy(prj_a ) = %v, %v; want never deployed", at, err)
+			}
+			if err := s.RecordDeploy(ctx, "prj_a ", first.Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			if at, err := s.LastDeploy(ctx, "prj_a"); err != nil || !at.Equal(first) {
+				t.Errorf("LastDeploy(prj_a) after prj_a 's deploy = %v, %v; want %v", at, err, first)
+			}
+			if all, err := s.LastDeploys(ctx); err != nil || len(all) != 2 {
+				t.Errorf("LastDeploys = %v, %v; want prj_a and prj_a  apart", all, err)
+			}
+		})
+	}
+}
