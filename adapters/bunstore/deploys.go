@@ -18,10 +18,15 @@ type deployRow struct {
 }
 
 // RecordDeploy stores a successful deploy of projectID at at, replacing
-// the project's earlier one, in one upsert statement.
+// the project's earlier one, in one upsert statement. A project id that is
+// empty, longer than petstore.MaxProjectIDBytes or not petstore.Storable
+// is refused with invalid_request.
 func (s *Store) RecordDeploy(ctx context.Context, projectID string, at time.Time) error {
 	if projectID == "" {
 		return petstore.Errorf(petstore.CodeInvalidRequest, "a deploy needs a project")
+	}
+	if err := petstore.CheckText("deploy project id", projectID, petstore.MaxProjectIDBytes); err != nil {
+		return err
 	}
 	row := deployRow{ProjectID: projectID, DeployedNS: at.UnixNano()}
 	q := s.db.NewInsert().Model(&row)

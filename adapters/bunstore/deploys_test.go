@@ -2,9 +2,11 @@ package bunstore_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/petstorekit/petstore"
 	"github.com/petstorekit/petstore/adapters/bunstore"
 )
 
@@ -66,6 +68,31 @@ func TestDeploysCompareProjectsExactly(t *testing.T) {
 			}
 			if all, err := s.LastDeploys(ctx); err != nil || len(all) != 2 {
 				t.Errorf("LastDeploys = %v, %v; want prj_a and prj_a  apart", all, err)
+			}
+		})
+	}
+}
+
+// TestRecordDeployChecksTheProjectID: a project id longer than a store
+// keeps, or not storable text, is refused as invalid_request on every
+// database, not truncated, refused as an internal error or stored.
+func TestRecordDeployChecksTheProjectID(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := bunstore.New(b.open(t))
+			at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+			for _, id := range []string{strings.Repeat("p", petstore.MaxProjectIDBytes+1), "prj\x00a", "prj\xffa"} {
+				if err := s.RecordDeploy(ctx, id, at); petstore.ErrorCode(err) != petstore.CodeInvalidRequest {
+					t.Errorf("RecordDeploy(%q) = %v; want invalid_request", id, err)
+				}
+			}
+			if all, err := s.LastDeploys(ctx); err != nil || len(all) != 0 {
+				t.Errorf("LastDeploys = %v, %v; want none stored", all, err)
+			}
+			if err := s.RecordDeploy(ctx, strings.Repeat("p", petstore.MaxProjectIDBytes), at); err != nil {
+				t.Errorf("RecordDeploy(a project id of MaxProjectIDBytes) = %v; want it stored", err)
 			}
 		})
 	}
