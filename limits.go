@@ -82,41 +82,6 @@ func CheckText(what, s string, max int) error {
 	return CheckLength(what, s, max)
 }
 
-// CheckDomainEntry refuses, with invalid_request, a new custom domain
-// entry (customdomain.Entry's ID, ProjectID and Name, and the state
-// CheckDomainState checks) whose id, project id or name is longer than a
-// store keeps (MaxDomainIDBytes, MaxProjectIDBytes, MaxDomainNameBytes)
-// or not Storable, or whose state CheckDomainState refuses. Stores call it
-// before they create an entry.
-func CheckDomainEntry(id, projectID, name, status, token, ownershipToken string) error {
-	if err := CheckText("domain id", id, MaxDomainIDBytes); err != nil {
-		return err
-	}
-	if err := CheckText("domain project id", projectID, MaxProjectIDBytes); err != nil {
-		return err
-	}
-	if err := CheckText("domain name", name, MaxDomainNameBytes); err != nil {
-		return err
-	}
-	return CheckDomainState(status, token, ownershipToken)
-}
-
-// CheckDomainState refuses, with invalid_request, a custom domain
-// entry's status, token or ownership token (customdomain.Entry's Status,
-// Token and OwnershipToken) longer than a store keeps
-// (MaxDomainStatusBytes, MaxOwnershipTokenBytes) or not Storable. Stores
-// call it before they update an entry, whose id, project and name the
-// update keeps as stored.
-func CheckDomainState(status, token, ownershipToken string) error {
-	if err := CheckText("domain status", status, MaxDomainStatusBytes); err != nil {
-		return err
-	}
-	if err := CheckText("domain token", token, MaxOwnershipTokenBytes); err != nil {
-		return err
-	}
-	return CheckText("domain ownership token", ownershipToken, MaxOwnershipTokenBytes)
-}
-
 // Storable reports whether s is UTF-8 without a NUL byte, which
 // PostgreSQL's text cannot hold: every store refuses any other string,
 // so that all refuse the same.

@@ -304,3 +304,36 @@ type ProjectsFunc func(ctx context.Context, id string) (Project, error)
 
 // Project implements Projects.
 func (f ProjectsFunc) Project(ctx context.Context, id string) (Project, error) { return f(ctx, id) }
+
+// CheckStorable refuses, with invalid_request, a new entry whose id,
+// project id or name is longer than a store keeps
+// (petstore.MaxDomainIDBytes, MaxProjectIDBytes, MaxDomainNameBytes) or
+// not petstore.Storable, or whose state CheckState refuses. Stores call it
+// before they create an entry.
+func (e Entry) CheckStorable() error {
+	if err := petstore.CheckText("domain id", e.ID, petstore.MaxDomainIDBytes); err != nil {
+		return err
+	}
+	if err := petstore.CheckText("domain project id", e.ProjectID, petstore.MaxProjectIDBytes); err != nil {
+		return err
+	}
+	if err := petstore.CheckText("domain name", e.Name, petstore.MaxDomainNameBytes); err != nil {
+		return err
+	}
+	return e.CheckState()
+}
+
+// CheckState refuses, with invalid_request, an entry whose status, token
+// or ownership token is longer than a store keeps
+// (petstore.MaxDomainStatusBytes, MaxOwnershipTokenBytes) or not
+// petstore.Storable. Stores call it before they update an entry, whose
+// id, project and name the update keeps as stored.
+func (e Entry) CheckState() error {
+	if err := petstore.CheckText("domain status", string(e.Status), petstore.MaxDomainStatusBytes); err != nil {
+		return err
+	}
+	if err := petstore.CheckText("domain token", e.Token, petstore.MaxOwnershipTokenBytes); err != nil {
+		return err
+	}
+	return petstore.CheckText("domain ownership token", e.OwnershipToken, petstore.MaxOwnershipTokenBytes)
+}

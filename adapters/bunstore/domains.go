@@ -88,7 +88,7 @@ func (s *Store) CreateDomain(ctx context.Context, e customdomain.Entry) (customd
 	if e.ID == "" {
 		return customdomain.Entry{}, petstore.Errorf(petstore.CodeConflict, "domain id %q already used", e.ID)
 	}
-	if err := petstore.CheckDomainEntry(e.ID, e.ProjectID, e.Name, string(e.Status), e.Token, e.OwnershipToken); err != nil {
+	if err := e.CheckStorable(); err != nil {
 		return customdomain.Entry{}, err
 	}
 	e.Version = 1
@@ -130,7 +130,7 @@ func (s *Store) DomainByName(ctx context.Context, name string) (customdomain.Ent
 // version read: of two processes writing one version, exactly one matches
 // a row and the other gets conflict.
 func (s *Store) UpdateDomain(ctx context.Context, e customdomain.Entry) (customdomain.Entry, error) {
-	if err := petstore.CheckDomainState(string(e.Status), e.Token, e.OwnershipToken); err != nil { // the input first, as every store
+	if err := e.CheckState(); err != nil { // the input first, as every store
 		return customdomain.Entry{}, err
 	}
 	if petstore.CheckText("", e.ID, petstore.MaxDomainIDBytes) != nil {

@@ -29,7 +29,7 @@ func (s *Store) CreateDomain(ctx context.Context, e customdomain.Entry) (customd
 	}
 	// The limits every store keeps, so that an entry this store takes
 	// would be taken by any.
-	if err := petstore.CheckDomainEntry(e.ID, e.ProjectID, e.Name, string(e.Status), e.Token, e.OwnershipToken); err != nil {
+	if err := e.CheckStorable(); err != nil {
 		return customdomain.Entry{}, err
 	}
 	t := s.dom
@@ -70,7 +70,7 @@ func (s *Store) UpdateDomain(ctx context.Context, e customdomain.Entry) (customd
 	if err := ctx.Err(); err != nil {
 		return customdomain.Entry{}, err
 	}
-	if err := petstore.CheckDomainState(string(e.Status), e.Token, e.OwnershipToken); err != nil {
+	if err := e.CheckState(); err != nil {
 		return customdomain.Entry{}, err
 	}
 	t := s.dom
