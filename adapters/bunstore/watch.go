@@ -22,8 +22,10 @@ const DefaultWatchEvery = 25 * time.Millisecond
 // KindLost when a look fails, so a cache that follows it
 // (httpx.Cache.Apply) keeps nothing while it cannot tell. A look waits
 // for the store's own creates, and fails once one of them has waited an
-// interval for another connection's write lock (which it may do for up
-// to SQLite's busy_timeout): someone else is writing then.
+// interval to begin, for another connection's write lock (which it may
+// do for up to SQLite's busy_timeout) or for a slow disk: someone else is
+// writing then, or the look could not be made in time. An interval of a
+// few milliseconds thus reads a busy disk as lost; the default does not.
 //
 // The store's own pet creates and Idempotency-Key records are not
 // reported: while WatchChanges runs, the store commits them on one
