@@ -115,6 +115,11 @@ func (e *Engine) runOne(ctx context.Context, r *round, entry Entry) {
 		}
 		return
 	}
+	if _, waits := ev.(PlanChanged); waits {
+		// Left as it is: an issuing domain whose certificate came
+		// meanwhile goes active only once its checks resume.
+		return
+	}
 	e.settle(ctx, r, stored)
 }
 

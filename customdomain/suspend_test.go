@@ -149,3 +149,40 @@ func TestSuspendedDomainIsNotServedByAWildcard(t *testing.T) {
 		t.Fatalf("c.shop.example.com, below the wildcard, routes %+v", r)
 	}
 }
+
+// TestSuspendedIssuingDomainWaitsForTheUpgrade: a suspended project's
+// domain waiting for its certificate (issuing) stays so, with no events,
+// when the certificate is issued meanwhile, and goes active at its first
+// check after the upgrade. Before, the background loop's look at the
+// certificate after leaving the domain as it was made it active.
+func TestSuspendedIssuingDomainWaitsForTheUpgrade(t *testing.T) {
+	ctx := context.Background()
+	certs := &issuer{state: map[string]customdomain.CertStatus{}}
+	f := newFixture(t, nil)
+	p := domaintest.NewProjects(customdomain.Project{ID: "prj_a", Plan: petstore.PlanPro, Deployed: true})
+	ev := &events{}
+	f.engine = f.replica(t, func(c *customdomain.EngineConfig) { c.Projects, c.Events, c.CertIssuer = p, ev, certs })
+	const name = "shop.example.com"
+	f.set(t, "example.com.", cname("shop", target))
+	f.add(t, "prj_a", name)
+	if d := f.verify(t, "prj_a", name); d.Status != customdomain.StatusIssuing {
+		t.Fatalf("Verify = %s, want issuing", d.Status)
+	}
+	ev.take()
+
+	p.SetPlan("prj_a", petstore.PlanFree)
+	certs.set(name, customdomain.CertStatus{State: customdomain.CertIssued})
+	f.runTo(t, f.clock.Now().Add(10*time.Minute))
+	if d, err := f.engine.Get(ctx, "prj_a", name); err != nil || d.Status != customdomain.StatusSuspended || d.ResumesAs != customdomain.StatusIssuing {
+		t.Fatalf("while suspended: %s resuming as %s (%v), want suspended resuming as issuing", d.Status, d.ResumesAs, err)
+	}
+	if got := ev.take(); len(got) != 0 {
+		t.Fatalf("events while suspended %q, want none", got)
+	}
+
+	p.SetPlan("prj_a", petstore.PlanPro)
+	f.runTo(t, f.clock.Now().Add(time.Minute))
+	if d, err := f.engine.Get(ctx, "prj_a", name); err != nil || d.Status != customdomain.StatusActive {
+		t.Fatalf("a minute after the upgrade: %s (%v), want active", d.Status, err)
+	}
+}
