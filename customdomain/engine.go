@@ -162,7 +162,8 @@ type EngineConfig struct {
 
 	// PropagationWindow is how long a pending domain is re-checked before
 	// it fails: 48 hours by default, as the spec promises customers. Time
-	// its project spends suspended does not count (Entry.WindowPausedAt).
+	// its project spends suspended, or with a plan the engine cannot read
+	// and never read, does not count (Entry.WindowPausedAt).
 	PropagationWindow time.Duration
 
 	// RecheckActive is how often the record of a live (active or
@@ -270,9 +271,11 @@ type Engine struct {
 	plans  map[string]bool
 	routes atomic.Pointer[map[string]RouteAnswer]
 
-	// suspended holds, per project the platform last said is below Pro,
-	// why its domains are suspended: what suspension answers while the
-	// platform cannot be asked. Guarded by suspendedMu.
+	// suspended holds, per project whose plan this engine has read, why
+	// its domains are suspended ("" when they are not, as the platform
+	// last said): what suspension answers while the platform cannot be
+	// asked, and, by a project's absence, that this engine never read
+	// its plan (see knownSuspension). Guarded by suspendedMu.
 	suspended   map[string]string
 	suspendedMu sync.Mutex
 

@@ -36,8 +36,11 @@ type Removed struct{}
 
 // PlanChanged is the project's plan as the background loop found it. A
 // suspended project's domains wait (see StatusSuspended): nothing moves on
-// until it upgrades.
-type PlanChanged struct{ Suspended bool }
+// until it upgrades. Unknown is a plan the engine cannot read now and
+// never read: a pending or issuing domain waits as a suspended one does,
+// until the plan is read, and a live one is left as it is (the loop
+// checks it as usual).
+type PlanChanged struct{ Suspended, Unknown bool }
 
 func (Checked) isEvent()      {}
 func (CertReported) isEvent() {}
@@ -120,16 +123,19 @@ func Step(e Entry, ev Event, now time.Time, p Policy) (Entry, []Effect) {
 		m.removed()
 	case PlanChanged:
 		switch {
-		case !ev.Suspended || m.e.Status.FreesName():
+		case !ev.Suspended && !ev.Unknown || m.e.Status.FreesName():
 		case m.e.Status.live():
-			// It waits as it is: looked at again at its usual drift
-			// interval, not rewritten every minute.
-			m.nextLive()
+			if ev.Suspended {
+				// It waits as it is: looked at again at its usual drift
+				// interval, not rewritten every minute.
+				m.nextLive()
+			}
 		default:
 			m.e.NextCheckAt = now.Add(suspendedRecheck)
 			if m.e.Status == StatusPending && m.e.WindowPausedAt.IsZero() {
-				// Not checked until the project is back on Pro: its
-				// propagation window waits from its last check.
+				// Not checked until the project is back on Pro (or its
+				// plan is read): its propagation window waits from its
+				// last check.
 				m.e.WindowPausedAt = m.e.PendingSince
 				if m.e.CheckedAt.After(m.e.WindowPausedAt) {
 					m.e.WindowPausedAt = m.e.CheckedAt

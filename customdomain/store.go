@@ -131,12 +131,13 @@ type Entry struct {
 	// Outbox; zero when Outbox is empty.
 	OutboxDueAt time.Time `json:",omitzero"`
 	// WindowPausedAt is set on a pending entry while its project is
-	// suspended (StatusSuspended): the time of its last check before the
-	// background loop found the project suspended (or PendingSince, when
-	// later). The first check once the project is back on Pro moves
-	// PendingSince on by the time since then and clears it, so time spent
-	// suspended, when the domain is not checked, does not count against
-	// the propagation window. Zero otherwise.
+	// suspended (StatusSuspended), or its plan cannot be read and the
+	// engine never read it (PlanChanged.Unknown): the time of its last
+	// check before the background loop found the project so (or
+	// PendingSince, when later). The first check once the project is back
+	// on Pro moves PendingSince on by the time since then and clears it,
+	// so time spent waiting, when the domain is not checked, does not
+	// count against the propagation window. Zero otherwise.
 	WindowPausedAt time.Time `json:",omitzero"`
 	// CreatedAt orders a name's entries: each is after the name's entries
 	// before it, even when the engine that created one of those had a

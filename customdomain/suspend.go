@@ -32,38 +32,54 @@ const StatusSuspended Status = "suspended"
 const ActionUpgradePlan Action = "upgrade_plan"
 
 // suspendedRecheck is how often the background loop looks again at a
-// pending or issuing domain of a suspended project: after an upgrade its
-// checks resume within this time (Verify resumes them at once).
+// pending or issuing domain of a suspended project, or of one whose plan
+// it cannot read and never read (see knownSuspension): after an upgrade,
+// or once the plan lookup answers, its checks resume within this time
+// (Verify resumes them at once).
 const suspendedRecheck = time.Minute
 
 // suspension returns why projectID's domains are suspended, or "" when
-// they are not. It is the one rule for what a failed plan lookup means,
-// for the background checks, the views and the routing table alike: when
-// the platform cannot say now (an error other than not found), the
-// project keeps what the platform last said of it to this engine, so that
-// an outage neither brings back a suspended project's domains nor stops a
-// paying one's. A project the platform does not know, or whose plan this
-// engine never read, is not suspended.
+// they are not: knownSuspension's reason, for the views and the routing
+// table, which show a domain of a project whose plan this engine never
+// read as not suspended.
 func (e *Engine) suspension(ctx context.Context, projectID string) string {
+	reason, _ := e.knownSuspension(ctx, projectID)
+	return reason
+}
+
+// knownSuspension returns why projectID's domains are suspended, or ""
+// when they are not, and whether this engine knows the project's plan. It
+// is the one rule for what a failed plan lookup means, for the background
+// checks, the views and the routing table alike: when the platform cannot
+// say now (an error other than not found), the project keeps what the
+// platform last said of it to this engine, so that an outage neither
+// brings back a suspended project's domains nor stops a paying one's. A
+// project the platform does not know is not suspended.
+//
+// A project whose plan this engine never read (it started during the
+// outage) is not suspended either, but known is false: the views and the
+// routing table show and serve its domains as on Pro (suspension), so
+// that a restart during an outage never takes a paying customer's live
+// domains down, while the background checks do not advance its pending
+// and issuing domains on that guess, which could serve a project below
+// Pro: they wait as a suspended project's do, until the lookup answers.
+// Its live domains keep their usual checks.
+func (e *Engine) knownSuspension(ctx context.Context, projectID string) (reason string, known bool) {
 	p, err := e.cfg.Projects.Project(ctx, projectID)
-	reason := ""
-	switch {
-	case err != nil && petstore.ErrorCode(err) != petstore.CodeNotFound:
+	if err != nil && petstore.ErrorCode(err) != petstore.CodeNotFound {
 		e.cfg.Logger.Warn("project plan unknown; its domains keep the plan last read", "project", projectID, "err", err)
 		e.suspendedMu.Lock()
 		defer e.suspendedMu.Unlock()
-		return e.suspended[projectID]
-	case err == nil && !p.Plan.AtLeast(petstore.PlanPro):
+		reason, known = e.suspended[projectID]
+		return reason, known
+	}
+	if err == nil && !p.Plan.AtLeast(petstore.PlanPro) {
 		reason = suspendedReason(p.Plan)
 	}
 	e.suspendedMu.Lock()
 	defer e.suspendedMu.Unlock()
-	if reason == "" {
-		delete(e.suspended, projectID)
-	} else {
-		e.suspended[projectID] = reason
-	}
-	return reason
+	e.suspended[projectID] = reason
+	return reason, true
 }
 
 func suspendedReason(p petstore.Plan) string {
