@@ -158,13 +158,14 @@ func (m *machine) do(k EffectKind)      { m.fx = append(m.fx, Effect{Kind: k}) }
 func (m *machine) emit(typ string)      { m.fx = append(m.fx, Effect{Kind: Emit, Event: typ}) }
 func (m *machine) next(d time.Duration) { m.e.NextCheckAt = m.now.Add(d) }
 
-// to records a status change in the entry and its history.
+// to records a status change in the entry and its history, which keeps
+// the newest MaxHistory.
 func (m *machine) to(s Status, reason string) {
 	if m.e.Status == s && m.e.Reason == reason {
 		return
 	}
 	m.e.Status, m.e.Reason = s, reason
-	m.e.History = append(m.e.History, Transition{Status: s, At: m.now, Reason: reason})
+	m.e.History = newest(append(m.e.History, Transition{Status: s, At: m.now, Reason: reason}), MaxHistory)
 	m.e.UpdatedAt = m.now
 }
 

@@ -192,6 +192,58 @@ func TestStepVerifiedIsAMilestone(t *testing.T) {
 	}
 }
 
+// TestStepKeepsTheNewestHistory: a domain whose record flapped until its
+// history holds MaxHistory changes drops the oldest at its next change,
+// so its entry stops growing; what reads the last changes still works:
+// a domain failed while issuing at the bound goes active once its
+// certificate is issued after all.
+func TestStepKeepsTheNewestHistory(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	p := Policy{Window: 48 * time.Hour, Issuer: true, Recheck: time.Hour, Grace: 72 * time.Hour}
+	wrong := CheckResult{Observed: Observed{CNAME: "elsewhere.example.net"}, Findings: []Finding{{Code: FindingCNAMEMismatch, Message: "elsewhere"}}}
+	// full is a history at the bound, its last change to last, each an
+	// hour apart, ending a minute before t0.
+	full := func(last ...Status) []Transition {
+		h := make([]Transition, MaxHistory)
+		for i := range h {
+			h[i] = Transition{Status: []Status{StatusActive, StatusMisconfigured}[i%2], At: t0.Add(-time.Duration(MaxHistory-i)*time.Hour - time.Minute)}
+		}
+		for i, s := range last {
+			h[MaxHistory-len(last)+i].Status = s
+		}
+		return h
+	}
+	statuses := func(h []Transition) []Status {
+		var out []Status
+		for _, tr := range h {
+			out = append(out, tr.Status)
+		}
+		return out
+	}
+
+	t.Run("a flap at the bound", func(t *testing.T) {
+		was := full(StatusActive)
+		e := Entry{Name: "shop.example.com", Status: StatusActive, Cert: CertIssued, VerifiedAt: t0.Add(-1000 * time.Hour), History: was}
+		got, _ := Step(e, Checked{DNS: wrong, Cert: CertStatus{State: CertIssued}}, t0, p)
+		want := append(slices.Clone(was[1:]), Transition{Status: StatusMisconfigured, At: t0, Reason: got.Reason})
+		if got.Status != StatusMisconfigured || !reflect.DeepEqual(got.History, want) {
+			t.Fatalf("%s with %d changes %v…%v, want misconfigured with the %d newest, the oldest (%v) dropped",
+				got.Status, len(got.History), statuses(got.History[:2]), statuses(got.History[len(got.History)-2:]), MaxHistory, was[0].At)
+		}
+	})
+	t.Run("failed while issuing at the bound, certificate issued", func(t *testing.T) {
+		e := Entry{Name: "shop.example.com", Status: StatusFailed, Reason: "CAA forbids it", Cert: CertFailed,
+			VerifiedAt: t0.Add(-time.Hour), History: full(StatusIssuing, StatusFailed)}
+		got, effects := Step(e, CertReported{Cert: CertStatus{State: CertIssued}}, t0, p)
+		if got.Status != StatusActive || len(got.History) != MaxHistory || describe(effects) != "Emit(domain.certificate.issued) Reroute Emit(domain.active)" {
+			t.Fatalf("%s with %d changes [%s], want active with %d", got.Status, len(got.History), describe(effects), MaxHistory)
+		}
+		if h := statuses(got.History[MaxHistory-3:]); !slices.Equal(h, []Status{StatusIssuing, StatusFailed, StatusActive}) {
+			t.Fatalf("history ends %v, want issuing failed active", h)
+		}
+	})
+}
+
 // TestStepMarksCleanup: the write that removes or releases a domain says,
 // in the store, what is left to clean up: its certificate's removal, when
 // there is a CertIssuer (CertRemovalPending), and the deletion of the

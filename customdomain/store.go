@@ -43,6 +43,14 @@ func (s Status) FreesName() bool { return s == StatusRemoved || s == StatusRelea
 // live reports whether a domain in status s is served by the edge.
 func (s Status) live() bool { return s == StatusActive || s == StatusMisconfigured }
 
+// MaxHistory is how many status changes an entry's History keeps: Step
+// drops the oldest past it, so that a live domain whose DNS record flaps
+// between active and misconfigured for years keeps an entry, and each
+// write of it, of bounded size. What reads the history needs only its
+// last changes (a domain failed while issuing, when it was removed), and
+// CreatedAt and VerifiedAt keep when it was added and last verified.
+const MaxHistory = 100
+
 // Transition is one entry of a domain's history.
 type Transition struct {
 	Status Status    `json:"status"`
@@ -73,7 +81,7 @@ type Entry struct {
 	VerifiedAt   time.Time    // when DNS last verified; zero if never
 	DriftedAt    time.Time    // when a live domain's record was first seen elsewhere; zero when it points here
 	NextCheckAt  time.Time    // when the background loop looks at it next; zero: never (removed and released entries: see CertRemovalPending)
-	History      []Transition // every status change, oldest first
+	History      []Transition // the newest MaxHistory status changes, oldest first
 	// Cert is the certificate state last reported (CertNone before any),
 	// so that a change is told once: domain.certificate.issued or
 	// domain.certificate.failed. CertExpiring records that an issued
@@ -186,6 +194,14 @@ func (e Entry) Canonical() Entry {
 		*t = t.UTC()
 	}
 	return e
+}
+
+// newest returns the last n elements of s, or s when it has no more.
+func newest[T any](s []T, n int) []T {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
 }
 
 // PendingEvent is one lifecycle event of a domain, as the write that
