@@ -85,7 +85,7 @@ func (e *Engine) change(ctx context.Context, r *round, tries int, read func() (E
 		if !ok { // the entry changed during every lookup
 			continue
 		}
-		e.record(&next, effects, at, view)
+		dropped := e.record(&next, effects, at, view)
 		stored, err := e.cfg.Store.UpdateDomain(ctx, next)
 		if petstore.ErrorCode(err) == petstore.CodeConflict {
 			continue
@@ -93,6 +93,7 @@ func (e *Engine) change(ctx context.Context, r *round, tries int, read func() (E
 		if err != nil {
 			return Entry{}, err
 		}
+		e.logDropped(stored, dropped)
 		e.perform(ctx, r, stored, effects)
 		return stored, nil
 	}

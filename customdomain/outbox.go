@@ -24,10 +24,11 @@ const OutboxLease = 10 * time.Second
 // so that the write storing the change stores them too: each gets its
 // ID now, once, and view, the domain as the dashboard shows next (see
 // eventDomain). Without an Events port there is nobody to hand them to,
-// and none is kept.
-func (e *Engine) record(next *Entry, effects []Effect, now time.Time, view json.RawMessage) {
+// and none is kept. Past MaxOutbox it drops the oldest, and returns
+// them for the caller to log once the write is stored.
+func (e *Engine) record(next *Entry, effects []Effect, now time.Time, view json.RawMessage) (dropped []PendingEvent) {
 	if e.cfg.Events == nil {
-		return
+		return nil
 	}
 	for _, f := range effects {
 		if f.Kind == Emit && view != nil {
@@ -36,6 +37,9 @@ func (e *Engine) record(next *Entry, effects []Effect, now time.Time, view json.
 			})
 		}
 	}
+	if n := len(next.Outbox) - MaxOutbox; n > 0 {
+		dropped, next.Outbox = next.Outbox[:n], slices.Clone(next.Outbox[n:])
+	}
 	// New events are due after the lease even when older ones wait
 	// longer (their hand-off kept failing, so it is tried less often):
 	// should this process end before it hands them over, the others do
@@ -43,6 +47,21 @@ func (e *Engine) record(next *Entry, effects []Effect, now time.Time, view json.
 	if due := now.Add(OutboxLease); len(next.Outbox) > 0 && (next.OutboxDueAt.IsZero() || view != nil && next.OutboxDueAt.After(due)) {
 		next.OutboxDueAt = due
 	}
+	return dropped
+}
+
+// logDropped says at warn which events a stored write of en dropped from
+// its Outbox (see record): Events never gets them.
+func (e *Engine) logDropped(en Entry, dropped []PendingEvent) {
+	if len(dropped) == 0 {
+		return
+	}
+	ids := make([]string, len(dropped))
+	for i, ev := range dropped {
+		ids[i] = ev.ID + " " + ev.Type
+	}
+	e.cfg.Logger.Warn("domain events dropped: Events has not taken the domain's events for so long that its outbox keeps only the newest",
+		"domain", en.Name, "kept", MaxOutbox, "dropped", len(dropped), "events", ids)
 }
 
 // eventView is what the view a change's events carry needs that takes

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/petstorekit/petstore/customdomain"
 	"github.com/petstorekit/petstore/internal/domaintest"
+	"github.com/petstorekit/petstore/internal/testenv"
 )
 
 // refusingEvents refuses every event while down, and records the IDs and
@@ -237,5 +240,71 @@ func TestHandOffTimeoutIsBelowTheLease(t *testing.T) {
 		if _, err := customdomain.New(cfg); (err == nil) != tc.ok {
 			t.Errorf("New with HandOffTimeout %s: %v, want ok=%v", tc.timeout, err, tc.ok)
 		}
+	}
+}
+
+// TestOutboxKeepsTheNewestEvents: while Events refuses every event, a
+// domain whose record flaps keeps at most MaxOutbox events in its entry,
+// the newest: each write that drops older ones says so at warn, once.
+// Once Events is back it is handed those, ending with the domain's
+// latest change.
+func TestOutboxKeepsTheNewestEvents(t *testing.T) {
+	ctx := context.Background()
+	ev := &refusingEvents{down: true}
+	var logs testenv.Buffer
+	w := domaintest.New(t, domaintest.Options{
+		Projects: projects,
+		Config: func(c *customdomain.EngineConfig) {
+			c.Events = ev
+			c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		},
+	})
+	const name = "shop.example.com"
+	w.Set(t, "example.com.", cname("shop", target))
+	if _, _, err := w.Engine.Add(ctx, "prj_pro", name); err != nil {
+		t.Fatal(err)
+	}
+	events := 1
+	verify := func(to string, want customdomain.Status) {
+		t.Helper()
+		w.Clock.Set(w.Clock.Now().Add(time.Minute))
+		w.Set(t, "example.com.", cname("shop", to))
+		if d, err := w.Engine.Verify(ctx, "prj_pro", name); err != nil || d.Status != want {
+			t.Fatalf("Verify = %s, %v; want %s", d.Status, err, want)
+		}
+	}
+	verify(target, customdomain.StatusActive) // domain.verified, domain.active
+	events += 2
+	for events <= customdomain.MaxOutbox+10 {
+		verify("elsewhere.example.net", customdomain.StatusMisconfigured)
+		verify(target, customdomain.StatusActive)
+		events += 2
+	}
+	stored, err := w.Store.DomainByName(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stored.Outbox) != customdomain.MaxOutbox {
+		t.Fatalf("%d events waiting of the %d made, want the newest %d", len(stored.Outbox), events, customdomain.MaxOutbox)
+	}
+	last := stored.Outbox[len(stored.Outbox)-1]
+	if last.Type != customdomain.EventActive || !last.CreatedAt.Equal(w.Clock.Now()) {
+		t.Fatalf("the newest waiting event is %s at %s, want the last change's domain.active at %s", last.Type, last.CreatedAt, w.Clock.Now())
+	}
+	if got, want := strings.Count(logs.String(), "level=WARN msg=\"domain events dropped"), events-customdomain.MaxOutbox; got != want {
+		t.Fatalf("%d warnings of dropped events, want %d, one per write that dropped one:\n%s", got, want, logs.String())
+	}
+
+	ev.set(false)
+	w.Clock.Set(w.Clock.Now().Add(time.Hour))
+	if _, err := w.Engine.RunDue(ctx, w.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, e := range stored.Outbox {
+		want = append(want, e.ID+" "+e.Type)
+	}
+	if _, taken := ev.state(); taken != fmt.Sprint(want) {
+		t.Fatalf("handed over %s once Events was back, want the %d kept: %s", taken, customdomain.MaxOutbox, want)
 	}
 }

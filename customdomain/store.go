@@ -51,6 +51,14 @@ func (s Status) live() bool { return s == StatusActive || s == StatusMisconfigur
 // CreatedAt and VerifiedAt keep when it was added and last verified.
 const MaxHistory = 100
 
+// MaxOutbox is how many events an entry's Outbox keeps while Events does
+// not take them: a change that would add more drops the oldest, and the
+// engine logs that at warn. The newest are kept, so that once Events is
+// back its receivers learn the domain's latest changes and state. Each
+// event carries the domain's view, history included, so this bound, with
+// MaxHistory's, is what bounds an entry's size.
+const MaxOutbox = 50
+
 // Transition is one entry of a domain's history.
 type Transition struct {
 	Status Status    `json:"status"`
