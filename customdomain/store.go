@@ -167,6 +167,9 @@ type Entry struct {
 // rather than nil slices (but DNSRecords nil when empty, as entries stored
 // before it existed read) and every time in UTC: the form in which every
 // Store returns entries, so that entries from any store compare alike.
+// It keeps the newest MaxHistory transitions and MaxOutbox events, so
+// that an entry stored before those bounds existed, and past them, reads
+// as one every store takes again.
 func (e Entry) Canonical() Entry {
 	e.Findings = slices.Clone(e.Findings)
 	if e.Findings == nil {
@@ -183,7 +186,7 @@ func (e Entry) Canonical() Entry {
 	if len(e.DNSRecords) == 0 {
 		e.DNSRecords = nil
 	}
-	e.Outbox = slices.Clone(e.Outbox)
+	e.Outbox = slices.Clone(newest(e.Outbox, MaxOutbox))
 	if len(e.Outbox) == 0 {
 		e.Outbox = nil
 	}
@@ -191,7 +194,7 @@ func (e Entry) Canonical() Entry {
 		e.Outbox[i].Domain = bytes.Clone(e.Outbox[i].Domain)
 		e.Outbox[i].CreatedAt = e.Outbox[i].CreatedAt.UTC()
 	}
-	e.History = slices.Clone(e.History)
+	e.History = slices.Clone(newest(e.History, MaxHistory))
 	if e.History == nil {
 		e.History = []Transition{}
 	}
@@ -351,9 +354,16 @@ func (e Entry) CheckStorable() error {
 // CheckState refuses, with invalid_request, an entry whose status, token
 // or ownership token is longer than a store keeps
 // (petstore.MaxDomainStatusBytes, MaxOwnershipTokenBytes) or not
-// petstore.Storable. Stores call it before they update an entry, whose
-// id, project and name the update keeps as stored.
+// petstore.Storable, or whose History or Outbox holds more than
+// MaxHistory transitions or MaxOutbox events. Stores call it before they
+// update an entry, whose id, project and name the update keeps as stored.
 func (e Entry) CheckState() error {
+	if len(e.History) > MaxHistory {
+		return petstore.Errorf(petstore.CodeInvalidRequest, "domain history holds more than %d status changes", MaxHistory)
+	}
+	if len(e.Outbox) > MaxOutbox {
+		return petstore.Errorf(petstore.CodeInvalidRequest, "domain outbox holds more than %d events", MaxOutbox)
+	}
 	if err := petstore.CheckText("domain status", string(e.Status), petstore.MaxDomainStatusBytes); err != nil {
 		return err
 	}

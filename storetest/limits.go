@@ -384,7 +384,8 @@ func runBlobLimits(t *testing.T, openBlobs func(t *testing.T) blobs.Store) {
 // runDomainLimits checks petstore.MaxDomainIDBytes,
 // petstore.MaxDomainNameBytes, petstore.MaxProjectIDBytes,
 // petstore.MaxDomainStatusBytes and petstore.MaxOwnershipTokenBytes (of
-// the token and the ownership token) on a customdomain.Store.
+// the token and the ownership token), and customdomain.MaxHistory and
+// MaxOutbox, on a customdomain.Store.
 func runDomainLimits(t *testing.T, open Opener) {
 	ctx := context.Background()
 	t.Run("LimitsAtTheEdge", func(t *testing.T) {
@@ -417,6 +418,21 @@ func runDomainLimits(t *testing.T, open Opener) {
 			if got, err := s.DomainConfig(ctx, c.ProjectID); err != nil || got.Primary != c.Primary {
 				t.Fatalf("DomainConfig = %+v, %v; want %+v", got, err, c)
 			}
+		}
+		// A history and an outbox at their bounds are kept whole.
+		e := newEntry("dom_full", "prj_full", "full.example")
+		e.History, e.Outbox, e.OutboxDueAt = fullHistory(customdomain.MaxHistory), fullOutbox(customdomain.MaxOutbox), domainTime
+		created := mustCreateDomain(t, s, e)
+		if got, err := s.DomainByName(ctx, e.Name); err != nil || entryJSON(t, got) != entryJSON(t, created) {
+			t.Fatalf("DomainByName of an entry at the history's and outbox's bounds = %v; want it whole", err)
+		}
+		created.Status = customdomain.StatusActive
+		updated, err := s.UpdateDomain(ctx, created)
+		if err != nil {
+			t.Fatalf("UpdateDomain of an entry at the history's and outbox's bounds: %v", err)
+		}
+		if got, err := s.DomainByName(ctx, e.Name); err != nil || entryJSON(t, got) != entryJSON(t, updated) {
+			t.Fatalf("DomainByName after an update at the bounds = %v; want it whole", err)
 		}
 	})
 	t.Run("LimitsPast", func(t *testing.T) {
@@ -505,6 +521,14 @@ func runDomainLimits(t *testing.T, open Opener) {
 			try(fmt.Sprintf("ownership token %q", clip(tok)), func(e *customdomain.Entry) { e.OwnershipToken = tok })
 			try(fmt.Sprintf("token %q", clip(tok)), func(e *customdomain.Entry) { e.Token = tok })
 		}
+		// So is a history or an outbox past its bound: no store keeps an
+		// entry that grows without end.
+		try(fmt.Sprintf("%d status changes", customdomain.MaxHistory+1), func(e *customdomain.Entry) {
+			e.History = fullHistory(customdomain.MaxHistory + 1)
+		})
+		try(fmt.Sprintf("%d pending events", customdomain.MaxOutbox+1), func(e *customdomain.Entry) {
+			e.Outbox, e.OutboxDueAt = fullOutbox(customdomain.MaxOutbox+1), domainTime
+		})
 		if got, err := s.DomainByName(ctx, kept.Name); err != nil || entryJSON(t, got) != entryJSON(t, kept) {
 			t.Fatalf("DomainByName after refused updates = %+v, %v; want %+v", got, err, kept)
 		}
@@ -512,6 +536,25 @@ func runDomainLimits(t *testing.T, open Opener) {
 			t.Fatalf("DomainByName of a refused creation: %v, want not_found", err)
 		}
 	})
+}
+
+// fullHistory is a history of n status changes, a minute apart.
+func fullHistory(n int) []customdomain.Transition {
+	h := make([]customdomain.Transition, n)
+	for i := range h {
+		h[i] = customdomain.Transition{Status: customdomain.StatusPending, At: domainTime.Add(time.Duration(i) * time.Minute), Reason: fmt.Sprint("change ", i)}
+	}
+	return h
+}
+
+// fullOutbox is an outbox of n events, a minute apart.
+func fullOutbox(n int) []customdomain.PendingEvent {
+	o := make([]customdomain.PendingEvent, n)
+	for i := range o {
+		o[i] = customdomain.PendingEvent{ID: fmt.Sprintf("evt_%d", i), Type: customdomain.EventActive,
+			CreatedAt: domainTime.Add(time.Duration(i) * time.Minute), Domain: []byte(`{"name":"x.example.com","status":"active"}`)}
+	}
+	return o
 }
 
 // runWebhookLimits checks petstore.MaxWebhookIDBytes,
