@@ -106,9 +106,13 @@ func TestWatchChangesSaysWhenItCannotTell(t *testing.T) {
 
 // TestWatchChangesSkipsTheStoresOwnCreates: the store's own creates,
 // which a cache above it drops for itself, are not reported, however many
-// run at once; another process's create is, within 100 ms, and so is a
-// write of this process that commits on another connection. Once the
-// watch ends, creates still commit.
+// run at once; another process's create is, within 100 ms of its commit,
+// and so is a write of this process that commits on another connection.
+// Once the watch ends, creates still commit. A KindLost (a look that
+// could not be made in time, as when the disk stalls) is an honest answer
+// anywhere: a follower then keeps nothing, so it stands for any change.
+// That the watch is not lost all the time is
+// TestWatchedCacheServesAnotherProcesssCommitsWithin100ms's fromCache.
 func TestWatchChangesSkipsTheStoresOwnCreates(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "shared.db")
 	a := bunstore.New(migrated(t, openFileAt(t, path)))
@@ -123,13 +127,19 @@ func TestWatchChangesSkipsTheStoresOwnCreates(t *testing.T) {
 	if k := <-kinds; k != changefeed.KindLive {
 		t.Fatalf("first change %q, want %q", k, changefeed.KindLive)
 	}
-	// next is the next change reported within d, or "" for none.
-	next := func(d time.Duration) string {
-		select {
-		case k := <-kinds:
-			return k
-		case <-time.After(d):
-			return ""
+	// changed waits up to d for a change that makes a follower drop what
+	// it keeps (KindPets or KindLost) and says which, or "" for none.
+	changed := func(d time.Duration) string {
+		timeout := time.After(d)
+		for {
+			select {
+			case k := <-kinds:
+				if k != changefeed.KindLive {
+					return k
+				}
+			case <-timeout:
+				return ""
+			}
 		}
 	}
 	for round := range 5 {
@@ -138,23 +148,25 @@ func TestWatchChangesSkipsTheStoresOwnCreates(t *testing.T) {
 			wg.Go(func() { createPet(t, a, fmt.Sprintf("a %d-%d", round, i)) })
 		}
 		wg.Wait()
-		if k := next(50 * time.Millisecond); k != "" {
-			t.Fatalf("round %d: the store's own creates were reported as %q", round, k)
+		for k := changed(50 * time.Millisecond); k != ""; k = changed(50 * time.Millisecond) {
+			if k == changefeed.KindPets {
+				t.Fatalf("round %d: the store's own creates were reported", round)
+			}
 		}
-		start := time.Now()
 		createPet(t, b, fmt.Sprintf("b %d", round))
-		if k := next(time.Second); k != changefeed.KindPets {
-			t.Fatalf("round %d: another process's create gave %q, want %q", round, k, changefeed.KindPets)
+		committed := time.Now()
+		if k := changed(time.Second); k == "" {
+			t.Fatalf("round %d: another process's create was not reported within a second", round)
 		}
-		if d := time.Since(start); d > 100*time.Millisecond {
-			t.Errorf("round %d: another process's create reported after %v, want within 100 ms", round, d)
+		if d := time.Since(committed); d > 100*time.Millisecond {
+			t.Errorf("round %d: another process's create reported %v after its commit, want within 100 ms", round, d)
 		}
 	}
 	if _, _, err := petstore.NewKeys(a).Create(ctx, "", petstore.PlanPro, petstore.Limits{}); err != nil {
 		t.Fatal(err)
 	}
-	if k := next(time.Second); k != changefeed.KindPets {
-		t.Fatalf("a key created by this process gave %q, want %q", k, changefeed.KindPets)
+	if k := changed(time.Second); k == "" {
+		t.Fatal("a key created by this process was not reported within a second")
 	}
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
