@@ -188,7 +188,13 @@ func (e *Engine) certNow(ctx context.Context, name string) CertStatus {
 
 // CertificateChanged tells the engine that name's certificate changed
 // state, so an issuing domain becomes active (or failed) now rather than at
-// the next background check. The certificate layer calls it.
+// the next background check. The certificate layer calls it. A domain that
+// is not live, of a project that is suspended or whose plan this engine
+// never read (see held), is left as it is, as the background loop leaves
+// it: its certificate is told, and the domain moves on, at its first
+// check once the project is back on Pro or its plan is read (for a failed
+// domain, which the loop does not check, Re-verify). A live domain's
+// renewal is recorded and told for every project.
 func (e *Engine) CertificateChanged(ctx context.Context, name string) error {
 	if e.cfg.CertIssuer == nil {
 		return nil
@@ -199,8 +205,16 @@ func (e *Engine) CertificateChanged(ctx context.Context, name string) error {
 	}
 	e.forgetCert(n.ASCII) // renewed, failed or obtained: the next view asks
 	read := func() (Entry, error) { return e.cfg.Store.DomainByName(ctx, n.ASCII) }
-	if _, err := read(); err != nil {
+	entry, err := read()
+	if err != nil {
 		return err
+	}
+	if _, held := e.held(ctx, entry); held && !entry.Status.live() {
+		// Told now, domain.certificate.issued would come long before
+		// domain.active, which only the upgrade brings, and at another
+		// time than when the loop finds the certificate: it is told with
+		// domain.active, in the change that resumes the domain.
+		return nil
 	}
 	st := e.certNow(ctx, n.ASCII)
 	_, err = e.change(ctx, &round{}, 3, read, CertReported{Cert: st})

@@ -94,17 +94,10 @@ func (e *Engine) runDueDomains(ctx context.Context, r *round, now time.Time) (in
 // leave it to that one.
 func (e *Engine) runOne(ctx context.Context, r *round, entry Entry) {
 	var ev Event
-	suspended, known := e.knownSuspension(ctx, entry.ProjectID)
+	wait, held := e.held(ctx, entry)
 	switch {
-	case entry.Status != StatusMisconfigured && suspended != "":
-		// Nothing moves on until the project upgrades, but a misconfigured
-		// domain's grace runs out as its reason says: the name is released
-		// for whoever owns it now.
-		ev = PlanChanged{Suspended: true}
-	case !known && !entry.Status.live():
-		// The project may be below Pro: a pending or issuing domain does
-		// not go live on a guess, but waits until the lookup answers.
-		ev = PlanChanged{Unknown: true}
+	case held:
+		ev = wait
 	case entry.Status == StatusIssuing, entry.Status == StatusActive && e.cfg.RecheckActive <= 0:
 		// Without drift checks, an active domain is due only for a look
 		// at its certificate (certRecheck).

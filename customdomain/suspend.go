@@ -24,7 +24,8 @@ import (
 // active, and the time does not count against its propagation window:
 // Entry.WindowPausedAt), except a misconfigured domain, which is still checked: it is
 // active again if its record comes back, and released when the grace
-// period ends, as its reason says. Remove still works. Its certificate is kept, and still renewed
+// period ends, as its reason says. CertificateChanged leaves it as it is
+// too, unless it is live (a renewal is told as on Pro). Remove still works. Its certificate is kept, and still renewed
 // (Admits stays true), so that resuming serves HTTPS at once.
 const StatusSuspended Status = "suspended"
 
@@ -80,6 +81,28 @@ func (e *Engine) knownSuspension(ctx context.Context, projectID string) (reason 
 	defer e.suspendedMu.Unlock()
 	e.suspended[projectID] = reason
 	return reason, true
+}
+
+// held returns the event that holds entry where it is, and true, while
+// its project's plan keeps it from moving on: the project is suspended,
+// or its plan was never read (knownSuspension) and entry is not live.
+// The background loop steps such a domain with that event instead of
+// checking it, and CertificateChanged leaves one that is not live as it
+// is, so that neither makes it active before the project is back on Pro.
+func (e *Engine) held(ctx context.Context, entry Entry) (PlanChanged, bool) {
+	suspended, known := e.knownSuspension(ctx, entry.ProjectID)
+	switch {
+	case entry.Status != StatusMisconfigured && suspended != "":
+		// Nothing moves on until the project upgrades, but a misconfigured
+		// domain's grace runs out as its reason says: the name is released
+		// for whoever owns it now.
+		return PlanChanged{Suspended: true}, true
+	case !known && !entry.Status.live():
+		// The project may be below Pro: a pending or issuing domain does
+		// not go live on a guess, but waits until the lookup answers.
+		return PlanChanged{Unknown: true}, true
+	}
+	return PlanChanged{}, false
 }
 
 func suspendedReason(p petstore.Plan) string {

@@ -2,6 +2,7 @@ package customdomain_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -184,5 +185,78 @@ func TestSuspendedIssuingDomainWaitsForTheUpgrade(t *testing.T) {
 	f.runTo(t, f.clock.Now().Add(time.Minute))
 	if d, err := f.engine.Get(ctx, "prj_a", name); err != nil || d.Status != customdomain.StatusActive {
 		t.Fatalf("a minute after the upgrade: %s (%v), want active", d.Status, err)
+	}
+}
+
+// TestSuspendedIssuingDomainWaitsWhenItsCertificateIsReported is
+// TestSuspendedIssuingDomainWaitsForTheUpgrade through the certificate
+// layer's report (CertificateChanged) rather than the background loop: a
+// suspended project's issuing domain whose certificate is obtained stays
+// issuing, with no events, and at its first check after the upgrade goes
+// active, domain.certificate.issued told then, before domain.active. The
+// renewal of the project's live domain's certificate is still told, as
+// on Pro. Before, the report made the issuing domain active and told
+// both events while the project was below Pro.
+func TestSuspendedIssuingDomainWaitsWhenItsCertificateIsReported(t *testing.T) {
+	ctx := context.Background()
+	certs := &issuer{state: map[string]customdomain.CertStatus{}}
+	f := newFixture(t, nil)
+	p := domaintest.NewProjects(customdomain.Project{ID: "prj_a", Plan: petstore.PlanPro, Deployed: true})
+	ev := &events{}
+	f.engine = f.replica(t, func(c *customdomain.EngineConfig) { c.Projects, c.Events, c.CertIssuer = p, ev, certs })
+	const name, live = "shop.example.com", "live.example.com"
+	day := 24 * time.Hour
+	f.set(t, "example.com.", cname("shop", target))
+	f.set(t, "example.com.", cname("live", target))
+	f.add(t, "prj_a", live)
+	now := f.clock.Now()
+	certs.set(live, customdomain.CertStatus{State: customdomain.CertIssued, NotBefore: now.Add(-89 * day), NotAfter: now.Add(day)})
+	if d := f.verify(t, "prj_a", live); d.Status != customdomain.StatusActive {
+		t.Fatalf("Verify(%s) = %s, want active", live, d.Status)
+	}
+	f.add(t, "prj_a", name)
+	if d := f.verify(t, "prj_a", name); d.Status != customdomain.StatusIssuing {
+		t.Fatalf("Verify(%s) = %s, want issuing", name, d.Status)
+	}
+	if got := ev.take(); !slices.Contains(got, "prj_a domain.certificate.failed "+live+" active") {
+		t.Fatalf("events before the downgrade %q, want the live domain's expiring certificate told", got)
+	}
+
+	p.SetPlan("prj_a", petstore.PlanFree)
+	certs.set(name, customdomain.CertStatus{State: customdomain.CertIssued})
+	if err := f.engine.CertificateChanged(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	d, err := f.engine.Get(ctx, "prj_a", name)
+	if err != nil || d.Status != customdomain.StatusSuspended || d.ResumesAs != customdomain.StatusIssuing {
+		t.Fatalf("after the report while suspended: %s resuming as %s (%v), want suspended resuming as issuing", d.Status, d.ResumesAs, err)
+	}
+	if d.Certificate.State != customdomain.CertIssued {
+		t.Fatalf("certificate shown after the report: %q, want issued", d.Certificate.State)
+	}
+	if got := ev.take(); len(got) != 0 {
+		t.Fatalf("events of the report while suspended %q, want none", got)
+	}
+
+	// The live domain's certificate, found expiring before the
+	// downgrade, is renewed: that is told, suspended or not.
+	certs.set(live, customdomain.CertStatus{State: customdomain.CertIssued, NotBefore: now, NotAfter: now.Add(90 * day)})
+	if err := f.engine.CertificateChanged(ctx, live); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ev.take(), []string{"prj_a domain.certificate.issued " + live + " suspended"}; !slices.Equal(got, want) {
+		t.Fatalf("renewal of the live domain while suspended: events %q, want %q", got, want)
+	}
+
+	p.SetPlan("prj_a", petstore.PlanPro)
+	f.runTo(t, f.clock.Now().Add(time.Minute))
+	if d, err := f.engine.Get(ctx, "prj_a", name); err != nil || d.Status != customdomain.StatusActive {
+		t.Fatalf("a minute after the upgrade: %s (%v), want active", d.Status, err)
+	}
+	if got, want := ev.take(), []string{
+		"prj_a domain.certificate.issued " + name + " active",
+		"prj_a domain.active " + name + " active",
+	}; !slices.Equal(got, want) {
+		t.Fatalf("events after the upgrade %q, want %q", got, want)
 	}
 }

@@ -138,3 +138,53 @@ func TestUnreadPlanDoesNotUseUpTheVerificationWindow(t *testing.T) {
 		t.Fatalf("49 hours after the lookup answered: %s (%v), want failed", d.Status, err)
 	}
 }
+
+// TestIssuingDomainWaitsWhenItsCertificateIsReportedWhileThePlanCannotBeRead
+// is TestIssuingDomainWaitsAfterARestartWhileThePlanCannotBeRead through
+// the certificate layer's report (CertificateChanged): an engine that
+// never read the project's plan, whose lookup fails, leaves an issuing
+// domain whose certificate is obtained issuing, unserved and with no
+// events, and at the first check once the lookup says Pro the domain goes
+// active, domain.certificate.issued told then, before domain.active.
+// Before, the report made it active on the guess that the project was on
+// Pro.
+func TestIssuingDomainWaitsWhenItsCertificateIsReportedWhileThePlanCannotBeRead(t *testing.T) {
+	ctx := context.Background()
+	certs := &issuer{state: map[string]customdomain.CertStatus{}}
+	f, down, ev, restart := outageFixture(t, certs)
+	const name = "shop.example.com"
+	f.set(t, "example.com.", cname("shop", target))
+	f.add(t, "prj_a", name)
+	if d := f.verify(t, "prj_a", name); d.Status != customdomain.StatusIssuing {
+		t.Fatalf("Verify = %s, want issuing", d.Status)
+	}
+	ev.take()
+
+	down.Store(true)
+	f.engine = restart()
+	certs.set(name, customdomain.CertStatus{State: customdomain.CertIssued})
+	if err := f.engine.CertificateChanged(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := f.engine.Get(ctx, "prj_a", name); err != nil || d.Status != customdomain.StatusIssuing {
+		t.Fatalf("after the report while the unread plan cannot be read: %s (%v), want issuing", d.Status, err)
+	}
+	if got := f.engine.Route(name); got.Kind != customdomain.RouteNone {
+		t.Fatalf("issuing domain routes after the report while the unread plan cannot be read: %+v", got)
+	}
+	if got := ev.take(); len(got) != 0 {
+		t.Fatalf("events of the report while the unread plan cannot be read %q, want none", got)
+	}
+
+	down.Store(false)
+	f.runTo(t, f.clock.Now().Add(time.Minute))
+	if d, err := f.engine.Get(ctx, "prj_a", name); err != nil || d.Status != customdomain.StatusActive {
+		t.Fatalf("a minute after the lookup answered Pro: %s (%v), want active", d.Status, err)
+	}
+	if got, want := ev.take(), []string{
+		"prj_a domain.certificate.issued " + name + " active",
+		"prj_a domain.active " + name + " active",
+	}; !slices.Equal(got, want) {
+		t.Fatalf("events once the lookup answered Pro %q, want %q", got, want)
+	}
+}
