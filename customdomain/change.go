@@ -209,7 +209,7 @@ func (e *Engine) CertificateChanged(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if _, held := e.held(ctx, entry); held && !entry.Status.live() {
+	if !entry.Status.live() && e.held(ctx, entry) {
 		// Told now, domain.certificate.issued would come long before
 		// domain.active, which only the upgrade brings, and at another
 		// time than when the loop finds the certificate: it is told with

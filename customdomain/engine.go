@@ -275,7 +275,8 @@ type Engine struct {
 	// its domains are suspended ("" when they are not, as the platform
 	// last said): what suspension answers while the platform cannot be
 	// asked, and, by a project's absence, that this engine never read
-	// its plan (see knownSuspension). Guarded by suspendedMu.
+	// its plan (see knownSuspension): one short entry per project the
+	// platform knows and this engine asked about. Guarded by suspendedMu.
 	suspended   map[string]string
 	suspendedMu sync.Mutex
 

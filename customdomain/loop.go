@@ -94,10 +94,9 @@ func (e *Engine) runDueDomains(ctx context.Context, r *round, now time.Time) (in
 // leave it to that one.
 func (e *Engine) runOne(ctx context.Context, r *round, entry Entry) {
 	var ev Event
-	wait, held := e.held(ctx, entry)
 	switch {
-	case held:
-		ev = wait
+	case e.held(ctx, entry):
+		ev = PlanChanged{Suspended: true}
 	case entry.Status == StatusIssuing, entry.Status == StatusActive && e.cfg.RecheckActive <= 0:
 		// Without drift checks, an active domain is due only for a look
 		// at its certificate (certRecheck).

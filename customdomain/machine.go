@@ -36,11 +36,10 @@ type Removed struct{}
 
 // PlanChanged is the project's plan as the background loop found it. A
 // suspended project's domains wait (see StatusSuspended): nothing moves on
-// until it upgrades. Unknown is a plan the engine cannot read now and
-// never read: a pending or issuing domain waits as a suspended one does,
-// until the plan is read, and a live one is left as it is (the loop
-// checks it as usual).
-type PlanChanged struct{ Suspended, Unknown bool }
+// until it upgrades. The loop also gives a pending or issuing domain
+// PlanChanged{Suspended: true} while its project's plan cannot be read and
+// never was (see Engine.held): it waits as a suspended one does.
+type PlanChanged struct{ Suspended bool }
 
 func (Checked) isEvent()      {}
 func (CertReported) isEvent() {}
@@ -110,7 +109,7 @@ const (
 
 // Step applies ev to e at now. It does no I/O; the effects are for the
 // caller to run, in their order, after the entry is written. An entry
-// returned equal to e needs no write.
+// returned equal to e.Canonical() needs no write.
 func Step(e Entry, ev Event, now time.Time, p Policy) (Entry, []Effect) {
 	m := machine{e: e.Canonical(), was: e, now: now, p: p}
 	m.e.History = append([]Transition{}, m.e.History...)
@@ -123,13 +122,11 @@ func Step(e Entry, ev Event, now time.Time, p Policy) (Entry, []Effect) {
 		m.removed()
 	case PlanChanged:
 		switch {
-		case !ev.Suspended && !ev.Unknown || m.e.Status.FreesName():
+		case !ev.Suspended || m.e.Status.FreesName():
 		case m.e.Status.live():
-			if ev.Suspended {
-				// It waits as it is: looked at again at its usual drift
-				// interval, not rewritten every minute.
-				m.nextLive()
-			}
+			// It waits as it is: looked at again at its usual drift
+			// interval, not rewritten every minute.
+			m.nextLive()
 		default:
 			m.e.NextCheckAt = now.Add(suspendedRecheck)
 			if m.e.Status == StatusPending && m.e.WindowPausedAt.IsZero() {

@@ -69,9 +69,6 @@ func TestStep(t *testing.T) {
 		{"pending, removed", StatusPending, 0, Removed{}, p, StatusRemoved, "Unroute RemoveCert UnconfigureDNS Emit(domain.removed)", time.Minute, "", ""},
 		{"pending, suspended", StatusPending, 0, PlanChanged{Suspended: true}, p, StatusPending, "", time.Minute, "", ""},
 		{"active, suspended: waits at its drift interval", StatusActive, 0, PlanChanged{Suspended: true}, p, StatusActive, "", time.Hour, "", ""},
-		{"pending, plan unknown: waits as suspended", StatusPending, 0, PlanChanged{Unknown: true}, p, StatusPending, "", time.Minute, "", ""},
-		{"issuing, plan unknown: waits as suspended", StatusIssuing, 0, PlanChanged{Unknown: true}, p, StatusIssuing, "", time.Minute, "", ""},
-		{"active, plan unknown: left to its usual checks", StatusActive, 0, PlanChanged{Unknown: true}, p, StatusActive, "", kept, "", ""},
 		// issuing
 		{"issuing, Re-verify", StatusIssuing, 0, verify(ok, issuing), p, StatusIssuing, "RequestCert", time.Minute, "", ""},
 		{"issuing, background check", StatusIssuing, 0, checked(ok, issuing), p, StatusIssuing, "", kept, "", ""},
@@ -309,7 +306,6 @@ func TestStepLeavesFreedEntries(t *testing.T) {
 		CertReported{Cert: CertStatus{State: CertIssued}},
 		CertReported{Cert: CertStatus{State: CertNone}},
 		PlanChanged{Suspended: true},
-		PlanChanged{Unknown: true},
 		PlanChanged{},
 	}
 	for _, from := range []Status{StatusRemoved, StatusReleased} {

@@ -148,7 +148,7 @@ type Entry struct {
 	OutboxDueAt time.Time `json:",omitzero"`
 	// WindowPausedAt is set on a pending entry while its project is
 	// suspended (StatusSuspended), or its plan cannot be read and the
-	// engine never read it (PlanChanged.Unknown): the time of its last
+	// engine never read it (Engine.held): the time of its last
 	// check before the background loop found the project so (or
 	// PendingSince, when later). The first check once the project is back
 	// on Pro moves PendingSince on by the time since then and clears it,

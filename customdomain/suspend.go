@@ -74,35 +74,39 @@ func (e *Engine) knownSuspension(ctx context.Context, projectID string) (reason 
 		reason, known = e.suspended[projectID]
 		return reason, known
 	}
-	if err == nil && !p.Plan.AtLeast(petstore.PlanPro) {
-		reason = suspendedReason(p.Plan)
-	}
 	e.suspendedMu.Lock()
 	defer e.suspendedMu.Unlock()
+	if err != nil { // not found: nothing to remember of it
+		delete(e.suspended, projectID)
+		return "", true
+	}
+	if !p.Plan.AtLeast(petstore.PlanPro) {
+		reason = suspendedReason(p.Plan)
+	}
 	e.suspended[projectID] = reason
 	return reason, true
 }
 
-// held returns the event that holds entry where it is, and true, while
-// its project's plan keeps it from moving on: the project is suspended,
-// or its plan was never read (knownSuspension) and entry is not live.
-// The background loop steps such a domain with that event instead of
-// checking it, and CertificateChanged leaves one that is not live as it
-// is, so that neither makes it active before the project is back on Pro.
-func (e *Engine) held(ctx context.Context, entry Entry) (PlanChanged, bool) {
+// held reports whether entry's project's plan keeps it from moving on:
+// the project is suspended, or its plan was never read (knownSuspension)
+// and entry is not live. The background loop steps such a domain with
+// PlanChanged{Suspended: true} instead of checking it, and
+// CertificateChanged leaves one that is not live as it is, so that
+// neither makes it active before the project is back on Pro.
+func (e *Engine) held(ctx context.Context, entry Entry) bool {
 	suspended, known := e.knownSuspension(ctx, entry.ProjectID)
 	switch {
 	case entry.Status != StatusMisconfigured && suspended != "":
 		// Nothing moves on until the project upgrades, but a misconfigured
 		// domain's grace runs out as its reason says: the name is released
 		// for whoever owns it now.
-		return PlanChanged{Suspended: true}, true
+		return true
 	case !known && !entry.Status.live():
 		// The project may be below Pro: a pending or issuing domain does
 		// not go live on a guess, but waits until the lookup answers.
-		return PlanChanged{Unknown: true}, true
+		return true
 	}
-	return PlanChanged{}, false
+	return false
 }
 
 func suspendedReason(p petstore.Plan) string {
