@@ -259,7 +259,7 @@ func TestAdminGuardAcceptsTheGivenName(t *testing.T) {
 // command exits with that error, rather than both waiting for ever.
 func TestKeysUsageThroughTheServerWithAPausedDatabase(t *testing.T) {
 	dsn, proxy := proxiedPostgres(t)
-	s := startServer(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-timeout", "1s",
+	s := startServer(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-timeout", "1s", "-start-timeout", "30s",
 		"-keys", freeKey + ":free", "-admin-addr", "127.0.0.1:0"}, nil)
 	m := regexp.MustCompile(`operator endpoint at http://(\S+)/admin/`).FindStringSubmatch(strings.Join(s.printed, "\n"))
 	if m == nil {

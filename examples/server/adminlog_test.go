@@ -18,7 +18,7 @@ import (
 // logger, as text on stderr whatever -log-format said.
 func TestAdminEndpointLogsThroughTheServersLog(t *testing.T) {
 	dsn, proxy := proxiedPostgres(t)
-	s := startServer(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-timeout", "1s", "-log-format", "json",
+	s := startServer(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-timeout", "1s", "-start-timeout", "30s", "-log-format", "json",
 		"-keys", freeKey + ":free", "-admin-addr", "127.0.0.1:0"}, nil)
 	m := regexp.MustCompile(`operator endpoint at http://(\S+)/admin/`).FindStringSubmatch(strings.Join(s.printed, "\n"))
 	if m == nil {

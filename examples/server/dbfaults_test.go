@@ -37,7 +37,7 @@ func TestEveryDatabaseFaultIsBounded(t *testing.T) {
 		for _, fault := range faults {
 			t.Run(db.name+"/"+fault.name, func(t *testing.T) {
 				dsn, proxy := db.proxied(t)
-				base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-timeout", timeout.String(),
+				base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-timeout", timeout.String(), "-start-timeout", "30s",
 					"-keys", faultKey + ":enterprise:1000/10000"}, nil)
 				if status, _, body := call(t, "GET", base+"/v1/pets", faultKey, "", ""); status != 200 {
 					t.Fatalf("before the fault: %d %s", status, body)
@@ -120,7 +120,7 @@ func TestDatabaseOutageSpendsNoQuotaWithRedis(t *testing.T) {
 		t.Run(fault.name, func(t *testing.T) {
 			dsn, proxy := proxiedPostgres(t)
 			prefix := testenv.RedisPrefix(t, testenv.RedisClient(t), "server")
-			base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-timeout", "500ms",
+			base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-timeout", "500ms", "-start-timeout", "30s",
 				"-redis", testenv.RedisURL(t), "-redis-prefix", prefix,
 				"-keys", faultKey + ":enterprise:100/1000"}, nil)
 			if status, _, body := call(t, "GET", base+"/v1/pets", faultKey, "", ""); status != 200 {

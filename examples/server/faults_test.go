@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -177,7 +178,7 @@ func TestDatabaseOutageIsNotAnInvalidKey(t *testing.T) {
 // database while /healthz stays 200, and both recover with it.
 func TestPausedDatabaseIsBounded(t *testing.T) {
 	dsn, proxy := proxiedPostgres(t)
-	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-timeout", "500ms",
+	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-timeout", "500ms", "-start-timeout", "30s",
 		"-keys", faultKey + ":enterprise:1000/10000"}, nil)
 	if status, _, body := call(t, "GET", base+"/readyz", "", "", ""); status != 200 {
 		t.Fatalf("readyz before: %d %s", status, body)
@@ -394,7 +395,7 @@ func TestBurstBeyondThePoolAnswersWithinTheTimeout(t *testing.T) {
 func warmPooledServer(t *testing.T, proxied func(*testing.T) (string, *faultproxy.Proxy), conns, timeout string) (string, *faultproxy.Proxy) {
 	t.Helper()
 	dsn, proxy := proxied(t)
-	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-max-conns", conns, "-db-timeout", timeout,
+	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-max-conns", conns, "-db-timeout", timeout, "-start-timeout", "30s",
 		"-keys", faultKey + ":enterprise:100000/1000000"}, nil)
 	if status, _, body := call(t, "GET", base+"/v1/pets", faultKey, "", ""); status != 200 {
 		t.Fatalf("warm-up: %d %s", status, body)
@@ -477,8 +478,9 @@ func TestStartWithAPausedDatabaseIsBounded(t *testing.T) {
 // MariaDB) that answers the first ping and the migrations, then stops
 // answering while the server loads its custom domains, stores the -keys
 // or makes the demo key, or while a keys or projects command runs,
-// makes it exit with an error naming -db-timeout once that passes,
-// rather than start (or wait) for ever without a word. The link
+// makes it exit with an error naming -db-timeout (or the server's
+// -start-timeout, when set) once that passes, rather than start (or
+// wait) for ever without a word. The link
 // is paused while the server's query waits for a table lock the test
 // holds from a direct connection until then, so the pause falls inside
 // that step.
@@ -504,6 +506,8 @@ func TestStartPausedAfterTheMigrationsIsBounded(t *testing.T) {
 			args        []string
 		}{
 			{"domains", "domains", []string{"-keys", faultKey + ":pro"}},
+			// -start-timeout, when set, bounds the start's steps instead.
+			{"domains with -start-timeout", "domains", []string{"-db-timeout", "100ms", "-start-timeout", "1s", "-keys", faultKey + ":pro"}},
 			{"keys", "api_keys", []string{"-keys", faultKey + ":pro"}},
 			{"demo key", "api_keys", nil},
 			// The commands, whose calls are bounded as a request's are.
@@ -553,8 +557,12 @@ func TestStartPausedAfterTheMigrationsIsBounded(t *testing.T) {
 				begun := pauseReleasing(t, proxy, conn, holder)
 				select {
 				case err := <-done:
-					if err == nil || !strings.Contains(err.Error(), "within -db-timeout 1s") {
-						t.Fatalf("start with the database paused after the migrations: %v, want an error naming -db-timeout", err)
+					want := "within -db-timeout 1s"
+					if slices.Contains(step.args, "-start-timeout") {
+						want = "within -start-timeout 1s"
+					}
+					if err == nil || !strings.Contains(err.Error(), want) {
+						t.Fatalf("start with the database paused after the migrations: %v, want an error saying %q", err, want)
 					}
 					if d := time.Since(begun); d > 3*time.Second {
 						t.Fatalf("took %v after the pause to give up, want under the 1 s -db-timeout and a margin", d)

@@ -41,6 +41,7 @@ type config struct {
 	migrateTimeout time.Duration // bound of those migrations: apart from dbTimeout, as one may rightly take longer
 	dbMaxConns     int           // cap of the PostgreSQL/MySQL connection pool
 	dbTimeout      time.Duration // bound of a request's database calls
+	start          bound         // bound of each step of a start: -start-timeout, or -db-timeout without it
 
 	redis          string         // rate-limit counters; empty: in memory
 	redisPrefix    string         // put before every key the server writes to Redis
@@ -102,6 +103,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	db := redact.StringFlag(fs, "db", env("PETSTORE_DB", "sqlite:petstore.db"), redact.URL, "storage: sqlite:PATH (a file), memory (adapters/memstore: everything in this process, no SQL, lost at exit), postgres://... or mysql://user@host:port/db (PETSTORE_DB)")
 	dbMaxConns := fs.String("db-max-conns", env("PETSTORE_DB_MAX_CONNS", strconv.Itoa(bunopen.DefaultMaxConns)), "most pooled connections to PostgreSQL or MySQL; requests beyond it queue in the server, within -db-timeout (PETSTORE_DB_MAX_CONNS)")
 	dbTimeout := fs.String("db-timeout", env("PETSTORE_DB_TIMEOUT", "5s"), "how long a request may wait on the database (a queue for a connection included); past it the answer is 503 with Retry-After (PETSTORE_DB_TIMEOUT)")
+	startTimeout := fs.String("start-timeout", env("PETSTORE_START_TIMEOUT", ""), "how long the server or a command waits for the database's first answer, and the server for each later step of its start (loading custom domains, storing the -keys keys, the demo key); past it, it exits with an error; empty: -db-timeout (PETSTORE_START_TIMEOUT)")
 	migrate := fs.String("migrate", env("PETSTORE_MIGRATE", "true"), "run schema migrations at start; false when a separate step runs them (PETSTORE_MIGRATE)")
 	migrateTimeout := fs.String("migrate-timeout", env("PETSTORE_MIGRATE_TIMEOUT", defaultMigrateTimeout), "how long the schema migrations at start (-migrate) may take, waiting for another process's included; past it the server or command exits with an error (PETSTORE_MIGRATE_TIMEOUT)")
 	redis := redact.StringFlag(fs, "redis", env("PETSTORE_REDIS", ""), redact.URL, "Redis for rate-limit counters and key changes shared by processes: host:port or redis:// URL; empty: in memory (PETSTORE_REDIS)")
@@ -164,6 +166,13 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if err != nil || timeout <= 0 {
 		return config{}, fmt.Errorf("-db-timeout: want a positive duration such as 5s, got %q", *dbTimeout)
 	}
+	start := bound{flag: "-db-timeout", d: timeout}
+	if *startTimeout != "" {
+		start.flag = "-start-timeout"
+		if start.d, err = time.ParseDuration(*startTimeout); err != nil || start.d <= 0 {
+			return config{}, fmt.Errorf("-start-timeout: want a positive duration such as 30s, got %q", *startTimeout)
+		}
+	}
 	if t, err := bunopen.Parse(*db); err != nil {
 		return config{}, fmt.Errorf("-db: %w", err)
 	} else if t.Kind == bunopen.KindPostgres {
@@ -184,7 +193,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 			return config{}, fmt.Errorf("%s: %w", f.name, err)
 		}
 	}
-	cfg := config{addr: *addr, db: *db, redis: *redis, redisPrefix: *redisPrefix, cnameTarget: *cname, dbMaxConns: maxConns, dbTimeout: timeout,
+	cfg := config{addr: *addr, db: *db, redis: *redis, redisPrefix: *redisPrefix, cnameTarget: *cname, dbMaxConns: maxConns, dbTimeout: timeout, start: start,
 		acmeCA: *acmeCA, acmeRoot: *acmeRoot, acmeEmail: *acmeEmail, tlsAddr: *tlsAddr}
 	if err := setObserve(&cfg); err != nil {
 		return config{}, err

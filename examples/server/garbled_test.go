@@ -85,7 +85,7 @@ func TestGarbledPostgresMessageIs503(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			proxy, dsn := pgfault.StartFor(t, testenv.PostgresSchema(t))
-			base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-timeout", "1s",
+			base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-timeout", "1s", "-start-timeout", "30s",
 				"-keys", faultKey + ":enterprise:1000/10000"}, nil)
 			if status, _, body := call(t, "GET", base+read[1], faultKey, "", ""); status != 404 {
 				t.Fatalf("before: GET %s = %d %s, want 404", read[1], status, body)

@@ -241,15 +241,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// ends with an error rather than waits for ever.
 	switch {
 	case len(cfg.command) > 0 && cfg.command[0] == "projects":
-		return startStep(ctx, cfg.dbTimeout, 0, func(ctx context.Context) error {
+		return startStep(ctx, cfg.dbBound(), 0, func(ctx context.Context) error {
 			return runProjects(ctx, store, cfg.command[1:], stdout)
 		})
 	case isAdminCommand(cfg.command):
-		return startStep(ctx, cfg.dbTimeout, 0, func(ctx context.Context) error {
+		return startStep(ctx, cfg.dbBound(), 0, func(ctx context.Context) error {
 			return runAdmin(ctx, cfg, petstore.NewKeys(store), stdout)
 		})
 	case len(cfg.command) > 0:
-		return startStep(ctx, cfg.dbTimeout, 0, func(ctx context.Context) error {
+		return startStep(ctx, cfg.dbBound(), 0, func(ctx context.Context) error {
 			return runKeys(ctx, cfg, store, stdout)
 		})
 	}

@@ -499,7 +499,7 @@ func TestMetricsDuringADatabasePause(t *testing.T) {
 	for _, db := range proxiedDatabases {
 		t.Run(db.name, func(t *testing.T) {
 			dsn, proxy := db.proxied(t)
-			s := startServer(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-timeout", "1s", "-keys", freeKey + ":free"}, nil)
+			s := startServer(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-timeout", "1s", "-start-timeout", "30s", "-keys", freeKey + ":free"}, nil)
 			if code := do(t, "POST", s.base+"/v1/pets", freeKey, "", `{"name":"Rex","categoryId":1}`); code != 201 {
 				t.Fatalf("before the pause: %d", code)
 			}

@@ -157,6 +157,7 @@ func TestExitStatus(t *testing.T) {
 	}{
 		{[]string{"-nosuch"}, 2, "-platform-hosts"}, // the usage
 		{[]string{"-db-timeout", "x"}, 2, "-db-timeout"},
+		{[]string{"-start-timeout", "0s"}, 2, "-start-timeout: want a positive duration"},
 		{[]string{"-db", "foo"}, 2, "-db"},
 		{[]string{"-db", "sqlite:"}, 2, "-db"},
 		{[]string{"-redis", "::bad::"}, 2, "-redis"},

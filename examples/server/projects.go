@@ -90,8 +90,8 @@ func projectsOf(keys *petstore.Keys, deploys DeployStore) customdomain.Projects 
 // counts their projects as deployed: they are the operator's own
 // configuration. A project already deployed keeps its deploy time. A
 // revoked key stays revoked, which is logged once. Each key's calls wait
-// on the database at most timeout (-db-timeout).
-func ensureOperatorKeys(ctx context.Context, timeout time.Duration, keys *petstore.Keys, specs []keyscli.Spec, deploys DeployStore, logger *slog.Logger) error {
+// on the database at most timeout (-start-timeout).
+func ensureOperatorKeys(ctx context.Context, timeout bound, keys *petstore.Keys, specs []keyscli.Spec, deploys DeployStore, logger *slog.Logger) error {
 	for i, s := range specs {
 		var k petstore.APIKey
 		var stored bool

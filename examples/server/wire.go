@@ -71,15 +71,15 @@ func openStore(ctx context.Context, cfg config) (backend, func(), error) {
 	if cfg.db == "memory" {
 		return memstore.New(), func() {}, nil
 	}
-	// The first answer is awaited for -db-timeout, as a request's are: a
-	// database that does not answer at all (a black hole) must not leave
-	// the server, or a keys command, starting without a word.
-	openCtx, cancel := context.WithTimeout(ctx, cfg.dbTimeout)
+	// The first answer is awaited for -start-timeout: a database that
+	// does not answer at all (a black hole) must not leave the server, or
+	// a keys command, starting without a word.
+	openCtx, cancel := context.WithTimeout(ctx, cfg.start.d)
 	db, err := bunopen.Open(openCtx, cfg.db)
 	timedOut := errors.Is(openCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	cancel()
 	if err != nil && timedOut {
-		return nil, nil, fmt.Errorf("-db %s: no answer within -db-timeout %v: %w", bunopen.Redact(cfg.db), cfg.dbTimeout, err)
+		return nil, nil, fmt.Errorf("-db %s: no answer within %s %v: %w", bunopen.Redact(cfg.db), cfg.start.flag, cfg.start.d, err)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("-db %s: %w", bunopen.Redact(cfg.db), err)
@@ -185,7 +185,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	if err := followDatabaseFeed(ctx, cfg, logger, keysFromDatabase, a); err != nil {
 		return nil, err
 	}
-	if err := ensureOperatorKeys(ctx, cfg.dbTimeout, keys, cfg.keys, store, logger); err != nil {
+	if err := ensureOperatorKeys(ctx, cfg.start, keys, cfg.keys, store, logger); err != nil {
 		return nil, err
 	}
 	a.keys = keys
@@ -274,7 +274,7 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	if len(cfg.edgeIPs) == 0 {
 		lookups = 2 * time.Duration(len(nameservers.Servers())) * dnsresolver.DefaultTimeout
 	}
-	if err := startStep(ctx, cfg.dbTimeout, lookups, eng.Refresh); err != nil {
+	if err := startStep(ctx, cfg.start, lookups, eng.Refresh); err != nil {
 		return nil, fmt.Errorf("load custom domains: %w", err)
 	}
 	engine.Store(eng)
@@ -368,18 +368,28 @@ func build(ctx context.Context, cfg config, store backend, logger *slog.Logger) 
 	return a, nil
 }
 
+// bound is how long a step may wait, and the flag that set it, which the
+// step's error names.
+type bound struct {
+	flag string
+	d    time.Duration
+}
+
+// dbBound is -db-timeout, the bound of a command's calls.
+func (c config) dbBound() bound { return bound{flag: "-db-timeout", d: c.dbTimeout} }
+
 // startStep runs step, one of the start's calls to the database or a
-// whole command, within timeout (-db-timeout), as a request's calls are,
-// and slack for what else it waits on: a database that answered the
-// first ping and the migrations, then stopped answering (a paused link),
-// must make the server or the command exit with an error naming the
-// bound, not leave it waiting for ever without a word.
-func startStep(ctx context.Context, timeout, slack time.Duration, step func(context.Context) error) error {
-	sctx, cancel := context.WithTimeout(ctx, timeout+slack)
+// whole command, within b (-start-timeout, or -db-timeout) and slack for
+// what else it waits on: a database that answered the first ping and the
+// migrations, then stopped answering (a paused link), must make the
+// server or the command exit with an error naming the bound, not leave
+// it waiting for ever without a word.
+func startStep(ctx context.Context, b bound, slack time.Duration, step func(context.Context) error) error {
+	sctx, cancel := context.WithTimeout(ctx, b.d+slack)
 	defer cancel()
 	err := step(sctx)
 	if err != nil && errors.Is(sctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-		return fmt.Errorf("no answer within -db-timeout %v: %w", timeout, err)
+		return fmt.Errorf("no answer within %s %v: %w", b.flag, b.d, err)
 	}
 	return err
 }
@@ -518,7 +528,7 @@ type dbProbe struct {
 }
 
 // newDBProbe returns the probe of store's database, opening its own pool
-// within -db-timeout, as the other steps of a start are bounded; nil for
+// within -start-timeout, as the other steps of a start are bounded; nil for
 // a store with no database (-db memory).
 func newDBProbe(ctx context.Context, store backend, cfg config) (*dbProbe, error) {
 	s, ok := store.(interface{ DB() *bun.DB })
@@ -529,7 +539,7 @@ func newDBProbe(ctx context.Context, store backend, cfg config) (*dbProbe, error
 	if t, _ := bunopen.Parse(cfg.db); t.Kind != bunopen.KindPostgres && t.Kind != bunopen.KindMySQL {
 		return p, nil
 	}
-	err := startStep(ctx, cfg.dbTimeout, 0, func(ctx context.Context) (err error) {
+	err := startStep(ctx, cfg.start, 0, func(ctx context.Context) (err error) {
 		p.own, err = bunopen.Open(ctx, cfg.db)
 		return err
 	})
@@ -583,7 +593,7 @@ func demoKey(ctx context.Context, cfg config, keys *petstore.Keys, deploys Deplo
 		return "", nil
 	}
 	var stored []petstore.APIKey
-	if err := startStep(ctx, cfg.dbTimeout, 0, func(ctx context.Context) (err error) {
+	if err := startStep(ctx, cfg.start, 0, func(ctx context.Context) (err error) {
 		stored, err = keys.List(ctx)
 		return err
 	}); err != nil {
@@ -594,13 +604,13 @@ func demoKey(ctx context.Context, cfg config, keys *petstore.Keys, deploys Deplo
 	}
 	var demo petstore.APIKey
 	var secret string
-	if err := startStep(ctx, cfg.dbTimeout, 0, func(ctx context.Context) (err error) {
+	if err := startStep(ctx, cfg.start, 0, func(ctx context.Context) (err error) {
 		demo, secret, err = keys.Create(ctx, "", petstore.PlanPro, petstore.Limits{})
 		return err
 	}); err != nil {
 		return "", fmt.Errorf("create demo key: %w", err)
 	}
-	if err := startStep(ctx, cfg.dbTimeout, 0, func(ctx context.Context) error {
+	if err := startStep(ctx, cfg.start, 0, func(ctx context.Context) error {
 		return deployedOnce(ctx, deploys, demo.ProjectID)
 	}); err != nil {
 		return "", err
