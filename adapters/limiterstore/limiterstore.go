@@ -78,9 +78,14 @@
 // or a burst at its start) spends its quota in that window even when
 // refunded; a later one is given back, as by the other stores. The gap
 // refuses requests, it never admits one over the quota. A refund is a Peek
-// then an Increment, not one step: when its window ends or a new one begins
-// between the two, the Increment is undone, and a request that reaches the
-// new window in that round trip may see one more unit left.
+// then an Increment, not one step, and ulule has no Increment bound to one
+// window: one that lands in the next window would give it a unit until it
+// is undone. So a window that may end within a second after the Peek's
+// answer gets nothing back either (a refund in a window's last second or
+// two is lost), and only an Increment that reaches the store more than a
+// second after the Peek's answer (a link paused or that slow) can still
+// land in the next window, which may then admit one more request while
+// the undo is on its way.
 package limiterstore
 
 import (
@@ -187,16 +192,22 @@ func (s *Store) Owe(ctx context.Context, req ratelimit.Request, settle []ratelim
 // in. ulule tells a window's end only to the second (Context.Reset), so a
 // window that ends within a second after req.Now plus its period could as
 // well have begun since; it gets nothing, and a request admitted in the
-// first second of its window is not given back to that window. A window
-// that ends or begins between the Peek and the Increment gets the unit
-// taken back at once (see refund).
+// first second of its window is not given back to that window. Nor is a
+// window that may end within a second after the Peek's answer, so that the
+// Increment lands in it; one that still lands in the next window gets the
+// unit taken back at once (see give).
 func (s *Store) Refund(ctx context.Context, req ratelimit.Request) error {
 	for _, r := range req.Rates {
+		sent := time.Now()
 		c, err := s.st.Peek(ctx, windowKey(r, req.Subject), limiter.Rate{Limit: r.Quota, Period: r.Period})
 		if err != nil {
 			return err
 		}
-		if c.Remaining < r.Quota && admittedIn(c, r, req.Now) {
+		// ulule adds the store's TTL to the answer's arrival, so the
+		// window ends no sooner than its second less the round trip.
+		now := time.Now()
+		endsSoon := time.Unix(c.Reset, 0).Sub(now)-now.Sub(sent) < time.Second
+		if c.Remaining < r.Quota && admittedIn(c, r, req.Now) && !endsSoon {
 			if err := s.give(ctx, r, req.Subject, req.Now); err != nil {
 				return err
 			}

@@ -235,3 +235,74 @@ func TestRefundOverRedis(t *testing.T) {
 	lim := ratelimit.New(limiterstore.New(newUluleRedis(t, c, testenv.RedisPrefix(t, c, "ulule"))), ratelimit.Config{StoreTimeout: 5 * time.Second})
 	checkRefund(t, lim)
 }
+
+// TestRefundAtTheWindowsEndAdmitsNoMore: a refund whose Peek sees its
+// window near its end, over a link slow enough that its Increment reaches
+// Redis after the window ended, gives the next window nothing, not even
+// for the round trip it takes to be undone: requests of the next window,
+// made meanwhile over a fast link, are admitted up to the quota and no
+// further. Timeline, from a whole second s (the window, 4 s long, runs from
+// s+0.01 to s+4.01; the proxy adds 600 ms each way): the refund's Peek
+// leaves at s+3, lands at s+3.6 and answers at s+4.2; an Increment sent
+// then would land at s+4.8, in the next window, and be undone at s+6.0;
+// the next window's requests are made at s+5.
+func TestRefundAtTheWindowsEndAdmitsNoMore(t *testing.T) {
+	o, err := redis.ParseURL(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := faultproxy.Start(t, o.Addr)
+	o.Addr = proxy.Addr()
+	slow := redis.NewClient(o) // go-redis's default timeouts: 3 s
+	t.Cleanup(func() { _ = slow.Close() })
+	direct := testenv.RedisClient(t)
+	prefix := testenv.RedisPrefix(t, direct, "ulule")
+	fast, refunder := limiterstore.New(newUluleRedis(t, direct, prefix)), limiterstore.New(newUluleRedis(t, slow, prefix))
+	ctx := context.Background()
+	rates := []ratelimit.Rate{{Name: "short", Quota: 2, Period: 4 * time.Second}}
+	now := time.Now()
+	s := now.Truncate(time.Second).Add(time.Second)
+	sleepUntil := func(at time.Time) { time.Sleep(time.Until(at)) }
+	take := func() ratelimit.Result {
+		t.Helper()
+		res, err := fast.Take(ctx, ratelimit.Request{Subject: "key:edge", Rates: rates, Now: time.Now(), Ban: ratelimit.BanPolicy{Disabled: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	sleepUntil(s.Add(10 * time.Millisecond))
+	if !take().Allowed {
+		t.Fatal("the window's first request was refused")
+	}
+	sleepUntil(s.Add(1100 * time.Millisecond))
+	refunded := time.Now()
+	if !take().Allowed {
+		t.Fatal("the window's second request was refused")
+	}
+	if take().Allowed {
+		t.Fatal("a third request in a window of 2 was admitted")
+	}
+	sleepUntil(s.Add(3 * time.Second))
+	proxy.SetLatency(600 * time.Millisecond)
+	done := make(chan error, 1)
+	go func() {
+		done <- refunder.Refund(ctx, ratelimit.Request{Subject: "key:edge", Rates: rates, Now: refunded})
+	}()
+	sleepUntil(s.Add(5 * time.Second))
+	admitted := 0
+	for range 3 {
+		if take().Allowed {
+			admitted++
+		}
+	}
+	if since := time.Since(s); since > 5900*time.Millisecond {
+		t.Fatalf("the next window's requests ended at s+%v, after the refund's Increment would be undone", since)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got, want := admitted, 2; got != want {
+		t.Fatalf("the next window admitted %d of 3 requests while a refund of the last one was on its way, want %d (its quota)", got, want)
+	}
+}
