@@ -10,16 +10,23 @@ import (
 // view turns a stored entry into what a dashboard shows, suspended when
 // the project's plan is below Pro.
 func (e *Engine) view(ctx context.Context, en Entry) Domain {
-	return e.viewAs(ctx, en, e.suspension(ctx, en.ProjectID), e.edgeList(ctx))
+	suspended, known := e.knownSuspension(ctx, en.ProjectID)
+	return e.viewAs(ctx, en, suspended, known, e.edgeList(ctx))
 }
 
 // viewAs is view with what is the same for many domains looked up once by
-// the caller: the project's suspension reason and the edge's addresses.
-// The certificate's status comes from what the engine last read (see
-// certCache); render does the rest without I/O.
-func (e *Engine) viewAs(ctx context.Context, en Entry, suspended string, edge []netip.Addr) Domain {
+// the caller: the project's suspension reason and whether its plan is
+// known (knownSuspension), and the edge's addresses. The certificate's
+// status comes from what the engine last read (see certCache); render
+// does the rest without I/O. A domain held because its project's plan
+// was never read says so (PLAN_UNKNOWN).
+func (e *Engine) viewAs(ctx context.Context, en Entry, suspended string, known bool, edge []netip.Addr) Domain {
 	d := e.render(en, suspended, edge, e.certOf(ctx, en))
-	d.Diagnosis = e.diagnosis(ctx, d, en.Observed, en.Findings, en.CheckedAt)
+	theirs := e.diagnose(ctx, d)
+	if !known && !en.Status.FreesName() && holds(en.Status, suspended, known) {
+		theirs = append(theirs, planUnknownFinding(d.Name))
+	}
+	d.Diagnosis = e.diagnosisWith(d, en.Observed, en.Findings, en.CheckedAt, theirs)
 	return d
 }
 
@@ -118,6 +125,8 @@ func nextAction(s Status, findings []Finding, dnsOK bool) Action {
 	switch {
 	case has(FindingConflictingRecord, FindingCNAMEMismatch, FindingApexForeignIPs, FindingOwnershipUnproven, FindingCAABlocksCA, FindingProxied, FindingDCVMissing, FindingCertExpired, FindingCertExpiring):
 		return ActionFixDNS
+	case has(FindingPlanUnknown): // Verify cannot read the plan either
+		return ActionWait
 	case has(FindingCertPendingTooLong):
 		return ActionReverify
 	case s == StatusActive:

@@ -440,10 +440,11 @@ func (e *Engine) List(ctx context.Context, projectID string) ([]Domain, error) {
 		return nil, err
 	}
 	// Looked up once for the whole list, not once per domain.
-	suspended, edge := e.suspension(ctx, projectID), e.edgeList(ctx)
+	suspended, known := e.knownSuspension(ctx, projectID)
+	edge := e.edgeList(ctx)
 	out := make([]Domain, 0, len(entries))
 	for _, en := range entries {
-		out = append(out, e.viewAs(ctx, en, suspended, edge))
+		out = append(out, e.viewAs(ctx, en, suspended, known, edge))
 	}
 	return out, nil
 }

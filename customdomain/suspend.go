@@ -40,9 +40,9 @@ const ActionUpgradePlan Action = "upgrade_plan"
 const suspendedRecheck = time.Minute
 
 // suspension returns why projectID's domains are suspended, or "" when
-// they are not: knownSuspension's reason, for the views and the routing
-// table, which show a domain of a project whose plan this engine never
-// read as not suspended.
+// they are not: knownSuspension's reason, for the routing table and the
+// views events carry, which show a domain of a project whose plan this
+// engine never read as not suspended.
 func (e *Engine) suspension(ctx context.Context, projectID string) string {
 	reason, _ := e.knownSuspension(ctx, projectID)
 	return reason
@@ -87,26 +87,45 @@ func (e *Engine) knownSuspension(ctx context.Context, projectID string) (reason 
 	return reason, true
 }
 
-// held reports whether entry's project's plan keeps it from moving on:
-// the project is suspended, or its plan was never read (knownSuspension)
-// and entry is not live. The background loop steps such a domain with
+// held reports whether entry's project's plan keeps it from moving on
+// (holds). The background loop steps such a domain with
 // PlanChanged{Suspended: true} instead of checking it, and
 // CertificateChanged leaves one that is not live as it is, so that
 // neither makes it active before the project is back on Pro.
 func (e *Engine) held(ctx context.Context, entry Entry) bool {
 	suspended, known := e.knownSuspension(ctx, entry.ProjectID)
+	return holds(entry.Status, suspended, known)
+}
+
+// holds is held's rule, for a domain of status s whose project
+// knownSuspension answered suspended and known for: the project is
+// suspended, or its plan was never read and the domain is not live. The
+// views show a domain held for the second reason with PLAN_UNKNOWN.
+func holds(s Status, suspended string, known bool) bool {
 	switch {
-	case entry.Status != StatusMisconfigured && suspended != "":
+	case s != StatusMisconfigured && suspended != "":
 		// Nothing moves on until the project upgrades, but a misconfigured
 		// domain's grace runs out as its reason says: the name is released
 		// for whoever owns it now.
 		return true
-	case !known && !entry.Status.live():
+	case !known && !s.live():
 		// The project may be below Pro: a pending or issuing domain does
 		// not go live on a guess, but waits until the lookup answers.
 		return true
 	}
 	return false
+}
+
+// planUnknownFinding is the one wording of PLAN_UNKNOWN, which the views
+// show of a domain that waits because this engine never read its
+// project's plan and cannot read it now (holds).
+func planUnknownFinding(name string) Finding {
+	return Finding{
+		Code: FindingPlanUnknown,
+		Message: "The platform cannot say right now which plan this project is on, and custom domains need the Pro plan or above: " +
+			"until it can, " + name + " is not checked and does not move on, and Verify answers an error.",
+		Fix: "Nothing to do: the platform keeps asking, and the domain's checks resume within a minute once the plan can be read.",
+	}
 }
 
 func suspendedReason(p petstore.Plan) string {

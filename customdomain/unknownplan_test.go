@@ -188,3 +188,62 @@ func TestIssuingDomainWaitsWhenItsCertificateIsReportedWhileThePlanCannotBeRead(
 		t.Fatalf("events once the lookup answered Pro %q, want %q", got, want)
 	}
 }
+
+// TestDomainHeldForAnUnreadPlanSaysWhy: while an engine that never read
+// a project's plan cannot read it, Get and List show its pending and
+// issuing domains with PLAN_UNKNOWN, and the next action is to wait (a
+// Verify would answer that the platform cannot say): a user sees why
+// nothing moves. Its live domain does not show it, and neither does any
+// domain once the lookup answers. Before, the views showed a plain
+// pending or issuing domain with nothing saying why it did not move on.
+func TestDomainHeldForAnUnreadPlanSaysWhy(t *testing.T) {
+	ctx := context.Background()
+	certs := &issuer{state: map[string]customdomain.CertStatus{}}
+	f, down, _, restart := outageFixture(t, certs)
+	f.set(t, "example.com.", cname("shop", target), cname("live", target))
+	f.add(t, "prj_a", "live.example.com")
+	certs.set("live.example.com", customdomain.CertStatus{State: customdomain.CertIssued})
+	if d := f.verify(t, "prj_a", "live.example.com"); d.Status != customdomain.StatusActive {
+		t.Fatalf("Verify live.example.com = %s, want active", d.Status)
+	}
+	f.add(t, "prj_a", "shop.example.com")
+	if d := f.verify(t, "prj_a", "shop.example.com"); d.Status != customdomain.StatusIssuing {
+		t.Fatalf("Verify shop.example.com = %s, want issuing", d.Status)
+	}
+	f.add(t, "prj_a", "later.example.com") // pending: no records
+
+	planUnknown := func(d customdomain.Domain) bool {
+		return slices.ContainsFunc(d.Diagnosis.Findings, func(f customdomain.Finding) bool {
+			return f.Code == customdomain.FindingPlanUnknown
+		})
+	}
+	down.Store(true)
+	f.engine = restart()
+	f.runTo(t, f.clock.Now().Add(5*time.Minute))
+	held := map[string]customdomain.Status{"shop.example.com": customdomain.StatusIssuing, "later.example.com": customdomain.StatusPending}
+	for name, status := range held {
+		d, err := f.engine.Get(ctx, "prj_a", name)
+		if err != nil || d.Status != status {
+			t.Fatalf("%s while its unread plan cannot be read: %s (%v), want %s", name, d.Status, err, status)
+		}
+		if !planUnknown(d) || d.Diagnosis.NextAction != customdomain.ActionWait || d.Diagnosis.OK {
+			t.Fatalf("%s held for its unread plan: diagnosis %+v, want %s, next action wait, not ok", name, d.Diagnosis, customdomain.FindingPlanUnknown)
+		}
+	}
+	list, err := f.engine.List(ctx, "prj_a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range list {
+		if _, ok := held[d.Name]; ok != planUnknown(d) {
+			t.Fatalf("List: %s (%s) shows %s: %v, want %v", d.Name, d.Status, customdomain.FindingPlanUnknown, planUnknown(d), ok)
+		}
+	}
+
+	down.Store(false)
+	for _, name := range []string{"shop.example.com", "later.example.com", "live.example.com"} {
+		if d, err := f.engine.Get(ctx, "prj_a", name); err != nil || planUnknown(d) {
+			t.Fatalf("%s once the lookup answers: %+v (%v), want no %s", name, d.Diagnosis.Findings, err, customdomain.FindingPlanUnknown)
+		}
+	}
+}

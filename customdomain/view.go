@@ -23,6 +23,7 @@ const (
 	FindingDCVMissing         = "DCV_MISSING"           // a wildcard without its _acme-challenge delegation
 	FindingCertExpired        = "CERT_EXPIRED"          // raised by the certificate layer: the certificate expired unrenewed
 	FindingCertExpiring       = "CERT_EXPIRING"         // the certificate expires soon and renewing it has not succeeded
+	FindingPlanUnknown        = "PLAN_UNKNOWN"          // the project's plan cannot be read and never was: the domain waits (see Engine.held)
 )
 
 // Action is what the customer should do next.
