@@ -192,9 +192,10 @@ func (e *Engine) certNow(ctx context.Context, name string) CertStatus {
 // is not live, of a project that is suspended or whose plan this engine
 // never read (see held), is left as it is, as the background loop leaves
 // it: its certificate is told, and the domain moves on, at its first
-// check once the project is back on Pro or its plan is read (for a failed
-// domain, which the loop does not check, Re-verify). A live domain's
-// renewal is recorded and told for every project.
+// check once the project is back on Pro or its plan is read (a domain
+// failed for lack of a certificate too: the loop looks at one every
+// hour, and every minute while it is held). A live domain's renewal is
+// recorded and told for every project.
 func (e *Engine) CertificateChanged(ctx context.Context, name string) error {
 	if e.cfg.CertIssuer == nil {
 		return nil

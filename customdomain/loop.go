@@ -9,7 +9,8 @@ import (
 // RunDue does the background work due at now: re-checks pending domains
 // whose time has come (failing those past the propagation window), re-checks
 // live domains' records for drift, asks the CertIssuer about issuing
-// domains, retries certificate removals and the deletions of records
+// domains, looks again at domains failed for lack of a certificate (see
+// Step), retries certificate removals and the deletions of records
 // ConfigureDNS wrote (those of domains any engine on the store removed,
 // which DueDomains returns with the others), and then hands Events the
 // events of stored changes not handed over yet (DueOutboxes), whichever

@@ -205,6 +205,19 @@ func (m *machine) checked(c Checked) {
 			// attempt now, as both findings' fixes say.
 			m.do(RequestCert)
 		}
+	case s == StatusFailed && !c.Manual:
+		// Only Re-verify moves a failed domain on, but for one that failed
+		// for lack of a certificate, which the loop looks at every
+		// certRecheck: once one is there (another process obtained it, or
+		// its report came while the project was held) and its records
+		// still verify, it goes live.
+		switch {
+		case !m.failedIssuing():
+		case c.DNS.OK && c.Cert.State == CertIssued:
+			m.activate()
+		default:
+			m.next(certRecheck)
+		}
 	case c.DNS.OK && (s == StatusPending || s == StatusFailed || s == StatusIssuing && c.Manual):
 		m.verified(c)
 	case c.DNS.OK && s == StatusIssuing:
@@ -251,7 +264,8 @@ func (m *machine) verified(c Checked) {
 // certRecheck is how often, with drift checks off (Policy.Recheck 0), the
 // background loop looks at an active domain's certificate alone, so that
 // a renewal that keeps failing is still told before the certificate
-// expires (CertExpiringFinding).
+// expires (CertExpiringFinding); and how often it looks at a domain
+// failed for lack of a certificate, which goes live once one is there.
 const certRecheck = time.Hour
 
 // nextLive schedules a live domain's next background look: its drift
@@ -465,7 +479,7 @@ func (m *machine) certReported(c CertStatus) {
 			reason = "the certificate authority refused the certificate"
 		}
 		m.to(StatusFailed, reason)
-		m.e.NextCheckAt = time.Time{}
+		m.next(certRecheck) // see checked: a certificate may come after all
 	}
 }
 

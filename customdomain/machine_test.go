@@ -73,7 +73,9 @@ func TestStep(t *testing.T) {
 		{"issuing, Re-verify", StatusIssuing, 0, verify(ok, issuing), p, StatusIssuing, "RequestCert", time.Minute, "", ""},
 		{"issuing, background check", StatusIssuing, 0, checked(ok, issuing), p, StatusIssuing, "", kept, "", ""},
 		{"issuing, certificate issued", StatusIssuing, 0, CertReported{issued}, p, StatusActive, "Emit(domain.certificate.issued) Reroute Emit(domain.active)", time.Hour, "", ""},
-		{"issuing, certificate refused", StatusIssuing, 0, CertReported{refused}, p, StatusFailed, "Emit(domain.certificate.failed)", 0, "", ""},
+		// Failed for lack of a certificate: looked at again hourly (see
+		// "failed by a refused certificate" below).
+		{"issuing, certificate refused", StatusIssuing, 0, CertReported{refused}, p, StatusFailed, "Emit(domain.certificate.failed)", time.Hour, "", ""},
 		{"issuing, issuer knows nothing", StatusIssuing, 0, CertReported{none}, p, StatusIssuing, "RequestCert", time.Minute, "", ""},
 		{"issuing, still issuing", StatusIssuing, 0, CertReported{issuing}, p, StatusIssuing, "", time.Minute, "", ""},
 		{"issuing, no issuer any more", StatusIssuing, 0, CertReported{none}, noIssuer, StatusActive, "Reroute Emit(domain.active)", time.Hour, "", ""},
@@ -107,6 +109,15 @@ func TestStep(t *testing.T) {
 		// failed the domain for: its DNS verified, so it goes live.
 		{"failed by a refused certificate, certificate issued", StatusFailed, 0, CertReported{issued}, p, StatusActive, "Emit(domain.certificate.issued) Reroute Emit(domain.active)", time.Hour, StatusIssuing, ""},
 		{"failed by the window, the name's last holder's certificate issued", StatusFailed, 48 * time.Hour, CertReported{issued}, p, StatusFailed, "", kept, StatusPending, ""},
+		// The background loop looks at a domain failed only for lack of a
+		// certificate every hour: once one is there (another process got
+		// it, or its report came while the project was held) and its
+		// records still verify, it goes live with no Re-verify.
+		{"failed by a refused certificate, background, right, certificate issued", StatusFailed, 0, checked(ok, issued), p, StatusActive, "Emit(domain.certificate.issued) Reroute Emit(domain.active)", time.Hour, StatusIssuing, CertFailed},
+		{"failed by a refused certificate, background, right, still no certificate", StatusFailed, 0, checked(ok, refused), p, StatusFailed, "", time.Hour, StatusIssuing, CertFailed},
+		{"failed by a refused certificate, background, wrong, certificate issued", StatusFailed, 0, checked(wrong, issued), p, StatusFailed, "Emit(domain.certificate.issued)", time.Hour, StatusIssuing, CertFailed},
+		{"failed by a refused certificate, background, lookup failed", StatusFailed, 0, checked(lost, issued), p, StatusFailed, "Emit(domain.certificate.issued)", time.Hour, StatusIssuing, CertFailed},
+		{"failed by a refused certificate, Re-verify, right", StatusFailed, 0, verify(ok, refused), p, StatusIssuing, "Emit(domain.verified) Reroute RequestCert", time.Minute, StatusIssuing, CertFailed},
 		// released and removed: nothing moves them but a dismissal
 		{"released, checked", StatusReleased, 0, verify(ok, none), p, StatusReleased, "", kept, "", ""},
 		{"released, dismissed: a cleanup still pending is retried when it was due", StatusReleased, 0, Removed{}, p, StatusRemoved, "", kept, "", ""},

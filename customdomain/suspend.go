@@ -33,7 +33,8 @@ const StatusSuspended Status = "suspended"
 const ActionUpgradePlan Action = "upgrade_plan"
 
 // suspendedRecheck is how often the background loop looks again at a
-// pending or issuing domain of a suspended project, or of one whose plan
+// pending or issuing domain (or one failed for lack of a certificate) of
+// a suspended project, or of one whose plan
 // it cannot read and never read (see knownSuspension): after an upgrade,
 // or once the plan lookup answers, its checks resume within this time
 // (Verify resumes them at once).
