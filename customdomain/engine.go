@@ -301,7 +301,8 @@ type Engine struct {
 	follow follower // reloads asked for by Apply
 
 	// unscheduled is set once RunDue has scheduled the drift checks of
-	// domains that went active before they existed.
+	// domains that went active before they existed, and the looks at
+	// domains failed for lack of a certificate before the loop took any.
 	unscheduled atomic.Bool
 
 	certs certCache // the certificate layer's last answers, for views

@@ -95,3 +95,39 @@ func TestDomainFailedForItsCertificateStaysFailedWhileItsRecordsAreWrong(t *test
 		t.Fatalf("failed domain whose records are wrong routes: %+v", got)
 	}
 }
+
+// TestDomainFailedForItsCertificateBeforeTheLoopLookedAtItRecovers: a
+// domain failed for lack of a certificate by an engine that did not yet
+// give such a domain a next check (its entry has none) is looked at by
+// the first background round of an engine that does: with its records
+// verifying and its certificate obtained meanwhile, it goes active.
+func TestDomainFailedForItsCertificateBeforeTheLoopLookedAtItRecovers(t *testing.T) {
+	ctx := context.Background()
+	certs := &issuer{state: map[string]customdomain.CertStatus{}}
+	f := newFixture(t, certs)
+	const name = "shop.example.com"
+	f.set(t, "example.com.", cname("shop", target))
+	f.add(t, "prj_pro", name)
+	if d := f.verify(t, "prj_pro", name); d.Status != customdomain.StatusIssuing {
+		t.Fatalf("Verify = %s, want issuing", d.Status)
+	}
+	certs.set(name, customdomain.CertStatus{State: customdomain.CertFailed, Reason: "no certificate after 30 minutes"})
+	f.runTo(t, f.clock.Now().Add(time.Minute))
+	en, err := f.store.DomainByName(ctx, name)
+	if err != nil || en.Status != customdomain.StatusFailed {
+		t.Fatalf("after the certificate layer gave up: %s (%v), want failed", en.Status, err)
+	}
+	en.NextCheckAt = time.Time{} // as an engine before this one stored it
+	if _, err := f.store.UpdateDomain(ctx, en); err != nil {
+		t.Fatal(err)
+	}
+
+	certs.set(name, customdomain.CertStatus{State: customdomain.CertIssued})
+	f.engine = f.replica(t, func(c *customdomain.EngineConfig) { c.CertIssuer = certs })
+	if _, err := f.engine.RunDue(ctx, f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := f.engine.Get(ctx, "prj_pro", name); err != nil || d.Status != customdomain.StatusActive {
+		t.Fatalf("after the first background round: %s %q (%v), want active", d.Status, d.Reason, err)
+	}
+}

@@ -2,6 +2,7 @@ package customdomain
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -37,14 +38,21 @@ func (e *Engine) runDueDomains(ctx context.Context, r *round, now time.Time) (in
 	done := 0
 	if (e.cfg.RecheckActive > 0 || e.cfg.CertIssuer != nil) && e.unscheduled.CompareAndSwap(false, true) {
 		// Domains that went active before drift checks (or, without
-		// them, looks at certificates) existed have no next check: check
-		// them once now, which schedules them.
-		active, err := e.cfg.Store.ListDomains(ctx, DomainQuery{Status: StatusActive})
+		// them, looks at certificates) existed have no next check, nor
+		// do those that failed for lack of a certificate before the loop
+		// looked at them (certRecheck): check them once now, which
+		// schedules them.
+		listed, err := e.cfg.Store.ListDomains(ctx, DomainQuery{Status: StatusActive})
+		if err == nil && e.cfg.CertIssuer != nil {
+			var failed []Entry
+			failed, err = e.cfg.Store.ListDomains(ctx, DomainQuery{Status: StatusFailed})
+			listed = append(listed, slices.DeleteFunc(failed, func(en Entry) bool { return !failedIssuing(en.History) })...)
+		}
 		if err != nil {
 			e.unscheduled.Store(false)
 			return done, err
 		}
-		for _, entry := range active {
+		for _, entry := range listed {
 			if entry.NextCheckAt.IsZero() {
 				e.runOne(ctx, r, entry)
 				done++

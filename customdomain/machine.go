@@ -495,8 +495,10 @@ func (m *machine) ownsCert() bool {
 
 // failedIssuing reports whether the entry failed while issuing: its DNS
 // verified, and its certificate was refused.
-func (m *machine) failedIssuing() bool {
-	h := m.e.History
+func (m *machine) failedIssuing() bool { return failedIssuing(m.e.History) }
+
+// failedIssuing reports whether history ends in a failure while issuing.
+func failedIssuing(h []Transition) bool {
 	return len(h) >= 2 && h[len(h)-1].Status == StatusFailed && h[len(h)-2].Status == StatusIssuing
 }
 
