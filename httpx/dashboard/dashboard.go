@@ -220,7 +220,7 @@ func (d *dashboard) routes() {
 	api := d.api + "/"
 	type op struct {
 		method string
-		handle func(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) error
+		handle handler
 	}
 	for _, p := range []struct {
 		path string
@@ -233,10 +233,10 @@ func (d *dashboard) routes() {
 		{"domains/{name}", []op{{"GET", d.handleGet}, {"DELETE", d.handleRemove}}},
 		{"domains/{name}/verify", []op{{"POST", d.handleVerify}}},
 		{"domains/{name}/dns", []op{{"POST", d.handleConfigureDNS}}},
-		{"webhooks", []op{{"GET", d.handleListWebhooks}, {"POST", d.handleCreateWebhook}}},
-		{"webhooks/{id}", []op{{"DELETE", d.handleDeleteWebhook}}},
-		{"webhooks/{id}/deliveries", []op{{"GET", d.handleWebhookDeliveries}}},
-		{"webhooks/{id}/roll-secret", []op{{"POST", d.handleRollWebhookSecret}}},
+		{"webhooks", []op{{"GET", d.webhooks(d.handleListWebhooks)}, {"POST", d.webhooks(d.handleCreateWebhook)}}},
+		{"webhooks/{id}", []op{{"DELETE", d.webhooks(d.handleDeleteWebhook)}}},
+		{"webhooks/{id}/deliveries", []op{{"GET", d.webhooks(d.handleWebhookDeliveries)}}},
+		{"webhooks/{id}/roll-secret", []op{{"POST", d.webhooks(d.handleRollWebhookSecret)}}},
 	} {
 		var allow []string
 		for _, o := range p.ops {
@@ -275,6 +275,9 @@ func (d *dashboard) routes() {
 	})
 	d.Refuse("/", "", nil)
 }
+
+// handler is a JSON API operation; name is the path's {name}, if any.
+type handler func(w http.ResponseWriter, r *http.Request, key petstore.APIKey, name string) error
 
 // standardMethods are the methods of RFC 9110 and PATCH; a request with
 // another method on a known path is 404.

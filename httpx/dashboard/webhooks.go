@@ -64,13 +64,18 @@ func viewEndpoint(e webhook.Endpoint) webhookEndpoint {
 	return webhookEndpoint{ID: e.ID, URL: e.URL, CreatedAt: e.CreatedAt.UTC(), PreviousSecretExpiresAt: e.PreviousSecretExpiresAt.UTC()}
 }
 
-// errWebhooksOff answers the webhook paths of a dashboard without Webhooks.
-var errWebhooksOff = petstore.Errorf(petstore.CodeNotFound, "webhooks are not enabled on this platform")
+// webhooks is h, or, on a dashboard without Webhooks, an operation that
+// answers not_found saying why.
+func (d *dashboard) webhooks(h handler) handler {
+	if d.Webhooks != nil {
+		return h
+	}
+	return func(http.ResponseWriter, *http.Request, petstore.APIKey, string) error {
+		return petstore.Errorf(petstore.CodeNotFound, "webhooks are not enabled on this platform")
+	}
+}
 
 func (d *dashboard) handleListWebhooks(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) error {
-	if d.Webhooks == nil {
-		return errWebhooksOff
-	}
 	es, err := d.Webhooks.Endpoints(r.Context(), key.ProjectID)
 	if err != nil {
 		return err
@@ -84,9 +89,6 @@ func (d *dashboard) handleListWebhooks(w http.ResponseWriter, r *http.Request, k
 }
 
 func (d *dashboard) handleCreateWebhook(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) error {
-	if d.Webhooks == nil {
-		return errWebhooksOff
-	}
 	body, err := httpx.ReadBody(w, r)
 	if err != nil {
 		return err
@@ -106,9 +108,6 @@ func (d *dashboard) handleCreateWebhook(w http.ResponseWriter, r *http.Request, 
 }
 
 func (d *dashboard) handleDeleteWebhook(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) error {
-	if d.Webhooks == nil {
-		return errWebhooksOff
-	}
 	if err := d.Webhooks.DeleteEndpoint(r.Context(), key.ProjectID, r.PathValue("id")); err != nil {
 		return err
 	}
@@ -120,9 +119,6 @@ func (d *dashboard) handleDeleteWebhook(w http.ResponseWriter, r *http.Request, 
 // once, as creation does. The body is optional: without one, the old
 // secret stays valid for webhook.DefaultSecretOverlap.
 func (d *dashboard) handleRollWebhookSecret(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) error {
-	if d.Webhooks == nil {
-		return errWebhooksOff
-	}
 	var body []byte
 	if r.ContentLength != 0 || r.Header.Get("Content-Type") != "" {
 		var err error
@@ -144,9 +140,6 @@ func (d *dashboard) handleRollWebhookSecret(w http.ResponseWriter, r *http.Reque
 }
 
 func (d *dashboard) handleWebhookDeliveries(w http.ResponseWriter, r *http.Request, key petstore.APIKey, _ string) error {
-	if d.Webhooks == nil {
-		return errWebhooksOff
-	}
 	ds, err := d.Webhooks.Deliveries(r.Context(), key.ProjectID, r.PathValue("id"))
 	if err != nil {
 		return err
