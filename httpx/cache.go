@@ -14,20 +14,12 @@ import (
 )
 
 // Cache keeps the encoded pages and pets (body, ETag, next Link) until a
-// create changes them. Pets are only created, with ids above all before,
-// so a create changes only the pages it may join: a last page (no next
-// Link) of its status or of all, or one that reaches past its id. In one
-// process this is exact: the pages are dropped before the create's answer
-// is sent. Other processes hear of a create over the change feed
-// (changefeed.KindPets), keep nothing while it is down, and nothing older
-// than CacheMaxAge. Without a feed, either the process is the store's
-// only writer (an in-memory store), or something else hands Apply the
-// store's changes, as bunstore's WatchChanges does on SQLite.
-//
-// A create is published with the statuses of the pets it covers (see
-// changefeed.KindPets), so the other processes drop no more than this
-// one did; a change that names no status (or one this process cannot
-// read) drops the last pages of every status.
+// create changes them, in this process and, over a change feed
+// (changefeed.KindPets), in the others; docs/performance.md says which
+// pages a create drops and how long the others keep theirs. Without a
+// feed, either the process is the store's only writer (an in-memory
+// store), or something else hands Apply the store's changes, as
+// bunstore's WatchChanges does on SQLite.
 type Cache struct {
 	feed changefeed.Feed
 	now  func() time.Time
@@ -125,7 +117,9 @@ func parsePetsChange(s string) (int64, []petstore.PetStatus) {
 }
 
 // change drops the pages a create of pet id may have changed, or every
-// entry when id is 0. statuses are those of the pets created; none, or
+// entry when id is 0: pets are only created, with ids above all before,
+// so only a last page (no next Link) of their statuses or of all, or one
+// that reaches past id. statuses are those of the pets created; none, or
 // "" among them, means any status.
 func (c *Cache) change(kind string, id int64, statuses ...petstore.PetStatus) {
 	c.mu.Lock()

@@ -22,25 +22,13 @@ import (
 const idempotencyPurgeEvery = time.Hour
 
 // idempotent makes POST /pets and POST /store/orders safe to retry (the
-// IETF httpapi Idempotency-Key draft, Stripe's model; docs/api.md says
-// what a client sees). The store runs the operation once per key, scoped
-// to the API key (petstore.IdempotencyStore.CreateOnce): the pet and the
-// record of its response are committed together, so a retry finds both
-// or neither.
-//
-// The operation's response is held until the store has committed: a
-// client is never told 201 about a pet whose record could not be stored.
-// A 5xx answer is not stored (nothing is written) and the retry runs
-// again. When the commit's outcome is unknown (a timeout, a lost
-// connection) the answer is 503 and nothing is released, since nothing
-// was claimed apart from the write itself: the retry finds the record if
-// the commit landed, and runs otherwise.
-//
-// Two bodies are the same request when they decode to the same T, the
-// NewPet or NewOrder the operation will create, which the wrapper hashes
-// (requestHash): a retry that re-serializes its JSON is replayed. A body
-// that does not decode is refused (400) before the store is asked, and so
-// is its retry.
+// IETF httpapi Idempotency-Key draft, Stripe's model): docs/api.md says
+// what a client sees, docs/operating.md#reliability what a lost database
+// does to it. The store runs the operation once per key, scoped to the
+// API key (petstore.IdempotencyStore.CreateOnce), committing the creation
+// with the record of its response; the response is held until then
+// (heldResponse). A 5xx answer is not stored, so its retry runs again.
+// Bodies are the same request when they decode to the same T (requestHash).
 type idempotent[T any] struct {
 	store     petstore.IdempotencyStore
 	now       func() time.Time

@@ -107,8 +107,7 @@ func measure(m *metrics, find func(*http.Request) string) func(http.Handler) htt
 	}
 }
 
-// metricMethod bounds the method label to the methods HTTP defines, so a
-// client inventing methods cannot grow the label set.
+// metricMethod is m, or OTHER for a method HTTP does not define.
 func metricMethod(m string) string {
 	if standardMethod(m) {
 		return m
@@ -117,7 +116,8 @@ func metricMethod(m string) string {
 }
 
 // standardMethod reports whether m is a method HTTP defines: any other is
-// the client's own word, which no label or span name may carry.
+// the client's own word, which no label or span name may carry, lest a
+// client grow the label set or the span names without bound.
 func standardMethod(m string) bool {
 	switch m {
 	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,

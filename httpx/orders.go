@@ -7,11 +7,6 @@ import (
 	"github.com/petstorekit/petstore/internal/strictjson"
 )
 
-// The store orders operations (beta), served when Config.Orders is set,
-// with the checks and answers of the pets operations; every answer on
-// their paths carries X-API-Stability: beta (betaUnder).
-
-// ordersPath is where the orders live under the base.
 const ordersPath = "/store/orders"
 
 // StabilityHeader and StabilityBeta mark the answers of beta operations

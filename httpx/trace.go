@@ -60,9 +60,7 @@ func traceRequests(tp trace.TracerProvider, client func(*http.Request) netip.Add
 		}
 		tracer := tracing.Tracer(tp)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			// A method HTTP does not define is _OTHER, and its span
-			// "HTTP", as the conventions say: a client cannot make
-			// span names or attribute values without bound.
+			// As the conventions say (see standardMethod).
 			method, name := r.Method, r.Method
 			if !standardMethod(method) {
 				method, name = "_OTHER", "HTTP"

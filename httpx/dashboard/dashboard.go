@@ -129,23 +129,8 @@ type dashboard struct {
 // The API uses the same chain as /v1 (request id, logging, recovery,
 // bearer authentication, rate limiting) and the same Error bodies; a key
 // acts for its project. The page, its assets and <base>/api/openapi.json
-// need no key. Every response carries X-API-Stability: beta.
-//
-// Endpoints (see OpenAPI):
-//
-//	GET    <base>/api/domains                  {"domains": [Domain], "config": Config}
-//	POST   <base>/api/domains                  {"name": ...} → 201 Domain (200 if already there)
-//	GET    <base>/api/domains/config           Config
-//	PUT    <base>/api/domains/config           Config → Config
-//	GET    <base>/api/domains/{name}           Domain
-//	POST   <base>/api/domains/{name}/verify    Domain after checking DNS now
-//	DELETE <base>/api/domains/{name}           204; traffic stopped before the response
-//	GET    <base>/api/webhooks                 {"webhooks": [Webhook]}
-//	POST   <base>/api/webhooks                 {"url": ...} → 201 Webhook with its secret, shown only then
-//	DELETE <base>/api/webhooks/{id}            204
-//	GET    <base>/api/webhooks/{id}/deliveries {"deliveries": [Delivery]}, newest first, with their answers
-//	POST   <base>/api/webhooks/{id}/roll-secret [{"expiresInSeconds": n}] → Webhook with a new secret, shown only then
-//	GET    <base>/api/openapi.json             the OpenAPI document
+// need no key. Every response carries X-API-Stability: beta. The
+// endpoints are those of the OpenAPI document (OpenAPI).
 func New(cfg Config) (http.Handler, error) {
 	if cfg.Engine == nil {
 		return nil, errors.New("dashboard: Config.Engine is required")
@@ -184,9 +169,6 @@ func New(cfg Config) (http.Handler, error) {
 		return nil, fmt.Errorf("dashboard: embedded dashboard page: %w", err)
 	}
 	d.routes()
-	// The usage report is what a key that ran out of budget, or was
-	// banned, needs to see: it is answered on the address's generous
-	// public budget, never the key's, and never refused for the key's ban.
 	chained, err := httpx.Wrap(httpx.Config{
 		Auth: cfg.Auth, Logger: cfg.Logger, AccessLog: cfg.AccessLog, Limiter: cfg.Limiter, IETFRateLimitHeaders: cfg.IETFRateLimitHeaders,
 		TrustedProxies: cfg.TrustedProxies, Now: cfg.Now, Metrics: cfg.Metrics,

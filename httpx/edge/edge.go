@@ -1,9 +1,6 @@
-// Package edge is the Host-routing front of a hosting platform: requests
-// for the platform's own hosts go to the platform handler (the /v1 API and
-// the dashboard), an active custom domain to its project's site, a
-// redirect domain to its own redirect's target with its status, and any other
-// Host gets a JSON 404 Error, never another project's content. The domain
-// engine is its Router.
+// Package edge is the Host-routing front of a hosting platform (see New):
+// the platform's own hosts, its projects' custom domains, and a JSON 404
+// for any other Host. The domain engine is its Router.
 package edge
 
 import (
@@ -116,9 +113,6 @@ type server struct {
 //     redirect domain answers 200 with no body, never a redirect. net/http's
 //     server answers it before any handler unless its
 //     DisableGeneralOptionsHandler is set.
-//
-// The answer is asked of Router on every request, so changes made through
-// the engine take effect at once.
 func New(cfg Config) (http.Handler, error) {
 	switch {
 	case cfg.Platform == nil:
@@ -187,9 +181,7 @@ func (e *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ans := e.Router.Route(host)
 	if r.Method == http.MethodOptions && r.RequestURI == "*" && ans.Kind != customdomain.RouteNone {
-		// OPTIONS * asks about the server, not a resource (RFC 9110
-		// §9.3.7): no redirect (its Location would end in "*") and not the
-		// project's site. Answered as net/http's server answers it.
+		// RFC 9110 §9.3.7; a redirect's Location would end in "*".
 		w.Header().Set("Content-Length", "0")
 		w.WriteHeader(http.StatusOK)
 		return
@@ -204,15 +196,11 @@ func (e *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.redirect(w, r, ans)
 		return
 	}
-	// The message names only the host the client sent, so it reveals
-	// nothing about which names other projects hold.
 	httpx.WriteError(w, r, petstore.Errorf(petstore.CodeNotFound, "no site is served at %s: %s", clipHost(host), e.UnknownHostHint))
 }
 
 // redirect sends the client to the same path and query on the target
-// domain, on the default port of the scheme: the Host header's port is
-// the client's word, and copying it would send visitors of the target to
-// wherever that word pointed.
+// domain, without a port (see Config.RedirectScheme).
 func (e *server) redirect(w http.ResponseWriter, r *http.Request, ans customdomain.RouteAnswer) {
 	scheme := e.RedirectScheme
 	if scheme == "" {
