@@ -34,6 +34,7 @@ const (
 	// of date. ID is the lowest id among them, followed, when every one
 	// had a status, by ':' and their statuses, comma-separated
 	// ("31:available,pending"); without them, any status may have changed.
+	// PetsID writes it and ParsePetsID reads it.
 	KindPets = "pets"
 
 	// KindLive is never published: Subscribe delivers it when the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -81,39 +80,11 @@ func (c *Cache) Apply(ch changefeed.Change) {
 	}
 	switch ch.Kind {
 	case changefeed.KindPets:
-		id, statuses := parsePetsChange(ch.ID)
+		id, statuses := changefeed.ParsePetsID(ch.ID)
 		c.change(ch.Kind, id, statuses...)
 	case changefeed.KindLost, changefeed.KindLive:
 		c.change(ch.Kind, 0)
 	}
-}
-
-// petsChange is the ID of a KindPets change: the lowest id created and,
-// when every pet created had one, their statuses ("31:available,pending").
-func petsChange(id int64, statuses []petstore.PetStatus) string {
-	s, sep := itoa(id), ":"
-	for _, st := range statuses {
-		s, sep = s+sep+string(st), ","
-	}
-	return s
-}
-
-// parsePetsChange reverses petsChange: an id of 0 for one it cannot read,
-// and no statuses (any status) unless every one is valid.
-func parsePetsChange(s string) (int64, []petstore.PetStatus) {
-	idText, list, _ := strings.Cut(s, ":")
-	id, err := strconv.ParseInt(idText, 10, 64)
-	if err != nil { // out of range too: ParseInt returns its bound then
-		return 0, nil
-	}
-	var statuses []petstore.PetStatus
-	for name := range strings.SplitSeq(list, ",") { // "" too: no statuses
-		if !petstore.PetStatus(name).Valid() {
-			return id, nil
-		}
-		statuses = append(statuses, petstore.PetStatus(name))
-	}
-	return id, statuses
 }
 
 // change drops the pages a create of pet id may have changed, or every
@@ -191,7 +162,7 @@ func (c *Cache) publish() {
 		}
 		slices.Sort(statuses)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := c.feed.Publish(ctx, changefeed.Change{Kind: changefeed.KindPets, ID: petsChange(id, statuses)})
+		err := c.feed.Publish(ctx, changefeed.Change{Kind: changefeed.KindPets, ID: changefeed.PetsID(id, statuses)})
 		cancel()
 		if err == nil {
 			failures = 0

@@ -82,29 +82,6 @@ func TestCacheDropsWhatACreateChanges(t *testing.T) {
 	}
 }
 
-// The creates published together name the lowest id among them and their
-// statuses, or none when one had no status; parsePetsChange reads them
-// back.
-func TestPetsChangeRoundTrip(t *testing.T) {
-	for _, tc := range []struct {
-		id       int64
-		statuses []petstore.PetStatus
-		want     string
-	}{
-		{31, nil, "31"},
-		{31, []petstore.PetStatus{"pending"}, "31:pending"},
-		{31, []petstore.PetStatus{"available", "sold"}, "31:available,sold"},
-	} {
-		got := petsChange(tc.id, tc.statuses)
-		if got != tc.want {
-			t.Errorf("petsChange(%d, %v) = %q, want %q", tc.id, tc.statuses, got, tc.want)
-		}
-		if id, statuses := parsePetsChange(got); id != tc.id || !slices.Equal(statuses, tc.statuses) {
-			t.Errorf("parsePetsChange(%q) = %d, %v", got, id, statuses)
-		}
-	}
-}
-
 // A create is published with its pet's status, and a pet without one
 // names no status, which every process reads as any.
 func TestCachePublishesTheStatus(t *testing.T) {
