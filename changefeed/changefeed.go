@@ -1,7 +1,8 @@
 // Package changefeed tells every process of a deployment that something it
 // may hold in memory has changed: an API key was revoked or re-planned, a
-// custom domain was removed. Processes keep copies (keycache keeps
-// authenticated keys) and drop them when a Change names them.
+// custom domain was removed, pets were created. Processes keep copies
+// (keycache keeps authenticated keys) and drop them when a Change names
+// them.
 //
 // A Feed is the port; Local is the implementation for a single process,
 // and adapters/redisfeed (Redis pub/sub) and adapters/pgfeed (PostgreSQL

@@ -18,12 +18,12 @@ func (e *Engine) view(ctx context.Context, en Entry) Domain {
 // the caller: the project's suspension reason and whether its plan is
 // known (knownSuspension), and the edge's addresses. The certificate's
 // status comes from what the engine last read (see certCache); render
-// does the rest without I/O. A domain held because its project's plan
-// was never read says so (PLAN_UNKNOWN).
+// does the rest without I/O. A domain that would move on but is held
+// because its project's plan was never read says so (PLAN_UNKNOWN).
 func (e *Engine) viewAs(ctx context.Context, en Entry, suspended string, known bool, edge []netip.Addr) Domain {
 	d := e.render(en, suspended, edge, e.certOf(ctx, en))
 	theirs := e.diagnose(ctx, d)
-	if !known && !en.Status.FreesName() && holds(en.Status, suspended, known) {
+	if !known && (en.Status == StatusPending || en.Status == StatusIssuing || failedIssuing(en.History)) {
 		theirs = append(theirs, planUnknownFinding(d.Name))
 	}
 	d.Diagnosis = e.diagnosisWith(d, en.Observed, en.Findings, en.CheckedAt, theirs)

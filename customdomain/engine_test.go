@@ -997,7 +997,8 @@ func TestLostBackgroundWriteRequestsNoCertificate(t *testing.T) {
 // the customer fixed the CAA records and Re-verify reached another
 // process, the first one's background check still sees its own refusal
 // and fails the domain again; once the other process has the
-// certificate, the domain must go live, not stay failed.
+// certificate, the domain must go live, within a minute (its records are
+// checked first), not stay failed.
 func TestCertificateObtainedElsewhereAfterARefusal(t *testing.T) {
 	ctx := context.Background()
 	first := &issuer{state: map[string]customdomain.CertStatus{}}
@@ -1021,6 +1022,11 @@ func TestCertificateObtainedElsewhereAfterARefusal(t *testing.T) {
 	}
 	second.set("shop.example.com", customdomain.CertStatus{State: customdomain.CertIssued})
 	if err := other.CertificateChanged(ctx, "shop.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	// Its records are checked within a minute, and still verify.
+	f.clock.Advance(time.Minute)
+	if _, err := other.RunDue(ctx, f.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	d, err := other.Get(ctx, "prj_pro", "shop.example.com")

@@ -87,6 +87,13 @@ func TestDomainFailedForItsCertificateStaysFailedWhileItsRecordsAreWrong(t *test
 	f.runTo(t, f.clock.Now().Add(time.Minute))
 	f.set(t, "example.com.", cname("shop", "elsewhere.example.org"))
 	certs.set(name, customdomain.CertStatus{State: customdomain.CertIssued})
+	// Told by the certificate layer, or found by the hourly look.
+	if err := f.engine.CertificateChanged(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := f.engine.Get(ctx, "prj_pro", name); err != nil || d.Status != customdomain.StatusFailed {
+		t.Fatalf("records wrong, certificate reported: %s (%v), want failed", d.Status, err)
+	}
 	f.runTo(t, f.clock.Now().Add(3*time.Hour))
 	if d, err := f.engine.Get(ctx, "prj_pro", name); err != nil || d.Status != customdomain.StatusFailed {
 		t.Fatalf("records wrong, certificate there: %s (%v), want failed", d.Status, err)

@@ -37,8 +37,9 @@ type Removed struct{}
 // PlanChanged is the project's plan as the background loop found it. A
 // suspended project's domains wait (see StatusSuspended): nothing moves on
 // until it upgrades. The loop also gives a pending or issuing domain
+// (or one failed for lack of a certificate, see checked)
 // PlanChanged{Suspended: true} while its project's plan cannot be read and
-// never was (see Engine.held): it waits as a suspended one does.
+// never was (see Engine.held): it waits as a suspended project's does.
 type PlanChanged struct{ Suspended bool }
 
 func (Checked) isEvent()      {}
@@ -213,6 +214,7 @@ func (m *machine) checked(c Checked) {
 		// still verify, it goes live.
 		switch {
 		case !m.failedIssuing():
+			m.e.NextCheckAt = time.Time{} // nothing to look for
 		case c.DNS.OK && c.Cert.State == CertIssued:
 			m.activate()
 		default:
@@ -460,8 +462,9 @@ func (m *machine) certReported(c CertStatus) {
 		// Its DNS verified and only the certificate was missing: another
 		// process sharing the storage obtained it (the customer fixed CAA
 		// and Re-verify reached that process), while this one's refusal
-		// had failed the domain.
-		m.activate()
+		// had failed the domain. The loop checks its records within a
+		// minute, and makes it active if they still verify (checked).
+		m.next(time.Minute)
 		return
 	}
 	if m.e.Status != StatusIssuing {

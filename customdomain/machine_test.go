@@ -104,10 +104,11 @@ func TestStep(t *testing.T) {
 		// failed
 		{"failed, right", StatusFailed, 0, verify(ok, none), p, StatusIssuing, "Emit(domain.verified) Reroute RequestCert", time.Minute, "", ""},
 		{"failed, still wrong, Re-verify", StatusFailed, 0, verify(wrong, none), p, StatusPending, "", time.Minute, "", ""},
-		{"failed, still wrong, background", StatusFailed, 0, checked(wrong, none), p, StatusFailed, "", kept, "", ""},
+		{"failed, still wrong, background", StatusFailed, 0, checked(wrong, none), p, StatusFailed, "", 0, "", ""},
 		// Another process obtained the certificate this one's refusal
-		// failed the domain for: its DNS verified, so it goes live.
-		{"failed by a refused certificate, certificate issued", StatusFailed, 0, CertReported{issued}, p, StatusActive, "Emit(domain.certificate.issued) Reroute Emit(domain.active)", time.Hour, StatusIssuing, ""},
+		// failed the domain for: its records are checked within a minute
+		// (below: it goes live if they still verify).
+		{"failed by a refused certificate, certificate issued", StatusFailed, 0, CertReported{issued}, p, StatusFailed, "Emit(domain.certificate.issued)", time.Minute, StatusIssuing, ""},
 		{"failed by the window, the name's last holder's certificate issued", StatusFailed, 48 * time.Hour, CertReported{issued}, p, StatusFailed, "", kept, StatusPending, ""},
 		// The background loop looks at a domain failed only for lack of a
 		// certificate every hour: once one is there (another process got
@@ -242,7 +243,7 @@ func TestStepKeepsTheNewestHistory(t *testing.T) {
 	t.Run("failed while issuing at the bound, certificate issued", func(t *testing.T) {
 		e := Entry{Name: "shop.example.com", Status: StatusFailed, Reason: "CAA forbids it", Cert: CertFailed,
 			VerifiedAt: t0.Add(-time.Hour), History: full(StatusIssuing, StatusFailed)}
-		got, effects := Step(e, CertReported{Cert: CertStatus{State: CertIssued}}, t0, p)
+		got, effects := Step(e, Checked{DNS: CheckResult{OK: true}, Cert: CertStatus{State: CertIssued}}, t0, p)
 		if got.Status != StatusActive || len(got.History) != MaxHistory || describe(effects) != "Emit(domain.certificate.issued) Reroute Emit(domain.active)" {
 			t.Fatalf("%s with %d changes [%s], want active with %d", got.Status, len(got.History), describe(effects), MaxHistory)
 		}

@@ -88,28 +88,21 @@ func (e *Engine) knownSuspension(ctx context.Context, projectID string) (reason 
 	return reason, true
 }
 
-// held reports whether entry's project's plan keeps it from moving on
-// (holds). The background loop steps such a domain with
+// held reports whether entry's project's plan keeps it from moving on:
+// the project is suspended, or its plan was never read (knownSuspension)
+// and entry is not live. The background loop steps such a domain with
 // PlanChanged{Suspended: true} instead of checking it, and
 // CertificateChanged leaves one that is not live as it is, so that
 // neither makes it active before the project is back on Pro.
 func (e *Engine) held(ctx context.Context, entry Entry) bool {
 	suspended, known := e.knownSuspension(ctx, entry.ProjectID)
-	return holds(entry.Status, suspended, known)
-}
-
-// holds is held's rule, for a domain of status s whose project
-// knownSuspension answered suspended and known for: the project is
-// suspended, or its plan was never read and the domain is not live. The
-// views show a domain held for the second reason with PLAN_UNKNOWN.
-func holds(s Status, suspended string, known bool) bool {
 	switch {
-	case s != StatusMisconfigured && suspended != "":
+	case entry.Status != StatusMisconfigured && suspended != "":
 		// Nothing moves on until the project upgrades, but a misconfigured
 		// domain's grace runs out as its reason says: the name is released
 		// for whoever owns it now.
 		return true
-	case !known && !s.live():
+	case !known && !entry.Status.live():
 		// The project may be below Pro: a pending or issuing domain does
 		// not go live on a guess, but waits until the lookup answers.
 		return true
@@ -118,8 +111,9 @@ func holds(s Status, suspended string, known bool) bool {
 }
 
 // planUnknownFinding is the one wording of PLAN_UNKNOWN, which the views
-// show of a domain that waits because this engine never read its
-// project's plan and cannot read it now (holds).
+// show of a domain that would move on but waits because this engine
+// never read its project's plan and cannot read it now (held): a pending
+// or issuing one, or one failed for lack of a certificate.
 func planUnknownFinding(name string) Finding {
 	return Finding{
 		Code: FindingPlanUnknown,

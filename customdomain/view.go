@@ -32,7 +32,7 @@ type Action string
 // Next actions.
 const (
 	ActionNone     Action = "none"     // nothing: the domain is live (or removed)
-	ActionWait     Action = "wait"     // DNS is propagating or could not be checked; the engine retries
+	ActionWait     Action = "wait"     // DNS is propagating or could not be checked, or the plan cannot be read; the engine retries
 	ActionFixDNS   Action = "fix_dns"  // change DNS records as the findings say
 	ActionReverify Action = "reverify" // DNS looks right now: click Re-verify
 )

@@ -565,10 +565,10 @@ func TestStartPausedAfterTheMigrationsIsBounded(t *testing.T) {
 						t.Fatalf("start with the database paused after the migrations: %v, want an error saying %q", err, want)
 					}
 					if d := time.Since(begun); d > 3*time.Second {
-						t.Fatalf("took %v after the pause to give up, want under the 1 s -db-timeout and a margin", d)
+						t.Fatalf("took %v after the pause to give up, want under the 1 s bound (%s) and a margin", d, want)
 					}
 				case <-time.After(15 * time.Second):
-					t.Fatal("still starting on a paused database after 15 s; -db-timeout is 1s")
+					t.Fatal("still starting on a paused database after 15 s; the bound is 1 s")
 				}
 			})
 		}
