@@ -209,14 +209,17 @@ func (m *machine) checked(c Checked) {
 	case s == StatusFailed && !c.Manual:
 		// Only Re-verify moves a failed domain on, but for one that failed
 		// for lack of a certificate, which the loop looks at every
-		// certRecheck: once one is there (another process obtained it, or
-		// its report came while the project was held) and its records
-		// still verify, it goes live.
+		// certRecheck (daily once it failed a day ago, as one abandoned
+		// is looked at for as long as it exists): once one is there
+		// (another process obtained it, or its report came while the
+		// project was held) and its records still verify, it goes live.
 		switch {
 		case !m.failedIssuing():
 			m.e.NextCheckAt = time.Time{} // nothing to look for
 		case c.DNS.OK && c.Cert.State == CertIssued:
 			m.activate()
+		case m.now.Sub(m.e.History[len(m.e.History)-1].At) >= 24*time.Hour:
+			m.next(24 * time.Hour)
 		default:
 			m.next(certRecheck)
 		}

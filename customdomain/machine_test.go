@@ -365,3 +365,27 @@ func TestRecheckInterval(t *testing.T) {
 		}
 	}
 }
+
+// TestStepLooksDailyAtALongFailedDomain: a domain failed for lack of a
+// certificate is looked at every hour for its first day failed, then
+// every day, so that one abandoned costs a look a day, not 24.
+func TestStepLooksDailyAtALongFailedDomain(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	p := Policy{Window: 48 * time.Hour, Issuer: true, Recheck: time.Hour, Grace: 72 * time.Hour}
+	for _, tt := range []struct {
+		failed time.Duration // how long ago it failed
+		next   time.Duration
+	}{
+		{time.Hour, time.Hour},
+		{23 * time.Hour, time.Hour},
+		{24 * time.Hour, 24 * time.Hour},
+		{30 * 24 * time.Hour, 24 * time.Hour},
+	} {
+		e := Entry{Name: "shop.example.com", Status: StatusFailed, Reason: "CAA forbids it", Cert: CertFailed, VerifiedAt: t0.Add(-tt.failed - time.Hour),
+			History: []Transition{{Status: StatusIssuing, At: t0.Add(-tt.failed - time.Hour)}, {Status: StatusFailed, At: t0.Add(-tt.failed)}}}
+		got, effects := Step(e, Checked{DNS: CheckResult{OK: true}, Cert: CertStatus{State: CertFailed}}, t0, p)
+		if got.Status != StatusFailed || len(effects) != 0 || !got.NextCheckAt.Equal(t0.Add(tt.next)) {
+			t.Errorf("failed %v ago: %s [%s], next check in %v; want failed [], in %v", tt.failed, got.Status, describe(effects), got.NextCheckAt.Sub(t0), tt.next)
+		}
+	}
+}
