@@ -29,17 +29,7 @@ func TestDomainFailedForItsCertificateRecoversAfterTheUpgrade(t *testing.T) {
 	ev := &events{}
 	f.engine = f.replica(t, func(c *customdomain.EngineConfig) { c.Projects, c.Events, c.CertIssuer = p, ev, certs })
 	const name = "shop.example.com"
-	f.set(t, "example.com.", cname("shop", target))
-	f.add(t, "prj_a", name)
-	if d := f.verify(t, "prj_a", name); d.Status != customdomain.StatusIssuing {
-		t.Fatalf("Verify = %s, want issuing", d.Status)
-	}
-	certs.set(name, customdomain.CertStatus{State: customdomain.CertFailed, Reason: "no certificate after 30 minutes",
-		Findings: []customdomain.Finding{customdomain.CertPendingTooLongFinding(name, 30*time.Minute, "")}})
-	f.runTo(t, f.clock.Now().Add(time.Minute))
-	if d, err := f.engine.Get(ctx, "prj_a", name); err != nil || d.Status != customdomain.StatusFailed {
-		t.Fatalf("after the certificate layer gave up: %s (%v), want failed", d.Status, err)
-	}
+	failForItsCertificate(t, f, certs, "prj_a", name)
 
 	p.SetPlan("prj_a", petstore.PlanFree)
 	f.runTo(t, f.clock.Now().Add(2*time.Hour))
@@ -78,13 +68,7 @@ func TestDomainFailedForItsCertificateStaysFailedWhileItsRecordsAreWrong(t *test
 	certs := &issuer{state: map[string]customdomain.CertStatus{}}
 	f := newFixture(t, certs)
 	const name = "shop.example.com"
-	f.set(t, "example.com.", cname("shop", target))
-	f.add(t, "prj_pro", name)
-	if d := f.verify(t, "prj_pro", name); d.Status != customdomain.StatusIssuing {
-		t.Fatalf("Verify = %s, want issuing", d.Status)
-	}
-	certs.set(name, customdomain.CertStatus{State: customdomain.CertFailed, Reason: "no certificate after 30 minutes"})
-	f.runTo(t, f.clock.Now().Add(time.Minute))
+	failForItsCertificate(t, f, certs, "prj_pro", name)
 	f.set(t, "example.com.", cname("shop", "elsewhere.example.org"))
 	certs.set(name, customdomain.CertStatus{State: customdomain.CertIssued})
 	// Told by the certificate layer, or found by the hourly look.
@@ -113,16 +97,10 @@ func TestDomainFailedForItsCertificateBeforeTheLoopLookedAtItRecovers(t *testing
 	certs := &issuer{state: map[string]customdomain.CertStatus{}}
 	f := newFixture(t, certs)
 	const name = "shop.example.com"
-	f.set(t, "example.com.", cname("shop", target))
-	f.add(t, "prj_pro", name)
-	if d := f.verify(t, "prj_pro", name); d.Status != customdomain.StatusIssuing {
-		t.Fatalf("Verify = %s, want issuing", d.Status)
-	}
-	certs.set(name, customdomain.CertStatus{State: customdomain.CertFailed, Reason: "no certificate after 30 minutes"})
-	f.runTo(t, f.clock.Now().Add(time.Minute))
+	failForItsCertificate(t, f, certs, "prj_pro", name)
 	en, err := f.store.DomainByName(ctx, name)
-	if err != nil || en.Status != customdomain.StatusFailed {
-		t.Fatalf("after the certificate layer gave up: %s (%v), want failed", en.Status, err)
+	if err != nil {
+		t.Fatal(err)
 	}
 	en.NextCheckAt = time.Time{} // as an engine before this one stored it
 	if _, err := f.store.UpdateDomain(ctx, en); err != nil {
@@ -136,5 +114,23 @@ func TestDomainFailedForItsCertificateBeforeTheLoopLookedAtItRecovers(t *testing
 	}
 	if d, err := f.engine.Get(ctx, "prj_pro", name); err != nil || d.Status != customdomain.StatusActive {
 		t.Fatalf("after the first background round: %s %q (%v), want active", d.Status, d.Reason, err)
+	}
+}
+
+// failForItsCertificate adds name to projectID, verifies it, and has the
+// certificate layer give up on it (CERT_PENDING_TOO_LONG), so that it
+// fails for lack of a certificate alone.
+func failForItsCertificate(t *testing.T, f *fixture, certs *issuer, projectID, name string) {
+	t.Helper()
+	f.set(t, "example.com.", cname("shop", target))
+	f.add(t, projectID, name)
+	if d := f.verify(t, projectID, name); d.Status != customdomain.StatusIssuing {
+		t.Fatalf("Verify = %s, want issuing", d.Status)
+	}
+	certs.set(name, customdomain.CertStatus{State: customdomain.CertFailed, Reason: "no certificate after 30 minutes",
+		Findings: []customdomain.Finding{customdomain.CertPendingTooLongFinding(name, 30*time.Minute, "")}})
+	f.runTo(t, f.clock.Now().Add(time.Minute))
+	if d, err := f.engine.Get(context.Background(), projectID, name); err != nil || d.Status != customdomain.StatusFailed {
+		t.Fatalf("after the certificate layer gave up: %s (%v), want failed", d.Status, err)
 	}
 }
