@@ -258,6 +258,7 @@ func TestAdminGuardAcceptsTheGivenName(t *testing.T) {
 // within its -db-timeout (503, as a request's store call would), and the
 // command exits with that error, rather than both waiting for ever.
 func TestKeysUsageThroughTheServerWithAPausedDatabase(t *testing.T) {
+	t.Parallel()
 	dsn, proxy := proxiedPostgres(t)
 	s := startServer(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-timeout", "1s", "-start-timeout", "30s",
 		"-keys", freeKey + ":free", "-admin-addr", "127.0.0.1:0"}, nil)
@@ -298,6 +299,7 @@ func TestKeysUsageThroughTheServerWithAPausedDatabase(t *testing.T) {
 // within its -db-timeout and a margin, with an error saying so, rather
 // than wait for ever.
 func TestOperatorCommandWithAHungServer(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0") // never accepted: a SIGSTOPped server's listener
 	if err != nil {
 		t.Fatal(err)

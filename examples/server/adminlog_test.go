@@ -17,6 +17,7 @@ import (
 // id, wrote no access line, and its failures went to Go's default
 // logger, as text on stderr whatever -log-format said.
 func TestAdminEndpointLogsThroughTheServersLog(t *testing.T) {
+	t.Parallel()
 	dsn, proxy := proxiedPostgres(t)
 	s := startServer(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-timeout", "1s", "-start-timeout", "30s", "-log-format", "json",
 		"-keys", freeKey + ":free", "-admin-addr", "127.0.0.1:0"}, nil)

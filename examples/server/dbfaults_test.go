@@ -22,6 +22,7 @@ import (
 // served. TestPausedDatabaseIsBounded and
 // TestDatabaseOutageIsNotAnInvalidKey say more on PostgreSQL alone.
 func TestEveryDatabaseFaultIsBounded(t *testing.T) {
+	t.Parallel()
 	faults := []struct {
 		name  string
 		apply func(*faultproxy.Proxy)
@@ -36,6 +37,7 @@ func TestEveryDatabaseFaultIsBounded(t *testing.T) {
 	for _, db := range proxiedDatabases {
 		for _, fault := range faults {
 			t.Run(db.name+"/"+fault.name, func(t *testing.T) {
+				t.Parallel()
 				dsn, proxy := db.proxied(t)
 				base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-timeout", timeout.String(), "-start-timeout", "30s",
 					"-keys", faultKey + ":enterprise:1000/10000"}, nil)
@@ -109,6 +111,7 @@ func callWithin(t *testing.T, limit time.Duration, method, url, key, body string
 // requests it was served. TestDatabaseOutageIsNotAnInvalidKey checks the
 // same without -redis.
 func TestDatabaseOutageSpendsNoQuotaWithRedis(t *testing.T) {
+	t.Parallel()
 	const refused = 12
 	for _, fault := range []struct {
 		name  string
@@ -118,6 +121,7 @@ func TestDatabaseOutageSpendsNoQuotaWithRedis(t *testing.T) {
 		{"paused", (*faultproxy.Proxy).Pause},
 	} {
 		t.Run(fault.name, func(t *testing.T) {
+			t.Parallel()
 			dsn, proxy := proxiedPostgres(t)
 			prefix := testenv.RedisPrefix(t, testenv.RedisClient(t), "server")
 			base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-timeout", "500ms", "-start-timeout", "30s",

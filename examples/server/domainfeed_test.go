@@ -107,6 +107,7 @@ func waitStatus(t *testing.T, base, host string, want int, bound time.Duration) 
 // message never reaches it, and B still stops serving the removed domain
 // within the periodic refresh and a margin for busy cores.
 func TestRemovalReachesAProcessWhoseFeedIsLost(t *testing.T) {
+	t.Parallel()
 	o, err := redislimit.ParseOptions(testenv.RedisURL(t))
 	if err != nil {
 		t.Fatal(err)
@@ -120,6 +121,7 @@ func TestRemovalReachesAProcessWhoseFeedIsLost(t *testing.T) {
 		{"cut", (*faultproxy.Proxy).Cut},
 	} {
 		t.Run(fault.name, func(t *testing.T) {
+			t.Parallel()
 			zone, dns := memzone.NewTestServer(t, "example.com.")
 			if _, err := zone.AppendRecords(context.Background(), "example.com.", []libdns.Record{
 				libdns.CNAME{Name: "shop", TTL: time.Hour, Target: "edge.petstore.test."},

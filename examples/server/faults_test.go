@@ -177,6 +177,7 @@ func TestDatabaseOutageIsNotAnInvalidKey(t *testing.T) {
 // after -db-timeout instead of hanging, /readyz names the
 // database while /healthz stays 200, and both recover with it.
 func TestPausedDatabaseIsBounded(t *testing.T) {
+	t.Parallel()
 	dsn, proxy := proxiedPostgres(t)
 	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-timeout", "500ms", "-start-timeout", "30s",
 		"-keys", faultKey + ":enterprise:1000/10000"}, nil)
@@ -409,8 +410,10 @@ func warmPooledServer(t *testing.T, proxied func(*testing.T) (string, *faultprox
 // statements over that link (5 s apiece), waits no longer than the
 // shutdown may take.
 func TestShutdownWithAPausedDatabaseIsBounded(t *testing.T) {
+	t.Parallel()
 	for _, db := range proxiedDatabases {
 		t.Run(db.name, func(t *testing.T) {
+			t.Parallel()
 			dsn, proxy := db.proxied(t)
 			s := startServer(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-keys", faultKey + ":enterprise:100000/1000000"}, nil)
 			send := func(method, path, body string) {
@@ -445,8 +448,10 @@ func TestShutdownWithAPausedDatabaseIsBounded(t *testing.T) {
 // answers at start says so within -db-timeout and exits, rather than
 // hang without a word.
 func TestStartWithAPausedDatabaseIsBounded(t *testing.T) {
+	t.Parallel()
 	for _, db := range proxiedDatabases {
 		t.Run(db.name, func(t *testing.T) {
+			t.Parallel()
 			dsn, proxy := db.proxied(t)
 			proxy.Pause()
 			defer proxy.Restore()
@@ -485,6 +490,7 @@ func TestStartWithAPausedDatabaseIsBounded(t *testing.T) {
 // holds from a direct connection until then, so the pause falls inside
 // that step.
 func TestStartPausedAfterTheMigrationsIsBounded(t *testing.T) {
+	t.Parallel()
 	for _, db := range []struct {
 		name   string
 		direct func(testing.TB) string
@@ -516,6 +522,7 @@ func TestStartPausedAfterTheMigrationsIsBounded(t *testing.T) {
 			{"projects list", "api_keys", []string{"projects", "list"}},
 		} {
 			t.Run(db.name+"/"+step.name, func(t *testing.T) {
+				t.Parallel()
 				direct := db.direct(t)
 				proxy, dsn := faultproxy.StartFor(t, direct)
 				holder, err := bunopen.Open(context.Background(), direct)
@@ -583,6 +590,7 @@ func TestStartPausedAfterTheMigrationsIsBounded(t *testing.T) {
 // from a direct connection until then, so the pause falls inside the
 // migrations and not before them (-db-timeout bounds that part).
 func TestMigrateWithAPausedDatabaseIsBounded(t *testing.T) {
+	t.Parallel()
 	for _, db := range []struct {
 		name   string
 		direct func(testing.TB) string
@@ -599,6 +607,7 @@ func TestMigrateWithAPausedDatabaseIsBounded(t *testing.T) {
 	} {
 		for _, args := range [][]string{{"-addr", "127.0.0.1:0"}, {"keys", "list"}} {
 			t.Run(db.name+"/"+args[0], func(t *testing.T) {
+				t.Parallel()
 				direct := db.direct(t)
 				proxy, dsn := faultproxy.StartFor(t, direct)
 				holder, err := bunopen.Open(context.Background(), direct)
@@ -655,6 +664,7 @@ func TestMigrateWithAPausedDatabaseIsBounded(t *testing.T) {
 // it creates is stored once. Over TLS too (sslmode=require), when the
 // server has it on.
 func TestDatabaseRestartIsTransparent(t *testing.T) {
+	t.Parallel()
 	for _, sslmode := range []string{"disable", "require"} {
 		for _, req := range []struct{ method, path, body string }{
 			{"GET", "/v1/pets", ""},
@@ -662,6 +672,7 @@ func TestDatabaseRestartIsTransparent(t *testing.T) {
 			{"POST", "/v1/pets", `{"name":"Restarted","categoryId":1}`},
 		} {
 			t.Run(sslmode+"/"+req.method+req.path, func(t *testing.T) {
+				t.Parallel()
 				dsn, proxy := proxiedPostgres(t)
 				u, err := url.Parse(dsn)
 				if err != nil {

@@ -59,6 +59,7 @@ func TestGarbledMySQLPacketIs503(t *testing.T) {
 // stored at most once. A message claiming more bytes than arrive is 503
 // within -db-timeout. The server goes on serving after it.
 func TestGarbledPostgresMessageIs503(t *testing.T) {
+	t.Parallel()
 	const id = 464367618 // no pet's: its bytes mark the statements on the wire
 	var arg [8]byte      // the read's parameter, the id, as pgx sends it
 	binary.BigEndian.PutUint64(arg[:], id)
@@ -84,6 +85,7 @@ func TestGarbledPostgresMessageIs503(t *testing.T) {
 		{"order length beyond what is sent", order, []byte("464367618"), pgfault.RowDescription, []byte{'T', 0, 0, 1, 0, 0, 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			proxy, dsn := pgfault.StartFor(t, testenv.PostgresSchema(t))
 			base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-timeout", "1s", "-start-timeout", "30s",
 				"-keys", faultKey + ":enterprise:1000/10000"}, nil)

@@ -27,6 +27,7 @@ const staleness = time.Second
 // plan, then the revocation, on both servers. Their change feed is
 // PostgreSQL's LISTEN/NOTIFY, or Redis pub/sub with -redis.
 func TestKeyChangesReachEveryProcess(t *testing.T) {
+	t.Parallel()
 	testenv.PostgresDSN(t)
 	bin := testenv.Build(t, ".")
 	for _, tc := range []struct {
@@ -38,6 +39,7 @@ func TestKeyChangesReachEveryProcess(t *testing.T) {
 		cmdWithoutRedis bool
 	}{{"PostgreSQL", false, false}, {"Redis", true, false}, {"RedisServersCommandWithoutRedis", true, true}} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			common := []string{"-db", testenv.PostgresSchema(t)}
 			cmdArgs := common
 			if tc.redis {

@@ -261,9 +261,11 @@ func TestShutdownSaysInFlight(t *testing.T) {
 // json, the line saying why the server exits is JSON too, as every line
 // on stderr is (docs/operating.md#logs).
 func TestSecondSignalKeepsTheLog(t *testing.T) {
+	t.Parallel()
 	bin := testenv.Build(t, ".")
 	for _, format := range []string{"text", "json"} {
 		t.Run(format, func(t *testing.T) {
+			t.Parallel()
 			cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-db", "memory", "-keys", freeKey+":free", "-log-format", format)
 			cmd.Env = serverEnv()
 			p := testenv.StartListening(t, cmd)
@@ -496,8 +498,10 @@ func TestProbesSpendThePublicBudget(t *testing.T) {
 // counters that tell of the outage; only the metrics read from the
 // database (custom domains) are left out.
 func TestMetricsDuringADatabasePause(t *testing.T) {
+	t.Parallel()
 	for _, db := range proxiedDatabases {
 		t.Run(db.name, func(t *testing.T) {
+			t.Parallel()
 			dsn, proxy := db.proxied(t)
 			s := startServer(t, []string{"-addr", "127.0.0.1:0", "-db", dsn, "-db-timeout", "1s", "-start-timeout", "30s", "-keys", freeKey + ":free"}, nil)
 			if code := do(t, "POST", s.base+"/v1/pets", freeKey, "", `{"name":"Rex","categoryId":1}`); code != 201 {

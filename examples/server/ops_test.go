@@ -25,6 +25,7 @@ import (
 // and shuts down: the scrape is answered, as a request to -addr would
 // be, not cut.
 func TestShutdownDrainsTheMetricsListener(t *testing.T) {
+	t.Parallel()
 	bin := testenv.Build(t, ".")
 	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-metrics-addr", "127.0.0.1:0", "-db", "memory", "-keys", freeKey+":free")
 	cmd.Env = serverEnv()
@@ -105,6 +106,7 @@ func TestEmptyCNAMETargetIsTheDefault(t *testing.T) {
 // on a MySQL address that closes every connection: the driver and the
 // dialect complain, and the server gives up, all in JSON lines.
 func TestJSONLogOnlyWhenMySQLFails(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -143,6 +145,7 @@ func TestJSONLogOnlyWhenMySQLFails(t *testing.T) {
 // the default database is made, and with a command that fails, which
 // exits with status 1.
 func TestExitStatus(t *testing.T) {
+	t.Parallel()
 	bin := testenv.Build(t, ".")
 	db := "sqlite:" + filepath.Join(t.TempDir(), "exit.db")
 	notPEM := filepath.Join(t.TempDir(), "roots.pem")

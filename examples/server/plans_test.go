@@ -18,6 +18,7 @@ import (
 // refuses to verify it; moved back to Pro it serves again, with no new
 // verification.
 func TestDowngradeSuspendsCustomDomain(t *testing.T) {
+	t.Parallel()
 	zone, dns := memzone.NewTestServer(t, "example.com.")
 	if _, err := zone.AppendRecords(context.Background(), "example.com.", []libdns.Record{
 		libdns.CNAME{Name: "shop", TTL: time.Hour, Target: "edge.petstore.test."},

@@ -84,6 +84,7 @@ func TestReadyzRecoversWithoutAPITraffic(t *testing.T) {
 // one): its own call to Redis, the probe's rate limit, has just failed,
 // and the first API request would be refused.
 func TestReadyzSeesRedisRefusingWithoutAPITraffic(t *testing.T) {
+	t.Parallel()
 	proxy, base, ready := failClosedServer(t)
 	if code := ready(); code != 200 {
 		t.Fatalf("/readyz before any fault: %d", code)
@@ -156,6 +157,7 @@ func TestFailClosed503CarriesRateLimitHeaders(t *testing.T) {
 // request has met the outage: the operator's three views of one Redis
 // agree. They recover with it.
 func TestHealthAndMetricsSeeRedisWithoutAPITraffic(t *testing.T) {
+	t.Parallel()
 	proxy, base, ready := failClosedServer(t)
 	storeUp := func() float64 { return value(scrape(t, base+"/metrics"), "petstore_limiter_store_up", nil) }
 	health := func() string {

@@ -44,6 +44,7 @@ func rawGet(t *testing.T, base, target string, headers ...string) (*http.Respons
 // write instead; without one, the 401 any unknown path gets. Either has a
 // request id and an access log line.
 func TestPathsAroundBaseAreJSON(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t, []string{"-addr", "127.0.0.1:0", "-keys", planKey + ":pro"}, nil)
 	for _, target := range []string{"/v1", "//v1/pets", "/v1/./pets", "/v1/../x", "/v1//pets", "/v1/pets/../pets"} {
 		t.Run(target, func(t *testing.T) {

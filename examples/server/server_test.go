@@ -385,6 +385,7 @@ func TestRevokedOperatorKeyStaysRevoked(t *testing.T) {
 // on the real clock (the schedule itself is tested on a fake clock in
 // customdomain and httpx).
 func TestCustomDomainDriftFlags(t *testing.T) {
+	t.Parallel()
 	zone, dns := memzone.NewTestServer(t, "example.com.")
 	const key = "psk_Pro5jW8cZ1qN6bY3xF7vGu2k"
 	base, _ := start(t, []string{"-addr", "127.0.0.1:0", "-keys", key + ":pro",

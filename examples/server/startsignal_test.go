@@ -20,6 +20,7 @@ import (
 // clean stop: exit status 0 and a line saying the server stopped during
 // its start, not a failure naming a cancelled context.
 func TestSignalDuringStartStopsCleanly(t *testing.T) {
+	t.Parallel()
 	bin := testenv.Build(t, ".")
 	for _, tc := range []struct {
 		name string
@@ -55,6 +56,7 @@ func TestSignalDuringStartStopsCleanly(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			direct := testenv.PostgresSchema(t)
 			proxy, dsn := faultproxy.StartFor(t, direct)
 			waiting := tc.hold(t, direct, proxy)

@@ -17,6 +17,7 @@ import (
 // is 0 while Redis is cut or paused, and 1 again once it is back, as its
 // limiters' ban polls find it.
 func TestStoreUpWithNoTraffic(t *testing.T) {
+	t.Parallel()
 	o, err := redislimit.ParseOptions(testenv.RedisURL(t))
 	if err != nil {
 		t.Fatal(err)

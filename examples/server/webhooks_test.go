@@ -186,6 +186,7 @@ func TestDomainEventsReachWebhooks(t *testing.T) {
 // says so (the event waits in the domain's entry for the background
 // loop), rather than holding the request until the database is back.
 func TestDomainEventWaitsNoLongerThanTheDatabaseTimeout(t *testing.T) {
+	t.Parallel()
 	dsn, proxy := proxiedPostgres(t)
 	ctx := context.Background()
 	db, err := bunopen.Open(ctx, dsn)
