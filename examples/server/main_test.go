@@ -4,16 +4,39 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"regexp"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 )
+
+// waitingParallel is how many of the parallel tests run at once unless
+// -parallel says otherwise. They spend most of their time waiting (for a
+// -db-timeout, a paused link, a server starting or stopping), not on a
+// core: at go test's default of one per core, two on a CI machine, most of
+// the package's wall time was waiting with both cores idle.
+const waitingParallel = 4
+
+// TestMain raises go test's default -parallel to waitingParallel where
+// there are fewer cores; a -parallel given on the command line rules.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given && runtime.GOMAXPROCS(0) < waitingParallel {
+		_ = flag.Set("test.parallel", strconv.Itoa(waitingParallel))
+	}
+	os.Exit(m.Run())
+}
 
 // Operator keys for -keys: random enough for petstore.CheckSecretStrength.
 const (
