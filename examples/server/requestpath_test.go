@@ -78,7 +78,7 @@ func TestPagesChangeOnEveryProcess(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			common := []string{"-addr", "127.0.0.1:0", "-db", testenv.PostgresSchema(t), "-keys", planKey + ":pro"}
 			if tc.redis {
-				common = append(common, "-redis", testenv.RedisURL(t))
+				common = append(common, "-redis", testenv.RedisURL(t), "-redis-prefix", testenv.RedisPrefix(t, testenv.RedisClient(t), "server"))
 			}
 			var bases []string
 			for _, extra := range [][]string{nil, {"-migrate=false"}} { // A migrates the fresh schema
