@@ -9,8 +9,6 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-
-	"github.com/petstorekit/petstore/internal/testenv"
 )
 
 // TestHelpShowsNoSecret: -h prints every flag's default, which is the
@@ -47,7 +45,7 @@ func TestHelpShowsNoSecret(t *testing.T) {
 // TestHelpIsASuccess: -h prints the usage and exits 0, as examples/server
 // does, without an error line.
 func TestHelpIsASuccess(t *testing.T) {
-	cmd := exec.Command(testenv.Build(t, "."), "-h")
+	cmd := exec.Command(build(t, "."), "-h")
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "-redis-prefix") || strings.Contains(string(out), "help requested") {
 		t.Fatalf("-h: %v\n%s", err, out)
@@ -57,7 +55,7 @@ func TestHelpIsASuccess(t *testing.T) {
 // TestExitStatus: a malformed command line exits with status 2, as
 // examples/server's does, saying why on stderr.
 func TestExitStatus(t *testing.T) {
-	bin := testenv.Build(t, ".")
+	bin := build(t, ".")
 	for _, args := range [][]string{{"-nosuch"}, {"-redis", "127.0.0.1:1"}} {
 		cmd := exec.Command(bin, args...)
 		cmd.Env = append(os.Environ(), "PETSTORE_DB=", "PETSTORE_REDIS=", "PETSTORE_API_KEYS=")
