@@ -159,6 +159,7 @@ func TestLogGoesToStderr(t *testing.T) {
 }
 
 func TestTwoProcessesShareStateAndLimits(t *testing.T) {
+	t.Parallel()
 	dsn := testenv.PostgresSchema(t)
 	rd := testenv.RedisURL(t)
 	prefix := testenv.RedisPrefix(t, testenv.RedisClient(t), "cluster")
@@ -227,6 +228,7 @@ func TestTwoProcessesShareStateAndLimits(t *testing.T) {
 }
 
 func TestParseConfig(t *testing.T) {
+	t.Parallel()
 	env := func(string) string { return "" }
 	tests := []struct {
 		name    string
@@ -313,6 +315,7 @@ func TestRevokeWithTheDatabaseAloneReachesEveryProcess(t *testing.T) {
 // database's feed is lost, as when Redis's is, and does not trust them
 // longer than keycache.DefaultTTL until it listens again.
 func TestRevokeOnTheDatabaseFeedReachesAProcessAfterItsLinkWasCut(t *testing.T) {
+	t.Parallel()
 	dsn := testenv.PostgresSchema(t)
 	proxy, proxied := faultproxy.StartFor(t, dsn)
 	rd := testenv.RedisURL(t)
@@ -402,6 +405,7 @@ func onlyKeyID(t *testing.T, keys func(args ...string) string) string {
 // the client and the load balancer can go elsewhere. Before, it hung for
 // as long as the pause, holding a pool connection.
 func TestPausedDatabaseIs503(t *testing.T) {
+	t.Parallel()
 	dsn := testenv.PostgresSchema(t)
 	proxy, proxied := faultproxy.StartFor(t, dsn)
 	prefix := testenv.RedisPrefix(t, testenv.RedisClient(t), "cluster")

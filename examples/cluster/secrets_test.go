@@ -45,6 +45,7 @@ func TestHelpShowsNoSecret(t *testing.T) {
 // TestHelpIsASuccess: -h prints the usage and exits 0, as examples/server
 // does, without an error line.
 func TestHelpIsASuccess(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(build(t, "."), "-h")
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "-redis-prefix") || strings.Contains(string(out), "help requested") {
@@ -55,6 +56,7 @@ func TestHelpIsASuccess(t *testing.T) {
 // TestExitStatus: a malformed command line exits with status 2, as
 // examples/server's does, saying why on stderr.
 func TestExitStatus(t *testing.T) {
+	t.Parallel()
 	bin := build(t, ".")
 	for _, args := range [][]string{{"-nosuch"}, {"-redis", "127.0.0.1:1"}} {
 		cmd := exec.Command(bin, args...)

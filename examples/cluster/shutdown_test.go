@@ -19,6 +19,7 @@ import (
 // connections open the process outlived any grace period and had to be
 // killed.
 func TestShutdownWithAPausedDatabaseIsBounded(t *testing.T) {
+	t.Parallel()
 	dsn := testenv.PostgresSchema(t)
 	proxy, proxied := faultproxy.StartFor(t, dsn)
 	prefix := testenv.RedisPrefix(t, testenv.RedisClient(t), "cluster")
