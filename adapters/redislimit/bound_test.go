@@ -283,6 +283,7 @@ func TestBanReachesEveryProcess(t *testing.T) {
 // hour ahead writes window and ban ends an hour late; another process
 // still holds them for their length at most, not an hour more.
 func TestClockAheadBoundsWindowsAndBans(t *testing.T) {
+	t.Parallel()
 	c := testenv.RedisClient(t)
 	prefix := testenv.RedisPrefix(t, c, "rl")
 	ahead := ratelimit.New(redislimit.New(c, prefix, redislimit.CallerClock()), ratelimit.Config{Clock: func() time.Time { return time.Now().Add(time.Hour) }})
@@ -320,6 +321,7 @@ func TestClockAheadBoundsWindowsAndBans(t *testing.T) {
 // gives them back within a few seconds, so Redis counts what it admitted,
 // and another process may use the rest of the window.
 func TestIdleSharesGoBack(t *testing.T) {
+	t.Parallel()
 	c := testenv.RedisClient(t)
 	prefix := testenv.RedisPrefix(t, c, "rl")
 	store := redislimit.New(c, prefix)
@@ -359,6 +361,7 @@ func minuteUsed(t *testing.T, store *redislimit.Store, subject string, limits pe
 // spares it leased at once, so the next process may admit the rest of
 // the window: a stopped process keeps no quota hostage.
 func TestStoppedProcessGivesSharesBack(t *testing.T) {
+	t.Parallel()
 	c := testenv.RedisClient(t)
 	prefix := testenv.RedisPrefix(t, c, "rl")
 	ctx := context.Background()
@@ -395,8 +398,10 @@ func TestStoppedProcessGivesSharesBack(t *testing.T) {
 // idle spare goes back, B admits it: a spare is held, never lost, with
 // bans counted or not.
 func TestReturnedSpareIsAdmittedElsewhere(t *testing.T) {
+	t.Parallel()
 	for _, bans := range []ratelimit.BanPolicy{{}, {Disabled: true}} {
 		t.Run(fmt.Sprintf("bans disabled %v", bans.Disabled), func(t *testing.T) {
+			t.Parallel()
 			c := testenv.RedisClient(t)
 			prefix := testenv.RedisPrefix(t, c, "rl")
 			store := redislimit.New(c, prefix)

@@ -161,6 +161,7 @@ func (c *testClock) Advance(d time.Duration) { c.off.Add(int64(d)) }
 // gets the plan's quota and no more, the outage shows in Status and in one
 // log line, and the shared store serves again once it is back.
 func TestRedisOutage(t *testing.T) {
+	t.Parallel()
 	for _, fault := range []string{"pause", "cut"} {
 		for _, failClosed := range []bool{false, true} {
 			name := fault + "/fail open"
@@ -168,6 +169,7 @@ func TestRedisOutage(t *testing.T) {
 				name = fault + "/fail closed"
 			}
 			t.Run(name, func(t *testing.T) {
+				t.Parallel()
 				direct := testenv.RedisClient(t)
 				prefix := testenv.RedisPrefix(t, direct, "rl")
 				p := newProxy(t)

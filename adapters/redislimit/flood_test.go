@@ -21,6 +21,7 @@ import (
 // bounded size each, and a process that never saw the four still refuses
 // them: Redis kept them.
 func TestFloodKeepsBansInRedis(t *testing.T) {
+	t.Parallel()
 	c := testenv.RedisClient(t)
 	prefix := testenv.RedisPrefix(t, c, "flood")
 	const capSubjects = 20_000

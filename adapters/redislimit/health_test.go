@@ -17,6 +17,7 @@ import (
 // unreachable within a second or two; paused, degraded but not
 // unreachable (slow is not dead); and healthy again once Redis is back.
 func TestStoreHealthWithoutRequests(t *testing.T) {
+	t.Parallel()
 	direct := testenv.RedisClient(t)
 	prefix := testenv.RedisPrefix(t, direct, "rl")
 	p := newProxy(t)

@@ -17,6 +17,7 @@ import (
 // which every failed dial (the error, the limiter's log lines) would
 // then quote.
 func TestAddressWithUserInfoShowsNoPassword(t *testing.T) {
+	t.Parallel()
 	const secret = "PLANTEDredisPASS"
 	for _, addr := range []string{secret + "@127.0.0.1:1", "user:" + secret + "@127.0.0.1:1"} {
 		o, err := redislimit.ParseOptions(addr)

@@ -24,12 +24,14 @@ import (
 // its own. Once Redis accepts writes again the outage ends without a
 // request, as after a cut.
 func TestRedisRefusingWritesIsOneOutage(t *testing.T) {
+	t.Parallel()
 	for _, failClosed := range []bool{true, false} {
 		name := "fail open"
 		if failClosed {
 			name = "fail closed"
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			addr, _ := privateRedis(t, "--maxmemory", "2mb", "--maxmemory-policy", "noeviction")
 			o, err := redislimit.ParseOptions(addr)
 			if err != nil {

@@ -22,6 +22,7 @@ import (
 )
 
 func TestStore(t *testing.T) {
+	t.Parallel()
 	testenv.RedisURL(t)
 	ratelimittest.Run(t, func(t testing.TB) ratelimit.Store {
 		c := testenv.RedisClient(t)
@@ -36,6 +37,7 @@ type takeOnly struct{ ratelimit.Store }
 // TestTakeStore runs the suite through Take, the per-request script,
 // which TestStore does not reach: a Limiter over a Leaser only leases.
 func TestTakeStore(t *testing.T) {
+	t.Parallel()
 	testenv.RedisURL(t)
 	ratelimittest.Run(t, func(t testing.TB) ratelimit.Store {
 		c := testenv.RedisClient(t)
@@ -44,6 +46,7 @@ func TestTakeStore(t *testing.T) {
 }
 
 func TestKeysHaveTTL(t *testing.T) {
+	t.Parallel()
 	c := testenv.RedisClient(t)
 	prefix := testenv.RedisPrefix(t, c, "rl")
 	// The ban poll reads the clock too, from its own goroutine.
@@ -71,6 +74,7 @@ func TestKeysHaveTTL(t *testing.T) {
 // TestTwoProcessesShareOneRedis runs two limiters, each with its own client,
 // against one subject: together they admit exactly the plan's minute.
 func TestTwoProcessesShareOneRedis(t *testing.T) {
+	t.Parallel()
 	a, b := testenv.RedisClient(t), testenv.RedisClient(t)
 	prefix := testenv.RedisPrefix(t, a, "rl")
 	clock := func() time.Time { return time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC) }
@@ -147,6 +151,7 @@ func privateRedis(t *testing.T, args ...string) (addr string, kill func()) {
 }
 
 func TestScriptFlushedIsReloaded(t *testing.T) {
+	t.Parallel()
 	addr, _ := privateRedis(t)
 	c := redis.NewClient(&redis.Options{Network: "unix", Addr: strings.TrimPrefix(addr, "unix://")})
 	defer c.Close()
@@ -228,6 +233,7 @@ func TestRedisDown(t *testing.T) {
 }
 
 func TestParseOptions(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in      string
 		addr    string
@@ -277,6 +283,7 @@ func FuzzParseOptions(f *testing.F) {
 }
 
 func TestAdmin(t *testing.T) {
+	t.Parallel()
 	testenv.RedisURL(t)
 	ratelimittest.RunAdmin(t, func(t testing.TB) ratelimit.Store {
 		c := testenv.RedisClient(t)
@@ -287,6 +294,7 @@ func TestAdmin(t *testing.T) {
 // TestTakeBoundsAClockAhead: Take, like Lease, counts a window or ban end
 // written by a clock that ran ahead as its length at most.
 func TestTakeBoundsAClockAhead(t *testing.T) {
+	t.Parallel()
 	c := testenv.RedisClient(t)
 	s := redislimit.New(c, testenv.RedisPrefix(t, c, "rl"), redislimit.CallerClock())
 	ctx := context.Background()

@@ -15,6 +15,7 @@ import (
 // either: the refunded unit goes back into the process's share, so a
 // spent key admits one more request after a refund, and only one.
 func TestRefundGoesBackIntoTheShare(t *testing.T) {
+	t.Parallel()
 	c := testenv.RedisClient(t)
 	// The ban poll reads the clock too: a clock safe for concurrent use.
 	clk := testenv.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -75,6 +76,7 @@ func TestRefundGoesBackIntoTheShare(t *testing.T) {
 // A request refunded after its minute ended gives its unit back to the
 // day it was admitted in, which still runs, as the in-memory store does.
 func TestRefundAfterTheMinuteGoesBackToTheDay(t *testing.T) {
+	t.Parallel()
 	c := testenv.RedisClient(t)
 	store := redislimit.New(c, testenv.RedisPrefix(t, c, "rl"), redislimit.CallerClock())
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -106,6 +108,7 @@ func TestRefundAfterTheMinuteGoesBackToTheDay(t *testing.T) {
 // admits, and says so: Refusing (which paces a refused client's key
 // lookups) is false and Estimate allows, as Decide then does.
 func TestRefundedShareIsNotRefusing(t *testing.T) {
+	t.Parallel()
 	c := testenv.RedisClient(t)
 	clk := testenv.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	l := ratelimit.New(redislimit.New(c, testenv.RedisPrefix(t, c, "rl"), redislimit.CallerClock()),

@@ -19,6 +19,7 @@ import (
 // it admitted alone, a client that waited exactly that long is admitted,
 // not refused again.
 func TestRetryAfterOfAnOutageIsNeverEarly(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		fault func(*faultproxy.Proxy)
@@ -28,6 +29,7 @@ func TestRetryAfterOfAnOutageIsNeverEarly(t *testing.T) {
 		{"slower than the timeout", func(p *faultproxy.Proxy) { p.SetLatency(150 * time.Millisecond) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			direct := testenv.RedisClient(t)
 			prefix := testenv.RedisPrefix(t, direct, "rl")
 			p := newProxy(t)
@@ -100,6 +102,7 @@ func TestRetryAfterOfAnOutageIsNeverEarly(t *testing.T) {
 // between: behind a load balancer that honours the readiness check, none
 // would come.
 func TestReachableAgainWithoutRequests(t *testing.T) {
+	t.Parallel()
 	direct := testenv.RedisClient(t)
 	prefix := testenv.RedisPrefix(t, direct, "rl")
 	p := newProxy(t)

@@ -17,8 +17,10 @@ import (
 // the Retry-After it gave has passed, and its ban level is forgotten a day
 // after that end, not a day after the end the clock ahead wrote.
 func TestBanFromAClockAheadEndsWhenRetryAfterSays(t *testing.T) {
+	t.Parallel()
 	for _, skew := range []time.Duration{2 * time.Second, 90 * time.Second, time.Hour} {
 		t.Run(skew.String(), func(t *testing.T) {
+			t.Parallel()
 			c := testenv.RedisClient(t)
 			prefix := testenv.RedisPrefix(t, c, "rl")
 			clk := testenv.NewClock(time.Now().Truncate(time.Second))
@@ -70,8 +72,10 @@ func TestBanFromAClockAheadEndsWhenRetryAfterSays(t *testing.T) {
 // docs/rate-limits.md says so. Redis's clock, the default, has no such
 // limit: TestClocksMinutesApartKeepTheQuota.)
 func TestClocksSecondsApartKeepTheQuota(t *testing.T) {
+	t.Parallel()
 	for _, skew := range []time.Duration{-2 * time.Second, 2 * time.Second} {
 		t.Run(skew.String(), func(t *testing.T) {
+			t.Parallel()
 			c := testenv.RedisClient(t)
 			prefix := testenv.RedisPrefix(t, c, "rl")
 			clk := testenv.NewClock(time.Now().Truncate(time.Second))
@@ -103,8 +107,10 @@ func TestClocksSecondsApartKeepTheQuota(t *testing.T) {
 // or more apart still admit together the minute's quota at most, since
 // the windows are measured on Redis's clock.
 func TestClocksMinutesApartKeepTheQuota(t *testing.T) {
+	t.Parallel()
 	for _, skew := range []time.Duration{-90 * time.Second, 90 * time.Second, time.Hour} {
 		t.Run(skew.String(), func(t *testing.T) {
+			t.Parallel()
 			c := testenv.RedisClient(t)
 			prefix := testenv.RedisPrefix(t, c, "rl")
 			skewed := ratelimit.New(redislimit.New(c, prefix), ratelimit.Config{Clock: func() time.Time { return time.Now().Add(skew) }})
@@ -224,6 +230,7 @@ func TestSkewedProcessesAgreeOnBansAndUsage(t *testing.T) {
 // hour ahead wrote hold them for their length at most, as Decide does,
 // not an hour more.
 func TestAdminReportsBoundClockAhead(t *testing.T) {
+	t.Parallel()
 	c := testenv.RedisClient(t)
 	prefix := testenv.RedisPrefix(t, c, "rl")
 	clk := testenv.NewClock(time.Now().Truncate(time.Second))

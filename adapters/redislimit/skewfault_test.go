@@ -220,9 +220,11 @@ func TestSkewedDebtWindowEndsWhenItsProcessSaid(t *testing.T) {
 // clock admits the rest of the window: a return is matched to its window
 // whatever the clocks.
 func TestSkewedProcessGivesSharesBack(t *testing.T) {
+	t.Parallel()
 	pro := petstore.Limits{PerMinute: 1000, PerDay: 10000}
 	for _, skew := range []time.Duration{-90 * time.Second, 90 * time.Second, time.Hour} {
 		t.Run(skew.String(), func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			ps := newSkewedProcs(t, ratelimit.Config{}, skew, -skew)
 			decide := func(p *skewedProc) bool {
@@ -311,8 +313,10 @@ func TestSkewedBounds(t *testing.T) {
 // they fall in the same strike window as the first 20, and the 35 ban the
 // key (the policy tolerates 30).
 func TestSkewedProcessStrikesAddUp(t *testing.T) {
+	t.Parallel()
 	for _, skew := range []time.Duration{-90 * time.Second, time.Hour} {
 		t.Run(skew.String(), func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			p := newSkewedProcs(t, ratelimit.Config{BreakerCooldown: 100 * time.Millisecond}, skew)[0]
 			refuse := func(n int) {

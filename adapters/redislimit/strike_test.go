@@ -68,6 +68,7 @@ func fill(t *testing.T, lim *ratelimit.Limiter, subject string) {
 // burst within the grace, so the client that then honours Retry-After is
 // admitted and never banned.
 func TestBurstThenRetryAfterIsNeverBanned(t *testing.T) {
+	t.Parallel()
 	c := testenv.RedisClient(t)
 	st := &heldLeaser{Store: redislimit.New(c, testenv.RedisPrefix(t, c, "rl"), redislimit.CallerClock())}
 	clk := testenv.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -112,6 +113,7 @@ func TestBurstThenRetryAfterIsNeverBanned(t *testing.T) {
 // the request of that call is refused as banned, although its window has
 // room, and Redis is not taken for unreachable.
 func TestBanStartedByReportedStrikesRefuses(t *testing.T) {
+	t.Parallel()
 	c := testenv.RedisClient(t)
 	st := &heldLeaser{Store: redislimit.New(c, testenv.RedisPrefix(t, c, "rl"), redislimit.CallerClock())}
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)

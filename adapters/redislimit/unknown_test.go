@@ -16,6 +16,7 @@ import (
 // process may have spent that subject's whole quota, so "60 left" would
 // be a guess presented as a fact.
 func TestUnreachableReportsNoFiguresForUnknownSubject(t *testing.T) {
+	t.Parallel()
 	direct := testenv.RedisClient(t)
 	prefix := testenv.RedisPrefix(t, direct, "rl")
 	p := newProxy(t)
