@@ -18,8 +18,10 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			open := func(t testing.TB) petstore.Store { return bunstore.New(b.open(t)) }
 			// The webhook and blob suites move a fake clock to end leases
 			// and locks.
@@ -260,6 +262,7 @@ func TestConcurrentMigrate(t *testing.T) {
 // migrations have grown. Every store contract still holds with an extra
 // column in every table.
 func TestColumnsALaterVersionAddsAreIgnored(t *testing.T) {
+	t.Parallel()
 	for _, b := range []struct {
 		name   string
 		open   func(testing.TB) *bun.DB

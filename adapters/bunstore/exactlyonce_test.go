@@ -371,6 +371,7 @@ func throughProxy(t *testing.T, dsn string) (*bun.DB, *bunstore.Store, *faultpro
 func TestWaitersOfAFirstCallNotKept(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			s := bunstore.New(b.open(t))
 			ctx := context.Background()
 			for round := range 3 {
