@@ -412,6 +412,7 @@ func TestTwoWorkersShareTheOutbox(t *testing.T) {
 // unless a starved machine made an answer outrun the timeout, which is
 // then retried).
 func TestReplicasNeverSendAnAttemptTwiceOverASlowDatabase(t *testing.T) {
+	t.Parallel()
 	for _, db := range serverDatabases {
 		t.Run(db.name, func(t *testing.T) {
 			t.Parallel() // each on its own database and proxy

@@ -20,6 +20,7 @@ import (
 // however many of A's deliveries are due. On a SQLite file, PostgreSQL
 // and MariaDB.
 func TestAHangingReceiverDoesNotDelayOtherProjects(t *testing.T) {
+	t.Parallel()
 	for _, db := range sharedDatabases {
 		t.Run(db.name, func(t *testing.T) {
 			t.Parallel()
@@ -94,6 +95,7 @@ func TestAHangingReceiverDoesNotDelayOtherProjects(t *testing.T) {
 // came 2.9 to 3.1 s after it was queued). B's event is queued by another
 // process, on a fast link. On PostgreSQL and MariaDB.
 func TestAHangingReceiverDoesNotDelayOtherProjectsOverASlowLink(t *testing.T) {
+	t.Parallel()
 	for _, db := range serverDatabases {
 		t.Run(db.name, func(t *testing.T) {
 			t.Parallel()

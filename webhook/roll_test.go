@@ -275,6 +275,7 @@ func TestRollSecretRefuses(t *testing.T) {
 // database's clock, not on the clock of whichever replica makes the
 // attempt. On a SQLite file, PostgreSQL and MariaDB.
 func TestRolledSecretOverlapEndsAtOnceForEveryReplica(t *testing.T) {
+	t.Parallel()
 	const overlap = 3 * time.Second
 	for _, db := range sharedDatabases {
 		t.Run(db.name, func(t *testing.T) {
@@ -327,6 +328,7 @@ func TestRolledSecretOverlapEndsAtOnceForEveryReplica(t *testing.T) {
 // on the replica's own clock and hid a 30-minute overlap at once. On a
 // SQLite file, PostgreSQL and MariaDB.
 func TestListShowsTheOverlapOnTheStoresClock(t *testing.T) {
+	t.Parallel()
 	for _, db := range sharedDatabases {
 		t.Run(db.name, func(t *testing.T) {
 			t.Parallel()
@@ -365,6 +367,7 @@ func TestListShowsTheOverlapOnTheStoresClock(t *testing.T) {
 // arrive, which a loaded machine delays. On PostgreSQL and MariaDB, whose
 // clock is this host's.
 func TestRolledSecretEndsOnTimeOverASlowLink(t *testing.T) {
+	t.Parallel()
 	const (
 		rtt  = 250 * time.Millisecond
 		call = 5 * rtt // a claim's 3 round trips, a ping of a connection idle for a second, its attempt and record

@@ -22,6 +22,7 @@ import (
 // whichever process judges them. On a SQLite file, PostgreSQL and
 // MariaDB.
 func TestReplicasWithSkewedClocksNeverSendAnAttemptTwiceAtOnce(t *testing.T) {
+	t.Parallel()
 	for _, db := range sharedDatabases {
 		t.Run(db.name, func(t *testing.T) {
 			t.Parallel()
@@ -103,6 +104,7 @@ func TestReplicasWithSkewedClocksNeverSendAnAttemptTwiceAtOnce(t *testing.T) {
 // times are on the database's clock. On a SQLite file, PostgreSQL and
 // MariaDB.
 func TestEventFromAClockAheadIsDueAtOnceForAClockBehind(t *testing.T) {
+	t.Parallel()
 	for _, db := range sharedDatabases {
 		t.Run(db.name, func(t *testing.T) {
 			t.Parallel()
@@ -134,6 +136,7 @@ func TestEventFromAClockAheadIsDueAtOnceForAClockBehind(t *testing.T) {
 // not give the delivery up at its first failure. On a SQLite file,
 // PostgreSQL and MariaDB.
 func TestReplicaDaysAheadRetriesAFailedFirstAttempt(t *testing.T) {
+	t.Parallel()
 	for _, db := range sharedDatabases {
 		t.Run(db.name, func(t *testing.T) {
 			t.Parallel()
@@ -171,6 +174,7 @@ func TestReplicaDaysAheadRetriesAFailedFirstAttempt(t *testing.T) {
 // database's clock, not from a CreatedAt two days ahead of the worker's.
 // On a SQLite file, PostgreSQL and MariaDB.
 func TestReplicaDaysBehindGivesUpOnceRetryForHasPassed(t *testing.T) {
+	t.Parallel()
 	for _, db := range sharedDatabases {
 		t.Run(db.name, func(t *testing.T) {
 			t.Parallel()
@@ -236,6 +240,7 @@ func skewedService(t *testing.T, dsn string, skew time.Duration, cfg webhook.Con
 // event, not on the purging replica's. On a SQLite file, PostgreSQL and
 // MariaDB.
 func TestReplicaDaysAheadKeepsFinishedDeliveriesForTheirRetention(t *testing.T) {
+	t.Parallel()
 	for _, db := range sharedDatabases {
 		t.Run(db.name, func(t *testing.T) {
 			t.Parallel()

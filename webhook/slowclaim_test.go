@@ -59,6 +59,7 @@ func (l *claimLog) first(n int) []claim {
 // round trips) takes at least 6 × 110 ms, about 700 ms, well inside the
 // (Lease - 2 × Timeout, Lease) = (550 ms, 1050 ms) window.
 func TestRunPollsWhileClaimsAreTooSlowToAttempt(t *testing.T) {
+	t.Parallel()
 	const (
 		timeout = 250 * time.Millisecond
 		lease   = 1050 * time.Millisecond // just over the least New allows, 4 × timeout
