@@ -227,15 +227,12 @@ func TestAccessLog(t *testing.T) {
 func TestShutdownSaysInFlight(t *testing.T) {
 	s := startServer(t, []string{"-addr", "127.0.0.1:0", "-keys", freeKey + ":free"}, nil)
 	pw, done := holdCreate(s.base, "") // the handler now waits for the rest
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		// The scrape is in flight too.
-		if value(scrape(t, s.base+"/metrics"), "petstore_http_requests_in_flight", nil) == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the held request never showed as in flight")
-		}
-	}
+	// Polled with until's pause: a scrape within a second of the last
+	// reads its copy again, and a loop without one spent the probes'
+	// budget (600 a minute) on a machine slow to run the create.
+	until(t, 10*time.Second, "the held request in flight", func() bool {
+		return value(scrape(t, s.base+"/metrics"), "petstore_http_requests_in_flight", nil) == 2 // and the scrape
+	})
 	stopped := make(chan struct{})
 	go func() { s.stop(); close(stopped) }()
 	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(s.stdout.String(), "draining"); {
