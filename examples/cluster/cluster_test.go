@@ -5,14 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,54 +19,15 @@ import (
 	"github.com/petstorekit/petstore/internal/testenv"
 )
 
-// TestMain removes the binaries build compiled once the tests are done.
+// builds compiles each program once per run: each link takes over a
+// second, and the tests that start processes run in parallel.
+var builds testenv.Builds
+
+// TestMain removes the binaries builds compiled once the tests are done.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if builds.dir != "" {
-		_ = os.RemoveAll(builds.dir)
-	}
+	builds.Remove()
 	os.Exit(code)
-}
-
-// builds holds the binaries build compiled, by package, for the whole run.
-var builds struct {
-	sync.Mutex
-	dir  string
-	bins map[string]string
-}
-
-// build returns a binary of the main package pkg, compiled once per run
-// and shared by the tests: each link takes over a second, and the tests
-// that start processes run in parallel.
-func build(t *testing.T, pkg string) string {
-	t.Helper()
-	builds.Lock()
-	defer builds.Unlock()
-	if bin, ok := builds.bins[pkg]; ok {
-		return bin
-	}
-	if builds.dir == "" {
-		dir, err := os.MkdirTemp("", "cluster-test-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		builds.dir, builds.bins = dir, map[string]string{}
-	}
-	abs, err := filepath.Abs(pkg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Named as testenv.Build names it, for a program that prints its name.
-	sub := filepath.Join(builds.dir, fmt.Sprint(len(builds.bins)))
-	if err := os.Mkdir(sub, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(sub, filepath.Base(abs))
-	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
-	}
-	builds.bins[pkg] = bin
-	return bin
 }
 
 // random returns 12 random hex digits, so that each run's keys are new.
@@ -107,7 +65,7 @@ func TestRedisDownIsQuiet(t *testing.T) {
 	closed := ln.Addr().String()
 	ln.Close()
 	key := "psk_cluster_down_" + random(t)
-	u, p := startProcess(t, build(t, "."), "-migrate", "-db", dsn, "-redis", closed, "-ratelimit-fail", "open", "-keys", key+":free")
+	u, p := startProcess(t, builds.Build(t, "."), "-migrate", "-db", dsn, "-redis", closed, "-ratelimit-fail", "open", "-keys", key+":free")
 	c, _ := client.New(u, key, client.WithMaxAttempts(1))
 	for i := range 5 {
 		if _, err := c.ListPets(context.Background(), petstore.PetFilter{}); err != nil {
@@ -143,7 +101,7 @@ func TestLogGoesToStderr(t *testing.T) {
 	closed := ln.Addr().String()
 	ln.Close()
 	key := "psk_cluster_log_" + random(t) + random(t)
-	u, p := startProcess(t, build(t, "."), "-migrate", "-db", dsn, "-redis", closed, "-ratelimit-fail", "open", "-keys", key+":free")
+	u, p := startProcess(t, builds.Build(t, "."), "-migrate", "-db", dsn, "-redis", closed, "-ratelimit-fail", "open", "-keys", key+":free")
 	c, _ := client.New(u, key, client.WithMaxAttempts(1))
 	if _, err := c.ListPets(context.Background(), petstore.PetFilter{}); err != nil {
 		t.Fatalf("a request with Redis down, failing open: %v", err)
@@ -163,7 +121,7 @@ func TestTwoProcessesShareStateAndLimits(t *testing.T) {
 	dsn := testenv.PostgresSchema(t)
 	rd := testenv.RedisURL(t)
 	prefix := testenv.RedisPrefix(t, testenv.RedisClient(t), "cluster")
-	bin := build(t, ".")
+	bin := builds.Build(t, ".")
 
 	writer := "psk_cluster_writer_" + random(t)
 	free := "psk_cluster_free_" + random(t)
@@ -273,8 +231,8 @@ func TestRevokeWithTheDatabaseAloneReachesEveryProcess(t *testing.T) {
 	dsn := testenv.PostgresSchema(t)
 	rd := testenv.RedisURL(t)
 	prefix := testenv.RedisPrefix(t, testenv.RedisClient(t), "cluster")
-	bin := build(t, ".")
-	server := build(t, "../server")
+	bin := builds.Build(t, ".")
+	server := builds.Build(t, "../server")
 
 	key := "psk_cluster_revoked_" + random(t)
 	u := start(t, bin, "-migrate", "-db", dsn, "-redis", rd, "-redis-prefix", prefix, "-keys", key+":pro")
@@ -320,8 +278,8 @@ func TestRevokeOnTheDatabaseFeedReachesAProcessAfterItsLinkWasCut(t *testing.T) 
 	proxy, proxied := faultproxy.StartFor(t, dsn)
 	rd := testenv.RedisURL(t)
 	prefix := testenv.RedisPrefix(t, testenv.RedisClient(t), "cluster")
-	bin := build(t, ".")
-	server := build(t, "../server")
+	bin := builds.Build(t, ".")
+	server := builds.Build(t, "../server")
 
 	key := "psk_cluster_cut_" + random(t) + random(t)
 	u := start(t, bin, "-migrate", "-db", proxied, "-redis", rd, "-redis-prefix", prefix, "-keys", key+":pro")
@@ -410,7 +368,7 @@ func TestPausedDatabaseIs503(t *testing.T) {
 	proxy, proxied := faultproxy.StartFor(t, dsn)
 	prefix := testenv.RedisPrefix(t, testenv.RedisClient(t), "cluster")
 	key := "psk_cluster_pause_" + random(t) + random(t)
-	u := start(t, build(t, "."), "-migrate", "-db", proxied, "-redis", testenv.RedisURL(t), "-redis-prefix", prefix, "-keys", key+":pro")
+	u := start(t, builds.Build(t, "."), "-migrate", "-db", proxied, "-redis", testenv.RedisURL(t), "-redis-prefix", prefix, "-keys", key+":pro")
 	get := func(path string) (*http.Response, time.Duration) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

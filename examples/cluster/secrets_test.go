@@ -46,7 +46,7 @@ func TestHelpShowsNoSecret(t *testing.T) {
 // does, without an error line.
 func TestHelpIsASuccess(t *testing.T) {
 	t.Parallel()
-	cmd := exec.Command(build(t, "."), "-h")
+	cmd := exec.Command(builds.Build(t, "."), "-h")
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "-redis-prefix") || strings.Contains(string(out), "help requested") {
 		t.Fatalf("-h: %v\n%s", err, out)
@@ -57,7 +57,7 @@ func TestHelpIsASuccess(t *testing.T) {
 // examples/server's does, saying why on stderr.
 func TestExitStatus(t *testing.T) {
 	t.Parallel()
-	bin := build(t, ".")
+	bin := builds.Build(t, ".")
 	for _, args := range [][]string{{"-nosuch"}, {"-redis", "127.0.0.1:1"}} {
 		cmd := exec.Command(bin, args...)
 		cmd.Env = append(os.Environ(), "PETSTORE_DB=", "PETSTORE_REDIS=", "PETSTORE_API_KEYS=")

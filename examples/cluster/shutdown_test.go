@@ -24,7 +24,7 @@ func TestShutdownWithAPausedDatabaseIsBounded(t *testing.T) {
 	proxy, proxied := faultproxy.StartFor(t, dsn)
 	prefix := testenv.RedisPrefix(t, testenv.RedisClient(t), "cluster")
 	key := "psk_cluster_stop_" + random(t) + random(t)
-	u, p := startProcess(t, build(t, "."), "-migrate", "-db", proxied, "-redis", testenv.RedisURL(t),
+	u, p := startProcess(t, builds.Build(t, "."), "-migrate", "-db", proxied, "-redis", testenv.RedisURL(t),
 		"-redis-prefix", prefix, "-keys", key+":enterprise:100000/1000000")
 	// Concurrent creates over a slow link open the pool's connections.
 	proxy.SetLatency(50 * time.Millisecond)

@@ -31,7 +31,7 @@ const removalBound = 500 * time.Millisecond
 // LISTEN/NOTIFY, or Redis pub/sub with -redis.
 func TestRemovalStopsEveryProcess(t *testing.T) {
 	testenv.PostgresDSN(t)
-	bin := testenv.Build(t, ".")
+	bin := builds.Build(t, ".")
 	for _, tc := range []struct {
 		name  string
 		redis bool

@@ -29,7 +29,7 @@ const staleness = time.Second
 func TestKeyChangesReachEveryProcess(t *testing.T) {
 	t.Parallel()
 	testenv.PostgresDSN(t)
-	bin := testenv.Build(t, ".")
+	bin := builds.Build(t, ".")
 	for _, tc := range []struct {
 		name  string
 		redis bool

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/petstorekit/petstore/internal/testenv"
 )
 
 // waitingParallel is how many of the parallel tests run at once unless
@@ -26,8 +28,13 @@ import (
 // the package's wall time was waiting with both cores idle.
 const waitingParallel = 4
 
+// builds compiles the server once for the tests that start it as a
+// process (a link takes over a second).
+var builds testenv.Builds
+
 // TestMain raises go test's default -parallel to waitingParallel where
-// there are fewer cores; a -parallel given on the command line rules.
+// there are fewer cores; a -parallel given on the command line rules. It
+// removes the binaries builds compiled once the tests are done.
 func TestMain(m *testing.M) {
 	flag.Parse()
 	given := false
@@ -35,7 +42,9 @@ func TestMain(m *testing.M) {
 	if !given && runtime.GOMAXPROCS(0) < waitingParallel {
 		_ = flag.Set("test.parallel", strconv.Itoa(waitingParallel))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	builds.Remove()
+	os.Exit(code)
 }
 
 // Operator keys for -keys: random enough for petstore.CheckSecretStrength.

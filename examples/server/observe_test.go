@@ -259,7 +259,7 @@ func TestShutdownSaysInFlight(t *testing.T) {
 // on stderr is (docs/operating.md#logs).
 func TestSecondSignalKeepsTheLog(t *testing.T) {
 	t.Parallel()
-	bin := testenv.Build(t, ".")
+	bin := builds.Build(t, ".")
 	for _, format := range []string{"text", "json"} {
 		t.Run(format, func(t *testing.T) {
 			t.Parallel()

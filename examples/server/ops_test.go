@@ -26,7 +26,7 @@ import (
 // be, not cut.
 func TestShutdownDrainsTheMetricsListener(t *testing.T) {
 	t.Parallel()
-	bin := testenv.Build(t, ".")
+	bin := builds.Build(t, ".")
 	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-metrics-addr", "127.0.0.1:0", "-db", "memory", "-keys", freeKey+":free")
 	cmd.Env = serverEnv()
 	p := testenv.StartListening(t, cmd)
@@ -121,7 +121,7 @@ func TestJSONLogOnlyWhenMySQLFails(t *testing.T) {
 			c.Close()
 		}
 	}()
-	bin := testenv.Build(t, ".")
+	bin := builds.Build(t, ".")
 	cmd := exec.Command(bin, "-log-format", "json", "-db-timeout", "2s", "-db", "mysql://root@"+ln.Addr().String()+"/petstore")
 	cmd.Env = serverEnv()
 	var stderr bytes.Buffer
@@ -146,7 +146,7 @@ func TestJSONLogOnlyWhenMySQLFails(t *testing.T) {
 // exits with status 1.
 func TestExitStatus(t *testing.T) {
 	t.Parallel()
-	bin := testenv.Build(t, ".")
+	bin := builds.Build(t, ".")
 	db := "sqlite:" + filepath.Join(t.TempDir(), "exit.db")
 	notPEM := filepath.Join(t.TempDir(), "roots.pem")
 	if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600); err != nil {

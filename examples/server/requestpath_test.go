@@ -70,7 +70,7 @@ const pageBound = 100 * time.Millisecond
 // PostgreSQL's LISTEN/NOTIFY, or Redis pub/sub with -redis.
 func TestPagesChangeOnEveryProcess(t *testing.T) {
 	testenv.PostgresDSN(t)
-	bin := testenv.Build(t, ".")
+	bin := builds.Build(t, ".")
 	for _, tc := range []struct {
 		name  string
 		redis bool

@@ -21,7 +21,7 @@ import (
 // its start, not a failure naming a cancelled context.
 func TestSignalDuringStartStopsCleanly(t *testing.T) {
 	t.Parallel()
-	bin := testenv.Build(t, ".")
+	bin := builds.Build(t, ".")
 	for _, tc := range []struct {
 		name string
 		// hold makes the server's start wait on the database (dsn goes

@@ -3,8 +3,10 @@ package testenv
 import (
 	"bufio"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -96,11 +98,65 @@ func (b *Buffer) WaitFor(tb testing.TB, substr string) string {
 // into a binary in a temporary directory and returns the binary's path.
 func Build(tb testing.TB, pkg string) string {
 	tb.Helper()
+	return compile(tb, pkg, tb.TempDir())
+}
+
+// Builds compiles each main package once for a whole test binary, so
+// that the tests starting the same program share one binary where Build
+// links it anew for each (over a second a link). The zero value is
+// ready; call Remove from TestMain once m.Run has returned.
+type Builds struct {
+	mu   sync.Mutex
+	dir  string            // the binaries' directory, made at the first Build
+	bins map[string]string // by the package's absolute path
+}
+
+// Build returns the binary of the Go main package pkg, compiled at the
+// first call for pkg. It is safe for parallel tests.
+func (b *Builds) Build(tb testing.TB, pkg string) string {
+	tb.Helper()
 	abs, err := filepath.Abs(pkg)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	bin := filepath.Join(tb.TempDir(), filepath.Base(abs))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if bin, ok := b.bins[abs]; ok {
+		return bin
+	}
+	if b.dir == "" {
+		if b.dir, err = os.MkdirTemp("", "testenv-builds-"); err != nil {
+			tb.Fatal(err)
+		}
+		b.bins = map[string]string{}
+	}
+	dir := filepath.Join(b.dir, strconv.Itoa(len(b.bins))) // one each, as binaries are named after their package
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	b.bins[abs] = compile(tb, pkg, dir)
+	return b.bins[abs]
+}
+
+// Remove deletes the binaries Build compiled.
+func (b *Builds) Remove() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.dir != "" {
+		_ = os.RemoveAll(b.dir)
+	}
+	b.dir, b.bins = "", nil
+}
+
+// compile builds pkg into dir, named after the package as "go build"
+// names it, and returns the binary's path.
+func compile(tb testing.TB, pkg, dir string) string {
+	tb.Helper()
+	abs, err := filepath.Abs(pkg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	bin := filepath.Join(dir, filepath.Base(abs))
 	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
 		tb.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}

@@ -1,7 +1,9 @@
 package testenv_test
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/petstorekit/petstore/internal/testenv"
@@ -34,4 +36,28 @@ func TestStopCollectsEverything(t *testing.T) {
 		t.Fatalf("stdout after Stop = %q", got)
 	}
 	p.Stop() // again: nothing happens
+}
+
+// Builds compiles a package once, however many tests ask for it, and
+// Remove deletes what it compiled.
+func TestBuildsCompilesOnce(t *testing.T) {
+	var b testenv.Builds
+	bin := b.Build(t, "../../examples/faketest")
+	if filepath.Base(bin) != "faketest" {
+		t.Fatalf("binary %s, want it named after its package", bin)
+	}
+	before, err := os.Stat(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again := b.Build(t, "../../examples/faketest/"); again != bin {
+		t.Fatalf("second Build gave %s, want the first one's %s", again, bin)
+	}
+	if after, err := os.Stat(bin); err != nil || !after.ModTime().Equal(before.ModTime()) {
+		t.Fatalf("the binary was compiled again (%v)", err)
+	}
+	b.Remove()
+	if _, err := os.Stat(bin); !os.IsNotExist(err) {
+		t.Fatalf("after Remove, stat %s: %v, want not found", bin, err)
+	}
 }
