@@ -71,11 +71,10 @@ func Errorf(code, format string, args ...any) *Error {
 // ErrorCode returns the code of an application error, "" for nil, and
 // CodeInternal for any other error.
 func ErrorCode(err error) string {
-	var e *Error
-	switch {
-	case err == nil:
+	if err == nil {
 		return ""
-	case errors.As(err, &e):
+	}
+	if e, ok := errors.AsType[*Error](err); ok {
 		return e.Code
 	}
 	return CodeInternal
@@ -84,11 +83,10 @@ func ErrorCode(err error) string {
 // ErrorMessage returns the message of an application error, "" for nil, and
 // a generic message for any other error so internals never reach a client.
 func ErrorMessage(err error) string {
-	var e *Error
-	switch {
-	case err == nil:
+	if err == nil {
 		return ""
-	case errors.As(err, &e):
+	}
+	if e, ok := errors.AsType[*Error](err); ok {
 		return e.Message
 	}
 	return "Internal error."
@@ -101,8 +99,7 @@ func AsError(err error) *Error {
 	if err == nil {
 		return nil
 	}
-	var e *Error
-	if errors.As(err, &e) {
+	if e, ok := errors.AsType[*Error](err); ok {
 		return e
 	}
 	return &Error{Code: CodeInternal, Message: ErrorMessage(err)}

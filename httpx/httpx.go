@@ -256,7 +256,7 @@ func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	}
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
-		if errors.As(err, new(*http.MaxBytesError)) {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return nil, tooLarge
 		}
 		return nil, petstore.Errorf(petstore.CodeInvalidRequest, "could not read the body")

@@ -102,7 +102,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	noteCause(r, err, e)
 	if e.Code == petstore.CodeUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
 		challenge := `Bearer realm="petstore"`
-		if be := (*bearerError)(nil); errors.As(err, &be) {
+		if be, ok := errors.AsType[*bearerError](err); ok {
 			challenge += `, error="` + be.code + `"`
 		}
 		w.Header().Set("WWW-Authenticate", challenge)
