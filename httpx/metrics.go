@@ -18,7 +18,7 @@ import (
 type metrics struct {
 	requests  *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
-	decisions *prometheus.CounterVec
+	decisions map[string]prometheus.Counter // by result
 	causes    *prometheus.CounterVec
 	replays   prometheus.Counter
 }
@@ -44,7 +44,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}, []string{"route", "method"})); err != nil {
 		return nil, err
 	}
-	if m.decisions, err = counters("petstore_ratelimit_decisions_total", "Rate-limit decisions: allowed, limited, banned, fallback (decided locally while the shared store fails), unavailable (503).", "result"); err != nil {
+	decisions, err := counters("petstore_ratelimit_decisions_total", "Rate-limit decisions: allowed, limited, banned, fallback (decided locally while the shared store fails), unavailable (503).", "result")
+	if err != nil {
 		return nil, err
 	}
 	if m.causes, err = counters("petstore_store_errors_total", "Requests failed by a store or the server itself, by cause: timeout, unavailable, internal, panic.", "cause"); err != nil {
@@ -53,8 +54,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if m.replays, err = register(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: "petstore_idempotency_replays_total", Help: "POST requests answered with the stored response of an earlier one with the same Idempotency-Key."})); err != nil {
 		return nil, err
 	}
+	m.decisions = map[string]prometheus.Counter{}
 	for _, result := range []string{"allowed", "limited", "banned", "fallback", "unavailable"} {
-		m.decisions.WithLabelValues(result)
+		m.decisions[result] = decisions.WithLabelValues(result)
 	}
 	for _, cause := range []string{causeTimeout, causeUnavailable, causeInternal, causePanic} {
 		m.causes.WithLabelValues(cause)
@@ -74,8 +76,7 @@ const (
 // register registers c, or returns the equal collector registered before.
 func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
 	err := reg.Register(c)
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
+	if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
 		if existing, ok := are.ExistingCollector.(C); ok {
 			return existing, nil
 		}
@@ -136,5 +137,5 @@ func (m *metrics) decision(d ratelimit.Decision, err error) {
 	if err == nil {
 		result = tracing.DecisionResult(d)
 	}
-	m.decisions.WithLabelValues(result).Inc()
+	m.decisions[result].Inc()
 }
