@@ -10,9 +10,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
-	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,10 +20,8 @@ import (
 )
 
 // waitingParallel is how many of the parallel tests run at once unless
-// -parallel says otherwise. They spend most of their time waiting (for a
-// -db-timeout, a paused link, a server starting or stopping), not on a
-// core: at go test's default of one per core, two on a CI machine, most of
-// the package's wall time was waiting with both cores idle.
+// -parallel says otherwise: they wait for a -db-timeout, a paused link, a
+// server starting or stopping.
 const waitingParallel = 4
 
 // builds compiles the server once for the tests that start it as a
@@ -33,15 +29,11 @@ const waitingParallel = 4
 var builds testenv.Builds
 
 // TestMain raises go test's default -parallel to waitingParallel where
-// there are fewer cores; a -parallel given on the command line rules. It
-// removes the binaries builds compiled once the tests are done.
+// there are fewer cores (testenv.RaiseParallel). It removes the binaries
+// builds compiled once the tests are done.
 func TestMain(m *testing.M) {
 	flag.Parse()
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given && runtime.GOMAXPROCS(0) < waitingParallel {
-		_ = flag.Set("test.parallel", strconv.Itoa(waitingParallel))
-	}
+	testenv.RaiseParallel(waitingParallel)
 	code := m.Run()
 	builds.Remove()
 	os.Exit(code)
