@@ -18,7 +18,7 @@ import (
 type metrics struct {
 	requests  *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
-	decisions map[string]prometheus.Counter // by result
+	decisions *prometheus.CounterVec
 	causes    *prometheus.CounterVec
 	replays   prometheus.Counter
 }
@@ -44,8 +44,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}, []string{"route", "method"})); err != nil {
 		return nil, err
 	}
-	decisions, err := counters("petstore_ratelimit_decisions_total", "Rate-limit decisions: allowed, limited, banned, fallback (decided locally while the shared store fails), unavailable (503).", "result")
-	if err != nil {
+	if m.decisions, err = counters("petstore_ratelimit_decisions_total", "Rate-limit decisions: allowed, limited, banned, fallback (decided locally while the shared store fails), unavailable (503).", "result"); err != nil {
 		return nil, err
 	}
 	if m.causes, err = counters("petstore_store_errors_total", "Requests failed by a store or the server itself, by cause: timeout, unavailable, internal, panic.", "cause"); err != nil {
@@ -54,9 +53,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if m.replays, err = register(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: "petstore_idempotency_replays_total", Help: "POST requests answered with the stored response of an earlier one with the same Idempotency-Key."})); err != nil {
 		return nil, err
 	}
-	m.decisions = map[string]prometheus.Counter{}
 	for _, result := range []string{"allowed", "limited", "banned", "fallback", "unavailable"} {
-		m.decisions[result] = decisions.WithLabelValues(result)
+		m.decisions.WithLabelValues(result)
 	}
 	for _, cause := range []string{causeTimeout, causeUnavailable, causeInternal, causePanic} {
 		m.causes.WithLabelValues(cause)
@@ -137,5 +135,5 @@ func (m *metrics) decision(d ratelimit.Decision, err error) {
 	if err == nil {
 		result = tracing.DecisionResult(d)
 	}
-	m.decisions[result].Inc()
+	m.decisions.WithLabelValues(result).Inc()
 }
